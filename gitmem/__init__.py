@@ -1,0 +1,40 @@
+"""gitmem: a git-backed, versioned memory repository for AI agents.
+
+Each memory is a bare git repository; every change is one commit, a file's
+version is its blob id and a change cursor is a commit id.
+"""
+
+from gitmem.errors import GitmemError, MemoryStoreError, MemoryToolError
+from gitmem.fileformat import FileFormat, describe, parse_frontmatter, validate_directory, validate_path
+from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.memstore import InMemoryFileStore
+from gitmem.model import Changes, FileEntry, FileText, FullResync, GrepMatch, Origin, SearchResult
+from gitmem.root import Root
+from gitmem.store import FileStore, SearchableFileStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Changes",
+    "FileEntry",
+    "FileFormat",
+    "FileStore",
+    "FileText",
+    "FullResync",
+    "GitFileStore",
+    "GitmemError",
+    "GrepMatch",
+    "InMemoryFileStore",
+    "MemoryStoreError",
+    "MemoryToolError",
+    "Origin",
+    "Root",
+    "SearchResult",
+    "SearchableFileStore",
+    "SyncGitFileStore",
+    "__version__",
+    "describe",
+    "parse_frontmatter",
+    "validate_directory",
+    "validate_path",
+]

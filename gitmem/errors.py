@@ -1,0 +1,83 @@
+"""The one error tree of gitmem.
+
+Every failure a caller can act on is a :class:`MemoryStoreError` carrying a
+machine-readable ``code``. Adapters (CLI, MCP, tool backends) translate the code
+into their own shape at the outermost layer; nothing below them raises a foreign
+exception type. Exceptions from pygit2, whoosh, dulwich or the OS are translated
+at the point where they enter gitmem.
+
+::
+
+    GitmemError
+     └── MemoryStoreError(code, message, current=None)
+          └── MemoryToolError          (codes only the agent tools produce)
+
+A conflict is an expected outcome, not a crash: ``version_mismatch`` and
+``already_exists`` carry ``current``, the file as it is now (or ``None`` when it
+is gone), so the caller can re-read nothing and decide again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+if TYPE_CHECKING:
+    from gitmem.model import FileText
+
+StoreErrorCode = Literal[
+    "not_found",
+    "already_exists",
+    "version_mismatch",
+    "invalid_path",
+    "invalid_file",
+    "invalid_pattern",
+    "too_large",
+    "memory_full",
+    "memory_deleted",
+    "forbidden",
+    "unavailable",
+]
+
+ToolErrorCode = Literal[
+    "unknown_memory",
+    "no_match",
+    "ambiguous_match",
+    "conflict_retries_exhausted",
+]
+
+ErrorCode = StoreErrorCode | ToolErrorCode
+
+STORE_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(StoreErrorCode))
+TOOL_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(ToolErrorCode))
+
+
+class GitmemError(Exception):
+    """Root of every exception gitmem raises on purpose."""
+
+
+class MemoryStoreError(GitmemError):
+    """A store call was refused; ``code`` says why, ``current`` shows the file now.
+
+    ``current`` is only meaningful for ``version_mismatch`` and ``already_exists``:
+    it is the file the caller collided with, or ``None`` when no file is there.
+    """
+
+    code: str
+    message: str
+    current: FileText | None
+
+    def __init__(self, code: ErrorCode, message: str = "", current: FileText | None = None) -> None:
+        if code not in STORE_ERROR_CODES and code not in TOOL_ERROR_CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        self.code = code
+        self.message = message or code.replace("_", " ")
+        self.current = current
+        super().__init__(f"{code}: {self.message}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keep the error picklable across process pools with its fields intact.
+        return (type(self), (self.code, self.message, self.current))
+
+
+class MemoryToolError(MemoryStoreError):
+    """A memory tool call failed for a reason only the tool layer knows about."""

@@ -1,0 +1,212 @@
+"""The file rules every store applies: paths, content, frontmatter, descriptions.
+
+Everything here is pure (no I/O), so both stores, the tools, the push hooks and the
+HTTP server apply exactly the same rules. A path git itself would refuse (``.git``
+in any spelling fsck knows) is refused here, before anything is written.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gitmem.errors import MemoryStoreError
+from gitmem.secrets import find_secret
+
+KIB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileFormat:
+    """Limits for one memory. Lowering a limit never makes stored files unreadable."""
+
+    max_file_bytes: int = 64 * KIB
+    max_description_chars: int = 200
+    max_frontmatter_bytes: int = 2 * KIB
+    max_path_bytes: int = 256
+    check_secrets: bool = True
+    max_files: int | None = None
+    max_memory_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_file_bytes", "max_description_chars", "max_frontmatter_bytes", "max_path_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+        for name in ("max_files", "max_memory_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be positive or None")
+
+
+DEFAULT_FORMAT = FileFormat()
+
+# Code points HFS+ ignores when comparing names; fsck treats ".g\u200cit" as ".git".
+_HFS_IGNORABLE = frozenset(
+    {0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, *range(0x206A, 0x2070), 0xFEFF}
+)
+_RESERVED_SEGMENTS = frozenset({".git", "git~1", ".gitmodules", ".gitattributes"})
+_MAX_SEGMENT_BYTES = 255
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
+
+
+def _git_reserved(segment: str) -> bool:
+    folded = "".join(c for c in segment if ord(c) not in _HFS_IGNORABLE).casefold()
+    folded = folded.rstrip(". ")
+    if folded in _RESERVED_SEGMENTS:
+        return True
+    # NTFS alternate data streams: ".git::$INDEX_ALLOCATION" names the .git folder.
+    return folded.startswith((".git:", "git~1:"))
+
+
+def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
+    """Return the NFC form of a relative file path, or raise ``invalid_path``."""
+    if not isinstance(path, str):
+        raise MemoryStoreError("invalid_path", f"path must be a string, got {type(path).__name__}")
+    norm = unicodedata.normalize("NFC", path)
+    if not norm:
+        raise MemoryStoreError("invalid_path", "path is empty")
+    if norm.startswith("/") or norm.endswith("/"):
+        raise MemoryStoreError(
+            "invalid_path", f"{path!r}: a path is relative and names a file (no leading or trailing '/')"
+        )
+    if "\\" in norm:
+        raise MemoryStoreError("invalid_path", f"{path!r}: backslashes are not allowed; separate folders with '/'")
+    bad = next((c for c in norm if _is_control(c)), None)
+    if bad is not None:
+        raise MemoryStoreError("invalid_path", f"{path!r}: control character U+{ord(bad):04X} is not allowed")
+    size = len(norm.encode("utf-8"))
+    if size > fmt.max_path_bytes:
+        raise MemoryStoreError("invalid_path", f"path is {size} bytes; the limit is {fmt.max_path_bytes}")
+    for segment in norm.split("/"):
+        if segment in ("", ".", ".."):
+            raise MemoryStoreError("invalid_path", f"{path!r}: empty, '.' and '..' segments are not allowed")
+        if len(segment.encode("utf-8")) > _MAX_SEGMENT_BYTES:
+            raise MemoryStoreError(
+                "invalid_path", f"{path!r}: a path segment is longer than {_MAX_SEGMENT_BYTES} bytes"
+            )
+        if _git_reserved(segment):
+            raise MemoryStoreError("invalid_path", f"{path!r}: {segment!r} is a name git reserves")
+    return norm
+
+
+def validate_directory(directory: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
+    """Return ``""`` (the root) or an NFC directory path ending in ``/``."""
+    if not isinstance(directory, str):
+        raise MemoryStoreError("invalid_path", f"directory must be a string, got {type(directory).__name__}")
+    if directory == "":
+        return ""
+    if not directory.endswith("/"):
+        raise MemoryStoreError("invalid_path", f"{directory!r}: a directory path ends with '/' (use '' for the root)")
+    return validate_path(directory[:-1], fmt) + "/"
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Split ``text`` into its frontmatter block (without fences) and body.
+
+    Returns ``(None, text)`` when the text does not open with a ``---`` line, and
+    ``("", text)``-like unclosed cases are reported by :func:`parse_frontmatter`.
+    """
+    if not (text.startswith("---\n") or text.startswith("---\r\n") or text == "---"):
+        return None, text
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") == "---":
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    raise MemoryStoreError("invalid_file", "frontmatter opened with '---' is never closed by a '---' line")
+
+
+def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict[str, Any] | None, str]:
+    """Return the frontmatter mapping (or ``None``) and the body; ``invalid_file`` when malformed."""
+    block, body = split_frontmatter(text)
+    if block is None:
+        return None, body
+    size = len(block.encode("utf-8")) + 8
+    if size > fmt.max_frontmatter_bytes:
+        raise MemoryStoreError("invalid_file", f"frontmatter is {size} bytes; the limit is {fmt.max_frontmatter_bytes}")
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as exc:
+        raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise MemoryStoreError("invalid_file", "frontmatter must be a YAML mapping of keys to values")
+    if "description" in data:
+        desc = data["description"]
+        if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
+            raise MemoryStoreError("invalid_file", "frontmatter 'description' must be one non-empty line of text")
+        if len(desc.strip()) > fmt.max_description_chars:
+            raise MemoryStoreError(
+                "invalid_file",
+                f"frontmatter 'description' is {len(desc.strip())} characters; the limit is {fmt.max_description_chars}",
+            )
+    return {str(k): v for k, v in data.items()}, body
+
+
+def _first_line(body: str, limit: int) -> str | None:
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped:
+            return stripped[:limit]
+    return None
+
+
+def describe(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> str | None:
+    """The frontmatter description, else the first non-empty body line (cut), else ``None``.
+
+    Raises ``invalid_file`` or ``too_large`` for content a store would refuse.
+    """
+    encode_text(text, fmt, check_secrets=False)
+    meta, body = parse_frontmatter(text, fmt)
+    if meta is not None and "description" in meta:
+        return str(meta["description"]).strip()
+    return _first_line(body, fmt.max_description_chars)
+
+
+def describe_stored(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> str | None:
+    """Like :func:`describe`, but never fails: stored files stay listable under any limit."""
+    try:
+        meta, body = parse_frontmatter(text, fmt)
+    except MemoryStoreError:
+        block_end = text.find("\n---", 3)
+        body = text[block_end + 4 :] if text.startswith("---") and block_end != -1 else text
+        meta = None
+    if meta is not None and isinstance(meta.get("description"), str) and meta["description"].strip():
+        return str(meta["description"]).strip().splitlines()[0][: fmt.max_description_chars]
+    return _first_line(body, fmt.max_description_chars)
+
+
+def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets: bool | None = None) -> bytes:
+    """Validate ``text`` as a memory file and return its UTF-8 bytes.
+
+    Checks, in order: type, encodability, size, NUL bytes, frontmatter, secrets.
+    """
+    if not isinstance(text, str):
+        raise MemoryStoreError("invalid_file", f"content must be text, got {type(text).__name__}")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MemoryStoreError("invalid_file", "content is not valid UTF-8 (it holds a lone surrogate)") from None
+    if len(data) > fmt.max_file_bytes:
+        raise MemoryStoreError("too_large", f"content is {len(data)} bytes; the limit is {fmt.max_file_bytes}")
+    if b"\x00" in data:
+        raise MemoryStoreError("invalid_file", "content holds a NUL byte; memory files are text")
+    parse_frontmatter(text, fmt)
+    if fmt.check_secrets if check_secrets is None else check_secrets:
+        rule = find_secret(text)
+        if rule is not None:
+            raise MemoryStoreError(
+                "invalid_file",
+                f"content looks like it holds {rule.explanation} (secret rule '{rule.name}'); "
+                "git keeps every version, so credentials are refused",
+            )
+    return data
+
+
+def decode_stored(data: bytes) -> str:
+    """Decode a stored blob; bytes written by other git clients never crash a read."""
+    return data.decode("utf-8", errors="replace")

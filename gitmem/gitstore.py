@@ -1,0 +1,305 @@
+"""GitFileStore: the store contract on one bare git repository.
+
+A file's version is its blob id, a cursor is a commit id, and every change is one
+commit on ``refs/heads/main`` made by :meth:`gitmem.git.repo.GitRepo.transact`.
+The sync core (:class:`SyncGitFileStore`) does the work and can be used directly;
+:class:`GitFileStore` runs it off the event loop for the async seam.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import (
+    DEFAULT_FORMAT,
+    FileFormat,
+    decode_stored,
+    describe_stored,
+    encode_text,
+    validate_directory,
+    validate_path,
+)
+from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.grep import check_limit, compile_pattern, scan
+from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
+from gitmem.provenance import commit_message
+from gitmem.store import check_capacity, check_destination, check_existing, check_expected
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_CACHE_LIMIT = 200_000
+
+# Mount settings live in the repo's own config, so the CLI, hooks and server agree.
+_CONFIG_KEYS: dict[str, str] = {
+    "max_file_bytes": "gitmem.maxFileBytes",
+    "max_description_chars": "gitmem.maxDescriptionChars",
+    "max_frontmatter_bytes": "gitmem.maxFrontmatterBytes",
+    "max_path_bytes": "gitmem.maxPathBytes",
+    "check_secrets": "gitmem.checkSecrets",
+    "max_files": "gitmem.maxFiles",
+    "max_memory_bytes": "gitmem.maxMemoryBytes",
+}
+
+
+def format_to_config(fmt: FileFormat) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for field, key in _CONFIG_KEYS.items():
+        value = getattr(fmt, field)
+        if value is None or value == getattr(DEFAULT_FORMAT, field):
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def format_from_repo(repo: GitRepo) -> FileFormat:
+    values: dict[str, object] = {}
+    for field, key in _CONFIG_KEYS.items():
+        raw = repo.config_get(key)
+        if raw is None:
+            continue
+        if field == "check_secrets":
+            values[field] = raw.strip().lower() not in ("false", "no", "off", "0")
+        else:
+            values[field] = int(raw)
+    return FileFormat(**values)  # type: ignore[arg-type]
+
+
+class SyncGitFileStore:
+    """The synchronous store core over one bare repo; safe across threads and processes."""
+
+    def __init__(self, repo: GitRepo, fmt: FileFormat) -> None:
+        self.repo = repo
+        self.format = fmt
+        self._blob_info: dict[str, tuple[int, str | None]] = {}
+        self._listing: tuple[str, list[FileEntry]] | None = None
+        self._listing_lock = threading.Lock()
+
+    @property
+    def path(self) -> str:
+        return self.repo.path
+
+    # -- reads --
+
+    def head(self) -> str:
+        with translate_errors(self.path):
+            return self.repo.head()
+
+    def _info(self, oid: str) -> tuple[int, str | None]:
+        info = self._blob_info.get(oid)
+        if info is None:
+            data = self.repo.blob(oid)
+            info = (len(data), describe_stored(decode_stored(data), self.format))
+            if len(self._blob_info) >= _CACHE_LIMIT:
+                self._blob_info.clear()
+            self._blob_info[oid] = info
+        return info
+
+    def list(self) -> list[FileEntry]:
+        with translate_errors(self.path):
+            head = self.repo.head()
+            tree_id = str(self.repo.tree_of(head).id)
+            cached = self._listing
+            if cached is not None and cached[0] == tree_id:
+                return list(cached[1])
+            entries = []
+            for path, oid in self.repo.files_at(head):
+                size, description = self._info(oid)
+                entries.append(FileEntry(path, oid, size, description))
+            self._listing = (tree_id, entries)
+            return list(entries)
+
+    def read(self, path: str, rev: str | None = None) -> FileText:
+        path = validate_path(path, self.format)
+        with translate_errors(self.path):
+            commit = self.repo.head() if rev is None else self._resolve(rev)
+            found = self.repo.read_at(commit, path)
+        if found is None:
+            where = "" if rev is None else f" at {rev}"
+            raise MemoryStoreError("not_found", f"{path} does not exist{where}")
+        return FileText(path, decode_stored(found[1]), found[0])
+
+    def _resolve(self, rev: str) -> str:
+        with translate_errors(self.path):
+            commit = self.repo.resolve(rev) if isinstance(rev, str) else None
+        if commit is None:
+            raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
+        return commit
+
+    def search(
+        self,
+        pattern: str,
+        *,
+        regex: bool = False,
+        case_sensitive: bool = False,
+        path: str = "",
+        limit: int = 100,
+    ) -> SearchResult:
+        matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
+        prefix = validate_directory(path, self.format)
+        limit = check_limit(limit)
+        with translate_errors(self.path):
+            head = self.repo.head()
+            files = list(self.repo.files_at(head, prefix))
+            return scan(((p, decode_stored(self.repo.blob(oid))) for p, oid in files), matcher, limit)
+
+    def changes(self, since: str | None) -> Changes | FullResync:
+        with translate_errors(self.path):
+            head = self.repo.head()
+            if not isinstance(since, str) or not _HEX40.match(since):
+                return FullResync(head)
+            if since == head:
+                return Changes(head, ())
+            if not self.repo.is_commit(since) or not self.repo.descendant_of(head, since):
+                return FullResync(head)
+            return Changes(head, self.repo.changed_paths(since, head))
+
+    # -- writes --
+
+    def _current(self, snap: Snapshot, path: str) -> FileText | None:
+        entry = snap.get(path)
+        if entry is None or entry.kind != "blob":
+            return None
+        return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
+
+    def _capacity(self, snap: Snapshot, path: str, creating: bool, new_size: int, old_size: int) -> None:
+        fmt = self.format
+        if fmt.max_files is None and fmt.max_memory_bytes is None:
+            return
+        files = list(self.repo.files_at(snap.head))
+        total = sum(self._info(oid)[0] for _, oid in files) if fmt.max_memory_bytes is not None else 0
+        check_capacity(
+            path,
+            creating=creating,
+            files=len(files),
+            total_bytes=total,
+            new_size=new_size,
+            old_size=old_size,
+            max_files=fmt.max_files,
+            max_bytes=fmt.max_memory_bytes,
+        )
+
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        path = validate_path(path, self.format)
+        data = encode_text(text, self.format)
+        origin = origin or Origin()
+
+        def plan(snap: Snapshot) -> Plan | None:
+            current = self._current(snap, path)
+            check_expected(path, current, expected)
+            oid = snap.write_blob(data)
+            if current is not None and current.version == oid:
+                return None
+            old_size = current.size if current is not None else 0
+            self._capacity(snap, path, current is None, len(data), old_size)
+            op = "create" if current is None else "edit"
+            return Plan(((path, oid),), op, (path,), origin, result=oid)
+
+        _, used = self.repo.transact(plan)
+        if used is None:
+            return blob_version(data)
+        assert used.result is not None
+        return used.result
+
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        source = validate_path(source, self.format)
+        destination = validate_path(destination, self.format)
+        origin = origin or Origin()
+
+        def plan(snap: Snapshot) -> Plan:
+            current = check_existing(source, self._current(snap, source), expected)
+            check_destination(destination, self._current(snap, destination))
+            edits = ((source, None), (destination, current.version))
+            return Plan(edits, "move", (source, destination), origin, result=current.version)
+
+        _, used = self.repo.transact(plan)
+        assert used is not None and used.result is not None
+        return used.result
+
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        path = validate_path(path, self.format)
+        origin = origin or Origin()
+
+        def plan(snap: Snapshot) -> Plan:
+            check_existing(path, self._current(snap, path), expected)
+            return Plan(((path, None),), "delete", (path,), origin)
+
+        self.repo.transact(plan)
+
+    def purge(self, origin: Origin | None = None) -> None:
+        self.repo.reset_history(commit_message("purge", (), origin or Origin()))
+        self._listing = None
+
+
+class GitFileStore:
+    """The async store over a bare git repository (see :class:`SyncGitFileStore`).
+
+    >>> store = GitFileStore.init("memories/user.git")   # doctest: +SKIP
+    >>> await store.write("prefs/language.md", "Reply in Chinese.\\n", expected=None)  # doctest: +SKIP
+    """
+
+    def __init__(self, sync: SyncGitFileStore) -> None:
+        self.sync = sync
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], fmt: FileFormat | None = None) -> GitFileStore:
+        """Create a new memory at ``path`` (a bare repo with an empty root commit)."""
+        fmt = fmt or DEFAULT_FORMAT
+        repo = GitRepo.init(os.fspath(path), config=format_to_config(fmt))
+        return cls(SyncGitFileStore(repo, fmt))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], fmt: FileFormat | None = None) -> GitFileStore:
+        """Open an existing memory; ``memory_deleted`` when it is gone.
+
+        Without ``fmt`` the limits saved in the repo's config apply.
+        """
+        repo = GitRepo.open(os.fspath(path))
+        return cls(SyncGitFileStore(repo, fmt or format_from_repo(repo)))
+
+    @property
+    def path(self) -> str:
+        return self.sync.path
+
+    @property
+    def format(self) -> FileFormat:
+        return self.sync.format
+
+    def __repr__(self) -> str:
+        return f"GitFileStore({self.path!r})"
+
+    async def list(self) -> list[FileEntry]:
+        return await asyncio.to_thread(self.sync.list)
+
+    async def read(self, path: str) -> FileText:
+        return await asyncio.to_thread(self.sync.read, path)
+
+    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        return await asyncio.to_thread(lambda: self.sync.write(path, text, expected=expected, origin=origin))
+
+    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return await asyncio.to_thread(lambda: self.sync.move(source, destination, expected=expected, origin=origin))
+
+    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        await asyncio.to_thread(lambda: self.sync.delete(path, expected=expected, origin=origin))
+
+    async def changes(self, since: str | None) -> Changes | FullResync:
+        return await asyncio.to_thread(self.sync.changes, since)
+
+    async def purge(self) -> None:
+        await asyncio.to_thread(self.sync.purge)
+
+    async def search(
+        self,
+        pattern: str,
+        *,
+        regex: bool = False,
+        case_sensitive: bool = False,
+        path: str = "",
+        limit: int = 100,
+    ) -> SearchResult:
+        return await asyncio.to_thread(
+            lambda: self.sync.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+        )

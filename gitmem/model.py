@@ -1,0 +1,108 @@
+"""Plain values that cross the store seam.
+
+They are frozen dataclasses: cheap to build by the ten thousand in ``list()``,
+hashable, and comparable, so the contract tests can compare two stores' answers
+with ``==``. Versions and cursors are opaque strings to callers; in the git store
+a version is a hex blob id and a cursor a hex commit id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+_TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
+
+
+def _clean(value: str | None) -> str | None:
+    """Make an origin field safe for a commit trailer or a git identity.
+
+    Trailers are line-based and git identities cannot hold ``<``, ``>`` or
+    newlines; such characters become spaces instead of refusing the change.
+    """
+    if value is None:
+        return None
+    cleaned = " ".join(value.translate(_TRAILER_BAD).split())[:200]
+    return cleaned or None
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who made a change: the run, the principal and the tool call (all optional)."""
+
+    run_id: str | None = None
+    principal_id: str | None = None
+    tool_call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run_id", _clean(self.run_id))
+        object.__setattr__(self, "principal_id", _clean(self.principal_id))
+        object.__setattr__(self, "tool_call_id", _clean(self.tool_call_id))
+
+    def with_tool_call(self, tool_call_id: str | None) -> Origin:
+        return Origin(self.run_id, self.principal_id, tool_call_id)
+
+
+NO_ORIGIN = Origin()
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One file of a listing."""
+
+    path: str
+    version: str
+    size: int
+    description: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileText:
+    """A file's whole content and the version it was read at."""
+
+    path: str
+    text: str
+    version: str
+
+    @property
+    def size(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatch:
+    """One matching line; ``line`` counts from 1."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Matches in path and line order, and whether more lines matched than were returned."""
+
+    matches: tuple[GrepMatch, ...] = ()
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The paths changed after a cursor, and the cursor to pass next time."""
+
+    cursor: str
+    paths: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class FullResync:
+    """The store cannot list what changed since the cursor: treat everything as changed."""
+
+    cursor: str
+
+
+def blob_version(data: bytes) -> str:
+    """The git blob id of ``data``: the version every gitmem store reports for a file."""
+    h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
+    h.update(data)
+    return h.hexdigest()

@@ -1,0 +1,112 @@
+"""Commit messages: a human summary line plus ``Gitmem-*`` trailers.
+
+The message is the durable record of who changed what. It is written so plain git
+can query it (``git log --format='%(trailers:key=Gitmem-Run,valueonly)'``) and
+parsed back here for ``log`` filters and ``blame`` origins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from gitmem.model import Origin
+
+Op = Literal["init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge", "unknown"]
+OPS: Final[frozenset[str]] = frozenset(
+    {"init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge"}
+)
+
+T_OP = "Gitmem-Op"
+T_PATH = "Gitmem-Path"
+T_FROM = "Gitmem-From"
+T_RUN = "Gitmem-Run"
+T_PRINCIPAL = "Gitmem-Principal"
+T_TOOL_CALL = "Gitmem-Tool-Call"
+T_REV = "Gitmem-Rev"
+
+COMMITTER_NAME: Final = "gitmem"
+COMMITTER_EMAIL: Final = "gitmem@localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """What a commit message says about a change."""
+
+    op: str
+    paths: tuple[str, ...]
+    origin: Origin
+    summary: str
+    trailers: tuple[tuple[str, str], ...] = ()
+
+    def trailer(self, key: str) -> str | None:
+        for k, v in self.trailers:
+            if k.lower() == key.lower():
+                return v
+        return None
+
+
+def summary_line(op: str, paths: tuple[str, ...], detail: str | None = None) -> str:
+    if op == "move" and len(paths) == 2:
+        return f"move {paths[0]} → {paths[1]}"
+    if op == "restore" and detail:
+        return f"restore {paths[0]} to {detail}"
+    target = ", ".join(paths) if paths else "memory"
+    line = f"{op} {target}"
+    if detail and op != "restore":
+        line = f"{line} ({detail})"
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def commit_message(
+    op: str,
+    paths: tuple[str, ...],
+    origin: Origin,
+    *,
+    detail: str | None = None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> str:
+    """Build the message for one change: summary, blank line, trailers.
+
+    For a move ``paths`` is ``(source, destination)``: ``Gitmem-Path`` names the
+    destination and ``Gitmem-From`` the source, so ``git log -- <path>`` and the
+    trailers agree on where the file is now.
+    """
+    lines = [f"{T_OP}: {op}"]
+    if op == "move" and len(paths) == 2:
+        lines.append(f"{T_PATH}: {paths[1]}")
+        lines.append(f"{T_FROM}: {paths[0]}")
+    else:
+        lines.extend(f"{T_PATH}: {p}" for p in paths)
+    if origin.run_id:
+        lines.append(f"{T_RUN}: {origin.run_id}")
+    if origin.principal_id:
+        lines.append(f"{T_PRINCIPAL}: {origin.principal_id}")
+    if origin.tool_call_id:
+        lines.append(f"{T_TOOL_CALL}: {origin.tool_call_id}")
+    lines.extend(f"{k}: {v}" for k, v in extra)
+    return summary_line(op, paths, detail) + "\n\n" + "\n".join(lines) + "\n"
+
+
+def parse_message(message: str) -> CommitInfo:
+    """Read a commit message back; commits made by plain git parse as op ``unknown``."""
+    summary = message.split("\n", 1)[0].strip()
+    blocks = message.rstrip("\n").split("\n\n")
+    trailers: list[tuple[str, str]] = []
+    if len(blocks) > 1:
+        for line in blocks[-1].split("\n"):
+            key, sep, value = line.partition(": ")
+            if not sep or not key or " " in key:
+                trailers = []
+                break
+            trailers.append((key, value.strip()))
+    found = dict((k.lower(), v) for k, v in trailers)
+    op = found.get(T_OP.lower(), "unknown")
+    if op not in OPS:
+        op = "unknown"
+    paths = [v for k, v in trailers if k.lower() == T_PATH.lower()]
+    source = found.get(T_FROM.lower())
+    if op == "move" and source is not None and paths:
+        paths = [source, paths[0]]
+    origin = Origin(found.get(T_RUN.lower()), found.get(T_PRINCIPAL.lower()), found.get(T_TOOL_CALL.lower()))
+    return CommitInfo(op=op, paths=tuple(paths), origin=origin, summary=summary, trailers=tuple(trailers))

@@ -1,0 +1,81 @@
+"""A root directory of mounts: ``<root>/<name>.git``, one bare repository per memory."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+from pathlib import Path
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat
+from gitmem.gitstore import GitFileStore
+
+MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+def check_mount_name(name: object) -> str:
+    if not isinstance(name, str) or not MOUNT_NAME.fullmatch(name):
+        raise MemoryStoreError(
+            "invalid_path",
+            f"{name!r} is not a mount name: use a lowercase letter, then up to 62 of a-z, 0-9 and '-'",
+        )
+    return name
+
+
+class Root:
+    """A folder of memories. Creating a mount is safe when processes race to do it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser().absolute()
+
+    def __repr__(self) -> str:
+        return f"Root({str(self.path)!r})"
+
+    def mount_path(self, name: str) -> Path:
+        return self.path / f"{check_mount_name(name)}.git"
+
+    def mount(self, name: str, *, create: bool = False, fmt: FileFormat | None = None) -> GitFileStore:
+        """Open mount ``name``; with ``create=True`` make it first when it does not exist."""
+        path = self.mount_path(name)
+        if (path / "HEAD").exists():
+            return GitFileStore.open(path, fmt)
+        if not create:
+            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(self.path / ".gitmem-root.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot use root {self.path}: {exc}") from exc
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            if (path / "HEAD").exists():
+                return GitFileStore.open(path, fmt)
+            tmp = self.path / f".{name}.git.{os.getpid()}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            GitFileStore.init(tmp, fmt)
+            os.replace(tmp, path)
+            return GitFileStore.open(path, fmt)
+        finally:
+            os.close(lock_fd)
+
+    def mounts(self) -> list[str]:
+        """Names of the memories under this root, sorted."""
+        if not self.path.is_dir():
+            return []
+        names = []
+        for child in self.path.iterdir():
+            stem = child.name[:-4] if child.name.endswith(".git") else None
+            if stem and MOUNT_NAME.fullmatch(stem) and (child / "HEAD").is_file():
+                names.append(stem)
+        return sorted(names)
+
+    def remove(self, name: str) -> None:
+        """Delete a memory and all its history; open stores then answer ``memory_deleted``."""
+        path = self.mount_path(name)
+        if not (path / "HEAD").exists():
+            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+        trash = self.path / f".{name}.git.{os.getpid()}.removed"
+        os.replace(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
