@@ -1,0 +1,48 @@
+"""The ``gitmem`` command line: parse, make one call into the core, render.
+
+Layout::
+
+    app.py       the root group ``cli``, shared options (--json, --root, --principal,
+                 --run), error -> exit code mapping, rendering and progress helpers
+    files.py     init, mounts, ls, cat, write, edit, mv, rm, changes
+    history.py   log, show, diff, blame, restore, revert
+    search.py    grep, find, index status|rebuild
+    admin.py     forget, purge, fsck, gc, demo
+
+Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
+steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group ::
+
+    from gitmem.adapters.cli.app import cli, common_options, emit, pass_state
+
+    @cli.command()
+    @click.argument("name")
+    @common_options
+    @pass_state
+    def serve(state, name): ...
+
+and add ``"<name>"`` to :data:`COMMAND_MODULES` below (one line). Every command on
+``cli`` (and on groups made with ``@cli.group()``) gets the shared error handling:
+a :class:`~gitmem.errors.MemoryStoreError` becomes exit code 1 with a message
+naming its code. Import optional dependencies (mcp, waitress, ...) inside the
+command function, so ``gitmem --help`` works without them. Document the command in
+``docs/cli.md``; ``tests/cli/test_docs.py`` fails until you do.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from gitmem.adapters.cli.app import cli, main
+
+#: Modules under this package that register commands on ``cli``, in help order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "files",
+    "history",
+    "search",
+    "admin",
+)
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["COMMAND_MODULES", "cli", "main"]

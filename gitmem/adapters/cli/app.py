@@ -1,0 +1,321 @@
+"""The root ``gitmem`` group and what every command shares.
+
+Shared here, so each command module stays a list of "parse, call the core once,
+render" functions:
+
+- :class:`State`, the per-invocation settings (root, ``--json``, origin), filled by
+  the shared option decorators wherever the user put the option (before or after
+  the command name);
+- :class:`GitmemCommand`, which turns a refused store call
+  (:class:`~gitmem.errors.MemoryStoreError`) into a message that names the code and
+  says what to do next, and into exit code 1; click itself answers usage errors
+  with exit code 2;
+- rendering helpers (one JSON document on stdout with ``--json``, plain text
+  otherwise) and a progress display that only appears when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from gitmem.config import default_root
+from gitmem.errors import MemoryStoreError
+from gitmem.gitstore import SyncGitFileStore
+from gitmem.model import FileText, Origin
+from gitmem.root import Root
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The tool call id the CLI records on every change it makes.
+CLI_TOOL_CALL = "cli"
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+
+@dataclass
+class State:
+    """Settings of one invocation, shared by the root group and the command."""
+
+    root_dir: Path | None = None
+    json: bool = False
+    principal: str | None = None
+    run: str | None = None
+    _root: Root | None = field(default=None, repr=False)
+
+    @property
+    def root(self) -> Root:
+        if self._root is None:
+            self._root = Root(self.root_dir or default_root())
+        return self._root
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(run_id=self.run, principal_id=self.principal, tool_call_id=CLI_TOOL_CALL)
+
+    def store(self, name: str) -> SyncGitFileStore:
+        """The sync store of mount ``name``; ``not_found`` when there is no such memory."""
+        return self.root.mount(name).sync
+
+
+def get_state() -> State:
+    ctx = click.get_current_context()
+    state = ctx.find_object(State)
+    if state is None:  # a command invoked on its own, outside the root group
+        state = ctx.ensure_object(State)
+    return state
+
+
+pass_state = click.make_pass_decorator(State, ensure=True)
+
+
+# --- shared option decorators ----------------------------------------------------
+
+
+def _set(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        # An option left out must not undo the same option given before the command name.
+        if value is None or value is False:
+            return
+        setattr(ctx.ensure_object(State), attr, value)
+
+    return callback
+
+
+def root_option(f: F) -> F:
+    """``--root DIR``: the folder of mounts (default ``$GITMEM_ROOT``, then ``~/.local/share/gitmem``)."""
+    return click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        expose_value=False,
+        callback=_set("root_dir"),
+        help="Folder of mounts (default: $GITMEM_ROOT, else $XDG_DATA_HOME/gitmem or ~/.local/share/gitmem).",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    """``--json``: print one JSON document on stdout (errors too) instead of text."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        default=False,
+        expose_value=False,
+        callback=_set("json"),
+        help="Print one JSON document on stdout (see docs/cli.md for the shapes).",
+    )(f)
+
+
+def origin_options(f: F) -> F:
+    """``--principal`` and ``--run``: who the change is attributed to (commit author and trailers)."""
+    f = click.option(
+        "--run",
+        metavar="RUN_ID",
+        envvar="GITMEM_RUN",
+        expose_value=False,
+        callback=_set("run"),
+        help="Run id recorded in the Gitmem-Run trailer (default: $GITMEM_RUN).",
+    )(f)
+    return click.option(
+        "--principal",
+        metavar="WHO",
+        envvar="GITMEM_PRINCIPAL",
+        expose_value=False,
+        callback=_set("principal"),
+        help="Principal recorded as the commit author and Gitmem-Principal trailer (default: $GITMEM_PRINCIPAL).",
+    )(f)
+
+
+def common_options(f: F) -> F:
+    """``--json`` and ``--root``, which every command accepts."""
+    return json_option(root_option(f))
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+def _hint(exc: MemoryStoreError, params: Mapping[str, Any]) -> str:
+    """What the user can do about a refusal, phrased with the command's own arguments."""
+    name = params.get("name") or "NAME"
+    path = params.get("path") or params.get("source") or "PATH"
+    code = exc.code
+    if code == "version_mismatch":
+        if exc.current is None:
+            return f"the file does not exist now; create it with `gitmem write {name} {path} --create`"
+        return (
+            f"the file is now at version {exc.current.version}; re-read it "
+            f"(`gitmem cat {name} {exc.current.path}`) and retry with --expect {exc.current.version}"
+        )
+    if code == "already_exists":
+        where = exc.current.path if exc.current is not None else "the destination"
+        version = f" --expect {exc.current.version}" if exc.current is not None else ""
+        return f"choose another path, or remove {where} first (`gitmem rm {name} {where}{version}`)"
+    if code == "not_found":
+        return "check the memory name with `gitmem mounts` and the paths with `gitmem ls NAME`"
+    if code in ("invalid_path", "invalid_file", "too_large"):
+        return "nothing was written; fix the path or content and run the command again"
+    if code == "invalid_pattern":
+        return "fix the regular expression, or drop -E to search for the text literally"
+    if code == "memory_full":
+        return "delete or shorten files first, or raise the memory's limits in its git config (gitmem.*)"
+    if code == "memory_deleted":
+        return f"the memory was removed; create it again with `gitmem init {name}`"
+    if code == "unavailable":
+        return "the repository could not be used right now (lock held, disk, permissions); retry shortly"
+    if code == "forbidden":
+        return "this memory does not allow that change"
+    if code == "no_match":
+        return f"the --old text is not in the file; check it with `gitmem cat {name} {path}`"
+    if code == "ambiguous_match":
+        return "the --old text occurs more than once; include more surrounding text so it is unique"
+    if code == "conflict_retries_exhausted":
+        return "other writers keep changing this file; wait and run the command again"
+    return "see docs/cli.md"
+
+
+def file_json(text: FileText | None, *, content: bool = True) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    out: dict[str, Any] = {"path": text.path, "version": text.version, "size": text.size}
+    if content:
+        out["content"] = text.text
+    return out
+
+
+def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:
+    """The error shape, shared with the agent tools: ``{error, message, hint, current}``."""
+    return {"error": exc.code, "message": exc.message, "hint": hint, "current": file_json(exc.current)}
+
+
+def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
+    state = ctx.find_object(State) or State()
+    hint = _hint(exc, ctx.params)
+    if state.json:
+        click.echo(json.dumps(error_json(exc, hint), ensure_ascii=False))
+        return
+    click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+    if exc.current is not None:
+        click.echo(f"  current: {exc.current.path} version {exc.current.version} ({exc.current.size} B)", err=True)
+    click.echo(f"  what to do: {hint}", err=True)
+
+
+class GitmemCommand(click.Command):
+    """A command whose store refusals become exit code 1 and an actionable message."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemoryStoreError as exc:
+            report_error(exc, ctx)
+            raise click.exceptions.Exit(EXIT_REFUSED) from None
+
+
+class GitmemGroup(click.Group):
+    """Groups whose commands (and sub-groups) all map errors the same way."""
+
+    command_class = GitmemCommand
+    group_class = type  # sub-groups are GitmemGroups too
+
+
+def usage_error(message: str) -> click.UsageError:
+    """A mistake in how the command was called: exit code 2, nothing touched."""
+    return click.UsageError(message, ctx=click.get_current_context(silent=True))
+
+
+# --- rendering -------------------------------------------------------------------
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON data from the core's frozen dataclasses, tuples and mappings."""
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: to_json(v) for k, v in asdict(value).items()}
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+def emit(payload: Mapping[str, Any], text: str | Callable[[], None] | None = None) -> None:
+    """Render a command's result: ``payload`` as JSON, or ``text`` (a string or a printer)."""
+    if get_state().json:
+        click.echo(json.dumps(to_json(payload), ensure_ascii=False))
+    elif callable(text):
+        text()
+    elif text is not None:
+        click.echo(text)
+
+
+def short(version: str | None) -> str:
+    return version[:12] if version else "-"
+
+
+def stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def progress(label: str, total: int | None = None) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar on stderr for long work, shown only on a terminal.
+
+    Yields ``update(done, total)``; calling it when nothing is shown is free. Without
+    a total the bar is an activity spinner, which suits calls that report nothing.
+    """
+    if not stderr_is_tty():
+
+        def ignore(done: int, new_total: int | None = None) -> None:
+            return None
+
+        yield ignore
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+
+        def update(done: int, new_total: int | None = None) -> None:
+            bar.update(task, completed=done, total=new_total if new_total is not None else total)
+
+        yield update
+
+
+# --- the root group --------------------------------------------------------------
+
+
+@click.group(cls=GitmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """gitmem: versioned memory for AI agents, stored as bare git repositories.
+
+    Each memory (a mount) is <root>/<name>.git. Every change is one commit; a
+    file's version is its blob id, and writes name the version they expect.
+    Exit codes: 0 done, 1 refused (the message names the error code), 2 usage.
+    """
+    ctx.ensure_object(State)
+
+
+def main() -> None:
+    """The ``gitmem`` entry point."""
+    cli.main(prog_name="gitmem")

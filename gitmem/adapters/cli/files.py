@@ -1,0 +1,279 @@
+"""Commands on a memory's files: init, mounts, ls, cat, write, edit, mv, rm, changes.
+
+Every write names the version it expects, exactly like the store API: ``write
+--expect`` and ``rm --expect`` take it from the user, ``mv`` and ``edit`` take the
+version they just read, so a change made meanwhile by someone else is never
+overwritten silently.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gitmem.adapters.cli.app import (
+    State,
+    cli,
+    common_options,
+    emit,
+    origin_options,
+    pass_state,
+    short,
+    stderr_is_tty,
+    usage_error,
+)
+from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.fileformat import validate_directory
+from gitmem.gitstore import SyncGitFileStore
+from gitmem.model import Changes, FileText, Origin
+
+#: How many times ``edit`` re-reads and re-checks after another writer got in first.
+EDIT_RETRIES = 3
+_MIN_ABBREV = 7
+
+
+def full_version(store: SyncGitFileStore, path: str, given: str) -> str:
+    """Expand an abbreviated version (as ``ls`` prints it) when it names the current blob.
+
+    The store still compares the full id, so this never weakens the check: a prefix
+    that does not match the current version is passed on as-is and refused.
+    """
+    if len(given) >= 40 or len(given) < _MIN_ABBREV:
+        return given
+    try:
+        current = store.read(path)
+    except MemoryStoreError:
+        return given
+    return current.version if current.version.startswith(given.lower()) else given
+
+
+def directory_arg(directory: str | None) -> str:
+    """``prefs``, ``prefs/`` and ``/`` are all accepted; the store wants ``prefs/`` or ``""``."""
+    if not directory or directory == "/":
+        return ""
+    return validate_directory(directory.rstrip("/") + "/")
+
+
+def replace_once(
+    store: SyncGitFileStore, path: str, old: str, new: str, origin: Origin, retries: int = EDIT_RETRIES
+) -> tuple[FileText, str]:
+    """Replace the one occurrence of ``old``, writing against the version read.
+
+    On ``version_mismatch`` the file as it is now is re-checked and the edit tried
+    again, up to ``retries`` times; returns the file that was edited and the new version.
+    """
+    current = store.read(path)
+    for _ in range(retries + 1):
+        first = current.text.find(old)
+        if first < 0:
+            raise MemoryToolError("no_match", f"{path}: the --old text does not occur in the file", current=current)
+        if current.text.find(old, first + 1) >= 0:
+            raise MemoryToolError("ambiguous_match", f"{path}: the --old text occurs more than once", current=current)
+        text = current.text[:first] + new + current.text[first + len(old) :]
+        try:
+            return current, store.write(path, text, expected=current.version, origin=origin)
+        except MemoryStoreError as exc:
+            if exc.code != "version_mismatch":
+                raise
+            if exc.current is None:
+                raise MemoryStoreError("not_found", f"{path} was deleted while it was being edited") from None
+            current = exc.current
+    raise MemoryToolError(
+        "conflict_retries_exhausted",
+        f"{path} changed under the edit {retries + 1} times in a row",
+        current=current,
+    )
+
+
+@cli.command()
+@click.argument("name")
+@common_options
+@pass_state
+def init(state: State, name: str) -> None:
+    """Create memory NAME.
+
+    NAME becomes the bare repository <root>/NAME.git with an empty first commit.
+    Running it again on an existing memory changes nothing.
+    """
+    existed = (state.root.mount_path(name) / "HEAD").exists()
+    store = state.root.mount(name, create=True).sync
+    payload = {"name": name, "path": store.path, "head": store.head(), "created": not existed}
+    emit(payload, f"{'memory' if existed else 'created memory'} {name!r} at {store.path}")
+
+
+@cli.command()
+@common_options
+@pass_state
+def mounts(state: State) -> None:
+    """List the memories under the root."""
+    names = state.root.mounts()
+    emit({"root": str(state.root.path), "mounts": names}, "\n".join(names) if names else None)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("directory", required=False, default="")
+@common_options
+@pass_state
+def ls(state: State, name: str, directory: str) -> None:
+    """List the files of memory NAME, or of one DIRECTORY.
+
+    Each line: path, size, abbreviated version, description. Any abbreviation of
+    7 or more digits is accepted wherever a VERSION is asked for.
+    """
+    prefix = directory_arg(directory)
+    store = state.store(name)
+    entries = [e for e in store.list() if e.path.startswith(prefix)]
+    if prefix and not entries:
+        raise MemoryStoreError("not_found", f"no files under {prefix} in memory {name!r}")
+
+    def text() -> None:
+        width = max((len(e.path) for e in entries), default=0)
+        for e in entries:
+            click.echo(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip())
+
+    emit({"memory": name, "directory": prefix, "files": entries}, text)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--rev", metavar="REV", help="Read the file as it was at this commit (id, prefix, main~N).")
+@common_options
+@pass_state
+def cat(state: State, name: str, path: str, rev: str | None) -> None:
+    """Print file PATH of memory NAME.
+
+    The content goes to stdout unchanged; on a terminal the version is also shown
+    on stderr. Use --json to get the version in scripts.
+    """
+    found = state.store(name).read(path, rev)
+
+    def text() -> None:
+        click.echo(found.text, nl=False)
+        if stderr_is_tty():
+            click.echo(f"\n-- {found.path} version {found.version}", err=True)
+
+    emit({"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}, text)
+
+
+def _read_stdin() -> str:
+    if sys.stdin.isatty():
+        click.echo("reading the new content from stdin; end it with Ctrl-D", err=True)
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"stdin is not UTF-8 text (byte {exc.start})") from None
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--expect", metavar="VERSION", help="Replace the file only if it is still at VERSION.")
+@click.option("--create", is_flag=True, help="Create the file; refused if it exists.")
+@origin_options
+@common_options
+@pass_state
+def write(state: State, name: str, path: str, expect: str | None, create: bool) -> None:
+    """Write stdin to file PATH of memory NAME.
+
+    Pass --create for a new file, or --expect VERSION to replace the file only
+    while it is still at the version you read. Writing the content the file
+    already holds makes no commit.
+    """
+    if create == (expect is not None):
+        raise usage_error("pass exactly one of --create (new file) or --expect VERSION (replace that version)")
+    text = _read_stdin()
+    store = state.store(name)
+    expected = None if create else full_version(store, path, expect or "")
+    version = store.write(path, text, expected=expected, origin=state.origin)
+    changed = version != expected
+    payload = {"memory": name, "path": path, "version": version, "previous": expected, "changed": changed}
+    if not changed:
+        message = f"unchanged: {path} already holds this content (version {version})"
+    else:
+        message = f"{'created' if create else 'wrote'} {path}: version {version}"
+    emit(payload, message)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--old", "old", required=True, help="Text that occurs exactly once in the file.")
+@click.option("--new", "new", required=True, help="Replacement text (may be empty).")
+@origin_options
+@common_options
+@pass_state
+def edit(state: State, name: str, path: str, old: str, new: str) -> None:
+    """Replace the one occurrence of --old with --new in PATH.
+
+    The file is read, the --old text must occur exactly once, and the result is
+    written expecting the version read. When another writer got in first the file
+    is read again and re-checked, up to 3 more times.
+    """
+    if old == "":
+        raise usage_error("--old must not be empty")
+    before, version = replace_once(state.store(name), path, old, new, state.origin)
+    payload = {"memory": name, "path": path, "version": version, "previous": before.version}
+    emit(payload, f"edited {path}: version {version}")
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("source")
+@click.argument("destination")
+@click.option("--expect", metavar="VERSION", help="Move only if SOURCE is at VERSION (default: the version read now).")
+@origin_options
+@common_options
+@pass_state
+def mv(state: State, name: str, source: str, destination: str, expect: str | None) -> None:
+    """Rename file SOURCE to DESTINATION.
+
+    One commit; DESTINATION must not exist. SOURCE must still be at --expect
+    VERSION, or by default at the version read when the command starts.
+    """
+    store = state.store(name)
+    expected = full_version(store, source, expect) if expect else store.read(source).version
+    version = store.move(source, destination, expected=expected, origin=state.origin)
+    payload = {"memory": name, "source": source, "destination": destination, "version": version}
+    emit(payload, f"moved {source} -> {destination} (version {version})")
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--expect", metavar="VERSION", required=True, help="Delete only if the file is at VERSION.")
+@origin_options
+@common_options
+@pass_state
+def rm(state: State, name: str, path: str, expect: str) -> None:
+    """Delete file PATH if it is still at --expect VERSION."""
+    store = state.store(name)
+    expected = full_version(store, path, expect)
+    store.delete(path, expected=expected, origin=state.origin)
+    emit({"memory": name, "path": path, "version": expected, "deleted": True}, f"deleted {path}")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--since", metavar="CURSOR", help="A cursor printed by an earlier `changes` (omit for the first call).")
+@common_options
+@pass_state
+def changes(state: State, name: str, since: str | None) -> None:
+    """List the paths changed since a cursor.
+
+    Prints the cursor to pass next time, then the changed paths. Without --since,
+    or when the cursor is no longer in history (after purge or forget), it says
+    "full resync": re-read everything.
+    """
+    delta = state.store(name).changes(since)
+    payload: dict[str, object]
+    if isinstance(delta, Changes):
+        payload = {"kind": "changes", "cursor": delta.cursor, "paths": list(delta.paths)}
+        lines = [f"cursor {delta.cursor}", *delta.paths]
+    else:
+        payload = {"kind": "full_resync", "cursor": delta.cursor, "paths": None}
+        lines = [f"cursor {delta.cursor}", "full resync: no cursor, or it is no longer in history; re-read everything"]
+    emit(payload, "\n".join(lines))
