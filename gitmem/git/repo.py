@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -344,7 +345,12 @@ class GitRepo:
             for name in list(repo.references):
                 if name != MAIN:
                     repo.references.delete(name)
-            self._prune_all_but({str(commit), str(tree)})
+            # The new root commit and empty tree may already sit in a pack (libgit2 then
+            # writes nothing), and every pack is about to go: keep them as loose objects.
+            kept = {str(oid): (repo[oid].type_str, bytes(repo[oid].read_raw())) for oid in (commit, tree)}
+            self._prune_all_but(set(kept))
+            for oid, (kind, raw) in kept.items():
+                _write_loose(os.path.join(self.path, "objects"), oid, kind, raw)
             self.bump_generation()
             return str(commit)
 
@@ -371,6 +377,19 @@ class GitRepo:
             import shutil
 
             shutil.rmtree(logs)
+
+
+def _write_loose(objects: str, oid: str, kind: str, raw: bytes) -> None:
+    """Store one object as a loose file unless it already is one."""
+    folder = os.path.join(objects, oid[:2])
+    target = os.path.join(folder, oid[2:])
+    if os.path.exists(target):
+        return
+    os.makedirs(folder, exist_ok=True)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(zlib.compress(b"%s %d\x00" % (kind.encode(), len(raw)) + raw))
+    os.replace(tmp, target)
 
 
 def _author(origin: Origin) -> pygit2.Signature:

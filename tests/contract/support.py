@@ -1,0 +1,129 @@
+"""Helpers shared by the contract, property and real-git tests.
+
+The store contract is async. The tests drive it through :class:`Subject`, which
+runs each call on a fresh event loop (``asyncio.run``), so no pytest plugin is
+needed and a test reads like the sequence of calls a user makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gitmem import FileFormat, GitFileStore, InMemoryFileStore, MemoryStoreError
+from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult
+
+T = TypeVar("T")
+KINDS = ("memory", "git")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def git(
+    repo: str | os.PathLike[str], *args: str, check: bool = True, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the git CLI on ``repo`` (a bare repo or a work tree)."""
+    proc = subprocess.run(["git", "-C", os.fspath(repo), *args], capture_output=True, text=True, cwd=cwd)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def assert_fsck_clean(repo: str | os.PathLike[str]) -> None:
+    proc = git(repo, "fsck", "--strict", "--no-dangling", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "error" not in proc.stderr.lower() and "warning" not in proc.stderr.lower(), proc.stderr
+
+
+def error_of(call: Any, *args: Any, **kwargs: Any) -> MemoryStoreError:
+    """Call ``call`` and return the store error it raised (the test fails if it returns)."""
+    try:
+        result = call(*args, **kwargs)
+    except MemoryStoreError as exc:
+        return exc
+    raise AssertionError(f"expected a MemoryStoreError, got {result!r}")
+
+
+@dataclass
+class Subject:
+    """A store under test with a synchronous face; ``repo`` is the bare repo (git only)."""
+
+    kind: str
+    store: Any
+    repo: Path | None = None
+
+    # -- the contract, one event loop per call --
+
+    def list(self) -> list[FileEntry]:
+        return run(self.store.list())
+
+    def read(self, path: str) -> FileText:
+        return run(self.store.read(path))
+
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        return run(self.store.write(path, text, expected=expected, origin=origin))
+
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return run(self.store.move(source, destination, expected=expected, origin=origin))
+
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        run(self.store.delete(path, expected=expected, origin=origin))
+
+    def changes(self, since: str | None) -> Changes | FullResync:
+        return run(self.store.changes(since))
+
+    def purge(self) -> None:
+        run(self.store.purge())
+
+    def search(self, pattern: str, **kwargs: Any) -> SearchResult:
+        return run(self.store.search(pattern, **kwargs))
+
+    # -- conveniences --
+
+    def create(self, path: str, text: str, origin: Origin | None = None) -> str:
+        return self.write(path, text, expected=None, origin=origin)
+
+    def files(self) -> dict[str, str]:
+        """The whole memory as ``{path: text}``."""
+        return {e.path: self.read(e.path).text for e in self.list()}
+
+    def cursor(self) -> str:
+        return self.changes(None).cursor
+
+    def head(self) -> str | None:
+        """The commit ``main`` points at (git only), read with the git CLI."""
+        if self.repo is None:
+            return None
+        return git(self.repo, "rev-parse", "refs/heads/main").stdout.strip()
+
+    def commit_count(self) -> int | None:
+        if self.repo is None:
+            return None
+        return int(git(self.repo, "rev-list", "--count", "refs/heads/main").stdout)
+
+    def other_handle(self) -> Subject:
+        """A second, independent handle on the same memory (git: opened again from disk)."""
+        if self.repo is None:
+            return self
+        return Subject(self.kind, GitFileStore.open(self.repo), self.repo)
+
+    def with_format(self, fmt: FileFormat) -> Subject:
+        """The same memory seen under other limits (git: reopened from disk)."""
+        if self.repo is None:
+            self.store.format = fmt  # the twin has no disk to reopen from; its limits are an attribute
+            return self
+        return Subject(self.kind, GitFileStore.open(self.repo, fmt), self.repo)
+
+
+def new_subject(kind: str, where: Path, fmt: FileFormat | None = None) -> Subject:
+    if kind == "memory":
+        return Subject(kind, InMemoryFileStore(fmt) if fmt else InMemoryFileStore())
+    repo = where / "memory.git"
+    return Subject(kind, GitFileStore.init(repo, fmt), repo)
