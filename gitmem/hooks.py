@@ -1,0 +1,150 @@
+"""Server-side git hooks that hold pushes over ssh or a file path to the store's rules.
+
+``gitmem serve`` checks pushes itself; a mount that people also push to with plain
+git (``git push /srv/memories/user.git``, or over ssh) needs git's own hooks:
+
+- ``pre-receive`` runs :func:`gitmem.git.pushcheck.check_updates` on every ref the
+  push updates (fast-forward on ``main``, paths, content, secrets). One refusal
+  rejects the whole push, and git shows each reason to the pusher as ``remote:``
+  lines. The new objects are still in git's quarantine directory at that point, so a
+  refused push leaves nothing behind in the mount.
+- ``post-receive`` brings the mount's search index up to date when ``main`` moved
+  (when the index package is installed).
+
+:func:`install_hooks` writes both into ``<mount>/hooks/`` with the current Python
+interpreter in the ``#!`` line, so the hooks run the same gitmem the installer has.
+The repository's ``hooks/`` folder holds the same scripts for copying by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from gitmem.errors import MemoryStoreError
+from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates
+from gitmem.git.repo import GitRepo
+from gitmem.gitstore import GitFileStore, format_from_repo
+
+MARKER = "# gitmem-hook"
+HOOK_NAMES = ("pre-receive", "post-receive")
+
+_BODY = '''{marker}: {name} (written by `gitmem hooks install`; edits are overwritten)
+"""{doc}"""
+import sys
+
+from gitmem.hooks import {func}
+
+sys.exit({func}())
+'''
+_DOCS = {
+    "pre-receive": "Refuse pushes that break the memory's rules (see gitmem.git.pushcheck).",
+    "post-receive": "Bring the memory's search index up to date after a push.",
+}
+_FUNCS = {"pre-receive": "pre_receive_main", "post-receive": "post_receive_main"}
+
+
+def hook_script(name: str, python: str | None = None) -> str:
+    """The text of hook ``name``, run by ``python`` (default: ``/usr/bin/env python3``)."""
+    shebang = f"#!{python}" if python else "#!/usr/bin/env python3"
+    return shebang + "\n" + _BODY.format(marker=MARKER, name=name, doc=_DOCS[name], func=_FUNCS[name])
+
+
+def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, python: str | None = None) -> list[Path]:
+    """Write gitmem's hooks into a mount; returns the files written.
+
+    A hook already there that gitmem did not write is left alone (``already_exists``)
+    unless ``force`` is set: it may be someone's own check.
+    """
+    mount = Path(mount_path)
+    if not (mount / "HEAD").is_file() or not (mount / "objects").is_dir():
+        raise MemoryStoreError("not_found", f"{mount} is not a bare git repository")
+    folder = mount / "hooks"
+    targets = [folder / name for name in HOOK_NAMES]
+    for target in targets:
+        if target.exists() and not force and MARKER not in target.read_text(encoding="utf-8", errors="replace"):
+            raise MemoryStoreError(
+                "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
+            )
+    folder.mkdir(exist_ok=True)
+    for target in targets:
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(hook_script(target.name, python or sys.executable), encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, target)
+    return targets
+
+
+def _read_updates(stdin: TextIO) -> list[RefUpdate]:
+    updates = []
+    for line in stdin:
+        fields = line.split()
+        if len(fields) == 3:
+            updates.append(RefUpdate(ref=fields[2], old=fields[0], new=fields[1]))
+    return updates
+
+
+def _repo_dir(env: Mapping[str, str]) -> str:
+    return os.path.abspath(env.get("GIT_DIR") or ".")
+
+
+def pre_receive_main(
+    stdin: TextIO | None = None, stderr: TextIO | None = None, env: Mapping[str, str] | None = None
+) -> int:
+    """The ``pre-receive`` hook: exit status 0 lets the push in, 1 refuses all of it."""
+    stdin = stdin or sys.stdin
+    stderr = stderr or sys.stderr
+    env = os.environ if env is None else env
+    path = _repo_dir(env)
+    updates = _read_updates(stdin)
+    # git keeps the pushed objects in a quarantine until every hook said yes.
+    quarantine = env.get("GIT_QUARANTINE_PATH") or env.get("GIT_OBJECT_DIRECTORY")
+    try:
+        fmt = format_from_repo(GitRepo(path))
+        verdicts = check_updates(path, updates, fmt, object_dirs=[quarantine] if quarantine else [])
+    except (MemoryStoreError, ValueError) as exc:
+        print(f"gitmem: cannot check this push, so it is refused: {exc}", file=stderr)
+        return 1
+    refused = [r for refusals in verdicts.values() for r in refusals]
+    if not refused:
+        return 0
+    print("gitmem: push refused; a memory only takes changes a store write would accept:", file=stderr)
+    for refusal in refused:
+        print(f"gitmem:   {refusal}", file=stderr)
+    return 1
+
+
+def post_receive_main(stdin: TextIO | None = None, env: Mapping[str, str] | None = None) -> int:
+    """The ``post-receive`` hook: refresh the index when ``main`` moved. Never fails the push."""
+    stdin = stdin or sys.stdin
+    env = os.environ if env is None else env
+    if any(u.ref == MAIN and not u.deleting for u in _read_updates(stdin)):
+        try:
+            refresh_index(_repo_dir(env))
+        except MemoryStoreError as exc:
+            print(f"gitmem: the index was not updated ({exc}); it catches up on the next search", file=sys.stderr)
+    return 0
+
+
+def refresh_index(mount_path: str) -> bool:
+    """Bring the mount's index up to date, if this gitmem has one; returns whether it ran.
+
+    The index is derived from git and catches up on its own at the next search, so
+    this only moves that work off the first reader's path. It prefers the index
+    package's ``catch_up(mount_path)`` and falls back to one narrow store search,
+    which catches the index up as a side effect.
+    """
+    if importlib.util.find_spec("gitmem.index") is None:
+        return False
+    index = importlib.import_module("gitmem.index")
+    catch_up = getattr(index, "catch_up", None)
+    if callable(catch_up):
+        catch_up(mount_path)
+        return True
+    GitFileStore.open(mount_path).sync.search("gitmem index catch-up", case_sensitive=True, limit=1)
+    return True

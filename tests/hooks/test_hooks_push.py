@@ -1,0 +1,93 @@
+"""gitmem's hooks installed into a mount: the same bad pushes are refused over a file path."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from serve.support import BAD_PUSHES, BadPush, check_refused, commit_all, fsck_clean, git, seed, write
+
+from gitmem import GitFileStore, MemoryStoreError
+from gitmem.hooks import HOOK_NAMES, hook_script, install_hooks, post_receive_main, pre_receive_main
+from gitmem.model import Changes
+
+REPO_HOOKS = Path(__file__).resolve().parents[2] / "hooks"
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> GitFileStore:
+    store = GitFileStore.init(tmp_path / "user.git")
+    install_hooks(store.path)
+    return store
+
+
+def clone(mount: GitFileStore, tmp_path: Path) -> Path:
+    git("clone", "-q", mount.path, str(tmp_path / "work"))
+    return tmp_path / "work"
+
+
+def test_a_valid_push_over_a_file_path_lands(mount: GitFileStore, tmp_path: Path) -> None:
+    before = seed(mount)
+    work = clone(mount, tmp_path)
+    write(work, "notes/today.md", "a person's note\n")
+    pushed = commit_all(work, "note")
+    git("push", "-q", "origin", "main", cwd=work)
+    assert mount.sync.head() == pushed
+    assert mount.sync.changes(before) == Changes(pushed, ("notes/today.md",))
+    fsck_clean(mount.path)
+
+
+@pytest.mark.parametrize("bad", BAD_PUSHES, ids=[b.id for b in BAD_PUSHES])
+def test_the_hooks_refuse_the_same_bad_pushes(mount: GitFileStore, tmp_path: Path, bad: BadPush) -> None:
+    head = seed(mount)
+    work = clone(mount, tmp_path)
+    refspec = bad.make(work)
+    pushed = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    done = git("push", *bad.flags, str(Path(mount.path)), refspec, cwd=work, check=False)
+    check_refused(bad, done, Path(mount.path), head, pushed)
+    assert "pre-receive hook declined" in done.stderr
+    assert "remote: gitmem:   refs/heads/main: " in done.stderr
+
+
+def test_installing_keeps_a_foreign_hook_unless_forced(tmp_path: Path) -> None:
+    store = GitFileStore.init(tmp_path / "m.git")
+    own = Path(store.path) / "hooks" / "pre-receive"
+    own.parent.mkdir(exist_ok=True)
+    own.write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(MemoryStoreError) as caught:
+        install_hooks(store.path)
+    assert caught.value.code == "already_exists"
+    assert own.read_text() == "#!/bin/sh\nexit 0\n"
+    written = install_hooks(store.path, force=True)
+    assert [p.name for p in written] == list(HOOK_NAMES)
+    for path in written:
+        assert os.access(path, os.X_OK)
+        assert path.read_text() == hook_script(path.name, sys.executable)
+    install_hooks(store.path)  # re-installing gitmem's own hooks needs no force
+    with pytest.raises(MemoryStoreError) as missing:
+        install_hooks(tmp_path / "nothing.git")
+    assert missing.value.code == "not_found"
+
+
+def test_the_repository_hooks_folder_holds_the_installed_scripts() -> None:
+    for name in HOOK_NAMES:
+        path = REPO_HOOKS / name
+        assert path.read_text() == hook_script(name), f"hooks/{name} is out of date with gitmem.hooks"
+        assert os.access(path, os.X_OK)
+
+
+def test_the_hook_functions_read_git_input(mount: GitFileStore, tmp_path: Path) -> None:
+    head = seed(mount)
+    env = {"GIT_DIR": mount.path}
+    err = io.StringIO()
+    line = f"{head} {'0' * 40} refs/heads/main\n"
+    assert pre_receive_main(io.StringIO(line), err, env) == 1
+    assert "refs/heads/main: delete_main: " in err.getvalue()
+    assert pre_receive_main(io.StringIO(""), io.StringIO(), env) == 0
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0
+    broken = io.StringIO()
+    assert pre_receive_main(io.StringIO(line), broken, {"GIT_DIR": str(tmp_path / "gone.git")}) == 1
+    assert "cannot check this push" in broken.getvalue()

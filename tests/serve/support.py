@@ -1,0 +1,163 @@
+"""The real git client, and the bad pushes every path into a mount must refuse.
+
+Shared by the HTTP server tests (``tests/serve``) and the hook tests
+(``tests/hooks``): each bad push is made in a working clone, pushed, and must be
+rejected with its rule named on git's stderr while the mount stays as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitmem import GitFileStore, Root
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+
+TOKEN = "tok-3f9a1c2e"
+
+
+@dataclass
+class Served:
+    """A running ``gitmem serve`` on 127.0.0.1."""
+
+    root: Root
+    app: GitHttpApp
+    server: GitHttpServer
+
+    def url(self, name: str, token: str | None = TOKEN) -> str:
+        auth = f"agent:{token}@" if token else ""
+        return f"http://{auth}127.0.0.1:{self.server.port}/{name}.git"
+
+
+@dataclass
+class Mount:
+    name: str
+    store: GitFileStore
+    path: Path
+
+
+# A liveness guard for one git command over loopback, not a performance bound.
+GIT_TIMEOUT = 60.0
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_TERMINAL_PROMPT": "0",  # a 401 must fail, not wait for a password
+    "GIT_ASKPASS": "",
+    "SSH_ASKPASS": "",
+    "GIT_PROTOCOL_FROM_USER": "1",
+    "LC_ALL": "C",
+}
+
+
+def git(*args: str, cwd: Path | str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def commit_all(work: Path, message: str) -> str:
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", message, cwd=work)
+    return git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+
+def write(work: Path, path: str, data: bytes | str) -> None:
+    target = work / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def fsck_clean(mount: Path | str) -> None:
+    done = git("fsck", "--strict", "--no-dangling", cwd=mount, check=False)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def has_object(mount: Path | str, oid: str) -> bool:
+    return git("cat-file", "-e", oid, cwd=mount, check=False).returncode == 0
+
+
+@dataclass(frozen=True)
+class BadPush:
+    """A change a memory must refuse: ``make`` prepares it in a clone and returns the refspec."""
+
+    id: str
+    rule: str
+    shown: str  # text git's stderr must contain besides the rule (usually the file)
+    make: Callable[[Path], str]
+    flags: tuple[str, ...] = field(default=())
+
+
+def _one_file(path: str, data: bytes | str) -> Callable[[Path], str]:
+    def make(work: Path) -> str:
+        write(work, path, data)
+        commit_all(work, f"add {path}")
+        return "main"
+
+    return make
+
+
+def _secret_then_removed(work: Path) -> str:
+    write(work, "notes/deploy.md", "deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    commit_all(work, "add the deploy notes")
+    write(work, "notes/deploy.md", "deploy key: ask the admin\n")
+    commit_all(work, "oops, drop the key")
+    return "main"
+
+
+def _rewrite_history(work: Path) -> str:
+    git("commit", "-q", "--amend", "-m", "rewritten seed", cwd=work)
+    return "main"
+
+
+def _symlink(work: Path) -> str:
+    os.symlink("seed.md", work / "link.md")
+    commit_all(work, "add a symlink")
+    return "main"
+
+
+LONG_PATH = "/".join(["a-rather-long-folder-name-" + str(i) for i in range(10)]) + "/note.md"
+
+BAD_PUSHES = [
+    BadPush("backslash-path", "invalid_path", "notes\\evil.md", _one_file("notes\\evil.md", "text\n")),
+    BadPush("path-over-limit", "invalid_path", "note.md", _one_file(LONG_PATH, "text\n")),
+    BadPush("reserved-name", "invalid_path", ".gitattributes", _one_file(".gitattributes", "* text\n")),
+    BadPush("binary", "invalid_file", "blob.md", _one_file("blob.md", b"PNG\x00\x01\x02binary\n")),
+    BadPush("not-utf8", "invalid_file", "latin1.md", _one_file("latin1.md", "caf\xe9\n".encode("latin-1"))),
+    BadPush("too-large", "too_large", "big.md", _one_file("big.md", "x" * 70_000 + "\n")),
+    BadPush("bad-frontmatter", "invalid_file", "fm.md", _one_file("fm.md", "---\ndescription: never closed\n")),
+    BadPush(
+        "private-key",
+        "secret:private_key",
+        "keys/id.md",
+        _one_file("keys/id.md", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"),
+    ),
+    BadPush("secret-in-history", "secret:private_key", "notes/deploy.md", _secret_then_removed),
+    BadPush("symlink", "file_mode", "link.md", _symlink),
+    BadPush("non-fast-forward", "non_fast_forward", "does not build on it", _rewrite_history, ("--force",)),
+    BadPush("delete-main", "delete_main", "cannot be deleted", lambda work: ":main"),
+]
+
+
+def seed(store: GitFileStore) -> str:
+    """Give a fresh mount one file and return its head."""
+    store.sync.write("seed.md", "---\ndescription: the seed\n---\nhello\n", expected=None)
+    return store.sync.head()
+
+
+def check_refused(
+    bad: BadPush, done: subprocess.CompletedProcess[str], mount: Path, head_before: str, pushed: str
+) -> None:
+    """The push failed, git showed the rule and the file, and the mount did not change."""
+    assert done.returncode != 0, done.stderr
+    assert "[remote rejected]" in done.stderr, done.stderr
+    assert bad.rule in done.stderr and bad.shown in done.stderr, done.stderr
+    assert git("rev-parse", "refs/heads/main", cwd=mount).stdout.strip() == head_before
+    if pushed != head_before:
+        assert not has_object(mount, pushed), "a refused commit was left in the mount"
+    fsck_clean(mount)
