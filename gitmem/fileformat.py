@@ -42,6 +42,8 @@ class FileFormat:
 
 
 DEFAULT_FORMAT = FileFormat()
+# Frontmatter limits wide enough for any stored file (the file limit bounds the rest).
+_LENIENT = FileFormat(max_description_chars=1 << 30, max_frontmatter_bytes=1 << 30)
 
 # Code points HFS+ ignores when comparing names; fsck treats ".g\u200cit" as ".git".
 _HFS_IGNORABLE = frozenset(
@@ -55,13 +57,42 @@ def _is_control(ch: str) -> bool:
     return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
 
 
+# The names fsck guards besides .git, with the prefix of their NTFS 8.3 short name.
+_NTFS_GUARDED = (("gitmodules", "gi7eba"), ("gitattributes", "gi7d29"))
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ntfs_rest(rest: str) -> bool:
+    """NTFS drops trailing dots and spaces, and ``:`` starts a stream name."""
+    return rest.split(":", 1)[0].strip(". ") == ""
+
+
+def _ntfs_alias(segment: str, name: str, short: str) -> bool:
+    """Whether NTFS may open ``segment`` as ``.<name>`` (git's ``is_ntfs_dot_generic``)."""
+    s = segment.translate(_ASCII_LOWER)
+    if s.startswith("." + name):
+        return _ntfs_rest(s[len(name) + 1 :])
+    if s[:6] == name[:6] and s[6:7] == "~" and s[7:8] in ("1", "2", "3", "4") and len(s) >= 8:
+        return _ntfs_rest(s[8:])
+    # The fall-back short name: a prefix of ``short``, '~', a digit 1-9, digits; 8 chars.
+    tilde = s.find("~", 0, 7)
+    if len(s) < 8 or tilde == -1 or not short.startswith(s[:tilde]):
+        return False
+    digits = s[tilde + 1 : 8]
+    return digits.isascii() and digits.isdigit() and digits[0] != "0" and _ntfs_rest(s[8:])
+
+
 def _git_reserved(segment: str) -> bool:
     folded = "".join(c for c in segment if ord(c) not in _HFS_IGNORABLE).casefold()
-    folded = folded.rstrip(". ")
-    if folded in _RESERVED_SEGMENTS:
+    if folded.rstrip(". ") in _RESERVED_SEGMENTS:
         return True
-    # NTFS alternate data streams: ".git::$INDEX_ALLOCATION" names the .git folder.
-    return folded.startswith((".git:", "git~1:"))
+    # NTFS: ".git . ::$INDEX_ALLOCATION" and "GIT~1" name the .git folder.
+    lowered = segment.translate(_ASCII_LOWER)
+    if lowered.startswith(".git") and _ntfs_rest(lowered[4:]):
+        return True
+    if lowered.startswith("git~1") and _ntfs_rest(lowered[5:]):
+        return True
+    return any(_ntfs_alias(segment, name, short) for name, short in _NTFS_GUARDED)
 
 
 def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
@@ -172,9 +203,13 @@ def describe_stored(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> str | None:
     try:
         meta, body = parse_frontmatter(text, fmt)
     except MemoryStoreError:
-        block_end = text.find("\n---", 3)
-        body = text[block_end + 4 :] if text.startswith("---") and block_end != -1 else text
-        meta = None
+        try:
+            # Written under looser limits: the author's description still wins, cut to the limit.
+            meta, body = parse_frontmatter(text, _LENIENT)
+        except MemoryStoreError:
+            block_end = text.find("\n---", 3)
+            body = text[block_end + 4 :] if text.startswith("---") and block_end != -1 else text
+            meta = None
     if meta is not None and isinstance(meta.get("description"), str) and meta["description"].strip():
         return str(meta["description"]).strip().splitlines()[0][: fmt.max_description_chars]
     return _first_line(body, fmt.max_description_chars)

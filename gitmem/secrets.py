@@ -44,7 +44,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "password_assignment",
         re.compile(
-            r"(?i)(?<![A-Za-z0-9_])(?:password|passwd|pwd|passphrase|secret|client_secret|"
+            r"(?i)(?<![A-Za-z0-9])(?:password|passwd|pwd|passphrase|secret|client_secret|"
             r"api[_-]?key|access[_-]?token|auth[_-]?token)\s*[:=]\s*[\"']?(?P<value>[^\s\"']{6,})"
         ),
         "a password or secret assigned a value",

@@ -1,0 +1,26 @@
+"""Hypothesis profiles for the property tests.
+
+``HYPOTHESIS_PROFILE`` picks one: ``ci`` (the default) is derandomised and small so
+every run checks the same examples quickly; ``dev`` explores more, randomly; ``deep``
+is for a long hunt before a release. No profile has a deadline: timing on a shared
+machine says nothing about correctness.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    max_examples=40,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
