@@ -9,9 +9,11 @@ The sync core (:class:`SyncGitFileStore`) does the work and can be used directly
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import re
 import threading
+from datetime import datetime
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -23,8 +25,11 @@ from gitmem.fileformat import (
     validate_directory,
     validate_path,
 )
+from gitmem.git import history as git_history
+from gitmem.git import rewrite as git_rewrite
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
+from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.provenance import commit_message
 from gitmem.store import check_capacity, check_destination, check_existing, check_expected
@@ -232,6 +237,47 @@ class SyncGitFileStore:
         self.repo.reset_history(commit_message("purge", (), origin or Origin()))
         self._listing = None
 
+    # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
+
+    def log(
+        self,
+        path: str | None = None,
+        *,
+        run: str | None = None,
+        principal: str | None = None,
+        tool_call: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[LogEntry]:
+        return git_history.log(
+            self.repo, self.format, path, run=run, principal=principal, tool_call=tool_call, since=since, until=until, limit=limit
+        )
+
+    def show(self, rev: str, path: str) -> FileText:
+        return self.read(path, rev=rev)
+
+    def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
+        return git_history.diff(self.repo, self.format, a, b, path)
+
+    def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]:
+        return git_history.blame(self.repo, self.format, path, rev)
+
+    def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
+        return git_history.restore(self.repo, self.format, path, rev, expected=expected, origin=origin)
+
+    def revert(self, commit: str, *, origin: Origin | None = None) -> str | None:
+        return git_history.revert(self.repo, self.format, commit, origin=origin)
+
+    def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
+        return git_rewrite.forget(self.repo, self.format, path, origin=origin)
+
+    def fsck(self) -> FsckReport:
+        return git_rewrite.fsck(self.repo)
+
+    def gc(self) -> GcReport:
+        return git_rewrite.gc(self.repo)
+
 
 class GitFileStore:
     """The async store over a bare git repository (see :class:`SyncGitFileStore`).
@@ -303,3 +349,46 @@ class GitFileStore:
         return await asyncio.to_thread(
             lambda: self.sync.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
         )
+
+    # -- history and admin (the sync core does the work) --
+
+    async def log(
+        self,
+        path: str | None = None,
+        *,
+        run: str | None = None,
+        principal: str | None = None,
+        tool_call: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[LogEntry]:
+        return await asyncio.to_thread(
+            lambda: self.sync.log(
+                path, run=run, principal=principal, tool_call=tool_call, since=since, until=until, limit=limit
+            )
+        )
+
+    async def show(self, rev: str, path: str) -> FileText:
+        return await asyncio.to_thread(self.sync.show, rev, path)
+
+    async def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
+        return await asyncio.to_thread(self.sync.diff, a, b, path)
+
+    async def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]:
+        return await asyncio.to_thread(self.sync.blame, path, rev)
+
+    async def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
+        return await asyncio.to_thread(lambda: self.sync.restore(path, rev, expected=expected, origin=origin))
+
+    async def revert(self, commit: str, *, origin: Origin | None = None) -> str | None:
+        return await asyncio.to_thread(lambda: self.sync.revert(commit, origin=origin))
+
+    async def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
+        return await asyncio.to_thread(lambda: self.sync.forget(path, origin=origin))
+
+    async def fsck(self) -> FsckReport:
+        return await asyncio.to_thread(self.sync.fsck)
+
+    async def gc(self) -> GcReport:
+        return await asyncio.to_thread(self.sync.gc)

@@ -1,0 +1,484 @@
+"""Reading and undoing history with pygit2: log, diff, blame, restore, revert.
+
+Reads take no lock: they start from one head and only follow immutable objects.
+``restore`` and ``revert`` are ordinary writes through :meth:`GitRepo.transact`,
+so they are compare-and-swap commits like any other change and never rewrite
+history (erasing history is :mod:`gitmem.git.rewrite`).
+
+Following a path across moves (``log`` and ``forget`` share it): walking from
+new to old, a commit in which the tracked name appears (absent in the parent)
+is checked for a move - the ``Gitmem-From`` trailer for gitmem's own commits,
+rename detection on the tree diff for commits made by plain git - and, if so,
+the walk goes on under the old name.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
+from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.history import (
+    BlameLine,
+    DiffHunk,
+    FileDiff,
+    LogEntry,
+    check_bound,
+    check_filter,
+    check_log_limit,
+    origin_matches,
+)
+from gitmem.model import FileText, Origin
+from gitmem.provenance import COMMITTER_EMAIL, T_FROM, T_PATH, T_REV, CommitInfo, parse_message
+from gitmem.store import check_capacity, check_expected
+
+_STATUS = {
+    pygit2.enums.DeltaStatus.ADDED: "added",
+    pygit2.enums.DeltaStatus.DELETED: "deleted",
+    pygit2.enums.DeltaStatus.MODIFIED: "modified",
+    pygit2.enums.DeltaStatus.RENAMED: "renamed",
+    pygit2.enums.DeltaStatus.TYPECHANGE: "modified",
+}
+_FORGET_MARK = b"Gitmem-Op: forget"
+_NO_FILE = "0" * 40
+
+
+# --- small helpers shared with rewrite.py ---------------------------------------------
+
+
+def commit_time(commit: pygit2.Commit) -> datetime:
+    offset = timezone(timedelta(minutes=commit.commit_time_offset))
+    return datetime.fromtimestamp(commit.commit_time, tz=offset)
+
+
+def entry_id(tree: pygit2.Tree, path: str) -> str | None:
+    """The object id at ``path`` (file or folder), or ``None``; cheap enough to call per commit."""
+    try:
+        return str(tree[path].id)
+    except KeyError:
+        return None
+
+
+def resolve(repo: GitRepo, rev: object) -> str:
+    """The commit id ``rev`` names, or ``not_found``."""
+    commit = repo.resolve(rev) if isinstance(rev, str) and rev and not rev.startswith("-") else None
+    if commit is None:
+        raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
+    return commit
+
+
+def _diff_to_parent(commit: pygit2.Commit) -> pygit2.Diff:
+    if commit.parents:
+        return commit.parents[0].tree.diff_to_tree(commit.tree)
+    return commit.tree.diff_to_tree(swap=True)
+
+
+def moved_from(commit: pygit2.Commit, name: str, info: CommitInfo | None = None) -> str | None:
+    """The old name of the file that ``commit`` moved to ``name``, if it was a move."""
+    info = info or parse_message(commit.message)
+    if info.op == "move" and len(info.paths) == 2 and info.paths[1] == name:
+        return info.paths[0]
+    if info.op != "unknown" or not commit.parents:
+        return None
+    diff = _diff_to_parent(commit)
+    diff.find_similar()
+    for delta in diff.deltas:
+        if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.new_file.path == name:
+            return str(delta.old_file.path)
+    return None
+
+
+def touched_paths(commit: pygit2.Commit, info: CommitInfo) -> tuple[str, ...]:
+    """The paths a change names: its trailers, or for plain-git commits its tree diff."""
+    if info.op != "unknown" or info.paths:
+        return info.paths
+    diff = _diff_to_parent(commit)
+    diff.find_similar()
+    paths: list[str] = []
+    for delta in diff.deltas:
+        for p in (delta.old_file.path, delta.new_file.path):
+            if p not in paths:
+                paths.append(p)
+    return tuple(paths)
+
+
+def _entry(commit: pygit2.Commit, info: CommitInfo, paths: tuple[str, ...] | None = None) -> LogEntry:
+    return LogEntry(
+        commit=str(commit.id),
+        time=commit_time(commit),
+        op=info.op,
+        paths=touched_paths(commit, info) if paths is None else paths,
+        origin=info.origin,
+        summary=info.summary,
+        author=commit.author.name,
+    )
+
+
+# --- log ----------------------------------------------------------------------------------
+
+
+def log(
+    repo: GitRepo,
+    fmt: FileFormat,
+    path: str | None = None,
+    *,
+    run: str | None = None,
+    principal: str | None = None,
+    tool_call: str | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    limit: int = 100,
+) -> list[LogEntry]:
+    """Changes newest first, optionally those of one path (followed across moves).
+
+    A commit counts as a change of the path when the path's entry differs from
+    its parent's (for a merge: from every parent, as ``git log`` simplifies).
+    A datetime ``since`` stops the walk after a few commits older than it, as
+    ``git log --since`` does, so a short recent window stays cheap.
+    """
+    if path is not None:
+        path = validate_path(path, fmt)
+    want = Origin(check_filter("run", run), check_filter("principal", principal), check_filter("tool_call", tool_call))
+    needles = [v.encode() for v in (want.run_id, want.principal_id, want.tool_call_id) if v]
+    lo, hi = check_bound("since", since), check_bound("until", until)
+    limit = check_log_limit(limit)
+    with translate_errors(repo.path):
+        r = repo._fresh_repo()
+        start = resolve(repo, hi) if isinstance(hi, str) else repo.head()
+        walker = r.walk(pygit2.Oid(hex=start), pygit2.enums.SortMode.NONE)
+        if isinstance(lo, str):
+            walker.hide(pygit2.Oid(hex=resolve(repo, lo)))
+        lo_ts = lo.timestamp() if isinstance(lo, datetime) else None
+        hi_ts = hi.timestamp() if isinstance(hi, datetime) else None
+        follow = _Follower(r, pygit2.Oid(hex=start), path) if path is not None else None
+        out: list[LogEntry] = []
+        older = 0
+        for commit in walker:
+            ts = commit.commit_time
+            if lo_ts is not None:
+                older = older + 1 if ts < lo_ts else 0
+                if older >= 5:
+                    break
+            paths: tuple[str, ...] | None = None
+            if follow is not None:
+                touched, paths = follow.step(commit)
+                if not touched:
+                    continue
+            if (lo_ts is not None and ts < lo_ts) or (hi_ts is not None and ts > hi_ts):
+                continue
+            if needles and not all(n in commit.raw_message for n in needles):
+                continue
+            info = parse_message(commit.message)
+            if not origin_matches(info.origin, want.run_id, want.principal_id, want.tool_call_id):
+                continue
+            out.append(_entry(commit, info, paths))
+            if len(out) >= limit:
+                break
+        return out
+
+
+class _Follower:
+    """Tracks one file back through history, under the name it had in each commit.
+
+    A one-parent commit that gitmem itself made names every path it changed in
+    its trailers, so when they do not mention the tracked name no tree is read.
+    Every other commit (plain git, merges, rewritten ones) is judged by
+    comparing the path's entry with its parents' (for a merge: it changed the
+    path only if it differs from every parent, as ``git log`` simplifies).
+    Lookups carry over from child to parent, so a linear history costs at most
+    one tree lookup per commit.
+    """
+
+    def __init__(self, r: pygit2.Repository, start: pygit2.Oid, path: str) -> None:
+        self._r = r
+        self._path = path
+        self._names: dict[pygit2.Oid, str] = {start: path}
+        self._ids: dict[tuple[pygit2.Oid, str], str | None] = {}
+        self._patterns: dict[str, tuple[bytes, bytes]] = {}
+
+    def step(self, commit: pygit2.Commit) -> tuple[bool, tuple[str, ...] | None]:
+        """Whether ``commit`` changed the file, and ``(old, new)`` when it moved the file there
+        without saying so in its trailers (a rename made by plain git)."""
+        name = self._names.pop(commit.id, self._path)
+        parent_ids = commit.parent_ids
+        message = commit.raw_message
+        if len(parent_ids) == 1 and not self._mentions(message, name) and _trusted(commit, message):
+            self._names.setdefault(parent_ids[0], name)
+            return False, None
+        touched, source = self._compare(commit, name, parent_ids, message)
+        for parent in parent_ids:
+            self._names.setdefault(parent, source or name)
+        if not touched:
+            return False, None
+        return True, ((source, name) if source is not None else None)
+
+    def _mentions(self, message: bytes, name: str) -> bool:
+        pats = self._patterns.get(name)
+        if pats is None:
+            key = name.encode()
+            pats = (f"\n{T_PATH}: ".encode() + key + b"\n", f"\n{T_FROM}: ".encode() + key + b"\n")
+            self._patterns[name] = pats
+        return pats[0] in message or pats[1] in message
+
+    def _compare(
+        self, commit: pygit2.Commit, name: str, parent_ids: list[pygit2.Oid], message: bytes
+    ) -> tuple[bool, str | None]:
+        ids = self._ids
+        key = (commit.id, name)
+        mine = ids.pop(key) if key in ids else entry_id(commit.tree, name)
+        theirs: list[str | None] = []
+        for parent in parent_ids:
+            pkey = (parent, name)
+            if pkey not in ids:
+                ids[pkey] = entry_id(self._r[parent].peel(pygit2.Commit).tree, name)
+            theirs.append(ids[pkey])
+        touched = all(t != mine for t in theirs) if theirs else mine is not None
+        if not touched:
+            return _FORGET_MARK in message and name in parse_message(commit.message).paths, None
+        if mine is not None and theirs and theirs[0] is None:
+            return True, moved_from(commit, name)
+        return True, None
+
+
+_TRUSTED_OPS = (b"create", b"edit", b"move", b"delete", b"restore", b"revert", b"forget")
+
+
+def _trusted(commit: pygit2.Commit, message: bytes) -> bool:
+    """Made by gitmem as one change, so its ``Gitmem-Path`` trailers list every changed path."""
+    at = message.find(b"\nGitmem-Op: ")
+    if at < 0:
+        return False
+    op = message[at + 12 :].split(b"\n", 1)[0].strip()
+    return op in _TRUSTED_OPS and commit.committer.email == COMMITTER_EMAIL
+
+
+# --- diff -----------------------------------------------------------------------------
+
+
+def diff(repo: GitRepo, fmt: FileFormat, a: str, b: str | None = None, path: str | None = None) -> list[FileDiff]:
+    """Unified hunks per changed file from ``a`` to ``b`` (default: the head).
+
+    ``path`` narrows to one file (either side of a rename) or, ending in ``/``,
+    to a folder. Renames are detected, so a move shows as one ``renamed`` entry.
+    """
+    exact, prefix = _path_filter(path, fmt)
+    with translate_errors(repo.path):
+        r = repo._fresh_repo()
+        old = r[resolve(repo, a)].peel(pygit2.Commit).tree
+        new = r[repo.head() if b is None else resolve(repo, b)].peel(pygit2.Commit).tree
+        d = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
+        d.find_similar()
+        out: list[FileDiff] = []
+        for i, delta in enumerate(d.deltas):
+            names = (delta.old_file.path, delta.new_file.path)
+            if exact is not None and exact not in names:
+                continue
+            if prefix is not None and not any(n.startswith(prefix) for n in names):
+                continue
+            patch = d[i]
+            out.append(_file_diff(delta, patch))
+        return out
+
+
+def _path_filter(path: str | None, fmt: FileFormat) -> tuple[str | None, str | None]:
+    if path is None or path == "":
+        return None, None
+    if isinstance(path, str) and path.endswith("/"):
+        return None, validate_directory(path, fmt)
+    return validate_path(path, fmt), None
+
+
+def _file_diff(delta: pygit2.DiffDelta, patch: pygit2.Patch | None) -> FileDiff:
+    status = _STATUS.get(delta.status, "modified")
+    old_version = None if status == "added" else str(delta.old_file.id)
+    new_version = None if status == "deleted" else str(delta.new_file.id)
+    hunks: list[DiffHunk] = []
+    binary = bool(delta.is_binary)
+    if patch is not None and not binary:
+        for hunk in patch.hunks:
+            lines: list[str] = []
+            for line in hunk.lines:
+                text = line.content.rstrip("\n")
+                if line.origin in (" ", "+", "-"):
+                    lines.append(line.origin + text)
+                elif line.origin in ("=", ">", "<"):
+                    lines.append("\\ No newline at end of file")
+            hunks.append(
+                DiffHunk(
+                    hunk.old_start,
+                    hunk.old_lines,
+                    hunk.new_start,
+                    hunk.new_lines,
+                    hunk.header.rstrip("\n"),
+                    tuple(lines),
+                )
+            )
+    text = (patch.text or "") if patch is not None else ""
+    return FileDiff(
+        path=delta.new_file.path,
+        old_path=delta.old_file.path,
+        status=status,
+        old_version=old_version if old_version != _NO_FILE else None,
+        new_version=new_version if new_version != _NO_FILE else None,
+        hunks=tuple(hunks),
+        binary=binary,
+        patch=text,
+    )
+
+
+# --- blame --------------------------------------------------------------------------------
+
+
+def blame(repo: GitRepo, fmt: FileFormat, path: str, rev: str | None = None) -> list[BlameLine]:
+    """For each line of ``path`` (at the head, or ``rev``), the change that last touched it."""
+    path = validate_path(path, fmt)
+    with translate_errors(repo.path):
+        r = repo._fresh_repo()
+        start = repo.head() if rev is None else resolve(repo, rev)
+        found = repo.read_at(start, path)
+        if found is None:
+            where = "" if rev is None else f" at {rev}"
+            raise MemoryStoreError("not_found", f"{path} does not exist{where}")
+        lines = decode_stored(found[1]).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if not lines:
+            return []
+        result = r.blame(path, newest_commit=pygit2.Oid(hex=start))
+        seen: dict[str, tuple[pygit2.Commit, CommitInfo]] = {}
+        out: list[BlameLine] = []
+        for hunk in result:
+            cid = str(hunk.final_commit_id)
+            if cid not in seen:
+                commit = r[cid].peel(pygit2.Commit)
+                seen[cid] = (commit, parse_message(commit.message))
+            commit, info = seen[cid]
+            where = hunk.orig_path or path
+            for n in range(hunk.final_start_line_number, hunk.final_start_line_number + hunk.lines_in_hunk):
+                if 1 <= n <= len(lines):
+                    out.append(
+                        BlameLine(n, lines[n - 1], cid, commit_time(commit), info.origin, info.op, info.summary, where)
+                    )
+        return out
+
+
+# --- restore and revert -----------------------------------------------------------------
+
+
+def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int:
+    """Hold content brought back from history to today's file rules; return its size."""
+    data = repo.blob(oid)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MemoryStoreError("invalid_file", f"{path} at that revision is not UTF-8 text") from None
+    try:
+        encode_text(text, fmt)
+    except MemoryStoreError as exc:
+        raise MemoryStoreError(exc.code, f"{path} at that revision breaks today's rules: {exc.message}") from None  # type: ignore[arg-type]
+    return len(data)
+
+
+def _current(snap: Snapshot, path: str) -> FileText | None:
+    entry = snap.get(path)
+    if entry is None or entry.kind != "blob":
+        return None
+    return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
+
+
+def _capacity(repo: GitRepo, fmt: FileFormat, snap: Snapshot, path: str, current: FileText | None, size: int) -> None:
+    if fmt.max_files is None and fmt.max_memory_bytes is None:
+        return
+    files = list(repo.files_at(snap.head))
+    total = sum(len(repo.blob(oid)) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+    check_capacity(
+        path,
+        creating=current is None,
+        files=len(files),
+        total_bytes=total,
+        new_size=size,
+        old_size=current.size if current is not None else 0,
+        max_files=fmt.max_files,
+        max_bytes=fmt.max_memory_bytes,
+    )
+
+
+def restore(
+    repo: GitRepo, fmt: FileFormat, path: str, rev: str, *, expected: str | None, origin: Origin | None = None
+) -> str | None:
+    """Set ``path`` back to its content at ``rev`` in one new commit.
+
+    ``expected`` is the version the caller saw now (``None``: the file is absent
+    now). The file is deleted when it did not exist at ``rev``. The content must
+    pass today's file rules (size, format, secrets) like any write. Returns the
+    new version, or ``None`` when the file is now absent. Restoring the state the
+    file is already in commits nothing.
+    """
+    path = validate_path(path, fmt)
+    origin = origin or Origin()
+    with translate_errors(repo.path):
+        commit = resolve(repo, rev)
+        old = repo.read_at(commit, path)
+        target = old[0] if old is not None else None
+        size = _checked_content(repo, fmt, path, target) if target is not None else 0
+
+    def plan(snap: Snapshot) -> Plan | None:
+        current = _current(snap, path)
+        check_expected(path, current, expected)
+        now = current.version if current is not None else None
+        if now == target:
+            return None
+        if target is not None:
+            _capacity(repo, fmt, snap, path, current, size)
+        return Plan(((path, target),), "restore", (path,), origin, detail=commit[:12], extra=((T_REV, commit),))
+
+    repo.transact(plan)
+    return target
+
+
+def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None) -> str | None:
+    """Undo one change in a new commit; returns its id, or ``None`` when nothing is left to undo.
+
+    Every path the change touched must still be as the change left it; a later
+    change to any of them is ``version_mismatch`` naming the path (``current``
+    is that file now), and nothing is committed. A merge is undone against its
+    first parent.
+    """
+    origin = origin or Origin()
+    with translate_errors(repo.path):
+        cid = resolve(repo, commit)
+        c = repo._fresh_repo()[cid].peel(pygit2.Commit)
+        changes: list[tuple[str, str | None, str | None]] = []
+        for delta in _diff_to_parent(c).deltas:
+            before = None if delta.status == pygit2.enums.DeltaStatus.ADDED else str(delta.old_file.id)
+            after = None if delta.status == pygit2.enums.DeltaStatus.DELETED else str(delta.new_file.id)
+            changes.append((delta.new_file.path, before, after))
+        for path, before, _ in changes:
+            if before is not None:
+                _checked_content(repo, fmt, path, before)
+    short = cid[:12]
+    paths = tuple(p for p, _, _ in changes)
+
+    def plan(snap: Snapshot) -> Plan | None:
+        now = {p: (e.oid if e is not None and e.kind == "blob" else None) for p in paths for e in [snap.get(p)]}
+        if all(now[p] == before for p, before, _ in changes):
+            return None
+        for p, _, after in changes:
+            if now[p] != after:
+                others = len([q for q, _, a in changes if now[q] != a]) - 1
+                more = f" (and {others} more)" if others else ""
+                raise MemoryStoreError(
+                    "version_mismatch",
+                    f"cannot revert {short}: {p} changed after it{more}; restore the file instead",
+                    current=_current(snap, p),
+                )
+        edits = tuple((p, before) for p, before, _ in changes)
+        return Plan(edits, "revert", paths, origin, detail=f"undo {short}", extra=((T_REV, cid),))
+
+    if not changes:
+        return None
+    new, _ = repo.transact(plan)
+    return new

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitmem import GitFileStore, SyncGitFileStore
+
+Git = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SyncGitFileStore:
+    return GitFileStore.init(tmp_path / "mem.git").sync
+
+
+@pytest.fixture
+def git(store: SyncGitFileStore) -> Git:
+    """Run the real git CLI on the store's bare repo; ``check=False`` to inspect failures."""
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", f"--git-dir={store.path}", *args], capture_output=True, text=True, check=check)
+
+    return run
+
+
+@pytest.fixture
+def worktree(tmp_path: Path, store: SyncGitFileStore) -> Callable[..., str]:
+    """A plain git clone for commits made outside gitmem; pushes back to ``main``."""
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", store.path, str(work)], check=True, capture_output=True)
+
+    def run(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(work), *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    run.path = work  # type: ignore[attr-defined]
+    return run
