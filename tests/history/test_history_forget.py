@@ -1,0 +1,167 @@
+"""forget: a path and all its versions leave every commit, checked with the real git CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitmem import Changes, FullResync, GitFileStore, MemoryStoreError, Origin, SyncGitFileStore
+
+from .conftest import Git
+
+ALICE = Origin("run-1", "alice", "call-1")
+ADMIN = Origin("run-9", "admin", "call-9")
+KEEP_FORMAT = "%s|%an|%ae|%at|%cn|%ct|%(trailers:only,unfold)"
+
+
+def _secret_history(store: SyncGitFileStore) -> tuple[list[str], str]:
+    """A secret that was edited and moved, beside a file that must survive; returns its versions."""
+    versions = [store.write("secret.md", "token one\n", expected=None, origin=ALICE)]
+    store.write("keep.md", "keep\n", expected=None, origin=ALICE)
+    versions.append(store.write("secret.md", "token two\n", expected=versions[-1], origin=ALICE))
+    moved = store.move("secret.md", "notes/secret.md", expected=versions[-1], origin=ALICE)
+    versions.append(store.write("notes/secret.md", "token three\n", expected=moved, origin=ALICE))
+    keep = store.write("keep.md", "keep 2\n", expected=store.read("keep.md").version, origin=ALICE)
+    return versions, keep
+
+
+def _gone(git: Git, versions: list[str], *names: str) -> None:
+    for blob in versions:
+        assert git("cat-file", "-e", blob, check=False).returncode != 0, blob
+    assert git("log", "--all", "--format=%H", "--", *names).stdout == ""
+    listed = git("rev-list", "--objects", "--all").stdout
+    for text in (*versions, *names):
+        assert text not in listed
+    assert git("fsck", "--strict", "--no-dangling").returncode == 0
+
+
+def test_forget_erases_every_version_under_every_name(store: SyncGitFileStore, git: Git) -> None:
+    versions, keep = _secret_history(store)
+    keep_log = git("log", f"--format={KEEP_FORMAT}", "--", "keep.md").stdout
+    commits_before = len(git("rev-list", "main").stdout.split())
+
+    report = store.forget("notes/secret.md", origin=ADMIN)
+
+    _gone(git, versions, "notes/secret.md", "secret.md")
+    assert report.names == ("notes/secret.md", "secret.md")
+    assert set(report.erased_versions) == set(versions) and report.shared_versions == ()
+    assert report.head == store.head() and report.refs_updated == ("refs/heads/main",)
+    # keep.md: same content, same history with the same messages, people, times and trailers.
+    assert store.read("keep.md").version == keep
+    assert git("log", f"--format={KEEP_FORMAT}", "--", "keep.md").stdout == keep_log
+    # Commits that only touched the secret stay as empty changes, and one commit records the forget.
+    assert len(git("rev-list", "main").stdout.split()) == commits_before + 1
+    (entry,) = store.log(limit=1)
+    assert (entry.op, entry.origin, entry.summary) == ("forget", ADMIN, "forget notes/secret.md")
+    assert [e.op for e in store.log("notes/secret.md")] == ["forget"]
+    assert [e.path for e in store.list()] == ["keep.md"]
+    # A version read before the rewrite still works for a write after it.
+    store.write("keep.md", "keep 3\n", expected=keep)
+
+
+def test_cursors_older_than_the_rewrite_answer_full_resync(store: SyncGitFileStore) -> None:
+    before_secret = store.head()
+    store.write("keep.md", "keep\n", expected=None)
+    early = store.head()
+    store.write("secret.md", "token\n", expected=None)
+    late = store.head()
+
+    store.forget("secret.md")
+
+    assert isinstance(store.changes(late), FullResync)
+    # Commits from before the path existed were not rewritten: their cursors still get exact answers.
+    assert store.changes(early) == Changes(store.head(), ())
+    assert store.changes(before_secret) == Changes(store.head(), ("keep.md",))
+
+
+def test_forget_with_packs_tags_and_branches(store: SyncGitFileStore, git: Git) -> None:
+    versions, _ = _secret_history(store)
+    git("tag", "light", "main~1")
+    git("tag", "-a", "-m", "annotated", "annotated", "main~2")
+    git("branch", "side", "main~3")
+    git("gc", "--quiet")
+    assert "packs: 1" in git("count-objects", "-v").stdout
+
+    report = store.forget("notes/secret.md")
+
+    _gone(git, versions, "notes/secret.md", "secret.md")
+    assert report.refs_updated == ("refs/heads/main", "refs/heads/side", "refs/tags/annotated", "refs/tags/light")
+    assert git("cat-file", "-t", "annotated").stdout.strip() == "tag"
+    assert git("log", "-1", "--format=%s", "annotated").stdout.strip() == "move secret.md → notes/secret.md"
+
+
+def test_forget_keeps_content_another_file_still_holds(store: SyncGitFileStore, git: Git) -> None:
+    shared = store.write("a.md", "same words\n", expected=None)
+    store.write("b.md", "same words\n", expected=None)
+
+    report = store.forget("a.md")
+
+    assert report.shared_versions == (shared,)
+    assert store.read("b.md").text == "same words\n"
+    assert git("log", "--all", "--format=%H", "--", "a.md").stdout == ""
+
+
+def test_forget_of_a_path_never_written_changes_nothing(store: SyncGitFileStore) -> None:
+    store.write("a.md", "x\n", expected=None)
+    head = store.head()
+    with pytest.raises(MemoryStoreError) as err:
+        store.forget("b.md")
+    assert err.value.code == "not_found"
+    with pytest.raises(MemoryStoreError) as err:
+        store.forget("../a.md")
+    assert err.value.code == "invalid_path"
+    assert store.head() == head
+
+
+WRITER = """
+import sys
+from gitmem import GitFileStore
+store = GitFileStore.open(sys.argv[1]).sync
+version = store.read("other.md").version
+with open(sys.argv[2], "a") as acks:
+    for i in range(int(sys.argv[3])):
+        version = store.write("other.md", f"edit {i}\\n", expected=version)
+        acks.write(f"{i}\\n")
+        acks.flush()
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_racing_forget_loses_nothing(store: SyncGitFileStore, git: Git, tmp_path: Path) -> None:
+    versions, _ = _secret_history(store)
+    store.write("other.md", "start\n", expected=None)
+    acks = tmp_path / "acks"
+    acks.touch()
+    rounds = 200
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, store.path, str(acks), str(rounds)])
+    try:
+        deadline = time.monotonic() + 60
+        while not acks.read_text() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        store.forget("notes/secret.md")
+    finally:
+        assert proc.wait(timeout=120) == 0
+
+    assert store.read("other.md").text == f"edit {rounds - 1}\n"
+    assert len(store.log("other.md", limit=1000)) == rounds + 1
+    ops = [e.op for e in store.log(limit=1000)]
+    assert ops[0] == "edit", "the writer should still have been writing when forget ran"
+    assert ops.count("forget") == 1
+    _gone(git, versions, "notes/secret.md", "secret.md")
+
+
+def test_async_forget(tmp_path: Path) -> None:
+    import asyncio
+
+    async def main() -> None:
+        store = GitFileStore.init(tmp_path / "m.git")
+        await store.write("a.md", "x\n", expected=None)
+        report = await store.forget("a.md")
+        assert report.names == ("a.md",)
+        assert await store.list() == []
+
+    asyncio.run(main())
