@@ -475,9 +475,14 @@ class GitHttpServer:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the loop to end; safe from any thread and from a signal handler."""
         self._stop.set()
         self._server.pull_trigger()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and wait (up to ``timeout`` seconds) for the loop thread to end."""
+        self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
@@ -501,7 +506,7 @@ def serve(
     server = GitHttpServer(GitHttpApp(root, tokens=tokens, public_read=public_read), host, port)
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        server._stop.set()
+        server.request_stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -40,6 +40,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "history",
     "search",
     "admin",
+    "serve",
+    "hooks",
 )
 
 for _module in COMMAND_MODULES:

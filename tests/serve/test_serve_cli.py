@@ -1,0 +1,76 @@
+"""``gitmem serve`` and ``gitmem hooks install`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gitmem import Root
+from gitmem.adapters.cli import cli
+
+from .support import GIT_ENV, GIT_TIMEOUT, commit_all, git, seed, write
+
+GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
+
+
+def test_gitmem_serve_serves_clones_takes_token_pushes_and_stops_on_sigterm(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True)
+    seed(store)
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# the team's push token\nteam-token-1\n")
+    env = {**GIT_ENV, "GITMEM_TOKENS": "ci-token-2"}
+    proc = subprocess.Popen(
+        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
+        assert ready, "gitmem serve did not say where it listens"
+        assert proc.stdout is not None
+        info = json.loads(proc.stdout.readline())
+        assert info["mounts"] == ["user"] and info["tokens"] == 2 and info["public_read"] is False
+        url = info["url"].replace("http://", "http://me:ci-token-2@") + "/user.git"
+        work = tmp_path / "work"
+        git("clone", "-q", url, str(work))
+        write(work, "from-cli.md", "pushed through gitmem serve\n")
+        pushed = commit_all(work, "via serve")
+        git("push", "-q", "origin", "main", cwd=work)
+        assert store.sync.head() == pushed
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("gitmem serve ignored SIGTERM") from None
+    assert proc.returncode == 0, err
+
+
+def test_gitmem_hooks_install_guards_file_path_pushes(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    head = seed(root.mount("user", create=True))
+    runner = CliRunner()
+    done = runner.invoke(cli, ["--root", str(root.path), "hooks", "install", "user", "--json"])
+    assert done.exit_code == 0, done.output
+    assert [Path(p).name for p in json.loads(done.stdout)["hooks"]] == ["pre-receive", "post-receive"]
+    missing = runner.invoke(cli, ["--root", str(root.path), "hooks", "install", "nobody"])
+    assert missing.exit_code == 1 and "not_found" in missing.stderr
+
+    work = tmp_path / "work"
+    git("clone", "-q", str(root.mount_path("user")), str(work))
+    write(work, "aws.md", "key id AKIAIOSFODNN7EXAMPLE\n")
+    commit_all(work, "aws key")
+    refused = git("push", "origin", "main", cwd=work, check=False)
+    assert refused.returncode != 0 and "aws.md: secret:aws_access_key" in refused.stderr
+    assert git("rev-parse", "main", cwd=root.mount_path("user")).stdout.strip() == head
