@@ -19,7 +19,6 @@ The repository's ``hooks/`` folder holds the same scripts for copying by hand.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Mapping
@@ -126,7 +125,7 @@ def post_receive_main(stdin: TextIO | None = None, env: Mapping[str, str] | None
     if any(u.ref == MAIN and not u.deleting for u in _read_updates(stdin)):
         try:
             refresh_index(_repo_dir(env))
-        except MemoryStoreError as exc:
+        except Exception as exc:  # the push has landed; the index is derived and catches up later
             print(f"gitmem: the index was not updated ({exc}); it catches up on the next search", file=sys.stderr)
     return 0
 
@@ -139,9 +138,12 @@ def refresh_index(mount_path: str) -> bool:
     package's ``catch_up(mount_path)`` and falls back to one narrow store search,
     which catches the index up as a side effect.
     """
-    if importlib.util.find_spec("gitmem.index") is None:
+    try:
+        index = importlib.import_module("gitmem.index")
+    except ModuleNotFoundError as exc:
+        if exc.name != "gitmem.index":
+            raise
         return False
-    index = importlib.import_module("gitmem.index")
     catch_up = getattr(index, "catch_up", None)
     if callable(catch_up):
         catch_up(mount_path)

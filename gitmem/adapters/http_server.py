@@ -127,17 +127,24 @@ class _Quarantine:
         # git gc/prune clean up "tmp_*" leftovers if this process dies here.
         self.path = tempfile.mkdtemp(prefix="tmp_objdir-gitmem-", dir=self.objects)
         os.mkdir(os.path.join(self.path, "pack"))
+        self.received = 0
 
     def receive(self, read: Callable[[int], bytes], recv: Callable[[int], bytes] | None, max_size: int | None) -> None:
         store = DiskObjectStore(self.path, alternates=[self.objects])
         try:
             pack = store.add_thin_pack(read, recv, max_input_size=max_size)
+            self.received = len(pack)
             pack.close()
         finally:
             store.close()
 
     def migrate(self) -> None:
-        """Move the received objects into the mount (pack before index, like git)."""
+        """Move the received objects into the mount (pack before index, like git).
+
+        An empty pack (a push of commits the mount already has) is not kept.
+        """
+        if not self.received:
+            return
         source = os.path.join(self.path, "pack")
         target = os.path.join(self.objects, "pack")
         os.makedirs(target, exist_ok=True)
@@ -191,8 +198,8 @@ class GuardedReceivePack(ReceivePackHandler):
         if any(ref == MAIN.encode() for _, _, ref in client_refs):
             try:
                 refresh_index(self.mount.path)
-            except MemoryStoreError as exc:
-                log.warning("index of %s not refreshed: %s", self.mount.name, exc)
+            except Exception:  # the push has landed; the index is derived and catches up later
+                log.warning("the index of %s was not refreshed after a push", self.mount.name, exc_info=True)
 
     def _say(self, line: str) -> None:
         """One ``remote:`` line on the client's terminal."""

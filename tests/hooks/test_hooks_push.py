@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,24 @@ def test_the_hook_functions_read_git_input(mount: GitFileStore, tmp_path: Path) 
     broken = io.StringIO()
     assert pre_receive_main(io.StringIO(line), broken, {"GIT_DIR": str(tmp_path / "gone.git")}) == 1
     assert "cannot check this push" in broken.getvalue()
+
+
+def test_post_receive_refreshes_the_index_only_when_main_moved(
+    mount: GitFileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = seed(mount)
+    calls: list[str] = []
+    fake = types.ModuleType("gitmem.index")
+    fake.catch_up = calls.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gitmem.index", fake)
+    env = {"GIT_DIR": mount.path}
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/other\n"), env) == 0
+    assert calls == []
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0
+    assert calls == [os.path.abspath(mount.path)]
+
+    def broken(path: str) -> None:
+        raise RuntimeError("index is corrupt")
+
+    fake.catch_up = broken  # type: ignore[attr-defined]
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0  # never fails a push

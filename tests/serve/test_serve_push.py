@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -204,3 +206,41 @@ def test_a_push_bigger_than_git_post_buffer_is_received(served: Served, mount: M
     assert mount.store.sync.head() == pushed
     assert len(mount.store.sync.list()) == 51
     fsck_clean(mount.path)
+
+
+def test_tags_and_new_branches_of_known_commits_add_no_objects(served: Served, mount: Mount, tmp_path: Path) -> None:
+    head = seed(mount.store)
+    work = clone(served, mount, tmp_path)
+    objects = sorted(p.name for p in (mount.path / "objects").rglob("*") if p.is_file())
+    git("tag", "v1", cwd=work)
+    git("push", "-q", "origin", "v1", "main:refs/heads/copy", cwd=work)
+    assert git("rev-parse", "v1", "copy", cwd=mount.path).stdout.split() == [head, head]
+    assert sorted(p.name for p in (mount.path / "objects").rglob("*") if p.is_file()) == objects
+    git("tag", "-a", "v2", "-m", "reviewed", cwd=work)
+    git("push", "-q", "origin", "v2", cwd=work)
+    assert git("rev-parse", "v2^{commit}", cwd=mount.path).stdout.strip() == head
+    fsck_clean(mount.path)
+
+
+def test_a_push_to_main_brings_the_index_up_to_date_and_an_index_failure_does_not_fail_it(
+    served: Served, mount: Mount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(mount.store)
+    work = clone(served, mount, tmp_path)
+    calls: list[str] = []
+    fake = types.ModuleType("gitmem.index")
+    fake.catch_up = calls.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gitmem.index", fake)
+    write(work, "a.md", "a\n")
+    commit_all(work, "a")
+    git("push", "-q", "origin", "main", cwd=work)
+    assert calls == [str(mount.path)]
+
+    def broken(path: str) -> None:
+        raise RuntimeError("index is corrupt")
+
+    fake.catch_up = broken  # type: ignore[attr-defined]
+    write(work, "b.md", "b\n")
+    pushed = commit_all(work, "b")
+    git("push", "-q", "origin", "main", cwd=work)
+    assert mount.store.sync.head() == pushed
