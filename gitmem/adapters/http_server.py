@@ -218,6 +218,7 @@ class GuardedReceivePack(ReceivePackHandler):
 
     def _decide_and_apply(self, updates: list[RefUpdate]) -> dict[str, bytes]:
         """Status per ref (``b"ok"`` or a reason); key ``""`` holds an unpack failure."""
+        mark = _history_mark(self.mount.git)
         quarantine = _Quarantine(self.mount.path)
         try:
             if any(not u.deleting for u in updates):
@@ -233,12 +234,16 @@ class GuardedReceivePack(ReceivePackHandler):
             except (MemoryStoreError, ValueError) as exc:
                 self._say(f"gitmem: cannot check this push, so it is refused: {exc}")
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
-            return self._apply(updates, verdicts, quarantine)
+            return self._apply(updates, verdicts, quarantine, mark)
         finally:
             quarantine.discard()
 
     def _apply(
-        self, updates: list[RefUpdate], verdicts: dict[str, list[Refusal]], quarantine: _Quarantine
+        self,
+        updates: list[RefUpdate],
+        verdicts: dict[str, list[Refusal]],
+        quarantine: _Quarantine,
+        mark: tuple[int, int],
     ) -> dict[str, bytes]:
         statuses: dict[str, bytes] = {}
         refused = [r for u in updates for r in verdicts[u.ref]]
@@ -258,9 +263,14 @@ class GuardedReceivePack(ReceivePackHandler):
         if self.mount.before_update is not None:
             self.mount.before_update(self.mount.name, accepted)
         with self.mount.git.lock.hold():
-            if any(not u.deleting for u in accepted):
-                quarantine.migrate()
-            statuses.update(self._compare_and_swap(accepted))
+            if _history_mark(self.mount.git) != mark:
+                # A purge or forget deleted objects this push was checked against (and may
+                # build on): landing it could bring erased content back or leave refs dangling.
+                statuses.update({u.ref: _REWRITTEN for u in accepted})
+            else:
+                if any(not u.deleting for u in accepted):
+                    quarantine.migrate()
+                statuses.update(self._compare_and_swap(accepted))
         for update in accepted:
             if statuses[update.ref] != b"ok":
                 self._say(f"gitmem: {update.ref}: {statuses[update.ref].decode()}")
@@ -331,6 +341,14 @@ class GuardedReceivePack(ReceivePackHandler):
             except OSError as exc:
                 return f"could not update the ref: {exc}".replace("\n", " ").encode()
         return b"the ref is locked by another git process; push again shortly"
+
+
+_REWRITTEN = b"the memory's history was rewritten (purge or forget) while this push was checked; clone again"
+
+
+def _history_mark(git: GitRepo) -> tuple[int, int]:
+    """Changes whenever purge or forget deletes objects (the repo's generation file)."""
+    return git._generation()
 
 
 # --- the WSGI app --------------------------------------------------------------------

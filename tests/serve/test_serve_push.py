@@ -244,3 +244,22 @@ def test_a_push_to_main_brings_the_index_up_to_date_and_an_index_failure_does_no
     pushed = commit_all(work, "b")
     git("push", "-q", "origin", "main", cwd=work)
     assert mount.store.sync.head() == pushed
+
+
+def test_a_push_racing_a_purge_is_refused_and_brings_no_purged_history_back(
+    served: Served, mount: Mount, tmp_path: Path
+) -> None:
+    seed(mount.store)
+    seed_blob = mount.store.sync.read("seed.md").version
+    work = clone(served, mount, tmp_path)
+    git("checkout", "-q", "-b", "feature", cwd=work)
+    write(work, "seed.md", "hello, edited on a branch\n")
+    pushed = commit_all(work, "branch edit")
+    served.app.before_update = lambda name, updates: mount.store.sync.purge()
+    done = git("push", "origin", "feature", cwd=work, check=False)
+    served.app.before_update = None
+
+    assert done.returncode != 0 and "history was rewritten" in done.stderr, done.stderr
+    assert "refs/heads/feature" not in git("show-ref", cwd=mount.path, check=False).stdout
+    assert not has_object(mount.path, pushed) and not has_object(mount.path, seed_blob)
+    fsck_clean(mount.path)
