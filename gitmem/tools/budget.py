@@ -19,18 +19,29 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any
 
-_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+def _tags_off(text: str) -> str:
+    if "<" in text or ">" in text or "&" in text:
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return text
 
 
 def escape_json(value: Any) -> str:
-    """Compact JSON in which ``<``, ``>`` and ``&`` cannot close or open a tag."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_ESCAPES)
+    """Compact JSON in which ``<``, ``>`` and ``&`` cannot close or open a tag.
+
+    The characters only ever occur inside JSON strings, so replacing them by their
+    ``\\u`` escapes keeps the JSON equal while no tag can appear in the text.
+    """
+    if isinstance(value, str):  # the common case, ten thousand times per index
+        return _tags_off(encode_basestring(value))
+    return _tags_off(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def nbytes(text: str) -> int:
-    return len(text.encode("utf-8"))
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def cost(pieces: Sequence[str]) -> int:
@@ -128,28 +139,52 @@ def pointer_line(hidden: int) -> str:
     return f"… {hidden} more; list them with memory_file_view"
 
 
-def fit_index(entries: Sequence[tuple[str, str | None]], allowance: int) -> list[str]:
+@dataclass(slots=True)
+class IndexLines:
+    """An index's lines as printed JSON pieces, with their costs, computed once."""
+
+    paths: list[str]
+    pieces: list[str]
+    costs: list[int]
+    total: int
+
+    @classmethod
+    def of(cls, entries: Sequence[tuple[str, str | None]]) -> IndexLines:
+        pieces = [escape_json(f"{p}: {d}" if d else p) for p, d in entries]
+        costs = [nbytes(p) + 1 for p in pieces]
+        return cls([p for p, _ in entries], pieces, costs, sum(costs))
+
+
+def fit_index(entries: Sequence[tuple[str, str | None]] | IndexLines, allowance: int) -> list[str]:
     """The index lines (as JSON pieces) of ``entries`` (sorted by path) within ``allowance``.
 
     Folders collapse into ``folder/ (N files)`` lines, the deepest first and, within
     one depth, the ones that save most first, until the index fits. If even the top
     folders collapsed do not fit, the lines are cut and a pointer line ends them.
     """
-    pieces = [escape_json(index_line(p, d)) for p, d in entries]
-    costs = [nbytes(p) + 1 for p in pieces]
-    total = sum(costs)
+    index = entries if isinstance(entries, IndexLines) else IndexLines.of(entries)
+    pieces, costs, total = index.pieces, index.costs, index.total
     if total <= allowance:
-        return pieces
+        return list(pieces)
+    # Sizes and counts per folder: first of the files directly inside, then added up the tree.
+    parents = [path[: max(path.rfind("/"), 0)] for path in index.paths]
     expanded: dict[str, int] = {}
     counts: dict[str, int] = {}
-    for (path, _), size in zip(entries, costs, strict=True):
-        cut = path.find("/")
-        while cut != -1:
-            folder = path[:cut]
-            expanded[folder] = expanded.get(folder, 0) + size
-            counts[folder] = counts.get(folder, 0) + 1
-            cut = path.find("/", cut + 1)
-    folder_pieces = {f: escape_json(folder_line(f, n)) for f, n in counts.items()}
+    for parent, size in zip(parents, costs, strict=True):
+        if parent:
+            expanded[parent] = expanded.get(parent, 0) + size
+            counts[parent] = counts.get(parent, 0) + 1
+    for folder in sorted(expanded, key=lambda f: -f.count("/")):
+        outer = folder[: max(folder.rfind("/"), 0)]
+        while outer and outer not in expanded:  # a folder holding only folders
+            expanded[outer], counts[outer] = 0, 0
+            outer = outer[: max(outer.rfind("/"), 0)]
+    for folder in sorted(expanded, key=lambda f: -f.count("/")):
+        outer = folder[: max(folder.rfind("/"), 0)]
+        if outer:
+            expanded[outer] += expanded[folder]
+            counts[outer] += counts[folder]
+    folder_costs = {f: nbytes(escape_json(folder_line(f, n))) + 1 for f, n in counts.items()}
     current = dict(expanded)
     by_depth: dict[int, list[str]] = {}
     for folder in expanded:
@@ -159,42 +194,47 @@ def fit_index(entries: Sequence[tuple[str, str | None]], allowance: int) -> list
         if total <= allowance:
             break
         # Folders of one depth do not contain each other, so their savings are independent.
-        ranked = sorted(by_depth[depth], key=lambda f: (nbytes(folder_pieces[f]) + 1 - current[f], f))
+        ranked = sorted(by_depth[depth], key=lambda f: (folder_costs[f] - current[f], f))
         for folder in ranked:
             if total <= allowance:
                 break
-            delta = nbytes(folder_pieces[folder]) + 1 - current[folder]
+            delta = folder_costs[folder] - current[folder]
             if delta >= 0:
                 continue
             total += delta
-            current[folder] = nbytes(folder_pieces[folder]) + 1
+            current[folder] = folder_costs[folder]
             cut = folder.rfind("/")
             while cut != -1:
                 current[folder[:cut]] += delta
                 cut = folder.rfind("/", 0, cut)
             collapsed.add(folder)
     lines: list[str] = []
+    outermost: dict[str, str | None] = {}  # parent folder -> its outermost collapsed folder
     last_folder: str | None = None
-    for (path, _), piece in zip(entries, pieces, strict=True):
-        outer = _outermost(path, collapsed) if collapsed else None
-        if outer is None:
+    for parent, piece in zip(parents, pieces, strict=True):
+        if parent in outermost:
+            top = outermost[parent]
+        else:
+            top = outermost[parent] = _outermost(parent, collapsed) if collapsed and parent else None
+        if top is None:
             lines.append(piece)
             last_folder = None
-        elif outer != last_folder:
-            lines.append(folder_pieces[outer])
-            last_folder = outer
+        elif top != last_folder:
+            lines.append(escape_json(folder_line(top, counts[top])))
+            last_folder = top
     if total <= allowance:
         return lines
     return _cut(lines, allowance)
 
 
-def _outermost(path: str, collapsed: set[str]) -> str | None:
-    cut = path.find("/")
+def _outermost(folder: str, collapsed: set[str]) -> str | None:
+    """The shallowest collapsed folder that is ``folder`` or holds it."""
+    cut = folder.find("/")
     while cut != -1:
-        if path[:cut] in collapsed:
-            return path[:cut]
-        cut = path.find("/", cut + 1)
-    return None
+        if folder[:cut] in collapsed:
+            return folder[:cut]
+        cut = folder.find("/", cut + 1)
+    return folder if folder in collapsed else None
 
 
 def _cut(lines: list[str], allowance: int) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Final, Literal
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import describe_stored
 from gitmem.model import Changes, FileEntry, FileText
-from gitmem.tools.budget import Part, escape_json, fit_index, index_line, nbytes, plan
+from gitmem.tools.budget import IndexLines, Part, escape_json, fit_index, index_line, nbytes, plan
 from gitmem.tools.cursors import MemoryCursors
 from gitmem.tools.mounts import FileMemoryLimits, FileMount
 from gitmem.tools.ops import read_or_none
@@ -84,7 +84,7 @@ class _Draft:
     cursor: str
     kind: Kind
     loads: list[tuple[str, str]] = field(default_factory=list)
-    index: list[tuple[str, str | None]] = field(default_factory=list)
+    index: IndexLines = field(default_factory=lambda: IndexLines([], [], [], 0))
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
 
@@ -95,8 +95,7 @@ class _Draft:
         # The wrapper around empty arrays; the budget adds each element with its comma.
         overhead = nbytes(self.header() + self.body([], [], [], []) + "\n</memory-context>\n")
         if self.kind == "full":
-            need = sum(nbytes(escape_json(index_line(p, d))) + 1 for p, d in self.index)
-            return Part(overhead, list(self.loads), need)
+            return Part(overhead, list(self.loads), self.index.total)
         need = sum(nbytes(p) + 1 for p in self.changed) + sum(nbytes(p) + 1 for p in self.deleted)
         return Part(overhead, list(self.loads), need, is_change_list=True)
 
@@ -127,7 +126,7 @@ async def _fill_full(draft: _Draft) -> None:
     entries: list[FileEntry] = sorted(await store.list(), key=lambda e: e.path)
     draft.kind = "full"
     draft.changed, draft.deleted = [], []
-    draft.index = [(e.path, e.description) for e in entries]
+    draft.index = IndexLines.of([(e.path, e.description) for e in entries])
     present = {e.path for e in entries}
     draft.loads = []
     for path in draft.mount.always_load:

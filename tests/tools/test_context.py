@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitmem import InMemoryFileStore, MemoryStoreError
+from gitmem import GitFileStore, InMemoryFileStore, MemoryStoreError
 from gitmem.model import Changes, FileEntry, FullResync
 from gitmem.tools import FileMount, MemoryCursors
 from tools.support import Agent, PlainStore, ResyncStore, one, parse_block, run
@@ -162,3 +162,15 @@ def test_mounts_without_change_get_no_block_and_a_failing_store_is_skipped() -> 
     run(busy.write("x.md", "X.\n", expected=None))
     second = agent.context()
     assert [(b.memory, b.kind) for b in second.blocks] == [("busy", "changes")]
+
+
+def test_forget_rewrites_history_so_the_next_run_is_full(tmp_path: Any) -> None:
+    store = GitFileStore.init(tmp_path / "m.git")
+    fill(store)
+    cursors = MemoryCursors()
+    agent = Agent([one(store)], cursors=cursors)
+    agent.context()
+    run(store.forget("notes/old.md"))
+    attrs, _, data = parse_block(agent.context().text)
+    assert attrs["kind"] == "full"
+    assert "notes/old.md: An old note." not in data["index"] and len(data["index"]) == 3
