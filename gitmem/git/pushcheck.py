@@ -207,12 +207,12 @@ class _Checker:
                 continue
             new_file = delta.new_file
             raw, oid, mode = new_file.raw_path, new_file.id, new_file.mode
-            shown = raw.decode("utf-8", errors="replace")
-            if len(parents) > 1 and any(_has_entry(p.tree, shown, oid, mode) for p in parents[1:]):
+            path = raw.decode("utf-8", errors="replace")
+            if len(parents) > 1 and any(_has_entry(p.tree, path, oid, mode) for p in parents[1:]):
                 continue  # taken unchanged from another parent: not new in this commit
             problem = self._path_problem(raw) or self._content_problem(oid, mode)
             if problem is not None:
-                yield shown, problem
+                yield _printable(path), problem
 
     def _path_problem(self, raw: bytes) -> tuple[str, str] | None:
         if raw in self._paths:
@@ -297,6 +297,11 @@ def _blob_ids(tree: pygit2.Tree) -> Iterator[pygit2.Oid]:
             yield from _blob_ids(entry)
         elif entry.filemode in (_REGULAR, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
             yield entry.id
+
+
+def _printable(path: str) -> str:
+    """The path with control characters escaped: it is shown in one-line git status reports."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}" for c in path)
 
 
 def _has_entry(tree: pygit2.Tree, path: str, oid: pygit2.Oid, mode: int) -> bool:

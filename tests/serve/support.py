@@ -125,6 +125,12 @@ LONG_PATH = "/".join(["a-rather-long-folder-name-" + str(i) for i in range(10)])
 
 BAD_PUSHES = [
     BadPush("backslash-path", "invalid_path", "notes\\evil.md", _one_file("notes\\evil.md", "text\n")),
+    BadPush(
+        "control-character",
+        "invalid_path",
+        "notes/tab\\x09and\\x0anewline.md",
+        _one_file("notes/tab\tand\nnewline.md", "x\n"),
+    ),
     BadPush("path-over-limit", "invalid_path", "note.md", _one_file(LONG_PATH, "text\n")),
     BadPush("reserved-name", "invalid_path", ".gitattributes", _one_file(".gitattributes", "* text\n")),
     BadPush("binary", "invalid_file", "blob.md", _one_file("blob.md", b"PNG\x00\x01\x02binary\n")),
