@@ -25,9 +25,12 @@ changed something when, and every other file's history keeps its shape.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 import subprocess
 import time
+import zlib
 
 import pygit2
 
@@ -35,12 +38,14 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git.history import entry_id, moved_from
 from gitmem.git.locks import remove_if_stale
-from gitmem.git.repo import MAIN, GitRepo, _set_path, translate_errors
+from gitmem.git.repo import MAIN, GitRepo, translate_errors
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 _SORT_CHILDREN_FIRST = pygit2.enums.SortMode.TOPOLOGICAL
+_COMMIT, _TREE, _TAG = 1, 2, 4
+_TYPE_NAMES = {_COMMIT: b"commit", _TREE: b"tree", _TAG: b"tag"}
 _GIT_ENV_DROP = (
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -52,19 +57,24 @@ _GIT_ENV_DROP = (
 )
 
 
-def run_git(repo_path: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_git(
+    repo_path: str, *args: str, check: bool = True, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the git CLI on the bare repo; a missing git or a failure is ``unavailable``."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
     env["GIT_TERMINAL_PROMPT"] = "0"
     cmd = ["git", f"--git-dir={repo_path}", "-c", "gc.autoDetach=false", *args]
     try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", check=False)
+        done = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=False)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot run the git CLI: {exc}") from exc
-    if check and done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        raise MemoryStoreError("unavailable", f"git {args[0]} failed: {' / '.join(said[-3:]) or done.returncode}")
-    return done
+    out = subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    )
+    if check and out.returncode != 0:
+        said = (out.stderr or out.stdout).strip().splitlines()
+        raise MemoryStoreError("unavailable", f"git {args[0]} failed: {' / '.join(said[-3:]) or out.returncode}")
+    return out
 
 
 # --- fsck and gc ------------------------------------------------------------------------
@@ -190,50 +200,33 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     tips = _tips(r)
     commit_tips = {name: c for name, target in tips.items() if (c := _commit_of(r, target)) is not None}
     order = _names_per_commit(r, sorted(set(commit_tips.values())), path)
+    out = _Objects(r)
     mapped: dict[str, str] = {}
-    trees: dict[tuple[str, str], str] = {}
     erased: set[str] = set()
     seen_names: set[str] = set()
-    rewritten = 0
     for commit, names in reversed(order):
-        tree_id = str(commit.tree_id)
+        old_tree = str(commit.tree_id)
+        tree_id = old_tree
         for name in sorted(names):
-            key = (tree_id, name)
-            if key not in trees:
-                gone = entry_id(r[tree_id].peel(pygit2.Tree), name)
-                if gone is None:
-                    trees[key] = tree_id
-                else:
-                    seen_names.add(name)
-                    erased.update(_blobs_under(r, gone))
-                    trees[key] = str(_set_path(r, r[tree_id].peel(pygit2.Tree), name.split("/"), None, name))
-            tree_id = trees[key]
+            before = tree_id
+            tree_id = out.erase(tree_id, name)
+            if tree_id != before:
+                seen_names.add(name)
+                erased.update(out.erased_blobs)
         parents = [mapped.get(str(p), str(p)) for p in commit.parent_ids]
-        if tree_id == str(commit.tree_id) and parents == [str(p) for p in commit.parent_ids]:
-            continue
-        encoding = [commit.message_encoding] if commit.message_encoding else []
-        new = r.create_commit(
-            None,
-            commit.author,
-            commit.committer,
-            commit.raw_message,
-            pygit2.Oid(hex=tree_id),
-            [pygit2.Oid(hex=p) for p in parents],
-            *encoding,
-        )
-        mapped[str(commit.id)] = str(new)
-        rewritten += 1
+        if tree_id != old_tree or parents != [str(p) for p in commit.parent_ids]:
+            mapped[str(commit.id)] = out.commit(str(commit.id), tree_id, parents)
     if not seen_names:
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
     updates: dict[str, str] = {}
     for name, target in tips.items():
         commit_id = commit_tips.get(name)
-        if commit_id is None or commit_id not in mapped:
-            continue
-        updates[name] = _retarget(r, target, mapped)
+        if commit_id is not None and commit_id in mapped:
+            updates[name] = out.retarget(target, mapped)
     main_old = tips.get(MAIN)
     if main_old is None:
         raise MemoryStoreError("unavailable", f"{repo.path} has no {MAIN}")
+    out.flush(repo.path)
     main_base = updates.get(MAIN, main_old)
     author = pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
     committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
@@ -247,10 +240,129 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         path=path,
         head=str(audit),
         names=tuple(sorted(seen_names)),
-        commits_rewritten=rewritten,
+        commits_rewritten=len(mapped),
         refs_updated=tuple(sorted(updates)),
         erased_versions=tuple(sorted(erased)),
     )
+
+
+class _Objects:
+    """Rewritten trees, commits and tags, built as raw git objects and written as one pack.
+
+    Writing thousands of loose objects one file at a time dominated forget's
+    cost, and every one of them is repacked by the prune that follows anyway.
+    So new objects are serialised here (git's own byte formats, edited in
+    place: an entry removed from a tree, the ``tree``/``parent`` lines of a
+    commit replaced, every other header and the message kept byte for byte)
+    and handed to ``git index-pack`` in one stream. A commit's ``gpgsig`` is
+    dropped: it cannot sign the rewritten content.
+    """
+
+    def __init__(self, r: pygit2.Repository) -> None:
+        self._r = r
+        self._new: dict[str, tuple[int, bytes]] = {}
+        self._trees: dict[tuple[str, str], str] = {}
+        self.erased_blobs: set[str] = set()
+
+    def _add(self, kind: int, raw: bytes) -> str:
+        oid = hashlib.sha1(b"%s %d\x00" % (_TYPE_NAMES[kind], len(raw)) + raw, usedforsecurity=False).hexdigest()
+        self._new.setdefault(oid, (kind, raw))
+        return oid
+
+    def _raw(self, oid: str) -> bytes:
+        kept = self._new.get(oid)
+        return kept[1] if kept is not None else bytes(self._r.odb.read(oid)[1])
+
+    def erase(self, tree: str, path: str) -> str:
+        """The tree ``tree`` without ``path``; ``tree`` itself when the path is not in it."""
+        key = (tree, path)
+        if key not in self._trees:
+            self.erased_blobs = set()
+            new = self._erase(tree, path.encode().split(b"/"))
+            self._trees[key] = new if new is not None else self._add(_TREE, b"")
+        else:
+            self.erased_blobs = set()
+        return self._trees[key]
+
+    def _erase(self, tree: str, parts: list[bytes]) -> str | None:
+        raw = self._raw(tree)
+        entries = _tree_entries(raw)
+        for i, (mode, name, sha) in enumerate(entries):
+            if name != parts[0]:
+                continue
+            if len(parts) == 1:
+                self.erased_blobs = _blobs_under(self._r, sha.hex())
+                rest = entries[:i] + entries[i + 1 :]
+            elif mode == b"40000":
+                sub = self._erase(sha.hex(), parts[1:])
+                if sub == sha.hex():
+                    return tree
+                rest = entries[:i] + ([(mode, name, bytes.fromhex(sub))] if sub is not None else []) + entries[i + 1 :]
+            else:
+                return tree
+            if not rest:
+                return None
+            return self._add(_TREE, b"".join(m + b" " + n + b"\x00" + h for m, n, h in rest))
+        return tree
+
+    def commit(self, old: str, tree: str, parents: list[str]) -> str:
+        """A copy of commit ``old`` with a new tree and parents, all else byte for byte."""
+        header, _, message = self._raw(old).partition(b"\n\n")
+        lines: list[bytes] = []
+        in_signature = False
+        for line in header.split(b"\n"):
+            if in_signature and line.startswith(b" "):
+                continue
+            in_signature = line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
+            if in_signature or line.startswith(b"parent "):
+                continue
+            if line.startswith(b"tree "):
+                lines.append(b"tree " + tree.encode())
+                lines.extend(b"parent " + p.encode() for p in parents)
+                continue
+            lines.append(line)
+        return self._add(_COMMIT, b"\n".join(lines) + b"\n\n" + message)
+
+    def retarget(self, target: str, mapped: dict[str, str]) -> str:
+        """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
+        if target in mapped:
+            return mapped[target]
+        kind, raw = self._r.odb.read(target)
+        if kind != pygit2.enums.ObjectType.TAG:
+            return target
+        first, _, rest = bytes(raw).partition(b"\n")
+        inner = self.retarget(first.split(b" ", 1)[1].decode(), mapped)
+        return self._add(_TAG, b"object " + inner.encode() + b"\n" + rest)
+
+    def flush(self, repo_path: str) -> None:
+        """Write every new object as one pack through ``git index-pack``."""
+        if not self._new:
+            return
+        pack = bytearray(b"PACK" + struct.pack(">II", 2, len(self._new)))
+        for kind, raw in self._new.values():
+            size = len(raw)
+            byte = (kind << 4) | (size & 0x0F)
+            size >>= 4
+            while size:
+                pack.append(byte | 0x80)
+                byte = size & 0x7F
+                size >>= 7
+            pack.append(byte)
+            pack += zlib.compress(raw, 1)
+        pack += hashlib.sha1(pack, usedforsecurity=False).digest()
+        run_git(repo_path, "index-pack", "--stdin", stdin=bytes(pack))
+
+
+def _tree_entries(raw: bytes) -> list[tuple[bytes, bytes, bytes]]:
+    """``(mode, name, 20-byte id)`` for each entry of a raw tree object, in stored order."""
+    entries = []
+    i = 0
+    while i < len(raw):
+        space = raw.index(b" ", i)
+        nul = raw.index(b"\x00", space)
+        entries.append((raw[i:space], raw[space + 1 : nul], raw[nul + 1 : nul + 21]))
+        i = nul + 21
+    return entries
 
 
 def _blobs_under(r: pygit2.Repository, oid: str) -> set[str]:
@@ -261,18 +373,6 @@ def _blobs_under(r: pygit2.Repository, oid: str) -> set[str]:
     for entry in obj.peel(pygit2.Tree):
         out.update(_blobs_under(r, str(entry.id)))
     return out
-
-
-def _retarget(r: pygit2.Repository, target: str, mapped: dict[str, str]) -> str:
-    """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
-    obj = r[target]
-    if not isinstance(obj, pygit2.Tag):
-        return mapped[target]
-    inner = _retarget(r, str(obj.target), mapped)
-    raw = bytes(obj.read_raw())
-    head, _, rest = raw.partition(b"\n")
-    assert head.startswith(b"object ")
-    return str(r.odb.write(pygit2.enums.ObjectType.TAG, b"object " + inner.encode() + b"\n" + rest))
 
 
 def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], updates: dict[str, str]) -> None:

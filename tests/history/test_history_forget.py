@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,49 @@ def test_async_forget(tmp_path: Path) -> None:
         assert await store.list() == []
 
     asyncio.run(main())
+
+
+def _shape(git: Git, rev: str) -> list[tuple[str, ...]]:
+    """Each commit's parent count, summary, author, time and encoding, in topological order."""
+    lines = git("log", "--topo-order", "--format=%P|%s|%an|%at|%e", rev).stdout.splitlines()
+    return [(str(len(line.split("|", 1)[0].split())), *line.split("|")[1:]) for line in lines]
+
+
+def test_forget_rewrites_plain_git_merges_and_keeps_their_bytes(
+    store: SyncGitFileStore, git: Git, worktree: Callable[..., str]
+) -> None:
+    secret = store.write("secret.md", "token\n", expected=None)
+    worktree("pull", "-q", "--ff-only", "origin", "main")
+    worktree("checkout", "-q", "-b", "side")
+    Path(worktree.path, "side.md").write_text("side\n")  # type: ignore[attr-defined]
+    worktree("add", "side.md")
+    worktree("-c", "i18n.commitEncoding=ISO-8859-1", "commit", "-q", "-m", "caf\xe9 on the side")
+    worktree("checkout", "-q", "main")
+    Path(worktree.path, "main.md").write_text("main\n")  # type: ignore[attr-defined]
+    worktree("add", "main.md")
+    worktree("commit", "-q", "-m", "main side")
+    worktree("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    worktree("push", "-q", "origin", "main")
+    shape = _shape(git, "main")
+
+    store.forget("secret.md")
+
+    _gone(git, [secret], "secret.md")
+    assert _shape(git, "main~1") == shape
+    merges = git("rev-list", "--merges", "main").stdout.split()
+    assert len(merges) == 1
+    encoded = git("log", "-1", "--format=%e", f"{merges[0]}^2").stdout.strip()
+    assert encoded == "ISO-8859-1"
+    assert sorted(e.path for e in store.list()) == ["main.md", "side.md"]
+
+
+def test_forget_a_whole_folder(store: SyncGitFileStore, git: Git) -> None:
+    one = store.write("people/ann.md", "Ann's address\n", expected=None)
+    two = store.write("people/bo/notes.md", "Bo's phone\n", expected=None)
+    store.write("topics.md", "public\n", expected=None)
+
+    report = store.forget("people")
+
+    _gone(git, [one, two], "people")
+    assert set(report.erased_versions) == {one, two}
+    assert [e.path for e in store.list()] == ["topics.md"]
