@@ -177,9 +177,18 @@ async def grep(
     limit: int = 50,
     fmt: FileFormat,
 ) -> Payload:
-    """Matching lines in path and line order; a hint when nothing matched."""
+    """Matching lines in path and line order; a hint when nothing matched.
+
+    ``path`` is a folder (``""`` for all) or one file.
+    """
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
     limit = check_limit(limit)
+    if path not in ("", "/") and not path.endswith("/"):
+        # A file's path narrows the search to that file.
+        file = await read_or_none(store, validate_path(path, fmt))
+        if file is not None:
+            result = scan([(file.path, file.text)], matcher, limit)
+            return _grep_payload(result, pattern, file.path, regex=regex, case_sensitive=case_sensitive)
     prefix = "" if path in ("", "/") else validate_directory(path if path.endswith("/") else path + "/", fmt)
     if isinstance(store, SearchableFileStore):
         result = await store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=prefix, limit=limit)
@@ -209,7 +218,7 @@ def _grep_payload(result: SearchResult, pattern: str, prefix: str, *, regex: boo
 
 def no_match_hint(pattern: str, prefix: str, *, regex: bool, case_sensitive: bool) -> str:
     """Why a grep may have found nothing, and what to try next."""
-    where = f"under {prefix}" if prefix else "in this memory"
+    where = "in this memory" if not prefix else f"under {prefix}" if prefix.endswith("/") else f"in {prefix}"
     tips = [f"No line {where} contains {pattern!r}"]
     tips.append(
         "(as a regular expression" + (", case-sensitive)." if case_sensitive else ", ignoring case).")

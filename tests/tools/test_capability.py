@@ -191,3 +191,14 @@ def test_context_can_be_recorded_only_once_delivered() -> None:
     capability.delivered(pending)
     assert cursors.snapshot() == dict(pending.cursors)
     assert run(capability.context()).blocks == ()
+
+
+def test_a_guide_shared_by_several_mounts_is_shown_once() -> None:
+    text = FileMemoryCapability(
+        [FileMount("user", InMemoryFileStore()), FileMount("work", InMemoryFileStore())]
+    ).instructions
+    assert text.count(DEFAULT_FILE_GUIDE) == 1
+    assert (
+        'Memory "work" (read and write; tools: view, grep, create, edit, append, move, delete). Guide: as for memory "user".'
+        in text
+    )

@@ -159,3 +159,11 @@ def test_grep_cuts_very_long_lines(store: Any) -> None:
     run(store.write("long.md", "needle " + "x" * 2000 + "\n", expected=None))
     match = Agent([one(store)]).call("grep", memory="user", pattern="needle")["matches"][0]
     assert match["text"].startswith("needle x") and match["text"].endswith("…") and len(match["text"]) < 600
+
+
+def test_grep_in_one_file(store: Any) -> None:
+    agent = seeded(store)
+    result = agent.call("grep", memory="user", pattern="tea", path="projects/alpha/notes.md")
+    assert lines(result) == [("projects/alpha/notes.md", 2)]
+    nothing = agent.call("grep", memory="user", pattern="tea", path="prefs/food.md")
+    assert nothing["matches"] == [] and nothing["hint"].startswith("No line in prefs/food.md contains 'tea'")
