@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, usage_error
+from gitmem.adapters.cli.app import (
+    EXIT_REFUSED,
+    State,
+    cli,
+    common_options,
+    emit,
+    origin_options,
+    pass_state,
+    progress,
+    to_json,
+    usage_error,
+)
+from gitmem.history import ObjectCounts
 
 
 def _confirm(yes: bool, what: str) -> None:
@@ -32,6 +44,70 @@ def purge(state: State, name: str, yes: bool) -> None:
     store = state.store(name)
     store.purge(state.origin)
     emit({"memory": name, "head": store.head(), "purged": True}, f"purged {name!r}: no files, no history")
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--yes", is_flag=True, help="Confirm: PATH and all its past versions are erased for good.")
+@origin_options
+@common_options
+@pass_state
+def forget(state: State, name: str, path: str, yes: bool) -> None:
+    """Erase PATH and every past version of it from all history.
+
+    For content that must not survive (personal data, a leaked secret). Commits
+    are rewritten, reflogs expired and objects pruned; other files keep their
+    history. PATH may be a file or a folder, and names it had before a move are
+    erased too. Older cursors then answer "full resync"; clones made before keep
+    their copy.
+    """
+    _confirm(yes, f"forgetting {path!r}")
+    with progress(f"forgetting {path}"):
+        report = state.store(name).forget(path, origin=state.origin)
+    kept = f"; {len(report.shared_versions)} version(s) kept because another file holds the same content"
+    message = (
+        f"forgot {', '.join(report.names)}: {report.commits_rewritten} commit(s) rewritten, "
+        f"{len(report.erased_versions)} version(s) erased" + (kept if report.shared_versions else "")
+    )
+    emit({"memory": name, **to_json(report)}, message)
+
+
+@cli.command()
+@click.argument("name")
+@common_options
+@pass_state
+def fsck(state: State, name: str) -> None:
+    """Check the integrity of memory NAME (git fsck --strict).
+
+    Exit code 0 when the repository is sound, 1 when git reports a problem.
+    """
+    report = state.store(name).fsck()
+    text = "ok: no problems found" if report.ok else "\n".join(["problems found:", *report.messages])
+    emit({"memory": name, "ok": report.ok, "messages": report.messages}, text)
+    if not report.ok:
+        raise click.exceptions.Exit(EXIT_REFUSED)
+
+
+def _counts(c: ObjectCounts) -> str:
+    return f"{c.loose} loose ({c.loose_kib} KiB), {c.packed} packed in {c.packs} pack(s) ({c.pack_kib} KiB)"
+
+
+@cli.command()
+@click.argument("name")
+@common_options
+@pass_state
+def gc(state: State, name: str) -> None:
+    """Pack the objects of memory NAME (git gc).
+
+    Safe while others write: objects not yet referenced keep git's grace period.
+    """
+    with progress(f"packing {name}"):
+        report = state.store(name).gc()
+    emit(
+        {"memory": name, "before": report.before, "after": report.after},
+        f"before: {_counts(report.before)}\nafter:  {_counts(report.after)}",
+    )
 
 
 @cli.command()

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -143,11 +144,17 @@ def common_options(f: F) -> F:
 # --- errors ----------------------------------------------------------------------
 
 
-def _hint(exc: MemoryStoreError, params: Mapping[str, Any]) -> str:
+def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
     """What the user can do about a refusal, phrased with the command's own arguments."""
     name = params.get("name") or "NAME"
     path = params.get("path") or params.get("source") or "PATH"
     code = exc.code
+    if code == "version_mismatch" and command == "revert":
+        where = exc.current.path if exc.current is not None else "a file it changed"
+        return (
+            f"a later change touched {where}; see `gitmem log {name} {where}` and put the old content back "
+            f"with `gitmem restore {name} {where} --rev REV`, or edit it by hand"
+        )
     if code == "version_mismatch":
         if exc.current is None:
             return f"the file does not exist now; create it with `gitmem write {name} {path} --create`"
@@ -198,7 +205,7 @@ def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:
 
 def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
     state = ctx.find_object(State) or State()
-    hint = _hint(exc, ctx.params)
+    hint = _hint(exc, ctx.command.name or "", ctx.params)
     if state.json:
         click.echo(json.dumps(error_json(exc, hint), ensure_ascii=False))
         return
@@ -242,6 +249,8 @@ def to_json(value: Any) -> Any:
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_json(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
     return value
 
 

@@ -1,3 +1,201 @@
-"""History commands: log, show, diff, blame, restore, revert."""
+"""History commands: log, show, diff, blame, restore, revert.
+
+All of them read commit metadata through the store's history API; ``restore``
+and ``revert`` add one new commit each and never rewrite history.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short
+from gitmem.adapters.cli.files import full_version
+from gitmem.errors import MemoryStoreError
+from gitmem.gitstore import SyncGitFileStore
+from gitmem.history import BlameLine, LogEntry
+from gitmem.model import Origin
+
+
+def when(value: str | None) -> datetime | str | None:
+    """``--since``/``--until``: an ISO date or time (``2025-01-31``, ``2025-01-31T12:00``), else a revision."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return value
+
+
+def who(origin: Origin) -> str:
+    parts = [origin.principal_id or "", f"run {origin.run_id}" if origin.run_id else ""]
+    parts.append(f"via {origin.tool_call_id}" if origin.tool_call_id else "")
+    return ", ".join(p for p in parts if p)
+
+
+def _log_line(e: LogEntry) -> str:
+    by = who(e.origin)
+    return f"{short(e.commit)}  {e.time:%Y-%m-%d %H:%M:%S %z}  {e.summary}" + (f"  ({by})" if by else "")
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path", required=False)
+@click.option("--run", "run", metavar="RUN_ID", help="Only changes made by this run.")
+@click.option("--principal", "principal", metavar="WHO", help="Only changes made by this principal.")
+@click.option(
+    "--tool-call", "tool_call", metavar="ID", help="Only changes made by this tool call (`cli` for this CLI)."
+)
+@click.option("--since", metavar="WHEN", help="Only changes after WHEN: an ISO date/time, or a revision (excluded).")
+@click.option("--until", metavar="WHEN", help="Only changes up to WHEN: an ISO date/time, or a revision.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1_000_000), help="Most changes to list.")
+@common_options
+@pass_state
+def log(
+    state: State,
+    name: str,
+    path: str | None,
+    run: str | None,
+    principal: str | None,
+    tool_call: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+) -> None:
+    """List changes newest first, with who made them.
+
+    With PATH, only the changes of that file, followed across moves. The
+    filters read the Gitmem-* trailers each commit carries.
+    """
+    entries = state.store(name).log(
+        path, run=run, principal=principal, tool_call=tool_call, since=when(since), until=when(until), limit=limit
+    )
+    emit({"memory": name, "path": path, "entries": entries}, "\n".join(_log_line(e) for e in entries) or None)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("rev")
+@click.argument("path")
+@common_options
+@pass_state
+def show(state: State, name: str, rev: str, path: str) -> None:
+    """Print file PATH as it was at revision REV.
+
+    REV is a commit id (full or abbreviated), `main`, or `main~N`.
+    """
+    found = state.store(name).show(rev, path)
+    payload = {"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}
+    emit(payload, lambda: click.echo(found.text, nl=False))
+
+
+def _split_diff_args(store: SyncGitFileStore, rest: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """``[B] [PATH]``: with one word, it is B when it names a commit, else a path."""
+    if len(rest) == 2:
+        return rest[0], rest[1]
+    if len(rest) == 1:
+        return (rest[0], None) if store.repo.resolve(rest[0]) is not None else (None, rest[0])
+    return None, None
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("a")
+@click.argument("rest", nargs=-1, metavar="[B] [PATH]")
+@common_options
+@pass_state
+def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
+    """Show what changed from revision A to B (default: the head).
+
+    PATH narrows the diff to one file (either side of a rename), or to a folder
+    when it ends in '/'. With one word after A, it is B if it names a commit,
+    otherwise PATH. The text is a git-style unified patch.
+    """
+    if len(rest) > 2:
+        raise click.UsageError("expected at most: A [B] [PATH]")
+    store = state.store(name)
+    b, path = _split_diff_args(store, rest)
+    files = store.diff(a, b, path)
+
+    def text() -> None:
+        for f in files:
+            click.echo(f.patch, nl=False)
+
+    emit({"memory": name, "from": a, "to": b, "path": path, "files": files}, text)
+
+
+def _blame_line(b: BlameLine, width: int) -> str:
+    author = b.origin.principal_id or "-"
+    return f"{short(b.commit)} ({author:{width}} {b.time:%Y-%m-%d} {b.line:4d}) {b.text}"
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--rev", metavar="REV", help="Blame the file as it was at REV (default: the head).")
+@common_options
+@pass_state
+def blame(state: State, name: str, path: str, rev: str | None) -> None:
+    """Show which change last touched each line of PATH, and who made it."""
+    lines = state.store(name).blame(path, rev)
+
+    def text() -> None:
+        width = max((len(b.origin.principal_id or "-") for b in lines), default=1)
+        for b in lines:
+            click.echo(_blame_line(b, width))
+
+    emit({"memory": name, "path": path, "rev": rev, "lines": lines}, text)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("path")
+@click.option("--rev", metavar="REV", required=True, help="The revision whose content PATH gets back.")
+@click.option("--expect", metavar="VERSION", help="Restore only if PATH is now at VERSION (default: as read now).")
+@origin_options
+@common_options
+@pass_state
+def restore(state: State, name: str, path: str, rev: str, expect: str | None) -> None:
+    """Set PATH back to its content at REV, as one new commit.
+
+    If PATH did not exist at REV it is deleted. History is never rewritten, so
+    the restore itself can be undone the same way.
+    """
+    store = state.store(name)
+    if expect is not None:
+        expected: str | None = full_version(store, path, expect)
+    else:
+        try:
+            expected = store.read(path).version
+        except MemoryStoreError as exc:
+            if exc.code != "not_found":
+                raise
+            expected = None
+    version = store.restore(path, rev, expected=expected, origin=state.origin)
+    payload = {"memory": name, "path": path, "rev": rev, "version": version, "previous": expected}
+    if version is None:
+        message = f"restored {path} to {rev}: it did not exist there, so it is deleted now"
+    else:
+        message = f"restored {path} to its content at {rev}: version {version}"
+    emit(payload, message)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("commit")
+@origin_options
+@common_options
+@pass_state
+def revert(state: State, name: str, commit: str) -> None:
+    """Undo the change COMMIT made, as one new commit.
+
+    Refused (version_mismatch, naming the file) when a later change touched the
+    same files; nothing is committed then.
+    """
+    made = state.store(name).revert(commit, origin=state.origin)
+    if made is None:
+        message = f"nothing to undo: the files {commit} changed are already as before it"
+    else:
+        message = f"reverted {commit}: new commit {made}"
+    emit({"memory": name, "commit": commit, "reverted_by": made}, message)
