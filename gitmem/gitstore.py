@@ -255,7 +255,7 @@ class SyncGitFileStore:
         )
 
     def show(self, rev: str, path: str) -> FileText:
-        return self.read(path, rev=rev)
+        return git_history.show(self.repo, self.format, rev, path)
 
     def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
         return git_history.diff(self.repo, self.format, a, b, path)

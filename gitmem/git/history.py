@@ -255,6 +255,26 @@ def _trusted(commit: pygit2.Commit, message: bytes) -> bool:
     return op in _TRUSTED_OPS and commit.committer.email == COMMITTER_EMAIL
 
 
+# --- show ---------------------------------------------------------------------------------
+
+
+def show(repo: GitRepo, fmt: FileFormat, rev: str, path: str) -> FileText:
+    """``path`` as it was at ``rev``.
+
+    Read through a handle reopened after any forget or purge, so a long-lived
+    process cannot serve a forgotten version from a pack it still has open.
+    """
+    path = validate_path(path, fmt)
+    with translate_errors(repo.path):
+        r = repo._fresh_repo()
+        commit = resolve(repo, rev)
+        oid = entry_id(r[commit].peel(pygit2.Commit).tree, path)
+        obj = r[oid] if oid is not None else None
+        if oid is None or obj is None or obj.type != pygit2.enums.ObjectType.BLOB:
+            raise MemoryStoreError("not_found", f"{path} does not exist at {rev}")
+        return FileText(path, decode_stored(bytes(obj.read_raw())), oid)
+
+
 # --- diff -----------------------------------------------------------------------------
 
 

@@ -212,3 +212,26 @@ def test_forget_a_whole_folder(store: SyncGitFileStore, git: Git) -> None:
     _gone(git, [one, two], "people")
     assert set(report.erased_versions) == {one, two}
     assert [e.path for e in store.list()] == ["topics.md"]
+
+
+FORGETTER = """
+import sys
+from gitmem import GitFileStore
+GitFileStore.open(sys.argv[1]).sync.forget("secret.md")
+"""
+
+
+def test_a_long_lived_reader_cannot_show_a_version_forgotten_by_another_process(
+    store: SyncGitFileStore, git: Git
+) -> None:
+    store.write("secret.md", "token\n", expected=None)
+    old = store.head()
+    git("gc", "--quiet")
+    assert store.show(old, "secret.md").text == "token\n"  # this handle now has the pack open
+
+    subprocess.run([sys.executable, "-c", FORGETTER, store.path], check=True)
+
+    with pytest.raises(MemoryStoreError) as err:
+        store.show(old, "secret.md")
+    assert err.value.code == "not_found"
+    assert [e.op for e in store.log()] == ["forget", "create", "init"]
