@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,16 +119,46 @@ def pre_receive_main(
     return 1
 
 
-def post_receive_main(stdin: TextIO | None = None, env: Mapping[str, str] | None = None) -> int:
-    """The ``post-receive`` hook: refresh the index when ``main`` moved. Never fails the push."""
+def post_receive_main(
+    stdin: TextIO | None = None, env: Mapping[str, str] | None = None, *, background: bool = True
+) -> int:
+    """The ``post-receive`` hook: refresh the index when ``main`` moved. Never fails the push.
+
+    By default the refresh runs in a detached process, so the pusher does not wait
+    for it (a Whoosh catch-up can take seconds); ``background=False`` runs it here.
+    """
     stdin = stdin or sys.stdin
     env = os.environ if env is None else env
     if any(u.ref == MAIN and not u.deleting for u in _read_updates(stdin)):
         try:
-            refresh_index(_repo_dir(env))
+            if background:
+                refresh_index_detached(_repo_dir(env))
+            else:
+                refresh_index(_repo_dir(env))
         except Exception as exc:  # the push has landed; the index is derived and catches up later
             print(f"gitmem: the index was not updated ({exc}); it catches up on the next search", file=sys.stderr)
     return 0
+
+
+_REFRESH = "import sys; from gitmem.hooks import refresh_index; refresh_index(sys.argv[1])"
+
+
+def refresh_index_detached(mount_path: str) -> None:
+    """Start :func:`refresh_index` in its own session and return at once.
+
+    Its output goes nowhere: git waits for every holder of the hook's stdout and
+    stderr before it answers the pusher.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.Popen(
+        [sys.executable, "-c", _REFRESH, mount_path],
+        cwd=mount_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def refresh_index(mount_path: str) -> bool:

@@ -167,6 +167,55 @@ class _MountContext:
     path: str
     git: GitRepo
     before_update: BeforeUpdate | None = None
+    refresher: _IndexRefresher | None = None
+
+
+class _IndexRefresher:
+    """Brings mount indexes up to date after pushes, one at a time, off the request path.
+
+    The pusher gets its answer without waiting for Whoosh. Requests for a mount
+    already waiting are merged; on close, waiting requests are dropped (the index
+    catches up on the next search anyway).
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[str, None] = {}
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def request(self, mount_path: str) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._pending[mount_path] = None
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="gitmem-index-refresh", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                path = next(iter(self._pending))
+                del self._pending[path]
+            try:
+                refresh_index(path)
+            except Exception:  # the push has landed; the index is derived and catches up later
+                log.warning("the index of %s was not refreshed after a push", path, exc_info=True)
+
+    def close(self, timeout: float) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
 
 
 class GuardedReceivePack(ReceivePackHandler):
@@ -195,11 +244,8 @@ class GuardedReceivePack(ReceivePackHandler):
         return None
 
     def _on_post_receive(self, client_refs: Any) -> None:
-        if any(ref == MAIN.encode() for _, _, ref in client_refs):
-            try:
-                refresh_index(self.mount.path)
-            except Exception:  # the push has landed; the index is derived and catches up later
-                log.warning("the index of %s was not refreshed after a push", self.mount.name, exc_info=True)
+        if any(ref == MAIN.encode() for _, _, ref in client_refs) and self.mount.refresher is not None:
+            self.mount.refresher.request(self.mount.path)
 
     def _say(self, line: str) -> None:
         """One ``remote:`` line on the client's terminal."""
@@ -380,6 +426,7 @@ class GitHttpApp:
     tokens: frozenset[str] = frozenset()
     public_read: bool = False
     before_update: BeforeUpdate | None = None
+    _refresher: _IndexRefresher = field(default_factory=_IndexRefresher, repr=False)
     _gits: dict[str, GitRepo] = field(default_factory=dict, repr=False)
     _gits_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -405,10 +452,14 @@ class GitHttpApp:
             return _text(start_response, "404 Not Found", f"no memory named {name!r} here\n")
         path = str(self.root.mount_path(name))
         backend = _MountBackend(path)
-        mount = _MountContext(name, path, self._git(name, path), self.before_update)
+        mount = _MountContext(name, path, self._git(name, path), self.before_update, self._refresher)
         handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
         dulwich_app = LimitedInputFilter(GunzipFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers)))
         return _closing(dulwich_app(environ, start_response), backend.close)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop background index refreshes (waiting up to ``timeout`` for one in progress)."""
+        self._refresher.close(timeout)
 
     def _authorize(
         self, environ: Mapping[str, Any], start_response: StartResponse, *, push: bool
@@ -510,6 +561,7 @@ class GitHttpServer:
         self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        self.app.close(timeout)
 
     def __enter__(self) -> GitHttpServer:
         return self.start()
@@ -538,6 +590,7 @@ def serve(
         if on_ready is not None:
             on_ready(server)
         server.serve_forever()
+        server.app.close()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

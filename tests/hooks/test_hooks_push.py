@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from gitmem import GitFileStore, MemoryStoreError
 from gitmem.hooks import HOOK_NAMES, hook_script, install_hooks, post_receive_main, pre_receive_main
 from gitmem.model import Changes
 
+HANG_SECONDS = 120.0
 REPO_HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 
 
@@ -88,7 +90,7 @@ def test_the_hook_functions_read_git_input(mount: GitFileStore, tmp_path: Path) 
     assert pre_receive_main(io.StringIO(line), err, env) == 1
     assert "refs/heads/main: delete_main: " in err.getvalue()
     assert pre_receive_main(io.StringIO(""), io.StringIO(), env) == 0
-    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/other\n"), env) == 0
     broken = io.StringIO()
     assert pre_receive_main(io.StringIO(line), broken, {"GIT_DIR": str(tmp_path / "gone.git")}) == 1
     assert "cannot check this push" in broken.getvalue()
@@ -103,13 +105,28 @@ def test_post_receive_refreshes_the_index_only_when_main_moved(
     fake.catch_up = calls.append  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gitmem.index", fake)
     env = {"GIT_DIR": mount.path}
-    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/other\n"), env) == 0
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/other\n"), env, background=False) == 0
     assert calls == []
-    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0
+    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env, background=False) == 0
     assert calls == [os.path.abspath(mount.path)]
 
     def broken(path: str) -> None:
         raise RuntimeError("index is corrupt")
 
     fake.catch_up = broken  # type: ignore[attr-defined]
-    assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/main\n"), env) == 0  # never fails a push
+    main_moved = io.StringIO(f"{'0' * 40} {head} refs/heads/main\n")
+    assert post_receive_main(main_moved, env, background=False) == 0  # never fails a push
+
+
+def test_after_a_push_the_installed_hook_brings_the_real_index_up_to_date(mount: GitFileStore, tmp_path: Path) -> None:
+    seed(mount)
+    work = clone(mount, tmp_path)
+    write(work, "notes/indexed.md", "findable words\n")
+    pushed = commit_all(work, "note")
+    git("push", "-q", "origin", "main", cwd=work)  # returns before the index work is done
+    deadline = time.monotonic() + HANG_SECONDS  # a liveness guard, not a speed bound
+    status = mount.sync.index_status()
+    while not (status.state == "current" and status.commit == pushed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status = mount.sync.index_status()
+    assert (status.state, status.commit) == ("current", pushed)

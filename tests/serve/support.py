@@ -52,9 +52,17 @@ GIT_ENV = {
 }
 
 
-def git(*args: str, cwd: Path | str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def git(
+    *args: str, cwd: Path | str | None = None, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        ["git", *args], cwd=cwd, env=GIT_ENV, capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False
+        ["git", *args],
+        cwd=cwd,
+        env={**GIT_ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT,
+        check=False,
     )
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
