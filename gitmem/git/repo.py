@@ -215,7 +215,8 @@ class GitRepo:
     # -- reads (no lock: refs and objects are read consistently from one head) --
 
     def head(self) -> str:
-        ref = self.repo.references.get(MAIN)
+        # Every read starts here: a handle must not serve objects a purge deleted.
+        ref = self._fresh_repo().references.get(MAIN)
         if ref is None:
             raise MemoryStoreError("unavailable", f"{self.path} has no {MAIN}")
         return str(ref.target)
@@ -259,7 +260,10 @@ class GitRepo:
         return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
 
     def descendant_of(self, commit: str, ancestor: str) -> bool:
-        return bool(self.repo.descendant_of(commit, ancestor))
+        try:
+            return bool(self.repo.descendant_of(commit, ancestor))
+        except pygit2.GitError:  # its objects were deleted (a purge or forget meanwhile)
+            return False
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
         """Paths that differ between two commits' trees; cost follows the changed subtrees."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.support import Subject, assert_fsck_clean, error_of, git
-from gitmem import Changes, FullResync
+from gitmem import Changes, FullResync, GitFileStore
 
 
 def test_no_cursor_means_full_resync(store: Subject) -> None:
@@ -136,3 +136,22 @@ def test_a_git_cursor_off_the_current_line_means_full_resync(git_store: Subject)
     # a blob id is not a commit
     blob = git_store.read("a.md").version
     assert isinstance(git_store.changes(blob), FullResync)
+
+
+def test_a_purge_through_another_handle_is_seen_by_this_one(git_store: Subject) -> None:
+    """Two handles stand for two processes, each a long-lived thread: the one that did
+    not purge must not answer from caches holding the purged commits and objects."""
+    assert git_store.repo is not None
+    here = git_store.store.sync
+    there = GitFileStore.open(git_store.repo).sync
+    v = here.write("a.md", "before the purge\n", expected=None)
+    cursor = here.head()
+    assert here.read("a.md").version == v  # warm this handle's caches
+    assert here.changes(cursor) == Changes(cursor, ())
+    there.purge()
+    assert isinstance(here.changes(cursor), FullResync)
+    assert here.list() == []
+    assert error_of(here.read, "a.md").code == "not_found"
+    assert error_of(here.read, "a.md", rev=cursor).code == "not_found"
+    here.write("b.md", "after\n", expected=None)
+    assert [e.path for e in there.list()] == ["b.md"]
