@@ -168,7 +168,8 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
         raise MemoryStoreError("invalid_file", "frontmatter must be a YAML mapping of keys to values")
     if "description" in data:
         desc = data["description"]
-        if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
+        # One line as str.splitlines sees it: \r, \x1e or \u2028 would break an index line.
+        if not isinstance(desc, str) or len(desc.strip().splitlines()) != 1:
             raise MemoryStoreError("invalid_file", "frontmatter 'description' must be one non-empty line of text")
         if len(desc.strip()) > fmt.max_description_chars:
             raise MemoryStoreError(
