@@ -27,10 +27,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def git(
-    repo: str | os.PathLike[str], *args: str, check: bool = True, cwd: str | None = None
+    repo: str | os.PathLike[str], *args: str, check: bool = True, cwd: str | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the git CLI on ``repo`` (a bare repo or a work tree)."""
-    proc = subprocess.run(["git", "-C", os.fspath(repo), *args], capture_output=True, text=True, cwd=cwd)
+    """Run the git CLI on ``repo`` (a bare repo or a work tree); stdin is ``input`` or empty."""
+    proc = subprocess.run(
+        ["git", "-C", os.fspath(repo), *args], capture_output=True, text=True, cwd=cwd, input=input or ""
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
