@@ -14,6 +14,7 @@ the walk goes on under the old name.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import pygit2
@@ -243,16 +244,13 @@ class _Follower:
         return True, None
 
 
-_TRUSTED_OPS = (b"create", b"edit", b"move", b"delete", b"restore", b"revert", b"forget")
+# The ops whose commits gitmem makes with one parent and every changed path in a trailer.
+_TRUSTED_OP = re.compile(rb"\nGitmem-Op: (?:create|edit|move|delete|restore|revert|forget)\n")
 
 
 def _trusted(commit: pygit2.Commit, message: bytes) -> bool:
     """Made by gitmem as one change, so its ``Gitmem-Path`` trailers list every changed path."""
-    at = message.find(b"\nGitmem-Op: ")
-    if at < 0:
-        return False
-    op = message[at + 12 :].split(b"\n", 1)[0].strip()
-    return op in _TRUSTED_OPS and commit.committer.email == COMMITTER_EMAIL
+    return _TRUSTED_OP.search(message) is not None and commit.committer.email == COMMITTER_EMAIL
 
 
 # --- show ---------------------------------------------------------------------------------
