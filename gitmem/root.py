@@ -6,10 +6,12 @@ import fcntl
 import os
 import re
 import shutil
+from contextlib import ExitStack
 from pathlib import Path
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git.repo import GitRepo
 from gitmem.gitstore import GitFileStore
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -55,7 +57,11 @@ class Root:
             tmp = self.path / f".{name}.git.{os.getpid()}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             GitFileStore.init(tmp, fmt)
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:  # e.g. a foreign process left a partial folder there
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise MemoryStoreError("unavailable", f"cannot create {path}: {exc}") from exc
             return GitFileStore.open(path, fmt)
         finally:
             os.close(lock_fd)
@@ -77,5 +83,16 @@ class Root:
         if not (path / "HEAD").exists():
             raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
         trash = self.path / f".{name}.git.{os.getpid()}.removed"
-        os.replace(path, trash)
+        # Move it away under the mount's writer lock: a write caught mid-commit would
+        # otherwise recreate refs/heads/ at the old path (libgit2 makes leading dirs).
+        lock = GitRepo(os.fspath(path)).lock
+        try:
+            with ExitStack() as held:
+                if (path / "gitmem").is_dir():
+                    held.enter_context(lock.hold())
+                os.replace(path, trash)
+        except FileNotFoundError:
+            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}") from None
+        finally:
+            lock.close()
         shutil.rmtree(trash, ignore_errors=True)

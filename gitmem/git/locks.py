@@ -21,6 +21,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class _Descriptor:
+    """An open lock file that is closed once its thread or its :class:`WriterLock` is gone.
+
+    Stores are cheap to open (``Root.mount`` makes a new one per call), so a
+    descriptor that outlived its store would leak one fd per store and thread.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd: int | None = None  # set first: __del__ runs even when open fails
+        self.pid = os.getpid()
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:  # pragma: no cover - nothing useful to do at collection time
+            pass
+
+
 class WriterLock:
     """An exclusive lock shared by every thread and process that writes one repo.
 
@@ -34,13 +58,12 @@ class WriterLock:
         self._local = threading.local()
 
     def _fd(self) -> int:
-        pid = os.getpid()
-        fd: int | None = getattr(self._local, "fd", None)
-        if fd is None or getattr(self._local, "pid", None) != pid:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._local.fd = fd
-            self._local.pid = pid
-        return fd
+        desc: _Descriptor | None = getattr(self._local, "desc", None)
+        if desc is None or desc.fd is None or desc.pid != os.getpid():
+            desc = _Descriptor(self.path)
+            self._local.desc = desc
+        assert desc.fd is not None
+        return desc.fd
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -57,10 +80,10 @@ class WriterLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        fd = getattr(self._local, "fd", None)
-        if fd is not None and getattr(self._local, "pid", None) == os.getpid():
-            os.close(fd)
-        self._local.fd = None
+        desc: _Descriptor | None = getattr(self._local, "desc", None)
+        self._local.desc = None
+        if desc is not None:
+            desc.close()
 
 
 def remove_if_stale(lock_path: str, stale_after: float) -> bool:

@@ -218,6 +218,10 @@ class GitRepo:
         # Every read starts here: a handle must not serve objects a purge deleted.
         ref = self._fresh_repo().references.get(MAIN)
         if ref is None:
+            # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
+            # with the whole repo is a deleted memory, not a broken one.
+            if not os.path.isdir(os.path.join(self.path, "objects")):
+                raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
             raise MemoryStoreError("unavailable", f"{self.path} has no {MAIN}")
         return str(ref.target)
 

@@ -1,0 +1,263 @@
+"""A writer process for the race and crash tests, run as ``python race_worker.py '<json>'``.
+
+Each mode hammers one repository the way a real client would and reports every
+acknowledged change by appending one line to an ack file *after* the call that
+made it returned. A line is written with one ``os.write`` on an ``O_APPEND``
+descriptor, so a process killed at any moment leaves whole lines (and at worst
+an unterminated tail, which the parent ignores). Anything unexpected ends the
+process with a traceback and a non-zero status, which the tests check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from gitmem import GitFileStore, MemoryStoreError, Origin, Root
+
+
+class Acks:
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def __call__(self, *fields: object) -> None:
+        os.write(self.fd, (" ".join(str(f) for f in fields) + "\n").encode())
+
+
+def wait_for_go(args: dict[str, Any]) -> None:
+    """Spin until the parent says go, so that processes started one by one overlap."""
+    go = args.get("go")
+    while go and not os.path.exists(go):
+        time.sleep(0.002)
+
+
+def open_store(args: dict[str, Any]) -> Any:
+    store = GitFileStore.open(args["repo"]).sync
+    if "stale" in args:
+        store.repo.stale_lock_seconds = float(args["stale"])
+    return store
+
+
+def increment(store: Any, path: str, origin: Origin) -> tuple[int, str, int]:
+    """Add one to the number in ``path`` with CAS; re-read and retry on a conflict."""
+    conflicts = 0
+    current = store.read(path)
+    while True:
+        value = int(current.text) + 1
+        try:
+            version = store.write(path, f"{value}\n", expected=current.version, origin=origin)
+            return value, version, conflicts
+        except MemoryStoreError as exc:
+            if exc.code != "version_mismatch":
+                raise
+            conflicts += 1
+            assert exc.current is not None, "a conflict on an existing counter must carry it"
+            current = exc.current
+
+
+def mode_distinct(args: dict[str, Any]) -> None:
+    """Create, then edit by CAS, this worker's own files; every write must succeed."""
+    store, ack, wid = open_store(args), Acks(args["acks"]), args["wid"]
+    versions: dict[str, str | None] = {}
+    origin = Origin(run_id=f"run-{wid}", principal_id=f"worker-{wid}")
+    wait_for_go(args)
+    for seq in range(args["writes"]):
+        path = f"w{wid}/d{seq % 3}/f{seq % args['files']}.md"
+        version = store.write(path, f"worker {wid} seq {seq}\n", expected=versions.get(path), origin=origin)
+        versions[path] = version
+        ack(path, version, seq)
+
+
+def mode_counter(args: dict[str, Any]) -> None:
+    """Increment the shared counter ``writes`` times; ack each value and its conflict count."""
+    store, ack, wid = open_store(args), Acks(args["acks"]), args["wid"]
+    origin = Origin(principal_id=f"worker-{wid}")
+    wait_for_go(args)
+    for _ in range(args["writes"]):
+        value, version, conflicts = increment(store, "counter.txt", origin)
+        ack(value, version, conflicts)
+
+
+def mode_forever(args: dict[str, Any]) -> None:
+    """Write until killed: own files (``f`` acks) and the shared counter (``c`` acks)."""
+    store, ack, wid = open_store(args), Acks(args["acks"]), args["wid"]
+    origin = Origin(run_id=f"kill-{wid}")
+    versions: dict[str, str] = {}
+    ack("ready", wid, os.getpid())
+    seq = 0
+    while True:
+        path = f"k{wid}/f{seq % 4}.md"
+        version = store.write(path, f"{wid} {seq}\n", expected=versions.get(path), origin=origin)
+        versions[path] = version
+        ack("f", path, version, seq)
+        if seq % 3 == 0:
+            value, version, _ = increment(store, "counter.txt", origin)
+            ack("c", value, version)
+        seq += 1
+
+
+def mode_stop_in_cas(args: dict[str, Any]) -> None:
+    """Stop itself (SIGSTOP) in the critical section: flock held, commit written, ref read.
+
+    The stop comes right after the CAS looked the ref up and right before it
+    moves it. The parent SIGKILLs the stopped process (the worst moment a gitmem
+    writer can die at) or, with ``resume``, lets it go on with SIGCONT after
+    arranging a race.
+    """
+    import pygit2
+
+    from gitmem.git.repo import GitRepo
+
+    original_cas, original_lookup = GitRepo._cas, pygit2.Repository.lookup_reference
+    in_cas = []
+
+    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
+        in_cas.append(new)
+        return original_cas(self, repo, old, new)
+
+    def lookup_then_stop(self: Any, name: str) -> Any:
+        ref = original_lookup(self, name)
+        if in_cas:
+            Acks(args["acks"])("in-cas", in_cas.pop())
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return ref
+
+    GitRepo._cas = cas  # type: ignore[method-assign]
+    pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
+    store = open_store(args)
+    try:
+        version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
+    except MemoryStoreError as exc:
+        Acks(args["acks"])("error", exc.code)
+        return
+    if not args.get("resume"):
+        raise SystemExit("the parent was meant to kill this process")
+    Acks(args["acks"])("written", version)
+
+
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "git cli",
+    "GIT_AUTHOR_EMAIL": "cli@example.com",
+    "GIT_COMMITTER_NAME": "git cli",
+    "GIT_COMMITTER_EMAIL": "cli@example.com",
+}
+
+
+def git(repo: str, *argv: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", repo, *argv], input=data, capture_output=True, check=False, env=GIT_ENV)
+
+
+def git_out(repo: str, *argv: str, data: bytes | None = None) -> str:
+    done = git(repo, *argv, data=data)
+    if done.returncode != 0:
+        raise RuntimeError(f"git {argv}: {done.stderr.decode()}")
+    return done.stdout.decode().strip()
+
+
+def mode_gitcli(args: dict[str, Any]) -> None:
+    """Commit new top-level files with git plumbing and ``update-ref NEW OLD`` (a CAS)."""
+    repo, ack = args["repo"], Acks(args["acks"])
+    wait_for_go(args)
+    retries = 0
+    for n in range(args["writes"]):
+        name = f"g-{n}.md"
+        blob = git_out(repo, "hash-object", "-w", "--stdin", data=f"git cli {n}\n".encode())
+        while True:
+            old = git_out(repo, "rev-parse", "refs/heads/main")
+            listing = git_out(repo, "ls-tree", old)
+            lines = [line for line in listing.splitlines() if line] + [f"100644 blob {blob}\t{name}"]
+            tree = git_out(repo, "mktree", data=("\n".join(lines) + "\n").encode())
+            new = git_out(repo, "commit-tree", tree, "-p", old, "-m", f"git cli adds {name}")
+            if git(repo, "update-ref", "refs/heads/main", new, old).returncode == 0:
+                break
+            retries += 1  # the ref moved or its lock was held: rebuild on the new head
+        ack(name, blob, new)
+    ack("retries", retries, "-")
+
+
+def mode_dulwich(args: dict[str, Any]) -> None:
+    """Commit new top-level files through dulwich's ``set_if_equals`` (a CAS)."""
+    from dulwich.file import FileLocked
+    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.repo import Repo
+
+    repo, ack = Repo(args["repo"]), Acks(args["acks"])
+    wait_for_go(args)
+    retries = 0
+    for n in range(args["writes"]):
+        name = f"d-{n}.md"
+        blob = Blob.from_string(f"dulwich {n}\n".encode())
+        repo.object_store.add_object(blob)
+        while True:
+            old = repo.refs[b"refs/heads/main"]
+            tree = Tree()
+            for item in repo[repo[old].tree].items():  # type: ignore[attr-defined]
+                tree.add(item.path, item.mode, item.sha)
+            tree.add(name.encode(), 0o100644, blob.id)
+            repo.object_store.add_object(tree)
+            commit = Commit()
+            commit.tree, commit.parents = tree.id, [old]
+            commit.author = commit.committer = b"dulwich <dulwich@example.com>"
+            commit.author_time = commit.commit_time = int(time.time())
+            commit.author_timezone = commit.commit_timezone = 0
+            commit.message = f"dulwich adds {name}\n".encode()
+            repo.object_store.add_object(commit)
+            try:
+                if repo.refs.set_if_equals(b"refs/heads/main", old, commit.id):
+                    break
+            except FileLocked:
+                time.sleep(0.001)
+            retries += 1
+        ack(name, blob.id.decode(), commit.id.decode())
+    ack("retries", retries, "-")
+
+
+def mode_mount(args: dict[str, Any]) -> None:
+    """Race ``Root.mount(name, create=True)`` against another process, then write into it."""
+    root, ack, wid = Root(args["root"]), Acks(args["acks"]), args["wid"]
+    wait_for_go(args)
+    for name in args["names"]:
+        store = root.mount(name, create=True).sync
+        version = store.write(f"p{wid}.md", f"from {wid}\n", expected=None)
+        ack(name, version)
+
+
+def mode_until_deleted(args: dict[str, Any]) -> None:
+    """Write until the memory is removed; the only acceptable end is ``memory_deleted``."""
+    store, ack = open_store(args), Acks(args["acks"])
+    ack("ready", "-", "-")
+    seq = 0
+    while True:
+        try:
+            store.write(
+                f"x/{seq % 7}.md", f"{seq}\n", expected=None if seq < 7 else store.read(f"x/{seq % 7}.md").version
+            )
+        except MemoryStoreError as exc:
+            ack("error", exc.code, seq)
+            if exc.code == "memory_deleted":
+                return
+            raise
+        ack("ok", seq, "-")
+        seq += 1
+
+
+MODES = {
+    "distinct": mode_distinct,
+    "counter": mode_counter,
+    "forever": mode_forever,
+    "stop_in_cas": mode_stop_in_cas,
+    "gitcli": mode_gitcli,
+    "dulwich": mode_dulwich,
+    "mount": mode_mount,
+    "until_deleted": mode_until_deleted,
+}
+
+if __name__ == "__main__":
+    arguments = json.loads(sys.argv[1])
+    MODES[arguments["mode"]](arguments)
