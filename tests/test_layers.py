@@ -1,0 +1,153 @@
+"""Import boundaries, read from the source with ``ast`` (nothing is imported).
+
+Two tables say who may import what; extend them when a layer or a library arrives:
+
+- ``LIBRARY_HOMES``: a third-party library may only be imported under these folders.
+- ``LAYER_RULES``: modules in a lower layer never import modules of a higher one.
+
+Every import counts, including ones inside functions and ``if TYPE_CHECKING:``
+blocks: an edge that only type checkers follow still couples the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
+
+ADAPTERS = ("gitmem/adapters/",)
+LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
+    "pygit2": ("gitmem/git/",),
+    "dulwich": ("gitmem/git/", *ADAPTERS),
+    "whoosh": ("gitmem/index/",),
+    "click": ADAPTERS,
+    "mcp": ADAPTERS,
+    "anthropic": ADAPTERS,
+    "waitress": ADAPTERS,
+    "watchdog": ADAPTERS,
+}
+
+LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history")
+# (modules the rule applies to, modules they must not import, why)
+LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
+    (LOWER, HIGHER, "pure values, rules and the store seam stay free of engines and facades"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(source: str, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
+    """Every module ``source`` imports, as absolute dotted names, with its line."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield node.lineno, target
+            for alias in node.names:  # "from gitmem import gitstore" imports a module too
+                yield node.lineno, f"{target}.{alias.name}"
+
+
+def sources() -> Iterator[tuple[str, str, Path]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield module_name(path), path.relative_to(PACKAGE.parent).as_posix(), path
+
+
+def in_layer(module: str, layer: tuple[str, ...]) -> bool:
+    return any(module == f"gitmem.{m}" or module.startswith(f"gitmem.{m}.") for m in layer)
+
+
+def library_violations(module: str, where: str, source: str, is_package: bool) -> list[str]:
+    found = []
+    for line, target in imports(source, module, is_package):
+        top = target.split(".")[0]
+        homes = LIBRARY_HOMES.get(top)
+        if homes is not None and not where.startswith(homes):
+            found.append(f"{where}:{line} imports {target} (allowed only under {', '.join(homes)})")
+    return found
+
+
+def layer_violations(module: str, where: str, source: str, is_package: bool) -> list[str]:
+    found = []
+    for layer, forbidden, why in LAYER_RULES:
+        if not in_layer(module, layer):
+            continue
+        for line, target in imports(source, module, is_package):
+            if in_layer(target, forbidden):
+                found.append(f"{where}:{line} imports {target}: {why}")
+    return found
+
+
+def check(check_one: object) -> list[str]:
+    problems: list[str] = []
+    for module, where, path in sources():
+        problems += check_one(module, where, path.read_text(), path.name == "__init__.py")  # type: ignore[operator]
+    return sorted(set(problems))
+
+
+def test_libraries_stay_in_their_layer() -> None:
+    assert check(library_violations) == []
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    assert check(layer_violations) == []
+
+
+def test_every_layer_named_in_the_rules_exists() -> None:
+    for name in (*LOWER, *HIGHER):
+        if name in ("index", "tools", "adapters", "history"):
+            continue  # may arrive later; the rule waits for them
+        assert (PACKAGE / f"{name}.py").exists() or (PACKAGE / name).is_dir(), name
+
+
+@pytest.mark.parametrize(
+    ("module", "where", "source", "expected"),
+    [
+        ("gitmem.model", "gitmem/model.py", "import pygit2\n", "pygit2"),
+        ("gitmem.store", "gitmem/store.py", "def f():\n    from whoosh import index\n", "whoosh"),
+        ("gitmem.index.engine", "gitmem/index/engine.py", "import click.core\n", "click.core"),
+        ("gitmem.git.repo", "gitmem/git/repo.py", "from watchdog.observers import Observer\n", "watchdog.observers"),
+    ],
+)
+def test_the_library_check_catches_a_misplaced_import(module: str, where: str, source: str, expected: str) -> None:
+    assert [v for v in library_violations(module, where, source, False) if expected in v]
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("gitmem.model", "from gitmem.gitstore import GitFileStore\n"),
+        ("gitmem.store", "from gitmem import root\n"),
+        ("gitmem.fileformat", "from .git.repo import GitRepo\n"),
+        ("gitmem.memstore", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import gitmem.index.engine\n"),
+        ("gitmem.grep", "def lazy():\n    from gitmem.tools import context\n"),
+    ],
+)
+def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:
+    where = module.replace(".", "/") + ".py"
+    assert layer_violations(module, where, source, False)
+
+
+def test_allowed_imports_pass() -> None:
+    assert library_violations("gitmem.git.repo", "gitmem/git/repo.py", "import pygit2\n", False) == []
+    assert (
+        layer_violations("gitmem.gitstore", "gitmem/gitstore.py", "from gitmem.store import FileStore\n", False) == []
+    )
+    assert layer_violations("gitmem.store", "gitmem/store.py", "from .model import Changes\n", False) == []
