@@ -167,3 +167,30 @@ def test_a_store_sees_a_commit_made_with_git_plumbing_in_the_bare_repo(mem: Subj
     git(mem.repo, "update-ref", "refs/heads/main", commit, cursor)
     assert mem.files() == {"plumbed.md": "made by plumbing\n"}
     assert mem.changes(cursor).paths == ("plumbed.md",)
+
+
+def test_content_pushed_by_plain_git_outside_the_rules_stays_readable(mem: Subject, tmp_path: Path) -> None:
+    """Other git clients can push anything; the store must read it, not crash on it."""
+    assert mem.repo is not None
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", str(mem.repo), str(clone))
+    (clone / "binary.bin").write_bytes(b"\xff\xfe\x00bytes\n")
+    (clone / "big.md").write_text("line of text\n" * 10_000)
+    (clone / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (clone / "run.sh").chmod(0o755)
+    (clone / "link.md").symlink_to("run.sh")
+    git(clone, "add", "-A")
+    git(clone, "commit", "--quiet", "-m", "foreign content")
+    git(clone, "push", "--quiet", "origin", "main")
+
+    listing = {e.path: e for e in mem.list()}
+    assert sorted(listing) == ["big.md", "binary.bin", "run.sh"]  # a symlink is not a memory file
+    assert listing["big.md"].size == 130_000 and listing["big.md"].description == "line of text"
+    assert mem.read("binary.bin").text == "\ufffd\ufffd\x00bytes\n"
+    assert mem.read("big.md").text.count("\n") == 10_000
+    assert len(mem.search("line of text", limit=5).matches) == 5
+    assert error_of(mem.read, "link.md").code == "not_found"
+    # the store can bring such a file back within its rules
+    small = mem.write("big.md", "short now\n", expected=listing["big.md"].version)
+    assert mem.read("big.md").version == small
+    assert_fsck_clean(mem.repo)
