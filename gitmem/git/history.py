@@ -437,24 +437,28 @@ def restore(
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
-    with translate_errors(repo.path):
+    if not isinstance(rev, str) or not rev:
+        raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
+
+    chosen: list[str | None] = []
+
+    def plan(snap: Snapshot) -> Plan | None:
+        # History is read under the writer lock, so a forget cannot prune it meanwhile.
         commit = resolve(repo, rev)
         old = repo.read_at(commit, path)
         target = old[0] if old is not None else None
-        size = _checked_content(repo, fmt, path, target) if target is not None else 0
-
-    def plan(snap: Snapshot) -> Plan | None:
+        chosen[:] = [target]
         current = _current(snap, path)
         check_expected(path, current, expected)
         now = current.version if current is not None else None
         if now == target:
             return None
         if target is not None:
-            _capacity(repo, fmt, snap, path, current, size)
+            _capacity(repo, fmt, snap, path, current, _checked_content(repo, fmt, path, target))
         return Plan(((path, target),), "restore", (path,), origin, detail=commit[:12], extra=((T_REV, commit),))
 
     repo.transact(plan)
-    return target
+    return chosen[0]
 
 
 def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None) -> str | None:
@@ -466,24 +470,21 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
     first parent.
     """
     origin = origin or Origin()
-    with translate_errors(repo.path):
+    if not isinstance(commit, str) or not commit:
+        raise MemoryStoreError("not_found", f"no commit {commit!r} in this memory")
+
+    def plan(snap: Snapshot) -> Plan | None:
+        # History is read under the writer lock, so a forget cannot prune it meanwhile.
         cid = resolve(repo, commit)
-        c = repo._fresh_repo()[cid].peel(pygit2.Commit)
         changes: list[tuple[str, str | None, str | None]] = []
-        for delta in _diff_to_parent(c).deltas:
+        for delta in _diff_to_parent(repo.repo[cid].peel(pygit2.Commit)).deltas:
             before = None if delta.status == pygit2.enums.DeltaStatus.ADDED else str(delta.old_file.id)
             after = None if delta.status == pygit2.enums.DeltaStatus.DELETED else str(delta.new_file.id)
             changes.append((delta.new_file.path, before, after))
-        for path, before, _ in changes:
-            if before is not None:
-                _checked_content(repo, fmt, path, before)
-    short = cid[:12]
-    paths = tuple(p for p, _, _ in changes)
-
-    def plan(snap: Snapshot) -> Plan | None:
-        now = {p: (e.oid if e is not None and e.kind == "blob" else None) for p in paths for e in [snap.get(p)]}
+        now = {p: (e.oid if e is not None and e.kind == "blob" else None) for p, _, _ in changes for e in [snap.get(p)]}
         if all(now[p] == before for p, before, _ in changes):
             return None
+        short = cid[:12]
         for p, _, after in changes:
             if now[p] != after:
                 others = len([q for q, _, a in changes if now[q] != a]) - 1
@@ -493,10 +494,12 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
                     f"cannot revert {short}: {p} changed after it{more}; restore the file instead",
                     current=_current(snap, p),
                 )
+        for p, before, _ in changes:
+            if before is not None:
+                _checked_content(repo, fmt, p, before)
         edits = tuple((p, before) for p, before, _ in changes)
+        paths = tuple(p for p, _, _ in changes)
         return Plan(edits, "revert", paths, origin, detail=f"undo {short}", extra=((T_REV, cid),))
 
-    if not changes:
-        return None
     new, _ = repo.transact(plan)
     return new

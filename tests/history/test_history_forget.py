@@ -235,3 +235,14 @@ def test_a_long_lived_reader_cannot_show_a_version_forgotten_by_another_process(
         store.show(old, "secret.md")
     assert err.value.code == "not_found"
     assert [e.op for e in store.log()] == ["forget", "create", "init"]
+
+
+def test_forgotten_revisions_cannot_be_restored_or_reverted(store: SyncGitFileStore) -> None:
+    store.write("secret.md", "token\n", expected=None)
+    old = store.head()
+    store.forget("secret.md")
+    for attempt in (lambda: store.restore("secret.md", old, expected=None), lambda: store.revert(old)):
+        with pytest.raises(MemoryStoreError) as err:
+            attempt()
+        assert err.value.code == "not_found"
+    assert [e.path for e in store.list()] == []
