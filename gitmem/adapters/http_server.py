@@ -63,6 +63,7 @@ from gitmem.root import MOUNT_NAME, Root
 log = logging.getLogger("gitmem.serve")
 
 StartResponse = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]
 """Called with the mount name and the accepted updates just before they are applied."""
 
@@ -509,13 +510,13 @@ def _closing(body: Iterable[bytes], close: Callable[[], None]) -> Iterator[bytes
 
 
 class GitHttpServer:
-    """waitress serving a :class:`GitHttpApp`; ``start()`` in a thread or ``serve_forever()``.
+    """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
     The event loop runs in one thread and checks a stop flag between polls, so
     ``stop()`` from any thread (or a signal) shuts it down cleanly.
     """
 
-    def __init__(self, app: GitHttpApp, host: str = "127.0.0.1", port: int = 0, *, threads: int = 4) -> None:
+    def __init__(self, app: WSGIApp, host: str = "127.0.0.1", port: int = 0, *, threads: int = 4) -> None:
         from waitress.server import create_server
 
         self.app = app
@@ -561,7 +562,9 @@ class GitHttpServer:
         self.request_stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        self.app.close(timeout)
+        close = getattr(self.app, "close", None)
+        if callable(close):
+            close(timeout)
 
     def __enter__(self) -> GitHttpServer:
         return self.start()
@@ -580,7 +583,8 @@ def serve(
     on_ready: Callable[[GitHttpServer], None] | None = None,
 ) -> None:
     """Serve ``root`` until SIGINT or SIGTERM."""
-    server = GitHttpServer(GitHttpApp(root, tokens=tokens, public_read=public_read), host, port)
+    app = GitHttpApp(root, tokens=tokens, public_read=public_read)
+    server = GitHttpServer(app, host, port)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.request_stop()
@@ -590,7 +594,7 @@ def serve(
         if on_ready is not None:
             on_ready(server)
         server.serve_forever()
-        server.app.close()
+        app.close()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
