@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -82,6 +83,17 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def measured(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """Wall time and CPU time (this process plus the git children it waited for)."""
+    own, kids = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - own + (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
+    return wall, cpu, result
+
+
 def same(mine: object, theirs: object, kind: str) -> None:
     ours = [e.commit for e in mine]  # type: ignore[attr-defined]
     cli = [line.split("\0")[0] for line in str(theirs).splitlines() if line.strip()]
@@ -95,31 +107,36 @@ def same(mine: object, theirs: object, kind: str) -> None:
 def compare_log(label: str, repo: str, rounds: int) -> dict[str, Any]:
     """Path log and run-filtered log, gitmem and git alternately, answers checked equal."""
     store = GitFileStore.open(repo).sync
-    rows: dict[str, dict[str, list[float]]] = {"path": {"gitmem": [], "git": []}, "run": {"gitmem": [], "git": []}}
-    counts: dict[str, int] = {}
-    for _ in range(rounds):
-        t, mine = timed(lambda: store.log(MOVED, limit=1_000_000))
-        rows["path"]["gitmem"].append(t)
-        t, theirs = timed(lambda: git(repo, "log", "--follow", f"--format={LOG_FORMAT}", "--", MOVED))
-        rows["path"]["git"].append(t)
-        same(mine, theirs, "path")
-        counts["path"] = len(mine)  # type: ignore[arg-type]
-
-        t, mine = timed(lambda: store.log(run="run-7", limit=1_000_000))
-        rows["run"]["gitmem"].append(t)
-        t, theirs = timed(lambda: git(repo, "log", f"--format={LOG_FORMAT}", "--grep=^Gitmem-Run: run-7$"))
-        rows["run"]["git"].append(t)
-        same(mine, theirs, "run")
-        counts["run"] = len(mine)  # type: ignore[arg-type]
+    calls: dict[str, dict[str, Callable[[], object]]] = {
+        "path": {
+            "gitmem": lambda: store.log(MOVED, limit=1_000_000),
+            "git": lambda: git(repo, "log", "--follow", f"--format={LOG_FORMAT}", "--", MOVED),
+        },
+        "run": {
+            "gitmem": lambda: store.log(run="run-7", limit=1_000_000),
+            "git": lambda: git(repo, "log", f"--format={LOG_FORMAT}", "--grep=^Gitmem-Run: run-7$"),
+        },
+    }
     out: dict[str, Any] = {}
-    for kind, series in rows.items():
-        med = {who: statistics.median(s) for who, s in series.items()}
-        best = {who: min(s) for who, s in series.items()}
-        out[kind] = {"entries": counts[kind], "median_s": med, "min_s": best}
+    for kind, pair in calls.items():
+        wall: dict[str, list[float]] = {"gitmem": [], "git": []}
+        cpu: dict[str, list[float]] = {"gitmem": [], "git": []}
+        entries = 0
+        for _ in range(rounds):
+            answers = {}
+            for who, call in pair.items():
+                w, c, answers[who] = measured(call)
+                wall[who].append(w)
+                cpu[who].append(c)
+            same(answers["gitmem"], answers["git"], kind)
+            entries = len(answers["gitmem"])  # type: ignore[arg-type]
+        med = {who: statistics.median(v) for who, v in wall.items()}
+        med_cpu = {who: statistics.median(v) for who, v in cpu.items()}
+        out[kind] = {"entries": entries, "wall_median_s": med, "cpu_median_s": med_cpu}
         print(
-            f"{label:7} log {kind:4} ({counts[kind]:5} entries): gitmem {med['gitmem'] * 1000:7.1f} ms "
-            f"(min {best['gitmem'] * 1000:6.1f})   git CLI {med['git'] * 1000:7.1f} ms "
-            f"(min {best['git'] * 1000:6.1f})   ratio {med['git'] / med['gitmem']:.2f}x"
+            f"{label:6} log {kind:4} ({entries:4} entries)  gitmem {med['gitmem'] * 1000:6.1f} ms wall "
+            f"{med_cpu['gitmem'] * 1000:6.1f} ms CPU   git CLI {med['git'] * 1000:6.1f} ms wall "
+            f"{med_cpu['git'] * 1000:6.1f} ms CPU"
         )
     return out
 
@@ -127,23 +144,27 @@ def compare_log(label: str, repo: str, rounds: int) -> dict[str, Any]:
 def compare_forget(repo: str, work: str, filter_branch: bool) -> dict[str, Any]:
     ours = os.path.join(work, "forget-gitmem.git")
     floor = os.path.join(work, "forget-prune.git")
+    for old in (ours, floor, os.path.join(work, "forget-fb.git")):
+        shutil.rmtree(old, ignore_errors=True)
     shutil.copytree(repo, ours)
     shutil.copytree(repo, floor)
-    t_forget, report = timed(lambda: GitFileStore.open(ours).sync.forget(MOVED))
+    w_forget, c_forget, report = measured(lambda: GitFileStore.open(ours).sync.forget(MOVED))
 
     def prune() -> None:
         git(floor, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
         git(floor, "gc", "--prune=now", "--quiet")
 
-    t_prune, _ = timed(prune)
+    w_prune, c_prune, _ = measured(prune)
     out: dict[str, Any] = {
-        "gitmem_forget_s": t_forget,
-        "git_prune_only_s": t_prune,
+        "gitmem_forget_wall_s": w_forget,
+        "gitmem_forget_cpu_s": c_forget,
+        "git_prune_only_wall_s": w_prune,
+        "git_prune_only_cpu_s": c_prune,
         "commits_rewritten": report.commits_rewritten,  # type: ignore[attr-defined]
     }
     print(
-        f"forget {MOVED}: gitmem {t_forget:.2f} s ({out['commits_rewritten']} commits rewritten, pruned, packed)"
-        f"   git reflog expire + gc --prune=now alone {t_prune:.2f} s"
+        f"forget {MOVED}: gitmem {w_forget:.2f} s wall {c_forget:.2f} s CPU ({out['commits_rewritten']} commits "
+        f"rewritten, pruned, packed)   git reflog expire + gc --prune=now alone {w_prune:.2f} s wall {c_prune:.2f} s CPU"
     )
     if filter_branch:
         fb = os.path.join(work, "forget-fb.git")
@@ -161,9 +182,9 @@ def compare_forget(repo: str, work: str, filter_branch: bool) -> dict[str, Any]:
             git(fb, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
             git(fb, "gc", "--prune=now", "--quiet")
 
-        t_fb, _ = timed(rewrite)
-        out["git_filter_branch_s"] = t_fb
-        print(f"  git filter-branch --index-filter + prune: {t_fb:.2f} s")
+        w_fb, c_fb, _ = measured(rewrite)
+        out.update(git_filter_branch_wall_s=w_fb, git_filter_branch_cpu_s=c_fb)
+        print(f"  git filter-branch --index-filter + prune: {w_fb:.2f} s wall {c_fb:.2f} s CPU")
     return out
 
 
@@ -174,27 +195,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--filter-branch", action="store_true", help="also time git filter-branch (minutes)")
     parser.add_argument("--work", default=None, help="folder for the repos (default: a temp dir)")
+    parser.add_argument("--reuse", action="store_true", help="keep repos already built in --work")
     parser.add_argument("--json", default=None, help="also write the summary here")
     args = parser.parse_args(argv)
 
     work = args.work or tempfile.mkdtemp(prefix="gitmem-bench-history-")
-    repo = os.path.join(work, "history.git")
-    shutil.rmtree(repo, ignore_errors=True)
+    loose = os.path.join(work, "history.git")
+    packed = os.path.join(work, "history-packed.git")
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, work in {work}")
-    print(f"building {args.commits} commits (target edited every {args.every}th, moved half-way) ...", flush=True)
-    t_build, _ = timed(lambda: build(repo, args.commits, args.every))
-    print(f"built in {t_build:.1f} s")
-
-    summary: dict[str, Any] = {"commits": args.commits, "every": args.every, "build_s": t_build}
-    summary["loose"] = compare_log("loose", repo, args.rounds)
-    gc_time, gc_report = timed(lambda: GitFileStore.open(repo).sync.gc())
-    print(f"store.gc(): {gc_time:.2f} s, {gc_report}")
-    summary["packed"] = compare_log("packed", repo, args.rounds)
-    summary["forget"] = compare_forget(repo, work, args.filter_branch)
+    summary: dict[str, Any] = {"commits": args.commits, "every": args.every}
+    if not (args.reuse and os.path.isdir(loose) and os.path.isdir(packed)):
+        for old in (loose, packed):
+            shutil.rmtree(old, ignore_errors=True)
+        print(f"building {args.commits} commits (target edited every {args.every}th, moved half-way) ...", flush=True)
+        t_build, _ = timed(lambda: build(loose, args.commits, args.every))
+        print(f"built in {t_build:.1f} s")
+        shutil.copytree(loose, packed)
+        gc_time, gc_report = timed(lambda: GitFileStore.open(packed).sync.gc())
+        print(f"store.gc() on a copy: {gc_time:.2f} s, {gc_report}")
+        summary.update(build_s=t_build, gc_s=gc_time)
+    print(f"load average before measuring: {os.getloadavg()[0]:.1f}")
+    summary["loose"] = compare_log("loose", loose, args.rounds)
+    summary["packed"] = compare_log("packed", packed, args.rounds)
+    summary["forget"] = compare_forget(packed, work, args.filter_branch)
+    summary["load_average_after"] = os.getloadavg()[0]
 
     verdicts = [
-        ("log of one path across the history <= 100 ms (packed, median)", summary["packed"]["path"]["median_s"]["gitmem"] <= 0.100),
-        ("log of one path across the history <= 100 ms (loose, median)", summary["loose"]["path"]["median_s"]["gitmem"] <= 0.100),
+        (f"log of one path across the history <= 100 ms ({kind}, {measure} median)",
+         summary[kind]["path"][f"{measure}_median_s"]["gitmem"] <= 0.100)
+        for kind in ("packed", "loose") for measure in ("wall", "cpu")
     ]  # fmt: skip
     for text, ok in verdicts:
         print(f"- [{'met' if ok else 'MISSED'}] {text}")
