@@ -32,7 +32,7 @@ from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.provenance import commit_message
-from gitmem.store import check_capacity, check_destination, check_existing, check_expected
+from gitmem.store import check_capacity, check_destination, check_existing, check_expected, file_dir_conflict
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _CACHE_LIMIT = 200_000
@@ -70,6 +70,18 @@ def format_from_repo(repo: GitRepo) -> FileFormat:
         else:
             values[field] = int(raw)
     return FileFormat(**values)  # type: ignore[arg-type]
+
+
+def _check_shape(snap: Snapshot, path: str) -> None:
+    """Refuse a new file where a folder is, or below a file."""
+    entry = snap.get(path)
+    if entry is not None and entry.kind == "tree":
+        raise file_dir_conflict(path, is_file=False)
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        above = snap.get("/".join(parts[:i]))
+        if above is not None and above.kind != "tree":
+            raise file_dir_conflict(path, is_file=True)
 
 
 class SyncGitFileStore:
@@ -173,6 +185,9 @@ class SyncGitFileStore:
         fmt = self.format
         if fmt.max_files is None and fmt.max_memory_bytes is None:
             return
+        if creating:
+            # A file/folder collision is the answer even when the memory is full (as in the twin).
+            _check_shape(snap, path)
         files = list(self.repo.files_at(snap.head))
         total = sum(self._info(oid)[0] for _, oid in files) if fmt.max_memory_bytes is not None else 0
         check_capacity(

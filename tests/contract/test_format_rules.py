@@ -148,3 +148,12 @@ def test_lowered_limits_keep_stored_files_readable_and_listable(store: Subject) 
     v = strict.write("big.md", "small\n", expected=listing["big.md"].version)
     strict.delete("big.md", expected=v)
     assert error_of(strict.create, "new.md", "y" * 101).code == "too_large"
+
+
+def test_a_collision_is_invalid_path_even_in_a_full_memory(make_store: Callable[..., Subject]) -> None:
+    store = make_store(FileFormat(max_files=2, max_memory_bytes=10))
+    store.create("a/x", "12345")
+    store.create("b", "12345")
+    assert error_of(store.create, "a", "1").code == "invalid_path"
+    assert error_of(store.create, "b/y", "1").code == "invalid_path"
+    assert error_of(store.create, "c", "1").code == "memory_full"
