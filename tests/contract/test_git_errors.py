@@ -1,0 +1,76 @@
+"""No pygit2 or OS exception leaks out of the git store: each becomes a store error."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract.support import Subject, error_of, git
+from gitmem import GitFileStore, MemoryStoreError
+
+
+def every_call(s: Subject, version: str) -> list[tuple[str, Callable[[], Any]]]:
+    return [
+        ("list", s.list),
+        ("read", lambda: s.read("a.md")),
+        ("create", lambda: s.write("new.md", "x\n", expected=None)),
+        ("edit", lambda: s.write("a.md", "x\n", expected=version)),
+        ("move", lambda: s.move("a.md", "b.md", expected=version)),
+        ("delete", lambda: s.delete("a.md", expected=version)),
+        ("changes", lambda: s.changes(None)),
+        ("search", lambda: s.search("x")),
+        ("purge", s.purge),
+    ]
+
+
+def test_a_memory_removed_under_an_open_store_answers_memory_deleted(git_store: Subject) -> None:
+    assert git_store.repo is not None
+    version = git_store.create("a.md", "a\n")
+    git_store.list()
+    shutil.rmtree(git_store.repo)
+    for name, call in every_call(git_store, version):
+        exc = error_of(call)
+        assert exc.code == "memory_deleted", (name, exc)
+
+
+def test_opening_a_missing_memory_is_memory_deleted(tmp_path: Path) -> None:
+    with pytest.raises(MemoryStoreError) as info:
+        GitFileStore.open(tmp_path / "nothing.git")
+    assert info.value.code == "memory_deleted"
+
+
+def test_initialising_over_an_existing_memory_is_refused(git_store: Subject) -> None:
+    assert git_store.repo is not None
+    with pytest.raises(MemoryStoreError) as info:
+        GitFileStore.init(git_store.repo)
+    assert info.value.code == "already_exists"
+    assert git_store.list() == []
+
+
+def test_a_main_pointing_at_a_missing_commit_is_unavailable(git_store: Subject) -> None:
+    assert git_store.repo is not None
+    version = git_store.create("a.md", "a\n")
+    (git_store.repo / "refs/heads/main").write_text("1" * 40 + "\n")
+    for name, call in every_call(git_store, version):
+        if name in ("purge", "changes"):
+            # purge replaces main whatever it points at; changes only hands out the ref's
+            # value (a full resync), and the listing that follows is what fails
+            call()
+            continue
+        try:
+            call()
+        except MemoryStoreError as exc:
+            assert exc.code == "unavailable", (name, exc)
+        else:
+            raise AssertionError(f"{name} answered from a broken ref")
+
+
+def test_a_memory_without_main_is_unavailable(git_store: Subject) -> None:
+    assert git_store.repo is not None
+    git(git_store.repo, "update-ref", "-d", "refs/heads/main")
+    assert error_of(git_store.list).code == "unavailable"
+    assert error_of(git_store.write, "a.md", "x\n", expected=None).code == "unavailable"
