@@ -247,7 +247,33 @@ def mode_until_deleted(args: dict[str, Any]) -> None:
         seq += 1
 
 
+def mode_churn(args: dict[str, Any]) -> None:
+    """Edit own files the way an agent does: read, write expecting what was read, retry.
+
+    Used against a purge, which may empty the memory between any read and write.
+    """
+    store, ack, wid = open_store(args), Acks(args["acks"]), args["wid"]
+    wait_for_go(args)
+    for seq in range(args["writes"]):
+        path = f"c{wid}/f{seq % 5}.md"
+        while True:
+            try:
+                current = store.read(path).version
+            except MemoryStoreError as exc:
+                if exc.code != "not_found":
+                    raise
+                current = None
+            try:
+                version = store.write(path, f"{wid} {seq % 7}\n", expected=current)
+                break
+            except MemoryStoreError as exc:
+                if exc.code not in ("version_mismatch", "already_exists"):
+                    raise
+        ack(path, version, seq)
+
+
 MODES = {
+    "churn": mode_churn,
     "distinct": mode_distinct,
     "counter": mode_counter,
     "forever": mode_forever,
