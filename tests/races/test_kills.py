@@ -205,3 +205,37 @@ def test_writer_killed_inside_critical_section_releases_the_lock(tmp_path: Path)
     assert_fsck_clean(repo)
     assert store.write("last.md", "ok\n", expected=None)
     print(f"\n[killed in critical section] next writer finished {recovery:.2f}s after the kill")
+
+
+def test_planted_ref_lock_stalls_running_writers_only_until_it_is_stale(tmp_path: Path) -> None:
+    """Writers in two processes meet a dead ``main.lock``: one clears it, both carry on."""
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    store.write("counter.txt", "0\n", expected=None)
+    stale = 0.5
+    writers = [Worker(tmp_path, "forever", repo=str(repo), wid=w, stale=stale) for w in range(2)]
+    try:
+        for writer in writers:
+            writer.wait_for("f")
+        lock = repo / "refs" / "heads" / "main.lock"
+        lock.write_text("0" * 40 + "\n")  # what a writer killed mid-update leaves behind
+        planted = time.monotonic()
+        before = [len(w.lines()) for w in writers]
+        while lock.exists() and time.monotonic() - planted < 120:
+            time.sleep(0.005)
+        cleared = time.monotonic() - planted
+        # Both writers get going again once it is gone.
+        while any(len(w.lines()) < n + 3 for w, n in zip(writers, before, strict=True)):
+            assert all(w.proc.poll() is None for w in writers), [w.stderr() for w in writers]
+            time.sleep(0.005)
+    finally:
+        for writer in writers:
+            writer.kill()
+    assert cleared >= stale  # a lock younger than stale_lock_seconds is never broken
+    assert not lock.exists() or lock.read_text() != "0" * 40 + "\n"
+    acks = [line for w in writers for line in w.lines() if line[0] == "c"]
+    values = [int(line[1]) for line in acks]
+    assert len(values) == len(set(values))
+    assert int(store.read("counter.txt").text) >= max(values)
+    assert_fsck_clean(repo)
+    print(f"\n[planted main.lock] stale_lock_seconds={stale}: cleared after {cleared:.2f}s with two writers waiting")
