@@ -5,16 +5,12 @@ Reads take no lock: they start from one head and only follow immutable objects.
 so they are compare-and-swap commits like any other change and never rewrite
 history (erasing history is :mod:`gitmem.git.rewrite`).
 
-Following a path across moves (``log`` and ``forget`` share it): walking from
-new to old, a commit in which the tracked name appears (absent in the parent)
-is checked for a move - the ``Gitmem-From`` trailer for gitmem's own commits,
-rename detection on the tree diff for commits made by plain git - and, if so,
-the walk goes on under the old name.
+``log`` walks raw commit bytes and follows a path across moves with
+:mod:`gitmem.git.walk`; ``forget`` follows moves the same way.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 
 import pygit2
@@ -22,6 +18,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
     DiffHunk,
@@ -33,7 +30,7 @@ from gitmem.history import (
     origin_matches,
 )
 from gitmem.model import FileText, Origin
-from gitmem.provenance import COMMITTER_EMAIL, T_FROM, T_PATH, T_REV, CommitInfo, parse_message
+from gitmem.provenance import T_REV, CommitInfo, parse_message
 from gitmem.store import check_capacity, check_expected
 
 _STATUS = {
@@ -43,7 +40,6 @@ _STATUS = {
     pygit2.enums.DeltaStatus.RENAMED: "renamed",
     pygit2.enums.DeltaStatus.TYPECHANGE: "modified",
 }
-_FORGET_MARK = b"Gitmem-Op: forget"
 _NO_FILE = "0" * 40
 
 
@@ -55,14 +51,6 @@ def commit_time(commit: pygit2.Commit) -> datetime:
     return datetime.fromtimestamp(commit.commit_time, tz=offset)
 
 
-def entry_id(tree: pygit2.Tree, path: str) -> str | None:
-    """The object id at ``path`` (file or folder), or ``None``; cheap enough to call per commit."""
-    try:
-        return str(tree[path].id)
-    except KeyError:
-        return None
-
-
 def resolve(repo: GitRepo, rev: object) -> str:
     """The commit id ``rev`` names, or ``not_found``."""
     commit = repo.resolve(rev) if isinstance(rev, str) and rev and not rev.startswith("-") else None
@@ -71,32 +59,11 @@ def resolve(repo: GitRepo, rev: object) -> str:
     return commit
 
 
-def _diff_to_parent(commit: pygit2.Commit) -> pygit2.Diff:
-    if commit.parents:
-        return commit.parents[0].tree.diff_to_tree(commit.tree)
-    return commit.tree.diff_to_tree(swap=True)
-
-
-def moved_from(commit: pygit2.Commit, name: str, info: CommitInfo | None = None) -> str | None:
-    """The old name of the file that ``commit`` moved to ``name``, if it was a move."""
-    info = info or parse_message(commit.message)
-    if info.op == "move" and len(info.paths) == 2 and info.paths[1] == name:
-        return info.paths[0]
-    if info.op != "unknown" or not commit.parents:
-        return None
-    diff = _diff_to_parent(commit)
-    diff.find_similar()
-    for delta in diff.deltas:
-        if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.new_file.path == name:
-            return str(delta.old_file.path)
-    return None
-
-
 def touched_paths(commit: pygit2.Commit, info: CommitInfo) -> tuple[str, ...]:
     """The paths a change names: its trailers, or for plain-git commits its tree diff."""
     if info.op != "unknown" or info.paths:
         return info.paths
-    diff = _diff_to_parent(commit)
+    diff = diff_to_parent(commit)
     diff.find_similar()
     paths: list[str] = []
     for delta in diff.deltas:
@@ -149,29 +116,27 @@ def log(
     with translate_errors(repo.path):
         r = repo._fresh_repo()
         start = resolve(repo, hi) if isinstance(hi, str) else repo.head()
-        walker = r.walk(pygit2.Oid(hex=start), pygit2.enums.SortMode.NONE)
-        if isinstance(lo, str):
-            walker.hide(pygit2.Oid(hex=resolve(repo, lo)))
+        hidden: set[str] = ancestors(r, resolve(repo, lo)) if isinstance(lo, str) else set()
         lo_ts = lo.timestamp() if isinstance(lo, datetime) else None
         hi_ts = hi.timestamp() if isinstance(hi, datetime) else None
-        follow = _Follower(r, pygit2.Oid(hex=start), path) if path is not None else None
+        follow = Follower(r, start, path) if path is not None else None
         out: list[LogEntry] = []
         older = 0
-        for commit in walker:
-            ts = commit.commit_time
+        for raw in walk(r, start, hidden):
             if lo_ts is not None:
-                older = older + 1 if ts < lo_ts else 0
+                older = older + 1 if raw.time < lo_ts else 0
                 if older >= 5:
                     break
             paths: tuple[str, ...] | None = None
             if follow is not None:
-                touched, paths = follow.step(commit)
+                touched, paths = follow.step(raw)
                 if not touched:
                     continue
-            if (lo_ts is not None and ts < lo_ts) or (hi_ts is not None and ts > hi_ts):
+            if (lo_ts is not None and raw.time < lo_ts) or (hi_ts is not None and raw.time > hi_ts):
                 continue
-            if needles and not all(n in commit.raw_message for n in needles):
+            if needles and not all(n in raw.data for n in needles):
                 continue
+            commit = r[raw.oid].peel(pygit2.Commit)
             info = parse_message(commit.message)
             if not origin_matches(info.origin, want.run_id, want.principal_id, want.tool_call_id):
                 continue
@@ -179,78 +144,6 @@ def log(
             if len(out) >= limit:
                 break
         return out
-
-
-class _Follower:
-    """Tracks one file back through history, under the name it had in each commit.
-
-    A one-parent commit that gitmem itself made names every path it changed in
-    its trailers, so when they do not mention the tracked name no tree is read.
-    Every other commit (plain git, merges, rewritten ones) is judged by
-    comparing the path's entry with its parents' (for a merge: it changed the
-    path only if it differs from every parent, as ``git log`` simplifies).
-    Lookups carry over from child to parent, so a linear history costs at most
-    one tree lookup per commit.
-    """
-
-    def __init__(self, r: pygit2.Repository, start: pygit2.Oid, path: str) -> None:
-        self._r = r
-        self._path = path
-        self._names: dict[pygit2.Oid, str] = {start: path}
-        self._ids: dict[tuple[pygit2.Oid, str], str | None] = {}
-        self._patterns: dict[str, tuple[bytes, bytes]] = {}
-
-    def step(self, commit: pygit2.Commit) -> tuple[bool, tuple[str, ...] | None]:
-        """Whether ``commit`` changed the file, and ``(old, new)`` when it moved the file there
-        without saying so in its trailers (a rename made by plain git)."""
-        name = self._names.pop(commit.id, self._path)
-        parent_ids = commit.parent_ids
-        message = commit.raw_message
-        if len(parent_ids) == 1 and not self._mentions(message, name) and _trusted(commit, message):
-            self._names.setdefault(parent_ids[0], name)
-            return False, None
-        touched, source = self._compare(commit, name, parent_ids, message)
-        for parent in parent_ids:
-            self._names.setdefault(parent, source or name)
-        if not touched:
-            return False, None
-        return True, ((source, name) if source is not None else None)
-
-    def _mentions(self, message: bytes, name: str) -> bool:
-        pats = self._patterns.get(name)
-        if pats is None:
-            key = name.encode()
-            pats = (f"\n{T_PATH}: ".encode() + key + b"\n", f"\n{T_FROM}: ".encode() + key + b"\n")
-            self._patterns[name] = pats
-        return pats[0] in message or pats[1] in message
-
-    def _compare(
-        self, commit: pygit2.Commit, name: str, parent_ids: list[pygit2.Oid], message: bytes
-    ) -> tuple[bool, str | None]:
-        ids = self._ids
-        key = (commit.id, name)
-        mine = ids.pop(key) if key in ids else entry_id(commit.tree, name)
-        theirs: list[str | None] = []
-        for parent in parent_ids:
-            pkey = (parent, name)
-            if pkey not in ids:
-                ids[pkey] = entry_id(self._r[parent].peel(pygit2.Commit).tree, name)
-            theirs.append(ids[pkey])
-        touched = all(t != mine for t in theirs) if theirs else mine is not None
-        if not touched:
-            return _FORGET_MARK in message and name in parse_message(commit.message).paths, None
-        if mine is not None and theirs and theirs[0] is None:
-            return True, moved_from(commit, name)
-        return True, None
-
-
-# The ops whose commits gitmem makes with one parent and every changed path in a trailer.
-_TRUSTED_OP = re.compile(rb"\nGitmem-Op: (?:create|edit|move|delete|restore|revert|forget)\n")
-
-
-def _trusted(commit: pygit2.Commit, message: bytes) -> bool:
-    """Made by gitmem as one change, so its ``Gitmem-Path`` trailers list every changed path."""
-    return _TRUSTED_OP.search(message) is not None and commit.committer.email == COMMITTER_EMAIL
 
 
 # --- show ---------------------------------------------------------------------------------
@@ -477,7 +370,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
         cid = resolve(repo, commit)
         changes: list[tuple[str, str | None, str | None]] = []
-        for delta in _diff_to_parent(repo.repo[cid].peel(pygit2.Commit)).deltas:
+        for delta in diff_to_parent(repo.repo[cid].peel(pygit2.Commit)).deltas:
             before = None if delta.status == pygit2.enums.DeltaStatus.ADDED else str(delta.old_file.id)
             after = None if delta.status == pygit2.enums.DeltaStatus.DELETED else str(delta.new_file.id)
             changes.append((delta.new_file.path, before, after))

@@ -36,9 +36,9 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git.history import entry_id, moved_from
 from gitmem.git.locks import remove_if_stale
 from gitmem.git.repo import MAIN, GitRepo, translate_errors
+from gitmem.git.walk import entry_id, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,30 @@ def test_bad_arguments_are_refused_with_a_code(store: SyncGitFileStore, kwargs: 
     with pytest.raises(MemoryStoreError) as err:
         store.log(**kwargs)  # type: ignore[arg-type]
     assert err.value.code == code
+
+
+def test_plain_git_commits_are_judged_by_their_trees_not_their_trailers(
+    store: SyncGitFileStore, git: Git, worktree: Callable[..., str]
+) -> None:
+    store.write("a.md", "a\n", expected=None)
+    store.write("b.md", "b\n", expected=None)
+    worktree("pull", "-q", "--ff-only", "origin", "main")
+    # A person's commit that copied gitmem trailers naming a.md but changed b.md.
+    Path(worktree.path, "b.md").write_text("b by hand\n")  # type: ignore[attr-defined]
+    worktree("commit", "-q", "-am", "edit a.md\n\nGitmem-Op: edit\nGitmem-Path: a.md")
+    # A side branch merged back: its edit shows, the merge itself does not (as in git log).
+    worktree("checkout", "-q", "-b", "side")
+    Path(worktree.path, "b.md").write_text("b on the side\n")  # type: ignore[attr-defined]
+    worktree("commit", "-q", "-am", "side edit")
+    worktree("checkout", "-q", "main")
+    Path(worktree.path, "c.md").write_text("c\n")  # type: ignore[attr-defined]
+    worktree("add", "c.md")
+    worktree("commit", "-q", "-m", "add c")
+    worktree("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    worktree("push", "-q", "origin", "main")
+
+    entries = store.log("b.md")
+
+    assert [e.summary for e in entries] == ["side edit", "edit a.md", "create b.md"]
+    assert [e.commit for e in entries] == git("log", "--format=%H", "--", "b.md").stdout.split()
+    assert [e.summary for e in store.log("a.md")] == ["create a.md"]
