@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from datetime import datetime
+from typing import NamedTuple
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -84,6 +85,13 @@ def _check_shape(snap: Snapshot, path: str) -> None:
             raise file_dir_conflict(path, is_file=True)
 
 
+class _Folder(NamedTuple):
+    """A subfolder inside a cached folder listing: its tree id and path prefix."""
+
+    tree_id: str
+    prefix: str
+
+
 class SyncGitFileStore:
     """The synchronous store core over one bare repo; safe across threads and processes."""
 
@@ -92,6 +100,7 @@ class SyncGitFileStore:
         self.format = fmt
         self._blob_info: dict[str, tuple[int, str | None]] = {}
         self._listing: tuple[str, list[FileEntry]] | None = None
+        self._folders: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]] = {}
         self._listing_lock = threading.Lock()
 
     @property
@@ -121,12 +130,51 @@ class SyncGitFileStore:
             cached = self._listing
             if cached is not None and cached[0] == tree_id:
                 return list(cached[1])
-            entries = []
-            for path, oid in self.repo.files_at(head):
-                size, description = self._info(oid)
-                entries.append(FileEntry(path, oid, size, description))
+            entries: list[FileEntry] = []
+            seen: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]] = {}
+            self._list_folder(tree_id, "", self._folders, seen, entries)
+            self._folders = seen
             self._listing = (tree_id, entries)
             return list(entries)
+
+    def _list_folder(
+        self,
+        tree_id: str,
+        prefix: str,
+        known: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]],
+        seen: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]],
+        out: builtins.list[FileEntry],
+    ) -> None:
+        """Append the files under one folder to ``out``, reusing folders listed before.
+
+        A tree id names a folder's whole content, so after a write only the folders
+        on the written path are read again; the rest come from ``known``. ``seen``
+        collects the folders of this listing and replaces the cache, which so never
+        outgrows the memory. Items are runs of files and subfolders, in git order.
+        """
+        key = (tree_id, prefix)
+        items = known.get(key)
+        if items is None:
+            built: list[_Folder | tuple[FileEntry, ...]] = []
+            run: list[FileEntry] = []
+            for name, kind, oid in self.repo.tree_items(tree_id):
+                if kind == "tree":
+                    if run:
+                        built.append(tuple(run))
+                        run = []
+                    built.append(_Folder(oid, f"{prefix}{name}/"))
+                elif kind == "blob":
+                    size, description = self._info(oid)
+                    run.append(FileEntry(f"{prefix}{name}", oid, size, description))
+            if run:
+                built.append(tuple(run))
+            items = tuple(built)
+        seen[key] = items
+        for item in items:
+            if isinstance(item, _Folder):
+                self._list_folder(item.tree_id, item.prefix, known, seen, out)
+            else:
+                out.extend(item)
 
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
