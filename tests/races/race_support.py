@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import ClassVar
 
 WORKER = str(Path(__file__).with_name("race_worker.py"))
 # A liveness guard for the whole worker phase, not a performance bound: a worker
@@ -19,6 +20,8 @@ HANG_SECONDS = 120.0
 class Worker:
     """One ``race_worker.py`` process and the file it acknowledges writes in."""
 
+    live: ClassVar[list[Worker]] = []  # killed after each test (see conftest.py), whatever happened
+
     def __init__(self, tmp: Path, mode: str, **args: object) -> None:
         self.acks = tmp / f"acks-{mode}-{time.monotonic_ns()}.txt"
         self.acks.touch()
@@ -28,6 +31,7 @@ class Worker:
             self.proc = subprocess.Popen(
                 [sys.executable, WORKER, json.dumps(args)], stdout=subprocess.DEVNULL, stderr=err
             )
+        Worker.live.append(self)
 
     @property
     def pid(self) -> int:

@@ -20,6 +20,13 @@ from typing import Any
 
 from gitmem import GitFileStore, MemoryStoreError, Origin, Root
 
+PARENT = os.getppid()
+
+
+def orphaned() -> bool:
+    """The test that started this worker is gone: stop rather than write forever."""
+    return os.getppid() != PARENT
+
 
 class Acks:
     def __init__(self, path: str) -> None:
@@ -33,6 +40,8 @@ def wait_for_go(args: dict[str, Any]) -> None:
     """Spin until the parent says go, so that processes started one by one overlap."""
     go = args.get("go")
     while go and not os.path.exists(go):
+        if orphaned():
+            raise SystemExit("orphaned")
         time.sleep(0.002)
 
 
@@ -90,7 +99,7 @@ def mode_forever(args: dict[str, Any]) -> None:
     versions: dict[str, str] = {}
     ack("ready", wid, os.getpid())
     seq = 0
-    while True:
+    while not orphaned():
         path = f"k{wid}/f{seq % 4}.md"
         version = store.write(path, f"{wid} {seq}\n", expected=versions.get(path), origin=origin)
         versions[path] = version
@@ -233,7 +242,7 @@ def mode_until_deleted(args: dict[str, Any]) -> None:
     store, ack = open_store(args), Acks(args["acks"])
     ack("ready", "-", "-")
     seq = 0
-    while True:
+    while not orphaned():
         try:
             store.write(
                 f"x/{seq % 7}.md", f"{seq}\n", expected=None if seq < 7 else store.read(f"x/{seq % 7}.md").version
