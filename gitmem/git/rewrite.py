@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import struct
 import subprocess
 import time
@@ -38,7 +39,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git.locks import remove_if_stale
 from gitmem.git.repo import MAIN, GitRepo, translate_errors
-from gitmem.git.walk import entry_id, moved_from
+from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
@@ -173,26 +174,31 @@ def _commit_of(r: pygit2.Repository, oid: str) -> str | None:
     return oid if obj.type == pygit2.enums.ObjectType.COMMIT else None
 
 
-def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[tuple[pygit2.Commit, set[str]]]:
+def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[tuple[RawCommit, set[str]]]:
     """Each commit reachable from ``tips`` (children first) with the names to erase in it."""
     walker = r.walk(None, _SORT_CHILDREN_FIRST)
     for tip in tips:
         walker.push(pygit2.Oid(hex=tip))
+    odb = r.odb
     pending: dict[str, set[str]] = {}
-    order: list[tuple[pygit2.Commit, set[str]]] = []
+    order: list[tuple[RawCommit, set[str]]] = []
     for commit in walker:
-        names = pending.pop(str(commit.id), None) or {path}
+        oid = str(commit.id)
+        names = pending.pop(oid, None) or {path}
+        raw = RawCommit(oid, bytes(odb.read(oid)[1]))
         older: set[str] = set()
-        tree = commit.tree
-        first = commit.parents[0].tree if commit.parents else None
         for name in names:
             source = None
-            if first is not None and entry_id(tree, name) is not None and entry_id(first, name) is None:
-                source = moved_from(commit, name)
+            if raw.parents and may_have_moved_to(raw, name):
+                first = bytes(odb.read(raw.parents[0])[1])[5:45].decode()
+                if entry_id(r[raw.tree].peel(pygit2.Tree), name) is not None and (
+                    entry_id(r[first].peel(pygit2.Tree), name) is None
+                ):
+                    source = moved_from(commit, name)
             older.add(source or name)
-        for parent in commit.parent_ids:
-            pending.setdefault(str(parent), set()).update(older)
-        order.append((commit, names))
+        for parent in raw.parents:
+            pending.setdefault(parent, set()).update(older)
+        order.append((raw, names))
     return order
 
 
@@ -205,7 +211,7 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     erased: set[str] = set()
     seen_names: set[str] = set()
     for commit, names in reversed(order):
-        old_tree = str(commit.tree_id)
+        old_tree = commit.tree
         tree_id = old_tree
         for name in sorted(names):
             before = tree_id
@@ -213,9 +219,9 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
             if tree_id != before:
                 seen_names.add(name)
                 erased.update(out.erased_blobs)
-        parents = [mapped.get(str(p), str(p)) for p in commit.parent_ids]
-        if tree_id != old_tree or parents != [str(p) for p in commit.parent_ids]:
-            mapped[str(commit.id)] = out.commit(str(commit.id), tree_id, parents)
+        parents = [mapped.get(p, p) for p in commit.parents]
+        if tree_id != old_tree or parents != commit.parents:
+            mapped[commit.oid] = out.commit(commit.data, tree_id, parents)
     if not seen_names:
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
     updates: dict[str, str] = {}
@@ -286,28 +292,26 @@ class _Objects:
 
     def _erase(self, tree: str, parts: list[bytes]) -> str | None:
         raw = self._raw(tree)
-        entries = _tree_entries(raw)
-        for i, (mode, name, sha) in enumerate(entries):
-            if name != parts[0]:
-                continue
-            if len(parts) == 1:
-                self.erased_blobs = _blobs_under(self._r, sha.hex())
-                rest = entries[:i] + entries[i + 1 :]
-            elif mode == b"40000":
-                sub = self._erase(sha.hex(), parts[1:])
-                if sub == sha.hex():
-                    return tree
-                rest = entries[:i] + ([(mode, name, bytes.fromhex(sub))] if sub is not None else []) + entries[i + 1 :]
-            else:
+        found = _entry_named(parts[0]).match(raw)
+        if found is None:
+            return tree
+        start, end = found.start(1), found.end()
+        mode, sha = found.group(1), found.group(2).hex()
+        if len(parts) == 1:
+            self.erased_blobs = _blobs_under(self._r, sha)
+            new_raw = raw[:start] + raw[end:]
+        elif mode == b"40000":
+            sub = self._erase(sha, parts[1:])
+            if sub == sha:
                 return tree
-            if not rest:
-                return None
-            return self._add(_TREE, b"".join(m + b" " + n + b"\x00" + h for m, n, h in rest))
-        return tree
+            new_raw = raw[:start] + raw[end:] if sub is None else raw[: end - 20] + bytes.fromhex(sub) + raw[end:]
+        else:
+            return tree
+        return self._add(_TREE, new_raw) if new_raw else None
 
-    def commit(self, old: str, tree: str, parents: list[str]) -> str:
-        """A copy of commit ``old`` with a new tree and parents, all else byte for byte."""
-        header, _, message = self._raw(old).partition(b"\n\n")
+    def commit(self, old: bytes, tree: str, parents: list[str]) -> str:
+        """A copy of the raw commit ``old`` with a new tree and parents, all else byte for byte."""
+        header, _, message = old.partition(b"\n\n")
         lines: list[bytes] = []
         in_signature = False
         for line in header.split(b"\n"):
@@ -348,21 +352,27 @@ class _Objects:
                 byte = size & 0x7F
                 size >>= 7
             pack.append(byte)
-            pack += zlib.compress(raw, 1)
+            pack += zlib.compress(raw, 0)  # git gc recompresses everything right after
         pack += hashlib.sha1(pack, usedforsecurity=False).digest()
         run_git(repo_path, "index-pack", "--stdin", stdin=bytes(pack))
 
 
-def _tree_entries(raw: bytes) -> list[tuple[bytes, bytes, bytes]]:
-    """``(mode, name, 20-byte id)`` for each entry of a raw tree object, in stored order."""
-    entries = []
-    i = 0
-    while i < len(raw):
-        space = raw.index(b" ", i)
-        nul = raw.index(b"\x00", space)
-        entries.append((raw[i:space], raw[space + 1 : nul], raw[nul + 1 : nul + 21]))
-        i = nul + 21
-    return entries
+# Whole tree entries (``<mode> <name>\0<20-byte id>``) from the start, then the one named.
+_ENTRY = rb"(?:[0-7]+ [^\x00]+\x00.{20})*?([0-7]+) %s\x00(.{20})"
+_NAMED: dict[bytes, re.Pattern[bytes]] = {}
+
+
+def _entry_named(name: bytes) -> re.Pattern[bytes]:
+    """A pattern matching a raw tree from its first byte up to the end of entry ``name``.
+
+    Every repetition consumes exactly one entry (a mode cannot hold a space, a
+    name cannot hold a NUL, an id is 20 bytes), so a match can only start the
+    named entry at a real entry boundary, never inside a binary id.
+    """
+    pattern = _NAMED.get(name)
+    if pattern is None:
+        pattern = _NAMED[name] = re.compile(_ENTRY % re.escape(name), re.DOTALL)
+    return pattern
 
 
 def _blobs_under(r: pygit2.Repository, oid: str) -> set[str]:

@@ -62,6 +62,14 @@ class RawCommit:
         return _GITMEM_COMMITTER in self.data and _TRUSTED_OP.search(self.data) is not None
 
 
+def may_have_moved_to(commit: RawCommit, name: str) -> bool:
+    """False when ``commit`` surely did not move a file to ``name``: gitmem made it and no
+    trailer names ``name``, or it has no parent."""
+    if not commit.parents:
+        return False
+    return not commit.trusted() or f"\n{T_PATH}: {name}\n".encode() in commit.data
+
+
 def walk(r: pygit2.Repository, start: str, hidden: set[str] | None = None) -> Iterator[RawCommit]:
     """Commits reachable from ``start`` but not in ``hidden``, newest committer time first.
 
