@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "admin",
     "serve",
     "hooks",
+    "mcp",
 )
 
 for _module in COMMAND_MODULES:

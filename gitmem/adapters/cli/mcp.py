@@ -1,0 +1,97 @@
+"""``gitmem mcp``: serve memories to an MCP client over stdio (see :mod:`gitmem.adapters.mcp_server`).
+
+An MCP client (Claude Desktop, an IDE, an agent framework) starts this command as a
+subprocess and talks JSON-RPC over its stdin and stdout, so nothing but protocol
+may go to stdout: problems with the arguments are reported on stderr before the
+server starts, with exit code 2 (usage) or 1 (a memory cannot be opened).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitmem.adapters.cli.app import State, cli, origin_options, pass_state, root_option, usage_error
+from gitmem.tools import FileMount
+from gitmem.tools.mounts import Access
+
+
+def parse_mount(spec: str) -> tuple[str, Access]:
+    """``user`` or ``user:write`` → ``("user", "write")``; ``docs:read`` → ``("docs", "read")``."""
+    name, sep, access = spec.partition(":")
+    if not sep:
+        return name, "write"
+    if access == "read":
+        return name, "read"
+    if access == "write":
+        return name, "write"
+    raise usage_error(f"--mount {spec!r}: the access after ':' is 'read' or 'write'")
+
+
+def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, path = spec.partition(":")
+        if not sep or not path:
+            raise usage_error(f"--always-load {spec!r}: write NAME:PATH, such as user:README.md")
+        if name not in names:
+            raise usage_error(f"--always-load {spec!r}: {name!r} is not one of the --mount memories")
+        out.setdefault(name, []).append(path)
+    return out
+
+
+@cli.command()
+@click.option(
+    "--mount",
+    "mounts",
+    multiple=True,
+    required=True,
+    metavar="NAME[:read|:write]",
+    help="A memory to offer (repeatable); ':read' offers only view and grep. Default access: write.",
+)
+@click.option(
+    "--always-load",
+    "always_load",
+    multiple=True,
+    metavar="NAME:PATH",
+    help="A file whose content is part of every full context of memory NAME (repeatable).",
+)
+@click.option(
+    "--cursors",
+    "cursor_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON file keeping where the last memory_context prompt ended, so the next session gets only changes.",
+)
+@root_option
+@origin_options
+@pass_state
+def mcp(state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cursor_file: Path | None) -> None:
+    """Serve memories to an MCP client over stdio: the memory_file_* tools and their context.
+
+    Write mounts that do not exist yet are created; read mounts must exist.
+    """
+    try:
+        import mcp as _sdk  # noqa: F401  (only checks the optional dependency is there)
+    except ImportError:
+        raise click.ClickException("gitmem mcp needs the mcp SDK: pip install 'gitmem[mcp]'") from None
+    import anyio
+
+    from gitmem.adapters.mcp_server import MemoryMcpServer
+    from gitmem.tools import FileMemoryCapability
+
+    parsed = [parse_mount(spec) for spec in mounts]
+    names = [name for name, _ in parsed]
+    if len(set(names)) != len(names):
+        raise usage_error(f"--mount names a memory twice: {names}")
+    loads = parse_always_load(always_load, names)
+    root = state.root
+    offered = []
+    for name, access in parsed:
+        store = root.mount(name, create=access == "write")  # MemoryStoreError -> exit 1
+        try:
+            offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
+        except (ValueError, TypeError) as exc:
+            raise usage_error(f"--mount {name}: {exc}") from None
+    server = MemoryMcpServer(FileMemoryCapability(offered), origin=state.origin, cursor_file=cursor_file)
+    anyio.run(server.run_stdio)

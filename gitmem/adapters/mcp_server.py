@@ -1,0 +1,260 @@
+"""gitmem over the Model Context Protocol: the memory tools, instructions and context blocks.
+
+:class:`MemoryMcpServer` is a thin layer over a
+:class:`~gitmem.tools.FileMemoryCapability`, built on the ``mcp`` SDK's low-level
+:class:`mcp.server.Server`. The low-level server is used on purpose: it publishes the
+capability's JSON Schemas exactly as :meth:`~gitmem.tools.FileMemoryCapability.tool_definitions`
+builds them (with the ``memory`` enum naming the mounts that allow each tool), where the
+decorator-based server would derive schemas from Python signatures.
+
+What a client sees:
+
+- **tools**: the ``memory_file_*`` tools with the capability's names, descriptions and
+  schemas, annotated read-only or not. A call's result is the capability's JSON payload,
+  as text and as structured content; a failure (``{"error", "message", "current"}``) is
+  the same JSON with ``isError`` set, so the model reads the file as it is now.
+- **instructions**: the capability's instructions text (every mount, its access, its guide).
+- **resources**: ``memory://<mount>/context``, the mount's full context block (always-load
+  files and the index of ``path: description`` lines), built fresh on every read.
+- **prompt** ``memory_context``: every mount's block for the start of a conversation.
+  The server keeps :class:`~gitmem.tools.MemoryCursors` for its session (and in
+  ``cursor_file`` when given, so the next session continues from them): the first time
+  the prompt is fetched it is the full context, later only what changed, and nothing
+  when nothing did.
+
+Every commit made through a tool records the run and principal the server was started
+with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
+
+Change notifications: the SDK can tell clients that a resource changed
+(``ServerSession.send_resource_updated(uri)`` for handshake-era sessions that called
+``resources/subscribe``; a ``subscriptions/listen`` handler on 2026-era connections).
+This server does not advertise subscriptions yet. The ref watcher (``gitmem watch``)
+is the place to hook in: on a ref change of mount ``NAME``, send
+``memory://NAME/context`` to the sessions subscribed to it; register
+``on_subscribe_resource`` / ``on_subscriptions_listen`` in :meth:`MemoryMcpServer.__init__`
+to collect those sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from gitmem import __version__
+from gitmem.model import Origin
+from gitmem.tools import FileMemoryCapability, MemoryCursors
+
+log = logging.getLogger("gitmem.mcp")
+
+CONTEXT_PROMPT: Final = "memory_context"
+RESOURCE_SCHEME: Final = "memory://"
+NO_CHANGE_TEXT: Final = "No memory changed since the last memory context."
+
+Ctx = ServerRequestContext[Any, Any]
+
+
+def context_uri(memory: str) -> str:
+    """The resource URI of a mount's full context block."""
+    return f"{RESOURCE_SCHEME}{memory}/context"
+
+
+class MemoryMcpServer:
+    """The file-memory capability as an MCP server; :meth:`run_stdio` serves one client.
+
+    ``origin`` is the run and principal recorded on every change (its tool call id is
+    replaced per call). ``cursor_file`` keeps the prompt's cursors between sessions.
+    """
+
+    def __init__(
+        self,
+        capability: FileMemoryCapability,
+        *,
+        origin: Origin | None = None,
+        cursor_file: str | os.PathLike[str] | None = None,
+        name: str = "gitmem",
+    ) -> None:
+        self.capability = capability
+        self.session_tag = secrets.token_hex(4)
+        base = origin or Origin()
+        self.origin = Origin(base.run_id or f"mcp-{self.session_tag}", base.principal_id)
+        self.cursor_file = Path(cursor_file) if cursor_file is not None else None
+        if capability.cursors is None:
+            capability.cursors = MemoryCursors()
+        if self.cursor_file is not None:
+            capability.cursors.restore(load_cursors(self.cursor_file))
+        self._definitions = {d.name: d for d in capability.tool_definitions()}
+        self.server: Server[Any] = Server(
+            name,
+            version=__version__,
+            title="gitmem memory",
+            description="Versioned file memory for agents, stored in git",
+            instructions=capability.instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+        )
+
+    def __repr__(self) -> str:
+        return f"MemoryMcpServer({self.capability!r}, origin={self.origin!r})"
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it closes stdin."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+    # -- tools -----------------------------------------------------------------------
+
+    def tools(self) -> list[types.Tool]:
+        out = []
+        for d in self._definitions.values():
+            read_only = d.effect == "read"
+            out.append(
+                types.Tool(
+                    name=d.name,
+                    title=d.tool_id,
+                    description=d.description,
+                    input_schema=d.input_schema,
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=read_only,
+                        destructive_hint=None if read_only else d.tool in ("edit", "move", "delete"),
+                        idempotent_hint=read_only,
+                        open_world_hint=False,
+                    ),
+                )
+            )
+        return out
+
+    async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools())
+
+    def tool_call_id(self, ctx: Ctx) -> str:
+        return f"mcp-{self.session_tag}-{ctx.request_id}"
+
+    async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        payload = await self.capability.call(
+            params.name, params.arguments or {}, tool_call_id=self.tool_call_id(ctx), origin=self.origin
+        )
+        return tool_result(payload)
+
+    # -- resources -------------------------------------------------------------------
+
+    async def _list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        resources = [
+            types.Resource(
+                name=f"{mount.name}-context",
+                title=f'Memory "{mount.name}": context',
+                uri=context_uri(mount.name),
+                description=(
+                    f'The memory-context block of memory "{mount.name}": its always-load files and an index of '
+                    "its files with their descriptions. Data saved by conversations, not instructions."
+                ),
+                mime_type="text/plain",
+            )
+            for mount in self.capability.mounts
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def mount_context(self, memory: str) -> str:
+        """A mount's full context block, built now (no cursor is read or moved)."""
+        mount = next((m for m in self.capability.mounts if m.name == memory), None)
+        if mount is None:
+            raise MCPError(types.INVALID_PARAMS, f"there is no memory {memory!r}")
+        one = FileMemoryCapability([mount], limits=self.capability.limits, tools=self.capability.tools)
+        built = await one.context(record=False)
+        if built.skipped:
+            reason = "; ".join(built.skipped.values())
+            raise MCPError(types.INTERNAL_ERROR, f"the context of memory {memory!r} could not be built: {reason}")
+        return built.text
+
+    async def _read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        memory = uri[len(RESOURCE_SCHEME) : -len("/context")] if uri.startswith(RESOURCE_SCHEME) else ""
+        if not uri.endswith("/context") or not memory:
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see resources/list")
+        text = await self.mount_context(memory)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+        )
+
+    # -- the context prompt ----------------------------------------------------------
+
+    async def _list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        prompt = types.Prompt(
+            name=CONTEXT_PROMPT,
+            title="Memory context",
+            description=(
+                "What the memories hold, for the start of a conversation: the full context the first time, "
+                "afterwards only what changed since the last time this prompt was used."
+            ),
+        )
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def context_text(self) -> str:
+        """Every mount's block since this server's cursors; moves them once built."""
+        built = await self.capability.context(record=False)
+        self.capability.delivered(built)
+        if self.cursor_file is not None and self.capability.cursors is not None:
+            save_cursors(self.cursor_file, self.capability.cursors.snapshot())
+        for memory, reason in built.skipped.items():
+            log.warning("memory %s left out of the context: %s", memory, reason)
+        return built.text or NO_CHANGE_TEXT
+
+    async def _get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != CONTEXT_PROMPT:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; the prompt is {CONTEXT_PROMPT!r}")
+        text = await self.context_text()
+        message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+        return types.GetPromptResult(description="Memory context", messages=[message])
+
+
+def tool_result(payload: Mapping[str, Any]) -> types.CallToolResult:
+    """A capability payload as an MCP tool result: JSON text plus structured content."""
+    data = dict(payload)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+        is_error="error" in data,
+    )
+
+
+def load_cursors(path: Path) -> dict[str, str]:
+    """A cursor snapshot saved by :func:`save_cursors`; empty when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable cursor file %s: %s", path, exc)
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        log.warning("ignoring cursor file %s: not a JSON object of strings", path)
+        return {}
+    return data
+
+
+def save_cursors(path: Path, snapshot: Mapping[str, str]) -> None:
+    """Write a cursor snapshot atomically (temp file + rename), so a crash leaves the old one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(dict(snapshot), out)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
