@@ -16,6 +16,9 @@ import yaml
 from gitmem.errors import MemoryStoreError
 from gitmem.secrets import find_secret
 
+# libyaml's loader parses frontmatter ~5x faster than the pure-Python one, same safe subset.
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 KIB = 1024
 
 
@@ -161,7 +164,7 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
     if size > fmt.max_frontmatter_bytes:
         raise MemoryStoreError("invalid_file", f"frontmatter is {size} bytes; the limit is {fmt.max_frontmatter_bytes}")
     try:
-        data = yaml.safe_load(block) if block.strip() else {}
+        data = yaml.load(block, Loader=_YAML_LOADER) if block.strip() else {}
     except yaml.YAMLError as exc:
         raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):

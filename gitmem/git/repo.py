@@ -378,8 +378,12 @@ class GitRepo:
             try:
                 ref.set_target(pygit2.Oid(hex=new))
                 return True
-            except pygit2.GitError:
-                # libgit2 re-read the ref under its lock and found another value.
+            except pygit2.GitError as exc:
+                # Normally libgit2 re-read the ref under its lock and found another value;
+                # if the ref still holds ``old`` the failure has another cause, and
+                # retrying would spin forever.
+                if str(repo.lookup_reference(MAIN).target) == old:
+                    raise MemoryStoreError("unavailable", f"cannot update {MAIN}: {exc}") from exc
                 return False
             except OSError as exc:
                 if "lock" not in str(exc):
