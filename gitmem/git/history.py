@@ -43,7 +43,7 @@ _STATUS = {
 _NO_FILE = "0" * 40
 
 
-# --- small helpers shared with rewrite.py ---------------------------------------------
+# --- small helpers ------------------------------------------------------------------------
 
 
 def commit_time(commit: pygit2.Commit) -> datetime:
