@@ -151,6 +151,7 @@ def import_files(repo_path: str, items: Iterable[tuple[str, bytes]], message: st
             if isinstance(value, dict):
                 builder.insert(name, write(value), pygit2.GIT_FILEMODE_TREE)
             else:
+                assert isinstance(value, pygit2.Oid)
                 builder.insert(name, value, pygit2.GIT_FILEMODE_BLOB)
         return builder.write()
 

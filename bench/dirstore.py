@@ -30,7 +30,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, StoreErrorCode
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, decode_stored, describe_stored, encode_text, validate_path
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 
@@ -97,7 +97,7 @@ class DirStore:
             have = _version(old) if old is not None else None
             if have != expected:
                 current = FileText(path, decode_stored(old), have) if old is not None and have else None
-                code = "already_exists" if expected is None else "version_mismatch"
+                code: StoreErrorCode = "already_exists" if expected is None else "version_mismatch"
                 raise MemoryStoreError(code, f"{path} is at {have}, not {expected}", current=current)
             if old == data:
                 return version
@@ -160,7 +160,9 @@ class DirStore:
                         data = self._load(path)
                         if data is None:  # replaced or deleted while we walked
                             continue
-                        entry = FileEntry(path, _version(data), len(data), describe_stored(decode_stored(data), self.format))
+                        entry = FileEntry(
+                            path, _version(data), len(data), describe_stored(decode_stored(data), self.format)
+                        )
                         hit = (key, entry)
                     seen[path] = hit
         self._listing = seen

@@ -56,7 +56,9 @@ class GitCliStore:
         self.fsync = fsync
 
     def _git(self, *args: str, stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        fsync = ["-c", "core.fsync=committed", "-c", "core.fsyncMethod=fsync"] if self.fsync else ["-c", "core.fsync=none"]
+        fsync = (
+            ["-c", "core.fsync=committed", "-c", "core.fsyncMethod=fsync"] if self.fsync else ["-c", "core.fsync=none"]
+        )
         done = subprocess.run(["git", *fsync, *args], input=stdin, env=self.env, capture_output=True, check=False)
         if check and done.returncode != 0:
             raise MemoryStoreError("unavailable", f"git {args[0]} failed: {done.stderr.decode(errors='replace')}")
@@ -88,7 +90,9 @@ class GitCliStore:
             self._git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
             tree = self._git("write-tree").stdout.decode().strip()
             message = commit_message("create" if current is None else "edit", (path,), origin or Origin())
-            commit = self._git("commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode()).stdout.decode().strip()
+            commit = (
+                self._git("commit-tree", tree, "-p", head, "-F", "-", stdin=message.encode()).stdout.decode().strip()
+            )
             moved = self._git("update-ref", MAIN, commit, head, check=False)
             if moved.returncode != 0:
                 raise MemoryStoreError("version_mismatch", f"{MAIN} moved under {path}")

@@ -28,7 +28,7 @@ from gitmem.fileformat import (
 )
 from gitmem.git import history as git_history
 from gitmem.git import rewrite as git_rewrite
-from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.repo import GitRepo, Plan, Snapshot, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
@@ -353,18 +353,32 @@ class GitFileStore:
         self.sync = sync
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], fmt: FileFormat | None = None) -> GitFileStore:
-        """Create a new memory at ``path`` (a bare repo with an empty root commit)."""
+    def init(
+        cls, path: str | os.PathLike[str], fmt: FileFormat | None = None, *, durable: bool = False
+    ) -> GitFileStore:
+        """Create a new memory at ``path`` (a bare repo with an empty root commit).
+
+        ``durable=True`` makes every commit fsync its objects and ref before the
+        write returns. libgit2 has one switch for the whole process, so this turns
+        it on for every store in the process, and no store turns it off again.
+        """
+        if durable:
+            set_durable(True)
         fmt = fmt or DEFAULT_FORMAT
         repo = GitRepo.init(os.fspath(path), config=format_to_config(fmt))
         return cls(SyncGitFileStore(repo, fmt))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], fmt: FileFormat | None = None) -> GitFileStore:
+    def open(
+        cls, path: str | os.PathLike[str], fmt: FileFormat | None = None, *, durable: bool = False
+    ) -> GitFileStore:
         """Open an existing memory; ``memory_deleted`` when it is gone.
 
-        Without ``fmt`` the limits saved in the repo's config apply.
+        Without ``fmt`` the limits saved in the repo's config apply; ``durable`` is
+        as for :meth:`init` (process-wide fsync of objects and refs).
         """
+        if durable:
+            set_durable(True)
         repo = GitRepo.open(os.fspath(path))
         return cls(SyncGitFileStore(repo, fmt or format_from_repo(repo)))
 
