@@ -1,0 +1,398 @@
+"""What the memory tool's commands do to a gitmem mount, and how ``/memories`` paths map onto it.
+
+:class:`MemoryCommands` holds the semantics of ``view``, ``create``, ``str_replace``,
+``insert``, ``delete`` and ``rename`` as coroutines over any
+:class:`~gitmem.store.FileStore`; :mod:`gitmem.adapters.anthropic_memory` puts them
+behind the SDK's tool classes. Results and messages follow the SDK's
+local-filesystem memory tool, so a model sees the same text from either backend.
+Refusals are :class:`~anthropic.lib.tools.ToolError`, which the SDK's runner
+returns to the model as an error result.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any, Final
+
+from anthropic.lib.tools import ToolError
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, validate_path
+from gitmem.model import FileEntry, FileText, Origin
+from gitmem.store import FileStore
+from gitmem.tools import ops
+
+ROOT: Final = "/memories"
+LINE_NUMBER_WIDTH: Final = 6
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+# --- paths ---------------------------------------------------------------------------
+
+
+def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
+    """The mount path that ``/memories/...`` names (``""`` for ``/memories`` itself), or a ``ToolError``.
+
+    Pure: nothing is read. One trailing ``/`` is accepted (folders are written that way).
+    """
+    if not isinstance(path, str):
+        raise ToolError(f"Path must be a string starting with {ROOT}, got: {type(path).__name__}")
+    shown = repr(path) if any(unicodedata.category(c) == "Cc" for c in path) else path
+    if "\x00" in path:
+        raise ToolError(f"Path {shown} holds a NUL character; nothing was done")
+    if "\\" in path:
+        raise ToolError(f"Path {shown} holds a backslash; separate folders with '/' under {ROOT}")
+    if _PERCENT_ESCAPE.search(path):
+        raise ToolError(f"Path {shown} holds a percent-encoded character; write paths plainly under {ROOT}")
+    if path != ROOT and not path.startswith(ROOT + "/"):
+        if path.startswith(ROOT):
+            raise ToolError(f"Path {shown} is outside {ROOT}: it only shares the prefix; use {ROOT}/...")
+        raise ToolError(f"Path must start with {ROOT}, got: {shown}")
+    rest = path[len(ROOT) + 1 :]
+    if rest.endswith("/"):
+        rest = rest[:-1]
+    if not rest:
+        return ""
+    for segment in rest.split("/"):
+        if not segment:
+            raise ToolError(f"Path {shown} has an empty segment ('//'); write each folder name once")
+        if unicodedata.normalize("NFKC", segment).strip() in (".", ".."):
+            raise ToolError(f"Path {shown} would escape {ROOT} directory ('.' and '..' segments are refused)")
+        if segment.startswith("~"):
+            raise ToolError(f"Path {shown} has a segment starting with '~'; home directories are not reachable")
+    try:
+        return validate_path(rest, fmt)
+    except MemoryStoreError as exc:
+        raise ToolError(f"Invalid path {shown}: {exc.message}") from None
+
+
+def format_size(size: int) -> str:
+    """Sizes as the SDK's listing prints them: ``0B``, ``812B``, ``4K``, ``1.5M``."""
+    units = ("B", "K", "M", "G")
+    step = min(max(size.bit_length() - 1, 0) // 10, len(units) - 1)
+    value = size / 1024**step
+    return f"{int(value)}{units[step]}" if value == int(value) else f"{value:.1f}{units[step]}"
+
+
+def _lines_keeping_cr(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+class _NotAFile(Exception):
+    """Raised inside a change function: the path holds no file (a folder, or nothing)."""
+
+
+# --- the commands ----------------------------------------------------------------------
+
+
+class MemoryCommands:
+    """The six commands on one mount, for one tool use (``origin`` names it)."""
+
+    def __init__(self, store: FileStore, *, fmt: FileFormat, retries: int, origin: Origin) -> None:
+        self.store = store
+        self.fmt = fmt
+        self.retries = retries
+        self.origin = origin
+
+    # -- helpers --
+
+    def _fail(self, exc: MemoryStoreError, shown: str) -> ToolError:
+        code = exc.code
+        if code == "not_found":
+            return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+        if code == "conflict_retries_exhausted":
+            return ToolError(
+                f"{shown} kept changing while this command was retried {self.retries} times; nothing was written. "
+                "View it again and repeat the command if it is still needed."
+            )
+        if code == "invalid_path":
+            return ToolError(f"Invalid path {shown}: {exc.message}")
+        if code in ("invalid_file", "too_large", "memory_full"):
+            return ToolError(f"Nothing was written to {shown}: {exc.message}")
+        return ToolError(f"The memory store refused the command ({code}): {exc.message}")
+
+    async def _files_under(self, folder: str) -> list[FileEntry]:
+        prefix = folder + "/" if folder else ""
+        return [e for e in await self.store.list() if e.path.startswith(prefix)]
+
+    async def _missing(self, rel: str, shown: str) -> ToolError:
+        if rel and await self._files_under(rel):
+            return ToolError(f"The path {shown} is not a file.")
+        return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+
+    async def _update(self, rel: str, shown: str, change: Callable[[FileText | None], str]) -> str:
+        """One CAS commit of ``change`` applied to the file as it is, re-read after a conflict."""
+        try:
+            text, _ = await ops.cas_update(
+                self.store, rel, change, fmt=self.fmt, retries=self.retries, origin=self.origin
+            )
+        except _NotAFile:
+            raise await self._missing(rel, shown) from None
+        except MemoryStoreError as exc:
+            raise self._fail(exc, shown) from None
+        return text
+
+    # -- view --
+
+    async def view(self, path: object, view_range: Any = None) -> str:
+        rel = store_path(path, self.fmt)
+        shown = str(path)
+        if rel:
+            try:
+                file = await ops.read_or_none(self.store, rel)
+            except MemoryStoreError as exc:
+                raise self._fail(exc, shown) from None
+            if file is not None:
+                return self._numbered(shown, file.text, view_range)
+        under = await self._files_under(rel)
+        if rel and not under:
+            raise ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+        return self._listing(shown.rstrip("/") or ROOT, rel, under)
+
+    @staticmethod
+    def _numbered(shown: str, text: str, view_range: Any) -> str:
+        lines = text.split("\n")
+        first = 1
+        if view_range is not None:
+            ok = (
+                isinstance(view_range, list | tuple)
+                and len(view_range) == 2
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+            )
+            if not ok:
+                raise ToolError(
+                    f"Invalid `view_range` {view_range!r}: give [start_line, end_line] (end -1: to the end)"
+                )
+            start, end = view_range
+            if not 1 <= start <= len(lines) or (end != -1 and end < start):
+                raise ToolError(
+                    f"Invalid `view_range` {list(view_range)}: start_line must be within [1, {len(lines)}] and "
+                    "end_line at least start_line, or -1"
+                )
+            lines = lines[start - 1 : None if end == -1 else end]
+            first = start
+        body = "\n".join(f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{line}" for n, line in enumerate(lines, start=first))
+        return f"Here's the content of {shown} with line numbers:\n{body}"
+
+    @staticmethod
+    def _listing(shown: str, rel: str, under: list[FileEntry]) -> str:
+        """Two levels below the folder, hidden names (and what is in them) left out, like the SDK."""
+        cut = len(rel) + 1 if rel else 0
+        total = 0
+        top: dict[str, int] = {}
+        below: dict[str, dict[str, int]] = {}
+        for entry in under:
+            total += entry.size
+            parts = entry.path[cut:].split("/")
+            if parts[0].startswith("."):
+                continue
+            if len(parts) == 1:
+                top[parts[0]] = entry.size
+                continue
+            folder = parts[0] + "/"
+            top[folder] = top.get(folder, 0) + entry.size
+            if parts[1].startswith("."):
+                continue
+            child = f"{parts[0]}/{parts[1]}" + ("/" if len(parts) > 2 else "")
+            kids = below.setdefault(folder, {})
+            kids[child] = kids.get(child, 0) + entry.size
+        rows = [f"{format_size(total)}\t{shown}"]
+        for name in sorted(top, key=lambda n: n.rstrip("/")):
+            rows.append(f"{format_size(top[name])}\t{shown}/{name}")
+            kids = below.get(name, {})
+            for child in sorted(kids, key=lambda n: n.rstrip("/")):
+                rows.append(f"{format_size(kids[child])}\t{shown}/{child}")
+        header = f"Here're the files and directories up to 2 levels deep in {shown}, excluding hidden items:"
+        return header + "\n" + "\n".join(rows)
+
+    # -- writes --
+
+    async def create(self, path: object, file_text: object) -> str:
+        rel = store_path(path, self.fmt)
+        shown = str(path)
+        if not rel:
+            raise ToolError(f"Cannot create a file at {ROOT} itself; name a file under it, such as {ROOT}/notes.md")
+        if not isinstance(file_text, str):
+            raise ToolError("`file_text` must be a string")
+
+        def change(current: FileText | None) -> str:
+            if current is not None:
+                raise ToolError(f"File {shown} already exists")
+            return file_text
+
+        await self._update(rel, shown, change)
+        return f"File created successfully at: {shown}"
+
+    async def str_replace(self, path: object, old_str: object, new_str: object) -> str:
+        rel = store_path(path, self.fmt)
+        shown = str(path)
+        if not rel:
+            raise ToolError(f"The path {shown} is not a file.")
+        if not isinstance(old_str, str) or not isinstance(new_str, str):
+            raise ToolError("`old_str` and `new_str` must be strings")
+        if not old_str:
+            raise ToolError("No replacement was performed: `old_str` is empty; give the exact text to replace.")
+        seen = {"reads": 0, "line": 0}
+
+        def change(current: FileText | None) -> str:
+            seen["reads"] += 1
+            if current is None:
+                raise _NotAFile
+            text = current.text
+            count = text.count(old_str)
+            note = " (the file changed while this command ran; view it again)" if seen["reads"] > 1 else ""
+            if count == 0:
+                raise ToolError(
+                    f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {shown}.{note}"
+                )
+            if count > 1:
+                lines, at = [], text.find(old_str)
+                while at != -1:
+                    lines.append(str(text.count("\n", 0, at) + 1))
+                    at = text.find(old_str, at + 1)
+                raise ToolError(
+                    f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
+                    f"{', '.join(lines)}. Please ensure it is unique{note}"
+                )
+            at = text.find(old_str)
+            seen["line"] = text.count("\n", 0, at)
+            return text[:at] + new_str + text[at + len(old_str) :]
+
+        text = await self._update(rel, shown, change)
+        new_lines = text.split("\n")
+        first = max(0, seen["line"] - 2)
+        last = min(len(new_lines), seen["line"] + 3)
+        snippet = "\n".join(f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{new_lines[n]}" for n in range(first, last))
+        return (
+            f"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{snippet}"
+        )
+
+    async def insert(self, path: object, insert_line: object, insert_text: object) -> str:
+        rel = store_path(path, self.fmt)
+        shown = str(path)
+        if not rel:
+            raise ToolError(f"The path {shown} is not a file.")
+        if not isinstance(insert_line, int) or isinstance(insert_line, bool):
+            raise ToolError(f"Invalid `insert_line` parameter: {insert_line!r}. It must be a line number.")
+        if not isinstance(insert_text, str):
+            raise ToolError("`insert_text` must be a string")
+
+        def change(current: FileText | None) -> str:
+            if current is None:
+                raise _NotAFile
+            lines = _lines_keeping_cr(current.text)
+            if not 0 <= insert_line <= len(lines):
+                raise ToolError(
+                    f"Invalid `insert_line` parameter: {insert_line}. It should be within the range [0, {len(lines)}]."
+                )
+            lines.insert(insert_line, insert_text.rstrip("\n"))
+            text = "\n".join(lines)
+            return text if text.endswith("\n") else text + "\n"
+
+        await self._update(rel, shown, change)
+        return f"The file {shown} has been edited."
+
+    async def _delete_file(self, rel: str, version: str | None, shown: str) -> bool:
+        """Delete ``rel``, expecting ``version`` first and re-reading after a conflict; ``False`` if absent."""
+        for _ in range(self.retries + 1):
+            if version is None:
+                current = await ops.read_or_none(self.store, rel)
+                if current is None:
+                    return False
+                version = current.version
+            try:
+                await self.store.delete(rel, expected=version, origin=self.origin)
+            except MemoryStoreError as exc:
+                if exc.code not in ("version_mismatch", "not_found"):
+                    raise self._fail(exc, shown) from None
+                version = None
+                continue
+            return True
+        raise ToolError(
+            f"{shown} kept changing while the delete was retried {self.retries} times; nothing was deleted. "
+            "View it again and repeat the command if it is still needed."
+        )
+
+    async def delete(self, path: object) -> str:
+        rel = store_path(path, self.fmt)
+        shown = str(path)
+        if not rel:
+            raise ToolError(f"Cannot delete the {ROOT} directory itself")
+        try:
+            if await self._delete_file(rel, None, shown):
+                return f"Successfully deleted {shown}"
+            under = await self._files_under(rel)
+        except MemoryStoreError as exc:
+            raise self._fail(exc, shown) from None
+        if not under:
+            raise ToolError(f"The path {shown} does not exist")
+        await self._each(under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted")
+        return f"Successfully deleted {shown}"
+
+    async def _each(self, entries: list[FileEntry], shown: str, step: Callable[[FileEntry], Any], done: str) -> None:
+        """Run ``step`` on each file of a folder (one commit each); say how far it got if one fails."""
+        for count, entry in enumerate(entries):
+            try:
+                await step(entry)
+            except ToolError as exc:
+                raise ToolError(
+                    f"{count} of {len(entries)} files under {shown} were {done}, then {ROOT}/{entry.path} failed: "
+                    f"{exc.content if isinstance(exc.content, str) else exc}"
+                ) from None
+
+    async def rename(self, old_path: object, new_path: object) -> str:
+        source = store_path(old_path, self.fmt)
+        destination = store_path(new_path, self.fmt)
+        old_shown, new_shown = str(old_path), str(new_path)
+        if not source:
+            raise ToolError(f"Cannot rename the {ROOT} directory itself")
+        if not destination:
+            raise ToolError(f"The destination {new_shown} already exists")
+        try:
+            if await ops.read_or_none(self.store, source) is not None:
+                await self._move_file(source, destination, old_shown, new_shown)
+                return f"Successfully renamed {old_shown} to {new_shown}"
+            under = await self._files_under(source)
+            if not under:
+                raise ToolError(f"The path {old_shown} does not exist")
+            if destination == source or destination.startswith(source + "/"):
+                raise ToolError(f"Cannot move {old_shown} into itself ({new_shown})")
+            if await ops.read_or_none(self.store, destination) is not None or await self._files_under(destination):
+                raise ToolError(f"The destination {new_shown} already exists")
+            targets = {e.path: validate_path(destination + e.path[len(source) :], self.fmt) for e in under}
+        except MemoryStoreError as exc:
+            raise self._fail(exc, new_shown) from None
+
+        async def step(entry: FileEntry) -> None:
+            await self._move_file(
+                entry.path, targets[entry.path], f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
+            )
+
+        await self._each(under, old_shown, step, "moved")
+        return f"Successfully renamed {old_shown} to {new_shown}"
+
+    async def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
+        try:
+            await ops.move(self.store, source, destination, fmt=self.fmt, retries=self.retries, origin=self.origin)
+        except MemoryStoreError as exc:
+            if exc.code == "already_exists":
+                raise ToolError(f"The destination {new_shown} already exists") from None
+            if exc.code == "not_found":
+                raise ToolError(f"The path {old_shown} does not exist") from None
+            if exc.code == "invalid_path" and await self._files_under(destination):
+                raise ToolError(f"The destination {new_shown} already exists") from None
+            raise self._fail(exc, old_shown) from None
+
+    async def clear(self) -> str:
+        """Delete every file, one commit each; history keeps them (``purge`` would not)."""
+        try:
+            under = await self._files_under("")
+        except MemoryStoreError as exc:
+            raise self._fail(exc, ROOT) from None
+        await self._each(under, ROOT, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted")
+        return "All memory cleared"

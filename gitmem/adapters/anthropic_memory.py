@@ -1,0 +1,320 @@
+"""A backend for Anthropic's memory tool (``memory_20250818``) that keeps ``/memories`` in a gitmem mount.
+
+Claude's memory tool sends file commands (``view``, ``create``, ``str_replace``,
+``insert``, ``delete``, ``rename``) on paths under ``/memories``; the ``anthropic``
+SDK runs them through a subclass of its abstract memory tool. :class:`GitMemoryTool`
+(and :class:`AsyncGitMemoryTool` for the async runner) is that subclass over one
+mount, so each command is a commit that people can review, diff, blame and revert:
+
+- every change is one compare-and-swap commit recording the tool-use id as its tool
+  call (``Gitmem-Tool-Call``), plus the run and principal given to the tool. Edits
+  read the file, check the command against it and write expecting what they read;
+  when another writer got in first they start over from a fresh read
+  (:func:`gitmem.tools.ops.cas_update`), so concurrent edits of different lines all
+  land and an edit whose text is gone fails instead of overwriting. A command on a
+  folder (``delete``, ``rename``) is one commit per file under it, each checked the
+  same way.
+- a path is translated before anything is read or written, and refused unless it
+  names ``/memories`` or something under it: ``..`` and ``.`` segments, percent
+  escapes, backslashes, NUL and control characters, ``~`` segments, paths that only
+  share the prefix (``/memories_backup/x``) and absolute paths elsewhere all get a
+  :class:`~anthropic.lib.tools.ToolError` and no write. Git paths cannot point outside
+  the repository anyway; refusing early gives the model a clear message.
+- results read like the SDK's own local-filesystem memory tool (the same listing,
+  line-numbered views and messages), so prompts tuned for it keep working.
+
+The SDK's runner calls a tool with the tool-use block's input only. To record the
+tool-use id, either hand each assistant message to :meth:`GitMemoryTool.expect` before
+the runner executes its tool calls (the example does this in its ``for message in
+runner`` loop; with ``stream=True`` pass ``stream.get_final_message()``), run blocks
+yourself with :meth:`~GitMemoryTool.run_tool_use`, or wrap calls in
+``with tool.tool_use("toolu_…"):``. A call the tool cannot match (``run_tools_eagerly``
+runs calls before the message is complete) is committed without a tool call id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
+    BetaCacheControlEphemeralParam,
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+    BetaToolResultBlockParam,
+    BetaToolUseBlock,
+)
+
+from gitmem.adapters.anthropic_commands import ROOT, MemoryCommands, store_path
+from gitmem.fileformat import DEFAULT_FORMAT, FileFormat
+from gitmem.model import Origin
+from gitmem.store import FileStore
+
+T = TypeVar("T")
+
+__all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
+
+_TOOL_USE: ContextVar[str | None] = ContextVar("gitmem_memory_tool_use", default=None)
+
+
+# --- tool-use ids ----------------------------------------------------------------------
+
+
+class _ToolUseIds:
+    """Which tool-use id the next call with a given input object belongs to.
+
+    The runner passes ``block.input`` (the very object in the message) to the tool,
+    so the message's blocks can be matched to the calls by identity.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[object, str]] = {}
+
+    def expect(self, blocks: Iterable[object], name: str) -> int:
+        pending: dict[int, tuple[object, str]] = {}
+        for block in blocks:
+            # Duck-typed: parsed and streamed messages carry their own tool-use block classes.
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == name:
+                tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
+                if isinstance(tool_use_id, str):
+                    pending[id(tool_input)] = (tool_input, tool_use_id)
+        with self._lock:
+            self._pending = pending  # a new turn: calls of an older one will not run any more
+        return len(pending)
+
+    def claim(self, tool_input: object) -> str | None:
+        with self._lock:
+            found = self._pending.pop(id(tool_input), None)
+        return found[1] if found is not None and found[0] is tool_input else None
+
+
+class _Shared:
+    """What the sync and async tools have in common: the mount, the origin, the id plumbing."""
+
+    name: str
+
+    def _setup(self, store: FileStore, origin: Origin | None, fmt: FileFormat | None, write_retries: int) -> None:
+        self.store = store
+        self.origin = origin or Origin()
+        fmt = fmt or getattr(store, "format", None) or DEFAULT_FORMAT
+        if not isinstance(fmt, FileFormat):
+            fmt = DEFAULT_FORMAT
+        self.format = fmt
+        self.write_retries = write_retries
+        self._ids = _ToolUseIds()
+
+    def expect(self, message: object) -> int:
+        """Note the memory tool-use blocks of an assistant message (or a list of blocks) about to run.
+
+        Returns how many there are. Their ids become the commits' tool call ids.
+        """
+        blocks = getattr(message, "content", message)
+        if not isinstance(blocks, Iterable):
+            raise TypeError("expect() takes an assistant message or its content blocks")
+        return self._ids.expect(blocks, self.name)
+
+    @contextmanager
+    def tool_use(self, tool_use_id: str | None) -> Iterator[None]:
+        """Commands run in this block record ``tool_use_id`` as their tool call."""
+        token = _TOOL_USE.set(tool_use_id)
+        try:
+            yield
+        finally:
+            _TOOL_USE.reset(token)
+
+    def _origin(self) -> Origin:
+        return self.origin.with_tool_call(_TOOL_USE.get())
+
+    def _commands(self, store: FileStore) -> MemoryCommands:
+        return MemoryCommands(store, fmt=self.format, retries=self.write_retries, origin=self._origin())
+
+    @staticmethod
+    def _result(block: BetaToolUseBlock, outcome: str | ToolError) -> BetaToolResultBlockParam:
+        if isinstance(outcome, ToolError):
+            text = outcome.content if isinstance(outcome.content, str) else str(outcome)
+            return {"type": "tool_result", "tool_use_id": block.id, "content": f"Error: {text}", "is_error": True}
+        return {"type": "tool_result", "tool_use_id": block.id, "content": outcome}
+
+
+class _Direct:
+    """The async store interface over a store's sync core, without an event loop.
+
+    The commands are written once, as coroutines over a store. Over this facade they
+    never suspend, so :func:`_drive` runs them to the end in one step: the sync tool
+    pays no event loop or thread hop per command.
+    """
+
+    def __init__(self, sync: Any) -> None:
+        self.sync = sync
+        self.format = getattr(sync, "format", DEFAULT_FORMAT)
+
+    async def list(self) -> Any:
+        return self.sync.list()
+
+    async def read(self, path: str) -> Any:
+        return self.sync.read(path)
+
+    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        return str(self.sync.write(path, text, expected=expected, origin=origin))
+
+    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return str(self.sync.move(source, destination, expected=expected, origin=origin))
+
+    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        self.sync.delete(path, expected=expected, origin=origin)
+
+    async def changes(self, since: str | None) -> Any:
+        return self.sync.changes(since)
+
+    async def purge(self) -> None:
+        self.sync.purge()
+
+
+def _drive(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a store call suspended outside an event loop; use AsyncGitMemoryTool")
+
+
+# --- the tools -------------------------------------------------------------------------
+
+
+class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
+    """The memory tool over one gitmem mount, for the SDK's (sync) tool runner.
+
+    ``store`` is the mount (``Root(dir).mount("claude", create=True)``); ``origin``
+    gives the run and principal recorded on every commit (its tool call is replaced
+    by each command's tool-use id). ``write_retries`` bounds the re-reads after a
+    concurrent change. Any :class:`~gitmem.store.FileStore` works; over a
+    :class:`~gitmem.gitstore.GitFileStore` the commands run on its sync core directly.
+    """
+
+    def __init__(
+        self,
+        store: FileStore,
+        *,
+        origin: Origin | None = None,
+        fmt: FileFormat | None = None,
+        write_retries: int = 3,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._setup(store, origin, fmt, write_retries)
+        sync = getattr(store, "sync", None)
+        self._direct: FileStore | None = _Direct(sync) if sync is not None else None
+
+    def __repr__(self) -> str:
+        return f"GitMemoryTool({self.store!r})"
+
+    def call(self, input: object) -> Any:
+        tool_use_id = self._ids.claim(input)
+        if tool_use_id is None:
+            return super().call(input)
+        with self.tool_use(tool_use_id):
+            return super().call(input)
+
+    def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
+        """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
+        with self.tool_use(block.id):
+            try:
+                outcome = str(super().call(block.input))
+            except ToolError as exc:
+                return self._result(block, exc)
+        return self._result(block, outcome)
+
+    def _run(self, work: Any) -> str:
+        if self._direct is not None:
+            return _drive(work(self._commands(self._direct)))  # type: ignore[no-any-return]
+        return asyncio.run(work(self._commands(self.store)))  # type: ignore[no-any-return]
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        return self._run(lambda c: c.view(command.path, command.view_range))
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        return self._run(lambda c: c.create(command.path, command.file_text))
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        return self._run(lambda c: c.str_replace(command.path, command.old_str, command.new_str))
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        return self._run(lambda c: c.insert(command.path, command.insert_line, command.insert_text))
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        return self._run(lambda c: c.delete(command.path))
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        return self._run(lambda c: c.rename(command.old_path, command.new_path))
+
+    def clear_all_memory(self) -> str:
+        """Delete every file, one commit each (history is kept; ``purge`` erases it)."""
+        return self._run(lambda c: c.clear())
+
+
+class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
+    """:class:`GitMemoryTool` for the SDK's async tool runner (the same commands, awaited)."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        *,
+        origin: Origin | None = None,
+        fmt: FileFormat | None = None,
+        write_retries: int = 3,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._setup(store, origin, fmt, write_retries)
+
+    def __repr__(self) -> str:
+        return f"AsyncGitMemoryTool({self.store!r})"
+
+    async def call(self, input: object) -> Any:
+        tool_use_id = self._ids.claim(input)
+        if tool_use_id is None:
+            return await super().call(input)
+        with self.tool_use(tool_use_id):
+            return await super().call(input)
+
+    async def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
+        """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
+        with self.tool_use(block.id):
+            try:
+                outcome = str(await super().call(block.input))
+            except ToolError as exc:
+                return self._result(block, exc)
+        return self._result(block, outcome)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        return await self._commands(self.store).view(command.path, command.view_range)
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        return await self._commands(self.store).create(command.path, command.file_text)
+
+    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        return await self._commands(self.store).str_replace(command.path, command.old_str, command.new_str)
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        return await self._commands(self.store).insert(command.path, command.insert_line, command.insert_text)
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        return await self._commands(self.store).delete(command.path)
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        return await self._commands(self.store).rename(command.old_path, command.new_path)
+
+    async def clear_all_memory(self) -> str:
+        """Delete every file, one commit each (history is kept; ``purge`` erases it)."""
+        return await self._commands(self.store).clear()
