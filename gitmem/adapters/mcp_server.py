@@ -126,7 +126,7 @@ class MemoryMcpServer:
             out.append(
                 types.Tool(
                     name=d.name,
-                    title=d.tool_id,
+                    title=f"Memory file {d.tool}",
                     description=d.description,
                     input_schema=d.input_schema,
                     annotations=types.ToolAnnotations(
@@ -135,6 +135,7 @@ class MemoryMcpServer:
                         idempotent_hint=read_only,
                         open_world_hint=False,
                     ),
+                    _meta={"io.gitmem/tool-id": d.tool_id, "io.gitmem/memories": list(d.memories)},
                 )
             )
         return out

@@ -202,6 +202,23 @@ def test_folder_delete_and_rename_commit_each_file(tool: GitMemoryTool, store: G
     assert calls.split() == ["toolu_rm"] * 3 + ["toolu_x"] + ["toolu_mv"] * 3
 
 
+def test_content_the_store_refuses_writes_nothing(tool: GitMemoryTool, store: GitFileStore) -> None:
+    before = commits(store)
+    key = "aws_key = AKIA" + "ABCDEFGHIJKLMNOP\n"
+    message = refused(tool, Create(command="create", path="/memories/keys.md", file_text=key))
+    assert message.startswith("Nothing was written to /memories/keys.md:") and "secret" in message
+    run(tool, Create(command="create", path="/memories/big.md", file_text="x\n"))
+    huge = "y" * (store.format.max_file_bytes + 1)
+    message = refused(tool, StrReplace(command="str_replace", path="/memories/big.md", old_str="x", new_str=huge))
+    assert message.startswith("Nothing was written to /memories/big.md:")
+    assert "not a file" in refused(tool, StrReplace(command="str_replace", path="/memories", old_str="a", new_str="b"))
+    run(tool, Create(command="create", path="/memories/dir/f.md", file_text="f\n"))
+    assert refused(tool, Insert(command="insert", path="/memories/dir", insert_line=0, insert_text="x")) == (
+        "The path /memories/dir is not a file."
+    )
+    assert commits(store) == before + 2
+
+
 # --- compare-and-swap ------------------------------------------------------------------
 
 

@@ -94,4 +94,7 @@ def mcp(state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cur
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
     server = MemoryMcpServer(FileMemoryCapability(offered), origin=state.origin, cursor_file=cursor_file)
-    anyio.run(server.run_stdio)
+    try:
+        anyio.run(server.run_stdio)
+    except KeyboardInterrupt:  # Ctrl-C when started by hand: stop quietly, like a closed stdin
+        pass
