@@ -31,6 +31,7 @@ from gitmem.git import rewrite as git_rewrite
 from gitmem.git.repo import GitRepo, Plan, Snapshot, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
+from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.provenance import commit_message
 from gitmem.store import check_capacity, check_destination, check_existing, check_expected, file_dir_conflict
@@ -207,7 +208,8 @@ class SyncGitFileStore:
         limit = check_limit(limit)
         with translate_errors(self.path):
             head = self.repo.head()
-            files = list(self.repo.files_at(head, prefix))
+            # The index only narrows which files are read; scan decides every line.
+            files = self.index.files_for(pattern, regex=regex, case_sensitive=case_sensitive, prefix=prefix, head=head)
             return scan(((p, decode_stored(self.repo.blob(oid))) for p, oid in files), matcher, limit)
 
     def changes(self, since: str | None) -> Changes | FullResync:
@@ -341,6 +343,33 @@ class SyncGitFileStore:
     def gc(self) -> GcReport:
         return git_rewrite.gc(self.repo)
 
+    # -- the search index (a projection of git, see gitmem.index) --
+
+    _index: MountIndex | None = None
+    _index_guard = threading.Lock()
+
+    @property
+    def index(self) -> MountIndex:
+        if self._index is None:
+            with self._index_guard:
+                if self._index is None:
+                    self._index = MountIndex(self.repo)
+        return self._index
+
+    def find(self, query: str, *, path: str = "", limit: int = 10) -> builtins.list[FindHit]:
+        """Files ranked by BM25F over the words of ``query``, with a snippet each."""
+        prefix = validate_directory(path, self.format)
+        with translate_errors(self.path):
+            return self.index.find(query, prefix=prefix, limit=limit)
+
+    def index_status(self) -> IndexStatus:
+        with translate_errors(self.path):
+            return self.index.status()
+
+    def rebuild_index(self) -> IndexStatus:
+        with translate_errors(self.path):
+            return self.index.rebuild()
+
 
 class GitFileStore:
     """The async store over a bare git repository (see :class:`SyncGitFileStore`).
@@ -469,3 +498,12 @@ class GitFileStore:
 
     async def gc(self) -> GcReport:
         return await asyncio.to_thread(self.sync.gc)
+
+    async def find(self, query: str, *, path: str = "", limit: int = 10) -> builtins.list[FindHit]:
+        return await asyncio.to_thread(lambda: self.sync.find(query, path=path, limit=limit))
+
+    async def index_status(self) -> IndexStatus:
+        return await asyncio.to_thread(self.sync.index_status)
+
+    async def rebuild_index(self) -> IndexStatus:
+        return await asyncio.to_thread(self.sync.rebuild_index)

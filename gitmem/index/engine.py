@@ -1,0 +1,315 @@
+"""The Whoosh side of a mount's index: the only module that imports whoosh.
+
+One Whoosh index per mount. Each file is one document:
+
+- ``key``  (ID, unique): a hash of the path, so any path (even one plain git
+  wrote with bytes that are not UTF-8) can be replaced or deleted by term;
+- ``path`` (ID): the path as text, for prefix filters in ranked search;
+- ``file`` (column): the blob id and the path, read back for every candidate;
+- ``sig``  (column): the trigram signature (:mod:`gitmem.index.grams`);
+- ``body``, ``name`` (TEXT): words of the content and of the path, for BM25.
+
+One more document (``key == "meta"``) stores the commit the index reflects and
+the index format. It is written in the same Whoosh commit as the files, so a
+reader always sees a file set and the commit it belongs to together.
+
+Signatures are loaded once per Whoosh segment and process (segments never
+change after they are written; only their deletion sets do), so a search costs
+a pass over in-memory signatures, not a pass over the index files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from whoosh import columns, fields
+from whoosh.analysis import LowercaseFilter, RegexTokenizer, StopFilter
+from whoosh.filedb.filestore import FileStorage
+from whoosh.index import EmptyIndexError, FileIndex
+from whoosh.index import LockError as WhooshLockError
+from whoosh.query import Or, Prefix, Query, Term
+from whoosh.searching import Searcher
+
+from gitmem.index.grams import grams_of, probe, signature, text_grams
+from gitmem.index.needles import All, AnyOf, Lit, Need
+
+FORMAT = 1  # bump when the schema or the signature changes: old indexes are rebuilt
+META_KEY = "meta"
+
+# Words for ranked search: runs of word characters, but each CJK character on
+# its own (those scripts do not separate words with spaces).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+WORDS = RegexTokenizer(rf"[{_CJK}]|[^\W{_CJK}]+") | LowercaseFilter() | StopFilter()
+
+
+def _schema() -> fields.Schema:
+    return fields.Schema(
+        key=fields.ID(unique=True),
+        path=fields.ID(),
+        file=fields.COLUMN(columns.VarBytesColumn()),
+        sig=fields.COLUMN(columns.VarBytesColumn()),
+        body=fields.TEXT(analyzer=WORDS, phrase=False),
+        name=fields.TEXT(analyzer=WORDS, phrase=False, field_boost=2.0),
+        meta=fields.STORED(),
+    )
+
+
+SCHEMA = _schema()
+
+
+class Broken(Exception):
+    """The index files cannot be read; the fix is a rebuild."""
+
+
+class Busy(Exception):
+    """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    commit: str
+    format: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    documents: int
+    deleted: int
+    segments: int
+
+
+@dataclass(slots=True)
+class SegmentData:
+    """What a search needs from one segment, decoded once."""
+
+    files: list[tuple[str, str] | None]  # docnum -> (path, blob id)
+    by_size: dict[int, list[tuple[int, bytes]]]  # signature length -> [(docnum, signature)]
+
+
+SegmentCache = dict[str, SegmentData]
+
+
+def path_key(path: str) -> str:
+    return hashlib.sha1(path.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def path_text(path: str) -> str:
+    """The path as Whoosh can store it (odd bytes from plain git become U+FFFD)."""
+    return path.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _file_value(path: str, version: str) -> bytes:
+    return (version + path).encode("utf-8", "surrogatepass")
+
+
+def _read_file_value(value: bytes) -> tuple[str, str]:
+    text = value.decode("utf-8", "surrogatepass")
+    return text[40:], text[:40]
+
+
+def file_document(path: str, version: str, text: str) -> dict[str, Any]:
+    grams = text_grams(text)
+    shown = path_text(path)
+    return {
+        "key": path_key(path),
+        "path": shown,
+        "file": _file_value(path, version),
+        "sig": signature(grams, len(grams)),
+        "body": text,
+        "name": shown.replace("/", " ").replace(".", " ").replace("-", " "),
+    }
+
+
+# -- opening --
+
+
+def open_index(directory: str) -> FileIndex | None:
+    """The index in ``directory``; ``None`` when there is none, :class:`Broken` when unreadable."""
+    if not os.path.isdir(directory):
+        return None
+    try:
+        return FileIndex(FileStorage(directory), schema=SCHEMA)
+    except EmptyIndexError:
+        if os.listdir(directory):
+            raise Broken(f"{directory} holds files but no index") from None
+        return None
+    except Exception as exc:
+        raise Broken(f"cannot open the index in {directory}: {exc!r}") from exc
+
+
+def create_index(directory: str) -> FileIndex:
+    """An empty index in ``directory``, after removing whatever was there.
+
+    Removing the folder (not just Whoosh's files) clears garbage and leaves
+    nothing of erased content behind in old segment files.
+    """
+    if os.path.lexists(directory):
+        if os.path.isdir(directory) and not os.path.islink(directory):
+            shutil.rmtree(directory)
+        else:
+            os.unlink(directory)
+    os.makedirs(directory)
+    storage = FileStorage(directory)
+    return FileIndex.create(storage, SCHEMA)
+
+
+@contextmanager
+def searching(ix: FileIndex) -> Iterator[Searcher]:
+    try:
+        searcher = ix.searcher()
+    except Exception as exc:
+        raise Broken(f"cannot read the index: {exc!r}") from exc
+    try:
+        yield searcher
+    finally:
+        searcher.close()
+
+
+def read_meta(searcher: Searcher) -> Meta | None:
+    stored = searcher.document(key=META_KEY)
+    if not stored or not isinstance(stored.get("meta"), dict):
+        return None
+    meta = stored["meta"]
+    commit, fmt = meta.get("commit"), meta.get("format")
+    if not isinstance(commit, str) or not isinstance(fmt, int):
+        return None
+    return Meta(commit, fmt)
+
+
+def stats(searcher: Searcher) -> Stats:
+    reader = searcher.reader()
+    total = reader.doc_count_all()
+    live = reader.doc_count()
+    segments = sum(1 for _ in reader.leaf_readers())
+    has_meta = searcher.document_number(key=META_KEY) is not None
+    return Stats(max(0, live - int(has_meta)), total - live, segments)
+
+
+# -- writing --
+
+
+def write(
+    ix: FileIndex,
+    documents: Iterable[dict[str, Any] | str],
+    commit: str,
+    *,
+    fresh: bool = False,
+) -> None:
+    """Apply documents (a dict to add or replace, a path to delete) and record ``commit``.
+
+    Everything lands in one Whoosh commit. ``fresh`` marks a rebuild into an
+    empty index (plain adds are enough). When deletions pile up in old segments
+    the commit merges everything, so queries do not slow down over time.
+    """
+    try:
+        writer = ix.writer()
+    except WhooshLockError:
+        raise Busy("the Whoosh write lock is held") from None
+    try:
+        for doc in documents:
+            if isinstance(doc, str):
+                writer.delete_by_term("key", path_key(doc))
+            elif fresh:
+                writer.add_document(**doc)
+            else:
+                writer.update_document(**doc)
+        writer.update_document(key=META_KEY, meta={"commit": commit, "format": FORMAT})
+        deleted = sum(segment.deleted_count() for segment in writer.segments)
+        total = sum(segment.doc_count_all() for segment in writer.segments)
+        writer.commit(optimize=deleted > 64 and deleted * 4 > total)
+    except BaseException:
+        writer.cancel()
+        raise
+
+
+# -- grep candidates --
+
+
+def _segment_data(reader: Any) -> SegmentData:
+    files: list[tuple[str, str] | None] = []
+    by_size: dict[int, list[tuple[int, bytes]]] = {}
+    file_col = reader.column_reader("file", translate=False)
+    sig_col = reader.column_reader("sig", translate=False)
+    for docnum, (value, sig) in enumerate(zip(file_col, sig_col, strict=True)):
+        files.append(_read_file_value(value) if len(value) >= 40 else None)
+        if sig:
+            by_size.setdefault(len(sig), []).append((docnum, sig))
+    return SegmentData(files, by_size)
+
+
+def _filter(need: Need, entries: list[tuple[int, bytes]], nbytes: int) -> list[tuple[int, bytes]]:
+    if isinstance(need, Lit):
+        for index, bits in probe(grams_of(need.text), nbytes):
+            entries = [e for e in entries if (e[1][index] & bits) == bits]
+            if not entries:
+                break
+        return entries
+    if isinstance(need, All):
+        for part in need.parts:
+            entries = _filter(part, entries, nbytes)
+        return entries
+    assert isinstance(need, AnyOf)
+    chosen: set[int] = set()
+    for part in need.parts:
+        chosen.update(docnum for docnum, _ in _filter(part, entries, nbytes))
+    return [e for e in entries if e[0] in chosen]
+
+
+def candidates(searcher: Searcher, need: Need, prefix: str, cache: SegmentCache) -> list[tuple[str, str]]:
+    """Files under ``prefix`` whose signature allows ``need``, as ``(path, blob id)``.
+
+    ``cache`` keeps decoded segments between calls; ids of segments that are
+    gone are dropped from it.
+    """
+    found: list[tuple[str, str]] = []
+    live: set[str] = set()
+    for reader, _base in searcher.reader().leaf_readers():
+        segid = reader.segment().segment_id()
+        live.add(segid)
+        data = cache.get(segid)
+        if data is None:
+            data = _segment_data(reader)
+            cache[segid] = data
+        deletions = reader.has_deletions()
+        for nbytes, entries in data.by_size.items():
+            for docnum, _sig in _filter(need, entries, nbytes):
+                if deletions and reader.is_deleted(docnum):
+                    continue
+                entry = data.files[docnum]
+                if entry is not None and entry[0].startswith(prefix):
+                    found.append(entry)
+    for stale in [k for k in cache if k not in live]:
+        cache.pop(stale, None)
+    return found
+
+
+# -- ranked search --
+
+
+def words(query: str) -> list[str]:
+    """The distinct search words of ``query``, as the index stores them."""
+    seen: dict[str, None] = {}
+    for token in WORDS(query):
+        seen.setdefault(token.text, None)
+    return list(seen)
+
+
+def ranked(searcher: Searcher, terms: list[str], prefix: str, limit: int) -> list[tuple[str, str, float]]:
+    """The best ``limit`` files for ``terms`` by BM25F, as ``(path, indexed blob id, score)``."""
+    query: Query = Or([Term(field, t) for t in terms for field in ("body", "name")])
+    restrict = Prefix("path", path_text(prefix)) if prefix else None
+    results = searcher.search(query, limit=limit, filter=restrict)
+    file_col = searcher.reader().column_reader("file", translate=False)
+    out: list[tuple[str, str, float]] = []
+    for hit in results:
+        value = file_col[hit.docnum]
+        if len(value) >= 40:
+            path, version = _read_file_value(value)
+            out.append((path, version, float(hit.score or 0.0)))
+    return out

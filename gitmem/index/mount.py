@@ -1,0 +1,351 @@
+"""A mount's index as the store sees it: pick grep candidates, rank files, stay current.
+
+The index is a projection of git, kept in ``<repo>/gitmem/index/`` and stamped
+with the commit it reflects. Writes never touch it. A search first *tries* to
+bring it up to the head (catch-up from the tree diff, one Whoosh commit; or a
+rebuild when it is missing, unreadable, of an older format, or stamped with a
+commit that is gone or no longer an ancestor after a purge or forget). Whether
+or not that worked, the search then reads the last committed index and treats
+every path that changed between its commit and the head as a candidate, so
+answers always reflect the head exactly::
+
+    head ──► try index.lock ──► catch up / rebuild ──► read committed index (commit C)
+                 (busy: skip)                              │
+    candidates = (signature hits not changed since C) + (paths changed C..head)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import decode_stored
+from gitmem.index.lock import IndexLock
+from gitmem.index.needles import Need, literal_need, regex_need
+from gitmem.index.results import FindHit, IndexStatus, snippet
+
+if TYPE_CHECKING:
+    from whoosh.index import FileIndex
+
+log = logging.getLogger("gitmem.index")
+
+FIND_WAIT = 5.0  # ranked search waits this long for a writer before using the last commit
+REBUILD_WAIT = 120.0
+RETRY_AFTER_FAILURE = 30.0
+MAX_FIND_LIMIT = 1000
+
+
+class GitSource(Protocol):
+    """What the index reads from git (satisfied by :class:`gitmem.git.repo.GitRepo`)."""
+
+    path: str
+
+    def head(self) -> str: ...
+    def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]: ...
+    def blob(self, oid: str) -> bytes: ...
+    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None: ...
+    def is_commit(self, rev: str) -> bool: ...
+    def descendant_of(self, commit: str, ancestor: str) -> bool: ...
+    def changed_paths(self, old: str, new: str) -> tuple[str, ...]: ...
+
+
+def git_order(path: str) -> bytes:
+    """Sort key giving git's tree-walk order (paths from pygit2 use surrogateescape)."""
+    return path.encode("utf-8", "surrogateescape")
+
+
+class MountIndex:
+    """The index of one mount; safe for many threads and processes."""
+
+    def __init__(self, repo: GitSource) -> None:
+        self.repo = repo
+        state = os.path.join(repo.path, "gitmem")
+        self.directory = os.path.join(state, "index")
+        self.lock = IndexLock(os.path.join(state, "index.lock"))
+        self._cache: dict[str, Any] = {}  # Whoosh segment id -> decoded signatures
+        self._ix: FileIndex | None = None
+        self._current: str | None = None  # a head this process saw the index reach
+        self._retry_at = 0.0
+
+    # -- grep --
+
+    def files_for(
+        self, pattern: str, *, regex: bool, case_sensitive: bool, prefix: str, head: str
+    ) -> list[tuple[str, str]]:
+        """Every file under ``prefix`` at ``head`` that may hold a matching line, in path order.
+
+        ``pattern`` must already have compiled (see :func:`gitmem.grep.compile_pattern`).
+        A pattern the index cannot narrow gets every file.
+        """
+        need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
+        if need is not None:
+            self.refresh(head)
+            found = self._candidates(need, prefix, head)
+            if found is not None:
+                return found
+        return list(self.repo.files_at(head, prefix))
+
+    def _candidates(self, need: Need, prefix: str, head: str) -> list[tuple[str, str]] | None:
+        from gitmem.index import engine
+
+        try:
+            ix = self._open()
+            if ix is None:
+                return None
+            with engine.searching(ix) as searcher:
+                meta = engine.read_meta(searcher)
+                if meta is None or meta.format != engine.FORMAT:
+                    self._current = None
+                    return None
+                hits = engine.candidates(searcher, need, prefix, self._cache)
+        except MemoryStoreError:
+            raise
+        except Exception as exc:
+            log.warning("index of %s unreadable, scanning instead: %r", self.repo.path, exc)
+            self._ix = None
+            self._current = None
+            return None
+        if meta.commit != head:
+            changed = self._changed_since(meta.commit, head)
+            if changed is None:
+                self._current = None
+                return None
+            hits = [hit for hit in hits if hit[0] not in changed]
+            for path in changed:
+                if path.startswith(prefix):
+                    found = self.repo.read_at(head, path)
+                    if found is not None:
+                        hits.append((path, found[0]))
+        hits.sort(key=lambda hit: git_order(hit[0]))
+        return hits
+
+    def _changed_since(self, commit: str, head: str) -> set[str] | None:
+        """Paths changed from ``commit`` to ``head``; ``None`` when ``commit`` cannot serve."""
+        try:
+            if not self.repo.is_commit(commit) or not self.repo.descendant_of(head, commit):
+                return None
+            return set(self.repo.changed_paths(commit, head))
+        except MemoryStoreError:
+            raise
+        except Exception:  # objects pruned under a stale handle: the commit cannot serve
+            return None
+
+    # -- keeping up --
+
+    def _open(self) -> FileIndex | None:
+        from gitmem.index import engine
+
+        ix = self._ix
+        if ix is None or not os.path.isdir(self.directory):
+            ix = self._ix = engine.open_index(self.directory)
+        return ix
+
+    def refresh(self, head: str, *, wait: float = 0.0) -> bool:
+        """Bring the index to ``head`` if the index lock can be had within ``wait`` seconds.
+
+        Returns whether the index now reflects ``head``. Failures never escape
+        (a search scans instead) except store errors from git itself.
+        """
+        if self._current == head:
+            return True
+        if time.monotonic() < self._retry_at:
+            return False
+        with self.lock.attempt(wait) as held:
+            if not held:
+                return False
+            from gitmem.index import engine
+
+            try:
+                self._catch_up(head)
+            except MemoryStoreError:
+                raise
+            except engine.Busy:
+                return False
+            except Exception as exc:
+                log.warning("cannot update the index of %s: %r", self.repo.path, exc)
+                self._retry_at = time.monotonic() + RETRY_AFTER_FAILURE
+                self._ix = None
+                return False
+        self._current = head
+        return True
+
+    def _catch_up(self, head: str) -> None:
+        from gitmem.index import engine
+
+        ix: FileIndex | None = None
+        meta = None
+        documents = 0
+        try:
+            ix = engine.open_index(self.directory)
+            if ix is not None:
+                with engine.searching(ix) as searcher:
+                    meta = engine.read_meta(searcher)
+                    documents = engine.stats(searcher).documents
+        except engine.Broken as exc:
+            log.warning("rebuilding the index of %s: %s", self.repo.path, exc)
+            ix = None
+        if ix is not None and meta is not None and meta.format == engine.FORMAT:
+            if meta.commit == head:
+                self._ix = ix
+                return
+            changed = self._changed_since(meta.commit, head)
+            if changed is not None and len(changed) <= max(256, documents // 2):
+                try:
+                    engine.write(ix, self._documents(head, sorted(changed)), head)
+                    self._ix = ix
+                    return
+                except MemoryStoreError:
+                    raise
+                except engine.Busy:
+                    raise
+                except Exception as exc:
+                    log.warning("rebuilding the index of %s after a failed update: %r", self.repo.path, exc)
+        self._rebuild(head)
+
+    def _documents(self, head: str, paths: list[str]) -> Iterator[dict[str, Any] | str]:
+        from gitmem.index import engine
+
+        for path in paths:
+            found = self.repo.read_at(head, path)
+            if found is None:
+                yield path
+            else:
+                yield engine.file_document(path, found[0], decode_stored(found[1]))
+
+    def _rebuild(self, head: str) -> None:
+        from gitmem.index import engine
+
+        self._ix = None
+        self._cache.clear()
+        ix = engine.create_index(self.directory)
+        docs = (
+            engine.file_document(path, oid, decode_stored(self.repo.blob(oid)))
+            for path, oid in self.repo.files_at(head)
+        )
+        engine.write(ix, docs, head, fresh=True)
+        self._ix = ix
+
+    def rebuild(self) -> IndexStatus:
+        """Recreate the index from the head, waiting for another indexer if needed."""
+        head = self.repo.head()
+        with self.lock.attempt(REBUILD_WAIT) as held:
+            if not held:
+                raise MemoryStoreError("unavailable", f"another process keeps the index of {self.repo.path} busy")
+            try:
+                self._rebuild(head)
+            except MemoryStoreError:
+                raise
+            except Exception as exc:
+                raise MemoryStoreError("unavailable", f"cannot rebuild the index: {exc!r}") from exc
+            self._current = head
+            self._retry_at = 0.0
+        return self.status()
+
+    def clear(self) -> None:
+        """Delete the index (it holds words of the files); the next search rebuilds it."""
+        import shutil
+
+        with self.lock.attempt(REBUILD_WAIT) as held:
+            if not held:
+                raise MemoryStoreError("unavailable", f"another process keeps the index of {self.repo.path} busy")
+            self._ix = None
+            self._current = None
+            self._cache.clear()
+            try:
+                shutil.rmtree(self.directory)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise MemoryStoreError("unavailable", f"cannot remove the index: {exc}") from exc
+
+    def status(self) -> IndexStatus:
+        from gitmem.index import engine
+
+        head = self.repo.head()
+        try:
+            ix = engine.open_index(self.directory)
+            if ix is None:
+                return IndexStatus(self.directory, "missing", head, None)
+            with engine.searching(ix) as searcher:
+                meta = engine.read_meta(searcher)
+                counts = engine.stats(searcher)
+        except engine.Broken:
+            return IndexStatus(self.directory, "broken", head, None)
+        except Exception:
+            return IndexStatus(self.directory, "broken", head, None)
+        if meta is None:
+            return IndexStatus(self.directory, "missing", head, None, counts.documents, counts.deleted, counts.segments)
+        if meta.format != engine.FORMAT:
+            state = "outdated"
+        elif meta.commit == head:
+            state = "current"
+        else:
+            state = "behind" if self._changed_since(meta.commit, head) is not None else "outdated"
+        return IndexStatus(
+            self.directory, state, head, meta.commit, counts.documents, counts.deleted, counts.segments
+        )
+
+    # -- ranked search --
+
+    def find(self, query: str, *, prefix: str = "", limit: int = 10) -> list[FindHit]:
+        """Files ranked by BM25F over the words of ``query``, best first, with a snippet.
+
+        Ranked search waits up to ``FIND_WAIT`` for another indexer. If the index
+        still lags, files changed since its commit keep their old rank (deleted
+        ones are dropped, new ones are missing) while snippets and versions come
+        from the head.
+        """
+        from gitmem.index import engine
+
+        if not isinstance(query, str) or not query.strip():
+            raise MemoryStoreError("invalid_pattern", "the query must be a non-empty string")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_FIND_LIMIT:
+            raise MemoryStoreError("invalid_pattern", f"limit must be an integer from 1 to {MAX_FIND_LIMIT}")
+        terms = engine.words(query)
+        if not terms:
+            return []
+        head = self.repo.head()
+        self.refresh(head, wait=FIND_WAIT)
+        try:
+            ix = self._open()
+            if ix is None:
+                raise MemoryStoreError("unavailable", "the index is not built yet; try again or run an index rebuild")
+            with engine.searching(ix) as searcher:
+                meta = engine.read_meta(searcher)
+                ranked = engine.ranked(searcher, terms, prefix, limit) if meta is not None else []
+        except MemoryStoreError:
+            raise
+        except Exception as exc:
+            self._ix = None
+            raise MemoryStoreError("unavailable", f"the index cannot be read: {exc!r}") from exc
+        if meta is None or meta.format != engine.FORMAT:
+            raise MemoryStoreError("unavailable", "the index is being rebuilt; try again")
+        changed = self._changed_since(meta.commit, head) if meta.commit != head else set()
+        hits: list[FindHit] = []
+        for path, version, score in ranked:
+            if changed is None or path in changed:
+                found = self.repo.read_at(head, path)
+                if found is None:
+                    continue
+                version, data = found
+            else:
+                data = self.repo.blob(version)
+            hits.append(FindHit(path, score, snippet(decode_stored(data), terms), version))
+        return hits
+
+
+def catch_up(mount_path: str, *, wait: float = 30.0) -> bool:
+    """Bring the index of the mount at ``mount_path`` to its head (hooks, watchers).
+
+    Waits up to ``wait`` seconds for another indexer; returns whether the index
+    now reflects the head.
+    """
+    from gitmem.git.repo import GitRepo, translate_errors
+
+    repo = GitRepo.open(mount_path)
+    with translate_errors(repo.path):
+        return MountIndex(repo).refresh(repo.head(), wait=wait)
