@@ -11,6 +11,7 @@ history (erasing history is :mod:`gitmem.git.rewrite`).
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 
 import pygit2
@@ -55,6 +56,8 @@ def resolve(repo: GitRepo, rev: object) -> str:
     """The commit id ``rev`` names, or ``not_found``."""
     commit = repo.resolve(rev) if isinstance(rev, str) and rev and not rev.startswith("-") else None
     if commit is None:
+        if not os.path.isdir(os.path.join(repo.path, "objects")):
+            raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
         raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
     return commit
 

@@ -43,9 +43,22 @@ def test_gc_packs_loose_objects_and_the_store_keeps_working(store: SyncGitFileSt
     assert store.fsck().ok
 
 
-def test_admin_calls_on_a_deleted_memory(store: SyncGitFileStore) -> None:
+def test_history_calls_on_a_deleted_memory(store: SyncGitFileStore) -> None:
+    store.write("a.md", "x\n", expected=None)
+    head = store.head()
     shutil.rmtree(store.path)
-    for call in (store.fsck, store.gc, store.log):
+    calls = (
+        store.fsck,
+        store.gc,
+        store.log,
+        lambda: store.show(head, "a.md"),
+        lambda: store.diff(head),
+        lambda: store.blame("a.md"),
+        lambda: store.restore("a.md", head, expected=None),
+        lambda: store.revert(head),
+        lambda: store.forget("a.md"),
+    )
+    for call in calls:
         with pytest.raises(MemoryStoreError) as err:
             call()
         assert err.value.code == "memory_deleted"
