@@ -1,10 +1,14 @@
 """Maintenance that goes below single commits: forget (rewrite history), fsck, gc.
 
-``forget`` rewrites commits with pygit2 and then hands deletion to the git CLI::
+``forget`` rewrites commits itself and hands deletion to the git CLI::
 
-    writer lock ─► names per commit ─► rewrite trees+commits ─► audit commit
-               ─► CAS every rewritten ref (one ref transaction) ─► git reflog expire
-               ─► git gc --prune=now ─► bump generation ─► unlock
+    writer lock ─► mark pending ─► names per commit ─► rewritten trees/commits/tags
+               ─► one pack (git index-pack) ─► audit commit ─► CAS every rewritten ref
+               (one ref transaction) ─► git reflog expire ─► git gc --prune=now
+               ─► bump generation ─► unmark ─► unlock
+
+The mark (``gitmem/forget-pending``) covers a crash between moving the refs and
+pruning: the next ``forget`` or ``gc`` sees it and finishes the prune.
 
 Why the git CLI for pruning: after a rewrite the old objects can sit in loose
 files *and* inside packs (after ``gc()`` or a push). Deleting them from packs
@@ -117,8 +121,29 @@ def gc(repo: GitRepo) -> GcReport:
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
     before = count_objects(repo)
-    run_git(repo.path, "gc", "--quiet")
+    if os.path.exists(_pending(repo)):
+        # A forget stopped between moving the refs and pruning: finish its prune.
+        with translate_errors(repo.path), repo.lock.hold():
+            _prune_now(repo)
+    else:
+        run_git(repo.path, "gc", "--quiet")
     return GcReport(before, count_objects(repo))
+
+
+def _pending(repo: GitRepo) -> str:
+    """Exists while a forget may have rewritten refs without pruning the old objects yet."""
+    return os.path.join(repo.path, "gitmem", "forget-pending")
+
+
+def _prune_now(repo: GitRepo) -> None:
+    """Delete every unreachable object, packed or loose, and the reflogs; writer lock held."""
+    run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+    run_git(repo.path, "gc", "--prune=now", "--quiet")
+    repo.bump_generation()
+    try:
+        os.unlink(_pending(repo))
+    except FileNotFoundError:
+        pass
 
 
 # --- forget -------------------------------------------------------------------------------
@@ -139,19 +164,28 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
     path = validate_path(path, fmt)
     origin = origin or Origin()
     with translate_errors(repo.path), repo.lock.hold():
-        for _ in range(5):
-            r = repo._fresh_repo()
-            try:
-                report = _rewrite(repo, r, path, origin)
-            except _Moved:
-                continue
-            break
-        else:
-            raise MemoryStoreError("unavailable", "refs kept moving while forget ran; try again")
-        run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-        run_git(repo.path, "gc", "--prune=now", "--quiet")
-        repo.bump_generation()
+        unfinished = os.path.exists(_pending(repo))
+        with open(_pending(repo), "w") as mark:
+            mark.write(f"{path}\n")
+        try:
+            report = _rewrite_until_stable(repo, path, origin)
+        except MemoryStoreError:
+            if unfinished:
+                _prune_now(repo)
+            else:
+                os.unlink(_pending(repo))
+            raise
+        _prune_now(repo)
         return _check_pruned(repo, report)
+
+
+def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetReport:
+    for _ in range(5):
+        try:
+            return _rewrite(repo, repo._fresh_repo(), path, origin)
+        except _Moved:
+            continue
+    raise MemoryStoreError("unavailable", "refs kept moving while forget ran; try again")
 
 
 def _tips(r: pygit2.Repository) -> dict[str, str]:

@@ -20,8 +20,9 @@ def store(tmp_path: Path) -> SyncGitFileStore:
 def git(store: SyncGitFileStore) -> Git:
     """Run the real git CLI on the store's bare repo; ``check=False`` to inspect failures."""
 
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", f"--git-dir={store.path}", *args], capture_output=True, text=True, check=check)
+    def run(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        cmd = ["git", f"--git-dir={store.path}", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, check=check, input=input)
 
     return run
 

@@ -257,3 +257,30 @@ def test_tree_entries_are_found_only_at_entry_boundaries() -> None:
     assert _entry_named(b"secret.md").match(raw) is None
     found = _entry_named(b"z.md").match(raw)
     assert found is not None and found.start(1) == 32 and found.group(2) == b"\x01" * 20
+
+
+def test_a_forget_stopped_before_its_prune_is_finished_by_the_next_gc_or_forget(
+    store: SyncGitFileStore, git: Git
+) -> None:
+    # What a forget killed between moving the refs and pruning leaves: an unreachable
+    # version still on disk, and the pending mark.
+    orphan = git("hash-object", "-w", "--stdin", input="leaked token\n").stdout.strip()
+    pending = Path(store.path, "gitmem", "forget-pending")
+    pending.write_text("secret.md\n")
+
+    store.gc()
+
+    assert git("cat-file", "-e", orphan, check=False).returncode != 0
+    assert not pending.exists()
+
+    orphan = git("hash-object", "-w", "--stdin", input="another leak\n").stdout.strip()
+    pending.write_text("secret.md\n")
+    with pytest.raises(MemoryStoreError) as err:
+        store.forget("never-written.md")
+    assert err.value.code == "not_found"
+    assert git("cat-file", "-e", orphan, check=False).returncode != 0
+    assert not pending.exists()
+    # Without a pending mark, gc keeps git's grace period for unreachable objects.
+    orphan = git("hash-object", "-w", "--stdin", input="fresh, unreferenced\n").stdout.strip()
+    store.gc()
+    assert git("cat-file", "-e", orphan, check=False).returncode == 0
