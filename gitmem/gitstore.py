@@ -27,8 +27,9 @@ from gitmem.fileformat import (
     validate_path,
 )
 from gitmem.git import history as git_history
+from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
-from gitmem.git.repo import GitRepo, Plan, Snapshot, set_durable, translate_errors
+from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
@@ -94,11 +95,17 @@ class _Folder(NamedTuple):
 
 
 class SyncGitFileStore:
-    """The synchronous store core over one bare repo; safe across threads and processes."""
+    """The synchronous store core over one bare repo; safe across threads and processes.
 
-    def __init__(self, repo: GitRepo, fmt: FileFormat) -> None:
+    ``run`` binds the store to one agent run (see :meth:`for_run`): it reads that
+    run's proposal branch while the review gate holds one, and attributes every
+    change to the run.
+    """
+
+    def __init__(self, repo: GitRepo, fmt: FileFormat, run: str | None = None) -> None:
         self.repo = repo
         self.format = fmt
+        self.run = run
         self._blob_info: dict[str, tuple[int, str | None]] = {}
         self._listing: tuple[str, list[FileEntry]] | None = None
         self._folders: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]] = {}
@@ -112,7 +119,39 @@ class SyncGitFileStore:
 
     def head(self) -> str:
         with translate_errors(self.path):
-            return self.repo.head()
+            return self._read_head()
+
+    # -- the review gate (see gitmem.git.review) --
+
+    def for_run(self, run_id: str) -> SyncGitFileStore:
+        """This memory as run ``run_id`` sees it: its own proposal while one is under review.
+
+        Everyone else keeps reading ``main``. Writes through the returned store carry
+        the run id; with the review gate on they go to ``refs/heads/proposals/<run>``.
+        """
+        return SyncGitFileStore(self.repo, self.format, git_review.check_run_id(run_id))
+
+    def _read_head(self) -> str:
+        if self.run is not None:
+            proposal = self.repo.ref_target(git_review.PROPOSALS + self.run)
+            if proposal is not None:
+                return proposal
+        return self.repo.head()
+
+    def _reading_proposal(self, head: str) -> bool:
+        return self.run is not None and head != self.repo.head()
+
+    def _origin(self, origin: Origin | None) -> Origin:
+        origin = origin or Origin()
+        if self.run is not None and origin.run_id != self.run:
+            origin = Origin(self.run, origin.principal_id, origin.tool_call_id)
+        return origin
+
+    def _target(self, origin: Origin) -> str:
+        """The ref a change lands on: ``main``, or the run's proposal when the gate is on."""
+        if origin.run_id is not None and git_review.gate_enabled(self.repo):
+            return git_review.proposal_ref(origin.run_id)
+        return MAIN
 
     def _info(self, oid: str) -> tuple[int, str | None]:
         info = self._blob_info.get(oid)
@@ -126,7 +165,7 @@ class SyncGitFileStore:
 
     def list(self) -> list[FileEntry]:
         with translate_errors(self.path):
-            head = self.repo.head()
+            head = self._read_head()
             tree_id = str(self.repo.tree_of(head).id)
             cached = self._listing
             if cached is not None and cached[0] == tree_id:
@@ -180,7 +219,7 @@ class SyncGitFileStore:
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
         with translate_errors(self.path):
-            commit = self.repo.head() if rev is None else self._resolve(rev)
+            commit = self._read_head() if rev is None else self._resolve(rev)
             found = self.repo.read_at(commit, path)
         if found is None:
             where = "" if rev is None else f" at {rev}"
@@ -207,14 +246,19 @@ class SyncGitFileStore:
         prefix = validate_directory(path, self.format)
         limit = check_limit(limit)
         with translate_errors(self.path):
-            head = self.repo.head()
-            # The index only narrows which files are read; scan decides every line.
-            files = self.index.files_for(pattern, regex=regex, case_sensitive=case_sensitive, prefix=prefix, head=head)
+            head = self._read_head()
+            if self._reading_proposal(head):  # the index follows main; a proposal is scanned
+                files = list(self.repo.files_at(head, prefix))
+            else:
+                # The index only narrows which files are read; scan decides every line.
+                files = self.index.files_for(
+                    pattern, regex=regex, case_sensitive=case_sensitive, prefix=prefix, head=head
+                )
             return scan(((p, decode_stored(self.repo.blob(oid))) for p, oid in files), matcher, limit)
 
     def changes(self, since: str | None) -> Changes | FullResync:
         with translate_errors(self.path):
-            head = self.repo.head()
+            head = self._read_head()
             if not isinstance(since, str) or not _HEX40.match(since):
                 return FullResync(head)
             if since == head:
@@ -254,7 +298,7 @@ class SyncGitFileStore:
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         path = validate_path(path, self.format)
         data = encode_text(text, self.format)
-        origin = origin or Origin()
+        origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan | None:
             current = self._current(snap, path)
@@ -267,7 +311,7 @@ class SyncGitFileStore:
             op = "create" if current is None else "edit"
             return Plan(((path, oid),), op, (path,), origin, result=oid)
 
-        _, used = self.repo.transact(plan)
+        _, used = self.repo.transact(plan, ref=self._target(origin))
         if used is None:
             return blob_version(data)
         assert used.result is not None
@@ -276,7 +320,7 @@ class SyncGitFileStore:
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         source = validate_path(source, self.format)
         destination = validate_path(destination, self.format)
-        origin = origin or Origin()
+        origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan:
             current = check_existing(source, self._current(snap, source), expected)
@@ -284,19 +328,19 @@ class SyncGitFileStore:
             edits = ((source, None), (destination, current.version))
             return Plan(edits, "move", (source, destination), origin, result=current.version)
 
-        _, used = self.repo.transact(plan)
+        _, used = self.repo.transact(plan, ref=self._target(origin))
         assert used is not None and used.result is not None
         return used.result
 
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         path = validate_path(path, self.format)
-        origin = origin or Origin()
+        origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan:
             check_existing(path, self._current(snap, path), expected)
             return Plan(((path, None),), "delete", (path,), origin)
 
-        self.repo.transact(plan)
+        self.repo.transact(plan, ref=self._target(origin))
 
     def purge(self, origin: Origin | None = None) -> None:
         self.repo.reset_history(commit_message("purge", (), origin or Origin()))
@@ -418,6 +462,10 @@ class GitFileStore:
     @property
     def format(self) -> FileFormat:
         return self.sync.format
+
+    def for_run(self, run_id: str) -> GitFileStore:
+        """This memory as run ``run_id`` sees it (see :meth:`SyncGitFileStore.for_run`)."""
+        return GitFileStore(self.sync.for_run(run_id))
 
     def __repr__(self) -> str:
         return f"GitFileStore({self.path!r})"

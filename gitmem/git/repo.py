@@ -28,6 +28,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import WriterLock, remove_if_stale
+from gitmem.git.refs import read_ref, swap_ref
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 from gitmem.store import file_dir_conflict
@@ -280,6 +281,11 @@ class GitRepo:
             raise MemoryStoreError("unavailable", f"{self.path} has no {MAIN}")
         return str(ref.target)
 
+    def ref_target(self, name: str) -> str | None:
+        """The commit another ref (a proposal branch) points at, or ``None`` when it does not exist."""
+        with translate_errors(self.path):
+            return read_ref(self._fresh_repo(), name)
+
     def tree_of(self, commit: str) -> pygit2.Tree:
         return self.repo[commit].peel(pygit2.Tree)
 
@@ -371,19 +377,22 @@ class GitRepo:
 
     # -- writes --
 
-    def transact(self, plan: Callable[[Snapshot], Plan | None]) -> tuple[str | None, Plan | None]:
-        """Run ``plan`` on the head and commit its edits with a CAS on ``main``.
+    def transact(self, plan: Callable[[Snapshot], Plan | None], *, ref: str = MAIN) -> tuple[str | None, Plan | None]:
+        """Run ``plan`` on the head and commit its edits with a CAS on ``ref`` (``main``).
 
         ``plan`` runs under the writer lock and may raise a store error to refuse
         the change, or return ``None`` for a no-op. When a writer outside gitmem
         (a push, plain git) moved the ref in between, the plan is re-run on the
         new head: its checks decide again, so nothing is merged blindly.
+        Another ``ref`` (a proposal branch) that does not exist yet is forked
+        from ``main``: the plan sees main's head and the ref is created atomically.
         Returns the new commit id (``None`` for a no-op) and the plan used.
         """
         with translate_errors(self.path), self.lock.hold():
             while True:
                 repo = self._fresh_repo()
-                head = self.head()
+                branch = None if ref == MAIN else read_ref(repo, ref)
+                head = self.head() if branch is None else branch
                 snap = Snapshot(repo, head)
                 chosen = plan(snap)
                 if chosen is None:
@@ -398,7 +407,21 @@ class GitRepo:
                     chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra
                 )
                 commit = repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)])
-                if self._cas(repo, head, str(commit)):
+                if ref == MAIN:
+                    moved = self._cas(repo, head, str(commit))
+                else:
+                    message = f"gitmem {chosen.op}"
+                    moved = swap_ref(
+                        repo,
+                        self.path,
+                        ref,
+                        branch,
+                        str(commit),
+                        message=message,
+                        stale_after=self.stale_lock_seconds,
+                        timeout=self.lock_timeout,
+                    )
+                if moved:
                     return str(commit), chosen
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:

@@ -43,6 +43,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
     "hooks",
     "mcp",
+    "watch",
+    "remote",
+    "review",
 )
 
 for _module in COMMAND_MODULES:

@@ -1,0 +1,156 @@
+"""``gitmem review``: the review gate and its proposals (see :mod:`gitmem.review`)."""
+
+from __future__ import annotations
+
+import getpass
+from datetime import UTC, datetime
+
+import click
+
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short, to_json
+from gitmem.adapters.cli.remote import report_refused
+from gitmem.git.merge import MergeRefused
+from gitmem.git.review import Proposal
+
+
+def _proposal_json(p: Proposal) -> dict[str, object]:
+    return {
+        "run": p.run,
+        "ref": p.ref,
+        "head": p.head,
+        "base": p.base,
+        "commits": p.commits,
+        "paths": list(p.paths),
+        "principals": list(p.principals),
+        "updated": datetime.fromtimestamp(p.updated, UTC).isoformat(),
+    }
+
+
+@cli.group()
+def review() -> None:
+    """Send agent writes to proposal branches, and approve or reject them."""
+
+
+@review.command("enable")
+@click.argument("name")
+@common_options
+@pass_state
+def review_enable(state: State, name: str) -> None:
+    """Turn the review gate of memory NAME on: writes with a run id go to proposals."""
+    from gitmem import review as api
+
+    api.enable(state.store(name), True)
+    emit(
+        {"memory": name, "review": True},
+        f"{name}: writes carrying a run id now go to refs/heads/proposals/<run>; "
+        f"see them with `gitmem review list {name}`",
+    )
+
+
+@review.command("disable")
+@click.argument("name")
+@common_options
+@pass_state
+def review_disable(state: State, name: str) -> None:
+    """Turn the review gate of memory NAME off (open proposals stay until approved or rejected)."""
+    from gitmem import review as api
+
+    api.enable(state.store(name), False)
+    emit({"memory": name, "review": False}, f"{name}: runs write to main again")
+
+
+@review.command("list")
+@click.argument("name")
+@common_options
+@pass_state
+def review_list(state: State, name: str) -> None:
+    """List the open proposals of memory NAME."""
+    from gitmem import review as api
+
+    store = state.store(name)
+    found = api.proposals(store)
+    gate = api.enabled(store)
+
+    def text() -> None:
+        click.echo(f"review gate: {'on' if gate else 'off'}")
+        if not found:
+            click.echo("no open proposals")
+        for p in found:
+            who = ", ".join(p.principals) or "-"
+            when = datetime.fromtimestamp(p.updated, UTC).strftime("%Y-%m-%d %H:%M")
+            click.echo(f"{p.run}\t{short(p.head)}\t{p.commits} commits\t{len(p.paths)} files\tby {who}\t{when}")
+
+    emit({"memory": name, "review": gate, "proposals": [_proposal_json(p) for p in found]}, text)
+
+
+@review.command("show")
+@click.argument("name")
+@click.argument("proposal_id", metavar="ID")
+@common_options
+@pass_state
+def review_show(state: State, name: str, proposal_id: str) -> None:
+    """Show what proposal ID (the run id) of memory NAME changes: a diff against main where it forked."""
+    from gitmem import review as api
+
+    store = state.store(name)
+    found = api.proposal(store, proposal_id)
+    diffs = api.diff(store, proposal_id)
+
+    def text() -> None:
+        who = ", ".join(found.principals) or "-"
+        click.echo(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {who}")
+        click.echo(f"forked from main at {short(found.base)}")
+        for d in diffs:
+            click.echo(d.patch.rstrip("\n") if d.patch else f"{d.status} {d.path}")
+
+    emit({"memory": name, "proposal": _proposal_json(found), "diff": to_json(diffs)}, text)
+
+
+@review.command("approve")
+@click.argument("name")
+@click.argument("proposal_id", metavar="ID")
+@origin_options
+@common_options
+@pass_state
+def review_approve(state: State, name: str, proposal_id: str) -> None:
+    """Merge proposal ID into main of memory NAME (a merge commit with Gitmem-Approved-By) and delete it."""
+    from gitmem import review as api
+
+    approver = state.principal or getpass.getuser()
+    try:
+        result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
+    except MergeRefused as exc:
+        report_refused(
+            state,
+            exc,
+            f"main and the proposal were not changed; edit {', '.join(exc.paths[:3]) or 'the files'} on main or "
+            f"reject the proposal (`gitmem review reject {name} {proposal_id}`)",
+        )
+    emit(
+        {
+            "memory": name,
+            "run": proposal_id,
+            "approved_by": approver,
+            "result": result.kind,
+            "before": result.before,
+            "after": result.after,
+            "paths": list(result.paths),
+        },
+        f"{name}: proposal {proposal_id} approved by {approver}; main {short(result.before)} -> {short(result.after)}",
+    )
+
+
+@review.command("reject")
+@click.argument("name")
+@click.argument("proposal_id", metavar="ID")
+@common_options
+@pass_state
+def review_reject(state: State, name: str, proposal_id: str) -> None:
+    """Delete proposal ID of memory NAME; main is not touched."""
+    from gitmem import review as api
+
+    head = api.reject(state.store(name), proposal_id)
+    emit(
+        {"memory": name, "run": proposal_id, "rejected": head},
+        f"{name}: proposal {proposal_id} ({short(head)}) rejected",
+    )

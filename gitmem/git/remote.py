@@ -1,0 +1,317 @@
+"""Remotes of a mount: where it is pushed to, and pulling merged work back into ``main``.
+
+The transport is the real git client (``git push``, ``git fetch``): it speaks
+every protocol a hosting service offers, with the user's credential helpers.
+What gitmem adds is on the receiving side of a pull:
+
+1. the remote's ``main`` is fetched into a *scratch* bare repository inside the
+   mount's ``gitmem/`` folder, which borrows the mount's objects through
+   ``objects/info/alternates``; nothing reaches the mount yet;
+2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
+   clean three-way merge commit when agents wrote meanwhile, or a refusal naming
+   the conflicting files), after every commit brought in passed the push rules
+   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits;
+3. only then do the fetched objects move into the mount, and ``main`` moves by
+   compare-and-swap under the writer lock.
+
+Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
+mount never keeps remote-tracking refs, so every pulled commit that ``main``
+does not already hold is checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat
+from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.model import Origin
+
+REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+DEFAULT_REMOTE = "origin"
+PROPOSALS = "refs/heads/proposals/"
+GIT_TIMEOUT = 600.0
+"""Seconds one git transfer may take before it is stopped (a liveness bound, not a target)."""
+
+_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@", re.I)
+
+
+def redact(text: str) -> str:
+    """``text`` with any password or token inside a URL replaced by ``***``."""
+    return _CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    name: str
+    url: str
+
+    @property
+    def shown_url(self) -> str:
+        return redact(self.url)
+
+
+@dataclass(frozen=True, slots=True)
+class PushedRef:
+    """One line of ``git push --porcelain``: the ref, its fate and git's summary."""
+
+    ref: str
+    status: str  # "ok", "new", "up_to_date", "rejected", "deleted", "forced"
+    summary: str
+
+
+def check_remote_name(name: object) -> str:
+    if not isinstance(name, str) or not REMOTE_NAME.fullmatch(name) or name.endswith(".lock"):
+        raise MemoryStoreError(
+            "invalid_path", f"{name!r} is not a remote name: use letters, digits, '.', '_' and '-' (at most 63)"
+        )
+    return name
+
+
+def _url(url: object) -> str:
+    if not isinstance(url, str) or not url.strip() or "\n" in url or url.startswith("-"):
+        raise MemoryStoreError("invalid_path", f"{url!r} is not a repository URL or path")
+    url = url.strip()
+    if "://" not in url and os.path.exists(url):
+        return os.path.abspath(url)  # git would read a relative path from inside the mount
+    return url
+
+
+def add_remote(git: GitRepo, name: str, url: str) -> Remote:
+    """Record remote ``name`` at ``url`` (a hosting URL or a local path); ``already_exists`` if taken."""
+    name = check_remote_name(name)
+    url = _url(url)
+    key = f"remote.{name}.url"
+    with translate_errors(git.path), git.lock.hold():
+        if git.config_get(key) is not None:
+            raise MemoryStoreError("already_exists", f"this memory already has a remote named {name!r}")
+        git.config_set(key, url)
+    return Remote(name, url)
+
+
+def remove_remote(git: GitRepo, name: str) -> None:
+    name = check_remote_name(name)
+    with translate_errors(git.path), git.lock.hold():
+        config = git.repo.config
+        if f"remote.{name}.url" not in config:
+            raise MemoryStoreError("not_found", f"this memory has no remote named {name!r}")
+        for entry in list(config):
+            if entry.name.lower().startswith(f"remote.{name.lower()}."):
+                del config[entry.name]
+
+
+def remotes(git: GitRepo) -> list[Remote]:
+    """The mount's remotes, sorted by name."""
+    found: dict[str, str] = {}
+    with translate_errors(git.path):
+        for entry in git.repo.config:
+            parts = entry.name.split(".")
+            if len(parts) == 3 and parts[0] == "remote" and parts[2] == "url" and entry.value is not None:
+                found[parts[1]] = entry.value
+    return [Remote(n, u) for n, u in sorted(found.items())]
+
+
+def get_remote(git: GitRepo, name: str) -> Remote:
+    name = check_remote_name(name)
+    url = git.config_get(f"remote.{name}.url")
+    if url is None:
+        known = ", ".join(r.name for r in remotes(git)) or "none"
+        raise MemoryStoreError("not_found", f"this memory has no remote named {name!r} (remotes: {known})")
+    return Remote(name, url)
+
+
+# Variables that would point git at another repository (set when gitmem runs inside a hook).
+_REPO_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_QUARANTINE_PATH",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARIABLES}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    return env
+
+
+def run_git(args: list[str], *, cwd: str, what: str, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    """Run the git client; a failure to start or finish is ``unavailable`` naming ``what``."""
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=_git_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise MemoryStoreError("unavailable", f"{what} needs the git command, which is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise MemoryStoreError("unavailable", f"{what} took longer than {timeout:.0f} s and was stopped") from None
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"{what} could not run git: {exc}") from None
+
+
+def _tail(stderr: str, lines: int = 6) -> str:
+    kept = [line for line in stderr.strip().splitlines() if line.strip()][-lines:]
+    return redact(" | ".join(kept)) or "no message"
+
+
+# --- push ---------------------------------------------------------------------------
+
+_PORCELAIN_FLAGS = {" ": "ok", "+": "forced", "-": "deleted", "*": "new", "!": "rejected", "=": "up_to_date"}
+
+
+def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
+    """Push ``main`` (and with ``proposals`` every proposal branch) to ``remote``.
+
+    Nothing is forced. When the remote's ``main`` has commits this memory lacks
+    (a pull request merged there), the push is refused with ``version_mismatch``:
+    pull first. Returns one :class:`PushedRef` per ref git reported.
+    """
+    target = get_remote(git, remote)
+    specs = ["refs/heads/main:refs/heads/main"]
+    if proposals:
+        specs.append(f"{PROPOSALS}*:{PROPOSALS}*")
+    done = run_git(
+        ["push", "--porcelain", "--no-verify", target.url, *specs], cwd=git.path, what=f"git push to {remote}"
+    )
+    pushed = _parse_porcelain(done.stdout)
+    rejected = [p for p in pushed if p.status == "rejected"]
+    if rejected:
+        behind = any("fetch first" in p.summary or "non-fast-forward" in p.summary for p in rejected)
+        listing = "; ".join(f"{p.ref}: {p.summary}" for p in rejected)
+        if behind:
+            raise MemoryStoreError(
+                "version_mismatch",
+                f"{remote} has commits this memory lacks ({listing}); run a pull first, then push again",
+            )
+        raise MemoryStoreError("unavailable", f"{remote} refused the push: {listing}; {_tail(done.stderr)}")
+    if done.returncode != 0:
+        raise MemoryStoreError("unavailable", f"git push to {remote} failed: {_tail(done.stderr)}")
+    return pushed
+
+
+def _parse_porcelain(out: str) -> list[PushedRef]:
+    pushed: list[PushedRef] = []
+    for line in out.splitlines():
+        if len(line) < 3 or line[1] != "\t" or line[0] not in _PORCELAIN_FLAGS:
+            continue
+        fields = line[2:].split("\t")
+        refs = fields[0]
+        dest = refs.split(":", 1)[1] if ":" in refs else refs
+        summary = fields[1] if len(fields) > 1 else ""
+        pushed.append(PushedRef(dest, _PORCELAIN_FLAGS[line[0]], summary.strip()))
+    return pushed
+
+
+# --- pull ---------------------------------------------------------------------------
+
+
+@contextmanager
+def scratch_repository(git: GitRepo) -> Iterator[str]:
+    """A bare repository inside the mount's ``gitmem/`` folder that borrows the mount's objects.
+
+    Fetched objects land here, outside the mount, until a pull is accepted; the
+    folder is deleted afterwards whatever happened (same filesystem, so accepted
+    objects move in by rename).
+    """
+    state = os.path.join(git.path, "gitmem")
+    path = tempfile.mkdtemp(prefix="pull-", dir=state)
+    try:
+        try:
+            pygit2.init_repository(path, bare=True)
+        except (pygit2.GitError, OSError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot prepare a pull in {path}: {exc}") from exc
+        info = os.path.join(path, "objects", "info")
+        os.makedirs(info, exist_ok=True)
+        with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
+            fh.write(os.path.join(git.path, "objects") + "\n")
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
+    """Fetch the remote's ``main`` into ``scratch``; returns the commit id it points at."""
+    what = f"git fetch from {remote.name}"
+    done = run_git(
+        [
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "fetch.writeCommitGraph=false",
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            remote.url,
+            "+refs/heads/main:refs/heads/incoming",
+        ],
+        cwd=scratch,
+        what=what,
+    )
+    if done.returncode != 0:
+        if "couldn't find remote ref" in done.stderr.lower():
+            raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
+        raise MemoryStoreError("unavailable", f"{what} failed: {_tail(done.stderr)}")
+    try:
+        r = pygit2.Repository(scratch, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        try:
+            return str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
+        finally:
+            r.free()
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+        raise MemoryStoreError("unavailable", f"{what} brought no usable main: {exc}") from exc
+
+
+def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None) -> MergeResult:
+    """Fetch ``remote``'s ``main`` and integrate it into this memory's ``main``.
+
+    Fast-forward when ``main`` has not moved since; a merge commit when agents
+    wrote other files meanwhile; :class:`gitmem.git.merge.MergeRefused` listing
+    the files when both sides changed the same file, or when what the remote
+    brings breaks the memory's rules. ``main`` is untouched by a refusal.
+    """
+    who = origin or Origin()
+    target = get_remote(git, remote)
+    mark = git._generation()
+    with scratch_repository(git) as scratch:
+        incoming = fetch_main(git, scratch, target)
+
+        def history_unchanged() -> None:
+            if git._generation() != mark:
+                raise MemoryStoreError(
+                    "unavailable",
+                    "this memory's history was rewritten (purge or forget) during the pull; pull again",
+                )
+
+        return integrate(
+            git,
+            fmt,
+            incoming,
+            what=f"{remote}/main",
+            origin=who,
+            detail=f"pull {remote}",
+            scratch=scratch,
+            precheck=history_unchanged,
+        )

@@ -1,0 +1,184 @@
+"""The review gate's git side: proposal branches, and landing or dropping them.
+
+With ``gitmem.review = true`` in a mount's config, a write that carries a run id
+goes to ``refs/heads/proposals/<run>`` instead of ``main`` (the store picks the
+ref; :meth:`gitmem.git.repo.GitRepo.transact` forks the branch from ``main``
+and creates it atomically). A proposal is an ordinary branch: people can push it
+to a hosting service and open a pull request from it, or decide here:
+
+- :func:`approve` merges it into ``main`` with a merge commit carrying a
+  ``Gitmem-Approved-By`` trailer (always a commit, so the approval is on record;
+  its tree is the proposal's when ``main`` did not move, else a clean three-way
+  merge), then deletes the branch; a conflict refuses and changes nothing;
+- :func:`reject` deletes the branch (its commits become unreachable).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat
+from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.refs import swap_ref
+from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.model import Origin
+from gitmem.provenance import parse_message
+
+PROPOSALS = "refs/heads/proposals/"
+REVIEW_KEY = "gitmem.review"
+T_APPROVED_BY = "Gitmem-Approved-By"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]{0,127}$")
+_FALSE = ("false", "no", "off", "0", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One proposal branch as a reviewer sees it."""
+
+    run: str
+    ref: str
+    head: str
+    base: str | None  # where it forked from main (the merge base), None if unrelated
+    commits: int  # commits on the branch that main does not have
+    paths: tuple[str, ...]  # files it changes relative to its base
+    principals: tuple[str, ...]
+    updated: int  # committer time of its head, seconds since the epoch
+
+
+def gate_enabled(git: GitRepo) -> bool:
+    """Whether writes carrying a run id go to proposals (``gitmem.review`` in the repo config)."""
+    value = git.config_get(REVIEW_KEY)
+    return value is not None and value.strip().lower() not in _FALSE
+
+
+def set_gate(git: GitRepo, enabled: bool) -> None:
+    git.config_set(REVIEW_KEY, "true" if enabled else "false")
+
+
+def check_run_id(run: object) -> str:
+    """A run id that can name a branch of its own (one ref component)."""
+    if (
+        not isinstance(run, str)
+        or not _RUN_ID.fullmatch(run)
+        or ".." in run
+        or run.endswith((".", ".lock"))
+        or not pygit2.reference_is_valid_name(PROPOSALS + run)
+    ):
+        raise MemoryStoreError(
+            "forbidden",
+            f"run id {run!r} cannot name a proposal branch, and this memory sends agent writes to review: "
+            "use letters, digits and . _ @ + = - (at most 128, no '..')",
+        )
+    return run
+
+
+def proposal_ref(run: str) -> str:
+    return PROPOSALS + check_run_id(run)
+
+
+def proposal_head(git: GitRepo, run: str) -> str | None:
+    return git.ref_target(proposal_ref(run))
+
+
+def _require(git: GitRepo, run: str) -> tuple[str, str]:
+    ref = proposal_ref(run)
+    head = git.ref_target(ref)
+    if head is None:
+        raise MemoryStoreError("not_found", f"no proposal {run!r} (see the review list)")
+    return ref, head
+
+
+def describe(git: GitRepo, run: str) -> Proposal:
+    """The proposal of ``run``; ``not_found`` when there is none."""
+    ref, head = _require(git, run)
+    with translate_errors(git.path):
+        return _describe(git, run, ref, head)
+
+
+def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
+    r = git.repo
+    main = git.head()
+    base_oid = r.merge_base(pygit2.Oid(hex=main), pygit2.Oid(hex=head))
+    base = str(base_oid) if base_oid is not None else None
+    commits = 0
+    principals: dict[str, None] = {}
+    walker = r.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(pygit2.Oid(hex=main))
+    for commit in walker:
+        commits += 1
+        who = parse_message(commit.message).origin.principal_id
+        if who:
+            principals[who] = None
+    paths: tuple[str, ...] = ()
+    if base is not None and base != head:
+        paths = git.changed_paths(base, head)
+    updated = r[head].peel(pygit2.Commit).commit_time
+    return Proposal(run, ref, head, base, commits, paths, tuple(principals), updated)
+
+
+def proposals(git: GitRepo) -> list[Proposal]:
+    """Every proposal branch, oldest update first."""
+    with translate_errors(git.path):
+        r = git.repo
+        found = []
+        for name in r.references:
+            if not name.startswith(PROPOSALS):
+                continue
+            run = name[len(PROPOSALS) :]
+            head = git.ref_target(name)
+            if head is None or not _RUN_ID.fullmatch(run):
+                continue
+            found.append(_describe(git, run, name, head))
+    return sorted(found, key=lambda p: (p.updated, p.run))
+
+
+def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: Origin | None = None) -> MergeResult:
+    """Merge the proposal of ``run`` into ``main`` and delete it; see the module docstring.
+
+    ``approver`` goes into the ``Gitmem-Approved-By`` trailer (and is the merge
+    commit's author unless ``origin`` names a principal). Commits the run added
+    after this call read the branch stay on it, as a new proposal.
+    """
+    if not isinstance(approver, str) or not approver.strip() or "\n" in approver:
+        raise MemoryStoreError("forbidden", "an approval must name who approves it")
+    ref, head = _require(git, run)
+    who = origin or Origin()
+    if who.principal_id is None:
+        who = Origin(who.run_id, approver, who.tool_call_id)
+
+    def still_there() -> None:
+        if git.ref_target(ref) is None:
+            raise MemoryStoreError("not_found", f"proposal {run!r} was removed meanwhile")
+
+    def drop_branch(result: MergeResult) -> None:
+        # Deleted only if the run did not write to it again since it was read.
+        swap_ref(git.repo, git.path, ref, head, None, message="gitmem approve", stale_after=git.stale_lock_seconds)
+
+    return integrate(
+        git,
+        fmt,
+        head,
+        what=f"proposal {run}",
+        origin=who,
+        detail=f"approve proposal {run}",
+        extra=((T_APPROVED_BY, approver.strip()),),
+        fast_forward=False,
+        precheck=still_there,
+        after_swap=drop_branch,
+    )
+
+
+def reject(git: GitRepo, run: str) -> str:
+    """Delete the proposal of ``run``; returns the commit it pointed at."""
+    ref, _ = _require(git, run)
+    with translate_errors(git.path), git.lock.hold():
+        current = git.ref_target(ref)
+        if current is None:
+            raise MemoryStoreError("not_found", f"proposal {run!r} was removed meanwhile")
+        if not swap_ref(git.repo, git.path, ref, current, None, message="gitmem reject"):
+            raise MemoryStoreError("unavailable", f"proposal {run!r} moved while it was being removed; try again")
+        return current

@@ -1,0 +1,64 @@
+"""Remotes of a mount: push it to a hosting service, pull merged work back into ``main``.
+
+A thin facade over :mod:`gitmem.git.remote` for stores::
+
+    remotes.add(store, "origin", "https://git.example.com/team/user-memory.git")
+    remotes.push(store, "origin", proposals=True)   # main, and every review proposal
+    result = remotes.pull(store, "origin")          # fast-forward, merge, or MergeRefused
+
+A pull holds what it brings in to the rules of a store write, and lands it with
+a compare-and-swap on ``main``: a fast-forward when no agent wrote since, a
+merge commit when agents changed other files, and :class:`MergeRefused` naming
+the files when both sides changed the same one (``main`` is then untouched).
+"""
+
+from __future__ import annotations
+
+from gitmem.git import remote as engine
+from gitmem.git.merge import MergeRefused, MergeResult
+from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote
+from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.model import Origin
+
+__all__ = [
+    "DEFAULT_REMOTE",
+    "MergeRefused",
+    "MergeResult",
+    "PushedRef",
+    "Remote",
+    "add",
+    "list_remotes",
+    "pull",
+    "push",
+    "remove",
+]
+
+Store = GitFileStore | SyncGitFileStore
+
+
+def _sync(store: Store) -> SyncGitFileStore:
+    return store.sync if isinstance(store, GitFileStore) else store
+
+
+def add(store: Store, name: str, url: str) -> Remote:
+    """Record remote ``name`` at ``url`` (a URL or a local path); ``already_exists`` when taken."""
+    return engine.add_remote(_sync(store).repo, name, url)
+
+
+def remove(store: Store, name: str) -> None:
+    engine.remove_remote(_sync(store).repo, name)
+
+
+def list_remotes(store: Store) -> list[Remote]:
+    return engine.remotes(_sync(store).repo)
+
+
+def push(store: Store, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
+    """Push ``main`` (and with ``proposals`` every review proposal) to ``remote``; never forced."""
+    return engine.push(_sync(store).repo, remote, proposals=proposals)
+
+
+def pull(store: Store, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None) -> MergeResult:
+    """Bring the remote's ``main`` into this memory's ``main`` (see the module docstring)."""
+    sync = _sync(store)
+    return engine.pull(sync.repo, sync.format, remote, origin=origin)

@@ -1,0 +1,92 @@
+"""The review gate: agent runs write to proposal branches, people approve or reject them.
+
+Turn it on for a mount with :func:`enable` (``gitmem.review = true`` in the
+repository's config, read on every write, so running servers follow it). Then:
+
+- a write whose origin carries a run id lands on ``refs/heads/proposals/<run>``,
+  forked from ``main`` on the run's first write, instead of on ``main``;
+- that run reads its own proposal through ``store.for_run(run_id)`` (list, read,
+  changes and search see the proposal); every other reader keeps reading ``main``;
+- :func:`proposals` lists them, :func:`diff` shows what one changes (from where
+  it forked, as a pull request does), :func:`approve` merges it into ``main``
+  with a ``Gitmem-Approved-By`` trailer and :func:`reject` deletes it.
+
+Proposal branches are ordinary git branches: ``gitmem push NAME REMOTE
+--proposals`` sends them to a hosting service to review there as pull requests.
+Writes without a run id (people, the CLI without ``--run``) still go to ``main``.
+"""
+
+from __future__ import annotations
+
+from gitmem.git import history as git_history
+from gitmem.git import review as engine
+from gitmem.git.merge import MergeRefused, MergeResult
+from gitmem.git.review import PROPOSALS, T_APPROVED_BY, Proposal
+from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.history import FileDiff
+from gitmem.model import Origin
+
+__all__ = [
+    "PROPOSALS",
+    "T_APPROVED_BY",
+    "MergeRefused",
+    "MergeResult",
+    "Proposal",
+    "approve",
+    "diff",
+    "enable",
+    "enabled",
+    "proposal",
+    "proposals",
+    "reject",
+]
+
+Store = GitFileStore | SyncGitFileStore
+
+
+def _sync(store: Store) -> SyncGitFileStore:
+    return store.sync if isinstance(store, GitFileStore) else store
+
+
+def enable(store: Store, on: bool = True) -> None:
+    """Turn the review gate of ``store``'s mount on (or off: runs write to ``main`` again)."""
+    engine.set_gate(_sync(store).repo, on)
+
+
+def enabled(store: Store) -> bool:
+    return engine.gate_enabled(_sync(store).repo)
+
+
+def proposals(store: Store) -> list[Proposal]:
+    """Every open proposal of the mount, least recently updated first."""
+    return engine.proposals(_sync(store).repo)
+
+
+def proposal(store: Store, run: str) -> Proposal:
+    """The proposal of ``run``; ``not_found`` when it has none."""
+    return engine.describe(_sync(store).repo, run)
+
+
+def diff(store: Store, run: str, path: str | None = None) -> list[FileDiff]:
+    """What the proposal of ``run`` changes, from the commit of ``main`` it forked from."""
+    sync = _sync(store)
+    found = engine.describe(sync.repo, run)
+    base = found.base if found.base is not None else sync.repo.head()
+    return git_history.diff(sync.repo, sync.format, base, found.head, path)
+
+
+def approve(store: Store, run: str, *, approver: str, origin: Origin | None = None) -> MergeResult:
+    """Merge the proposal of ``run`` into ``main`` and delete it.
+
+    Always one merge commit on ``main`` whose trailers include
+    ``Gitmem-Approved-By: <approver>``. When ``main`` and the proposal changed
+    the same file, :class:`MergeRefused` (``version_mismatch``) lists the files
+    and nothing changes.
+    """
+    sync = _sync(store)
+    return engine.approve(sync.repo, sync.format, run, approver=approver, origin=origin)
+
+
+def reject(store: Store, run: str) -> str:
+    """Delete the proposal of ``run``; returns the commit it pointed at."""
+    return engine.reject(_sync(store).repo, run)

@@ -1,0 +1,241 @@
+"""Remotes: push a mount to a "hosting" bare repository, change it there, pull it back.
+
+Two local bare repositories play the mount and the hosting service; a person
+works in a clone of the hosting one, as after a pull request was merged there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from serve.support import commit_all, fsck_clean, git, has_object, write
+
+from gitmem import GitFileStore, MemoryStoreError, Origin, Root, remotes, review
+from gitmem.adapters.cli import cli
+from gitmem.remotes import MergeRefused
+
+
+class Team:
+    """A mount pushed to a hosting repository, and a person's clone of the hosting one."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.root = Root(tmp_path / "mem")
+        self.store = self.root.mount("user", create=True)
+        self.sync = self.store.sync
+        self.sync.write("prefs/style.md", "- likes tea\n- reply in English\n", expected=None)
+        self.sync.write("notes/a.md", "first note\n", expected=None)
+        self.hosting = tmp_path / "hosting" / "user.git"
+        git("init", "-q", "--bare", "-b", "main", str(self.hosting))
+        remotes.add(self.store, "origin", str(self.hosting))
+        remotes.push(self.store, "origin")
+        self.work = tmp_path / "work"
+        git("clone", "-q", str(self.hosting), str(self.work))
+
+    def person_commits(self, path: str, text: str, message: str = "a person's change") -> str:
+        git("pull", "-q", "--ff-only", cwd=self.work)
+        write(self.work, path, text)
+        pushed = commit_all(self.work, message)
+        git("push", "-q", "origin", "main", cwd=self.work)
+        return pushed
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Team:
+    return Team(tmp_path)
+
+
+def test_push_sends_main_and_a_pull_fast_forwards(team: Team) -> None:
+    assert git("rev-parse", "main", cwd=team.hosting).stdout.strip() == team.sync.head()
+    before = team.sync.head()
+    pushed = team.person_commits("notes/from-pr.md", "merged through a pull request\n")
+    result = remotes.pull(team.store, "origin")
+    assert (result.kind, result.before, result.after) == ("fast_forward", before, pushed)
+    assert result.paths == ("notes/from-pr.md",)
+    assert team.sync.head() == pushed
+    assert team.sync.read("notes/from-pr.md").text == "merged through a pull request\n"
+    assert remotes.pull(team.store).kind == "up_to_date"
+    fsck_clean(team.store.path)
+
+
+def test_a_pull_merges_when_an_agent_changed_another_file_meanwhile(team: Team) -> None:
+    pushed = team.person_commits("prefs/style.md", "- likes tea\n- reply in French\n")
+    team.sync.write("notes/b.md", "the agent wrote this meanwhile\n", expected=None, origin=Origin("run-1", "bot"))
+    agent_head = team.sync.head()
+    result = remotes.pull(team.store, "origin", origin=Origin(principal_id="alice"))
+    assert result.kind == "merged" and result.before == agent_head and result.paths == ("prefs/style.md",)
+    head = team.sync.head()
+    assert git("rev-list", "--parents", "-n1", head, cwd=team.store.path).stdout.split()[1:] == [agent_head, pushed]
+    assert team.sync.read("prefs/style.md").text.endswith("French\n")
+    assert team.sync.read("notes/b.md").text == "the agent wrote this meanwhile\n"
+    assert "Gitmem-Op: merge" in git("log", "-1", "--format=%(trailers)", cwd=team.store.path).stdout
+    # The merge goes back to the hosting repository as a fast-forward.
+    remotes.push(team.store, "origin")
+    assert git("rev-parse", "main", cwd=team.hosting).stdout.strip() == head
+    fsck_clean(team.store.path)
+
+
+def test_a_conflicting_pull_is_refused_and_main_is_untouched(team: Team) -> None:
+    pushed = team.person_commits("notes/a.md", "the person's version\n")
+    current = team.sync.read("notes/a.md")
+    team.sync.write("notes/a.md", "the agent's version\n", expected=current.version)
+    team.sync.write("notes/c.md", "another agent file\n", expected=None)
+    head = team.sync.head()
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(team.store, "origin")
+    assert caught.value.code == "version_mismatch"
+    assert caught.value.paths == ("notes/a.md",)
+    assert "notes/a.md" in caught.value.message
+    assert team.sync.head() == head
+    assert team.sync.read("notes/a.md").text == "the agent's version\n"
+    assert not has_object(team.store.path, pushed)  # nothing of the refused pull stays
+    fsck_clean(team.store.path)
+
+
+def test_a_pull_bringing_content_that_breaks_the_rules_is_refused(team: Team) -> None:
+    head = team.sync.head()
+    key = "deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+    leaked = team.person_commits("notes/deploy.md", key)
+    team.person_commits("notes/deploy.md", "ask the admin\n", "drop the key again")
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(team.store, "origin")
+    assert caught.value.code == "invalid_file"
+    assert caught.value.paths == ("notes/deploy.md",)
+    assert "secret:private_key" in caught.value.message
+    assert team.sync.head() == head
+    assert not has_object(team.store.path, leaked)
+    fsck_clean(team.store.path)
+
+
+def test_a_push_behind_the_remote_is_refused_until_pulled(team: Team) -> None:
+    team.person_commits("notes/pr.md", "merged there\n")
+    team.sync.write("notes/agent.md", "written here\n", expected=None)
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.push(team.store, "origin")
+    assert caught.value.code == "version_mismatch" and "pull" in caught.value.message
+    assert remotes.pull(team.store).kind == "merged"
+    assert [p.status for p in remotes.push(team.store, "origin")] == ["ok"]
+
+
+def test_proposals_are_pushed_for_pull_requests(team: Team) -> None:
+    review.enable(team.store)
+    team.sync.for_run("run-9").write("notes/proposed.md", "please review\n", expected=None)
+    pushed = {p.ref: p.status for p in remotes.push(team.store, "origin", proposals=True)}
+    assert pushed == {"refs/heads/main": "up_to_date", "refs/heads/proposals/run-9": "new"}
+    tip = review.proposal(team.store, "run-9").head
+    assert git("rev-parse", "proposals/run-9", cwd=team.hosting).stdout.strip() == tip
+    # Merged there (as a pull request would be), then pulled back.
+    git("fetch", "-q", "origin", cwd=team.work)
+    git("merge", "-q", "--no-ff", "-m", "Merge pull request #1", "origin/proposals/run-9", cwd=team.work)
+    git("push", "-q", "origin", "main", cwd=team.work)
+    assert remotes.pull(team.store).kind == "fast_forward"
+    assert team.sync.read("notes/proposed.md").text == "please review\n"
+
+
+_AGENT = """
+import os, sys
+from gitmem import GitFileStore
+store = GitFileStore.open(sys.argv[1]).sync
+i = 0
+while i < 5000 and not os.path.exists(sys.argv[2]):
+    store.write(f"agent/{i}.md", f"{i}\\n", expected=None)
+    i += 1
+print(i)
+"""
+
+
+def test_agent_writes_racing_a_pull_are_all_kept(team: Team, tmp_path: Path) -> None:
+    team.person_commits("notes/pr.md", "merged there\n")
+    start = team.sync.head()
+    stop = tmp_path / "stop"
+    agent = subprocess.Popen(
+        [sys.executable, "-c", _AGENT, team.store.path, str(stop)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while team.sync.head() == start and agent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # pull once the agent is writing
+        results = [remotes.pull(team.store, "origin").kind for _ in range(3)]
+    finally:
+        stop.touch()
+        out, _ = agent.communicate(timeout=120)
+    assert agent.returncode == 0
+    written = int(out)
+    assert results[0] == "merged" and results[1:] == ["up_to_date", "up_to_date"]
+    paths = {e.path for e in team.sync.list()}
+    assert {f"agent/{i}.md" for i in range(written)} <= paths and "notes/pr.md" in paths
+    assert len(paths) == written + 3
+    fsck_clean(team.store.path)
+
+
+def test_remote_names_urls_and_missing_remotes(team: Team, tmp_path: Path) -> None:
+    with pytest.raises(MemoryStoreError) as taken:
+        remotes.add(team.store, "origin", str(tmp_path))
+    assert taken.value.code == "already_exists"
+    for bad in ("-x", "a b", "x.lock", ""):
+        with pytest.raises(MemoryStoreError):
+            remotes.add(team.store, bad, str(tmp_path))
+    remotes.add(team.store, "hub", "https://me:s3cret@git.example.com/user.git")
+    shown = {r.name: r.shown_url for r in remotes.list_remotes(team.store)}
+    assert shown == {"hub": "https://me:***@git.example.com/user.git", "origin": str(team.hosting)}
+    with pytest.raises(MemoryStoreError) as missing:
+        remotes.pull(team.store, "nowhere")
+    assert missing.value.code == "not_found"
+    empty = tmp_path / "empty.git"
+    git("init", "-q", "--bare", str(empty))
+    remotes.add(team.store, "empty", str(empty))
+    with pytest.raises(MemoryStoreError) as no_main:
+        remotes.pull(team.store, "empty")
+    assert no_main.value.code == "not_found"
+    remotes.remove(team.store, "hub")
+    assert [r.name for r in remotes.list_remotes(team.store)] == ["empty", "origin"]
+
+
+def test_the_cli_adds_lists_pushes_and_pulls(tmp_path: Path) -> None:
+    runner = CliRunner()
+    root = tmp_path / "mem"
+
+    def gm(*args: str, input: str | None = None) -> tuple[int, str, str]:
+        done = runner.invoke(cli, ["--root", str(root), *args], input=input, catch_exceptions=False)
+        return done.exit_code, done.stdout, done.stderr
+
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    assert gm("init", "user")[0] == 0
+    assert gm("write", "user", "a.md", "--create", input="one\n")[0] == 0
+    assert gm("remote", "add", "user", "origin", str(hosting))[0] == 0
+    code, out, _ = gm("remote", "list", "user", "--json")
+    assert json.loads(out)["remotes"] == [{"name": "origin", "url": str(hosting)}]
+    code, out, _ = gm("push", "user", "--json")
+    assert code == 0 and json.loads(out)["refs"][0]["status"] == "new"
+    work = tmp_path / "work"
+    git("clone", "-q", str(hosting), str(work))
+    write(work, "a.md", "one, edited in a clone\n")
+    commit_all(work, "edit a")
+    git("push", "-q", "origin", "main", cwd=work)
+    assert gm("write", "user", "b.md", "--create", input="agent\n")[0] == 0
+    code, out, _ = gm("pull", "user", "origin", "--json")
+    assert code == 0 and json.loads(out)["result"] == "merged"
+    assert gm("cat", "user", "a.md")[1] == "one, edited in a clone\n"
+    # A conflict: exit 1, the path on stderr, main unchanged.
+    write(work, "b.md", "the person's b\n")
+    git("pull", "-q", "--no-rebase", str(hosting), "main", cwd=work)
+    write(work, "b.md", "the person's b\n")
+    commit_all(work, "b by hand")
+    git("push", "-q", "origin", "HEAD:main", cwd=work)
+    code, out, _ = gm("edit", "user", "b.md", "--old", "agent", "--new", "agent, edited")
+    assert code == 0
+    code, out, err = gm("pull", "user")
+    assert code == 1 and "b.md" in err and "version_mismatch" in err
+    assert gm("cat", "user", "b.md")[1] == "agent, edited\n"
+
+
+def test_pull_through_a_store_opened_by_the_async_api(team: Team) -> None:
+    team.person_commits("notes/x.md", "x\n")
+    store = GitFileStore.open(team.store.path)
+    assert remotes.pull(store).kind == "fast_forward"
