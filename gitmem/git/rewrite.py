@@ -29,11 +29,14 @@ changed something when, and every other file's history keeps its shape.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
+import signal
 import struct
 import subprocess
+import sys
 import time
 import zlib
 
@@ -51,6 +54,8 @@ from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 _SORT_CHILDREN_FIRST = pygit2.enums.SortMode.TOPOLOGICAL
 _COMMIT, _TREE, _TAG = 1, 2, 4
 _TYPE_NAMES = {_COMMIT: b"commit", _TREE: b"tree", _TAG: b"tag"}
+_PR_SET_PDEATHSIG = 1
+_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform.startswith("linux") else None
 _GIT_ENV_DROP = (
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -62,6 +67,17 @@ _GIT_ENV_DROP = (
 )
 
 
+def _die_with_parent() -> None:
+    """In the git child: be killed when gitmem dies (Linux).
+
+    A ``git gc --prune=now`` left running by a killed forget would go on
+    deleting unreachable objects after the writer lock is gone, and with it the
+    fresh, not yet referenced objects of the next writer.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def run_git(
     repo_path: str, *args: str, check: bool = True, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -70,7 +86,7 @@ def run_git(
     env["GIT_TERMINAL_PROMPT"] = "0"
     cmd = ["git", f"--git-dir={repo_path}", "-c", "gc.autoDetach=false", *args]
     try:
-        done = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=False)
+        done = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=False, preexec_fn=_die_with_parent)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot run the git CLI: {exc}") from exc
     out = subprocess.CompletedProcess(
@@ -138,7 +154,14 @@ def _pending(repo: GitRepo) -> str:
 def _prune_now(repo: GitRepo) -> None:
     """Delete every unreachable object, packed or loose, and the reflogs; writer lock held."""
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    run_git(repo.path, "gc", "--prune=now", "--quiet")
+    deadline = time.monotonic() + repo.lock_timeout
+    while True:
+        done = run_git(repo.path, "gc", "--prune=now", "--quiet", check=False)
+        if done.returncode == 0:
+            break
+        if "already running" not in done.stderr or time.monotonic() > deadline:
+            raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
+        time.sleep(0.1)  # a routine gc() is packing; the prune must still happen
     repo.bump_generation()
     try:
         os.unlink(_pending(repo))

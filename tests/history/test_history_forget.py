@@ -284,3 +284,38 @@ def test_a_forget_stopped_before_its_prune_is_finished_by_the_next_gc_or_forget(
     orphan = git("hash-object", "-w", "--stdin", input="fresh, unreferenced\n").stdout.strip()
     store.gc()
     assert git("cat-file", "-e", orphan, check=False).returncode == 0
+
+
+FORGET_SLOWLY = """
+import sys
+from gitmem import GitFileStore
+GitFileStore.open(sys.argv[1]).sync.forget("secret.md")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.45])
+def test_a_killed_forget_leaves_either_old_history_or_none_of_it(
+    store: SyncGitFileStore, git: Git, delay: float
+) -> None:
+    import signal
+
+    versions = [store.write("secret.md", "token 0\n", expected=None)]
+    for i in range(1, 30):
+        versions.append(store.write("secret.md", f"token {i}\n", expected=versions[-1]))
+        store.write(f"other-{i}.md", f"{i}\n", expected=None)
+    proc = subprocess.Popen([sys.executable, "-c", FORGET_SLOWLY, store.path])
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    store.gc()  # finishes an interrupted prune, if the kill left one
+
+    kept = git("log", "--all", "--format=%H", "--", "secret.md").stdout.split()
+    present = [v for v in versions if git("cat-file", "-e", v, check=False).returncode == 0]
+    if kept:  # killed before the refs moved: all of the old history is still there
+        assert present == versions and store.read("secret.md").version == versions[-1]
+    else:  # the refs moved: nothing of the path survives
+        _gone(git, versions, "secret.md")
+    assert git("fsck", "--strict", "--no-dangling").returncode == 0
+    store.write("after.md", "the store still works\n", expected=None)
