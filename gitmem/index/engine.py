@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
 from whoosh import columns, fields
-from whoosh.analysis import LowercaseFilter, RegexTokenizer, StopFilter
+from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import EmptyIndexError, FileIndex
 from whoosh.index import LockError as WhooshLockError
@@ -39,13 +41,28 @@ from whoosh.searching import Searcher
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
 
-FORMAT = 1  # bump when the schema or the signature changes: old indexes are rebuilt
+FORMAT = 2  # bump when the schema or the signature changes: old indexes are rebuilt
 META_KEY = "meta"
 
-# Words for ranked search: runs of word characters, but each CJK character on
-# its own (those scripts do not separate words with spaces).
+# Words for ranked search: runs of word characters; runs of CJK characters
+# (scripts that do not separate words with spaces) become overlapping bigrams.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-WORDS = RegexTokenizer(rf"[{_CJK}]|[^\W{_CJK}]+") | LowercaseFilter() | StopFilter()
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+
+
+class CJKBigrams(Filter):  # type: ignore[misc]
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
+        for token in tokens:
+            text = token.text
+            if len(text) > 2 and _CJK_RUN.fullmatch(text):
+                for i in range(len(text) - 1):
+                    token.text = text[i : i + 2]
+                    yield token
+            else:
+                yield token
+
+
+WORDS = RegexTokenizer(rf"[{_CJK}]+|[^\W{_CJK}]+") | LowercaseFilter() | StopFilter(minsize=1) | CJKBigrams()
 
 
 def _schema() -> fields.Schema:
@@ -129,12 +146,56 @@ def file_document(path: str, version: str, text: str) -> dict[str, Any]:
 # -- opening --
 
 
+class _Storage(FileStorage):  # type: ignore[misc]
+    """A FileStorage that closes what a failed Whoosh call left open.
+
+    Whoosh does not close a file when reading it fails (a damaged TOC or
+    segment), and the leaked file would surface later as a ResourceWarning.
+    Calls made inside :meth:`guard` record the files they open; when the call
+    fails, those are closed before the error travels on.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._opened = threading.local()
+
+    def open_file(self, name: str, **kwargs: Any) -> Any:
+        handle = super().open_file(name, **kwargs)
+        opened: list[Any] | None = getattr(self._opened, "files", None)
+        if opened is not None:
+            opened.append(handle)
+        return handle
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        outer: list[Any] | None = getattr(self._opened, "files", None)
+        mine: list[Any] = []
+        self._opened.files = mine
+        try:
+            yield
+        except BaseException:
+            for handle in mine:
+                if not handle.is_closed:
+                    with suppress(Exception):
+                        handle.close()
+            raise
+        finally:
+            self._opened.files = outer
+
+
+def _guard(ix: FileIndex) -> AbstractContextManager[None]:
+    storage = ix.storage
+    return storage.guard() if isinstance(storage, _Storage) else nullcontext()
+
+
 def open_index(directory: str) -> FileIndex | None:
     """The index in ``directory``; ``None`` when there is none, :class:`Broken` when unreadable."""
     if not os.path.isdir(directory):
         return None
+    storage = _Storage(directory)
     try:
-        return FileIndex(FileStorage(directory), schema=SCHEMA)
+        with storage.guard():
+            return FileIndex(storage, schema=SCHEMA)
     except EmptyIndexError:
         if os.listdir(directory):
             raise Broken(f"{directory} holds files but no index") from None
@@ -155,14 +216,15 @@ def create_index(directory: str) -> FileIndex:
         else:
             os.unlink(directory)
     os.makedirs(directory)
-    storage = FileStorage(directory)
+    storage = _Storage(directory)
     return FileIndex.create(storage, SCHEMA)
 
 
 @contextmanager
 def searching(ix: FileIndex) -> Iterator[Searcher]:
     try:
-        searcher = ix.searcher()
+        with _guard(ix):
+            searcher = ix.searcher()
     except Exception as exc:
         raise Broken(f"cannot read the index: {exc!r}") from exc
     try:
@@ -208,7 +270,8 @@ def write(
     the commit merges everything, so queries do not slow down over time.
     """
     try:
-        writer = ix.writer()
+        with _guard(ix):
+            writer = ix.writer()
     except WhooshLockError:
         raise Busy("the Whoosh write lock is held") from None
     try:

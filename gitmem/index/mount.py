@@ -83,8 +83,12 @@ class MountIndex:
         """
         need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
         if need is not None:
+            trusted = self._current == head
             self.refresh(head)
             found = self._candidates(need, prefix, head)
+            if found is None and trusted:  # it vanished since this process last saw it: rebuild now
+                self.refresh(head)
+                found = self._candidates(need, prefix, head)
             if found is not None:
                 return found
         return list(self.repo.files_at(head, prefix))
@@ -95,6 +99,7 @@ class MountIndex:
         try:
             ix = self._open()
             if ix is None:
+                self._current = None
                 return None
             with engine.searching(ix) as searcher:
                 meta = engine.read_meta(searcher)
