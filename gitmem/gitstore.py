@@ -127,12 +127,13 @@ class SyncGitFileStore:
         """This memory as run ``run_id`` sees it: its own proposal while one is under review.
 
         Everyone else keeps reading ``main``. Writes through the returned store carry
-        the run id; with the review gate on they go to ``refs/heads/proposals/<run>``.
+        the run id; with the review gate on they go to ``refs/heads/proposals/<run>``
+        (a run id that cannot name a branch is then refused with ``forbidden``).
         """
-        return SyncGitFileStore(self.repo, self.format, git_review.check_run_id(run_id))
+        return SyncGitFileStore(self.repo, self.format, run_id)
 
     def _read_head(self) -> str:
-        if self.run is not None:
+        if self.run is not None and git_review.names_a_proposal(self.run):
             proposal = self.repo.ref_target(git_review.PROPOSALS + self.run)
             if proposal is not None:
                 return proposal

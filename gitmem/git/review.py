@@ -59,20 +59,26 @@ def set_gate(git: GitRepo, enabled: bool) -> None:
     git.config_set(REVIEW_KEY, "true" if enabled else "false")
 
 
+def names_a_proposal(run: object) -> bool:
+    """Whether ``run`` can name a branch of its own (one ref component)."""
+    return (
+        isinstance(run, str)
+        and _RUN_ID.fullmatch(run) is not None
+        and ".." not in run
+        and not run.endswith((".", ".lock"))
+        and pygit2.reference_is_valid_name(PROPOSALS + run)
+    )
+
+
 def check_run_id(run: object) -> str:
-    """A run id that can name a branch of its own (one ref component)."""
-    if (
-        not isinstance(run, str)
-        or not _RUN_ID.fullmatch(run)
-        or ".." in run
-        or run.endswith((".", ".lock"))
-        or not pygit2.reference_is_valid_name(PROPOSALS + run)
-    ):
+    """``run`` if it can name a proposal branch, else ``forbidden``."""
+    if not names_a_proposal(run):
         raise MemoryStoreError(
             "forbidden",
             f"run id {run!r} cannot name a proposal branch, and this memory sends agent writes to review: "
             "use letters, digits and . _ @ + = - (at most 128, no '..')",
         )
+    assert isinstance(run, str)
     return run
 
 

@@ -218,6 +218,9 @@ class FileMemoryCapability:
         mount = self._mount_for(tool, args.memory)
         who = (origin or Origin()).with_tool_call(tool_call_id)
         fmt, retries, store = self.limits.format, self.limits.write_retries, mount.store
+        for_run = getattr(store, "for_run", None)
+        if who.run_id is not None and callable(for_run):
+            store = for_run(who.run_id)  # a run under review reads its own proposal (gitmem.review)
         if isinstance(args, ViewArgs):
             return await ops.view(store, args.path, fmt=fmt)
         if isinstance(args, GrepArgs):
