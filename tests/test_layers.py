@@ -32,7 +32,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes")
 # (modules the rule applies to, modules they must not import, why)
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (LOWER, HIGHER, "pure values, rules and the store seam stay free of engines and facades"),

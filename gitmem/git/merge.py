@@ -46,6 +46,7 @@ class MergeResult:
     before: str
     after: str
     paths: tuple[str, ...]
+    closed: tuple[str, ...] = ()  # review proposals main now holds, deleted (runs' ids)
 
 
 class MergeRefused(MemoryStoreError):

@@ -21,6 +21,7 @@ does not already hold is checked.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -36,11 +37,11 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.review import PROPOSALS, drop_merged
 from gitmem.model import Origin
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
-PROPOSALS = "refs/heads/proposals/"
 GIT_TIMEOUT = 600.0
 """Seconds one git transfer may take before it is stopped (a liveness bound, not a target)."""
 
@@ -291,6 +292,8 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
     wrote other files meanwhile; :class:`gitmem.git.merge.MergeRefused` listing
     the files when both sides changed the same file, or when what the remote
     brings breaks the memory's rules. ``main`` is untouched by a refusal.
+    Review proposals that ``main`` now holds (pull requests merged upstream)
+    are deleted and named in ``closed``.
     """
     who = origin or Origin()
     target = get_remote(git, remote)
@@ -305,7 +308,12 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
                     "this memory's history was rewritten (purge or forget) during the pull; pull again",
                 )
 
-        return integrate(
+        closed: list[str] = []
+
+        def close_merged_proposals(result: MergeResult) -> None:
+            closed.extend(drop_merged(git, result.after))
+
+        result = integrate(
             git,
             fmt,
             incoming,
@@ -314,4 +322,6 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
             detail=f"pull {remote}",
             scratch=scratch,
             precheck=history_unchanged,
+            after_swap=close_merged_proposals,
         )
+        return dataclasses.replace(result, closed=tuple(closed))

@@ -23,7 +23,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
-from gitmem.git.refs import swap_ref
+from gitmem.git.refs import read_ref, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
 from gitmem.provenance import parse_message
@@ -176,6 +176,27 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
         precheck=still_there,
         after_swap=drop_branch,
     )
+
+
+def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
+    """Delete the proposals whose head ``main`` now holds; returns their run ids.
+
+    After a pull brings back a pull request that was opened from a proposal and
+    merged on the hosting service, the proposal is done. Call under the writer
+    lock; a proposal the run wrote to meanwhile is kept (its CAS fails).
+    """
+    r = git.repo
+    closed: list[str] = []
+    for name in sorted(r.references):
+        if not name.startswith(PROPOSALS):
+            continue
+        head = read_ref(r, name)
+        if head is None:
+            continue
+        if head == main or r.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=head)):
+            if swap_ref(r, git.path, name, head, None, message="gitmem pull: merged upstream"):
+                closed.append(name[len(PROPOSALS) :])
+    return tuple(closed)
 
 
 def reject(git: GitRepo, run: str) -> str:

@@ -133,8 +133,12 @@ def test_proposals_are_pushed_for_pull_requests(team: Team) -> None:
     git("fetch", "-q", "origin", cwd=team.work)
     git("merge", "-q", "--no-ff", "-m", "Merge pull request #1", "origin/proposals/run-9", cwd=team.work)
     git("push", "-q", "origin", "main", cwd=team.work)
-    assert remotes.pull(team.store).kind == "fast_forward"
+    team.sync.for_run("run-10").write("notes/later.md", "not reviewed yet\n", expected=None)
+    pulled = remotes.pull(team.store)
+    assert (pulled.kind, pulled.closed) == ("fast_forward", ("run-9",))
     assert team.sync.read("notes/proposed.md").text == "please review\n"
+    # The merged pull request closed its proposal; the other one stays open.
+    assert [p.run for p in review.proposals(team.store)] == ["run-10"]
 
 
 _AGENT = """

@@ -194,3 +194,15 @@ def test_the_cli_prints_one_json_line_per_change(root: Root) -> None:
         store.head(),
     )
     assert event["paths"] == ["notes/cli.md"] and event["commits"][0]["principal"] == "bob"
+
+
+def test_forget_and_purge_are_reported_as_rewritten_history(root: Root) -> None:
+    store = root.mount("user").sync
+    store.write("notes/secret.md", "a leaked detail\n", expected=None)
+    with watch(root, ["user"], poll_interval=NO_POLL) as changes:
+        store.forget("notes/secret.md")
+        forgot = next_change(changes, lambda c: c.ref == "refs/heads/main")
+        store.purge()
+        purged = next_change(changes, lambda c: c.ref == "refs/heads/main" and c.new == store.head())
+    assert forgot.rewritten and forgot.commits[0].op == "forget"
+    assert purged.rewritten and purged.commits[0].op == "purge"

@@ -152,6 +152,8 @@ def pull(state: State, name: str, remote_name: str) -> None:
         message = f"{name}: main {short(result.before)} -> {short(result.after)} ({how}); {files}"
         for path in result.paths:
             message += f"\n  {path}"
+    if result.closed:
+        message += f"\nreview proposals merged upstream and closed: {', '.join(result.closed)}"
     emit(
         {
             "memory": name,
@@ -160,6 +162,7 @@ def pull(state: State, name: str, remote_name: str) -> None:
             "before": result.before,
             "after": result.after,
             "paths": list(result.paths),
+            "closed": list(result.closed),
         },
         message,
     )
