@@ -255,8 +255,15 @@ class Watcher:
             self._stopped = True
             self._cond.notify_all()
         if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout)
+            # watchdog logs an error when an event races its emitter's shutdown; harmless here.
+            quiet = logging.getLogger("watchdog.observers.inotify")
+            level = quiet.level
+            quiet.setLevel(logging.CRITICAL)
+            try:
+                self._observer.stop()
+                self._observer.join(timeout)
+            finally:
+                quiet.setLevel(level)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         if self._indexer is not None:
