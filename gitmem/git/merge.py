@@ -11,15 +11,19 @@ wait, and a foreign push is caught by the compare-and-swap)::
 
 The new commits are held to the rules of a push (:mod:`gitmem.git.pushcheck`):
 every file they bring in must be one a store write would accept, and the memory's
-limits must hold. Objects made here (merged trees, the merge commit) are written
-to a *scratch* repository when one is given (a pull's quarantine), so a refused
-integration leaves nothing in the mount.
+limits must hold. Objects made here (merged trees, the merge commit) and a pull's
+fetched objects are written to a *scratch* repository that borrows the mount's
+objects, so a refused integration leaves nothing in the mount.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pygit2
@@ -36,6 +40,9 @@ MAX_ATTEMPTS = 8
 """Foreign pushes that may move ``main`` under one integration before it gives up."""
 
 MAX_LISTED = 50
+SCRATCH_PREFIX = "scratch-"
+SCRATCH_STALE_SECONDS = 3600.0
+"""A scratch repository older than this belongs to a process that died (git transfers stop after 600 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,47 @@ def _conflicts(index: pygit2.Index) -> list[str]:
     return sorted(found)
 
 
+@contextmanager
+def scratch_repository(git: GitRepo) -> Iterator[str]:
+    """A bare repository inside the mount's ``gitmem/`` folder that borrows the mount's objects.
+
+    Objects that may or may not land (a pull's fetched commits, merged trees, a
+    merge commit) are written here, outside the mount, and move in by rename
+    (same filesystem) only once accepted. The folder is deleted afterwards
+    whatever happened; ones left by a killed process are swept on the next use.
+    """
+    state = os.path.join(git.path, "gitmem")
+    _sweep(state)
+    path = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=state)
+    try:
+        try:
+            pygit2.init_repository(path, bare=True)
+            info = os.path.join(path, "objects", "info")
+            os.makedirs(info, exist_ok=True)
+            with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
+                fh.write(os.path.join(git.path, "objects") + "\n")
+        except (pygit2.GitError, OSError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot prepare a scratch repository in {path}: {exc}") from exc
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _sweep(state: str) -> None:
+    """Delete scratch repositories that no live process can still be using."""
+    try:
+        names = [n for n in os.listdir(state) if n.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        folder = os.path.join(state, name)
+        try:
+            if time.time() - os.stat(folder).st_mtime > SCRATCH_STALE_SECONDS:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def integrate(
     git: GitRepo,
     fmt: FileFormat,
@@ -133,32 +181,51 @@ def integrate(
     ``what`` names the other side in messages (``"origin/main"``, ``"proposal run-1"``).
     ``fast_forward=False`` always records a merge commit (with ``extra`` trailers),
     even when ``main`` could simply move: an approval must be written down.
-    ``scratch`` is a bare repository whose objects include ``theirs`` and which
-    borrows the mount's objects (``objects/info/alternates``); its objects move
-    into the mount just before ``main`` does. ``precheck`` runs under the lock
+    ``scratch`` (see :func:`scratch_repository`) holds ``theirs`` when the mount
+    does not (a pull); one is made otherwise. ``precheck`` runs under the lock
     before each attempt (raise to abort); ``after_swap`` runs under the lock
     once ``main`` moved (or was already up to date).
+
+    Every commit that ``main`` does not hold yet is checked, including ones other
+    refs of the mount already point at: the check runs in the scratch repository,
+    whose only ref is ``main``.
     """
+    if scratch is None:
+        with scratch_repository(git) as own:
+            return integrate(
+                git,
+                fmt,
+                theirs,
+                what=what,
+                origin=origin,
+                detail=detail,
+                extra=extra,
+                fast_forward=fast_forward,
+                scratch=own,
+                precheck=precheck,
+                after_swap=after_swap,
+            )
     with translate_errors(git.path), git.lock.hold():
         for _ in range(MAX_ATTEMPTS):
             if precheck is not None:
                 precheck()
-            r = pygit2.Repository(scratch or git.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+            r = pygit2.Repository(scratch, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             try:
                 ours = git.head()
+                for name in list(r.references):
+                    r.references.delete(name)
+                r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
                 result = _plan(r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward)
                 if result.kind == "up_to_date":
                     if after_swap is not None:
                         after_swap(result)
                     return result
-                objects = [os.path.join(scratch, "objects")] if scratch else []
-                verdict = check_updates(git.path, [RefUpdate(MAIN, ours, result.after)], fmt, object_dirs=objects)
+                verdict = check_updates(scratch, [RefUpdate(MAIN, ours, result.after)], fmt)
                 if verdict[MAIN]:
                     raise refused_by_rules(what, verdict[MAIN])
             finally:
                 r.free()
-            if scratch is not None:
-                migrate_objects(os.path.join(scratch, "objects"), os.path.join(git.path, "objects"))
+            migrate_objects(os.path.join(scratch, "objects"), os.path.join(git.path, "objects"))
             message = f"gitmem {result.kind.replace('_', '-')} from {what}"
             if swap_ref(
                 git.repo,

@@ -5,8 +5,9 @@ every protocol a hosting service offers, with the user's credential helpers.
 What gitmem adds is on the receiving side of a pull:
 
 1. the remote's ``main`` is fetched into a *scratch* bare repository inside the
-   mount's ``gitmem/`` folder, which borrows the mount's objects through
-   ``objects/info/alternates``; nothing reaches the mount yet;
+   mount's ``gitmem/`` folder (:func:`gitmem.git.merge.scratch_repository`),
+   which borrows the mount's objects through ``objects/info/alternates``;
+   nothing reaches the mount yet;
 2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
    clean three-way merge commit when agents wrote meanwhile, or a refusal naming
    the conflicting files), after every commit brought in passed the push rules
@@ -15,8 +16,8 @@ What gitmem adds is on the receiving side of a pull:
    compare-and-swap under the writer lock.
 
 Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
-mount never keeps remote-tracking refs, so every pulled commit that ``main``
-does not already hold is checked.
+mount keeps no remote-tracking refs. Every pulled commit that ``main`` does not
+already hold is checked, whatever other refs of the mount point at.
 """
 
 from __future__ import annotations
@@ -24,18 +25,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.merge import MergeResult, integrate, scratch_repository
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
 from gitmem.model import Origin
@@ -229,30 +226,6 @@ def _parse_porcelain(out: str) -> list[PushedRef]:
 # --- pull ---------------------------------------------------------------------------
 
 
-@contextmanager
-def scratch_repository(git: GitRepo) -> Iterator[str]:
-    """A bare repository inside the mount's ``gitmem/`` folder that borrows the mount's objects.
-
-    Fetched objects land here, outside the mount, until a pull is accepted; the
-    folder is deleted afterwards whatever happened (same filesystem, so accepted
-    objects move in by rename).
-    """
-    state = os.path.join(git.path, "gitmem")
-    path = tempfile.mkdtemp(prefix="pull-", dir=state)
-    try:
-        try:
-            pygit2.init_repository(path, bare=True)
-        except (pygit2.GitError, OSError) as exc:
-            raise MemoryStoreError("unavailable", f"cannot prepare a pull in {path}: {exc}") from exc
-        info = os.path.join(path, "objects", "info")
-        os.makedirs(info, exist_ok=True)
-        with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
-            fh.write(os.path.join(git.path, "objects") + "\n")
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
     """Fetch the remote's ``main`` into ``scratch``; returns the commit id it points at."""
     what = f"git fetch from {remote.name}"
@@ -278,7 +251,9 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
     try:
         r = pygit2.Repository(scratch, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         try:
-            return str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
+            incoming = str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
+            r.references.delete("refs/heads/incoming")  # a ref here would exempt it from the check
+            return incoming
         finally:
             r.free()
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:

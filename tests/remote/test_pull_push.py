@@ -7,6 +7,7 @@ works in a clone of the hosting one, as after a pull request was merged there.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -110,6 +111,18 @@ def test_a_pull_bringing_content_that_breaks_the_rules_is_refused(team: Team) ->
     assert team.sync.head() == head
     assert not has_object(team.store.path, leaked)
     fsck_clean(team.store.path)
+
+
+def test_commits_another_ref_of_the_mount_holds_are_still_checked(team: Team) -> None:
+    head = team.sync.head()
+    bad = team.person_commits("notes/key.md", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n")
+    # The same commit also reached the mount under another branch, by plain git (no hooks).
+    git("push", "-q", team.store.path, f"{bad}:refs/heads/topic", cwd=team.work)
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(team.store, "origin")
+    assert caught.value.code == "invalid_file" and caught.value.paths == ("notes/key.md",)
+    assert team.sync.head() == head
+    assert not [n for n in os.listdir(Path(team.store.path) / "gitmem") if n.startswith("scratch-")]
 
 
 def test_a_push_behind_the_remote_is_refused_until_pulled(team: Team) -> None:

@@ -127,6 +127,23 @@ def test_a_conflicting_approve_is_refused_and_changes_nothing(store: GitFileStor
     fsck_clean(store.path)
 
 
+def test_a_proposal_branch_changed_by_plain_git_is_checked_before_it_lands(store: GitFileStore, tmp_path: Path) -> None:
+    sync = store.sync
+    sync.for_run(RUN).write("notes/ok.md", "fine\n", expected=None)
+    main = sync.head()
+    work = tmp_path / "work"
+    git("clone", "-q", "-b", f"proposals/{RUN}", store.path, str(work))
+    (work / "notes" / "blob.md").write_bytes(b"binary\x00content\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "sneak a binary file in", cwd=work)
+    git("push", "-q", "origin", f"HEAD:proposals/{RUN}", cwd=work)  # no hooks installed: accepted
+    with pytest.raises(MergeRefused) as caught:
+        review.approve(store, RUN, approver="carol")
+    assert caught.value.code == "invalid_file" and caught.value.paths == ("notes/blob.md",)
+    assert sync.head() == main
+    fsck_clean(store.path)
+
+
 def test_reject_removes_the_proposal(store: GitFileStore) -> None:
     sync = store.sync
     main = sync.head()
