@@ -1,11 +1,16 @@
-"""Search commands: grep (exact line matches) and, with the index, find and index upkeep."""
+"""Search commands: grep (exact lines), find (ranked files) and the index's upkeep.
+
+grep's answers never depend on the index (it only narrows which files are read);
+find ranks with it. ``index status|rebuild`` expose the projection for admins.
+"""
 
 from __future__ import annotations
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
+from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, progress, short, to_json
 from gitmem.adapters.cli.files import directory_arg
+from gitmem.index import IndexStatus
 
 
 @cli.command()
@@ -35,3 +40,72 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
             click.echo(f"(more lines matched; raise --limit above {limit} to see them)", err=True)
 
     emit({"memory": name, "matches": result.matches, "truncated": result.truncated}, text)
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("query")
+@click.option("--path", "directory", default="", metavar="DIR", help="Only rank files under DIR.")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most files to list.")
+@common_options
+@pass_state
+def find(state: State, name: str, query: str, directory: str, limit: int) -> None:
+    """Rank the files that best match the words of QUERY.
+
+    Ranking is BM25 over words (the search index; it catches up on its own), so
+    word order and case do not matter. Each hit shows its score, path and the
+    line that made it match. Use grep for exact lines.
+    """
+    hits = state.store(name).find(query, path=directory_arg(directory), limit=limit)
+
+    def text() -> None:
+        width = max((len(h.path) for h in hits), default=0)
+        for h in hits:
+            click.echo(f"{h.score:7.2f}  {h.path:{width}}  {h.snippet}".rstrip())
+
+    emit({"memory": name, "query": query, "hits": hits}, text)
+
+
+@cli.group()
+def index() -> None:
+    """Inspect or rebuild a memory's search index.
+
+    The index is derived from git and can always be rebuilt; losing it loses no
+    data. Searches bring it up to date on their own.
+    """
+
+
+def _status_text(s: IndexStatus) -> str:
+    reflects = f"{short(s.commit)} (head {short(s.head)})" if s.commit else f"nothing (head {short(s.head)})"
+    lines = [
+        f"state:     {s.state}",
+        f"reflects:  {reflects}",
+        f"documents: {s.documents} ({s.deleted} deleted, {s.segments} segment(s))",
+        f"directory: {s.directory}",
+    ]
+    return "\n".join(lines)
+
+
+@index.command("status")
+@click.argument("name")
+@common_options
+@pass_state
+def index_status(state: State, name: str) -> None:
+    """Show whether the index of NAME reflects the head.
+
+    States: current, behind (the next search catches up), missing, broken or
+    outdated (the next search rebuilds it).
+    """
+    status = state.store(name).index_status()
+    emit({"memory": name, **to_json(status)}, _status_text(status))
+
+
+@index.command("rebuild")
+@click.argument("name")
+@common_options
+@pass_state
+def index_rebuild(state: State, name: str) -> None:
+    """Recreate the index of NAME from scratch at the head."""
+    with progress(f"indexing {name}"):
+        status = state.store(name).rebuild_index()
+    emit({"memory": name, **to_json(status)}, _status_text(status))
