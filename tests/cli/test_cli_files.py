@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.cli import files as files_mod
-from gitmem.adapters.cli.files import replace_once
+from gitmem.adapters.cli.files import EDIT_RETRIES
+from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Origin
 
 from .conftest import Run, as_json
@@ -156,39 +156,47 @@ def test_edit_counts_overlapping_occurrences_as_ambiguous(gm: Run) -> None:
     assert gm("edit", "user", "a.md", "--old", "aa", "--new", "b").exit_code == 1
 
 
-def test_edit_rereads_after_a_concurrent_write(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Root(root).mount("user", create=True).sync
-    store.write("a.md", "one\ntwo\n", expected=None)
-    real_write = type(store).write
-    raced = []
+def test_edit_rereads_after_a_concurrent_write(user: Run, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Root(root).mount("user").sync
+    real_write = SyncGitFileStore.write
+    raced: list[str] = []
 
-    def racing_write(self: object, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        if not raced:  # another writer commits between our read and our write
-            raced.append(real_write(store, path, "one\ntwo\nthree\n", expected=expected))
-        return real_write(store, path, text, expected=expected, origin=origin)
+    def racing_write(
+        self: SyncGitFileStore, path: str, text: str, *, expected: str | None, origin: Origin | None = None
+    ) -> str:
+        if not raced:  # another writer commits between the edit's read and its write
+            raced.append(real_write(store, path, store.read(path).text + "- short answers\n", expected=expected))
+        return real_write(self, path, text, expected=expected, origin=origin)
 
-    monkeypatch.setattr(type(store), "write", racing_write)
-    _, version = replace_once(store, "a.md", "one", "ONE", Origin())
+    monkeypatch.setattr(SyncGitFileStore, "write", racing_write)
+    result = user("edit", "user", "prefs/style.md", "--old", "likes tea", "--new", "likes coffee", "--json")
     monkeypatch.undo()
-    assert store.read("a.md").text == "ONE\ntwo\nthree\n"  # both changes kept
-    assert store.read("a.md").version == version
+    assert result.exit_code == 0, result.output
+    assert raced  # the race did happen
+    text = store.read("prefs/style.md").text
+    assert "likes coffee" in text and "- short answers" in text  # both changes kept
+    assert as_json(result)["version"] == store.read("prefs/style.md").version
 
 
-def test_edit_gives_up_after_its_retries(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Root(root).mount("user", create=True).sync
-    store.write("a.md", "x 0\n", expected=None)
-    real_write = type(store).write
-    n = [0]
+def test_edit_gives_up_after_its_retries(user: Run, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Root(root).mount("user").sync
+    real_write = SyncGitFileStore.write
+    attempts = [0]
 
-    def always_beaten(self: object, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        n[0] += 1
-        real_write(store, path, f"x {n[0]}\n", expected=expected)
-        return real_write(store, path, text, expected=expected, origin=origin)
+    def always_beaten(
+        self: SyncGitFileStore, path: str, text: str, *, expected: str | None, origin: Origin | None = None
+    ) -> str:
+        attempts[0] += 1
+        real_write(store, path, store.read(path).text + f"- note {attempts[0]}\n", expected=expected)
+        return real_write(self, path, text, expected=expected, origin=origin)
 
-    monkeypatch.setattr(type(store), "write", always_beaten)
-    with pytest.raises(files_mod.MemoryToolError) as caught:
-        replace_once(store, "a.md", "x", "y", Origin(), retries=2)
-    assert caught.value.code == "conflict_retries_exhausted" and n[0] == 3
+    monkeypatch.setattr(SyncGitFileStore, "write", always_beaten)
+    result = user("edit", "user", "prefs/style.md", "--old", "likes tea", "--new", "likes coffee", "--json")
+    monkeypatch.undo()
+    assert result.exit_code == 1 and attempts[0] == 1 + EDIT_RETRIES
+    err = as_json(result)
+    assert err["error"] == "conflict_retries_exhausted" and "- note 4" in err["current"]["content"]
+    assert "likes tea" in store.read("prefs/style.md").text  # the edit wrote nothing
 
 
 def test_mv_uses_the_version_just_read_and_refuses_an_existing_destination(user: Run) -> None:

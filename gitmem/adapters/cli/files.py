@@ -8,6 +8,7 @@ overwritten silently.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import click
@@ -23,10 +24,11 @@ from gitmem.adapters.cli.app import (
     stderr_is_tty,
     usage_error,
 )
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import validate_directory
 from gitmem.gitstore import SyncGitFileStore
-from gitmem.model import Changes, FileText, Origin
+from gitmem.model import Changes
+from gitmem.tools import ops
 
 #: How many times ``edit`` re-reads and re-checks after another writer got in first.
 EDIT_RETRIES = 3
@@ -53,37 +55,6 @@ def directory_arg(directory: str | None) -> str:
     if not directory or directory == "/":
         return ""
     return validate_directory(directory.rstrip("/") + "/")
-
-
-def replace_once(
-    store: SyncGitFileStore, path: str, old: str, new: str, origin: Origin, retries: int = EDIT_RETRIES
-) -> tuple[FileText, str]:
-    """Replace the one occurrence of ``old``, writing against the version read.
-
-    On ``version_mismatch`` the file as it is now is re-checked and the edit tried
-    again, up to ``retries`` times; returns the file that was edited and the new version.
-    """
-    current = store.read(path)
-    for _ in range(retries + 1):
-        first = current.text.find(old)
-        if first < 0:
-            raise MemoryToolError("no_match", f"{path}: the --old text does not occur in the file", current=current)
-        if current.text.find(old, first + 1) >= 0:
-            raise MemoryToolError("ambiguous_match", f"{path}: the --old text occurs more than once", current=current)
-        text = current.text[:first] + new + current.text[first + len(old) :]
-        try:
-            return current, store.write(path, text, expected=current.version, origin=origin)
-        except MemoryStoreError as exc:
-            if exc.code != "version_mismatch":
-                raise
-            if exc.current is None:
-                raise MemoryStoreError("not_found", f"{path} was deleted while it was being edited") from None
-            current = exc.current
-    raise MemoryToolError(
-        "conflict_retries_exhausted",
-        f"{path} changed under the edit {retries + 1} times in a row",
-        current=current,
-    )
 
 
 @cli.command()
@@ -215,9 +186,11 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
     """
     if old == "":
         raise usage_error("--old must not be empty")
-    before, version = replace_once(state.store(name), path, old, new, state.origin)
-    payload = {"memory": name, "path": path, "version": version, "previous": before.version}
-    emit(payload, f"edited {path}: version {version}")
+    store = state.mount(name)
+    # The agents' edit tool, so a person and an agent editing one file follow the same rule.
+    done = asyncio.run(ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin))
+    payload = {"memory": name, "path": done["path"], "version": done["version"], "size": done["size"]}
+    emit(payload, f"edited {done['path']}: version {done['version']}")
 
 
 @cli.command()
