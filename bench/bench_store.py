@@ -456,7 +456,7 @@ def report(b: Bench) -> tuple[str, list[tuple[str, bool]]]:
                     ms(c.cpu50),
                     ratio(a.p50, c.p50),
                     ratio(a.cpu50, c.cpu50),
-                    str(a.n),
+                    str(a.n) if a.n == c.n else f"{a.n}/{c.n}",
                 ]
             )
         )
