@@ -533,7 +533,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=10_000, help="memory size for read/write/list (default 10000)")
     parser.add_argument("--quick", action="store_true", help="fewer samples, for iteration")
     parser.add_argument("--scales", default="1000,10000,100000", help="memory sizes for the changes benchmark")
-    parser.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases out of {','.join(PHASES)}")
+    parser.add_argument(
+        "--only",
+        default=",".join(PHASES),
+        help=f"comma-separated phases out of {','.join(PHASES)} (cli is reported against writes)",
+    )
     parser.add_argument("--workdir", help="where to build the repos (default: a new temp dir, removed afterwards)")
     parser.add_argument("--json", help="also write the summary as JSON to this file")
     args = parser.parse_args(argv)
