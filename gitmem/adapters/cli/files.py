@@ -28,7 +28,6 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import validate_directory
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Changes
-from gitmem.tools import ops
 
 #: How many times ``edit`` re-reads and re-checks after another writer got in first.
 EDIT_RETRIES = 3
@@ -186,6 +185,8 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
     """
     if old == "":
         raise usage_error("--old must not be empty")
+    from gitmem.tools import ops  # imported here: it loads the tool schemas, which other commands never need
+
     store = state.mount(name)
     # The agents' edit tool, so a person and an agent editing one file follow the same rule.
     done = asyncio.run(ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin))

@@ -9,12 +9,14 @@ server starts, with exit code 2 (usage) or 1 (a memory cannot be opened).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gitmem.adapters.cli.app import State, cli, origin_options, pass_state, root_option, usage_error
-from gitmem.tools import FileMount
-from gitmem.tools.mounts import Access
+
+if TYPE_CHECKING:  # gitmem.tools loads the tool schemas; only `gitmem mcp` itself needs them
+    from gitmem.tools.mounts import Access
 
 
 def parse_mount(spec: str) -> tuple[str, Access]:
@@ -78,7 +80,7 @@ def mcp(state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cur
     import anyio
 
     from gitmem.adapters.mcp_server import MemoryMcpServer
-    from gitmem.tools import FileMemoryCapability
+    from gitmem.tools import FileMemoryCapability, FileMount
 
     parsed = [parse_mount(spec) for spec in mounts]
     names = [name for name, _ in parsed]
