@@ -41,7 +41,7 @@ from whoosh.searching import Searcher
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
 
-FORMAT = 2  # bump when the schema or the signature changes: old indexes are rebuilt
+FORMAT = 3  # bump when the schema or the signature changes: old indexes are rebuilt
 META_KEY = "meta"
 
 # Words for ranked search: runs of word characters; runs of CJK characters
@@ -73,7 +73,6 @@ def _schema() -> fields.Schema:
         sig=fields.COLUMN(columns.VarBytesColumn()),
         body=fields.TEXT(analyzer=WORDS, phrase=False),
         name=fields.TEXT(analyzer=WORDS, phrase=False, field_boost=2.0),
-        meta=fields.STORED(),
     )
 
 
@@ -102,11 +101,22 @@ class Stats:
 
 
 @dataclass(slots=True)
+class SizeClass:
+    """The signatures of one length in a segment, back to back, for column-wise tests."""
+
+    nbytes: int
+    docnums: list[int]
+    packed: bytes
+    everyone: int  # a 0x01 byte per document, as an int: the start of every test
+
+
+@dataclass(slots=True)
 class SegmentData:
     """What a search needs from one segment, decoded once."""
 
     files: list[tuple[str, str] | None]  # docnum -> (path, blob id)
-    by_size: dict[int, list[tuple[int, bytes]]]  # signature length -> [(docnum, signature)]
+    classes: list[SizeClass]
+    metas: dict[int, Meta]  # docnum -> the commit stamp stored in that document
 
 
 SegmentCache = dict[str, SegmentData]
@@ -123,6 +133,15 @@ def path_text(path: str) -> str:
 
 def _file_value(path: str, version: str) -> bytes:
     return (version + path).encode("utf-8", "surrogatepass")
+
+
+def _meta_value(commit: str) -> bytes:
+    return f"\0{commit} {FORMAT}".encode()
+
+
+def _read_meta_value(value: bytes) -> Meta | None:
+    commit, _, fmt = value[1:].decode("ascii", "replace").partition(" ")
+    return Meta(commit, int(fmt)) if fmt.isdigit() else None
 
 
 def _read_file_value(value: bytes) -> tuple[str, str]:
@@ -233,15 +252,15 @@ def searching(ix: FileIndex) -> Iterator[Searcher]:
         searcher.close()
 
 
-def read_meta(searcher: Searcher) -> Meta | None:
-    stored = searcher.document(key=META_KEY)
-    if not stored or not isinstance(stored.get("meta"), dict):
+def read_meta(searcher: Searcher, cache: SegmentCache) -> Meta | None:
+    """The commit stamp of what ``searcher`` sees (``None`` for an index without one)."""
+    docnum = searcher.document_number(key=META_KEY)
+    if docnum is None:
         return None
-    meta = stored["meta"]
-    commit, fmt = meta.get("commit"), meta.get("format")
-    if not isinstance(commit, str) or not isinstance(fmt, int):
-        return None
-    return Meta(commit, fmt)
+    for reader, base in searcher.reader().leaf_readers():
+        if base <= docnum < base + reader.doc_count_all():
+            return _segment(reader, cache).metas.get(docnum - base)
+    return None
 
 
 def stats(searcher: Searcher) -> Stats:
@@ -256,18 +275,12 @@ def stats(searcher: Searcher) -> Stats:
 # -- writing --
 
 
-def write(
-    ix: FileIndex,
-    documents: Iterable[dict[str, Any] | str],
-    commit: str,
-    *,
-    fresh: bool = False,
-) -> None:
-    """Apply documents (a dict to add or replace, a path to delete) and record ``commit``.
+@contextmanager
+def writing(ix: FileIndex) -> Iterator[Any]:
+    """Whoosh's writer for the block; cancelled unless the block committed it.
 
-    Everything lands in one Whoosh commit. ``fresh`` marks a rebuild into an
-    empty index (plain adds are enough). When deletions pile up in old segments
-    the commit merges everything, so queries do not slow down over time.
+    :class:`Busy` when Whoosh's own lock is held (only possible from outside
+    gitmem, since gitmem writers hold the index flock first).
     """
     try:
         with _guard(ix):
@@ -275,53 +288,115 @@ def write(
     except WhooshLockError:
         raise Busy("the Whoosh write lock is held") from None
     try:
-        for doc in documents:
-            if isinstance(doc, str):
-                writer.delete_by_term("key", path_key(doc))
-            elif fresh:
-                writer.add_document(**doc)
-            else:
-                writer.update_document(**doc)
-        writer.update_document(key=META_KEY, meta={"commit": commit, "format": FORMAT})
-        deleted = sum(segment.deleted_count() for segment in writer.segments)
-        total = sum(segment.doc_count_all() for segment in writer.segments)
-        writer.commit(optimize=deleted > 64 and deleted * 4 > total)
-    except BaseException:
-        writer.cancel()
-        raise
+        yield writer
+    finally:
+        if not writer.is_closed:
+            writer.cancel()
+
+
+def stamp(ix: FileIndex, writer: Any, cache: SegmentCache) -> tuple[Meta | None, int]:
+    """The commit stamp and live document count of what ``writer`` starts from."""
+    try:
+        with _guard(ix):
+            searcher = writer.searcher()  # kept by the writer, reused by its updates
+    except Exception as exc:
+        raise Broken(f"cannot read the index: {exc!r}") from exc
+    return read_meta(searcher, cache), searcher.doc_count()
+
+
+def apply(writer: Any, documents: Iterable[dict[str, Any] | str], commit: str, *, fresh: bool = False) -> None:
+    """Apply documents (a dict to add or replace, a path to delete), stamp ``commit``, commit.
+
+    Everything lands in one Whoosh commit. ``fresh`` marks a rebuild into an
+    empty index (plain adds are enough). When deletions pile up in old segments
+    the commit merges everything, so queries do not slow down over time.
+    """
+    for doc in documents:
+        if isinstance(doc, str):
+            writer.delete_by_term("key", path_key(doc))
+        elif fresh:
+            writer.add_document(**doc)
+        else:
+            writer.update_document(**doc)
+    writer.update_document(key=META_KEY, file=_meta_value(commit))
+    deleted = sum(segment.deleted_count() for segment in writer.segments)
+    total = sum(segment.doc_count_all() for segment in writer.segments)
+    writer.commit(optimize=deleted > 64 and deleted * 4 > total)
 
 
 # -- grep candidates --
 
 
+def _segment(reader: Any, cache: SegmentCache) -> SegmentData:
+    segid = reader.segment().segment_id()
+    data = cache.get(segid)
+    if data is None:
+        data = cache[segid] = _segment_data(reader)
+    return data
+
+
 def _segment_data(reader: Any) -> SegmentData:
     files: list[tuple[str, str] | None] = []
-    by_size: dict[int, list[tuple[int, bytes]]] = {}
+    metas: dict[int, Meta] = {}
+    by_size: dict[int, tuple[list[int], list[bytes]]] = {}
     file_col = reader.column_reader("file", translate=False)
     sig_col = reader.column_reader("sig", translate=False)
     for docnum, (value, sig) in enumerate(zip(file_col, sig_col, strict=True)):
-        files.append(_read_file_value(value) if len(value) >= 40 else None)
-        if sig:
-            by_size.setdefault(len(sig), []).append((docnum, sig))
-    return SegmentData(files, by_size)
+        entry = None
+        if value[:1] == b"\0":
+            meta = _read_meta_value(value)
+            if meta is not None:
+                metas[docnum] = meta
+        elif len(value) >= 40:
+            entry = _read_file_value(value)
+        files.append(entry)
+        if sig and entry is not None:
+            docnums, sigs = by_size.setdefault(len(sig), ([], []))
+            docnums.append(docnum)
+            sigs.append(sig)
+    classes = [
+        SizeClass(nbytes, docnums, b"".join(sigs), int.from_bytes(b"\1" * len(docnums), "little"))
+        for nbytes, (docnums, sigs) in by_size.items()
+    ]
+    return SegmentData(files, classes, metas)
 
 
-def _filter(need: Need, entries: list[tuple[int, bytes]], nbytes: int) -> list[tuple[int, bytes]]:
+_TABLES: dict[int, bytes] = {}
+
+
+def _table(bits: int) -> bytes:
+    """A ``bytes.translate`` table: a byte with all of ``bits`` set becomes 1, any other 0."""
+    table = _TABLES.get(bits)
+    if table is None:
+        table = _TABLES[bits] = bytes(1 if (b & bits) == bits else 0 for b in range(256))
+    return table
+
+
+def _allows(need: Need, group: SizeClass) -> int:
+    """Which documents of ``group`` may satisfy ``need``: byte ``i`` of the result is 1 for the ``i``-th.
+
+    Each probed signature byte is read for all documents at once (a strided
+    slice), mapped to 0/1 by ``translate`` and combined as one big integer, so
+    the cost is a few passes at C speed rather than a Python loop per file.
+    """
     if isinstance(need, Lit):
-        for index, bits in probe(grams_of(need.text), nbytes):
-            entries = [e for e in entries if (e[1][index] & bits) == bits]
-            if not entries:
+        found = group.everyone
+        packed, step = group.packed, group.nbytes
+        for index, bits in probe(grams_of(need.text), step):
+            found &= int.from_bytes(packed[index::step].translate(_table(bits)), "little")
+            if not found:
                 break
-        return entries
+        return found
     if isinstance(need, All):
+        found = group.everyone
         for part in need.parts:
-            entries = _filter(part, entries, nbytes)
-        return entries
+            found &= _allows(part, group)
+        return found
     assert isinstance(need, AnyOf)
-    chosen: set[int] = set()
+    found = 0
     for part in need.parts:
-        chosen.update(docnum for docnum, _ in _filter(part, entries, nbytes))
-    return [e for e in entries if e[0] in chosen]
+        found |= _allows(part, group)
+    return found
 
 
 def candidates(searcher: Searcher, need: Need, prefix: str, cache: SegmentCache) -> list[tuple[str, str]]:
@@ -333,21 +408,19 @@ def candidates(searcher: Searcher, need: Need, prefix: str, cache: SegmentCache)
     found: list[tuple[str, str]] = []
     live: set[str] = set()
     for reader, _base in searcher.reader().leaf_readers():
-        segid = reader.segment().segment_id()
-        live.add(segid)
-        data = cache.get(segid)
-        if data is None:
-            data = _segment_data(reader)
-            cache[segid] = data
+        live.add(reader.segment().segment_id())
+        data = _segment(reader, cache)
         deletions = reader.has_deletions()
-        for nbytes, entries in data.by_size.items():
-            for docnum, _sig in _filter(need, entries, nbytes):
-                if deletions and reader.is_deleted(docnum):
-                    continue
+        for group in data.classes:
+            flags = _allows(need, group).to_bytes(len(group.docnums), "little")
+            at = flags.find(1)
+            while at >= 0:
+                docnum = group.docnums[at]
                 entry = data.files[docnum]
-                if entry is not None and entry[0].startswith(prefix):
+                if entry is not None and entry[0].startswith(prefix) and not (deletions and reader.is_deleted(docnum)):
                     found.append(entry)
-    for stale in [k for k in cache if k not in live]:
+                at = flags.find(1, at + 1)
+    for stale in [k for k in list(cache) if k not in live]:  # list(): other threads share the cache
         cache.pop(stale, None)
     return found
 

@@ -102,7 +102,7 @@ class MountIndex:
                 self._current = None
                 return None
             with engine.searching(ix) as searcher:
-                meta = engine.read_meta(searcher)
+                meta = engine.read_meta(searcher, self._cache)
                 if meta is None or meta.format != engine.FORMAT:
                     self._current = None
                     return None
@@ -179,36 +179,27 @@ class MountIndex:
         return True
 
     def _catch_up(self, head: str) -> None:
+        """Under the index lock: apply the tree diff since the index's commit, or rebuild."""
         from gitmem.index import engine
 
-        ix: FileIndex | None = None
-        meta = None
-        documents = 0
         try:
             ix = engine.open_index(self.directory)
             if ix is not None:
-                with engine.searching(ix) as searcher:
-                    meta = engine.read_meta(searcher)
-                    documents = engine.stats(searcher).documents
-        except engine.Broken as exc:
-            log.warning("rebuilding the index of %s: %s", self.repo.path, exc)
-            ix = None
-        if ix is not None and meta is not None and meta.format == engine.FORMAT:
-            if meta.commit == head:
-                self._ix = ix
-                return
-            changed = self._changed_since(meta.commit, head)
-            if changed is not None and len(changed) <= max(256, documents // 2):
-                try:
-                    engine.write(ix, self._documents(head, sorted(changed)), head)
-                    self._ix = ix
-                    return
-                except MemoryStoreError:
-                    raise
-                except engine.Busy:
-                    raise
-                except Exception as exc:
-                    log.warning("rebuilding the index of %s after a failed update: %r", self.repo.path, exc)
+                with engine.writing(ix) as writer:
+                    meta, documents = engine.stamp(ix, writer, self._cache)
+                    if meta is not None and meta.format == engine.FORMAT:
+                        if meta.commit == head:
+                            self._ix = ix
+                            return
+                        changed = self._changed_since(meta.commit, head)
+                        if changed is not None and len(changed) <= max(256, documents // 2):
+                            engine.apply(writer, self._documents(head, sorted(changed)), head)
+                            self._ix = ix
+                            return
+        except (MemoryStoreError, engine.Busy):
+            raise
+        except Exception as exc:
+            log.warning("rebuilding the index of %s: %r", self.repo.path, exc)
         self._rebuild(head)
 
     def _documents(self, head: str, paths: list[str]) -> Iterator[dict[str, Any] | str]:
@@ -231,7 +222,8 @@ class MountIndex:
             engine.file_document(path, oid, decode_stored(self.repo.blob(oid)))
             for path, oid in self.repo.files_at(head)
         )
-        engine.write(ix, docs, head, fresh=True)
+        with engine.writing(ix) as writer:
+            engine.apply(writer, docs, head, fresh=True)
         self._ix = ix
 
     def rebuild(self) -> IndexStatus:
@@ -276,7 +268,7 @@ class MountIndex:
             if ix is None:
                 return IndexStatus(self.directory, "missing", head, None)
             with engine.searching(ix) as searcher:
-                meta = engine.read_meta(searcher)
+                meta = engine.read_meta(searcher, self._cache)
                 counts = engine.stats(searcher)
         except engine.Broken:
             return IndexStatus(self.directory, "broken", head, None)
@@ -320,7 +312,7 @@ class MountIndex:
             if ix is None:
                 raise MemoryStoreError("unavailable", "the index is not built yet; try again or run an index rebuild")
             with engine.searching(ix) as searcher:
-                meta = engine.read_meta(searcher)
+                meta = engine.read_meta(searcher, self._cache)
                 ranked = engine.ranked(searcher, terms, prefix, limit) if meta is not None else []
         except MemoryStoreError:
             raise
