@@ -8,6 +8,7 @@ Layout::
     history.py   log, show, diff, blame, restore, revert
     search.py    grep, find, index status|rebuild
     admin.py     forget, purge, fsck, gc, demo
+    serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
 steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group ::
@@ -34,7 +35,7 @@ import importlib
 
 from gitmem.adapters.cli.app import cli, main
 
-#: Modules under this package that register commands on ``cli``, in help order.
+#: Modules under this package that register commands on ``cli`` (help lists commands alphabetically).
 COMMAND_MODULES: tuple[str, ...] = (
     "files",
     "history",
