@@ -54,7 +54,8 @@ class CJKBigrams(Filter):  # type: ignore[misc]
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
         for token in tokens:
             text = token.text
-            if len(text) > 2 and _CJK_RUN.fullmatch(text):
+            # The tokenizer yields pure CJK runs or runs without CJK: the first character tells.
+            if len(text) > 2 and _CJK_RUN.match(text[0]):
                 for i in range(len(text) - 1):
                     token.text = text[i : i + 2]
                     yield token

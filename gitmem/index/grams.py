@@ -83,9 +83,15 @@ def signature(grams: Iterable[str], count: int) -> bytes:
     nbits = signature_bits(count)
     mask = nbits - 1
     out = bytearray(nbits >> 3)
-    for gram in grams:
-        for b in _bits(_hash(gram), mask):
-            out[b >> 3] |= 1 << (b & 7)
+    memo = _hashes
+    for gram in grams:  # the hot loop of a rebuild: _bits() inlined
+        h = memo.get(gram)
+        if h is None:
+            h = _hash(gram)
+        b = h & mask
+        out[b >> 3] |= 1 << (b & 7)
+        b = ((h * 0x9E3779B1) >> 11) & mask
+        out[b >> 3] |= 1 << (b & 7)
     return bytes(out)
 
 

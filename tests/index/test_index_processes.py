@@ -1,4 +1,4 @@
-"""Two processes search (one also rebuilds the index) while this one writes."""
+"""Searches from other processes and threads (one also rebuilding the index) while writes happen."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from gitmem import GitFileStore
+
+from .index_worker import commits_between, scanned
 
 WORKER = os.path.join(os.path.dirname(__file__), "index_worker.py")
 
@@ -61,3 +64,42 @@ def test_concurrent_searches_and_rebuilds_while_writes_happen(tmp_path: os.PathL
     assert len(found.matches) > 60
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=store.path, capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_threads_share_one_index_while_another_thread_writes(tmp_path: os.PathLike[str]) -> None:
+    store = GitFileStore.init(os.path.join(tmp_path, "shared.git"))
+    for n in range(20):
+        store.sync.write(f"n{n:02}.md", f"note {n}: amber\n", expected=None)
+    done = threading.Event()
+    failures: list[str] = []
+    counts = [0, 0, 0]
+
+    def search(k: int) -> None:
+        try:
+            while not done.is_set() or counts[k] < 3:
+                before = store.sync.head()
+                got = store.sync.search("amber", limit=1000)
+                after = store.sync.head()
+                options = commits_between(store.path, before, after)
+                if all(got != scanned(store, c, "amber", False, False) for c in options):
+                    failures.append(f"thread {k}: {got} between {before} and {after}")
+                counts[k] += 1
+                if k == 0 and counts[k] % 5 == 0:
+                    store.sync.rebuild_index()
+        except Exception as exc:  # reported below; a thread's exception would otherwise vanish
+            failures.append(f"thread {k}: {exc!r}")
+
+    threads = [threading.Thread(target=search, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for n in range(40):
+            path = f"n{n % 20:02}.md"
+            current = store.sync.read(path)
+            store.sync.write(path, current.text + f"amber {n}\n", expected=current.version)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert failures == []
+    assert min(counts) >= 3
