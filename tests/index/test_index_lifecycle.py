@@ -277,3 +277,13 @@ def test_find_follows_changes_and_refuses_bad_input(store: GitFileStore) -> None
     with pytest.raises(MemoryStoreError) as err:
         store.sync.find("kumquat", path="../x/")
     assert err.value.code == "invalid_path"
+
+
+def test_clear_removes_the_index_and_the_next_search_rebuilds_it(store: GitFileStore) -> None:
+    fill(store, 3)
+    store.sync.search("amber")
+    store.sync.index.clear()  # for callers erasing content (purge, forget) that want it gone now
+    assert not os.path.exists(index_dir(store))
+    assert store.sync.index_status().state == "missing"
+    assert store.sync.search("amber") == full_scan(store, "amber")
+    assert store.sync.index_status().state == "current"
