@@ -25,20 +25,24 @@ What a client sees:
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
 
-Change notifications: the SDK can tell clients that a resource changed
-(``ServerSession.send_resource_updated(uri)`` for handshake-era sessions that called
-``resources/subscribe``; a ``subscriptions/listen`` handler on 2026-era connections).
-This server does not advertise subscriptions yet. The ref watcher (``gitmem watch``)
-is the place to hook in: on a ref change of mount ``NAME``, send
-``memory://NAME/context`` to the sessions subscribed to it; register
-``on_subscribe_resource`` / ``on_subscriptions_listen`` in :meth:`MemoryMcpServer.__init__`
-to collect those sessions.
+Change notifications: when the server is given a ``watch_root`` (``gitmem mcp`` does,
+unless ``--no-watch``), it runs a :class:`~gitmem.adapters.watch.Watcher` over its
+mounts while it serves, so a change made by anyone (this server, another process, a
+push, plain ``git update-ref``) is noticed. Each move of ``refs/heads/main`` of mount
+``NAME`` tells the client that ``memory://NAME/context`` changed, in the form its
+protocol era uses: ``notifications/resources/updated`` after ``resources/subscribe``
+(handshake era; the ``subscribe`` capability is declared), or an event on a
+``subscriptions/listen`` stream (2026-era connections). The watcher calls back on its
+own thread; the URI is handed to the event loop and sent from there. The mounts are
+fixed for the server's life, so the resource list never changes and
+``list_changed`` is not declared.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import secrets
 import tempfile
@@ -46,14 +50,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__
+from gitmem.adapters.watch import MAIN, RefChange, Watcher
 from gitmem.model import Origin
+from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, MemoryCursors
 
 log = logging.getLogger("gitmem.mcp")
@@ -75,6 +88,11 @@ class MemoryMcpServer:
 
     ``origin`` is the run and principal recorded on every change (its tool call id is
     replaced per call). ``cursor_file`` keeps the prompt's cursors between sessions.
+    ``watch_root`` is the root folder holding the mounts (same names as the
+    capability's): given, clients may subscribe to the context resources and are told
+    when a mount's ``main`` moves; ``None`` offers no subscriptions. Subscriptions
+    made with ``resources/subscribe`` belong to the server, which serves one
+    connection at a time (:meth:`run_stdio`).
     """
 
     def __init__(
@@ -84,6 +102,7 @@ class MemoryMcpServer:
         origin: Origin | None = None,
         cursor_file: str | os.PathLike[str] | None = None,
         name: str = "gitmem",
+        watch_root: Root | str | os.PathLike[str] | None = None,
     ) -> None:
         self.capability = capability
         self.session_tag = secrets.token_hex(4)
@@ -95,6 +114,10 @@ class MemoryMcpServer:
         if self.cursor_file is not None:
             capability.cursors.restore(load_cursors(self.cursor_file))
         self._definitions = {d.name: d for d in capability.tool_definitions()}
+        self.watch_root = watch_root
+        self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
+        self._bus = InMemorySubscriptionBus()  # subscriptions/listen streams
+        watching = watch_root is not None
         self.server: Server[Any] = Server(
             name,
             version=__version__,
@@ -107,6 +130,9 @@ class MemoryMcpServer:
             on_read_resource=self._read_resource,
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
+            on_subscribe_resource=self._subscribe if watching else None,
+            on_unsubscribe_resource=self._unsubscribe if watching else None,
+            on_subscriptions_listen=ListenHandler(self._bus) if watching else None,
         )
 
     def __repr__(self) -> str:
@@ -114,8 +140,36 @@ class MemoryMcpServer:
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes stdin."""
-        async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+        options = self.server.create_initialization_options()
+        if self.watch_root is None:
+            async with stdio_server() as (read_stream, write_stream):
+                await self.server.run(read_stream, write_stream, options)
+            return
+        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        token = anyio.lowlevel.current_token()
+
+        def on_change(change: RefChange) -> None:  # on the watcher's thread
+            if change.ref != MAIN:
+                return
+            try:
+                anyio.from_thread.run_sync(send.send_nowait, context_uri(change.mount), token=token)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):  # the server is stopping
+                pass
+
+        watcher = Watcher(self.watch_root, [m.name for m in self.capability.mounts], on_change, index=False)
+        await anyio.to_thread.run_sync(watcher.start)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._forward, receive)
+                try:
+                    async with stdio_server() as (read_stream, write_stream):
+                        await self.server.run(read_stream, write_stream, options)
+                finally:
+                    tasks.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(watcher.stop)
+            send.close()
 
     # -- tools -----------------------------------------------------------------------
 
@@ -191,6 +245,37 @@ class MemoryMcpServer:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
         )
+
+    # -- change notifications ----------------------------------------------------------
+
+    def _known_uri(self, uri: str) -> str:
+        if uri not in {context_uri(m.name) for m in self.capability.mounts}:
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see resources/list")
+        return uri
+
+    async def _subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        self._subscribers[self._known_uri(str(params.uri))] = ctx.session
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        self._subscribers.pop(str(params.uri), None)
+        return types.EmptyResult()
+
+    async def _forward(self, receive: MemoryObjectReceiveStream[str]) -> None:
+        async with receive:
+            async for uri in receive:
+                await self.resource_updated(uri)
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the client that ``uri`` changed, if it subscribed to it (either era)."""
+        session = self._subscribers.get(uri)
+        if session is not None:
+            try:
+                await session.send_resource_updated(uri)
+            except Exception as exc:  # the client is gone; a notification is only a hint
+                log.info("could not tell the client that %s changed: %s", uri, exc)
+                self._subscribers.pop(uri, None)
+        await self._bus.publish(ResourceUpdated(uri=uri))
 
     # -- the context prompt ----------------------------------------------------------
 

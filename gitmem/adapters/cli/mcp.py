@@ -65,13 +65,22 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
     type=click.Path(dir_okay=False, path_type=Path),
     help="JSON file keeping where the last memory_context prompt ended, so the next session gets only changes.",
 )
+@click.option(
+    "--no-watch",
+    is_flag=True,
+    help="Do not watch the memories: no resource subscriptions, no notifications when a memory changes.",
+)
 @root_option
 @origin_options
 @pass_state
-def mcp(state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cursor_file: Path | None) -> None:
+def mcp(
+    state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cursor_file: Path | None, no_watch: bool
+) -> None:
     """Serve memories to an MCP client over stdio: the memory_file_* tools and their context.
 
-    Write mounts that do not exist yet are created; read mounts must exist.
+    Write mounts that do not exist yet are created; read mounts must exist. While
+    serving, the memories are watched, and a client subscribed to memory://NAME/context
+    is told when memory NAME changes, whoever changed it.
     """
     try:
         import mcp as _sdk  # noqa: F401  (only checks the optional dependency is there)
@@ -95,7 +104,12 @@ def mcp(state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cur
             offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
-    server = MemoryMcpServer(FileMemoryCapability(offered), origin=state.origin, cursor_file=cursor_file)
+    server = MemoryMcpServer(
+        FileMemoryCapability(offered),
+        origin=state.origin,
+        cursor_file=cursor_file,
+        watch_root=None if no_watch else root,
+    )
     try:
         anyio.run(server.run_stdio)
     except KeyboardInterrupt:  # Ctrl-C when started by hand: stop quietly, like a closed stdin
