@@ -205,7 +205,7 @@ def _diff_trees(
         was, now = a.get(name), b.get(name)
         if was == now:
             continue
-        path = prefix + name.decode("utf-8", "replace")
+        path = prefix + name.decode("utf-8", "surrogateescape")  # as pygit2 names them in walk_files
         was_tree = was is not None and was[0] == _RAW_TREE_MODE
         now_tree = now is not None and now[0] == _RAW_TREE_MODE
         if was_tree or now_tree:

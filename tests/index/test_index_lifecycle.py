@@ -287,3 +287,21 @@ def test_clear_removes_the_index_and_the_next_search_rebuilds_it(store: GitFileS
     assert store.sync.index_status().state == "missing"
     assert store.sync.search("amber") == full_scan(store, "amber")
     assert store.sync.index_status().state == "current"
+
+
+def test_catch_up_keeps_a_path_that_is_not_utf8(store: GitFileStore) -> None:
+    """Plain git can name a file with any bytes; the index must find it like the scan does."""
+    fill(store, 2)
+    store.sync.search("amber")
+    blob = git(store.path, "hash-object", "-w", "--stdin", stdin="amber, oddly named\n")
+    old = git(store.path, "rev-parse", "main")
+    listing = subprocess.run(["git", "ls-tree", "main"], cwd=store.path, capture_output=True, check=True).stdout
+    entry = f"100644 blob {blob}\t".encode() + b"\xff\xfeodd.md\n"
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=store.path, input=listing + entry, capture_output=True, check=True
+    ).stdout.decode().strip()
+    commit = git(store.path, "commit-tree", tree, "-p", old, "-m", "odd name")
+    git(store.path, "update-ref", "refs/heads/main", commit, old)
+    result = store.sync.search("oddly named")
+    assert result == full_scan(store, "oddly named") and len(result.matches) == 1
+    assert store.sync.index_status().commit == commit
