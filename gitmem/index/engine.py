@@ -9,9 +9,10 @@ One Whoosh index per mount. Each file is one document:
 - ``sig``  (column): the trigram signature (:mod:`gitmem.index.grams`);
 - ``body``, ``name`` (TEXT): words of the content and of the path, for BM25.
 
-One more document (``key == "meta"``) stores the commit the index reflects and
-the index format. It is written in the same Whoosh commit as the files, so a
-reader always sees a file set and the commit it belongs to together.
+One more document (``key == "meta"``) holds, in its ``file`` column, the commit
+the index reflects and the index format. It is written in the same Whoosh commit
+as the files, so a reader always sees a file set and the commit it belongs to
+together.
 
 Signatures are loaded once per Whoosh segment and process (segments never
 change after they are written; only their deletion sets do), so a search costs
