@@ -12,7 +12,12 @@ os.environ.setdefault("GIT_COMMITTER_EMAIL", "tester@example.com")
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
 
+# gitmem's own settings must come from each test, never from the machine running it.
+for _name in [n for n in os.environ if n.startswith("GITMEM_")] + ["XDG_DATA_HOME"]:
+    os.environ.pop(_name, None)
 
-@pytest.fixture
-def root_dir(tmp_path: os.PathLike[str]) -> str:
-    return os.fspath(tmp_path)
+
+@pytest.fixture(autouse=True)
+def _no_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test that forgets --root writes under a temporary home, not the real one."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
