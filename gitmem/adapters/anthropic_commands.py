@@ -298,25 +298,30 @@ class MemoryCommands:
         return f"The file {shown} has been edited."
 
     async def _delete_file(self, rel: str, version: str | None, shown: str) -> bool:
-        """Delete ``rel``, expecting ``version`` first and re-reading after a conflict; ``False`` if absent."""
-        for _ in range(self.retries + 1):
-            if version is None:
-                current = await ops.read_or_none(self.store, rel)
-                if current is None:
-                    return False
-                version = current.version
-            try:
-                await self.store.delete(rel, expected=version, origin=self.origin)
-            except MemoryStoreError as exc:
-                if exc.code not in ("version_mismatch", "not_found"):
-                    raise self._fail(exc, shown) from None
-                version = None
-                continue
-            return True
-        raise ToolError(
-            f"{shown} kept changing while the delete was retried {self.retries} times; nothing was deleted. "
-            "View it again and repeat the command if it is still needed."
-        )
+        """Delete ``rel`` as it was at ``version`` (read now when ``None``); ``False`` if absent.
+
+        A delete that loses a race is not retried (SPEC section 6): the file changed
+        after it was read, by a writer whose content nobody chose to drop, so the
+        command reports the conflict and keeps the newer text. A file already gone
+        counts as absent.
+        """
+        if version is None:
+            current = await ops.read_or_none(self.store, rel)
+            if current is None:
+                return False
+            version = current.version
+        try:
+            await self.store.delete(rel, expected=version, origin=self.origin)
+        except MemoryStoreError as exc:
+            if exc.code == "not_found" or (exc.code == "version_mismatch" and exc.current is None):
+                return False  # another writer deleted it first: the goal is met
+            if exc.code == "version_mismatch":
+                raise ToolError(
+                    f"{shown} changed after it was read, so it was not deleted (a lost delete is not retried). "
+                    "View it again and repeat the command if it should still go."
+                ) from None
+            raise self._fail(exc, shown) from None
+        return True
 
     async def delete(self, path: object) -> str:
         rel = store_path(path, self.fmt)

@@ -11,9 +11,13 @@ mount, so each command is a commit that people can review, diff, blame and rever
   read the file, check the command against it and write expecting what they read;
   when another writer got in first they start over from a fresh read
   (:func:`gitmem.tools.ops.cas_update`), so concurrent edits of different lines all
-  land and an edit whose text is gone fails instead of overwriting. A command on a
-  folder (``delete``, ``rename``) is one commit per file under it, each checked the
-  same way.
+  land and an edit whose text is gone fails instead of overwriting. A ``delete``
+  that loses such a race is not retried: it reports the conflict and the newer text
+  stays. A command on a folder (``delete``, ``rename``) is one commit per file under
+  it, each checked the same way (a folder delete expects the versions it listed).
+- an origin with a run id works through ``store.for_run(run_id)``, so under the
+  review gate (:mod:`gitmem.review`) the tool reads back the run's own proposal,
+  where its writes land, rather than ``main``.
 - a path is translated before anything is read or written, and refused unless it
   names ``/memories`` or something under it: ``..`` and ``.`` segments, percent
   escapes, backslashes, NUL and control characters, ``~`` segments, paths that only
@@ -104,8 +108,12 @@ class _Shared:
     name: str
 
     def _setup(self, store: FileStore, origin: Origin | None, fmt: FileFormat | None, write_retries: int) -> None:
-        self.store = store
         self.origin = origin or Origin()
+        for_run = getattr(store, "for_run", None)
+        if self.origin.run_id is not None and callable(for_run):
+            # Under the review gate a run's writes land on its proposal; it must read them there too.
+            store = for_run(self.origin.run_id)
+        self.store = store
         fmt = fmt or getattr(store, "format", None) or DEFAULT_FORMAT
         if not isinstance(fmt, FileFormat):
             fmt = DEFAULT_FORMAT
@@ -213,7 +221,7 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
     ) -> None:
         super().__init__(cache_control=cache_control)
         self._setup(store, origin, fmt, write_retries)
-        sync = getattr(store, "sync", None)
+        sync = getattr(self.store, "sync", None)
         self._direct: FileStore | None = _Direct(sync) if sync is not None else None
 
     def __repr__(self) -> str:

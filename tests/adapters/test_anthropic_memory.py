@@ -277,10 +277,58 @@ def test_an_edit_retries_after_a_concurrent_change_and_both_remain(store: GitFil
     run(tool, Insert(command="insert", path="/memories/list.md", insert_line=3, insert_text="after two"))
     assert store.sync.read("list.md").text == "zero\nONE\ntwo\nafter two\nTHREE (other)\n"
 
-    moving = Interfering(store, lambda text: text + "more\n")
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(store, origin=ORIGIN)
     assert run(tool, Delete(command="delete", path="/memories/list.md")) == "Successfully deleted /memories/list.md"
     assert store.sync.list() == []
+
+
+def test_a_delete_that_lost_a_race_keeps_the_newer_text(store: GitFileStore) -> None:
+    """SPEC section 6: a lost delete is not retried, so a concurrent edit is never destroyed."""
+    store.sync.write("list.md", "one\n", expected=None)
+    moving = Interfering(store, lambda text: text + "added meanwhile\n")
+    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    message = refused(tool, Delete(command="delete", path="/memories/list.md"))
+    assert "changed after it was read" in message and "not deleted" in message
+    assert store.sync.read("list.md").text == "one\nadded meanwhile\n"
+    assert "run-7" not in git(store, "log", "--format=%(trailers:key=Gitmem-Run,valueonly,separator=)").split()
+
+
+@pytest.mark.parametrize("command", [Delete(command="delete", path="/memories/box"), "clear"])
+def test_a_folder_delete_expects_the_listed_versions(store: GitFileStore, command: Any) -> None:
+    for name in ("a", "b"):
+        store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
+    moving = Interfering(store, lambda text: text + "edited meanwhile\n")  # hits box/a.md, listed first
+    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    with pytest.raises(ToolError) as caught:
+        with tool.tool_use("toolu_rm"):
+            tool.clear_all_memory() if command == "clear" else tool.execute(command)
+    message = str(caught.value.content)
+    assert "0 of 2 files" in message and "changed after it was read" in message
+    assert [(e.path, store.sync.read(e.path).text) for e in store.sync.list()] == [
+        ("box/a.md", "a\nedited meanwhile\n"),
+        ("box/b.md", "b\n"),
+    ], "the edited file keeps the newer text and nothing after it is touched"
+
+
+def test_under_the_review_gate_a_run_reads_its_own_writes(store: GitFileStore) -> None:
+    from gitmem import review
+
+    review.enable(store)
+    tool = GitMemoryTool(store, origin=ORIGIN)
+    run(tool, Create(command="create", path="/memories/plan.md", file_text="step one\n"))
+    assert "step one" in run(tool, View(command="view", path="/memories/plan.md"))
+    run(tool, StrReplace(command="str_replace", path="/memories/plan.md", old_str="one", new_str="two"))
+    assert "/memories/plan.md" in run(tool, View(command="view", path="/memories"))
+    assert store.sync.for_run("run-7").read("plan.md").text == "step two\n"
+    assert store.sync.list() == [], "main is untouched until the proposal is approved"
+    assert [p.run for p in review.proposals(store)] == ["run-7"]
+
+    async def drive() -> str:
+        atool = AsyncGitMemoryTool(store, origin=ORIGIN)
+        await atool.execute(Insert(command="insert", path="/memories/plan.md", insert_line=1, insert_text="three"))
+        return str(await atool.execute(View(command="view", path="/memories/plan.md")))
+
+    assert "three" in asyncio.run(drive())
 
 
 def test_an_edit_whose_text_is_gone_fails_and_writes_nothing(store: GitFileStore) -> None:
