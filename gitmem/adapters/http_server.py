@@ -19,6 +19,10 @@ SPEC §11 measured:
   writes. When an agent wrote meanwhile the CAS fails and the client is told so;
   dulwich would have answered "ok" and dropped the push.
 
+- **size**: a pack larger than ``max_push_bytes`` (``gitmem serve
+  --max-push-bytes``, 64 MiB by default) is refused while it is read, and waitress
+  refuses a request body much larger than that before the app sees it.
+
 Only the smart protocol is served (no dumb ``objects/`` downloads), so every read
 passes the same token check.
 """
@@ -44,9 +48,10 @@ from dulwich.repo import Repo
 from dulwich.server import Backend
 from dulwich.web import GunzipFilter, HTTPGitApplication, LimitedInputFilter
 
-from gitmem.adapters.receive_pack import BeforeUpdate, GuardedReceivePack, IndexRefresher, MountContext
+from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES, BeforeUpdate, GuardedReceivePack, MountContext
 from gitmem.errors import MemoryStoreError
 from gitmem.git.repo import GitRepo
+from gitmem.index.refresher import Refresher
 from gitmem.root import MOUNT_NAME, Root
 
 StartResponse = Callable[..., Any]
@@ -55,6 +60,8 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 _ROUTE = re.compile(r"^/(?P<name>[^/]+)\.git(?P<rest>/info/refs|/git-upload-pack|/git-receive-pack)$")
 _SERVICES = ("git-upload-pack", "git-receive-pack")
 _REALM = 'Basic realm="gitmem", charset="UTF-8"'
+_REQUEST_SLACK = 1024 * 1024
+"""Request bytes beyond the pack: pkt-line ref commands, capabilities, chunk framing."""
 
 
 # --- tokens ----------------------------------------------------------------------
@@ -126,7 +133,8 @@ class GitHttpApp:
     tokens: frozenset[str] = frozenset()
     public_read: bool = False
     before_update: BeforeUpdate | None = None
-    _refresher: IndexRefresher = field(default_factory=IndexRefresher, repr=False)
+    max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES
+    _refresher: Refresher = field(default_factory=Refresher, repr=False)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
@@ -152,7 +160,7 @@ class GitHttpApp:
         backend = _MountBackend(path)
         # A GitRepo per request: its writer lock then always names the mount's current lock
         # file, even after the mount was removed and created again.
-        mount = MountContext(name, path, GitRepo(path), self.before_update, self._refresher)
+        mount = MountContext(name, path, GitRepo(path), self.before_update, self._refresher, self.max_push_bytes)
         handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
         dulwich_app = LimitedInputFilter(GunzipFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers)))
         return _closing(dulwich_app(environ, start_response), backend.close)
@@ -212,7 +220,15 @@ class GitHttpServer:
 
         self.app = app
         self._map: dict[int, Any] = {}
-        self._server = create_server(app, map=self._map, host=host, port=port, threads=threads, ident="gitmem")
+        # waitress buffers a whole request body (to a temp file) before the app runs: cap it
+        # near the app's own pack cap (without one, waitress's default of 1 GiB stays).
+        limits: dict[str, int] = {}
+        cap = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
+        if cap:
+            limits["max_request_body_size"] = cap + _REQUEST_SLACK
+        self._server = create_server(
+            app, map=self._map, host=host, port=port, threads=threads, ident="gitmem", **limits
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -271,10 +287,11 @@ def serve(
     port: int = 8765,
     tokens: frozenset[str] = frozenset(),
     public_read: bool = False,
+    max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
     on_ready: Callable[[GitHttpServer], None] | None = None,
 ) -> None:
-    """Serve ``root`` until SIGINT or SIGTERM."""
-    app = GitHttpApp(root, tokens=tokens, public_read=public_read)
+    """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size."""
+    app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
     server = GitHttpServer(app, host, port)
 
     def stop(signum: int, frame: FrameType | None) -> None:

@@ -11,23 +11,26 @@ ref update its CAS dropped, and checks nothing):
 3. under the mount's writer lock (so it serialises with store writes), the objects
    of accepted updates move in and each ref moves by compare-and-swap from the
    value the client started from. A CAS that fails is reported as failed;
-4. after the report, the mount's index catches up in a background thread.
+4. after the report, the mount's index catches up in a background thread
+   (:class:`gitmem.index.refresher.Refresher`, the queue the watcher uses too).
+
+A pack larger than the server's cap (``gitmem serve --max-push-bytes``, or the
+mount's ``receive.maxInputSize`` when that is lower) is refused while it is read:
+nothing of it stays, and the pusher is told the limit.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch, ObjectFormatException
 from dulwich.file import FileLocked
-from dulwich.object_store import DiskObjectStore
+from dulwich.object_store import DiskObjectStore, PackInputTooLarge
 from dulwich.objects import ObjectID
 from dulwich.protocol import CAPABILITY_ATOMIC, SIDE_BAND_CHANNEL_PROGRESS
 from dulwich.refs import Ref
@@ -35,15 +38,19 @@ from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
+from gitmem.git.merge import migrate_objects
 from gitmem.git.pushcheck import MAIN, ZERO, RefUpdate, Refusal, check_updates, reason
 from gitmem.git.repo import GitRepo
 from gitmem.gitstore import format_from_repo
-from gitmem.hooks import refresh_index
-
-log = logging.getLogger("gitmem.serve")
+from gitmem.index.refresher import Refresher
 
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]
 """Called with the mount name and the accepted updates just before they are applied."""
+
+DEFAULT_MAX_PUSH_BYTES = 64 * 1024 * 1024
+"""The largest pack ``gitmem serve`` takes by default: a memory is text of at most
+64 KiB per file, so even a long imported history packs far smaller; the cap keeps
+one push from filling the disk or memory while it is received and checked."""
 
 _UNPACK_ERRORS = (OSError, ChecksumMismatch, ApplyDeltaError, AssertionError, ObjectFormatException, ValueError)
 
@@ -75,18 +82,12 @@ class Quarantine:
             store.close()
 
     def migrate(self) -> None:
-        """Move the received objects into the mount (pack before index, like git).
+        """Move the received objects into the mount (:func:`gitmem.git.merge.migrate_objects`).
 
         An empty pack (a push of commits the mount already has) is not kept.
         """
-        if not self.received:
-            return
-        source = os.path.join(self.path, "pack")
-        target = os.path.join(self.objects, "pack")
-        os.makedirs(target, exist_ok=True)
-        for name in sorted(os.listdir(source), key=lambda n: (n.endswith(".idx"), n)):
-            if name.endswith((".pack", ".idx")) and not os.path.exists(os.path.join(target, name)):
-                os.replace(os.path.join(source, name), os.path.join(target, name))
+        if self.received:
+            migrate_objects(self.path, self.objects)
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -103,55 +104,9 @@ class MountContext:
     path: str
     git: GitRepo
     before_update: BeforeUpdate | None = None
-    refresher: IndexRefresher | None = None
-
-
-class IndexRefresher:
-    """Brings mount indexes up to date after pushes, one at a time, off the request path.
-
-    The pusher gets its answer without waiting for Whoosh. Requests for a mount
-    already waiting are merged; on close, waiting requests are dropped (the index
-    catches up on the next search anyway).
-    """
-
-    def __init__(self) -> None:
-        self._pending: dict[str, None] = {}
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    def request(self, mount_path: str) -> None:
-        with self._cond:
-            if self._closed:
-                return
-            self._pending[mount_path] = None
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="gitmem-index-refresh", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                path = next(iter(self._pending))
-                del self._pending[path]
-            try:
-                refresh_index(path)
-            except Exception:  # the push has landed; the index is derived and catches up later
-                log.warning("the index of %s was not refreshed after a push", path, exc_info=True)
-
-    def close(self, timeout: float) -> None:
-        with self._cond:
-            self._closed = True
-            self._pending.clear()
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+    refresher: Refresher | None = None
+    max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES
+    """The largest pack taken (``None``: no cap but the mount's ``receive.maxInputSize``)."""
 
 
 class GuardedReceivePack(ReceivePackHandler):
@@ -204,9 +159,17 @@ class GuardedReceivePack(ReceivePackHandler):
         quarantine = Quarantine(self.mount.path)
         try:
             if any(not u.deleting for u in updates):
+                limit = self._push_limit()
                 try:
                     recv = getattr(self.proto, "recv", None)
-                    quarantine.receive(self.proto.read, recv, self._receive_max_input_size())
+                    quarantine.receive(self.proto.read, recv, limit)
+                except PackInputTooLarge:
+                    self._say(
+                        f"gitmem: push refused: the pack is larger than this server takes ({limit} bytes); "
+                        "push fewer commits at a time, or raise gitmem serve --max-push-bytes"
+                    )
+                    message = f"pack exceeds the server's limit of {limit} bytes"
+                    return {"": message.encode(), **{u.ref: b"pack too large" for u in updates}}
                 except _UNPACK_ERRORS as exc:
                     message = str(exc).replace("\n", " ") or type(exc).__name__
                     return {"": message.encode("utf-8"), **{u.ref: b"unpacker error" for u in updates}}
@@ -219,6 +182,11 @@ class GuardedReceivePack(ReceivePackHandler):
             return self._apply(updates, verdicts, quarantine, mark)
         finally:
             quarantine.discard()
+
+    def _push_limit(self) -> int | None:
+        """The lower of the server's cap and the mount's own ``receive.maxInputSize`` (git's setting)."""
+        caps = [c for c in (self.mount.max_push_bytes, self._receive_max_input_size()) if c]
+        return min(caps) if caps else None
 
     def _apply(
         self,
@@ -330,4 +298,4 @@ _REWRITTEN = b"the memory's history was rewritten (purge or forget) while this p
 
 def _history_mark(git: GitRepo) -> tuple[int, int]:
     """Changes whenever purge or forget deletes objects (the repo's generation file)."""
-    return git._generation()
+    return git.history_mark()

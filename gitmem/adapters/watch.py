@@ -20,7 +20,8 @@ is only ever a hint::
 - As a safety net against an event lost while inotify adds a watch to a new
   folder, every mount is also re-read every ``poll_interval`` seconds.
 - When ``main`` moved, the mount's search index catches up on a separate thread
-  (:func:`gitmem.index.catch_up`), so a slow Whoosh commit never delays events.
+  (:class:`gitmem.index.refresher.Refresher`, the queue ``gitmem serve`` uses
+  too), so a slow Whoosh commit never delays events.
 
 Python API: :class:`Watcher` calls a callback for each change;
 :func:`watch` is a context manager whose value iterates over changes::
@@ -52,13 +53,13 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.refwatch import CommitOrigin, movement, read_ref, read_refs
+from gitmem.git.repo import MAIN as MAIN
 from gitmem.git.repo import GitRepo
-from gitmem.hooks import refresh_index
+from gitmem.index.refresher import Refresher
 from gitmem.root import Root
 
 log = logging.getLogger("gitmem.watch")
 
-MAIN = "refs/heads/main"
 DEFAULT_DEBOUNCE = 0.05
 DEFAULT_POLL = 2.0
 
@@ -141,60 +142,6 @@ class _Handler(FileSystemEventHandler):
         self.watcher._hint(os.fsdecode(event.src_path), os.fsdecode(event.dest_path or b""))
 
 
-class _Indexer:
-    """Catches mount indexes up on its own thread; requests for one mount are merged."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, None] = {}
-        self._busy = 0
-        self._cond = threading.Condition()
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="gitmem-watch-index", daemon=True)
-        self._thread.start()
-
-    def request(self, path: str) -> None:
-        with self._cond:
-            if not self._closed:
-                self._pending[path] = None
-                self._cond.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                path = next(iter(self._pending))
-                del self._pending[path]
-                self._busy += 1
-            try:
-                refresh_index(path)  # gitmem.index.catch_up, waiting for another indexer
-            except Exception:  # derived state: the next search catches up anyway
-                log.warning("the index of %s was not brought up to date", path, exc_info=True)
-            finally:
-                with self._cond:
-                    self._busy -= 1
-                    self._cond.notify_all()
-
-    def idle(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
-
-    def close(self, timeout: float) -> None:
-        with self._cond:
-            self._closed = True
-            self._pending.clear()
-            self._cond.notify_all()
-        self._thread.join(timeout)
-
-
 class Watcher:
     """Reports every ref change of the watched mounts to ``callback``; see the module docstring.
 
@@ -225,7 +172,7 @@ class Watcher:
         self._stopped = False
         self._observer: BaseObserver | None = None
         self._thread: threading.Thread | None = None
-        self._indexer = _Indexer() if index else None
+        self._indexer = Refresher("gitmem-watch-index") if index else None
         self._handler = _Handler(self)
         self._rounds = 0  # completed re-read rounds, for quiesce()
         self._in_round = False

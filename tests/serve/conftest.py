@@ -10,6 +10,7 @@ import pytest
 
 from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 
 from .support import TOKEN, Mount, Served
 
@@ -36,3 +37,4 @@ def mount(served: Served) -> Iterator[Mount]:
     yield Mount(name, store, Path(store.path))
     served.app.before_update = None
     served.app.public_read = False
+    served.app.max_push_bytes = DEFAULT_MAX_PUSH_BYTES

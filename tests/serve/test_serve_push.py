@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import random
-import sys
 import threading
-import types
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -14,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gitmem.git.pushcheck import RefUpdate
+from gitmem.index import refresher
 from gitmem.model import Changes, Origin
 
 from .support import (
@@ -211,6 +210,30 @@ def test_a_push_bigger_than_git_post_buffer_is_received(served: Served, mount: M
     fsck_clean(mount.path)
 
 
+def test_a_pack_over_the_servers_limit_is_refused_and_nothing_of_it_stays(
+    served: Served, mount: Mount, tmp_path: Path
+) -> None:
+    before = seed(mount.store)
+    work = clone(served, mount, tmp_path)
+    objects = sorted(p.name for p in (mount.path / "objects").rglob("*") if p.is_file())
+    served.app.max_push_bytes = 30_000
+    rng = random.Random(11)  # random text barely compresses, so the pack is ~60 KB
+    write(work, "big.md", "".join(rng.choices("abcdefghijklmnopqrstuvwxyz0123456789 \n", k=60_000)))
+    commit_all(work, "big")
+    pushed = git("push", "origin", "main", cwd=work, check=False)
+    assert pushed.returncode != 0
+    assert "the pack is larger than this server takes (30000 bytes)" in pushed.stderr
+    assert "pack too large" in pushed.stderr
+    assert mount.store.sync.head() == before
+    assert sorted(p.name for p in (mount.path / "objects").rglob("*") if p.is_file()) == objects
+    git("reset", "-q", "--hard", "HEAD~1", cwd=work)
+    write(work, "small.md", "fits\n")
+    small = commit_all(work, "small")
+    git("push", "-q", "origin", "main", cwd=work)
+    assert mount.store.sync.head() == small, "a pack under the limit still lands"
+    fsck_clean(mount.path)
+
+
 def test_tags_and_new_branches_of_known_commits_add_no_objects(served: Served, mount: Mount, tmp_path: Path) -> None:
     head = seed(mount.store)
     work = clone(served, mount, tmp_path)
@@ -237,9 +260,7 @@ def test_a_push_to_main_refreshes_the_index_in_the_background_and_an_index_failu
         calls.append(path)
         refreshed.set()
 
-    fake = types.ModuleType("gitmem.index")
-    fake.catch_up = catch_up  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gitmem.index", fake)
+    monkeypatch.setattr(refresher, "catch_up", catch_up)
     write(work, "a.md", "a\n")
     commit_all(work, "a")
     git("push", "-q", "origin", "main", cwd=work)
@@ -251,7 +272,7 @@ def test_a_push_to_main_refreshes_the_index_in_the_background_and_an_index_failu
         raise RuntimeError("index is corrupt")
 
     refreshed.clear()
-    fake.catch_up = broken  # type: ignore[attr-defined]
+    monkeypatch.setattr(refresher, "catch_up", broken)
     write(work, "b.md", "b\n")
     pushed = commit_all(work, "b")
     git("push", "-q", "origin", "main", cwd=work)

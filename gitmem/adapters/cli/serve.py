@@ -25,9 +25,17 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="File of push tokens, one per line ('#' starts a comment); $GITMEM_TOKENS adds more.",
 )
 @click.option("--public-read", is_flag=True, help="Let anyone clone and fetch; without it reads need a token too.")
+@click.option(
+    "--max-push-bytes",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Refuse a push whose pack is larger than N bytes [default: 64 MiB; 0: no limit].",
+)
 @common_options
 @pass_state
-def serve(state: State, host: str, port: int, token_file: Path | None, public_read: bool) -> None:
+def serve(
+    state: State, host: str, port: int, token_file: Path | None, public_read: bool, max_push_bytes: int | None
+) -> None:
     """Serve every memory under the root to git over HTTP: clone, fetch, and checked pushes."""
     try:
         import waitress  # noqa: F401  (only checks the optional dependency is there)
@@ -35,6 +43,9 @@ def serve(state: State, host: str, port: int, token_file: Path | None, public_re
         raise click.ClickException("gitmem serve needs waitress: pip install 'gitmem[serve]'") from None
     from gitmem.adapters.http_server import GitHttpServer, load_tokens
     from gitmem.adapters.http_server import serve as run
+    from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
+
+    limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
 
     tokens = load_tokens(token_file)
     root = state.root
@@ -48,12 +59,13 @@ def serve(state: State, host: str, port: int, token_file: Path | None, public_re
                 "mounts": mounts,
                 "public_read": public_read,
                 "tokens": len(tokens),
+                "max_push_bytes": limit,
             },
             lambda: _describe(server.url, root.path, mounts, public_read, len(tokens)),
         )
         sys.stdout.flush()
 
-    run(root, host=host, port=port, tokens=tokens, public_read=public_read, on_ready=ready)
+    run(root, host=host, port=port, tokens=tokens, public_read=public_read, max_push_bytes=limit, on_ready=ready)
 
 
 def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int) -> None:
