@@ -64,19 +64,23 @@ def run_demo(root: Root, mount: str, emit: Callable[[str], None] = print) -> str
     for entry in store.list():
         emit(f"  {entry.path:28} {entry.size:5d} B  {entry.version[:12]}  {entry.description or ''}")
     emit("git log (plain git, with the provenance trailers):")
-    log = subprocess.run(
-        [
-            "git",
-            "-C",
-            store.path,
-            "log",
-            "-5",
-            "--format=%h %an  %s  [run=%(trailers:key=Gitmem-Run,valueonly,separator=)]",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        log = subprocess.run(
+            [
+                "git",
+                "-C",
+                store.path,
+                "log",
+                "-5",
+                "--format=%h %an  %s  [run=%(trailers:key=Gitmem-Run,valueonly,separator=)]",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:  # no git on PATH: gitmem itself does not need it, so the demo still succeeds
+        emit(f"  (the git command could not be run: {exc.strerror or exc}; install git to see this view)")
+        return store.head()
     for line in log.stdout.splitlines():
         emit(f"  {line}")
     return store.head()

@@ -8,8 +8,8 @@ git (``git push /srv/memories/user.git``, or over ssh) needs git's own hooks:
   rejects the whole push, and git shows each reason to the pusher as ``remote:``
   lines. The new objects are still in git's quarantine directory at that point, so a
   refused push leaves nothing behind in the mount.
-- ``post-receive`` brings the mount's search index up to date when ``main`` moved
-  (when the index package is installed).
+- ``post-receive`` brings the mount's search index up to date when ``main`` moved,
+  in a detached process so the pusher does not wait for it.
 
 :func:`install_hooks` writes both into ``<mount>/hooks/`` with the current Python
 interpreter in the ``#!`` line, so the hooks run the same gitmem the installer has.
@@ -18,7 +18,6 @@ The repository's ``hooks/`` folder holds the same scripts for copying by hand.
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -29,7 +28,8 @@ from typing import TextIO
 from gitmem.errors import MemoryStoreError
 from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates
 from gitmem.git.repo import GitRepo
-from gitmem.gitstore import GitFileStore, format_from_repo
+from gitmem.gitstore import format_from_repo
+from gitmem.index import catch_up
 
 MARKER = "# gitmem-hook"
 HOOK_NAMES = ("pre-receive", "post-receive")
@@ -66,17 +66,23 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
         raise MemoryStoreError("not_found", f"{mount} is not a bare git repository")
     folder = mount / "hooks"
     targets = [folder / name for name in HOOK_NAMES]
-    for target in targets:
-        if target.exists() and not force and MARKER not in target.read_text(encoding="utf-8", errors="replace"):
-            raise MemoryStoreError(
-                "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
-            )
-    folder.mkdir(exist_ok=True)
-    for target in targets:
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(hook_script(target.name, python or sys.executable), encoding="utf-8")
-        tmp.chmod(0o755)
-        os.replace(tmp, target)
+    try:
+        for target in targets:
+            if target.exists() and not force and MARKER not in target.read_text(encoding="utf-8", errors="replace"):
+                raise MemoryStoreError(
+                    "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
+                )
+        folder.mkdir(exist_ok=True)
+        for target in targets:
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(hook_script(target.name, python or sys.executable), encoding="utf-8")
+                tmp.chmod(0o755)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
+        raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
 
 
@@ -107,7 +113,7 @@ def pre_receive_main(
     try:
         fmt = format_from_repo(GitRepo(path))
         verdicts = check_updates(path, updates, fmt, object_dirs=[quarantine] if quarantine else [])
-    except (MemoryStoreError, ValueError) as exc:
+    except MemoryStoreError as exc:
         print(f"gitmem: cannot check this push, so it is refused: {exc}", file=stderr)
         return 1
     refused = [r for refusals in verdicts.values() for r in refusals]
@@ -161,23 +167,10 @@ def refresh_index_detached(mount_path: str) -> None:
     )
 
 
-def refresh_index(mount_path: str) -> bool:
-    """Bring the mount's index up to date, if this gitmem has one; returns whether it ran.
+def refresh_index(mount_path: str) -> None:
+    """Bring the mount's search index up to date (:func:`gitmem.index.catch_up`).
 
     The index is derived from git and catches up on its own at the next search, so
-    this only moves that work off the first reader's path. It prefers the index
-    package's ``catch_up(mount_path)`` and falls back to one narrow store search,
-    which catches the index up as a side effect.
+    this only moves that work off the first reader's path.
     """
-    try:
-        index = importlib.import_module("gitmem.index")
-    except ModuleNotFoundError as exc:
-        if exc.name != "gitmem.index":
-            raise
-        return False
-    catch_up = getattr(index, "catch_up", None)
-    if callable(catch_up):
-        catch_up(mount_path)
-        return True
-    GitFileStore.open(mount_path).sync.search("gitmem index catch-up", case_sensitive=True, limit=1)
-    return True
+    catch_up(mount_path)

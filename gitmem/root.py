@@ -68,13 +68,16 @@ class Root:
 
     def mounts(self) -> list[str]:
         """Names of the memories under this root, sorted."""
-        if not self.path.is_dir():
-            return []
         names = []
-        for child in self.path.iterdir():
-            stem = child.name[:-4] if child.name.endswith(".git") else None
-            if stem and MOUNT_NAME.fullmatch(stem) and (child / "HEAD").is_file():
-                names.append(stem)
+        try:
+            if not self.path.is_dir():
+                return []
+            for child in self.path.iterdir():
+                stem = child.name[:-4] if child.name.endswith(".git") else None
+                if stem and MOUNT_NAME.fullmatch(stem) and (child / "HEAD").is_file():
+                    names.append(stem)
+        except OSError as exc:  # e.g. a root (or a mount in it) this user may not read
+            raise MemoryStoreError("unavailable", f"cannot list the memories in {self.path}: {exc}") from exc
         return sorted(names)
 
     def remove(self, name: str) -> None:
@@ -93,6 +96,8 @@ class Root:
                 os.replace(path, trash)
         except FileNotFoundError:
             raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}") from None
+        except OSError as exc:  # e.g. no write permission on the root folder: nothing was removed
+            raise MemoryStoreError("unavailable", f"cannot remove {path}: {exc}") from exc
         finally:
             lock.close()
         shutil.rmtree(trash, ignore_errors=True)

@@ -34,8 +34,17 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
 HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes")
 # (modules the rule applies to, modules they must not import, why)
+# The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
+# use gitmem.git directly; the rest reach it only through the facades.
+FACADE_ADAPTERS = ("adapters.cli", "adapters.mcp_server", "adapters.anthropic_memory", "adapters.anthropic_commands")
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (LOWER, HIGHER, "pure values, rules and the store seam stay free of engines and facades"),
+    (
+        FACADE_ADAPTERS,
+        ("git",),
+        "the CLI, MCP and Anthropic adapters use the facades (gitstore, root, history, review, remotes), "
+        "which re-export what they need of gitmem.git",
+    ),
 ]
 
 
@@ -136,6 +145,8 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.fileformat", "from .git.repo import GitRepo\n"),
         ("gitmem.memstore", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import gitmem.index.engine\n"),
         ("gitmem.grep", "def lazy():\n    from gitmem.tools import context\n"),
+        ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
+        ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:
@@ -149,3 +160,5 @@ def test_allowed_imports_pass() -> None:
         layer_violations("gitmem.gitstore", "gitmem/gitstore.py", "from gitmem.store import FileStore\n", False) == []
     )
     assert layer_violations("gitmem.store", "gitmem/store.py", "from .model import Changes\n", False) == []
+    serving = "from gitmem.git.pushcheck import check_updates\n"
+    assert layer_violations("gitmem.adapters.receive_pack", "gitmem/adapters/receive_pack.py", serving, False) == []

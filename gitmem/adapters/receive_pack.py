@@ -176,7 +176,7 @@ class GuardedReceivePack(ReceivePackHandler):
             try:
                 fmt = format_from_repo(GitRepo(self.mount.path))
                 verdicts = check_updates(self.mount.path, updates, fmt, object_dirs=[quarantine.path])
-            except (MemoryStoreError, ValueError) as exc:
+            except MemoryStoreError as exc:
                 self._say(f"gitmem: cannot check this push, so it is refused: {exc}")
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
             return self._apply(updates, verdicts, quarantine, mark)

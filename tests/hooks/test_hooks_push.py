@@ -6,13 +6,12 @@ import io
 import os
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 from serve.support import BAD_PUSHES, BadPush, check_refused, commit_all, fsck_clean, git, seed, write
 
-from gitmem import GitFileStore, MemoryStoreError
+from gitmem import GitFileStore, MemoryStoreError, hooks
 from gitmem.hooks import HOOK_NAMES, hook_script, install_hooks, post_receive_main, pre_receive_main
 from gitmem.model import Changes
 
@@ -101,9 +100,7 @@ def test_post_receive_refreshes_the_index_only_when_main_moved(
 ) -> None:
     head = seed(mount)
     calls: list[str] = []
-    fake = types.ModuleType("gitmem.index")
-    fake.catch_up = calls.append  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gitmem.index", fake)
+    monkeypatch.setattr(hooks, "catch_up", calls.append)
     env = {"GIT_DIR": mount.path}
     assert post_receive_main(io.StringIO(f"{'0' * 40} {head} refs/heads/other\n"), env, background=False) == 0
     assert calls == []
@@ -113,7 +110,7 @@ def test_post_receive_refreshes_the_index_only_when_main_moved(
     def broken(path: str) -> None:
         raise RuntimeError("index is corrupt")
 
-    fake.catch_up = broken  # type: ignore[attr-defined]
+    monkeypatch.setattr(hooks, "catch_up", broken)
     main_moved = io.StringIO(f"{'0' * 40} {head} refs/heads/main\n")
     assert post_receive_main(main_moved, env, background=False) == 0  # never fails a push
 

@@ -26,7 +26,7 @@ and add ``"<name>"`` to :data:`COMMAND_MODULES` below (one line). Every command 
 a :class:`~gitmem.errors.MemoryStoreError` becomes exit code 1 with a message
 naming its code. Import optional dependencies (mcp, waitress, ...) inside the
 command function, so ``gitmem --help`` works without them. Document the command in
-``docs/cli.md``; ``tests/cli/test_docs.py`` fails until you do.
+``docs/cli.md``; ``tests/cli/test_cli_docs.py`` fails until you do.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
@@ -52,6 +53,7 @@ class State:
     principal: str | None = None
     run: str | None = None
     _root: Root | None = field(default=None, repr=False)
+    _given: set[str] = field(default_factory=set, repr=False)  # set on the command line, not from the env
 
     @property
     def root(self) -> Root:
@@ -88,10 +90,17 @@ pass_state = click.make_pass_decorator(State, ensure=True)
 
 def _set(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        # An option left out must not undo the same option given before the command name.
+        # An option left out must not undo the same option given before the command name,
+        # and a value from the environment must not override one typed on the command line.
         if value is None or value is False:
             return
-        setattr(ctx.ensure_object(State), attr, value)
+        state = ctx.ensure_object(State)
+        typed = param.name is not None and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
+        if typed:
+            state._given.add(attr)
+        elif attr in state._given:
+            return
+        setattr(state, attr, value)
 
     return callback
 
@@ -317,6 +326,7 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[[int, in
 
 
 @click.group(cls=GitmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@origin_options
 @common_options
 @click.pass_context
 def cli(ctx: click.Context) -> None:

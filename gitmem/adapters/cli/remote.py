@@ -18,7 +18,7 @@ from gitmem.adapters.cli.app import (
     pass_state,
     short,
 )
-from gitmem.git.merge import MergeRefused
+from gitmem.remotes import MergeRefused
 
 
 def report_refused(state: State, exc: MergeRefused, hint: str) -> NoReturn:

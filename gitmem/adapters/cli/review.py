@@ -7,10 +7,19 @@ from datetime import UTC, datetime
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short, to_json
+from gitmem.adapters.cli.app import (
+    State,
+    cli,
+    common_options,
+    emit,
+    origin_options,
+    pass_state,
+    short,
+    to_json,
+    usage_error,
+)
 from gitmem.adapters.cli.remote import report_refused
-from gitmem.git.merge import MergeRefused
-from gitmem.git.review import Proposal
+from gitmem.review import MergeRefused, Proposal
 
 
 def _proposal_json(p: Proposal) -> dict[str, object]:
@@ -24,6 +33,20 @@ def _proposal_json(p: Proposal) -> dict[str, object]:
         "principals": list(p.principals),
         "updated": datetime.fromtimestamp(p.updated, UTC).isoformat(),
     }
+
+
+def _login_name() -> str:
+    """Who approves when ``--principal`` is not given: the login name, if the system knows one.
+
+    ``getpass.getuser`` reads ``$LOGNAME``/``$USER`` and then the password database;
+    a container user with neither gets a usage error naming the option instead.
+    """
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        raise usage_error(
+            "cannot tell who approves: no login name here; pass --principal WHO (or set $GITMEM_PRINCIPAL)"
+        ) from None
 
 
 @cli.group()
@@ -116,7 +139,7 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
     """Merge proposal ID into main of memory NAME (a merge commit with Gitmem-Approved-By) and delete it."""
     from gitmem import review as api
 
-    approver = state.principal or getpass.getuser()
+    approver = state.principal or _login_name()
     try:
         result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
     except MergeRefused as exc:
