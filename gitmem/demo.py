@@ -60,6 +60,23 @@ def run_demo(root: Root, mount: str, emit: Callable[[str], None] = print) -> str
         emit(f"a later run with cursor {cursor[:12]} is told only: {', '.join(delta.paths)}")
     elif isinstance(delta, FullResync):
         emit("a later run must resync everything")
+    hits = store.search("coffee")
+    emit(
+        "grep 'coffee' (index-narrowed, exact lines): "
+        + "; ".join(f"{m.path}:{m.line}: {m.text}" for m in hits.matches)
+    )
+    emit(f"history of {path} (newest first, from commit trailers):")
+    first = None
+    for entry in store.log(path, limit=10):
+        who = entry.origin.principal_id or entry.author
+        emit(f"  {entry.commit[:12]} {entry.op:7} by {who:12} run={entry.origin.run_id or '-'}  {entry.summary}")
+        if entry.origin.run_id == alice.run_id:
+            first = entry.commit  # newest first, so this ends at alice's first write of this run
+    if first is not None:
+        admin = Origin(principal_id="admin", tool_call_id="demo-restore")
+        current = store.read(path)
+        store.restore(path, first, expected=current.version, origin=admin)
+        emit(f"admin restored {path} to {first[:12]} as a new commit (history is never rewritten)")
     emit("files now:")
     for entry in store.list():
         emit(f"  {entry.path:28} {entry.size:5d} B  {entry.version[:12]}  {entry.description or ''}")
