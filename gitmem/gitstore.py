@@ -344,7 +344,7 @@ class SyncGitFileStore:
         self.repo.transact(plan, ref=self._target(origin))
 
     def purge(self, origin: Origin | None = None) -> None:
-        self.repo.reset_history(commit_message("purge", (), origin or Origin()))
+        git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
         self._listing = None
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --

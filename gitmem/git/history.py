@@ -117,7 +117,7 @@ def log(
     lo, hi = check_bound("since", since), check_bound("until", until)
     limit = check_log_limit(limit)
     with translate_errors(repo.path):
-        r = repo._fresh_repo()
+        r = repo.fresh()
         start = resolve(repo, hi) if isinstance(hi, str) else repo.head()
         hidden: set[str] = ancestors(r, resolve(repo, lo)) if isinstance(lo, str) else set()
         lo_ts = lo.timestamp() if isinstance(lo, datetime) else None
@@ -160,7 +160,7 @@ def show(repo: GitRepo, fmt: FileFormat, rev: str, path: str) -> FileText:
     """
     path = validate_path(path, fmt)
     with translate_errors(repo.path):
-        r = repo._fresh_repo()
+        r = repo.fresh()
         commit = resolve(repo, rev)
         oid = entry_id(r[commit].peel(pygit2.Commit).tree, path)
         obj = r[oid] if oid is not None else None
@@ -180,7 +180,7 @@ def diff(repo: GitRepo, fmt: FileFormat, a: str, b: str | None = None, path: str
     """
     exact, prefix = _path_filter(path, fmt)
     with translate_errors(repo.path):
-        r = repo._fresh_repo()
+        r = repo.fresh()
         old = r[resolve(repo, a)].peel(pygit2.Commit).tree
         new = r[repo.head() if b is None else resolve(repo, b)].peel(pygit2.Commit).tree
         d = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
@@ -250,7 +250,7 @@ def blame(repo: GitRepo, fmt: FileFormat, path: str, rev: str | None = None) -> 
     """For each line of ``path`` (at the head, or ``rev``), the change that last touched it."""
     path = validate_path(path, fmt)
     with translate_errors(repo.path):
-        r = repo._fresh_repo()
+        r = repo.fresh()
         start = repo.head() if rev is None else resolve(repo, rev)
         found = repo.read_at(start, path)
         if found is None:

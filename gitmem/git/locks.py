@@ -2,12 +2,24 @@
 
 gitmem writers serialise on an ``flock`` held on ``<repo>/gitmem/write.lock``.
 The kernel drops an ``flock`` when its holder dies, so a SIGKILLed writer can
-never block the others. libgit2's own ``refs/heads/main.lock`` has no such
-property: a writer killed between creating and renaming it leaves it behind,
-and every git client (libgit2, dulwich, the git CLI) refuses to update ``main``
-until it is gone. While we hold the flock no other gitmem writer can be using
-that file, so one that stays older than ``stale_after`` seconds was left by a
-crash (or by a foreign git process that died) and is removed.
+never block the others. Waiting is bounded: a writer polls for the lock with a
+short backoff and gives up as ``unavailable`` after ``timeout`` seconds (30 by
+default; a write holds the lock for milliseconds, so 30 s means something is
+wrong). Maintenance (forget, purge, gc) can hold it for minutes on a large
+memory; its holder says so in the lock file, and waiters then keep waiting up
+to :data:`LONG_WAIT` rather than failing while the memory is merely busy.
+
+libgit2's own ``refs/heads/main.lock`` has no such property: a writer killed
+between creating and renaming it leaves it behind, and every git client
+(libgit2, dulwich, the git CLI) refuses to update ``main`` until it is gone.
+Two cases are told apart by the *holder record*: each holder writes its pid and
+what it does into ``write.lock`` when it gets the flock, and marks the record
+free when it lets go. A new holder that finds a record still marked held, of a
+process that no longer exists, knows that writer crashed; ref lock files
+created since that record was written are its leftovers and go at once
+(:func:`remove_crashed_locks`). Any other lock file belongs to a foreign git
+process that may still be working: it is waited for, and only broken once it
+has not changed for ``stale_lock_seconds`` (:func:`remove_if_stale`).
 """
 
 from __future__ import annotations
@@ -17,8 +29,60 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+
+from gitmem.errors import MemoryStoreError
+
+LONG_OPS = frozenset({"forget", "purge", "gc"})
+"""Operations whose holder makes waiters wait up to :data:`LONG_WAIT` instead of their timeout."""
+LONG_WAIT = 1800.0
+"""Seconds a writer waits behind maintenance: each git command it runs is bounded by 600 s."""
+
+_RECORD_SIZE = 64
+_FIRST_DELAY = 50e-6
+_MAX_DELAY = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """What ``write.lock`` says about its last holder."""
+
+    pid: int
+    held: bool
+    op: str
+    written_ns: int  # the record's mtime: when it got the lock if still held
+
+
+def _read_record(fd: int) -> Holder | None:
+    try:
+        raw = os.pread(fd, _RECORD_SIZE, 0)
+        written = os.fstat(fd).st_mtime_ns
+    except OSError:
+        return None
+    parts = raw.decode("ascii", "replace").split()
+    if len(parts) != 3 or not parts[0].isdigit() or parts[1] not in ("held", "free"):
+        return None
+    return Holder(int(parts[0]), parts[1] == "held", parts[2], written)
+
+
+def _write_record(fd: int, state: str, op: str) -> None:
+    line = f"{os.getpid()} {state} {op}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+    try:
+        os.pwrite(fd, line.encode("ascii", "replace"), 0)
+    except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
+        pass
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class _Descriptor:
@@ -53,8 +117,10 @@ class WriterLock:
     After ``fork`` the child opens a fresh descriptor for the same reason.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, timeout: float = 30.0, on_crash: Callable[[Holder], None] | None = None) -> None:
         self.path = path
+        self.timeout = timeout
+        self.on_crash = on_crash
         self._local = threading.local()
 
     def _fd(self) -> int:
@@ -65,18 +131,53 @@ class WriterLock:
         assert desc.fd is not None
         return desc.fd
 
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        fd = self._fd()
+    def held_fd(self) -> int:
+        """This thread's descriptor; pass it to a child process that must keep the lock until it exits."""
+        return self._fd()
+
+    def holder(self) -> Holder | None:
+        """The last holder's record (the current one while the lock is taken)."""
+        return _read_record(self._fd())
+
+    def _acquire(self, fd: int, op: str) -> None:
+        started = time.monotonic()
+        delay = _FIRST_DELAY
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                break
-            except InterruptedError:  # pragma: no cover - retried by CPython already
-                continue
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            waited = time.monotonic() - started
+            if waited >= self.timeout:
+                holder = _read_record(fd)
+                long_op = holder is not None and holder.held and holder.op in LONG_OPS
+                if not long_op or waited >= max(self.timeout, LONG_WAIT):
+                    who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
+                    )
+            time.sleep(delay)
+            delay = min(delay * 2, _MAX_DELAY)
+
+    @contextmanager
+    def hold(self, op: str = "write") -> Iterator[None]:
+        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout."""
+        fd = self._fd()
+        self._acquire(fd, op)
+        try:
+            previous = _read_record(fd)
+            _write_record(fd, "held", op)
+            if previous is not None and previous.held and self.on_crash is not None and not alive(previous.pid):
+                self.on_crash(previous)
+        except BaseException:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise
         try:
             yield
         finally:
+            _write_record(fd, "free", op)
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
@@ -84,6 +185,27 @@ class WriterLock:
         self._local.desc = None
         if desc is not None:
             desc.close()
+
+
+def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:
+    """Delete the ref and config lock files created at or after ``since_ns`` (a file mtime).
+
+    Call only while holding the :class:`WriterLock`, right after finding that
+    its previous holder died holding it (the record written at ``since_ns``):
+    those files are that writer's leftovers. Returns the paths removed.
+    """
+    found = [os.path.join(repo_path, name) for name in ("packed-refs.lock", "config.lock", "HEAD.lock")]
+    for folder, _, names in os.walk(os.path.join(repo_path, "refs")):
+        found.extend(os.path.join(folder, n) for n in names if n.endswith(".lock"))
+    removed: list[str] = []
+    for path in found:
+        try:
+            if os.stat(path).st_mtime_ns >= since_ns:
+                os.unlink(path)
+                removed.append(path)
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 def remove_if_stale(lock_path: str, stale_after: float) -> bool:

@@ -31,10 +31,10 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git.refs import MAIN as MAIN
 from gitmem.secrets import find_secret
 
 ZERO = "0" * 40
-MAIN = "refs/heads/main"
 MAX_REFUSALS = 20
 """Problems listed per ref; a push with more gets a final "and more" line."""
 

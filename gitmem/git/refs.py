@@ -1,7 +1,7 @@
 """Compare-and-swap on any ref, including creating and deleting one.
 
 ``main`` always exists, so its CAS is a plain ``set_target`` that libgit2
-re-checks under its lock (see :meth:`gitmem.git.repo.GitRepo._cas`). Other refs
+re-checks under its lock (see :meth:`gitmem.git.repo.GitRepo.move_main`). Other refs
 (proposal branches) are created and deleted too, and SPEC §11 measured that
 ``create_reference(force=False)`` lets two processes both "create" one ref. Here
 every change goes through a libgit2 ref transaction instead: ``lock_ref`` takes
@@ -20,6 +20,9 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
+
+MAIN = "refs/heads/main"
+"""The ref that holds a memory's live state."""
 
 
 class _Moved(Exception):
@@ -42,7 +45,7 @@ def swap_ref(
     new: str | None,
     *,
     message: str,
-    stale_after: float = 2.0,
+    stale_after: float = 30.0,
     timeout: float = 30.0,
 ) -> bool:
     """Move ``name`` from ``old`` to ``new`` (``None``: absent) atomically.
@@ -51,7 +54,7 @@ def swap_ref(
     created or deleted it first). Call while holding the mount's writer lock.
     """
     lock_file = os.path.join(repo_path, *name.split("/")) + ".lock"
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout + stale_after  # a foreign lock may turn stale first
     delay = 0.0005
     while True:
         try:

@@ -46,7 +46,7 @@ class Movement:
 def read_refs(git: GitRepo) -> dict[str, str]:
     """Every ref under ``refs/`` and the object id it points at."""
     with translate_errors(git.path):
-        r = git._fresh_repo()
+        r = git.fresh()
         out: dict[str, str] = {}
         for name in r.references:
             value = _lookup(r, name)
@@ -64,7 +64,7 @@ def read_ref(git: GitRepo, name: str) -> str | None:
     confirmed here before it is reported deleted.
     """
     with translate_errors(git.path):
-        return _lookup(git._fresh_repo(), name)
+        return _lookup(git.fresh(), name)
 
 
 def _lookup(r: pygit2.Repository, name: str) -> str | None:
@@ -89,7 +89,7 @@ def movement(git: GitRepo, old: str | None, new: str | None, *, base: str | None
     if new is None:
         return Movement((), (), 0, False)
     with translate_errors(git.path):
-        r = git._fresh_repo()
+        r = git.fresh()
         start = old if old is not None else base
         try:
             new_commit = r[new].peel(pygit2.Commit)

@@ -25,13 +25,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git.cli import run_git
 from gitmem.git.merge import MergeResult, integrate, scratch_repository
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
@@ -39,8 +39,6 @@ from gitmem.model import Origin
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
-GIT_TIMEOUT = 600.0
-"""Seconds one git transfer may take before it is stopped (a liveness bound, not a target)."""
 
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@", re.I)
 
@@ -127,47 +125,6 @@ def get_remote(git: GitRepo, name: str) -> Remote:
         known = ", ".join(r.name for r in remotes(git)) or "none"
         raise MemoryStoreError("not_found", f"this memory has no remote named {name!r} (remotes: {known})")
     return Remote(name, url)
-
-
-# Variables that would point git at another repository (set when gitmem runs inside a hook).
-_REPO_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_QUARANTINE_PATH",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-
-
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARIABLES}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
-    return env
-
-
-def run_git(args: list[str], *, cwd: str, what: str, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    """Run the git client; a failure to start or finish is ``unavailable`` naming ``what``."""
-    try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=_git_env(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise MemoryStoreError("unavailable", f"{what} needs the git command, which is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise MemoryStoreError("unavailable", f"{what} took longer than {timeout:.0f} s and was stopped") from None
-    except OSError as exc:
-        raise MemoryStoreError("unavailable", f"{what} could not run git: {exc}") from None
 
 
 def _tail(stderr: str, lines: int = 6) -> str:
@@ -272,12 +229,12 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
     """
     who = origin or Origin()
     target = get_remote(git, remote)
-    mark = git._generation()
+    mark = git.history_mark()
     with scratch_repository(git) as scratch:
         incoming = fetch_main(git, scratch, target)
 
         def history_unchanged() -> None:
-            if git._generation() != mark:
+            if git.history_mark() != mark:
                 raise MemoryStoreError(
                     "unavailable",
                     "this memory's history was rewritten (purge or forget) during the pull; pull again",

@@ -10,14 +10,24 @@ How a change becomes a commit (:meth:`GitRepo.transact`)::
     take the writer flock ──► read head ──► plan(snapshot) ──► write blob/trees/commit
           ▲                                                      │
           └────────── ref moved by a foreign writer ◄── CAS main ┘
+
+A plan re-runs at most :data:`MAX_ATTEMPTS` times; a ref that a foreign writer
+moves faster than that is ``unavailable``. Waiting for the writer lock and for a
+foreign git's ref lock is bounded too (:mod:`gitmem.git.locks`).
+
+Importing this module turns libgit2's strict object creation off for the whole
+process: libgit2 would otherwise look up every object a new tree or commit
+names, about a third of a write's CPU. gitmem only names objects it has just
+written, or read from the head under the writer lock, so the check buys nothing
+here; other pygit2 users in the same process lose it too.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,18 +37,22 @@ from typing import TypeVar
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.locks import WriterLock, remove_if_stale
+from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks, remove_if_stale
+from gitmem.git.refs import MAIN as MAIN
 from gitmem.git.refs import read_ref, swap_ref
+from gitmem.git.treediff import diff_trees
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 from gitmem.store import file_dir_conflict
 
-MAIN = "refs/heads/main"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 _TREE_MODE = pygit2.GIT_FILEMODE_TREE
 
 T = TypeVar("T")
+
+MAX_ATTEMPTS = 100
+"""Times :meth:`GitRepo.transact` re-runs a plan because a writer outside gitmem moved the ref."""
 
 # libgit2 re-checks that every object a new tree or commit names exists (an odb lookup
 # per entry), which costs about a third of a write's CPU. gitmem only names objects it
@@ -84,10 +98,6 @@ class Snapshot:
 
     def write_blob(self, data: bytes) -> str:
         return str(self._repo.create_blob(data))
-
-    @property
-    def tree_id(self) -> str:
-        return str(self.tree.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,86 +148,7 @@ def set_durable(enabled: bool = True) -> None:
     pygit2.settings.enable_fsync_gitdir(enabled)
 
 
-_RAW_TREE_MODE = b"40000"
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
-
-
-def _parse_entries(raw: bytes, pos: int, stop: int, out: dict[bytes, tuple[bytes, bytes]]) -> int:
-    """Parse raw tree entries from the boundary ``pos`` until one ends at or past ``stop``.
-
-    Each entry is ``b"<mode> <name>\\0"`` and a 20-byte id; ``out`` gets
-    ``{name: (mode, id)}``. Returns the boundary where parsing stopped.
-    """
-    while pos < stop:
-        nul = raw.index(b"\0", pos)
-        space = raw.index(b" ", pos, nul)
-        out[raw[space + 1 : nul]] = (raw[pos:space], raw[nul + 1 : nul + 21])
-        pos = nul + 21
-    return pos
-
-
-def _shared_bytes(a: bytes, b: bytes, limit: int, *, at_end: bool) -> int:
-    """How many leading (or trailing) bytes ``a`` and ``b`` share, up to ``limit`` (binary search)."""
-    lo, hi = 0, limit
-    la, lb = len(a), len(b)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if (a[la - mid :] == b[lb - mid :]) if at_end else (a[:mid] == b[:mid]):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _changed_entries(a: bytes, b: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, tuple[bytes, bytes]]]:
-    """The entries of two raw trees outside the bytes they share at both ends.
-
-    Entries are sorted, so one changed file leaves everything before and after its
-    entry byte-identical: only the window between is parsed, which keeps a folder
-    of hundreds of entries about as cheap as one of ten. Any name that differs is
-    in both windows or in one of them.
-    """
-    short = min(len(a), len(b))
-    head = _shared_bytes(a, b, short, at_end=False)
-    tail = _shared_bytes(a, b, short - head, at_end=True)
-    start = 0
-    while start < head:  # the last entry boundary at or before the first differing byte
-        end = a.index(b"\0", start) + 21
-        if end > head:
-            break
-        start = end
-    old: dict[bytes, tuple[bytes, bytes]] = {}
-    new: dict[bytes, tuple[bytes, bytes]] = {}
-    stop_a = _parse_entries(a, start, len(a) - tail, old)
-    stop_b = _parse_entries(b, start, len(b) - tail, new)
-    if len(a) - stop_a != len(b) - stop_b:  # the windows did not end on the same shared entries
-        _parse_entries(a, stop_a, len(a), old)
-        _parse_entries(b, stop_b, len(b), new)
-    return old, new
-
-
-def _diff_trees(
-    repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str, out: list[str]
-) -> None:
-    """Append to ``out`` every non-folder path that differs between two trees (``None``: absent)."""
-    a, b = _changed_entries(b"" if old is None else repo[old].read_raw(), b"" if new is None else repo[new].read_raw())
-    for name in a.keys() | b.keys():
-        was, now = a.get(name), b.get(name)
-        if was == now:
-            continue
-        path = prefix + name.decode("utf-8", "surrogateescape")  # as pygit2 names them in walk_files
-        was_tree = was is not None and was[0] == _RAW_TREE_MODE
-        now_tree = now is not None and now[0] == _RAW_TREE_MODE
-        if was_tree or now_tree:
-            _diff_trees(
-                repo,
-                pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
-                pygit2.Oid(raw=now[1]) if now is not None and now_tree else None,
-                f"{path}/",
-                out,
-            )
-        if (was is not None and not was_tree) or (now is not None and not now_tree):
-            out.append(path)
 
 
 class GitRepo:
@@ -227,13 +158,26 @@ class GitRepo:
     (and each process after ``fork``) opens its own handle.
     """
 
-    def __init__(self, path: str, *, stale_lock_seconds: float = 2.0, lock_timeout: float = 30.0) -> None:
+    def __init__(self, path: str, *, stale_lock_seconds: float = 30.0, lock_timeout: float = 30.0) -> None:
         self.path = os.path.abspath(path)
         self.stale_lock_seconds = stale_lock_seconds
-        self.lock_timeout = lock_timeout
+        """How long a foreign git's ref lock must stay unchanged before it is taken for a crash's."""
         self._local = threading.local()
         self._gen_path = os.path.join(self.path, "gitmem", "generation")
-        self.lock = WriterLock(os.path.join(self.path, "gitmem", "write.lock"))
+        self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
+        """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
+        self.lock = WriterLock(
+            os.path.join(self.path, "gitmem", "write.lock"), timeout=lock_timeout, on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path)
+        )
+
+    @property
+    def lock_timeout(self) -> float:
+        """Seconds a writer waits for the writer lock (or a ref lock) before ``unavailable``."""
+        return self.lock.timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, seconds: float) -> None:
+        self.lock.timeout = seconds
 
     # -- lifecycle --
 
@@ -278,10 +222,11 @@ class GitRepo:
             repo = pygit2.Repository(self.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             local.repo = repo
             local.pid = pid
-            local.gen = self._generation()
+            local.gen = self.history_mark()
         return repo
 
-    def _generation(self) -> tuple[int, int]:
+    def history_mark(self) -> tuple[int, int]:
+        """Changes whenever a purge or forget deletes objects (compare two marks)."""
         try:
             st = os.stat(self._gen_path)
         except FileNotFoundError:
@@ -290,16 +235,13 @@ class GitRepo:
 
     def bump_generation(self) -> None:
         """Tell other handles that objects were deleted, so they drop their caches."""
-        tmp = f"{self._gen_path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(f"{time.time_ns()}\n")
-        os.replace(tmp, self._gen_path)
+        _bump(self._gen_path)
         self._local.repo = None
 
-    def _fresh_repo(self) -> pygit2.Repository:
+    def fresh(self) -> pygit2.Repository:
         """The thread's handle, reopened if a purge or forget deleted objects since."""
         repo = self.repo
-        if self._local.gen != self._generation():
+        if self._local.gen != self.history_mark():
             self._local.repo = None
             repo = self.repo
         return repo
@@ -317,7 +259,7 @@ class GitRepo:
 
     def head(self) -> str:
         # Every read starts here: a handle must not serve objects a purge deleted.
-        ref = self._fresh_repo().references.get(MAIN)
+        ref = self.fresh().references.get(MAIN)
         if ref is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
@@ -329,7 +271,7 @@ class GitRepo:
     def ref_target(self, name: str) -> str | None:
         """The commit another ref (a proposal branch) points at, or ``None`` when it does not exist."""
         with translate_errors(self.path):
-            return read_ref(self._fresh_repo(), name)
+            return read_ref(self.fresh(), name)
 
     def tree_of(self, commit: str) -> pygit2.Tree:
         return self.repo[commit].peel(pygit2.Tree)
@@ -417,7 +359,7 @@ class GitRepo:
         entry, ~9 ms for one changed file in a 100k-file memory, against ~0.3 ms here.
         """
         paths: list[str] = []
-        _diff_trees(self.repo, self.tree_of(old).id, self.tree_of(new).id, "", paths)
+        diff_trees(self.repo, self.tree_of(old).id, self.tree_of(new).id, "", paths)
         return tuple(sorted(set(paths)))
 
     # -- writes --
@@ -434,8 +376,8 @@ class GitRepo:
         Returns the new commit id (``None`` for a no-op) and the plan used.
         """
         with translate_errors(self.path), self.lock.hold():
-            while True:
-                repo = self._fresh_repo()
+            for _ in range(MAX_ATTEMPTS):
+                repo = self.fresh()
                 branch = None if ref == MAIN else read_ref(repo, ref)
                 head = self.head() if branch is None else branch
                 snap = Snapshot(repo, head)
@@ -468,10 +410,18 @@ class GitRepo:
                     )
                 if moved:
                     return str(commit), chosen
+        raise MemoryStoreError(
+            "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+        )
+
+    def move_main(self, old: str, new: str) -> bool:
+        """CAS ``main`` from ``old`` to ``new``; ``False`` when it no longer holds ``old``. Writer lock held."""
+        return self._cas(self.fresh(), old, new)
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
-        deadline = time.monotonic() + self.lock_timeout
+        # Long enough for a foreign lock to turn stale and be broken before giving up.
+        deadline = time.monotonic() + self.lock_timeout + self.stale_lock_seconds
         delay = 0.0005
         lock_file = os.path.join(self.path, "refs", "heads", "main.lock")
         while True:
@@ -498,69 +448,23 @@ class GitRepo:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
-    def reset_history(self, message: str) -> str:
-        """Replace all history with one empty root commit and delete every object.
 
-        Runs under the writer lock, so no gitmem writer has objects in flight;
-        every other ref and all reflogs go too, so nothing purged stays reachable.
-        """
-        with translate_errors(self.path), self.lock.hold():
-            repo = self._fresh_repo()
-            tree = repo.TreeBuilder().write()
-            sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
-            commit = repo.create_commit(None, sig, sig, message, tree, [])
-            while True:
-                head = self.head()
-                if self._cas(repo, head, str(commit)):
-                    break
-            for name in list(repo.references):
-                if name != MAIN:
-                    repo.references.delete(name)
-            # The new root commit and empty tree may already sit in a pack (libgit2 then
-            # writes nothing), and every pack is about to go: keep them as loose objects.
-            kept = {str(oid): (repo[oid].type_str, bytes(repo[oid].read_raw())) for oid in (commit, tree)}
-            self._prune_all_but(set(kept))
-            for oid, (kind, raw) in kept.items():
-                _write_loose(os.path.join(self.path, "objects"), oid, kind, raw)
-            self.bump_generation()
-            return str(commit)
-
-    def _prune_all_but(self, keep: set[str]) -> None:
-        objects = os.path.join(self.path, "objects")
-        for entry in os.listdir(objects):
-            folder = os.path.join(objects, entry)
-            if len(entry) == 2 and os.path.isdir(folder):
-                for name in os.listdir(folder):
-                    if entry + name not in keep:
-                        os.unlink(os.path.join(folder, name))
-                if not os.listdir(folder):
-                    os.rmdir(folder)
-        pack_dir = os.path.join(objects, "pack")
-        if os.path.isdir(pack_dir):
-            for name in os.listdir(pack_dir):
-                os.unlink(os.path.join(pack_dir, name))
-        for stale in ("info/packs", "info/commit-graph", "info/commit-graphs"):
-            target = os.path.join(objects, stale)
-            if os.path.isfile(target):
-                os.unlink(target)
-        logs = os.path.join(self.path, "logs")
-        if os.path.isdir(logs):
-            import shutil
-
-            shutil.rmtree(logs)
+def _bump(gen_path: str) -> None:
+    tmp = f"{gen_path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(f"{time.time_ns()}\n")
+    os.replace(tmp, gen_path)
 
 
-def _write_loose(objects: str, oid: str, kind: str, raw: bytes) -> None:
-    """Store one object as a loose file unless it already is one."""
-    folder = os.path.join(objects, oid[:2])
-    target = os.path.join(folder, oid[2:])
-    if os.path.exists(target):
-        return
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{target}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(zlib.compress(b"%s %d\x00" % (kind.encode(), len(raw)) + raw))
-    os.replace(tmp, target)
+def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) -> None:
+    """The previous writer-lock holder died holding it: clear what it left behind.
+
+    A plain function, not a method: the lock keeps it, and a bound method would
+    make a cycle that keeps every store's lock descriptors open until a GC pass.
+    """
+    remove_crashed_locks(path, holder.written_ns)
+    if os.path.exists(pending_path):
+        _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
 
 
 def _author(origin: Origin) -> pygit2.Signature:

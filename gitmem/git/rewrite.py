@@ -1,4 +1,4 @@
-"""Maintenance that goes below single commits: forget (rewrite history), fsck, gc.
+"""Maintenance that goes below single commits: forget (rewrite history), purge, fsck, gc.
 
 ``forget`` rewrites commits itself and hands deletion to the git CLI::
 
@@ -8,7 +8,12 @@
                ─► bump generation ─► unmark ─► unlock
 
 The mark (``gitmem/forget-pending``) covers a crash between moving the refs and
-pruning: the next ``forget`` or ``gc`` sees it and finishes the prune.
+pruning: the next ``forget``, ``purge`` or ``gc`` sees it and finishes the prune.
+``purge`` takes the same path with a trivial rewrite (``main`` moves to a new
+empty root, every other ref is deleted)::
+
+    writer lock ─► mark pending ─► CAS main to an empty root ─► delete other refs
+               ─► git reflog expire ─► git gc --prune=now ─► bump generation ─► unmark
 
 Why the git CLI for pruning: after a rewrite the old objects can sit in loose
 files *and* inside packs (after ``gc()`` or a push). Deleting them from packs
@@ -19,8 +24,15 @@ all refs, the index and any worktrees itself, so nothing still referenced can
 be deleted; re-implementing that with pygit2's PackBuilder would be more code
 and a second, less tested notion of reachability. ``--prune=now`` deletes
 unreferenced objects of any age, so it runs only under the writer lock, where
-no gitmem writer can have a blob or commit in flight. ``gc()`` for routine
-packing keeps git's default two-week grace and takes no lock.
+no gitmem writer can have a blob or commit in flight. ``git gc`` also takes
+its own ``gc.pid`` lock, so a routine repack that started earlier cannot write
+a pack of purged objects after the prune. ``gc()`` for routine packing keeps
+git's default two-week grace, and takes the writer lock too.
+
+The pruning git process gets the writer lock's descriptor, so if gitmem is
+killed meanwhile the lock stays held until that git exits: a prune never runs
+beside a writer whose new objects are not referenced yet. (Waiters give such a
+holder the long maintenance wait, see :mod:`gitmem.git.locks`.)
 
 Commits that only touched the forgotten path are kept as empty-change commits:
 their messages, trailers, authors and times stay the audit record of who
@@ -29,14 +41,11 @@ changed something when, and every other file's history keeps its shape.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import re
-import signal
 import struct
 import subprocess
-import sys
 import time
 import zlib
 
@@ -44,7 +53,8 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git.locks import remove_if_stale
+from gitmem.git import cli
+from gitmem.git.locks import WriterLock, remove_if_stale
 from gitmem.git.repo import MAIN, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
@@ -54,48 +64,23 @@ from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 _SORT_CHILDREN_FIRST = pygit2.enums.SortMode.TOPOLOGICAL
 _COMMIT, _TREE, _TAG = 1, 2, 4
 _TYPE_NAMES = {_COMMIT: b"commit", _TREE: b"tree", _TAG: b"tag"}
-_PR_SET_PDEATHSIG = 1
-_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform.startswith("linux") else None
-_GIT_ENV_DROP = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_QUARANTINE_PATH",
-)
-
-
-def _die_with_parent() -> None:
-    """In the git child: be killed when gitmem dies (Linux).
-
-    A ``git gc --prune=now`` left running by a killed forget would go on
-    deleting unreachable objects after the writer lock is gone, and with it the
-    fresh, not yet referenced objects of the next writer.
-    """
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def run_git(
-    repo_path: str, *args: str, check: bool = True, stdin: bytes | None = None
+    repo_path: str,
+    *args: str,
+    check: bool = True,
+    stdin: bytes | None = None,
+    lock: WriterLock | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the git CLI on the bare repo; a missing git or a failure is ``unavailable``."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    cmd = ["git", f"--git-dir={repo_path}", "-c", "gc.autoDetach=false", *args]
-    try:
-        done = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=False, preexec_fn=_die_with_parent)
-    except OSError as exc:
-        raise MemoryStoreError("unavailable", f"cannot run the git CLI: {exc}") from exc
-    out = subprocess.CompletedProcess(
-        done.args, done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    """Run the git CLI on the bare repo; with ``lock`` (held), the child holds it too until it exits."""
+    return cli.run_git(
+        ["-c", "gc.autoDetach=false", *args],
+        git_dir=repo_path,
+        stdin=stdin,
+        check=check,
+        pass_fds=() if lock is None else (lock.held_fd(),),
     )
-    if check and out.returncode != 0:
-        said = (out.stderr or out.stdout).strip().splitlines()
-        raise MemoryStoreError("unavailable", f"git {args[0]} failed: {' / '.join(said[-3:]) or out.returncode}")
-    return out
 
 
 # --- fsck and gc ------------------------------------------------------------------------
@@ -129,44 +114,70 @@ def count_objects(repo: GitRepo) -> ObjectCounts:
 
 
 def gc(repo: GitRepo) -> GcReport:
-    """Pack loose objects with ``git gc``; unreferenced objects keep git's default grace.
+    """Pack loose objects with ``git gc``, under the writer lock; unreferenced objects keep git's grace.
 
-    No writer lock: a concurrent writer's fresh blob or commit is not yet
-    referenced, and the grace period is what keeps it.
+    A forget or purge that stopped between moving refs and pruning is finished
+    here (its prune runs instead of the plain ``git gc``).
     """
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
     before = count_objects(repo)
-    if os.path.exists(_pending(repo)):
-        # A forget stopped between moving the refs and pruning: finish its prune.
-        with translate_errors(repo.path), repo.lock.hold():
+    with translate_errors(repo.path), repo.lock.hold("gc"):
+        if os.path.exists(repo.pending_path):
             _prune_now(repo)
-    else:
-        run_git(repo.path, "gc", "--quiet")
+        else:
+            run_git(repo.path, "gc", "--quiet", lock=repo.lock)
     return GcReport(before, count_objects(repo))
 
 
-def _pending(repo: GitRepo) -> str:
-    """Exists while a forget may have rewritten refs without pruning the old objects yet."""
-    return os.path.join(repo.path, "gitmem", "forget-pending")
+def _mark_pending(repo: GitRepo, what: str) -> bool:
+    """Record that refs are about to lose objects; returns whether an earlier mark was unfinished."""
+    unfinished = os.path.exists(repo.pending_path)
+    with open(repo.pending_path, "w") as mark:
+        mark.write(f"{what}\n")
+        mark.flush()
+        os.fsync(mark.fileno())
+    return unfinished
 
 
 def _prune_now(repo: GitRepo) -> None:
     """Delete every unreachable object, packed or loose, and the reflogs; writer lock held."""
-    run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+    run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
     deadline = time.monotonic() + repo.lock_timeout
     while True:
-        done = run_git(repo.path, "gc", "--prune=now", "--quiet", check=False)
+        done = run_git(repo.path, "gc", "--prune=now", "--quiet", check=False, lock=repo.lock)
         if done.returncode == 0:
             break
         if "already running" not in done.stderr or time.monotonic() > deadline:
             raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
-        time.sleep(0.1)  # a routine gc() is packing; the prune must still happen
+        time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
     repo.bump_generation()
     try:
-        os.unlink(_pending(repo))
+        os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
+
+
+def purge(repo: GitRepo, message: str) -> str:
+    """Replace all history with one empty root commit and delete every other object and ref.
+
+    Crash-safe like forget: the pending mark is written before ``main`` moves,
+    so a purge killed before its prune is finished by the next gc, forget or
+    purge. Returns the new root commit.
+    """
+    with translate_errors(repo.path), repo.lock.hold("purge"):
+        r = repo.fresh()
+        tree = r.TreeBuilder().write()
+        sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
+        commit = str(r.create_commit(None, sig, sig, message, tree, []))
+        _mark_pending(repo, "purge")
+        while not repo.move_main(repo.head(), commit):
+            pass  # a foreign writer moved main meanwhile: purge that too
+        for name in list(r.references):
+            if name != MAIN:
+                r.references.delete(name)
+        _prune_now(repo)
+        return commit
 
 
 # --- forget -------------------------------------------------------------------------------
@@ -186,17 +197,15 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
-    with translate_errors(repo.path), repo.lock.hold():
-        unfinished = os.path.exists(_pending(repo))
-        with open(_pending(repo), "w") as mark:
-            mark.write(f"{path}\n")
+    with translate_errors(repo.path), repo.lock.hold("forget"):
+        unfinished = _mark_pending(repo, f"forget {path}")
         try:
             report = _rewrite_until_stable(repo, path, origin)
         except MemoryStoreError:
             if unfinished:
                 _prune_now(repo)
             else:
-                os.unlink(_pending(repo))
+                os.unlink(repo.pending_path)
             raise
         _prune_now(repo)
         return _check_pruned(repo, report)
@@ -205,7 +214,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
 def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetReport:
     for _ in range(5):
         try:
-            return _rewrite(repo, repo._fresh_repo(), path, origin)
+            return _rewrite(repo, repo.fresh(), path, origin)
         except _Moved:
             continue
     raise MemoryStoreError("unavailable", "refs kept moving while forget ran; try again")
@@ -474,7 +483,7 @@ def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], upda
 
 def _check_pruned(repo: GitRepo, report: ForgetReport) -> ForgetReport:
     """Confirm every erased version is gone unless another file still holds the same content."""
-    r = repo._fresh_repo()
+    r = repo.fresh()
     survivors = [oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in r.odb]
     if survivors:
         listed = run_git(repo.path, "rev-list", "--objects", "--all").stdout

@@ -149,6 +149,43 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     Acks(args["acks"])("written", version)
 
 
+def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
+    """Take the writer lock, create ``main.lock`` the way libgit2 does mid-update, then stop.
+
+    The parent SIGKILLs it: the state a writer killed inside libgit2's ref update leaves.
+    """
+    store = open_store(args)
+    lock = os.path.join(args["repo"], "refs", "heads", "main.lock")
+    with store.repo.lock.hold():
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"0" * 40 + b"\n")
+        Acks(args["acks"])("holding", os.getpid(), "-")
+        os.kill(os.getpid(), signal.SIGSTOP)
+    raise SystemExit("the parent was meant to kill this process")
+
+
+def mode_hold_writer_lock(args: dict[str, Any]) -> None:
+    """Hold the writer lock (as ``op``) until the parent kills this process."""
+    store = open_store(args)
+    with store.repo.lock.hold(args.get("op", "write")):
+        Acks(args["acks"])("holding", os.getpid(), "-")
+        while not orphaned():
+            time.sleep(0.05)
+
+
+def mode_stop_before_prune(args: dict[str, Any]) -> None:
+    """Purge, stopping itself (SIGSTOP) after ``main`` moved and before anything is pruned."""
+    from gitmem.git import rewrite
+
+    def stop(repo: Any) -> None:
+        Acks(args["acks"])("moved", repo.head(), "-")
+        os.kill(os.getpid(), signal.SIGSTOP)
+        raise SystemExit("the parent was meant to kill this process")
+
+    rewrite._prune_now = stop  # type: ignore[assignment]
+    open_store(args).purge()
+
+
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "git cli",
@@ -282,6 +319,9 @@ def mode_churn(args: dict[str, Any]) -> None:
 
 
 MODES = {
+    "die_holding_ref_lock": mode_die_holding_ref_lock,
+    "hold_writer_lock": mode_hold_writer_lock,
+    "stop_before_prune": mode_stop_before_prune,
     "churn": mode_churn,
     "distinct": mode_distinct,
     "counter": mode_counter,

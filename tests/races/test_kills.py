@@ -44,7 +44,8 @@ def test_killed_writers_lose_no_acknowledged_write(tmp_path: Path) -> None:
     workers: list[Worker] = []
     caught_in_ref_lock = 0
     for round_ in range(ROUNDS):
-        pair = [Worker(tmp_path, "forever", repo=str(repo), wid=2 * round_ + i, stale=0.5) for i in range(2)]
+        # A ref lock a killed gitmem writer left must be cleared at once, not after a stale wait.
+        pair = [Worker(tmp_path, "forever", repo=str(repo), wid=2 * round_ + i, stale=600) for i in range(2)]
         workers += pair
         for worker in pair:
             worker.wait_for("ready")
@@ -61,9 +62,16 @@ def test_killed_writers_lose_no_acknowledged_write(tmp_path: Path) -> None:
             assert worker.proc.returncode == -signal.SIGKILL, worker.stderr()
 
     # A new writer proceeds, recovering a stale ref lock if the last kill left one.
+    store.repo.stale_lock_seconds = 600.0
     started = time.monotonic()
-    store.write("after.md", "the memory still takes writes\n", expected=None)
+    final = threading.Thread(
+        target=store.write, args=("after.md", "the memory still takes writes\n"), kwargs={"expected": None}
+    )
+    final.start()
+    final.join(timeout=120)
+    assert not final.is_alive(), "a killed writer's ref lock was waited for as if a foreign git held it"
     recovery = time.monotonic() - started
+    assert store.read("after.md").text == "the memory still takes writes\n"
 
     files, history = head_files(repo), history_blobs(repo)
     file_acks = [line[1:] for w in workers for line in w.lines() if line[0] == "f"]
@@ -131,7 +139,7 @@ def test_stale_ref_lock_of_a_killed_git_is_recovered(tmp_path: Path) -> None:
     )
     assert blocked.returncode != 0
 
-    stale_after = store.repo.stale_lock_seconds
+    stale_after = store.repo.stale_lock_seconds = 1.0  # the default (30 s) is too long for a test
     store.write("a.md", "two\n", expected=version)
     waited = time.time() - taken
     # The lock was only removed once it was old enough to be a crash's leftover.
@@ -218,7 +226,16 @@ def test_planted_ref_lock_stalls_running_writers_only_until_it_is_stale(tmp_path
         for writer in writers:
             writer.wait_for("f")
         lock = repo / "refs" / "heads" / "main.lock"
-        lock.write_text("0" * 40 + "\n")  # what a writer killed mid-update leaves behind
+        # What a writer killed mid-update leaves behind, created atomically and only when no
+        # writer holds the lock right now (overwriting a live one would corrupt main).
+        planted_file = tmp_path / "planted"
+        planted_file.write_text("0" * 40 + "\n")
+        while True:
+            try:
+                os.link(planted_file, lock)
+                break
+            except FileExistsError:
+                time.sleep(0.001)
         planted = time.monotonic()
         before = [len(w.lines()) for w in writers]
         while lock.exists() and time.monotonic() - planted < 120:

@@ -1,0 +1,113 @@
+"""The one way gitmem runs the git command-line client.
+
+Pruning (forget, purge, gc), packing and the network transfers of push and pull
+go through the real ``git``: see :mod:`gitmem.git.rewrite` and
+:mod:`gitmem.git.remote` for why. Every such call needs the same care, so it
+lives here once:
+
+- the environment is scrubbed of the variables that would point git at another
+  repository (they are set when gitmem itself runs inside a git hook), and git
+  never prompts for credentials;
+- every call has a deadline. A hung ``git gc`` under the writer lock would
+  otherwise block every writer of the memory for good;
+- the child runs in its own process group (``start_new_session``), so on a
+  timeout or any exception in the waiting thread the whole group (git and the
+  helpers it spawned, such as ``repack`` or ``pack-objects``) is killed, never
+  only the top process. No ``preexec_fn``: it is unsafe in a threaded process.
+
+What happens when gitmem itself is SIGKILLed while git runs is the caller's
+business; a pruning caller passes the writer lock's descriptor in ``pass_fds``
+so the child keeps holding the lock until it exits (see ``_prune_now`` in
+:mod:`gitmem.git.rewrite`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+
+from gitmem.errors import MemoryStoreError
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one git command may run before it is stopped (a liveness bound, not a target)."""
+
+# Variables that would point git at another repository than the one named.
+_REPO_VARIABLES = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_QUARANTINE_PATH",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+    }
+)
+
+
+def git_env() -> dict[str, str]:
+    """This process's environment without repository pointers, with prompts off and C messages."""
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_VARIABLES}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    return env
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    git_dir: str | None = None,
+    cwd: str | None = None,
+    what: str | None = None,
+    stdin: bytes | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = False,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Run ``git [--git-dir=GIT_DIR] ARGS``; output decoded, undecodable bytes replaced.
+
+    Failing to start, or running past ``timeout`` seconds, is ``unavailable``
+    naming ``what`` (default: the git subcommand); so is a non-zero exit with
+    ``check``.
+    """
+    what = what or f"git {args[0] if args else ''}".strip()
+    cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=git_env(),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+    except FileNotFoundError:
+        raise MemoryStoreError("unavailable", f"{what} needs the git command, which is not installed") from None
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"{what} could not run git: {exc}") from None
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise MemoryStoreError("unavailable", f"{what} took longer than {timeout:.0f} s and was stopped") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+    if check and done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise MemoryStoreError("unavailable", f"{what} failed: {' / '.join(said[-3:]) or done.returncode}")
+    return done

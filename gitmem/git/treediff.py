@@ -1,0 +1,92 @@
+"""Which paths differ between two trees, reading only what changed.
+
+Raw tree objects are compared as bytes: a folder whose tree id did not change
+is skipped whole, and inside a changed folder only the entries between the
+bytes both versions share at either end are parsed. This is what lets
+``changes()`` stay cheap on a memory of many thousand files (see
+:meth:`gitmem.git.repo.GitRepo.changed_paths`).
+"""
+
+from __future__ import annotations
+
+import pygit2
+
+_RAW_TREE_MODE = b"40000"
+
+
+def _parse_entries(raw: bytes, pos: int, stop: int, out: dict[bytes, tuple[bytes, bytes]]) -> int:
+    """Parse raw tree entries from the boundary ``pos`` until one ends at or past ``stop``.
+
+    Each entry is ``b"<mode> <name>\\0"`` and a 20-byte id; ``out`` gets
+    ``{name: (mode, id)}``. Returns the boundary where parsing stopped.
+    """
+    while pos < stop:
+        nul = raw.index(b"\0", pos)
+        space = raw.index(b" ", pos, nul)
+        out[raw[space + 1 : nul]] = (raw[pos:space], raw[nul + 1 : nul + 21])
+        pos = nul + 21
+    return pos
+
+
+def _shared_bytes(a: bytes, b: bytes, limit: int, *, at_end: bool) -> int:
+    """How many leading (or trailing) bytes ``a`` and ``b`` share, up to ``limit`` (binary search)."""
+    lo, hi = 0, limit
+    la, lb = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if (a[la - mid :] == b[lb - mid :]) if at_end else (a[:mid] == b[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _changed_entries(a: bytes, b: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, tuple[bytes, bytes]]]:
+    """The entries of two raw trees outside the bytes they share at both ends.
+
+    Entries are sorted, so one changed file leaves everything before and after its
+    entry byte-identical: only the window between is parsed, which keeps a folder
+    of hundreds of entries about as cheap as one of ten. Any name that differs is
+    in both windows or in one of them.
+    """
+    short = min(len(a), len(b))
+    head = _shared_bytes(a, b, short, at_end=False)
+    tail = _shared_bytes(a, b, short - head, at_end=True)
+    start = 0
+    while start < head:  # the last entry boundary at or before the first differing byte
+        end = a.index(b"\0", start) + 21
+        if end > head:
+            break
+        start = end
+    old: dict[bytes, tuple[bytes, bytes]] = {}
+    new: dict[bytes, tuple[bytes, bytes]] = {}
+    stop_a = _parse_entries(a, start, len(a) - tail, old)
+    stop_b = _parse_entries(b, start, len(b) - tail, new)
+    if len(a) - stop_a != len(b) - stop_b:  # the windows did not end on the same shared entries
+        _parse_entries(a, stop_a, len(a), old)
+        _parse_entries(b, stop_b, len(b), new)
+    return old, new
+
+
+def diff_trees(
+    repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str, out: list[str]
+) -> None:
+    """Append to ``out`` every non-folder path that differs between two trees (``None``: absent)."""
+    a, b = _changed_entries(b"" if old is None else repo[old].read_raw(), b"" if new is None else repo[new].read_raw())
+    for name in a.keys() | b.keys():
+        was, now = a.get(name), b.get(name)
+        if was == now:
+            continue
+        path = prefix + name.decode("utf-8", "surrogateescape")  # as pygit2 names them in walk_files
+        was_tree = was is not None and was[0] == _RAW_TREE_MODE
+        now_tree = now is not None and now[0] == _RAW_TREE_MODE
+        if was_tree or now_tree:
+            diff_trees(
+                repo,
+                pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
+                pygit2.Oid(raw=now[1]) if now is not None and now_tree else None,
+                f"{path}/",
+                out,
+            )
+        if (was is not None and not was_tree) or (now is not None and not now_tree):
+            out.append(path)
