@@ -67,11 +67,11 @@ def run_demo(root: Root, mount: str, emit: Callable[[str], None] = print) -> str
     )
     emit(f"history of {path} (newest first, from commit trailers):")
     first = None
-    for entry in store.log(path, limit=10):
-        who = entry.origin.principal_id or entry.author
-        emit(f"  {entry.commit[:12]} {entry.op:7} by {who:12} run={entry.origin.run_id or '-'}  {entry.summary}")
-        if entry.origin.run_id == alice.run_id:
-            first = entry.commit  # newest first, so this ends at alice's first write of this run
+    for change in store.log(path, limit=10):
+        who = change.origin.principal_id or change.author
+        emit(f"  {change.commit[:12]} {change.op:7} by {who:12} run={change.origin.run_id or '-'}  {change.summary}")
+        if change.origin.run_id == alice.run_id:
+            first = change.commit  # newest first, so this ends at alice's first write of this run
     if first is not None:
         admin = Origin(principal_id="admin", tool_call_id="demo-restore")
         current = store.read(path)
