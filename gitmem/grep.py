@@ -7,6 +7,8 @@ here, so indexed and scanned answers are identical by construction.
 from __future__ import annotations
 
 import re
+import threading
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -14,6 +16,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.model import GrepMatch, SearchResult
 
 MAX_LIMIT = 10_000
+# warnings.catch_warnings swaps process-wide state: one compile at a time inside it.
+_WARNINGS_GUARD = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,7 @@ def compile_pattern(pattern: object, *, regex: bool = False, case_sensitive: boo
         raise MemoryStoreError("invalid_pattern", "a literal pattern matches within one line; it cannot hold a newline")
     if regex:
         try:
-            compiled = re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+            compiled = _compile(pattern, 0 if case_sensitive else re.IGNORECASE)
         except (re.error, OverflowError, RecursionError) as exc:
             raise MemoryStoreError("invalid_pattern", f"invalid regular expression: {exc}") from None
         search = compiled.search
@@ -42,6 +46,18 @@ def compile_pattern(pattern: object, *, regex: bool = False, case_sensitive: boo
         return Matcher(pattern, False, True, lambda line: pattern in line)
     folded = pattern.casefold()
     return Matcher(pattern, False, False, lambda line: folded in line.casefold())
+
+
+def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+    """``re.compile`` without its ``FutureWarning`` about sets like ``[[``.
+
+    The warning only says a future Python may read the pattern differently; in a
+    process that turns warnings into errors it would escape the store as an
+    exception, so it is silenced here, where the pattern is compiled.
+    """
+    with _WARNINGS_GUARD, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return re.compile(pattern, flags)
 
 
 def check_limit(limit: object) -> int:

@@ -31,7 +31,8 @@ class InMemoryFileStore:
     def __init__(self, fmt: FileFormat = DEFAULT_FORMAT) -> None:
         self.format = fmt
         self._files: dict[str, bytes] = {}
-        self._journal: list[frozenset[str]] = []
+        # One entry per change: each path it touched and the version it held before.
+        self._journal: list[dict[str, str | None]] = []
         self._epoch = 0
         self._lock = threading.Lock()
         self.origins: list[tuple[str, Origin]] = []
@@ -56,9 +57,13 @@ class InMemoryFileStore:
         if any(p.startswith(prefix) for p in self._files):
             raise file_dir_conflict(path, is_file=False)
 
-    def _commit(self, op: str, paths: frozenset[str], origin: Origin | None) -> None:
-        self._journal.append(paths)
+    def _commit(self, op: str, before: dict[str, str | None], origin: Origin | None) -> None:
+        self._journal.append(before)
         self.origins.append((op, origin or Origin()))
+
+    def _version(self, path: str) -> str | None:
+        data = self._files.get(path)
+        return None if data is None else blob_version(data)
 
     # -- the contract --
 
@@ -101,7 +106,8 @@ class InMemoryFileStore:
                 max_bytes=self.format.max_memory_bytes,
             )
             self._files[path] = data
-            self._commit("create" if current is None else "edit", frozenset({path}), origin)
+            before = None if current is None else current.version
+            self._commit("create" if current is None else "edit", {path: before}, origin)
             return version
 
     async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
@@ -117,15 +123,16 @@ class InMemoryFileStore:
                 self._files[source] = data
                 raise
             self._files[destination] = data
-            self._commit("move", frozenset({source, destination}), origin)
-            return blob_version(data)
+            version = blob_version(data)
+            self._commit("move", {source: version, destination: None}, origin)
+            return version
 
     async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         path = validate_path(path, self.format)
         with self._lock:
-            check_existing(path, self._current(path), expected)
+            current = check_existing(path, self._current(path), expected)
             del self._files[path]
-            self._commit("delete", frozenset({path}), origin)
+            self._commit("delete", {path: current.version}, origin)
 
     async def changes(self, since: str | None) -> Changes | FullResync:
         with self._lock:
@@ -138,10 +145,14 @@ class InMemoryFileStore:
             epoch, seq = int(parts[1]), int(parts[2])
             if epoch != self._epoch or seq > len(self._journal):
                 return FullResync(cursor)
-            changed: set[str] = set()
-            for paths in self._journal[seq:]:
-                changed |= paths
-        return Changes(cursor, tuple(sorted(changed)))
+            # Net change, as git's tree diff reports it: a path edited and edited
+            # back, or created and deleted again, is not listed.
+            then: dict[str, str | None] = {}
+            for before in self._journal[seq:]:
+                for path, version in before.items():
+                    then.setdefault(path, version)
+            changed = sorted(path for path, version in then.items() if version != self._version(path))
+        return Changes(cursor, tuple(changed))
 
     async def purge(self) -> None:
         with self._lock:

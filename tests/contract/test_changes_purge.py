@@ -36,6 +36,20 @@ def test_changes_lists_created_edited_and_deleted_paths_once(store: Subject) -> 
     assert store.changes(answer.cursor).paths == ()
 
 
+def test_changes_lists_the_net_difference_since_the_cursor(store: Subject) -> None:
+    va = store.create("a.md", "a\n")
+    cursor = store.cursor()
+    vx = store.create("x.md", "short-lived\n")
+    store.delete("x.md", expected=vx)
+    va2 = store.write("a.md", "a2\n", expected=va)
+    store.write("a.md", "a\n", expected=va2)  # edited back to what the cursor saw
+    vb = store.create("b.md", "b\n")
+    moved = store.move("b.md", "c.md", expected=vb)
+    store.move("c.md", "b.md", expected=moved)
+    answer = store.changes(cursor)
+    assert isinstance(answer, Changes) and answer.paths == ("b.md",)
+
+
 def test_the_returned_cursor_never_skips_a_later_change(store: Subject) -> None:
     c0 = store.cursor()
     store.create("one.md", "1\n")

@@ -107,3 +107,12 @@ def test_search_sees_the_current_head(notes: Subject) -> None:
     v = notes.read("b.md").version
     notes.write("b.md", "replaced\n", expected=v)
     assert [m.path for m in notes.search("tea").matches] == ["a-side.md", "a/one.md"]
+
+
+def test_a_regex_python_warns_about_is_searched_not_raised(store: Subject, kind: str) -> None:
+    # ``re`` emits FutureWarning for "[[" (a possible nested set); this process turns
+    # warnings into errors, so one escaping the store would fail the search. The
+    # pattern is new to the process (``re`` caches compiled patterns and warns once).
+    store.create("a.md", f"see [[{kind}-wiki]] here\n")
+    result = store.search(f"[[]{kind}-wiki]", regex=True)
+    assert [m.line for m in result.matches] == [1]

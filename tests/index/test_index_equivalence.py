@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -180,9 +179,6 @@ TRAP_QUERIES = [
 ]
 
 
-# ``re`` warns (FutureWarning) about patterns like "[[" that a future Python may
-# read differently; the generated raw regexes hit that, and it is not about the index.
-@pytest.mark.filterwarnings("ignore:Possible :FutureWarning")
 @example(TRAPS, TRAP_QUERIES, {"x.md": None}, TRAP_QUERIES, {"b/x.md": "strasse\n"}, TRAP_QUERIES)
 @given(
     files,
