@@ -13,6 +13,7 @@ import builtins
 import os
 import re
 import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import NamedTuple
 
@@ -29,16 +30,18 @@ from gitmem.fileformat import (
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
+from gitmem.git.history import check_room, current_file
 from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.provenance import commit_message
-from gitmem.store import check_capacity, check_destination, check_existing, check_expected, file_dir_conflict
+from gitmem.store import check_destination, check_existing, check_expected
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _CACHE_LIMIT = 200_000
+_RUN_STORES = 64  # run-bound views kept per store (agents ask for one on every tool call)
 
 # Mount settings live in the repo's own config, so the CLI, hooks and server agree.
 _CONFIG_KEYS: dict[str, str] = {
@@ -62,29 +65,38 @@ def format_to_config(fmt: FileFormat) -> dict[str, str]:
     return out
 
 
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _config_int(repo: GitRepo, key: str, raw: str) -> int:
+    """A positive whole number as ``git config --int`` reads it (``64k``, ``1m`` too)."""
+    text = raw.strip().lower()
+    scale = _UNITS.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        raise MemoryStoreError(
+            "unavailable", f"{key} = {raw!r} in the config of {repo.path} is not a positive whole number"
+        )
+    return int(digits) * scale
+
+
 def format_from_repo(repo: GitRepo) -> FileFormat:
+    """The limits saved in the mount's config; ``unavailable`` naming a key whose value is bad.
+
+    Every command reads these, so a hand-edited typo must say what to fix rather
+    than crash the process.
+    """
     values: dict[str, object] = {}
     for field, key in _CONFIG_KEYS.items():
         raw = repo.config_get(key)
         if raw is None:
             continue
         if field == "check_secrets":
+            # Only an explicit "off" turns the check off: a typo keeps secrets out.
             values[field] = raw.strip().lower() not in ("false", "no", "off", "0")
         else:
-            values[field] = int(raw)
+            values[field] = _config_int(repo, key, raw)
     return FileFormat(**values)  # type: ignore[arg-type]
-
-
-def _check_shape(snap: Snapshot, path: str) -> None:
-    """Refuse a new file where a folder is, or below a file."""
-    entry = snap.get(path)
-    if entry is not None and entry.kind == "tree":
-        raise file_dir_conflict(path, is_file=False)
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        above = snap.get("/".join(parts[:i]))
-        if above is not None and above.kind != "tree":
-            raise file_dir_conflict(path, is_file=True)
 
 
 class _Folder(NamedTuple):
@@ -92,6 +104,32 @@ class _Folder(NamedTuple):
 
     tree_id: str
     prefix: str
+
+
+_FolderItems = tuple[_Folder | tuple[FileEntry, ...], ...]
+
+
+class _Shared:
+    """What a store and its run-bound views share: read caches, the index, the views.
+
+    The caches are keyed by object ids, which name content, so a view reading a
+    proposal branch and one reading ``main`` use the same entries. The index
+    describes ``main`` only (a proposal's search scans), so one serves them all.
+    """
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.blob_info: dict[str, tuple[int, str | None]] = {}
+        self.listing: tuple[str, list[FileEntry]] | None = None
+        self.folders: dict[tuple[str, str], _FolderItems] = {}
+        self.index: MountIndex | None = None
+        self.runs: OrderedDict[str, SyncGitFileStore] = OrderedDict()
+
+    def forget_content(self) -> None:
+        """Drop everything cached about files, after history was erased."""
+        self.blob_info = {}
+        self.listing = None
+        self.folders = {}
 
 
 class SyncGitFileStore:
@@ -102,14 +140,13 @@ class SyncGitFileStore:
     change to the run.
     """
 
-    def __init__(self, repo: GitRepo, fmt: FileFormat, run: str | None = None) -> None:
+    def __init__(
+        self, repo: GitRepo, fmt: FileFormat, run: str | None = None, *, shared: _Shared | None = None
+    ) -> None:
         self.repo = repo
         self.format = fmt
         self.run = run
-        self._blob_info: dict[str, tuple[int, str | None]] = {}
-        self._listing: tuple[str, list[FileEntry]] | None = None
-        self._folders: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]] = {}
-        self._listing_lock = threading.Lock()
+        self._shared = shared or _Shared()
 
     @property
     def path(self) -> str:
@@ -129,8 +166,24 @@ class SyncGitFileStore:
         Everyone else keeps reading ``main``. Writes through the returned store carry
         the run id; with the review gate on they go to ``refs/heads/proposals/<run>``
         (a run id that cannot name a branch is then refused with ``forbidden``).
+
+        Agents ask for this on every tool call, so the view is kept (a few dozen
+        runs per store) and shares this store's caches and index: only the head
+        it reads and the origin it writes with differ.
         """
-        return SyncGitFileStore(self.repo, self.format, run_id)
+        if run_id == self.run:
+            return self
+        shared = self._shared
+        with shared.guard:
+            view = shared.runs.get(run_id)
+            if view is None or view.format is not self.format:
+                view = SyncGitFileStore(self.repo, self.format, run_id, shared=shared)
+                shared.runs[run_id] = view
+                while len(shared.runs) > _RUN_STORES:
+                    shared.runs.popitem(last=False)
+            else:
+                shared.runs.move_to_end(run_id)
+            return view
 
     def _read_head(self) -> str:
         if self.run is not None and git_review.names_a_proposal(self.run):
@@ -155,35 +208,40 @@ class SyncGitFileStore:
         return MAIN
 
     def _info(self, oid: str) -> tuple[int, str | None]:
-        info = self._blob_info.get(oid)
+        cache = self._shared.blob_info
+        info = cache.get(oid)
         if info is None:
             data = self.repo.blob(oid)
             info = (len(data), describe_stored(decode_stored(data), self.format))
-            if len(self._blob_info) >= _CACHE_LIMIT:
-                self._blob_info.clear()
-            self._blob_info[oid] = info
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[oid] = info
         return info
 
+    def _size(self, oid: str) -> int:
+        return self._info(oid)[0]
+
     def list(self) -> list[FileEntry]:
+        shared = self._shared
         with translate_errors(self.path):
             head = self._read_head()
             tree_id = str(self.repo.tree_of(head).id)
-            cached = self._listing
+            cached = shared.listing
             if cached is not None and cached[0] == tree_id:
                 return list(cached[1])
             entries: list[FileEntry] = []
-            seen: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]] = {}
-            self._list_folder(tree_id, "", self._folders, seen, entries)
-            self._folders = seen
-            self._listing = (tree_id, entries)
+            seen: dict[tuple[str, str], _FolderItems] = {}
+            self._list_folder(tree_id, "", shared.folders, seen, entries)
+            shared.folders = seen
+            shared.listing = (tree_id, entries)
             return list(entries)
 
     def _list_folder(
         self,
         tree_id: str,
         prefix: str,
-        known: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]],
-        seen: dict[tuple[str, str], tuple[_Folder | tuple[FileEntry, ...], ...]],
+        known: dict[tuple[str, str], _FolderItems],
+        seen: dict[tuple[str, str], _FolderItems],
         out: builtins.list[FileEntry],
     ) -> None:
         """Append the files under one folder to ``out``, reusing folders listed before.
@@ -270,45 +328,18 @@ class SyncGitFileStore:
 
     # -- writes --
 
-    def _current(self, snap: Snapshot, path: str) -> FileText | None:
-        entry = snap.get(path)
-        if entry is None or entry.kind != "blob":
-            return None
-        return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
-
-    def _capacity(self, snap: Snapshot, path: str, creating: bool, new_size: int, old_size: int) -> None:
-        fmt = self.format
-        if fmt.max_files is None and fmt.max_memory_bytes is None:
-            return
-        if creating:
-            # A file/folder collision is the answer even when the memory is full (as in the twin).
-            _check_shape(snap, path)
-        files = list(self.repo.files_at(snap.head))
-        total = sum(self._info(oid)[0] for _, oid in files) if fmt.max_memory_bytes is not None else 0
-        check_capacity(
-            path,
-            creating=creating,
-            files=len(files),
-            total_bytes=total,
-            new_size=new_size,
-            old_size=old_size,
-            max_files=fmt.max_files,
-            max_bytes=fmt.max_memory_bytes,
-        )
-
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         path = validate_path(path, self.format)
         data = encode_text(text, self.format)
         origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan | None:
-            current = self._current(snap, path)
+            current = current_file(snap, path)
             check_expected(path, current, expected)
             oid = snap.write_blob(data)
             if current is not None and current.version == oid:
                 return None
-            old_size = current.size if current is not None else 0
-            self._capacity(snap, path, current is None, len(data), old_size)
+            check_room(self.repo, self.format, snap, path, current, len(data), self._size)
             op = "create" if current is None else "edit"
             return Plan(((path, oid),), op, (path,), origin, result=oid)
 
@@ -324,8 +355,8 @@ class SyncGitFileStore:
         origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan:
-            current = check_existing(source, self._current(snap, source), expected)
-            check_destination(destination, self._current(snap, destination))
+            current = check_existing(source, current_file(snap, source), expected)
+            check_destination(destination, current_file(snap, destination))
             edits = ((source, None), (destination, current.version))
             return Plan(edits, "move", (source, destination), origin, result=current.version)
 
@@ -338,14 +369,24 @@ class SyncGitFileStore:
         origin = self._origin(origin)
 
         def plan(snap: Snapshot) -> Plan:
-            check_existing(path, self._current(snap, path), expected)
+            check_existing(path, current_file(snap, path), expected)
             return Plan(((path, None),), "delete", (path,), origin)
 
         self.repo.transact(plan, ref=self._target(origin))
 
     def purge(self, origin: Origin | None = None) -> None:
         git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
-        self._listing = None
+        self._erased()
+
+    def _erased(self) -> None:
+        """After purge or forget: delete the index (it holds the erased words) and cached content.
+
+        Runs before the call returns, so no file of the mount keeps erased text;
+        the next search rebuilds the index from what is left.
+        """
+        self._shared.forget_content()
+        with translate_errors(self.path):
+            self.index.clear()
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 
@@ -374,13 +415,25 @@ class SyncGitFileStore:
         return git_history.blame(self.repo, self.format, path, rev)
 
     def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
-        return git_history.restore(self.repo, self.format, path, rev, expected=expected, origin=origin)
+        origin = self._origin(origin)
+        ref = self._target(origin)
+        return git_history.restore(
+            self.repo, self.format, path, rev, expected=expected, origin=origin, ref=ref, size_of=self._size
+        )
 
     def revert(self, commit: str, *, origin: Origin | None = None) -> str | None:
-        return git_history.revert(self.repo, self.format, commit, origin=origin)
+        origin = self._origin(origin)
+        return git_history.revert(self.repo, self.format, commit, origin=origin, ref=self._target(origin))
 
     def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
-        return git_rewrite.forget(self.repo, self.format, path, origin=origin)
+        try:
+            report = git_rewrite.forget(self.repo, self.format, path, origin=origin)
+        except MemoryStoreError as exc:
+            if exc.code == "unavailable":  # it may have failed after rewriting; other codes come first
+                self._erased()
+            raise
+        self._erased()
+        return report
 
     def fsck(self) -> FsckReport:
         return git_rewrite.fsck(self.repo)
@@ -390,16 +443,15 @@ class SyncGitFileStore:
 
     # -- the search index (a projection of git, see gitmem.index) --
 
-    _index: MountIndex | None = None
-    _index_guard = threading.Lock()
-
     @property
     def index(self) -> MountIndex:
-        if self._index is None:
-            with self._index_guard:
-                if self._index is None:
-                    self._index = MountIndex(self.repo)
-        return self._index
+        """The mount's index, one for a store and its run-bound views (it describes ``main``)."""
+        shared = self._shared
+        if shared.index is None:
+            with shared.guard:
+                if shared.index is None:
+                    shared.index = MountIndex(self.repo)
+        return shared.index
 
     def find(self, query: str, *, path: str = "", limit: int = 10) -> builtins.list[FindHit]:
         """Files ranked by BM25F over the words of ``query``, with a snippet each."""
@@ -556,3 +608,8 @@ class GitFileStore:
 
     async def rebuild_index(self) -> IndexStatus:
         return await asyncio.to_thread(self.sync.rebuild_index)
+
+
+def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:
+    """The sync core behind either face of a git store (the facades accept both)."""
+    return store.sync if isinstance(store, GitFileStore) else store

@@ -43,9 +43,6 @@ class Origin:
         return Origin(self.run_id, self.principal_id, tool_call_id)
 
 
-NO_ORIGIN = Origin()
-
-
 @dataclass(frozen=True, slots=True)
 class FileEntry:
     """One file of a listing."""

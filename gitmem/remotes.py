@@ -17,7 +17,7 @@ from __future__ import annotations
 from gitmem.git import remote as engine
 from gitmem.git.merge import MergeRefused, MergeResult
 from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote
-from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.model import Origin
 
 __all__ = [
@@ -36,29 +36,25 @@ __all__ = [
 Store = GitFileStore | SyncGitFileStore
 
 
-def _sync(store: Store) -> SyncGitFileStore:
-    return store.sync if isinstance(store, GitFileStore) else store
-
-
 def add(store: Store, name: str, url: str) -> Remote:
     """Record remote ``name`` at ``url`` (a URL or a local path); ``already_exists`` when taken."""
-    return engine.add_remote(_sync(store).repo, name, url)
+    return engine.add_remote(as_sync(store).repo, name, url)
 
 
 def remove(store: Store, name: str) -> None:
-    engine.remove_remote(_sync(store).repo, name)
+    engine.remove_remote(as_sync(store).repo, name)
 
 
 def list_remotes(store: Store) -> list[Remote]:
-    return engine.remotes(_sync(store).repo)
+    return engine.remotes(as_sync(store).repo)
 
 
 def push(store: Store, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
     """Push ``main`` (and with ``proposals`` every review proposal) to ``remote``; never forced."""
-    return engine.push(_sync(store).repo, remote, proposals=proposals)
+    return engine.push(as_sync(store).repo, remote, proposals=proposals)
 
 
 def pull(store: Store, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None) -> MergeResult:
     """Bring the remote's ``main`` into this memory's ``main`` (see the module docstring)."""
-    sync = _sync(store)
+    sync = as_sync(store)
     return engine.pull(sync.repo, sync.format, remote, origin=origin)

@@ -22,7 +22,7 @@ from gitmem.git import history as git_history
 from gitmem.git import review as engine
 from gitmem.git.merge import MergeRefused, MergeResult
 from gitmem.git.review import PROPOSALS, T_APPROVED_BY, Proposal
-from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.history import FileDiff
 from gitmem.model import Origin
 
@@ -44,32 +44,28 @@ __all__ = [
 Store = GitFileStore | SyncGitFileStore
 
 
-def _sync(store: Store) -> SyncGitFileStore:
-    return store.sync if isinstance(store, GitFileStore) else store
-
-
 def enable(store: Store, on: bool = True) -> None:
     """Turn the review gate of ``store``'s mount on (or off: runs write to ``main`` again)."""
-    engine.set_gate(_sync(store).repo, on)
+    engine.set_gate(as_sync(store).repo, on)
 
 
 def enabled(store: Store) -> bool:
-    return engine.gate_enabled(_sync(store).repo)
+    return engine.gate_enabled(as_sync(store).repo)
 
 
 def proposals(store: Store) -> list[Proposal]:
     """Every open proposal of the mount, least recently updated first."""
-    return engine.proposals(_sync(store).repo)
+    return engine.proposals(as_sync(store).repo)
 
 
 def proposal(store: Store, run: str) -> Proposal:
     """The proposal of ``run``; ``not_found`` when it has none."""
-    return engine.describe(_sync(store).repo, run)
+    return engine.describe(as_sync(store).repo, run)
 
 
 def diff(store: Store, run: str, path: str | None = None) -> list[FileDiff]:
     """What the proposal of ``run`` changes, from the commit of ``main`` it forked from."""
-    sync = _sync(store)
+    sync = as_sync(store)
     found = engine.describe(sync.repo, run)
     base = found.base if found.base is not None else sync.repo.head()
     return git_history.diff(sync.repo, sync.format, base, found.head, path)
@@ -83,10 +79,10 @@ def approve(store: Store, run: str, *, approver: str, origin: Origin | None = No
     the same file, :class:`MergeRefused` (``version_mismatch``) lists the files
     and nothing changes.
     """
-    sync = _sync(store)
+    sync = as_sync(store)
     return engine.approve(sync.repo, sync.format, run, approver=approver, origin=origin)
 
 
 def reject(store: Store, run: str) -> str:
     """Delete the proposal of ``run``; returns the commit it pointed at."""
-    return engine.reject(_sync(store).repo, run)
+    return engine.reject(as_sync(store).repo, run)

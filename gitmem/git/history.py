@@ -12,13 +12,14 @@ history (erasing history is :mod:`gitmem.git.rewrite`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
-from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
@@ -32,7 +33,7 @@ from gitmem.history import (
 )
 from gitmem.model import FileText, Origin
 from gitmem.provenance import T_REV, CommitInfo, parse_message
-from gitmem.store import check_capacity, check_expected
+from gitmem.store import check_capacity, check_expected, file_dir_conflict
 
 _STATUS = {
     pygit2.enums.DeltaStatus.ADDED: "added",
@@ -296,32 +297,79 @@ def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int
     return len(data)
 
 
-def _current(snap: Snapshot, path: str) -> FileText | None:
+def current_file(snap: Snapshot, path: str) -> FileText | None:
+    """The file at ``path`` in ``snap`` as a write sees it; ``None`` when there is none.
+
+    A symbolic link or submodule (pushed with plain git) is no memory file, yet a
+    write must not silently replace it: that is ``invalid_path``.
+    """
     entry = snap.get(path)
-    if entry is None or entry.kind != "blob":
+    if entry is None or entry.kind == "tree":
         return None
+    if entry.kind != "blob":
+        raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
     return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
 
 
-def _capacity(repo: GitRepo, fmt: FileFormat, snap: Snapshot, path: str, current: FileText | None, size: int) -> None:
+def _check_shape(snap: Snapshot, path: str) -> None:
+    """Refuse a new file where a folder is, or below a file."""
+    entry = snap.get(path)
+    if entry is not None and entry.kind == "tree":
+        raise file_dir_conflict(path, is_file=False)
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        above = snap.get("/".join(parts[:i]))
+        if above is not None and above.kind != "tree":
+            raise file_dir_conflict(path, is_file=True)
+
+
+def check_room(
+    repo: GitRepo,
+    fmt: FileFormat,
+    snap: Snapshot,
+    path: str,
+    current: FileText | None,
+    new_size: int,
+    size_of: Callable[[str], int],
+) -> None:
+    """Refuse a change that would take the memory past its file count or byte limit.
+
+    ``size_of`` gives a blob's size (the store's cache), so a check reads the
+    tree but no file content it has seen before.
+    """
     if fmt.max_files is None and fmt.max_memory_bytes is None:
         return
+    if current is None:
+        # A file/folder collision is the answer even when the memory is full (as in the twin).
+        _check_shape(snap, path)
     files = list(repo.files_at(snap.head))
-    total = sum(len(repo.blob(oid)) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+    total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
     check_capacity(
         path,
         creating=current is None,
         files=len(files),
         total_bytes=total,
-        new_size=size,
+        new_size=new_size,
         old_size=current.size if current is not None else 0,
         max_files=fmt.max_files,
         max_bytes=fmt.max_memory_bytes,
     )
 
 
+def _blob_size(repo: GitRepo) -> Callable[[str], int]:
+    return lambda oid: len(repo.blob(oid))
+
+
 def restore(
-    repo: GitRepo, fmt: FileFormat, path: str, rev: str, *, expected: str | None, origin: Origin | None = None
+    repo: GitRepo,
+    fmt: FileFormat,
+    path: str,
+    rev: str,
+    *,
+    expected: str | None,
+    origin: Origin | None = None,
+    ref: str = MAIN,
+    size_of: Callable[[str], int] | None = None,
 ) -> str | None:
     """Set ``path`` back to its content at ``rev`` in one new commit.
 
@@ -329,7 +377,8 @@ def restore(
     now). The file is deleted when it did not exist at ``rev``. The content must
     pass today's file rules (size, format, secrets) like any write. Returns the
     new version, or ``None`` when the file is now absent. Restoring the state the
-    file is already in commits nothing.
+    file is already in commits nothing. ``ref`` is the branch the change lands on
+    (a run's proposal under the review gate); ``size_of`` a cached blob size.
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
@@ -344,26 +393,27 @@ def restore(
         old = repo.read_at(commit, path)
         target = old[0] if old is not None else None
         chosen[:] = [target]
-        current = _current(snap, path)
+        current = current_file(snap, path)
         check_expected(path, current, expected)
         now = current.version if current is not None else None
         if now == target:
             return None
         if target is not None:
-            _capacity(repo, fmt, snap, path, current, _checked_content(repo, fmt, path, target))
+            size = _checked_content(repo, fmt, path, target)
+            check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
         return Plan(((path, target),), "restore", (path,), origin, detail=commit[:12], extra=((T_REV, commit),))
 
-    repo.transact(plan)
+    repo.transact(plan, ref=ref)
     return chosen[0]
 
 
-def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None) -> str | None:
+def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None, ref: str = MAIN) -> str | None:
     """Undo one change in a new commit; returns its id, or ``None`` when nothing is left to undo.
 
     Every path the change touched must still be as the change left it; a later
     change to any of them is ``version_mismatch`` naming the path (``current``
     is that file now), and nothing is committed. A merge is undone against its
-    first parent.
+    first parent. ``ref`` is the branch the change lands on, as for :func:`restore`.
     """
     origin = origin or Origin()
     if not isinstance(commit, str) or not commit:
@@ -377,7 +427,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
             before = None if delta.status == pygit2.enums.DeltaStatus.ADDED else str(delta.old_file.id)
             after = None if delta.status == pygit2.enums.DeltaStatus.DELETED else str(delta.new_file.id)
             changes.append((delta.new_file.path, before, after))
-        now = {p: (e.oid if e is not None and e.kind == "blob" else None) for p, _, _ in changes for e in [snap.get(p)]}
+        now = {p: (f.version if f is not None else None) for p, _, _ in changes for f in [current_file(snap, p)]}
         if all(now[p] == before for p, before, _ in changes):
             return None
         short = cid[:12]
@@ -388,7 +438,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
                 raise MemoryStoreError(
                     "version_mismatch",
                     f"cannot revert {short}: {p} changed after it{more}; restore the file instead",
-                    current=_current(snap, p),
+                    current=current_file(snap, p),
                 )
         for p, before, _ in changes:
             if before is not None:
@@ -397,5 +447,5 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         paths = tuple(p for p, _, _ in changes)
         return Plan(edits, "revert", paths, origin, detail=f"undo {short}", extra=((T_REV, cid),))
 
-    new, _ = repo.transact(plan)
+    new, _ = repo.transact(plan, ref=ref)
     return new

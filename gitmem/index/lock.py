@@ -4,7 +4,9 @@ Searches never need the lock to be correct (they read the last committed index
 and scan what changed since), so they only *try* it; a rebuild on request waits.
 The kernel drops the lock when its holder dies, so a killed indexer never
 blocks anyone. Each thread (and each process after ``fork``) opens its own
-descriptor, because ``flock`` locks belong to an open file description.
+descriptor, because ``flock`` locks belong to an open file description; the
+descriptor is closed when its thread ends or the lock object is dropped, so
+short-lived threads and stores do not leak one fd each.
 """
 
 from __future__ import annotations
@@ -17,19 +19,38 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class _Descriptor:
+    """One thread's open lock file; closed when the thread's locals or the lock go away."""
+
+    def __init__(self, path: str) -> None:
+        self.fd: int | None = None  # set first: __del__ runs even when open fails
+        self.pid = os.getpid()
+        self.held = False
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:  # pragma: no cover - nothing useful to do at collection time
+            pass
+
+
 class IndexLock:
     def __init__(self, path: str) -> None:
         self.path = path
         self._local = threading.local()
 
-    def _fd(self) -> int:
-        pid = os.getpid()
-        fd: int | None = getattr(self._local, "fd", None)
-        if fd is None or getattr(self._local, "pid", None) != pid:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._local.fd = fd
-            self._local.pid = pid
-        return fd
+    def _descriptor(self) -> _Descriptor:
+        desc: _Descriptor | None = getattr(self._local, "desc", None)
+        if desc is None or desc.fd is None or desc.pid != os.getpid():
+            desc = _Descriptor(self.path)
+            self._local.desc = desc
+        return desc
 
     @contextmanager
     def attempt(self, wait: float = 0.0) -> Iterator[bool]:
@@ -37,9 +58,11 @@ class IndexLock:
 
         Yields whether it is held; the block runs either way.
         """
-        if getattr(self._local, "held", False):
+        desc = self._descriptor()
+        if desc.held:
             raise RuntimeError("the index lock is not reentrant")
-        fd = self._fd()
+        fd = desc.fd
+        assert fd is not None
         deadline = time.monotonic() + wait
         delay = 0.002
         while True:
@@ -53,15 +76,9 @@ class IndexLock:
                     return
                 time.sleep(min(delay, remaining))
                 delay = min(delay * 2, 0.05)
-        self._local.held = True
+        desc.held = True
         try:
             yield True
         finally:
-            self._local.held = False
+            desc.held = False
             fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        fd = getattr(self._local, "fd", None)
-        if fd is not None and getattr(self._local, "pid", None) == os.getpid():
-            os.close(fd)
-        self._local.fd = None

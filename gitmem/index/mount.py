@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +39,7 @@ FIND_WAIT = 5.0  # ranked search waits this long for a writer before using the l
 REBUILD_WAIT = 120.0
 RETRY_AFTER_FAILURE = 30.0
 MAX_FIND_LIMIT = 1000
+KEPT_MOUNTS = 32  # indexes catch_up keeps open, most recently used first
 
 
 class GitSource(Protocol):
@@ -155,7 +158,7 @@ class MountIndex:
         Returns whether the index now reflects ``head``. Failures never escape
         (a search scans instead) except store errors from git itself.
         """
-        if self._current == head:
+        if self._current == head and os.path.isdir(self.directory):
             return True
         if time.monotonic() < self._retry_at:
             return False
@@ -335,14 +338,47 @@ class MountIndex:
         return hits
 
 
+_kept: OrderedDict[tuple[str, int, int], MountIndex] = OrderedDict()
+_kept_guard = threading.Lock()
+
+
+def _index_of(mount_path: str) -> MountIndex:
+    """The kept index of a mount, keyed by its path and the identity of its folder.
+
+    Hooks and watchers call :func:`catch_up` after every change; a new index per
+    call would reopen Whoosh and its lock file each time. A memory removed and
+    created again at the same path is a new folder, so it gets a new index.
+    """
+    from gitmem.git.repo import GitRepo
+
+    path = os.path.abspath(mount_path)
+    try:
+        st = os.stat(os.path.join(path, "objects"))
+    except OSError:
+        return MountIndex(GitRepo.open(path))  # memory_deleted, or a race with its creation
+    key = (path, st.st_dev, st.st_ino)
+    with _kept_guard:
+        index = _kept.get(key)
+        if index is not None:
+            _kept.move_to_end(key)
+            return index
+    index = MountIndex(GitRepo.open(path))
+    with _kept_guard:
+        index = _kept.setdefault(key, index)
+        _kept.move_to_end(key)
+        while len(_kept) > KEPT_MOUNTS:
+            _kept.popitem(last=False)
+    return index
+
+
 def catch_up(mount_path: str, *, wait: float = 30.0) -> bool:
     """Bring the index of the mount at ``mount_path`` to its head (hooks, watchers).
 
     Waits up to ``wait`` seconds for another indexer; returns whether the index
     now reflects the head.
     """
-    from gitmem.git.repo import GitRepo, translate_errors
+    from gitmem.git.repo import translate_errors
 
-    repo = GitRepo.open(mount_path)
-    with translate_errors(repo.path):
-        return MountIndex(repo).refresh(repo.head(), wait=wait)
+    index = _index_of(mount_path)
+    with translate_errors(index.repo.path):
+        return index.refresh(index.repo.head(), wait=wait)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -14,6 +16,7 @@ from gitmem import GitFileStore, MemoryStoreError
 from gitmem.fileformat import decode_stored
 from gitmem.grep import compile_pattern, scan
 from gitmem.index import catch_up, engine
+from gitmem.index import mount as mount_index
 from gitmem.model import SearchResult
 
 
@@ -149,27 +152,48 @@ def test_catch_up_after_commit_tree_and_update_ref(store: GitFileStore) -> None:
     assert store.sync.search("plumbing amber").matches[0].path == "plumbed.md"
 
 
+def mount_holds(store: GitFileStore, word: bytes) -> bool:
+    """Whether any file of the mount's folder (objects, refs, gitmem state, index) holds ``word``."""
+    for folder, _, names in os.walk(store.path):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as fh:
+                if word in fh.read():
+                    return True
+    return False
+
+
 def test_after_purge_the_index_answers_from_the_new_state(store: GitFileStore) -> None:
     store.sync.write("secret.md", "the codeword is zanzibarquux\n", expected=None)
     assert len(store.sync.search("zanzibar").matches) == 1
-    folder = index_dir(store)
+    assert mount_holds(store, b"zanzibarquux")  # the index keeps words in plain bytes
 
-    def holds_codeword() -> bool:
-        for name in os.listdir(folder):
-            with open(os.path.join(folder, name), "rb") as fh:
-                if b"zanzibarquux" in fh.read():
-                    return True
-        return False
-
-    assert holds_codeword()
     store.sync.purge()
-    assert store.sync.index_status().state == "outdated"
+
+    assert not mount_holds(store, b"zanzibarquux")  # gone before purge returned, not at the next search
+    assert store.sync.index_status().state == "missing"
     assert store.sync.search("zanzibar") == SearchResult()
     assert store.sync.find("zanzibarquux") == []
-    assert not holds_codeword()  # the rebuild left nothing of the purged content behind
+    assert not mount_holds(store, b"zanzibarquux")
     store.sync.write("fresh.md", "zanzibar is a place\n", expected=None)
     assert [m.path for m in store.sync.search("zanzibar").matches] == ["fresh.md"]
     assert store.sync.index_status().commit == store.sync.head()
+
+
+def test_forget_leaves_no_erased_word_in_the_index(store: GitFileStore) -> None:
+    fill(store, 4)
+    store.sync.write("secret.md", "the codeword is zanzibarquux\n", expected=None)
+    run_view = store.sync.for_run("run-1")
+    assert [m.path for m in run_view.search("zanzibarquux").matches] == ["secret.md"]
+    assert [h.path for h in store.sync.find("zanzibarquux")] == ["secret.md"]
+    assert mount_holds(store, b"zanzibarquux")
+
+    store.sync.forget("secret.md")
+
+    assert not mount_holds(store, b"zanzibarquux")
+    assert store.sync.search("zanzibarquux") == SearchResult()
+    assert store.sync.search("amber") == full_scan(store, "amber") and store.sync.search("amber").matches
+    assert store.sync.index_status().state == "current"
+    assert not mount_holds(store, b"zanzibarquux")
 
 
 def test_an_index_of_history_that_is_no_longer_an_ancestor_is_rebuilt(store: GitFileStore) -> None:
@@ -305,3 +329,62 @@ def test_catch_up_keeps_a_path_that_is_not_utf8(store: GitFileStore) -> None:
     result = store.sync.search("oddly named")
     assert result == full_scan(store, "oddly named") and len(result.matches) == 1
     assert store.sync.index_status().commit == commit
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_run_views_are_kept_and_share_the_stores_caches_and_index(
+    store: GitFileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(store, 6)
+    sync = store.sync
+    expected = sync.search("amber")
+    listing = sync.list()
+    view = sync.for_run("run-0")
+    assert sync.for_run("run-0") is view and view.for_run("run-1") is sync.for_run("run-1")
+    assert view.index is sync.index  # the index describes main; a proposal's search scans
+    read: list[str] = []
+    blob = sync.repo.blob
+    monkeypatch.setattr(sync.repo, "blob", lambda oid: read.append(oid) or blob(oid))
+    assert sync.for_run("run-2").list() == listing and read == []  # no file read again for a new view
+    monkeypatch.undo()
+
+    gc.collect()
+    before = open_fds()
+    for n in range(200):  # what an agent server does: one view per tool call
+        agent = store.for_run(f"run-{n}") if n % 2 else store.for_run(f"run-{n % 5}")
+        assert asyncio.run(agent.search("amber")) == expected
+        assert asyncio.run(agent.list()) == listing
+    gc.collect()
+    assert open_fds() == before
+
+
+def test_threads_that_indexed_and_ended_leave_no_descriptors_open(store: GitFileStore) -> None:
+    fill(store, 4)
+    store.sync.search("amber")
+    gc.collect()
+    before = open_fds()
+    for _ in range(3):
+        threads = [threading.Thread(target=store.sync.rebuild_index) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    gc.collect()
+    assert open_fds() == before
+
+
+def test_catch_up_keeps_one_index_per_mount(store: GitFileStore) -> None:
+    fill(store, 3)
+    assert catch_up(store.path) is True
+    gc.collect()
+    before = open_fds()
+    for n in range(50):
+        store.sync.write("notes/extra.md", f"amber {n}\n", expected=None if n == 0 else store.sync.read("notes/extra.md").version)
+        assert catch_up(store.path) is True
+    gc.collect()
+    assert open_fds() == before
+    assert store.sync.index_status().state == "current"
+    assert mount_index._index_of(store.path) is mount_index._index_of(store.path)

@@ -75,6 +75,36 @@ def test_writes_without_a_run_id_and_writes_with_the_gate_off_go_to_main(store: 
     assert review.proposals(store) == []
 
 
+def test_restore_and_revert_by_a_run_go_through_the_gate_and_carry_the_run(store: GitFileStore) -> None:
+    sync = store.sync
+    style = sync.read("prefs/style.md")
+    first = sync.head()
+    sync.write("prefs/style.md", "- likes milk\n", expected=style.version)
+    main = sync.head()
+    agent = sync.for_run(RUN)
+
+    restored = agent.restore("prefs/style.md", first, expected=sync.read("prefs/style.md").version)
+
+    assert restored == style.version and sync.head() == main  # main is untouched
+    assert agent.read("prefs/style.md").version == style.version  # the run sees its proposal
+    runs = git("log", "--format=%(trailers:key=Gitmem-Run,valueonly)", f"proposals/{RUN}", cwd=store.path).stdout
+    assert runs.split() == [RUN] and review.proposal(store, RUN).commits == 1
+    agent.write("notes/n.md", "from the run\n", expected=None)
+    tip = review.proposal(store, RUN).head
+
+    assert agent.revert(tip) is not None
+
+    assert sync.head() == main
+    with pytest.raises(MemoryStoreError) as err:
+        agent.read("notes/n.md")
+    assert err.value.code == "not_found"
+    runs = git("log", "--format=%(trailers:key=Gitmem-Run,valueonly)", f"proposals/{RUN}", cwd=store.path).stdout
+    assert runs.split() == [RUN, RUN, RUN]
+    ops = git("log", "--format=%(trailers:key=Gitmem-Op,valueonly)", f"proposals/{RUN}", cwd=store.path).stdout
+    assert ops.split()[:3] == ["revert", "create", "restore"]
+    fsck_clean(store.path)
+
+
 def test_approve_merges_with_the_trailer_and_deletes_the_proposal(store: GitFileStore) -> None:
     sync = store.sync
     agent = sync.for_run(RUN)
