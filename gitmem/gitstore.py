@@ -375,7 +375,12 @@ class SyncGitFileStore:
         self.repo.transact(plan, ref=self._target(origin))
 
     def purge(self, origin: Origin | None = None) -> None:
-        git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
+        try:
+            git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
+        except MemoryStoreError as exc:
+            if exc.code == "unavailable":  # it may have failed after moving main
+                self._erased()
+            raise
         self._erased()
 
     def _erased(self) -> None:
