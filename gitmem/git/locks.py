@@ -85,7 +85,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-class _Descriptor:
+class LockDescriptor:
     """An open lock file that is closed once its thread or its :class:`WriterLock` is gone.
 
     Stores are cheap to open (``Root.mount`` makes a new one per call), so a
@@ -95,6 +95,7 @@ class _Descriptor:
     def __init__(self, path: str) -> None:
         self.fd: int | None = None  # set first: __del__ runs even when open fails
         self.pid = os.getpid()
+        self.held = False  # for re-entrant users such as the index lock
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def close(self) -> None:
@@ -124,9 +125,9 @@ class WriterLock:
         self._local = threading.local()
 
     def _fd(self) -> int:
-        desc: _Descriptor | None = getattr(self._local, "desc", None)
+        desc: LockDescriptor | None = getattr(self._local, "desc", None)
         if desc is None or desc.fd is None or desc.pid != os.getpid():
-            desc = _Descriptor(self.path)
+            desc = LockDescriptor(self.path)
             self._local.desc = desc
         assert desc.fd is not None
         return desc.fd
@@ -181,7 +182,7 @@ class WriterLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        desc: _Descriptor | None = getattr(self._local, "desc", None)
+        desc: LockDescriptor | None = getattr(self._local, "desc", None)
         self._local.desc = None
         if desc is not None:
             desc.close()

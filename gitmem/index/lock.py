@@ -18,26 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
-class _Descriptor:
-    """One thread's open lock file; closed when the thread's locals or the lock go away."""
-
-    def __init__(self, path: str) -> None:
-        self.fd: int | None = None  # set first: __del__ runs even when open fails
-        self.pid = os.getpid()
-        self.held = False
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-
-    def close(self) -> None:
-        fd, self.fd = self.fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except OSError:  # pragma: no cover - nothing useful to do at collection time
-            pass
+from gitmem.git.locks import LockDescriptor
 
 
 class IndexLock:
@@ -45,10 +26,10 @@ class IndexLock:
         self.path = path
         self._local = threading.local()
 
-    def _descriptor(self) -> _Descriptor:
-        desc: _Descriptor | None = getattr(self._local, "desc", None)
+    def _descriptor(self) -> LockDescriptor:
+        desc: LockDescriptor | None = getattr(self._local, "desc", None)
         if desc is None or desc.fd is None or desc.pid != os.getpid():
-            desc = _Descriptor(self.path)
+            desc = LockDescriptor(self.path)
             self._local.desc = desc
         return desc
 
