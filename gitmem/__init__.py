@@ -7,6 +7,8 @@ version is its blob id and a change cursor is a commit id.
 from gitmem.errors import GitmemError, MemoryStoreError, MemoryToolError
 from gitmem.fileformat import FileFormat, describe, parse_frontmatter, validate_directory, validate_path
 from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.history import BlameLine, DiffHunk, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
+from gitmem.index.results import FindHit, IndexStatus
 from gitmem.memstore import InMemoryFileStore
 from gitmem.model import Changes, FileEntry, FileText, FullResync, GrepMatch, Origin, SearchResult
 from gitmem.root import Root
@@ -15,16 +17,25 @@ from gitmem.store import FileStore, SearchableFileStore
 __version__ = "0.1.0"
 
 __all__ = [
+    "BlameLine",
     "Changes",
+    "DiffHunk",
+    "FileDiff",
     "FileEntry",
     "FileFormat",
     "FileStore",
     "FileText",
+    "FindHit",
+    "ForgetReport",
+    "FsckReport",
     "FullResync",
+    "GcReport",
     "GitFileStore",
     "GitmemError",
     "GrepMatch",
     "InMemoryFileStore",
+    "IndexStatus",
+    "LogEntry",
     "MemoryStoreError",
     "MemoryToolError",
     "Origin",
