@@ -10,7 +10,8 @@ ref update its CAS dropped, and checks nothing):
    are sent to the client as ``remote:`` lines and ``ng`` statuses;
 3. under the mount's writer lock (so it serialises with store writes), the objects
    of accepted updates move in and each ref moves by compare-and-swap from the
-   value the client started from. A CAS that fails is reported as failed;
+   value the client started from, through :func:`gitmem.git.refs.swap_ref` like
+   every store write. A CAS that fails is reported as failed;
 4. after the report, the mount's index catches up in a background thread
    (:class:`gitmem.index.refresher.Refresher`, the queue the watcher uses too).
 
@@ -29,17 +30,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch, ObjectFormatException
-from dulwich.file import FileLocked
 from dulwich.object_store import DiskObjectStore, PackInputTooLarge
-from dulwich.objects import ObjectID
 from dulwich.protocol import CAPABILITY_ATOMIC, SIDE_BAND_CHANNEL_PROGRESS
 from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.locks import remove_if_stale
 from gitmem.git.merge import migrate_objects
 from gitmem.git.pushcheck import MAIN, ZERO, RefUpdate, Refusal, check_updates, reason
+from gitmem.git.refs import swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.gitstore import format_from_repo
 from gitmem.index.refresher import Refresher
@@ -275,22 +274,21 @@ class GuardedReceivePack(ReceivePackHandler):
         ).encode()
 
     def _swap(self, ref: str, old: str, new: str) -> bool | bytes:
-        """One CAS; ``True``, ``False`` (the ref moved) or a reason it could not be tried."""
-        refs = self.repo.refs
-        name, old_b, new_b = Ref(ref.encode()), ObjectID(old.encode()), ObjectID(new.encode())
-        lock_file = os.path.join(self.mount.path, *ref.split("/")) + ".lock"
-        for _ in range(2):
-            try:
-                if new == ZERO:
-                    return bool(refs.remove_if_equals(name, old_b, message=b"push via gitmem serve"))
-                return bool(refs.set_if_equals(name, old_b, new_b, message=b"push via gitmem serve"))
-            except FileLocked:
-                # We hold the writer lock, so a lock file that stays is a crashed writer's.
-                if not remove_if_stale(lock_file, self.mount.git.stale_lock_seconds):
-                    break
-            except OSError as exc:
-                return f"could not update the ref: {exc}".replace("\n", " ").encode()
-        return b"the ref is locked by another git process; push again shortly"
+        """One CAS through the store's ref mover; ``True``, ``False`` (the ref moved) or why it failed."""
+        git = self.mount.git
+        try:
+            return swap_ref(
+                git.fresh(),
+                git.path,
+                ref,
+                None if old == ZERO else old,
+                None if new == ZERO else new,
+                message="push via gitmem serve",
+                stale_after=git.stale_lock_seconds,
+                wait=False,  # we hold the writer lock: a live foreign lock is reported, not waited for
+            )
+        except MemoryStoreError as exc:
+            return f"could not update the ref: {exc.message}; push again shortly".replace("\n", " ").encode()
 
 
 _REWRITTEN = b"the memory's history was rewritten (purge or forget) while this push was checked; clone again"

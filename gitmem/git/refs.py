@@ -1,20 +1,21 @@
-"""Compare-and-swap on any ref, including creating and deleting one.
+"""Compare-and-swap on refs, including creating and deleting them: the only place refs move.
 
-``main`` always exists, so its CAS is a plain ``set_target`` that libgit2
-re-checks under its lock (see :meth:`gitmem.git.repo.GitRepo.move_main`). Other refs
-(proposal branches) are created and deleted too, and SPEC §11 measured that
-``create_reference(force=False)`` lets two processes both "create" one ref. Here
-every change goes through a libgit2 ref transaction instead: ``lock_ref`` takes
-git's own ``<ref>.lock`` file (the lock every git client honours), the value is
-read *while that lock is held*, and only then set or deleted. A caller also holds
-the mount's writer lock, so a lock file that outlives ``stale_after`` seconds was
-left by a crashed process and is removed.
+Every ref change gitmem makes (a write to ``main``, a proposal branch, forget's
+rewrite of every branch, a push through ``gitmem serve``) goes through
+:func:`swap_refs`. SPEC §11 measured that ``create_reference(force=False)`` lets
+two processes both "create" one ref, so the change runs in a libgit2 ref
+transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
+every git client honours), each value is read *while its lock is held*, and only
+then set or deleted, all refs together or none. A caller also holds the mount's
+writer lock, so a lock file that outlives ``stale_after`` seconds was left by a
+crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 
 import pygit2
 
@@ -26,7 +27,7 @@ MAIN = "refs/heads/main"
 
 
 class _Moved(Exception):
-    """The ref no longer holds the value the caller expected."""
+    """A ref no longer holds the value the caller expected."""
 
 
 def read_ref(repo: pygit2.Repository, name: str) -> str | None:
@@ -35,6 +36,59 @@ def read_ref(repo: pygit2.Repository, name: str) -> str | None:
     if ref is None:
         return None
     return str(ref.resolve().target)
+
+
+def swap_refs(
+    repo: pygit2.Repository,
+    repo_path: str,
+    moves: Mapping[str, tuple[str | None, str | None]],
+    *,
+    message: str,
+    stale_after: float = 30.0,
+    timeout: float = 30.0,
+    wait: bool = True,
+) -> bool:
+    """Move each ref in ``moves`` from ``old`` to ``new`` (``None``: absent), all at once.
+
+    Returns ``False``, moving nothing, when any ref does not hold its ``old``
+    (someone else moved, created or deleted it first). A lock file held by a
+    live git process is waited for until ``timeout`` plus ``stale_after`` (so it
+    can turn stale and be broken first), then ``unavailable``; so is any other
+    failure to update. ``wait=False`` gives up at once on a live lock instead
+    (a push reports it to its client rather than stall other writers). Call
+    while holding the mount's writer lock.
+    """
+    names = sorted(moves)
+    deadline = time.monotonic() + timeout + stale_after
+    delay = 0.0005
+    while True:
+        try:
+            with repo.transaction() as txn:
+                for name in names:
+                    txn.lock_ref(name)
+                for name in names:
+                    old, new = moves[name]
+                    if read_ref(repo, name) != old:
+                        raise _Moved(name)
+                    if new is None:
+                        txn.remove(name)
+                    else:
+                        txn.set_target(name, pygit2.Oid(hex=new), message=message)
+            return True
+        except _Moved:
+            return False
+        except (pygit2.GitError, OSError) as exc:
+            if "lock" not in str(exc).lower():
+                if not os.path.isdir(os.path.join(repo_path, "objects")):
+                    raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
+                raise MemoryStoreError("unavailable", f"cannot update {', '.join(names)}: {exc}") from exc
+            locks = [os.path.join(repo_path, *name.split("/")) + ".lock" for name in names]
+            if any([remove_if_stale(lock, stale_after) for lock in locks]):  # a list: try every lock
+                continue
+            if not wait or time.monotonic() > deadline:
+                raise MemoryStoreError("unavailable", f"{', '.join(names)} locked by another git process") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 def swap_ref(
@@ -47,34 +101,8 @@ def swap_ref(
     message: str,
     stale_after: float = 30.0,
     timeout: float = 30.0,
+    wait: bool = True,
 ) -> bool:
-    """Move ``name`` from ``old`` to ``new`` (``None``: absent) atomically.
-
-    Returns ``False`` when the ref does not hold ``old`` (someone else moved,
-    created or deleted it first). Call while holding the mount's writer lock.
-    """
-    lock_file = os.path.join(repo_path, *name.split("/")) + ".lock"
-    deadline = time.monotonic() + timeout + stale_after  # a foreign lock may turn stale first
-    delay = 0.0005
-    while True:
-        try:
-            with repo.transaction() as txn:
-                txn.lock_ref(name)
-                if read_ref(repo, name) != old:
-                    raise _Moved(name)
-                if new is None:
-                    txn.remove(name)
-                else:
-                    txn.set_target(name, pygit2.Oid(hex=new), message=message)
-            return True
-        except _Moved:
-            return False
-        except (pygit2.GitError, OSError) as exc:
-            if "lock" not in str(exc).lower():
-                raise
-            if remove_if_stale(lock_file, stale_after):
-                continue
-            if time.monotonic() > deadline:
-                raise MemoryStoreError("unavailable", f"{lock_file} is held by another git process") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+    """:func:`swap_refs` for one ref."""
+    moves = {name: (old, new)}
+    return swap_refs(repo, repo_path, moves, message=message, stale_after=stale_after, timeout=timeout, wait=wait)

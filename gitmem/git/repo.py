@@ -37,7 +37,7 @@ from typing import TypeVar
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks, remove_if_stale
+from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.refs import MAIN as MAIN
 from gitmem.git.refs import read_ref, swap_ref
 from gitmem.git.treediff import diff_trees
@@ -420,33 +420,16 @@ class GitRepo:
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
-        # Long enough for a foreign lock to turn stale and be broken before giving up.
-        deadline = time.monotonic() + self.lock_timeout + self.stale_lock_seconds
-        delay = 0.0005
-        lock_file = os.path.join(self.path, "refs", "heads", "main.lock")
-        while True:
-            ref = repo.lookup_reference(MAIN)
-            if str(ref.target) != old:
-                return False
-            try:
-                ref.set_target(pygit2.Oid(hex=new))
-                return True
-            except pygit2.GitError as exc:
-                # Normally libgit2 re-read the ref under its lock and found another value;
-                # if the ref still holds ``old`` the failure has another cause, and
-                # retrying would spin forever.
-                if str(repo.lookup_reference(MAIN).target) == old:
-                    raise MemoryStoreError("unavailable", f"cannot update {MAIN}: {exc}") from exc
-                return False
-            except OSError as exc:
-                if "lock" not in str(exc):
-                    raise
-                if remove_if_stale(lock_file, self.stale_lock_seconds):
-                    continue
-                if time.monotonic() > deadline:
-                    raise MemoryStoreError("unavailable", f"{lock_file} is held by another git process") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        return swap_ref(
+            repo,
+            self.path,
+            MAIN,
+            old,
+            new,
+            message="gitmem: move main",
+            stale_after=self.stale_lock_seconds,
+            timeout=self.lock_timeout,
+        )
 
 
 def _bump(gen_path: str) -> None:

@@ -54,7 +54,8 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
-from gitmem.git.locks import WriterLock, remove_if_stale
+from gitmem.git.locks import WriterLock
+from gitmem.git.refs import swap_refs
 from gitmem.git.repo import MAIN, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
@@ -453,32 +454,11 @@ def _blobs_under(r: pygit2.Repository, oid: str) -> set[str]:
 
 def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], updates: dict[str, str]) -> None:
     """Move every ref in ``updates`` at once, only if each still holds its value from ``before``."""
-    deadline = time.monotonic() + repo.lock_timeout
-    while True:
-        try:
-            with r.transaction() as txn:
-                for name in sorted(updates):
-                    txn.lock_ref(name)
-                for name in sorted(updates):
-                    ref = r.references.get(name)
-                    if ref is None or str(ref.target) != before[name]:
-                        raise _Moved(name)
-                    txn.set_target(name, pygit2.Oid(hex=updates[name]), message="gitmem forget")
-            return
-        except _Moved:
-            raise
-        except (pygit2.GitError, OSError) as exc:
-            if "lock" not in str(exc).lower():
-                raise
-            stale = False
-            for name in updates:
-                stale = (
-                    remove_if_stale(os.path.join(repo.path, *name.split("/")) + ".lock", repo.stale_lock_seconds)
-                    or stale
-                )
-            if not stale and time.monotonic() > deadline:
-                raise MemoryStoreError("unavailable", "a ref stayed locked by another git process") from None
-            time.sleep(0.01)
+    moves: dict[str, tuple[str | None, str | None]] = {name: (before[name], new) for name, new in updates.items()}
+    if not swap_refs(
+        r, repo.path, moves, message="gitmem forget", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+    ):
+        raise _Moved(", ".join(sorted(updates)))
 
 
 def _check_pruned(repo: GitRepo, report: ForgetReport) -> ForgetReport:
