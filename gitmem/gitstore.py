@@ -186,11 +186,13 @@ class SyncGitFileStore:
             return view
 
     def _read_head(self) -> str:
+        return self._proposal_head() or self.repo.head()
+
+    def _proposal_head(self) -> str | None:
+        """The head of this run's proposal when it has one; ``None``: this view reads ``main``."""
         if self.run is not None and git_review.names_a_proposal(self.run):
-            proposal = self.repo.ref_target(git_review.PROPOSALS + self.run)
-            if proposal is not None:
-                return proposal
-        return self.repo.head()
+            return self.repo.ref_target(git_review.PROPOSALS + self.run)
+        return None
 
     def _reading_proposal(self, head: str) -> bool:
         return self.run is not None and head != self.repo.head()
@@ -406,18 +408,32 @@ class SyncGitFileStore:
         until: datetime | str | None = None,
         limit: int = 100,
     ) -> builtins.list[LogEntry]:
+        """Changes newest first; a run with a proposal sees its own commits on top of the ``main`` it forked from."""
         return git_history.log(
-            self.repo, self.format, path, run=run, principal=principal, tool_call=tool_call, since=since, until=until, limit=limit
+            self.repo,
+            self.format,
+            path,
+            run=run,
+            principal=principal,
+            tool_call=tool_call,
+            since=since,
+            until=until,
+            limit=limit,
+            head=self._proposal_head(),
         )
 
     def show(self, rev: str, path: str) -> FileText:
         return git_history.show(self.repo, self.format, rev, path)
 
     def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
-        return git_history.diff(self.repo, self.format, a, b, path)
+        """From ``a`` to ``b``; without ``b``, to the head this store reads (a run's proposal, else ``main``)."""
+        return git_history.diff(self.repo, self.format, a, b, path, head=None if b is not None else self._proposal_head())
 
     def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]:
-        return git_history.blame(self.repo, self.format, path, rev)
+        """Blame at ``rev``, else at the head this store reads (a run's proposal, else ``main``)."""
+        return git_history.blame(
+            self.repo, self.format, path, rev, head=None if rev is not None else self._proposal_head()
+        )
 
     def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
         origin = self._origin(origin)
@@ -459,10 +475,14 @@ class SyncGitFileStore:
         return shared.index
 
     def find(self, query: str, *, path: str = "", limit: int = 10) -> builtins.list[FindHit]:
-        """Files ranked by BM25F over the words of ``query``, with a snippet each."""
+        """Files ranked by BM25F over the words of ``query``, with a snippet each.
+
+        A run reading its proposal gets the proposal's files ranked: the index
+        follows ``main``, so they are read and ranked in memory (as its search scans).
+        """
         prefix = validate_directory(path, self.format)
         with translate_errors(self.path):
-            return self.index.find(query, prefix=prefix, limit=limit)
+            return self.index.find(query, prefix=prefix, limit=limit, at=self._proposal_head())
 
     def index_status(self) -> IndexStatus:
         with translate_errors(self.path):

@@ -6,7 +6,8 @@ repository's config, read on every write, so running servers follow it). Then:
 - a write whose origin carries a run id lands on ``refs/heads/proposals/<run>``,
   forked from ``main`` on the run's first write, instead of on ``main``;
 - that run reads its own proposal through ``store.for_run(run_id)`` (list, read,
-  changes and search see the proposal); every other reader keeps reading ``main``;
+  changes and search see the proposal; log walks from its head, diff and blame
+  default to it, find ranks its files); every other reader keeps reading ``main``;
 - :func:`proposals` lists them, :func:`diff` shows what one changes (from where
   it forked, as a pull request does), :func:`approve` merges it into ``main``
   with a ``Gitmem-Approved-By`` trailer and :func:`reject` deletes it.

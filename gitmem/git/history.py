@@ -103,8 +103,13 @@ def log(
     since: datetime | str | None = None,
     until: datetime | str | None = None,
     limit: int = 100,
+    head: str | None = None,
 ) -> list[LogEntry]:
     """Changes newest first, optionally those of one path (followed across moves).
+
+    The walk starts at ``head`` (a commit id; default ``main``'s head), so a run
+    reading its proposal sees its own commits on top of the ``main`` it forked
+    from; a string ``until`` names the start explicitly instead.
 
     A commit counts as a change of the path when the path's entry differs from
     its parent's (for a merge: from every parent, as ``git log`` simplifies).
@@ -119,7 +124,7 @@ def log(
     limit = check_log_limit(limit)
     with translate_errors(repo.path):
         r = repo.fresh()
-        start = resolve(repo, hi) if isinstance(hi, str) else repo.head()
+        start = resolve(repo, hi) if isinstance(hi, str) else (head or repo.head())
         hidden: set[str] = ancestors(r, resolve(repo, lo)) if isinstance(lo, str) else set()
         lo_ts = lo.timestamp() if isinstance(lo, datetime) else None
         hi_ts = hi.timestamp() if isinstance(hi, datetime) else None
@@ -173,8 +178,10 @@ def show(repo: GitRepo, fmt: FileFormat, rev: str, path: str) -> FileText:
 # --- diff -----------------------------------------------------------------------------
 
 
-def diff(repo: GitRepo, fmt: FileFormat, a: str, b: str | None = None, path: str | None = None) -> list[FileDiff]:
-    """Unified hunks per changed file from ``a`` to ``b`` (default: the head).
+def diff(
+    repo: GitRepo, fmt: FileFormat, a: str, b: str | None = None, path: str | None = None, *, head: str | None = None
+) -> list[FileDiff]:
+    """Unified hunks per changed file from ``a`` to ``b`` (default: ``head``, else ``main``'s head).
 
     ``path`` narrows to one file (either side of a rename) or, ending in ``/``,
     to a folder. Renames are detected, so a move shows as one ``renamed`` entry.
@@ -183,7 +190,7 @@ def diff(repo: GitRepo, fmt: FileFormat, a: str, b: str | None = None, path: str
     with translate_errors(repo.path):
         r = repo.fresh()
         old = r[resolve(repo, a)].peel(pygit2.Commit).tree
-        new = r[repo.head() if b is None else resolve(repo, b)].peel(pygit2.Commit).tree
+        new = r[(head or repo.head()) if b is None else resolve(repo, b)].peel(pygit2.Commit).tree
         d = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
         d.find_similar()
         out: list[FileDiff] = []
@@ -247,12 +254,14 @@ def _file_diff(delta: pygit2.DiffDelta, patch: pygit2.Patch | None) -> FileDiff:
 # --- blame --------------------------------------------------------------------------------
 
 
-def blame(repo: GitRepo, fmt: FileFormat, path: str, rev: str | None = None) -> list[BlameLine]:
-    """For each line of ``path`` (at the head, or ``rev``), the change that last touched it."""
+def blame(
+    repo: GitRepo, fmt: FileFormat, path: str, rev: str | None = None, *, head: str | None = None
+) -> list[BlameLine]:
+    """For each line of ``path`` (at ``rev``, else ``head``, else ``main``'s head), the change that last touched it."""
     path = validate_path(path, fmt)
     with translate_errors(repo.path):
         r = repo.fresh()
-        start = repo.head() if rev is None else resolve(repo, rev)
+        start = (head or repo.head()) if rev is None else resolve(repo, rev)
         found = repo.read_at(start, path)
         if found is None:
             where = "" if rev is None else f" at {rev}"

@@ -33,7 +33,7 @@ from typing import Any
 
 from whoosh import columns, fields
 from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
-from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.index import EmptyIndexError, FileIndex
 from whoosh.index import LockError as WhooshLockError
 from whoosh.query import Or, Prefix, Query, Term
@@ -160,8 +160,12 @@ def file_document(path: str, version: str, text: str) -> dict[str, Any]:
         "file": _file_value(path, version),
         "sig": signature(grams, len(grams)),
         "body": text,
-        "name": shown.replace("/", " ").replace(".", " ").replace("-", " "),
+        "name": _name_words(shown),
     }
+
+
+def _name_words(shown: str) -> str:
+    return shown.replace("/", " ").replace(".", " ").replace("-", " ")
 
 
 # -- opening --
@@ -451,3 +455,24 @@ def ranked(searcher: Searcher, terms: list[str], prefix: str, limit: int) -> lis
             path, version = _read_file_value(value)
             out.append((path, version, float(hit.score or 0.0)))
     return out
+
+
+def rank_files(
+    files: Iterable[tuple[str, str, str]], terms: list[str], prefix: str, limit: int
+) -> list[tuple[str, str, float]]:
+    """:func:`ranked` over ``(path, blob id, text)`` files that no mount index holds (a proposal's).
+
+    They go into a throwaway in-memory index with the mount index's schema, so
+    the scores are the same BM25F over the same words; no trigram signatures are
+    made, as nothing greps this index.
+    """
+    ix = RamStorage().create_index(SCHEMA)
+    writer = ix.writer()
+    for path, version, text in files:
+        shown = path_text(path)
+        writer.add_document(
+            key=path_key(path), path=shown, file=_file_value(path, version), body=text, name=_name_words(shown)
+        )
+    writer.commit()
+    with ix.searcher() as searcher:
+        return ranked(searcher, terms, prefix, limit)

@@ -291,13 +291,17 @@ class MountIndex:
 
     # -- ranked search --
 
-    def find(self, query: str, *, prefix: str = "", limit: int = 10) -> list[FindHit]:
+    def find(self, query: str, *, prefix: str = "", limit: int = 10, at: str | None = None) -> list[FindHit]:
         """Files ranked by BM25F over the words of ``query``, best first, with a snippet.
 
         Ranked search waits up to ``FIND_WAIT`` for another indexer. If the index
         still lags, files changed since its commit keep their old rank (deleted
         ones are dropped, new ones are missing) while snippets and versions come
         from the head.
+
+        ``at`` ranks the files of another commit (a run's proposal) instead of the
+        head. The index follows ``main`` only, so those files are read and ranked
+        in memory (:func:`engine.rank_files`), as a proposal's grep scans.
         """
         from gitmem.index import engine
 
@@ -308,6 +312,8 @@ class MountIndex:
         terms = engine.words(query)
         if not terms:
             return []
+        if at is not None:
+            return self._rank_at(at, terms, prefix, limit)
         head = self.repo.head()
         self.refresh(head, wait=FIND_WAIT)
         try:
@@ -336,6 +342,17 @@ class MountIndex:
                 data = self.repo.blob(version)
             hits.append(FindHit(path, score, snippet(decode_stored(data), terms), version))
         return hits
+
+    def _rank_at(self, commit: str, terms: list[str], prefix: str, limit: int) -> list[FindHit]:
+        from gitmem.index import engine
+
+        files = ((p, oid, decode_stored(self.repo.blob(oid))) for p, oid in self.repo.files_at(commit))
+        # An in-memory index has no damaged state to recover from; git errors reach the store's translation.
+        ranked = engine.rank_files(files, terms, prefix, limit)
+        return [
+            FindHit(path, score, snippet(decode_stored(self.repo.blob(version)), terms), version)
+            for path, version, score in ranked
+        ]
 
 
 _kept: OrderedDict[tuple[str, int, int], MountIndex] = OrderedDict()
