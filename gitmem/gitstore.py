@@ -27,6 +27,7 @@ from gitmem.fileformat import (
     validate_directory,
     validate_path,
 )
+from gitmem.git import batch as git_batch
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
@@ -376,6 +377,23 @@ class SyncGitFileStore:
 
         self.repo.transact(plan, ref=self._target(origin))
 
+    def move_many(
+        self, pairs: builtins.list[tuple[str, str, str]], *, origin: Origin | None = None
+    ) -> builtins.list[str]:
+        """Move each ``(source, destination, expected)`` in ONE commit, all or nothing.
+
+        For a folder rename: any stale source, taken destination or folder/file
+        collision refuses the whole batch and nothing moves (see
+        :func:`gitmem.git.batch.move_many`). Returns the files' versions, in order.
+        """
+        origin = self._origin(origin)
+        return git_batch.move_many(self.repo, self.format, pairs, origin=origin, ref=self._target(origin))
+
+    def delete_many(self, items: builtins.list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+        """Delete each ``(path, expected)`` in ONE commit, or nothing if any file is not at its version."""
+        origin = self._origin(origin)
+        git_batch.delete_many(self.repo, self.format, items, origin=origin, ref=self._target(origin))
+
     def purge(self, origin: Origin | None = None) -> None:
         try:
             git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
@@ -562,6 +580,16 @@ class GitFileStore:
 
     async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         await asyncio.to_thread(lambda: self.sync.delete(path, expected=expected, origin=origin))
+
+    async def move_many(
+        self, pairs: builtins.list[tuple[str, str, str]], *, origin: Origin | None = None
+    ) -> builtins.list[str]:
+        """Several moves as one commit (see :meth:`SyncGitFileStore.move_many`)."""
+        return await asyncio.to_thread(lambda: self.sync.move_many(pairs, origin=origin))
+
+    async def delete_many(self, items: builtins.list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+        """Several deletes as one commit (see :meth:`SyncGitFileStore.delete_many`)."""
+        await asyncio.to_thread(lambda: self.sync.delete_many(items, origin=origin))
 
     async def changes(self, since: str | None) -> Changes | FullResync:
         return await asyncio.to_thread(self.sync.changes, since)

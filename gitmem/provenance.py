@@ -45,10 +45,20 @@ class CommitInfo:
                 return v
         return None
 
+    def moves(self) -> tuple[tuple[str, str], ...]:
+        """``(source, destination)`` of each file a ``move`` commit moved; ``()`` for other ops."""
+        if self.op != "move" or len(self.paths) % 2:
+            return ()
+        return tuple(zip(self.paths[0::2], self.paths[1::2], strict=True))
+
 
 def summary_line(op: str, paths: tuple[str, ...], detail: str | None = None) -> str:
     if op == "move" and len(paths) == 2:
         return f"move {paths[0]} → {paths[1]}"
+    if op == "move" and paths and len(paths) % 2 == 0:
+        pairs = ", ".join(f"{a} → {b}" for a, b in zip(paths[0::2], paths[1::2], strict=True))
+        line = f"move {len(paths) // 2} files: {pairs}"
+        return line if len(line) <= 200 else line[:199] + "…"
     if op == "restore" and detail:
         return f"restore {paths[0]} to {detail}"
     target = ", ".join(paths) if paths else "memory"
@@ -68,14 +78,17 @@ def commit_message(
 ) -> str:
     """Build the message for one change: summary, blank line, trailers.
 
-    For a move ``paths`` is ``(source, destination)``: ``Gitmem-Path`` names the
-    destination and ``Gitmem-From`` the source, so ``git log -- <path>`` and the
-    trailers agree on where the file is now.
+    For a move ``paths`` is ``(source, destination)``, or for several files moved in
+    one commit ``(source1, destination1, source2, destination2, ...)``: each pair
+    becomes a ``Gitmem-Path`` naming the destination followed by a ``Gitmem-From``
+    naming its source, so ``git log -- <path>`` and the trailers agree on where
+    each file is now, and the n-th ``From`` belongs to the n-th ``Path``.
     """
     lines = [f"{T_OP}: {op}"]
-    if op == "move" and len(paths) == 2:
-        lines.append(f"{T_PATH}: {paths[1]}")
-        lines.append(f"{T_FROM}: {paths[0]}")
+    if op == "move" and paths and len(paths) % 2 == 0:
+        for source, destination in zip(paths[0::2], paths[1::2], strict=True):
+            lines.append(f"{T_PATH}: {destination}")
+            lines.append(f"{T_FROM}: {source}")
     else:
         lines.extend(f"{T_PATH}: {p}" for p in paths)
     if origin.run_id:
@@ -105,8 +118,11 @@ def parse_message(message: str) -> CommitInfo:
     if op not in OPS:
         op = "unknown"
     paths = [v for k, v in trailers if k.lower() == T_PATH.lower()]
-    source = found.get(T_FROM.lower())
-    if op == "move" and source is not None and paths:
-        paths = [source, paths[0]]
+    sources = [v for k, v in trailers if k.lower() == T_FROM.lower()]
+    if op == "move" and sources and len(sources) == len(paths):
+        # Paired in order: the n-th From is where the n-th Path came from.
+        paths = [p for pair in zip(sources, paths, strict=True) for p in pair]
+    elif op == "move" and sources and paths:
+        paths = [sources[0], paths[0]]
     origin = Origin(found.get(T_RUN.lower()), found.get(T_PRINCIPAL.lower()), found.get(T_TOOL_CALL.lower()))
     return CommitInfo(op=op, paths=tuple(paths), origin=origin, summary=summary, trailers=tuple(trailers))

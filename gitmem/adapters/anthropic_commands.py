@@ -336,8 +336,42 @@ class MemoryCommands:
             raise self._fail(exc, shown) from None
         if not under:
             raise ToolError(f"The path {shown} does not exist")
-        await self._each(under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted")
+        await self._delete_files(under, rel, shown)
         return f"Successfully deleted {shown}"
+
+    async def _delete_files(self, under: list[FileEntry], rel: str, shown: str) -> None:
+        """Delete the listed files: one commit when the store takes a batch, else one each.
+
+        The batch expects the listed versions; when a file changed since, nothing is
+        deleted. Files deleted by another writer meanwhile count as gone: the folder
+        is listed again and the rest deleted (a bounded number of times).
+        """
+        delete_many = getattr(self.store, "delete_many", None)
+        if delete_many is None:
+            await self._each(
+                under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted"
+            )
+            return
+        for _ in range(self.retries + 1):
+            try:
+                await delete_many([(e.path, e.version) for e in under], origin=self.origin)
+                return
+            except MemoryStoreError as exc:
+                if exc.code != "version_mismatch":
+                    raise self._fail(exc, shown) from None
+                if exc.current is not None:
+                    raise ToolError(
+                        f"{ROOT}/{exc.current.path} changed after it was read, so nothing under {shown} was "
+                        "deleted (a lost delete is not retried). View it again and repeat the command if it "
+                        "should still go."
+                    ) from None
+            try:
+                under = await self._files_under(rel)
+            except MemoryStoreError as exc:
+                raise self._fail(exc, shown) from None
+            if not under:
+                return  # other writers deleted the rest: the goal is met
+        raise self._fail(MemoryStoreError("conflict_retries_exhausted"), shown)
 
     async def _each(self, entries: list[FileEntry], shown: str, step: Callable[[FileEntry], Any], done: str) -> None:
         """Run ``step`` on each file of a folder (one commit each); say how far it got if one fails."""
@@ -373,6 +407,11 @@ class MemoryCommands:
         except MemoryStoreError as exc:
             raise self._fail(exc, new_shown) from None
 
+        move_many = getattr(self.store, "move_many", None)
+        if move_many is not None:
+            await self._move_folder(move_many, [(e.path, targets[e.path], e.version) for e in under], old_shown)
+            return f"Successfully renamed {old_shown} to {new_shown}"
+
         async def step(entry: FileEntry) -> None:
             await self._move_file(
                 entry.path, targets[entry.path], f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
@@ -380,6 +419,22 @@ class MemoryCommands:
 
         await self._each(under, old_shown, step, "moved")
         return f"Successfully renamed {old_shown} to {new_shown}"
+
+    async def _move_folder(self, move_many: Any, moves: list[tuple[str, str, str]], old_shown: str) -> None:
+        """Every file of a folder moved in one commit, expecting the listed versions; else nothing moves."""
+        try:
+            await move_many(moves, origin=self.origin)
+        except MemoryStoreError as exc:
+            if exc.code == "version_mismatch":
+                what = f"{ROOT}/{exc.current.path} changed" if exc.current is not None else "a file was removed"
+                raise ToolError(
+                    f"{what} while {old_shown} was being renamed, so nothing was moved. "
+                    "View the folder again and repeat the command if it is still needed."
+                ) from None
+            if exc.code == "already_exists":
+                taken = f"{ROOT}/{exc.current.path}" if exc.current is not None else "the destination"
+                raise ToolError(f"The destination {taken} already exists") from None
+            raise self._fail(exc, old_shown) from None
 
     async def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
         try:
@@ -394,10 +449,11 @@ class MemoryCommands:
             raise self._fail(exc, old_shown) from None
 
     async def clear(self) -> str:
-        """Delete every file, one commit each; history keeps them (``purge`` would not)."""
+        """Delete every file (one commit if the store takes a batch); history keeps them (``purge`` would not)."""
         try:
             under = await self._files_under("")
         except MemoryStoreError as exc:
             raise self._fail(exc, ROOT) from None
-        await self._each(under, ROOT, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted")
+        if under:
+            await self._delete_files(under, "", ROOT)
         return "All memory cleared"

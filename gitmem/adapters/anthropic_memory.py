@@ -13,8 +13,11 @@ mount, so each command is a commit that people can review, diff, blame and rever
   (:func:`gitmem.tools.ops.cas_update`), so concurrent edits of different lines all
   land and an edit whose text is gone fails instead of overwriting. A ``delete``
   that loses such a race is not retried: it reports the conflict and the newer text
-  stays. A command on a folder (``delete``, ``rename``) is one commit per file under
-  it, each checked the same way (a folder delete expects the versions it listed).
+  stays. A command on a folder (``delete``, ``rename``, clearing all memory) is one
+  commit for every file under it when the store offers ``move_many`` and
+  ``delete_many`` (the git store does): it expects the versions it listed, and if
+  any file changed meanwhile nothing is moved or deleted. Over other stores it is
+  one commit per file, each checked the same way.
 - an origin with a run id works through ``store.for_run(run_id)``, so under the
   review gate (:mod:`gitmem.review`) the tool reads back the run's own proposal,
   where its writes land, rather than ``main``.
@@ -188,6 +191,16 @@ class _Direct:
         self.sync.purge()
 
 
+class _DirectBatch(_Direct):
+    """:class:`_Direct` for a core that moves or deletes several files in one commit (the git store)."""
+
+    async def move_many(self, pairs: list[tuple[str, str, str]], *, origin: Origin | None = None) -> list[str]:
+        return list(self.sync.move_many(pairs, origin=origin))
+
+    async def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+        self.sync.delete_many(items, origin=origin)
+
+
 def _drive(coro: Coroutine[Any, Any, T]) -> T:
     try:
         coro.send(None)
@@ -222,7 +235,8 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self._setup(store, origin, fmt, write_retries)
         sync = getattr(self.store, "sync", None)
-        self._direct: FileStore | None = _Direct(sync) if sync is not None else None
+        batch = hasattr(sync, "move_many") and hasattr(sync, "delete_many")
+        self._direct: FileStore | None = None if sync is None else _DirectBatch(sync) if batch else _Direct(sync)
 
     def __repr__(self) -> str:
         return f"GitMemoryTool({self.store!r})"
@@ -267,7 +281,7 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
         return self._run(lambda c: c.rename(command.old_path, command.new_path))
 
     def clear_all_memory(self) -> str:
-        """Delete every file, one commit each (history is kept; ``purge`` erases it)."""
+        """Delete every file, in one commit over the git store (history is kept; ``purge`` erases it)."""
         return self._run(lambda c: c.clear())
 
 
@@ -324,5 +338,5 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
         return await self._commands(self.store).rename(command.old_path, command.new_path)
 
     async def clear_all_memory(self) -> str:
-        """Delete every file, one commit each (history is kept; ``purge`` erases it)."""
+        """Delete every file, in one commit over the git store (history is kept; ``purge`` erases it)."""
         return await self._commands(self.store).clear()

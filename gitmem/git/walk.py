@@ -121,12 +121,14 @@ def diff_to_parent(commit: pygit2.Commit) -> pygit2.Diff:
 def moved_from(commit: pygit2.Commit, name: str) -> str | None:
     """The old name of the file that ``commit`` moved to ``name``, if it was a move.
 
-    gitmem's own moves say so in their trailers; for commits made by plain git
+    gitmem's own moves say so in their trailers (one commit may move many files,
+    a folder rename, each as a ``Path``/``From`` pair); for commits made by plain git
     the tree diff's rename detection decides.
     """
     info = parse_message(commit.message)
-    if info.op == "move" and len(info.paths) == 2 and info.paths[1] == name:
-        return info.paths[0]
+    for source, destination in info.moves():
+        if destination == name:
+            return source
     if info.op != "unknown" or not commit.parents:
         return None
     diff = diff_to_parent(commit)

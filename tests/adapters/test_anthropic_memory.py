@@ -177,14 +177,22 @@ def test_each_change_is_one_commit_recording_the_tool_use(tool: GitMemoryTool, s
     assert subprocess.run(["git", "-C", store.path, "fsck", "--strict"], capture_output=True).returncode == 0
 
 
-def test_folder_delete_and_rename_commit_each_file(tool: GitMemoryTool, store: GitFileStore) -> None:
+def test_folder_delete_and_rename_are_one_commit_each(tool: GitMemoryTool, store: GitFileStore) -> None:
     for name in ("a", "b", "sub/c"):
         run(tool, Create(command="create", path=f"/memories/box/{name}.md", file_text=f"{name}\n"))
     before = commits(store)
     assert run(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"), "toolu_mv") == (
         "Successfully renamed /memories/box to /memories/crate"
     )
+    assert commits(store) == before + 1, "the whole folder moved in one commit"
     assert sorted(e.path for e in store.sync.list()) == ["crate/a.md", "crate/b.md", "crate/sub/c.md"]
+    assert git(store, "ls-tree", "-r", "--name-only", "main").split() == [
+        "crate/a.md",
+        "crate/b.md",
+        "crate/sub/c.md",
+    ], "the old folder is gone from the tree"
+    trailers = git(store, "log", "-1", "--format=%(trailers:key=Gitmem-From,valueonly,separator=%x20)").split()
+    assert trailers == ["box/a.md", "box/b.md", "box/sub/c.md"]
     assert "Cannot move" in refused(
         tool, Rename(command="rename", old_path="/memories/crate", new_path="/memories/crate/x")
     )
@@ -199,7 +207,13 @@ def test_folder_delete_and_rename_commit_each_file(tool: GitMemoryTool, store: G
     calls = git(
         store, "log", f"-{commits(store) - before}", "--format=%(trailers:key=Gitmem-Tool-Call,valueonly,separator=)"
     )
-    assert calls.split() == ["toolu_rm"] * 3 + ["toolu_x"] + ["toolu_mv"] * 3
+    assert calls.split() == ["toolu_rm", "toolu_x", "toolu_mv"], "one commit per folder command"
+    assert [entry.summary for entry in store.sync.log("crate/sub/c.md")] == [
+        "delete crate/a.md, crate/b.md, crate/sub/c.md",
+        "move 3 files: box/a.md → crate/a.md, box/b.md → crate/b.md, box/sub/c.md → crate/sub/c.md",
+        "create box/sub/c.md",
+    ], "log follows a file through the folder rename"
+    assert subprocess.run(["git", "-C", store.path, "fsck", "--strict"], capture_output=True).returncode == 0
 
 
 def test_content_the_store_refuses_writes_nothing(tool: GitMemoryTool, store: GitFileStore) -> None:
@@ -594,6 +608,75 @@ def test_the_sdk_tool_runner_drives_the_backend(tool: GitMemoryTool, store: GitF
     )
 
 
+class InterferingBatch:
+    """Like :class:`Interfering`, for a core that moves and deletes folders in one commit."""
+
+    def __init__(self, store: GitFileStore, change: Any) -> None:
+        self.format = store.format
+        self.sync = _InterferingBatchSync(store, change, 1)
+
+
+class _InterferingBatchSync(_InterferingSync):
+    def move_many(self, pairs: list[tuple[str, str, str]], *, origin: Origin | None = None) -> list[str]:
+        self._interfere(pairs[1][0])
+        return list(self.inner.move_many(pairs, origin=origin))
+
+    def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+        self._interfere(items[1][0])
+        self.inner.delete_many(items, origin=origin)
+
+
+def test_a_concurrent_edit_in_a_folder_being_renamed_moves_nothing(store: GitFileStore) -> None:
+    for name in ("a", "b", "c"):
+        store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
+    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)  # type: ignore[arg-type]
+    before = commits(store)
+    message = refused(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"))
+    assert "/memories/box/b.md changed" in message and "nothing was moved" in message
+    assert [(e.path, store.sync.read(e.path).text) for e in store.sync.list()] == [
+        ("box/a.md", "a\n"),
+        ("box/b.md", "b\nedited meanwhile\n"),
+        ("box/c.md", "c\n"),
+    ], "every file stays where it was, the edit kept"
+    assert commits(store) == before + 1, "only the other writer's commit"
+
+
+@pytest.mark.parametrize("command", [Delete(command="delete", path="/memories/box"), "clear"])
+def test_a_concurrent_edit_in_a_folder_being_deleted_deletes_nothing(store: GitFileStore, command: Any) -> None:
+    for name in ("a", "b", "c"):
+        store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
+    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)  # type: ignore[arg-type]
+    head = store.sync.head()
+    with pytest.raises(ToolError) as caught:
+        tool.clear_all_memory() if command == "clear" else tool.execute(command)
+    message = str(caught.value.content)
+    assert "/memories/box/b.md changed after it was read" in message and "nothing under" in message
+    assert [e.path for e in store.sync.list()] == ["box/a.md", "box/b.md", "box/c.md"]
+    assert store.sync.log(limit=1)[0].origin.run_id == "other", "no commit of ours after the other writer's"
+    assert store.sync.log(limit=2)[1].commit == head
+
+
+def test_a_folder_delete_goes_on_when_a_file_was_deleted_meanwhile(store: GitFileStore) -> None:
+    for name in ("a", "b", "c"):
+        store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
+    other = GitFileStore.open(store.path).sync
+
+    class Vanishing(_InterferingBatchSync):
+        def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+            if self.left:
+                self.left = 0
+                other.delete("box/b.md", expected=other.read("box/b.md").version)
+            self.inner.delete_many(items, origin=origin)
+
+    moving = InterferingBatch(store, lambda text: text)
+    moving.sync = Vanishing(store, lambda text: text, 1)
+    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    before = commits(store)
+    assert run(tool, Delete(command="delete", path="/memories/box"), "toolu_rm") == "Successfully deleted /memories/box"
+    assert store.sync.list() == []
+    assert commits(store) == before + 2, "the other writer's delete, then ours of the rest"
+
+
 # --- the async tool, and stores other than git ------------------------------------------
 
 
@@ -640,3 +723,31 @@ def test_any_file_store_works_behind_the_sync_tool() -> None:
     run(tool, Create(command="create", path="/memories/a.md", file_text="x\n"))
     assert run(tool, View(command="view", path="/memories/a.md")).endswith("     1\tx\n     2\t")
     assert asyncio.run(memory.read("a.md")).text == "x\n"
+
+
+def test_the_async_tool_renames_a_folder_in_one_commit(store: GitFileStore) -> None:
+    for name in ("a", "b"):
+        store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
+    tool = AsyncGitMemoryTool(store, origin=ORIGIN)
+    before = commits(store)
+
+    async def rename() -> str:
+        with tool.tool_use("toolu_amv"):
+            return await tool.rename(Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"))
+
+    assert asyncio.run(rename()) == "Successfully renamed /memories/box to /memories/crate"
+    assert commits(store) == before + 1
+    assert [e.path for e in store.sync.list()] == ["crate/a.md", "crate/b.md"]
+    assert store.sync.log(limit=1)[0].origin.tool_call_id == "toolu_amv"
+
+
+def test_a_store_without_batches_renames_a_folder_file_by_file() -> None:
+    memory = InMemoryFileStore()
+    for name in ("a", "b"):
+        asyncio.run(memory.write(f"box/{name}.md", f"{name}\n", expected=None))
+    tool = GitMemoryTool(memory)
+    assert run(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate")) == (
+        "Successfully renamed /memories/box to /memories/crate"
+    )
+    assert run(tool, Delete(command="delete", path="/memories/crate")) == "Successfully deleted /memories/crate"
+    assert asyncio.run(memory.list()) == []
