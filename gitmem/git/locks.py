@@ -2,9 +2,10 @@
 
 gitmem writers serialise on an ``flock`` held on ``<repo>/gitmem/write.lock``.
 The kernel drops an ``flock`` when its holder dies, so a SIGKILLed writer can
-never block the others. Waiting is bounded: a writer polls for the lock with a
-short backoff and gives up as ``unavailable`` after ``timeout`` seconds (30 by
-default; a write holds the lock for milliseconds, so 30 s means something is
+never block the others. Waiting is fair and bounded: a contended writer waits in
+a blocking ``flock`` (the kernel wakes blocked waiters, so a busy writer looping on
+the lock cannot starve them) and gives up as ``unavailable`` after ``timeout``
+seconds (30 by default; a write holds the lock for milliseconds, so 30 s means something is
 wrong). Maintenance (forget, purge, gc) can hold it for minutes on a large
 memory; its holder says so in the lock file, and waiters then keep waiting up
 to :data:`LONG_WAIT` rather than failing while the memory is merely busy.
@@ -41,8 +42,6 @@ LONG_WAIT = 1800.0
 """Seconds a writer waits behind maintenance: each git command it runs is bounded by 600 s."""
 
 _RECORD_SIZE = 64
-_FIRST_DELAY = 50e-6
-_MAX_DELAY = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,53 +132,96 @@ class WriterLock:
         return desc.fd
 
     def held_fd(self) -> int:
-        """This thread's descriptor; pass it to a child process that must keep the lock until it exits."""
-        return self._fd()
+        """The descriptor holding the lock in this thread; pass it to a child process that must keep the lock until it exits."""
+        holding: int | None = getattr(self._local, "holding", None)
+        return holding if holding is not None else self._fd()
 
     def holder(self) -> Holder | None:
         """The last holder's record (the current one while the lock is taken)."""
         return _read_record(self._fd())
 
-    def _acquire(self, fd: int, op: str) -> None:
-        started = time.monotonic()
-        delay = _FIRST_DELAY
-        while True:
+    def _acquire(self, fd: int) -> int:
+        """Take the lock; returns the descriptor that holds it.
+
+        Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
+        Contended, a helper thread waits in a *blocking* ``flock`` on a fresh
+        descriptor: the kernel hands the lock to blocked waiters when it is
+        released, whereas a poller sleeping between tries can be starved by a
+        writer that releases and re-takes the lock in a loop. The caller waits for
+        the helper with the deadline; a helper whose caller gave up releases the
+        lock as soon as it gets it.
+        """
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        waiter = LockDescriptor(self.path)
+        got = threading.Event()
+        state = {"abandoned": False}
+        guard = threading.Lock()
+
+        def wait_for_lock() -> None:
+            assert waiter.fd is not None
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(waiter.fd, fcntl.LOCK_EX)
+            except OSError:  # pragma: no cover - the descriptor was closed under us
                 return
-            except BlockingIOError:
-                pass
+            with guard:
+                if not state["abandoned"]:
+                    got.set()
+                    return
+            fcntl.flock(waiter.fd, fcntl.LOCK_UN)
+            waiter.close()
+
+        threading.Thread(target=wait_for_lock, name="gitmem-lock-wait", daemon=True).start()
+        started = time.monotonic()
+        while not got.wait(timeout=min(self.timeout, 1.0)):
             waited = time.monotonic() - started
-            if waited >= self.timeout:
-                holder = _read_record(fd)
-                long_op = holder is not None and holder.held and holder.op in LONG_OPS
-                if not long_op or waited >= max(self.timeout, LONG_WAIT):
-                    who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
-                    raise MemoryStoreError(
-                        "unavailable",
-                        f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
-                    )
-            time.sleep(delay)
-            delay = min(delay * 2, _MAX_DELAY)
+            if waited < self.timeout:
+                continue
+            holder = _read_record(fd)
+            long_op = holder is not None and holder.held and holder.op in LONG_OPS
+            if long_op and waited < max(self.timeout, LONG_WAIT):
+                continue
+            with guard:
+                if got.is_set():
+                    break
+                state["abandoned"] = True
+            who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
+            raise MemoryStoreError(
+                "unavailable",
+                f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
+            )
+        assert waiter.fd is not None
+        self._local.waiter = waiter  # keeps the descriptor open while it holds the lock
+        return waiter.fd
 
     @contextmanager
     def hold(self, op: str = "write") -> Iterator[None]:
         """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout."""
-        fd = self._fd()
-        self._acquire(fd, op)
+        fd = self._acquire(self._fd())
+        self._local.holding = fd
         try:
-            previous = _read_record(fd)
-            _write_record(fd, "held", op)
-            if previous is not None and previous.held and self.on_crash is not None and not alive(previous.pid):
-                self.on_crash(previous)
-        except BaseException:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            raise
-        try:
-            yield
+            try:
+                previous = _read_record(fd)
+                _write_record(fd, "held", op)
+                if previous is not None and previous.held and self.on_crash is not None and not alive(previous.pid):
+                    self.on_crash(previous)
+            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise
+            try:
+                yield
+            finally:
+                _write_record(fd, "free", op)
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            _write_record(fd, "free", op)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            self._local.holding = None
+            waiter: LockDescriptor | None = getattr(self._local, "waiter", None)
+            if waiter is not None and waiter.fd == fd:
+                self._local.waiter = None
+                waiter.close()
 
     def close(self) -> None:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
