@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Tests drive the real git CLI; give it an identity and keep user config out.
 os.environ.setdefault("GIT_AUTHOR_NAME", "tester")
@@ -11,6 +12,23 @@ os.environ.setdefault("GIT_COMMITTER_NAME", "tester")
 os.environ.setdefault("GIT_COMMITTER_EMAIL", "tester@example.com")
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
+
+# Hypothesis profiles, chosen with HYPOTHESIS_PROFILE: "ci" (the default) is derandomised
+# and small so every run checks the same examples quickly; "dev" explores more, randomly;
+# "deep" is a long hunt before a release. No deadlines: timing on a shared machine says
+# nothing about correctness.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    max_examples=40,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # gitmem's own settings must come from each test, never from the machine running it.
 for _name in [n for n in os.environ if n.startswith("GITMEM_")] + ["XDG_DATA_HOME"]:
