@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitmem import GitFileStore
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem import ForwardingFileStore, GitFileStore
+from gitmem.model import Changes, FullResync
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount, MemoryCursors
 
 README = "---\ndescription: Who the user is and how to answer\n---\nAlice. Reply in Chinese, briefly.\n"
@@ -67,32 +67,11 @@ def import_notes(repo: str, count: int) -> None:
     subprocess.run(["git", "-C", repo, "fast-import", "--quiet"], input="".join(out).encode(), check=True)
 
 
-class ResyncOnly:
+class ResyncOnly(ForwardingFileStore):
     """The same memory behind a store that cannot list changes: every cursor resyncs."""
-
-    def __init__(self, inner: GitFileStore) -> None:
-        self.inner = inner
-
-    async def list(self) -> list[FileEntry]:
-        return await self.inner.list()
-
-    async def read(self, path: str) -> FileText:
-        return await self.inner.read(path)
-
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return await self.inner.write(path, text, expected=expected, origin=origin)
-
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return await self.inner.move(source, destination, expected=expected, origin=origin)
-
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        await self.inner.delete(path, expected=expected, origin=origin)
 
     async def changes(self, since: str | None) -> Changes | FullResync:
         return FullResync((await self.inner.changes(None)).cursor)
-
-    async def purge(self) -> None:
-        await self.inner.purge()
 
 
 def pct(samples: list[float], q: float) -> float:

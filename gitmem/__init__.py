@@ -12,7 +12,7 @@ from gitmem.index.results import FindHit, IndexStatus
 from gitmem.memstore import InMemoryFileStore
 from gitmem.model import Changes, FileEntry, FileText, FullResync, GrepMatch, Origin, SearchResult
 from gitmem.root import Root
-from gitmem.store import FileStore, SearchableFileStore
+from gitmem.store import FileStore, ForwardingFileStore, SearchableFileStore
 
 __version__ = "0.1.0"
 
@@ -27,6 +27,7 @@ __all__ = [
     "FileText",
     "FindHit",
     "ForgetReport",
+    "ForwardingFileStore",
     "FsckReport",
     "FullResync",
     "GcReport",

@@ -48,6 +48,40 @@ class SearchableFileStore(FileStore, Protocol):
     ) -> SearchResult: ...
 
 
+class ForwardingFileStore:
+    """A :class:`FileStore` that hands every call to ``inner``: subclass it to change one behaviour.
+
+    It forwards the contract only (no ``search``), so a wrapper is a plain
+    ``FileStore`` unless it adds ``search`` itself. Tests use it for stores that
+    interfere with writes or cannot list changes; the benchmarks for a baseline
+    that can only resync.
+    """
+
+    def __init__(self, inner: FileStore) -> None:
+        self.inner = inner
+
+    async def list(self) -> list[FileEntry]:
+        return await self.inner.list()
+
+    async def read(self, path: str) -> FileText:
+        return await self.inner.read(path)
+
+    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        return await self.inner.write(path, text, expected=expected, origin=origin)
+
+    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return await self.inner.move(source, destination, expected=expected, origin=origin)
+
+    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        await self.inner.delete(path, expected=expected, origin=origin)
+
+    async def changes(self, since: str | None) -> Changes | FullResync:
+        return await self.inner.changes(since)
+
+    async def purge(self) -> None:
+        await self.inner.purge()
+
+
 # --- shared decision rules -------------------------------------------------------
 
 

@@ -13,8 +13,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitmem import FileStore, GitFileStore, InMemoryFileStore
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem import FileStore, ForwardingFileStore, GitFileStore, InMemoryFileStore
+from gitmem.model import Changes, FullResync, Origin
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount, MemoryContext, MemoryCursors
 
 T = TypeVar("T")
@@ -77,32 +77,8 @@ def one(store: Any, access: str = "write", **kwargs: Any) -> FileMount:
     return FileMount("user", store, access, **kwargs)  # type: ignore[arg-type]
 
 
-class PlainStore:
+class PlainStore(ForwardingFileStore):
     """Only the :class:`FileStore` contract (no ``search``), delegating to another store."""
-
-    def __init__(self, inner: FileStore) -> None:
-        self.inner = inner
-
-    async def list(self) -> list[FileEntry]:
-        return await self.inner.list()
-
-    async def read(self, path: str) -> FileText:
-        return await self.inner.read(path)
-
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return await self.inner.write(path, text, expected=expected, origin=origin)
-
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return await self.inner.move(source, destination, expected=expected, origin=origin)
-
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        await self.inner.delete(path, expected=expected, origin=origin)
-
-    async def changes(self, since: str | None) -> Changes | FullResync:
-        return await self.inner.changes(since)
-
-    async def purge(self) -> None:
-        await self.inner.purge()
 
 
 class ResyncStore(PlainStore):
