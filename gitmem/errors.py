@@ -36,6 +36,22 @@ StoreErrorCode = Literal[
     "memory_deleted",
     "forbidden",
     "unavailable",
+    # A mount's kind (file, record, session, durable) is fixed at init; a call meant
+    # for another kind is refused rather than reading items as files or vice versa.
+    "wrong_kind",
+    # Recall (gitmem.recall): an empty query, one with no word or CJK token, a bad limit.
+    "invalid_query",
+    # Record memory.
+    "record_not_found",
+    "invalid_text",
+    "invalid_cursor",
+    "write_unconfirmed",
+    # Durable memory: change sets, node revisions, idempotency keys.
+    "node_not_found",
+    "revision_mismatch",
+    "invalid_transition",
+    "invalid_change_set",
+    "idempotency_conflict",
 ]
 
 ToolErrorCode = Literal[
