@@ -67,7 +67,6 @@ def test_fused_finds_a_paraphrase_that_lexical_misses() -> None:
     branch = EmbeddingBranch(ConceptEmbedder(), background=False, min_similarity=0.5)
     index = corpus(branch)
     branch.drain()
-    assert index.search("keep answers brief") == [index.search("keep answers brief")[0]]
     assert [h.id for h in index.search("keep answers brief")] == ["keep"]
     fused = [h.id for h in index.search("keep answers brief", ranking="fused")]
     assert fused[:2] == ["keep", "concise"] or fused[:2] == ["concise", "keep"]
