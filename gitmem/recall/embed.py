@@ -273,29 +273,40 @@ class EmbeddingBranch:
             except Exception as error:  # any provider failure: report and keep the lexical path
                 self._record_failure(error)
                 return None
-        with self._lock:
-            if self._matrix is None or not self._rows:
-                return []
-            sims = self._matrix[: len(self._row_ids)] @ cached
-            row_ids = list(self._row_ids)
-            digests = dict(self._digest_of)
-        order = np.argsort(-sims, kind="stable")
         out: list[str] = []
-        for row in order:
-            similarity = float(sims[row])
-            if similarity <= 0.0 or similarity < self.min_similarity:
-                break
-            doc_id = row_ids[row]
-            if doc_id is None or (accept is not None and not accept(doc_id)):
-                continue
-            # Verify against the index as it is now: the item must still be there with the text this vector is of.
-            doc = index.get(doc_id)
-            if doc is None or digest(doc.text) != digests.get(doc_id):
-                continue
-            out.append(doc_id)
-            if len(out) == depth:
-                break
-        return out
+        want = depth * 2
+        seen: set[int] = set()  # rows already looked at (ties may come back in another order when widening)
+        while True:
+            with self._lock:
+                if self._matrix is None or not self._rows:
+                    return []
+                rows = len(self._row_ids)
+                sims = self._matrix[:rows] @ cached
+                # Only the best ``want`` rows are ordered (argpartition), widening if the gate rejects many.
+                top = min(want, rows)
+                part = np.argpartition(-sims, top - 1)[:top] if top < rows else np.arange(rows)
+                order = part[np.argsort(-sims[part], kind="stable")]
+                candidates = [
+                    (float(sims[r]), self._row_ids[r], self._digest_of.get(self._row_ids[r] or ""))
+                    for r in order.tolist()
+                    if r not in seen
+                ]
+                seen.update(order.tolist())
+            for similarity, doc_id, held in candidates:
+                if similarity <= 0.0 or similarity < self.min_similarity:
+                    return out
+                if doc_id is None or (accept is not None and not accept(doc_id)):
+                    continue
+                # Verify against the index as it is now: still there, with the text this vector is of.
+                doc = index.get(doc_id)
+                if doc is None or digest(doc.text) != held:
+                    continue
+                out.append(doc_id)
+                if len(out) == depth:
+                    return out
+            if top >= rows:
+                return out
+            want *= 4
 
 
 class WordLlamaEmbedder:

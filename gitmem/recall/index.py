@@ -19,7 +19,7 @@ import heapq
 import math
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -114,6 +114,8 @@ class RecallIndex:
         # token -> {doc id: occurrences}; coverage reads the keys, BM25 the counts.
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
+        # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
+        self._keys: dict[str, tuple[float, str]] = {}
         self.semantic = semantic
 
     # -- writes --
@@ -126,6 +128,7 @@ class RecallIndex:
         with self._lock:
             self._drop(doc.id)
             self._docs[doc.id] = entry
+            self._keys[doc.id] = (-entry.updated_at, doc.id)
             self._total_length += entry.length
             for token, n in entry.counts.items():
                 posting = self._postings.get(token)
@@ -145,6 +148,7 @@ class RecallIndex:
     def clear(self) -> None:
         with self._lock:
             self._docs.clear()
+            self._keys.clear()
             self._postings.clear()
             self._total_length = 0
         if self.semantic is not None:
@@ -154,6 +158,7 @@ class RecallIndex:
         old = self._docs.pop(doc_id, None)
         if old is None:
             return
+        del self._keys[doc_id]
         self._total_length -= old.length
         for token in old.counts:
             posting = self._postings[token]
@@ -213,26 +218,41 @@ class RecallIndex:
             for token in tokens:
                 posting = self._postings.get(token)
                 if posting:
-                    hits.update(posting.keys())
-            # Bucket by matched-token count so only the buckets that fill the limit are sorted.
-            buckets: dict[int, list[str]] = defaultdict(list)
-            for doc_id, n in hits.items():
-                buckets[n].append(doc_id)
+                    hits.update(posting.keys())  # counted in C
             size = len(tokens)
+            docs = self._docs
             out: list[RecallHit] = []
-            for n in sorted(buckets, reverse=True):
+            # Score levels from the top; only the levels that fill the limit are ordered.
+            for n in sorted(set(hits.values()), reverse=True):
                 score = n / size
-                if score <= 0.0 or score < floor:
+                if score < floor:
                     break
-                docs = self._docs
-                members = sorted(buckets[n], key=lambda d: (-docs[d].updated_at, d))
-                for doc_id in members:
-                    if accept is not None and not accept(doc_id):
-                        continue
+                members = [d for d, c in hits.items() if c == n]
+                for doc_id in self._in_order(members, limit - len(out), accept):
                     out.append(RecallHit(doc_id, score, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
             return out
+
+    def _in_order(self, members: list[str], need: int, accept: Callable[[str], bool] | None) -> Iterator[str]:
+        """``members`` newest first (then by id), accepted ones only, sorting no more than ``need`` asks."""
+        key = self._keys.__getitem__
+        want = need if accept is None else need * 2
+        done = 0
+        while True:
+            if len(members) <= max(want, 32):
+                chunk = sorted(map(key, members))
+                last = True
+            else:
+                chunk = heapq.nsmallest(want, map(key, members))
+                last = False
+            for _, doc_id in chunk[done:]:
+                if accept is None or accept(doc_id):
+                    yield doc_id
+            if last:
+                return
+            done = len(chunk)
+            want *= 4
 
     def _bm25(
         self, tokens: frozenset[str], limit: int, floor: float, accept: Callable[[str], bool] | None

@@ -166,3 +166,14 @@ def test_wordllama_loads_from_its_wheel_without_the_network(monkeypatch: pytest.
     assert index.search("keep answers brief", ranking="fused")[0].id == "concise"
     vectors = model.embed(["a", ""])
     assert vectors.shape == (2, 256) and not vectors[1].any()
+
+
+def test_the_semantic_branch_widens_when_the_gate_rejects_most() -> None:
+    branch = EmbeddingBranch(ConceptEmbedder(), background=False)
+    index = RecallIndex(branch)
+    for i in range(300):
+        index.upsert(RecallDoc(f"d{i:03d}", f"short replies number{i}", float(i)))
+    branch.drain()
+    keep = {"d000", "d150", "d299"}
+    hits = index.search("brief answers", limit=5, ranking="fused", accept=keep.__contains__)
+    assert sorted(h.id for h in hits) == sorted(keep)

@@ -174,3 +174,23 @@ def test_readers_and_writers_on_threads_see_whole_documents() -> None:
                 limit=100,
                 ranking=ranking,  # type: ignore[arg-type]
             )
+
+
+@pytest.mark.parametrize("keep", [None, 2, 7, 97])
+def test_large_score_levels_are_ordered_exactly_as_a_scan(keep: int | None) -> None:
+    # Hundreds of documents share each score level, so ordering goes through the partial
+    # (nsmallest) path, including its widening when accept rejects most of a chunk.
+    from gitmem.recall.scan import scan_bm25, scan_coverage
+
+    docs = [RecallDoc(f"d{i:04d}", "alpha beta" if i % 3 else "alpha", float(i % 17)) for i in range(900)]
+    index = RecallIndex()
+    for doc in docs:
+        index.upsert(doc)
+    accept = None if keep is None else (lambda d: int(d[1:]) % keep == 0)
+    for limit in (1, 5, 40, 100):
+        assert index.search("alpha beta", limit=limit, accept=accept) == scan_coverage(
+            docs, "alpha beta", limit=limit, accept=accept
+        )
+        got = index.search("alpha beta", limit=limit, ranking="bm25", accept=accept)
+        want = scan_bm25(docs, "alpha beta", limit=limit, accept=accept)
+        assert [h.id for h in got] == [h.id for h in want]
