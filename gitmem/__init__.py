@@ -10,7 +10,7 @@ from gitmem.gitstore import GitFileStore, SyncGitFileStore
 from gitmem.history import BlameLine, DiffHunk, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index.results import FindHit, IndexStatus
 from gitmem.memstore import InMemoryFileStore
-from gitmem.model import Changes, FileEntry, FileText, FullResync, GrepMatch, Origin, SearchResult
+from gitmem.model import Changes, FileEntry, FileText, FullResync, GrepMatch, MountKind, Origin, SearchResult
 from gitmem.root import Root
 from gitmem.store import FileStore, ForwardingFileStore, SearchableFileStore
 
@@ -39,6 +39,7 @@ __all__ = [
     "LogEntry",
     "MemoryStoreError",
     "MemoryToolError",
+    "MountKind",
     "Origin",
     "Root",
     "SearchResult",

@@ -36,7 +36,18 @@ from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, set_durable, translat
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
+from gitmem.model import (
+    MOUNT_KINDS,
+    Changes,
+    FileEntry,
+    FileText,
+    FullResync,
+    MountKind,
+    Origin,
+    SearchResult,
+    blob_version,
+    parse_kind,
+)
 from gitmem.provenance import commit_message
 from gitmem.store import check_destination, check_existing, check_expected
 
@@ -54,6 +65,7 @@ _CONFIG_KEYS: dict[str, str] = {
     "max_files": "gitmem.maxFiles",
     "max_memory_bytes": "gitmem.maxMemoryBytes",
 }
+KIND_KEY = "gitmem.kind"
 
 
 def format_to_config(fmt: FileFormat) -> dict[str, str]:
@@ -152,6 +164,11 @@ class SyncGitFileStore:
     @property
     def path(self) -> str:
         return self.repo.path
+
+    @property
+    def kind(self) -> MountKind:
+        """What this mount holds (``gitmem.kind`` in its config; fixed at init)."""
+        return parse_kind(self.repo.config_get(KIND_KEY), self.path)
 
     # -- reads --
 
@@ -523,9 +540,17 @@ class GitFileStore:
 
     @classmethod
     def init(
-        cls, path: str | os.PathLike[str], fmt: FileFormat | None = None, *, durable: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        fmt: FileFormat | None = None,
+        *,
+        durable: bool = False,
+        kind: MountKind = "file",
     ) -> GitFileStore:
         """Create a new memory at ``path`` (a bare repo with an empty root commit).
+
+        ``kind`` says what the mount holds (files, records, session items or
+        durable nodes); it is saved in the config and never changes.
 
         ``durable=True`` makes every commit fsync its objects and ref before the
         write returns. libgit2 has one switch for the whole process, so this turns
@@ -533,8 +558,12 @@ class GitFileStore:
         """
         if durable:
             set_durable(True)
+        if kind not in MOUNT_KINDS:
+            raise MemoryStoreError(
+                "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
+            )
         fmt = fmt or DEFAULT_FORMAT
-        repo = GitRepo.init(os.fspath(path), config=format_to_config(fmt))
+        repo = GitRepo.init(os.fspath(path), config={**format_to_config(fmt), KIND_KEY: kind})
         return cls(SyncGitFileStore(repo, fmt))
 
     @classmethod
@@ -558,6 +587,10 @@ class GitFileStore:
     @property
     def format(self) -> FileFormat:
         return self.sync.format
+
+    @property
+    def kind(self) -> MountKind:
+        return self.sync.kind
 
     def for_run(self, run_id: str) -> GitFileStore:
         """This memory as run ``run_id`` sees it (see :meth:`SyncGitFileStore.for_run`)."""

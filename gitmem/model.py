@@ -10,6 +10,39 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+from gitmem.errors import MemoryStoreError
+
+#: What a mount holds, fixed when it is created and kept in its config
+#: (``gitmem.kind``): plain files, records, session items or durable nodes. The
+#: three item kinds are stored as files too, but only their own stores may write
+#: them, so the file tools refuse them (``wrong_kind``) and vice versa.
+MountKind = Literal["file", "record", "session", "durable"]
+MOUNT_KINDS: Final[tuple[MountKind, ...]] = get_args(MountKind)
+
+
+def check_kind(name: str, actual: str, wanted: str) -> None:
+    """Refuse to use a ``actual`` mount as a ``wanted`` one, naming both."""
+    if actual != wanted:
+        raise MemoryStoreError(
+            "wrong_kind",
+            f"{name} is a {actual} memory, not a {wanted} memory; use the {actual} commands and tools for it",
+        )
+
+
+def parse_kind(raw: str | None, where: str) -> MountKind:
+    """The kind saved in a mount's config (absent: ``file``, the only kind before kinds existed)."""
+    if raw is None:
+        return "file"
+    value = raw.strip().lower()
+    for kind in MOUNT_KINDS:
+        if value == kind:
+            return kind
+    raise MemoryStoreError(
+        "unavailable", f"gitmem.kind = {raw!r} in the config of {where} is not one of {', '.join(MOUNT_KINDS)}"
+    )
+
 
 _TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
 
