@@ -269,16 +269,21 @@ class RecallIndex:
             return {}
         avg = self._total_length / n_docs or 1.0
         docs = self._docs
+        # The length norm depends only on a document's length: computed once per distinct length.
+        norms: dict[int, float] = {}
         scores: dict[str, float] = defaultdict(float)
         for token in tokens:
             posting = self._postings.get(token)
             if not posting:
                 continue
             df = len(posting)
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            weight = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1.0)
             for doc_id, tf in posting.items():
-                norm = BM25_K1 * (1.0 - BM25_B + BM25_B * docs[doc_id].length / avg)
-                scores[doc_id] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+                length = docs[doc_id].length
+                norm = norms.get(length)
+                if norm is None:
+                    norm = norms[length] = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg)
+                scores[doc_id] += weight * tf / (tf + norm)
         return scores
 
     def _take(
