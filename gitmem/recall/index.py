@@ -215,13 +215,26 @@ class RecallIndex:
     ) -> list[RecallHit]:
         hits: Counter[str] = Counter()
         with self._lock:
-            for token in tokens:
-                posting = self._postings.get(token)
-                if posting:
-                    hits.update(posting.keys())  # counted in C
             size = len(tokens)
             docs = self._docs
             out: list[RecallHit] = []
+            postings = [self._postings.get(token) for token in tokens]
+            if floor <= 1.0 and all(postings):
+                # Documents holding every query token score 1.0; found by intersecting from the
+                # shortest posting, so a query of common words need not count every posting.
+                # When they fill the limit nothing else can outrank them.
+                ordered = sorted((p for p in postings if p), key=len)
+                common = list(ordered[0])
+                for other in ordered[1:]:
+                    common = list(filter(other.__contains__, common))  # a loop in C
+                for doc_id in self._in_order(common, limit, accept):
+                    out.append(RecallHit(doc_id, 1.0, docs[doc_id].updated_at))
+                    if len(out) == limit:
+                        return out
+                out.clear()
+            for found in postings:
+                if found:
+                    hits.update(found.keys())  # counted in C
             # Score levels from the top; only the levels that fill the limit are ordered.
             for n in sorted(set(hits.values()), reverse=True):
                 score = n / size

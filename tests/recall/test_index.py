@@ -194,3 +194,9 @@ def test_large_score_levels_are_ordered_exactly_as_a_scan(keep: int | None) -> N
         got = index.search("alpha beta", limit=limit, ranking="bm25", accept=accept)
         want = scan_bm25(docs, "alpha beta", limit=limit, accept=accept)
         assert [h.id for h in got] == [h.id for h in want]
+
+
+def test_a_floor_above_one_returns_nothing() -> None:
+    index = make(("a", "alpha", 1.0))
+    assert index.search("alpha", min_score=1.0001) == []
+    assert [h.id for h in index.search("alpha", min_score=1.0)] == ["a"]
