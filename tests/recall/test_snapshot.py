@@ -88,11 +88,11 @@ def test_a_spoilt_or_foreign_snapshot_means_a_rebuild(tmp_path: Path, spoil: obj
 
 def test_a_snapshot_of_a_purged_memory_is_not_trusted(tmp_path: Path) -> None:
     store = SyncMemStore()
-    store.write("items/a.json", item("alpha", 1.0))
+    store.write("items/a.json", item("alpha", 1.0), expected=None)
     snap = tmp_path / "s.json"
     StoreRecall(store, to_doc, snapshot=snap).refresh()
     store.purge()
-    store.write("items/b.json", item("alpha", 2.0))
+    store.write("items/b.json", item("alpha", 2.0), expected=None)
     again = StoreRecall(store, to_doc, snapshot=snap)
     assert [h.id for h in again.search("alpha")] == ["b"]
     assert again.full_rebuilds == 1
@@ -100,21 +100,21 @@ def test_a_snapshot_of_a_purged_memory_is_not_trusted(tmp_path: Path) -> None:
 
 def test_saving_is_periodic_and_a_failure_to_write_is_not_raised(tmp_path: Path) -> None:
     store = SyncMemStore()
-    store.write("items/a.json", item("alpha", 1.0))
+    store.write("items/a.json", item("alpha", 1.0), expected=None)
     snap = tmp_path / "s.json"
     recall = StoreRecall(store, to_doc, snapshot=snap, snapshot_every=2)
     recall.refresh()
     saved = snap.read_text()
-    store.write("items/b.json", item("beta", 2.0))
+    store.write("items/b.json", item("beta", 2.0), expected=None)
     recall.refresh()
     assert snap.read_text() == saved  # one change: not yet
-    store.write("items/c.json", item("gamma", 3.0))
+    store.write("items/c.json", item("gamma", 3.0), expected=None)
     recall.refresh()
     assert snap.read_text() != saved and "gamma" in snap.read_text()
     snap.unlink()
     snap.mkdir()  # now a folder: the rename over it fails
-    store.write("items/d.json", item("delta", 4.0))
-    store.write("items/e.json", item("epsilon", 5.0))
+    store.write("items/d.json", item("delta", 4.0), expected=None)
+    store.write("items/e.json", item("epsilon", 5.0), expected=None)
     assert [h.id for h in recall.search("epsilon")] == ["e"]
     assert recall.snapshot_error is not None
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
