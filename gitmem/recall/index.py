@@ -306,7 +306,7 @@ class RecallIndex:
         out: list[RecallHit] = []
         want = limit
         while ranked:
-            if accept is None or len(ranked) <= want * 4:
+            if len(ranked) <= want * 4:
                 chunk = sorted(ranked)
                 ranked = []
             else:
