@@ -31,8 +31,8 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "watchdog": ADAPTERS,
 }
 
-LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes")
+LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes")
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
