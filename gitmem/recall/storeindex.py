@@ -20,19 +20,28 @@ from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex
+from gitmem.store import FileStore
 
 if TYPE_CHECKING:
     from gitmem.recall.semantic import SemanticBranch
 
 
 class SyncSource(Protocol):
-    """The synchronous reads recall needs of a store (the sync store seam has them all)."""
+    """The three reads recall needs of a store: every :class:`~gitmem.store.FileStore` has them.
+
+    Recall asks for no more, so a read-only view or a wrapper that only forwards
+    reads can be indexed too.
+    """
 
     def list(self) -> list[FileEntry]: ...
 
     def read(self, path: str) -> FileText: ...
 
     def changes(self, since: str | None) -> Changes | FullResync: ...
+
+
+def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
+    return store  # checked by mypy: the store seam's protocol satisfies SyncSource
 
 
 ToDoc = Callable[[FileText], RecallDoc | None]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 
-from gitmem import GitFileStore
 from gitmem.errors import MemoryStoreError
+from gitmem.gitstore import SyncGitFileStore
 
 
 def main(repo: str, name: str, count: int) -> None:
-    store = GitFileStore.open(repo).sync
+    store = SyncGitFileStore.open(repo)
     for n in range(count):
         path = f"items/{name}/{n % 15:02}.json"
         try:
