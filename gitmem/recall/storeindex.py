@@ -156,6 +156,9 @@ class StoreRecall:
 
     def _rebuild(self, cursor: str) -> None:
         entries = [e for e in self.store.list() if self.covers(e.path)]
+        # Until the rebuild completes the index reflects no cursor: a failure part-way makes
+        # the next refresh rebuild again rather than catch up a half-filled index.
+        self.cursor = None
         self.index.clear()
         self._by_path.clear()
         self._paths_of.clear()
