@@ -80,6 +80,18 @@ def check_query(query: object, limit: object, ranking: object = "coverage") -> f
     return tokens
 
 
+def check_doc(doc: object) -> None:
+    """Refuse what would corrupt the index: not a :class:`RecallDoc`, non-string id or text, a time that is not finite."""
+    if not isinstance(doc, RecallDoc):
+        raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
+    if not isinstance(doc.id, str) or not isinstance(doc.text, str):
+        raise TypeError("a RecallDoc's id and text are strings")
+    at = doc.updated_at
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        # A NaN time would make the tie order (newest first) undefined.
+        raise ValueError(f"{doc.id}: updated_at must be a finite number of seconds, not {at!r}")
+
+
 def check_min_score(min_score: object) -> float:
     if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
         raise MemoryStoreError("invalid_query", f"min_score must be a finite number, not {min_score!r}")
@@ -121,8 +133,7 @@ class RecallIndex:
     # -- writes --
 
     def upsert(self, doc: RecallDoc) -> None:
-        if not isinstance(doc, RecallDoc):
-            raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
+        check_doc(doc)
         counts = Counter(token_list(doc.text))
         entry = _Entry(frozenset(counts), dict(counts), sum(counts.values()), float(doc.updated_at), doc.text)
         with self._lock:

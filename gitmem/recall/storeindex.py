@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
-from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex
+from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
 from gitmem.store import FileStore
 
 if TYPE_CHECKING:
@@ -51,8 +51,8 @@ class StoreRecall:
     """A :class:`RecallIndex` over the files of ``store`` under ``prefix``, caught up on demand.
 
     ``to_doc`` turns a file into a document (``None``: not indexed, e.g. a
-    tombstone); a file it cannot parse (it raises ``ValueError`` or a
-    :class:`MemoryStoreError`) is left out and listed in :attr:`skipped`, so one
+    tombstone); a file it cannot parse (it raises ``ValueError``, ``TypeError``,
+    ``KeyError`` or a :class:`MemoryStoreError`, or makes a malformed document) is left out and listed in :attr:`skipped`, so one
     bad file cannot stop recall over the rest.
 
     ``snapshot`` (optional) is a file the index is saved to after a full rebuild
@@ -181,7 +181,10 @@ class StoreRecall:
         if file is not None:
             try:
                 doc = self.to_doc(file)
-            except (ValueError, MemoryStoreError) as error:
+                if doc is not None:
+                    check_doc(doc)
+            except (ValueError, TypeError, KeyError, MemoryStoreError) as error:
+                doc = None
                 self.skipped[path] = f"{type(error).__name__}: {error}"
         old = self._by_path.pop(path, None)
         if old is not None and (doc is None or doc.id != old):

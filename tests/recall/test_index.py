@@ -200,3 +200,21 @@ def test_a_floor_above_one_returns_nothing() -> None:
     index = make(("a", "alpha", 1.0))
     assert index.search("alpha", min_score=1.0001) == []
     assert [h.id for h in index.search("alpha", min_score=1.0)] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        (RecallDoc("a", "text", math.nan), ValueError),
+        (RecallDoc("a", "text", math.inf), ValueError),
+        (RecallDoc("a", "text", True), ValueError),  # type: ignore[arg-type]
+        (RecallDoc(1, "text", 0.0), TypeError),  # type: ignore[arg-type]
+        (RecallDoc("a", None, 0.0), TypeError),  # type: ignore[arg-type]
+        (("a", "text", 0.0), TypeError),
+    ],
+)
+def test_a_malformed_document_is_refused_and_changes_nothing(doc: object, error: type[Exception]) -> None:
+    index = make(("a", "kept words", 1.0))
+    with pytest.raises(error):
+        index.upsert(doc)  # type: ignore[arg-type]
+    assert [h.id for h in index.search("kept")] == ["a"] and len(index) == 1

@@ -171,3 +171,13 @@ def test_a_rebuild_that_fails_part_way_is_redone() -> None:
         recall.refresh()
     assert recall.cursor is None
     assert sorted(h.id for h in recall.search("shared", limit=10)) == list("abcdef")
+
+
+def test_a_document_with_a_bad_time_is_skipped_not_fatal() -> None:
+    store = SyncMemStore()
+    write(store, "items/a.json", item("shared", 1.0))
+    write(store, "items/b.json", '{"text": "shared", "updated_at": NaN, "status": "active"}')
+    write(store, "items/c.json", '{"updated_at": 1}')
+    recall = StoreRecall(store, to_doc)
+    assert [h.id for h in recall.search("shared")] == ["a"]
+    assert sorted(recall.skipped) == ["items/b.json", "items/c.json"]
