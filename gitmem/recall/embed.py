@@ -13,6 +13,9 @@ it needs the ``recall-embed`` extra (numpy plus the model's packages). The rules
 - **vectors are cached by content hash** (sha256 of the text, per provider), so
   an unchanged text is never embedded twice, and a hit is used only while the
   item's current text still has the digest its vector was made from;
+- **vectors can outlive the process**: with ``cache_file`` they are saved (numpy
+  ``.npz``, loaded without pickle, tagged with the provider's name) whenever the
+  queue empties, and a new process starts from them;
 - **a provider failure is reported, never raised**: the branch answers ``None``,
   the index ranks lexically alone, and :meth:`EmbeddingBranch.status` (and a log
   warning) says why.
@@ -23,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -85,6 +90,7 @@ class EmbeddingBranch:
         min_similarity: float = 0.0,
         background: bool = True,
         batch: int = 64,
+        cache_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.embedder = embedder
         self.min_similarity = min_similarity
@@ -106,6 +112,11 @@ class EmbeddingBranch:
         self._background = background
         self._worker: threading.Thread | None = None
         self._closed = False
+        self.cache_file = cache_file
+        self.cache_error: str | None = None
+        self._saved = 0  # cache entries at the last save
+        if cache_file is not None:
+            self._load_cache(cache_file)
 
     # -- told about changes (must return at once) --
 
@@ -183,13 +194,64 @@ class EmbeddingBranch:
         unit: np.ndarray = raw / np.maximum(norms, 1e-12)
         return unit
 
+    # -- the vector cache on disk (optional): a new process need not embed again --
+
+    def _load_cache(self, path: str | os.PathLike[str]) -> None:
+        """Vectors saved by an earlier process for this provider; anything odd about the file is ignored."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:  # never unpickles: loading runs no code
+                if str(saved["provider"]) != self.embedder.name:
+                    return
+                keys, vectors = saved["keys"], saved["vectors"]
+                if vectors.ndim != 2 or len(keys) != len(vectors) or not np.all(np.isfinite(vectors)):
+                    raise ValueError("the saved vectors have the wrong shape")
+                for key, vector in zip(keys.tolist(), vectors.astype(np.float32), strict=True):
+                    self._cache[str(key)] = vector
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            self.cache_error = f"{type(error).__name__}: {error}"
+            self._cache.clear()
+            return
+        self._saved = len(self._cache)
+
+    def save_cache(self) -> None:
+        """Write every vector to ``cache_file`` (temporary file, fsync, rename); a failure is noted, not raised."""
+        if self.cache_file is None:
+            return
+        with self._lock:
+            keys = list(self._cache)
+            vectors = np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+        target = Path(self.cache_file)
+        tmp: str | None = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".vectors-", suffix=".tmp", dir=target.parent)
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, provider=np.array(self.embedder.name), keys=np.array(keys, dtype=str), vectors=vectors)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+            tmp = None
+            self._saved = len(keys)
+            self.cache_error = None
+        except OSError as error:
+            self.cache_error = f"{type(error).__name__}: {error}"
+        finally:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+
     def drain(self, timeout: float | None = None) -> bool:
-        """Embed everything queued, on this thread; ``False`` when a provider failure or the timeout stopped it."""
+        """Embed everything queued, on this thread; ``False`` when a provider failure or the timeout stopped it.
+
+        With a ``cache_file``, new vectors are saved once the queue is empty.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._lock:
                 if not self._queue:
-                    return True
+                    grew = len(self._cache) > self._saved
+                    break
                 keys = list(self._queue)[: self.batch]
                 texts = [self._queue[k] for k in keys]
             if not self._embed_batch(keys, texts):
@@ -197,6 +259,9 @@ class EmbeddingBranch:
             if deadline is not None and time.monotonic() > deadline:
                 with self._lock:
                     return not self._queue
+        if grew:
+            self.save_cache()
+        return True
 
     def _embed_batch(self, keys: list[str], texts: list[str]) -> bool:
         try:

