@@ -112,7 +112,9 @@ def pre_receive_main(
     quarantine = env.get("GIT_QUARANTINE_PATH") or env.get("GIT_OBJECT_DIRECTORY")
     try:
         fmt = format_from_repo(GitRepo(path))
-        verdicts = check_updates(path, updates, fmt, object_dirs=[quarantine] if quarantine else [])
+        verdicts = check_updates(
+            path, updates, fmt, object_dirs=[quarantine] if quarantine else [], strict_objects=True
+        )
     except MemoryStoreError as exc:
         print(f"gitmem: cannot check this push, so it is refused: {exc}", file=stderr)
         return 1
