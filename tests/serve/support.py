@@ -175,3 +175,40 @@ def check_refused(
     if pushed != head_before:
         assert not has_object(mount, pushed), "a refused commit was left in the mount"
     fsck_clean(mount)
+
+
+def _literal(work: Path, kind: str, data: bytes) -> str:
+    done = subprocess.run(
+        ["git", "hash-object", "-t", kind, "--literally", "-w", "--stdin"],
+        cwd=work, input=data, capture_output=True, check=True, timeout=GIT_TIMEOUT,
+    )  # fmt: skip
+    return done.stdout.decode().strip()
+
+
+MALFORMED_KINDS = ("duplicate-entries", "unsorted-entries", "zero-padded-mode", "bad-time-zone", "nul-in-message")
+
+
+def malformed_commit(work: Path, kind: str) -> str:
+    """A commit on top of the clone's ``main`` that git's fsck refuses, made with plain git; returns it."""
+    head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    write(work, "new.md", f"new note for {kind}\n")
+    git("add", "new.md", cwd=work)
+    blob = git("rev-parse", ":new.md", cwd=work).stdout.strip()
+    seed_blob = git("rev-parse", "HEAD:seed.md", cwd=work).stdout.strip()
+
+    def entry(mode: bytes, name: bytes, ident: str) -> bytes:
+        return mode + b" " + name + b"\0" + bytes.fromhex(ident)
+
+    entries = {
+        "duplicate-entries": [entry(b"100644", b"new.md", blob), entry(b"100644", b"new.md", blob)],
+        "unsorted-entries": [entry(b"100644", b"seed.md", seed_blob), entry(b"100644", b"new.md", blob)],
+        "zero-padded-mode": [entry(b"0100644", b"new.md", blob), entry(b"100644", b"seed.md", seed_blob)],
+    }.get(kind, [entry(b"100644", b"new.md", blob), entry(b"100644", b"seed.md", seed_blob)])
+    tree = _literal(work, "tree", b"".join(entries))
+    stamp = b"+00000" if kind == "bad-time-zone" else b"+0000"
+    who = b"Mallory <m@example.com> 1700000000 " + stamp
+    message = b"hidden\0text\n" if kind == "nul-in-message" else b"malformed\n"
+    raw = f"tree {tree}\nparent {head}\n".encode() + b"author " + who + b"\ncommitter " + who + b"\n\n" + message
+    new = _literal(work, "commit", raw)
+    git("update-ref", "refs/heads/main", new, cwd=work)
+    return new

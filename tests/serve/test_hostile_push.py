@@ -16,7 +16,19 @@ from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 from .crafted import EMPTY_TREE, ZERO, Report, commit, oid, pack, receive_pack, tree
-from .support import TOKEN, Mount, Served, commit_all, fsck_clean, git, has_object, seed, write
+from .support import (
+    MALFORMED_KINDS,
+    TOKEN,
+    Mount,
+    Served,
+    commit_all,
+    fsck_clean,
+    git,
+    has_object,
+    malformed_commit,
+    seed,
+    write,
+)
 
 MAIN = "refs/heads/main"
 
@@ -325,3 +337,18 @@ def test_a_new_root_commit_on_a_branch_with_a_zero_old_value_for_a_ref_that_exis
     [status] = report.status(MAIN)
     assert status != "ok"
     assert_untouched(mount, before, [new])
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_objects_git_refuses_are_refused_when_the_real_client_pushes_them(
+    served: Served, mount: Mount, tmp_path: Path, kind: str
+) -> None:
+    seed(mount.store)
+    work = tmp_path / "work"
+    git("clone", "-q", served.url(mount.name), str(work))
+    before = refs_of(mount.path)
+    pushed = malformed_commit(work, kind)
+    done = git("push", "origin", "main", cwd=work, check=False)
+    assert done.returncode != 0 and "unpacker error" in done.stderr, done.stderr
+    assert "git rejects the pushed objects" in done.stderr
+    assert_untouched(mount, before, [pushed])
