@@ -116,6 +116,7 @@ class _MountBackend(Backend):
 
     def open_repository(self, path: str) -> Repo:
         repo = Repo(self.path)
+        _bitmaps_only_when_complete(repo)
         self.opened.append(repo)
         return repo
 
@@ -123,6 +124,32 @@ class _MountBackend(Backend):
         for repo in self.opened:
             repo.close()
         self.opened.clear()
+
+
+def _bitmaps_only_when_complete(repo: Repo) -> None:
+    """Let dulwich use pack bitmaps only when every pack has one.
+
+    After ``git gc`` (one pack, with a bitmap) and then a push (a second pack,
+    without), dulwich's bitmap walk opens the missing ``.bitmap`` file and fails
+    every fetch with ``FileNotFoundError`` until the next gc. With any pack
+    lacking a bitmap the fetch walks the object graph instead, as it does on a
+    mount that was never gc'ed.
+    """
+    store = repo.object_store
+    original = store.get_reachability_provider
+    folder = os.path.join(repo.path, "objects", "pack")
+
+    def provider(prefer_bitmaps: bool = True) -> Any:
+        if prefer_bitmaps:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                names = []
+            stems = {n[:-5] for n in names if n.endswith(".pack")}
+            prefer_bitmaps = bool(stems) and all(f"{stem}.bitmap" in names for stem in stems)
+        return original(prefer_bitmaps=prefer_bitmaps)
+
+    store.get_reachability_provider = provider  # type: ignore[method-assign]
 
 
 @dataclass
