@@ -8,6 +8,7 @@ speak the smart HTTP receive-pack protocol themselves.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import urllib.request
 import zlib
@@ -106,6 +107,7 @@ def receive_pack(
     *,
     shallow: Sequence[str] = (),
     atomic: bool = False,
+    gzip_body: bool = False,
 ) -> Report:
     """POST one receive-pack request (report-status, side-band-64k) and parse the answer."""
     caps = b"report-status side-band-64k" + (b" atomic" if atomic else b"")
@@ -114,14 +116,15 @@ def receive_pack(
         line = f"{old} {new} {ref}".encode()
         body += pkt(line + (b"\0" + caps if i == 0 else b"") + b"\n")
     body += b"0000" + (body_pack or b"")
+    headers = {
+        "Content-Type": "application/x-git-receive-pack-request",
+        "Authorization": "Basic " + base64.b64encode(f"agent:{token}".encode()).decode(),
+    }
+    if gzip_body:
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
     request = urllib.request.Request(
-        f"{base_url}/{name}.git/git-receive-pack",
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/x-git-receive-pack-request",
-            "Authorization": "Basic " + base64.b64encode(f"agent:{token}".encode()).decode(),
-        },
+        f"{base_url}/{name}.git/git-receive-pack", data=body, method="POST", headers=headers
     )
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
