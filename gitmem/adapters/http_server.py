@@ -120,7 +120,7 @@ class _CappedReader:
 def load_tokens(
     token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> frozenset[str]:
-    """Push tokens from ``token_file`` (one per line, ``#`` comments) and ``$GITMEM_TOKENS``.
+    """Access tokens (for pushes, and for reads unless public) from ``token_file`` (one per line) and ``$GITMEM_TOKENS``.
 
     ``GITMEM_TOKENS`` holds tokens separated by commas or whitespace.
     """
