@@ -51,7 +51,16 @@ from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.packs import PackError, PackTooLarge, index_pack, install_pack, pack_reachable, ref_tips, remove_pack
+from gitmem.git.packs import (
+    PackError,
+    PackTooLarge,
+    index_pack,
+    install_pack,
+    only_needed,
+    pack_reachable,
+    ref_tips,
+    remove_pack,
+)
 from gitmem.git.pushcheck import MAIN, ZERO, RefUpdate, Refusal, check_updates, reason
 from gitmem.git.refs import swap_ref
 from gitmem.git.repo import GitRepo
@@ -101,10 +110,19 @@ class Quarantine:
         """Stream the pack through ``git index-pack --strict`` (:func:`gitmem.git.packs.index_pack`)."""
         self.received = index_pack(self.repo_path, self.path, read, max_size)
 
-    def land(self, tips: Sequence[str], known: Sequence[str]) -> list[str]:
-        """Move in one new pack of what ``tips`` reach beyond ``known``; returns the files added."""
+    def land(self, tips: Sequence[str], known: Sequence[str], reached: set[bytes] | None = None) -> list[str]:
+        """Move in one new pack of what ``tips`` reach beyond ``known``; returns the files added.
+
+        When ``reached`` (what the checks saw the tips reach) covers every object
+        of the received pack that the mount lacks, that pack moves in as it is.
+        """
         if not tips:
             return []
+        if reached is not None and self._packs == 0:
+            received = only_needed(self.repo_path, self.path, reached)
+            if received is not None:
+                self._packs += 1
+                return install_pack(received, self.objects)
         self._packs += 1
         files = pack_reachable(self.repo_path, [self.path], os.path.join(self.path, f"out{self._packs}"), tips, known)
         return install_pack(files, self.objects)
@@ -147,6 +165,7 @@ class GuardedReceivePack(ReceivePackHandler):
     ) -> None:
         super().__init__(backend, args, proto, stateless_rpc=stateless_rpc, advertise_refs=advertise_refs)
         self.mount = mount
+        self._reached: dict[str, set[bytes]] = {}
 
     def _on_pre_receive(self, client_refs: Any) -> None:
         return None
@@ -240,7 +259,9 @@ class GuardedReceivePack(ReceivePackHandler):
             single = [u for u in updates if named[u.ref] == 1]
             try:
                 fmt = format_from_repo(GitRepo(self.mount.path))
-                verdicts = check_updates(self.mount.path, single, fmt, object_dirs=[quarantine.path])
+                verdicts = check_updates(
+                    self.mount.path, single, fmt, object_dirs=[quarantine.path], reached=self._reached
+                )
             except MemoryStoreError as exc:
                 self._say(f"gitmem: cannot check this push, so it is refused: {exc}")
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
@@ -304,7 +325,9 @@ class GuardedReceivePack(ReceivePackHandler):
         movable = [u for u in accepted if u.ref not in stale]
         known = ref_tips(self.mount.path)
         try:
-            landed = quarantine.land([u.new for u in movable if not u.deleting], known)
+            landing = [u for u in movable if not u.deleting]
+            reached = set().union(*(self._reached.get(u.ref, set()) for u in landing)) if landing else set()
+            landed = quarantine.land([u.new for u in landing], known, reached)
         except (PackError, OSError) as exc:
             text = str(exc).replace("\n", " ")
             return {**out, **{u.ref: f"could not store the pushed objects: {text}".encode() for u in movable}}

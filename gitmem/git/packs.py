@@ -264,3 +264,41 @@ def remove_pack(files: Sequence[str]) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def pack_ids(idx_path: str) -> list[bytes]:
+    """The raw object ids a version-2 pack index lists."""
+    with open(idx_path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\xfftOc" or int.from_bytes(data[4:8], "big") != 2:
+        raise PackError(f"{idx_path} is not a version-2 pack index")
+    count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")
+    start = 8 + 256 * 4
+    return [data[start + 20 * i : start + 20 * (i + 1)] for i in range(count)]
+
+
+def only_needed(repo_path: str, objects: str, reached: set[bytes]) -> list[str] | None:
+    """The received pack's files when it holds nothing but ``reached`` objects and ones the mount has.
+
+    Then it can move in as it is (no re-pack); ``[]`` when it is empty. ``None`` when it holds anything
+    else (an object of a refused update, or one no update reaches), or when the
+    quarantine does not hold exactly one pack.
+    """
+    folder = os.path.join(objects, "pack")
+    indexes = [n for n in os.listdir(folder) if n.endswith(".idx")]
+    if len(indexes) != 1:
+        return None
+    stem = os.path.join(folder, indexes[0][: -len(".idx")])
+    ids = pack_ids(stem + ".idx")
+    if not ids:
+        return []  # an empty pack (the push only names objects the mount has): nothing to keep
+    extra = [i for i in ids if i not in reached]
+    if extra:
+        repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        try:
+            odb = repo.odb
+            if not all(odb.exists(pygit2.Oid(raw=i)) for i in extra):
+                return None
+        finally:
+            repo.free()
+    return [f"{stem}{ext}" for ext in (".pack", ".rev", ".idx") if os.path.exists(f"{stem}{ext}")]

@@ -138,6 +138,7 @@ def check_updates(
     *,
     object_dirs: Sequence[str] = (),
     strict_objects: bool = False,
+    reached: dict[str, set[bytes]] | None = None,
 ) -> dict[str, list[Refusal]]:
     """Refusals per ref (an empty list: the update may land).
 
@@ -145,6 +146,10 @@ def check_updates(
     quarantine). ``strict_objects`` also runs git's strict object checks on what
     the push brings (:func:`gitmem.git.packs.strict_check`); ``gitmem serve``
     leaves it off because ``git index-pack --strict`` already read every object.
+    ``reached``, when given, is filled with the raw ids of objects the check
+    saw reachable from each ref's new value (its new commits, the trees that
+    changed and their entries, a pushed tag): enough for ``gitmem serve`` to tell
+    that a received pack holds nothing else, without walking it again.
     Raises ``unavailable`` only when the repository itself cannot be read;
     anything wrong with the pushed objects is a refusal.
     """
@@ -163,7 +168,13 @@ def check_updates(
             if problem is not None:
                 message = f"git's object checks refuse the pushed objects: {problem}"
                 return {u.ref: [] if u.deleting else [Refusal(u.ref, RULE_OBJECT, message, u.new)] for u in updates}
-        return {u.ref: checker.check(u) for u in updates}
+        out = {}
+        for update in updates:
+            checker.reached = set()
+            out[update.ref] = checker.check(update)
+            if reached is not None:
+                reached[update.ref] = checker.reached
+        return out
     finally:
         repo.free()
 
@@ -177,8 +188,9 @@ class _Checker:
         self.known = _ref_commits(repo)
         self._paths: dict[bytes, tuple[str, str] | None] = {}
         self._blobs: dict[pygit2.Oid, tuple[str, str] | None] = {}
-        self._types: dict[pygit2.Oid, int] = {}
+        self._headers: dict[pygit2.Oid, tuple[int, int]] = {}
         self._trees: set[tuple[pygit2.Oid, bytes]] = set()
+        self.reached: set[bytes] = set()
 
     def check(self, update: RefUpdate) -> list[Refusal]:
         ref = update.ref
@@ -213,7 +225,9 @@ class _Checker:
                 )
             ]
         refusals: list[Refusal] = []
+        self.reached.add(pushed.id.raw)
         for commit in self._new_commits(new):
+            self.reached.add(commit.id.raw)
             for path, problem in self._commit_problems(commit):
                 if len(refusals) == MAX_REFUSALS:
                     refusals.append(Refusal(ref, RULE_TOO_MANY, f"more than {MAX_REFUSALS} problems; fix these first"))
@@ -289,6 +303,7 @@ class _Checker:
         if any(old is not None and old.id == tree.id for old in olds) or (tree.id, prefix) in self._trees:
             return
         self._trees.add((tree.id, prefix))
+        self.reached.add(tree.id.raw)
         if not len(tree) and prefix:
             yield prefix[:-1], ("invalid_path", "an empty folder; a memory holds files and the folders they need")
             return
@@ -296,6 +311,7 @@ class _Checker:
             name = entry.raw_name
             assert name is not None
             raw = prefix + name
+            self.reached.add(entry.id.raw)
             problem = self._entry_problem(raw, entry.filemode, entry.id)
             if problem is not None:
                 yield raw, problem
@@ -323,14 +339,19 @@ class _Checker:
         return None
 
     def _type(self, oid: pygit2.Oid) -> int:
-        kind = self._types.get(oid)
-        if kind is None:
+        return self._header(oid)[0]
+
+    def _header(self, oid: pygit2.Oid) -> tuple[int, int]:
+        """``(type, size)`` of an object, read once (``(0, 0)``: missing)."""
+        found = self._headers.get(oid)
+        if found is None:
             try:
-                kind = int(self.repo.odb.read_header(oid)[0])
+                kind, size = self.repo.odb.read_header(oid)
+                found = (int(kind), size)
             except KeyError:
-                kind = 0
-            self._types[oid] = kind
-        return kind
+                found = (0, 0)
+            self._headers[oid] = found
+        return found
 
     def _path_problem(self, raw: bytes) -> tuple[str, str] | None:
         if raw in self._paths:
@@ -361,7 +382,9 @@ class _Checker:
 
     def _blob_problem(self, oid: pygit2.Oid) -> tuple[str, str] | None:
         fmt = self.fmt
-        _, size = self.repo.odb.read_header(oid)
+        kind, size = self._header(oid)
+        if kind == 0:
+            raise KeyError(str(oid))
         if size > fmt.max_file_bytes:
             return ("too_large", f"content is {size} bytes; the limit is {fmt.max_file_bytes}")
         data = bytes(self.repo[oid].read_raw())
