@@ -216,9 +216,32 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
             return _said(packer_err, f"git pack-objects exited with {packer.returncode}")
         if checker.returncode != 0:
             return _said(checker.stderr, f"git index-pack exited with {checker.returncode}")
-        return None
+        indexes = [os.path.join(scratch, "pack", n) for n in os.listdir(os.path.join(scratch, "pack"))]
+        reached = {i for path in indexes if path.endswith(".idx") for i in pack_ids(path)}
+        return _unreached(repo_path, objects, reached)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> str | None:
+    """Why the quarantine ``objects`` hold something no update reaches and the mount lacks, or ``None``.
+
+    git moves a whole quarantine into the mount once the hooks accept, so an
+    object that no pushed ref reaches (a crafted pack can carry any) would stay
+    readable with ``git cat-file`` without ever having been checked.
+    """
+    if not objects:
+        return None
+    repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    try:
+        mount = repo.odb
+        for folder in objects:
+            for oid in pygit2.Odb(os.path.abspath(folder)):
+                if oid.raw not in reached and not mount.exists(oid):
+                    return f"the push carries object {oid} that none of its refs reaches"
+        return None
+    finally:
+        repo.free()
 
 
 def ref_tips(repo_path: str) -> list[str]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from serve import crafted
 from serve.support import (
     BAD_PUSHES,
     MALFORMED_KINDS,
@@ -186,3 +188,34 @@ def test_objects_git_refuses_are_refused_by_the_hook(mount: GitFileStore, tmp_pa
     assert mount.sync.head() == head
     assert not has_object(mount.path, pushed)
     fsck_clean(mount.path)
+
+
+def test_objects_no_pushed_ref_reaches_are_refused_by_the_hook(mount: GitFileStore, tmp_path: Path) -> None:
+    # git's receive-pack moves its whole quarantine in once the hooks accept; a crafted pack
+    # can carry objects no ref reaches, which would then stay readable unchecked.
+    head = seed(mount)
+    seed_blob = git("rev-parse", f"{head}:seed.md", cwd=mount.path).stdout.strip()
+    new = b"a fine new note\n"
+    raw_tree = crafted.tree((b"100644", b"new.md", crafted.oid("blob", new)), (b"100644", b"seed.md", seed_blob))
+    raw_commit = crafted.commit(crafted.oid("tree", raw_tree), [head])
+    secret = b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+    objects = [("blob", new), ("tree", raw_tree), ("commit", raw_commit)]
+    pushed = crafted.oid("commit", raw_commit)
+
+    def receive(with_secret: bool) -> crafted.Report:
+        data = crafted.pack([*objects, ("blob", secret)] if with_secret else objects)
+        body = crafted.request_body([(head, pushed, "refs/heads/main")], data)
+        done = subprocess.run(
+            ["git", "receive-pack", "--stateless-rpc", mount.path], input=body, capture_output=True, timeout=60
+        )
+        return crafted.parse_report(done.returncode, done.stdout)
+
+    report = receive(with_secret=True)
+    assert report.status("refs/heads/main") == ["pre-receive hook declined"], report
+    assert "none of its refs reaches" in report.messages
+    assert mount.sync.head() == head
+    assert not has_object(mount.path, crafted.oid("blob", secret)) and not has_object(mount.path, pushed)
+    fsck_clean(mount.path)
+    # The same push without the stowaway lands.
+    assert receive(with_secret=False).status("refs/heads/main") == ["ok"]
+    assert mount.sync.head() == pushed

@@ -110,12 +110,7 @@ def receive_pack(
     gzip_body: bool = False,
 ) -> Report:
     """POST one receive-pack request (report-status, side-band-64k) and parse the answer."""
-    caps = b"report-status side-band-64k" + (b" atomic" if atomic else b"")
-    body = b"".join(pkt(f"shallow {s}\n".encode()) for s in shallow)
-    for i, (old, new, ref) in enumerate(commands):
-        line = f"{old} {new} {ref}".encode()
-        body += pkt(line + (b"\0" + caps if i == 0 else b"") + b"\n")
-    body += b"0000" + (body_pack or b"")
+    body = request_body(commands, body_pack, shallow=shallow, atomic=atomic)
     headers = {
         "Content-Type": "application/x-git-receive-pack-request",
         "Authorization": "Basic " + base64.b64encode(f"agent:{token}".encode()).decode(),
@@ -132,6 +127,27 @@ def receive_pack(
     except urllib.error.HTTPError as exc:
         code, data = exc.code, exc.read()
         exc.close()
+    return parse_report(code, data)
+
+
+def request_body(
+    commands: Sequence[tuple[str, str, str]],
+    body_pack: bytes | None,
+    *,
+    shallow: Sequence[str] = (),
+    atomic: bool = False,
+) -> bytes:
+    """A receive-pack request: shallow lines, commands (capabilities on the first), flush, pack."""
+    caps = b"report-status side-band-64k" + (b" atomic" if atomic else b"")
+    body = b"".join(pkt(f"shallow {s}\n".encode()) for s in shallow)
+    for i, (old, new, ref) in enumerate(commands):
+        line = f"{old} {new} {ref}".encode()
+        body += pkt(line + (b"\0" + caps if i == 0 else b"") + b"\n")
+    return body + b"0000" + (body_pack or b"")
+
+
+def parse_report(code: int, data: bytes) -> Report:
+    """The side-band answer of receive-pack: report-status lines and remote messages."""
     report = b""
     messages = b""
     for line in _pkt_lines(data):
