@@ -287,7 +287,7 @@ class GitHttpApp:
             backend.close()
             done()
 
-        return _closing(dulwich_app(environ, start_response), close)
+        return _ClosingBody(dulwich_app(environ, start_response), close)
 
     def _limit_input(self, environ: dict[str, Any], start_response: StartResponse, service: str) -> list[bytes] | None:
         """Cap the request body by its inflated size; a fetch request is read whole here."""
@@ -417,14 +417,31 @@ def _text(
     return [data]
 
 
-def _closing(body: Iterable[bytes], close: Callable[[], None]) -> Iterator[bytes]:
-    try:
-        yield from body
-    finally:
-        closer = getattr(body, "close", None)
-        if closer is not None:
-            closer()
-        close()
+class _ClosingBody:
+    """The response body; ``close`` runs once: when the body is used up or the server closes it.
+
+    It frees what the request held (the repository, an anonymous worker slot), so
+    it must run even when the client went away before the first chunk.
+    """
+
+    def __init__(self, body: Iterable[bytes], close: Callable[[], None]) -> None:
+        self._body = body
+        self._close: Callable[[], None] | None = close
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._body
+        self.close()
+
+    def close(self) -> None:
+        done, self._close = self._close, None
+        if done is None:
+            return
+        try:
+            closer = getattr(self._body, "close", None)
+            if closer is not None:
+                closer()
+        finally:
+            done()
 
 
 # --- the server --------------------------------------------------------------------

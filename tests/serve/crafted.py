@@ -54,12 +54,14 @@ def _header(kind: int, size: int) -> bytes:
     return bytes(out)
 
 
-def pack(objects: Sequence[tuple[str, bytes]], *, count: int | None = None, deltas: Sequence[str] = ()) -> bytes:
+def pack(
+    objects: Sequence[tuple[str, bytes]], *, count: int | None = None, deltas: Sequence[str] = (), level: int = 6
+) -> bytes:
     """A version-2 pack of whole objects; ``count`` overrides the header, ``deltas`` adds a REF_DELTA per base id."""
     total = len(objects) + len(deltas) if count is None else count
     out = bytearray(b"PACK" + (2).to_bytes(4, "big") + total.to_bytes(4, "big"))
     for kind, raw in objects:
-        out += _header(_TYPES[kind], len(raw)) + zlib.compress(raw)
+        out += _header(_TYPES[kind], len(raw)) + zlib.compress(raw, level)
     for base in deltas:
         delta = bytes([5, 5, 0x90, 5])  # source 5, target 5 bytes, copy 5 bytes from offset 0
         out += _header(_REF_DELTA, len(delta)) + bytes.fromhex(base) + zlib.compress(delta)

@@ -7,6 +7,7 @@ keep answering token holders (and, once the flood is over, anonymous readers).
 from __future__ import annotations
 
 import gzip
+import io
 import secrets
 import threading
 import urllib.error
@@ -15,8 +16,8 @@ from pathlib import Path
 
 from gitmem.adapters.http_server import _trim_negotiation
 
-from .crafted import ZERO, receive_pack
-from .support import TOKEN, Mount, Served, git, seed
+from .crafted import oid, pack, receive_pack
+from .support import TOKEN, Mount, Served, git, has_object, seed
 
 BOMBS = 4  # as many as waitress has workers
 
@@ -92,15 +93,17 @@ def test_anonymous_requests_beyond_their_slots_are_turned_away_at_once_not_queue
 def test_a_push_whose_body_inflates_past_the_cap_is_refused_with_a_report(served: Served, mount: Mount) -> None:
     head = seed(mount.store)
     served.app.max_push_bytes = 256 * 1024
-    body = b"PACK" + (2).to_bytes(4, "big") + (1).to_bytes(4, "big") + b"\0" * (8 * 1024 * 1024)
-    # Sent through the raw client, gzip-encoded by hand.
+    # One 8 MiB blob stored without compression: the pack is 8 MiB, its gzip a few KB.
+    blob = b"\0" * (8 * 1024 * 1024)
+    body = pack([("blob", blob)], level=0)
+    assert len(gzip.compress(body)) < 100_000
     base = f"http://127.0.0.1:{served.server.port}"
     report = receive_pack(base, mount.name, TOKEN, [(head, "ab" * 20, "refs/heads/main")], body, gzip_body=True)
     assert report.http == 200
-    assert report.unpack not in (None, "ok")
-    assert report.status("refs/heads/main") and report.status("refs/heads/main")[0] != "ok"
+    assert report.unpack is not None and "exceeds the server's limit" in report.unpack, report
+    assert report.status("refs/heads/main") == ["pack too large"]
     assert mount.store.sync.head() == head
-    assert ZERO not in report.refs
+    assert not has_object(mount.path, oid("blob", blob))
 
 
 def test_a_negotiation_with_thousands_of_haves_is_trimmed_and_still_answered_with_a_pack(
@@ -138,3 +141,25 @@ def test_trimming_keeps_the_first_wants_and_haves_and_every_other_line() -> None
     )  # fmt: skip
     assert trimmed == expected
     assert _trim_negotiation(b"zzzz-not-pkt-lines", 2) == b"zzzz-not-pkt-lines"
+
+
+def test_an_anonymous_slot_is_freed_even_when_the_body_is_never_read(served: Served, mount: Mount) -> None:
+    served.app.public_read = True
+    seed(mount.store)
+    environ = {
+        "PATH_INFO": f"/{mount.name}.git/info/refs",
+        "QUERY_STRING": "service=git-upload-pack",
+        "REQUEST_METHOD": "GET",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.url_scheme": "http",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "0",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+    }
+    for _ in range(served.app.anonymous_slots + 2):
+        body = served.app(dict(environ), lambda status, headers, exc_info=None: None)
+        body.close()  # type: ignore[attr-defined]  # a client that went away before the first chunk
+    taken = [served.app._anonymous.acquire(blocking=False) for _ in range(served.app.anonymous_slots)]
+    assert all(taken)
+    for _ in taken:
+        served.app._anonymous.release()
