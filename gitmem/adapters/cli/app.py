@@ -176,17 +176,32 @@ def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str
         version = f" --expect {exc.current.version}" if exc.current is not None else ""
         return f"choose another path, or remove {where} first (`gitmem rm {name} {where}{version}`)"
     if code == "not_found":
-        return "check the memory name with `gitmem mounts` and the paths with `gitmem ls NAME`"
-    if code in ("invalid_path", "invalid_file", "too_large"):
+        return _not_found_hint(exc.message, command, params, name)
+    if code == "too_large":
+        return (
+            f"nothing was written; shorten the file, or raise the limit: `gitmem config {name}` shows the limits, "
+            f"`gitmem config {name} gitmem.maxFileBytes 1m` raises the largest file"
+        )
+    if code == "invalid_file" and command == "config":
+        return f"nothing was changed; `gitmem config {name}` lists the keys and the values in force"
+    if code in ("invalid_path", "invalid_file"):
         return "nothing was written; fix the path or content and run the command again"
     if code == "invalid_pattern":
         return "fix the regular expression, or drop -E to search for the text literally"
     if code == "memory_full":
-        return "delete or shorten files first, or raise the memory's limits in its git config (gitmem.*)"
+        return (
+            f"delete or shorten files first, or raise the limit: `gitmem config {name}` shows the limits, "
+            f"`gitmem config {name} gitmem.maxFiles N` and `gitmem.maxMemoryBytes N` raise them"
+        )
     if code == "memory_deleted":
         return f"the memory was removed; create it again with `gitmem init {name}`"
     if code == "unavailable":
-        return "the repository could not be used right now (lock held, disk, permissions); retry shortly"
+        lowered = exc.message.lower()
+        if "lock" in lowered or "timed out" in lowered or "busy" in lowered:
+            return "another writer holds the memory's lock; retry shortly"
+        if "config" in lowered:
+            return f"fix the value named above (`gitmem config {name} KEY VALUE`, or `--unset`)"
+        return "check the --root folder and the memory's files: do they exist, and may this user read and write them?"
     if code == "forbidden":
         return "this memory does not allow that change"
     if code == "no_match":
@@ -196,6 +211,20 @@ def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str
     if code == "conflict_retries_exhausted":
         return "other writers keep changing this file; wait and run the command again"
     return "see docs/cli.md"
+
+
+def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str) -> str:
+    """``not_found`` has many causes; the hint follows the one the message names."""
+    lowered = message.lower()
+    if "no memory named" in lowered:
+        return "check the memory name with `gitmem mounts` (or create it with `gitmem init NAME`)"
+    if params.get("since") and ("since" in lowered or str(params.get("since")) in message):
+        return "--since takes a date (2025-01-31, 2025-01-31T12:00), a relative one (yesterday, 2.weeks, '3 days ago') or a revision"
+    if "proposal" in lowered or (command in ("approve", "reject", "show") and params.get("id")):
+        return f"no such open proposal: it may be approved or rejected already; see `gitmem review list {name}`"
+    if "revision" in lowered or "commit" in lowered or params.get("rev"):
+        return f"check the revision with `gitmem log {name}` (a commit id of 7+ digits, main, main~3)"
+    return f"check the path with `gitmem ls {name}`"
 
 
 def file_json(text: FileText | None, *, content: bool = True) -> dict[str, Any] | None:
@@ -321,7 +350,25 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[[int, in
 # --- the root group --------------------------------------------------------------
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from gitmem.config import DISTRIBUTION
+
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        number = version(DISTRIBUTION)
+    except PackageNotFoundError:
+        number = "unknown (not installed)"
+    click.echo(f"gitmem {number} (distribution {DISTRIBUTION}, Python {sys.version.split()[0]})")
+    ctx.exit()
+
+
 @click.group(cls=GitmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help="Print the version and exit."
+)
 @origin_options
 @common_options
 @click.pass_context

@@ -188,7 +188,15 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
 
     store = state.store(name)
     # The agents' edit tool, so a person and an agent editing one file follow the same rule.
-    done = ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin)
+    try:
+        done = ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin)
+    except MemoryStoreError as exc:
+        if "old_string" not in exc.message:
+            raise
+        # The shared tool speaks of its own parameter; here the user typed --old.
+        exc.message = exc.message.replace("old_string", "the --old text")
+        exc.args = (f"{exc.code}: {exc.message}",)
+        raise
     payload = {"memory": name, "path": done["path"], "version": done["version"], "size": done["size"]}
     emit(payload, f"edited {done['path']}: version {done['version']}")
 

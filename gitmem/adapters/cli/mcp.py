@@ -85,7 +85,9 @@ def mcp(
     try:
         import mcp as _sdk  # noqa: F401  (only checks the optional dependency is there)
     except ImportError:
-        raise click.ClickException("gitmem mcp needs the mcp SDK: pip install 'gitmem[mcp]'") from None
+        from gitmem.config import install_hint
+
+        raise click.ClickException(f"gitmem mcp needs the mcp SDK: {install_hint('mcp')}") from None
     import anyio
 
     from gitmem.adapters.mcp_server import MemoryMcpServer

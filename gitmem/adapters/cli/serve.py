@@ -41,7 +41,9 @@ def serve(
     try:
         import waitress  # noqa: F401  (only checks the optional dependency is there)
     except ImportError:
-        raise click.ClickException("gitmem serve needs waitress: pip install 'gitmem[serve]'") from None
+        from gitmem.config import install_hint
+
+        raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
     from gitmem.adapters.http_server import GitHttpServer, load_tokens
     from gitmem.adapters.http_server import serve as run
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
