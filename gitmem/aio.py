@@ -17,7 +17,6 @@ line per method, so its signature and docstring are the sync method's own::
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
@@ -32,6 +31,8 @@ S = TypeVar("S")
 
 async def call(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
     """Run ``fn(*args, **kwargs)`` in a worker thread and await its result (errors as raised)."""
+    import asyncio  # here, not at the top: the CLI imports this module and never awaits
+
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
@@ -93,6 +94,8 @@ class threaded(Generic[S, P, R]):
 
         @functools.wraps(self.fn)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            import asyncio  # loaded by the first call that awaits, not by importing gitmem
+
             return await asyncio.to_thread(bound, *args, **kwargs)
 
         run.__signature__ = self.signature  # type: ignore[attr-defined]

@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import MemoryStoreError
 from gitmem.secrets import find_secret
 
-# libyaml's loader parses frontmatter ~5x faster than the pure-Python one, same safe subset.
-_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    import yaml
+
+
+def _yaml() -> tuple[Any, type[yaml.SafeLoader]]:
+    """yaml and its loader, imported on the first frontmatter (a CLI call that reads none skips it).
+
+    libyaml's loader parses frontmatter ~5x faster than the pure-Python one, same safe subset.
+    """
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 KIB = 1024
 
@@ -163,8 +171,9 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
     size = len(block.encode("utf-8")) + 8
     if size > fmt.max_frontmatter_bytes:
         raise MemoryStoreError("invalid_file", f"frontmatter is {size} bytes; the limit is {fmt.max_frontmatter_bytes}")
+    yaml, loader = _yaml()
     try:
-        data = yaml.load(block, Loader=_YAML_LOADER) if block.strip() else {}
+        data = yaml.load(block, Loader=loader) if block.strip() else {}
     except yaml.YAMLError as exc:
         raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):

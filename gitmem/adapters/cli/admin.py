@@ -6,6 +6,8 @@ without ``--yes``: that is a usage error (exit code 2), not a refusal by the sto
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from gitmem.adapters.cli.app import (
@@ -20,7 +22,9 @@ from gitmem.adapters.cli.app import (
     to_json,
     usage_error,
 )
-from gitmem.history import ObjectCounts
+
+if TYPE_CHECKING:
+    from gitmem.history import ObjectCounts
 
 
 def _confirm(yes: bool, what: str) -> None:

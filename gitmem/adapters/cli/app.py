@@ -23,16 +23,18 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
-from gitmem.gitstore import SyncGitFileStore
-from gitmem.model import FileText, Origin
-from gitmem.root import Root
+
+if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage errors stay fast
+    from gitmem.gitstore import SyncGitFileStore
+    from gitmem.model import FileText, Origin
+    from gitmem.root import Root
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,11 +60,15 @@ class State:
     @property
     def root(self) -> Root:
         if self._root is None:
+            from gitmem.root import Root
+
             self._root = Root(self.root_dir or default_root())
         return self._root
 
     @property
     def origin(self) -> Origin:
+        from gitmem.model import Origin
+
         return Origin(run_id=self.run, principal_id=self.principal, tool_call_id=CLI_TOOL_CALL)
 
     def store(self, name: str) -> SyncGitFileStore:

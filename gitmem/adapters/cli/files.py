@@ -9,6 +9,7 @@ overwritten silently.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,9 +25,9 @@ from gitmem.adapters.cli.app import (
     usage_error,
 )
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import validate_directory
-from gitmem.gitstore import SyncGitFileStore
-from gitmem.model import Changes
+
+if TYPE_CHECKING:
+    from gitmem.gitstore import SyncGitFileStore
 
 #: How many times ``edit`` re-reads and re-checks after another writer got in first.
 EDIT_RETRIES = 3
@@ -52,6 +53,8 @@ def directory_arg(directory: str | None) -> str:
     """``prefs``, ``prefs/`` and ``/`` are all accepted; the store wants ``prefs/`` or ``""``."""
     if not directory or directory == "/":
         return ""
+    from gitmem.fileformat import validate_directory  # loads yaml: only when a folder is given
+
     return validate_directory(directory.rstrip("/") + "/")
 
 
@@ -249,6 +252,8 @@ def changes(state: State, name: str, since: str | None) -> None:
     or when the cursor is no longer in history (after purge or forget), it says
     "full resync": re-read everything.
     """
+    from gitmem.model import Changes
+
     delta = state.store(name).changes(since)
     payload: dict[str, object]
     if isinstance(delta, Changes):

@@ -7,15 +7,18 @@ and ``revert`` add one new commit each and never rewrite history.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import click
 
 from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short
 from gitmem.adapters.cli.files import full_version
 from gitmem.errors import MemoryStoreError
-from gitmem.gitstore import SyncGitFileStore
-from gitmem.history import BlameLine, LogEntry
-from gitmem.model import Origin
+
+if TYPE_CHECKING:  # dataclass modules: building their classes costs start-up time
+    from gitmem.gitstore import SyncGitFileStore
+    from gitmem.history import BlameLine, LogEntry
+    from gitmem.model import Origin
 
 
 def when(value: str | None) -> datetime | str | None:

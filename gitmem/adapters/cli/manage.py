@@ -8,11 +8,7 @@ the store's atomic batch write (``apply``), so a failure part-way leaves nothing
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +147,11 @@ def proposal_of(store: Any, state: State) -> dict[str, str] | None:
     """Where a write under review went: ``{run, ref}`` when the gate sent it to a proposal, else ``None``."""
     if state.run is None:
         return None
-    from gitmem.git import review as git_review
+    from gitmem import review as review_api
 
-    if not git_review.gate_enabled(store.repo):
+    if not review_api.enabled(store):
         return None
-    return {"run": state.run, "ref": git_review.proposal_ref(state.run)}
+    return {"run": state.run, "ref": review_api.PROPOSALS + state.run}
 
 
 @cli.command()
@@ -198,6 +194,9 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
 
 
 def _export_folder(repo: Any, files: list[tuple[str, str]], destination: Path) -> None:
+    import shutil
+    import tempfile
+
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise MemoryStoreError("already_exists", f"{destination} exists and is not an empty folder")
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +216,9 @@ def _export_folder(repo: Any, files: list[tuple[str, str]], destination: Path) -
 
 
 def _export_tar(repo: Any, files: list[tuple[str, str]], destination: Path) -> None:
+    import io
+    import tarfile
+
     if destination.exists():
         raise MemoryStoreError("already_exists", f"{destination} already exists")
     suffix = destination.name.rsplit(".", 1)[-1]
@@ -372,7 +374,7 @@ def _default_text(value: object) -> str:
 
 def _effective(store: Any) -> dict[str, Any]:
     """The value each key has in force (the default where the config holds none)."""
-    from gitmem.git import review as git_review
+    from gitmem import review as review_api
     from gitmem.gitstore import format_from_repo
 
     fmt = format_from_repo(store.repo)
@@ -384,7 +386,7 @@ def _effective(store: Any) -> dict[str, Any]:
         "gitmem.maxDescriptionChars": fmt.max_description_chars,
         "gitmem.maxFrontmatterBytes": fmt.max_frontmatter_bytes,
         "gitmem.checkSecrets": fmt.check_secrets,
-        "gitmem.review": git_review.gate_enabled(store.repo),
+        "gitmem.review": review_api.enabled(store),
     }
 
 
@@ -412,9 +414,9 @@ def _config_check_set(repo: Any, key: str, value: str) -> None:
 
 
 def _config_unset(repo: Any, key: str) -> None:
-    from gitmem.git.repo import translate_errors
-
-    with translate_errors(repo.path):
+    try:
         cfg = repo.repo.config
         if key in cfg:
             del cfg[key]
+    except Exception as exc:  # pygit2.GitError derives from Exception only; the CLI may not import pygit2
+        raise MemoryStoreError("unavailable", f"cannot change the config of {repo.path}: {exc}") from exc

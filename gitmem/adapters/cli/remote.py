@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -18,7 +18,9 @@ from gitmem.adapters.cli.app import (
     pass_state,
     short,
 )
-from gitmem.remotes import MergeRefused
+
+if TYPE_CHECKING:
+    from gitmem.remotes import MergeRefused
 
 
 def report_refused(state: State, exc: MergeRefused, hint: str) -> NoReturn:
@@ -133,7 +135,7 @@ def pull(state: State, name: str, remote_name: str) -> None:
 
     try:
         result = remotes.pull(state.store(name), remote_name, origin=state.origin)
-    except MergeRefused as exc:
+    except remotes.MergeRefused as exc:
         if exc.code == "version_mismatch" and exc.paths:
             hint = (
                 f"main was not changed; resolve it on {remote_name} (pull its main into a clone, fix "

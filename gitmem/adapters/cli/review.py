@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,7 +20,9 @@ from gitmem.adapters.cli.app import (
     usage_error,
 )
 from gitmem.adapters.cli.remote import report_refused
-from gitmem.review import MergeRefused, Proposal
+
+if TYPE_CHECKING:
+    from gitmem.review import Proposal
 
 
 def _proposal_json(p: Proposal) -> dict[str, object]:
@@ -142,7 +145,7 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
     approver = state.principal or _login_name()
     try:
         result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
-    except MergeRefused as exc:
+    except api.MergeRefused as exc:
         report_refused(
             state,
             exc,

@@ -6,11 +6,15 @@ find ranks with it. ``index status|rebuild`` expose the projection for admins.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, progress, short, to_json
 from gitmem.adapters.cli.files import directory_arg
-from gitmem.index import IndexStatus
+
+if TYPE_CHECKING:
+    from gitmem.index import IndexStatus
 
 
 @cli.command()

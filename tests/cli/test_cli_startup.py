@@ -1,0 +1,73 @@
+"""Startup stays light: `--help`, `ls` and `cat` load no library they do not use.
+
+Agents and scripts call the CLI in loops, so import time is paid on every call.
+What is imported is checked here (it cannot flake); how long it takes is measured
+by bench/bench_startup.py against `git cat-file`, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gitmem
+
+#: Libraries the CLI must load only in the commands that use them.
+HEAVY = ("pygit2", "whoosh", "dulwich", "pydantic", "mcp", "anthropic", "rich", "asyncio", "yaml", "watchdog", "numpy")
+
+PROBE = """
+import json, sys
+from gitmem.adapters.cli import cli
+try:
+    cli.main(sys.argv[1:], prog_name="gitmem")
+except SystemExit:
+    pass
+print(json.dumps(sorted(m.split(".")[0] for m in sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded(root: Path, *args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--root", str(root), *args], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-1])) & set(HEAVY)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("startup")
+    from click.testing import CliRunner
+
+    from gitmem.adapters.cli import cli
+
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--root", str(root), "init", "user"]).exit_code == 0
+    text = "---\ndescription: tea\n---\nlikes tea\n"
+    assert runner.invoke(cli, ["--root", str(root), "write", "user", "a.md", "--create"], input=text).exit_code == 0
+    return root
+
+
+def test_help_and_version_load_no_heavy_library(root: Path) -> None:
+    assert loaded(root, "--help") == set()
+    assert loaded(root, "--version") == set()
+    assert loaded(root, "ls", "--help") == set()
+    assert loaded(root, "ls") == set()  # a usage error
+
+
+def test_ls_and_cat_load_only_git(root: Path) -> None:
+    # ls reads each file's frontmatter description, which needs yaml when a file has frontmatter.
+    assert loaded(root, "ls", "user") == {"pygit2", "yaml"}
+    assert loaded(root, "cat", "user", "a.md") == {"pygit2"}
+    assert loaded(root, "cat", "user", "a.md", "--json") == {"pygit2"}
+
+
+def test_the_package_exports_every_name_lazily() -> None:
+    for name in gitmem.__all__:
+        assert getattr(gitmem, name) is not None, name
+    assert set(gitmem._LAZY) == set(gitmem.__all__) - {"__version__"}
+    with pytest.raises(AttributeError):
+        _ = gitmem.no_such_name
