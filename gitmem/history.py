@@ -48,7 +48,8 @@ class LogEntry:
 class BlameLine:
     """One line of a file and the change that last touched it.
 
-    ``path`` is the name the file had in that change (it differs after a move).
+    ``path`` is the name the file had in that change (it differs after a move);
+    ``author`` is the commit's git author (who made it when it carries no principal).
     """
 
     line: int
@@ -59,6 +60,7 @@ class BlameLine:
     op: str
     summary: str
     path: str
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True)

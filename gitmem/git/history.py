@@ -284,7 +284,17 @@ def blame(
             for n in range(hunk.final_start_line_number, hunk.final_start_line_number + hunk.lines_in_hunk):
                 if 1 <= n <= len(lines):
                     out.append(
-                        BlameLine(n, lines[n - 1], cid, commit_time(commit), info.origin, info.op, info.summary, where)
+                        BlameLine(
+                            n,
+                            lines[n - 1],
+                            cid,
+                            commit_time(commit),
+                            info.origin,
+                            info.op,
+                            info.summary,
+                            where,
+                            commit.author.name,
+                        )
                     )
         return out
 

@@ -215,7 +215,7 @@ def test_rm_needs_the_current_version(user: Run) -> None:
     v1 = version_of(user, "user", "prefs/style.md")
     assert user("rm", "user", "prefs/style.md", "--expect", "0" * 40).exit_code == 1
     done = as_json(user("rm", "user", "prefs/style.md", "--expect", v1, "--json"))
-    assert done == {"memory": "user", "path": "prefs/style.md", "version": v1, "deleted": True}
+    assert done == {"memory": "user", "path": "prefs/style.md", "version": v1, "deleted": True, "proposal": None}
     gone = user("cat", "user", "prefs/style.md")
     assert gone.exit_code == 1 and "error [not_found]" in gone.stderr
     assert user("ls", "user", "prefs").exit_code == 1  # the folder went with its last file

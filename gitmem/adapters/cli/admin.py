@@ -67,6 +67,8 @@ def forget(state: State, name: str, path: str, yes: bool) -> None:
     their copy.
     """
     _confirm(yes, f"forgetting {path!r}")
+    if path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
+        path = path.rstrip("/")
     with progress(f"forgetting {path}"):
         report = state.store(name).forget(path, origin=state.origin)
     kept = f"; {len(report.shared_versions)} version(s) kept because another file holds the same content"

@@ -67,13 +67,50 @@ class State:
 
     @property
     def origin(self) -> Origin:
+        """Who a change is by: ``--principal``, else ``$GITMEM_PRINCIPAL``, else the login name."""
         from gitmem.model import Origin
 
-        return Origin(run_id=self.run, principal_id=self.principal, tool_call_id=CLI_TOOL_CALL)
+        return Origin(run_id=self.run, principal_id=self.principal or login_name(), tool_call_id=CLI_TOOL_CALL)
 
     def store(self, name: str) -> SyncGitFileStore:
-        """The sync store of mount ``name``; ``not_found`` when there is no such memory."""
-        return self.root.mount(name).sync
+        """The sync store of mount ``name`` as ``--run`` sees it; ``not_found`` when there is no such memory.
+
+        With a run id the store reads (and writes) that run's proposal while the
+        review gate holds one, as the run's agent does; everyone else reads ``main``.
+        """
+        store = self.root.mount(name).sync
+        return store.for_run(self.run) if self.run else store
+
+
+def login_name() -> str | None:
+    """The login name (``$LOGNAME``, ``$USER``, then the password database), or ``None`` when there is none.
+
+    The one default principal of every CLI change, approval and rejection.
+    """
+    import getpass
+
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):
+        return None
+
+
+def landed(store: SyncGitFileStore, state: State) -> dict[str, str] | None:
+    """Where a change just went: ``{run, ref}`` when the review gate sent it to a proposal, else ``None``."""
+    if state.run is None:
+        return None
+    from gitmem import review as review_api
+
+    if not review_api.enabled(store):
+        return None
+    return {"run": state.run, "ref": review_api.PROPOSALS + state.run}
+
+
+def landed_text(name: str, where: dict[str, str] | None) -> str:
+    """The words that say a change is waiting for review, and how to see it ('' when it went to main)."""
+    if where is None:
+        return ""
+    return f" (under review on {where['ref']}: `gitmem review show {name} {where['run']}`)"
 
 
 def get_state() -> State:
@@ -147,7 +184,19 @@ def origin_options(f: F) -> F:
         envvar="GITMEM_PRINCIPAL",
         expose_value=False,
         callback=_set("principal"),
-        help="Principal recorded as the commit author and Gitmem-Principal trailer (default: $GITMEM_PRINCIPAL).",
+        help="Principal recorded as the commit author and Gitmem-Principal trailer (default: $GITMEM_PRINCIPAL, else your login name).",
+    )(f)
+
+
+def read_run_option(f: F) -> F:
+    """``--run`` on a read: see the memory as that run does (its proposal while under review)."""
+    return click.option(
+        "--run",
+        metavar="RUN_ID",
+        envvar="GITMEM_RUN",
+        expose_value=False,
+        callback=_set("run"),
+        help="Read as run RUN_ID sees the memory: its proposal while under review (default: $GITMEM_RUN).",
     )(f)
 
 
@@ -275,6 +324,38 @@ class GitmemGroup(click.Group):
 
     command_class = GitmemCommand
     group_class = type  # sub-groups are GitmemGroups too
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """As click's, but with ``--json`` a usage error is also one JSON document on stdout."""
+        argv = sys.argv[1:] if args is None else list(args)
+        if not standalone_mode or "--json" not in argv:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            doc = {"error": "usage", "message": exc.format_message(), "hint": _usage_hint(exc), "current": None}
+            click.echo(json.dumps(doc, ensure_ascii=False))
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            click.echo(json.dumps({"error": "usage", "message": "aborted", "hint": "", "current": None}))
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_hint(exc: click.ClickException) -> str:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        return f"see `{ctx.command_path} --help`"
+    return "see `gitmem --help`"
 
 
 def usage_error(message: str) -> click.UsageError:

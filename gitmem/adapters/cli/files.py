@@ -18,8 +18,11 @@ from gitmem.adapters.cli.app import (
     cli,
     common_options,
     emit,
+    landed,
+    landed_text,
     origin_options,
     pass_state,
+    read_run_option,
     short,
     stderr_is_tty,
     usage_error,
@@ -70,7 +73,7 @@ def init(state: State, name: str) -> None:
     """
     existed = (state.root.mount_path(name) / "HEAD").exists()
     store = state.root.mount(name, create=True).sync
-    payload = {"name": name, "path": store.path, "head": store.head(), "created": not existed}
+    payload = {"memory": name, "path": store.path, "head": store.head(), "created": not existed, "kind": store.kind}
     emit(payload, f"{'memory' if existed else 'created memory'} {name!r} at {store.path}")
 
 
@@ -86,6 +89,7 @@ def mounts(state: State) -> None:
 @cli.command()
 @click.argument("name")
 @click.argument("directory", required=False, default="")
+@read_run_option
 @common_options
 @pass_state
 def ls(state: State, name: str, directory: str) -> None:
@@ -112,6 +116,7 @@ def ls(state: State, name: str, directory: str) -> None:
 @click.argument("name")
 @click.argument("path")
 @click.option("--rev", metavar="REV", help="Read the file as it was at this commit (id, prefix, main~N).")
+@read_run_option
 @common_options
 @pass_state
 def cat(state: State, name: str, path: str, rev: str | None) -> None:
@@ -127,7 +132,15 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
         if stderr_is_tty():
             click.echo(f"\n-- {found.path} version {found.version}", err=True)
 
-    emit({"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}, text)
+    payload = {
+        "memory": name,
+        "path": found.path,
+        "version": found.version,
+        "size": found.size,
+        "rev": rev,
+        "content": found.text,
+    }
+    emit(payload, text)
 
 
 def _read_stdin() -> str:
@@ -162,12 +175,20 @@ def write(state: State, name: str, path: str, expect: str | None, create: bool) 
     expected = None if create else full_version(store, path, expect or "")
     version = store.write(path, text, expected=expected, origin=state.origin)
     changed = version != expected
-    payload = {"memory": name, "path": path, "version": version, "previous": expected, "changed": changed}
+    where = landed(store, state) if changed else None
+    payload = {
+        "memory": name,
+        "path": path,
+        "version": version,
+        "previous": expected,
+        "changed": changed,
+        "proposal": where,
+    }
     if not changed:
         message = f"unchanged: {path} already holds this content (version {version})"
     else:
         message = f"{'created' if create else 'wrote'} {path}: version {version}"
-    emit(payload, message)
+    emit(payload, message + landed_text(name, where))
 
 
 @cli.command()
@@ -200,8 +221,15 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
         exc.message = exc.message.replace("old_string", "the --old text")
         exc.args = (f"{exc.code}: {exc.message}",)
         raise
-    payload = {"memory": name, "path": done["path"], "version": done["version"], "size": done["size"]}
-    emit(payload, f"edited {done['path']}: version {done['version']}")
+    where = landed(store, state)
+    payload = {
+        "memory": name,
+        "path": done["path"],
+        "version": done["version"],
+        "size": done["size"],
+        "proposal": where,
+    }
+    emit(payload, f"edited {done['path']}: version {done['version']}" + landed_text(name, where))
 
 
 @cli.command()
@@ -221,8 +249,9 @@ def mv(state: State, name: str, source: str, destination: str, expect: str | Non
     store = state.store(name)
     expected = full_version(store, source, expect) if expect else store.read(source).version
     version = store.move(source, destination, expected=expected, origin=state.origin)
-    payload = {"memory": name, "source": source, "destination": destination, "version": version}
-    emit(payload, f"moved {source} -> {destination} (version {version})")
+    where = landed(store, state)
+    payload = {"memory": name, "source": source, "destination": destination, "version": version, "proposal": where}
+    emit(payload, f"moved {source} -> {destination} (version {version})" + landed_text(name, where))
 
 
 @cli.command()
@@ -237,12 +266,15 @@ def rm(state: State, name: str, path: str, expect: str) -> None:
     store = state.store(name)
     expected = full_version(store, path, expect)
     store.delete(path, expected=expected, origin=state.origin)
-    emit({"memory": name, "path": path, "version": expected, "deleted": True}, f"deleted {path}")
+    where = landed(store, state)
+    payload = {"memory": name, "path": path, "version": expected, "deleted": True, "proposal": where}
+    emit(payload, f"deleted {path}" + landed_text(name, where))
 
 
 @cli.command()
 @click.argument("name")
 @click.option("--since", metavar="CURSOR", help="A cursor printed by an earlier `changes` (omit for the first call).")
+@read_run_option
 @common_options
 @pass_state
 def changes(state: State, name: str, since: str | None) -> None:

@@ -6,14 +6,28 @@ and ``revert`` add one new commit each and never rewrite history.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short
+from gitmem.adapters.cli.app import (
+    State,
+    cli,
+    common_options,
+    emit,
+    landed,
+    landed_text,
+    origin_options,
+    pass_state,
+    read_run_option,
+    short,
+)
 from gitmem.adapters.cli.files import full_version
 from gitmem.errors import MemoryStoreError
+
+MAX_LOG_LIMIT = 1_000_000
 
 if TYPE_CHECKING:  # dataclass modules: building their classes costs start-up time
     from gitmem.gitstore import SyncGitFileStore
@@ -21,14 +35,46 @@ if TYPE_CHECKING:  # dataclass modules: building their classes costs start-up ti
     from gitmem.model import Origin
 
 
+_UNIT_SECONDS = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3600,
+    "day": 86400,
+    "week": 7 * 86400,
+    "month": 30 * 86400,  # as git's approxidate counts them
+    "year": 365 * 86400,
+}
+_RELATIVE = re.compile(r"^(\d+)[.\s]*([a-z]+?)s?(?:[.\s]+ago)?$")
+
+
+def relative_date(value: str, now: datetime | None = None) -> datetime | None:
+    """A relative date as git takes it (``yesterday``, ``2.weeks``, ``3 days ago``, ``1.hour.ago``), else ``None``."""
+    now = now or datetime.now().astimezone()
+    text = value.strip().lower()
+    if text == "now":
+        return now
+    if text in ("today", "midnight"):
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if text == "yesterday":
+        return now - timedelta(days=1)
+    match = _RELATIVE.fullmatch(text)
+    if match is None:
+        return None
+    unit = {"sec": "second", "min": "minute", "hr": "hour"}.get(match.group(2), match.group(2))
+    if unit not in _UNIT_SECONDS:
+        return None
+    return now - timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[unit])
+
+
 def when(value: str | None) -> datetime | str | None:
-    """``--since``/``--until``: an ISO date or time (``2025-01-31``, ``2025-01-31T12:00``), else a revision."""
+    """``--since``/``--until``: an ISO date or time, a relative date (``yesterday``, ``2.weeks``), else a revision."""
     if value is None:
         return None
     try:
         return datetime.fromisoformat(value)
     except ValueError:
-        return value
+        pass
+    return relative_date(value) or value
 
 
 def who(origin: Origin) -> str:
@@ -39,19 +85,27 @@ def who(origin: Origin) -> str:
 
 def _log_line(e: LogEntry) -> str:
     by = who(e.origin)
+    if not e.origin.principal_id and e.author:  # made with plain git: its author is who
+        by = ", ".join(p for p in (f"author {e.author}", by) if p)
     return f"{short(e.commit)}  {e.time:%Y-%m-%d %H:%M:%S %z}  {e.summary}" + (f"  ({by})" if by else "")
 
 
 @cli.command()
 @click.argument("name")
 @click.argument("path", required=False)
-@click.option("--run", "run", metavar="RUN_ID", help="Only changes made by this run.")
+@click.option("--run", "run", metavar="RUN_ID", help="Only changes made by this run, including those on its proposal under review.")
 @click.option("--principal", "principal", metavar="WHO", help="Only changes made by this principal.")
 @click.option(
     "--tool-call", "tool_call", metavar="ID", help="Only changes made by this tool call (`cli` for this CLI)."
 )
-@click.option("--since", metavar="WHEN", help="Only changes after WHEN: an ISO date/time, or a revision (excluded).")
-@click.option("--until", metavar="WHEN", help="Only changes up to WHEN: an ISO date/time, or a revision.")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only changes after WHEN: an ISO date/time, a relative date (yesterday, 2.weeks, '3 days ago'), or a revision (excluded).",
+)
+@click.option(
+    "--until", metavar="WHEN", help="Only changes up to WHEN: an ISO date/time, a relative date, or a revision."
+)
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1_000_000), help="Most changes to list.")
 @common_options
 @pass_state
@@ -71,16 +125,35 @@ def log(
     With PATH, only the changes of that file, followed across moves. The
     filters read the Gitmem-* trailers each commit carries.
     """
-    entries = state.store(name).log(
-        path, run=run, principal=principal, tool_call=tool_call, since=when(since), until=when(until), limit=limit
+    store = state.store(name)
+    if run:  # that run's changes, including those still on its proposal under review
+        store = store.for_run(run)
+    entries = store.log(
+        path,
+        run=run,
+        principal=principal,
+        tool_call=tool_call,
+        since=when(since),
+        until=when(until),
+        limit=min(limit + 1, MAX_LOG_LIMIT),
     )
-    emit({"memory": name, "path": path, "entries": entries}, "\n".join(_log_line(e) for e in entries) or None)
+    truncated = len(entries) > limit
+    entries = entries[:limit]
+
+    def text() -> None:
+        for e in entries:
+            click.echo(_log_line(e))
+        if truncated:
+            click.echo(f"... more changes: pass --limit {limit * 10} to see them", err=True)
+
+    emit({"memory": name, "path": path, "entries": entries, "truncated": truncated}, text)
 
 
 @cli.command()
 @click.argument("name")
 @click.argument("rev")
 @click.argument("path")
+@read_run_option
 @common_options
 @pass_state
 def show(state: State, name: str, rev: str, path: str) -> None:
@@ -89,7 +162,14 @@ def show(state: State, name: str, rev: str, path: str) -> None:
     REV is a commit id (full or abbreviated), `main`, or `main~N`.
     """
     found = state.store(name).show(rev, path)
-    payload = {"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}
+    payload = {
+        "memory": name,
+        "path": found.path,
+        "version": found.version,
+        "size": found.size,
+        "rev": rev,
+        "content": found.text,
+    }
     emit(payload, lambda: click.echo(found.text, nl=False))
 
 
@@ -106,6 +186,7 @@ def _split_diff_args(store: SyncGitFileStore, rest: tuple[str, ...]) -> tuple[st
 @click.argument("name")
 @click.argument("a")
 @click.argument("rest", nargs=-1, metavar="[B] [PATH]")
+@read_run_option
 @common_options
 @pass_state
 def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
@@ -128,8 +209,8 @@ def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
     emit({"memory": name, "from": a, "to": b, "path": path, "files": files}, text)
 
 
-def _blame_line(b: BlameLine, width: int) -> str:
-    author = b.origin.principal_id or "-"
+def _blame_line(b: BlameLine, width: int, authors: dict[str, str]) -> str:
+    author = b.origin.principal_id or authors.get(b.commit) or "-"
     return f"{short(b.commit)} ({author:{width}} {b.time:%Y-%m-%d} {b.line:4d}) {b.text}"
 
 
@@ -137,6 +218,7 @@ def _blame_line(b: BlameLine, width: int) -> str:
 @click.argument("name")
 @click.argument("path")
 @click.option("--rev", metavar="REV", help="Blame the file as it was at REV (default: the head).")
+@read_run_option
 @common_options
 @pass_state
 def blame(state: State, name: str, path: str, rev: str | None) -> None:
@@ -144,9 +226,11 @@ def blame(state: State, name: str, path: str, rev: str | None) -> None:
     lines = state.store(name).blame(path, rev)
 
     def text() -> None:
-        width = max((len(b.origin.principal_id or "-") for b in lines), default=1)
+        # Lines from commits made with plain git carry no principal: name their git author.
+        authors = {b.commit: b.author for b in lines if not b.origin.principal_id and b.author}
+        width = max((len(b.origin.principal_id or authors.get(b.commit) or "-") for b in lines), default=1)
         for b in lines:
-            click.echo(_blame_line(b, width))
+            click.echo(_blame_line(b, width, authors))
 
     emit({"memory": name, "path": path, "rev": rev, "lines": lines}, text)
 
@@ -176,12 +260,24 @@ def restore(state: State, name: str, path: str, rev: str, expect: str | None) ->
                 raise
             expected = None
     version = store.restore(path, rev, expected=expected, origin=state.origin)
-    payload = {"memory": name, "path": path, "rev": rev, "version": version, "previous": expected}
-    if version is None:
+    changed = version != expected
+    where = landed(store, state) if changed else None
+    payload = {
+        "memory": name,
+        "path": path,
+        "rev": rev,
+        "version": version,
+        "previous": expected,
+        "changed": changed,
+        "proposal": where,
+    }
+    if not changed:
+        message = f"unchanged: {path} already holds its content at {rev}"
+    elif version is None:
         message = f"restored {path} to {rev}: it did not exist there, so it is deleted now"
     else:
         message = f"restored {path} to its content at {rev}: version {version}"
-    emit(payload, message)
+    emit(payload, message + landed_text(name, where))
 
 
 @cli.command()
@@ -196,9 +292,12 @@ def revert(state: State, name: str, commit: str) -> None:
     Refused (version_mismatch, naming the file) when a later change touched the
     same files; nothing is committed then.
     """
-    made = state.store(name).revert(commit, origin=state.origin)
+    store = state.store(name)
+    made = store.revert(commit, origin=state.origin)
+    where = landed(store, state) if made else None
     if made is None:
         message = f"nothing to undo: the files {commit} changed are already as before it"
     else:
         message = f"reverted {commit}: new commit {made}"
-    emit({"memory": name, "commit": commit, "reverted_by": made}, message)
+    payload = {"memory": name, "commit": commit, "reverted_by": made, "changed": made is not None, "proposal": where}
+    emit(payload, message + landed_text(name, where))

@@ -19,6 +19,7 @@ from gitmem.adapters.cli.app import (
     cli,
     common_options,
     emit,
+    landed,
     origin_options,
     pass_state,
     usage_error,
@@ -132,7 +133,7 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
         for edit, version in zip(accepted, done.versions, strict=True):
             key = "unchanged" if before.get(edit.path) == version else "imported"
             payload[key].append({"path": edit.path, "version": version})
-        payload["proposal"] = proposal_of(store, state)
+        payload["proposal"] = landed(store, state) if payload["imported"] else None
     where = f" on proposal {payload['proposal']['ref']}" if payload["proposal"] else ""
     message = (
         f"imported {len(payload['imported'])} file(s) into {name!r}{where}"
@@ -141,17 +142,6 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
     if payload["commit"]:
         message += f": commit {payload['commit'][:12]}"
     emit(payload, lambda: text_report(message))
-
-
-def proposal_of(store: Any, state: State) -> dict[str, str] | None:
-    """Where a write under review went: ``{run, ref}`` when the gate sent it to a proposal, else ``None``."""
-    if state.run is None:
-        return None
-    from gitmem import review as review_api
-
-    if not review_api.enabled(store):
-        return None
-    return {"run": state.run, "ref": review_api.PROPOSALS + state.run}
 
 
 @cli.command()

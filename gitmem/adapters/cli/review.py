@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from gitmem.adapters.cli.app import (
     cli,
     common_options,
     emit,
+    login_name,
     origin_options,
     pass_state,
     short,
@@ -44,12 +44,12 @@ def _login_name() -> str:
     ``getpass.getuser`` reads ``$LOGNAME``/``$USER`` and then the password database;
     a container user with neither gets a usage error naming the option instead.
     """
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
+    name = login_name()
+    if name is None:
         raise usage_error(
             "cannot tell who approves: no login name here; pass --principal WHO (or set $GITMEM_PRINCIPAL)"
-        ) from None
+        )
+    return name
 
 
 @cli.group()

@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, progress, short, to_json
+from gitmem.adapters.cli.app import (
+    State,
+    cli,
+    common_options,
+    emit,
+    pass_state,
+    progress,
+    read_run_option,
+    short,
+    to_json,
+)
 from gitmem.adapters.cli.files import directory_arg
 
 if TYPE_CHECKING:
@@ -24,6 +34,7 @@ if TYPE_CHECKING:
 @click.option("-s", "--case-sensitive", is_flag=True, help="Match case exactly (default: ignore case).")
 @click.option("--path", "directory", default="", metavar="DIR", help="Only search files under DIR.")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000), help="Most lines to print.")
+@read_run_option
 @common_options
 @pass_state
 def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: bool, directory: str, limit: int) -> None:
@@ -51,6 +62,7 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
 @click.argument("query")
 @click.option("--path", "directory", default="", metavar="DIR", help="Only rank files under DIR.")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000), help="Most files to list.")
+@read_run_option
 @common_options
 @pass_state
 def find(state: State, name: str, query: str, directory: str, limit: int) -> None:
