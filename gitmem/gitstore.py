@@ -31,7 +31,8 @@ from gitmem.git import batch as git_batch
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
-from gitmem.git.repo import MAIN, GitRepo, set_durable, translate_errors
+from gitmem.git.refs import MAIN
+from gitmem.git.repo import Done, GitRepo, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
@@ -50,7 +51,7 @@ from gitmem.model import (
     parse_kind,
 )
 from gitmem.provenance import commit_message
-from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, write_batch
+from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, moved, write_batch, written
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _CACHE_LIMIT = 200_000
@@ -394,7 +395,7 @@ class SyncGitFileStore:
 
     # -- writes: every one is a checked batch committed by gitmem.git.batch --
 
-    def _commit(self, batch: Batch, origin: Origin | None) -> tuple[str | None, Decision | None]:
+    def _commit(self, batch: Batch, origin: Origin | None) -> Done[Decision | None]:
         origin = self._origin(origin)
         return git_batch.commit_batch(
             self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
@@ -402,10 +403,7 @@ class SyncGitFileStore:
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         batch = write_batch(path, text, expected, self.format)
-        _, decision = self._commit(batch, origin)
-        version = applied(None, decision, batch, blob_version).versions[0]
-        assert version is not None  # a write's step has data, so its version is a blob id
-        return version
+        return written(self._commit(batch, origin).result, batch)
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         return self.move_many([(source, destination, expected)], origin=origin)[0]
@@ -423,8 +421,7 @@ class SyncGitFileStore:
         (``invalid_path``) refuses the whole batch and nothing moves. Returns
         the files' versions, in order. An empty batch changes nothing.
         """
-        _, decision = self._commit(move_batch(pairs, self.format), origin)
-        return [] if decision is None else [v for v in decision.versions if v is not None]
+        return moved(self._commit(move_batch(pairs, self.format), origin).result)
 
     def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         """Delete each ``(path, expected)`` in ONE commit, or nothing if any file is not at its version."""
@@ -449,8 +446,8 @@ class SyncGitFileStore:
         a ``Gitmem-Path`` per changed file, the origin, then ``trailers``.
         """
         batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
-        commit, decision = self._commit(batch, origin)
-        return applied(commit, decision, batch, blob_version)
+        done = self._commit(batch, origin)
+        return applied(done.commit, done.result, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
         try:

@@ -33,7 +33,9 @@ from gitmem.store import (
     delete_batch,
     file_dir_conflict,
     move_batch,
+    moved,
     write_batch,
+    written,
 )
 
 
@@ -134,10 +136,7 @@ class InMemoryFileStore:
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         batch = write_batch(path, text, expected, self.format)
-        _, decision = self._commit(batch, origin)
-        version = applied(None, decision, batch, blob_version).versions[0]
-        assert version is not None
-        return version
+        return written(self._commit(batch, origin)[1], batch)
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         return self.move_many([(source, destination, expected)], origin=origin)[0]
@@ -149,8 +148,7 @@ class InMemoryFileStore:
         self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
     ) -> builtins.list[str]:
         """Move each ``(source, destination, expected)`` at once, or none of them."""
-        _, decision = self._commit(move_batch(pairs, self.format), origin)
-        return [] if decision is None else [v for v in decision.versions if v is not None]
+        return moved(self._commit(move_batch(pairs, self.format), origin)[1])
 
     def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         """Delete each ``(path, expected)`` at once, or none of them."""

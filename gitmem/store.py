@@ -24,7 +24,20 @@ from typing import Final, Protocol, runtime_checkable
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
-from gitmem.model import ANY, AnyVersion, Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult
+from gitmem.model import (
+    ANY,
+    AnyVersion,
+    Applied,
+    BlobVersion,
+    Changes,
+    Edit,
+    FileEntry,
+    FileText,
+    FullResync,
+    Origin,
+    SearchResult,
+    blob_version,
+)
 from gitmem.provenance import OP_WORD, RESERVED_TRAILERS
 
 
@@ -281,7 +294,7 @@ class Decision:
     """What a batch does at one head: the effects in commit order and each request's version."""
 
     effects: tuple[Effect, ...]
-    versions: tuple[str | None, ...]
+    versions: tuple[BlobVersion | None, ...]
     op: str
     paths: tuple[str, ...]
 
@@ -387,7 +400,7 @@ def _one_line(text: str) -> bool:
 def decide(
     batch: Batch,
     current: Callable[[str], FileText | None],
-    version_of: Callable[[bytes], str],
+    version_of: Callable[[bytes], BlobVersion],
 ) -> Decision | None:
     """Check ``batch`` against one head; ``None`` when it changes nothing.
 
@@ -399,11 +412,11 @@ def decide(
     for :func:`check_existing`). Writing a file's own content, or deleting a file
     that is not there with ``ANY``, is no change.
     """
-    versions: list[str | None] = []
+    versions: list[BlobVersion | None] = []
     effects: list[Effect] = []
     for move in batch.moves:
         file = check_existing(move.source, current(move.source), move.expected)
-        versions.append(file.version)
+        versions.append(BlobVersion(file.version))
         effects.append(Effect(move.source, None, None, file))
     for move, version in zip(batch.moves, versions, strict=True):
         check_destination(move.destination, current(move.destination))
@@ -465,8 +478,23 @@ def check_batch_room(
         total_bytes += len(effect.data) - old
 
 
-def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], str]) -> Applied:
+def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], BlobVersion]) -> Applied:
     """The value ``apply`` returns; for a no-op every version is what the file already holds."""
     if decision is not None:
         return Applied(commit, decision.versions)
     return Applied(None, tuple(None if s.data is None else version_of(s.data) for s in batch.steps))
+
+
+def written(decision: Decision | None, batch: Batch) -> BlobVersion:
+    """The version ``write`` returns: the new blob's, or the file's own when nothing changed."""
+    step = batch.steps[0]
+    if decision is not None and decision.versions[0] is not None:
+        return decision.versions[0]
+    if step.data is None:
+        raise MemoryStoreError("invalid_file", f"{step.path}: a write needs text")
+    return blob_version(step.data)
+
+
+def moved(decision: Decision | None) -> builtins.list[str]:
+    """The versions ``move_many`` returns: each moved file's, in order (none for an empty batch)."""
+    return [] if decision is None else [v for v in decision.versions if v is not None]

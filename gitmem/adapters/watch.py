@@ -52,8 +52,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.refs import MAIN
 from gitmem.git.refwatch import CommitOrigin, movement, read_ref, read_refs
-from gitmem.git.repo import MAIN as MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.root import Root
@@ -79,6 +79,11 @@ class RefChange:
     commits: tuple[CommitOrigin, ...]
     more_commits: int = 0
     rewritten: bool = False
+
+    @property
+    def is_main(self) -> bool:
+        """The live memory moved (``refs/heads/main``), not a proposal or another ref."""
+        return self.ref == MAIN
 
     @property
     def branch(self) -> str:

@@ -31,7 +31,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
-from gitmem.git.refs import MAIN as MAIN
+from gitmem.git.refs import MAIN
 from gitmem.secrets import find_secret
 
 ZERO = "0" * 40

@@ -16,26 +16,28 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from typing import Final
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
+from gitmem.model import CommitId, RefName
 
-MAIN = "refs/heads/main"
-"""The ref that holds a memory's live state."""
+MAIN: Final = RefName("refs/heads/main")
+"""The ref that holds a memory's live state; every module imports it from here."""
 
 
 class _Moved(Exception):
     """A ref no longer holds the value the caller expected."""
 
 
-def read_ref(repo: pygit2.Repository, name: str) -> str | None:
-    """The commit id ``name`` points at, or ``None`` when it does not exist."""
+def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
+    """The commit id ``name`` points at, or ``None`` when it does not exist: the one ref reader."""
     ref = repo.references.get(name)
     if ref is None:
         return None
-    return str(ref.resolve().target)
+    return CommitId(str(ref.resolve().target))
 
 
 def swap_refs(

@@ -55,8 +55,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
 from gitmem.git.locks import WriterLock
-from gitmem.git.refs import swap_refs
-from gitmem.git.repo import MAIN, GitRepo, translate_errors
+from gitmem.git.refs import MAIN, swap_refs
+from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
