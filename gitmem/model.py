@@ -38,19 +38,6 @@ def check_kind(name: str, actual: str, wanted: str) -> None:
         )
 
 
-def parse_kind(raw: str | None, where: str) -> MountKind:
-    """The kind saved in a mount's config (absent: ``file``, the only kind before kinds existed)."""
-    if raw is None:
-        return "file"
-    value = raw.strip().lower()
-    for kind in MOUNT_KINDS:
-        if value == kind:
-            return kind
-    raise MemoryStoreError(
-        "unavailable", f"gitmem.kind = {raw!r} in the config of {where} is not one of {', '.join(MOUNT_KINDS)}"
-    )
-
-
 _TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
 
 

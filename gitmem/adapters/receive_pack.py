@@ -37,10 +37,10 @@ from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.merge import migrate_objects
+from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates, reason
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
-from gitmem.gitstore import format_from_repo
 from gitmem.index.refresher import Refresher
 
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]
