@@ -3,7 +3,8 @@
 A ref of a mount can move through a store write, another process, a push
 (``gitmem serve``, a hook-checked push over a path), plain ``git update-ref``, or
 ``git gc``/``git pack-refs`` moving loose refs into ``packed-refs``. Each writer
-touches different files in different orders (SPEC §11), so a file-system event
+touches different files in different orders (loose ref files, ``packed-refs``,
+lock files renamed into place), so a file-system event
 is only ever a hint::
 
     inotify (watchdog) ──► "mount M may have changed" ──► debounce ──► re-read M's refs

@@ -1,10 +1,13 @@
-"""Compare-and-swap on refs, including creating and deleting them: the only place refs move.
+"""Compare-and-swap on refs, including creating and deleting them: the only place a mount's refs move.
 
-Every ref change gitmem makes (a write to ``main``, a proposal branch, forget's
-rewrite of every branch, a push through ``gitmem serve``) goes through
-:func:`swap_refs`. SPEC §11 measured that ``create_reference(force=False)`` lets
-two processes both "create" one ref, so the change runs in a libgit2 ref
-transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
+Every change gitmem makes to a mount's refs (a write to ``main``, a proposal
+branch, an approval, a pull, ``purge`` replacing ``main`` and deleting the other
+refs, forget's rewrite of every branch, a push through ``gitmem serve``) goes
+through :func:`swap_refs`. (A new repository's first commit is made before anyone
+can see the repository, and the scratch repositories of a pull or approval set
+their own private refs directly.) ``create_reference(force=False)`` checks and
+then writes, so two processes can both "create" one ref; the change therefore
+runs in a libgit2 ref transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
 every git client honours), each value is read *while its lock is held*, and only
 then set or deleted, all refs together or none. A caller also holds the mount's
 writer lock, so a lock file that outlives ``stale_after`` seconds was left by a

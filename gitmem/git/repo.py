@@ -1,9 +1,13 @@
-"""One bare repository seen as a memory: the only module that talks to pygit2 for writes.
+"""One bare repository seen as a memory, and the transaction every file change commits through.
 
-What lives here, and nowhere else: opening and creating repos, reading trees and
-blobs at the head of ``refs/heads/main``, rebuilding only the trees on a changed
-path, creating commits, and the compare-and-swap of the ref. Everything is
-expressed in hex ids, bytes and str, so the layers above never see pygit2.
+What lives here: opening and creating repos, reading trees and blobs at a head,
+and :meth:`GitRepo.transact`, which rebuilds only the trees on the changed
+paths, creates the commit and moves the ref with the one compare-and-swap of
+:mod:`gitmem.git.refs`. Every store write (:mod:`gitmem.git.batch`), restore and
+revert commits here; the other writers in ``git/`` are history rewrites
+(:mod:`gitmem.git.rewrite`), merges (:mod:`gitmem.git.merge`) and the review
+gate (:mod:`gitmem.git.review`), and they move refs through the same CAS.
+Everything is expressed in hex ids, bytes and str, so the layers above never see pygit2.
 
 How a change becomes a commit (:meth:`GitRepo.transact`)::
 
@@ -433,10 +437,6 @@ class GitRepo:
         raise MemoryStoreError(
             "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
         )
-
-    def move_main(self, old: str, new: str) -> bool:
-        """CAS ``main`` from ``old`` to ``new``; ``False`` when it no longer holds ``old``. Writer lock held."""
-        return self._cas(self.fresh(), old, new)
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
