@@ -186,24 +186,27 @@ def check_expected(path: str, current: FileText | None, expected: str | None) ->
     """Refuse a write whose expectation does not hold; ``None`` expects no file."""
     if expected is not None and not isinstance(expected, str):
         raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=current)
+    if (current.version if current is not None else None) != expected:
+        raise mismatch(path, current, expected)
+
+
+def check_existing(path: str, current: FileText | None, expected: object) -> FileText:
+    """Refuse a move or delete unless the file exists at exactly ``expected`` (a non-string never matches)."""
+    if current is not None and current.version == expected:
+        return current
+    raise mismatch(path, current, expected if isinstance(expected, str) else "")
+
+
+def mismatch(path: str, current: FileText | None, expected: str | None) -> MemoryStoreError:
+    """The ``version_mismatch`` for a file that is not at ``expected``, carrying the file as it is."""
     have = current.version if current is not None else None
-    if have == expected:
-        return
     if expected is None:
         message = f"{path} already exists (version {have}); read it and edit instead of creating"
     elif current is None:
         message = f"{path} does not exist (expected version {expected})"
     else:
         message = f"{path} changed: expected version {expected}, it is now {have}"
-    raise MemoryStoreError("version_mismatch", message, current=current)
-
-
-def check_existing(path: str, current: FileText | None, expected: object) -> FileText:
-    """Refuse a move or delete unless the file exists at exactly ``expected``."""
-    if current is None or not isinstance(expected, str) or current.version != expected:
-        check_expected(path, current, expected if isinstance(expected, str) else "")
-        raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=current)
-    return current
+    return MemoryStoreError("version_mismatch", message, current=current)
 
 
 def check_destination(destination: str, current: FileText | None) -> None:
