@@ -1,9 +1,14 @@
-"""GitFileStore: the store contract on one bare git repository.
+"""The store contract on one bare git repository: :class:`SyncGitFileStore` and its async face.
 
 A file's version is its blob id, a cursor is a commit id, and every change is one
-commit on ``refs/heads/main`` made by :meth:`gitmem.git.repo.GitRepo.transact`.
-The sync core (:class:`SyncGitFileStore`) does the work and can be used directly;
-:class:`GitFileStore` runs it off the event loop for the async seam.
+commit on ``refs/heads/main`` (or a run's proposal branch under the review gate):
+each write becomes a checked batch (:mod:`gitmem.store`) that
+:func:`gitmem.git.batch.commit_batch` commits through
+:meth:`gitmem.git.repo.GitRepo.transact`. :class:`SyncGitFileStore` is the store
+(it implements the sync seam's protocols); :class:`GitFileStore` is the same
+store awaited, every call run in a worker thread by :mod:`gitmem.aio`. The read
+cache lives in :mod:`gitmem.gitcache`, the run views in :mod:`gitmem.runviews`,
+the mount config codec in :mod:`gitmem.git.mountconfig`.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from gitmem.model import (
 )
 from gitmem.provenance import commit_message
 from gitmem.runviews import RunViews
-from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, moved, write_batch, written
+from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, moved, write_batch
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -252,8 +257,9 @@ class SyncGitFileStore:
         )
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        batch = write_batch(path, text, expected, self.format)
-        return written(self._commit(batch, origin).result, batch)
+        batch, version = write_batch(path, text, expected, self.format)
+        self._commit(batch, origin)
+        return version
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         return self.move_many([(source, destination, expected)], origin=origin)[0]

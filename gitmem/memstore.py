@@ -35,7 +35,6 @@ from gitmem.store import (
     move_batch,
     moved,
     write_batch,
-    written,
 )
 
 
@@ -135,8 +134,9 @@ class InMemoryFileStore:
         return current
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        batch = write_batch(path, text, expected, self.format)
-        return written(self._commit(batch, origin)[1], batch)
+        batch, version = write_batch(path, text, expected, self.format)
+        self._commit(batch, origin)
+        return version
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         return self.move_many([(source, destination, expected)], origin=origin)[0]

@@ -330,10 +330,15 @@ def _once(paths: Sequence[str], what: str) -> None:
         seen.add(path)
 
 
-def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> Batch:
-    """One file written (``expected=None``: created): the batch ``write`` commits."""
+def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> tuple[Batch, BlobVersion]:
+    """One file written (``expected=None``: created): the batch ``write`` commits, and the version it returns.
+
+    The version is the blob id of the text, whether the write commits or finds
+    the file already holding it.
+    """
     path = validate_path(path, fmt)
-    return Batch((Step(path, encode_text(text, fmt), expected),))
+    data = encode_text(text, fmt)
+    return Batch((Step(path, data, expected),)), blob_version(data)
 
 
 def delete_batch(items: object, fmt: FileFormat) -> Batch:
@@ -486,16 +491,6 @@ def applied(commit: str | None, decision: Decision | None, batch: Batch, version
     if decision is not None:
         return Applied(commit, decision.versions)
     return Applied(None, tuple(None if s.data is None else version_of(s.data) for s in batch.steps))
-
-
-def written(decision: Decision | None, batch: Batch) -> BlobVersion:
-    """The version ``write`` returns: the new blob's, or the file's own when nothing changed."""
-    step = batch.steps[0]
-    if decision is not None and decision.versions[0] is not None:
-        return decision.versions[0]
-    if step.data is None:
-        raise MemoryStoreError("invalid_file", f"{step.path}: a write needs text")
-    return blob_version(step.data)
 
 
 def moved(decision: Decision | None) -> builtins.list[str]:
