@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
@@ -54,7 +55,20 @@ from gitmem.model import (
 )
 from gitmem.provenance import commit_message
 from gitmem.runviews import RunViews
-from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, moved, write_batch
+from gitmem.store import (
+    Batch,
+    BatchFileStore,
+    Decision,
+    HistoryStore,
+    RunScopedStore,
+    SearchableFileStore,
+    applied,
+    apply_batch,
+    delete_batch,
+    move_batch,
+    moved,
+    write_batch,
+)
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -501,3 +515,9 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
 def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:
     """The sync core behind either face of a git store (the facades accept both)."""
     return store.sync if isinstance(store, GitFileStore) else store
+
+
+if TYPE_CHECKING:  # mypy checks that the git store keeps every promise of the seam
+
+    def _conforms(store: SyncGitFileStore) -> tuple[SearchableFileStore, BatchFileStore, RunScopedStore, HistoryStore]:
+        return store, store, store, store

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -25,7 +26,9 @@ from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.store import (
     Batch,
+    BatchFileStore,
     Decision,
+    SearchableFileStore,
     applied,
     apply_batch,
     check_batch_room,
@@ -213,3 +216,9 @@ class InMemoryFileStore:
         with self._lock:
             items = sorted((p, d) for p, d in self._files.items() if p.startswith(prefix))
         return scan(((p, decode_stored(d)) for p, d in items), matcher, limit)
+
+
+if TYPE_CHECKING:  # mypy checks that the twin keeps every promise it claims
+
+    def _conforms(store: InMemoryFileStore) -> tuple[SearchableFileStore, BatchFileStore]:
+        return store, store
