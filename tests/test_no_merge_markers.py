@@ -21,6 +21,6 @@ def test_no_tracked_file_holds_conflict_markers() -> None:
         if path.suffix not in (".py", ".md", ".toml", ".json", ".txt", ".cfg", ".yaml", ".yml") or not path.is_file():
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
-            if line.startswith(MARKERS) or line == "=======":
+            if line.startswith(MARKERS):
                 found.append(f"{name}:{number}")
     assert found == []
