@@ -1,8 +1,8 @@
 """The receive side of ``gitmem serve``: dulwich's receive-pack made safe for a live memory.
 
 dulwich speaks the protocol; :class:`GuardedReceivePack` replaces what it does with
-a push once the commands are read (SPEC §11 measured that dulwich reports "ok" for a
-ref update its CAS dropped, and checks nothing):
+a push once the commands are read (dulwich on its own reports "ok" for a ref
+update its CAS dropped, and checks nothing):
 
 1. the pack goes into a quarantine directory inside the mount (:class:`Quarantine`),
    not into the mount's object store;
