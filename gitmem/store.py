@@ -244,7 +244,6 @@ def check_capacity(
 # (pure checks, before any I/O), and each store runs it under its lock with
 # decide(): the same expectations, no-op rule and capacity rule in both stores.
 
-_OP: Final = OP_WORD
 _TRAILER_KEY: Final = re.compile(r"^Gitmem-[A-Za-z-]+$")
 
 
@@ -286,7 +285,7 @@ class Effect:
     """One path a batch really changes: its new version (``None``: gone) and what was there."""
 
     path: str
-    version: str | None
+    version: BlobVersion | None
     data: bytes | None
     before: FileText | None
     source: str | None = None
@@ -385,7 +384,7 @@ def apply_batch(
         data = None if edit.text is None else encode_text(edit.text, fmt)
         steps.append(Step(path, data, edit.expected))
     _once([s.path for s in steps], "path")
-    if not isinstance(op, str) or not _OP.fullmatch(op):
+    if not isinstance(op, str) or not OP_WORD.fullmatch(op):
         raise MemoryStoreError("invalid_path", f"{op!r} is not an op name: a lowercase word such as 'record-put'")
     if summary is not None and (not isinstance(summary, str) or not _one_line(summary) or len(summary) > 200):
         raise MemoryStoreError("invalid_path", "a commit summary is one non-empty line of at most 200 characters")
