@@ -40,7 +40,9 @@ def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
     ref = repo.references.get(name)
     if ref is None:
         return None
-    return CommitId(str(ref.resolve().target))
+    if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+        ref = ref.resolve()  # libgit2 looks a direct ref up again to "resolve" it: only for symbolic ones
+    return CommitId(str(ref.target))
 
 
 def swap_refs(
