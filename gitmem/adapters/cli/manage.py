@@ -362,12 +362,18 @@ def _default_text(value: object) -> str:
     return "(default: no limit)" if value is None else f"(default {value})"
 
 
+def _read_format(path: str) -> Any:
+    """The limits as a newly opened store reads them from the config (what every command will apply)."""
+    from gitmem.gitstore import SyncGitFileStore
+
+    return SyncGitFileStore.open(path).format
+
+
 def _effective(store: Any) -> dict[str, Any]:
     """The value each key has in force (the default where the config holds none)."""
     from gitmem import review as review_api
-    from gitmem.gitstore import format_from_repo
 
-    fmt = format_from_repo(store.repo)
+    fmt = _read_format(store.path)
     return {
         "gitmem.maxFileBytes": fmt.max_file_bytes,
         "gitmem.maxFiles": fmt.max_files,
@@ -382,7 +388,6 @@ def _effective(store: Any) -> dict[str, Any]:
 
 def _config_check_set(repo: Any, key: str, value: str) -> None:
     """Set ``key`` only when every command can read the result (else ``invalid_file``, nothing set)."""
-    from gitmem.gitstore import format_from_repo
 
     booleans = ("true", "false", "yes", "no", "on", "off", "1", "0")
     if key in ("gitmem.checkSecrets", "gitmem.review"):
@@ -393,7 +398,7 @@ def _config_check_set(repo: Any, key: str, value: str) -> None:
     old = repo.config_get(key)
     repo.config_set(key, value)
     try:
-        format_from_repo(repo)
+        _read_format(repo.path)
     except (MemoryStoreError, ValueError, TypeError) as exc:
         if old is None:
             _config_unset(repo, key)
