@@ -124,7 +124,7 @@ def without_api(memory: GitMemoryTool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, help="folder of memories (default: a temporary folder)")
-    parser.add_argument("--model", default=os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-4-5"))
+    parser.add_argument("--model", default=os.environ.get("ANTHROPIC_MODEL", "claude-sonnet-5-5"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gitmem-anthropic-") as tmp:
         root = Root(args.root or Path(tmp) / "memories")
