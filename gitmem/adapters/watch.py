@@ -94,8 +94,19 @@ class RefChange:
         return self.ref
 
     def to_json(self) -> dict[str, Any]:
+        """The CLI's one shape: ``memory`` names the mount, each commit's who is ``origin{…}`` as in ``log``."""
         out = asdict(self)
-        out["commits"] = [asdict(c) for c in self.commits]
+        out["memory"] = out.pop("mount")
+        out["commits"] = [
+            {
+                "commit": c.commit,
+                "op": c.op,
+                "summary": c.summary,
+                "origin": {"run_id": c.run, "principal_id": c.principal, "tool_call_id": c.tool_call},
+                "author": c.author,
+            }
+            for c in self.commits
+        ]
         out["paths"] = list(self.paths)
         return out
 

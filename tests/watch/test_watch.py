@@ -187,13 +187,13 @@ def test_the_cli_prints_one_json_line_per_change(root: Root) -> None:
     assert proc.returncode == 0
     [line] = out.splitlines()
     event = json.loads(line)
-    assert (event["mount"], event["ref"], event["kind"], event["new"]) == (
+    assert (event["memory"], event["ref"], event["kind"], event["new"]) == (
         "user",
         "refs/heads/main",
         "updated",
         store.head(),
     )
-    assert event["paths"] == ["notes/cli.md"] and event["commits"][0]["principal"] == "bob"
+    assert event["paths"] == ["notes/cli.md"] and event["commits"][0]["origin"]["principal_id"] == "bob"
 
 
 def test_forget_and_purge_are_reported_as_rewritten_history(root: Root) -> None:

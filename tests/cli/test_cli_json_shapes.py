@@ -1,0 +1,137 @@
+"""One documented JSON shape: each command's --json output has exactly the top-level keys docs/cli.md gives.
+
+The documented shapes are read from each command's section (``JSON: `{...}```);
+every command is run once in a scenario and its keys compared with them. A
+command with a documented shape but no scenario here fails the coverage test,
+so a command added later is held to its documentation too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import Run, as_json
+from .test_cli_docs import sections, walk
+
+#: Commands whose JSON is not one document per call (a stream, or a long-running server/protocol).
+NOT_ONE_DOCUMENT = {"watch", "serve", "mcp"}
+#: Commands that print no JSON of their own (groups).
+GROUPS = {"index", "hooks", "remote", "review"}
+
+
+def shapes(section: str) -> list[set[str]]:
+    """The key sets of every ``{...}`` shape after ``JSON:`` in a section (top level only)."""
+    out = []
+    for m in re.finditer(r"JSON:.*?`(\{.*?\})`", section, flags=re.S):
+        # Drop enumerated values ("kind" ("a", "b")) and literal values ("kind": "changes").
+        text = re.sub(r':\s*"[^"]*"', ":", re.sub(r"\([^()]*\)", "", m.group(1)))
+        depth, keys = 0, set()
+        for token in re.finditer(r'[{}\[\]]|"([a-z_]+)"', text):
+            if token.group(0) in "{[":
+                depth += 1
+            elif token.group(0) in "}]":
+                depth -= 1
+            elif depth == 1:
+                keys.add(token.group(1))
+        out.append(keys)
+    # "or `{...}`" alternatives in the same paragraph (changes)
+    for m in re.finditer(r"\bor\s*\n?`(\{.*?\})`", section, flags=re.S):
+        text = re.sub(r':\s*"[^"]*"', ":", m.group(1))
+        out.append(set(re.findall(r'"([a-z_]+)"', text)))
+    return out
+
+
+@pytest.fixture
+def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
+    """A memory with history, a proposal, a remote and a folder to import; the argv of each command."""
+    user("write", "user", "notes/a.md", "--create", input="tea\n")
+    first = as_json(user("log", "user", "--json"))["entries"][-1]["commit"]
+    v = as_json(user("cat", "user", "notes/a.md", "--json"))["version"]
+    user("init", "rev")
+    user("review", "enable", "rev")
+    user("write", "rev", "p.md", "--create", "--run", "r1", input="p\n")
+    user("write", "rev", "q.md", "--create", "--run", "r2", input="q\n")
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    user("remote", "add", "user", "origin", str(bare))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "x.md").write_text("x\n")
+    return {
+        "init": ["init", "user"],
+        "mounts": ["mounts"],
+        "status": ["status"],
+        "import": ["import", "user", str(folder)],
+        "export": ["export", "user", str(tmp_path / "out")],
+        "config": ["config", "user"],
+        "ls": ["ls", "user"],
+        "cat": ["cat", "user", "notes/a.md"],
+        "write": ["write", "user", "notes/b.md", "--create"],
+        "edit": ["edit", "user", "notes/a.md", "--old", "tea", "--new", "coffee"],
+        "log": ["log", "user"],
+        "show": ["show", "user", "main", "notes/a.md"],
+        "diff": ["diff", "user", first],
+        "blame": ["blame", "user", "notes/a.md"],
+        "restore": ["restore", "user", "notes/a.md", "--rev", "main"],
+        "revert": ["revert", "user", "main"],
+        "grep": ["grep", "user", "tea"],
+        "find": ["find", "user", "tea"],
+        "changes": ["changes", "user"],
+        "index status": ["index", "status", "user"],
+        "index rebuild": ["index", "rebuild", "user"],
+        "mv": ["mv", "user", "notes/a.md", "notes/c.md"],
+        "rm": ["rm", "user", "prefs/style.md", "--expect", as_json(user("cat", "user", "prefs/style.md", "--json"))["version"]],
+        "fsck": ["fsck", "user"],
+        "gc": ["gc", "user"],
+        "forget": ["forget", "user", "notes/", "--yes"],
+        "demo": ["demo", "demo"],
+        "hooks install": ["hooks", "install", "user"],
+        "remote add": ["remote", "add", "user", "other", str(bare)],
+        "remote list": ["remote", "list", "user"],
+        "remote remove": ["remote", "remove", "user", "other"],
+        "push": ["push", "user"],
+        "pull": ["pull", "user"],
+        "review list": ["review", "list", "rev"],
+        "review show": ["review", "show", "rev", "r1"],
+        "review approve": ["review", "approve", "rev", "r1", "--principal", "alice"],
+        "review reject": ["review", "reject", "rev", "r2", "--principal", "alice"],
+        "review disable": ["review", "disable", "rev"],
+        "review enable": ["review", "enable", "rev"],
+        "purge": ["purge", "rev", "--yes"],
+        "delete": ["delete", "rev", "--yes"],
+        "_v": [v],
+    }
+
+
+def test_every_command_with_a_documented_shape_has_a_scenario(world: dict[str, list[str]]) -> None:
+    from gitmem.adapters.cli import cli
+
+    documented = sections()
+    missing = [
+        name
+        for name, _ in walk(cli)
+        if name not in NOT_ONE_DOCUMENT | GROUPS and shapes(documented.get(name, "")) and name not in world
+    ]
+    assert missing == [], f"add a scenario for: {missing}"
+
+
+def test_each_command_prints_its_documented_keys(user: Run, world: dict[str, list[str]]) -> None:
+    documented = sections()
+    order = [k for k in world if not k.startswith("_")]
+    for name in order:
+        argv = world[name]
+        result = user(*argv, "--json", input="new\n" if name == "write" else None)
+        assert result.exit_code == 0, f"{name}: {result.output}"
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        assert len(lines) == 1, f"`gitmem {name} --json` printed {len(lines)} lines"
+        keys = set(json.loads(lines[0]))
+        expected = shapes(documented[name])
+        if name == "index rebuild":  # "the same shape as index status"
+            expected = shapes(documented["index status"])
+        assert expected, f"`gitmem {name}` documents no JSON shape"
+        assert keys in expected, f"`gitmem {name} --json` keys {sorted(keys)} are not as documented: {expected}"
