@@ -14,6 +14,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import NamedTuple
 
@@ -412,23 +414,23 @@ class SyncGitFileStore:
         git_batch.delete_many(self.repo, self.format, items, origin=origin, ref=self._target(origin))
 
     def purge(self, origin: Origin | None = None) -> None:
-        try:
+        with self._erasing():
             git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
-        except MemoryStoreError as exc:
-            if exc.code == "unavailable":  # it may have failed after moving main
-                self._erased()
-            raise
-        self._erased()
 
-    def _erased(self) -> None:
-        """After purge or forget: delete the index (it holds the erased words) and cached content.
+    @contextmanager
+    def _erasing(self) -> Iterator[None]:
+        """Around purge or forget: the index lock first, then delete the index and cached content.
 
-        Runs before the call returns, so no file of the mount keeps erased text;
-        the next search rebuilds the index from what is left.
+        The index holds the erased words. Its lock is taken before history
+        changes (busy for too long: ``unavailable``, nothing changed) and the
+        index is deleted before the call returns, however it ends, so no file of
+        the mount keeps erased text; the next search rebuilds it from what is left.
         """
-        self._shared.forget_content()
-        with translate_errors(self.path):
-            self.index.clear()
+        with translate_errors(self.path), self.index.erasing():
+            try:
+                yield
+            finally:
+                self._shared.forget_content()
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 
@@ -482,14 +484,8 @@ class SyncGitFileStore:
         return git_history.revert(self.repo, self.format, commit, origin=origin, ref=self._target(origin))
 
     def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
-        try:
-            report = git_rewrite.forget(self.repo, self.format, path, origin=origin)
-        except MemoryStoreError as exc:
-            if exc.code == "unavailable":  # it may have failed after rewriting; other codes come first
-                self._erased()
-            raise
-        self._erased()
-        return report
+        with self._erasing():
+            return git_rewrite.forget(self.repo, self.format, path, origin=origin)
 
     def fsck(self) -> FsckReport:
         return git_rewrite.fsck(self.repo)
