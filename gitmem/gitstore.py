@@ -34,7 +34,7 @@ from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
 from gitmem.git.history import check_room, current_file
-from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, set_durable, translate_errors
+from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, lookup, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
@@ -306,6 +306,24 @@ class SyncGitFileStore:
             where = "" if rev is None else f" at {rev}"
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")
         return FileText(path, decode_stored(found[1]), found[0])
+
+    def link_at(self, path: str) -> str | None:
+        """The symbolic link or submodule (pushed with plain git) at ``path`` or at a folder above it.
+
+        No read or write goes through such an entry (reads answer ``not_found``,
+        writes ``invalid_path``); adapters ask this only to tell the user why.
+        """
+        parts = validate_path(path, self.format).split("/")
+        with translate_errors(self.path):
+            tree = self.repo.tree_of(self._read_head())
+            for end in range(1, len(parts) + 1):
+                at = "/".join(parts[:end])
+                entry = lookup(tree, at)
+                if entry is None or entry.kind == "blob":
+                    return None
+                if entry.kind == "other":
+                    return at
+        return None
 
     def _resolve(self, rev: str) -> str:
         with translate_errors(self.path):
