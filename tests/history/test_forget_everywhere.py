@@ -224,3 +224,47 @@ def test_forget_refuses_a_kept_pack_before_changing_anything(store: SyncGitFileS
     keep.unlink()
     store.forget("secret.md")
     _nothing_left(store, git, "secret.md")
+
+
+# A search that read the head just before the prune can find a version gone mid-read:
+# it answers unavailable (the next one reads the new history), never the erased text.
+SEARCH_LOOP = """
+import sys, time
+from gitmem import GitFileStore, MemoryStoreError
+store = GitFileStore.open(sys.argv[1]).sync
+print("ready", flush=True)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and sys.stdin.readline():  # one search per line the test sends
+    try:
+        store.search(sys.argv[2])
+        store.find(sys.argv[2])
+    except MemoryStoreError as exc:
+        if exc.code != "unavailable":
+            raise
+"""
+
+
+@pytest.mark.slow
+def test_a_process_searching_throughout_a_forget_leaves_no_erased_words(store: SyncGitFileStore, git: Git) -> None:
+    for i in range(20):
+        store.write(f"other-{i}.md", f"other words {i}\n", expected=None)
+    _indexed_secret(store)
+    searcher = subprocess.Popen(
+        [sys.executable, "-c", SEARCH_LOOP, store.path, SECRET], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert searcher.stdin is not None and searcher.stdout is not None
+    assert searcher.stdout.readline() == "ready\n"
+    try:
+        for _ in range(5):  # searches in flight before, during and after the forget
+            searcher.stdin.write("go\n" * 3)
+            searcher.stdin.flush()
+        store.forget("secret.md")
+        searcher.stdin.write("go\n" * 3)
+        searcher.stdin.flush()
+    finally:
+        searcher.stdin.close()
+        assert searcher.wait(timeout=120) == 0
+        searcher.stdout.close()
+
+    _nothing_left(store, git, "secret.md")
+    assert store.search("other words").matches
