@@ -296,8 +296,9 @@ def _carry_to_side_branches(r: pygit2.Repository, order: list[tuple[RawCommit, s
     a branch that forked before a move on ``main`` (a review proposal) and kept
     editing the old name never mentions the new one, so without this its own
     versions of the file would survive the forget. A name is carried only while
-    the branch holds it without a break, and never onto ``main``'s own commits,
-    whose live files the walk back already decided.
+    the branch holds it without a break, or to where the branch itself moved it,
+    and never onto ``main``'s own commits, whose live files the walk back already
+    decided.
     """
     on_main = {str(c.id) for c in r.walk(pygit2.Oid(hex=main), _SORT_CHILDREN_FIRST)}
     names_of = {raw.oid: names for raw, names in order}
@@ -314,8 +315,24 @@ def _carry_to_side_branches(r: pygit2.Repository, order: list[tuple[RawCommit, s
             continue
         for parent in raw.parents:
             for name in list(names_of.get(parent, ())):
-                if name not in names and holds(parent, name) and holds(raw.oid, name):
+                if not holds(parent, name):
+                    continue
+                if holds(raw.oid, name):
                     names.add(name)
+                else:  # the branch moved it: its new name carries the same file on
+                    moved = _renamed_to(r, parent, raw.oid, name)
+                    if moved is not None:
+                        names.add(moved)
+
+
+def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str | None:
+    """Where ``child`` moved the file ``name`` of ``parent`` (git's rename detection), if it did."""
+    diff = r[parent].peel(pygit2.Tree).diff_to_tree(r[child].peel(pygit2.Tree))
+    diff.find_similar()
+    for delta in diff.deltas:
+        if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.old_file.path == name:
+            return str(delta.new_file.path)
+    return None
 
 
 def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> ForgetReport:

@@ -268,3 +268,21 @@ def test_a_process_searching_throughout_a_forget_leaves_no_erased_words(store: S
 
     _nothing_left(store, git, "secret.md")
     assert store.search("other words").matches
+
+
+def test_forget_reaches_a_proposal_that_moved_the_file_itself(store: SyncGitFileStore, git: Git) -> None:
+    version = store.write("secret.md", f"{SECRET} one\n", expected=None)
+    review.enable(store)
+    agent = store.for_run(RUN)
+    moved = agent.move("secret.md", "filed/secret-copy.md", expected=version)
+    agent.write("filed/secret-copy.md", f"{SECRET} edited on the proposal\n", expected=moved)
+    agent.write("agent-notes.md", "kept\n", expected=None)
+    store.write("keep.md", "keep\n", expected=None)
+
+    report = store.forget("secret.md")
+
+    assert f"refs/heads/proposals/{RUN}" in report.refs_updated
+    _nothing_left(store, git, "secret.md", "filed/secret-copy.md")
+    assert report.names == ("filed/secret-copy.md", "secret.md")
+    assert [e.path for e in agent.list()] == ["agent-notes.md"]  # forked before keep.md
+    assert [e.path for e in store.list()] == ["keep.md"]
