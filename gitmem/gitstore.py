@@ -634,6 +634,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
 
     list = threaded(SyncGitFileStore.list)
     read = threaded(SyncGitFileStore.read)
+    link_at = threaded(SyncGitFileStore.link_at)
     write = threaded(SyncGitFileStore.write)
     move = threaded(SyncGitFileStore.move)
     delete = threaded(SyncGitFileStore.delete)
