@@ -326,11 +326,20 @@ def _carry_to_side_branches(r: pygit2.Repository, order: list[tuple[RawCommit, s
 
 
 def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str | None:
-    """Where ``child`` moved the file ``name`` of ``parent`` (git's rename detection), if it did."""
+    """Where ``child`` moved the file ``name`` of ``parent``, if the trees show a move.
+
+    Only an exact rename counts (the same blob under the new name, as gitmem's own
+    moves leave it), as for moves on the walk back: a file that merely resembles
+    the erased one is someone else's and stays.
+    """
     diff = r[parent].peel(pygit2.Tree).diff_to_tree(r[child].peel(pygit2.Tree))
     diff.find_similar()
     for delta in diff.deltas:
-        if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.old_file.path == name:
+        if (
+            delta.status == pygit2.enums.DeltaStatus.RENAMED
+            and delta.old_file.path == name
+            and delta.old_file.id == delta.new_file.id
+        ):
             return str(delta.new_file.path)
     return None
 

@@ -286,3 +286,19 @@ def test_forget_reaches_a_proposal_that_moved_the_file_itself(store: SyncGitFile
     assert report.names == ("filed/secret-copy.md", "secret.md")
     assert [e.path for e in agent.list()] == ["agent-notes.md"]  # forked before keep.md
     assert [e.path for e in store.list()] == ["keep.md"]
+
+
+def test_a_look_alike_file_on_a_proposal_is_not_taken_for_a_move(store: SyncGitFileStore, git: Git) -> None:
+    from gitmem.model import Edit
+
+    text = "".join(f"line {i} of a long shared note\n" for i in range(30))
+    version = store.write("secret.md", text + f"{SECRET}\n", expected=None)
+    review.enable(store)
+    agent = store.for_run(RUN)
+    # One commit deletes the file and writes a similar but different one: no move.
+    agent.apply([Edit("secret.md", None, version), Edit("mine.md", text + "my own last line\n", None)])
+
+    store.forget("secret.md")
+
+    _nothing_left(store, git, "secret.md")
+    assert agent.read("mine.md").text == text + "my own last line\n"
