@@ -31,6 +31,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git.loose import open_repository
 from gitmem.git.refs import MAIN as MAIN
 from gitmem.secrets import find_secret
 
@@ -122,9 +123,7 @@ def check_updates(
     be read; anything wrong with the pushed objects is a refusal.
     """
     try:
-        repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        for extra in object_dirs:
-            repo.odb.add_disk_alternate(os.path.abspath(extra))
+        repo = open_repository(os.path.abspath(repo_path), extra_objects=object_dirs)
         checker = _Checker(repo, fmt)
     except (pygit2.GitError, OSError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
