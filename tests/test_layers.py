@@ -29,6 +29,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")

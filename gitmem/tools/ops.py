@@ -14,6 +14,7 @@ the version the model saw, and losing that race is final.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -187,7 +188,8 @@ async def grep(
         # A file's path narrows the search to that file.
         file = await read_or_none(store, validate_path(path, fmt))
         if file is not None:
-            result = scan([(file.path, file.text)], matcher, limit)
+            # Off the event loop: the regex engine lets go of the GIL while it matches.
+            result = await asyncio.to_thread(scan, [(file.path, file.text)], matcher, limit)
             return _grep_payload(result, pattern, file.path, regex=regex, case_sensitive=case_sensitive)
     prefix = "" if path in ("", "/") else validate_directory(path if path.endswith("/") else path + "/", fmt)
     if isinstance(store, SearchableFileStore):
@@ -199,7 +201,7 @@ async def grep(
                 file = await read_or_none(store, entry.path)
                 if file is not None:
                     texts.append((file.path, file.text))
-        result = scan(sorted(texts), matcher, limit)
+        result = await asyncio.to_thread(scan, sorted(texts), matcher, limit)
     return _grep_payload(result, pattern, prefix, regex=regex, case_sensitive=case_sensitive)
 
 
