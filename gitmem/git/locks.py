@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.perms import open_private
 
 LONG_OPS = frozenset({"forget", "purge", "gc"})
 """Operations whose holder makes waiters wait up to :data:`LONG_WAIT` instead of their timeout."""
@@ -107,7 +108,7 @@ class LockDescriptor:
         self.fd: int | None = None  # set first: __del__ runs even when open fails
         self.pid = os.getpid()
         self.held = False  # for re-entrant users such as the index lock
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fd = open_private(path, os.O_RDWR | os.O_CREAT)
 
     def close(self) -> None:
         fd, self.fd = self.fd, None

@@ -39,6 +39,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
+from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN as MAIN
 from gitmem.git.refs import read_ref, swap_ref
 from gitmem.git.treediff import diff_trees
@@ -196,10 +197,11 @@ class GitRepo:
         if os.path.exists(os.path.join(path, "HEAD")):
             raise MemoryStoreError("already_exists", f"a repository already exists at {path}")
         try:
+            make_private_dir(path, parents=True)
             repo = pygit2.init_repository(path, bare=True, initial_head="main")
             for key, value in (config or {}).items():
                 repo.config[key] = value
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             tree = repo.TreeBuilder().write()
             sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
             message = commit_message("init", (), Origin())
@@ -215,7 +217,7 @@ class GitRepo:
             raise MemoryStoreError("memory_deleted", f"no memory repository at {path}")
         opened = cls(path)
         with translate_errors(path):
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             opened.head()
         return opened
 
@@ -445,8 +447,7 @@ class GitRepo:
 
 def _bump(gen_path: str) -> None:
     tmp = f"{gen_path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(f"{time.time_ns()}\n")
+    write_private(tmp, f"{time.time_ns()}\n")
     os.replace(tmp, gen_path)
 
 

@@ -56,6 +56,7 @@ from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
+from gitmem.git.perms import open_private
 from gitmem.git.refs import swap_refs
 from gitmem.git.repo import MAIN, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
@@ -145,7 +146,7 @@ def gc(repo: GitRepo) -> GcReport:
 def _mark_pending(repo: GitRepo, what: str) -> bool:
     """Record that refs are about to lose objects; returns whether an earlier mark was unfinished."""
     unfinished = os.path.exists(repo.pending_path)
-    with open(repo.pending_path, "w") as mark:
+    with os.fdopen(open_private(repo.pending_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as mark:
         mark.write(f"{what}\n")
         mark.flush()
         os.fsync(mark.fileno())
