@@ -38,16 +38,35 @@ REGEX_BUDGET = 2.0
 A sane pattern spends microseconds a line; this is room for a large memory, and a
 stop for patterns that backtrack without end.
 """
+_SHORT_TRY = 0.005  # seconds a match may hold the GIL, as long as Python's own switch interval
+_LINES_PER_CHECK = 64
 # warnings.catch_warnings swaps process-wide state: one compile at a time inside it.
 _WARNINGS_GUARD = threading.Lock()
 
 
 class _Budget:
-    """What is left of a search's regex budget; shared by the lines one scan checks."""
+    """What is left of one search's regex budget, in CPU seconds of the matching thread.
+
+    Reading a CPU clock costs microseconds (a system call), more than matching a
+    short line, so it is read every :data:`_LINES_PER_CHECK` lines and after any
+    line that needed its second try; in between, each line may take at most
+    ``_SHORT_TRY``, which bounds how far the budget can be overrun.
+    """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.left = seconds
+        self.lines = 0
+        self.mark: float | None = None  # the thread's CPU clock at the last check; set by the first line
+
+    def checkpoint(self) -> bool:
+        """Charge the CPU time since the last check; whether any budget is left."""
+        now = time.thread_time()
+        if self.mark is not None:
+            self.left -= now - self.mark
+        self.mark = now
+        self.lines = 0
+        return self.left > 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,21 +107,37 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
         raise MemoryStoreError("invalid_pattern", f"invalid regular expression: {exc}") from None
     search = compiled.search
     budget = _Budget(seconds)
-    clock = time.thread_time  # the engine's timeout counts CPU time; so does this
+
+    def spent() -> MemoryStoreError:
+        budget.left = 0.0
+        return MemoryStoreError(
+            "invalid_pattern",
+            f"the regular expression needed more than {budget.seconds:g} s of matching work "
+            "(nested repeats such as (a+)+ or (a|aa)+ backtrack without end); "
+            "make it more specific or search a narrower path",
+        )
 
     def test(line: str) -> bool:
-        started = clock()
+        # A first try may hold the GIL for SHORT_TRY: nearly every line ends there, and
+        # releasing the GIL for each would cost more than the match. A line still running
+        # is matched again with the GIL released, on what is left of the budget.
+        if budget.left <= 0.0:
+            raise spent()
+        if budget.mark is None:
+            budget.mark = time.thread_time()
         try:
-            found = search(line, timeout=max(budget.left, 0.001), concurrent=True)
+            found = search(line, timeout=min(budget.left, _SHORT_TRY))
         except TimeoutError:
-            budget.left = 0.0
-            raise MemoryStoreError(
-                "invalid_pattern",
-                f"the regular expression needed more than {budget.seconds:g} s of matching work "
-                "(nested repeats such as (a+)+ or (a|aa)+ backtrack without end); "
-                "make it more specific or search a narrower path",
-            ) from None
-        budget.left -= clock() - started
+            if not budget.checkpoint():
+                raise spent() from None
+            try:
+                found = search(line, timeout=budget.left, concurrent=True)
+            except TimeoutError:
+                raise spent() from None
+            budget.checkpoint()
+        budget.lines += 1
+        if budget.lines >= _LINES_PER_CHECK and not budget.checkpoint():
+            raise spent()
         return found is not None
 
     return test
