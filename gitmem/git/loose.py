@@ -12,8 +12,9 @@ garbage, a wrong header, a flipped byte) already fails cleanly.
 :class:`LooseGuard` first: it reads a loose object with Python's ``zlib``, checks
 the stream and header, and hands the object to libgit2 (which still checks its
 hash), or raises :class:`CorruptObject` naming the object. Objects that are not
-loose (packed, or missing) are passed on to libgit2's own backends untouched,
-which costs one ``access()`` call per object read that libgit2 has not cached.
+loose (packed, or missing) are passed on to libgit2's own backends untouched
+after one ``access()`` call. Each object is checked once per process; later reads
+of it go straight to libgit2 (see ``_checked`` for why that is enough).
 Writes go to an ordinary object database on the same folder, so libgit2 still
 writes every object (and fsyncs it when durable writes are on).
 
@@ -37,6 +38,8 @@ _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
 _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
+_MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
+_CHECKED: dict[str, set[bytes]] = {}
 
 
 class CorruptObject(MemoryStoreError):
@@ -143,6 +146,11 @@ class LooseGuard(pygit2.OdbBackend):
         super().__init__()
         self._objects = objects
         self._dirs = [f"{d}/" for d in object_dirs(objects)] + [f"{os.path.normpath(d)}/" for d in extra]
+        # Objects found sound or not loose, for every guard on the same folders in this
+        # process: libgit2 reads those itself from then on. A loose file is written whole
+        # (a temporary file renamed into place) and only found cut short after a crash,
+        # which a new process sees; so one check per process is enough.
+        self._checked = _CHECKED.setdefault("\n".join(self._dirs), set())
         self._writer: pygit2.Odb | None = None
         self._packs: dict[str, pygit2.OdbBackendPack] | None = None
 
@@ -165,9 +173,13 @@ class LooseGuard(pygit2.OdbBackend):
         return int(kind), bytes(data)
 
     def _read(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        raw_id = oid.raw
+        if raw_id in self._checked:
+            raise KeyError(raw_id)
         hexid = str(oid)
         path = self._find(hexid)
         if path is None:
+            self._remember(raw_id)
             raise KeyError(hexid)
         shown = f"objects/{hexid[:2]}/{hexid[2:]}" if path.startswith(self._dirs[0]) else path
         try:
@@ -179,13 +191,20 @@ class LooseGuard(pygit2.OdbBackend):
             _seen.error = CorruptObject(hexid, shown, f"cannot be read ({exc.strerror})")
             raise _seen.error from None
         try:
-            return parse_loose(raw)
+            parsed = parse_loose(raw)
         except ValueError as exc:
             packed = self._from_pack(oid, path[: -len(hexid) - 1])
             if packed is not None and _drop_redundant(path):
                 return packed
             _seen.error = CorruptObject(hexid, shown, str(exc))
             raise _seen.error from None
+        self._remember(raw_id)
+        return parsed
+
+    def _remember(self, raw_id: bytes) -> None:
+        if len(self._checked) >= _MAX_CHECKED:
+            self._checked.clear()
+        self._checked.add(raw_id)
 
     # -- the callbacks libgit2 makes through pygit2 --
 
