@@ -12,7 +12,9 @@ pattern with ``re``'s parser) but *matched* by the ``regex`` package in its
 ``re``-compatible mode (``VERSION0``), which can stop a match after a time
 budget and releases the GIL while it matches. One search may spend
 :data:`REGEX_BUDGET` seconds of CPU matching lines in all; past that it stops
-with ``invalid_pattern``. The one difference in answers known between the two
+with ``invalid_pattern``. (The engine's own timeout counts the whole process's
+CPU time, so in a process busy on other threads a hostile search stops sooner;
+never later.) The one difference in answers known between the two
 engines: under case-insensitive matching ``re`` equates ``i`` with the dotless
 ``\u0131``, ``regex`` does not.
 """
