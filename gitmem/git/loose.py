@@ -40,6 +40,7 @@ _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
 _CHECKED: dict[str, set[bytes]] = {}
+_WRITE_TRIES = 5
 
 
 class CorruptObject(MemoryStoreError):
@@ -241,10 +242,22 @@ class LooseGuard(pygit2.OdbBackend):
         self._packs = None
 
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
-        """libgit2 writes to the first backend that accepts: hand the object to an ordinary one."""
+        """libgit2 writes to the first backend that accepts: hand the object to an ordinary one.
+
+        libgit2 writes a temporary file, creates the ``objects/xx`` folder, then
+        renames; a ``git prune-packed`` or ``gc`` running meanwhile (a repack by
+        hand, outside gitmem's lock) removes that folder while it is still empty,
+        and the rename fails. git itself tries again in that case; so does this.
+        """
         if self._writer is None:
             self._writer = pygit2.Odb(self._objects)
-        self._writer.write(kind, data)
+        for attempt in range(_WRITE_TRIES):
+            try:
+                self._writer.write(kind, data)
+                return
+            except OSError as exc:
+                if attempt == _WRITE_TRIES - 1 or "rename" not in str(exc):
+                    raise
 
 
 def _drop_redundant(path: str) -> bool:

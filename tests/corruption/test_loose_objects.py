@@ -162,3 +162,38 @@ def test_parse_loose_reads_what_git_writes(tmp_path: Path) -> None:
         assert number == {"commit": 1, "tree": 2, "blob": 3}[kind]
     assert list(damaged_loose_objects(str(repo / "objects"))) == []
     assert parse_loose(zlib.compress(b"blob 0\0")) == (3, b"")
+
+
+RMDIR_LOOP = """
+import os, sys
+objects = sys.argv[1]
+while True:
+    for name in os.listdir(objects):
+        if len(name) == 2:
+            try:
+                os.rmdir(os.path.join(objects, name))
+            except OSError:
+                pass
+"""
+
+
+def test_object_writes_survive_their_folder_being_removed_meanwhile(tmp_path: Path) -> None:
+    """``git prune-packed`` (a repack by hand) removes empty ``objects/xx`` folders.
+
+    libgit2 creates the folder, then renames its temporary file into it; a folder
+    removed in between failed the write. Another process removes every empty
+    folder in a loop while this one writes objects: none may fail.
+    """
+    from gitmem.git.loose import open_repository
+
+    repo = tmp_path / "r.git"
+    GitFileStore.init(repo)
+    remover = subprocess.Popen([sys.executable, "-c", RMDIR_LOOP, str(repo / "objects")])
+    try:
+        handle = open_repository(str(repo))
+        written = [str(handle.create_blob(b"object %d\n" % i)) for i in range(3000)]
+    finally:
+        remover.kill()
+        remover.wait()
+    assert len(set(written)) == 3000
+    assert all(_git(repo, "cat-file", "-t", oid) == "blob" for oid in written[::300])
