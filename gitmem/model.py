@@ -10,6 +10,39 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+from gitmem.errors import MemoryStoreError
+
+#: What a mount holds, fixed when it is created and kept in its config
+#: (``gitmem.kind``): plain files, records, session items or durable nodes. The
+#: three item kinds are stored as files too, but only their own stores may write
+#: them, so the file tools refuse them (``wrong_kind``) and vice versa.
+MountKind = Literal["file", "record", "session", "durable"]
+MOUNT_KINDS: Final[tuple[MountKind, ...]] = get_args(MountKind)
+
+
+def check_kind(name: str, actual: str, wanted: str) -> None:
+    """Refuse to use a ``actual`` mount as a ``wanted`` one, naming both."""
+    if actual != wanted:
+        raise MemoryStoreError(
+            "wrong_kind",
+            f"{name} is a {actual} memory, not a {wanted} memory; use the {actual} commands and tools for it",
+        )
+
+
+def parse_kind(raw: str | None, where: str) -> MountKind:
+    """The kind saved in a mount's config (absent: ``file``, the only kind before kinds existed)."""
+    if raw is None:
+        return "file"
+    value = raw.strip().lower()
+    for kind in MOUNT_KINDS:
+        if value == kind:
+            return kind
+    raise MemoryStoreError(
+        "unavailable", f"gitmem.kind = {raw!r} in the config of {where} is not one of {', '.join(MOUNT_KINDS)}"
+    )
+
 
 _TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
 
@@ -103,3 +136,52 @@ def blob_version(data: bytes) -> str:
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
     h.update(data)
     return h.hexdigest()
+
+
+# --- batch writes (``apply``) -------------------------------------------------------------
+
+
+class AnyVersion:
+    """The type of :data:`ANY`: an edit that takes whatever version the file has."""
+
+    __slots__ = ()
+    _instance: AnyVersion | None = None
+
+    def __new__(cls) -> AnyVersion:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self) -> str:
+        return "ANY"
+
+
+#: ``Edit(expected=ANY)``: no version check (last write wins, the ref still moves by CAS).
+ANY: Final = AnyVersion()
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One path of an atomic batch: new ``text``, or ``None`` to delete the file.
+
+    ``expected`` is what the file must be for the batch to go ahead: ``ANY`` (no
+    check), ``None`` (the path holds no file) or a version (the file is at it).
+    """
+
+    path: str
+    text: str | None
+    expected: str | AnyVersion | None = ANY
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a batch did: the commit (``None`` when nothing changed) and each edit's version.
+
+    ``versions[i]`` is the version ``edits[i]`` left (``None`` for a delete).
+    """
+
+    commit: str | None
+    versions: tuple[str | None, ...] = ()

@@ -14,6 +14,7 @@ from gitmem.fileformat import FileFormat
 from gitmem.git.perms import make_private_dir, open_private
 from gitmem.git.repo import GitRepo
 from gitmem.gitstore import GitFileStore
+from gitmem.model import MountKind, check_kind
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -39,8 +40,25 @@ class Root:
     def mount_path(self, name: str) -> Path:
         return self.path / f"{check_mount_name(name)}.git"
 
-    def mount(self, name: str, *, create: bool = False, fmt: FileFormat | None = None) -> GitFileStore:
-        """Open mount ``name``; with ``create=True`` make it first when it does not exist."""
+    def mount(
+        self, name: str, *, create: bool = False, fmt: FileFormat | None = None, kind: MountKind | None = None
+    ) -> GitFileStore:
+        """Open mount ``name``; with ``create=True`` make it first when it does not exist.
+
+        ``kind`` (when given) is the kind a new mount gets and the kind an existing
+        one must have (``wrong_kind`` otherwise); ``None`` opens any kind and creates
+        a ``file`` mount.
+        """
+        store = self._mount(name, create=create, fmt=fmt, kind=kind or "file")
+        if kind is not None:
+            check_kind(name, store.kind, kind)
+        return store
+
+    def kind(self, name: str) -> MountKind:
+        """What mount ``name`` holds; ``not_found`` when there is no such memory."""
+        return self.mount(name).kind
+
+    def _mount(self, name: str, *, create: bool, fmt: FileFormat | None, kind: MountKind) -> GitFileStore:
         path = self.mount_path(name)
         if (path / "HEAD").exists():
             return GitFileStore.open(path, fmt)
@@ -57,7 +75,7 @@ class Root:
                 return GitFileStore.open(path, fmt)
             tmp = self.path / f".{name}.git.{os.getpid()}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
-            GitFileStore.init(tmp, fmt)
+            GitFileStore.init(tmp, fmt, kind=kind)
             try:
                 os.replace(tmp, path)
             except OSError as exc:  # e.g. a foreign process left a partial folder there

@@ -179,8 +179,8 @@ def test_reject_removes_the_proposal(store: GitFileStore) -> None:
     main = sync.head()
     agent = sync.for_run(RUN)
     agent.write("notes/bad.md", "wrong\n", expected=None)
-    tip = review.reject(store, RUN)
-    assert git("show-ref", cwd=store.path).stdout.split()[1::2] == ["refs/heads/main"]
+    tip = review.reject(store, RUN, rejecter="dana", reason="not what we asked for")
+    assert git("show-ref", cwd=store.path).stdout.split()[1::2] == ["refs/gitmem/reviews", "refs/heads/main"]
     assert sync.head() == main
     assert review.proposals(store) == []
     with pytest.raises(MemoryStoreError) as caught:
@@ -189,7 +189,24 @@ def test_reject_removes_the_proposal(store: GitFileStore) -> None:
     # The run starts afresh from main on its next write.
     agent.write("notes/good.md", "right\n", expected=None)
     assert review.proposal(store, RUN).base == main and review.proposal(store, RUN).head != tip
-    for call in (lambda: review.reject(store, "nobody"), lambda: review.approve(store, "nobody", approver="x")):
+    [record] = review.rejections(store)
+    assert (record.run, record.head, record.rejected_by, record.reason) == (RUN, tip, "dana", "not what we asked for")
+    # The record does not keep the rejected content reachable (one commit, its empty tree).
+    assert len(git("rev-list", "--objects", "refs/gitmem/reviews", cwd=store.path).stdout.splitlines()) == 2
+    second = review.reject(store, RUN, rejecter="erin")
+    assert [(r.head, r.rejected_by, r.reason) for r in review.rejections(store)] == [
+        (second, "erin", None),
+        (tip, "dana", "not what we asked for"),
+    ]
+    agent.write("notes/again.md", "again\n", expected=None)
+    with pytest.raises(MemoryStoreError) as anonymous:
+        review.reject(store, RUN, rejecter=" ")
+    assert anonymous.value.code == "forbidden" and review.proposal(store, RUN).head
+    fsck_clean(store.path)
+    for call in (
+        lambda: review.reject(store, "nobody", rejecter="x"),
+        lambda: review.approve(store, "nobody", approver="x"),
+    ):
         with pytest.raises(MemoryStoreError) as missing:
             call()
         assert missing.value.code == "not_found"
@@ -261,26 +278,20 @@ def test_the_cli_enables_lists_shows_approves_and_rejects(tmp_path: Path) -> Non
 
 
 def test_agent_tools_of_a_run_edit_its_proposal_again_and_again(store: GitFileStore) -> None:
-    import asyncio
-
     from gitmem.tools import FileMemoryCapability, FileMount
 
     main = store.sync.head()
     tools = FileMemoryCapability([FileMount("user", store, "write")])
     who = Origin(run_id=RUN, principal_id="bot")
 
-    async def session() -> tuple[dict[str, object], dict[str, object]]:
-        for new in ("coffee", "cocoa", "juice"):  # each edit reads what the run wrote before
-            old = {"coffee": "tea", "cocoa": "coffee", "juice": "cocoa"}[new]
-            done = await tools.call(
-                "edit", {"memory": "user", "path": "prefs/style.md", "old_string": old, "new_string": new}, origin=who
-            )
-            assert "error" not in done, done
-        mine = await tools.call("view", {"memory": "user", "path": "prefs/style.md"}, origin=who)
-        theirs = await tools.call("view", {"memory": "user", "path": "prefs/style.md"})
-        return mine, theirs
-
-    mine, theirs = asyncio.run(session())
+    for new in ("coffee", "cocoa", "juice"):  # each edit reads what the run wrote before
+        old = {"coffee": "tea", "cocoa": "coffee", "juice": "cocoa"}[new]
+        done = tools.call(
+            "edit", {"memory": "user", "path": "prefs/style.md", "old_string": old, "new_string": new}, origin=who
+        )
+        assert "error" not in done, done
+    mine = tools.call("view", {"memory": "user", "path": "prefs/style.md"}, origin=who)
+    theirs = tools.call("view", {"memory": "user", "path": "prefs/style.md"})
     assert "juice" in str(mine["content"]) and "tea" in str(theirs["content"])
     assert store.sync.head() == main
     assert review.proposal(store, RUN).commits == 3
