@@ -127,7 +127,7 @@ def test_the_known_difference_is_the_dotless_i_only() -> None:
 
 
 SEARCHES = r"""
-import asyncio, json, sys
+import json, sys
 from gitmem import GitFileStore, InMemoryFileStore, MemoryStoreError
 from gitmem.tools import FileMemoryCapability, FileMount
 
@@ -141,25 +141,19 @@ def outcome(call):
         return exc.code
     return "answered"
 
-async def main():
-    git = GitFileStore.init(repo)
-    await git.write("notes/a.md", text, expected=None)
-    mem = InMemoryFileStore()
-    await mem.write("notes/a.md", text, expected=None)
-    out = {}
-    out["git_search"] = outcome(lambda: git.sync.search(pattern, regex=True))
-    try:
-        await mem.search(pattern, regex=True)
-        out["memory_search"] = "answered"
-    except MemoryStoreError as exc:
-        out["memory_search"] = exc.code
-    capability = FileMemoryCapability([FileMount("user", git, "write")])
-    for name, args in (("grep_mount", {}), ("grep_file", {"path": "notes/a.md"})):
-        result = await capability.call("memory_file_grep", {"memory": "user", "pattern": pattern, "regex": True, **args})
-        out[name] = result.get("error", "answered")
-    print(json.dumps(out))
-
-asyncio.run(main())
+store = GitFileStore.init(repo)
+store.sync.write("notes/a.md", text, expected=None)
+mem = InMemoryFileStore()
+mem.write("notes/a.md", text, expected=None)
+out = {
+    "git_search": outcome(lambda: store.sync.search(pattern, regex=True)),
+    "memory_search": outcome(lambda: mem.search(pattern, regex=True)),
+}
+capability = FileMemoryCapability([FileMount("user", store, "write")])
+for name, args in (("grep_mount", {}), ("grep_file", {"path": "notes/a.md"})):
+    result = capability.call("memory_file_grep", {"memory": "user", "pattern": pattern, "regex": True, **args})
+    out[name] = result.get("error", "answered")
+print(json.dumps(out))
 """
 
 
