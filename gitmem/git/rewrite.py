@@ -55,6 +55,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
 from gitmem.git.locks import WriterLock
+from gitmem.git.loose import damaged_loose_objects
+from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import MAX_ATTEMPTS, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
@@ -88,13 +90,23 @@ def run_git(
 
 
 def fsck(repo: GitRepo) -> FsckReport:
-    """``git fsck --strict``; dangling objects are normal between gc runs and not reported."""
+    """``git fsck --strict``, after gitmem's own check of every loose object's file.
+
+    Dangling objects are normal between gc runs and not reported. A damaged
+    loose object is named first in gitmem's words (the one that every read
+    refuses as ``unavailable``), then git says what it found.
+    """
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
+    damaged = tuple(
+        f"error: corrupt loose object {bad.oid} ({bad.path}) {bad.reason}"
+        for bad in damaged_loose_objects(os.path.join(repo.path, "objects"))
+    )
     done = run_git(repo.path, "fsck", "--strict", "--no-dangling", "--no-progress", check=False)
-    messages = tuple(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+    messages = damaged + tuple(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
     return FsckReport(
-        ok=done.returncode == 0 and not any(m.startswith(("error", "fatal")) for m in messages), messages=messages
+        ok=not damaged and done.returncode == 0 and not any(m.startswith(("error", "fatal")) for m in messages),
+        messages=messages,
     )
 
 
@@ -138,7 +150,7 @@ def _mark_pending(repo: GitRepo, what: str) -> str | None:
             unfinished: str | None = earlier.read().strip()
     except FileNotFoundError:
         unfinished = None
-    with open(repo.pending_path, "w") as mark:
+    with os.fdopen(open_private(repo.pending_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as mark:
         mark.write(f"{what}\n")
         mark.flush()
         os.fsync(mark.fileno())
