@@ -36,6 +36,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),

@@ -42,6 +42,8 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
+from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
+from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
@@ -74,12 +76,19 @@ pygit2.settings.enable_strict_object_creation(False)
 
 @contextmanager
 def translate_errors(repo_path: str) -> Iterator[None]:
-    """Turn pygit2 and OS failures into store errors where they enter gitmem."""
+    """Turn pygit2 and OS failures into store errors where they enter gitmem.
+
+    A damaged loose object refused by the guard (:mod:`gitmem.git.loose`) is
+    reported as itself, whatever error pygit2 turned it into on the way.
+    """
+    take_corruption()  # one refused earlier and swallowed is not this call's cause
     try:
         yield
     except MemoryStoreError:
+        take_corruption()
         raise
     except (pygit2.GitError, OSError, KeyError, ValueError, IndexError) as exc:
+        raise_if_corrupt()
         if not os.path.isdir(os.path.join(repo_path, "objects")):
             raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
         raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
@@ -218,10 +227,11 @@ class GitRepo:
         if os.path.exists(os.path.join(path, "HEAD")):
             raise MemoryStoreError("already_exists", f"a repository already exists at {path}")
         try:
+            make_private_dir(path, parents=True)
             repo = pygit2.init_repository(path, bare=True, initial_head="main")
             for key, value in (config or {}).items():
                 repo.config[key] = value
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             tree = repo.TreeBuilder().write()
             sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
             message = commit_message("init", (), Origin())
@@ -237,7 +247,7 @@ class GitRepo:
             raise MemoryStoreError("memory_deleted", f"no memory repository at {path}")
         opened = cls(path)
         with translate_errors(path):
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             opened.head()
         return opened
 
@@ -249,7 +259,7 @@ class GitRepo:
         if repo is None or local.pid != pid:
             if not os.path.isdir(os.path.join(self.path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
-            repo = pygit2.Repository(self.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+            repo = open_repository(self.path)
             local.repo = repo
             local.pid = pid
             local.gen = self.history_mark()
@@ -343,6 +353,7 @@ class GitRepo:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise_if_corrupt()
             return None
         return str(commit.id)
 
@@ -350,6 +361,7 @@ class GitRepo:
         try:
             obj = self.repo.get(rev)
         except (ValueError, pygit2.GitError):
+            raise_if_corrupt()
             return False
         return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
 
@@ -379,6 +391,7 @@ class GitRepo:
                         frontier.append(parent)
             return bool(repo.descendant_of(commit, ancestor))
         except (pygit2.GitError, KeyError):  # its objects were deleted (a purge or forget meanwhile)
+            raise_if_corrupt()
             return False
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
@@ -461,8 +474,7 @@ class GitRepo:
 
 def _bump(gen_path: str) -> None:
     tmp = f"{gen_path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(f"{time.time_ns()}\n")
+    write_private(tmp, f"{time.time_ns()}\n")
     os.replace(tmp, gen_path)
 
 

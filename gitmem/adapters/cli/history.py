@@ -22,6 +22,7 @@ from gitmem.adapters.cli.app import (
     origin_options,
     pass_state,
     read_run_option,
+    say,
     short,
 )
 from gitmem.adapters.cli.files import full_version
@@ -142,9 +143,9 @@ def log(
 
     def text() -> None:
         for e in entries:
-            click.echo(_log_line(e))
+            say(_log_line(e))  # one record per line: a newline in a run name cannot forge another
         if truncated:
-            click.echo(f"... more changes: pass --limit {limit * 10} to see them", err=True)
+            say(f"... more changes: pass --limit {limit * 10} to see them", err=True)
 
     emit({"memory": name, "path": path, "entries": entries, "truncated": truncated}, text)
 
@@ -170,7 +171,7 @@ def show(state: State, name: str, rev: str, path: str) -> None:
         "rev": rev,
         "content": found.text,
     }
-    emit(payload, lambda: click.echo(found.text, nl=False))
+    emit(payload, lambda: say(found.text, nl=False, multiline=True))
 
 
 def _split_diff_args(store: SyncGitFileStore, rest: tuple[str, ...]) -> tuple[str | None, str | None]:
@@ -204,7 +205,7 @@ def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
 
     def text() -> None:
         for f in files:
-            click.echo(f.patch, nl=False)
+            say(f.patch, nl=False, multiline=True)
 
     emit({"memory": name, "from": a, "to": b, "path": path, "files": files}, text)
 
@@ -230,7 +231,7 @@ def blame(state: State, name: str, path: str, rev: str | None) -> None:
         authors = {b.commit: b.author for b in lines if not b.origin.principal_id and b.author}
         width = max((len(b.origin.principal_id or authors.get(b.commit) or "-") for b in lines), default=1)
         for b in lines:
-            click.echo(_blame_line(b, width, authors))
+            say(_blame_line(b, width, authors))
 
     emit({"memory": name, "path": path, "rev": rev, "lines": lines}, text)
 

@@ -22,6 +22,7 @@ from gitmem.adapters.cli.app import (
     landed,
     origin_options,
     pass_state,
+    say,
     usage_error,
 )
 from gitmem.errors import MemoryStoreError
@@ -118,8 +119,8 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
 
     def text_report(head: str) -> None:
         for r in refused:
-            click.echo(f"refused {r['path']} [{r['error']}]: {r['message']}", err=True)
-        click.echo(head)
+            say(f"refused {r['path']} [{r['error']}]: {r['message']}", err=True)
+        say(head)
 
     if strict and refused:
         payload["message"] = f"{len(refused)} file(s) refused; nothing written (--strict)"
@@ -297,10 +298,10 @@ def status(state: State, names: tuple[str, ...]) -> None:
     payload = {"root": str(state.root.path), "mounts": mounts}
 
     def text() -> None:
-        click.echo(f"root {state.root.path}" + ("" if mounts else "  (no memories: `gitmem init NAME`)"))
+        say(f"root {state.root.path}" + ("" if mounts else "  (no memories: `gitmem init NAME`)"))
         for m in mounts:
             review = f"review on, {len(m['proposals'])} proposal(s)" if m["review"] else "review off"
-            click.echo(
+            say(
                 f"{m['memory']}  {m['kind']}  head {m['head'][:12]}  {m['files']} file(s), {m['bytes']} B"
                 f" ({m['disk_bytes']} B on disk)  {review}  index {m['index']}"
             )
@@ -334,7 +335,7 @@ def config(state: State, name: str, key: str | None, value: str | None, unset: b
 
         def text() -> None:
             for k, v in values.items():
-                click.echo(f"{k} = {v if v is not None else _default_text(_effective(store)[k])}")
+                say(f"{k} = {v if v is not None else _default_text(_effective(store)[k])}")
 
         emit(shown, text)
         return
