@@ -46,7 +46,9 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     what a caller waits, and swings with load.
     """
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Run from the temp root: `python -m` puts the working folder first on sys.path, which
+    # would shadow the code chosen with --code when the bench is started from a checkout.
+    proc = subprocess.Popen(argv, env=env, cwd=env["GITMEM_ROOT"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = (time.perf_counter() - start) * 1000
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -8,6 +8,7 @@ Layout::
     history.py   log, show, diff, blame, restore, revert
     search.py    grep, find, index status|rebuild
     admin.py     forget, purge, fsck, gc, demo
+    manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
