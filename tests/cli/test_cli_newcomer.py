@@ -112,3 +112,22 @@ def test_the_memory_key_is_memory(user: Run) -> None:
     assert as_json(user("init", "user", "--json"))["memory"] == "user"
     assert as_json(user("cat", "user", "prefs/style.md", "--json"))["memory"] == "user"
     assert as_json(user("show", "user", "main", "prefs/style.md", "--json"))["memory"] == "user"
+
+
+def test_not_found_hints_follow_the_cause(user: Run) -> None:
+    since = user("log", "user", "--since", "nosuch").stderr
+    rev = user("cat", "user", "prefs/style.md", "--rev", "nosuch").stderr
+    memory = user("ls", "nobody").stderr
+    user("review", "enable", "user")
+    user("write", "user", "b.md", "--create", "--run", "r1", input="b\n")
+    assert user("review", "approve", "user", "r1", "--principal", "alice").exit_code == 0
+    again = user("review", "approve", "user", "r1", "--principal", "alice").stderr
+    hints = [s.split("what to do:")[1] for s in (since, rev, memory, again)]
+    assert len(set(hints)) == 4, hints
+    assert "relative" in hints[0] and "gitmem log user" in hints[1]
+    assert "gitmem mounts" in hints[2] and "already" in hints[3]
+
+
+def test_edit_errors_name_the_option_the_user_typed(user: Run) -> None:
+    missing = user("edit", "user", "prefs/style.md", "--old", "coffee", "--new", "tea")
+    assert missing.exit_code == 1 and "--old" in missing.stderr and "old_string" not in missing.stderr
