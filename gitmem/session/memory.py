@@ -27,9 +27,12 @@ from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
 from gitmem.session.items import (
+    ITEMS_DIR,
     MemoryItem,
     check_id,
     clean_tags,
@@ -77,6 +80,15 @@ class PruneReport:
 
 
 @dataclass(frozen=True)
+class RecallResult:
+    """One recalled item, its score, and the items it contradicts (shown with it, not hidden)."""
+
+    item: MemoryItem
+    score: float
+    conflicts: tuple[MemoryItem, ...] = ()
+
+
+@dataclass(frozen=True)
 class _Entry:
     path: str
     version: str
@@ -110,7 +122,7 @@ class SessionMemory:
         self._by_fp: dict[str, str] = {}  # fingerprint -> path of the item holding it
         self._parsed: dict[str, MemoryItem] = {}  # blob version -> item, so refreshes parse once
         self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
-        self._recall: Any = None
+        self._recall = StoreRecall(store, self._to_doc, prefix=ITEMS_DIR)
 
     # -- the catalogue -----------------------------------------------------------------
 
@@ -174,6 +186,12 @@ class SessionMemory:
             self._parsed[file.version] = item
         return item
 
+    def _to_doc(self, file: FileText) -> RecallDoc | None:
+        if not is_item_path(file.path):
+            return None
+        item = self.parse(file)
+        return RecallDoc(item.id, item.content, item.timestamp)
+
     def _with_stats(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
         counts = self.stats.snapshot()
         out = []
@@ -228,6 +246,34 @@ class SessionMemory:
         chosen = found[:n]
         self._touch(chosen)
         return self._with_stats(chosen)
+
+    def recall_similar(
+        self, query: str, k: int = 5, *, min_score: float = 0.0, ranking: Ranking = "coverage"
+    ) -> list[RecallResult]:
+        """The ``k`` items closest to ``query`` by the recall engine (word-cjk-bigram coverage
+        by default); superseded and tombstoned items are left out, and each answer carries the
+        items it conflicts with. Counted as an access.
+        """
+        with self._lock:
+            self.refresh()
+
+            def visible(item_id: str) -> bool:
+                path = self._by_id.get(item_id)
+                entry = self._by_path.get(path) if path else None
+                return entry is not None and entry.item.id == item_id and entry.item.recallable
+
+            hits = self._recall.search(query, limit=k, min_score=min_score, ranking=ranking, accept=visible)
+            found = [(self._entry(h.id).item, h.score) for h in hits]
+            conflicts = {
+                item.id: tuple(self._entry(c).item for c in item.conflicts_with if c in self._by_id)
+                for item, _ in found
+            }
+        chosen = [item for item, _ in found]
+        self._touch(chosen)
+        with_stats = self._with_stats(chosen)
+        return [
+            RecallResult(item, score, conflicts[item.id]) for item, (_, score) in zip(with_stats, found, strict=True)
+        ]
 
     def tag_counts(self) -> dict[str, int]:
         """How many recallable items carry each tag, most used first."""
