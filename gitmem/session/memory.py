@@ -193,7 +193,8 @@ class SessionMemory:
         return RecallDoc(item.id, item.content, item.timestamp)
 
     def _with_stats(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
-        counts = self.stats.snapshot()
+        items = list(items)
+        counts = self.stats.lookup(i.id for i in items)
         out = []
         for item in items:
             seen = counts.get(item.id)
@@ -325,31 +326,44 @@ class SessionMemory:
         return self.remember(content, importance=0.9, tags=("failure", *tools), memory_type="episodic")
 
     def store_item(self, item: MemoryItem, *, origin: Origin | None = None) -> MemoryItem:
-        """Write a checked item, merging it into an exact duplicate when one exists."""
+        """Write a checked item, merging it into an exact duplicate when one exists.
+
+        No refresh first: the fingerprint decides the path, so the store's
+        compare-and-swap finds any duplicate (``already_exists`` / ``version_mismatch``
+        carry the file there now), and one write is the whole cost when there is none.
+        """
         origin = origin or self.origin
         fp = hygiene.fingerprint(item.content)
+        if fp is None:  # too short to merge: its own path, a clash means a reused id
+            self.store.write(path_for_id(item.id), encode_item(item), expected=None, origin=origin)
+            return item
         with self._lock:
-            for _ in range(WRITE_ATTEMPTS):
-                self.refresh()
-                if fp is None:
-                    path = path_for_id(item.id)
-                    if path in self._by_path:
-                        raise MemoryStoreError("already_exists", f"an item with id {item.id!r} already exists")
-                else:
-                    path = self._by_fp.get(fp) or path_for_fingerprint(fp)
-                current = self._by_path.get(path)
+            path = self._by_fp.get(fp) or path_for_fingerprint(fp)
+            entry = self._by_path.get(path)
+            known = (entry.version, entry.item) if entry is not None else None
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                if known is None:
+                    self.store.write(path, encode_item(item), expected=None, origin=origin)
+                    return item
+                merged = hygiene.merge_duplicate(known[1], item, now=self.clock())
+                self.store.write(path, encode_item(merged), expected=known[0], origin=origin)
+                return self._with_stats([merged])[0]
+            except MemoryStoreError as exc:
+                if exc.code not in ("already_exists", "version_mismatch"):
+                    raise
+                # Another writer got there first (or the catalogue was behind): merge into what is there.
+                current = exc.current
+                if current is None:
+                    path, known = path_for_fingerprint(fp), None
+                    continue
                 try:
-                    if current is None:
-                        self.store.write(path, encode_item(item), expected=None, origin=origin)
-                        return item
-                    merged = hygiene.merge_duplicate(current.item, item, now=self.clock())
-                    self.store.write(path, encode_item(merged), expected=current.version, origin=origin)
-                    return self._with_stats([merged])[0]
-                except MemoryStoreError as exc:
-                    if exc.code not in ("already_exists", "version_mismatch") or fp is None:
-                        raise
-                    # Another writer got there first: re-read and merge into what it wrote.
-            raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
+                    known = (current.version, self.parse(current))
+                except ValueError as bad:
+                    raise MemoryStoreError(
+                        "unavailable", f"{path} holds no readable item ({bad}); repair or delete it"
+                    ) from None
+        raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
     def delete(self, item_id: str, *, origin: Origin | None = None) -> None:
         """Remove an item (one commit; git history keeps it for ``restore``)."""
@@ -460,6 +474,7 @@ class SessionMemory:
                 origin=origin,
             )
             now = self.clock()
+            self.refresh()
             for old in extracted.supersedes:
                 if old != stored.id and old in self._by_id:
                     self._update(old, lambda i: hygiene.mark_superseded(i, stored.id, now=now), origin or self.origin)

@@ -40,6 +40,8 @@ class AccessStats(Protocol):
 
     def snapshot(self) -> Counts: ...
 
+    def lookup(self, ids: Iterable[str]) -> Counts: ...
+
     def record(self, ids: Iterable[str], at: float) -> None: ...
 
     def forget(self, ids: Iterable[str]) -> None: ...
@@ -55,6 +57,10 @@ class MemoryAccessStats:
     def snapshot(self) -> Counts:
         with self._lock:
             return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._lock:
+            return {i: self._counts[i] for i in ids if i in self._counts}
 
     def record(self, ids: Iterable[str], at: float) -> None:
         with self._lock:
@@ -99,12 +105,30 @@ class FileAccessStats:
 
     def snapshot(self) -> Counts:
         with self._guard:
-            fd = self._locked(fcntl.LOCK_SH)
-            try:
-                self._catch_up()
-            finally:
-                os.close(fd)
+            self._refresh()
             return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._guard:
+            self._refresh()
+            return {i: self._counts[i] for i in ids if i in self._counts}
+
+    def _refresh(self) -> None:
+        """Catch up with the log; cheap when nothing was appended (one ``stat``)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._counts, self._offset, self._inode = {}, 0, None
+            return
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot read {self.path}: {exc}") from exc
+        if st.st_ino == self._inode and st.st_size == self._offset:
+            return
+        fd = self._locked(fcntl.LOCK_SH)
+        try:
+            self._catch_up()
+        finally:
+            os.close(fd)
 
     def record(self, ids: Iterable[str], at: float) -> None:
         ids = [i for i in ids if i]
