@@ -27,12 +27,11 @@ from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
-from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall import RecallDoc, RecallIndex
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
 from gitmem.session.items import (
-    ITEMS_DIR,
     MemoryItem,
     check_id,
     clean_tags,
@@ -122,7 +121,9 @@ class SessionMemory:
         self._by_fp: dict[str, str] = {}  # fingerprint -> path of the item holding it
         self._parsed: dict[str, MemoryItem] = {}  # blob version -> item, so refreshes parse once
         self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
-        self._recall = StoreRecall(store, self._to_doc, prefix=ITEMS_DIR)
+        # The recall engine's index over the recallable items, kept by the catalogue's
+        # own refresh (one read per changed item feeds both).
+        self._recall = RecallIndex()
 
     # -- the catalogue -----------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class SessionMemory:
                 self._by_path.clear()
                 self._by_id.clear()
                 self._by_fp.clear()
+                self._recall.clear()
                 self.skipped.clear()
                 paths: Iterable[str] = [e.path for e in self.store.list()]
             else:
@@ -163,12 +165,15 @@ class SessionMemory:
         fp = hygiene.fingerprint(item.content)
         if fp is not None:
             self._by_fp.setdefault(fp, path)
+        if item.recallable:
+            self._recall.upsert(RecallDoc(item.id, item.content, item.timestamp))
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)
         old = self._by_path.pop(path, None)
         if old is None:
             return
+        self._recall.remove(old.item.id)
         for key in (old.item.id, *old.item.ids_in("duplicate_ids")):
             if self._by_id.get(key) == path:
                 del self._by_id[key]
@@ -185,12 +190,6 @@ class SessionMemory:
                 self._parsed.clear()
             self._parsed[file.version] = item
         return item
-
-    def _to_doc(self, file: FileText) -> RecallDoc | None:
-        if not is_item_path(file.path):
-            return None
-        item = self.parse(file)
-        return RecallDoc(item.id, item.content, item.timestamp)
 
     def _with_stats(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
         items = list(items)
@@ -252,18 +251,12 @@ class SessionMemory:
         self, query: str, k: int = 5, *, min_score: float = 0.0, ranking: Ranking = "coverage"
     ) -> list[RecallResult]:
         """The ``k`` items closest to ``query`` by the recall engine (word-cjk-bigram coverage
-        by default); superseded and tombstoned items are left out, and each answer carries the
-        items it conflicts with. Counted as an access.
+        by default); superseded and tombstoned items are not in its index, and each answer
+        carries the items it conflicts with. Counted as an access.
         """
         with self._lock:
             self.refresh()
-
-            def visible(item_id: str) -> bool:
-                path = self._by_id.get(item_id)
-                entry = self._by_path.get(path) if path else None
-                return entry is not None and entry.item.id == item_id and entry.item.recallable
-
-            hits = self._recall.search(query, limit=k, min_score=min_score, ranking=ranking, accept=visible)
+            hits = self._recall.search(query, limit=k, min_score=min_score, ranking=ranking)
             found = [(self._entry(h.id).item, h.score) for h in hits]
             conflicts = {
                 item.id: tuple(self._entry(c).item for c in item.conflicts_with if c in self._by_id)
