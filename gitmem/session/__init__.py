@@ -17,7 +17,7 @@ from gitmem.session.extraction import (
 )
 from gitmem.session.items import MemoryItem, MemoryType
 from gitmem.session.location import default_memory_dir, open_session_memory
-from gitmem.session.memory import PruneReport, RecallResult, SessionMemory
+from gitmem.session.memory import MemoryStore, PruneReport, RecallResult, SessionMemory
 from gitmem.session.runner import (
     MemoryEvent,
     ModelReply,
@@ -42,6 +42,7 @@ __all__ = [
     "MemoryAccessStats",
     "MemoryEvent",
     "MemoryItem",
+    "MemoryStore",
     "MemoryType",
     "ModelReply",
     "PruneReport",

@@ -67,6 +67,33 @@ class ItemFiles(Protocol):
     def changes(self, since: str | None) -> Changes | FullResync: ...
 
 
+class MemoryStore(Protocol):
+    """What a session needs of its memory; :class:`SessionMemory` is the implementation over
+    any file store (a git session mount, or the in-memory twin). A host may pass another."""
+
+    def remember(
+        self,
+        content: str,
+        *,
+        importance: float = 0.5,
+        tags: Iterable[str] = (),
+        memory_type: str = "episodic",
+        metadata: dict[str, Any] | None = None,
+        item_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> MemoryItem: ...
+
+    def recall_similar(
+        self, query: str, k: int = 5, *, min_score: float = 0.0, ranking: Ranking = "coverage"
+    ) -> list[RecallResult]: ...
+
+    def recent(self, n: int = 10, *, include_hidden: bool = False) -> list[MemoryItem]: ...
+
+    def recall_by_tags(self, tags: Sequence[str], n: int = 10) -> list[MemoryItem]: ...
+
+    def remember_extracted(self, extracted: ExtractedItem, *, origin: Origin | None = None) -> MemoryItem: ...
+
+
 @dataclass(frozen=True)
 class PruneReport:
     """What a prune removed (``removed`` ids, newest decision last) and what it spared."""

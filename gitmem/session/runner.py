@@ -39,7 +39,7 @@ from gitmem.session.extraction import (
 )
 from gitmem.session.hygiene import normalize_text
 from gitmem.session.jobs import CLOSE_TIMEOUT, JobQueue
-from gitmem.session.memory import SessionMemory
+from gitmem.session.memory import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +122,11 @@ def render_block(memories: tuple[RecalledMemory, ...]) -> str:
 
 
 class SessionRunner:
-    """One agent session over a :class:`SessionMemory` (see the module docstring)."""
+    """One agent session over a :class:`MemoryStore` (see the module docstring)."""
 
     def __init__(
         self,
-        memory: SessionMemory,
+        memory: MemoryStore,
         model: Model,
         *,
         workspace: str,
