@@ -34,8 +34,8 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "wordllama": ("gitmem/recall/",),
 }
 
-LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall", "session")
+LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall", "session")
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
 # Session memory sits on the seam and recall; only session.location opens a git mount (through Root).
 SESSION_CORE = tuple(
