@@ -18,7 +18,6 @@ call after one write re-reads one file, not the whole memory.
 
 from __future__ import annotations
 
-import builtins
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem.model import Edit, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, RecallIndex
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
@@ -44,6 +43,7 @@ from gitmem.session.items import (
     to_micros,
 )
 from gitmem.session.stats import AccessStats, MemoryAccessStats
+from gitmem.store import BatchFileStore
 
 #: How often a write that keeps colliding is re-planned before giving up.
 WRITE_ATTEMPTS: Final = 50
@@ -51,20 +51,9 @@ WRITE_ATTEMPTS: Final = 50
 EXTRACTED_SCHEMA: Final = "a3s.memory.durable.v1"
 
 
-class ItemFiles(Protocol):
-    """What session memory needs of a store (the sync store seam provides it)."""
-
-    def list(self) -> list[FileEntry]: ...
-
-    def read(self, path: str) -> FileText: ...
-
-    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str: ...
-
-    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None: ...
-
-    def delete_many(self, items: builtins.list[tuple[str, str]], *, origin: Origin | None = None) -> None: ...
-
-    def changes(self, since: str | None) -> Changes | FullResync: ...
+#: What session memory needs of a store: the sync seam with atomic batches (both the
+#: git store and the in-memory twin provide it).
+ItemFiles = BatchFileStore
 
 
 class MemoryStore(Protocol):
@@ -349,13 +338,13 @@ class SessionMemory:
         """Write a checked item, merging it into an exact duplicate when one exists.
 
         No refresh first: the fingerprint decides the path, so the store's
-        compare-and-swap finds any duplicate (``already_exists`` / ``version_mismatch``
-        carry the file there now), and one write is the whole cost when there is none.
+        compare-and-swap finds any duplicate (``version_mismatch`` / ``already_exists``
+        carry the file there now), and one commit is the whole cost when there is none.
         """
         origin = origin or self.origin
         fp = hygiene.fingerprint(item.content)
         if fp is None:  # too short to merge: its own path, a clash means a reused id
-            self.store.write(path_for_id(item.id), encode_item(item), expected=None, origin=origin)
+            self._commit([Edit(path_for_id(item.id), encode_item(item), None)], "session-remember", item, origin)
             return item
         with self._lock:
             path = self._by_fp.get(fp) or path_for_fingerprint(fp)
@@ -364,10 +353,10 @@ class SessionMemory:
         for _ in range(WRITE_ATTEMPTS):
             try:
                 if known is None:
-                    self.store.write(path, encode_item(item), expected=None, origin=origin)
+                    self._commit([Edit(path, encode_item(item), None)], "session-remember", item, origin)
                     return item
                 merged = hygiene.merge_duplicate(known[1], item, now=self.clock())
-                self.store.write(path, encode_item(merged), expected=known[0], origin=origin)
+                self._commit([Edit(path, encode_item(merged), known[0])], "session-merge", merged, origin)
                 return self._with_stats([merged])[0]
             except MemoryStoreError as exc:
                 if exc.code not in ("already_exists", "version_mismatch"):
@@ -385,13 +374,37 @@ class SessionMemory:
                     ) from None
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
+    def _commit(
+        self,
+        edits: list[Edit],
+        op: str,
+        subject: MemoryItem | None,
+        origin: Origin | None,
+        *,
+        summary: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """One commit whose summary says what happened to which item (``git log`` reads as a story)."""
+        if subject is not None:
+            verb = {"session-remember": "remember", "session-merge": "merge duplicate into"}.get(op, op)
+            summary = summary or f"{verb} {subject.id}: {_snippet(subject.content)}"
+            trailers = (("Gitmem-Item", subject.id), *trailers)
+        self.store.apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
+
     def delete(self, item_id: str, *, origin: Origin | None = None) -> None:
         """Remove an item (one commit; git history keeps it for ``restore``)."""
         check_id(item_id)
         with self._lock:
             self.refresh()
             entry = self._entry(item_id)
-            self.store.delete(entry.path, expected=entry.version, origin=origin or self.origin)
+            self._commit(
+                [Edit(entry.path, None, entry.version)],
+                "session-delete",
+                None,
+                origin or self.origin,
+                summary=f"delete {entry.item.id}: {_snippet(entry.item.content)}",
+                trailers=(("Gitmem-Item", entry.item.id),),
+            )
             self.stats.forget([entry.item.id])
 
     def prune(
@@ -418,90 +431,143 @@ class SessionMemory:
                 max_items=max_items,
             )
             gone = {i.id for i in plan.remove}
-            doomed = [(e.path, e.version) for e in entries if e.item.id in gone]
+            doomed = [Edit(e.path, None, e.version) for e in entries if e.item.id in gone]
             if doomed and not dry_run:
-                self.store.delete_many(doomed, origin=origin or self.origin)
+                self._commit(
+                    doomed,
+                    "session-prune",
+                    None,
+                    origin or self.origin,
+                    summary=f"prune {len(doomed)} session items",
+                    trailers=(("Gitmem-Prune-Rule", _rule(max_age_days, min_importance, max_items)),),
+                )
                 self.stats.forget(gone)
             removed = tuple(i.id for i in plan.remove)
             return PruneReport(removed, plan.reasons, plan.kept_protected, len(entries) - len(removed), dry_run)
 
     # -- relations ---------------------------------------------------------------------
 
-    def _update(self, item_id: str, change: Callable[[MemoryItem], MemoryItem], origin: Origin | None) -> None:
+    def _relate(
+        self,
+        changes: Callable[[], list[tuple[str, Callable[[MemoryItem], MemoryItem]]]],
+        summary: str,
+        origin: Origin | None,
+    ) -> None:
+        """Apply item changes in ONE commit, each expecting the version read; re-plan on a race."""
         for _ in range(WRITE_ATTEMPTS):
             self.refresh()
-            entry = self._entry(item_id)
-            updated = change(entry.item)
-            if updated == entry.item:
+            edits = []
+            for item_id, change in changes():
+                entry = self._entry(item_id)
+                updated = change(entry.item)
+                if updated != entry.item:
+                    edits.append(Edit(entry.path, encode_item(updated), entry.version))
+            if not edits:
                 return
             try:
-                self.store.write(entry.path, encode_item(updated), expected=entry.version, origin=origin)
+                self._commit(edits, "session-relate", None, origin, summary=summary)
                 return
             except MemoryStoreError as exc:
                 if exc.code != "version_mismatch":
                     raise
-        raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {item_id}")
+        raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes ({summary})")
 
     def supersede(self, old_id: str, new_id: str, *, origin: Origin | None = None) -> None:
         """Mark ``old_id`` replaced by ``new_id``: kept in git, out of recall, protected from prune."""
         now = self.clock()
+        check_id(old_id)
+        check_id(new_id)
         with self._lock:
-            self._entry_exists(new_id)
-            self._update(old_id, lambda i: hygiene.mark_superseded(i, new_id, now=now), origin or self.origin)
+            self.refresh()
+            new = self._entry(new_id).item.id
+            self._relate(
+                lambda: [(old_id, lambda i: hygiene.mark_superseded(i, new, now=now))],
+                f"{old_id} superseded by {new}",
+                origin or self.origin,
+            )
 
     def mark_conflict(self, a: str, b: str, *, origin: Origin | None = None) -> None:
         """Record that two items contradict each other; both stay visible, annotated in recall."""
+        check_id(a)
+        check_id(b)
         with self._lock:
-            self._entry_exists(a)
-            self._entry_exists(b)
-            self._update(a, lambda i: hygiene.mark_conflict(i, b), origin or self.origin)
-            self._update(b, lambda i: hygiene.mark_conflict(i, a), origin or self.origin)
+            self.refresh()
+            first, second = self._entry(a).item.id, self._entry(b).item.id
+            if first == second:
+                raise MemoryStoreError("invalid_query", "an item cannot conflict with itself")
+            self._relate(
+                lambda: [
+                    (first, lambda i: hygiene.mark_conflict(i, second)),
+                    (second, lambda i: hygiene.mark_conflict(i, first)),
+                ],
+                f"{first} conflicts with {second}",
+                origin or self.origin,
+            )
 
-    def _entry_exists(self, item_id: str) -> None:
-        self.refresh()
-        self._entry(check_id(item_id))
+    def remember_extracted(self, extracted: ExtractedItem, *, origin: Origin | None = None) -> MemoryItem:
+        """Store one validated extraction result and mark the items it supersedes or contradicts.
 
-    def remember_extracted(
-        self,
-        extracted: ExtractedItem,
-        *,
-        origin: Origin | None = None,
-    ) -> MemoryItem:
-        """Store one validated extraction result and apply its relations to the items it names."""
+        The new item and every mark go in ONE commit, planned on a fresh catalogue and
+        re-planned if another writer moved any of those files meanwhile.
+        """
+        origin = origin or self.origin
         meta = dict(extracted.metadata)
         meta.update(
-            source=extracted.source,
-            scope=extracted.scope,
-            reason=extracted.reason,
-            confidence=extracted.confidence,
+            source=extracted.source, scope=extracted.scope, reason=extracted.reason, confidence=extracted.confidence
         )
-        if extracted.supersedes:
-            meta["supersedes"] = list(extracted.supersedes)
-        if extracted.conflicts_with:
-            meta["conflicts_with"] = list(extracted.conflicts_with)
         tags = list(extracted.tags)
         if extracted.supersedes:
+            meta["supersedes"] = list(extracted.supersedes)
             tags.append("consolidated")
         if extracted.conflicts_with:
+            meta["conflicts_with"] = list(extracted.conflicts_with)
             tags.append("conflict")
+        item = make_item(
+            extracted.content,
+            now=self.clock(),
+            importance=extracted.importance,
+            tags=tags,
+            memory_type=extracted.memory_type,
+            metadata=meta,
+        )
+        fp = hygiene.fingerprint(item.content)
         with self._lock:
-            stored = self.remember(
-                extracted.content,
-                importance=extracted.importance,
-                tags=tags,
-                memory_type=extracted.memory_type,
-                metadata=meta,
-                origin=origin,
-            )
-            now = self.clock()
-            self.refresh()
-            for old in extracted.supersedes:
-                if old != stored.id and old in self._by_id:
-                    self._update(old, lambda i: hygiene.mark_superseded(i, stored.id, now=now), origin or self.origin)
-            for other in extracted.conflicts_with:
-                if other != stored.id and other in self._by_id:
-                    self._update(other, lambda i: hygiene.mark_conflict(i, stored.id), origin or self.origin)
-            return self.get(stored.id)
+            for _ in range(WRITE_ATTEMPTS):
+                self.refresh()
+                path = (self._by_fp.get(fp) if fp else None) or (
+                    path_for_fingerprint(fp) if fp else path_for_id(item.id)
+                )
+                entry = self._by_path.get(path)
+                stored = item if entry is None else hygiene.merge_duplicate(entry.item, item, now=self.clock())
+                edits = [Edit(path, encode_item(stored), None if entry is None else entry.version)]
+                now = self.clock()
+                for old in extracted.supersedes:
+                    other = self._by_path.get(self._by_id.get(old, ""))
+                    if other is not None and other.path != path:
+                        marked = hygiene.mark_superseded(other.item, stored.id, now=now)
+                        edits.append(Edit(other.path, encode_item(marked), other.version))
+                for old in extracted.conflicts_with:
+                    other = self._by_path.get(self._by_id.get(old, ""))
+                    if other is not None and other.path != path:
+                        marked = hygiene.mark_conflict(other.item, stored.id)
+                        edits.append(Edit(other.path, encode_item(marked), other.version))
+                try:
+                    self._commit(edits, "session-remember" if entry is None else "session-merge", stored, origin)
+                    return self._with_stats([stored])[0]
+                except MemoryStoreError as exc:
+                    if exc.code not in ("version_mismatch", "already_exists"):
+                        raise
+        raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes of an extracted item")
+
+
+def _snippet(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _rule(max_age_days: float, min_importance: float, max_items: int | None) -> str:
+    cap = "" if max_items is None else f", max_items={max_items}"
+    return f"older than {max_age_days:g} days and importance < {min_importance:g}{cap}"
 
 
 def _check_n(n: object) -> int:

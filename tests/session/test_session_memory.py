@@ -259,3 +259,24 @@ def test_recall_leaves_out_superseded_and_annotates_conflicts(memory: SessionMem
     assert [c.id for c in results[1].conflicts] == [other.id]
     memory.delete(other.id)
     assert [r.item.id for r in memory.recall_similar("deploys", 5)] == [new.id]
+
+
+def test_relations_and_prune_are_single_commits_with_readable_messages(memory: SessionMemory) -> None:
+    a = memory.remember("the API returns timestamps in UTC")
+    b = memory.remember("the API returns timestamps in local time")
+    before = commits(memory)
+    memory.mark_conflict(a.id, b.id)
+    assert commits(memory) == before + 1
+    message = git(repo_of(memory), "log", "-1", "--format=%B")
+    assert message.startswith(f"{a.id} conflicts with {b.id}\n")
+    assert "Gitmem-Op: session-relate" in message
+    with pytest.raises(MemoryStoreError) as caught:
+        memory.mark_conflict(a.id, a.id)
+    assert caught.value.code == "invalid_query"
+    memory.remember("an old unimportant note", importance=0.1)
+    memory.prune(max_items=2)
+    assert git(repo_of(memory), "log", "-1", "--format=%s") == "prune 1 session items\n"
+    assert "Gitmem-Prune-Rule: older than 90 days and importance < 0.5, max_items=2" in git(
+        repo_of(memory), "log", "-1", "--format=%B"
+    )
+    assert git(repo_of(memory), "log", "--format=%s", "--grep", "remember").count("remember mem-") == 3
