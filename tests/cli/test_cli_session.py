@@ -75,3 +75,11 @@ def test_bad_input_and_memory_dir_from_the_environment(tmp_path: Path) -> None:
     blocked.write_text("x")
     failed = run("recent", "--memory-dir", str(blocked / "m"))
     assert failed.exit_code == 1 and str(blocked / "m") in failed.output
+
+
+def test_an_explicit_root_holds_the_session_mount(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["--root", str(tmp_path / "r"), "session", "remember", "kept in the root's session mount"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "session.git").is_dir()

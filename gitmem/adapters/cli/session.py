@@ -1,8 +1,9 @@
 """``gitmem session``: a session memory from the shell (see :mod:`gitmem.session`).
 
 The memory is the ``session`` mount of a folder: ``--memory-dir`` (or
-``$GITMEM_MEMORY_DIR``) when given, else ``<workspace>/.gitmem/memory`` with the
-workspace defaulting to the current directory.
+``$GITMEM_MEMORY_DIR``) when given, else the ``--root`` folder when one is given,
+else ``<workspace>/.gitmem/memory`` with the workspace defaulting to the current
+directory.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def location_options(f: F) -> F:
 
 
 def _open(state: State, workspace: Path, memory_dir: Path | None, mount: str) -> SessionMemory:
+    if memory_dir is None and state.root_dir is not None:  # an explicit --root holds the session mount
+        memory_dir = state.root_dir
     folder = default_memory_dir(workspace.absolute(), memory_dir)
     return open_session_memory(folder, mount=mount, origin=state.origin)
 
