@@ -98,3 +98,22 @@ def test_prune_on_both_stores(make: Factory) -> None:
     report = memory.prune()
     assert set(report.removed) == set(stale) and report.kept_protected == 1
     assert {i.id for i in memory.items()} == {pinned.id, fresh.id}
+
+
+def test_two_turns_on_both_stores(make: Factory) -> None:
+    from gitmem.session.extraction import LessonExtractor
+    from gitmem.session.runner import SessionRunner, TurnContext
+
+    memory = make(Clock())
+
+    def model(turn: TurnContext) -> str:
+        if "lint before every push" in turn.memory_block:
+            return "Run the linter first, as remembered."
+        return "Lesson: this repository wants lint before every push"
+
+    runner = SessionRunner(memory, model, workspace="/w", session_id="s", extractor=LessonExtractor())
+    first = runner.turn("how do I push?")
+    assert first.recall.memories == ()
+    second = runner.turn("what should happen before a push?")
+    assert second.response == "Run the linter first, as remembered."
+    assert runner.close() == 0
