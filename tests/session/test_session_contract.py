@@ -11,9 +11,11 @@ from gitmem.errors import MemoryStoreError
 from gitmem.memstore import InMemoryFileStore
 from gitmem.model import Changes
 from gitmem.session.binding import ExtractedItem
+from gitmem.session.extraction import LessonExtractor
 from gitmem.session.hygiene import DAY
 from gitmem.session.location import open_session_memory
 from gitmem.session.memory import SessionMemory
+from gitmem.session.runner import SessionRunner, TurnContext
 from gitmem.session.stats import MemoryAccessStats
 
 
@@ -101,9 +103,6 @@ def test_prune_on_both_stores(make: Factory) -> None:
 
 
 def test_two_turns_on_both_stores(make: Factory) -> None:
-    from gitmem.session.extraction import LessonExtractor
-    from gitmem.session.runner import SessionRunner, TurnContext
-
     memory = make(Clock())
 
     def model(turn: TurnContext) -> str:
