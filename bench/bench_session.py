@@ -7,6 +7,9 @@
   the comparison is storage, not validation. Both hold ``--items`` items first; the
   two are called alternately in random order so background load hits both alike.
   A second row remembers exact duplicates (the merge path).
+Texts are English-like: a 4,000-word vocabulary (the domain words and made-up ones)
+with a Zipf spread (exponent 1.07), 8-20 words per item, 2-4 per query.
+
 - **recall**: ``recall_similar(query, 5)`` over ``--items`` items (warm: the recall
   index is built on the first call, which is reported apart), including the access
   statistics append; the baseline is a brute-force coverage scan over the same
@@ -61,6 +64,24 @@ WORDS = (
 TAGS = [w for w in WORDS if w not in PROTECTED_TAGS]
 
 
+def vocabulary(rng: random.Random, size: int = 4000) -> tuple[list[str], list[float]]:
+    """English-like text: the domain words plus made-up words, with a Zipf spread of frequencies."""
+    syllables = ["ka", "lo", "mi", "ten", "ra", "sho", "vel", "dan", "pri", "ost", "ex", "ul", "bar", "nic", "tor"]
+    words = list(WORDS)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    rng.shuffle(words)
+    weights = [1.0 / (rank + 1) ** 1.07 for rank in range(len(words))]
+    return words, weights
+
+
+VOCAB, WEIGHTS = vocabulary(random.Random(5))
+
+
 class DirSessionStore:
     """The baseline: session items as JSON files in a plain directory."""
 
@@ -93,7 +114,7 @@ class DirSessionStore:
 
 
 def sentence(rng: random.Random, n: int) -> str:
-    return f"note {n}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20)))
+    return f"note {n}: " + " ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(8, 20)))
 
 
 def make_items(count: int, rng: random.Random, *, now: float, age_days: float, importance: float) -> list[MemoryItem]:
@@ -197,7 +218,7 @@ def main() -> None:
             f"| recall, first call (builds the index of {args.items}) | {first[0] * 1000:.1f} | | {first[1] * 1000:.1f} | | | | | 1 |"
         )
         docs = [(i.id, tokenize(i.content), i.timestamp) for i in recall_mem.items()]
-        queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 4))) for _ in range(samples)]
+        queries = [" ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(2, 4))) for _ in range(samples)]
         rw: list[float] = []
         rc: list[float] = []
         sw: list[float] = []
