@@ -25,18 +25,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Edit, FileText, FullResync, Origin
-from gitmem.recall import RecallDoc, RecallIndex
+from gitmem.model import Edit, FileText, Origin
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
+from gitmem.session.catalogue import Catalogue
 from gitmem.session.items import (
     MemoryItem,
     check_id,
     clean_tags,
-    decode_item,
     encode_item,
-    is_item_path,
     make_item,
     path_for_fingerprint,
     path_for_id,
@@ -103,13 +101,6 @@ class RecallResult:
     conflicts: tuple[MemoryItem, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Entry:
-    path: str
-    version: str
-    item: MemoryItem
-
-
 class SessionMemory:
     """Remember, recall and prune the items of one session memory.
 
@@ -131,81 +122,22 @@ class SessionMemory:
         self.clock = clock
         self.origin = origin
         self._lock = threading.RLock()
-        self._cursor: str | None = None
-        self._by_path: dict[str, _Entry] = {}
-        self._by_id: dict[str, str] = {}  # item id (and each merged duplicate id) -> path
-        self._by_fp: dict[str, str] = {}  # fingerprint -> path of the item holding it
-        self._parsed: dict[str, MemoryItem] = {}  # blob version -> item, so refreshes parse once
-        self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
-        # The recall engine's index over the recallable items, kept by the catalogue's
-        # own refresh (one read per changed item feeds both).
-        self._recall = RecallIndex()
+        self.catalogue = Catalogue(store)
 
     # -- the catalogue -----------------------------------------------------------------
 
     def refresh(self) -> None:
         """Catch the catalogue up with the store (one file read per changed item)."""
         with self._lock:
-            answer = self.store.changes(self._cursor)
-            if isinstance(answer, FullResync):
-                self._by_path.clear()
-                self._by_id.clear()
-                self._by_fp.clear()
-                self._recall.clear()
-                self.skipped.clear()
-                paths: Iterable[str] = [e.path for e in self.store.list()]
-            else:
-                paths = answer.paths
-            for path in paths:
-                if is_item_path(path):
-                    self._reload(path)
-            self._cursor = answer.cursor
+            self.catalogue.refresh()
 
-    def _reload(self, path: str) -> None:
-        self._drop(path)
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as exc:
-            if exc.code != "not_found":
-                raise
-            return
-        try:
-            item = self.parse(file)
-        except ValueError as exc:
-            self.skipped[path] = str(exc)
-            return
-        self._by_path[path] = _Entry(path, file.version, item)
-        self._by_id[item.id] = path
-        for dup in item.ids_in("duplicate_ids"):
-            self._by_id.setdefault(dup, path)
-        fp = hygiene.fingerprint(item.content)
-        if fp is not None:
-            self._by_fp.setdefault(fp, path)
-        if item.recallable:
-            self._recall.upsert(RecallDoc(item.id, item.content, item.timestamp))
-
-    def _drop(self, path: str) -> None:
-        self.skipped.pop(path, None)
-        old = self._by_path.pop(path, None)
-        if old is None:
-            return
-        self._recall.remove(old.item.id)
-        for key in (old.item.id, *old.item.ids_in("duplicate_ids")):
-            if self._by_id.get(key) == path:
-                del self._by_id[key]
-        fp = hygiene.fingerprint(old.item.content)
-        if fp is not None and self._by_fp.get(fp) == path:
-            del self._by_fp[fp]
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Item files that do not parse, with the reason (recall leaves them out)."""
+        return self.catalogue.skipped
 
     def parse(self, file: FileText) -> MemoryItem:
-        """The item in ``file`` (cached by blob version); ``ValueError`` when it is not one."""
-        item = self._parsed.get(file.version)
-        if item is None:
-            item = decode_item(file.text)
-            if len(self._parsed) > 50_000:
-                self._parsed.clear()
-            self._parsed[file.version] = item
-        return item
+        return self.catalogue.parse(file)
 
     def _with_stats(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
         items = list(items)
@@ -216,13 +148,6 @@ class SessionMemory:
             out.append(item.with_access(seen[0], seen[1]) if seen else item)
         return out
 
-    def _entry(self, item_id: str) -> _Entry:
-        path = self._by_id.get(item_id)
-        entry = self._by_path.get(path) if path else None
-        if entry is None:
-            raise MemoryStoreError("not_found", f"no session memory item {item_id!r}")
-        return entry
-
     # -- reads -------------------------------------------------------------------------
 
     def get(self, item_id: str) -> MemoryItem:
@@ -230,20 +155,20 @@ class SessionMemory:
         check_id(item_id)
         with self._lock:
             self.refresh()
-            return self._with_stats([self._entry(item_id).item])[0]
+            return self._with_stats([self.catalogue.entry(item_id).item])[0]
 
     def items(self, *, include_hidden: bool = True) -> list[MemoryItem]:
         """Every item, newest first (``include_hidden=False`` drops superseded/tombstoned ones)."""
         with self._lock:
             self.refresh()
-            found = [e.item for e in self._by_path.values() if include_hidden or e.item.recallable]
+            found = [e.item for e in self.catalogue.entries() if include_hidden or e.item.recallable]
         found.sort(key=lambda i: (-i.timestamp, i.id))
         return self._with_stats(found)
 
     def __len__(self) -> int:
         with self._lock:
             self.refresh()
-            return len(self._by_path)
+            return len(self.catalogue)
 
     def recent(self, n: int = 10, *, include_hidden: bool = False) -> list[MemoryItem]:
         """The ``n`` newest items (recall's filter applies unless ``include_hidden``)."""
@@ -257,7 +182,7 @@ class SessionMemory:
         n = _check_n(n)
         with self._lock:
             self.refresh()
-            found = [e.item for e in self._by_path.values() if e.item.recallable and wanted & set(e.item.tags)]
+            found = [e.item for e in self.catalogue.entries() if e.item.recallable and wanted & set(e.item.tags)]
         found.sort(key=lambda i: (-i.timestamp, i.id))
         chosen = found[:n]
         self._touch(chosen)
@@ -272,10 +197,10 @@ class SessionMemory:
         """
         with self._lock:
             self.refresh()
-            hits = self._recall.search(query, limit=k, min_score=min_score, ranking=ranking)
-            found = [(self._entry(h.id).item, h.score) for h in hits]
+            hits = self.catalogue.search(query, limit=k, min_score=min_score, ranking=ranking)
+            found = [(self.catalogue.entry(h.id).item, h.score) for h in hits]
             conflicts = {
-                item.id: tuple(self._entry(c).item for c in item.conflicts_with if c in self._by_id)
+                item.id: tuple(e.item for c in item.conflicts_with if (e := self.catalogue.find(c)) is not None)
                 for item, _ in found
             }
         chosen = [item for item, _ in found]
@@ -347,8 +272,8 @@ class SessionMemory:
             self._commit([Edit(path_for_id(item.id), encode_item(item), None)], "session-remember", item, origin)
             return item
         with self._lock:
-            path = self._by_fp.get(fp) or path_for_fingerprint(fp)
-            entry = self._by_path.get(path)
+            path = self.catalogue.path_of_fingerprint(fp) or path_for_fingerprint(fp)
+            entry = self.catalogue.at(path)
             known = (entry.version, entry.item) if entry is not None else None
         for _ in range(WRITE_ATTEMPTS):
             try:
@@ -396,7 +321,7 @@ class SessionMemory:
         check_id(item_id)
         with self._lock:
             self.refresh()
-            entry = self._entry(item_id)
+            entry = self.catalogue.entry(item_id)
             self._commit(
                 [Edit(entry.path, None, entry.version)],
                 "session-delete",
@@ -421,7 +346,7 @@ class SessionMemory:
             raise MemoryStoreError("invalid_query", f"max_items must be 0 or more, got {max_items!r}")
         with self._lock:
             self.refresh()
-            entries = list(self._by_path.values())
+            entries = self.catalogue.entries()
             items = self._with_stats(e.item for e in entries)
             plan = hygiene.select_prune(
                 items,
@@ -458,7 +383,7 @@ class SessionMemory:
             self.refresh()
             edits = []
             for item_id, change in changes():
-                entry = self._entry(item_id)
+                entry = self.catalogue.entry(item_id)
                 updated = change(entry.item)
                 if updated != entry.item:
                     edits.append(Edit(entry.path, encode_item(updated), entry.version))
@@ -479,7 +404,7 @@ class SessionMemory:
         check_id(new_id)
         with self._lock:
             self.refresh()
-            new = self._entry(new_id).item.id
+            new = self.catalogue.entry(new_id).item.id
             self._relate(
                 lambda: [(old_id, lambda i: hygiene.mark_superseded(i, new, now=now))],
                 f"{old_id} superseded by {new}",
@@ -492,7 +417,7 @@ class SessionMemory:
         check_id(b)
         with self._lock:
             self.refresh()
-            first, second = self._entry(a).item.id, self._entry(b).item.id
+            first, second = self.catalogue.entry(a).item.id, self.catalogue.entry(b).item.id
             if first == second:
                 raise MemoryStoreError("invalid_query", "an item cannot conflict with itself")
             self._relate(
@@ -534,20 +459,20 @@ class SessionMemory:
         with self._lock:
             for _ in range(WRITE_ATTEMPTS):
                 self.refresh()
-                path = (self._by_fp.get(fp) if fp else None) or (
+                path = (self.catalogue.path_of_fingerprint(fp) if fp else None) or (
                     path_for_fingerprint(fp) if fp else path_for_id(item.id)
                 )
-                entry = self._by_path.get(path)
+                entry = self.catalogue.at(path)
                 stored = item if entry is None else hygiene.merge_duplicate(entry.item, item, now=self.clock())
                 edits = [Edit(path, encode_item(stored), None if entry is None else entry.version)]
                 now = self.clock()
                 for old in extracted.supersedes:
-                    other = self._by_path.get(self._by_id.get(old, ""))
+                    other = self.catalogue.find(old)
                     if other is not None and other.path != path:
                         marked = hygiene.mark_superseded(other.item, stored.id, now=now)
                         edits.append(Edit(other.path, encode_item(marked), other.version))
                 for old in extracted.conflicts_with:
-                    other = self._by_path.get(self._by_id.get(old, ""))
+                    other = self.catalogue.find(old)
                     if other is not None and other.path != path:
                         marked = hygiene.mark_conflict(other.item, stored.id)
                         edits.append(Edit(other.path, encode_item(marked), other.version))
