@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -67,6 +68,11 @@ _CONFIG_KEYS: dict[str, str] = {
     "max_memory_bytes": "gitmem.maxMemoryBytes",
 }
 KIND_KEY = "gitmem.kind"
+
+
+#: Local caches of content kept beside the repository by layers above the store (e.g.
+#: session memory's catalogue): derived, never committed, deleted by purge and forget.
+DERIVED_DIR = "gitmem/derived"
 
 
 def format_to_config(fmt: FileFormat) -> dict[str, str]:
@@ -465,9 +471,11 @@ class SyncGitFileStore:
         """After purge or forget: delete the index (it holds the erased words) and cached content.
 
         Runs before the call returns, so no file of the mount keeps erased text;
-        the next search rebuilds the index from what is left.
+        the next search rebuilds the index from what is left. Caches that layers
+        above keep beside the repository live in :data:`DERIVED_DIR` and go too.
         """
         self._shared.forget_content()
+        shutil.rmtree(os.path.join(self.path, DERIVED_DIR), ignore_errors=True)
         with translate_errors(self.path):
             self.index.clear()
 

@@ -64,8 +64,8 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     ),
     (
         ("session.location",),
-        ("git", "gitstore", "index", "tools", "adapters", "durable"),
-        "session.location opens a session mount through the Root facade and nothing lower",
+        ("git", "index", "tools", "adapters", "durable"),
+        "session.location opens a session mount through the facades (Root, gitstore) and nothing lower",
     ),
     (
         ("session.binding",),
@@ -188,7 +188,7 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.session.items", "from gitmem.memstore import InMemoryFileStore\n"),
         ("gitmem.recall.index", "from gitmem.session.items import MemoryItem\n"),
         ("gitmem.model", "from gitmem.session import binding\n"),
-        ("gitmem.session.location", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.session.location", "from gitmem.git.repo import GitRepo\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from gitmem.errors import MemoryStoreError
+from gitmem.gitstore import DERIVED_DIR
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.session.memory import SessionMemory
@@ -21,6 +22,7 @@ from gitmem.session.stats import FileAccessStats
 
 DEFAULT_MOUNT: Final = "session"
 STATS_FILE: Final = "session-stats"
+CATALOGUE_FILE: Final = "session-catalogue.json"
 
 
 def default_memory_dir(workspace: str | os.PathLike[str], memory_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -57,7 +59,9 @@ def open_session_memory(
         raise
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot create session memory in {folder}: {exc}") from exc
-    stats = FileAccessStats(Path(store.path) / "gitmem" / STATS_FILE)
+    local = Path(store.path) / "gitmem"  # beside the repository's other local state, never committed
+    stats = FileAccessStats(local / STATS_FILE)
+    catalogue = Path(store.path) / DERIVED_DIR / CATALOGUE_FILE  # holds item text: purge/forget delete it
     if clock is None:
-        return SessionMemory(store, stats=stats, origin=origin)
-    return SessionMemory(store, stats=stats, origin=origin, clock=clock)
+        return SessionMemory(store, stats=stats, origin=origin, catalogue_file=catalogue)
+    return SessionMemory(store, stats=stats, origin=origin, clock=clock, catalogue_file=catalogue)

@@ -18,6 +18,7 @@ call after one write re-reads one file, not the whole memory.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -106,7 +107,9 @@ class SessionMemory:
 
     ``stats`` holds access counts off the store (see :mod:`gitmem.session.stats`);
     ``clock`` gives "now" in seconds (tests pass a fixed one); ``origin`` is used
-    for every commit unless a call passes its own.
+    for every commit unless a call passes its own. ``catalogue_file`` (optional) is
+    where the parsed items are cached between processes (see
+    :mod:`gitmem.session.catalogue`).
     """
 
     def __init__(
@@ -116,13 +119,14 @@ class SessionMemory:
         stats: AccessStats | None = None,
         clock: Callable[[], float] = time.time,
         origin: Origin | None = None,
+        catalogue_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.store = store
         self.stats: AccessStats = stats if stats is not None else MemoryAccessStats()
         self.clock = clock
         self.origin = origin
         self._lock = threading.RLock()
-        self.catalogue = Catalogue(store)
+        self.catalogue = Catalogue(store, snapshot=catalogue_file)
 
     # -- the catalogue -----------------------------------------------------------------
 
