@@ -35,8 +35,10 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall", "records")
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
+# Record memory sits above the seam and recall, beside the engines: it runs over any file store.
+ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m != "records")
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
@@ -48,6 +50,12 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         (*ENGINES_AND_ABOVE, "memstore", "fileformat"),
         "recall sits beside the index engine, on the store seam: it reads stores through the seam's "
         "protocol and knows no engine, store implementation or facade",
+    ),
+    (
+        ("records",),
+        (*ABOVE_RECORDS, "memstore"),
+        "record memory works over the store seam (any sync file store) and recall; it knows no engine, "
+        "store implementation, facade, tool or adapter",
     ),
     (
         FACADE_ADAPTERS,
@@ -160,6 +168,9 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),
+        ("gitmem.records.store", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.records.rules", "from gitmem.tools import capability\n"),
+        ("gitmem.recall.index", "from gitmem.records import RecordStore\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:
