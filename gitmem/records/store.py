@@ -56,6 +56,8 @@ from gitmem.records.rules import (
 WRITE_ATTEMPTS: Final = 50
 #: Page sizes and result counts a store call accepts (the tools narrow them further).
 MAX_LIMIT: Final = 100
+# How far back a namespace's log looks (the newest changes of the whole mount).
+_LOG_WINDOW: Final = 10_000
 
 # Failures that decide the outcome (nothing was written); any other failure of a
 # write may have happened after the change landed, so the record is re-read.
@@ -337,15 +339,19 @@ class RecordStore:
         return method  # type: ignore[no-any-return]
 
     def log(self, record_id: str | None = None, *, limit: int = 100) -> builtins.list[Any]:
-        """Changes to one record (or the whole namespace), newest first, each with its time and origin."""
-        path = self.folder if record_id is None else self._path(record_id)
-        try:
-            entries: builtins.list[Any] = self._history("log")(path, limit=limit)
-        except MemoryStoreError as error:
-            if error.code == "not_found":
-                return []
-            raise
-        return entries
+        """Changes to one record (or to the whole namespace), newest first, each with its time and origin.
+
+        The namespace's log is read from the mount's log by the paths each change
+        touched, so it still lists a namespace whose records are all deleted.
+        """
+        log = self._history("log")
+        if record_id is not None:
+            entries: builtins.list[Any] = log(self._path(record_id), limit=limit)
+            return entries
+        _check_limit(limit)
+        prefix = self.folder + "/"
+        mine = [e for e in log(None, limit=_LOG_WINDOW) if any(p.startswith(prefix) for p in e.paths)]
+        return mine[:limit]
 
     def restore(self, record_id: str, rev: str, *, origin: Origin | None = None) -> MemoryRecord | None:
         """Set a record back to its text at ``rev`` in a new commit (``None``: it did not exist there)."""
