@@ -9,7 +9,7 @@ people can review, restore and erase like a file.
 - :mod:`~gitmem.records.store`: :class:`RecordStore`, bound to one namespace.
 """
 
-from gitmem.records.model import MemoryRecord, RecordPage
+from gitmem.records.model import MemoryRecord, RecordPage, RecordStoreProtocol
 from gitmem.records.rules import RECORD_CHARS, IdGenerator, encode_namespace, validate_record_text
 from gitmem.records.store import RecordBackend, RecordStore
 
@@ -20,6 +20,7 @@ __all__ = [
     "RecordBackend",
     "RecordPage",
     "RecordStore",
+    "RecordStoreProtocol",
     "encode_namespace",
     "validate_record_text",
 ]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from gitmem.model import Origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,3 +29,28 @@ class RecordPage:
 
     records: tuple[MemoryRecord, ...]
     next_cursor: str | None = None
+
+
+@runtime_checkable
+class RecordStoreProtocol(Protocol):
+    """What the record tools and recall need of a record store bound to one namespace.
+
+    :class:`~gitmem.records.store.RecordStore` implements it over any file store;
+    another backend (a mem0 server, say) can implement it directly. Calls are
+    synchronous; adapters run them on worker threads.
+    """
+
+    @property
+    def kind(self) -> str: ...
+
+    def search(self, query: str, *, limit: int = 5) -> builtins.list[MemoryRecord]: ...
+
+    def list(self, *, limit: int = 20, cursor: str | None = None) -> RecordPage: ...
+
+    def add(self, text: str, *, origin: Origin | None = None) -> MemoryRecord: ...
+
+    def update(self, record_id: str, text: str, *, origin: Origin | None = None) -> MemoryRecord: ...
+
+    def delete(self, record_id: str, *, origin: Origin | None = None) -> None: ...
+
+    def purge(self, *, origin: Origin | None = None) -> None: ...
