@@ -7,14 +7,17 @@ people can review, restore and erase like a file.
 - :mod:`~gitmem.records.rules`: the pure rules (text, ids, namespaces, cursors,
   the record file).
 - :mod:`~gitmem.records.store`: :class:`RecordStore`, bound to one namespace.
+- :mod:`~gitmem.records.aio`: :class:`AsyncRecordStore`, its async face.
 """
 
+from gitmem.records.aio import AsyncRecordStore
 from gitmem.records.model import MemoryRecord, RecordPage, RecordStoreProtocol
 from gitmem.records.rules import RECORD_CHARS, IdGenerator, encode_namespace, validate_record_text
 from gitmem.records.store import RecordBackend, RecordStore
 
 __all__ = [
     "RECORD_CHARS",
+    "AsyncRecordStore",
     "IdGenerator",
     "MemoryRecord",
     "RecordBackend",

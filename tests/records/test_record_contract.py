@@ -265,3 +265,23 @@ def test_files_of_other_shapes_in_the_folder_are_ignored(backend: Any) -> None:
     backend.write(f"{store.folder}/zz/{record.id}.md", "wrong fan-out\n", expected=None)
     assert [r.id for r in store.list().records] == [record.id]
     assert [r.id for r in store.search("stray note prefers")] == [record.id]
+
+
+def test_the_async_face_runs_the_same_calls(backend: Any) -> None:
+    import asyncio
+
+    from gitmem.records import AsyncRecordStore
+
+    async def story() -> None:
+        store = AsyncRecordStore(RecordStore(backend, "alice"))
+        record = await store.add("prefers green tea")
+        assert (await store.update(record.id, "prefers oolong tea")).text == "prefers oolong tea"
+        assert [r.id for r in await store.search("oolong")] == [record.id]
+        assert [r.id for r in (await store.list()).records] == [record.id]
+        assert (await store.call("get", record.id)).text == "prefers oolong tea"
+        await store.delete(record.id)
+        assert (await store.list()).records == ()
+        await store.purge()
+        assert store.kind == "record"
+
+    asyncio.run(story())
