@@ -342,7 +342,8 @@ class RecordStore:
         """Changes to one record (or to the whole namespace), newest first, each with its time and origin.
 
         The namespace's log is read from the mount's log by the paths each change
-        touched, so it still lists a namespace whose records are all deleted.
+        touched, so it still lists a namespace whose records are all deleted; a
+        change erased by ``purge`` or ``forget`` is not listed.
         """
         log = self._history("log")
         if record_id is not None:
@@ -350,8 +351,18 @@ class RecordStore:
             return entries
         _check_limit(limit)
         prefix = self.folder + "/"
-        mine = [e for e in log(None, limit=_LOG_WINDOW) if any(p.startswith(prefix) for p in e.paths)]
-        return mine[:limit]
+        diff = self._history("diff")
+        mine: builtins.list[Any] = []
+        for entry in log(None, limit=_LOG_WINDOW):
+            if not any(p.startswith(prefix) for p in entry.paths):
+                continue
+            # A purge or forget leaves the commits that held the namespace as empty
+            # changes (their messages intact): only list commits that still change it.
+            if diff(f"{entry.commit}~1", entry.commit, path=prefix):
+                mine.append(entry)
+                if len(mine) == limit:
+                    break
+        return mine
 
     def restore(self, record_id: str, rev: str, *, origin: Origin | None = None) -> MemoryRecord | None:
         """Set a record back to its text at ``rev`` in a new commit (``None``: it did not exist there)."""

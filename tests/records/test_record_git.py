@@ -78,6 +78,7 @@ def test_purge_erases_the_namespace_history_and_keeps_the_others(git_backend: An
     ).stdout
     assert b"alice drinks" not in objects and b"bob drinks" in objects
     assert alice.list().records == () and alice.search("drinks tea") == []
+    assert alice.log() == [] and alice.log(a.id) == [] and len(bob.log()) == 1
     assert [r.text for r in bob.search("drinks coffee")] == ["bob drinks black coffee"]
     assert_fsck_clean(git_backend.path)
 
