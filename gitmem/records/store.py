@@ -199,10 +199,16 @@ class RecordStore:
         return RecordPage(tuple(records), encode_cursor(self.folder, last) if more and last else None)
 
     def search(self, query: str, *, limit: int = 5) -> builtins.list[MemoryRecord]:
-        """The records closest to ``query`` (share of its words they hold), best first, with scores."""
+        """The records closest to ``query``, best first, each with its score.
+
+        Ranked by BM25 over the recall engine's tokens (words; CJK as character
+        pairs): a record scores for each query word it holds, rare words count
+        more than common ones ("tea" more than "the"), shorter records a little
+        more. Scores are positive and only comparable within one search.
+        """
         _check_limit(limit)
         recall = self._recall_index()
-        hits = recall.search(query, limit=limit)
+        hits = recall.search(query, limit=limit, ranking="bm25")
         out: builtins.list[MemoryRecord] = []
         for hit in hits:
             doc = recall.index.get(hit.id)
