@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
@@ -116,11 +116,21 @@ class RecordStore:
     call can read or change a record of another namespace.
     """
 
-    def __init__(self, store: RecordBackend, namespace: str, *, record_chars: int = RECORD_CHARS) -> None:
+    def __init__(
+        self,
+        store: RecordBackend,
+        namespace: str,
+        *,
+        record_chars: int = RECORD_CHARS,
+        ranking: Literal["bm25", "coverage"] = "bm25",
+    ) -> None:
+        if ranking not in ("bm25", "coverage"):
+            raise ValueError(f"ranking must be 'bm25' or 'coverage', not {ranking!r}")
         self.store = store
         self.namespace = namespace
         self.folder = encode_namespace(namespace)
         self.record_chars = record_chars
+        self.ranking: Literal["bm25", "coverage"] = ranking
         self._recall: StoreRecall | None = None
         self._recall_lock = threading.Lock()
 
@@ -204,11 +214,14 @@ class RecordStore:
         Ranked by BM25 over the recall engine's tokens (words; CJK as character
         pairs): a record scores for each query word it holds, rare words count
         more than common ones ("tea" more than "the"), shorter records a little
-        more. Scores are positive and only comparable within one search.
+        more. Scores are positive and only comparable within one search. With
+        ``ranking="coverage"`` the score is the share of the query's tokens a
+        record holds (0..1; every word counts the same), several times cheaper
+        to compute over a large namespace.
         """
         _check_limit(limit)
         recall = self._recall_index()
-        hits = recall.search(query, limit=limit, ranking="bm25")
+        hits = recall.search(query, limit=limit, ranking=self.ranking)
         out: builtins.list[MemoryRecord] = []
         for hit in hits:
             doc = recall.index.get(hit.id)
