@@ -34,8 +34,8 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "wordllama": ("gitmem/recall/",),
 }
 
-LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall", "records")
+LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall", "records")
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
 # Record memory sits above the seam and recall, beside the engines: it runs over any file store.
 ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m != "records")

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem.model import Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.records.model import MemoryRecord, RecordPage
 from gitmem.records.rules import (
@@ -443,8 +443,6 @@ class RecordStore:
     def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> None:
         apply = getattr(self.store, "apply", None)
         if callable(apply):
-            from gitmem.model import Edit  # type: ignore[attr-defined]
-
             edits = [Edit(c.path, c.text, expected=c.expected) for c in changes]
             trailers = (("Gitmem-Record-Id", record_id), ("Gitmem-Record-Namespace", self.folder))
             summary = f"{op.replace('-', ' ')} {record_id}"

@@ -278,7 +278,8 @@ def test_the_async_face_runs_the_same_calls(backend: Any) -> None:
         assert (await store.update(record.id, "prefers oolong tea")).text == "prefers oolong tea"
         assert [r.id for r in await store.search("oolong")] == [record.id]
         assert [r.id for r in (await store.list()).records] == [record.id]
-        assert (await store.call("get", record.id)).text == "prefers oolong tea"
+        assert (await store.get(record.id)).text == "prefers oolong tea"
+        assert (await store.call("ids")) == [record.id]
         await store.delete(record.id)
         assert (await store.list()).records == ()
         await store.purge()

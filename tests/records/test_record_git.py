@@ -14,8 +14,13 @@ from gitmem.records import RecordStore
 def test_a_record_is_a_readable_file_git_can_show(git_backend: Any) -> None:
     store = RecordStore(git_backend, "alice")
     record = store.add("prefers green tea")
-    (path,) = [e.path for e in git_backend.list()]
+    (path,) = [e.path for e in git_backend.list() if e.path.endswith(".md")]
     assert re.fullmatch(rf"alice/[0-9a-f]{{2}}/{record.id}\.md", path)
+    assert git_backend.read("alice/last-id").text == record.id + "\n"  # moved in the same commit
+    trailers = git(git_backend.path, "log", "-1", "--format=%(trailers)").stdout
+    assert f"Gitmem-Op: record-add\nGitmem-Path: {path}\n" in trailers or f"Gitmem-Path: {path}" in trailers
+    assert f"Gitmem-Record-Id: {record.id}" in trailers and "Gitmem-Record-Namespace: alice" in trailers
+    assert git(git_backend.path, "rev-list", "--count", "main").stdout.strip() == "2"  # init + one add
     shown = git(git_backend.path, "show", f"main:{path}").stdout
     assert shown.startswith(f"---\nid: {record.id}\ncreated: ") and shown.endswith("\n---\nprefers green tea\n")
     store.update(record.id, "prefers oolong tea")
@@ -31,7 +36,7 @@ def test_history_has_times_for_every_change(git_backend: Any) -> None:
     store.update(record.id, "prefers oolong tea")
     store.delete(record.id)
     entries = store.log(record.id)
-    assert [e.op for e in entries][:1] and len(entries) == 3
+    assert [e.op for e in entries] == ["record-delete", "record-update", "record-add"]
     assert all(e.time.tzinfo is not None for e in entries)
     assert [e.time for e in entries] == sorted((e.time for e in entries), reverse=True)
     assert len(store.log()) == 3  # the namespace's whole history

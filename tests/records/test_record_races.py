@@ -73,3 +73,8 @@ def _race(tmp_path: Path, *, follow: bool) -> None:
 
 def test_four_processes_adding_lose_nothing(tmp_path: Path) -> None:
     _race(tmp_path, follow=False)
+
+
+def test_a_follower_paging_after_id_x_sees_every_concurrent_add_exactly_once(tmp_path: Path) -> None:
+    """Ids follow commit order (the last-id marker moves in each add's commit), so a cursor never skips."""
+    _race(tmp_path, follow=True)

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from contract.support import error_of
 
+from gitmem import InMemoryFileStore
 from gitmem.errors import MemoryStoreError
-from gitmem.model import FileText, Origin
+from gitmem.model import Applied, Edit, FileText, Origin
 from gitmem.records import RecordStore
-from records.support import SyncMemoryStore
 
 
-class FaultyStore(SyncMemoryStore):
-    """The twin, failing writes on demand: before or after the change lands, or dropping it."""
+class FaultyStore(InMemoryFileStore):
+    """The twin, failing writes on demand: before or after the change lands, or dropping it.
 
-    def __init__(self) -> None:
+    With ``batch=False`` it hides ``apply``, so the record store's single-file path
+    (``write``/``delete``) is tested too.
+    """
+
+    def __init__(self, batch: bool = True) -> None:
         super().__init__()
+        if not batch:
+            self.apply = None  # type: ignore[assignment,method-assign]
         self.fault: str | None = None  # "before", "after", "after-unreadable", "drop", "oserror-after"
         self.unreadable = False
 
@@ -38,6 +45,11 @@ class FaultyStore(SyncMemoryStore):
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         return self._maybe_fail(lambda: super(FaultyStore, self).write(path, text, expected=expected, origin=origin))  # type: ignore[no-any-return]
 
+    def apply(self, edits: Sequence[Edit], **kwargs: Any) -> Applied:
+        if self.fault == "drop":
+            return Applied(None, tuple(None for _ in edits))
+        return self._maybe_fail(lambda: super(FaultyStore, self).apply(edits, **kwargs))  # type: ignore[no-any-return]
+
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         self._maybe_fail(lambda: super(FaultyStore, self).delete(path, expected=expected, origin=origin))
 
@@ -47,9 +59,9 @@ class FaultyStore(SyncMemoryStore):
         return super().read(path)
 
 
-@pytest.fixture
-def faulty() -> FaultyStore:
-    return FaultyStore()
+@pytest.fixture(params=[True, False], ids=["batch", "single"])
+def faulty(request: pytest.FixtureRequest) -> FaultyStore:
+    return FaultyStore(batch=request.param)
 
 
 @pytest.mark.parametrize("fault", ["after", "oserror-after"])
