@@ -33,11 +33,7 @@ def main(root_dir: str) -> None:
     print(report.text)
 
     # The model changes records through the tools; every change is a commit.
-    print(
-        asyncio.run(
-            memory.call("memory_record_update", {"memory": "facts", "id": tea.id, "text": "prefers oolong tea"})
-        )
-    )
+    print(memory.call("memory_record_update", {"memory": "facts", "id": tea.id, "text": "prefers oolong tea"}))
     print([r.text for r in alice.search("tea")])
     for change in alice.log(tea.id):
         print(change.time.isoformat(timespec="seconds"), change.op, change.summary)

@@ -5,15 +5,14 @@ an adapter shows :attr:`~RecordMemoryCapability.instructions` and
 :meth:`~RecordMemoryCapability.tool_definitions`, passes each call to
 :meth:`~RecordMemoryCapability.call` (always a JSON-ready ``dict``: a result or
 ``{"error", "message"}``), and puts :meth:`~RecordMemoryCapability.recall` at
-the start of each run (see :mod:`gitmem.tools.recall`).
+the start of each run (see :mod:`gitmem.tools.recall_blocks`).
 
-Record stores are synchronous (:class:`~gitmem.records.RecordStoreProtocol`);
-the async calls here run them on worker threads.
+Record stores and tool calls are synchronous, like the store seam; recall is
+async because it searches every mount at once under one timeout.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 import re
@@ -352,7 +351,7 @@ class RecordMemoryCapability:
             )
         return out
 
-    async def call(
+    def call(
         self,
         tool_name: str,
         arguments: Mapping[str, Any] | object,
@@ -360,18 +359,12 @@ class RecordMemoryCapability:
         tool_call_id: str | None = None,
         origin: Origin | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call on a worker thread; always a JSON-ready dict."""
-        return await asyncio.to_thread(self.call_sync, tool_name, arguments, tool_call_id=tool_call_id, origin=origin)
+        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message"}``.
 
-    def call_sync(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`call` for synchronous callers."""
+        ``tool_name`` may be the tool's name (``memory_record_add``) or id
+        (``memory.record.add``). Synchronous, like the stores; async callers use
+        ``gitmem.aio.call(capability.call, ...)``.
+        """
         try:
             return self.run(tool_name, arguments, tool_call_id=tool_call_id, origin=origin)
         except MemoryStoreError as exc:
@@ -391,7 +384,7 @@ class RecordMemoryCapability:
         tool_call_id: str | None = None,
         origin: Origin | None = None,
     ) -> dict[str, Any]:
-        """Like :meth:`call_sync`, but a failure raises :class:`MemoryStoreError`."""
+        """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
         tool = tool_from_name(tool_name) if isinstance(tool_name, str) else None
         if tool is None or tool not in self.tools:
             raise MemoryStoreError("forbidden", f"no record tool {tool_name!r} is offered here")
@@ -416,7 +409,11 @@ class RecordMemoryCapability:
         return {"deleted": args.id}
 
     async def recall(self, text: str) -> RecallReport:
-        """The ``<memory-recall>`` blocks for a run whose input is ``text`` (see :mod:`gitmem.tools.recall_blocks`)."""
+        """The ``<memory-recall>`` blocks for a run whose input is ``text`` (see :mod:`gitmem.tools.recall_blocks`).
+
+        Async because the mounts are searched in parallel under one timeout; sync
+        callers use ``asyncio.run(capability.recall(text))``.
+        """
         from gitmem.tools.recall_blocks import build_recall
 
         return await build_recall(self.mounts, text, self.limits)

@@ -20,7 +20,7 @@ def cap(backend: Any, access: str = "write", **kwargs: Any) -> RecordMemoryCapab
 
 
 def call(capability: RecordMemoryCapability, tool: str, **args: Any) -> dict[str, Any]:
-    return asyncio.run(capability.call(tool, {"memory": "facts", **args}, tool_call_id="call-1"))
+    return capability.call(tool, {"memory": "facts", **args}, tool_call_id="call-1")
 
 
 def test_add_search_list_update_delete_through_the_tools(backend: Any) -> None:
@@ -69,9 +69,9 @@ def test_failures_are_json_with_a_code_and_a_message(backend: Any) -> None:
         answer = call(memory, tool, **args)
         assert answer["error"] == code, (tool, args, answer)
         assert set(answer) == {"error", "message"} and answer["message"]
-    unknown = asyncio.run(memory.call("memory_record_list", {"memory": "nope"}))
+    unknown = memory.call("memory_record_list", {"memory": "nope"})
     assert unknown["error"] == "unknown_memory"
-    assert asyncio.run(memory.call("memory_file_view", {"memory": "facts"}))["error"] == "forbidden"
+    assert memory.call("memory_file_view", {"memory": "facts"})["error"] == "forbidden"
     assert backend.list() == []  # nothing was written by any of them
 
 
@@ -104,7 +104,7 @@ def test_a_file_mount_is_refused_by_the_record_tools(tmp_path: Any) -> None:
 
     files = Root(tmp_path).mount("notes", create=True)
     memory = RecordMemoryCapability([RecordMount("facts", RecordStore(files.sync, "alice"))])
-    answer = asyncio.run(memory.call("memory_record_list", {"memory": "facts"}))
+    answer = memory.call("memory_record_list", {"memory": "facts"})
     assert answer["error"] == "wrong_kind"
     assert asyncio.run(files.list()) == []
 
@@ -115,7 +115,7 @@ def test_write_unconfirmed_tells_the_model_to_search_first(backend: Any) -> None
             raise MemoryStoreError("write_unconfirmed", "the store did not answer")
 
     memory = RecordMemoryCapability([RecordMount("facts", Unsure(backend, "alice"))])
-    answer = asyncio.run(memory.call("memory_record_add", {"memory": "facts", "text": "x"}))
+    answer = memory.call("memory_record_add", {"memory": "facts", "text": "x"})
     assert answer["error"] == "write_unconfirmed" and "search" in answer["message"]
     assert "search before" in memory.instructions
 
@@ -232,3 +232,16 @@ def test_a_deleted_record_is_never_recalled(backend: Any) -> None:
     after = asyncio.run(memory.recall("which tea?"))
     assert [r.id for r in after.blocks[0].records] == [kept.id]
     assert gone.id not in after.text
+
+
+def test_the_file_tools_refuse_a_record_mount(tmp_path: Any) -> None:
+    from gitmem import Root
+    from gitmem.tools import FileMemoryCapability, FileMount
+
+    records = Root(tmp_path).mount("facts", create=True, kind="record")
+    RecordStore(records.sync, "alice").add("prefers green tea")
+    files = FileMemoryCapability([FileMount("facts", records.sync, "write")])
+    for tool, args in (("memory_file_view", {}), ("memory_file_create", {"path": "x.md", "content": "x"})):
+        answer = files.call(tool, {"memory": "facts", **args})
+        assert answer["error"] == "wrong_kind", answer
+    assert [e.path.endswith(".md") for e in records.sync.list()].count(True) == 1  # nothing was written
