@@ -90,6 +90,20 @@ class Corpus:
         return self.text(3, 10, 0.5)
 
 
+# Facts planted among the generated records, each with a question a run might start
+# with: recall quality is whether the fact comes back in the top 5.
+PLANTED = {
+    "prefers green tea": "I would like a tea. What should I order?",
+    "works at the Berlin office": "Where is the office I work at?",
+    "is allergic to peanuts": "Can she eat peanuts in the cake?",
+    "has a dog named Rex": "what is the name of my dog",
+    "birthday is on the 3rd of May": "when is my birthday?",
+    "drives a blue bicycle to work": "how do I get to work, by bicycle?",
+    "speaks Portuguese and a little Japanese": "which languages does she speak?",
+    "wants answers in short bullet points": "how should I format the answers for him?",
+}
+
+
 def seed_git(root: Root, mount: str, namespace: str, count: int, corpus: Corpus) -> list[str]:
     """``count`` records committed in one go (as the store would lay them out), ids returned."""
     store = root.mount(mount, create=True, kind="record").sync
@@ -175,6 +189,11 @@ def run(args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
     cold = timed(records.search, "warm up", limit=5)
     by_coverage = RecordStore(records.store, "alice", ranking="coverage")
     by_coverage.search("warm up")
+    planted = {records.add(fact).id: question for fact, question in PLANTED.items()}
+    quality = {
+        name: sum(rid in {r.id for r in store.search(q, limit=5)} for rid, q in planted.items())
+        for name, store in (("bm25", records), ("coverage", by_coverage))
+    }
     docs = [RecallDoc(rid, text, 0.0) for rid, text in plain.texts()]
     queries = [corpus.question() for _ in range(args.searches)]
     searches: dict[str, list[float]] = {"search (bm25)": [], "search (coverage)": [], "naive scan": []}
@@ -226,7 +245,7 @@ def run(args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
     fsck = subprocess.run(["git", "-C", files.path, "fsck", "--strict"], capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stderr
     total = len(records.ids())
-    assert total == args.records + args.writes + len(after_add), total
+    assert total == args.records + args.writes + len(after_add) + len(PLANTED), total
 
     load = os.getloadavg()[0]
     print(f"\nrecord memory benchmark: {args.records} records, {args.writes} writes, {args.searches} searches")
@@ -249,6 +268,10 @@ def run(args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
     question = p(recall_times["recall, 3 mounts, question (bm25)"], 0.5)
     print(f"\nadd / gitmem file write: {add / file_write:.2f}x; update / file write: {upd / file_write:.2f}x")
     print(f"naive scan / bm25 search: {p(searches['naive scan'], 0.5) / search:.1f}x; {blocks} recall blocks")
+    print(
+        f"planted facts found in the top 5 by their question: bm25 {quality['bm25']}/{len(PLANTED)}, "
+        f"coverage {quality['coverage']}/{len(PLANTED)}"
+    )
     targets = [
         ("add p50 <= 3x plain", add_ratio <= 3, f"{add_ratio:.2f}x"),
         ("add p50 <= 3 ms", add <= 3, f"{add:.2f} ms"),
