@@ -26,6 +26,7 @@ Writes:
 from __future__ import annotations
 
 import builtins
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ from gitmem.records.rules import (
     render_record,
     validate_record_text,
 )
+
+#: Names what :meth:`RecordStore._to_doc` makes of a file; change it when that changes.
+SNAPSHOT_KEY: Final = "records/1"
+#: Where a git store keeps the recall snapshots of its namespaces (derived, disposable).
+SNAPSHOT_FOLDER: Final = ("gitmem", "recall")
 
 #: How often a write re-reads and tries again after losing a compare-and-swap.
 WRITE_ATTEMPTS: Final = 50
@@ -123,6 +129,7 @@ class RecordStore:
         *,
         record_chars: int = RECORD_CHARS,
         ranking: Literal["bm25", "coverage"] = "bm25",
+        snapshot_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if ranking not in ("bm25", "coverage"):
             raise ValueError(f"ranking must be 'bm25' or 'coverage', not {ranking!r}")
@@ -131,6 +138,7 @@ class RecordStore:
         self.folder = encode_namespace(namespace)
         self.record_chars = record_chars
         self.ranking: Literal["bm25", "coverage"] = ranking
+        self.snapshot = _snapshot_file(store, self.folder, snapshot_dir)
         self._recall: StoreRecall | None = None
         self._recall_lock = threading.Lock()
 
@@ -232,8 +240,26 @@ class RecordStore:
     def _recall_index(self) -> StoreRecall:
         with self._recall_lock:
             if self._recall is None:
-                self._recall = StoreRecall(self.store, self._to_doc, prefix=self.folder)
+                self._recall = StoreRecall(
+                    self.store, self._to_doc, prefix=self.folder, snapshot=self.snapshot, snapshot_key=SNAPSHOT_KEY
+                )
             return self._recall
+
+    def _drop_index(self) -> None:
+        """Forget the in-memory index and delete its snapshot (it holds record texts)."""
+        with self._recall_lock:
+            if self._recall is not None:
+                self._recall.index.clear()
+                self._recall = None
+            if self.snapshot is not None:
+                try:
+                    os.unlink(self.snapshot)
+                except FileNotFoundError:
+                    pass
+                except OSError as error:
+                    raise MemoryStoreError(
+                        "unavailable", f"cannot delete the recall snapshot {self.snapshot}: {error}"
+                    ) from error
 
     # -- writes --
 
@@ -329,10 +355,7 @@ class RecordStore:
                             if self._read(entry.path) is not None:  # changed meanwhile: delete what is there now
                                 self._delete_now(entry.path, origin)
         finally:
-            with self._recall_lock:
-                if self._recall is not None:
-                    self._recall.index.clear()
-                    self._recall = None
+            self._drop_index()
         left = [e.path for e in self.store.list() if id_of_path(self.folder, e.path) is not None]
         if left and not callable(forget):
             raise MemoryStoreError("write_unconfirmed", f"purge left {len(left)} records; list and purge again")
@@ -411,8 +434,7 @@ class RecordStore:
                 ) from None
             raise
         finally:
-            with self._recall_lock:
-                self._recall = None
+            self._drop_index()
 
     # -- one write, confirmed --
 
@@ -474,6 +496,19 @@ class RecordStore:
         # Neither the old state nor ours: another writer changed the record after us
         # (so ours landed first) or the store shows something else entirely.
         return True if change.expected is not None and now is not None else None
+
+
+def _snapshot_file(store: object, folder: str, snapshot_dir: str | os.PathLike[str] | None) -> str | None:
+    """The recall snapshot of a namespace: under ``snapshot_dir``, else in a git store's ``gitmem/recall/``.
+
+    A store without a folder of its own (the in-memory twin) gets none.
+    """
+    if snapshot_dir is None:
+        path = getattr(store, "path", None)
+        if not isinstance(path, str) or not os.path.isdir(os.path.join(path, SNAPSHOT_FOLDER[0])):
+            return None
+        snapshot_dir = os.path.join(path, *SNAPSHOT_FOLDER)
+    return os.path.join(os.fspath(snapshot_dir), f"records-{folder}.json")
 
 
 def _unconfirmed(op: str, record_id: str) -> MemoryStoreError:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from contract.support import assert_fsck_clean, error_of, git
@@ -97,3 +99,37 @@ def test_a_file_mount_is_refused_by_kind(tmp_path: Any) -> None:
     assert error_of(root.mount, "notes", kind="record").code == "wrong_kind"
     records = root.mount("facts", create=True, kind="record")
     assert RecordStore(records.sync, "alice").kind == "record"
+
+
+def test_a_new_process_resumes_search_from_the_snapshot(git_backend: Any) -> None:
+    store = RecordStore(git_backend, "alice")
+    for i in range(5):
+        store.add(f"fact {i} about tea")
+    assert len(store.search("tea")) == 5  # the first search builds the index and saves it
+    assert store.snapshot is not None and os.path.exists(store.snapshot)
+    later = store.add("a later fact about tea")
+    again = RecordStore(git_backend, "alice")  # as a new process would
+    assert len(again.search("tea", limit=10)) == 6  # resumed, then caught up with the later add
+    assert again._recall is not None and again._recall.resumed_from_snapshot
+    again.delete(later.id)
+    assert later.id not in {r.id for r in again.search("tea", limit=10)}
+
+
+def test_purge_and_forget_delete_the_snapshot_that_holds_the_texts(git_backend: Any) -> None:
+    alice, bob = RecordStore(git_backend, "alice"), RecordStore(git_backend, "bob")
+    secret = alice.add("lives at 12 Secret Street")
+    alice.add("prefers green tea")
+    bob.add("bob likes tea")
+    alice.search("street")
+    bob.search("tea")
+    assert alice.snapshot is not None and bob.snapshot is not None
+    assert "Secret Street" in Path(alice.snapshot).read_text(encoding="utf-8")
+    alice.forget(secret.id)
+    assert not os.path.exists(alice.snapshot)
+    alice.search("tea")  # rebuilt without the forgotten record, saved again
+    assert "Secret Street" not in Path(alice.snapshot).read_text(encoding="utf-8")
+    alice.purge()
+    assert not os.path.exists(alice.snapshot) and os.path.exists(bob.snapshot)
+    leftovers = [p for p in Path(git_backend.path).rglob("*") if p.is_file() and b"green tea" in p.read_bytes()]
+    assert leftovers == []
+    assert [r.text for r in RecordStore(git_backend, "bob").search("tea")] == ["bob likes tea"]
