@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -470,6 +471,8 @@ class SyncGitFileStore:
         self._shared.forget_content()
         with translate_errors(self.path):
             self.index.clear()
+            # Recall snapshots (record memory's, gitmem/recall/) hold texts too; they are rebuilt on demand.
+            shutil.rmtree(os.path.join(self.path, "gitmem", "recall"), ignore_errors=True)
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 

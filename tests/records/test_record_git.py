@@ -133,3 +133,19 @@ def test_purge_and_forget_delete_the_snapshot_that_holds_the_texts(git_backend: 
     leftovers = [p for p in Path(git_backend.path).rglob("*") if p.is_file() and b"green tea" in p.read_bytes()]
     assert leftovers == []
     assert [r.text for r in RecordStore(git_backend, "bob").search("tea")] == ["bob likes tea"]
+
+
+def test_forget_or_purge_through_the_file_store_also_drop_record_snapshots(git_backend: Any) -> None:
+    """An admin erasing a record file directly (gitmem forget / purge) leaves no snapshot holding its text."""
+    alice = RecordStore(git_backend, "alice")
+    record = alice.add("lives at 12 Secret Street")
+    alice.search("street")
+    assert alice.snapshot is not None and os.path.exists(alice.snapshot)
+    git_backend.forget(alice.folder)
+    assert not os.path.exists(alice.snapshot)
+    assert RecordStore(git_backend, "alice").search("street") == []
+    alice.add("prefers green tea")
+    alice.search("tea")
+    git_backend.purge()
+    assert not os.path.exists(alice.snapshot)
+    assert error_of(alice.get, record.id).code == "record_not_found"
