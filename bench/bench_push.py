@@ -9,8 +9,15 @@ pair pushed alternately so background load hits both alike:
 - **HTTP**: the same push through ``gitmem serve`` (token, quarantine, pushcheck,
   ref CAS under the writer lock) vs. dulwich's own smart-HTTP app with none of
   that, both behind the same waitress loop on 127.0.0.1.
+- **HTTP fetch**: an incremental ``git fetch`` of one new commit from ``gitmem
+  serve`` vs. from dulwich's own app (same waitress loop).
 - **pushcheck alone**: :func:`gitmem.git.pushcheck.check_updates` on one commit that
   adds ``--files`` notes of ~500 B (the cost per pushed file).
+
+``--code DIR`` measures the gitmem package found in ``DIR`` instead of this
+checkout's (the hooks' processes get it through ``PYTHONPATH`` too), so two
+versions can be compared on one machine in one sitting: export the other version
+with ``git archive <rev> gitmem | tar -x -C DIR`` and alternate the runs.
 
 Usage::
 
@@ -30,16 +37,26 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dulwich.repo import Repo
-from dulwich.server import DictBackend
-from dulwich.web import make_wsgi_chain
+def _code_dir() -> str:
+    """``--code DIR`` if given (read before gitmem is imported), else this checkout."""
+    if "--code" in sys.argv:
+        return os.path.abspath(sys.argv[sys.argv.index("--code") + 1])
+    return str(Path(__file__).resolve().parent.parent)
 
-from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
-from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates
-from gitmem.hooks import install_hooks
+
+CODE = _code_dir()
+sys.path.insert(0, CODE)
+os.environ["PYTHONPATH"] = CODE + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+
+from dulwich.repo import Repo  # noqa: E402
+from dulwich.server import DictBackend  # noqa: E402
+from dulwich.web import make_wsgi_chain  # noqa: E402
+
+from gitmem import Root  # noqa: E402
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer  # noqa: E402
+from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates  # noqa: E402
+from gitmem.hooks import install_hooks  # noqa: E402
 
 TOKEN = "bench-token"
 ENV = {
@@ -129,6 +146,64 @@ def bench_http(tmp: Path, rounds: int) -> None:
         plain_repo.close()
 
 
+def bench_fetch(tmp: Path, rounds: int) -> None:
+    root = Root(tmp / "fetch")
+    store = root.mount("served", create=True)
+    store.sync.write("seed.md", "seed\n", expected=None)
+    plain_path = tmp / "fetch-plain.git"
+    git("clone", "-q", "--bare", store.path, str(plain_path))
+    plain_repo = Repo(str(plain_path))
+    guarded = GitHttpServer(GitHttpApp(root, tokens=frozenset({TOKEN})), "127.0.0.1", 0).start()
+    unchecked = GitHttpServer(make_wsgi_chain(DictBackend({"/plain.git": plain_repo})), "127.0.0.1", 0).start()
+    try:
+        readers = {
+            "gitmem": tmp / "r-gitmem",
+            "plain": tmp / "r-plain",
+        }
+        git("clone", "-q", f"http://me:{TOKEN}@127.0.0.1:{guarded.port}/served.git", str(readers["gitmem"]))
+        git("clone", "-q", f"http://127.0.0.1:{unchecked.port}/plain.git", str(readers["plain"]))
+        n = 0
+
+        def fetch(which: str) -> float:
+            nonlocal n
+            n += 1
+            text = f"note {n}: the user prefers short answers\n"
+            if which == "gitmem":
+                store.sync.write(f"note-{n:04d}.md", text, expected=None)
+            else:
+                store_plain_commit(plain_path, n, text)
+            start = time.perf_counter()
+            git("fetch", "-q", "origin", cwd=readers[which])
+            return time.perf_counter() - start
+
+        show("HTTP fetch", *alternate(rounds, lambda: fetch("gitmem"), lambda: fetch("plain")))
+    finally:
+        guarded.stop()
+        unchecked.stop()
+        plain_repo.close()
+
+
+def store_plain_commit(repo: Path, n: int, text: str) -> None:
+    """One new commit on ``main`` of a bare repo, made with git plumbing (what the plain server serves)."""
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repo,
+        env=ENV,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    head = git("rev-parse", "main", cwd=repo)
+    base = git("ls-tree", "main", cwd=repo)
+    listing = base + f"\n100644 blob {blob}\tnote-{n:04d}.md\n"
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=repo, env=ENV, input=listing.lstrip("\n"), capture_output=True, text=True, check=True
+    ).stdout.strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", f"note {n}", cwd=repo)
+    git("update-ref", "refs/heads/main", commit, head, cwd=repo)
+
+
 def bench_pushcheck(tmp: Path, files: int) -> None:
     root = Root(tmp / "pc")
     store = root.mount("m", create=True)
@@ -159,10 +234,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--code", metavar="DIR", help="measure the gitmem package in DIR (default: this checkout)")
     args = parser.parse_args()
+    print(f"code: {CODE}")
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-push-") as tmp:
         bench_file_path(Path(tmp), args.rounds)
         bench_http(Path(tmp), args.rounds)
+        bench_fetch(Path(tmp), args.rounds)
         bench_pushcheck(Path(tmp), args.files)
 
 

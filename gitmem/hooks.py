@@ -9,7 +9,11 @@ git (``git push /srv/memories/user.git``, or over ssh) needs git's own hooks:
   lines. The new objects are still in git's quarantine directory at that point, so a
   refused push leaves nothing behind in the mount.
 - ``post-receive`` brings the mount's search index up to date when ``main`` moved,
-  in a detached process so the pusher does not wait for it.
+  in a detached process so the pusher does not wait for it. That process runs
+  with ``python -P`` from ``/``: with the mount as working directory its own
+  ``gitmem/`` data folder would be imported in place of the gitmem package. What
+  it prints, and any failure, is appended to ``<mount>/gitmem/hooks.log`` (the
+  pusher has gone by then), as is a push the pre-receive hook could not check.
 
 :func:`install_hooks` writes both into ``<mount>/hooks/`` with the current Python
 interpreter in the ``#!`` line, so the hooks run the same gitmem the installer has.
@@ -19,8 +23,8 @@ The repository's ``hooks/`` folder holds the same scripts for copying by hand.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -112,9 +116,12 @@ def pre_receive_main(
     quarantine = env.get("GIT_QUARANTINE_PATH") or env.get("GIT_OBJECT_DIRECTORY")
     try:
         fmt = format_from_repo(GitRepo(path))
-        verdicts = check_updates(path, updates, fmt, object_dirs=[quarantine] if quarantine else [])
+        verdicts = check_updates(
+            path, updates, fmt, object_dirs=[quarantine] if quarantine else [], strict_objects=True
+        )
     except MemoryStoreError as exc:
         print(f"gitmem: cannot check this push, so it is refused: {exc}", file=stderr)
+        log_line(path, f"pre-receive: a push was refused because it could not be checked: {exc}")
         return 1
     refused = [r for refusals in verdicts.values() for r in refusals]
     if not refused:
@@ -143,28 +150,83 @@ def post_receive_main(
                 refresh_index(_repo_dir(env))
         except Exception as exc:  # the push has landed; the index is derived and catches up later
             print(f"gitmem: the index was not updated ({exc}); it catches up on the next search", file=sys.stderr)
+            log_line(_repo_dir(env), f"post-receive: the index was not updated: {exc!r}")
     return 0
 
 
-_REFRESH = "import sys; from gitmem.hooks import refresh_index; refresh_index(sys.argv[1])"
+LOG_NAME = "hooks.log"
+_LOG_LIMIT = 1024 * 1024
+"""Past this size ``hooks.log`` is moved to ``hooks.log.1`` (one old generation is kept)."""
+
+_REFRESH = "import sys; from gitmem.hooks import refresh_index_logged; sys.exit(refresh_index_logged(sys.argv[1]))"
 
 
-def refresh_index_detached(mount_path: str) -> None:
-    """Start :func:`refresh_index` in its own session and return at once.
+def log_path(mount_path: str) -> str:
+    """``<mount>/gitmem/hooks.log``: where the hooks report what the pusher cannot see."""
+    return os.path.join(mount_path, "gitmem", LOG_NAME)
 
-    Its output goes nowhere: git waits for every holder of the hook's stdout and
-    stderr before it answers the pusher.
+
+def _open_log(path: str) -> int:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        if os.path.getsize(path) > _LOG_LIMIT:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+
+def log_line(mount_path: str, text: str, *, path: str | None = None) -> None:
+    """Append one timestamped line to the hooks log; never raises (logging must not fail a push)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    try:
+        fd = _open_log(path or log_path(mount_path))
+        try:
+            os.write(fd, f"{stamp} {text}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def refresh_index_detached(mount_path: str, *, log_file: str | None = None) -> int:
+    """Start :func:`refresh_index` in its own session and return its pid at once.
+
+    git waits for every holder of the hook's stdout and stderr before it answers
+    the pusher, so the child writes to the hooks log instead. It runs with
+    ``-P`` so that neither the working directory (git runs hooks inside the
+    mount, which has a ``gitmem/`` folder) nor anything else unsafe on the path
+    can shadow the gitmem package.
     """
+    target = log_file or log_path(mount_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    subprocess.Popen(
-        [sys.executable, "-c", _REFRESH, mount_path],
-        cwd=mount_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    env["GITMEM_HOOKS_LOG"] = target
+    fd = _open_log(target)
+    try:
+        return os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-P", "-c", _REFRESH, os.path.abspath(mount_path)],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, fd, 1),
+                (os.POSIX_SPAWN_DUP2, fd, 2),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(fd)
+
+
+def refresh_index_logged(mount_path: str) -> int:
+    """The detached refresh: :func:`refresh_index`, with a failure written to the hooks log."""
+    target = os.environ.get("GITMEM_HOOKS_LOG") or log_path(mount_path)
+    try:
+        refresh_index(mount_path)
+    except Exception as exc:
+        log_line(mount_path, f"post-receive: the index refresh of {mount_path} failed: {exc!r}", path=target)
+        return 1
+    return 0
 
 
 def refresh_index(mount_path: str) -> None:

@@ -22,17 +22,20 @@ from __future__ import annotations
 from gitmem.git import history as git_history
 from gitmem.git import review as engine
 from gitmem.git.merge import MergeRefused, MergeResult
-from gitmem.git.review import PROPOSALS, T_APPROVED_BY, Proposal
+from gitmem.git.review import PROPOSALS, REVIEWS, T_APPROVED_BY, T_REJECTED_BY, Proposal, Rejection
 from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.history import FileDiff
 from gitmem.model import Origin
 
 __all__ = [
     "PROPOSALS",
+    "REVIEWS",
     "T_APPROVED_BY",
+    "T_REJECTED_BY",
     "MergeRefused",
     "MergeResult",
     "Proposal",
+    "Rejection",
     "approve",
     "diff",
     "enable",
@@ -40,6 +43,7 @@ __all__ = [
     "proposal",
     "proposals",
     "reject",
+    "rejections",
 ]
 
 Store = GitFileStore | SyncGitFileStore
@@ -84,6 +88,15 @@ def approve(store: Store, run: str, *, approver: str, origin: Origin | None = No
     return engine.approve(sync.repo, sync.format, run, approver=approver, origin=origin)
 
 
-def reject(store: Store, run: str) -> str:
-    """Delete the proposal of ``run``; returns the commit it pointed at."""
-    return engine.reject(as_sync(store).repo, run)
+def reject(store: Store, run: str, *, rejecter: str, reason: str | None = None) -> str:
+    """Delete the proposal of ``run``; returns the commit it pointed at.
+
+    Who rejected it (and why, if given) is recorded on ``refs/gitmem/reviews``;
+    :func:`rejections` lists the records. ``main`` is not touched.
+    """
+    return engine.reject(as_sync(store).repo, run, rejecter=rejecter, reason=reason)
+
+
+def rejections(store: Store) -> list[Rejection]:
+    """Every rejected proposal on record, newest first."""
+    return engine.rejections(as_sync(store).repo)

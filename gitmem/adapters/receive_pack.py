@@ -1,18 +1,28 @@
 """The receive side of ``gitmem serve``: dulwich's receive-pack made safe for a live memory.
 
 dulwich speaks the protocol; :class:`GuardedReceivePack` replaces what it does with
-a push once the commands are read (SPEC §11 measured that dulwich reports "ok" for a
-ref update its CAS dropped, and checks nothing):
+a push once the commands are read (dulwich reports "ok" for a ref update its CAS
+dropped, checks nothing, and stores whatever objects it is sent):
 
-1. the pack goes into a quarantine directory inside the mount (:class:`Quarantine`),
-   not into the mount's object store;
-2. :func:`gitmem.git.pushcheck.check_updates` decides every ref update; refusals
+1. the commands are read leniently (a push from a shallow clone sends ``shallow``
+   lines first; dulwich failed on them), and a ref named twice in one push is
+   refused rather than half applied;
+2. the pack is streamed into ``git index-pack --strict --fix-thin`` inside a
+   quarantine directory of the mount (:class:`Quarantine`): git itself checks every
+   object with fsck's rules and resolves deltas against the mount. A broken,
+   truncated or incomplete pack is an ``unpack`` error in the report, never a
+   server error;
+3. :func:`gitmem.git.pushcheck.check_updates` decides every ref update; refusals
    are sent to the client as ``remote:`` lines and ``ng`` statuses;
-3. under the mount's writer lock (so it serialises with store writes), the objects
-   of accepted updates move in and each ref moves by compare-and-swap from the
-   value the client started from, through :func:`gitmem.git.refs.swap_ref` like
-   every store write. A CAS that fails is reported as failed;
-4. after the report, the mount's index catches up in a background thread
+4. under the mount's writer lock (so it serialises with store writes), refs whose
+   value moved since the client read them are reported failed, a new pack of
+   exactly the objects the remaining updates reach is written
+   (:func:`gitmem.git.packs.pack_reachable`) and moved in, and each ref moves by
+   compare-and-swap through :func:`gitmem.git.refs.swap_ref` like every store
+   write. Nothing a refused or failed update carried, nor any object no update
+   reaches, enters the mount; if a CAS still fails (a foreign git raced), the pack
+   is replaced by one for the updates that landed;
+5. after the report, the mount's index catches up in a background thread
    (:class:`gitmem.index.refresher.Refresher`, the queue the watcher uses too).
 
 A pack larger than the server's cap (``gitmem serve --max-push-bytes``, or the
@@ -25,18 +35,32 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dulwich.errors import ApplyDeltaError, ChecksumMismatch, ObjectFormatException
-from dulwich.object_store import DiskObjectStore, PackInputTooLarge
-from dulwich.protocol import CAPABILITY_ATOMIC, SIDE_BAND_CHANNEL_PROGRESS
+from dulwich.errors import GitProtocolError
+from dulwich.protocol import (
+    CAPABILITY_ATOMIC,
+    CAPABILITY_REPORT_STATUS,
+    SIDE_BAND_CHANNEL_PROGRESS,
+    extract_capabilities,
+)
 from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.merge import migrate_objects
+from gitmem.git.packs import (
+    PackError,
+    PackTooLarge,
+    index_pack,
+    install_pack,
+    only_needed,
+    pack_reachable,
+    ref_tips,
+    remove_pack,
+)
 from gitmem.git.pushcheck import MAIN, ZERO, RefUpdate, Refusal, check_updates, reason
 from gitmem.git.refs import swap_ref
 from gitmem.git.repo import GitRepo
@@ -51,7 +75,16 @@ DEFAULT_MAX_PUSH_BYTES = 64 * 1024 * 1024
 64 KiB per file, so even a long imported history packs far smaller; the cap keeps
 one push from filling the disk or memory while it is received and checked."""
 
-_UNPACK_ERRORS = (OSError, ChecksumMismatch, ApplyDeltaError, AssertionError, ObjectFormatException, ValueError)
+
+class InputTooLarge(OSError):
+    """Raised by a request body reader past its cap (the server's inflated-size limit)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request is larger than this server takes ({limit} bytes once decompressed)")
+        self.limit = limit
+
+
+_DUPLICATE = b"this ref is named more than once in the push; nothing was done to it"
 
 
 # --- quarantine --------------------------------------------------------------------
@@ -61,32 +94,38 @@ class Quarantine:
     """A temporary object directory inside the mount that receives a push's pack.
 
     Like git's own receive-pack quarantine: objects become part of the mount only
-    when an update that needs them is accepted; otherwise they are deleted.
+    when an update that needs them is accepted, and then only those objects.
     """
 
     def __init__(self, repo_path: str) -> None:
+        self.repo_path = repo_path
         self.objects = os.path.join(repo_path, "objects")
         # git gc/prune clean up "tmp_*" leftovers if this process dies here.
         self.path = tempfile.mkdtemp(prefix="tmp_objdir-gitmem-", dir=self.objects)
         os.mkdir(os.path.join(self.path, "pack"))
         self.received = 0
+        self._packs = 0
 
-    def receive(self, read: Callable[[int], bytes], recv: Callable[[int], bytes] | None, max_size: int | None) -> None:
-        store = DiskObjectStore(self.path, alternates=[self.objects])
-        try:
-            pack = store.add_thin_pack(read, recv, max_input_size=max_size)
-            self.received = len(pack)
-            pack.close()
-        finally:
-            store.close()
+    def receive(self, read: Callable[[int], bytes], max_size: int | None) -> None:
+        """Stream the pack through ``git index-pack --strict`` (:func:`gitmem.git.packs.index_pack`)."""
+        self.received = index_pack(self.repo_path, self.path, read, max_size)
 
-    def migrate(self) -> None:
-        """Move the received objects into the mount (:func:`gitmem.git.merge.migrate_objects`).
+    def land(self, tips: Sequence[str], known: Sequence[str], reached: set[bytes] | None = None) -> list[str]:
+        """Move in one new pack of what ``tips`` reach beyond ``known``; returns the files added.
 
-        An empty pack (a push of commits the mount already has) is not kept.
+        When ``reached`` (what the checks saw the tips reach) covers every object
+        of the received pack that the mount lacks, that pack moves in as it is.
         """
-        if self.received:
-            migrate_objects(self.path, self.objects)
+        if not tips:
+            return []
+        if reached is not None and self._packs == 0:
+            received = only_needed(self.repo_path, self.path, reached)
+            if received is not None:
+                self._packs += 1
+                return install_pack(received, self.objects)
+        self._packs += 1
+        files = pack_reachable(self.repo_path, [self.path], os.path.join(self.path, f"out{self._packs}"), tips, known)
+        return install_pack(files, self.objects)
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -126,6 +165,7 @@ class GuardedReceivePack(ReceivePackHandler):
     ) -> None:
         super().__init__(backend, args, proto, stateless_rpc=stateless_rpc, advertise_refs=advertise_refs)
         self.mount = mount
+        self._reached: dict[str, set[bytes]] = {}
 
     def _on_pre_receive(self, client_refs: Any) -> None:
         return None
@@ -141,6 +181,48 @@ class GuardedReceivePack(ReceivePackHandler):
         """One ``remote:`` line on the client's terminal."""
         if self.has_capability(b"side-band-64k"):
             self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS, (line + "\n").encode("utf-8"))
+
+    def handle(self) -> None:
+        """dulwich's ``handle`` with lenient command reading; the rest is :meth:`_apply_pack`."""
+        if self.advertise_refs or not self.stateless_rpc:
+            # The advertisement is dulwich's; it returns before reading commands when asked to.
+            if self.advertise_refs:
+                super().handle()
+                return
+            raise GitProtocolError("gitmem serves receive-pack over stateless HTTP only")
+        commands = self._read_commands()
+        if not commands:
+            return
+        status = list(self._apply_pack(commands))
+        updated = [command for command, (_, msg) in zip(commands, status[1:], strict=True) if msg == b"ok"]
+        if updated:
+            self._on_post_receive(updated)
+        if self.has_capability(CAPABILITY_REPORT_STATUS):
+            self._report_status(status)
+
+    def _read_commands(self) -> list[tuple[bytes, bytes, bytes]]:
+        """``(old, new, ref)`` per command; ``shallow`` lines (a shallow clone's push) are skipped.
+
+        The server keeps its full history, so the pusher's shallow boundary does
+        not matter here: the checks walk the pushed commits down to what the
+        mount has, and a commit missing below that boundary is a refusal.
+        """
+        commands: list[tuple[bytes, bytes, bytes]] = []
+        caps_seen = False
+        while True:
+            line = self.proto.read_pkt_line()
+            if line is None:
+                return commands
+            if line.startswith(b"shallow ") and not commands:
+                continue
+            if not caps_seen:
+                line, caps = extract_capabilities(line)
+                self.set_client_capabilities(caps)
+                caps_seen = True
+            fields = line.rstrip(b"\n").split(b" ")
+            if len(fields) != 3 or not all(_is_hex(f) for f in fields[:2]):
+                raise GitProtocolError(f"invalid ref update line from the client: {line[:200]!r}")
+            commands.append((fields[0], fields[1], fields[2]))
 
     def _apply_pack(self, refs: Any) -> Iterator[tuple[bytes, bytes]]:
         updates = [
@@ -160,24 +242,31 @@ class GuardedReceivePack(ReceivePackHandler):
             if any(not u.deleting for u in updates):
                 limit = self._push_limit()
                 try:
-                    recv = getattr(self.proto, "recv", None)
-                    quarantine.receive(self.proto.read, recv, limit)
-                except PackInputTooLarge:
+                    quarantine.receive(self.proto.read, limit)
+                except (PackTooLarge, InputTooLarge) as exc:
+                    limit = exc.limit
                     self._say(
                         f"gitmem: push refused: the pack is larger than this server takes ({limit} bytes); "
                         "push fewer commits at a time, or raise gitmem serve --max-push-bytes"
                     )
                     message = f"pack exceeds the server's limit of {limit} bytes"
                     return {"": message.encode(), **{u.ref: b"pack too large" for u in updates}}
-                except _UNPACK_ERRORS as exc:
-                    message = str(exc).replace("\n", " ") or type(exc).__name__
-                    return {"": message.encode("utf-8"), **{u.ref: b"unpacker error" for u in updates}}
+                except (PackError, OSError) as exc:
+                    text = str(exc).replace("\n", " ") or type(exc).__name__
+                    self._say(f"gitmem: push refused: git rejects the pushed objects: {text}")
+                    return {"": f"index-pack failed: {text}".encode(), **{u.ref: b"unpacker error" for u in updates}}
+            named = Counter(u.ref for u in updates)
+            single = [u for u in updates if named[u.ref] == 1]
             try:
                 fmt = format_from_repo(GitRepo(self.mount.path))
-                verdicts = check_updates(self.mount.path, updates, fmt, object_dirs=[quarantine.path])
+                verdicts = check_updates(
+                    self.mount.path, single, fmt, object_dirs=[quarantine.path], reached=self._reached
+                )
             except MemoryStoreError as exc:
                 self._say(f"gitmem: cannot check this push, so it is refused: {exc}")
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
+            for ref in (r for r, n in named.items() if n > 1):
+                verdicts[ref] = [Refusal(ref, "duplicate_ref", _DUPLICATE.decode())]
             return self._apply(updates, verdicts, quarantine, mark)
         finally:
             quarantine.discard()
@@ -195,7 +284,7 @@ class GuardedReceivePack(ReceivePackHandler):
         mark: tuple[int, int],
     ) -> dict[str, bytes]:
         statuses: dict[str, bytes] = {}
-        refused = [r for u in updates for r in verdicts[u.ref]]
+        refused = [r for ref in dict.fromkeys(u.ref for u in updates) for r in verdicts[ref]]
         if refused:
             self._say("gitmem: push refused; a memory only takes changes a store write would accept:")
             for refusal in refused:
@@ -217,16 +306,14 @@ class GuardedReceivePack(ReceivePackHandler):
                 # build on): landing it could bring erased content back or leave refs dangling.
                 statuses.update({u.ref: _REWRITTEN for u in accepted})
             else:
-                if any(not u.deleting for u in accepted):
-                    quarantine.migrate()
-                statuses.update(self._compare_and_swap(accepted))
+                statuses.update(self._land(accepted, quarantine))
         for update in accepted:
             if statuses[update.ref] != b"ok":
                 self._say(f"gitmem: {update.ref}: {statuses[update.ref].decode()}")
         return statuses
 
-    def _compare_and_swap(self, accepted: list[RefUpdate]) -> dict[str, bytes]:
-        """Move each ref from the value the client saw; never report ``ok`` for a ref that did not move."""
+    def _land(self, accepted: list[RefUpdate], quarantine: Quarantine) -> dict[str, bytes]:
+        """Under the writer lock: bring in what the still-current updates need, then move their refs."""
         current = {u.ref: self._current(u.ref) for u in accepted}
         stale = {u.ref for u in accepted if current[u.ref] != u.old}
         if stale and self.has_capability(CAPABILITY_ATOMIC):
@@ -234,12 +321,33 @@ class GuardedReceivePack(ReceivePackHandler):
                 u.ref: self._stale_reason(u, current[u.ref]) if u.ref in stale else b"atomic push failed"
                 for u in accepted
             }
+        out = {u.ref: self._stale_reason(u, current[u.ref]) for u in accepted if u.ref in stale}
+        movable = [u for u in accepted if u.ref not in stale]
+        known = ref_tips(self.mount.path)
+        try:
+            landing = [u for u in movable if not u.deleting]
+            reached = set().union(*(self._reached.get(u.ref, set()) for u in landing)) if landing else set()
+            landed = quarantine.land([u.new for u in landing], known, reached)
+        except (PackError, OSError) as exc:
+            text = str(exc).replace("\n", " ")
+            return {**out, **{u.ref: f"could not store the pushed objects: {text}".encode() for u in movable}}
+        out.update(self._compare_and_swap(movable))
+        failed = [u for u in movable if out[u.ref] != b"ok"]
+        if failed and landed:
+            # A foreign git moved a ref between our read and the CAS: keep only what landed needs.
+            kept = [u.new for u in movable if out[u.ref] == b"ok" and not u.deleting]
+            try:
+                quarantine.land(kept, known)
+            except (PackError, OSError):
+                return out  # the objects stay unreferenced; gc prunes them
+            remove_pack(landed)
+        return out
+
+    def _compare_and_swap(self, accepted: list[RefUpdate]) -> dict[str, bytes]:
+        """Move each ref from the value the client saw; never report ``ok`` for a ref that did not move."""
         out: dict[str, bytes] = {}
         done: list[RefUpdate] = []
         for update in accepted:
-            if update.ref in stale:
-                out[update.ref] = self._stale_reason(update, current[update.ref])
-                continue
             moved = self._swap(update.ref, update.old, update.new)
             if moved is True:
                 out[update.ref] = b"ok"
@@ -292,6 +400,10 @@ class GuardedReceivePack(ReceivePackHandler):
 
 
 _REWRITTEN = b"the memory's history was rewritten (purge or forget) while this push was checked; clone again"
+
+
+def _is_hex(value: bytes) -> bool:
+    return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)
 
 
 def _history_mark(git: GitRepo) -> tuple[int, int]:

@@ -7,12 +7,22 @@ same rules as a store write:
 
 - only branches and tags can be pushed, and ``main`` can neither be deleted nor
   rewound: an update to it must be a fast-forward;
+- every object the push brings in passes git's own strict rules (``strict_objects``:
+  what ``receive.fsckObjects`` checks, see :mod:`gitmem.git.packs`);
+- every entry of every tree the push brings in (not only the files it adds) is a
+  plain file (mode 100644, pointing at a blob) or a non-empty folder (040000,
+  pointing at a tree), and its name and path pass
+  :func:`gitmem.fileformat.validate_path`: no ``.git``, ``..``, ``.gitmodules`` or
+  other reserved name can hide in a folder name or an empty subtree;
 - every commit the push brings in is checked against its parent(s): each file it
   adds or changes must be a plain file (mode 100644) whose path passes
   :func:`gitmem.fileformat.validate_path` unchanged (NFC) and whose content passes
   :func:`gitmem.fileformat.encode_text` (UTF-8, size, NUL, frontmatter, secrets);
   a file that is introduced and removed again inside the push is still refused,
   because git would keep it in history;
+- a commit whose message carries ``Gitmem-*`` trailers must name in them every
+  path its tree diff changes (``provenance``): history reads trust those trailers
+  to skip commits, so a pushed commit cannot hide a change behind them;
 - on ``main``, the memory's file and byte limits hold for the new head (unless it
   shrinks the memory).
 
@@ -31,7 +41,9 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN as MAIN
+from gitmem.git.walk import contradicted_moves, unnamed_changes
 from gitmem.secrets import find_secret
 
 ZERO = "0" * 40
@@ -44,7 +56,16 @@ _MODE_NAMES = {
     pygit2.GIT_FILEMODE_LINK: "a symbolic link (mode 120000)",
     pygit2.GIT_FILEMODE_COMMIT: "a submodule (mode 160000)",
 }
+_FOLDER = pygit2.GIT_FILEMODE_TREE
 _DELETED = pygit2.enums.DeltaStatus.DELETED
+_BLOB_TYPE = int(pygit2.enums.ObjectType.BLOB)
+_TREE_TYPE = int(pygit2.enums.ObjectType.TREE)
+_TYPE_NAMES = {
+    int(pygit2.enums.ObjectType.COMMIT): "commit",
+    _TREE_TYPE: "folder (tree)",
+    _BLOB_TYPE: "file (blob)",
+    int(pygit2.enums.ObjectType.TAG): "tag",
+}
 
 # Rules that are not store error codes (those are invalid_path, invalid_file,
 # too_large and memory_full; secrets are reported as "secret:<rule name>").
@@ -54,6 +75,8 @@ RULE_FAST_FORWARD = "non_fast_forward"
 RULE_NOT_A_COMMIT = "not_a_commit"
 RULE_MISSING_OBJECT = "missing_object"
 RULE_FILE_MODE = "file_mode"
+RULE_OBJECT = "invalid_object"
+RULE_PROVENANCE = "provenance"
 RULE_TOO_MANY = "too_many_problems"
 
 
@@ -114,22 +137,44 @@ def check_updates(
     fmt: FileFormat,
     *,
     object_dirs: Sequence[str] = (),
+    strict_objects: bool = False,
+    reached: dict[str, set[bytes]] | None = None,
 ) -> dict[str, list[Refusal]]:
     """Refusals per ref (an empty list: the update may land).
 
     ``object_dirs`` are extra object directories to read from (a push's
-    quarantine). Raises ``unavailable`` only when the repository itself cannot
-    be read; anything wrong with the pushed objects is a refusal.
+    quarantine). ``strict_objects`` also runs git's strict object checks on what
+    the push brings (:func:`gitmem.git.packs.strict_check`); ``gitmem serve``
+    leaves it off because ``git index-pack --strict`` already read every object.
+    ``reached``, when given, is filled with the raw ids of objects the check
+    saw reachable from each ref's new value (its new commits, the trees that
+    changed and their entries, a pushed tag): enough for ``gitmem serve`` to tell
+    that a received pack holds nothing else, without walking it again.
+    Raises ``unavailable`` only when the repository itself cannot be read;
+    anything wrong with the pushed objects is a refusal.
     """
+    path = os.path.abspath(repo_path)
     try:
-        repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         for extra in object_dirs:
             repo.odb.add_disk_alternate(os.path.abspath(extra))
         checker = _Checker(repo, fmt)
     except (pygit2.GitError, OSError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
     try:
-        return {u.ref: checker.check(u) for u in updates}
+        if strict_objects:
+            tips = [u.new for u in updates if not u.deleting]
+            problem = strict_check(path, object_dirs, tips, [str(c) for c in checker.known])
+            if problem is not None:
+                message = f"git's object checks refuse the pushed objects: {problem}"
+                return {u.ref: [] if u.deleting else [Refusal(u.ref, RULE_OBJECT, message, u.new)] for u in updates}
+        out = {}
+        for update in updates:
+            checker.reached = set()
+            out[update.ref] = checker.check(update)
+            if reached is not None:
+                reached[update.ref] = checker.reached
+        return out
     finally:
         repo.free()
 
@@ -143,6 +188,9 @@ class _Checker:
         self.known = _ref_commits(repo)
         self._paths: dict[bytes, tuple[str, str] | None] = {}
         self._blobs: dict[pygit2.Oid, tuple[str, str] | None] = {}
+        self._headers: dict[pygit2.Oid, tuple[int, int]] = {}
+        self._trees: set[tuple[pygit2.Oid, bytes]] = set()
+        self.reached: set[bytes] = set()
 
     def check(self, update: RefUpdate) -> list[Refusal]:
         ref = update.ref
@@ -177,7 +225,9 @@ class _Checker:
                 )
             ]
         refusals: list[Refusal] = []
+        self.reached.add(pushed.id.raw)
         for commit in self._new_commits(new):
+            self.reached.add(commit.id.raw)
             for path, problem in self._commit_problems(commit):
                 if len(refusals) == MAX_REFUSALS:
                     refusals.append(Refusal(ref, RULE_TOO_MANY, f"more than {MAX_REFUSALS} problems; fix these first"))
@@ -195,24 +245,113 @@ class _Checker:
         yield from walker
 
     def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str, tuple[str, str]]]:
-        """``(path, (rule, message))`` for every file the commit brings in that breaks a rule."""
+        """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule."""
         parents = commit.parents
         tree = commit.tree
+        bad: set[bytes] = set()
+        for raw, problem in self._tree_problems(tree, [p.tree for p in parents], b""):
+            bad.add(raw)
+            yield _printable(raw.decode("utf-8", errors="replace")), problem
         if parents:
             diff = parents[0].tree.diff_to_tree(tree)
         else:
             diff = tree.diff_to_tree(swap=True)
+        changed: list[str] = []
         for delta in diff.deltas:
             if delta.status == _DELETED:
+                changed.append(delta.old_file.path)
                 continue
             new_file = delta.new_file
             raw, oid, mode = new_file.raw_path, new_file.id, new_file.mode
             path = raw.decode("utf-8", errors="replace")
+            changed.append(path)
+            if raw in bad:
+                continue
             if len(parents) > 1 and any(_has_entry(p.tree, path, oid, mode) for p in parents[1:]):
                 continue  # taken unchanged from another parent: not new in this commit
-            problem = self._path_problem(raw) or self._content_problem(oid, mode)
+            found = self._path_problem(raw) or self._content_problem(oid, mode)
+            if found is not None:
+                yield _printable(path), found
+        unnamed = unnamed_changes(bytes(self.repo.odb.read(commit.id)[1]), changed)
+        if unnamed:
+            yield (
+                _printable(unnamed[0]),
+                (
+                    RULE_PROVENANCE,
+                    f"the commit's Gitmem trailers do not name {len(unnamed)} path(s) its tree changes; "
+                    "history would hide those changes. Remove the Gitmem-* trailers from commits gitmem did not make",
+                ),
+            )
+
+        for source, destination in contradicted_moves(commit):
+            yield (
+                _printable(destination),
+                (
+                    RULE_PROVENANCE,
+                    f"the commit's trailers say {_printable(source)} moved here, but its trees do not show that move",
+                ),
+            )
+
+    def _tree_problems(
+        self, tree: pygit2.Tree, olds: list[pygit2.Tree | None], prefix: bytes
+    ) -> Iterator[tuple[bytes, tuple[str, str]]]:
+        """Name, mode and type of every entry of ``tree`` and its subtrees that no parent has as is.
+
+        A subtree with the same id at the same path in a parent was checked when
+        that parent came in (or is the mount's own), so only what changed is read.
+        """
+        if any(old is not None and old.id == tree.id for old in olds) or (tree.id, prefix) in self._trees:
+            return
+        self._trees.add((tree.id, prefix))
+        self.reached.add(tree.id.raw)
+        if not len(tree) and prefix:
+            yield prefix[:-1], ("invalid_path", "an empty folder; a memory holds files and the folders they need")
+            return
+        for entry in tree:
+            name = entry.raw_name
+            assert name is not None
+            raw = prefix + name
+            self.reached.add(entry.id.raw)
+            problem = self._entry_problem(raw, entry.filemode, entry.id)
             if problem is not None:
-                yield _printable(path), problem
+                yield raw, problem
+            elif entry.filemode == _FOLDER:
+                subtree = self.repo[entry.id]
+                assert isinstance(subtree, pygit2.Tree)
+                below = [_subtree(old, raw[len(prefix) :].decode("utf-8")) for old in olds]
+                yield from self._tree_problems(subtree, below, raw + b"/")
+
+    def _entry_problem(self, raw: bytes, mode: int, oid: pygit2.Oid) -> tuple[str, str] | None:
+        problem = self._path_problem(raw)
+        if problem is not None:
+            return problem
+        if mode not in (_REGULAR, _FOLDER):
+            kind = _MODE_NAMES.get(mode, f"an entry with mode {mode:o}")
+            return (RULE_FILE_MODE, f"this is {kind}; a memory holds plain text files (mode 100644)")
+        want = _TREE_TYPE if mode == _FOLDER else _BLOB_TYPE
+        found = self._type(oid)
+        if found != want:
+            said = "folder" if want == _TREE_TYPE else "file"
+            return (
+                RULE_FILE_MODE,
+                f"the entry's mode says {said} but it points at a {_TYPE_NAMES.get(found, 'missing object')}",
+            )
+        return None
+
+    def _type(self, oid: pygit2.Oid) -> int:
+        return self._header(oid)[0]
+
+    def _header(self, oid: pygit2.Oid) -> tuple[int, int]:
+        """``(type, size)`` of an object, read once (``(0, 0)``: missing)."""
+        found = self._headers.get(oid)
+        if found is None:
+            try:
+                kind, size = self.repo.odb.read_header(oid)
+                found = (int(kind), size)
+            except KeyError:
+                found = (0, 0)
+            self._headers[oid] = found
+        return found
 
     def _path_problem(self, raw: bytes) -> tuple[str, str] | None:
         if raw in self._paths:
@@ -243,7 +382,9 @@ class _Checker:
 
     def _blob_problem(self, oid: pygit2.Oid) -> tuple[str, str] | None:
         fmt = self.fmt
-        _, size = self.repo.odb.read_header(oid)
+        kind, size = self._header(oid)
+        if kind == 0:
+            raise KeyError(str(oid))
         if size > fmt.max_file_bytes:
             return ("too_large", f"content is {size} bytes; the limit is {fmt.max_file_bytes}")
         data = bytes(self.repo[oid].read_raw())
@@ -297,6 +438,16 @@ def _blob_ids(tree: pygit2.Tree) -> Iterator[pygit2.Oid]:
             yield from _blob_ids(entry)
         elif entry.filemode in (_REGULAR, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
             yield entry.id
+
+
+def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
+    if tree is None:
+        return None
+    try:
+        entry = tree[name]
+    except KeyError:
+        return None
+    return entry if isinstance(entry, pygit2.Tree) else None
 
 
 def _printable(path: str) -> str:

@@ -10,7 +10,11 @@ to a hosting service and open a pull request from it, or decide here:
   ``Gitmem-Approved-By`` trailer (always a commit, so the approval is on record;
   its tree is the proposal's when ``main`` did not move, else a clean three-way
   merge), then deletes the branch; a conflict refuses and changes nothing;
-- :func:`reject` deletes the branch (its commits become unreachable).
+- :func:`reject` deletes the branch (its commits become unreachable) and, in the
+  same ref transaction, records who rejected which head and when as a commit on
+  ``refs/gitmem/reviews`` (:func:`rejections` reads them back). The record's tree
+  is empty and it names the rejected head only as text, so the rejected content
+  stays unreachable and ``git gc`` prunes it; ``main`` is not touched.
 """
 
 from __future__ import annotations
@@ -23,14 +27,18 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
-from gitmem.git.refs import read_ref, swap_ref
+from gitmem.git.refs import read_ref, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
-from gitmem.provenance import parse_message
+from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_RUN, parse_message
 
 PROPOSALS = "refs/heads/proposals/"
 REVIEW_KEY = "gitmem.review"
 T_APPROVED_BY = "Gitmem-Approved-By"
+T_REJECTED_BY = "Gitmem-Rejected-By"
+T_REJECTED_HEAD = "Gitmem-Rejected-Head"
+REVIEWS = "refs/gitmem/reviews"
+"""The chain of review records (one commit per rejection, empty tree)."""
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]{0,127}$")
 _FALSE = ("false", "no", "off", "0", "")
 
@@ -199,13 +207,61 @@ def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
     return tuple(closed)
 
 
-def reject(git: GitRepo, run: str) -> str:
-    """Delete the proposal of ``run``; returns the commit it pointed at."""
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One rejected proposal: whose run, the head it had, who rejected it and when."""
+
+    run: str
+    head: str
+    rejected_by: str
+    time: int  # seconds since the epoch
+    reason: str | None = None
+
+
+def reject(git: GitRepo, run: str, *, rejecter: str, reason: str | None = None) -> str:
+    """Delete the proposal of ``run`` and record the rejection; returns the commit it pointed at."""
+    if not isinstance(rejecter, str) or not rejecter.strip() or "\n" in rejecter:
+        raise MemoryStoreError("forbidden", "a rejection must name who rejects it")
+    if reason is not None and (not isinstance(reason, str) or "\n" in reason.strip()):
+        raise MemoryStoreError("invalid_file", "a rejection reason is one line of text")
     ref, _ = _require(git, run)
     with translate_errors(git.path), git.lock.hold():
+        r = git.repo
         current = git.ref_target(ref)
         if current is None:
             raise MemoryStoreError("not_found", f"proposal {run!r} was removed meanwhile")
-        if not swap_ref(git.repo, git.path, ref, current, None, message="gitmem reject"):
+        previous = read_ref(r, REVIEWS)
+        lines = [f"{T_RUN}: {run}", f"{T_REJECTED_HEAD}: {current}", f"{T_REJECTED_BY}: {rejecter.strip()}"]
+        summary = f"reject proposal {run}" + (f": {reason.strip()}" if reason and reason.strip() else "")
+        message = summary[:200] + "\n\n" + "\n".join(lines) + "\n"
+        empty = r.TreeBuilder().write()
+        record = r.create_commit(
+            None,
+            pygit2.Signature(rejecter.strip(), COMMITTER_EMAIL),
+            pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL),
+            message,
+            empty,
+            [pygit2.Oid(hex=previous)] if previous else [],
+        )
+        moves = {ref: (current, None), REVIEWS: (previous, str(record))}
+        if not swap_refs(r, git.path, moves, message="gitmem reject", stale_after=git.stale_lock_seconds):
             raise MemoryStoreError("unavailable", f"proposal {run!r} moved while it was being removed; try again")
         return current
+
+
+def rejections(git: GitRepo) -> list[Rejection]:
+    """Every recorded rejection, newest first."""
+    with translate_errors(git.path):
+        r = git.repo
+        tip = read_ref(r, REVIEWS)
+        out: list[Rejection] = []
+        while tip is not None:
+            commit = r[tip].peel(pygit2.Commit)
+            info = parse_message(commit.message)
+            run, head, who = (info.trailer(k) for k in (T_RUN, T_REJECTED_HEAD, T_REJECTED_BY))
+            if run and head and who:
+                summary = info.summary
+                _, _, said = summary.partition(": ")
+                out.append(Rejection(run, head, who, commit.commit_time, said or None))
+            tip = str(commit.parents[0].id) if commit.parents else None
+        return out

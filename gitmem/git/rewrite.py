@@ -261,7 +261,7 @@ def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[
                 if entry_id(r[raw.tree].peel(pygit2.Tree), name) is not None and (
                     entry_id(r[first].peel(pygit2.Tree), name) is None
                 ):
-                    source = moved_from(commit, name)
+                    source = moved_from(commit, name, exact=True)
             older.add(source or name)
         for parent in raw.parents:
             pending.setdefault(parent, set()).update(older)

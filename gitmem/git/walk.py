@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pygit2
 
@@ -118,25 +118,76 @@ def diff_to_parent(commit: pygit2.Commit) -> pygit2.Diff:
     return commit.tree.diff_to_tree(swap=True)
 
 
-def moved_from(commit: pygit2.Commit, name: str) -> str | None:
-    """The old name of the file that ``commit`` moved to ``name``, if it was a move.
+def moved_from(commit: pygit2.Commit, name: str, *, exact: bool = False) -> str | None:
+    """The old name of the file that ``commit`` moved to ``name``, if the trees show a move.
 
     gitmem's own moves say so in their trailers (one commit may move many files,
-    a folder rename, each as a ``Path``/``From`` pair); for commits made by plain git
-    the tree diff's rename detection decides.
+    a folder rename, each as a ``Path``/``From`` pair), but a trailer is believed
+    only when the trees agree: the source is gone and the destination holds the
+    very blob the source held (a pushed commit can carry any trailer it likes).
+    Otherwise the tree diff's rename detection decides; ``exact`` (what ``forget``
+    uses, since it erases the older name's whole history) accepts only a rename
+    that kept the blob as it was.
     """
-    info = parse_message(commit.message)
-    for source, destination in info.moves():
-        if destination == name:
-            return source
-    if info.op != "unknown" or not commit.parents:
+    if not commit.parents:
         return None
-    diff = diff_to_parent(commit)
+    old_tree, new_tree = commit.parents[0].tree, commit.tree
+    moved = entry_id(new_tree, name)
+    if moved is None:
+        return None
+    for source, destination in parse_message(commit.message).moves():
+        if destination == name and entry_id(old_tree, source) == moved and entry_id(new_tree, source) is None:
+            return source
+    diff = old_tree.diff_to_tree(new_tree)
     diff.find_similar()
     for delta in diff.deltas:
         if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.new_file.path == name:
+            if exact and delta.old_file.id != delta.new_file.id:
+                return None
             return str(delta.old_file.path)
     return None
+
+
+def contradicted_moves(commit: pygit2.Commit) -> list[tuple[str, str]]:
+    """The ``(source, destination)`` pairs of a move commit's trailers that its trees contradict.
+
+    A pair is contradicted when the destination exists but the source is still
+    there, or held another blob. A source that is simply absent is not (``forget``
+    may have erased it since); :func:`moved_from` does not follow such a pair either.
+    """
+    pairs = parse_message(commit.message).moves()
+    if not pairs:
+        return []
+    old_tree = commit.parents[0].tree if commit.parents else None
+    new_tree = commit.tree
+    bad = []
+    for source, destination in pairs:
+        moved = entry_id(new_tree, destination)
+        if moved is None:
+            continue
+        before = entry_id(old_tree, source) if old_tree is not None else None
+        if entry_id(new_tree, source) is not None or (before is not None and before != moved):
+            bad.append((source, destination))
+    return bad
+
+
+_CLAIM = re.compile(rb"(?im)^gitmem-[a-z-]+:")
+
+
+def unnamed_changes(data: bytes, changed: Iterable[str]) -> list[str]:
+    """Of the paths a commit changed, those its ``Gitmem-Path``/``Gitmem-From`` lines do not name.
+
+    ``data`` is the raw commit. Only a commit that carries a ``Gitmem-*`` line at
+    all is held to this (``[]`` otherwise): readers skip a gitmem commit whose
+    trailers do not mention a path (:class:`Follower`, ``may_have_moved_to``) and
+    list a change's paths from its trailers, so a commit that claims to be
+    gitmem's must name every path it changes, byte for byte as they look.
+    """
+    if _CLAIM.search(data) is None:
+        return []
+    return [
+        p for p in changed if f"\n{T_PATH}: {p}\n".encode() not in data and f"\n{T_FROM}: {p}\n".encode() not in data
+    ]
 
 
 class Follower:

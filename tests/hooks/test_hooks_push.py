@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from serve.support import BAD_PUSHES, BadPush, check_refused, commit_all, fsck_clean, git, seed, write
+from serve import crafted
+from serve.support import (
+    BAD_PUSHES,
+    MALFORMED_KINDS,
+    BadPush,
+    check_refused,
+    commit_all,
+    fsck_clean,
+    git,
+    has_object,
+    malformed_commit,
+    seed,
+    write,
+)
 
 from gitmem import GitFileStore, MemoryStoreError, hooks
 from gitmem.hooks import HOOK_NAMES, hook_script, install_hooks, post_receive_main, pre_receive_main
@@ -127,3 +141,81 @@ def test_after_a_push_the_installed_hook_brings_the_real_index_up_to_date(mount:
         time.sleep(0.1)
         status = mount.sync.index_status()
     assert (status.state, status.commit) == ("current", pushed)
+
+
+def wait_for_index(mount: GitFileStore, commit: str) -> None:
+    deadline = time.monotonic() + HANG_SECONDS  # a liveness guard, not a speed bound
+    status = mount.sync.index_status()
+    while not (status.state == "current" and status.commit == commit) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status = mount.sync.index_status()
+    log = Path(mount.path) / "gitmem" / "hooks.log"
+    said = log.read_text() if log.exists() else "(no hooks.log)"
+    assert (status.state, status.commit) == ("current", commit), said
+
+
+def test_every_push_refreshes_the_index_once_it_exists(mount: GitFileStore, tmp_path: Path) -> None:
+    # The mount's own gitmem/ folder (index, lock) must never stand in for the gitmem package.
+    seed(mount)
+    assert mount.sync.search("hello") is not None  # builds the index: <mount>/gitmem/index exists now
+    assert (Path(mount.path) / "gitmem" / "index").is_dir()
+    work = clone(mount, tmp_path)
+    for i in range(2):
+        write(work, f"notes/n{i}.md", f"pushed words number {i}\n")
+        pushed = commit_all(work, f"note {i}")
+        git("push", "-q", "origin", "main", cwd=work)
+        wait_for_index(mount, pushed)
+
+
+def test_a_failed_index_refresh_is_logged_where_an_admin_looks(mount: GitFileStore, tmp_path: Path) -> None:
+    seed(mount)
+    log = Path(mount.path) / "gitmem" / "hooks.log"
+    pid = hooks.refresh_index_detached(str(tmp_path / "no-such-mount.git"), log_file=str(log))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
+    text = log.read_text()
+    assert "no-such-mount.git" in text and "failed" in text, text
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_objects_git_refuses_are_refused_by_the_hook(mount: GitFileStore, tmp_path: Path, kind: str) -> None:
+    head = seed(mount)
+    work = clone(mount, tmp_path)
+    pushed = malformed_commit(work, kind)
+    done = git("push", str(Path(mount.path)), "main", cwd=work, check=False)
+    assert done.returncode != 0 and "pre-receive hook declined" in done.stderr, done.stderr
+    assert "invalid_object" in done.stderr, done.stderr
+    assert mount.sync.head() == head
+    assert not has_object(mount.path, pushed)
+    fsck_clean(mount.path)
+
+
+def test_objects_no_pushed_ref_reaches_are_refused_by_the_hook(mount: GitFileStore, tmp_path: Path) -> None:
+    # git's receive-pack moves its whole quarantine in once the hooks accept; a crafted pack
+    # can carry objects no ref reaches, which would then stay readable unchecked.
+    head = seed(mount)
+    seed_blob = git("rev-parse", f"{head}:seed.md", cwd=mount.path).stdout.strip()
+    new = b"a fine new note\n"
+    raw_tree = crafted.tree((b"100644", b"new.md", crafted.oid("blob", new)), (b"100644", b"seed.md", seed_blob))
+    raw_commit = crafted.commit(crafted.oid("tree", raw_tree), [head])
+    secret = b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+    objects = [("blob", new), ("tree", raw_tree), ("commit", raw_commit)]
+    pushed = crafted.oid("commit", raw_commit)
+
+    def receive(with_secret: bool) -> crafted.Report:
+        data = crafted.pack([*objects, ("blob", secret)] if with_secret else objects)
+        body = crafted.request_body([(head, pushed, "refs/heads/main")], data)
+        done = subprocess.run(
+            ["git", "receive-pack", "--stateless-rpc", mount.path], input=body, capture_output=True, timeout=60
+        )
+        return crafted.parse_report(done.returncode, done.stdout)
+
+    report = receive(with_secret=True)
+    assert report.status("refs/heads/main") == ["pre-receive hook declined"], report
+    assert "none of its refs reaches" in report.messages
+    assert mount.sync.head() == head
+    assert not has_object(mount.path, crafted.oid("blob", secret)) and not has_object(mount.path, pushed)
+    fsck_clean(mount.path)
+    # The same push without the stowaway lands.
+    assert receive(with_secret=False).status("refs/heads/main") == ["ok"]
+    assert mount.sync.head() == pushed

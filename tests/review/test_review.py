@@ -179,8 +179,8 @@ def test_reject_removes_the_proposal(store: GitFileStore) -> None:
     main = sync.head()
     agent = sync.for_run(RUN)
     agent.write("notes/bad.md", "wrong\n", expected=None)
-    tip = review.reject(store, RUN)
-    assert git("show-ref", cwd=store.path).stdout.split()[1::2] == ["refs/heads/main"]
+    tip = review.reject(store, RUN, rejecter="dana", reason="not what we asked for")
+    assert git("show-ref", cwd=store.path).stdout.split()[1::2] == ["refs/gitmem/reviews", "refs/heads/main"]
     assert sync.head() == main
     assert review.proposals(store) == []
     with pytest.raises(MemoryStoreError) as caught:
@@ -189,7 +189,24 @@ def test_reject_removes_the_proposal(store: GitFileStore) -> None:
     # The run starts afresh from main on its next write.
     agent.write("notes/good.md", "right\n", expected=None)
     assert review.proposal(store, RUN).base == main and review.proposal(store, RUN).head != tip
-    for call in (lambda: review.reject(store, "nobody"), lambda: review.approve(store, "nobody", approver="x")):
+    [record] = review.rejections(store)
+    assert (record.run, record.head, record.rejected_by, record.reason) == (RUN, tip, "dana", "not what we asked for")
+    # The record does not keep the rejected content reachable (one commit, its empty tree).
+    assert len(git("rev-list", "--objects", "refs/gitmem/reviews", cwd=store.path).stdout.splitlines()) == 2
+    second = review.reject(store, RUN, rejecter="erin")
+    assert [(r.head, r.rejected_by, r.reason) for r in review.rejections(store)] == [
+        (second, "erin", None),
+        (tip, "dana", "not what we asked for"),
+    ]
+    agent.write("notes/again.md", "again\n", expected=None)
+    with pytest.raises(MemoryStoreError) as anonymous:
+        review.reject(store, RUN, rejecter=" ")
+    assert anonymous.value.code == "forbidden" and review.proposal(store, RUN).head
+    fsck_clean(store.path)
+    for call in (
+        lambda: review.reject(store, "nobody", rejecter="x"),
+        lambda: review.approve(store, "nobody", approver="x"),
+    ):
         with pytest.raises(MemoryStoreError) as missing:
             call()
         assert missing.value.code == "not_found"

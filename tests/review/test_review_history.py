@@ -22,9 +22,7 @@ def store(tmp_path: Path) -> SyncGitFileStore:
     sync.write("notes/old.md", "an old note about gardening\n", expected=None)
     review.enable(async_store)
     agent = sync.for_run(RUN)
-    agent.write(
-        "prefs/style.md", "likes coffee\nreply in English\n", expected=sync.read("prefs/style.md").version
-    )
+    agent.write("prefs/style.md", "likes coffee\nreply in English\n", expected=sync.read("prefs/style.md").version)
     agent.write("notes/run.md", "the run learnt about volcanoes\n", expected=None)
     sync.write("notes/main.md", "a person wrote about volcanoes on main\n", expected=None)
     return sync
@@ -103,7 +101,7 @@ def test_find_through_a_run_ranks_its_proposal_files(store: SyncGitFileStore) ->
 
 
 def test_a_run_without_a_proposal_reads_main_history(store: SyncGitFileStore) -> None:
-    review.reject(store, RUN)
+    review.reject(store, RUN, rejecter="dana")
     for view in (store.for_run(RUN), store.for_run("never-wrote")):
         assert view.log() == store.log()
         first = store.log()[-1].commit

@@ -166,14 +166,17 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
 @review.command("reject")
 @click.argument("name")
 @click.argument("proposal_id", metavar="ID")
+@click.option("--reason", help="Why, in one line; kept with the record of the rejection.")
+@origin_options
 @common_options
 @pass_state
-def review_reject(state: State, name: str, proposal_id: str) -> None:
-    """Delete proposal ID of memory NAME; main is not touched."""
+def review_reject(state: State, name: str, proposal_id: str, reason: str | None) -> None:
+    """Delete proposal ID of memory NAME, recording who rejected it (refs/gitmem/reviews); main is not touched."""
     from gitmem import review as api
 
-    head = api.reject(state.store(name), proposal_id)
+    rejecter = state.principal or _login_name()
+    head = api.reject(state.store(name), proposal_id, rejecter=rejecter, reason=reason)
     emit(
-        {"memory": name, "run": proposal_id, "rejected": head},
-        f"{name}: proposal {proposal_id} ({short(head)}) rejected",
+        {"memory": name, "run": proposal_id, "rejected": head, "rejected_by": rejecter, "reason": reason},
+        f"{name}: proposal {proposal_id} ({short(head)}) rejected by {rejecter}",
     )

@@ -22,7 +22,8 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="File of push tokens, one per line ('#' starts a comment); $GITMEM_TOKENS adds more.",
+    help="File of access tokens, one per line ('#' starts a comment); $GITMEM_TOKENS adds more. "
+    "A token is needed to push, and to clone or fetch unless --public-read.",
 )
 @click.option("--public-read", is_flag=True, help="Let anyone clone and fetch; without it reads need a token too.")
 @click.option(
@@ -73,5 +74,5 @@ def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens
     for name in mounts:
         click.echo(f"  git clone {url}/{name}.git")
     reads = "anyone can clone" if public_read else "clones need a token"
-    pushes = f"{tokens} push token(s)" if tokens else "no push tokens configured, so every push is refused"
+    pushes = f"{tokens} access token(s)" if tokens else "no tokens configured, so every push is refused"
     click.echo(f"  {reads}; {pushes}")
