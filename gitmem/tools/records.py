@@ -13,37 +13,42 @@ async because it searches every mount at once under one timeout.
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from gitmem.errors import ErrorCode, MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
 from gitmem.records import MemoryRecord, RecordPage, RecordStoreProtocol, validate_record_text
 from gitmem.records.rules import RECORD_CHARS
 from gitmem.tools.capability import ToolDefinition
 from gitmem.tools.mounts import Access
+from gitmem.tools.record_schemas import (
+    LIST_DEFAULT,
+    LIST_MAX,
+    RECORD_READ_TOOLS,
+    RECORD_TOOLS,
+    SEARCH_DEFAULT,
+    SEARCH_MAX,
+    TOOL_ID_PREFIX,
+    TOOL_PREFIX,
+    AddArgs,
+    DeleteArgs,
+    ListArgs,
+    RecordToolName,
+    SearchArgs,
+    UpdateArgs,
+    input_schema,
+    parse_arguments,
+)
 
 if TYPE_CHECKING:
     from gitmem.tools.recall_blocks import RecallReport
 
 log = logging.getLogger("gitmem.tools")
 
-RecordToolName = Literal["search", "list", "add", "update", "delete"]
-RECORD_TOOLS: Final[tuple[RecordToolName, ...]] = get_args(RecordToolName)
-RECORD_READ_TOOLS: Final[frozenset[str]] = frozenset({"search", "list"})
-TOOL_PREFIX: Final = "memory_record_"
-TOOL_ID_PREFIX: Final = "memory.record."
-
-SEARCH_DEFAULT: Final = 5
-SEARCH_MAX: Final = 20
-LIST_DEFAULT: Final = 20
-LIST_MAX: Final = 100
 
 DEFAULT_RECORD_GUIDE: Final = """\
 Keep one short fact per record, in plain words that a later search would use: \
@@ -125,54 +130,7 @@ def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
     return chosen
 
 
-# --- arguments --------------------------------------------------------------------------
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    memory: str = Field(description="Name of the memory to use.")
-
-
-class SearchArgs(_Args):
-    query: str = Field(min_length=1, description="What you are looking for, in plain words.")
-    limit: int = Field(SEARCH_DEFAULT, ge=1, le=SEARCH_MAX, description="Most records to return.")
-
-
-class ListArgs(_Args):
-    limit: int = Field(LIST_DEFAULT, ge=1, le=LIST_MAX, description="Most records to return.")
-    cursor: str | None = Field(None, description="next_cursor from the previous page; omit for the first page.")
-
-
-class AddArgs(_Args):
-    text: str = Field(description="The record: one short fact, stored as written.")
-
-
-class UpdateArgs(_Args):
-    id: str = Field(description="Id of the record to change (from search or list).")
-    text: str = Field(description="The record's new text; it replaces the old text.")
-
-
-class DeleteArgs(_Args):
-    id: str = Field(description="Id of the record to delete (from search or list).")
-
-
-ARGUMENTS: Final[dict[RecordToolName, type[_Args]]] = {
-    "search": SearchArgs,
-    "list": ListArgs,
-    "add": AddArgs,
-    "update": UpdateArgs,
-    "delete": DeleteArgs,
-}
-
-_FIELD_CODES: Final[dict[str, ErrorCode]] = {
-    "memory": "unknown_memory",
-    "query": "invalid_query",
-    "limit": "invalid_query",
-    "cursor": "invalid_cursor",
-    "text": "invalid_text",
-    "id": "record_not_found",
-}
+# --- tools -------------------------------------------------------------------------------
 
 DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
     "search": (
@@ -193,52 +151,6 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
     ),
     "delete": "Delete a record by id. It is then never returned by search or list.",
 }
-
-
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
-
-
-_SCHEMAS: Final[dict[RecordToolName, dict[str, Any]]] = {
-    tool: _strip_titles(model.model_json_schema()) for tool, model in ARGUMENTS.items()
-}
-
-
-def input_schema(tool: RecordToolName, memories: Sequence[str]) -> dict[str, Any]:
-    schema = copy.deepcopy(_SCHEMAS[tool])
-    schema["properties"]["memory"]["enum"] = list(memories)
-    return schema
-
-
-def parse_arguments(tool: RecordToolName, arguments: object) -> _Args:
-    """Validate a call's arguments, or raise the store error naming the problem."""
-    if not isinstance(arguments, Mapping):
-        raise MemoryToolError(
-            "unknown_memory", f"arguments must be a JSON object naming the memory, got {type(arguments).__name__}"
-        )
-    try:
-        return ARGUMENTS[tool].model_validate(dict(arguments))
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        errors.sort(key=lambda e: 0 if e["loc"][:1] == ("memory",) else 1)
-        first = errors[0]
-        name = str(first["loc"][0]) if first["loc"] else ""
-        if first["type"] == "extra_forbidden":
-            allowed = ", ".join(ARGUMENTS[tool].model_fields)
-            return _raise(
-                "invalid_query" if tool in RECORD_READ_TOOLS else "invalid_text",
-                f"{TOOL_PREFIX}{tool} has no argument {name!r}; it takes {allowed}",
-            )
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
-        return _raise(_FIELD_CODES.get(name, "invalid_query"), f"bad arguments for {TOOL_PREFIX}{tool}: {detail}")
-
-
-def _raise(code: ErrorCode, message: str) -> _Args:
-    raise MemoryStoreError(code, message)
 
 
 def tool_from_name(name: str) -> RecordToolName | None:
