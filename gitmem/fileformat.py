@@ -7,6 +7,7 @@ in any spelling fsck knows) is refused here, before anything is written.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,10 +159,26 @@ def _git_reserved(segment: str) -> bool:
     return any(_ntfs_alias(segment, name, short) for name, short in _NTFS_GUARDED)
 
 
+# Plain ASCII paths whose segments start with a letter, digit or '_' and hold no '~': NFC
+# leaves them alone and none can be a name git reserves (those start with '.' or hold '~'),
+# so only the lengths are left to check. Batches of thousands of paths skip the full rules.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+
+
 def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     """Return the NFC form of a relative file path, or raise ``invalid_path``."""
     if not isinstance(path, str):
         raise MemoryStoreError("invalid_path", f"path must be a string, got {type(path).__name__}")
+    if (
+        _PLAIN_PATH.fullmatch(path)
+        and len(path) <= fmt.max_path_bytes
+        and all(len(segment) <= _MAX_SEGMENT_BYTES for segment in path.split("/"))
+    ):
+        return path
+    return _validate_path_fully(path, fmt)
+
+
+def _validate_path_fully(path: str, fmt: FileFormat) -> str:
     norm = unicodedata.normalize("NFC", path)
     if not norm:
         raise MemoryStoreError("invalid_path", "path is empty")

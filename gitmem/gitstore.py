@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -72,6 +73,10 @@ from gitmem.store import (
 )
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+#: Local caches of content kept beside the repository by layers above the store (e.g.
+#: session memory's catalogue): derived, never committed, deleted by purge and forget.
+DERIVED_DIR = "gitmem/derived"
 
 
 class _Shared:
@@ -350,12 +355,17 @@ class SyncGitFileStore:
         changes (busy for too long: ``unavailable``, nothing changed) and the
         index is deleted before the call returns, however it ends, so no file of
         the mount keeps erased text; the next search rebuilds it from what is left.
+        Caches that layers above keep beside the repository live in
+        :data:`DERIVED_DIR` and go too.
         """
         with translate_errors(self.path), self.index.erasing():
             try:
                 yield
             finally:
                 self._shared.cache.forget_content()
+                shutil.rmtree(os.path.join(self.path, DERIVED_DIR), ignore_errors=True)
+                # Recall snapshots (record memory's, gitmem/recall/) hold texts too; they are rebuilt on demand.
+                shutil.rmtree(os.path.join(self.path, "gitmem", "recall"), ignore_errors=True)
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 

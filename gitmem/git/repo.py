@@ -33,7 +33,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -109,9 +109,24 @@ class Snapshot:
         self._repo = repo
         self.head = head
         self.tree: pygit2.Tree = repo[head].peel(pygit2.Tree)
+        self._folders: dict[str, pygit2.Tree | None] = {"": self.tree}
 
     def get(self, path: str) -> Entry | None:
-        return lookup(self.tree, path)
+        """The entry at ``path``; folders are looked up once per snapshot (a batch of 10k paths
+        in a few hundred folders reads each folder's tree once, not once per path)."""
+        folder, _, name = path.rpartition("/")
+        tree = self._folder(folder)
+        return None if tree is None else lookup(tree, name)
+
+    def _folder(self, folder: str) -> pygit2.Tree | None:
+        if folder in self._folders:
+            return self._folders[folder]
+        parent, _, name = folder.rpartition("/")
+        above = self._folder(parent)
+        found = lookup(above, name) if above is not None else None
+        tree = self._repo[found.oid].peel(pygit2.Tree) if found is not None and found.kind == "tree" else None
+        self._folders[folder] = tree
+        return tree
 
     def data(self, oid: str) -> bytes:
         return bytes(self._repo[oid].read_raw())
@@ -428,10 +443,7 @@ class GitRepo:
                 chosen = plan(snap)
                 if not chosen.edits:
                     return Done(None, chosen.result)
-                tree = snap.tree
-                tree_id = tree.id
-                for path, oid in chosen.edits:
-                    tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+                tree_id = _set_paths(repo, snap.tree, chosen.edits)
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
@@ -491,6 +503,72 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
 
 def _author(origin: Origin) -> pygit2.Signature:
     return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
+
+
+def _set_paths(repo: pygit2.Repository, tree: pygit2.Tree, edits: Sequence[tuple[str, str | None]]) -> pygit2.Oid:
+    """The id of ``tree`` with every ``(path, blob or None)`` edit applied, as one batch.
+
+    Each changed folder's tree is written once, however many of its files change
+    (a prune of 10k files writes a few hundred trees, not 30k). The result equals
+    applying the edits one by one with :func:`_set_path`, which remains the rule;
+    a batch that both replaces a file by a folder and edits inside it (order
+    matters there) is applied that way.
+    """
+    if len(edits) == 1:
+        path, oid = edits[0]
+        return _set_path(repo, tree, path.split("/"), oid, path)
+    split = [(path.split("/"), oid, path) for path, oid in edits]
+    if _mixes_file_and_folder(split):
+        tree_id = tree.id
+        for path, oid in edits:
+            tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+        return tree_id
+    return _set_group(repo, tree, split)
+
+
+def _mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
+    """Whether some edited path is also a folder of another edited path."""
+    paths = {"/".join(parts) for parts, _, _ in split}
+    return any("/".join(parts[:i]) in paths for parts, _, _ in split for i in range(1, len(parts)))
+
+
+def _set_group(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, edits: list[tuple[list[str], str | None, str]]
+) -> pygit2.Oid:
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    below: dict[str, list[tuple[list[str], str | None, str]]] = {}
+    for parts, oid, full in edits:
+        name = parts[0]
+        if len(parts) > 1:
+            below.setdefault(name, []).append((parts[1:], oid, full))
+            continue
+        existing = builder.get(name)
+        if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
+            raise file_dir_conflict(full, is_file=False)
+        if oid is None:
+            if existing is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+    for name, group in below.items():
+        existing = builder.get(name)
+        sub: pygit2.Tree | None = None
+        if existing is not None:
+            if existing.filemode != _TREE_MODE:
+                creating = [full for _, oid, full in group if oid is not None]
+                if creating:
+                    raise file_dir_conflict(creating[0], is_file=True)
+                continue  # deletes under a file: nothing there to delete
+            sub = repo[existing.id].peel(pygit2.Tree)
+        elif all(oid is None for _, oid, _ in group):
+            continue
+        new_sub = _set_group(repo, sub, group)
+        if str(new_sub) == EMPTY_TREE:
+            if existing is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, new_sub, _TREE_MODE)
+    return builder.write()
 
 
 def _set_path(

@@ -21,7 +21,7 @@ from .test_cli_docs import sections, walk
 #: Commands whose JSON is not one document per call (a stream, or a long-running server/protocol).
 NOT_ONE_DOCUMENT = {"watch", "serve", "mcp"}
 #: Commands that print no JSON of their own (groups).
-GROUPS = {"index", "hooks", "remote", "review"}
+GROUPS = {"index", "hooks", "remote", "review", "records", "session"}
 
 
 def shapes(section: str) -> list[set[str]]:
@@ -62,7 +62,18 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "x.md").write_text("x\n")
+    user("records", "init", "recs")
+    rid = as_json(user("records", "add", "recs", "first record", "--json"))["record"]["id"]
+    gone = as_json(user("records", "add", "recs", "second record", "--json"))["record"]["id"]
     return {
+        "records init": ["records", "init", "recs2"],
+        "records add": ["records", "add", "recs", "third record"],
+        "records list": ["records", "list", "recs"],
+        "records search": ["records", "search", "recs", "record"],
+        "records update": ["records", "update", "recs", rid, "first record, edited"],
+        "records rm": ["records", "rm", "recs", gone],
+        "records log": ["records", "log", "recs", rid],
+        "records purge": ["records", "purge", "recs", "--yes"],
         "init": ["init", "user"],
         "mounts": ["mounts"],
         "status": ["status"],

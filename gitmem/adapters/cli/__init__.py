@@ -9,7 +9,9 @@ Layout::
     search.py    grep, find, index status|rebuild
     admin.py     forget, purge, fsck, gc, demo
     manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
+    records.py   records init|add|list|search|update|rm|purge|log (record memory)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    session.py   session memory: remember, recall, recent, tags, prune, delete
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
 steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group ::
@@ -49,6 +51,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remote",
     "review",
     "manage",
+    "session",
+    "records",
 )
 
 for _module in COMMAND_MODULES:
