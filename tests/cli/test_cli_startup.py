@@ -71,3 +71,10 @@ def test_the_package_exports_every_name_lazily() -> None:
     assert set(gitmem._LAZY) == set(gitmem.__all__) - {"__version__"}
     with pytest.raises(AttributeError):
         _ = gitmem.no_such_name
+
+
+def test_the_session_cli_default_mount_is_the_session_layers() -> None:
+    from gitmem.adapters.cli import session as session_cli
+    from gitmem.session.location import DEFAULT_MOUNT
+
+    assert session_cli.DEFAULT_MOUNT == DEFAULT_MOUNT

@@ -9,11 +9,14 @@ change, and ``gitmem records log`` shows one record's.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, usage_error
-from gitmem.records import MemoryRecord, RecordStore
+
+if TYPE_CHECKING:  # the record layer (and the store) load when a command opens a memory
+    from gitmem.records import MemoryRecord, RecordStore
 
 DEFAULT_NAMESPACE = "default"
 
@@ -29,6 +32,8 @@ def namespace_option(f: click.decorators.FC) -> click.decorators.FC:
 
 
 def _store(state: State, name: str, namespace: str) -> RecordStore:
+    from gitmem.records import RecordStore
+
     return RecordStore(state.root.mount(name, kind="record").sync, namespace)
 
 

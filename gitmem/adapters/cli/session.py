@@ -11,14 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state
 from gitmem.session.items import MEMORY_TYPES, MemoryItem
-from gitmem.session.location import DEFAULT_MOUNT, default_memory_dir, open_session_memory
-from gitmem.session.memory import SessionMemory
+
+if TYPE_CHECKING:  # the store (pygit2) is imported when a command opens the memory, not for --help
+    from gitmem.session.memory import SessionMemory
+
+#: gitmem.session.location.DEFAULT_MOUNT, repeated so building the options opens no store
+#: (tests/cli/test_cli_startup.py checks the two agree).
+DEFAULT_MOUNT = "session"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +53,8 @@ def location_options(f: F) -> F:
 def _open(state: State, workspace: Path, memory_dir: Path | None, mount: str) -> SessionMemory:
     if memory_dir is None and state.root_dir is not None:  # an explicit --root holds the session mount
         memory_dir = state.root_dir
+    from gitmem.session.location import default_memory_dir, open_session_memory
+
     folder = default_memory_dir(workspace.absolute(), memory_dir)
     return open_session_memory(folder, mount=mount, origin=state.origin)
 
