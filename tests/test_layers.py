@@ -29,16 +29,28 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
+    "numpy": ("gitmem/recall/",),
+    "wordllama": ("gitmem/recall/",),
+    "safetensors": ("gitmem/recall/",),
+    "tokenizers": ("gitmem/recall/",),
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall")
+ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
 FACADE_ADAPTERS = ("adapters.cli", "adapters.mcp_server", "adapters.anthropic_memory", "adapters.anthropic_commands")
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (LOWER, HIGHER, "pure values, rules and the store seam stay free of engines and facades"),
+    (
+        ("recall",),
+        (*ENGINES_AND_ABOVE, "memstore", "fileformat"),
+        "recall sits beside the index engine, on the store seam: it reads stores through the seam's "
+        "protocol and knows no engine, store implementation or facade",
+    ),
     (
         FACADE_ADAPTERS,
         ("git",),
@@ -147,6 +159,9 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.grep", "def lazy():\n    from gitmem.tools import context\n"),
         ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
         ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
+        ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
+        ("gitmem.store", "from gitmem.recall import RecallIndex\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:

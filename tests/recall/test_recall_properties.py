@@ -1,0 +1,88 @@
+"""The index is never the source of truth: on random corpora, edits and queries it answers as a full scan does."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gitmem.errors import MemoryStoreError
+from gitmem.recall import RecallDoc, RecallIndex, StoreRecall
+from gitmem.recall.scan import scan_bm25, scan_coverage
+
+from .support import SyncMemStore, item, to_doc
+
+# A small vocabulary in several scripts so random documents and queries overlap often.
+WORDS = ["rust", "cargo", "Deploy", "canary", "\u03b1", "हिन्दी", "数据库", "迁移", "ロック", "배포", "x1", "2"]
+text = st.lists(st.sampled_from([*WORDS, " ", ",", "数", "据"]), min_size=0, max_size=12).map(" ".join) | st.text(
+    max_size=30
+)
+doc_ids = st.sampled_from([f"d{i}" for i in range(12)])
+times = st.sampled_from([0.0, 1.0, 2.0, 1.5e9])
+docs = st.builds(RecallDoc, doc_ids, text, times)
+edit = st.one_of(st.tuples(st.just("upsert"), docs), st.tuples(st.just("remove"), doc_ids))
+queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join) | st.text(min_size=1, max_size=12)
+
+
+def run_edits(edits: list[tuple[str, object]]) -> tuple[RecallIndex, dict[str, RecallDoc]]:
+    index, truth = RecallIndex(), {}
+    for op, arg in edits:
+        if op == "upsert":
+            assert isinstance(arg, RecallDoc)
+            index.upsert(arg)
+            truth[arg.id] = arg
+        else:
+            assert isinstance(arg, str)
+            index.remove(arg)
+            truth.pop(arg, None)
+    return index, truth
+
+
+@given(
+    st.lists(edit, max_size=30),
+    queries,
+    st.integers(1, 100),
+    st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+    st.sets(doc_ids),
+)
+def test_index_equals_a_full_scan(
+    edits: list[tuple[str, object]], query: str, limit: int, floor: float, rejected: set[str]
+) -> None:
+    index, truth = run_edits(edits)
+    assert len(index) == len(truth)
+    accept = None if not rejected else (lambda d: d not in rejected)
+    for ranking, scan in (("coverage", scan_coverage), ("bm25", scan_bm25)):
+        try:
+            expected = scan(truth.values(), query, limit=limit, min_score=floor, accept=accept)
+        except MemoryStoreError as error:
+            with pytest.raises(MemoryStoreError) as caught:
+                index.search(query, limit=limit, min_score=floor, ranking=ranking, accept=accept)  # type: ignore[arg-type]
+            assert caught.value.code == error.code == "invalid_query"
+            continue
+        got = index.search(query, limit=limit, min_score=floor, ranking=ranking, accept=accept)  # type: ignore[arg-type]
+        assert [h.id for h in got] == [h.id for h in expected]
+        assert [h.score for h in got] == pytest.approx([h.score for h in expected])
+
+
+@given(st.lists(st.tuples(st.sampled_from(["write", "delete"]), doc_ids, text, times), max_size=15), queries)
+def test_store_recall_caught_up_equals_a_scan_of_the_store(ops: list[tuple[str, str, str, float]], query: str) -> None:
+    store = SyncMemStore()
+    recall = StoreRecall(store, to_doc)
+    for n, (op, doc_id, body, at) in enumerate(ops):
+        path = f"items/{doc_id}.json"
+        try:
+            current: str | None = store.read(path).version
+        except MemoryStoreError:
+            current = None
+        if op == "write":
+            store.write(path, item(body, at), expected=current)
+        elif current is not None:
+            store.delete(path, expected=current)
+        if n % 3 == 0:
+            recall.refresh()  # catch up part-way, so later refreshes apply real diffs
+    truth = [d for f in store.list() if (d := to_doc(store.read(f.path))) is not None]
+    try:
+        expected = scan_coverage(truth, query, limit=100)
+    except MemoryStoreError:
+        return
+    assert recall.search(query, limit=100) == expected
