@@ -136,3 +136,52 @@ def blob_version(data: bytes) -> str:
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
     h.update(data)
     return h.hexdigest()
+
+
+# --- batch writes (``apply``) -------------------------------------------------------------
+
+
+class AnyVersion:
+    """The type of :data:`ANY`: an edit that takes whatever version the file has."""
+
+    __slots__ = ()
+    _instance: AnyVersion | None = None
+
+    def __new__(cls) -> AnyVersion:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self) -> str:
+        return "ANY"
+
+
+#: ``Edit(expected=ANY)``: no version check (last write wins, the ref still moves by CAS).
+ANY: Final = AnyVersion()
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One path of an atomic batch: new ``text``, or ``None`` to delete the file.
+
+    ``expected`` is what the file must be for the batch to go ahead: ``ANY`` (no
+    check), ``None`` (the path holds no file) or a version (the file is at it).
+    """
+
+    path: str
+    text: str | None
+    expected: str | AnyVersion | None = ANY
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a batch did: the commit (``None`` when nothing changed) and each edit's version.
+
+    ``versions[i]`` is the version ``edits[i]`` left (``None`` for a delete).
+    """
+
+    commit: str | None
+    versions: tuple[str | None, ...] = ()

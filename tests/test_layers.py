@@ -52,6 +52,17 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         "protocol and knows no engine, store implementation or facade",
     ),
     (
+        ("durable",),
+        ("git", "index", "gitstore", "tools", "adapters"),
+        "durable memory sits above the store seam: it reaches git only through a store's atomic batch "
+        "(and the root and review facades), never the engines, and knows nothing of adapters",
+    ),
+    (
+        ("recall", "session"),
+        ("durable",),
+        "durable memory builds on recall and on session's binding protocols, never the other way round",
+    ),
+    (
         FACADE_ADAPTERS,
         ("git",),
         "the CLI, MCP and Anthropic adapters use the facades (gitstore, root, history, review, remotes), "
@@ -159,6 +170,10 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.grep", "def lazy():\n    from gitmem.tools import context\n"),
         ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
         ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
+        ("gitmem.durable.repository", "from gitmem.git.repo import GitRepo\n"),
+        ("gitmem.durable.recall", "from gitmem.index import engine\n"),
+        ("gitmem.session.binding", "from gitmem.durable import Node\n"),
+        ("gitmem.recall.index", "from gitmem.durable.node import Node\n"),
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),
