@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 from gitmem.durable.changes import ChangeSet, Create, NodeDraft
 from gitmem.durable.ledger import AccessEvent
@@ -149,7 +150,8 @@ class DurableBinding:
             admitted.append(item)
         return admitted
 
-    def record_use(self, node_id: str, revision: int, *, event_id: str) -> bool:
-        """Record that the model used ``node_id`` at ``revision`` (idempotent by ``event_id``)."""
-        event = AccessEvent(event_id, self.namespace, node_id, revision, self.repository.clock())
+    def record_use(self, node_id: str, revision: int, *, event_id: str, at: datetime | None = None) -> bool:
+        """Record that the model used ``node_id`` at ``revision`` (idempotent by ``event_id``:
+        the same event, time included, again is no change; pass ``at`` when retrying)."""
+        event = AccessEvent(event_id, self.namespace, node_id, revision, at or self.repository.clock())
         return self.repository.record_use(event)
