@@ -97,7 +97,7 @@ class FakeBranch:
     """A semantic branch whose answer the test sets: ids, ``None`` (provider down) or an exception."""
 
     def __init__(self) -> None:
-        self.answer: list[str] | None | Exception = []
+        self.answer: list[str] | Exception | None = []
 
     def note(self, doc_id: str, text: str) -> None: ...
 
