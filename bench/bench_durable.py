@@ -36,10 +36,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitmem.durable import DurableRepository, RecallPolicy  # noqa: E402
-from gitmem.durable.namespace import Namespace  # noqa: E402
-from gitmem.recall import RecallDoc, RecallIndex  # noqa: E402
-from gitmem.root import Root  # noqa: E402
+from gitmem.durable import DurableRepository, RecallPolicy
+from gitmem.durable.namespace import Namespace
+from gitmem.recall import RecallDoc, RecallIndex
+from gitmem.root import Root
 
 NS = Namespace("bench", "agent", "repo")
 WORDS = (
@@ -104,9 +104,9 @@ def bench_change_sets(root: Path, rounds: int, rng: random.Random) -> dict[str, 
     out: dict[str, list[float]] = {"git create": [], "git activate": [], "mem create": [], "mem activate": []}
     for r in range(rounds):
         for name, repo in (("git", git), ("mem", mem)):
-            prefix = f"r{r}"
-            out[f"{name} create"].append(timed(lambda repo=repo: repo.apply(creates(prefix, 128, rng))))
-            out[f"{name} activate"].append(timed(lambda repo=repo: repo.apply(activations(prefix, 128))))
+            made, activated = creates(f"r{r}", 128, rng), activations(f"r{r}", 128)
+            out[f"{name} create"].append(timed(lambda repo=repo, c=made: repo.apply(c)))
+            out[f"{name} activate"].append(timed(lambda repo=repo, c=activated: repo.apply(c)))
     return {f"{k} p50": p50(v) for k, v in out.items()} | {f"{k} p95": p95(v) for k, v in out.items()}
 
 
@@ -126,7 +126,11 @@ def bench_one_op(root: Path, samples: int, rng: random.Random) -> dict[str, floa
             if which == 0:
                 durable.append(timed(lambda change=change: repo.apply(change)))
             else:
-                plain.append(timed(lambda i=i, text=text: store.write(f"notes/{i % 97}/n{i}.md", f"{pad}\n{text}\n", expected=None)))
+                plain.append(
+                    timed(
+                        lambda i=i, body=f"{pad}\n{text}\n": store.write(f"notes/{i % 97}/n{i}.md", body, expected=None)
+                    )
+                )
     return {
         "1-op change set p50": p50(durable),
         "one-file write p50": p50(plain),
@@ -187,11 +191,17 @@ def main() -> None:
     one = results["1-op change set vs one-file write"]
     rec = results["recall"]
     print("\ntargets")
-    print(f"  128-op change set p50 <= 100 ms: create {cs['git create p50']:.1f} ms, activate {cs['git activate p50']:.1f} ms"
-          f" -> {'met' if max(cs['git create p50'], cs['git activate p50']) <= 100 else 'MISSED'}")
-    print(f"  1-op change set <= 3x a one-file write: {one['ratio']:.2f}x -> {'met' if one['ratio'] <= 3 else 'MISSED'}")
-    print(f"  recall p50 over {int(rec['nodes'])} active nodes <= 2 ms: {rec['recall p50']:.3f} ms"
-          f" -> {'met' if rec['recall p50'] <= 2 else 'MISSED'}")
+    print(
+        f"  128-op change set p50 <= 100 ms: create {cs['git create p50']:.1f} ms, activate {cs['git activate p50']:.1f} ms"
+        f" -> {'met' if max(cs['git create p50'], cs['git activate p50']) <= 100 else 'MISSED'}"
+    )
+    print(
+        f"  1-op change set <= 3x a one-file write: {one['ratio']:.2f}x -> {'met' if one['ratio'] <= 3 else 'MISSED'}"
+    )
+    print(
+        f"  recall p50 over {int(rec['nodes'])} active nodes <= 2 ms: {rec['recall p50']:.3f} ms"
+        f" -> {'met' if rec['recall p50'] <= 2 else 'MISSED'}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
