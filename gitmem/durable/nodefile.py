@@ -8,11 +8,26 @@ Layout of a durable mount (everything under one namespace's folder, see
       keys/<2 hex>/<key>.json     one applied change set's idempotency record
 
 The two hex digits are the start of the SHA-256 of the id, so a folder never
-holds more than a few hundred entries. A node file is Markdown: a frontmatter
-block of ``key: <JSON value>`` lines (JSON is YAML, so git hosts and gitmem's
-own ``describe`` read it), then the node's content byte for byte. People can
-read, diff and blame it; gitmem parses it strictly and checks that its id and
-namespace are the ones its path was derived from.
+holds more than a few hundred entries. A node file is Markdown that reads as the
+node's content: a one-line frontmatter marking it as a durable node, the content
+byte for byte, then the node's fields as ``key: <JSON value>`` lines inside an
+HTML comment (invisible where Markdown is rendered, plain in ``git diff``)::
+
+    ---
+    gitmem: durable-node
+    ---
+    Indent Go code with tabs.
+    <!-- gitmem:durable-node
+    id: "pref-tabs"
+    ...
+    -->
+
+The fields trail the content rather than fill the frontmatter because every
+store write parses frontmatter as YAML, which costs ten times more than this
+line format; the trailer is found from the end, and no line of it can look like
+its opening marker, so no content can be mistaken for it. gitmem parses the file
+strictly and checks that its id and namespace are the ones its path was derived
+from, and that its content still has the digest it was written with.
 """
 
 from __future__ import annotations
@@ -68,8 +83,14 @@ def key_path(namespace: Namespace, key: str) -> str:
     return f"{namespace.folder}{KEYS}{digest[:2]}/{digest[:40]}.json"
 
 
+HEADER: Final = "---\ngitmem: durable-node\n---\n"
+MARKER: Final = "\n<!-- gitmem:durable-node\n"
+CLOSER: Final = "-->\n"
+
+
 def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    # "-->" can only occur inside a JSON string here; escaping it keeps the comment whole.
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).replace("-->", "--\\u003e")
 
 
 def encode_node(node: Node) -> str:
@@ -90,8 +111,8 @@ def encode_node(node: Node) -> str:
         "relations": [r.as_dict() for r in node.relations],
         "labels": dict(node.labels),
     }
-    head = "".join(f"{key}: {_dump(values[key])}\n" for key in _FIELDS)
-    return f"---\n{head}---\n{node.content}"
+    fields = "".join(f"{key}: {_dump(values[key])}\n" for key in _FIELDS)
+    return f"{HEADER}{node.content}{MARKER}{fields}{CLOSER}"
 
 
 def _corrupt(path: str, why: str) -> MemoryStoreError:
@@ -100,21 +121,21 @@ def _corrupt(path: str, why: str) -> MemoryStoreError:
 
 def decode_node(text: str, path: str, namespace: Namespace | None = None) -> Node:
     """Parse a node file; ``invalid_file`` when it is malformed or not where it belongs."""
-    if not text.startswith("---\n"):
-        raise _corrupt(path, "it does not open with a frontmatter block")
-    end = text.find("\n---\n", 3)
-    if end == -1:
-        raise _corrupt(path, "its frontmatter is never closed")
+    if not text.startswith(HEADER):
+        raise _corrupt(path, "it does not open with the durable-node frontmatter")
+    end = text.rfind(MARKER)
+    if end < len(HEADER) - 1 or not text.endswith(CLOSER):
+        raise _corrupt(path, "its field block is missing or not closed")
     fields: dict[str, Any] = {}
     try:
-        for line in text[4:end].split("\n"):
+        for line in text[end + len(MARKER) : -len(CLOSER)].split("\n")[:-1]:
             key, sep, raw = line.partition(": ")
             if not sep or key not in _FIELDS or key in fields:
-                raise _corrupt(path, f"unexpected frontmatter line {line[:60]!r}")
+                raise _corrupt(path, f"unexpected field line {line[:60]!r}")
             fields[key] = json.loads(raw)
         if set(fields) != set(_FIELDS):
             raise _corrupt(path, f"missing {', '.join(sorted(set(_FIELDS) - set(fields)))}")
-        content = text[end + 5 :]
+        content = text[len(HEADER) : end]
         node = Node(
             id=fields["id"],
             namespace=Namespace.from_dict(fields["namespace"]),

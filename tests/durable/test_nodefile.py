@@ -81,6 +81,7 @@ def test_decode_is_strict() -> None:
         text.replace('"active"', '"live"'),
         text.replace("revision: 2", "revision: 0"),
         text.replace("---\n", "", 1),
+        text[:-4],  # the field block is not closed
         text.replace("labels: ", "tags: "),
         "just text",
     ):
@@ -94,6 +95,14 @@ def test_decode_is_strict() -> None:
     elsewhere = replace(node, namespace=Namespace("acme", "bob", "repo"))
     with pytest.raises(MemoryStoreError):
         decode_node(encode_node(elsewhere), path)
+
+
+def test_a_node_file_reads_as_its_content() -> None:
+    node = replace(make(), relations=(Relation("related_to", "x-->y"),))
+    text = encode_node(node)
+    assert text.startswith("---\ngitmem: durable-node\n---\nIndent Go code with tabs.\n")
+    assert text.count("-->") == 1  # a field value cannot close the comment early
+    assert decode_node(text, node_path(NS, node.id)) == node
 
 
 def test_key_records_round_trip() -> None:

@@ -65,7 +65,8 @@ def test_a_change_set_is_one_commit_with_trailers_git_can_read(git_repo: Durable
     # who activated what: git log --author finds it, and the file is plain Markdown
     assert git(where, "log", "--author=alice@example.com", "--format=%H").split() == [result.commit]
     text = git(where, "show", f"main:{node_path(NS, 'pref-tabs')}")
-    assert text.endswith("---\nIndent Go code with tabs.") and 'status: "active"' in text
+    assert text.startswith("---\ngitmem: durable-node\n---\nIndent Go code with tabs.\n<!--")
+    assert 'status: "active"' in text
     fsck(where)
 
 
