@@ -7,8 +7,9 @@ of one-hop ``related_to`` reads (0-100, default 0) that add active neighbours
 after the hits.
 
 Only active nodes are indexed (``to_doc`` answers ``None`` for every other
-status), and every hit is re-read from the store before it is returned, so a
-node that stopped being active since the index caught up is dropped.
+status), and the index catches up with the store's head (through its change
+cursor) at the start of every query, so a lexical hit is the node as it is at
+that head: the node values come from the same catch-up, without a second read.
 
 The optional semantic branch (a host-supplied
 :class:`~gitmem.recall.semantic.SemanticBranch` per namespace, e.g. an
@@ -86,16 +87,19 @@ class NamespaceRecall:
     def __init__(self, store: SyncSource, namespace: Namespace, semantic: SemanticBranch | None = None) -> None:
         self.store = store
         self.namespace = namespace
-        # id -> (revision, digest) of the active revision the index holds
+        # id -> (revision, digest) of the active revision the index holds, and that node
         self.indexed: dict[str, tuple[int, str]] = {}
+        self.active: dict[str, Node] = {}
         self.recall = StoreRecall(store, self._to_doc, prefix=nodes_prefix(namespace), semantic=semantic)
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:
         node = decode_node(file.text, file.path, self.namespace)
         if node.status != "active":
             self.indexed.pop(node.id, None)
+            self.active.pop(node.id, None)
             return None
         self.indexed[node.id] = (node.revision, node.digest)
+        self.active[node.id] = node
         return RecallDoc(node.id, node.content, node.updated_at.timestamp())
 
     def _reader(self) -> Callable[[str], Node | None]:
@@ -114,35 +118,38 @@ class NamespaceRecall:
 
         return read
 
+    def _current(self, node_id: str) -> Node | None:
+        """The active node the index holds under ``node_id`` (``None``: not active at the head)."""
+        return self.active.get(node_id) if node_id in self.recall.index else None
+
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
-        read = self._reader()
-
-        def active(node_id: str) -> bool:
-            node = read(node_id)
-            return node is not None and node.status == "active"
-
         lexical = self.recall.search(query, limit=policy.max_results, min_score=policy.min_score)
         scores: dict[str, float] = {h.id: h.score for h in lexical}
         ranked = [h.id for h in lexical]
         fused, fallback = False, None
         if policy.semantic:
-            ranking, fallback = self._fuse(query, policy, read)
+            ranking, fallback = self._fuse(query, policy, self._reader())
             if ranking is not None:
                 scores, fused = ranking, True
                 ranked = list(ranking)
-        ranked = [i for i in ranked if active(i)]
-        hits = [Recalled(read(i), scores[i], "fused" if fused else "lexical") for i in ranked]  # type: ignore[arg-type]
+        nodes = {i: n for i in ranked if (n := self._current(i)) is not None}
+        hits = [Recalled(nodes[i], scores[i], "fused" if fused else "lexical") for i in ranked if i in nodes]
         if policy.related_lookups:
 
             def related_of(node_id: str) -> tuple[str, ...]:
-                node = read(node_id)
+                node = self._current(node_id)
                 return () if node is None else node.related("related_to")
 
+            seeds = [h.node.id for h in hits]
             grown = one_hop(
-                ranked, related_of, max_reads=policy.related_lookups, accept=active, limit=policy.max_results
+                seeds,
+                related_of,
+                max_reads=policy.related_lookups,
+                accept=lambda i: self._current(i) is not None,
+                limit=policy.max_results,
             )
-            hits += [Recalled(read(i), 0.0, "related") for i in grown[len(ranked) :]]  # type: ignore[arg-type]
+            hits += [Recalled(self.active[i], 0.0, "related") for i in grown[len(seeds) :]]
         return RecallAnswer(tuple(hits[: policy.max_results]), fused=fused, fallback=fallback)
 
     def _fuse(
