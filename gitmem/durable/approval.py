@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gitmem import review
 from gitmem.durable.changes import Activate, ChangeSet
-from gitmem.durable.namespace import ROOT, Namespace
+from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Evidence
 from gitmem.durable.nodefile import NODES, decode_node
 from gitmem.durable.repository import ChangeResult, DurableRepository
@@ -41,7 +41,7 @@ class Approval:
 
 
 def _node_paths(paths: tuple[str, ...]) -> list[str]:
-    return [p for p in paths if p.startswith(ROOT + "/") and f"/{NODES}" in p and p.endswith(".md")]
+    return [p for p in paths if p.count("/") == 3 and p.split("/")[1] + "/" == NODES and p.endswith(".md")]
 
 
 def approve_candidates(

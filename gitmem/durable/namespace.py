@@ -6,11 +6,14 @@ relation may only point at a node of the same namespace, and recall reads one
 namespace's folder only.
 
 The triple is caller input, so it is never used as a path directly. Each part
-becomes one folder name: kept as is when it is a short, lower-case, plain name
-(``acme``, ``repo-a3s``), otherwise ``_`` plus a SHA-256 prefix of its bytes. A
-plain name never starts with ``_``, so the two forms cannot collide, and no part
-(``..``, ``a/b``, ``.git``, 256 bytes of anything) can reach outside its folder.
-The namespace is also written into every node file and checked on read.
+becomes a name: kept as is when it is a short, lower-case, plain name (``acme``,
+``repo-a3s``), otherwise ``_`` plus a SHA-256 prefix of its bytes; the three are
+joined with ``+`` into ONE top-level folder (``acme+alice+repo-a3s/``). A plain
+name never starts with ``_`` and holds no ``+``, so no two namespaces share a
+folder, and no part (``..``, ``a/b``, ``.git``, 256 bytes of anything) can reach
+outside it. One folder rather than three keeps paths short: every folder on a
+path is a tree git rebuilds on each write. The namespace is also written into
+every node file and checked on read.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from typing import Final
 from gitmem.errors import ErrorCode, MemoryStoreError
 
 MAX_IDENTIFIER_BYTES: Final = 256
-#: The top folder of a durable mount; one subfolder per tenant, principal, scope.
-ROOT: Final = "ns"
+#: Joins the three parts of a namespace's folder name (plain parts never hold it).
+SEPARATOR: Final = "+"
 
 _PLAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _HASHED_HEX = 32
@@ -81,7 +84,7 @@ class Namespace:
     def folder(self) -> str:
         """The namespace's folder in the mount, ending with ``/``."""
         parts = (folder_name(self.tenant), folder_name(self.principal), folder_name(self.scope))
-        return f"{ROOT}/{'/'.join(parts)}/"
+        return SEPARATOR.join(parts) + "/"
 
     def as_dict(self) -> dict[str, str]:
         return {"tenant": self.tenant, "principal": self.principal, "scope": self.scope}

@@ -3,7 +3,7 @@
 Layout of a durable mount (everything under one namespace's folder, see
 :class:`~gitmem.durable.namespace.Namespace`)::
 
-    ns/<tenant>/<principal>/<scope>/
+    <tenant>+<principal>+<scope>/
       nodes/<2 hex>/<node>.md     one node, current revision (older ones: git log)
       keys/<2 hex>/<key>.json     one applied change set's idempotency record
 
@@ -88,9 +88,12 @@ MARKER: Final = "\n<!-- gitmem:durable-node\n"
 CLOSER: Final = "-->\n"
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+
+
 def _dump(value: object) -> str:
     # "-->" can only occur inside a JSON string here; escaping it keeps the comment whole.
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).replace("-->", "--\\u003e")
+    return _ENCODER.encode(value).replace("-->", "--\\u003e")
 
 
 def encode_node(node: Node) -> str:
