@@ -23,7 +23,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import platform
@@ -32,12 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitmem import ForwardingFileStore, GitFileStore
+from gitmem import ForwardingFileStore, SyncGitFileStore
 from gitmem.model import Changes, FullResync
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount, MemoryCursors
 
@@ -70,8 +69,8 @@ def import_notes(repo: str, count: int) -> None:
 class ResyncOnly(ForwardingFileStore):
     """The same memory behind a store that cannot list changes: every cursor resyncs."""
 
-    async def changes(self, since: str | None) -> Changes | FullResync:
-        return FullResync((await self.inner.changes(None)).cursor)
+    def changes(self, since: str | None) -> Changes | FullResync:
+        return FullResync(self.inner.changes(None).cursor)
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -86,8 +85,8 @@ def ms(seconds: float) -> str:
 CPU: dict[int, list[float]] = {}  # id(wall samples) -> CPU seconds of the same calls
 
 
-async def sample(
-    n: int, before: Callable[[], Awaitable[object]] | None, fn: Callable[[], Awaitable[object]]
+def sample(
+    n: int, before: Callable[[], object] | None, fn: Callable[[], object]
 ) -> list[float]:
     """Wall seconds of ``n`` calls; the process CPU seconds go to ``CPU`` (threads included).
 
@@ -97,10 +96,10 @@ async def sample(
     wall, cpu = [], []
     for _ in range(n):
         if before is not None:
-            await before()
+            before()
         gc.collect()
         start, start_cpu = time.perf_counter(), time.process_time()
-        await fn()
+        fn()
         cpu.append(time.process_time() - start_cpu)
         wall.append(time.perf_counter() - start)
     CPU[id(wall)] = cpu
@@ -111,43 +110,43 @@ def cpu50(wall: list[float]) -> str:
     return ms(pct(CPU[id(wall)], 0.5))
 
 
-async def run(files: int, samples: int, work: str) -> int:
+def run(files: int, samples: int, work: str) -> int:
     repo = os.path.join(work, "mem.git")
     t0 = time.perf_counter()
-    GitFileStore.init(repo)
+    SyncGitFileStore.init(repo)
     import_notes(repo, files)
-    store = GitFileStore.open(repo)
-    await store.write("README.md", README, expected=None)
+    store = SyncGitFileStore.open(repo)
+    store.write("README.md", README, expected=None)
     print(f"built a {files + 1}-file memory in {time.perf_counter() - t0:.1f}s at {repo}")
     paths = [note_path(i) for i in range(0, files, max(1, files // 997))]
     rng = random.Random(3)
     turn = 0
 
-    async def edit_one() -> None:
+    def edit_one() -> None:
         nonlocal turn
         path = paths[turn % len(paths)]
         turn += 1
-        current = await store.read(path)
-        await store.write(path, note_text(turn, salt=f" #{rng.randrange(1 << 40):x}"), expected=current.version)
+        current = store.read(path)
+        store.write(path, note_text(turn, salt=f" #{rng.randrange(1 << 40):x}"), expected=current.version)
 
     def capability(
         target: object, cursors: MemoryCursors | None, limits: FileMemoryLimits | None = None
     ) -> FileMemoryCapability:
-        mount = FileMount("user", target, "write", always_load=("README.md",))  # type: ignore[arg-type]
+        mount = FileMount("user", target, "write", always_load=("README.md",))
         return FileMemoryCapability([mount], cursors=cursors, limits=limits)
 
     results: list[tuple[str, bool]] = []
 
     # -- full context --
-    cold_store = GitFileStore.open(repo)
+    cold_store = SyncGitFileStore.open(repo)
     start = time.perf_counter()
-    cold = await capability(cold_store, None).context()
+    cold = capability(cold_store, None).context()
     cold_s = time.perf_counter() - start
     full_cap = capability(store, None)
-    await full_cap.context()  # fill the listing cache of this handle
-    listing = await sample(samples, None, store.list)
-    full = await sample(samples, None, full_cap.context)
-    full_block = (await full_cap.context()).blocks[0]
+    full_cap.context()  # fill the listing cache of this handle
+    listing = sample(samples, None, store.list)
+    full = sample(samples, None, full_cap.context)
+    full_block = (full_cap.context()).blocks[0]
     print(f"\nfull context, {files + 1} files, budget 32 KiB -> {len(full_block.text.encode())} bytes")
     print(f"  cold (new handle)     {ms(cold_s)} ms  ({len(cold.text)} chars)")
     print(
@@ -159,14 +158,14 @@ async def run(files: int, samples: int, work: str) -> int:
     # -- changes block after a one-file change --
     cursors = MemoryCursors()
     ours = capability(store, cursors)
-    await ours.context()
+    ours.context()
     resync = capability(ResyncOnly(store), MemoryCursors())
-    await resync.context()
-    change_samples = await sample(samples, edit_one, ours.context)
-    await edit_one()
-    after = await ours.context()
+    resync.context()
+    change_samples = sample(samples, edit_one, ours.context)
+    edit_one()
+    after = ours.context()
     assert [b.kind for b in after.blocks] == ["changes"], after.blocks
-    resync_samples = await sample(samples, edit_one, resync.context)
+    resync_samples = sample(samples, edit_one, resync.context)
     print("\nchanges block after editing one file (cursors)")
     print(
         f"  ours p50 / p95        {ms(pct(change_samples, 0.5))} / {ms(pct(change_samples, 0.95))} ms, "
@@ -183,11 +182,11 @@ async def run(files: int, samples: int, work: str) -> int:
     ours_u = capability(store, MemoryCursors(), unbounded)
     resync_u = capability(ResyncOnly(store), MemoryCursors(), unbounded)
     for cap in (ours, resync, ours_u, resync_u):
-        await cap.context()
-    await edit_one()
+        cap.context()
+    edit_one()
     sizes = {}
     for name, cap in (("ours", ours), ("resync", resync), ("ours_u", ours_u), ("resync_u", resync_u)):
-        sizes[name] = (await cap.context()).size
+        sizes[name] = (cap.context()).size
     ratio = sizes["ours"] / sizes["resync"]
     ratio_u = sizes["ours_u"] / sizes["resync_u"]
     print("\nbytes re-sent after editing one file")
@@ -214,7 +213,7 @@ def main() -> int:
     args = parser.parse_args()
     files, samples = (2_000, 10) if args.quick else (args.files, args.samples)
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-context-") as work:
-        return asyncio.run(run(files, samples, work))
+        return run(files, samples, work)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ storage engines, not validation.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -30,6 +29,7 @@ import os
 import threading
 from collections.abc import Iterator
 
+from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError, StoreErrorCode
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, decode_stored, describe_stored, encode_text, validate_path
 from gitmem.model import Changes, FileEntry, FileText, FullResync
@@ -173,17 +173,9 @@ class DirStore:
         return FullResync("dir")
 
 
-class AsyncDirStore:
-    """The directory store behind the same ``asyncio.to_thread`` wrapper as GitFileStore."""
+class AsyncDirStore(AsyncFace[DirStore]):
+    """The directory store behind the same wrapper as GitFileStore (:mod:`gitmem.aio`)."""
 
-    def __init__(self, sync: DirStore) -> None:
-        self.sync = sync
-
-    async def read(self, path: str) -> FileText:
-        return await asyncio.to_thread(self.sync.read, path)
-
-    async def write(self, path: str, text: str, *, expected: str | None) -> str:
-        return await asyncio.to_thread(lambda: self.sync.write(path, text, expected=expected))
-
-    async def list(self) -> list[FileEntry]:
-        return await asyncio.to_thread(self.sync.list)
+    read = threaded(DirStore.read)
+    write = threaded(DirStore.write)
+    list = threaded(DirStore.list)

@@ -24,7 +24,6 @@ the start of each run:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import subprocess
 import sys
@@ -57,7 +56,7 @@ class Agent:
     def start_run(self, number: int) -> None:
         """Print the context block this run starts with, then remember what was delivered."""
         self.run_id = f"{self.name}-run-{number}"
-        context = asyncio.run(self.memory.context())  # records the cursors it delivered
+        context = self.memory.context()  # records the cursors it delivered
         self.cursor_file.write_text(json.dumps(self.memory.cursors.snapshot() if self.memory.cursors else {}))
         print(f"\n--- {self.name}, run {number}: context ({context.size} bytes) ---")
         print(context.text.rstrip("\n") if context.blocks else "(no block: nothing changed since the last run)")
@@ -66,13 +65,12 @@ class Agent:
         """One tool call as a model would make it; prints a one-line summary."""
         self.calls += 1
         origin = Origin(run_id=self.run_id, principal_id=self.name)
-        call = self.memory.call(
+        result = self.memory.call(
             f"memory_file_{name}",
             {"memory": "trip", **arguments},
             tool_call_id=f"{self.run_id}-{self.calls}",
             origin=origin,
         )
-        result = asyncio.run(call)
         shown = result.get("error") or result.get("status") or "ok"
         print(f"  {self.name}: memory_file_{name}({arguments.get('path', '')}) -> {shown}")
         return result

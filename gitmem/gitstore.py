@@ -8,22 +8,22 @@ The sync core (:class:`SyncGitFileStore`) does the work and can be used directly
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
     DEFAULT_FORMAT,
     FileFormat,
     decode_stored,
     describe_stored,
-    encode_text,
     validate_directory,
     validate_path,
 )
@@ -31,14 +31,15 @@ from gitmem.git import batch as git_batch
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
-from gitmem.git.history import check_room, current_file
-from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, set_durable, translate_errors
+from gitmem.git.repo import MAIN, GitRepo, set_durable, translate_errors
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import (
     MOUNT_KINDS,
+    Applied,
     Changes,
+    Edit,
     FileEntry,
     FileText,
     FullResync,
@@ -49,7 +50,7 @@ from gitmem.model import (
     parse_kind,
 )
 from gitmem.provenance import commit_message
-from gitmem.store import check_destination, check_existing, check_expected
+from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, write_batch
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _CACHE_LIMIT = 200_000
@@ -160,6 +161,51 @@ class SyncGitFileStore:
         self.format = fmt
         self.run = run
         self._shared = shared or _Shared()
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        fmt: FileFormat | None = None,
+        *,
+        durable: bool = False,
+        kind: MountKind = "file",
+    ) -> SyncGitFileStore:
+        """Create a new memory at ``path`` (a bare repo with an empty root commit).
+
+        ``kind`` says what the mount holds (files, records, session items or
+        durable nodes); it is saved in the config and never changes.
+
+        ``durable=True`` makes every commit fsync its objects and ref before the
+        write returns. libgit2 has one switch for the whole process, so this turns
+        it on for every store in the process, and no store turns it off again.
+        """
+        if durable:
+            set_durable(True)
+        if kind not in MOUNT_KINDS:
+            raise MemoryStoreError(
+                "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
+            )
+        fmt = fmt or DEFAULT_FORMAT
+        repo = GitRepo.init(os.fspath(path), config={**format_to_config(fmt), KIND_KEY: kind})
+        return cls(repo, fmt)
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], fmt: FileFormat | None = None, *, durable: bool = False
+    ) -> SyncGitFileStore:
+        """Open an existing memory; ``memory_deleted`` when it is gone.
+
+        Without ``fmt`` the limits saved in the repo's config apply; ``durable`` is
+        as for :meth:`init` (process-wide fsync of objects and refs).
+        """
+        if durable:
+            set_durable(True)
+        repo = GitRepo.open(os.fspath(path))
+        return cls(repo, fmt or format_from_repo(repo))
+
+    def __repr__(self) -> str:
+        return f"SyncGitFileStore({self.path!r})"
 
     @property
     def path(self) -> str:
@@ -346,74 +392,69 @@ class SyncGitFileStore:
                 return FullResync(head)
             return Changes(head, self.repo.changed_paths(since, head))
 
-    # -- writes --
+    # -- writes: every one is a checked batch committed by gitmem.git.batch --
+
+    def _commit(self, batch: Batch, origin: Origin | None) -> tuple[str | None, Decision | None]:
+        origin = self._origin(origin)
+        return git_batch.commit_batch(
+            self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
+        )
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        path = validate_path(path, self.format)
-        data = encode_text(text, self.format)
-        origin = self._origin(origin)
-
-        def plan(snap: Snapshot) -> Plan | None:
-            current = current_file(snap, path)
-            check_expected(path, current, expected)
-            oid = snap.write_blob(data)
-            if current is not None and current.version == oid:
-                return None
-            check_room(self.repo, self.format, snap, path, current, len(data), self._size)
-            op = "create" if current is None else "edit"
-            return Plan(((path, oid),), op, (path,), origin, result=oid)
-
-        _, used = self.repo.transact(plan, ref=self._target(origin))
-        if used is None:
-            return blob_version(data)
-        assert used.result is not None
-        return used.result
+        batch = write_batch(path, text, expected, self.format)
+        _, decision = self._commit(batch, origin)
+        version = applied(None, decision, batch, blob_version).versions[0]
+        assert version is not None  # a write's step has data, so its version is a blob id
+        return version
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        source = validate_path(source, self.format)
-        destination = validate_path(destination, self.format)
-        origin = self._origin(origin)
-
-        def plan(snap: Snapshot) -> Plan:
-            current = check_existing(source, current_file(snap, source), expected)
-            check_destination(destination, current_file(snap, destination))
-            edits = ((source, None), (destination, current.version))
-            return Plan(edits, "move", (source, destination), origin, result=current.version)
-
-        _, used = self.repo.transact(plan, ref=self._target(origin))
-        assert used is not None and used.result is not None
-        return used.result
+        return self.move_many([(source, destination, expected)], origin=origin)[0]
 
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        path = validate_path(path, self.format)
-        origin = self._origin(origin)
-
-        def plan(snap: Snapshot) -> Plan:
-            check_existing(path, current_file(snap, path), expected)
-            return Plan(((path, None),), "delete", (path,), origin)
-
-        self.repo.transact(plan, ref=self._target(origin))
+        self.delete_many([(path, expected)], origin=origin)
 
     def move_many(
-        self, pairs: builtins.list[tuple[str, str, str]], *, origin: Origin | None = None
+        self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
     ) -> builtins.list[str]:
         """Move each ``(source, destination, expected)`` in ONE commit, all or nothing.
 
-        For a folder rename: any stale source, taken destination or folder/file
-        collision refuses the whole batch and nothing moves (see
-        :func:`gitmem.git.batch.move_many`). Returns the files' versions, in order.
+        For a folder rename: any stale source (``version_mismatch``), taken
+        destination (``already_exists``) or folder/file collision
+        (``invalid_path``) refuses the whole batch and nothing moves. Returns
+        the files' versions, in order. An empty batch changes nothing.
         """
-        origin = self._origin(origin)
-        return git_batch.move_many(self.repo, self.format, pairs, origin=origin, ref=self._target(origin))
+        _, decision = self._commit(move_batch(pairs, self.format), origin)
+        return [] if decision is None else [v for v in decision.versions if v is not None]
 
-    def delete_many(self, items: builtins.list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+    def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         """Delete each ``(path, expected)`` in ONE commit, or nothing if any file is not at its version."""
-        origin = self._origin(origin)
-        git_batch.delete_many(self.repo, self.format, items, origin=origin, ref=self._target(origin))
+        self._commit(delete_batch(items, self.format), origin)
+
+    def apply(
+        self,
+        edits: Sequence[Edit],
+        *,
+        origin: Origin | None = None,
+        op: str = "apply",
+        summary: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> Applied:
+        """Write and delete many files in ONE commit, each under its own expectation, or change nothing.
+
+        Each :class:`~gitmem.model.Edit` sets ``text`` (``None``: delete) if the
+        file is at ``expected`` (``ANY``: whatever it holds; ``None``: absent).
+        Paths and texts pass the mount's rules first; a failed expectation is
+        ``version_mismatch`` carrying the file. The commit's summary is
+        ``summary`` (default ``op`` and the paths), its trailers ``Gitmem-Op: op``,
+        a ``Gitmem-Path`` per changed file, the origin, then ``trailers``.
+        """
+        batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
+        commit, decision = self._commit(batch, origin)
+        return applied(commit, decision, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
         try:
-            git_rewrite.purge(self.repo, commit_message("purge", (), origin or Origin()))
+            git_rewrite.purge(self.repo, commit_message("purge", (), self._origin(origin)))
         except MemoryStoreError as exc:
             if exc.code == "unavailable":  # it may have failed after moving main
                 self._erased()
@@ -528,15 +569,17 @@ class SyncGitFileStore:
             return self.index.rebuild()
 
 
-class GitFileStore:
-    """The async store over a bare git repository (see :class:`SyncGitFileStore`).
+class GitFileStore(AsyncFace[SyncGitFileStore]):
+    """The async face of a git store: each call runs :class:`SyncGitFileStore` in a worker thread.
+
+    Every public method of the sync store is here under the same name and
+    signature (a test keeps it so); ``sync`` is the store itself.
 
     >>> store = GitFileStore.init("memories/user.git")   # doctest: +SKIP
     >>> await store.write("prefs/language.md", "Reply in Chinese.\\n", expected=None)  # doctest: +SKIP
     """
 
-    def __init__(self, sync: SyncGitFileStore) -> None:
-        self.sync = sync
+    __slots__ = ()
 
     @classmethod
     def init(
@@ -547,38 +590,15 @@ class GitFileStore:
         durable: bool = False,
         kind: MountKind = "file",
     ) -> GitFileStore:
-        """Create a new memory at ``path`` (a bare repo with an empty root commit).
-
-        ``kind`` says what the mount holds (files, records, session items or
-        durable nodes); it is saved in the config and never changes.
-
-        ``durable=True`` makes every commit fsync its objects and ref before the
-        write returns. libgit2 has one switch for the whole process, so this turns
-        it on for every store in the process, and no store turns it off again.
-        """
-        if durable:
-            set_durable(True)
-        if kind not in MOUNT_KINDS:
-            raise MemoryStoreError(
-                "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
-            )
-        fmt = fmt or DEFAULT_FORMAT
-        repo = GitRepo.init(os.fspath(path), config={**format_to_config(fmt), KIND_KEY: kind})
-        return cls(SyncGitFileStore(repo, fmt))
+        """Create a new memory at ``path`` (see :meth:`SyncGitFileStore.init`)."""
+        return cls(SyncGitFileStore.init(path, fmt, durable=durable, kind=kind))
 
     @classmethod
     def open(
         cls, path: str | os.PathLike[str], fmt: FileFormat | None = None, *, durable: bool = False
     ) -> GitFileStore:
-        """Open an existing memory; ``memory_deleted`` when it is gone.
-
-        Without ``fmt`` the limits saved in the repo's config apply; ``durable`` is
-        as for :meth:`init` (process-wide fsync of objects and refs).
-        """
-        if durable:
-            set_durable(True)
-        repo = GitRepo.open(os.fspath(path))
-        return cls(SyncGitFileStore(repo, fmt or format_from_repo(repo)))
+        """Open an existing memory (see :meth:`SyncGitFileStore.open`)."""
+        return cls(SyncGitFileStore.open(path, fmt, durable=durable))
 
     @property
     def path(self) -> str:
@@ -599,101 +619,30 @@ class GitFileStore:
     def __repr__(self) -> str:
         return f"GitFileStore({self.path!r})"
 
-    async def list(self) -> list[FileEntry]:
-        return await asyncio.to_thread(self.sync.list)
-
-    async def read(self, path: str) -> FileText:
-        return await asyncio.to_thread(self.sync.read, path)
-
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return await asyncio.to_thread(lambda: self.sync.write(path, text, expected=expected, origin=origin))
-
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return await asyncio.to_thread(lambda: self.sync.move(source, destination, expected=expected, origin=origin))
-
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        await asyncio.to_thread(lambda: self.sync.delete(path, expected=expected, origin=origin))
-
-    async def move_many(
-        self, pairs: builtins.list[tuple[str, str, str]], *, origin: Origin | None = None
-    ) -> builtins.list[str]:
-        """Several moves as one commit (see :meth:`SyncGitFileStore.move_many`)."""
-        return await asyncio.to_thread(lambda: self.sync.move_many(pairs, origin=origin))
-
-    async def delete_many(self, items: builtins.list[tuple[str, str]], *, origin: Origin | None = None) -> None:
-        """Several deletes as one commit (see :meth:`SyncGitFileStore.delete_many`)."""
-        await asyncio.to_thread(lambda: self.sync.delete_many(items, origin=origin))
-
-    async def changes(self, since: str | None) -> Changes | FullResync:
-        return await asyncio.to_thread(self.sync.changes, since)
-
-    async def purge(self) -> None:
-        await asyncio.to_thread(self.sync.purge)
-
-    async def search(
-        self,
-        pattern: str,
-        *,
-        regex: bool = False,
-        case_sensitive: bool = False,
-        path: str = "",
-        limit: int = 100,
-    ) -> SearchResult:
-        return await asyncio.to_thread(
-            lambda: self.sync.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
-        )
-
-    # -- history and admin (the sync core does the work) --
-
-    async def log(
-        self,
-        path: str | None = None,
-        *,
-        run: str | None = None,
-        principal: str | None = None,
-        tool_call: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[LogEntry]:
-        return await asyncio.to_thread(
-            lambda: self.sync.log(
-                path, run=run, principal=principal, tool_call=tool_call, since=since, until=until, limit=limit
-            )
-        )
-
-    async def show(self, rev: str, path: str) -> FileText:
-        return await asyncio.to_thread(self.sync.show, rev, path)
-
-    async def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
-        return await asyncio.to_thread(self.sync.diff, a, b, path)
-
-    async def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]:
-        return await asyncio.to_thread(self.sync.blame, path, rev)
-
-    async def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
-        return await asyncio.to_thread(lambda: self.sync.restore(path, rev, expected=expected, origin=origin))
-
-    async def revert(self, commit: str, *, origin: Origin | None = None) -> str | None:
-        return await asyncio.to_thread(lambda: self.sync.revert(commit, origin=origin))
-
-    async def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
-        return await asyncio.to_thread(lambda: self.sync.forget(path, origin=origin))
-
-    async def fsck(self) -> FsckReport:
-        return await asyncio.to_thread(self.sync.fsck)
-
-    async def gc(self) -> GcReport:
-        return await asyncio.to_thread(self.sync.gc)
-
-    async def find(self, query: str, *, path: str = "", limit: int = 10) -> builtins.list[FindHit]:
-        return await asyncio.to_thread(lambda: self.sync.find(query, path=path, limit=limit))
-
-    async def index_status(self) -> IndexStatus:
-        return await asyncio.to_thread(self.sync.index_status)
-
-    async def rebuild_index(self) -> IndexStatus:
-        return await asyncio.to_thread(self.sync.rebuild_index)
+    list = threaded(SyncGitFileStore.list)
+    read = threaded(SyncGitFileStore.read)
+    write = threaded(SyncGitFileStore.write)
+    move = threaded(SyncGitFileStore.move)
+    delete = threaded(SyncGitFileStore.delete)
+    move_many = threaded(SyncGitFileStore.move_many)
+    delete_many = threaded(SyncGitFileStore.delete_many)
+    apply = threaded(SyncGitFileStore.apply)
+    changes = threaded(SyncGitFileStore.changes)
+    head = threaded(SyncGitFileStore.head)
+    purge = threaded(SyncGitFileStore.purge)
+    search = threaded(SyncGitFileStore.search)
+    find = threaded(SyncGitFileStore.find)
+    index_status = threaded(SyncGitFileStore.index_status)
+    rebuild_index = threaded(SyncGitFileStore.rebuild_index)
+    log = threaded(SyncGitFileStore.log)
+    show = threaded(SyncGitFileStore.show)
+    diff = threaded(SyncGitFileStore.diff)
+    blame = threaded(SyncGitFileStore.blame)
+    restore = threaded(SyncGitFileStore.restore)
+    revert = threaded(SyncGitFileStore.revert)
+    forget = threaded(SyncGitFileStore.forget)
+    fsck = threaded(SyncGitFileStore.fsck)
+    gc = threaded(SyncGitFileStore.gc)
 
 
 def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:

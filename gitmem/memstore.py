@@ -8,7 +8,9 @@ byte for byte; cursors are ``"mem:<epoch>:<sequence>"`` strings.
 
 from __future__ import annotations
 
+import builtins
 import threading
+from collections.abc import Sequence
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -16,17 +18,31 @@ from gitmem.fileformat import (
     FileFormat,
     decode_stored,
     describe_stored,
-    encode_text,
     validate_directory,
     validate_path,
 )
 from gitmem.grep import check_limit, compile_pattern, scan
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
-from gitmem.store import check_capacity, check_destination, check_existing, check_expected, file_dir_conflict
+from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
+from gitmem.store import (
+    Batch,
+    Decision,
+    applied,
+    apply_batch,
+    check_batch_room,
+    decide,
+    delete_batch,
+    file_dir_conflict,
+    move_batch,
+    write_batch,
+)
 
 
 class InMemoryFileStore:
-    """A :class:`~gitmem.store.SearchableFileStore` kept in a dict, safe for many threads."""
+    """A :class:`~gitmem.store.SearchableFileStore` and :class:`~gitmem.store.BatchFileStore` in a dict.
+
+    Safe for many threads: one lock serialises every change, as the git store's
+    writer lock does.
+    """
 
     def __init__(self, fmt: FileFormat = DEFAULT_FORMAT) -> None:
         self.format = fmt
@@ -57,17 +73,50 @@ class InMemoryFileStore:
         if any(p.startswith(prefix) for p in self._files):
             raise file_dir_conflict(path, is_file=False)
 
-    def _commit(self, op: str, before: dict[str, str | None], origin: Origin | None) -> None:
-        self._journal.append(before)
-        self.origins.append((op, origin or Origin()))
-
     def _version(self, path: str) -> str | None:
         data = self._files.get(path)
         return None if data is None else blob_version(data)
 
+    def _commit(self, batch: Batch, origin: Origin | None) -> tuple[str | None, Decision | None]:
+        """The one write path: decide ``batch`` on the files now and apply it, all or nothing."""
+        with self._lock:
+            decision = decide(batch, self._current, blob_version)
+            if decision is None:
+                return None, None
+            fmt = self.format
+            writes = any(e.data is not None for e in decision.effects)
+            if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
+                for effect in decision.creates:  # a file/folder collision is the answer even when the memory is full
+                    self._check_shape(effect.path)
+                total = sum(len(d) for d in self._files.values()) if fmt.max_memory_bytes else 0
+                check_batch_room(
+                    decision,
+                    files=len(self._files),
+                    total_bytes=total,
+                    max_files=fmt.max_files,
+                    max_bytes=fmt.max_memory_bytes,
+                )
+            saved = dict(self._files)
+            try:
+                for effect in decision.effects:
+                    if effect.version is None:
+                        self._files.pop(effect.path, None)
+                        continue
+                    data = effect.data if effect.source is None else saved[effect.source]
+                    assert data is not None
+                    if effect.before is None:
+                        self._check_shape(effect.path)
+                    self._files[effect.path] = data
+            except MemoryStoreError:
+                self._files = saved
+                raise
+            self._journal.append({e.path: e.before.version if e.before is not None else None for e in decision.effects})
+            self.origins.append((decision.op, origin or Origin()))
+            return self._cursor(), decision
+
     # -- the contract --
 
-    async def list(self) -> list[FileEntry]:
+    def list(self) -> builtins.list[FileEntry]:
         with self._lock:
             items = sorted(self._files.items())
         return [
@@ -75,7 +124,7 @@ class InMemoryFileStore:
             for path, data in items
         ]
 
-    async def read(self, path: str) -> FileText:
+    def read(self, path: str) -> FileText:
         path = validate_path(path, self.format)
         with self._lock:
             current = self._current(path)
@@ -83,58 +132,45 @@ class InMemoryFileStore:
             raise MemoryStoreError("not_found", f"{path} does not exist")
         return current
 
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        path = validate_path(path, self.format)
-        data = encode_text(text, self.format)
-        with self._lock:
-            current = self._current(path)
-            check_expected(path, current, expected)
-            version = blob_version(data)
-            if current is not None and current.version == version:
-                return version
-            if current is None:
-                self._check_shape(path)
-            old = self._files.get(path, b"")
-            check_capacity(
-                path,
-                creating=current is None,
-                files=len(self._files),
-                total_bytes=sum(len(d) for d in self._files.values()) if self.format.max_memory_bytes else 0,
-                new_size=len(data),
-                old_size=len(old),
-                max_files=self.format.max_files,
-                max_bytes=self.format.max_memory_bytes,
-            )
-            self._files[path] = data
-            before = None if current is None else current.version
-            self._commit("create" if current is None else "edit", {path: before}, origin)
-            return version
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        batch = write_batch(path, text, expected, self.format)
+        _, decision = self._commit(batch, origin)
+        version = applied(None, decision, batch, blob_version).versions[0]
+        assert version is not None
+        return version
 
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        source = validate_path(source, self.format)
-        destination = validate_path(destination, self.format)
-        with self._lock:
-            check_existing(source, self._current(source), expected)
-            check_destination(destination, self._current(destination))
-            data = self._files.pop(source)
-            try:
-                self._check_shape(destination)
-            except MemoryStoreError:
-                self._files[source] = data
-                raise
-            self._files[destination] = data
-            version = blob_version(data)
-            self._commit("move", {source: version, destination: None}, origin)
-            return version
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return self.move_many([(source, destination, expected)], origin=origin)[0]
 
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        path = validate_path(path, self.format)
-        with self._lock:
-            current = check_existing(path, self._current(path), expected)
-            del self._files[path]
-            self._commit("delete", {path: current.version}, origin)
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        self.delete_many([(path, expected)], origin=origin)
 
-    async def changes(self, since: str | None) -> Changes | FullResync:
+    def move_many(
+        self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
+    ) -> builtins.list[str]:
+        """Move each ``(source, destination, expected)`` at once, or none of them."""
+        _, decision = self._commit(move_batch(pairs, self.format), origin)
+        return [] if decision is None else [v for v in decision.versions if v is not None]
+
+    def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
+        """Delete each ``(path, expected)`` at once, or none of them."""
+        self._commit(delete_batch(items, self.format), origin)
+
+    def apply(
+        self,
+        edits: Sequence[Edit],
+        *,
+        origin: Origin | None = None,
+        op: str = "apply",
+        summary: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> Applied:
+        """Every edit at once, or none (see :meth:`gitmem.store.BatchFileStore.apply`); the commit is a cursor."""
+        batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
+        cursor, decision = self._commit(batch, origin)
+        return applied(cursor, decision, batch, blob_version)
+
+    def changes(self, since: str | None) -> Changes | FullResync:
         with self._lock:
             cursor = self._cursor()
             if not isinstance(since, str):
@@ -154,13 +190,17 @@ class InMemoryFileStore:
             changed = sorted(path for path, version in then.items() if version != self._version(path))
         return Changes(cursor, tuple(changed))
 
-    async def purge(self) -> None:
+    def head(self) -> str:
+        with self._lock:
+            return self._cursor()
+
+    def purge(self, origin: Origin | None = None) -> None:
         with self._lock:
             self._files.clear()
             self._journal.clear()
             self._epoch += 1
 
-    async def search(
+    def search(
         self,
         pattern: str,
         *,

@@ -7,15 +7,20 @@ parsed back here for ``log`` filters and ``blame`` origins.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from gitmem.model import Origin
 
-Op = Literal["init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge", "unknown"]
+Op = Literal[
+    "init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge", "apply", "unknown"
+]
 OPS: Final[frozenset[str]] = frozenset(
-    {"init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge"}
+    {"init", "create", "edit", "move", "delete", "restore", "revert", "purge", "forget", "merge", "apply"}
 )
+#: An op a batch (``apply``) may name itself: a lowercase word such as ``record-put``.
+OP_WORD: Final = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 T_OP = "Gitmem-Op"
 T_PATH = "Gitmem-Path"
@@ -24,6 +29,10 @@ T_RUN = "Gitmem-Run"
 T_PRINCIPAL = "Gitmem-Principal"
 T_TOOL_CALL = "Gitmem-Tool-Call"
 T_REV = "Gitmem-Rev"
+#: The trailers gitmem writes itself; a batch's extra trailers may not reuse them.
+RESERVED_TRAILERS: Final[frozenset[str]] = frozenset(
+    k.lower() for k in (T_OP, T_PATH, T_FROM, T_RUN, T_PRINCIPAL, T_TOOL_CALL, T_REV)
+)
 
 COMMITTER_NAME: Final = "gitmem"
 COMMITTER_EMAIL: Final = "gitmem@localhost"
@@ -75,6 +84,7 @@ def commit_message(
     *,
     detail: str | None = None,
     extra: tuple[tuple[str, str], ...] = (),
+    summary: str | None = None,
 ) -> str:
     """Build the message for one change: summary, blank line, trailers.
 
@@ -83,6 +93,7 @@ def commit_message(
     becomes a ``Gitmem-Path`` naming the destination followed by a ``Gitmem-From``
     naming its source, so ``git log -- <path>`` and the trailers agree on where
     each file is now, and the n-th ``From`` belongs to the n-th ``Path``.
+    ``summary`` replaces the derived summary line (a batch may name its change).
     """
     lines = [f"{T_OP}: {op}"]
     if op == "move" and paths and len(paths) % 2 == 0:
@@ -98,7 +109,7 @@ def commit_message(
     if origin.tool_call_id:
         lines.append(f"{T_TOOL_CALL}: {origin.tool_call_id}")
     lines.extend(f"{k}: {v}" for k, v in extra)
-    return summary_line(op, paths, detail) + "\n\n" + "\n".join(lines) + "\n"
+    return (summary or summary_line(op, paths, detail)) + "\n\n" + "\n".join(lines) + "\n"
 
 
 def parse_message(message: str) -> CommitInfo:
@@ -115,7 +126,7 @@ def parse_message(message: str) -> CommitInfo:
             trailers.append((key, value.strip()))
     found = dict((k.lower(), v) for k, v in trailers)
     op = found.get(T_OP.lower(), "unknown")
-    if op not in OPS:
+    if op not in OPS and not OP_WORD.fullmatch(op):
         op = "unknown"
     paths = [v for k, v in trailers if k.lower() == T_PATH.lower()]
     sources = [v for k, v in trailers if k.lower() == T_FROM.lower()]

@@ -1,43 +1,66 @@
-"""The store seam: what every memory backend promises.
+"""The store seam: what every memory backend promises, as synchronous protocols.
 
-Two implementations follow it exactly: :class:`gitmem.memstore.InMemoryFileStore`
-(the reference twin and test double) and :class:`gitmem.gitstore.GitFileStore`.
-One contract test suite runs against both. The rules that decide a write's
-outcome live here as pure functions, so the two cannot drift apart.
+Everything under a store is synchronous (pygit2, files, locks), so the seam is
+too: :class:`FileStore` is the contract, and narrow protocols name what only
+some stores do (:class:`SearchableFileStore`, :class:`BatchFileStore`,
+:class:`RunScopedStore`, :class:`HistoryStore`). Two implementations follow the
+contract exactly: :class:`gitmem.memstore.InMemoryFileStore` (the reference twin
+and test double) and :class:`gitmem.gitstore.SyncGitFileStore`; one contract
+test suite runs against both. Async callers go through :mod:`gitmem.aio`.
+
+The rules that decide a write's outcome live here as pure functions, so the two
+stores cannot drift apart.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import builtins
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Protocol, runtime_checkable
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult
+from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
+from gitmem.model import ANY, AnyVersion, Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult
+from gitmem.provenance import OP_WORD, RESERVED_TRAILERS
 
 
 @runtime_checkable
 class FileStore(Protocol):
-    """A memory: a tree of UTF-8 files with compare-and-swap writes and change cursors."""
+    """A memory: a tree of UTF-8 files with compare-and-swap writes and change cursors.
 
-    async def list(self) -> list[FileEntry]: ...
+    ``format`` holds the limits every write is checked against. ``head()`` is the
+    cursor of the state now (``changes(None).cursor`` without the diff).
+    """
 
-    async def read(self, path: str) -> FileText: ...
+    @property
+    def format(self) -> FileFormat: ...
 
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str: ...
+    def list(self) -> builtins.list[FileEntry]: ...
 
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str: ...
+    def read(self, path: str) -> FileText: ...
 
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None: ...
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str: ...
 
-    async def changes(self, since: str | None) -> Changes | FullResync: ...
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str: ...
 
-    async def purge(self) -> None: ...
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None: ...
+
+    def changes(self, since: str | None) -> Changes | FullResync: ...
+
+    def head(self) -> str: ...
+
+    def purge(self, origin: Origin | None = None) -> None: ...
 
 
 @runtime_checkable
 class SearchableFileStore(FileStore, Protocol):
     """A store that answers grep itself (the git store narrows with its index)."""
 
-    async def search(
+    def search(
         self,
         pattern: str,
         *,
@@ -48,38 +71,99 @@ class SearchableFileStore(FileStore, Protocol):
     ) -> SearchResult: ...
 
 
+@runtime_checkable
+class BatchFileStore(FileStore, Protocol):
+    """A store that changes many files in ONE commit, all or nothing."""
+
+    def apply(
+        self,
+        edits: Sequence[Edit],
+        *,
+        origin: Origin | None = None,
+        op: str = "apply",
+        summary: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> Applied: ...
+
+    def move_many(
+        self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
+    ) -> builtins.list[str]: ...
+
+    def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None: ...
+
+
+@runtime_checkable
+class RunScopedStore(FileStore, Protocol):
+    """A store with a per-run view: what run ``run_id`` reads, and where its writes land."""
+
+    def for_run(self, run_id: str) -> RunScopedStore: ...
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """A store that keeps every change: read, compare, undo and erase history."""
+
+    def log(
+        self,
+        path: str | None = None,
+        *,
+        run: str | None = None,
+        principal: str | None = None,
+        tool_call: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[LogEntry]: ...
+
+    def show(self, rev: str, path: str) -> FileText: ...
+
+    def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]: ...
+
+    def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]: ...
+
+    def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None: ...
+
+    def revert(self, commit: str, *, origin: Origin | None = None) -> str | None: ...
+
+    def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport: ...
+
+
 class ForwardingFileStore:
     """A :class:`FileStore` that hands every call to ``inner``: subclass it to change one behaviour.
 
-    It forwards the contract only (no ``search``), so a wrapper is a plain
-    ``FileStore`` unless it adds ``search`` itself. Tests use it for stores that
+    It forwards the contract only (no ``search``, no batch), so a wrapper is a
+    plain ``FileStore`` unless it adds more itself. Tests use it for stores that
     interfere with writes or cannot list changes; the benchmarks for a baseline
     that can only resync.
     """
 
     def __init__(self, inner: FileStore) -> None:
         self.inner = inner
+        self.format = inner.format
 
-    async def list(self) -> list[FileEntry]:
-        return await self.inner.list()
+    def list(self) -> builtins.list[FileEntry]:
+        return self.inner.list()
 
-    async def read(self, path: str) -> FileText:
-        return await self.inner.read(path)
+    def read(self, path: str) -> FileText:
+        return self.inner.read(path)
 
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return await self.inner.write(path, text, expected=expected, origin=origin)
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        return self.inner.write(path, text, expected=expected, origin=origin)
 
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return await self.inner.move(source, destination, expected=expected, origin=origin)
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+        return self.inner.move(source, destination, expected=expected, origin=origin)
 
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        await self.inner.delete(path, expected=expected, origin=origin)
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+        self.inner.delete(path, expected=expected, origin=origin)
 
-    async def changes(self, since: str | None) -> Changes | FullResync:
-        return await self.inner.changes(since)
+    def changes(self, since: str | None) -> Changes | FullResync:
+        return self.inner.changes(since)
 
-    async def purge(self) -> None:
-        await self.inner.purge()
+    def head(self) -> str:
+        return self.inner.head()
+
+    def purge(self, origin: Origin | None = None) -> None:
+        self.inner.purge(origin)
 
 
 # --- shared decision rules -------------------------------------------------------
@@ -136,3 +220,253 @@ def check_capacity(
         raise MemoryStoreError("memory_full", f"cannot create {path}: the memory holds its limit of {max_files} files")
     if max_bytes is not None and total_bytes - old_size + new_size > max_bytes:
         raise MemoryStoreError("memory_full", f"cannot write {path}: the memory would exceed {max_bytes} bytes")
+
+
+# --- one write path: every change is a checked batch ---------------------------------------
+#
+# write, delete, move, move_many, delete_many and apply all become a Batch here
+# (pure checks, before any I/O), and each store runs it under its lock with
+# decide(): the same expectations, no-op rule and capacity rule in both stores.
+
+_OP: Final = OP_WORD
+_TRAILER_KEY: Final = re.compile(r"^Gitmem-[A-Za-z-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One path of a batch after the pure checks: new bytes, or ``None`` to delete."""
+
+    path: str
+    data: bytes | None
+    expected: str | AnyVersion | None
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One file renamed: ``source`` must be at ``expected``; ``destination`` must be free."""
+
+    source: str
+    destination: str
+    expected: object
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A checked change set: ``steps`` (writes and deletes) or ``moves``, one commit.
+
+    ``op=None`` names the commit after what happened (``create`` or ``edit``), as a
+    single write does.
+    """
+
+    steps: tuple[Step, ...] = ()
+    moves: tuple[Move, ...] = ()
+    op: str | None = None
+    summary: str | None = None
+    trailers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One path a batch really changes: its new version (``None``: gone) and what was there."""
+
+    path: str
+    version: str | None
+    data: bytes | None
+    before: FileText | None
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a batch does at one head: the effects in commit order and each request's version."""
+
+    effects: tuple[Effect, ...]
+    versions: tuple[str | None, ...]
+    op: str
+    paths: tuple[str, ...]
+
+    @property
+    def creates(self) -> tuple[Effect, ...]:
+        return tuple(e for e in self.effects if e.before is None and e.version is not None)
+
+
+def _sequence(items: object, what: str) -> list[object]:
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise MemoryStoreError("invalid_path", f"expected a list of {what}")
+    return list(items)
+
+
+def _tuples(items: object, width: int, shape: str) -> list[tuple[object, ...]]:
+    """The batch as a list of ``width``-tuples; ``invalid_path`` for anything else (it names no paths)."""
+    out: list[tuple[object, ...]] = []
+    for item in _sequence(items, shape):
+        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != width:
+            raise MemoryStoreError("invalid_path", f"expected a list of {shape}, got {item!r}")
+        out.append(tuple(item))
+    return out
+
+
+def _once(paths: Sequence[str], what: str) -> None:
+    seen: set[str] = set()
+    for path in paths:
+        if path in seen:
+            raise MemoryStoreError("invalid_path", f"{path} is named twice as a {what} in one change")
+        seen.add(path)
+
+
+def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> Batch:
+    """One file written (``expected=None``: created): the batch ``write`` commits."""
+    path = validate_path(path, fmt)
+    return Batch((Step(path, encode_text(text, fmt), expected),))
+
+
+def delete_batch(items: object, fmt: FileFormat) -> Batch:
+    """Files deleted, each at exactly its expected version (a non-string version never matches)."""
+    pairs = _tuples(items, 2, "(path, expected version)")
+    steps = [Step(validate_path(p, fmt), None, e if isinstance(e, str) else "") for p, e in pairs]
+    _once([s.path for s in steps], "path")
+    return Batch(tuple(steps), op="delete")
+
+
+def move_batch(items: object, fmt: FileFormat) -> Batch:
+    """Files renamed: every source at its version, every destination free at the head."""
+    moves = [
+        Move(validate_path(s, fmt), validate_path(d, fmt), e)
+        for s, d, e in _tuples(items, 3, "(source, destination, expected version)")
+    ]
+    _once([m.source for m in moves], "source")
+    _once([m.destination for m in moves], "destination")
+    return Batch(moves=tuple(moves), op="move")
+
+
+def apply_batch(
+    edits: object,
+    fmt: FileFormat,
+    *,
+    op: object = "apply",
+    summary: object = None,
+    trailers: object = (),
+) -> Batch:
+    """Check an ``apply`` call before any I/O: paths, texts, op, summary and trailers.
+
+    Every path passes :func:`validate_path` and every text :func:`encode_text`
+    (the mount's limits); a path may appear once. ``op`` is a lowercase word
+    (``record-put``), ``summary`` one line, and each extra trailer a
+    ``Gitmem-*`` key that gitmem does not already write with a one-line value.
+    """
+    steps: list[Step] = []
+    for edit in _sequence(edits, "Edit values"):
+        if not isinstance(edit, Edit):
+            raise MemoryStoreError("invalid_path", f"expected a list of Edit values, got {edit!r}")
+        path = validate_path(edit.path, fmt)
+        if edit.text is not None and not isinstance(edit.text, str):
+            raise MemoryStoreError("invalid_file", f"{path}: the text of an edit is a string, or None to delete")
+        data = None if edit.text is None else encode_text(edit.text, fmt)
+        steps.append(Step(path, data, edit.expected))
+    _once([s.path for s in steps], "path")
+    if not isinstance(op, str) or not _OP.fullmatch(op):
+        raise MemoryStoreError("invalid_path", f"{op!r} is not an op name: a lowercase word such as 'record-put'")
+    if summary is not None and (not isinstance(summary, str) or not _one_line(summary) or len(summary) > 200):
+        raise MemoryStoreError("invalid_path", "a commit summary is one non-empty line of at most 200 characters")
+    extra: list[tuple[str, str]] = []
+    for key, value in _tuples(trailers, 2, "(key, value) trailers"):
+        if not isinstance(key, str) or not _TRAILER_KEY.fullmatch(key) or key.lower() in RESERVED_TRAILERS:
+            raise MemoryStoreError(
+                "invalid_path", f"{key!r} is not a trailer key: Gitmem- then letters and '-', not one gitmem writes"
+            )
+        if not isinstance(value, str) or not _one_line(value):
+            raise MemoryStoreError("invalid_path", f"the value of trailer {key} must be one non-empty line")
+        extra.append((key, value.strip()))
+    return Batch(tuple(steps), op=op, summary=summary, trailers=tuple(extra))
+
+
+def _one_line(text: str) -> bool:
+    return bool(text.strip()) and not any(c in text for c in "\r\n\x00")
+
+
+def decide(
+    batch: Batch,
+    current: Callable[[str], FileText | None],
+    version_of: Callable[[bytes], str],
+) -> Decision | None:
+    """Check ``batch`` against one head; ``None`` when it changes nothing.
+
+    ``current`` reads a file at that head and ``version_of`` stores content and
+    names its version (the git store writes the blob). Expectations are checked
+    first, in order: a move's source must be at its version (``version_mismatch``
+    with the file), its destination free (``already_exists`` with what is there);
+    an edit's ``expected`` as for :func:`check_expected` (a delete at a version as
+    for :func:`check_existing`). Writing a file's own content, or deleting a file
+    that is not there with ``ANY``, is no change.
+    """
+    versions: list[str | None] = []
+    effects: list[Effect] = []
+    for move in batch.moves:
+        file = check_existing(move.source, current(move.source), move.expected)
+        versions.append(file.version)
+        effects.append(Effect(move.source, None, None, file))
+    for move, version in zip(batch.moves, versions, strict=True):
+        check_destination(move.destination, current(move.destination))
+        effects.append(Effect(move.destination, version, None, None, source=move.source))
+    for step in batch.steps:
+        now = current(step.path)
+        if isinstance(step.expected, str) and step.data is None:
+            check_existing(step.path, now, step.expected)
+        elif step.expected is not ANY:
+            check_expected(step.path, now, step.expected)  # type: ignore[arg-type]
+        version = None if step.data is None else version_of(step.data)
+        versions.append(version)
+        if (now.version if now is not None else None) != version:
+            effects.append(Effect(step.path, version, step.data, now))
+    if not effects:
+        return None
+    deletes = [e for e in effects if e.version is None]
+    ordered = tuple(deletes + [e for e in effects if e.version is not None])  # free names before taking them
+    if batch.moves:
+        op, paths = "move", tuple(p for m in batch.moves for p in (m.source, m.destination))
+    else:
+        op = batch.op or ("create" if effects[0].before is None else "edit")
+        paths = tuple(e.path for e in effects)
+    return Decision(ordered, tuple(versions), op, paths)
+
+
+def check_batch_room(
+    decision: Decision,
+    *,
+    files: int,
+    total_bytes: int,
+    max_files: int | None,
+    max_bytes: int | None,
+) -> None:
+    """Refuse a batch that would take the memory past its file count or byte limit.
+
+    Deletes free room first; then each write is checked as :func:`check_capacity`
+    checks one. A move changes neither count nor size.
+    """
+    for effect in decision.effects:
+        if effect.version is None and effect.before is not None:
+            files -= 1
+            total_bytes -= effect.before.size
+    for effect in decision.effects:
+        if effect.version is None or effect.data is None:
+            continue
+        old = effect.before.size if effect.before is not None else 0
+        check_capacity(
+            effect.path,
+            creating=effect.before is None,
+            files=files,
+            total_bytes=total_bytes,
+            new_size=len(effect.data),
+            old_size=old,
+            max_files=max_files,
+            max_bytes=max_bytes,
+        )
+        files += effect.before is None
+        total_bytes += len(effect.data) - old
+
+
+def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], str]) -> Applied:
+    """The value ``apply`` returns; for a no-op every version is what the file already holds."""
+    if decision is not None:
+        return Applied(commit, decision.versions)
+    return Applied(None, tuple(None if s.data is None else version_of(s.data) for s in batch.steps))

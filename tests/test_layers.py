@@ -36,8 +36,8 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "tokenizers": ("gitmem/recall/",),
 }
 
-LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "store", "memstore")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "history", "review", "remotes", "recall")
+LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall")
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and

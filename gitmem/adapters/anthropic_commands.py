@@ -1,8 +1,8 @@
 """What the memory tool's commands do to a gitmem mount, and how ``/memories`` paths map onto it.
 
 :class:`MemoryCommands` holds the semantics of ``view``, ``create``, ``str_replace``,
-``insert``, ``delete`` and ``rename`` as coroutines over any
-:class:`~gitmem.store.FileStore`; :mod:`gitmem.adapters.anthropic_memory` puts them
+``insert``, ``delete`` and ``rename`` as plain calls over any
+:class:`~gitmem.store.FileStore` (the sync seam); :mod:`gitmem.adapters.anthropic_memory` puts them
 behind the SDK's tool classes. Results and messages follow the SDK's
 local-filesystem memory tool, so a model sees the same text from either backend.
 Refusals are :class:`~anthropic.lib.tools.ToolError`, which the SDK's runner
@@ -21,7 +21,7 @@ from anthropic.lib.tools import ToolError
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, validate_path
 from gitmem.model import FileEntry, FileText, Origin
-from gitmem.store import FileStore
+from gitmem.store import BatchFileStore, FileStore
 from gitmem.tools import ops
 
 ROOT: Final = "/memories"
@@ -116,40 +116,40 @@ class MemoryCommands:
             return ToolError(f"Nothing was written to {shown}: {exc.message}")
         return ToolError(f"The memory store refused the command ({code}): {exc.message}")
 
-    async def _files_under(self, folder: str) -> list[FileEntry]:
+    def _files_under(self, folder: str) -> list[FileEntry]:
         prefix = folder + "/" if folder else ""
-        return [e for e in await self.store.list() if e.path.startswith(prefix)]
+        return [e for e in self.store.list() if e.path.startswith(prefix)]
 
-    async def _missing(self, rel: str, shown: str) -> ToolError:
-        if rel and await self._files_under(rel):
+    def _missing(self, rel: str, shown: str) -> ToolError:
+        if rel and self._files_under(rel):
             return ToolError(f"The path {shown} is not a file.")
         return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
 
-    async def _update(self, rel: str, shown: str, change: Callable[[FileText | None], str]) -> str:
+    def _update(self, rel: str, shown: str, change: Callable[[FileText | None], str]) -> str:
         """One CAS commit of ``change`` applied to the file as it is, re-read after a conflict."""
         try:
-            text, _ = await ops.cas_update(
+            text, _ = ops.cas_update(
                 self.store, rel, change, fmt=self.fmt, retries=self.retries, origin=self.origin
             )
         except _NotAFile:
-            raise await self._missing(rel, shown) from None
+            raise self._missing(rel, shown) from None
         except MemoryStoreError as exc:
             raise self._fail(exc, shown) from None
         return text
 
     # -- view --
 
-    async def view(self, path: object, view_range: Any = None) -> str:
+    def view(self, path: object, view_range: Any = None) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if rel:
             try:
-                file = await ops.read_or_none(self.store, rel)
+                file = ops.read_or_none(self.store, rel)
             except MemoryStoreError as exc:
                 raise self._fail(exc, shown) from None
             if file is not None:
                 return self._numbered(shown, file.text, view_range)
-        under = await self._files_under(rel)
+        under = self._files_under(rel)
         if rel and not under:
             raise ToolError(f"The path {shown} does not exist. Please provide a valid path.")
         return self._listing(shown.rstrip("/") or ROOT, rel, under)
@@ -212,7 +212,7 @@ class MemoryCommands:
 
     # -- writes --
 
-    async def create(self, path: object, file_text: object) -> str:
+    def create(self, path: object, file_text: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
@@ -225,10 +225,10 @@ class MemoryCommands:
                 raise ToolError(f"File {shown} already exists")
             return file_text
 
-        await self._update(rel, shown, change)
+        self._update(rel, shown, change)
         return f"File created successfully at: {shown}"
 
-    async def str_replace(self, path: object, old_str: object, new_str: object) -> str:
+    def str_replace(self, path: object, old_str: object, new_str: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
@@ -263,7 +263,7 @@ class MemoryCommands:
             seen["line"] = text.count("\n", 0, at)
             return text[:at] + new_str + text[at + len(old_str) :]
 
-        text = await self._update(rel, shown, change)
+        text = self._update(rel, shown, change)
         new_lines = text.split("\n")
         first = max(0, seen["line"] - 2)
         last = min(len(new_lines), seen["line"] + 3)
@@ -272,7 +272,7 @@ class MemoryCommands:
             f"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{snippet}"
         )
 
-    async def insert(self, path: object, insert_line: object, insert_text: object) -> str:
+    def insert(self, path: object, insert_line: object, insert_text: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
@@ -294,10 +294,10 @@ class MemoryCommands:
             text = "\n".join(lines)
             return text if text.endswith("\n") else text + "\n"
 
-        await self._update(rel, shown, change)
+        self._update(rel, shown, change)
         return f"The file {shown} has been edited."
 
-    async def _delete_file(self, rel: str, version: str | None, shown: str) -> bool:
+    def _delete_file(self, rel: str, version: str | None, shown: str) -> bool:
         """Delete ``rel`` as it was at ``version`` (read now when ``None``); ``False`` if absent.
 
         A delete that loses a race is not retried (SPEC section 6): the file changed
@@ -306,12 +306,12 @@ class MemoryCommands:
         counts as absent.
         """
         if version is None:
-            current = await ops.read_or_none(self.store, rel)
+            current = ops.read_or_none(self.store, rel)
             if current is None:
                 return False
             version = current.version
         try:
-            await self.store.delete(rel, expected=version, origin=self.origin)
+            self.store.delete(rel, expected=version, origin=self.origin)
         except MemoryStoreError as exc:
             if exc.code == "not_found" or (exc.code == "version_mismatch" and exc.current is None):
                 return False  # another writer deleted it first: the goal is met
@@ -323,38 +323,38 @@ class MemoryCommands:
             raise self._fail(exc, shown) from None
         return True
 
-    async def delete(self, path: object) -> str:
+    def delete(self, path: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
             raise ToolError(f"Cannot delete the {ROOT} directory itself")
         try:
-            if await self._delete_file(rel, None, shown):
+            if self._delete_file(rel, None, shown):
                 return f"Successfully deleted {shown}"
-            under = await self._files_under(rel)
+            under = self._files_under(rel)
         except MemoryStoreError as exc:
             raise self._fail(exc, shown) from None
         if not under:
             raise ToolError(f"The path {shown} does not exist")
-        await self._delete_files(under, rel, shown)
+        self._delete_files(under, rel, shown)
         return f"Successfully deleted {shown}"
 
-    async def _delete_files(self, under: list[FileEntry], rel: str, shown: str) -> None:
+    def _delete_files(self, under: list[FileEntry], rel: str, shown: str) -> None:
         """Delete the listed files: one commit when the store takes a batch, else one each.
 
         The batch expects the listed versions; when a file changed since, nothing is
         deleted. Files deleted by another writer meanwhile count as gone: the folder
         is listed again and the rest deleted (a bounded number of times).
         """
-        delete_many = getattr(self.store, "delete_many", None)
-        if delete_many is None:
-            await self._each(
+        store = self.store
+        if not isinstance(store, BatchFileStore):
+            self._each(
                 under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted"
             )
             return
         for _ in range(self.retries + 1):
             try:
-                await delete_many([(e.path, e.version) for e in under], origin=self.origin)
+                store.delete_many([(e.path, e.version) for e in under], origin=self.origin)
                 return
             except MemoryStoreError as exc:
                 if exc.code != "version_mismatch":
@@ -366,25 +366,25 @@ class MemoryCommands:
                         "should still go."
                     ) from None
             try:
-                under = await self._files_under(rel)
+                under = self._files_under(rel)
             except MemoryStoreError as exc:
                 raise self._fail(exc, shown) from None
             if not under:
                 return  # other writers deleted the rest: the goal is met
         raise self._fail(MemoryStoreError("conflict_retries_exhausted"), shown)
 
-    async def _each(self, entries: list[FileEntry], shown: str, step: Callable[[FileEntry], Any], done: str) -> None:
+    def _each(self, entries: list[FileEntry], shown: str, step: Callable[[FileEntry], Any], done: str) -> None:
         """Run ``step`` on each file of a folder (one commit each); say how far it got if one fails."""
         for count, entry in enumerate(entries):
             try:
-                await step(entry)
+                step(entry)
             except ToolError as exc:
                 raise ToolError(
                     f"{count} of {len(entries)} files under {shown} were {done}, then {ROOT}/{entry.path} failed: "
                     f"{exc.content if isinstance(exc.content, str) else exc}"
                 ) from None
 
-    async def rename(self, old_path: object, new_path: object) -> str:
+    def rename(self, old_path: object, new_path: object) -> str:
         source = store_path(old_path, self.fmt)
         destination = store_path(new_path, self.fmt)
         old_shown, new_shown = str(old_path), str(new_path)
@@ -393,37 +393,36 @@ class MemoryCommands:
         if not destination:
             raise ToolError(f"The destination {new_shown} already exists")
         try:
-            if await ops.read_or_none(self.store, source) is not None:
-                await self._move_file(source, destination, old_shown, new_shown)
+            if ops.read_or_none(self.store, source) is not None:
+                self._move_file(source, destination, old_shown, new_shown)
                 return f"Successfully renamed {old_shown} to {new_shown}"
-            under = await self._files_under(source)
+            under = self._files_under(source)
             if not under:
                 raise ToolError(f"The path {old_shown} does not exist")
             if destination == source or destination.startswith(source + "/"):
                 raise ToolError(f"Cannot move {old_shown} into itself ({new_shown})")
-            if await ops.read_or_none(self.store, destination) is not None or await self._files_under(destination):
+            if ops.read_or_none(self.store, destination) is not None or self._files_under(destination):
                 raise ToolError(f"The destination {new_shown} already exists")
             targets = {e.path: validate_path(destination + e.path[len(source) :], self.fmt) for e in under}
         except MemoryStoreError as exc:
             raise self._fail(exc, new_shown) from None
 
-        move_many = getattr(self.store, "move_many", None)
-        if move_many is not None:
-            await self._move_folder(move_many, [(e.path, targets[e.path], e.version) for e in under], old_shown)
+        if isinstance(self.store, BatchFileStore):
+            self._move_folder(self.store, [(e.path, targets[e.path], e.version) for e in under], old_shown)
             return f"Successfully renamed {old_shown} to {new_shown}"
 
-        async def step(entry: FileEntry) -> None:
-            await self._move_file(
+        def step(entry: FileEntry) -> None:
+            self._move_file(
                 entry.path, targets[entry.path], f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
             )
 
-        await self._each(under, old_shown, step, "moved")
+        self._each(under, old_shown, step, "moved")
         return f"Successfully renamed {old_shown} to {new_shown}"
 
-    async def _move_folder(self, move_many: Any, moves: list[tuple[str, str, str]], old_shown: str) -> None:
+    def _move_folder(self, store: BatchFileStore, moves: list[tuple[str, str, str]], old_shown: str) -> None:
         """Every file of a folder moved in one commit, expecting the listed versions; else nothing moves."""
         try:
-            await move_many(moves, origin=self.origin)
+            store.move_many(moves, origin=self.origin)
         except MemoryStoreError as exc:
             if exc.code == "version_mismatch":
                 what = f"{ROOT}/{exc.current.path} changed" if exc.current is not None else "a file was removed"
@@ -436,24 +435,24 @@ class MemoryCommands:
                 raise ToolError(f"The destination {taken} already exists") from None
             raise self._fail(exc, old_shown) from None
 
-    async def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
+    def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
         try:
-            await ops.move(self.store, source, destination, fmt=self.fmt, retries=self.retries, origin=self.origin)
+            ops.move(self.store, source, destination, fmt=self.fmt, retries=self.retries, origin=self.origin)
         except MemoryStoreError as exc:
             if exc.code == "already_exists":
                 raise ToolError(f"The destination {new_shown} already exists") from None
             if exc.code == "not_found":
                 raise ToolError(f"The path {old_shown} does not exist") from None
-            if exc.code == "invalid_path" and await self._files_under(destination):
+            if exc.code == "invalid_path" and self._files_under(destination):
                 raise ToolError(f"The destination {new_shown} already exists") from None
             raise self._fail(exc, old_shown) from None
 
-    async def clear(self) -> str:
+    def clear(self) -> str:
         """Delete every file (one commit if the store takes a batch); history keeps them (``purge`` would not)."""
         try:
-            under = await self._files_under("")
+            under = self._files_under("")
         except MemoryStoreError as exc:
             raise self._fail(exc, ROOT) from None
         if under:
-            await self._delete_files(under, "", ROOT)
+            self._delete_files(under, "", ROOT)
         return "All memory cleared"

@@ -14,10 +14,12 @@ mount, so each command is a commit that people can review, diff, blame and rever
   land and an edit whose text is gone fails instead of overwriting. A ``delete``
   that loses such a race is not retried: it reports the conflict and the newer text
   stays. A command on a folder (``delete``, ``rename``, clearing all memory) is one
-  commit for every file under it when the store offers ``move_many`` and
-  ``delete_many`` (the git store does): it expects the versions it listed, and if
-  any file changed meanwhile nothing is moved or deleted. Over other stores it is
-  one commit per file, each checked the same way.
+  commit for every file under it when the store is a
+  :class:`~gitmem.store.BatchFileStore` (both gitmem stores are): it expects the
+  versions it listed, and if any file changed meanwhile nothing is moved or
+  deleted. Over other stores it is one commit per file, each checked the same way.
+- both tools run the commands on the sync store seam; the async tool hands each
+  command to a worker thread (:func:`gitmem.aio.call`).
 - an origin with a run id works through ``store.for_run(run_id)``, so under the
   review gate (:mod:`gitmem.review`) the tool reads back the run's own proposal,
   where its writes land, rather than ``main``.
@@ -41,12 +43,11 @@ runs calls before the message is complete) is committed without a tool call id.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import (
@@ -61,12 +62,12 @@ from anthropic.types.beta import (
     BetaToolUseBlock,
 )
 
+from gitmem import aio
 from gitmem.adapters.anthropic_commands import ROOT, MemoryCommands, store_path
-from gitmem.fileformat import DEFAULT_FORMAT, FileFormat
+from gitmem.aio import AsyncFace, seam_of
+from gitmem.fileformat import FileFormat
 from gitmem.model import Origin
-from gitmem.store import FileStore
-
-T = TypeVar("T")
+from gitmem.store import FileStore, RunScopedStore
 
 __all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
 
@@ -110,17 +111,16 @@ class _Shared:
 
     name: str
 
-    def _setup(self, store: FileStore, origin: Origin | None, fmt: FileFormat | None, write_retries: int) -> None:
+    def _setup(
+        self, store: FileStore | AsyncFace[Any], origin: Origin | None, fmt: FileFormat | None, write_retries: int
+    ) -> None:
         self.origin = origin or Origin()
-        for_run = getattr(store, "for_run", None)
-        if self.origin.run_id is not None and callable(for_run):
+        seam = seam_of(store)
+        if self.origin.run_id is not None and isinstance(seam, RunScopedStore):
             # Under the review gate a run's writes land on its proposal; it must read them there too.
-            store = for_run(self.origin.run_id)
-        self.store = store
-        fmt = fmt or getattr(store, "format", None) or DEFAULT_FORMAT
-        if not isinstance(fmt, FileFormat):
-            fmt = DEFAULT_FORMAT
-        self.format = fmt
+            seam = seam.for_run(self.origin.run_id)
+        self.store: FileStore = seam
+        self.format = fmt if isinstance(fmt, FileFormat) else seam.format
         self.write_retries = write_retries
         self._ids = _ToolUseIds()
 
@@ -146,8 +146,8 @@ class _Shared:
     def _origin(self) -> Origin:
         return self.origin.with_tool_call(_TOOL_USE.get())
 
-    def _commands(self, store: FileStore) -> MemoryCommands:
-        return MemoryCommands(store, fmt=self.format, retries=self.write_retries, origin=self._origin())
+    def _commands(self) -> MemoryCommands:
+        return MemoryCommands(self.store, fmt=self.format, retries=self.write_retries, origin=self._origin())
 
     @staticmethod
     def _result(block: BetaToolUseBlock, outcome: str | ToolError) -> BetaToolResultBlockParam:
@@ -155,59 +155,6 @@ class _Shared:
             text = outcome.content if isinstance(outcome.content, str) else str(outcome)
             return {"type": "tool_result", "tool_use_id": block.id, "content": f"Error: {text}", "is_error": True}
         return {"type": "tool_result", "tool_use_id": block.id, "content": outcome}
-
-
-class _Direct:
-    """The async store interface over a store's sync core, without an event loop.
-
-    The commands are written once, as coroutines over a store. Over this facade they
-    never suspend, so :func:`_drive` runs them to the end in one step: the sync tool
-    pays no event loop or thread hop per command.
-    """
-
-    def __init__(self, sync: Any) -> None:
-        self.sync = sync
-        self.format = getattr(sync, "format", DEFAULT_FORMAT)
-
-    async def list(self) -> Any:
-        return self.sync.list()
-
-    async def read(self, path: str) -> Any:
-        return self.sync.read(path)
-
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return str(self.sync.write(path, text, expected=expected, origin=origin))
-
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return str(self.sync.move(source, destination, expected=expected, origin=origin))
-
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        self.sync.delete(path, expected=expected, origin=origin)
-
-    async def changes(self, since: str | None) -> Any:
-        return self.sync.changes(since)
-
-    async def purge(self) -> None:
-        self.sync.purge()
-
-
-class _DirectBatch(_Direct):
-    """:class:`_Direct` for a core that moves or deletes several files in one commit (the git store)."""
-
-    async def move_many(self, pairs: list[tuple[str, str, str]], *, origin: Origin | None = None) -> list[str]:
-        return list(self.sync.move_many(pairs, origin=origin))
-
-    async def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
-        self.sync.delete_many(items, origin=origin)
-
-
-def _drive(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("a store call suspended outside an event loop; use AsyncGitMemoryTool")
 
 
 # --- the tools -------------------------------------------------------------------------
@@ -225,7 +172,7 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
 
     def __init__(
         self,
-        store: FileStore,
+        store: FileStore | AsyncFace[Any],
         *,
         origin: Origin | None = None,
         fmt: FileFormat | None = None,
@@ -234,9 +181,6 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
     ) -> None:
         super().__init__(cache_control=cache_control)
         self._setup(store, origin, fmt, write_retries)
-        sync = getattr(self.store, "sync", None)
-        batch = hasattr(sync, "move_many") and hasattr(sync, "delete_many")
-        self._direct: FileStore | None = None if sync is None else _DirectBatch(sync) if batch else _Direct(sync)
 
     def __repr__(self) -> str:
         return f"GitMemoryTool({self.store!r})"
@@ -257,32 +201,27 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
                 return self._result(block, exc)
         return self._result(block, outcome)
 
-    def _run(self, work: Any) -> str:
-        if self._direct is not None:
-            return _drive(work(self._commands(self._direct)))  # type: ignore[no-any-return]
-        return asyncio.run(work(self._commands(self.store)))  # type: ignore[no-any-return]
-
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return self._run(lambda c: c.view(command.path, command.view_range))
+        return self._commands().view(command.path, command.view_range)
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return self._run(lambda c: c.create(command.path, command.file_text))
+        return self._commands().create(command.path, command.file_text)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return self._run(lambda c: c.str_replace(command.path, command.old_str, command.new_str))
+        return self._commands().str_replace(command.path, command.old_str, command.new_str)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return self._run(lambda c: c.insert(command.path, command.insert_line, command.insert_text))
+        return self._commands().insert(command.path, command.insert_line, command.insert_text)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return self._run(lambda c: c.delete(command.path))
+        return self._commands().delete(command.path)
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return self._run(lambda c: c.rename(command.old_path, command.new_path))
+        return self._commands().rename(command.old_path, command.new_path)
 
     def clear_all_memory(self) -> str:
         """Delete every file, in one commit over the git store (history is kept; ``purge`` erases it)."""
-        return self._run(lambda c: c.clear())
+        return self._commands().clear()
 
 
 class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
@@ -290,7 +229,7 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
 
     def __init__(
         self,
-        store: FileStore,
+        store: FileStore | AsyncFace[Any],
         *,
         origin: Origin | None = None,
         fmt: FileFormat | None = None,
@@ -320,23 +259,23 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
         return self._result(block, outcome)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return await self._commands(self.store).view(command.path, command.view_range)
+        return await aio.call(self._commands().view, command.path, command.view_range)
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return await self._commands(self.store).create(command.path, command.file_text)
+        return await aio.call(self._commands().create, command.path, command.file_text)
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return await self._commands(self.store).str_replace(command.path, command.old_str, command.new_str)
+        return await aio.call(self._commands().str_replace, command.path, command.old_str, command.new_str)
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return await self._commands(self.store).insert(command.path, command.insert_line, command.insert_text)
+        return await aio.call(self._commands().insert, command.path, command.insert_line, command.insert_text)
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return await self._commands(self.store).delete(command.path)
+        return await aio.call(self._commands().delete, command.path)
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return await self._commands(self.store).rename(command.old_path, command.new_path)
+        return await aio.call(self._commands().rename, command.old_path, command.new_path)
 
     async def clear_all_memory(self) -> str:
         """Delete every file, in one commit over the git store (history is kept; ``purge`` erases it)."""
-        return await self._commands(self.store).clear()
+        return await aio.call(self._commands().clear)

@@ -63,7 +63,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from gitmem import __version__
+from gitmem import __version__, aio
 from gitmem.adapters.watch import MAIN, RefChange, Watcher
 from gitmem.model import Origin
 from gitmem.root import Root
@@ -201,8 +201,12 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        payload = await self.capability.call(
-            params.name, params.arguments or {}, tool_call_id=self.tool_call_id(ctx), origin=self.origin
+        payload = await aio.call(
+            self.capability.call,
+            params.name,
+            params.arguments or {},
+            tool_call_id=self.tool_call_id(ctx),
+            origin=self.origin,
         )
         return tool_result(payload)
 
@@ -230,7 +234,7 @@ class MemoryMcpServer:
         if mount is None:
             raise MCPError(types.INVALID_PARAMS, f"there is no memory {memory!r}")
         one = FileMemoryCapability([mount], limits=self.capability.limits, tools=self.capability.tools)
-        built = await one.context(record=False)
+        built = await aio.call(one.context, record=False)
         if built.skipped:
             reason = "; ".join(built.skipped.values())
             raise MCPError(types.INTERNAL_ERROR, f"the context of memory {memory!r} could not be built: {reason}")
@@ -292,7 +296,7 @@ class MemoryMcpServer:
 
     async def context_text(self) -> str:
         """Every mount's block since this server's cursors; moves them once built."""
-        built = await self.capability.context(record=False)
+        built = await aio.call(self.capability.context, record=False)
         self.capability.delivered(built)
         if self.cursor_file is not None and self.capability.cursors is not None:
             save_cursors(self.cursor_file, self.capability.cursors.snapshot())

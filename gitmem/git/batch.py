@@ -1,11 +1,12 @@
-"""Several files moved or deleted as one commit: a folder rename or a folder delete.
+"""The one write path of the git store: a checked batch becomes one commit.
 
-The store contract changes one file per call, so renaming a folder of ten files
-used to be ten commits, and a conflict on the seventh left the folder half
-moved. :func:`move_many` and :func:`delete_many` build one
-:meth:`~gitmem.git.repo.GitRepo.transact` plan for the whole set instead: every
-file is checked against the head under the writer lock, and either all of them
-change in one commit or nothing does.
+Every change a store makes to files (``write``, ``delete``, ``move``,
+``move_many``, ``delete_many``, ``apply``) is a :class:`~gitmem.store.Batch`,
+checked before any I/O by the rules in :mod:`gitmem.store`, then decided here
+against the head under the writer lock by the same :func:`~gitmem.store.decide`
+the in-memory twin uses, and committed by :meth:`~gitmem.git.repo.GitRepo.transact`.
+Either every path changes in one commit or nothing does, so renaming a folder of
+ten files is one commit, and a conflict on the seventh moves none of them.
 
 The commit names every changed path in its trailers (a delete: one
 ``Gitmem-Path`` each; a move: ``Gitmem-Path`` for each destination followed by
@@ -15,97 +16,66 @@ gitmem's commits that do not mention a path, and to follow a file across the mov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import FileFormat, validate_path
+from gitmem.fileformat import FileFormat
 from gitmem.git.history import current_file
 from gitmem.git.repo import GitRepo, Plan, Snapshot
 from gitmem.model import Origin
-from gitmem.store import check_destination, check_existing
+from gitmem.store import Batch, Decision, check_batch_room, decide, file_dir_conflict
 
 
-def _items(items: object, width: int, shape: str) -> list[tuple[object, ...]]:
-    """The batch as a list of ``width``-tuples; ``invalid_path`` for anything else (it names no paths)."""
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise MemoryStoreError("invalid_path", f"expected a list of {shape}")
-    out: list[tuple[object, ...]] = []
-    for item in items:
-        if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != width:
-            raise MemoryStoreError("invalid_path", f"expected a list of {shape}, got {item!r}")
-        out.append(tuple(item))
-    return out
-
-
-def _once(paths: list[str], what: str) -> None:
-    seen: set[str] = set()
-    for path in paths:
-        if path in seen:
-            raise MemoryStoreError("invalid_path", f"{path} is named twice as a {what} in one change")
-        seen.add(path)
-
-
-def move_many(
+def commit_batch(
     repo: GitRepo,
     fmt: FileFormat,
-    pairs: object,
+    batch: Batch,
     *,
     origin: Origin,
     ref: str,
-) -> list[str]:
-    """Move each ``(source, destination, expected)`` in one commit; the files' versions, in order.
+    size_of: Callable[[str], int],
+) -> tuple[str | None, Decision | None]:
+    """Commit ``batch`` on ``ref``; the new commit and what was decided (``None``, ``None``: no change).
 
-    Every source must hold a file at exactly its expected version
-    (``version_mismatch`` carrying that file), and every destination must be free
-    at the head (``already_exists`` carrying what is there), so one batch cannot
-    swap or chain names. A destination that collides with a folder, or runs
-    through a file, is ``invalid_path``. Sources are removed before destinations
-    are written, and folders left empty disappear. An empty batch changes nothing.
+    Runs again on a new head when a writer outside gitmem moved the ref, so its
+    checks decide again (see :meth:`GitRepo.transact`). With a file-count or
+    byte limit, a new file colliding with a folder is ``invalid_path`` before
+    the memory is found full (as in the twin).
     """
-    checked: list[tuple[str, str, object]] = []
-    for source, destination, expected in _items(pairs, 3, "(source, destination, expected version)"):
-        checked.append((validate_path(source, fmt), validate_path(destination, fmt), expected))
-    _once([s for s, _, _ in checked], "source")
-    _once([d for _, d, _ in checked], "destination")
-    if not checked:
-        return []
 
-    def plan(snap: Snapshot) -> Plan:
-        versions = [check_existing(s, current_file(snap, s), e).version for s, _, e in checked]
-        for _, destination, _ in checked:
-            check_destination(destination, current_file(snap, destination))
-        edits = tuple((s, None) for s, _, _ in checked) + tuple(
-            (d, v) for (_, d, _), v in zip(checked, versions, strict=True)
+    def plan(snap: Snapshot) -> Plan | None:
+        decision = decide(batch, lambda path: current_file(snap, path), snap.write_blob)
+        if decision is None:
+            return None
+        writes = any(e.data is not None for e in decision.effects)
+        if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
+            for effect in decision.creates:
+                _check_shape(snap, effect.path)
+            files = list(repo.files_at(snap.head))
+            total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+            check_batch_room(
+                decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes
+            )
+        edits = tuple((e.path, e.version) for e in decision.effects)
+        return Plan(
+            edits, decision.op, decision.paths, origin, summary=batch.summary, extra=batch.trailers, result=decision
         )
-        paths = tuple(p for s, d, _ in checked for p in (s, d))
-        return Plan(edits, "move", paths, origin, result=" ".join(versions))
 
-    _, used = repo.transact(plan, ref=ref)
-    assert used is not None and used.result is not None
-    return used.result.split(" ")
+    commit, used = repo.transact(plan, ref=ref)
+    if used is None:
+        return None, None
+    if not isinstance(used.result, Decision):
+        raise MemoryStoreError("unavailable", "a write plan lost its decision")  # cannot happen: plan sets it
+    return commit, used.result
 
 
-def delete_many(
-    repo: GitRepo,
-    fmt: FileFormat,
-    items: object,
-    *,
-    origin: Origin,
-    ref: str,
-) -> None:
-    """Delete each ``(path, expected)`` in one commit, or nothing when any one is not at its version.
-
-    ``version_mismatch`` carries the file that changed (``current=None`` when it is
-    already gone). Folders left empty disappear. An empty batch changes nothing.
-    """
-    checked = [(validate_path(p, fmt), e) for p, e in _items(items, 2, "(path, expected version)")]
-    _once([p for p, _ in checked], "path")
-    if not checked:
-        return
-
-    def plan(snap: Snapshot) -> Plan:
-        for path, expected in checked:
-            check_existing(path, current_file(snap, path), expected)
-        return Plan(tuple((p, None) for p, _ in checked), "delete", tuple(p for p, _ in checked), origin)
-
-    repo.transact(plan, ref=ref)
+def _check_shape(snap: Snapshot, path: str) -> None:
+    """Refuse a new file where a folder is, or below a file."""
+    entry = snap.get(path)
+    if entry is not None and entry.kind == "tree":
+        raise file_dir_conflict(path, is_file=False)
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        above = snap.get("/".join(parts[:i]))
+        if above is not None and above.kind != "tree":
+            raise file_dir_conflict(path, is_file=True)

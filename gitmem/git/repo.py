@@ -102,7 +102,11 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a transaction commits: path edits (blob id, or ``None`` to delete) and a message."""
+    """What a transaction commits: path edits (blob id, or ``None`` to delete) and a message.
+
+    ``summary`` replaces the summary line derived from ``op`` and ``paths``;
+    ``result`` is handed back to the caller with the commit (what the plan decided).
+    """
 
     edits: tuple[tuple[str, str | None], ...]
     op: str
@@ -110,7 +114,8 @@ class Plan:
     origin: Origin
     detail: str | None = None
     extra: tuple[tuple[str, str], ...] = ()
-    result: str | None = None
+    summary: str | None = None
+    result: object = None
 
 
 def lookup(tree: pygit2.Tree, path: str) -> Entry | None:
@@ -391,7 +396,7 @@ class GitRepo:
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
-                    chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra
+                    chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
                 )
                 commit = repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)])
                 if ref == MAIN:

@@ -2,7 +2,7 @@
 
 >>> memory = FileMemoryCapability([FileMount("user", store, "write", always_load=("README.md",))],
 ...                               cursors=MemoryCursors())               # doctest: +SKIP
->>> await memory.call("memory_file_view", {"memory": "user"}, tool_call_id="call-1")  # doctest: +SKIP
+>>> memory.call("memory_file_view", {"memory": "user"}, tool_call_id="call-1")  # doctest: +SKIP
 """
 
 from gitmem.tools.capability import FileMemoryCapability, ToolDefinition, tool_from_name

@@ -1,6 +1,8 @@
 """The file-memory capability: what a model is told, the tools it gets, and its context.
 
-:class:`FileMemoryCapability` is framework-neutral. An adapter (an agent harness,
+:class:`FileMemoryCapability` is framework-neutral and synchronous, like the store seam
+under it; async callers hand its calls to a thread with :func:`gitmem.aio.call`
+(the MCP server does). An adapter (an agent harness,
 the MCP server, a memory-tool backend) shows :attr:`~FileMemoryCapability.instructions`
 and :meth:`~FileMemoryCapability.tool_definitions` to the model, passes each tool
 call to :meth:`~FileMemoryCapability.call` (which always answers a JSON-ready
@@ -17,6 +19,7 @@ from typing import Any, Final, Literal
 
 from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
+from gitmem.store import RunScopedStore
 from gitmem.tools import ops
 from gitmem.tools.context import MemoryContext, build_context
 from gitmem.tools.cursors import MemoryCursors
@@ -177,7 +180,7 @@ class FileMemoryCapability:
 
     # -- running a tool call -------------------------------------------------------------
 
-    async def call(
+    def call(
         self,
         tool_name: str,
         arguments: Mapping[str, Any] | object,
@@ -191,7 +194,7 @@ class FileMemoryCapability:
         (``memory.file.edit``). The commit's origin is ``origin`` with ``tool_call_id``.
         """
         try:
-            return await self.run(tool_name, arguments, tool_call_id=tool_call_id, origin=origin)
+            return self.run(tool_name, arguments, tool_call_id=tool_call_id, origin=origin)
         except MemoryStoreError as exc:
             return ops.failure_payload(exc, self.limits.format)
         except Exception as exc:
@@ -200,7 +203,7 @@ class FileMemoryCapability:
             failure = MemoryStoreError("unavailable", f"the memory store failed: {type(exc).__name__}: {exc}")
             return ops.failure_payload(failure, self.limits.format)
 
-    async def run(
+    def run(
         self,
         tool_name: str,
         arguments: Mapping[str, Any] | object,
@@ -218,13 +221,12 @@ class FileMemoryCapability:
         mount = self._mount_for(tool, args.memory)
         who = (origin or Origin()).with_tool_call(tool_call_id)
         fmt, retries, store = self.limits.format, self.limits.write_retries, mount.store
-        for_run = getattr(store, "for_run", None)
-        if who.run_id is not None and callable(for_run):
-            store = for_run(who.run_id)  # a run under review reads its own proposal (gitmem.review)
+        if who.run_id is not None and isinstance(store, RunScopedStore):
+            store = store.for_run(who.run_id)  # a run under review reads its own proposal (gitmem.review)
         if isinstance(args, ViewArgs):
-            return await ops.view(store, args.path, fmt=fmt)
+            return ops.view(store, args.path, fmt=fmt)
         if isinstance(args, GrepArgs):
-            return await ops.grep(
+            return ops.grep(
                 store,
                 args.pattern,
                 path=args.path,
@@ -234,17 +236,17 @@ class FileMemoryCapability:
                 fmt=fmt,
             )
         if isinstance(args, CreateArgs):
-            return await ops.create(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
+            return ops.create(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
         if isinstance(args, EditArgs):
-            return await ops.edit(
+            return ops.edit(
                 store, args.path, args.old_string, args.new_string, fmt=fmt, retries=retries, origin=who
             )
         if isinstance(args, AppendArgs):
-            return await ops.append(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
+            return ops.append(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
         if isinstance(args, MoveArgs):
-            return await ops.move(store, args.source, args.destination, fmt=fmt, retries=retries, origin=who)
+            return ops.move(store, args.source, args.destination, fmt=fmt, retries=retries, origin=who)
         assert isinstance(args, DeleteArgs)
-        return await ops.delete(store, args.path, args.version, fmt=fmt, origin=who)
+        return ops.delete(store, args.path, args.version, fmt=fmt, origin=who)
 
     def _mount_for(self, tool: ToolName, memory: str) -> FileMount:
         mount = self._by_name.get(memory)
@@ -258,10 +260,10 @@ class FileMemoryCapability:
 
     # -- typed helpers (raise MemoryStoreError on failure) ---------------------------------
 
-    async def view(self, memory: str, path: str = "", *, tool_call_id: str | None = None) -> dict[str, Any]:
-        return await self.run("view", {"memory": memory, "path": path}, tool_call_id=tool_call_id)
+    def view(self, memory: str, path: str = "", *, tool_call_id: str | None = None) -> dict[str, Any]:
+        return self.run("view", {"memory": memory, "path": path}, tool_call_id=tool_call_id)
 
-    async def grep(
+    def grep(
         self,
         memory: str,
         pattern: str,
@@ -272,15 +274,15 @@ class FileMemoryCapability:
         limit: int = 50,
     ) -> dict[str, Any]:
         args = {"memory": memory, "pattern": pattern, "path": path, "regex": regex, "case_sensitive": case_sensitive}
-        return await self.run("grep", {**args, "limit": limit})
+        return self.run("grep", {**args, "limit": limit})
 
-    async def create(
+    def create(
         self, memory: str, path: str, content: str, *, tool_call_id: str | None = None, origin: Origin | None = None
     ) -> dict[str, Any]:
         args = {"memory": memory, "path": path, "content": content}
-        return await self.run("create", args, tool_call_id=tool_call_id, origin=origin)
+        return self.run("create", args, tool_call_id=tool_call_id, origin=origin)
 
-    async def edit(
+    def edit(
         self,
         memory: str,
         path: str,
@@ -291,15 +293,15 @@ class FileMemoryCapability:
         origin: Origin | None = None,
     ) -> dict[str, Any]:
         args = {"memory": memory, "path": path, "old_string": old_string, "new_string": new_string}
-        return await self.run("edit", args, tool_call_id=tool_call_id, origin=origin)
+        return self.run("edit", args, tool_call_id=tool_call_id, origin=origin)
 
-    async def append(
+    def append(
         self, memory: str, path: str, content: str, *, tool_call_id: str | None = None, origin: Origin | None = None
     ) -> dict[str, Any]:
         args = {"memory": memory, "path": path, "content": content}
-        return await self.run("append", args, tool_call_id=tool_call_id, origin=origin)
+        return self.run("append", args, tool_call_id=tool_call_id, origin=origin)
 
-    async def move(
+    def move(
         self,
         memory: str,
         source: str,
@@ -309,24 +311,24 @@ class FileMemoryCapability:
         origin: Origin | None = None,
     ) -> dict[str, Any]:
         args = {"memory": memory, "source": source, "destination": destination}
-        return await self.run("move", args, tool_call_id=tool_call_id, origin=origin)
+        return self.run("move", args, tool_call_id=tool_call_id, origin=origin)
 
-    async def delete(
+    def delete(
         self, memory: str, path: str, version: str, *, tool_call_id: str | None = None, origin: Origin | None = None
     ) -> dict[str, Any]:
         args = {"memory": memory, "path": path, "version": version}
-        return await self.run("delete", args, tool_call_id=tool_call_id, origin=origin)
+        return self.run("delete", args, tool_call_id=tool_call_id, origin=origin)
 
     # -- context ---------------------------------------------------------------------------
 
-    async def context(self, *, record: bool = True) -> MemoryContext:
+    def context(self, *, record: bool = True) -> MemoryContext:
         """The memory blocks for the start of a run.
 
         With ``record`` (the default) the cursors move to what these blocks
         delivered; pass ``record=False`` and call :meth:`delivered` once the blocks
         really reached the model.
         """
-        built = await build_context(self.mounts, self.limits, self.cursors)
+        built = build_context(self.mounts, self.limits, self.cursors)
         if record:
             self.delivered(built)
         return built

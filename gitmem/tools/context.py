@@ -12,9 +12,9 @@ again next time rather than skipped. Sizes are planned in :mod:`.budget`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -120,10 +120,10 @@ def _load(file: FileText) -> tuple[str, str]:
     return content, pointer
 
 
-async def _fill_full(draft: _Draft) -> None:
+def _fill_full(draft: _Draft) -> None:
     """Turn ``draft`` into full context: every always-load file and the whole index."""
     store = draft.mount.store
-    entries: list[FileEntry] = sorted(await store.list(), key=lambda e: e.path)
+    entries: list[FileEntry] = sorted(store.list(), key=lambda e: e.path)
     draft.kind = "full"
     draft.changed, draft.deleted = [], []
     draft.index = IndexLines.of([(e.path, e.description) for e in entries])
@@ -131,29 +131,29 @@ async def _fill_full(draft: _Draft) -> None:
     draft.loads = []
     for path in draft.mount.always_load:
         if path in present:
-            file = await read_or_none(store, path)
+            file = read_or_none(store, path)
             if file is not None:
                 draft.loads.append(_load(file))
 
 
-async def _draft(mount: FileMount, since: str | None, limits: FileMemoryLimits) -> _Draft | str:
+def _draft(mount: FileMount, since: str | None, limits: FileMemoryLimits) -> _Draft | str:
     """A mount's draft, or just its cursor when nothing changed since ``since``."""
     store = mount.store
-    delta = await store.changes(since)
+    delta = store.changes(since)
     if isinstance(delta, Changes) and not delta.paths:
         return delta.cursor
     draft = _Draft(mount, delta.cursor, "changes")
     if not isinstance(delta, Changes):
-        await _fill_full(draft)
+        _fill_full(draft)
         return draft
     # A change list that cannot fit even as bare paths will become full context anyway.
     floor = sum(nbytes(p) + 3 for p in delta.paths)
     if floor > limits.context_bytes:
-        await _fill_full(draft)
+        _fill_full(draft)
         return draft
     pinned = set(mount.always_load)
     for path in delta.paths:
-        file = await read_or_none(store, path)
+        file = read_or_none(store, path)
         if file is None:
             draft.deleted.append(escape_json(path))
         elif path in pinned:
@@ -163,14 +163,12 @@ async def _draft(mount: FileMount, since: str | None, limits: FileMemoryLimits) 
     return draft
 
 
-async def build_context(
+def build_context(
     mounts: Sequence[FileMount], limits: FileMemoryLimits, cursors: MemoryCursors | None
 ) -> MemoryContext:
     """Every mount's block for a run, within ``limits.context_bytes``; records nothing."""
     sinces = [cursors.get(m.key) if cursors is not None else None for m in mounts]
-    results = await asyncio.gather(
-        *(_draft(m, s, limits) for m, s in zip(mounts, sinces, strict=True)), return_exceptions=True
-    )
+    results = _drafts(mounts, sinces, limits)
     cursor_out: dict[str, str] = {}
     skipped: dict[str, str] = {}
     drafts: list[_Draft] = []
@@ -188,7 +186,7 @@ async def build_context(
         failed: list[_Draft] = []
         for i in layout.too_big_change_lists:
             try:
-                await _fill_full(drafts[i])
+                _fill_full(drafts[i])
             except Exception as exc:
                 skipped[drafts[i].mount.name] = _failure(drafts[i].mount, exc)
                 failed.append(drafts[i])
@@ -201,6 +199,23 @@ async def build_context(
         blocks.append(draft.render(layout.loads[i], layout.shares[i]))
         cursor_out[draft.mount.key] = draft.cursor
     return MemoryContext(tuple(blocks), cursor_out, skipped)
+
+
+def _draft_or_error(mount: FileMount, since: str | None, limits: FileMemoryLimits) -> _Draft | str | Exception:
+    try:
+        return _draft(mount, since, limits)
+    except Exception as exc:  # one failing mount must not cost the others their blocks
+        return exc
+
+
+def _drafts(
+    mounts: Sequence[FileMount], sinces: Sequence[str | None], limits: FileMemoryLimits
+) -> list[_Draft | str | Exception]:
+    """Every mount's draft, the mounts read in parallel threads (each store call blocks on I/O)."""
+    if len(mounts) <= 1:
+        return [_draft_or_error(m, s, limits) for m, s in zip(mounts, sinces, strict=True)]
+    with ThreadPoolExecutor(max_workers=min(len(mounts), 8), thread_name_prefix="gitmem-context") as pool:
+        return list(pool.map(lambda ms: _draft_or_error(ms[0], ms[1], limits), zip(mounts, sinces, strict=True)))
 
 
 def _failure(mount: FileMount, exc: BaseException) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from gitmem.aio import seam_of
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, validate_path
 from gitmem.store import FileStore
 
@@ -66,12 +67,15 @@ class FileMount:
 
     name: str
     store: FileStore
+    """The memory (any sync :class:`~gitmem.store.FileStore`; an async face such as
+    :class:`~gitmem.gitstore.GitFileStore` is replaced by the store behind it)."""
     access: Access = "write"
     guide: str | None = None
     always_load: tuple[str, ...] = field(default=())
     cursor_key: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "store", seam_of(self.store))
         if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
             raise ValueError(
                 f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"

@@ -64,9 +64,9 @@ def _not_found(path: str) -> MemoryStoreError:
     )
 
 
-async def read_or_none(store: FileStore, path: str) -> FileText | None:
+def read_or_none(store: FileStore, path: str) -> FileText | None:
     try:
-        return await store.read(path)
+        return store.read(path)
     except MemoryStoreError as exc:
         if exc.code == "not_found":
             return None
@@ -76,7 +76,7 @@ async def read_or_none(store: FileStore, path: str) -> FileText | None:
 # --- the write rule --------------------------------------------------------------------
 
 
-async def cas_update(
+def cas_update(
     store: FileStore,
     path: str,
     change: Callable[[FileText | None], str],
@@ -95,11 +95,11 @@ async def cas_update(
     """
     latest: FileText | None = None
     for _ in range(retries + 1):
-        current = await read_or_none(store, path)
+        current = read_or_none(store, path)
         text = change(current)
         encode_text(text, fmt)
         try:
-            version = await store.write(
+            version = store.write(
                 path, text, expected=current.version if current is not None else None, origin=origin
             )
         except MemoryStoreError as exc:
@@ -119,32 +119,32 @@ async def cas_update(
 # --- read tools ------------------------------------------------------------------------
 
 
-async def view(store: FileStore, path: str, *, fmt: FileFormat) -> Payload:
+def view(store: FileStore, path: str, *, fmt: FileFormat) -> Payload:
     """A file's content, version and size, or one level of a folder."""
     if path in ("", "/"):
-        listing = await _list_folder(store, "")
+        listing = _list_folder(store, "")
         assert listing is not None
         return listing
     if path.endswith("/"):
         prefix = validate_directory(path, fmt)
-        listing = await _list_folder(store, prefix)
+        listing = _list_folder(store, prefix)
         if listing is None:
             raise MemoryStoreError("not_found", f"there is no folder {prefix}; view '' to see the top level")
         return listing
     path = validate_path(path, fmt)
-    file = await read_or_none(store, path)
+    file = read_or_none(store, path)
     if file is not None:
         return file_payload(file, fmt)
-    listing = await _list_folder(store, path + "/")
+    listing = _list_folder(store, path + "/")
     if listing is None:
         raise _not_found(path)
     return listing
 
 
-async def _list_folder(store: FileStore, prefix: str) -> Payload | None:
+def _list_folder(store: FileStore, prefix: str) -> Payload | None:
     files: list[Payload] = []
     folders: dict[str, int] = {}
-    for entry in await store.list():
+    for entry in store.list():
         if not entry.path.startswith(prefix):
             continue
         name, sep, _ = entry.path[len(prefix) :].partition("/")
@@ -167,7 +167,7 @@ async def _list_folder(store: FileStore, prefix: str) -> Payload | None:
     return out
 
 
-async def grep(
+def grep(
     store: FileStore,
     pattern: str,
     *,
@@ -185,18 +185,18 @@ async def grep(
     limit = check_limit(limit)
     if path not in ("", "/") and not path.endswith("/"):
         # A file's path narrows the search to that file.
-        file = await read_or_none(store, validate_path(path, fmt))
+        file = read_or_none(store, validate_path(path, fmt))
         if file is not None:
             result = scan([(file.path, file.text)], matcher, limit)
             return _grep_payload(result, pattern, file.path, regex=regex, case_sensitive=case_sensitive)
     prefix = "" if path in ("", "/") else validate_directory(path if path.endswith("/") else path + "/", fmt)
     if isinstance(store, SearchableFileStore):
-        result = await store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=prefix, limit=limit)
+        result = store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=prefix, limit=limit)
     else:
         texts: list[tuple[str, str]] = []
-        for entry in await store.list():
+        for entry in store.list():
             if entry.path.startswith(prefix):
-                file = await read_or_none(store, entry.path)
+                file = read_or_none(store, entry.path)
                 if file is not None:
                     texts.append((file.path, file.text))
         result = scan(sorted(texts), matcher, limit)
@@ -242,7 +242,7 @@ def _written(status: str, path: str, text: str, version: str) -> Payload:
     return {"status": status, "path": path, "version": version, "size": len(text.encode("utf-8"))}
 
 
-async def create(
+def create(
     store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin
 ) -> Payload:
     path = validate_path(path, fmt)
@@ -254,11 +254,11 @@ async def create(
             )
         return content
 
-    text, version = await cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
+    text, version = cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
     return _written("created", path, text, version)
 
 
-async def edit(
+def edit(
     store: FileStore,
     path: str,
     old_string: str,
@@ -293,11 +293,11 @@ async def edit(
             )
         return text[:first] + new_string + text[first + len(old_string) :]
 
-    text, version = await cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
+    text, version = cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
     return _written("edited", path, text, version)
 
 
-async def append(
+def append(
     store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin
 ) -> Payload:
     path = validate_path(path, fmt)
@@ -310,11 +310,11 @@ async def append(
         text = current.text
         return text + ("\n" if text and not text.endswith("\n") else "") + content
 
-    text, version = await cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
+    text, version = cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
     return _written("appended", path, text, version)
 
 
-async def move(
+def move(
     store: FileStore, source: str, destination: str, *, fmt: FileFormat, retries: int, origin: Origin
 ) -> Payload:
     """One commit that renames a file; retried when only the source's content moved on."""
@@ -322,14 +322,14 @@ async def move(
     destination = validate_path(destination, fmt)
     latest: FileText | None = None
     for _ in range(retries + 1):
-        current = await read_or_none(store, source)
+        current = read_or_none(store, source)
         if current is None:
             raise _not_found(source)
-        taken = await read_or_none(store, destination)
+        taken = read_or_none(store, destination)
         if taken is not None:
             raise MemoryStoreError("already_exists", f"{destination} already exists; nothing was moved", current=taken)
         try:
-            version = await store.move(source, destination, expected=current.version, origin=origin)
+            version = store.move(source, destination, expected=current.version, origin=origin)
         except MemoryStoreError as exc:
             if exc.code != "version_mismatch":
                 raise
@@ -343,11 +343,11 @@ async def move(
     )
 
 
-async def delete(store: FileStore, path: str, version: str, *, fmt: FileFormat, origin: Origin) -> Payload:
+def delete(store: FileStore, path: str, version: str, *, fmt: FileFormat, origin: Origin) -> Payload:
     """Delete ``path`` only at ``version``; a lost race is reported, never retried."""
     path = validate_path(path, fmt)
     try:
-        await store.delete(path, expected=version, origin=origin)
+        store.delete(path, expected=version, origin=origin)
     except MemoryStoreError as exc:
         if exc.code != "version_mismatch":
             raise

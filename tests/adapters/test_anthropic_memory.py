@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from anthropic.types.beta import (
 )
 from anthropic.types.beta import BetaMessage
 
-from gitmem import GitFileStore, InMemoryFileStore, Root
+from gitmem import Applied, Edit, ForwardingFileStore, GitFileStore, InMemoryFileStore, Root, SyncGitFileStore
 from gitmem.adapters.anthropic_memory import AsyncGitMemoryTool, GitMemoryTool, store_path
 from gitmem.model import Origin
 
@@ -236,21 +237,14 @@ def test_content_the_store_refuses_writes_nothing(tool: GitMemoryTool, store: Gi
 # --- compare-and-swap ------------------------------------------------------------------
 
 
-class Interfering:
-    """A store whose sync core lets another writer change the file just before our write lands."""
+class Interfering(ForwardingFileStore):
+    """A store that lets another writer change the file just before our write lands."""
 
     def __init__(self, store: GitFileStore, change: Any, times: int = 1) -> None:
-        self.format = store.format
-        self.sync = _InterferingSync(store, change, times)
-
-
-class _InterferingSync:
-    def __init__(self, store: GitFileStore, change: Any, times: int) -> None:
-        self.inner = store.sync
-        self.other = GitFileStore.open(store.path).sync  # another handle, as another process holds it
+        super().__init__(store.sync)
+        self.other = SyncGitFileStore.open(store.path)  # another handle, as another process holds it
         self.change = change
         self.left = times
-        self.format = store.format
 
     def _interfere(self, path: str) -> None:
         if self.left > 0:
@@ -258,36 +252,30 @@ class _InterferingSync:
             current = self.other.read(path)
             self.other.write(path, self.change(current.text), expected=current.version, origin=Origin(run_id="other"))
 
-    def list(self) -> Any:
-        return self.inner.list()
-
-    def read(self, path: str) -> Any:
-        return self.inner.read(path)
-
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         self._interfere(path)
-        return str(self.inner.write(path, text, expected=expected, origin=origin))
+        return super().write(path, text, expected=expected, origin=origin)
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         self._interfere(source)
-        return str(self.inner.move(source, destination, expected=expected, origin=origin))
+        return super().move(source, destination, expected=expected, origin=origin)
 
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         self._interfere(path)
-        self.inner.delete(path, expected=expected, origin=origin)
+        super().delete(path, expected=expected, origin=origin)
 
 
 def test_an_edit_retries_after_a_concurrent_change_and_both_remain(store: GitFileStore) -> None:
     store.sync.write("list.md", "one\ntwo\nthree\n", expected=None)
     moving = Interfering(store, lambda text: text.replace("three", "THREE (other)"))
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN)
     run(tool, StrReplace(command="str_replace", path="/memories/list.md", old_str="one", new_str="ONE"), "toolu_e")
     assert store.sync.read("list.md").text == "ONE\ntwo\nTHREE (other)\n"
     log = git(store, "log", "-2", "--format=%(trailers:key=Gitmem-Run,valueonly,separator=)").split()
     assert log == ["run-7", "other"], "ours was rebuilt on top of the other writer's commit"
 
     moving = Interfering(store, lambda text: "zero\n" + text)
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN)
     run(tool, Insert(command="insert", path="/memories/list.md", insert_line=3, insert_text="after two"))
     assert store.sync.read("list.md").text == "zero\nONE\ntwo\nafter two\nTHREE (other)\n"
 
@@ -300,7 +288,7 @@ def test_a_delete_that_lost_a_race_keeps_the_newer_text(store: GitFileStore) -> 
     """SPEC section 6: a lost delete is not retried, so a concurrent edit is never destroyed."""
     store.sync.write("list.md", "one\n", expected=None)
     moving = Interfering(store, lambda text: text + "added meanwhile\n")
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN)
     message = refused(tool, Delete(command="delete", path="/memories/list.md"))
     assert "changed after it was read" in message and "not deleted" in message
     assert store.sync.read("list.md").text == "one\nadded meanwhile\n"
@@ -312,7 +300,7 @@ def test_a_folder_delete_expects_the_listed_versions(store: GitFileStore, comman
     for name in ("a", "b"):
         store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
     moving = Interfering(store, lambda text: text + "edited meanwhile\n")  # hits box/a.md, listed first
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN)
     with pytest.raises(ToolError) as caught:
         with tool.tool_use("toolu_rm"):
             tool.clear_all_memory() if command == "clear" else tool.execute(command)
@@ -348,7 +336,7 @@ def test_under_the_review_gate_a_run_reads_its_own_writes(store: GitFileStore) -
 def test_an_edit_whose_text_is_gone_fails_and_writes_nothing(store: GitFileStore) -> None:
     store.sync.write("list.md", "one\ntwo\n", expected=None)
     moving = Interfering(store, lambda text: text.replace("one", "uno"))
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN)
     before = commits(store)
     message = refused(tool, StrReplace(command="str_replace", path="/memories/list.md", old_str="one", new_str="1"))
     assert "did not appear verbatim" in message and "changed while this command ran" in message
@@ -359,11 +347,11 @@ def test_an_edit_whose_text_is_gone_fails_and_writes_nothing(store: GitFileStore
 def test_a_file_that_keeps_changing_exhausts_the_retries(store: GitFileStore) -> None:
     store.sync.write("hot.md", "x\n", expected=None)
     moving = Interfering(store, lambda text: text + "!", times=100)
-    tool = GitMemoryTool(moving, origin=ORIGIN, write_retries=2)  # type: ignore[arg-type]
+    tool = GitMemoryTool(moving, origin=ORIGIN, write_retries=2)
     message = refused(tool, Insert(command="insert", path="/memories/hot.md", insert_line=0, insert_text="top"))
     assert "kept changing" in message and "nothing was written" in message
     assert git(store, "log", "--format=%(trailers:key=Gitmem-Run,valueonly,separator=)").split().count("run-7") == 0
-    assert moving.sync.left == 100 - 3, "one first try and two retries"
+    assert moving.left == 100 - 3, "one first try and two retries"
 
 
 def test_threads_editing_different_lines_all_land(store: GitFileStore) -> None:
@@ -608,28 +596,29 @@ def test_the_sdk_tool_runner_drives_the_backend(tool: GitMemoryTool, store: GitF
     )
 
 
-class InterferingBatch:
-    """Like :class:`Interfering`, for a core that moves and deletes folders in one commit."""
+class InterferingBatch(Interfering):
+    """Like :class:`Interfering`, for a store that moves and deletes folders in one commit."""
 
     def __init__(self, store: GitFileStore, change: Any) -> None:
-        self.format = store.format
-        self.sync = _InterferingBatchSync(store, change, 1)
+        super().__init__(store, change, 1)
+        self.batch = store.sync
 
-
-class _InterferingBatchSync(_InterferingSync):
-    def move_many(self, pairs: list[tuple[str, str, str]], *, origin: Origin | None = None) -> list[str]:
+    def move_many(self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None) -> list[str]:
         self._interfere(pairs[1][0])
-        return list(self.inner.move_many(pairs, origin=origin))
+        return self.batch.move_many(pairs, origin=origin)
 
-    def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+    def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         self._interfere(items[1][0])
-        self.inner.delete_many(items, origin=origin)
+        self.batch.delete_many(items, origin=origin)
+
+    def apply(self, edits: Sequence[Edit], **kwargs: Any) -> Applied:
+        return self.batch.apply(edits, **kwargs)
 
 
 def test_a_concurrent_edit_in_a_folder_being_renamed_moves_nothing(store: GitFileStore) -> None:
     for name in ("a", "b", "c"):
         store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
-    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)
     before = commits(store)
     message = refused(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"))
     assert "/memories/box/b.md changed" in message and "nothing was moved" in message
@@ -645,7 +634,7 @@ def test_a_concurrent_edit_in_a_folder_being_renamed_moves_nothing(store: GitFil
 def test_a_concurrent_edit_in_a_folder_being_deleted_deletes_nothing(store: GitFileStore, command: Any) -> None:
     for name in ("a", "b", "c"):
         store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
-    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(InterferingBatch(store, lambda text: text + "edited meanwhile\n"), origin=ORIGIN)
     head = store.sync.head()
     with pytest.raises(ToolError) as caught:
         tool.clear_all_memory() if command == "clear" else tool.execute(command)
@@ -661,16 +650,14 @@ def test_a_folder_delete_goes_on_when_a_file_was_deleted_meanwhile(store: GitFil
         store.sync.write(f"box/{name}.md", f"{name}\n", expected=None)
     other = GitFileStore.open(store.path).sync
 
-    class Vanishing(_InterferingBatchSync):
-        def delete_many(self, items: list[tuple[str, str]], *, origin: Origin | None = None) -> None:
+    class Vanishing(InterferingBatch):
+        def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
             if self.left:
                 self.left = 0
                 other.delete("box/b.md", expected=other.read("box/b.md").version)
-            self.inner.delete_many(items, origin=origin)
+            self.batch.delete_many(items, origin=origin)
 
-    moving = InterferingBatch(store, lambda text: text)
-    moving.sync = Vanishing(store, lambda text: text, 1)
-    tool = GitMemoryTool(moving, origin=ORIGIN)  # type: ignore[arg-type]
+    tool = GitMemoryTool(Vanishing(store, lambda text: text), origin=ORIGIN)
     before = commits(store)
     assert run(tool, Delete(command="delete", path="/memories/box"), "toolu_rm") == "Successfully deleted /memories/box"
     assert store.sync.list() == []
@@ -722,7 +709,7 @@ def test_any_file_store_works_behind_the_sync_tool() -> None:
     tool = GitMemoryTool(memory)
     run(tool, Create(command="create", path="/memories/a.md", file_text="x\n"))
     assert run(tool, View(command="view", path="/memories/a.md")).endswith("     1\tx\n     2\t")
-    assert asyncio.run(memory.read("a.md")).text == "x\n"
+    assert memory.read("a.md").text == "x\n"
 
 
 def test_the_async_tool_renames_a_folder_in_one_commit(store: GitFileStore) -> None:
@@ -744,10 +731,23 @@ def test_the_async_tool_renames_a_folder_in_one_commit(store: GitFileStore) -> N
 def test_a_store_without_batches_renames_a_folder_file_by_file() -> None:
     memory = InMemoryFileStore()
     for name in ("a", "b"):
-        asyncio.run(memory.write(f"box/{name}.md", f"{name}\n", expected=None))
-    tool = GitMemoryTool(memory)
+        memory.write(f"box/{name}.md", f"{name}\n", expected=None)
+    plain = ForwardingFileStore(memory)  # the contract only: no move_many / delete_many
+    tool = GitMemoryTool(plain)
     assert run(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate")) == (
         "Successfully renamed /memories/box to /memories/crate"
     )
+    assert [op for op, _ in memory.origins[-2:]] == ["move", "move"], "one change per file"
     assert run(tool, Delete(command="delete", path="/memories/crate")) == "Successfully deleted /memories/crate"
-    assert asyncio.run(memory.list()) == []
+    assert [op for op, _ in memory.origins[-2:]] == ["delete", "delete"]
+    assert memory.list() == []
+
+
+def test_the_in_memory_store_renames_a_folder_in_one_change() -> None:
+    memory = InMemoryFileStore()
+    for name in ("a", "b"):
+        memory.write(f"box/{name}.md", f"{name}\n", expected=None)
+    tool = GitMemoryTool(memory)
+    run(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"))
+    assert [op for op, _ in memory.origins] == ["create", "create", "move"]
+    assert [e.path for e in memory.list()] == ["crate/a.md", "crate/b.md"]

@@ -1,29 +1,22 @@
 """Helpers shared by the contract, property and real-git tests.
 
-The store contract is async. The tests drive it through :class:`Subject`, which
-runs each call on a fresh event loop (``asyncio.run``), so no pytest plugin is
-needed and a test reads like the sequence of calls a user makes.
+The store contract is synchronous (the seam in ``gitmem.store``). The tests
+drive it through :class:`Subject`, which adds the git CLI's view of the
+repository, so a test reads like the sequence of calls a user makes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from gitmem import FileFormat, GitFileStore, InMemoryFileStore, MemoryStoreError
-from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin, SearchResult
+from gitmem import FileFormat, InMemoryFileStore, MemoryStoreError, SyncGitFileStore
+from gitmem.model import Origin
 
-T = TypeVar("T")
 KINDS = ("memory", "git")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def git(
@@ -55,37 +48,17 @@ def error_of(call: Any, *args: Any, **kwargs: Any) -> MemoryStoreError:
 
 @dataclass
 class Subject:
-    """A store under test with a synchronous face; ``repo`` is the bare repo (git only)."""
+    """A store under test and, for git, its bare repo (``repo``) for the git CLI's view."""
 
     kind: str
     store: Any
     repo: Path | None = None
 
-    # -- the contract, one event loop per call --
-
-    def list(self) -> list[FileEntry]:
-        return run(self.store.list())
-
-    def read(self, path: str) -> FileText:
-        return run(self.store.read(path))
-
-    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        return run(self.store.write(path, text, expected=expected, origin=origin))
-
-    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
-        return run(self.store.move(source, destination, expected=expected, origin=origin))
-
-    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
-        run(self.store.delete(path, expected=expected, origin=origin))
-
-    def changes(self, since: str | None) -> Changes | FullResync:
-        return run(self.store.changes(since))
-
-    def purge(self) -> None:
-        run(self.store.purge())
-
-    def search(self, pattern: str, **kwargs: Any) -> SearchResult:
-        return run(self.store.search(pattern, **kwargs))
+    def __getattr__(self, name: str) -> Any:
+        """The contract (list, read, write, ...) is the store's own: calls go straight to it."""
+        if name.startswith("__") or name == "store":  # copying or pickling a half-built Subject
+            raise AttributeError(name)
+        return getattr(self.store, name)
 
     # -- conveniences --
 
@@ -114,18 +87,18 @@ class Subject:
         """A second, independent handle on the same memory (git: opened again from disk)."""
         if self.repo is None:
             return self
-        return Subject(self.kind, GitFileStore.open(self.repo), self.repo)
+        return Subject(self.kind, SyncGitFileStore.open(self.repo), self.repo)
 
     def with_format(self, fmt: FileFormat) -> Subject:
         """The same memory seen under other limits (git: reopened from disk)."""
         if self.repo is None:
             self.store.format = fmt  # the twin has no disk to reopen from; its limits are an attribute
             return self
-        return Subject(self.kind, GitFileStore.open(self.repo, fmt), self.repo)
+        return Subject(self.kind, SyncGitFileStore.open(self.repo, fmt), self.repo)
 
 
 def new_subject(kind: str, where: Path, fmt: FileFormat | None = None) -> Subject:
     if kind == "memory":
         return Subject(kind, InMemoryFileStore(fmt) if fmt else InMemoryFileStore())
     repo = where / "memory.git"
-    return Subject(kind, GitFileStore.init(repo, fmt), repo)
+    return Subject(kind, SyncGitFileStore.init(repo, fmt), repo)

@@ -156,7 +156,7 @@ def test_a_purge_through_another_handle_is_seen_by_this_one(git_store: Subject) 
     """Two handles stand for two processes, each a long-lived thread: the one that did
     not purge must not answer from caches holding the purged commits and objects."""
     assert git_store.repo is not None
-    here = git_store.store.sync
+    here = git_store.store
     there = GitFileStore.open(git_store.repo).sync
     v = here.write("a.md", "before the purge\n", expected=None)
     cursor = here.head()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from contract.support import Subject, error_of
 from gitmem import FileText, MemoryStoreError, Origin
@@ -16,17 +16,17 @@ def test_two_writers_editing_different_files_both_remain(store: Subject) -> None
     store.create("prefs/style.md", "short\n")
     start = store.cursor()
 
-    async def both() -> None:
-        lang = await alice.store.read("prefs/language.md")
-        style = await bob.store.read("prefs/style.md")
-        await asyncio.gather(
-            alice.store.write(
-                "prefs/language.md", "Chinese\n", expected=lang.version, origin=Origin(principal_id="alice")
+    lang = alice.read("prefs/language.md")
+    style = bob.read("prefs/style.md")
+    with ThreadPoolExecutor(2) as pool:  # both writes at once
+        done = [
+            pool.submit(
+                alice.write, "prefs/language.md", "Chinese\n", expected=lang.version, origin=Origin(principal_id="alice")
             ),
-            bob.store.write("prefs/style.md", "long\n", expected=style.version, origin=Origin(principal_id="bob")),
-        )
-
-    asyncio.run(both())
+            pool.submit(bob.write, "prefs/style.md", "long\n", expected=style.version, origin=Origin(principal_id="bob")),
+        ]
+        for future in done:
+            future.result()
     assert store.files() == {"prefs/language.md": "Chinese\n", "prefs/style.md": "long\n"}
     assert bob.files() == store.files()
     assert store.changes(start).paths == ("prefs/language.md", "prefs/style.md")

@@ -89,7 +89,7 @@ def test_a_write_onto_a_symlink_or_submodule_pushed_by_plain_git_is_refused(git_
     tree = git(repo, "mktree", input=entries).stdout.strip()
     commit = git(repo, "commit-tree", tree, "-p", before, "-m", "plain git").stdout.strip()
     git(repo, "update-ref", "refs/heads/main", commit, before)
-    sync = git_store.store.sync
+    sync = git_store.store
 
     for target in ("link.md", "sub.md"):
         refusals = [

@@ -9,7 +9,6 @@ they held at the cursor (a path changed and changed back is not listed).
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from gitmem import Changes, FileFormat, GitFileStore, InMemoryFileStore, MemoryStoreError
+from gitmem import Changes, FileFormat, InMemoryFileStore, MemoryStoreError, SyncGitFileStore
 from gitmem.model import blob_version
 
 PATHS = ["a", "b", "a/x", "a/y", "b/c/d", "c.md", "caf\u00e9.md", "cafe\u0301.md", "A"]
@@ -84,24 +83,24 @@ class Twin:
 
     def __init__(self, fmt: FileFormat, where: Path) -> None:
         self.ref = InMemoryFileStore(fmt)
-        self.real = GitFileStore.init(where / "m.git", fmt)
+        self.real = SyncGitFileStore.init(where / "m.git", fmt)
         # per cursor: the reference's, the git store's, the memory then, and the purge count then
         self.cursors: list[tuple[str, str, dict[str, str], int]] = []
         self.purges = 0
 
-    async def state(self) -> dict[str, str]:
-        return {e.path: e.version for e in await self.ref.list()}
+    def state(self) -> dict[str, str]:
+        return {e.path: e.version for e in self.ref.list()}
 
-    async def take_cursor(self) -> None:
-        a, b = await self.ref.changes(None), await self.real.changes(None)
+    def take_cursor(self) -> None:
+        a, b = self.ref.changes(None), self.real.changes(None)
         assert not isinstance(a, Changes) and not isinstance(b, Changes)
-        self.cursors.append((a.cursor, b.cursor, await self.state(), self.purges))
+        self.cursors.append((a.cursor, b.cursor, self.state(), self.purges))
 
-    async def check_cursor(self, slot: int) -> None:
+    def check_cursor(self, slot: int) -> None:
         mine, theirs, then, purges = self.cursors[slot]
-        now = await self.state()
+        now = self.state()
         net = {p for p in set(then) | set(now) if then.get(p) != now.get(p)}
-        a, b = await self.ref.changes(mine), await self.real.changes(theirs)
+        a, b = self.ref.changes(mine), self.real.changes(theirs)
         if isinstance(b, Changes):
             assert list(b.paths) == sorted(net), ("git", b.paths, net)
         if isinstance(a, Changes):
@@ -114,7 +113,7 @@ class Twin:
             assert not isinstance(a, Changes), "a purge invalidates older cursors"
 
 
-async def call(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> Any:
+def call(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> Any:
     kind = step[0]
     files = sorted(version_of)
 
@@ -134,57 +133,57 @@ async def call(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) ->
 
     if kind == "write":
         target = where(step[1])
-        return await store.write(target, TEXTS[step[2]], expected=want(step[3], target))
+        return store.write(target, TEXTS[step[2]], expected=want(step[3], target))
     if kind == "move":
         source = where(step[1])
-        return await store.move(source, where(step[2]), expected=want(step[3], source))
+        return store.move(source, where(step[2]), expected=want(step[3], source))
     if kind == "delete":
         target = where(step[1])
-        return await store.delete(target, expected=want(step[2], target))
+        return store.delete(target, expected=want(step[2], target))
     if kind == "read":
-        return await store.read(where(step[1]))
+        return store.read(where(step[1]))
     if kind == "search":
         _, pattern, regex, case, prefix, limit = step
-        return await store.search(pattern, regex=regex, case_sensitive=case, path=prefix, limit=limit)
+        return store.search(pattern, regex=regex, case_sensitive=case, path=prefix, limit=limit)
     if kind == "purge":
-        return await store.purge()
+        return store.purge()
     raise AssertionError(kind)
 
 
-async def outcome(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> tuple[Any, ...]:
+def outcome(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> tuple[Any, ...]:
     try:
-        return ("ok", await call(store, step, version_of))
+        return ("ok", call(store, step, version_of))
     except MemoryStoreError as exc:
         return ("error", exc.code, exc.current)
 
 
-async def drive(steps: list[tuple[Any, ...]], fmt: FileFormat, where: Path) -> None:
+def drive(steps: list[tuple[Any, ...]], fmt: FileFormat, where: Path) -> None:
     twin = Twin(fmt, where)
-    await twin.take_cursor()
+    twin.take_cursor()
     for step in steps:
         note(f"{step}")
         if step[0] == "cursor":
-            await twin.take_cursor()
+            twin.take_cursor()
         elif step[0] == "changes":
             if isinstance(step[1], int):
-                await twin.check_cursor(step[1] % len(twin.cursors))
+                twin.check_cursor(step[1] % len(twin.cursors))
             else:
-                a, b = await twin.ref.changes(step[1]), await twin.real.changes(step[1])
+                a, b = twin.ref.changes(step[1]), twin.real.changes(step[1])
                 assert not isinstance(a, Changes) and not isinstance(b, Changes)
         else:
-            version_of = await twin.state()
-            expected_outcome = await outcome(twin.ref, step, version_of)
-            actual_outcome = await outcome(twin.real, step, version_of)
+            version_of = twin.state()
+            expected_outcome = outcome(twin.ref, step, version_of)
+            actual_outcome = outcome(twin.real, step, version_of)
             assert actual_outcome == expected_outcome, step
-            assert await twin.real.list() == await twin.ref.list(), step
+            assert twin.real.list() == twin.ref.list(), step
             twin.purges += step[0] == "purge"
     # Epilogue: every cursor handed out, and searches that cut at a limit.
     for slot in range(len(twin.cursors)):
-        await twin.check_cursor(slot)
+        twin.check_cursor(slot)
     for pattern in ("e", "hello", "^[a-z]"):
         for limit in (1, 2, 100):
-            a = await twin.ref.search(pattern, regex=True, limit=limit)
-            assert await twin.real.search(pattern, regex=True, limit=limit) == a
+            a = twin.ref.search(pattern, regex=True, limit=limit)
+            assert twin.real.search(pattern, regex=True, limit=limit) == a
 
 
 @given(st.lists(op, min_size=4, max_size=30), st.sampled_from(FORMATS))
@@ -194,6 +193,6 @@ async def drive(steps: list[tuple[Any, ...]], fmt: FileFormat, where: Path) -> N
 def test_random_operations_give_the_same_answers_on_both_stores(steps: list[tuple[Any, ...]], fmt: FileFormat) -> None:
     where = Path(tempfile.mkdtemp(prefix="twin-"))
     try:
-        asyncio.run(drive(steps, fmt, where))
+        drive(steps, fmt, where)
     finally:
         shutil.rmtree(where, ignore_errors=True)

@@ -2,48 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
-from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.gitstore import SyncGitFileStore
 from gitmem.memstore import InMemoryFileStore
-from gitmem.model import Changes, FileEntry, FileText, FullResync
+from gitmem.model import FileText
 from gitmem.recall import RecallDoc
+from gitmem.store import ForwardingFileStore
 
 
-class SyncMemStore:
-    """The synchronous face of an :class:`InMemoryFileStore` (until the store seam is sync itself)."""
+class SyncMemStore(ForwardingFileStore):
+    """An :class:`InMemoryFileStore` that counts the files read through it."""
 
     def __init__(self, inner: InMemoryFileStore | None = None) -> None:
-        self.inner = inner or InMemoryFileStore()
+        super().__init__(inner or InMemoryFileStore())
         self.reads = 0
-
-    def list(self) -> list[FileEntry]:
-        return asyncio.run(self.inner.list())
 
     def read(self, path: str) -> FileText:
         self.reads += 1
-        return asyncio.run(self.inner.read(path))
-
-    def changes(self, since: str | None) -> Changes | FullResync:
-        return asyncio.run(self.inner.changes(since))
-
-    def write(self, path: str, text: str, *, expected: str | None = None) -> str:
-        return asyncio.run(self.inner.write(path, text, expected=expected))
-
-    def delete(self, path: str, *, expected: str) -> None:
-        asyncio.run(self.inner.delete(path, expected=expected))
-
-    def move(self, source: str, destination: str, *, expected: str) -> str:
-        return asyncio.run(self.inner.move(source, destination, expected=expected))
-
-    def purge(self) -> None:
-        asyncio.run(self.inner.purge())
+        return super().read(path)
 
 
 def git_store(tmp_path: Path) -> SyncGitFileStore:
-    return GitFileStore.init(tmp_path / "m.git").sync
+    return SyncGitFileStore.init(tmp_path / "m.git")
 
 
 def item(text: str, updated_at: float = 0.0, *, status: str = "active", id: str | None = None) -> str:

@@ -261,26 +261,20 @@ def test_the_cli_enables_lists_shows_approves_and_rejects(tmp_path: Path) -> Non
 
 
 def test_agent_tools_of_a_run_edit_its_proposal_again_and_again(store: GitFileStore) -> None:
-    import asyncio
-
     from gitmem.tools import FileMemoryCapability, FileMount
 
     main = store.sync.head()
     tools = FileMemoryCapability([FileMount("user", store, "write")])
     who = Origin(run_id=RUN, principal_id="bot")
 
-    async def session() -> tuple[dict[str, object], dict[str, object]]:
-        for new in ("coffee", "cocoa", "juice"):  # each edit reads what the run wrote before
-            old = {"coffee": "tea", "cocoa": "coffee", "juice": "cocoa"}[new]
-            done = await tools.call(
-                "edit", {"memory": "user", "path": "prefs/style.md", "old_string": old, "new_string": new}, origin=who
-            )
-            assert "error" not in done, done
-        mine = await tools.call("view", {"memory": "user", "path": "prefs/style.md"}, origin=who)
-        theirs = await tools.call("view", {"memory": "user", "path": "prefs/style.md"})
-        return mine, theirs
-
-    mine, theirs = asyncio.run(session())
+    for new in ("coffee", "cocoa", "juice"):  # each edit reads what the run wrote before
+        old = {"coffee": "tea", "cocoa": "coffee", "juice": "cocoa"}[new]
+        done = tools.call(
+            "edit", {"memory": "user", "path": "prefs/style.md", "old_string": old, "new_string": new}, origin=who
+        )
+        assert "error" not in done, done
+    mine = tools.call("view", {"memory": "user", "path": "prefs/style.md"}, origin=who)
+    theirs = tools.call("view", {"memory": "user", "path": "prefs/style.md"})
     assert "juice" in str(mine["content"]) and "tea" in str(theirs["content"])
     assert store.sync.head() == main
     assert review.proposal(store, RUN).commits == 3

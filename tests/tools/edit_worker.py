@@ -5,19 +5,18 @@ Usage: edit_worker.py '<json args>'; prints one JSON result per edit on stdout.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
 import time
 
-from gitmem import GitFileStore
+from gitmem import SyncGitFileStore
 from gitmem.model import Origin
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount
 
 
-async def main(args: dict[str, object]) -> None:
-    store = GitFileStore.open(str(args["repo"]))
+def main(args: dict[str, object]) -> None:
+    store = SyncGitFileStore.open(str(args["repo"]))
     memory = FileMemoryCapability(
         [FileMount("shared", store, "write")], limits=FileMemoryLimits(write_retries=int(str(args["retries"])))
     )
@@ -26,7 +25,7 @@ async def main(args: dict[str, object]) -> None:
     while not os.path.exists(go):
         time.sleep(0.002)
     for i in range(int(str(args["edits"]))):
-        result = await memory.call(
+        result = memory.call(
             "memory_file_edit",
             {
                 "memory": "shared",
@@ -41,4 +40,4 @@ async def main(args: dict[str, object]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(json.loads(sys.argv[1])))
+    main(json.loads(sys.argv[1]))

@@ -1,40 +1,33 @@
-"""Helpers for the tool and context tests: stores, wrappers that misbehave on purpose, a sync face.
+"""Helpers for the tool and context tests: stores, wrappers that misbehave on purpose, an agent.
 
-Every async call runs on a fresh event loop (``asyncio.run``), as in the contract
-tests, so a test reads like the sequence of tool calls a model makes.
+The tools and the stores under them are synchronous, so a test reads like the
+sequence of tool calls a model makes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from gitmem import FileStore, ForwardingFileStore, GitFileStore, InMemoryFileStore
+from gitmem import FileStore, ForwardingFileStore, InMemoryFileStore, SyncGitFileStore
 from gitmem.model import Changes, FullResync, Origin
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount, MemoryContext, MemoryCursors
 
-T = TypeVar("T")
 KINDS = ("memory", "git")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def new_store(kind: str, where: Path) -> Any:
     if kind == "memory":
         return InMemoryFileStore()
-    return GitFileStore.init(where / f"m{len(list(where.glob('m*.git')))}.git")
+    return SyncGitFileStore.init(where / f"m{len(list(where.glob('m*.git')))}.git")
 
 
 def reopen(store: Any) -> Any:
     """A second handle on the same memory, as another process would hold it."""
-    if isinstance(store, GitFileStore):
-        return GitFileStore.open(store.path)
+    if isinstance(store, SyncGitFileStore):
+        return SyncGitFileStore.open(store.path)
     return store
 
 
@@ -61,16 +54,15 @@ class Agent:
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         self.calls += 1
-        result = run(
-            self.capability.call(
-                f"memory_file_{tool}", arguments, tool_call_id=f"call-{self.calls}", origin=self.origin
-            )
+        result = self.capability.call(
+            f"memory_file_{tool}", arguments, tool_call_id=f"call-{self.calls}", origin=self.origin
         )
+        
         json.dumps(result)  # every answer must be JSON-ready
         return result
 
     def context(self) -> MemoryContext:
-        return run(self.capability.context())
+        return self.capability.context()
 
 
 def one(store: Any, access: str = "write", **kwargs: Any) -> FileMount:
@@ -84,8 +76,8 @@ class PlainStore(ForwardingFileStore):
 class ResyncStore(PlainStore):
     """A store that cannot list changes, like a plain directory: every cursor resyncs."""
 
-    async def changes(self, since: str | None) -> Changes | FullResync:
-        return FullResync((await self.inner.changes(None)).cursor)
+    def changes(self, since: str | None) -> Changes | FullResync:
+        return FullResync(self.inner.changes(None).cursor)
 
 
 class MovingStore(PlainStore):
@@ -96,24 +88,24 @@ class MovingStore(PlainStore):
         self.attempts = 0
         self.deletes = 0
 
-    async def _interfere(self, path: str) -> None:
-        current = await self.inner.read(path)
-        await self.inner.write(path, current.text + "!", expected=current.version, origin=Origin(run_id="other"))
+    def _interfere(self, path: str) -> None:
+        current = self.inner.read(path)
+        self.inner.write(path, current.text + "!", expected=current.version, origin=Origin(run_id="other"))
 
-    async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+    def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
         self.attempts += 1
-        await self._interfere(path)
-        return await super().write(path, text, expected=expected, origin=origin)
+        self._interfere(path)
+        return super().write(path, text, expected=expected, origin=origin)
 
-    async def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
+    def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         self.attempts += 1
-        await self._interfere(source)
-        return await super().move(source, destination, expected=expected, origin=origin)
+        self._interfere(source)
+        return super().move(source, destination, expected=expected, origin=origin)
 
-    async def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
+    def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         self.deletes += 1
-        await self._interfere(path)
-        await super().delete(path, expected=expected, origin=origin)
+        self._interfere(path)
+        super().delete(path, expected=expected, origin=origin)
 
 
 def parse_block(text: str) -> tuple[dict[str, str], str, dict[str, Any]]:

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from gitmem import InMemoryFileStore
 from gitmem.tools import FileMemoryLimits, FileMount, MemoryCursors
 from gitmem.tools.budget import cost, escape_json, fit_index, water_fill
-from tools.support import Agent, one, parse_block, run
+from tools.support import Agent, one, parse_block
 
 
 def store_with(files: dict[str, str]) -> InMemoryFileStore:
     store = InMemoryFileStore()
     for path, text in files.items():
-        run(store.write(path, text, expected=None))
+        store.write(path, text, expected=None)
     return store
 
 
@@ -122,10 +122,10 @@ def test_a_change_list_over_its_share_is_sent_as_full_context() -> None:
     limits = FileMemoryLimits(context_bytes=700)
     agent = Agent([one(store)], limits=limits, cursors=cursors)
     agent.context()
-    run(store.write("batch/small.md", "Small.\n", expected=None))
+    store.write("batch/small.md", "Small.\n", expected=None)
     assert parse_block(agent.context().text)[0]["kind"] == "changes"
     for i in range(40):
-        run(store.write(f"batch/imported-{i:02}.md", f"Imported item {i}.\n", expected=None))
+        store.write(f"batch/imported-{i:02}.md", f"Imported item {i}.\n", expected=None)
     context = agent.context()
     attrs, _, data = parse_block(context.text)
     assert attrs["kind"] == "full" and context.size <= 700

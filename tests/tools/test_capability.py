@@ -10,7 +10,7 @@ import pytest
 from gitmem import InMemoryFileStore, MemoryStoreError
 from gitmem.tools import DEFAULT_FILE_GUIDE, TOOLS, FileMemoryCapability, FileMount, MemoryCursors, tool_from_name
 from gitmem.tools.schemas import ARGUMENTS
-from tools.support import Agent, run
+from tools.support import Agent
 
 WRITE_TOOLS = ["create", "edit", "append", "move", "delete"]
 
@@ -62,7 +62,7 @@ def test_schemas_come_from_the_argument_models() -> None:
 
 def test_a_capability_of_read_mounts_offers_only_view_and_grep() -> None:
     store = InMemoryFileStore()
-    run(store.write("a.md", "A\n", expected=None))
+    store.write("a.md", "A\n", expected=None)
     agent = Agent([FileMount("team", store, "read")])
     assert [d.tool for d in agent.capability.tool_definitions()] == ["view", "grep"]
     for tool in WRITE_TOOLS:
@@ -79,7 +79,7 @@ def test_a_capability_of_read_mounts_offers_only_view_and_grep() -> None:
         )
         assert failure["error"] == "forbidden", failure
     assert agent.call("append", memory="team", path="a.md", content="x")["error"] == "forbidden"
-    assert run(store.read("a.md")).text == "A\n"
+    assert store.read("a.md").text == "A\n"
 
 
 def test_tools_narrow_every_mount() -> None:
@@ -101,20 +101,20 @@ def test_unknown_memory_and_bad_arguments_are_named() -> None:
     assert agent.call("delete", memory="user", path="a.md")["error"] == "version_mismatch"
     extra = agent.call("view", memory="user", path="", recursive=True)
     assert extra["error"] == "invalid_path" and "recursive" in extra["message"]
-    assert run(agent.capability.call("memory_file_view", ["user"]))["error"] == "unknown_memory"
-    assert run(agent.capability.call("memory_file_rm", {"memory": "user"}))["error"] == "forbidden"
+    assert agent.capability.call("memory_file_view", ["user"])["error"] == "unknown_memory"
+    assert agent.capability.call("memory_file_rm", {"memory": "user"})["error"] == "forbidden"
 
 
 def test_tool_names_and_ids_both_route() -> None:
     assert tool_from_name("memory_file_edit") == tool_from_name("memory.file.edit") == tool_from_name("edit") == "edit"
     assert tool_from_name("memory_file_overwrite") is None
     agent = Agent(mounts())
-    assert run(agent.capability.call("memory.file.view", {"memory": "user"}))["path"] == ""
+    assert agent.capability.call("memory.file.view", {"memory": "user"})["path"] == ""
 
 
 def test_an_unexpected_store_exception_still_answers_json() -> None:
     class Exploding(InMemoryFileStore):
-        async def list(self) -> Any:
+        def list(self) -> Any:
             raise RuntimeError("boom")
 
     failure = Agent([FileMount("user", Exploding())]).call("view", memory="user")
@@ -136,11 +136,11 @@ def test_instructions_list_every_mount_with_access_and_guide() -> None:
 
 def test_typed_helpers_raise_instead_of_answering_json() -> None:
     capability = FileMemoryCapability(mounts())
-    created = run(capability.create("user", "a.md", "A\n", tool_call_id="t1"))
+    created = capability.create("user", "a.md", "A\n", tool_call_id="t1")
     assert created["status"] == "created"
-    assert run(capability.view("user", "a.md"))["content"] == "A\n"
+    assert capability.view("user", "a.md")["content"] == "A\n"
     with pytest.raises(MemoryStoreError) as caught:
-        run(capability.edit("user", "a.md", "zzz", "y"))
+        capability.edit("user", "a.md", "zzz", "y")
     assert caught.value.code == "no_match" and caught.value.current is not None
 
 
@@ -183,14 +183,14 @@ def test_cursors_snapshot_restore_and_clear() -> None:
 
 def test_context_can_be_recorded_only_once_delivered() -> None:
     store = InMemoryFileStore()
-    run(store.write("a.md", "A\n", expected=None))
+    store.write("a.md", "A\n", expected=None)
     cursors = MemoryCursors()
     capability = FileMemoryCapability([FileMount("user", store)], cursors=cursors)
-    pending = run(capability.context(record=False))
+    pending = capability.context(record=False)
     assert pending.blocks and cursors.snapshot() == {}
     capability.delivered(pending)
     assert cursors.snapshot() == dict(pending.cursors)
-    assert run(capability.context()).blocks == ()
+    assert capability.context().blocks == ()
 
 
 def test_a_guide_shared_by_several_mounts_is_shown_once() -> None:

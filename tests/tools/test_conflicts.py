@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gitmem import GitFileStore, InMemoryFileStore
+from gitmem import InMemoryFileStore, SyncGitFileStore
 from gitmem.model import Origin
 from gitmem.tools import FileMemoryCapability, FileMemoryLimits, FileMount
-from tools.support import Agent, MovingStore, fsck, git, one, reopen, run
+from tools.support import Agent, MovingStore, fsck, git, one, reopen
 
 PREFS = "- likes tea\n- reply in English\n"
 
@@ -36,7 +36,7 @@ def test_seed_two_threads_edit_different_lines_then_a_stale_edit_fails(store: An
         second.call("edit", memory="user", path="prefs.md", old_string="likes tea", new_string="likes coffee")["status"]
         == "edited"
     )
-    now = run(store.read("prefs.md"))
+    now = store.read("prefs.md")
     assert now.text == "- likes coffee\n- reply in Chinese\n"
 
     for thread in (first, second):
@@ -45,35 +45,23 @@ def test_seed_two_threads_edit_different_lines_then_a_stale_edit_fails(store: An
         )
         assert stale["error"] == "no_match"
         assert stale["current"] == {"path": "prefs.md", "version": now.version, "size": now.size, "content": now.text}
-    assert run(store.read("prefs.md")) == now
+    assert store.read("prefs.md") == now
 
 
 def test_concurrent_edits_of_different_lines_all_remain(tmp_path: Path) -> None:
-    store = GitFileStore.init(tmp_path / "m.git")
+    store = SyncGitFileStore.init(tmp_path / "m.git")
     lines = [f"item {i}: open\n" for i in range(8)]
-    run(store.write("list.md", "".join(lines), expected=None))
+    store.write("list.md", "".join(lines), expected=None)
     memory = FileMemoryCapability([FileMount("user", store)], limits=FileMemoryLimits(write_retries=20))
 
-    async def all_at_once() -> list[dict[str, Any]]:
-        return await asyncio.gather(
-            *(
-                memory.call(
-                    "memory_file_edit",
-                    {
-                        "memory": "user",
-                        "path": "list.md",
-                        "old_string": f"item {i}: open",
-                        "new_string": f"item {i}: closed",
-                    },
-                    tool_call_id=f"c{i}",
-                )
-                for i in range(8)
-            )
-        )
+    def edit(i: int) -> dict[str, Any]:
+        arguments = {"memory": "user", "path": "list.md", "old_string": f"item {i}: open", "new_string": f"item {i}: closed"}
+        return memory.call("memory_file_edit", arguments, tool_call_id=f"c{i}")
 
-    results = run(all_at_once())
+    with ThreadPoolExecutor(8) as pool:  # eight tool calls at once, as an async server runs them
+        results = list(pool.map(edit, range(8)))
     assert [r.get("status") for r in results] == ["edited"] * 8
-    assert run(store.read("list.md")).text == "".join(f"item {i}: closed\n" for i in range(8))
+    assert store.read("list.md").text == "".join(f"item {i}: closed\n" for i in range(8))
     fsck(store.path)
 
 
@@ -82,7 +70,7 @@ def test_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
     repo = tmp_path / "m.git"
     workers, edits = 3, 6
     board = "".join(f"w{w}-{i}: todo\n" for w in range(workers) for i in range(edits))
-    run(GitFileStore.init(repo).write("board.md", board, expected=None))
+    SyncGitFileStore.init(repo).write("board.md", board, expected=None)
     go = tmp_path / "go"
     script = str(Path(__file__).with_name("edit_worker.py"))
     procs = [
@@ -103,7 +91,7 @@ def test_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert [json.loads(line).get("status") for line in out.splitlines()] == ["edited"] * edits, out
-    final = run(GitFileStore.open(repo).read("board.md")).text
+    final = SyncGitFileStore.open(repo).read("board.md").text
     assert final == board.replace(": todo", ": done")
     assert git(str(repo), "rev-list", "--count", "main").strip() == str(1 + 1 + workers * edits)
     fsck(str(repo))
@@ -120,28 +108,28 @@ def test_processes_editing_one_file_lose_no_edit(tmp_path: Path) -> None:
 @pytest.mark.parametrize("retries", [0, 2])
 def test_a_file_that_keeps_changing_exhausts_the_retries(tool: str, arguments: dict[str, str], retries: int) -> None:
     moving = MovingStore(InMemoryFileStore())
-    run(moving.inner.write("a.md", "A", expected=None))
+    moving.inner.write("a.md", "A", expected=None)
     agent = Agent([one(moving)], limits=FileMemoryLimits(write_retries=retries))
     failure = agent.call(tool, memory="user", **arguments)
     assert failure["error"] == "conflict_retries_exhausted"
     assert moving.attempts == retries + 1
     # Only the other writer's changes are there; the file as it is now comes back.
-    now = run(moving.inner.read("a.md"))
+    now = moving.inner.read("a.md")
     assert now.text == "A" + "!" * (retries + 1)
     assert failure["current"]["content"] == now.text and failure["current"]["version"] == now.version
-    assert [e.path for e in run(moving.inner.list())] == ["a.md"]
+    assert [e.path for e in moving.inner.list()] == ["a.md"]
 
 
 def test_a_write_that_loses_once_succeeds_on_the_fresh_content() -> None:
     class OnceMoving(MovingStore):
-        async def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
             if self.attempts == 0:
-                return await super().write(path, text, expected=expected, origin=origin)
+                return super().write(path, text, expected=expected, origin=origin)
             self.attempts += 1
-            return await self.inner.write(path, text, expected=expected, origin=origin)
+            return self.inner.write(path, text, expected=expected, origin=origin)
 
     moving = OnceMoving(InMemoryFileStore())
-    run(moving.inner.write("a.md", "A\n", expected=None))
+    moving.inner.write("a.md", "A\n", expected=None)
     result = Agent([one(moving)]).call("append", memory="user", path="a.md", content="B")
     assert result["status"] == "appended" and moving.attempts == 2
-    assert run(moving.inner.read("a.md")).text == "A\n!\nB"
+    assert moving.inner.read("a.md").text == "A\n!\nB"

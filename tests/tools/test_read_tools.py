@@ -8,7 +8,7 @@ import pytest
 
 from gitmem import FileFormat, InMemoryFileStore
 from gitmem.tools import FileMemoryLimits
-from tools.support import Agent, PlainStore, one, run
+from tools.support import Agent, PlainStore, one
 
 PREFS = "---\ndescription: Language and tone\n---\n- likes tea\n- reply in English\n"
 
@@ -29,7 +29,7 @@ def seeded(store: Any) -> Agent:
 def test_view_of_the_top_lists_one_level_with_descriptions_sizes_versions_and_folder_counts(store: Any) -> None:
     agent = seeded(store)
     listing = agent.call("view", memory="user", path="")
-    versions = {e.path: e.version for e in run(store.list())}
+    versions = {e.path: e.version for e in store.list()}
     assert listing["path"] == ""
     assert listing["files"] == [
         {"path": "README.md", "description": "# About the user", "size": 17, "version": versions["README.md"]}
@@ -52,7 +52,7 @@ def test_view_of_a_file_returns_content_version_and_size(store: Any) -> None:
     view = seeded(store).call("view", memory="user", path="prefs/language.md")
     assert view == {
         "path": "prefs/language.md",
-        "version": run(store.read("prefs/language.md")).version,
+        "version": store.read("prefs/language.md").version,
         "size": len(PREFS.encode()),
         "content": PREFS,
     }
@@ -75,7 +75,7 @@ def test_view_of_a_missing_path_is_not_found(store: Any, path: str) -> None:
 
 def test_view_of_a_file_over_the_current_limit_is_cut_and_marked_truncated(store: Any) -> None:
     text = "é" * 30 + "\n"  # 61 bytes
-    run(store.write("big.md", text, expected=None))
+    store.write("big.md", text, expected=None)
     agent = Agent([one(store)], limits=FileMemoryLimits(format=FileFormat(max_file_bytes=21)))
     view = agent.call("view", memory="user", path="big.md")
     assert view["truncated"] is True
@@ -156,7 +156,7 @@ def test_grep_refuses_a_bad_pattern(store: Any) -> None:
 
 
 def test_grep_cuts_very_long_lines(store: Any) -> None:
-    run(store.write("long.md", "needle " + "x" * 2000 + "\n", expected=None))
+    store.write("long.md", "needle " + "x" * 2000 + "\n", expected=None)
     match = Agent([one(store)]).call("grep", memory="user", pattern="needle")["matches"][0]
     assert match["text"].startswith("needle x") and match["text"].endswith("…") and len(match["text"]) < 600
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from gitmem import FileFormat, GitFileStore, InMemoryFileStore
+from gitmem import FileFormat, InMemoryFileStore, SyncGitFileStore
 from gitmem.model import Origin
 from gitmem.tools import FileMemoryLimits
-from tools.support import Agent, MovingStore, git, one, run
+from tools.support import Agent, MovingStore, git, one
 
 
 def files(store: Any) -> dict[str, str]:
-    return {e.path: run(store.read(e.path)).text for e in run(store.list())}
+    return {e.path: store.read(e.path).text for e in store.list()}
 
 
 def test_create_writes_a_new_file_and_reports_its_version(store: Any) -> None:
@@ -23,7 +23,7 @@ def test_create_writes_a_new_file_and_reports_its_version(store: Any) -> None:
     assert result == {
         "status": "created",
         "path": "prefs/language.md",
-        "version": run(store.read("prefs/language.md")).version,
+        "version": store.read("prefs/language.md").version,
         "size": 18,
     }
 
@@ -63,7 +63,7 @@ def test_edit_replaces_the_one_occurrence(store: Any) -> None:
     agent = Agent([one(store)])
     agent.call("create", memory="user", path="p.md", content="- likes tea\n- reply in English\n")
     result = agent.call("edit", memory="user", path="p.md", old_string="English", new_string="Chinese")
-    assert result["status"] == "edited" and result["version"] == run(store.read("p.md")).version
+    assert result["status"] == "edited" and result["version"] == store.read("p.md").version
     assert files(store) == {"p.md": "- likes tea\n- reply in Chinese\n"}
     agent.call("edit", memory="user", path="p.md", old_string="- likes tea\n", new_string="")
     assert files(store) == {"p.md": "- reply in Chinese\n"}
@@ -72,13 +72,13 @@ def test_edit_replaces_the_one_occurrence(store: Any) -> None:
 def test_edit_fails_with_no_match_or_ambiguous_match_and_shows_the_file(store: Any) -> None:
     agent = Agent([one(store)])
     agent.call("create", memory="user", path="p.md", content="aaa\ntea tea\n")
-    version = run(store.read("p.md")).version
+    version = store.read("p.md").version
     for old, code in (("coffee", "no_match"), ("tea", "ambiguous_match"), ("aa", "ambiguous_match"), ("", "no_match")):
         failure = agent.call("edit", memory="user", path="p.md", old_string=old, new_string="x")
         assert failure["error"] == code, old
         if old:
             assert failure["current"] == {"path": "p.md", "version": version, "size": 12, "content": "aaa\ntea tea\n"}
-    assert run(store.read("p.md")).version == version
+    assert store.read("p.md").version == version
 
 
 def test_edit_of_a_missing_file_and_an_invalid_result(store: Any) -> None:
@@ -97,7 +97,7 @@ def test_edit_of_a_missing_file_and_an_invalid_result(store: Any) -> None:
     [("one\n", "one\ntwo"), ("one", "one\ntwo"), ("", "two")],
 )
 def test_append_starts_on_a_new_line(store: Any, before: str, after: str) -> None:
-    run(store.write("log.md", before, expected=None))
+    store.write("log.md", before, expected=None)
     result = Agent([one(store)]).call("append", memory="user", path="log.md", content="two")
     assert result["status"] == "appended"
     assert files(store) == {"log.md": after}
@@ -106,7 +106,7 @@ def test_append_starts_on_a_new_line(store: Any, before: str, after: str) -> Non
 def test_append_needs_an_existing_file_and_some_text(store: Any) -> None:
     agent = Agent([one(store)])
     assert agent.call("append", memory="user", path="none.md", content="x")["error"] == "not_found"
-    run(store.write("log.md", "a\n", expected=None))
+    store.write("log.md", "a\n", expected=None)
     assert agent.call("append", memory="user", path="log.md", content="")["error"] == "invalid_file"
     assert files(store) == {"log.md": "a\n"}
 
@@ -114,14 +114,14 @@ def test_append_needs_an_existing_file_and_some_text(store: Any) -> None:
 def test_move_renames_in_one_change(store: Any) -> None:
     agent = Agent([one(store)])
     agent.call("create", memory="user", path="inbox/a.md", content="A\n")
-    version = run(store.read("inbox/a.md")).version
-    before = run(store.changes(None)).cursor
+    version = store.read("inbox/a.md").version
+    before = store.changes(None).cursor
     result = agent.call("move", memory="user", source="inbox/a.md", destination="archive/2024/a.md")
     assert result == {"status": "moved", "source": "inbox/a.md", "destination": "archive/2024/a.md", "version": version}
     assert files(store) == {"archive/2024/a.md": "A\n"}
-    delta = run(store.changes(before))
+    delta = store.changes(before)
     assert set(delta.paths) == {"inbox/a.md", "archive/2024/a.md"}
-    if isinstance(store, GitFileStore):
+    if isinstance(store, SyncGitFileStore):
         assert git(store.path, "rev-list", "--count", f"{before}..main").strip() == "1"
 
 
@@ -158,8 +158,8 @@ def test_delete_takes_the_version_the_model_saw(store: Any) -> None:
 
 def test_a_lost_delete_is_not_retried() -> None:
     moving = MovingStore(InMemoryFileStore())
-    run(moving.inner.write("a.md", "A\n", expected=None))
-    seen = run(moving.inner.read("a.md")).version
+    moving.inner.write("a.md", "A\n", expected=None)
+    seen = moving.inner.read("a.md").version
     failure = Agent([one(moving)]).call("delete", memory="user", path="a.md", version=seen)
     assert failure["error"] == "version_mismatch" and failure["current"]["content"] == "A\n!"
     assert moving.deletes == 1
@@ -182,7 +182,7 @@ def test_every_failure_has_the_same_json_shape(store: Any) -> None:
 
 
 def test_each_change_records_the_tool_call_and_the_runs_origin(tmp_path: Any) -> None:
-    store = GitFileStore.init(tmp_path / "m.git")
+    store = SyncGitFileStore.init(tmp_path / "m.git")
     agent = Agent([one(store)], origin=Origin(run_id="run-7", principal_id="alice"))
     agent.call("create", memory="user", path="a.md", content="A\n")  # call-1
     agent.call("edit", memory="user", path="a.md", old_string="A", new_string="B")  # call-2

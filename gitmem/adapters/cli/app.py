@@ -30,7 +30,7 @@ from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
-from gitmem.gitstore import GitFileStore, SyncGitFileStore
+from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import FileText, Origin
 from gitmem.root import Root
 
@@ -64,10 +64,6 @@ class State:
     @property
     def origin(self) -> Origin:
         return Origin(run_id=self.run, principal_id=self.principal, tool_call_id=CLI_TOOL_CALL)
-
-    def mount(self, name: str) -> GitFileStore:
-        """The (async) store of mount ``name``, for the core calls that take any FileStore."""
-        return self.root.mount(name)
 
     def store(self, name: str) -> SyncGitFileStore:
         """The sync store of mount ``name``; ``not_found`` when there is no such memory."""

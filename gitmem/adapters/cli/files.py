@@ -8,7 +8,6 @@ overwritten silently.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import click
@@ -187,9 +186,9 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
         raise usage_error("--old must not be empty")
     from gitmem.tools import ops  # imported here: it loads the tool schemas, which other commands never need
 
-    store = state.mount(name)
+    store = state.store(name)
     # The agents' edit tool, so a person and an agent editing one file follow the same rule.
-    done = asyncio.run(ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin))
+    done = ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin)
     payload = {"memory": name, "path": done["path"], "version": done["version"], "size": done["size"]}
     emit(payload, f"edited {done['path']}: version {done['version']}")
 

@@ -99,7 +99,7 @@ def mcp(
     root = state.root
     offered = []
     for name, access in parsed:
-        store = root.mount(name, create=access == "write")  # MemoryStoreError -> exit 1
+        store = root.mount(name, create=access == "write").sync  # MemoryStoreError -> exit 1
         try:
             offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
         except (ValueError, TypeError) as exc:
