@@ -7,11 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.durable.namespace import Namespace
+from gitmem.durable.nodefile import DURABLE_FORMAT
+from gitmem.memstore import InMemoryFileStore
 
 NS = Namespace("acme", "alice", "repo-gitmem")
 OTHER = Namespace("acme", "bob", "repo-gitmem")
 TURN = {"uri": "turn://42", "digest": "sha256:aa", "kind": "session_turn"}
 MANUAL = {"uri": "review://pr/7", "digest": "sha256:bb", "kind": "manual"}
+
+
+def memory_store() -> InMemoryFileStore:
+    """The seam's in-memory twin with a durable mount's limits: the repository without git."""
+    return InMemoryFileStore(DURABLE_FORMAT)
 
 
 def ns_json(ns: Namespace = NS) -> dict[str, str]:

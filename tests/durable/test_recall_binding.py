@@ -20,8 +20,7 @@ from gitmem.model import Origin
 from gitmem.recall.index import RecallIndex
 from gitmem.session.binding import CandidateSink, DurableRecall, ExtractedItem
 
-from .batchstore import BatchMemStore
-from .support import MANUAL, NS, OTHER, TURN, activate, change
+from .support import MANUAL, NS, OTHER, TURN, activate, change, memory_store
 
 FIXED = "2026-01-01T00:00:00Z"
 
@@ -45,7 +44,7 @@ def load_nodes(repo: DurableRepository, nodes: list[dict[str, Any]], ns: Namespa
 
 
 def memory_repo() -> DurableRepository:
-    return DurableRepository(BatchMemStore())  # type: ignore[arg-type]
+    return DurableRepository(memory_store())
 
 
 def test_a3s_retrieval_fixture_figures_are_reproduced() -> None:
@@ -115,7 +114,7 @@ class FakeBranch:
 
 def test_semantic_hits_are_verified_and_fused_or_dropped() -> None:
     branch = FakeBranch()
-    repo = DurableRepository(BatchMemStore(), semantic=lambda ns: branch)  # type: ignore[arg-type]
+    repo = DurableRepository(memory_store(), semantic=lambda ns: branch)
     repo.apply(
         change(
             "seed",

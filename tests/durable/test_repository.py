@@ -16,8 +16,7 @@ from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Edit
 from gitmem.root import Root
 
-from .batchstore import BatchMemStore
-from .support import MANUAL, NS, OTHER, activate, change, commits, create, fsck, git
+from .support import MANUAL, NS, OTHER, activate, change, commits, create, fsck, git, memory_store
 
 GIT_HAS_APPLY = hasattr(SyncGitFileStore, "apply")
 
@@ -26,7 +25,7 @@ GIT_HAS_APPLY = hasattr(SyncGitFileStore, "apply")
 def repo(request: pytest.FixtureRequest, tmp_path: Path) -> DurableRepository:
     """The repository over the in-memory batch store and over a real git mount."""
     if request.param == "memory":
-        return DurableRepository(BatchMemStore())  # type: ignore[arg-type]
+        return DurableRepository(memory_store())
     if not GIT_HAS_APPLY:
         pytest.skip("the git store has no atomic batch yet")
     return DurableRepository.open(tmp_path, "durable", create=True)
