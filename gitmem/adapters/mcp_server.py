@@ -22,6 +22,10 @@ What a client sees:
   the prompt is fetched it is the full context, later only what changed, and nothing
   when nothing did.
 
+- **durable tools** (when the server is given ``durable``): ``durable_recall`` and
+  ``durable_propose`` over one durable namespace (see :mod:`gitmem.durable.tools`):
+  recall of activated nodes, and proposals that are stored as candidates only.
+
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
 
@@ -65,6 +69,7 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import MAIN, RefChange, Watcher
+from gitmem.durable.tools import DurableTools
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, MemoryCursors
@@ -103,6 +108,7 @@ class MemoryMcpServer:
         cursor_file: str | os.PathLike[str] | None = None,
         name: str = "gitmem",
         watch_root: Root | str | os.PathLike[str] | None = None,
+        durable: DurableTools | None = None,
     ) -> None:
         self.capability = capability
         self.session_tag = secrets.token_hex(4)
@@ -115,6 +121,7 @@ class MemoryMcpServer:
             capability.cursors.restore(load_cursors(self.cursor_file))
         self._definitions = {d.name: d for d in capability.tool_definitions()}
         self.watch_root = watch_root
+        self.durable = durable
         self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
         self._bus = InMemorySubscriptionBus()  # subscriptions/listen streams
         watching = watch_root is not None
@@ -192,6 +199,18 @@ class MemoryMcpServer:
                     _meta={"io.gitmem/tool-id": d.tool_id, "io.gitmem/memories": list(d.memories)},
                 )
             )
+        for t in self.durable.definitions if self.durable is not None else ():
+            out.append(
+                types.Tool(
+                    name=t.name,
+                    title=t.name.replace("_", " ").capitalize(),
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=t.read_only, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+                    ),
+                )
+            )
         return out
 
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -201,6 +220,11 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if self.durable is not None and self.durable.handles(params.name):
+            origin = self.origin.with_tool_call(self.tool_call_id(ctx))
+            durable = self.durable
+            found = await aio.call(durable.call, params.name, params.arguments or {}, origin=origin)
+            return tool_result(found)
         payload = await aio.call(
             self.capability.call,
             params.name,
