@@ -37,8 +37,12 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall")
+HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall", "session", "durable")
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
+# Session memory sits on the seam and recall; only session.location opens a git mount (through Root).
+SESSION_CORE = tuple(
+    f"session.{p.stem}" for p in sorted((PACKAGE / "session").glob("*.py")) if p.stem not in ("__init__", "location")
+)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
@@ -61,6 +65,22 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         ("recall", "session"),
         ("durable",),
         "durable memory builds on recall and on session's binding protocols, never the other way round",
+    ),
+    (
+        SESSION_CORE,
+        ("git", "gitstore", "root", "index", "tools", "adapters", "memstore", "durable", "session.location"),
+        "session memory works on any store through the seam (the in-memory twin included) and knows "
+        "nothing of durable memory, which depends on session.binding, not the other way round",
+    ),
+    (
+        ("session.location",),
+        ("git", "gitstore", "index", "tools", "adapters", "durable"),
+        "session.location opens a session mount through the Root facade and nothing lower",
+    ),
+    (
+        ("session.binding",),
+        ("session.items", "session.memory", "session.runner", "session.extraction", "recall", "root"),
+        "the binding the durable layer imports stays a few protocols and values",
     ),
     (
         FACADE_ADAPTERS,
@@ -177,6 +197,12 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),
+        ("gitmem.session.memory", "from gitmem.root import Root\n"),
+        ("gitmem.session.runner", "from gitmem.durable import DurableRepository\n"),
+        ("gitmem.session.items", "from gitmem.memstore import InMemoryFileStore\n"),
+        ("gitmem.recall.index", "from gitmem.session.items import MemoryItem\n"),
+        ("gitmem.model", "from gitmem.session import binding\n"),
+        ("gitmem.session.location", "from gitmem.gitstore import SyncGitFileStore\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:

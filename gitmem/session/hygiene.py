@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from gitmem.session.items import MemoryItem, MemoryType, to_micros
+from gitmem.session.items import MemoryItem, MemoryType, iso
 
 #: Texts shorter than this (after normalising) are too generic to merge on equality.
 MIN_FINGERPRINT_CHARS: Final = 24
@@ -85,7 +85,7 @@ def merge_duplicate(existing: MemoryItem, incoming: MemoryItem, *, now: float) -
     dup_ids = [i for i in _union(existing.ids_in("duplicate_ids"), (incoming.id, *incoming.ids_in("duplicate_ids")))]
     meta["duplicate_ids"] = [i for i in dup_ids if i != existing.id]
     meta["duplicate_count"] = _count(existing) + 1 + _count(incoming)
-    meta["last_duplicate_at"] = to_micros(now)
+    meta["last_duplicate_at"] = iso(now)
     last_seen = [t for t in (existing.last_accessed, incoming.last_accessed) if t is not None]
     return replace(
         existing,
@@ -188,7 +188,7 @@ def mark_superseded(old: MemoryItem, by: str, *, now: float) -> MemoryItem:
     """``old`` kept but out of recall: tagged ``superseded``, ``superseded_by`` naming the new item."""
     meta = dict(old.metadata)
     meta["superseded_by"] = _union(old.superseded_by, (by,))
-    meta["superseded_at"] = to_micros(now)
+    meta["superseded_at"] = iso(now)
     return replace(old, tags=tuple(_union(old.tags, ("superseded",))), metadata=meta)
 
 

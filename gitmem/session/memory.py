@@ -27,6 +27,8 @@ from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync, Origin
+from gitmem.recall import RecallDoc, RecallIndex
+from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
 from gitmem.session.items import (
@@ -65,6 +67,33 @@ class ItemFiles(Protocol):
     def changes(self, since: str | None) -> Changes | FullResync: ...
 
 
+class MemoryStore(Protocol):
+    """What a session needs of its memory; :class:`SessionMemory` is the implementation over
+    any file store (a git session mount, or the in-memory twin). A host may pass another."""
+
+    def remember(
+        self,
+        content: str,
+        *,
+        importance: float = 0.5,
+        tags: Iterable[str] = (),
+        memory_type: str = "episodic",
+        metadata: dict[str, Any] | None = None,
+        item_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> MemoryItem: ...
+
+    def recall_similar(
+        self, query: str, k: int = 5, *, min_score: float = 0.0, ranking: Ranking = "coverage"
+    ) -> list[RecallResult]: ...
+
+    def recent(self, n: int = 10, *, include_hidden: bool = False) -> list[MemoryItem]: ...
+
+    def recall_by_tags(self, tags: Sequence[str], n: int = 10) -> list[MemoryItem]: ...
+
+    def remember_extracted(self, extracted: ExtractedItem, *, origin: Origin | None = None) -> MemoryItem: ...
+
+
 @dataclass(frozen=True)
 class PruneReport:
     """What a prune removed (``removed`` ids, newest decision last) and what it spared."""
@@ -74,6 +103,15 @@ class PruneReport:
     kept_protected: int
     remaining: int
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """One recalled item, its score, and the items it contradicts (shown with it, not hidden)."""
+
+    item: MemoryItem
+    score: float
+    conflicts: tuple[MemoryItem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,7 +148,9 @@ class SessionMemory:
         self._by_fp: dict[str, str] = {}  # fingerprint -> path of the item holding it
         self._parsed: dict[str, MemoryItem] = {}  # blob version -> item, so refreshes parse once
         self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
-        self._recall: Any = None
+        # The recall engine's index over the recallable items, kept by the catalogue's
+        # own refresh (one read per changed item feeds both).
+        self._recall = RecallIndex()
 
     # -- the catalogue -----------------------------------------------------------------
 
@@ -122,6 +162,7 @@ class SessionMemory:
                 self._by_path.clear()
                 self._by_id.clear()
                 self._by_fp.clear()
+                self._recall.clear()
                 self.skipped.clear()
                 paths: Iterable[str] = [e.path for e in self.store.list()]
             else:
@@ -151,12 +192,15 @@ class SessionMemory:
         fp = hygiene.fingerprint(item.content)
         if fp is not None:
             self._by_fp.setdefault(fp, path)
+        if item.recallable:
+            self._recall.upsert(RecallDoc(item.id, item.content, item.timestamp))
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)
         old = self._by_path.pop(path, None)
         if old is None:
             return
+        self._recall.remove(old.item.id)
         for key in (old.item.id, *old.item.ids_in("duplicate_ids")):
             if self._by_id.get(key) == path:
                 del self._by_id[key]
@@ -175,7 +219,8 @@ class SessionMemory:
         return item
 
     def _with_stats(self, items: Iterable[MemoryItem]) -> list[MemoryItem]:
-        counts = self.stats.snapshot()
+        items = list(items)
+        counts = self.stats.lookup(i.id for i in items)
         out = []
         for item in items:
             seen = counts.get(item.id)
@@ -229,6 +274,28 @@ class SessionMemory:
         self._touch(chosen)
         return self._with_stats(chosen)
 
+    def recall_similar(
+        self, query: str, k: int = 5, *, min_score: float = 0.0, ranking: Ranking = "coverage"
+    ) -> list[RecallResult]:
+        """The ``k`` items closest to ``query`` by the recall engine (word-cjk-bigram coverage
+        by default); superseded and tombstoned items are not in its index, and each answer
+        carries the items it conflicts with. Counted as an access.
+        """
+        with self._lock:
+            self.refresh()
+            hits = self._recall.search(query, limit=k, min_score=min_score, ranking=ranking)
+            found = [(self._entry(h.id).item, h.score) for h in hits]
+            conflicts = {
+                item.id: tuple(self._entry(c).item for c in item.conflicts_with if c in self._by_id)
+                for item, _ in found
+            }
+        chosen = [item for item, _ in found]
+        self._touch(chosen)
+        with_stats = self._with_stats(chosen)
+        return [
+            RecallResult(item, score, conflicts[item.id]) for item, (_, score) in zip(with_stats, found, strict=True)
+        ]
+
     def tag_counts(self) -> dict[str, int]:
         """How many recallable items carry each tag, most used first."""
         counts: dict[str, int] = {}
@@ -279,31 +346,44 @@ class SessionMemory:
         return self.remember(content, importance=0.9, tags=("failure", *tools), memory_type="episodic")
 
     def store_item(self, item: MemoryItem, *, origin: Origin | None = None) -> MemoryItem:
-        """Write a checked item, merging it into an exact duplicate when one exists."""
+        """Write a checked item, merging it into an exact duplicate when one exists.
+
+        No refresh first: the fingerprint decides the path, so the store's
+        compare-and-swap finds any duplicate (``already_exists`` / ``version_mismatch``
+        carry the file there now), and one write is the whole cost when there is none.
+        """
         origin = origin or self.origin
         fp = hygiene.fingerprint(item.content)
+        if fp is None:  # too short to merge: its own path, a clash means a reused id
+            self.store.write(path_for_id(item.id), encode_item(item), expected=None, origin=origin)
+            return item
         with self._lock:
-            for _ in range(WRITE_ATTEMPTS):
-                self.refresh()
-                if fp is None:
-                    path = path_for_id(item.id)
-                    if path in self._by_path:
-                        raise MemoryStoreError("already_exists", f"an item with id {item.id!r} already exists")
-                else:
-                    path = self._by_fp.get(fp) or path_for_fingerprint(fp)
-                current = self._by_path.get(path)
+            path = self._by_fp.get(fp) or path_for_fingerprint(fp)
+            entry = self._by_path.get(path)
+            known = (entry.version, entry.item) if entry is not None else None
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                if known is None:
+                    self.store.write(path, encode_item(item), expected=None, origin=origin)
+                    return item
+                merged = hygiene.merge_duplicate(known[1], item, now=self.clock())
+                self.store.write(path, encode_item(merged), expected=known[0], origin=origin)
+                return self._with_stats([merged])[0]
+            except MemoryStoreError as exc:
+                if exc.code not in ("already_exists", "version_mismatch"):
+                    raise
+                # Another writer got there first (or the catalogue was behind): merge into what is there.
+                current = exc.current
+                if current is None:
+                    path, known = path_for_fingerprint(fp), None
+                    continue
                 try:
-                    if current is None:
-                        self.store.write(path, encode_item(item), expected=None, origin=origin)
-                        return item
-                    merged = hygiene.merge_duplicate(current.item, item, now=self.clock())
-                    self.store.write(path, encode_item(merged), expected=current.version, origin=origin)
-                    return self._with_stats([merged])[0]
-                except MemoryStoreError as exc:
-                    if exc.code not in ("already_exists", "version_mismatch") or fp is None:
-                        raise
-                    # Another writer got there first: re-read and merge into what it wrote.
-            raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
+                    known = (current.version, self.parse(current))
+                except ValueError as bad:
+                    raise MemoryStoreError(
+                        "unavailable", f"{path} holds no readable item ({bad}); repair or delete it"
+                    ) from None
+        raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
     def delete(self, item_id: str, *, origin: Origin | None = None) -> None:
         """Remove an item (one commit; git history keeps it for ``restore``)."""
@@ -414,6 +494,7 @@ class SessionMemory:
                 origin=origin,
             )
             now = self.clock()
+            self.refresh()
             for old in extracted.supersedes:
                 if old != stored.id and old in self._by_id:
                     self._update(old, lambda i: hygiene.mark_superseded(i, stored.id, now=now), origin or self.origin)

@@ -40,6 +40,8 @@ class AccessStats(Protocol):
 
     def snapshot(self) -> Counts: ...
 
+    def lookup(self, ids: Iterable[str]) -> Counts: ...
+
     def record(self, ids: Iterable[str], at: float) -> None: ...
 
     def forget(self, ids: Iterable[str]) -> None: ...
@@ -55,6 +57,10 @@ class MemoryAccessStats:
     def snapshot(self) -> Counts:
         with self._lock:
             return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._lock:
+            return {i: self._counts[i] for i in ids if i in self._counts}
 
     def record(self, ids: Iterable[str], at: float) -> None:
         with self._lock:
@@ -75,9 +81,10 @@ def _add(counts: dict[str, tuple[int, float]], ids: Iterable[str], at: float) ->
 class FileAccessStats:
     """Statistics in an append-only local log shared by every process on this machine.
 
-    Line formats: ``a <time> <id> <id>…`` (one recall), ``f <id>…`` (forget),
-    ``s <id> <count> <time>`` (a folded total). A line that does not parse (a torn
-    tail after a crash) is skipped.
+    Line formats: ``a <time> <id> <id>… $`` (one recall), ``f <id>… $`` (forget),
+    ``s <id> <count> <time> $`` (a folded total). Every append starts with a newline
+    and every complete record ends with ``$``, so a line torn by a crash (no ``$``)
+    is skipped, and the next record never runs into it.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, compact_bytes: int = COMPACT_BYTES) -> None:
@@ -99,22 +106,40 @@ class FileAccessStats:
 
     def snapshot(self) -> Counts:
         with self._guard:
-            fd = self._locked(fcntl.LOCK_SH)
-            try:
-                self._catch_up()
-            finally:
-                os.close(fd)
+            self._refresh()
             return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._guard:
+            self._refresh()
+            return {i: self._counts[i] for i in ids if i in self._counts}
+
+    def _refresh(self) -> None:
+        """Catch up with the log; cheap when nothing was appended (one ``stat``)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._counts, self._offset, self._inode = {}, 0, None
+            return
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot read {self.path}: {exc}") from exc
+        if st.st_ino == self._inode and st.st_size == self._offset:
+            return
+        fd = self._locked(fcntl.LOCK_SH)
+        try:
+            self._catch_up()
+        finally:
+            os.close(fd)
 
     def record(self, ids: Iterable[str], at: float) -> None:
         ids = [i for i in ids if i]
         if ids:
-            self._append(f"a {at:.6f} {' '.join(ids)}\n")
+            self._append(f"\na {at:.6f} {' '.join(ids)} $\n")
 
     def forget(self, ids: Iterable[str]) -> None:
         ids = [i for i in ids if i]
         if ids:
-            self._append(f"f {' '.join(ids)}\n")
+            self._append(f"\nf {' '.join(ids)} $\n")
 
     def _append(self, line: str) -> None:
         data = line.encode("utf-8")
@@ -141,7 +166,7 @@ class FileAccessStats:
             try:
                 self._inode = None  # re-read from the start: exact totals, nothing double counted
                 self._catch_up()
-                lines = [f"s {i} {c} {t:.6f}\n" for i, (c, t) in sorted(self._counts.items())]
+                lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
                 tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
                 tmp.write_text("".join(lines), encoding="utf-8")
                 os.replace(tmp, self.path)
@@ -171,6 +196,9 @@ class FileAccessStats:
 
 
 def _apply_line(counts: dict[str, tuple[int, float]], parts: list[str]) -> None:
+    if len(parts) < 2 or parts[-1] != "$":  # empty, or torn by a crash
+        return
+    parts = parts[:-1]
     try:
         if parts[0] == "a" and len(parts) >= 3:
             _add(counts, parts[2:], float(parts[1]))

@@ -19,6 +19,15 @@ def main() -> None:
         if time.monotonic() > deadline:
             raise SystemExit("never released")
         time.sleep(0.001)
+    if args.get("loop"):  # remember and recall until killed, acknowledging each item
+        with open(args["out"], "a") as acks:
+            n = 0
+            while True:
+                item = memory.remember(f"{args['tag']} loop lesson {n % 7}: keep the release checklist current")
+                memory.recall_similar("release checklist", 3)
+                acks.write(item.id + "\n")
+                acks.flush()
+                n += 1
     out = []
     for text in args["texts"]:
         item = memory.remember(text, importance=args["importance"], tags=[args["tag"]])

@@ -225,3 +225,37 @@ def test_a_file_mount_is_not_a_session_memory(tmp_path: Path) -> None:
     with pytest.raises(MemoryStoreError) as caught:
         open_session_memory(tmp_path)
     assert caught.value.code == "wrong_kind"
+
+
+def test_recall_similar_with_the_seed_example(memory: SessionMemory, clock: Clock) -> None:
+    ok = memory.remember_success(
+        "release preflight", ["bash", "search"], "Release checks passed after provider verification"
+    )
+    clock.t += 1
+    bad = memory.remember_failure("provider verification", "missing PROVIDER_BASE_URL", ["bash"])
+    memory.remember("the office coffee machine is on the third floor")
+    related = memory.recall_similar("release provider verification", 5)
+    assert [r.item.id for r in related] == [ok.id, bad.id]
+    assert related[0].score == pytest.approx(1.0)
+    assert related[1].score == pytest.approx(2 / 3)
+    assert related[0].item.access_count == 1
+    with pytest.raises(MemoryStoreError) as caught:
+        memory.recall_similar("   ", 5)
+    assert caught.value.code == "invalid_query"
+
+
+def test_recall_leaves_out_superseded_and_annotates_conflicts(memory: SessionMemory, clock: Clock) -> None:
+    old = memory.remember("deploys go through the staging cluster first")
+    clock.t += 1
+    new = memory.remember("deploys go straight to production after CI")
+    clock.t += 1
+    other = memory.remember("deploys need a second reviewer on Fridays")
+    assert [r.item.id for r in memory.recall_similar("deploys", 5)] == [other.id, new.id, old.id]
+    memory.supersede(old.id, new.id)
+    memory.mark_conflict(new.id, other.id)
+    results = memory.recall_similar("deploys", 5)
+    assert [r.item.id for r in results] == [other.id, new.id]
+    assert [c.id for c in results[0].conflicts] == [new.id]
+    assert [c.id for c in results[1].conflicts] == [other.id]
+    memory.delete(other.id)
+    assert [r.item.id for r in memory.recall_similar("deploys", 5)] == [new.id]

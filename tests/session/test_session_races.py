@@ -53,3 +53,51 @@ def test_processes_remembering_the_same_text_keep_one_item(tmp_path: Path) -> No
         assert item.importance == pytest.approx(0.5 + (WORKERS - 1) / 10)
     repo = str(directory / "session.git")
     subprocess.run(["git", "-C", repo, "fsck", "--strict"], check=True, capture_output=True)
+
+
+@pytest.mark.slow
+def test_killed_writers_leave_a_consistent_memory(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    directory = tmp_path / "mem"
+    open_session_memory(directory)
+    go = tmp_path / "go"
+    go.touch()
+    procs = []
+    acks = []
+    for w in range(3):
+        out = tmp_path / f"acks-{w}.txt"
+        out.touch()
+        acks.append(out)
+        args = {
+            "dir": str(directory),
+            "go": str(go),
+            "out": str(out),
+            "loop": True,
+            "importance": 0.5,
+            "tag": f"w{w % 2}",
+        }
+        procs.append(subprocess.Popen([sys.executable, WORKER, json.dumps(args)], stderr=subprocess.PIPE))
+    deadline = time.monotonic() + 120
+    while any(len(a.read_text().splitlines()) < 8 for a in acks):  # each has written all seven texts
+        assert time.monotonic() < deadline, [
+            p.stderr.read() if p.poll() is not None and p.stderr else "" for p in procs
+        ]
+        time.sleep(0.01)
+    for proc in procs:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+    repo = str(directory / "session.git")
+    subprocess.run(["git", "-C", repo, "fsck", "--strict"], check=True, capture_output=True)
+    memory = open_session_memory(directory)
+    items = memory.items()
+    assert memory.skipped == {}
+    assert len(items) == 14  # two tags x seven texts, each one canonical item
+    acked = {line for a in acks for line in a.read_text().splitlines()}
+    assert acked <= {i.id for i in items}  # every acknowledged remember is there
+    after = memory.remember("w0 loop lesson 0: keep the release checklist current")  # writers are not blocked
+    assert after.id in {i.id for i in items}
+    assert memory.recall_similar("release checklist", 3)

@@ -22,6 +22,7 @@ from gitmem.session.items import (
     MemoryItem,
     decode_item,
     encode_item,
+    iso,
     make_item,
     path_for_fingerprint,
     path_for_id,
@@ -84,7 +85,7 @@ def test_a_merge_keeps_the_canonical_id_and_the_maxima() -> None:
     assert merged.memory_type == "procedural"
     assert merged.metadata["duplicate_count"] == 1
     assert merged.metadata["duplicate_ids"] == ["mem-new"]
-    assert merged.metadata["last_duplicate_at"] == NOW
+    assert merged.metadata["last_duplicate_at"] == iso(NOW)
 
 
 @pytest.mark.parametrize(
