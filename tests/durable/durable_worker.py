@@ -1,6 +1,7 @@
 """A separate process that applies change sets to a durable mount, for the race tests.
 
-Argument: one JSON object ``{"root", "name", "changes": [...], "go", "out"}``.
+Argument: one JSON object ``{"root", "name", "changes": [...], "go", "out"}``, or
+``@FILE`` naming a file that holds it.
 It waits for the file ``go`` to exist (so all workers start together), applies
 each change set in turn and writes one JSON line per change set to ``out``:
 ``{"refs", "commit", "replayed"}`` or ``{"error": code}``.
@@ -18,7 +19,11 @@ from gitmem.errors import MemoryStoreError
 
 
 def main() -> None:
-    args = json.loads(sys.argv[1])
+    raw = sys.argv[1]
+    if raw.startswith("@"):
+        with open(raw[1:], encoding="utf-8") as fh:
+            raw = fh.read()
+    args = json.loads(raw)
     repo = DurableRepository.open(args["root"], args["name"])
     deadline = time.monotonic() + 60
     while not os.path.exists(args["go"]):

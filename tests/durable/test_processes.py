@@ -92,3 +92,45 @@ def test_racing_on_one_node_one_wins_on_distinct_nodes_all_win(tmp_path: Path, r
     log = git(repo.store.path, "log", "--format=%(trailers:key=Gitmem-Durable-Node,valueonly,separator=%x2C)")  # type: ignore[attr-defined]
     assert log.count("n0@2 active activated") == 1
     fsck(repo.store.path)  # type: ignore[attr-defined]
+
+
+def test_a_writer_killed_mid_change_set_leaves_whole_change_sets_only(tmp_path: Path, repo: DurableRepository) -> None:
+    import json as _json
+    import signal
+    import time
+
+    from gitmem.durable.nodefile import KeyRecord
+
+    plans = [
+        change(f"batch-{b}", *[create(f"b{b}-n{i}", f"Fact {i} of batch {b}.") for i in range(16)]) for b in range(300)
+    ]
+    go = tmp_path / "go"
+    out = tmp_path / "killed.jsonl"
+    args = {"root": str(tmp_path), "name": "durable", "changes": plans, "go": str(go), "out": str(out)}
+    spec = tmp_path / "plan.json"
+    spec.write_text(_json.dumps(args))
+    errors = tmp_path / "killed.stderr"
+    with errors.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, WORKER, f"@{spec}"], stderr=err)
+    go.touch()
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
+            assert proc.poll() is None, errors.read_text()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)  # somewhere inside a later change set
+    finally:
+        proc.kill()
+        proc.wait()
+    where = repo.store.path  # type: ignore[attr-defined]
+    fsck(where)
+    acked = len(out.read_text().splitlines())
+    nodes = {n.ref for n in repo.nodes(NS)}
+    records = [KeyRecord.decode(repo.store.read(e.path).text, e.path) for e in repo.store.list() if "/keys/" in e.path]
+    assert len(records) >= acked >= 3
+    # every change set is all there with its record, or not there at all
+    assert nodes == {ref for r in records for ref in r.nodes}
+    assert all(len(r.nodes) == 16 for r in records)
+    # the mount is usable at once: the killed writer's lock does not block the next one
+    assert repo.apply(change("after", create("after", "Written after the kill."))).refs == ("after@1",)
+    fsck(where)
