@@ -281,3 +281,61 @@ def test_admission_time_and_status_rules() -> None:
         repo.record_admission(AccessEvent("e2", NS, "nope", 1, soon))
     assert missing.value.code == "node_not_found"
     assert A3S.exists()
+
+
+class TopicEmbedder:
+    """A toy provider: one dimension per topic word, so 'ship' finds 'release' with no shared token."""
+
+    name = "topics-v1"
+    TOPICS = (("release", "ship", "deploy"), ("database", "schema", "migration"))
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[float(any(w in t.lower() for w in topic)) for topic in self.TOPICS] + [0.01] for t in texts]
+
+
+def test_the_recall_engines_embedding_branch_is_fused_per_namespace() -> None:
+    from gitmem.recall.embed import EmbeddingBranch
+
+    branches: dict[Namespace, EmbeddingBranch] = {}
+
+    def branch_for(ns: Namespace) -> EmbeddingBranch:
+        branches[ns] = EmbeddingBranch(TopicEmbedder(), min_similarity=0.5, background=False)
+        return branches[ns]
+
+    repo = DurableRepository(memory_store(), semantic=branch_for)
+    repo.apply(
+        change(
+            "seed",
+            {
+                "op": "create",
+                "node": {
+                    "id": "rel",
+                    "kind": "procedural",
+                    "status": "active",
+                    "content": "Deploy only from a tagged commit",
+                    "evidence": [TURN, MANUAL],
+                },
+            },
+            {
+                "op": "create",
+                "node": {
+                    "id": "db",
+                    "kind": "procedural",
+                    "status": "active",
+                    "content": "Run schema migration before code",
+                    "evidence": [TURN, MANUAL],
+                },
+            },
+            {
+                "op": "create",
+                "node": {"id": "cand", "kind": "procedural", "content": "Deploy on Fridays freely", "evidence": [TURN]},
+            },
+        )
+    )
+    policy = RecallPolicy(max_results=3, semantic=True)
+    assert [h.node.id for h in repo.recall(NS, "how do we ship code", policy).hits] == ["db"]  # lexical: 'code'
+    branches[NS].drain()
+    answer = repo.recall(NS, "how do we ship code", policy)
+    assert answer.fused and answer.fallback is None
+    assert {h.node.id for h in answer.hits} == {"rel", "db"}  # the candidate never, though it says deploy
+    assert repo.recall(OTHER, "how do we ship code", policy).hits == ()
