@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from gitmem.durable.changes import Activate, ChangeSet, Create, parse_change_set
 from gitmem.durable.ledger import AccessEvent, Ledger, Usage
@@ -61,6 +61,9 @@ T_KEY: Final = "Gitmem-Durable-Key"
 T_NODE: Final = "Gitmem-Durable-Node"
 T_EVIDENCE: Final = "Gitmem-Durable-Evidence"
 _ATTEMPTS: Final = 50
+
+if TYPE_CHECKING:
+    from gitmem.durable.binding import DurableBinding
 
 Clock = Callable[[], datetime]
 
@@ -166,6 +169,12 @@ class DurableRepository:
         change sets go to ``refs/heads/proposals/<run>`` and it reads its own proposal."""
         view = self.store.for_run(run_id)  # type: ignore[attr-defined]
         return DurableRepository(view, clock=self.clock, ledger=self.ledger, semantic=self.semantic)
+
+    def binding(self, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
+        """A session's view of ``namespace`` (session memory's ``DurableRecall`` and ``CandidateSink``)."""
+        from gitmem.durable.binding import DurableBinding
+
+        return DurableBinding(self, namespace, policy)
 
     # -- recall (active nodes only) and the ledger of admissions and uses --
 
