@@ -63,7 +63,9 @@ def notes(n: int) -> Iterator[tuple[str, bytes]]:
         yield path, data
 
 
-def sample(n: int, fn: Callable[[], object], before: Callable[[], object] | None = None) -> tuple[list[float], list[float]]:
+def sample(
+    n: int, fn: Callable[[], object], before: Callable[[], object] | None = None
+) -> tuple[list[float], list[float]]:
     """Wall and CPU seconds of ``n`` calls of ``fn`` (``before`` runs untimed ahead of each)."""
     wall, cpu = [], []
     for _ in range(n):
@@ -137,8 +139,10 @@ def run(files: int, samples: int, postings: int, work: str) -> dict[str, object]
     scan_wall, _ = sample(1, lambda: scan_all(store, "zeppelin", False, 100))
     status = store.sync.index_status()
     index_bytes = sum(f.stat().st_size for f in Path(status.directory).iterdir())
-    print(f"\nfull rebuild: {rebuild_wall[0]:.2f} s (CPU {rebuild_cpu[0]:.2f} s), {status.documents} documents, "
-          f"{index_bytes / 1e6:.1f} MB on disk; one full scan: {ms(scan_wall[0])}")
+    print(
+        f"\nfull rebuild: {rebuild_wall[0]:.2f} s (CPU {rebuild_cpu[0]:.2f} s), {status.documents} documents, "
+        f"{index_bytes / 1e6:.1f} MB on disk; one full scan: {ms(scan_wall[0])}"
+    )
     out["rebuild_s"] = rebuild_wall[0]
     out["rebuild_cpu_s"] = rebuild_cpu[0]
     out["index_mb"] = index_bytes / 1e6
@@ -175,16 +179,27 @@ def run(files: int, samples: int, postings: int, work: str) -> dict[str, object]
             scanned_cpu += c
         speedup = p50(scanned_wall) / p50(indexed_wall)
         matches = len(scan_all(store, pattern, regex, limit).matches)
-        print(f"  {label:32} {matches:4} matches  indexed {ms(p50(indexed_wall))} (CPU {ms(p50(indexed_cpu))})  "
-              f"scan {ms(p50(scanned_wall))} (CPU {ms(p50(scanned_cpu))})  = {speedup:.1f}x")
-        grep_rows.append({
-            "question": label, "pattern": pattern, "matches": matches,
-            "indexed_ms": p50(indexed_wall) * 1000, "indexed_cpu_ms": p50(indexed_cpu) * 1000,
-            "scan_ms": p50(scanned_wall) * 1000, "scan_cpu_ms": p50(scanned_cpu) * 1000, "speedup": speedup,
-        })
+        print(
+            f"  {label:32} {matches:4} matches  indexed {ms(p50(indexed_wall))} (CPU {ms(p50(indexed_cpu))})  "
+            f"scan {ms(p50(scanned_wall))} (CPU {ms(p50(scanned_cpu))})  = {speedup:.1f}x"
+        )
+        grep_rows.append(
+            {
+                "question": label,
+                "pattern": pattern,
+                "matches": matches,
+                "indexed_ms": p50(indexed_wall) * 1000,
+                "indexed_cpu_ms": p50(indexed_cpu) * 1000,
+                "scan_ms": p50(scanned_wall) * 1000,
+                "scan_cpu_ms": p50(scanned_cpu) * 1000,
+                "speedup": speedup,
+            }
+        )
     out["grep"] = grep_rows
     rare = grep_rows[0]
-    print(f"  target: rare literal >= 20x faster: {'met' if rare['speedup'] >= 20 else 'missed'} ({rare['speedup']:.1f}x)")
+    print(
+        f"  target: rare literal >= 20x faster: {'met' if rare['speedup'] >= 20 else 'missed'} ({rare['speedup']:.1f}x)"
+    )
 
     # -- catch-up after one write --
     counter = [0]
@@ -202,8 +217,10 @@ def run(files: int, samples: int, postings: int, work: str) -> dict[str, object]
     final = store.sync.index_status()
     assert final.current and store.sync.search("zeppelin", limit=100) == scan_all(store, "zeppelin", False, 100)
     print(f"\ncatch-up after one write ({samples} samples, wall p50, CPU p50)")
-    print(f"  index catch-up (one Whoosh commit)   {ms(p50(catch_wall))} (CPU {ms(p50(catch_cpu))}), "
-          f"max {ms(max(catch_wall))}   target <= 20 ms: {'met' if p50(catch_wall) <= 0.020 else 'missed'}")
+    print(
+        f"  index catch-up (one Whoosh commit)   {ms(p50(catch_wall))} (CPU {ms(p50(catch_cpu))}), "
+        f"max {ms(max(catch_wall))}   target <= 20 ms: {'met' if p50(catch_wall) <= 0.020 else 'missed'}"
+    )
     print(f"  first search after a write           {ms(p50(first_wall))} (CPU {ms(p50(first_cpu))})")
     print(f"  baseline: the write itself           {ms(p50(write_wall))} (CPU {ms(p50(write_cpu))})")
     print(f"  after {3 * samples} writes: {final.segments} segments, {final.deleted} deleted documents")
@@ -214,7 +231,9 @@ def run(files: int, samples: int, postings: int, work: str) -> dict[str, object]
 
     if postings:
         wall, cpu = postings_design(postings, work)
-        print(f"\nrejected design, Whoosh trigram postings field: {postings} files indexed in {wall:.1f} s (CPU {cpu:.1f} s)")
+        print(
+            f"\nrejected design, Whoosh trigram postings field: {postings} files indexed in {wall:.1f} s (CPU {cpu:.1f} s)"
+        )
         out["postings_files"] = postings
         out["postings_s"] = wall
     return out

@@ -82,21 +82,24 @@ System = Callable[[Query], Sequence[str]]
 @dataclass
 class Scores:
     queries: int
-    recall_any: float
-    recall_all: float
-    mrr: float
-    ndcg: float
+    recall_any: float | None  # None: no query of the set has a relevant item (negatives only)
+    recall_all: float | None
+    mrr: float | None
+    ndcg: float | None
     forbidden_hits: int
     block_bytes_mean: float
     block_bytes_max: int
 
-    def row(self) -> dict[str, float | int]:
+    def row(self) -> dict[str, float | int | None]:
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v, 4)
+
         return {
             "queries": self.queries,
-            "R@k any": round(self.recall_any, 4),
-            "R@k all": round(self.recall_all, 4),
-            "MRR": round(self.mrr, 4),
-            "NDCG@k": round(self.ndcg, 4),
+            "R@k any": r(self.recall_any),
+            "R@k all": r(self.recall_all),
+            "MRR": r(self.mrr),
+            "NDCG@k": r(self.ndcg),
             "forbidden": self.forbidden_hits,
             "block B mean": round(self.block_bytes_mean, 1),
             "block B max": self.block_bytes_max,
@@ -129,13 +132,13 @@ def score(data: DataSet, system: System, queries: Iterable[Query], k: int) -> Sc
         dcg = sum(1.0 / math.log2(rank + 1) for rank, i in enumerate(got, 1) if i in relevant)
         ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(relevant), k) + 1))
         ndcg.append(dcg / ideal)
-    graded = len(rr) or 1
+    graded = len(rr)
     return Scores(
         queries=len(qs),
-        recall_any=any_hits / graded,
-        recall_all=all_hits / graded,
-        mrr=sum(rr) / graded,
-        ndcg=sum(ndcg) / graded,
+        recall_any=any_hits / graded if graded else None,
+        recall_all=all_hits / graded if graded else None,
+        mrr=sum(rr) / graded if graded else None,
+        ndcg=sum(ndcg) / graded if graded else None,
         forbidden_hits=forbidden,
         block_bytes_mean=statistics.fmean(sizes) if sizes else 0.0,
         block_bytes_max=max(sizes, default=0),
@@ -234,8 +237,8 @@ def a3s_conformance() -> dict[str, dict[str, float | int]]:
         system = a3s_system(data, index, policy, related=related)
         s = score(data, system, graded, 5)
         out[f"retrieval-v1 {name}"] = {
-            "R@5": round(s.recall_any, 4),
-            "MRR": round(s.mrr, 4),
+            "R@5": round(s.recall_any or 0.0, 4),
+            "MRR": round(s.mrr or 0.0, 4),
             "forbidden": score(data, system, negatives, 5).forbidden_hits + s.forbidden_hits,
         }
     ml, raw_ml = load_a3s_multilingual()
@@ -246,8 +249,8 @@ def a3s_conformance() -> dict[str, dict[str, float | int]]:
     s = score(ml, system, graded, 3)
     neg = score(ml, system, [q for q in ml.queries if q.category == "negative"], 3)
     out["multilingual-v1 lexical"] = {
-        "R@3": round(s.recall_any, 4),
-        "MRR": round(s.mrr, 4),
+        "R@3": round(s.recall_any or 0.0, 4),
+        "MRR": round(s.mrr or 0.0, 4),
         "forbidden": s.forbidden_hits + neg.forbidden_hits,
         "max nodes per query": max(len(system(q)) for q in graded),
     }

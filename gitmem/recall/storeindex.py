@@ -11,26 +11,37 @@ concurrent write, never wrong after it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
-from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex
+from gitmem.recall import snapshot as snapshots
+from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
+from gitmem.store import FileStore
 
 if TYPE_CHECKING:
     from gitmem.recall.semantic import SemanticBranch
 
 
 class SyncSource(Protocol):
-    """The synchronous reads recall needs of a store (the sync store seam has them all)."""
+    """The three reads recall needs of a store: every :class:`~gitmem.store.FileStore` has them.
+
+    Recall asks for no more, so a read-only view or a wrapper that only forwards
+    reads can be indexed too.
+    """
 
     def list(self) -> list[FileEntry]: ...
 
     def read(self, path: str) -> FileText: ...
 
     def changes(self, since: str | None) -> Changes | FullResync: ...
+
+
+def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
+    return store  # checked by mypy: the store seam's protocol satisfies SyncSource
 
 
 ToDoc = Callable[[FileText], RecallDoc | None]
@@ -40,9 +51,15 @@ class StoreRecall:
     """A :class:`RecallIndex` over the files of ``store`` under ``prefix``, caught up on demand.
 
     ``to_doc`` turns a file into a document (``None``: not indexed, e.g. a
-    tombstone); a file it cannot parse (it raises ``ValueError`` or a
-    :class:`MemoryStoreError`) is left out and listed in :attr:`skipped`, so one
+    tombstone); a file it cannot parse (it raises ``ValueError``, ``TypeError``,
+    ``KeyError`` or a :class:`MemoryStoreError`, or makes a malformed document) is left out and listed in :attr:`skipped`, so one
     bad file cannot stop recall over the rest.
+
+    ``snapshot`` (optional) is a file the index is saved to after a full rebuild
+    and after every ``snapshot_every`` re-read files, and resumed from by a new
+    process; ``snapshot_key`` names what ``to_doc`` makes of files (change it
+    when ``to_doc`` changes, and old snapshots are ignored). See
+    :mod:`gitmem.recall.snapshot`.
     """
 
     def __init__(
@@ -52,6 +69,9 @@ class StoreRecall:
         *,
         prefix: str = "",
         semantic: SemanticBranch | None = None,
+        snapshot: str | os.PathLike[str] | None = None,
+        snapshot_key: str = "",
+        snapshot_every: int = 256,
     ) -> None:
         self.store = store
         self.to_doc = to_doc
@@ -64,6 +84,13 @@ class StoreRecall:
         # doc id -> the paths that hold it (more than one only when files disagree, or mid-move)
         self._paths_of: dict[str, set[str]] = {}
         self._refresh_lock = threading.Lock()
+        self.snapshot = snapshot
+        self.snapshot_key = snapshot_key
+        self.snapshot_every = snapshot_every
+        self.resumed_from_snapshot = False
+        self.snapshot_error: str | None = None
+        self._unsaved = 0
+        self._tried_snapshot = snapshot is None
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
@@ -71,18 +98,67 @@ class StoreRecall:
     def refresh(self) -> str | None:
         """Catch up with the store's head; returns the cursor the index now reflects."""
         with self._refresh_lock:
+            if not self._tried_snapshot:
+                self._tried_snapshot = True
+                self._resume()
             answer = self.store.changes(self.cursor)
             if isinstance(answer, FullResync):
                 self._rebuild(answer.cursor)
+                self._save()
             else:
                 for path in answer.paths:
                     if self.covers(path):
                         self._reload(path)
+                        self._unsaved += 1
                 self.cursor = answer.cursor
+                if self._unsaved >= self.snapshot_every:
+                    self._save()
             return self.cursor
+
+    def _resume(self) -> None:
+        assert self.snapshot is not None
+        found = snapshots.load(self.snapshot, key=self.snapshot_key, prefix=self.prefix)
+        if found is None:
+            return
+        for path, doc in found.docs:
+            self.index.upsert(doc)
+            self._by_path[path] = doc.id
+            self._paths_of.setdefault(doc.id, set()).add(path)
+        self.skipped.update(found.skipped)
+        self.cursor = found.cursor
+        self.resumed_from_snapshot = True
+
+    def _save(self) -> None:
+        """Save the snapshot; a failure to write (disk full, read-only) is noted, never raised: it is a cache."""
+        try:
+            self._write_snapshot()
+        except OSError as error:
+            self.snapshot_error = f"{type(error).__name__}: {error}"
+        else:
+            self.snapshot_error = None
+
+    def _write_snapshot(self) -> None:
+        self._unsaved = 0
+        if self.snapshot is None or self.cursor is None:
+            return
+        docs = []
+        for path, doc_id in sorted(self._by_path.items()):
+            doc = self.index.get(doc_id)
+            if doc is not None:
+                docs.append((path, doc))
+        state = snapshots.Snapshot(self.cursor, tuple(docs), tuple(sorted(self.skipped.items())))
+        snapshots.save(self.snapshot, state, key=self.snapshot_key, prefix=self.prefix)
+
+    def save_snapshot(self) -> None:
+        """Write the snapshot now (e.g. before a process exits); nothing without a ``snapshot`` path."""
+        with self._refresh_lock:
+            self._write_snapshot()
 
     def _rebuild(self, cursor: str) -> None:
         entries = [e for e in self.store.list() if self.covers(e.path)]
+        # Until the rebuild completes the index reflects no cursor: a failure part-way makes
+        # the next refresh rebuild again rather than catch up a half-filled index.
+        self.cursor = None
         self.index.clear()
         self._by_path.clear()
         self._paths_of.clear()
@@ -105,7 +181,10 @@ class StoreRecall:
         if file is not None:
             try:
                 doc = self.to_doc(file)
-            except (ValueError, MemoryStoreError) as error:
+                if doc is not None:
+                    check_doc(doc)
+            except (ValueError, TypeError, KeyError, MemoryStoreError) as error:
+                doc = None
                 self.skipped[path] = f"{type(error).__name__}: {error}"
         old = self._by_path.pop(path, None)
         if old is not None and (doc is None or doc.id != old):

@@ -50,7 +50,7 @@ def test_multilingual_through_a_store_with_namespaces_as_prefixes() -> None:
     store = SyncMemStore()
     for item in data.items:
         body = {"id": item.id, "text": item.text, "status": item.status}
-        store.write(f"ns/{item.namespace}/{item.id}.json", json.dumps(body, ensure_ascii=False))
+        store.write(f"ns/{item.namespace}/{item.id}.json", json.dumps(body, ensure_ascii=False), expected=None)
 
     def to_doc(file: object) -> RecallDoc:
         body = json.loads(file.text)  # type: ignore[attr-defined]

