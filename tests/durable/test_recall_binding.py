@@ -292,6 +292,9 @@ class TopicEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [[float(any(w in t.lower() for w in topic)) for topic in self.TOPICS] + [0.01] for t in texts]
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self.embed(texts)  # a symmetric model
+
 
 def test_the_recall_engines_embedding_branch_is_fused_per_namespace() -> None:
     from gitmem.recall.embed import EmbeddingBranch
