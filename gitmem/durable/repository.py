@@ -293,11 +293,18 @@ class DurableRepository:
             change = parse_change_set(change)
         namespace = change.namespace
         record_path = key_path(namespace, change.idempotency_key)
+        optimistic = True  # first try: a created id is taken to be free and the store checks it
         for _ in range(_ATTEMPTS):
             prior = self._read(record_path)
             if prior is not None:
                 return self._replay(change, KeyRecord.decode(prior.text, record_path), record_path)
-            staged, files = self._stage(change)
+            try:
+                staged, files = self._stage(change, optimistic=optimistic)
+            except MemoryStoreError:
+                if not optimistic:
+                    raise
+                optimistic = False  # the refusal may rest on the guess: decide on what is really there
+                continue
             edits = self._edits(change, staged, files, record_path)
             try:
                 applied = self.store.apply(
@@ -309,18 +316,29 @@ class DurableRepository:
                 )
             except MemoryStoreError as exc:
                 if exc.code in ("version_mismatch", "already_exists"):
+                    optimistic = False
                     continue  # something this change read moved: stage again on the new head
                 raise
             return self._result(change, staged, applied)
         raise MemoryStoreError("unavailable", "the nodes of this change set kept changing; try again")
 
-    def _stage(self, change: ChangeSet) -> tuple[Staged, dict[str, FileText | None]]:
-        """Stage ``change`` on the files as they are now; also returns every file it read."""
+    def _stage(self, change: ChangeSet, *, optimistic: bool = False) -> tuple[Staged, dict[str, FileText | None]]:
+        """Stage ``change`` on the files as they are now; also returns every file it read.
+
+        ``optimistic``: the ids the change set creates are not read but taken to be
+        free (their edits then expect the path absent, which the store checks), which
+        saves one read per created node. A staging refusal or a store conflict under
+        that guess is decided again with real reads, so errors never rest on it.
+        """
         files: dict[str, FileText | None] = {}
         namespace = change.namespace
+        created = {op.node.id for op in change.operations if isinstance(op, Create)} if optimistic else set()
 
         def lookup(node_id: str) -> Node | None:
             path = node_path(namespace, node_id)
+            if node_id in created:
+                files[path] = None
+                return None
             file = self._read(path)
             files[path] = file
             return None if file is None else decode_node(file.text, path, namespace)

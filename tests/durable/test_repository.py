@@ -102,6 +102,21 @@ def test_one_bad_operation_changes_nothing(repo: DurableRepository) -> None:
             repo.store.read(key_path(NS, key))
 
 
+def test_creating_an_id_that_exists_is_refused_whatever_the_order(repo: DurableRepository) -> None:
+    repo.apply(change("seed", create("x", "Existing fact.")))
+    head = repo.store.head()
+    for key, ops in (
+        ("again", [create("x", "Another text.")]),
+        ("late", [activate("x", 1), create("x", "Another text.")]),
+        ("mixed", [create("fresh", "New fact."), create("x", "Another text.")]),
+    ):
+        with pytest.raises(MemoryStoreError) as info:
+            repo.apply(change(key, *ops))
+        assert info.value.code == "already_exists", key
+    assert repo.store.head() == head and repo.get(NS, "fresh") is None
+    assert repo.node(NS, "x").revision == 1
+
+
 def test_replay_returns_the_first_result_and_other_content_conflicts(repo: DurableRepository) -> None:
     first = repo.apply(change("turn-2", create("n", "Run make check before pushing.")))
     head = repo.store.head()
