@@ -90,6 +90,10 @@ def test_a3s_multilingual_fixture_with_the_foreign_node_in_another_namespace() -
     assert s.forbidden_hits == 0 and score(data, system, data.queries, 3).forbidden_hits == 0
     assert max(len(system(q)) for q in graded) <= thresholds["maximum_context_nodes_per_query"]
     assert json.dumps(raw["foreign_node"]["id"]) not in json.dumps([system(q) for q in data.queries])  # type: ignore[index]
+    # what a host admits into context over the whole fixture: one node per answered query
+    binding = DurableBinding(repo, NS, chosen)
+    admitted = [binding.admit(binding.recall_active(q.text, chosen.max_results), turn_id=q.id) for q in data.queries]
+    assert sum(len(a) for a in admitted) == thresholds["expected_admissions"]
 
 
 class FakeBranch:
