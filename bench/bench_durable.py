@@ -17,6 +17,10 @@ Usage::
 
     .venv/bin/python bench/bench_durable.py            # full run
     .venv/bin/python bench/bench_durable.py --quick    # fewer samples and 2k nodes
+    .venv/bin/python bench/bench_durable.py --only changesets   # one section
+
+Wall time and, for change sets, the calling thread's CPU time are reported (git's
+work runs on that thread): on a loaded machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -64,9 +68,17 @@ def p95(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] * 1000
 
 
+CPU: list[float] = []  # the calling thread's CPU time of every timed call, in order
+
+
 def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
+    """Wall time of ``fn()``; its CPU time (this thread's: pygit2 runs here) goes to ``CPU``.
+
+    On a loaded machine wall time includes waiting for a core; CPU time mostly does not.
+    """
+    start, cpu = time.perf_counter(), time.thread_time()
     fn()
+    CPU.append(time.thread_time() - cpu)
     return time.perf_counter() - start
 
 
@@ -102,12 +114,19 @@ def bench_change_sets(root: Path, rounds: int, rng: random.Random) -> dict[str, 
     git = DurableRepository.open(root, "cs", create=True)
     mem = memory_repository()
     out: dict[str, list[float]] = {"git create": [], "git activate": [], "mem create": [], "mem activate": []}
+    cpu: dict[str, list[float]] = {k: [] for k in out}
     for r in range(rounds):
         for name, repo in (("git", git), ("mem", mem)):
             made, activated = creates(f"r{r}", 128, rng), activations(f"r{r}", 128)
             out[f"{name} create"].append(timed(lambda repo=repo, c=made: repo.apply(c)))
+            cpu[f"{name} create"].append(CPU[-1])
             out[f"{name} activate"].append(timed(lambda repo=repo, c=activated: repo.apply(c)))
-    return {f"{k} p50": p50(v) for k, v in out.items()} | {f"{k} p95": p95(v) for k, v in out.items()}
+            cpu[f"{name} activate"].append(CPU[-1])
+    return (
+        {f"{k} p50": p50(v) for k, v in out.items()}
+        | {f"{k} p95": p95(v) for k, v in out.items()}
+        | {f"{k} cpu p50": p50(v) for k, v in cpu.items()}
+    )
 
 
 def bench_one_op(root: Path, samples: int, rng: random.Random) -> dict[str, float]:
@@ -169,17 +188,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--only", choices=["changesets", "one", "recall"], help="Run one section only.")
     args = parser.parse_args()
     rng = random.Random(7)
     rounds, samples, nodes, queries = (5, 60, 2000, 200) if args.quick else (15, 200, 10_000, 1000)
     root = Path(tempfile.mkdtemp(prefix="gitmem-bench-durable-"))
     gc.disable()
     try:
-        results = {
-            "change sets (128 ops)": bench_change_sets(root, rounds, rng),
-            "1-op change set vs one-file write": bench_one_op(root, samples, rng),
-            "recall": bench_recall(root, nodes, queries, rng),
+        sections: dict[str, tuple[str, Callable[[], dict[str, float]]]] = {
+            "changesets": ("change sets (128 ops)", lambda: bench_change_sets(root, rounds, rng)),
+            "one": ("1-op change set vs one-file write", lambda: bench_one_op(root, samples, rng)),
+            "recall": ("recall", lambda: bench_recall(root, nodes, queries, rng)),
         }
+        results = {title: run() for key, (title, run) in sections.items() if args.only in (None, key)}
     finally:
         gc.enable()
         shutil.rmtree(root, ignore_errors=True)
@@ -187,21 +208,26 @@ def main() -> None:
         print(f"\n{section}")
         for key, value in values.items():
             print(f"  {key:<28} {value:10.3f}")
-    cs = results["change sets (128 ops)"]
-    one = results["1-op change set vs one-file write"]
-    rec = results["recall"]
     print("\ntargets")
-    print(
-        f"  128-op change set p50 <= 100 ms: create {cs['git create p50']:.1f} ms, activate {cs['git activate p50']:.1f} ms"
-        f" -> {'met' if max(cs['git create p50'], cs['git activate p50']) <= 100 else 'MISSED'}"
-    )
-    print(
-        f"  1-op change set <= 3x a one-file write: {one['ratio']:.2f}x -> {'met' if one['ratio'] <= 3 else 'MISSED'}"
-    )
-    print(
-        f"  recall p50 over {int(rec['nodes'])} active nodes <= 2 ms: {rec['recall p50']:.3f} ms"
-        f" -> {'met' if rec['recall p50'] <= 2 else 'MISSED'}"
-    )
+    cs = results.get("change sets (128 ops)")
+    if cs is not None:
+        worst = max(cs["git create p50"], cs["git activate p50"])
+        print(
+            f"  128-op change set p50 <= 100 ms: create {cs['git create p50']:.1f} ms, activate "
+            f"{cs['git activate p50']:.1f} ms (CPU {cs['git create cpu p50']:.1f} / {cs['git activate cpu p50']:.1f} ms)"
+            f" -> {'met' if worst <= 100 else 'MISSED'}"
+        )
+    one = results.get("1-op change set vs one-file write")
+    if one is not None:
+        print(
+            f"  1-op change set <= 3x a one-file write: {one['ratio']:.2f}x -> {'met' if one['ratio'] <= 3 else 'MISSED'}"
+        )
+    rec = results.get("recall")
+    if rec is not None:
+        print(
+            f"  recall p50 over {int(rec['nodes'])} active nodes <= 2 ms: {rec['recall p50']:.3f} ms"
+            f" -> {'met' if rec['recall p50'] <= 2 else 'MISSED'}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -398,8 +398,9 @@ class GitRepo:
                     return None, None
                 tree = snap.tree
                 tree_id = tree.id
-                for path, oid in chosen.edits:
-                    tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+                if chosen.edits:
+                    edits = [(path.split("/"), oid, path) for path, oid in chosen.edits]
+                    tree_id = _set_paths(repo, repo[tree_id].peel(pygit2.Tree), edits)
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
@@ -466,37 +467,55 @@ def _author(origin: Origin) -> pygit2.Signature:
     return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
 
 
-def _set_path(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, parts: list[str], oid: str | None, full: str
+def _set_paths(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, edits: list[tuple[list[str], str | None, str]]
 ) -> pygit2.Oid:
-    """Return the id of ``tree`` with ``parts`` set to blob ``oid`` (or removed when ``None``).
+    """``tree`` with every ``(parts, blob oid or None, full path)`` applied in order.
 
-    Only the trees on the path are rebuilt; a folder left empty disappears.
+    The same outcome as setting the paths one by one (a folder left empty
+    disappears, a file/folder collision is ``invalid_path``), but only the trees on
+    the paths are rebuilt, each once: a batch of many files in one folder rebuilds
+    that folder and the folders above it once, not once per file.
     """
     builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    name = parts[0]
-    existing = builder.get(name)
-    if len(parts) == 1:
-        if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
-            raise file_dir_conflict(full, is_file=False)
-        if oid is None:
-            if existing is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
-    else:
-        sub: pygit2.Tree | None = None
-        if existing is not None:
-            if existing.filemode != _TREE_MODE:
+    by_name: dict[str, list[tuple[list[str], str | None, str]]] = {}
+    for edit in edits:
+        by_name.setdefault(edit[0][0], []).append(edit)
+    for name, ops in by_name.items():
+        i = 0
+        while i < len(ops):
+            parts, oid, full = ops[i]
+            existing = builder.get(name)
+            if len(parts) == 1:
+                if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
+                    raise file_dir_conflict(full, is_file=False)
                 if oid is None:
-                    return builder.write()
-                raise file_dir_conflict(full, is_file=True)
-            sub = repo[existing.id].peel(pygit2.Tree)
-        elif oid is None:
-            return builder.write()
-        new_sub = _set_path(repo, sub, parts[1:], oid, full)
-        if str(new_sub) == EMPTY_TREE:
-            builder.remove(name)
-        else:
-            builder.insert(name, new_sub, _TREE_MODE)
+                    if existing is not None:
+                        builder.remove(name)
+                else:
+                    builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+                i += 1
+                continue
+            j = i
+            while j < len(ops) and len(ops[j][0]) > 1:
+                j += 1
+            deeper = [(p[1:], o, f) for p, o, f in ops[i:j]]
+            i = j
+            sub: pygit2.Tree | None = None
+            if existing is not None:
+                if existing.filemode != _TREE_MODE:
+                    # Below a file: deleting there changes nothing, writing there collides.
+                    for _, o, f in deeper:
+                        if o is not None:
+                            raise file_dir_conflict(f, is_file=True)
+                    continue
+                sub = repo[existing.id].peel(pygit2.Tree)
+            elif all(o is None for _, o, _ in deeper):
+                continue
+            new_sub = _set_paths(repo, sub, deeper)
+            if str(new_sub) == EMPTY_TREE:
+                if existing is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, new_sub, _TREE_MODE)
     return builder.write()
