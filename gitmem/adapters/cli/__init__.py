@@ -11,6 +11,7 @@ Layout::
     manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
@@ -51,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remote",
     "review",
     "manage",
+    "durable",
     "session",
     "records",
 )
