@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 
@@ -46,7 +47,8 @@ def test_apply_show_recall_activate_log(gm: Run, tmp_path: Path) -> None:
     hits = as_json(gm("durable", "recall", "mem", "go tabs", *NS, "--json"))["hits"]
     assert [(h["node"]["id"], h["score"]) for h in hits] == [("pref-tabs", 1.0)]
     log = as_json(gm("durable", "log", "mem", "pref-tabs", *NS, "--json"))["revisions"]
-    assert [(r["node"]["revision"], r["principal"]) for r in log] == [(2, "alice"), (1, None)]
+    # a CLI change without --principal is by the login name, as every CLI write is
+    assert [(r["node"]["revision"], r["principal"]) for r in log] == [(2, "alice"), (1, getpass.getuser())]
     text = gm("durable", "log", "mem", "pref-tabs", *NS)
     assert "pref-tabs@2" in text.output and "activated" in text.output
     # from a file, and a refusal with its code
