@@ -31,6 +31,7 @@ NOT_YET_COVERED = {
     "durable log",
     "durable init",
     "durable list",
+    "durable approve",
     "durable revise",
     "durable retire",
     "durable export",
