@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,20 +27,31 @@ from gitmem.adapters.cli.app import (
     short,
     usage_error,
 )
-from gitmem.durable import (
-    ChangeResult,
-    DurableRepository,
-    Evidence,
-    Namespace,
-    Node,
-    RecallPolicy,
-    approve_candidates,
-)
-from gitmem.durable.node import AUTHORISING_EVIDENCE, format_time
+
+if TYPE_CHECKING:  # the durable layer (and the store under it) loads when a command opens a memory
+    from gitmem.durable import ChangeResult, DurableRepository, Namespace, Node
+
+#: The evidence kinds that may activate a node (``gitmem.durable.node.AUTHORISING_EVIDENCE``;
+#: a test keeps the two equal). Spelled out so ``--help`` need not load the durable layer.
+ACTIVATING_EVIDENCE = ("manual", "verification")
 
 
 def _repo(state: State, name: str, *, create: bool = False) -> DurableRepository:
+    from gitmem.durable import DurableRepository
+
     return DurableRepository.open(state.root.path, name, create=create)
+
+
+def _ns(parts: tuple[str, str, str]) -> Namespace:
+    from gitmem.durable import Namespace
+
+    return Namespace(*parts)
+
+
+def format_time(moment: datetime) -> str:
+    from gitmem.durable.node import format_time as durable_time
+
+    return durable_time(moment)
 
 
 def namespace_option(f: Any) -> Any:
@@ -124,7 +135,7 @@ def durable_apply(state: State, name: str, change_file: Any, create: bool) -> No
 @pass_state
 def durable_show(state: State, name: str, node_id: str, namespace: tuple[str, str, str]) -> None:
     """Show the current revision of node NODE_ID."""
-    node = _repo(state, name).node(Namespace(*namespace), node_id)
+    node = _repo(state, name).node(_ns(namespace), node_id)
 
     def text() -> None:
         say(f"{node.ref}  {node.kind}  {node.status}  ({node.revision_kind} {format_time(node.updated_at)})")
@@ -152,7 +163,7 @@ def durable_show(state: State, name: str, node_id: str, namespace: tuple[str, st
 @pass_state
 def durable_log(state: State, name: str, node_id: str, namespace: tuple[str, str, str], limit: int) -> None:
     """List the revisions of node NODE_ID, newest first, with who made each and why."""
-    revisions = _repo(state, name).history(Namespace(*namespace), node_id, limit=limit)
+    revisions = _repo(state, name).history(_ns(namespace), node_id, limit=limit)
 
     def text() -> None:
         for r in revisions:
@@ -195,8 +206,10 @@ def durable_recall(
     state: State, name: str, query: str, namespace: tuple[str, str, str], limit: int, min_score: float, related: int
 ) -> None:
     """Recall the active nodes of a namespace that match QUERY (candidates never appear)."""
+    from gitmem.durable import RecallPolicy
+
     policy = RecallPolicy(max_results=limit, min_score=min_score, related_lookups=related)
-    answer = _repo(state, name).recall(Namespace(*namespace), query, policy)
+    answer = _repo(state, name).recall(_ns(namespace), query, policy)
 
     def text() -> None:
         if not answer.hits:
@@ -232,7 +245,7 @@ def _who(state: State) -> str:
 )
 @click.option(
     "--kind",
-    type=click.Choice(sorted(AUTHORISING_EVIDENCE)),
+    type=click.Choice(ACTIVATING_EVIDENCE),
     default="manual",
     show_default=True,
     help="manual (a person decided) or verification (a check passed).",
@@ -258,12 +271,14 @@ def durable_activate(
     now = datetime.now(UTC)
     uri = uri or f"gitmem-cli:activate/{who}/{format_time(now)}"
     digest = digest or "sha256:" + hashlib.sha256(f"{node_id}@{expected} {uri}".encode()).hexdigest()
+    from gitmem.durable import Evidence
+
     evidence = Evidence(uri, digest, kind, now)  # type: ignore[arg-type]
     origin = (
         state.origin if state.principal else type(state.origin)(state.origin.run_id, who, state.origin.tool_call_id)
     )
     result = _repo(state, name).activate(
-        Namespace(*namespace), node_id, expected, [evidence], idempotency_key=key, origin=origin
+        _ns(namespace), node_id, expected, [evidence], idempotency_key=key, origin=origin
     )
     emit(result_json(result), lambda: _print_result(result))
 
@@ -277,6 +292,8 @@ def durable_activate(
 def durable_approve(state: State, name: str, run: str) -> None:
     """Approve run RUN's proposal and activate the candidates it brought (manual evidence: the approval)."""
     approver = _who(state)
+    from gitmem.durable import approve_candidates
+
     outcome = approve_candidates(_repo(state, name), run, approver=approver)
 
     def text() -> None:
