@@ -30,13 +30,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.refs import MAIN as MAIN
 from gitmem.git.refs import read_ref, swap_ref
@@ -90,20 +91,31 @@ class Entry:
 
 
 class Snapshot:
-    """The head of ``main`` as a writer sees it under the lock."""
+    """The head of ``main`` as a writer sees it under the lock.
 
-    def __init__(self, repo: pygit2.Repository, head: str) -> None:
+    With ``pending``, blobs a plan writes are kept in memory for the commit's
+    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files.
+    """
+
+    def __init__(self, repo: pygit2.Repository, head: str, pending: packwrite.PendingObjects | None = None) -> None:
         self._repo = repo
         self.head = head
         self.tree: pygit2.Tree = repo[head].peel(pygit2.Tree)
+        self.pending = pending
 
     def get(self, path: str) -> Entry | None:
         return lookup(self.tree, path)
 
     def data(self, oid: str) -> bytes:
+        if self.pending is not None:
+            raw = self.pending.raw(oid)
+            if raw is not None:
+                return raw
         return bytes(self._repo[oid].read_raw())
 
     def write_blob(self, data: bytes) -> str:
+        if self.pending is not None:
+            return self.pending.add(b"blob", data)
         return str(self._repo.create_blob(data))
 
 
@@ -149,6 +161,9 @@ def walk_files(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, str]]
             yield f"{prefix}{obj.name}", str(obj.id)
 
 
+_durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2
+
+
 def set_durable(enabled: bool = True) -> None:
     """Make libgit2 fsync every object and ref file it writes, and their folders.
 
@@ -158,6 +173,11 @@ def set_durable(enabled: bool = True) -> None:
     ``docs/benchmarks.md`` has the measured cost.
     """
     pygit2.settings.enable_fsync_gitdir(enabled)
+    _durable[0] = enabled
+
+
+MAX_PACKS = 24
+"""Packs in ``objects/pack`` above which a writer folds the small ones together (see :meth:`GitRepo.compact`)."""
 
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
@@ -169,6 +189,9 @@ class GitRepo:
     pygit2 repositories are not safe to share between threads, so each thread
     (and each process after ``fork``) opens its own handle.
     """
+
+    pack_writes = True
+    """Write each commit's new objects as one pack (:mod:`gitmem.git.packwrite`) rather than loose files."""
 
     def __init__(self, path: str, *, stale_lock_seconds: float = 30.0, lock_timeout: float = 30.0) -> None:
         self.path = os.path.abspath(path)
@@ -392,38 +415,83 @@ class GitRepo:
                 repo = self.fresh()
                 branch = None if ref == MAIN else read_ref(repo, ref)
                 head = self.head() if branch is None else branch
-                snap = Snapshot(repo, head)
+                pending = packwrite.PendingObjects() if self.pack_writes else None
+                snap = Snapshot(repo, head, pending)
                 chosen = plan(snap)
                 if chosen is None:
                     return None, None
-                tree = snap.tree
-                tree_id = tree.id
-                for path, oid in chosen.edits:
-                    tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
                     chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
                 )
-                commit = repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)])
-                if ref == MAIN:
-                    moved = self._cas(repo, head, str(commit))
+                if pending is not None:
+                    commit = self._pack_commit(repo, snap, pending, chosen, author, committer, message)
                 else:
-                    message = f"gitmem {chosen.op}"
+                    tree_id = snap.tree.id
+                    for path, oid in chosen.edits:
+                        tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+                    commit = str(repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)]))
+                if ref == MAIN:
+                    moved = self._cas(repo, head, commit)
+                else:
                     moved = swap_ref(
                         repo,
                         self.path,
                         ref,
                         branch,
-                        str(commit),
-                        message=message,
+                        commit,
+                        message=f"gitmem {chosen.op}",
                         stale_after=self.stale_lock_seconds,
                         timeout=self.lock_timeout,
                     )
                 if moved:
-                    return str(commit), chosen
+                    if pending is not None and packwrite.pack_count(self.path) > MAX_PACKS:
+                        with suppress(MemoryStoreError):  # the write is in; the next writer tries again
+                            self.compact()
+                    return commit, chosen
         raise MemoryStoreError(
             "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+        )
+
+    def _pack_commit(
+        self,
+        repo: pygit2.Repository,
+        snap: Snapshot,
+        pending: packwrite.PendingObjects,
+        chosen: Plan,
+        author: pygit2.Signature,
+        committer: pygit2.Signature,
+        message: str,
+    ) -> str:
+        """Build the plan's trees and commit in memory and write them, with its blobs, as one pack."""
+
+        def read_tree(oid: str) -> bytes:
+            raw = pending.raw(oid)
+            return raw if raw is not None else bytes(repo[oid].read_raw())
+
+        tree_id = str(snap.tree.id)
+        for path, oid in chosen.edits:
+            tree_id = packwrite.set_path(read_tree, pending, tree_id, path.split("/"), oid, path)
+        raw = packwrite.commit_bytes(tree_id, [snap.head], _sig_bytes(author), _sig_bytes(committer), message)
+        commit = pending.add(b"commit", raw)
+        packwrite.write_pack(self.path, pending, durable=_durable[0])
+        return commit
+
+    def compact(self) -> None:
+        """Fold the small per-commit packs together: ``git repack -d --geometric=2``. Writer lock held.
+
+        Each pack is at least twice the size of all smaller ones together
+        afterwards, so ``n`` objects live in about ``log2(n)`` packs, and a run
+        rewrites only the small packs (amortised: each object is copied about
+        ``log2(n)`` times over its life). It runs under the writer lock, like
+        every other repack gitmem starts, so it can never put back objects a
+        purge is deleting; the git child holds the lock too until it exits.
+        """
+        cli.run_git(
+            ["-c", "gc.autoDetach=false", "repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index"],
+            git_dir=self.path,
+            pass_fds=(self.lock.held_fd(),),
         )
 
     def move_main(self, old: str, new: str) -> bool:
@@ -460,6 +528,11 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+
+
+def _sig_bytes(sig: pygit2.Signature) -> bytes:
+    """A signature as a commit header holds it (libgit2 checked and trimmed the name and e-mail)."""
+    return packwrite.signature_line(sig.raw_name, sig.raw_email, sig.time, sig.offset)
 
 
 def _author(origin: Origin) -> pygit2.Signature:
