@@ -59,6 +59,12 @@ T = TypeVar("T")
 TREE_CACHE_LIMIT = 8 * 1024 * 1024
 pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
 
+# Each commit is a pack until compaction folds them (gitmem.git.packwrite), and libgit2
+# keeps a descriptor open per pack it has read: bound them process-wide (the least
+# recently used pack is closed first and reopened on demand).
+MWINDOW_FILE_LIMIT = 256
+pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
+
 MAX_ATTEMPTS = 100
 """Times :meth:`GitRepo.transact` re-runs a plan because a writer outside gitmem moved the ref."""
 
@@ -199,6 +205,7 @@ class GitRepo:
         """How long a foreign git's ref lock must stay unchanged before it is taken for a crash's."""
         self._local = threading.local()
         self._gen_path = os.path.join(self.path, "gitmem", "generation")
+        self._packs_path = os.path.join(self.path, "gitmem", "packs-folded")
         self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
         """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
         self.lock = WriterLock(
@@ -257,7 +264,7 @@ class GitRepo:
             repo = pygit2.Repository(self.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             local.repo = repo
             local.pid = pid
-            local.gen = self.history_mark()
+            local.gen = self._marks()
         return repo
 
     def history_mark(self) -> tuple[int, int]:
@@ -268,6 +275,15 @@ class GitRepo:
             return (0, 0)
         return (st.st_ino, st.st_mtime_ns)
 
+    def _marks(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The history mark and the packs-folded mark: a handle older than either is reopened."""
+        try:
+            st = os.stat(self._packs_path)
+            folded = (st.st_ino, st.st_mtime_ns)
+        except FileNotFoundError:
+            folded = (0, 0)
+        return self.history_mark(), folded
+
     def bump_generation(self) -> None:
         """Tell other handles that objects were deleted, so they drop their caches."""
         _bump(self._gen_path)
@@ -276,7 +292,7 @@ class GitRepo:
     def fresh(self) -> pygit2.Repository:
         """The thread's handle, reopened if a purge or forget deleted objects since."""
         repo = self.repo
-        if self._local.gen != self.history_mark():
+        if self._local.gen != self._marks():
             self._local.repo = None
             repo = self.repo
         return repo
@@ -488,11 +504,16 @@ class GitRepo:
         every other repack gitmem starts, so it can never put back objects a
         purge is deleting; the git child holds the lock too until it exits.
         """
-        cli.run_git(
+        done = cli.run_git(
             ["-c", "gc.autoDetach=false", "repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index"],
             git_dir=self.path,
             pass_fds=(self.lock.held_fd(),),
         )
+        if done.returncode == 0:
+            # libgit2 never forgets a pack it opened, even once deleted: every handle
+            # reopens at its next call, so deleted packs' descriptors and disk space go.
+            _bump(self._packs_path)
+            self._local.repo = None
 
     def move_main(self, old: str, new: str) -> bool:
         """CAS ``main`` from ``old`` to ``new``; ``False`` when it no longer holds ``old``. Writer lock held."""

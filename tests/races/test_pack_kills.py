@@ -9,6 +9,7 @@ The same holds for a writer killed while its ``git repack`` folds packs together
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -135,3 +136,26 @@ def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch
     assert reader.returncode == 0 and out.strip() == "ok", err
     assert len([n for n in _pack_dir(repo) if n.endswith(".idx")]) <= 3 + 1
     assert_fsck_clean(repo)
+
+
+def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """libgit2 keeps every pack it opened; after a compaction handles reopen, so deleted packs free their space."""
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    reader = GitFileStore.open(repo).sync
+    version = None
+    for n in range(12):
+        version = store.write("a.md", f"{n}\n", expected=version)
+        assert reader.read("a.md").text == f"{n}\n"
+    gc.collect()  # the handles a compaction made stale sit in reference cycles
+    deleted = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if str(repo) in target and target.endswith("(deleted)"):
+            deleted.append(target)
+    assert deleted == []
+    assert len([n for n in _pack_dir(repo) if n.endswith(".idx")]) <= 3
