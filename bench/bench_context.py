@@ -85,7 +85,9 @@ def ms(seconds: float) -> str:
 CPU: dict[int, list[float]] = {}  # id(wall samples) -> CPU seconds of the same calls
 
 
-def sample(n: int, before: Callable[[], object] | None, fn: Callable[[], object]) -> list[float]:
+def sample(
+    n: int, before: Callable[[], object] | None, fn: Callable[[], object]
+) -> list[float]:
     """Wall seconds of ``n`` calls; the process CPU seconds go to ``CPU`` (threads included).
 
     CPU time is what the call costs on an idle machine; the wall time is what a
