@@ -86,6 +86,39 @@ def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=_order))
 
 
+class TreeCache:
+    """Parsed trees by id, so consecutive writes do not re-read and re-parse the folders they share.
+
+    A writer's next commit starts from the trees its last one made (the root and
+    the folders on the path), so the entries :func:`set_path` built are kept.
+    Bounded: cleared when it holds more than ``limit`` trees.
+    """
+
+    def __init__(self, limit: int = 512) -> None:
+        self.limit = limit
+        self.trees: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}
+
+    def entries(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
+        """A copy of the tree's entries (the caller edits it)."""
+        found = self.trees.get(oid)
+        if found is None:
+            found = parse_tree(read_tree(oid))
+            self.keep(oid, found)
+        return dict(found)
+
+    def keep(self, oid: str, entries: dict[bytes, tuple[bytes, bytes]]) -> None:
+        if len(self.trees) >= self.limit:
+            self.trees.clear()
+        self.trees[oid] = entries
+
+
+def _add_tree(pending: PendingObjects, cache: TreeCache | None, entries: dict[bytes, tuple[bytes, bytes]]) -> str:
+    oid = pending.add(b"tree", tree_bytes(entries))
+    if cache is not None:
+        cache.keep(oid, entries)
+    return oid
+
+
 def set_path(
     read_tree: Callable[[str], bytes],
     pending: PendingObjects,
@@ -93,6 +126,7 @@ def set_path(
     parts: list[str],
     oid: str | None,
     full: str,
+    cache: TreeCache | None = None,
 ) -> str:
     """The id of ``tree`` with ``parts`` set to blob ``oid`` (removed when ``None``); new trees go to ``pending``.
 
@@ -100,7 +134,12 @@ def set_path(
     only the trees on the path change, a folder left empty disappears, a file
     where a folder is (or below a file) is ``invalid_path``.
     """
-    entries = parse_tree(read_tree(tree)) if tree is not None else {}
+    if tree is None:
+        entries: dict[bytes, tuple[bytes, bytes]] = {}
+    elif cache is not None:
+        entries = cache.entries(tree, read_tree)
+    else:
+        entries = parse_tree(read_tree(tree))
     name = parts[0].encode()
     existing = entries.get(name)
     if len(parts) == 1:
@@ -115,17 +154,17 @@ def set_path(
         if existing is not None:
             if existing[0] != _TREE_MODE:
                 if oid is None:
-                    return pending.add(b"tree", tree_bytes(entries))
+                    return _add_tree(pending, cache, entries)
                 raise file_dir_conflict(full, is_file=True)
             sub = existing[1].hex()
         elif oid is None:
-            return pending.add(b"tree", tree_bytes(entries))
-        new_sub = set_path(read_tree, pending, sub, parts[1:], oid, full)
+            return _add_tree(pending, cache, entries)
+        new_sub = set_path(read_tree, pending, sub, parts[1:], oid, full, cache)
         if new_sub == EMPTY_TREE:
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    return pending.add(b"tree", tree_bytes(entries))
+    return _add_tree(pending, cache, entries)
 
 
 def signature_line(name: bytes, email: bytes, seconds: int, offset_minutes: int) -> bytes:

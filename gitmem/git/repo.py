@@ -264,6 +264,7 @@ class GitRepo:
             repo = pygit2.Repository(self.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             local.repo = repo
             local.pid = pid
+            local.trees = None  # parsed trees of the old handle: a purge may have erased their names
             local.gen = self._marks()
         return repo
 
@@ -488,11 +489,17 @@ class GitRepo:
 
         tree_id = str(snap.tree.id)
         for path, oid in chosen.edits:
-            tree_id = packwrite.set_path(read_tree, pending, tree_id, path.split("/"), oid, path)
+            tree_id = packwrite.set_path(read_tree, pending, tree_id, path.split("/"), oid, path, self._tree_cache())
         raw = packwrite.commit_bytes(tree_id, [snap.head], _sig_bytes(author), _sig_bytes(committer), message)
         commit = pending.add(b"commit", raw)
         packwrite.write_pack(self.path, pending, durable=_durable[0])
         return commit
+
+    def _tree_cache(self) -> packwrite.TreeCache:
+        cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
+        if cache is None:
+            cache = self._local.trees = packwrite.TreeCache()
+        return cache
 
     def compact(self) -> None:
         """Fold the small per-commit packs together: ``git repack -d --geometric=2``. Writer lock held.
