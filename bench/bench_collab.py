@@ -1,6 +1,6 @@
 """What do the review gate, the ref watcher and a checked pull cost over their baselines?
 
-One run, every baseline measured in the same run (SPEC §10), the two sides of each
+One run, every baseline measured in the same run, the two sides of each
 pair alternated so background load hits both alike:
 
 - **gate**: a one-file store write by a run with the review gate on (config read,

@@ -1,6 +1,6 @@
 """Benchmark the memory context of a run: full, after a one-file change, and bytes re-sent.
 
-One question per number, each with its baseline measured in the same run (SPEC §10):
+One question per number, each with its baseline measured in the same run:
 
 - **full context** of a 10k-file git memory (nested ``topic/sub/note`` folders, one
   always-load ``README.md``, default budget of 32 KiB): the time of

@@ -1,6 +1,6 @@
 """Benchmark gitmem's history calls against the git CLI on a 10k-commit memory.
 
-Questions, each with its git CLI baseline measured in the same run (SPEC §10):
+Questions, each with its git CLI baseline measured in the same run:
 
 - **log of one path across 10k commits** (target <= 100 ms): ``store.sync.log(path)``
   returning every change of a file that is edited every ``--every``-th commit and

@@ -1,6 +1,6 @@
 """Benchmark the Whoosh index of a mount against a full scan, in one run.
 
-Questions (SPEC §4, issue 3), each with its baseline measured in the same run:
+Questions, each with its baseline measured in the same run:
 
 - **literal grep, indexed vs scan** (target >= 20x faster, same answers): the
   store's ``search`` (index picks candidate files, lines checked exactly) against

@@ -1,6 +1,6 @@
 """What do gitmem's push checks cost over a push that nobody checks?
 
-One run, every baseline measured in the same run (SPEC §10), the two sides of each
+One run, every baseline measured in the same run, the two sides of each
 pair pushed alternately so background load hits both alike:
 
 - **file path**: ``git push /path/mount.git`` of a one-file commit into a mount with

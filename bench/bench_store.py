@@ -1,6 +1,6 @@
 """Benchmark GitFileStore against a plain-directory store and against the git CLI.
 
-One run, one machine, every baseline measured in the same run (SPEC §10):
+One run, one machine, every baseline measured in the same run:
 
 - **read / write**: a memory of ``--files`` notes (~500 B, nested folders) held by
   gitmem and by :class:`bench.dirstore.DirStore`; the two are called alternately,

@@ -1,4 +1,4 @@
-"""The baseline: a memory kept as plain files in a directory (SPEC §11).
+"""The baseline: a memory kept as plain files in a directory.
 
 This is the simplest store that keeps the same promises as gitmem for one
 machine — compare-and-swap writes, atomic file replacement, many writers — and

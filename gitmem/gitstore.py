@@ -1,9 +1,14 @@
-"""GitFileStore: the store contract on one bare git repository.
+"""The store contract on one bare git repository: :class:`SyncGitFileStore` and its async face.
 
 A file's version is its blob id, a cursor is a commit id, and every change is one
-commit on ``refs/heads/main`` made by :meth:`gitmem.git.repo.GitRepo.transact`.
-The sync core (:class:`SyncGitFileStore`) does the work and can be used directly;
-:class:`GitFileStore` runs it off the event loop for the async seam.
+commit on ``refs/heads/main`` (or a run's proposal branch under the review gate):
+each write becomes a checked batch (:mod:`gitmem.store`) that
+:func:`gitmem.git.batch.commit_batch` commits through
+:meth:`gitmem.git.repo.GitRepo.transact`. :class:`SyncGitFileStore` is the store
+(it implements the sync seam's protocols); :class:`GitFileStore` is the same
+store awaited, every call run in a worker thread by :mod:`gitmem.aio`. The read
+cache lives in :mod:`gitmem.gitcache`, the run views in :mod:`gitmem.runviews`,
+the mount config codec in :mod:`gitmem.git.mountconfig`.
 """
 
 from __future__ import annotations
@@ -12,10 +17,9 @@ import builtins
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
@@ -23,7 +27,6 @@ from gitmem.fileformat import (
     DEFAULT_FORMAT,
     FileFormat,
     decode_stored,
-    describe_stored,
     validate_directory,
     validate_path,
 )
@@ -31,12 +34,14 @@ from gitmem.git import batch as git_batch
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
-from gitmem.git.repo import MAIN, GitRepo, set_durable, translate_errors
+from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
+from gitmem.git.refs import MAIN
+from gitmem.git.repo import Done, GitRepo, set_durable, translate_errors
+from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import (
-    MOUNT_KINDS,
     Applied,
     Changes,
     Edit,
@@ -47,103 +52,38 @@ from gitmem.model import (
     Origin,
     SearchResult,
     blob_version,
-    parse_kind,
 )
 from gitmem.provenance import commit_message
-from gitmem.store import Batch, Decision, applied, apply_batch, delete_batch, move_batch, write_batch
+from gitmem.runviews import RunViews
+from gitmem.store import (
+    Batch,
+    BatchFileStore,
+    Decision,
+    HistoryStore,
+    RunScopedStore,
+    SearchableFileStore,
+    applied,
+    apply_batch,
+    delete_batch,
+    move_batch,
+    moved,
+    write_batch,
+)
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_CACHE_LIMIT = 200_000
-_RUN_STORES = 64  # run-bound views kept per store (agents ask for one on every tool call)
-
-# Mount settings live in the repo's own config, so the CLI, hooks and server agree.
-_CONFIG_KEYS: dict[str, str] = {
-    "max_file_bytes": "gitmem.maxFileBytes",
-    "max_description_chars": "gitmem.maxDescriptionChars",
-    "max_frontmatter_bytes": "gitmem.maxFrontmatterBytes",
-    "max_path_bytes": "gitmem.maxPathBytes",
-    "check_secrets": "gitmem.checkSecrets",
-    "max_files": "gitmem.maxFiles",
-    "max_memory_bytes": "gitmem.maxMemoryBytes",
-}
-KIND_KEY = "gitmem.kind"
-
-
-def format_to_config(fmt: FileFormat) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for field, key in _CONFIG_KEYS.items():
-        value = getattr(fmt, field)
-        if value is None or value == getattr(DEFAULT_FORMAT, field):
-            continue
-        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
-
-
-_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-def _config_int(repo: GitRepo, key: str, raw: str) -> int:
-    """A positive whole number as ``git config --int`` reads it (``64k``, ``1m`` too)."""
-    text = raw.strip().lower()
-    scale = _UNITS.get(text[-1:], 1)
-    digits = text[:-1] if scale != 1 else text
-    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
-        raise MemoryStoreError(
-            "unavailable", f"{key} = {raw!r} in the config of {repo.path} is not a positive whole number"
-        )
-    return int(digits) * scale
-
-
-def format_from_repo(repo: GitRepo) -> FileFormat:
-    """The limits saved in the mount's config; ``unavailable`` naming a key whose value is bad.
-
-    Every command reads these, so a hand-edited typo must say what to fix rather
-    than crash the process.
-    """
-    values: dict[str, object] = {}
-    for field, key in _CONFIG_KEYS.items():
-        raw = repo.config_get(key)
-        if raw is None:
-            continue
-        if field == "check_secrets":
-            # Only an explicit "off" turns the check off: a typo keeps secrets out.
-            values[field] = raw.strip().lower() not in ("false", "no", "off", "0")
-        else:
-            values[field] = _config_int(repo, key, raw)
-    return FileFormat(**values)  # type: ignore[arg-type]
-
-
-class _Folder(NamedTuple):
-    """A subfolder inside a cached folder listing: its tree id and path prefix."""
-
-    tree_id: str
-    prefix: str
-
-
-_FolderItems = tuple[_Folder | tuple[FileEntry, ...], ...]
 
 
 class _Shared:
-    """What a store and its run-bound views share: read caches, the index, the views.
+    """What a store and its run views share: the read cache, the index and the views.
 
-    The caches are keyed by object ids, which name content, so a view reading a
-    proposal branch and one reading ``main`` use the same entries. The index
-    describes ``main`` only (a proposal's search scans), so one serves them all.
+    The index describes ``main`` only (a proposal's search scans), so one serves them all.
     """
 
     def __init__(self) -> None:
-        self.guard = threading.Lock()
-        self.blob_info: dict[str, tuple[int, str | None]] = {}
-        self.listing: tuple[str, list[FileEntry]] | None = None
-        self.folders: dict[tuple[str, str], _FolderItems] = {}
+        self.cache = ReadCache()
+        self.runs: RunViews[SyncGitFileStore] = RunViews()
+        self.index_guard = threading.Lock()
         self.index: MountIndex | None = None
-        self.runs: OrderedDict[str, SyncGitFileStore] = OrderedDict()
-
-    def forget_content(self) -> None:
-        """Drop everything cached about files, after history was erased."""
-        self.blob_info = {}
-        self.listing = None
-        self.folders = {}
 
 
 class SyncGitFileStore:
@@ -180,15 +120,11 @@ class SyncGitFileStore:
         write returns. libgit2 has one switch for the whole process, so this turns
         it on for every store in the process, and no store turns it off again.
         """
+        fmt = fmt or DEFAULT_FORMAT
+        config = new_mount_config(fmt, kind)
         if durable:
             set_durable(True)
-        if kind not in MOUNT_KINDS:
-            raise MemoryStoreError(
-                "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
-            )
-        fmt = fmt or DEFAULT_FORMAT
-        repo = GitRepo.init(os.fspath(path), config={**format_to_config(fmt), KIND_KEY: kind})
-        return cls(repo, fmt)
+        return cls(GitRepo.init(os.fspath(path), config=config), fmt)
 
     @classmethod
     def open(
@@ -214,7 +150,7 @@ class SyncGitFileStore:
     @property
     def kind(self) -> MountKind:
         """What this mount holds (``gitmem.kind`` in its config; fixed at init)."""
-        return parse_kind(self.repo.config_get(KIND_KEY), self.path)
+        return kind_from_repo(self.repo)
 
     # -- reads --
 
@@ -237,17 +173,11 @@ class SyncGitFileStore:
         """
         if run_id == self.run:
             return self
-        shared = self._shared
-        with shared.guard:
-            view = shared.runs.get(run_id)
-            if view is None or view.format is not self.format:
-                view = SyncGitFileStore(self.repo, self.format, run_id, shared=shared)
-                shared.runs[run_id] = view
-                while len(shared.runs) > _RUN_STORES:
-                    shared.runs.popitem(last=False)
-            else:
-                shared.runs.move_to_end(run_id)
-            return view
+        return self._shared.runs.get(
+            run_id,
+            fits=lambda view: view.format is self.format,
+            make=lambda: SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared),
+        )
 
     def _read_head(self) -> str:
         return self._proposal_head() or self.repo.head()
@@ -255,7 +185,7 @@ class SyncGitFileStore:
     def _proposal_head(self) -> str | None:
         """The head of this run's proposal when it has one; ``None``: this view reads ``main``."""
         if self.run is not None and git_review.names_a_proposal(self.run):
-            return self.repo.ref_target(git_review.PROPOSALS + self.run)
+            return git_review.proposal_head(self.repo, self.run)
         return None
 
     def _reading_proposal(self, head: str) -> bool:
@@ -273,73 +203,13 @@ class SyncGitFileStore:
             return git_review.proposal_ref(origin.run_id)
         return MAIN
 
-    def _info(self, oid: str) -> tuple[int, str | None]:
-        cache = self._shared.blob_info
-        info = cache.get(oid)
-        if info is None:
-            data = self.repo.blob(oid)
-            info = (len(data), describe_stored(decode_stored(data), self.format))
-            if len(cache) >= _CACHE_LIMIT:
-                cache.clear()
-            cache[oid] = info
-        return info
-
     def _size(self, oid: str) -> int:
-        return self._info(oid)[0]
+        return self._shared.cache.info(self.repo, self.format, oid)[0]
 
-    def list(self) -> list[FileEntry]:
-        shared = self._shared
+    def list(self) -> builtins.list[FileEntry]:
         with translate_errors(self.path):
-            head = self._read_head()
-            tree_id = str(self.repo.tree_of(head).id)
-            cached = shared.listing
-            if cached is not None and cached[0] == tree_id:
-                return list(cached[1])
-            entries: list[FileEntry] = []
-            seen: dict[tuple[str, str], _FolderItems] = {}
-            self._list_folder(tree_id, "", shared.folders, seen, entries)
-            shared.folders = seen
-            shared.listing = (tree_id, entries)
-            return list(entries)
-
-    def _list_folder(
-        self,
-        tree_id: str,
-        prefix: str,
-        known: dict[tuple[str, str], _FolderItems],
-        seen: dict[tuple[str, str], _FolderItems],
-        out: builtins.list[FileEntry],
-    ) -> None:
-        """Append the files under one folder to ``out``, reusing folders listed before.
-
-        A tree id names a folder's whole content, so after a write only the folders
-        on the written path are read again; the rest come from ``known``. ``seen``
-        collects the folders of this listing and replaces the cache, which so never
-        outgrows the memory. Items are runs of files and subfolders, in git order.
-        """
-        key = (tree_id, prefix)
-        items = known.get(key)
-        if items is None:
-            built: list[_Folder | tuple[FileEntry, ...]] = []
-            run: list[FileEntry] = []
-            for name, kind, oid in self.repo.tree_items(tree_id):
-                if kind == "tree":
-                    if run:
-                        built.append(tuple(run))
-                        run = []
-                    built.append(_Folder(oid, f"{prefix}{name}/"))
-                elif kind == "blob":
-                    size, description = self._info(oid)
-                    run.append(FileEntry(f"{prefix}{name}", oid, size, description))
-            if run:
-                built.append(tuple(run))
-            items = tuple(built)
-        seen[key] = items
-        for item in items:
-            if isinstance(item, _Folder):
-                self._list_folder(item.tree_id, item.prefix, known, seen, out)
-            else:
-                out.extend(item)
+            tree_id = str(self.repo.tree_of(self._read_head()).id)
+            return self._shared.cache.listing(self.repo, self.format, tree_id)
 
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
@@ -394,17 +264,15 @@ class SyncGitFileStore:
 
     # -- writes: every one is a checked batch committed by gitmem.git.batch --
 
-    def _commit(self, batch: Batch, origin: Origin | None) -> tuple[str | None, Decision | None]:
+    def _commit(self, batch: Batch, origin: Origin | None) -> Done[Decision | None]:
         origin = self._origin(origin)
         return git_batch.commit_batch(
             self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
         )
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        batch = write_batch(path, text, expected, self.format)
-        _, decision = self._commit(batch, origin)
-        version = applied(None, decision, batch, blob_version).versions[0]
-        assert version is not None  # a write's step has data, so its version is a blob id
+        batch, version = write_batch(path, text, expected, self.format)
+        self._commit(batch, origin)
         return version
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
@@ -423,8 +291,7 @@ class SyncGitFileStore:
         (``invalid_path``) refuses the whole batch and nothing moves. Returns
         the files' versions, in order. An empty batch changes nothing.
         """
-        _, decision = self._commit(move_batch(pairs, self.format), origin)
-        return [] if decision is None else [v for v in decision.versions if v is not None]
+        return moved(self._commit(move_batch(pairs, self.format), origin).result)
 
     def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         """Delete each ``(path, expected)`` in ONE commit, or nothing if any file is not at its version."""
@@ -449,8 +316,8 @@ class SyncGitFileStore:
         a ``Gitmem-Path`` per changed file, the origin, then ``trailers``.
         """
         batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
-        commit, decision = self._commit(batch, origin)
-        return applied(commit, decision, batch, blob_version)
+        done = self._commit(batch, origin)
+        return applied(done.commit, done.result, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
         try:
@@ -467,7 +334,7 @@ class SyncGitFileStore:
         Runs before the call returns, so no file of the mount keeps erased text;
         the next search rebuilds the index from what is left.
         """
-        self._shared.forget_content()
+        self._shared.cache.forget_content()
         with translate_errors(self.path):
             self.index.clear()
 
@@ -545,7 +412,7 @@ class SyncGitFileStore:
         """The mount's index, one for a store and its run-bound views (it describes ``main``)."""
         shared = self._shared
         if shared.index is None:
-            with shared.guard:
+            with shared.index_guard:
                 if shared.index is None:
                     shared.index = MountIndex(self.repo)
         return shared.index
@@ -648,3 +515,9 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
 def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:
     """The sync core behind either face of a git store (the facades accept both)."""
     return store.sync if isinstance(store, GitFileStore) else store
+
+
+if TYPE_CHECKING:  # mypy checks that the git store keeps every promise of the seam
+
+    def _conforms(store: SyncGitFileStore) -> tuple[SearchableFileStore, BatchFileStore, RunScopedStore, HistoryStore]:
+        return store, store, store, store

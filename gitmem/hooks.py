@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import TextIO
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates
+from gitmem.git.mountconfig import format_from_repo
+from gitmem.git.pushcheck import RefUpdate, check_updates
+from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
-from gitmem.gitstore import format_from_repo
 from gitmem.index import catch_up
 
 MARKER = "# gitmem-hook"

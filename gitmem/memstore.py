@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -25,7 +26,9 @@ from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
 from gitmem.store import (
     Batch,
+    BatchFileStore,
     Decision,
+    SearchableFileStore,
     applied,
     apply_batch,
     check_batch_room,
@@ -33,6 +36,7 @@ from gitmem.store import (
     delete_batch,
     file_dir_conflict,
     move_batch,
+    moved,
     write_batch,
 )
 
@@ -133,10 +137,8 @@ class InMemoryFileStore:
         return current
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        batch = write_batch(path, text, expected, self.format)
-        _, decision = self._commit(batch, origin)
-        version = applied(None, decision, batch, blob_version).versions[0]
-        assert version is not None
+        batch, version = write_batch(path, text, expected, self.format)
+        self._commit(batch, origin)
         return version
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
@@ -149,8 +151,7 @@ class InMemoryFileStore:
         self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
     ) -> builtins.list[str]:
         """Move each ``(source, destination, expected)`` at once, or none of them."""
-        _, decision = self._commit(move_batch(pairs, self.format), origin)
-        return [] if decision is None else [v for v in decision.versions if v is not None]
+        return moved(self._commit(move_batch(pairs, self.format), origin)[1])
 
     def delete_many(self, items: Sequence[tuple[str, str]], *, origin: Origin | None = None) -> None:
         """Delete each ``(path, expected)`` at once, or none of them."""
@@ -215,3 +216,9 @@ class InMemoryFileStore:
         with self._lock:
             items = sorted((p, d) for p, d in self._files.items() if p.startswith(prefix))
         return scan(((p, decode_stored(d)) for p, d in items), matcher, limit)
+
+
+if TYPE_CHECKING:  # mypy checks that the twin keeps every promise it claims
+
+    def _conforms(store: InMemoryFileStore) -> tuple[SearchableFileStore, BatchFileStore]:
+        return store, store

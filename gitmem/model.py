@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Final, Literal, get_args
+from typing import Final, Literal, NewType, get_args
 
 from gitmem.errors import MemoryStoreError
+
+#: A file's version: the hex id of its git blob (the in-memory twin computes the same id).
+BlobVersion = NewType("BlobVersion", str)
+#: A hex commit id; in the git store also a change cursor.
+CommitId = NewType("CommitId", str)
+#: A full git ref name, ``refs/heads/...``.
+RefName = NewType("RefName", str)
 
 #: What a mount holds, fixed when it is created and kept in its config
 #: (``gitmem.kind``): plain files, records, session items or durable nodes. The
@@ -29,19 +36,6 @@ def check_kind(name: str, actual: str, wanted: str) -> None:
             "wrong_kind",
             f"{name} is a {actual} memory, not a {wanted} memory; use the {actual} commands and tools for it",
         )
-
-
-def parse_kind(raw: str | None, where: str) -> MountKind:
-    """The kind saved in a mount's config (absent: ``file``, the only kind before kinds existed)."""
-    if raw is None:
-        return "file"
-    value = raw.strip().lower()
-    for kind in MOUNT_KINDS:
-        if value == kind:
-            return kind
-    raise MemoryStoreError(
-        "unavailable", f"gitmem.kind = {raw!r} in the config of {where} is not one of {', '.join(MOUNT_KINDS)}"
-    )
 
 
 _TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
@@ -131,11 +125,11 @@ class FullResync:
     cursor: str
 
 
-def blob_version(data: bytes) -> str:
+def blob_version(data: bytes) -> BlobVersion:
     """The git blob id of ``data``: the version every gitmem store reports for a file."""
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
     h.update(data)
-    return h.hexdigest()
+    return BlobVersion(h.hexdigest())
 
 
 # --- batch writes (``apply``) -------------------------------------------------------------
@@ -184,4 +178,4 @@ class Applied:
     """
 
     commit: str | None
-    versions: tuple[str | None, ...] = ()
+    versions: tuple[BlobVersion | None, ...] = ()

@@ -24,7 +24,20 @@ from typing import Final, Protocol, runtime_checkable
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
-from gitmem.model import ANY, AnyVersion, Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult
+from gitmem.model import (
+    ANY,
+    AnyVersion,
+    Applied,
+    BlobVersion,
+    Changes,
+    Edit,
+    FileEntry,
+    FileText,
+    FullResync,
+    Origin,
+    SearchResult,
+    blob_version,
+)
 from gitmem.provenance import OP_WORD, RESERVED_TRAILERS
 
 
@@ -173,24 +186,27 @@ def check_expected(path: str, current: FileText | None, expected: str | None) ->
     """Refuse a write whose expectation does not hold; ``None`` expects no file."""
     if expected is not None and not isinstance(expected, str):
         raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=current)
+    if (current.version if current is not None else None) != expected:
+        raise mismatch(path, current, expected)
+
+
+def check_existing(path: str, current: FileText | None, expected: object) -> FileText:
+    """Refuse a move or delete unless the file exists at exactly ``expected`` (a non-string never matches)."""
+    if current is not None and current.version == expected:
+        return current
+    raise mismatch(path, current, expected if isinstance(expected, str) else "")
+
+
+def mismatch(path: str, current: FileText | None, expected: str | None) -> MemoryStoreError:
+    """The ``version_mismatch`` for a file that is not at ``expected``, carrying the file as it is."""
     have = current.version if current is not None else None
-    if have == expected:
-        return
     if expected is None:
         message = f"{path} already exists (version {have}); read it and edit instead of creating"
     elif current is None:
         message = f"{path} does not exist (expected version {expected})"
     else:
         message = f"{path} changed: expected version {expected}, it is now {have}"
-    raise MemoryStoreError("version_mismatch", message, current=current)
-
-
-def check_existing(path: str, current: FileText | None, expected: object) -> FileText:
-    """Refuse a move or delete unless the file exists at exactly ``expected``."""
-    if current is None or not isinstance(expected, str) or current.version != expected:
-        check_expected(path, current, expected if isinstance(expected, str) else "")
-        raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=current)
-    return current
+    return MemoryStoreError("version_mismatch", message, current=current)
 
 
 def check_destination(destination: str, current: FileText | None) -> None:
@@ -228,7 +244,6 @@ def check_capacity(
 # (pure checks, before any I/O), and each store runs it under its lock with
 # decide(): the same expectations, no-op rule and capacity rule in both stores.
 
-_OP: Final = OP_WORD
 _TRAILER_KEY: Final = re.compile(r"^Gitmem-[A-Za-z-]+$")
 
 
@@ -270,7 +285,7 @@ class Effect:
     """One path a batch really changes: its new version (``None``: gone) and what was there."""
 
     path: str
-    version: str | None
+    version: BlobVersion | None
     data: bytes | None
     before: FileText | None
     source: str | None = None
@@ -281,7 +296,7 @@ class Decision:
     """What a batch does at one head: the effects in commit order and each request's version."""
 
     effects: tuple[Effect, ...]
-    versions: tuple[str | None, ...]
+    versions: tuple[BlobVersion | None, ...]
     op: str
     paths: tuple[str, ...]
 
@@ -314,10 +329,15 @@ def _once(paths: Sequence[str], what: str) -> None:
         seen.add(path)
 
 
-def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> Batch:
-    """One file written (``expected=None``: created): the batch ``write`` commits."""
+def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> tuple[Batch, BlobVersion]:
+    """One file written (``expected=None``: created): the batch ``write`` commits, and the version it returns.
+
+    The version is the blob id of the text, whether the write commits or finds
+    the file already holding it.
+    """
     path = validate_path(path, fmt)
-    return Batch((Step(path, encode_text(text, fmt), expected),))
+    data = encode_text(text, fmt)
+    return Batch((Step(path, data, expected),)), blob_version(data)
 
 
 def delete_batch(items: object, fmt: FileFormat) -> Batch:
@@ -364,7 +384,7 @@ def apply_batch(
         data = None if edit.text is None else encode_text(edit.text, fmt)
         steps.append(Step(path, data, edit.expected))
     _once([s.path for s in steps], "path")
-    if not isinstance(op, str) or not _OP.fullmatch(op):
+    if not isinstance(op, str) or not OP_WORD.fullmatch(op):
         raise MemoryStoreError("invalid_path", f"{op!r} is not an op name: a lowercase word such as 'record-put'")
     if summary is not None and (not isinstance(summary, str) or not _one_line(summary) or len(summary) > 200):
         raise MemoryStoreError("invalid_path", "a commit summary is one non-empty line of at most 200 characters")
@@ -387,7 +407,7 @@ def _one_line(text: str) -> bool:
 def decide(
     batch: Batch,
     current: Callable[[str], FileText | None],
-    version_of: Callable[[bytes], str],
+    version_of: Callable[[bytes], BlobVersion],
 ) -> Decision | None:
     """Check ``batch`` against one head; ``None`` when it changes nothing.
 
@@ -399,11 +419,11 @@ def decide(
     for :func:`check_existing`). Writing a file's own content, or deleting a file
     that is not there with ``ANY``, is no change.
     """
-    versions: list[str | None] = []
+    versions: list[BlobVersion | None] = []
     effects: list[Effect] = []
     for move in batch.moves:
         file = check_existing(move.source, current(move.source), move.expected)
-        versions.append(file.version)
+        versions.append(BlobVersion(file.version))
         effects.append(Effect(move.source, None, None, file))
     for move, version in zip(batch.moves, versions, strict=True):
         check_destination(move.destination, current(move.destination))
@@ -465,8 +485,13 @@ def check_batch_room(
         total_bytes += len(effect.data) - old
 
 
-def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], str]) -> Applied:
+def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], BlobVersion]) -> Applied:
     """The value ``apply`` returns; for a no-op every version is what the file already holds."""
     if decision is not None:
         return Applied(commit, decision.versions)
     return Applied(None, tuple(None if s.data is None else version_of(s.data) for s in batch.steps))
+
+
+def moved(decision: Decision | None) -> builtins.list[str]:
+    """The versions ``move_many`` returns: each moved file's, in order (none for an empty batch)."""
+    return [] if decision is None else [v for v in decision.versions if v is not None]

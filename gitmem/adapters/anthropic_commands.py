@@ -300,7 +300,7 @@ class MemoryCommands:
     def _delete_file(self, rel: str, version: str | None, shown: str) -> bool:
         """Delete ``rel`` as it was at ``version`` (read now when ``None``); ``False`` if absent.
 
-        A delete that loses a race is not retried (SPEC section 6): the file changed
+        A delete that loses a race is not retried (as the tools' delete): the file changed
         after it was read, by a writer whose content nobody chose to drop, so the
         command reports the conflict and keeps the newer text. A file already gone
         counts as absent.

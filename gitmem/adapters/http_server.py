@@ -5,7 +5,7 @@ client (clone, fetch, push). dulwich speaks the protocol; waitress (imported onl
 when a server is started) runs the WSGI app. dulwich's own receive-pack is not safe
 for a live memory, so pushes go through
 :class:`gitmem.adapters.receive_pack.GuardedReceivePack`. Together they fix what
-SPEC §11 measured:
+plain dulwich serving lacks:
 
 - **auth**: pushes need a token (HTTP basic password, or ``Authorization: Bearer``);
   reads are public or need a token too;

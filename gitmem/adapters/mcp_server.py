@@ -64,7 +64,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
-from gitmem.adapters.watch import MAIN, RefChange, Watcher
+from gitmem.adapters.watch import RefChange, Watcher
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, MemoryCursors
@@ -149,7 +149,7 @@ class MemoryMcpServer:
         token = anyio.lowlevel.current_token()
 
         def on_change(change: RefChange) -> None:  # on the watcher's thread
-            if change.ref != MAIN:
+            if not change.is_main:
                 return
             try:
                 anyio.from_thread.run_sync(send.send_nowait, context_uri(change.mount), token=token)

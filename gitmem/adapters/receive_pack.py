@@ -51,6 +51,7 @@ from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.packs import (
     PackError,
     PackTooLarge,
@@ -61,10 +62,9 @@ from gitmem.git.packs import (
     ref_tips,
     remove_pack,
 )
-from gitmem.git.pushcheck import MAIN, ZERO, RefUpdate, Refusal, check_updates, reason
-from gitmem.git.refs import swap_ref
+from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates, reason
+from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
-from gitmem.gitstore import format_from_repo
 from gitmem.index.refresher import Refresher
 
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]

@@ -3,7 +3,8 @@
 A ref of a mount can move through a store write, another process, a push
 (``gitmem serve``, a hook-checked push over a path), plain ``git update-ref``, or
 ``git gc``/``git pack-refs`` moving loose refs into ``packed-refs``. Each writer
-touches different files in different orders (SPEC §11), so a file-system event
+touches different files in different orders (loose ref files, ``packed-refs``,
+lock files renamed into place), so a file-system event
 is only ever a hint::
 
     inotify (watchdog) ──► "mount M may have changed" ──► debounce ──► re-read M's refs
@@ -52,8 +53,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.refs import MAIN
 from gitmem.git.refwatch import CommitOrigin, movement, read_ref, read_refs
-from gitmem.git.repo import MAIN as MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.root import Root
@@ -79,6 +80,11 @@ class RefChange:
     commits: tuple[CommitOrigin, ...]
     more_commits: int = 0
     rewritten: bool = False
+
+    @property
+    def is_main(self) -> bool:
+        """The live memory moved (``refs/heads/main``), not a proposal or another ref."""
+        return self.ref == MAIN
 
     @property
     def branch(self) -> str:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.history import current_file
-from gitmem.git.repo import GitRepo, Plan, Snapshot
+from gitmem.git.repo import Done, GitRepo, Plan, Snapshot
 from gitmem.model import Origin
 from gitmem.store import Batch, Decision, check_batch_room, decide, file_dir_conflict
 
@@ -34,8 +33,8 @@ def commit_batch(
     origin: Origin,
     ref: str,
     size_of: Callable[[str], int],
-) -> tuple[str | None, Decision | None]:
-    """Commit ``batch`` on ``ref``; the new commit and what was decided (``None``, ``None``: no change).
+) -> Done[Decision | None]:
+    """Commit ``batch`` on ``ref``: the new commit and what was decided (both ``None``: no change).
 
     Runs again on a new head when a writer outside gitmem moved the ref, so its
     checks decide again (see :meth:`GitRepo.transact`). With a file-count or
@@ -43,10 +42,10 @@ def commit_batch(
     the memory is found full (as in the twin).
     """
 
-    def plan(snap: Snapshot) -> Plan | None:
+    def plan(snap: Snapshot) -> Plan[Decision | None]:
         decision = decide(batch, lambda path: current_file(snap, path), snap.write_blob)
         if decision is None:
-            return None
+            return Plan.nothing(None)
         writes = any(e.data is not None for e in decision.effects)
         if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
             for effect in decision.creates:
@@ -57,16 +56,9 @@ def commit_batch(
                 decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes
             )
         edits = tuple((e.path, e.version) for e in decision.effects)
-        return Plan(
-            edits, decision.op, decision.paths, origin, summary=batch.summary, extra=batch.trailers, result=decision
-        )
+        return Plan(edits, decision.op, decision.paths, origin, decision, summary=batch.summary, extra=batch.trailers)
 
-    commit, used = repo.transact(plan, ref=ref)
-    if used is None:
-        return None, None
-    if not isinstance(used.result, Decision):
-        raise MemoryStoreError("unavailable", "a write plan lost its decision")  # cannot happen: plan sets it
-    return commit, used.result
+    return repo.transact(plan, ref=ref)
 
 
 def _check_shape(snap: Snapshot, path: str) -> None:

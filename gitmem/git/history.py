@@ -19,7 +19,8 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
-from gitmem.git.repo import MAIN, GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.refs import MAIN
+from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
@@ -394,26 +395,22 @@ def restore(
     if not isinstance(rev, str) or not rev:
         raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
 
-    chosen: list[str | None] = []
-
-    def plan(snap: Snapshot) -> Plan | None:
+    def plan(snap: Snapshot) -> Plan[str | None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
         commit = resolve(repo, rev)
         old = repo.read_at(commit, path)
         target = old[0] if old is not None else None
-        chosen[:] = [target]
         current = current_file(snap, path)
         check_expected(path, current, expected)
         now = current.version if current is not None else None
         if now == target:
-            return None
+            return Plan.nothing(target)
         if target is not None:
             size = _checked_content(repo, fmt, path, target)
             check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
-        return Plan(((path, target),), "restore", (path,), origin, detail=commit[:12], extra=((T_REV, commit),))
+        return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
-    repo.transact(plan, ref=ref)
-    return chosen[0]
+    return repo.transact(plan, ref=ref).result
 
 
 def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None, ref: str = MAIN) -> str | None:
@@ -428,7 +425,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
     if not isinstance(commit, str) or not commit:
         raise MemoryStoreError("not_found", f"no commit {commit!r} in this memory")
 
-    def plan(snap: Snapshot) -> Plan | None:
+    def plan(snap: Snapshot) -> Plan[None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
         cid = resolve(repo, commit)
         changes: list[tuple[str, str | None, str | None]] = []
@@ -438,7 +435,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
             changes.append((delta.new_file.path, before, after))
         now = {p: (f.version if f is not None else None) for p, _, _ in changes for f in [current_file(snap, p)]}
         if all(now[p] == before for p, before, _ in changes):
-            return None
+            return Plan.nothing(None)
         short = cid[:12]
         for p, _, after in changes:
             if now[p] != after:
@@ -454,7 +451,6 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
                 _checked_content(repo, fmt, p, before)
         edits = tuple((p, before) for p, before, _ in changes)
         paths = tuple(p for p, _, _ in changes)
-        return Plan(edits, "revert", paths, origin, detail=f"undo {short}", extra=((T_REV, cid),))
+        return Plan(edits, "revert", paths, origin, None, detail=f"undo {short}", extra=((T_REV, cid),))
 
-    new, _ = repo.transact(plan, ref=ref)
-    return new
+    return repo.transact(plan, ref=ref).commit

@@ -30,8 +30,8 @@ import pygit2
 
 from gitmem.errors import ErrorCode, MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git.pushcheck import MAIN, RefUpdate, Refusal, check_updates
-from gitmem.git.refs import swap_ref
+from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
+from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message

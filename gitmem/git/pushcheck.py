@@ -42,7 +42,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.git.packs import strict_check
-from gitmem.git.refs import MAIN as MAIN
+from gitmem.git.refs import MAIN
 from gitmem.git.walk import contradicted_moves, unnamed_changes
 from gitmem.secrets import find_secret
 

@@ -1,10 +1,13 @@
-"""Compare-and-swap on refs, including creating and deleting them: the only place refs move.
+"""Compare-and-swap on refs, including creating and deleting them: the only place a mount's refs move.
 
-Every ref change gitmem makes (a write to ``main``, a proposal branch, forget's
-rewrite of every branch, a push through ``gitmem serve``) goes through
-:func:`swap_refs`. SPEC §11 measured that ``create_reference(force=False)`` lets
-two processes both "create" one ref, so the change runs in a libgit2 ref
-transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
+Every change gitmem makes to a mount's refs (a write to ``main``, a proposal
+branch, an approval, a pull, ``purge`` replacing ``main`` and deleting the other
+refs, forget's rewrite of every branch, a push through ``gitmem serve``) goes
+through :func:`swap_refs`. (A new repository's first commit is made before anyone
+can see the repository, and the scratch repositories of a pull or approval set
+their own private refs directly.) ``create_reference(force=False)`` checks and
+then writes, so two processes can both "create" one ref; the change therefore
+runs in a libgit2 ref transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
 every git client honours), each value is read *while its lock is held*, and only
 then set or deleted, all refs together or none. A caller also holds the mount's
 writer lock, so a lock file that outlives ``stale_after`` seconds was left by a
@@ -16,26 +19,30 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from typing import Final
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
+from gitmem.model import CommitId, RefName
 
-MAIN = "refs/heads/main"
-"""The ref that holds a memory's live state."""
+MAIN: Final = RefName("refs/heads/main")
+"""The ref that holds a memory's live state; every module imports it from here."""
 
 
 class _Moved(Exception):
     """A ref no longer holds the value the caller expected."""
 
 
-def read_ref(repo: pygit2.Repository, name: str) -> str | None:
-    """The commit id ``name`` points at, or ``None`` when it does not exist."""
+def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
+    """The commit id ``name`` points at, or ``None`` when it does not exist: the one ref reader."""
     ref = repo.references.get(name)
     if ref is None:
         return None
-    return str(ref.resolve().target)
+    if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+        ref = ref.resolve()  # libgit2 looks a direct ref up again to "resolve" it: only for symbolic ones
+    return CommitId(str(ref.target))
 
 
 def swap_refs(

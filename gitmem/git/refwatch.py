@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pygit2
 
+from gitmem.git import refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.provenance import parse_message
 
@@ -68,13 +69,9 @@ def read_ref(git: GitRepo, name: str) -> str | None:
 
 
 def _lookup(r: pygit2.Repository, name: str) -> str | None:
+    """:func:`gitmem.git.refs.read_ref`, with a ref that cannot be read counted as absent."""
     try:
-        ref = r.references.get(name)
-        if ref is None:
-            return None
-        if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
-            ref = ref.resolve()
-        return str(ref.target)
+        return refs.read_ref(r, name)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         return None
 

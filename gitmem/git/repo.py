@@ -1,9 +1,13 @@
-"""One bare repository seen as a memory: the only module that talks to pygit2 for writes.
+"""One bare repository seen as a memory, and the transaction every file change commits through.
 
-What lives here, and nowhere else: opening and creating repos, reading trees and
-blobs at the head of ``refs/heads/main``, rebuilding only the trees on a changed
-path, creating commits, and the compare-and-swap of the ref. Everything is
-expressed in hex ids, bytes and str, so the layers above never see pygit2.
+What lives here: opening and creating repos, reading trees and blobs at a head,
+and :meth:`GitRepo.transact`, which rebuilds only the trees on the changed
+paths, creates the commit and moves the ref with the one compare-and-swap of
+:mod:`gitmem.git.refs`. Every store write (:mod:`gitmem.git.batch`), restore and
+revert commits here; the other writers in ``git/`` are history rewrites
+(:mod:`gitmem.git.rewrite`), merges (:mod:`gitmem.git.merge`) and the review
+gate (:mod:`gitmem.git.review`), and they move refs through the same CAS.
+Everything is expressed in hex ids, bytes and str, so the layers above never see pygit2.
 
 How a change becomes a commit (:meth:`GitRepo.transact`)::
 
@@ -32,17 +36,16 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
-from gitmem.git.refs import MAIN as MAIN
-from gitmem.git.refs import read_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.treediff import diff_trees
-from gitmem.model import Origin
+from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 from gitmem.store import file_dir_conflict
 
@@ -51,6 +54,7 @@ _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 _TREE_MODE = pygit2.GIT_FILEMODE_TREE
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # libgit2 keeps parsed trees in its object cache only up to 4 KiB each by default, so a
 # folder of more than ~100 files was parsed again on every read by path (~1 ms per 1000
@@ -119,28 +123,42 @@ class Snapshot:
                 return raw
         return bytes(self._repo[oid].read_raw())
 
-    def write_blob(self, data: bytes) -> str:
+    def write_blob(self, data: bytes) -> BlobVersion:
         if self.pending is not None:
-            return self.pending.add(b"blob", data)
-        return str(self._repo.create_blob(data))
+            return BlobVersion(self.pending.add(b"blob", data))
+        return BlobVersion(str(self._repo.create_blob(data)))
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Generic[R]):
     """What a transaction commits: path edits (blob id, or ``None`` to delete) and a message.
 
-    ``summary`` replaces the summary line derived from ``op`` and ``paths``;
-    ``result`` is handed back to the caller with the commit (what the plan decided).
+    ``result`` is what the plan decided, handed back with the commit (see
+    :class:`Done`). A plan without ``edits`` commits nothing (:meth:`nothing`).
+    ``summary`` replaces the summary line derived from ``op`` and ``paths``.
     """
 
     edits: tuple[tuple[str, str | None], ...]
     op: str
     paths: tuple[str, ...]
     origin: Origin
+    result: R
     detail: str | None = None
     extra: tuple[tuple[str, str], ...] = ()
     summary: str | None = None
-    result: object = None
+
+    @staticmethod
+    def nothing(result: T) -> Plan[T]:
+        """A plan that changes nothing (no empty commit) and answers ``result``."""
+        return Plan((), "none", (), Origin(), result)
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[R]):
+    """What :meth:`GitRepo.transact` did: the new commit (``None``: nothing to change) and the plan's result."""
+
+    commit: CommitId | None
+    result: R
 
 
 def lookup(tree: pygit2.Tree, path: str) -> Entry | None:
@@ -309,18 +327,18 @@ class GitRepo:
 
     # -- reads (no lock: refs and objects are read consistently from one head) --
 
-    def head(self) -> str:
-        # Every read starts here: a handle must not serve objects a purge deleted.
-        ref = self.fresh().references.get(MAIN)
-        if ref is None:
+    def head(self) -> CommitId:
+        """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
+        head = read_ref(self.fresh(), MAIN)
+        if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
             if not os.path.isdir(os.path.join(self.path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
             raise MemoryStoreError("unavailable", f"{self.path} has no {MAIN}")
-        return str(ref.target)
+        return head
 
-    def ref_target(self, name: str) -> str | None:
+    def ref_target(self, name: str) -> CommitId | None:
         """The commit another ref (a proposal branch) points at, or ``None`` when it does not exist."""
         with translate_errors(self.path):
             return read_ref(self.fresh(), name)
@@ -416,16 +434,17 @@ class GitRepo:
 
     # -- writes --
 
-    def transact(self, plan: Callable[[Snapshot], Plan | None], *, ref: str = MAIN) -> tuple[str | None, Plan | None]:
+    def transact(self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN) -> Done[R]:
         """Run ``plan`` on the head and commit its edits with a CAS on ``ref`` (``main``).
 
         ``plan`` runs under the writer lock and may raise a store error to refuse
-        the change, or return ``None`` for a no-op. When a writer outside gitmem
-        (a push, plain git) moved the ref in between, the plan is re-run on the
-        new head: its checks decide again, so nothing is merged blindly.
-        Another ``ref`` (a proposal branch) that does not exist yet is forked
-        from ``main``: the plan sees main's head and the ref is created atomically.
-        Returns the new commit id (``None`` for a no-op) and the plan used.
+        the change, or return a plan without edits for a no-op. When a writer
+        outside gitmem (a push, plain git) moved the ref in between, the plan is
+        re-run on the new head: its checks decide again, so nothing is merged
+        blindly. Another ``ref`` (a proposal branch) that does not exist yet is
+        forked from ``main``: the plan sees main's head and the ref is created
+        atomically. Returns the new commit (``None`` for a no-op) and the result
+        of the plan that was committed.
         """
         with translate_errors(self.path), self.lock.hold():
             for _ in range(MAX_ATTEMPTS):
@@ -435,8 +454,8 @@ class GitRepo:
                 pending = packwrite.PendingObjects() if self.pack_writes else None
                 snap = Snapshot(repo, head, pending)
                 chosen = plan(snap)
-                if chosen is None:
-                    return None, None
+                if not chosen.edits:
+                    return Done(None, chosen.result)
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
@@ -466,7 +485,7 @@ class GitRepo:
                     if pending is not None and packwrite.pack_count(self.path) > MAX_PACKS:
                         with suppress(MemoryStoreError):  # the write is in; the next writer tries again
                             self.compact()
-                    return commit, chosen
+                    return Done(CommitId(commit), chosen.result)
         raise MemoryStoreError(
             "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
         )
@@ -476,7 +495,7 @@ class GitRepo:
         repo: pygit2.Repository,
         snap: Snapshot,
         pending: packwrite.PendingObjects,
-        chosen: Plan,
+        chosen: Plan[Any],
         author: pygit2.Signature,
         committer: pygit2.Signature,
         message: str,
@@ -521,10 +540,6 @@ class GitRepo:
             # reopens at its next call, so deleted packs' descriptors and disk space go.
             _bump(self._packs_path)
             self._local.repo = None
-
-    def move_main(self, old: str, new: str) -> bool:
-        """CAS ``main`` from ``old`` to ``new``; ``False`` when it no longer holds ``old``. Writer lock held."""
-        return self._cas(self.fresh(), old, new)
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""

@@ -253,7 +253,7 @@ def rejections(git: GitRepo) -> list[Rejection]:
     """Every recorded rejection, newest first."""
     with translate_errors(git.path):
         r = git.repo
-        tip = read_ref(r, REVIEWS)
+        tip: str | None = read_ref(r, REVIEWS)
         out: list[Rejection] = []
         while tip is not None:
             commit = r[tip].peel(pygit2.Commit)

@@ -55,8 +55,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
 from gitmem.git.locks import WriterLock
-from gitmem.git.refs import swap_refs
-from gitmem.git.repo import MAIN, GitRepo, translate_errors
+from gitmem.git.refs import MAIN, read_ref, swap_refs
+from gitmem.git.repo import MAX_ATTEMPTS, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
@@ -172,11 +172,20 @@ def purge(repo: GitRepo, message: str) -> str:
         sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
         commit = str(r.create_commit(None, sig, sig, message, tree, []))
         _mark_pending(repo, "purge")
-        while not repo.move_main(repo.head(), commit):
-            pass  # a foreign writer moved main meanwhile: purge that too
-        for name in list(r.references):
-            if name != MAIN:
-                r.references.delete(name)
+        for _ in range(MAX_ATTEMPTS):
+            # main to the new root and every other ref deleted, in one compare-and-swap;
+            # a foreign writer that moved a ref meanwhile makes it read the refs again.
+            tips = {name: read_ref(r, name) for name in r.references}
+            moves: dict[str, tuple[str | None, str | None]] = {
+                name: (old, None) for name, old in tips.items() if name != MAIN
+            }
+            moves[MAIN] = (repo.head(), commit)
+            if swap_refs(
+                r, repo.path, moves, message="gitmem: purge", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+            ):
+                break
+        else:
+            raise MemoryStoreError("unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)")
         _prune_now(repo)
         return commit
 

@@ -95,10 +95,6 @@ def signature(grams: Iterable[str], count: int) -> bytes:
     return bytes(out)
 
 
-def text_signature(text: str) -> bytes:
-    grams = text_grams(text)
-    return signature(grams, len(grams))
-
 
 def probe(grams: Iterable[str], nbytes: int) -> tuple[tuple[int, int], ...]:
     """The ``(byte index, bit mask)`` pairs a signature of ``nbytes`` must have set

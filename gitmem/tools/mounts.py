@@ -26,7 +26,7 @@ TOOLS: Final[tuple[ToolName, ...]] = get_args(ToolName)
 READ_TOOLS: Final[frozenset[str]] = frozenset({"view", "grep"})
 WRITE_TOOLS: Final[frozenset[str]] = frozenset(TOOLS) - READ_TOOLS
 
-# The same rule as a root's mount names (SPEC §1). It also keeps the name safe to
+# The same rule as a root's mount names (gitmem.root). It also keeps the name safe to
 # print inside the ``memory="…"`` attribute of a context block.
 _MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 

@@ -285,7 +285,7 @@ def test_an_edit_retries_after_a_concurrent_change_and_both_remain(store: GitFil
 
 
 def test_a_delete_that_lost_a_race_keeps_the_newer_text(store: GitFileStore) -> None:
-    """SPEC section 6: a lost delete is not retried, so a concurrent edit is never destroyed."""
+    """A lost delete is not retried (as the tools' delete), so a concurrent edit is never destroyed."""
     store.sync.write("list.md", "one\n", expected=None)
     moving = Interfering(store, lambda text: text + "added meanwhile\n")
     tool = GitMemoryTool(moving, origin=ORIGIN)

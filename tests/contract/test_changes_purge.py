@@ -1,4 +1,4 @@
-"""SPEC §2: ``changes(since)`` cursors, and ``purge`` (with §5's history destruction on git)."""
+"""The store contract: ``changes(since)`` cursors, and ``purge`` (which on git destroys history)."""
 
 from __future__ import annotations
 

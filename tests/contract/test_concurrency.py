@@ -1,4 +1,4 @@
-"""SPEC §2: the seed's two-writers scenario, and many threads on one store object."""
+"""The store contract: two writers on one memory, and many threads on one store object."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §3 as the stores apply it: size, text, frontmatter, secrets, capacity, lowered limits."""
+"""The file rules as the stores apply them: size, text, frontmatter, secrets, capacity, lowered limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §2: move and delete, and the rule that empty folders do not exist."""
+"""The store contract: move and delete, and the rule that empty folders do not exist."""
 
 from __future__ import annotations
 

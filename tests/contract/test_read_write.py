@@ -1,4 +1,4 @@
-"""SPEC §2: list, read and write, including every compare-and-swap outcome."""
+"""The store contract: list, read and write, including every compare-and-swap outcome."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §2 and §4: ``search`` is a line scan of the head, in path and line order."""
+"""The store contract: ``search`` is a line scan of the head, in path and line order."""
 
 from __future__ import annotations
 

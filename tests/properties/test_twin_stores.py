@@ -18,7 +18,7 @@ from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from gitmem import Changes, FileFormat, InMemoryFileStore, MemoryStoreError, SyncGitFileStore
-from gitmem.model import blob_version
+from gitmem.model import ANY, Edit, blob_version
 
 PATHS = ["a", "b", "a/x", "a/y", "b/c/d", "c.md", "caf\u00e9.md", "cafe\u0301.md", "A"]
 TEXTS = [
@@ -71,10 +71,23 @@ STEPS: dict[str, st.SearchStrategy[tuple[Any, ...]]] = {
     "changes": st.tuples(st.just("changes"), st.one_of(st.integers(0, 8), st.none(), st.just("junk"))),
     "cursor": st.tuples(st.just("cursor")),
     "purge": st.tuples(st.just("purge")),
+    # A batch: each edit writes a text (or deletes: None) under its own expectation, ANY included.
+    "apply": st.tuples(
+        st.just("apply"),
+        st.lists(
+            st.tuples(
+                st.one_of(path, live),
+                st.one_of(st.none(), text),
+                st.one_of(expected, st.just(("any",))),
+            ),
+            min_size=0,
+            max_size=4,
+        ),
+    ),
 }
 # Weights by repetition: mostly changes that succeed, with cursors taken and checked often.
 KINDS = ["create"] * 4 + ["edit"] * 4 + ["cursor", "changes"] * 2 + ["search"] * 2 + ["move", "delete"] * 2
-KINDS += ["write", "move any", "delete any", "read", "purge"]
+KINDS += ["write", "move any", "delete any", "read", "purge"] + ["apply"] * 3
 op = st.sampled_from(KINDS).flatmap(lambda kind: STEPS[kind])
 
 
@@ -122,7 +135,9 @@ def call(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> Any:
             return p
         return files[p[1] % len(files)] if files else PATHS[p[1]]
 
-    def want(choice: tuple[Any, ...], own: str) -> str | None:
+    def want(choice: tuple[Any, ...], own: str) -> Any:
+        if choice[0] == "any":
+            return ANY
         if choice[0] == "none":
             return None
         if choice[0] in ("of", "own"):
@@ -147,6 +162,13 @@ def call(store: Any, step: tuple[Any, ...], version_of: dict[str, str]) -> Any:
         return store.search(pattern, regex=regex, case_sensitive=case, path=prefix, limit=limit)
     if kind == "purge":
         return store.purge()
+    if kind == "apply":
+        edits = []
+        for target, which, choice in step[1]:
+            at = where(target)
+            edits.append(Edit(at, None if which is None else TEXTS[which], want(choice, at)))
+        done = store.apply(edits)
+        return (done.commit is not None, done.versions)  # a commit id and a cursor differ by design
     raise AssertionError(kind)
 
 

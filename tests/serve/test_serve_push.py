@@ -256,20 +256,23 @@ def test_a_push_to_main_refreshes_the_index_in_the_background_and_an_index_failu
     calls: list[str] = []
     refreshed = threading.Event()
 
+    # The served root is shared: a refresh queued by an earlier test's push may land here
+    # too, so only this mount's refreshes count (and only they end the wait).
     def catch_up(path: str) -> None:
         calls.append(path)
-        refreshed.set()
+        if path == str(mount.path):
+            refreshed.set()
 
     monkeypatch.setattr(refresher, "catch_up", catch_up)
     write(work, "a.md", "a\n")
     commit_all(work, "a")
     git("push", "-q", "origin", "main", cwd=work)
     assert refreshed.wait(GIT_TIMEOUT), "no index refresh after the push"
-    # The served root is shared: a refresh queued by an earlier test's push may land here too.
     assert [c for c in calls if c == str(mount.path)] == [str(mount.path)]
 
     def broken(path: str) -> None:
-        refreshed.set()
+        if path == str(mount.path):
+            refreshed.set()
         raise RuntimeError("index is corrupt")
 
     refreshed.clear()

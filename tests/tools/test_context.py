@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from gitmem import InMemoryFileStore, MemoryStoreError, SyncGitFileStore
@@ -174,3 +175,20 @@ def test_forget_rewrites_history_so_the_next_run_is_full(tmp_path: Any) -> None:
     attrs, _, data = parse_block(agent.context().text)
     assert attrs["kind"] == "full"
     assert "notes/old.md: An old note." not in data["index"] and len(data["index"]) == 3
+
+
+def test_the_mounts_are_read_in_parallel() -> None:
+    """Each mount's store is asked at the same time: one slow memory does not queue the others."""
+    met = threading.Barrier(3, timeout=30)
+
+    class Meeting(PlainStore):
+        def changes(self, since: str | None) -> Changes | FullResync:
+            met.wait()  # returns only once all three mounts are inside changes() together
+            return super().changes(since)
+
+    stores = [Meeting(InMemoryFileStore()) for _ in range(3)]
+    for store in stores:
+        store.write("a.md", "A.\n", expected=None)
+    mounts = [FileMount(name, store) for name, store in zip(("one", "two", "three"), stores, strict=True)]
+    built = Agent(mounts).context()
+    assert [b.memory for b in built.blocks] == ["one", "two", "three"] and built.skipped == {}

@@ -1,0 +1,97 @@
+"""A mount's settings in its own git config: the codec every entry point shares.
+
+The limits (:class:`~gitmem.fileformat.FileFormat`) and the kind of a mount live
+as ``gitmem.*`` keys in the bare repository's ``config``, so the store, the CLI,
+the server hooks and ``gitmem serve`` read the same values from the repo itself
+rather than from options each one must be given. A bad hand-edited value is
+``unavailable`` naming the key, never a crash.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import DEFAULT_FORMAT, FileFormat
+from gitmem.git.repo import GitRepo
+from gitmem.model import MOUNT_KINDS, MountKind
+
+#: ``FileFormat`` field -> config key.
+CONFIG_KEYS: Final[dict[str, str]] = {
+    "max_file_bytes": "gitmem.maxFileBytes",
+    "max_description_chars": "gitmem.maxDescriptionChars",
+    "max_frontmatter_bytes": "gitmem.maxFrontmatterBytes",
+    "max_path_bytes": "gitmem.maxPathBytes",
+    "check_secrets": "gitmem.checkSecrets",
+    "max_files": "gitmem.maxFiles",
+    "max_memory_bytes": "gitmem.maxMemoryBytes",
+}
+#: What the mount holds (:data:`gitmem.model.MountKind`), written once at init.
+KIND_KEY: Final = "gitmem.kind"
+
+_UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def new_mount_config(fmt: FileFormat, kind: MountKind) -> dict[str, str]:
+    """The config of a new mount: its kind, and each limit that differs from the default."""
+    if kind not in MOUNT_KINDS:
+        raise MemoryStoreError(
+            "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
+        )
+    return {**format_to_config(fmt), KIND_KEY: kind}
+
+
+def format_to_config(fmt: FileFormat) -> dict[str, str]:
+    """The limits of ``fmt`` that differ from the defaults, as config keys and values."""
+    out: dict[str, str] = {}
+    for field, key in CONFIG_KEYS.items():
+        value = getattr(fmt, field)
+        if value is None or value == getattr(DEFAULT_FORMAT, field):
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def _config_int(repo: GitRepo, key: str, raw: str) -> int:
+    """A positive whole number as ``git config --int`` reads it (``64k``, ``1m`` too)."""
+    text = raw.strip().lower()
+    scale = _UNITS.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        raise MemoryStoreError(
+            "unavailable", f"{key} = {raw!r} in the config of {repo.path} is not a positive whole number"
+        )
+    return int(digits) * scale
+
+
+def format_from_repo(repo: GitRepo) -> FileFormat:
+    """The limits saved in the mount's config; ``unavailable`` naming a key whose value is bad.
+
+    Every command reads these, so a hand-edited typo must say what to fix rather
+    than crash the process.
+    """
+    values: dict[str, object] = {}
+    for field, key in CONFIG_KEYS.items():
+        raw = repo.config_get(key)
+        if raw is None:
+            continue
+        if field == "check_secrets":
+            # Only an explicit "off" turns the check off: a typo keeps secrets out.
+            values[field] = raw.strip().lower() not in ("false", "no", "off", "0")
+        else:
+            values[field] = _config_int(repo, key, raw)
+    return FileFormat(**values)  # type: ignore[arg-type]
+
+
+def kind_from_repo(repo: GitRepo) -> MountKind:
+    """The kind saved in the mount's config (absent: ``file``, the only kind before kinds existed)."""
+    raw = repo.config_get(KIND_KEY)
+    if raw is None:
+        return "file"
+    value = raw.strip().lower()
+    for kind in MOUNT_KINDS:
+        if value == kind:
+            return kind
+    raise MemoryStoreError(
+        "unavailable", f"{KIND_KEY} = {raw!r} in the config of {repo.path} is not one of {', '.join(MOUNT_KINDS)}"
+    )
