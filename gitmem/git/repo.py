@@ -43,7 +43,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
-from gitmem.git.refs import MAIN, read_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
@@ -543,6 +543,10 @@ class GitRepo:
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
+        if self.pack_writes:
+            moved = swap_loose_ref(self.path, MAIN, old, new, durable=_durable[0])
+            if moved is not None:
+                return moved
         return swap_ref(
             repo,
             self.path,
