@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 import zlib
 from collections.abc import Callable
 
@@ -279,9 +280,101 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     return sha
 
 
+FOLDED = "gitmem/folded-packs"
+"""Packs a compaction copied into a bigger one, kept a while for readers that listed them already."""
+GRACE_SECONDS = 60.0
+"""How long a folded pack stays on disk: a git process that listed the packs before may still open it."""
+
+
+def _folded(repo_path: str) -> dict[str, float]:
+    """The packs waiting to be deleted, each with when it was folded."""
+    try:
+        with open(os.path.join(repo_path, FOLDED)) as fh:
+            lines = [line.split() for line in fh]
+    except FileNotFoundError:
+        return {}
+    return {parts[0]: float(parts[1]) for parts in lines if len(parts) == 2}
+
+
 def pack_count(repo_path: str) -> int:
+    """Packs in ``objects/pack``, not counting folded ones waiting for deletion."""
     try:
         with os.scandir(os.path.join(repo_path, "objects", "pack")) as found:
-            return sum(1 for e in found if e.name.endswith(".idx"))
+            names = [e.name[:-4] for e in found if e.name.endswith(".idx")]
     except FileNotFoundError:
         return 0
+    folded = _folded(repo_path) if len(names) > 1 else {}
+    return len([n for n in names if n not in folded])
+
+
+def _objects_in(idx_path: str) -> int:
+    with open(idx_path, "rb") as fh:
+        fh.seek(8 + 255 * 4)
+        return int.from_bytes(fh.read(4), "big")
+
+
+def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:
+    """Which packs to fold together so every pack left holds ``factor`` times all smaller ones (git's rule).
+
+    From the largest pack down, a pack stays while it is at least ``factor``
+    times the objects of all packs smaller than it; the first that is not, and
+    every smaller pack, are rolled up into one.
+    """
+    order = sorted(sizes, key=lambda n: (sizes[n], n))
+    below = [0]
+    for name in order:
+        below.append(below[-1] + sizes[name])
+    split = 0
+    for i in range(len(order) - 1, 0, -1):
+        if sizes[order[i]] < factor * below[i]:
+            split = i + 1
+            break
+    return order[:split] if split > 1 else []
+
+
+def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str]]) -> bool:
+    """Fold small packs into one by git's geometric rule, without ever deleting a pack at once.
+
+    ``git pack-objects --stdin-packs`` copies the objects of the chosen packs
+    (and nothing loose: a loose object another git wrote stays where that git
+    may look for it) into a new pack. The chosen packs are only listed in
+    :data:`FOLDED` with the time; a later compaction deletes them once
+    :data:`GRACE_SECONDS` have passed, so a git process that listed the packs
+    before (``git mktree`` does not look again when an object is missing)
+    still finds every object where it looked. Until then they are left out of
+    the count and of the next fold. Returns whether packs
+    were deleted (handles must then reopen). Writer lock held.
+    """
+    folder = os.path.join(repo_path, "objects", "pack")
+    folded = _folded(repo_path)
+    now = time.time()
+    deleted = False
+    for name, when in sorted(folded.items()):
+        if now - when >= GRACE_SECONDS:
+            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+                try:
+                    os.unlink(os.path.join(folder, name + ext))
+                except FileNotFoundError:
+                    pass
+            del folded[name]
+            deleted = True
+    sizes: dict[str, int] = {}
+    with os.scandir(folder) as found:
+        for entry in found:
+            if entry.name.startswith("pack-") and entry.name.endswith(".idx"):
+                base = entry.name[:-4]
+                if base in folded or os.path.exists(os.path.join(folder, base + ".keep")):
+                    continue
+                sizes[base] = _objects_in(entry.path)
+    chosen = geometric_rollup(sizes)
+    if chosen:
+        listing = "".join(f"{name}.pack\n" for name in chosen).encode()
+        code, out = run_git(["pack-objects", "--stdin-packs", "-q", os.path.join(folder, "pack")], listing)
+        if code == 0 and out.strip():
+            folded.update((name, now) for name in chosen if name != f"pack-{out.strip()}")
+    if chosen or deleted:
+        tmp = os.path.join(repo_path, FOLDED + ".tmp")
+        with open(tmp, "w") as fh:
+            fh.write("".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
+        os.replace(tmp, os.path.join(repo_path, FOLDED))
+    return deleted

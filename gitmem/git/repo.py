@@ -521,21 +521,23 @@ class GitRepo:
         return cache
 
     def compact(self) -> None:
-        """Fold the small per-commit packs together: ``git repack -d --geometric=2``. Writer lock held.
+        """Fold the small per-commit packs together by git's geometric rule. Writer lock held.
 
-        Each pack is at least twice the size of all smaller ones together
-        afterwards, so ``n`` objects live in about ``log2(n)`` packs, and a run
-        rewrites only the small packs (amortised: each object is copied about
-        ``log2(n)`` times over its life). It runs under the writer lock, like
-        every other repack gitmem starts, so it can never put back objects a
-        purge is deleting; the git child holds the lock too until it exits.
+        Each pack left holds at least twice the objects of all smaller ones
+        together, so ``n`` objects live in about ``log2(n)`` packs, and a run
+        copies only the small packs (amortised: each object is copied about
+        ``log2(n)`` times over its life). Folded packs are deleted by a later
+        run after a grace period (:func:`gitmem.git.packwrite.compact`). It
+        runs under the writer lock, like every other repack gitmem starts, so
+        it can never put back objects a purge is deleting; the git child holds
+        the lock too until it exits.
         """
-        done = cli.run_git(
-            ["-c", "gc.autoDetach=false", "repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index"],
-            git_dir=self.path,
-            pass_fds=(self.lock.held_fd(),),
-        )
-        if done.returncode == 0:
+
+        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
+            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.lock.held_fd(),))
+            return done.returncode, done.stdout
+
+        if packwrite.compact(self.path, run):
             # libgit2 never forgets a pack it opened, even once deleted: every handle
             # reopens at its next call, so deleted packs' descriptors and disk space go.
             _bump(self._packs_path)

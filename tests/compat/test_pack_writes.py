@@ -97,3 +97,32 @@ def test_a_commit_is_one_pack_and_nothing_loose(tmp_path: Path, durable: bool) -
     assert len([n for n in names if n.endswith(".idx")]) == 2 and not [n for n in names if n.startswith("tmp_")]
     assert git(tmp_path / "m.git", "show", "main:deep/er/file.md").stdout == "hello\n"
     assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_geometric_rollup_follows_gits_rule() -> None:
+    assert packwrite.geometric_rollup({"big": 10_000, "a": 5, "b": 5, "c": 5}) == ["a", "b", "c"]
+    assert packwrite.geometric_rollup({"big": 10_000, "mid": 40, "a": 5, "b": 5}) == ["a", "b"]  # mid and big hold
+    assert sorted(packwrite.geometric_rollup({"big": 10_000, "mid": 15, "a": 5, "b": 5})) == ["a", "b", "mid"]
+    assert packwrite.geometric_rollup({"only": 3}) == []
+    assert packwrite.geometric_rollup({"big": 10_000, "mid": 40, "a": 15}) == []  # already a progression
+
+
+def test_folded_packs_stay_for_their_grace_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    version = None
+    for n in range(6):
+        version = store.write("a.md", f"{n}\n", expected=version)
+    pack_dir = tmp_path / "m.git" / "objects" / "pack"
+    before = {p.name for p in pack_dir.glob("*.idx")}
+    store.repo.lock_timeout = 30
+    with store.repo.lock.hold():
+        store.repo.compact()
+    after = {p.name for p in pack_dir.glob("*.idx")}
+    assert before < after and packwrite.pack_count(str(tmp_path / "m.git")) < len(before)  # folded, nothing deleted
+    assert_fsck_clean(tmp_path / "m.git")
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
+    with store.repo.lock.hold():
+        store.repo.compact()
+    assert {p.name for p in pack_dir.glob("*.idx")} < after  # the folded packs are gone now
+    assert store.read("a.md").text == "5\n"
+    assert_fsck_clean(tmp_path / "m.git")

@@ -215,9 +215,14 @@ def mode_stop_in_compact(args: dict[str, Any]) -> None:
     original = cli.run_git
 
     def run_git(argv: Any, **kw: Any) -> Any:
-        if "repack" not in argv:
+        if "pack-objects" not in argv:
             return original(argv, **kw)
-        proc = subprocess.Popen(["git", "--git-dir", args["repo"], *argv], pass_fds=kw.get("pass_fds", ()))
+        proc = subprocess.Popen(
+            ["git", "--git-dir", args["repo"], *argv], stdin=subprocess.PIPE, pass_fds=kw.get("pass_fds", ())
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(kw.get("stdin") or b"")
+        proc.stdin.close()
         time.sleep(float(args.get("delay", 0.01)))
         acks("in-compact", proc.pid)
         os.kill(os.getpid(), signal.SIGSTOP)

@@ -22,6 +22,7 @@ import pytest
 from race_support import Worker, assert_fsck_clean, git, head_files, wait_stopped
 
 from gitmem import GitFileStore
+from gitmem.git import packwrite
 from gitmem.git import repo as gitrepo
 
 pytestmark = pytest.mark.slow
@@ -102,6 +103,7 @@ def _waitpid_gone(pid: int) -> bool:
 def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-lived reader in another process sees every write while compactions delete the small packs."""
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next compaction
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     for n in range(5):
@@ -134,13 +136,14 @@ def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch
             versions[n] = store.write(f"f{n}.md", f"{value}\n", expected=versions[n])
     out, err = reader.communicate(timeout=180)
     assert reader.returncode == 0 and out.strip() == "ok", err
-    assert len([n for n in _pack_dir(repo) if n.endswith(".idx")]) <= 3 + 1
+    assert packwrite.pack_count(str(repo)) <= 3 + 1
     assert_fsck_clean(repo)
 
 
 def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """libgit2 keeps every pack it opened; after a compaction handles reopen, so deleted packs free their space."""
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     reader = GitFileStore.open(repo).sync
@@ -158,4 +161,4 @@ def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: py
         if str(repo) in target and target.endswith("(deleted)"):
             deleted.append(target)
     assert deleted == []
-    assert len([n for n in _pack_dir(repo) if n.endswith(".idx")]) <= 3
+    assert packwrite.pack_count(str(repo)) <= 3
