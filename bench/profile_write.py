@@ -5,6 +5,7 @@
 .venv/bin/python bench/profile_write.py profile /tmp/pw 300      # cProfile of 300 writes, top functions
 strace -f -c -o /tmp/pw.strace .venv/bin/python bench/profile_write.py write /tmp/pw 300 [--fsync]
 .venv/bin/python bench/profile_write.py phases /tmp/pw 300 [--fsync]   # wall/CPU per step of a commit
+.venv/bin/python bench/profile_write.py refs /tmp/pw 100            # the ref CAS: libgit2 vs by hand
 .venv/bin/python bench/profile_write.py files /tmp/pw 50 [--fsync]  # files created per write (inotify-free count)
 ```
 
@@ -115,6 +116,37 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
     print(f"{'total':10} {total_w / n * 1e6:8.0f} {total_c / n * 1e6:8.0f}")
 
 
+def refs(base: str, n: int) -> None:
+    """The ref CAS alone: libgit2's transaction against git's lock protocol by hand, alternating rounds."""
+    import statistics
+
+    import pygit2
+
+    from gitmem.git.refs import MAIN, swap_loose_ref, swap_ref
+
+    path = os.path.join(base, "git")
+    repo = pygit2.Repository(path)
+    head = str(repo.references[MAIN].target)
+    parent = str(repo[head].peel(pygit2.Commit).parent_ids[0])
+
+    def libgit2(old: str, new: str) -> None:
+        assert swap_ref(repo, path, MAIN, old, new, message="bench")
+
+    def by_hand(old: str, new: str) -> None:
+        assert swap_loose_ref(path, MAIN, old, new, durable=False)
+
+    for _ in range(3):
+        for name, fn in (("libgit2 transaction", libgit2), ("by hand (swap_loose_ref)", by_hand)):
+            took = []
+            a, b = head, parent
+            for _ in range(n):
+                t0 = time.perf_counter()
+                fn(a, b)
+                took.append(time.perf_counter() - t0)
+                a, b = b, a
+            print(f"{name:26} p50 {statistics.median(took) * 1e6:7.0f} us")  # n even: main is back at head
+
+
 def count_files(base: str) -> int:
     total = 0
     for _folder, _dirs, names in os.walk(base):
@@ -138,6 +170,8 @@ def main(argv: list[str]) -> int:
         prof.disable()
         stats = pstats.Stats(prof)
         stats.sort_stats("tottime").print_stats(25)
+    elif cmd == "refs":
+        refs(base, n if n % 2 == 0 else n + 1)
     elif cmd == "phases":
         phases(base, n, fsync=fsync)
     elif cmd == "files":
