@@ -7,6 +7,7 @@ in any spelling fsck knows) is refused here, before anything is written.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,58 @@ def _is_control(ch: str) -> bool:
     return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
 
 
+# Characters that show as nothing although they are not format characters: a grapheme
+# joiner, Hangul and Khmer fillers, Mongolian selectors.
+_BLANK_LETTERS = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), 0x3164, 0xFFA0})
+_JOINERS = frozenset({0x200C, 0x200D})  # ZWNJ and ZWJ: part of Persian, Indic and emoji text
+
+
+def _selector(cp: int) -> bool:
+    return 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
+
+
+def invisible(ch: str) -> bool:
+    """Whether ``ch`` acts on a terminal or hides itself instead of showing as a glyph.
+
+    Controls (C0, DEL, C1), format characters (zero-width spaces and joiners, bidi
+    marks and overrides, the BOM, tag characters, soft hyphen), line and paragraph
+    separators, variation selectors and blank fillers. Text holding one can look
+    like other text (``..\u200b`` looks like ``..``) or rewrite a terminal.
+    """
+    cp = ord(ch)
+    if cp < 0x7F:
+        return cp < 0x20
+    return (
+        unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or cp in _BLANK_LETTERS or _selector(cp)
+    )
+
+
+def _visible_script(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] in "LMS"
+
+
+def joins(text: str, at: int) -> bool:
+    """Whether the invisible ``text[at]`` is doing its job in real text, not hiding anything.
+
+    A variation selector right after a non-ASCII letter, mark or symbol (an emoji's
+    presentation), and a zero-width joiner or non-joiner between two of them
+    (Persian and Indic words, emoji sequences) are allowed; next to ASCII, or at an
+    end, they only hide.
+    """
+    cp = ord(text[at])
+    before = at > 0 and _visible_script(text[at - 1])
+    if _selector(cp):
+        return before
+    return cp in _JOINERS and before and at + 1 < len(text) and _visible_script(text[at + 1])
+
+
+def hidden_at(text: str) -> int | None:
+    """The index of the first character of ``text`` that :func:`invisible` flags and :func:`joins` does not excuse."""
+    if text.isascii():
+        return next((i for i, c in enumerate(text) if c < " " or c == "\x7f"), None)
+    return next((i for i, c in enumerate(text) if invisible(c) and not joins(text, i)), None)
+
+
 # The names fsck guards besides .git, with the prefix of their NTFS 8.3 short name.
 _NTFS_GUARDED = (("gitmodules", "gi7eba"), ("gitattributes", "gi7d29"))
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -98,10 +151,26 @@ def _git_reserved(segment: str) -> bool:
     return any(_ntfs_alias(segment, name, short) for name, short in _NTFS_GUARDED)
 
 
+# Plain ASCII paths whose segments start with a letter, digit or '_' and hold no '~': NFC
+# leaves them alone and none can be a name git reserves (those start with '.' or hold '~'),
+# so only the lengths are left to check. Batches of thousands of paths skip the full rules.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
+
+
 def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     """Return the NFC form of a relative file path, or raise ``invalid_path``."""
     if not isinstance(path, str):
         raise MemoryStoreError("invalid_path", f"path must be a string, got {type(path).__name__}")
+    if (
+        _PLAIN_PATH.fullmatch(path)
+        and len(path) <= fmt.max_path_bytes
+        and all(len(segment) <= _MAX_SEGMENT_BYTES for segment in path.split("/"))
+    ):
+        return path
+    return _validate_path_fully(path, fmt)
+
+
+def _validate_path_fully(path: str, fmt: FileFormat) -> str:
     norm = unicodedata.normalize("NFC", path)
     if not norm:
         raise MemoryStoreError("invalid_path", "path is empty")
@@ -114,12 +183,24 @@ def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     bad = next((c for c in norm if _is_control(c)), None)
     if bad is not None:
         raise MemoryStoreError("invalid_path", f"{path!r}: control character U+{ord(bad):04X} is not allowed")
+    hidden = hidden_at(norm)
+    if hidden is not None:
+        cp = ord(norm[hidden])
+        raise MemoryStoreError(
+            "invalid_path",
+            f"{path!r}: invisible character U+{cp:04X} ({unicodedata.name(norm[hidden], 'unnamed')}) is not "
+            "allowed in a path: it would make the name look like another",
+        )
     size = len(norm.encode("utf-8"))
     if size > fmt.max_path_bytes:
         raise MemoryStoreError("invalid_path", f"path is {size} bytes; the limit is {fmt.max_path_bytes}")
     for segment in norm.split("/"):
         if segment in ("", ".", ".."):
             raise MemoryStoreError("invalid_path", f"{path!r}: empty, '.' and '..' segments are not allowed")
+        if unicodedata.normalize("NFKC", segment).strip() in (".", ".."):
+            raise MemoryStoreError(
+                "invalid_path", f"{path!r}: the segment {segment!r} looks like '.' or '..' and is not allowed"
+            )
         if len(segment.encode("utf-8")) > _MAX_SEGMENT_BYTES:
             raise MemoryStoreError(
                 "invalid_path", f"{path!r}: a path segment is longer than {_MAX_SEGMENT_BYTES} bytes"

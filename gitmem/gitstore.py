@@ -16,8 +16,10 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -36,7 +38,7 @@ from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.refs import MAIN
-from gitmem.git.repo import Done, GitRepo, set_durable, translate_errors
+from gitmem.git.repo import Done, GitRepo, lookup, set_durable, translate_errors
 from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
@@ -71,6 +73,10 @@ from gitmem.store import (
 )
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+#: Local caches of content kept beside the repository by layers above the store (e.g.
+#: session memory's catalogue): derived, never committed, deleted by purge and forget.
+DERIVED_DIR = "gitmem/derived"
 
 
 class _Shared:
@@ -221,6 +227,24 @@ class SyncGitFileStore:
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")
         return FileText(path, decode_stored(found[1]), found[0])
 
+    def link_at(self, path: str) -> str | None:
+        """The symbolic link or submodule (pushed with plain git) at ``path`` or at a folder above it.
+
+        No read or write goes through such an entry (reads answer ``not_found``,
+        writes ``invalid_path``); adapters ask this only to tell the user why.
+        """
+        parts = validate_path(path, self.format).split("/")
+        with translate_errors(self.path):
+            tree = self.repo.tree_of(self._read_head())
+            for end in range(1, len(parts) + 1):
+                at = "/".join(parts[:end])
+                entry = lookup(tree, at)
+                if entry is None or entry.kind == "blob":
+                    return None
+                if entry.kind == "other":
+                    return at
+        return None
+
     def _resolve(self, rev: str) -> str:
         with translate_errors(self.path):
             commit = self.repo.resolve(rev) if isinstance(rev, str) else None
@@ -320,23 +344,26 @@ class SyncGitFileStore:
         return applied(done.commit, done.result, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
-        try:
+        with self._erasing():
             git_rewrite.purge(self.repo, commit_message("purge", (), self._origin(origin)))
-        except MemoryStoreError as exc:
-            if exc.code == "unavailable":  # it may have failed after moving main
-                self._erased()
-            raise
-        self._erased()
 
-    def _erased(self) -> None:
-        """After purge or forget: delete the index (it holds the erased words) and cached content.
+    @contextmanager
+    def _erasing(self) -> Iterator[None]:
+        """Around purge or forget: the index lock first, then delete the index and cached content.
 
-        Runs before the call returns, so no file of the mount keeps erased text;
-        the next search rebuilds the index from what is left.
+        The index holds the erased words. Its lock is taken before history
+        changes (busy for too long: ``unavailable``, nothing changed) and the
+        index is deleted before the call returns, however it ends, so no file of
+        the mount keeps erased text; the next search rebuilds it from what is left.
+        Caches that layers above keep beside the repository live in
+        :data:`DERIVED_DIR` and go too.
         """
-        self._shared.cache.forget_content()
-        with translate_errors(self.path):
-            self.index.clear()
+        with translate_errors(self.path), self.index.erasing():
+            try:
+                yield
+            finally:
+                self._shared.cache.forget_content()
+                shutil.rmtree(os.path.join(self.path, DERIVED_DIR), ignore_errors=True)
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 
@@ -390,14 +417,8 @@ class SyncGitFileStore:
         return git_history.revert(self.repo, self.format, commit, origin=origin, ref=self._target(origin))
 
     def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
-        try:
-            report = git_rewrite.forget(self.repo, self.format, path, origin=origin)
-        except MemoryStoreError as exc:
-            if exc.code == "unavailable":  # it may have failed after rewriting; other codes come first
-                self._erased()
-            raise
-        self._erased()
-        return report
+        with self._erasing():
+            return git_rewrite.forget(self.repo, self.format, path, origin=origin)
 
     def fsck(self) -> FsckReport:
         return git_rewrite.fsck(self.repo)
@@ -488,6 +509,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
 
     list = threaded(SyncGitFileStore.list)
     read = threaded(SyncGitFileStore.read)
+    link_at = threaded(SyncGitFileStore.link_at)
     write = threaded(SyncGitFileStore.write)
     move = threaded(SyncGitFileStore.move)
     delete = threaded(SyncGitFileStore.delete)

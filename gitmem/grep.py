@@ -2,27 +2,82 @@
 
 The Whoosh index only narrows which files are read; the lines are always checked
 here, so indexed and scanned answers are identical by construction.
+
+Regular expressions come from agents, and a backtracking engine can take
+exponential time on a short line (``(a|aa)+$`` against forty ``a`` and a ``b``):
+with Python's ``re`` that froze a whole MCP server, ping and all, because ``re``
+holds the GIL until it is done. So patterns are *checked* by ``re`` (the syntax
+gitmem accepts and its error messages stay Python's, and the index reads the
+pattern with ``re``'s parser) but *matched* by the ``regex`` package in its
+``re``-compatible mode (``VERSION0``), which can stop a match after a time
+budget and releases the GIL while it matches. One search may spend
+:data:`REGEX_BUDGET` seconds of CPU matching lines in all; past that it stops
+with ``invalid_pattern``. (The engine's own timeout counts the whole process's
+CPU time, so in a process busy on other threads a hostile search stops sooner;
+never later.) The one difference in answers known between the two
+engines: under case-insensitive matching ``re`` equates ``i`` with the dotless
+``\u0131``, ``regex`` does not.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import regex as regex_engine
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import GrepMatch, SearchResult
 
 MAX_LIMIT = 10_000
+REGEX_BUDGET = 2.0
+"""CPU seconds one search may spend in the regex engine, over every line it checks.
+
+A sane pattern spends microseconds a line; this is room for a large memory, and a
+stop for patterns that backtrack without end.
+"""
+_SHORT_TRY = 0.005  # seconds a match may hold the GIL, as long as Python's own switch interval
+_LINES_PER_CHECK = 64
 # warnings.catch_warnings swaps process-wide state: one compile at a time inside it.
 _WARNINGS_GUARD = threading.Lock()
 
 
+class _Budget:
+    """What is left of one search's regex budget, in CPU seconds of the matching thread.
+
+    Reading a CPU clock costs microseconds (a system call), more than matching a
+    short line, so it is read every :data:`_LINES_PER_CHECK` lines and after any
+    line that needed its second try; in between, each line may take at most
+    ``_SHORT_TRY``, which bounds how far the budget can be overrun.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.left = seconds
+        self.lines = 0
+        self.mark: float | None = None  # the thread's CPU clock at the last check; set by the first line
+
+    def checkpoint(self) -> bool:
+        """Charge the CPU time since the last check; whether any budget is left."""
+        now = time.thread_time()
+        if self.mark is not None:
+            self.left -= now - self.mark
+        self.mark = now
+        self.lines = 0
+        return self.left > 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class Matcher:
-    """A compiled pattern: ``test(line)`` says whether one line matches."""
+    """A compiled pattern: ``test(line)`` says whether one line matches.
+
+    A regex matcher's ``test`` raises ``invalid_pattern`` once the matching work
+    of the search it was compiled for runs out: compile one matcher per search.
+    """
 
     pattern: str
     regex: bool
@@ -30,25 +85,67 @@ class Matcher:
     test: Callable[[str], bool]
 
 
-def compile_pattern(pattern: object, *, regex: bool = False, case_sensitive: bool = False) -> Matcher:
+def compile_pattern(
+    pattern: object, *, regex: bool = False, case_sensitive: bool = False, budget: float = REGEX_BUDGET
+) -> Matcher:
     if not isinstance(pattern, str) or pattern == "":
         raise MemoryStoreError("invalid_pattern", "the pattern must be a non-empty string")
     if "\n" in pattern and not regex:
         raise MemoryStoreError("invalid_pattern", "a literal pattern matches within one line; it cannot hold a newline")
     if regex:
-        try:
-            compiled = _compile(pattern, 0 if case_sensitive else re.IGNORECASE)
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise MemoryStoreError("invalid_pattern", f"invalid regular expression: {exc}") from None
-        search = compiled.search
-        return Matcher(pattern, True, case_sensitive, lambda line: search(line) is not None)
+        return Matcher(pattern, True, case_sensitive, _bounded_search(pattern, case_sensitive, budget))
     if case_sensitive:
         return Matcher(pattern, False, True, lambda line: pattern in line)
     folded = pattern.casefold()
     return Matcher(pattern, False, False, lambda line: folded in line.casefold())
 
 
-def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Callable[[str], bool]:
+    """``line -> matched`` on the ``regex`` engine, raising ``invalid_pattern`` when the budget is spent."""
+    try:
+        _compile_re(pattern, 0 if case_sensitive else re.IGNORECASE)
+        compiled = _compile_regex(pattern, regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE))
+    except (re.error, regex_engine.error, OverflowError, RecursionError) as exc:
+        raise MemoryStoreError("invalid_pattern", f"invalid regular expression: {exc}") from None
+    search = compiled.search
+    budget = _Budget(seconds)
+
+    def spent() -> MemoryStoreError:
+        budget.left = 0.0
+        return MemoryStoreError(
+            "invalid_pattern",
+            f"the regular expression needed more than {budget.seconds:g} s of matching work "
+            "(nested repeats such as (a+)+ or (a|aa)+ backtrack without end); "
+            "make it more specific or search a narrower path",
+        )
+
+    def test(line: str) -> bool:
+        # A first try may hold the GIL for SHORT_TRY: nearly every line ends there, and
+        # releasing the GIL for each would cost more than the match. A line still running
+        # is matched again with the GIL released, on what is left of the budget.
+        if budget.left <= 0.0:
+            raise spent()
+        if budget.mark is None:
+            budget.mark = time.thread_time()
+        try:
+            found = search(line, timeout=min(budget.left, _SHORT_TRY))
+        except TimeoutError:
+            if not budget.checkpoint():
+                raise spent() from None
+            try:
+                found = search(line, timeout=budget.left, concurrent=True)
+            except TimeoutError:
+                raise spent() from None
+            budget.checkpoint()
+        budget.lines += 1
+        if budget.lines >= _LINES_PER_CHECK and not budget.checkpoint():
+            raise spent()
+        return found is not None
+
+    return test
+
+
+def _compile_re(pattern: str, flags: int) -> re.Pattern[str]:
     """``re.compile`` without its ``FutureWarning`` about sets like ``[[``.
 
     The warning only says a future Python may read the pattern differently; in a
@@ -58,6 +155,12 @@ def _compile(pattern: str, flags: int) -> re.Pattern[str]:
     with _WARNINGS_GUARD, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return re.compile(pattern, flags)
+
+
+def _compile_regex(pattern: str, flags: int) -> regex_engine.Pattern[str]:
+    with _WARNINGS_GUARD, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return regex_engine.compile(pattern, flags)
 
 
 def check_limit(limit: object) -> int:

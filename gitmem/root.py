@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git.perms import make_private_dir, open_private
 from gitmem.git.repo import GitRepo
 from gitmem.gitstore import GitFileStore
 from gitmem.model import MountKind, check_kind
@@ -64,8 +65,8 @@ class Root:
         if not create:
             raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            lock_fd = os.open(self.path / ".gitmem-root.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            make_private_dir(self.path, parents=True)
+            lock_fd = open_private(self.path / ".gitmem-root.lock", os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot use root {self.path}: {exc}") from exc
         try:

@@ -36,6 +36,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
@@ -52,10 +53,15 @@ INDEX = ("index",)
 FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo")
 TOOLS = ("tools",)
 RECALL = ("recall",)
+SESSION = ("session",)
 ALL_ADAPTERS = ("adapters",)
 LOWER = (*PURE, *SEAM)
-HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL)
+HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL, *SESSION)
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m not in RECALL)
+# Session memory sits on the seam and recall; only session.location opens a git mount (through the facades).
+SESSION_CORE = tuple(
+    f"session.{p.stem}" for p in sorted((PACKAGE / "session").glob("*.py")) if p.stem not in ("__init__", "location")
+)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
@@ -76,6 +82,22 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         (*ENGINES_AND_ABOVE, "memstore", "fileformat"),
         "recall sits beside the index engine, on the store seam: it reads stores through the seam's "
         "protocol and knows no engine, store implementation or facade",
+    ),
+    (
+        SESSION_CORE,
+        ("git", "gitstore", "root", "index", "tools", "adapters", "memstore", "durable", "session.location"),
+        "session memory works on any store through the seam (the in-memory twin included) and knows "
+        "nothing of durable memory, which depends on session.binding, not the other way round",
+    ),
+    (
+        ("session.location",),
+        ("git", "index", "tools", "adapters", "durable"),
+        "session.location opens a session mount through the facades (Root, gitstore) and nothing lower",
+    ),
+    (
+        ("session.binding",),
+        ("session.items", "session.memory", "session.runner", "session.extraction", "recall", "root"),
+        "the binding the durable layer imports stays a few protocols and values",
     ),
     (
         FACADE_ADAPTERS,
@@ -228,6 +250,12 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),
+        ("gitmem.session.memory", "from gitmem.root import Root\n"),
+        ("gitmem.session.runner", "from gitmem.durable import DurableRepository\n"),
+        ("gitmem.session.items", "from gitmem.memstore import InMemoryFileStore\n"),
+        ("gitmem.recall.index", "from gitmem.session.items import MemoryItem\n"),
+        ("gitmem.model", "from gitmem.session import binding\n"),
+        ("gitmem.session.location", "from gitmem.git.repo import GitRepo\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:

@@ -11,6 +11,7 @@ returns to the model as an error result.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from collections.abc import Callable
@@ -26,6 +27,9 @@ from gitmem.tools import ops
 
 ROOT: Final = "/memories"
 LINE_NUMBER_WIDTH: Final = 6
+MAX_LINES: Final = 999_999  # the SDK's limit for a view
+MAX_VIEW_CHARS: Final = 1 << 20  # one view returns at most this much text; longer: use view_range
+_LINK_WHY: Final = "a symbolic link or submodule in git, which the memory tool does not follow; nothing was done"
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
@@ -66,6 +70,15 @@ def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
         return validate_path(rest, fmt)
     except MemoryStoreError as exc:
         raise ToolError(f"Invalid path {shown}: {exc.message}") from None
+
+
+def names_root(path: object) -> bool:
+    """Whether ``path`` means ``/memories`` itself once its ``.`` and ``..`` are applied.
+
+    Paths with such segments are refused anyway; for ``delete`` and ``rename`` the
+    refusal says what the SDK's tool says of them (``/memories/.``, ``/memories/sub/..``).
+    """
+    return isinstance(path, str) and path.startswith(ROOT) and posixpath.normpath(path) == ROOT
 
 
 def format_size(size: int) -> str:
@@ -123,7 +136,30 @@ class MemoryCommands:
     def _missing(self, rel: str, shown: str) -> ToolError:
         if rel and self._files_under(rel):
             return ToolError(f"The path {shown} is not a file.")
-        return ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+        return self._link_error(rel, shown) or ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+
+    def _link_error(self, rel: str, shown: str, *, view: bool = False) -> ToolError | None:
+        """The SDK's symlink refusal when ``rel``, or a folder above it, is a link entry in git.
+
+        Asked only after a command found nothing usable at ``rel``, of a store that
+        can tell (the git store's ``link_at``); others answer as if nothing were there.
+        """
+        link_at = getattr(self.store, "link_at", None)
+        if not rel or not callable(link_at):
+            return None
+        try:
+            link = link_at(rel)
+        except MemoryStoreError:
+            return None
+        if not isinstance(link, str):
+            return None
+        if link != rel:
+            return ToolError(
+                f"Path {shown} would escape {ROOT} directory via symlink: path '{ROOT}/{link}' is a symlink ({_LINK_WHY})"
+            )
+        if view:
+            return ToolError(f"Unsupported file type for {shown}: path {shown!r} is a symlink ({_LINK_WHY})")
+        return ToolError(f"path {shown!r} is a symlink ({_LINK_WHY})")
 
     def _update(self, rel: str, shown: str, change: Callable[[FileText | None], str]) -> str:
         """One CAS commit of ``change`` applied to the file as it is, re-read after a conflict."""
@@ -134,7 +170,8 @@ class MemoryCommands:
         except _NotAFile:
             raise self._missing(rel, shown) from None
         except MemoryStoreError as exc:
-            raise self._fail(exc, shown) from None
+            link = self._link_error(rel, shown) if exc.code == "invalid_path" else None
+            raise link or self._fail(exc, shown) from None
         return text
 
     # -- view --
@@ -151,12 +188,15 @@ class MemoryCommands:
                 return self._numbered(shown, file.text, view_range)
         under = self._files_under(rel)
         if rel and not under:
-            raise ToolError(f"The path {shown} does not exist. Please provide a valid path.")
+            link = self._link_error(rel, shown, view=True)
+            raise link or ToolError(f"The path {shown} does not exist. Please provide a valid path.")
         return self._listing(shown.rstrip("/") or ROOT, rel, under)
 
     @staticmethod
     def _numbered(shown: str, text: str, view_range: Any) -> str:
         lines = text.split("\n")
+        if len(lines) > MAX_LINES:
+            raise ToolError(f"File {shown} exceeds maximum line limit of 999,999 lines.")
         first = 1
         if view_range is not None:
             ok = (
@@ -177,6 +217,12 @@ class MemoryCommands:
             lines = lines[start - 1 : None if end == -1 else end]
             first = start
         body = "\n".join(f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{line}" for n, line in enumerate(lines, start=first))
+        if len(body) > MAX_VIEW_CHARS:
+            raise ToolError(
+                f"File {shown} is too long to view at once (lines {first} to {first + len(lines) - 1} come to "
+                f"{len(body):,} characters; a view returns at most {MAX_VIEW_CHARS:,}). "
+                "View part of it with view_range."
+            )
         return f"Here's the content of {shown} with line numbers:\n{body}"
 
     @staticmethod
@@ -324,6 +370,8 @@ class MemoryCommands:
         return True
 
     def delete(self, path: object) -> str:
+        if names_root(path):
+            raise ToolError(f"Cannot delete the {ROOT} directory itself")
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
@@ -335,7 +383,7 @@ class MemoryCommands:
         except MemoryStoreError as exc:
             raise self._fail(exc, shown) from None
         if not under:
-            raise ToolError(f"The path {shown} does not exist")
+            raise self._link_error(rel, shown) or ToolError(f"The path {shown} does not exist")
         self._delete_files(under, rel, shown)
         return f"Successfully deleted {shown}"
 
@@ -385,6 +433,8 @@ class MemoryCommands:
                 ) from None
 
     def rename(self, old_path: object, new_path: object) -> str:
+        if names_root(old_path):
+            raise ToolError(f"Cannot rename the {ROOT} directory itself")
         source = store_path(old_path, self.fmt)
         destination = store_path(new_path, self.fmt)
         old_shown, new_shown = str(old_path), str(new_path)
@@ -398,7 +448,7 @@ class MemoryCommands:
                 return f"Successfully renamed {old_shown} to {new_shown}"
             under = self._files_under(source)
             if not under:
-                raise ToolError(f"The path {old_shown} does not exist")
+                raise self._link_error(source, old_shown) or ToolError(f"The path {old_shown} does not exist")
             if destination == source or destination.startswith(source + "/"):
                 raise ToolError(f"Cannot move {old_shown} into itself ({new_shown})")
             if ops.read_or_none(self.store, destination) is not None or self._files_under(destination):
@@ -445,7 +495,8 @@ class MemoryCommands:
                 raise ToolError(f"The path {old_shown} does not exist") from None
             if exc.code == "invalid_path" and self._files_under(destination):
                 raise ToolError(f"The destination {new_shown} already exists") from None
-            raise self._fail(exc, old_shown) from None
+            link = self._link_error(destination, new_shown) if exc.code == "invalid_path" else None
+            raise link or self._fail(exc, old_shown) from None
 
     def clear(self) -> str:
         """Delete every file (one commit if the store takes a batch); history keeps them (``purge`` would not)."""

@@ -67,6 +67,8 @@ from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
 from gitmem.model import Origin
 from gitmem.root import Root
+from gitmem.session.tools import SessionTools
+from gitmem.session.tools import tool_definitions as session_tool_definitions
 from gitmem.tools import FileMemoryCapability, MemoryCursors
 
 log = logging.getLogger("gitmem.mcp")
@@ -103,8 +105,10 @@ class MemoryMcpServer:
         cursor_file: str | os.PathLike[str] | None = None,
         name: str = "gitmem",
         watch_root: Root | str | os.PathLike[str] | None = None,
+        session: SessionTools | None = None,
     ) -> None:
         self.capability = capability
+        self.session = session  # the memory_session_* tools, when a session memory is offered
         self.session_tag = secrets.token_hex(4)
         base = origin or Origin()
         self.origin = Origin(base.run_id or f"mcp-{self.session_tag}", base.principal_id)
@@ -192,6 +196,12 @@ class MemoryMcpServer:
                     _meta={"io.gitmem/tool-id": d.tool_id, "io.gitmem/memories": list(d.memories)},
                 )
             )
+        if self.session is not None:
+            for s in session_tool_definitions():
+                hints = types.ToolAnnotations(read_only_hint=s.read_only, destructive_hint=False, open_world_hint=False)
+                out.append(
+                    types.Tool(name=s.name, description=s.description, input_schema=s.input_schema, annotations=hints)
+                )
         return out
 
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -201,6 +211,10 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if self.session is not None and self.session.handles(params.name):
+            origin = self.origin.with_tool_call(self.tool_call_id(ctx))
+            call = self.session.call
+            return tool_result(await aio.call(call, params.name, params.arguments or {}, origin=origin))
         payload = await aio.call(
             self.capability.call,
             params.name,

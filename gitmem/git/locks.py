@@ -15,12 +15,18 @@ between creating and renaming it leaves it behind, and every git client
 (libgit2, dulwich, the git CLI) refuses to update ``main`` until it is gone.
 Two cases are told apart by the *holder record*: each holder writes its pid and
 what it does into ``write.lock`` when it gets the flock, and marks the record
-free when it lets go. A new holder that finds a record still marked held, of a
-process that no longer exists, knows that writer crashed; ref lock files
-created since that record was written are its leftovers and go at once
-(:func:`remove_crashed_locks`). Any other lock file belongs to a foreign git
-process that may still be working: it is waited for, and only broken once it
-has not changed for ``stale_lock_seconds`` (:func:`remove_if_stale`).
+free when it lets go. A new holder that finds a record still marked held by
+another process knows that writer crashed: the kernel gave us the flock, so no
+live process holds it any more. The record's pid is not asked whether it lives
+(``kill(pid, 0)``): a killed writer that its parent has not reaped yet is a
+zombie, which answers "alive" for as long as the parent takes (the cause of
+writers stalling behind a killed one). Ref lock files created since that record
+was written are the dead writer's leftovers and go at once
+(:func:`remove_crashed_locks`). The new holder writes its own record only after
+that clean-up, so a writer killed in the middle of it leaves the old record for
+the next one to act on. Any other lock file belongs to a foreign git process
+that may still be working: it is waited for, and only broken once it has not
+changed for ``stale_lock_seconds`` (:func:`remove_if_stale`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.perms import open_private
 
 LONG_OPS = frozenset({"forget", "purge", "gc"})
 """Operations whose holder makes waiters wait up to :data:`LONG_WAIT` instead of their timeout."""
@@ -52,6 +60,21 @@ class Holder:
     held: bool
     op: str
     written_ns: int  # the record's mtime: when it got the lock if still held
+    token: str = ""  # tells this process from an earlier one that had the same pid
+
+    def is_this_process(self) -> bool:
+        return self.pid == os.getpid() and self.token == _process_token()
+
+
+_token: tuple[int, str] = (0, "")
+
+
+def _process_token() -> str:
+    """A random word fixed for the life of this process (a forked child draws its own)."""
+    global _token
+    if _token[0] != os.getpid():
+        _token = (os.getpid(), secrets.token_hex(6))
+    return _token[1]
 
 
 def _read_record(fd: int) -> Holder | None:
@@ -61,27 +84,17 @@ def _read_record(fd: int) -> Holder | None:
     except OSError:
         return None
     parts = raw.decode("ascii", "replace").split()
-    if len(parts) != 3 or not parts[0].isdigit() or parts[1] not in ("held", "free"):
+    if len(parts) not in (3, 4) or not parts[0].isdigit() or parts[1] not in ("held", "free"):
         return None
-    return Holder(int(parts[0]), parts[1] == "held", parts[2], written)
+    return Holder(int(parts[0]), parts[1] == "held", parts[2], written, parts[3] if len(parts) == 4 else "")
 
 
 def _write_record(fd: int, state: str, op: str) -> None:
-    line = f"{os.getpid()} {state} {op}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+    line = f"{os.getpid()} {state} {op[:24]} {_process_token()}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
     try:
         os.pwrite(fd, line.encode("ascii", "replace"), 0)
     except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
         pass
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class LockDescriptor:
@@ -95,7 +108,7 @@ class LockDescriptor:
         self.fd: int | None = None  # set first: __del__ runs even when open fails
         self.pid = os.getpid()
         self.held = False  # for re-entrant users such as the index lock
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = open_private(path, os.O_RDWR | os.O_CREAT)
 
     def close(self) -> None:
         fd, self.fd = self.fd, None
@@ -205,9 +218,17 @@ class WriterLock:
         try:
             try:
                 previous = _read_record(fd)
-                _write_record(fd, "held", op)
-                if previous is not None and previous.held and self.on_crash is not None and not alive(previous.pid):
+                # Marked held by another process while we hold the flock: its holder died
+                # (or is a zombie) with it. Ours: a record this process could not mark
+                # free (a full disk), not a crash.
+                if (
+                    previous is not None
+                    and previous.held
+                    and not previous.is_this_process()
+                    and self.on_crash is not None
+                ):
                     self.on_crash(previous)
+                _write_record(fd, "held", op)
             except BaseException:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 raise

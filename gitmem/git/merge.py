@@ -30,6 +30,7 @@ import pygit2
 
 from gitmem.errors import ErrorCode, MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
@@ -209,7 +210,7 @@ def integrate(
         for _ in range(MAX_ATTEMPTS):
             if precheck is not None:
                 precheck()
-            r = pygit2.Repository(scratch, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+            r = open_repository(scratch)
             try:
                 ours = git.head()
                 for name in list(r.references):

@@ -28,6 +28,7 @@ import time
 import zlib
 from collections.abc import Callable
 
+from gitmem.git.perms import write_private
 from gitmem.store import file_dir_conflict
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -374,7 +375,6 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
             folded.update((name, now) for name in chosen if name != f"pack-{out.strip()}")
     if chosen or deleted:
         tmp = os.path.join(repo_path, FOLDED + ".tmp")
-        with open(tmp, "w") as fh:
-            fh.write("".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
+        write_private(tmp, "".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
         os.replace(tmp, os.path.join(repo_path, FOLDED))
     return deleted

@@ -41,6 +41,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git.loose import open_repository
 from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN
 from gitmem.git.walk import contradicted_moves, unnamed_changes
@@ -155,9 +156,7 @@ def check_updates(
     """
     path = os.path.abspath(repo_path)
     try:
-        repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        for extra in object_dirs:
-            repo.odb.add_disk_alternate(os.path.abspath(extra))
+        repo = open_repository(path, extra_objects=object_dirs)
         checker = _Checker(repo, fmt)
     except (pygit2.GitError, OSError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc

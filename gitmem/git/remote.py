@@ -32,6 +32,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.cli import run_git
+from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeResult, integrate, scratch_repository
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
@@ -206,7 +207,7 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
             raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
         raise MemoryStoreError("unavailable", f"{what} failed: {_tail(done.stderr)}")
     try:
-        r = pygit2.Repository(scratch, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        r = open_repository(scratch)
         try:
             incoming = str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
             r.references.delete("refs/heads/incoming")  # a ref here would exempt it from the check

@@ -33,7 +33,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -43,6 +43,8 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
+from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
+from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
@@ -81,12 +83,19 @@ pygit2.settings.enable_strict_object_creation(False)
 
 @contextmanager
 def translate_errors(repo_path: str) -> Iterator[None]:
-    """Turn pygit2 and OS failures into store errors where they enter gitmem."""
+    """Turn pygit2 and OS failures into store errors where they enter gitmem.
+
+    A damaged loose object refused by the guard (:mod:`gitmem.git.loose`) is
+    reported as itself, whatever error pygit2 turned it into on the way.
+    """
+    take_corruption()  # one refused earlier and swallowed is not this call's cause
     try:
         yield
     except MemoryStoreError:
+        take_corruption()
         raise
     except (pygit2.GitError, OSError, KeyError, ValueError, IndexError) as exc:
+        raise_if_corrupt()
         if not os.path.isdir(os.path.join(repo_path, "objects")):
             raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
         raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
@@ -112,9 +121,24 @@ class Snapshot:
         self.head = head
         self.tree: pygit2.Tree = repo[head].peel(pygit2.Tree)
         self.pending = pending
+        self._folders: dict[str, pygit2.Tree | None] = {"": self.tree}
 
     def get(self, path: str) -> Entry | None:
-        return lookup(self.tree, path)
+        """The entry at ``path``; folders are looked up once per snapshot (a batch of 10k paths
+        in a few hundred folders reads each folder's tree once, not once per path)."""
+        folder, _, name = path.rpartition("/")
+        tree = self._folder(folder)
+        return None if tree is None else lookup(tree, name)
+
+    def _folder(self, folder: str) -> pygit2.Tree | None:
+        if folder in self._folders:
+            return self._folders[folder]
+        parent, _, name = folder.rpartition("/")
+        above = self._folder(parent)
+        found = lookup(above, name) if above is not None else None
+        tree = self._repo[found.oid].peel(pygit2.Tree) if found is not None and found.kind == "tree" else None
+        self._folders[folder] = tree
+        return tree
 
     def data(self, oid: str) -> bytes:
         if self.pending is not None:
@@ -202,6 +226,8 @@ def set_durable(enabled: bool = True) -> None:
 
 MAX_PACKS = 24
 """Packs in ``objects/pack`` above which a writer folds the small ones together (see :meth:`GitRepo.compact`)."""
+PACK_EDITS = 8
+"""Batches of up to this many paths are written as one pack; bigger ones use the grouped loose path."""
 
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
@@ -248,10 +274,11 @@ class GitRepo:
         if os.path.exists(os.path.join(path, "HEAD")):
             raise MemoryStoreError("already_exists", f"a repository already exists at {path}")
         try:
+            make_private_dir(path, parents=True)
             repo = pygit2.init_repository(path, bare=True, initial_head="main")
             for key, value in (config or {}).items():
                 repo.config[key] = value
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             tree = repo.TreeBuilder().write()
             sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
             message = commit_message("init", (), Origin())
@@ -267,7 +294,7 @@ class GitRepo:
             raise MemoryStoreError("memory_deleted", f"no memory repository at {path}")
         opened = cls(path)
         with translate_errors(path):
-            os.makedirs(os.path.join(path, "gitmem"), exist_ok=True)
+            make_private_dir(os.path.join(path, "gitmem"))
             opened.head()
         return opened
 
@@ -279,7 +306,7 @@ class GitRepo:
         if repo is None or local.pid != pid:
             if not os.path.isdir(os.path.join(self.path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
-            repo = pygit2.Repository(self.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+            repo = open_repository(self.path)
             local.repo = repo
             local.pid = pid
             local.trees = None  # parsed trees of the old handle: a purge may have erased their names
@@ -383,6 +410,7 @@ class GitRepo:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise_if_corrupt()
             return None
         return str(commit.id)
 
@@ -390,6 +418,7 @@ class GitRepo:
         try:
             obj = self.repo.get(rev)
         except (ValueError, pygit2.GitError):
+            raise_if_corrupt()
             return False
         return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
 
@@ -419,6 +448,7 @@ class GitRepo:
                         frontier.append(parent)
             return bool(repo.descendant_of(commit, ancestor))
         except (pygit2.GitError, KeyError):  # its objects were deleted (a purge or forget meanwhile)
+            raise_if_corrupt()
             return False
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
@@ -456,6 +486,11 @@ class GitRepo:
                 chosen = plan(snap)
                 if not chosen.edits:
                     return Done(None, chosen.result)
+                if pending is not None and len(chosen.edits) > PACK_EDITS:
+                    # A big batch: main's grouped tree writes (each folder once) as loose objects.
+                    for _kind, raw in pending.objects.values():
+                        repo.create_blob(raw)
+                    pending = None
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
@@ -464,9 +499,7 @@ class GitRepo:
                 if pending is not None:
                     commit = self._pack_commit(repo, snap, pending, chosen, author, committer, message)
                 else:
-                    tree_id = snap.tree.id
-                    for path, oid in chosen.edits:
-                        tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+                    tree_id = _set_paths(repo, snap.tree, chosen.edits)
                     commit = str(repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)]))
                 if ref == MAIN:
                     moved = self._cas(repo, head, commit)
@@ -563,8 +596,7 @@ class GitRepo:
 
 def _bump(gen_path: str) -> None:
     tmp = f"{gen_path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        fh.write(f"{time.time_ns()}\n")
+    write_private(tmp, f"{time.time_ns()}\n")
     os.replace(tmp, gen_path)
 
 
@@ -586,6 +618,72 @@ def _sig_bytes(sig: pygit2.Signature) -> bytes:
 
 def _author(origin: Origin) -> pygit2.Signature:
     return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
+
+
+def _set_paths(repo: pygit2.Repository, tree: pygit2.Tree, edits: Sequence[tuple[str, str | None]]) -> pygit2.Oid:
+    """The id of ``tree`` with every ``(path, blob or None)`` edit applied, as one batch.
+
+    Each changed folder's tree is written once, however many of its files change
+    (a prune of 10k files writes a few hundred trees, not 30k). The result equals
+    applying the edits one by one with :func:`_set_path`, which remains the rule;
+    a batch that both replaces a file by a folder and edits inside it (order
+    matters there) is applied that way.
+    """
+    if len(edits) == 1:
+        path, oid = edits[0]
+        return _set_path(repo, tree, path.split("/"), oid, path)
+    split = [(path.split("/"), oid, path) for path, oid in edits]
+    if _mixes_file_and_folder(split):
+        tree_id = tree.id
+        for path, oid in edits:
+            tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+        return tree_id
+    return _set_group(repo, tree, split)
+
+
+def _mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
+    """Whether some edited path is also a folder of another edited path."""
+    paths = {"/".join(parts) for parts, _, _ in split}
+    return any("/".join(parts[:i]) in paths for parts, _, _ in split for i in range(1, len(parts)))
+
+
+def _set_group(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, edits: list[tuple[list[str], str | None, str]]
+) -> pygit2.Oid:
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    below: dict[str, list[tuple[list[str], str | None, str]]] = {}
+    for parts, oid, full in edits:
+        name = parts[0]
+        if len(parts) > 1:
+            below.setdefault(name, []).append((parts[1:], oid, full))
+            continue
+        existing = builder.get(name)
+        if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
+            raise file_dir_conflict(full, is_file=False)
+        if oid is None:
+            if existing is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+    for name, group in below.items():
+        existing = builder.get(name)
+        sub: pygit2.Tree | None = None
+        if existing is not None:
+            if existing.filemode != _TREE_MODE:
+                creating = [full for _, oid, full in group if oid is not None]
+                if creating:
+                    raise file_dir_conflict(creating[0], is_file=True)
+                continue  # deletes under a file: nothing there to delete
+            sub = repo[existing.id].peel(pygit2.Tree)
+        elif all(oid is None for _, oid, _ in group):
+            continue
+        new_sub = _set_group(repo, sub, group)
+        if str(new_sub) == EMPTY_TREE:
+            if existing is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, new_sub, _TREE_MODE)
+    return builder.write()
 
 
 def _set_path(

@@ -55,6 +55,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli
 from gitmem.git.locks import WriterLock
+from gitmem.git.loose import damaged_loose_objects
+from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import MAX_ATTEMPTS, GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
@@ -88,13 +90,23 @@ def run_git(
 
 
 def fsck(repo: GitRepo) -> FsckReport:
-    """``git fsck --strict``; dangling objects are normal between gc runs and not reported."""
+    """``git fsck --strict``, after gitmem's own check of every loose object's file.
+
+    Dangling objects are normal between gc runs and not reported. A damaged
+    loose object is named first in gitmem's words (the one that every read
+    refuses as ``unavailable``), then git says what it found.
+    """
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
+    damaged = tuple(
+        f"error: corrupt loose object {bad.oid} ({bad.path}) {bad.reason}"
+        for bad in damaged_loose_objects(os.path.join(repo.path, "objects"))
+    )
     done = run_git(repo.path, "fsck", "--strict", "--no-dangling", "--no-progress", check=False)
-    messages = tuple(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+    messages = damaged + tuple(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
     return FsckReport(
-        ok=done.returncode == 0 and not any(m.startswith(("error", "fatal")) for m in messages), messages=messages
+        ok=not damaged and done.returncode == 0 and not any(m.startswith(("error", "fatal")) for m in messages),
+        messages=messages,
     )
 
 
@@ -131,10 +143,14 @@ def gc(repo: GitRepo) -> GcReport:
     return GcReport(before, count_objects(repo))
 
 
-def _mark_pending(repo: GitRepo, what: str) -> bool:
-    """Record that refs are about to lose objects; returns whether an earlier mark was unfinished."""
-    unfinished = os.path.exists(repo.pending_path)
-    with open(repo.pending_path, "w") as mark:
+def _mark_pending(repo: GitRepo, what: str) -> str | None:
+    """Record that refs are about to lose objects; returns an earlier unfinished mark's text."""
+    try:
+        with open(repo.pending_path) as earlier:
+            unfinished: str | None = earlier.read().strip()
+    except FileNotFoundError:
+        unfinished = None
+    with os.fdopen(open_private(repo.pending_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as mark:
         mark.write(f"{what}\n")
         mark.flush()
         os.fsync(mark.fileno())
@@ -208,17 +224,33 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
     path = validate_path(path, fmt)
     origin = origin or Origin()
     with translate_errors(repo.path), repo.lock.hold("forget"):
+        _check_prunable(repo)
         unfinished = _mark_pending(repo, f"forget {path}")
         try:
             report = _rewrite_until_stable(repo, path, origin)
-        except MemoryStoreError:
-            if unfinished:
-                _prune_now(repo)
-            else:
+        except MemoryStoreError as exc:
+            if unfinished is None:
                 os.unlink(repo.pending_path)
+                raise
+            _prune_now(repo)
+            if exc.code == "not_found" and unfinished == f"forget {path}":
+                # The same forget stopped after moving the refs: its prune is what was left.
+                return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
         _prune_now(repo)
         return _check_pruned(repo, report)
+
+
+def _check_prunable(repo: GitRepo) -> None:
+    """Refuse, before changing anything, what would keep erased objects on disk after the prune."""
+    packs = os.path.join(repo.path, "objects", "pack")
+    kept = sorted(name for name in os.listdir(packs) if name.endswith(".keep")) if os.path.isdir(packs) else []
+    if kept:
+        raise MemoryStoreError(
+            "unavailable",
+            f"{os.path.join(packs, kept[0])} keeps its pack from pruning, so forget could not erase "
+            "old versions; nothing was changed (remove the .keep file and try again)",
+        )
 
 
 def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetReport:
@@ -278,10 +310,67 @@ def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[
     return order
 
 
+def _carry_to_side_branches(r: pygit2.Repository, order: list[tuple[RawCommit, set[str]]], main: str) -> None:
+    """Add to each commit off ``main`` the names its parents erase that it still holds.
+
+    The walk back from the tips names a file by what it is called at each tip;
+    a branch that forked before a move on ``main`` (a review proposal) and kept
+    editing the old name never mentions the new one, so without this its own
+    versions of the file would survive the forget. A name is carried only while
+    the branch holds it without a break, or to where the branch itself moved it,
+    and never onto ``main``'s own commits, whose live files the walk back already
+    decided.
+    """
+    on_main = {str(c.id) for c in r.walk(pygit2.Oid(hex=main), _SORT_CHILDREN_FIRST)}
+    names_of = {raw.oid: names for raw, names in order}
+    trees: dict[str, pygit2.Tree] = {}
+
+    def holds(commit: str, name: str) -> bool:
+        tree = trees.get(commit)
+        if tree is None:
+            tree = trees[commit] = r[commit].peel(pygit2.Tree)
+        return entry_id(tree, name) is not None
+
+    for raw, names in reversed(order):  # parents first
+        if raw.oid in on_main:
+            continue
+        for parent in raw.parents:
+            for name in list(names_of.get(parent, ())):
+                if not holds(parent, name):
+                    continue
+                if holds(raw.oid, name):
+                    names.add(name)
+                else:  # the branch moved it: its new name carries the same file on
+                    moved = _renamed_to(r, parent, raw.oid, name)
+                    if moved is not None:
+                        names.add(moved)
+
+
+def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str | None:
+    """Where ``child`` moved the file ``name`` of ``parent``, if the trees show a move.
+
+    Only an exact rename counts (the same blob under the new name, as gitmem's own
+    moves leave it), as for moves on the walk back: a file that merely resembles
+    the erased one is someone else's and stays.
+    """
+    diff = r[parent].peel(pygit2.Tree).diff_to_tree(r[child].peel(pygit2.Tree))
+    diff.find_similar()
+    for delta in diff.deltas:
+        if (
+            delta.status == pygit2.enums.DeltaStatus.RENAMED
+            and delta.old_file.path == name
+            and delta.old_file.id == delta.new_file.id
+        ):
+            return str(delta.new_file.path)
+    return None
+
+
 def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> ForgetReport:
     tips = _tips(r)
     commit_tips = {name: c for name, target in tips.items() if (c := _commit_of(r, target)) is not None}
     order = _names_per_commit(r, sorted(set(commit_tips.values())), path)
+    if MAIN in commit_tips:
+        _carry_to_side_branches(r, order, commit_tips[MAIN])
     out = _Objects(r)
     mapped: dict[str, str] = {}
     erased: set[str] = set()

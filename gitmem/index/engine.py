@@ -39,6 +39,7 @@ from whoosh.index import LockError as WhooshLockError
 from whoosh.query import Or, Prefix, Query, Term
 from whoosh.searching import Searcher
 
+from gitmem.git.perms import make_private_dir
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
 
@@ -240,7 +241,7 @@ def create_index(directory: str) -> FileIndex:
             shutil.rmtree(directory)
         else:
             os.unlink(directory)
-    os.makedirs(directory)
+    make_private_dir(directory, parents=True)
     storage = _Storage(directory)
     return FileIndex.create(storage, SCHEMA)
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gitmem.errors import MemoryStoreError
@@ -37,6 +38,7 @@ log = logging.getLogger("gitmem.index")
 
 FIND_WAIT = 5.0  # ranked search waits this long for a writer before using the last commit
 REBUILD_WAIT = 120.0
+ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer before changing anything
 RETRY_AFTER_FAILURE = 30.0
 MAX_FIND_LIMIT = 1000
 KEPT_MOUNTS = 32  # indexes catch_up keeps open, most recently used first
@@ -168,6 +170,9 @@ class MountIndex:
             from gitmem.index import engine
 
             try:
+                self.repo.head()  # reopens a handle that predates a forget or purge...
+                if not self.repo.is_commit(head):
+                    return False  # ...whose erased history must not be indexed again
                 self._catch_up(head)
             except MemoryStoreError:
                 raise
@@ -247,20 +252,44 @@ class MountIndex:
 
     def clear(self) -> None:
         """Delete the index (it holds words of the files); the next search rebuilds it."""
+        with self.erasing():
+            pass
+
+    @contextmanager
+    def erasing(self) -> Iterator[None]:
+        """Hold the index lock around an erasure of history, then delete the index.
+
+        Taken *before* history changes (``unavailable`` if another process keeps
+        the index busy for ``ERASE_WAIT`` seconds, with nothing changed yet), so
+        no indexer can be halfway through writing words of the old history while
+        it is erased, and the deletion afterwards cannot be skipped for a busy
+        lock. The index is deleted however the block ends: it is disposable, and
+        a failed erasure may already have moved refs.
+        """
+        with self.lock.attempt(ERASE_WAIT) as held:
+            if not held:
+                raise MemoryStoreError(
+                    "unavailable",
+                    f"another process kept the index of {self.repo.path} busy for {ERASE_WAIT:g} s; nothing was changed",
+                )
+            try:
+                yield
+            finally:
+                self._delete()
+
+    def _delete(self) -> None:
+        """Under the index lock: remove the index folder and everything cached from it."""
         import shutil
 
-        with self.lock.attempt(REBUILD_WAIT) as held:
-            if not held:
-                raise MemoryStoreError("unavailable", f"another process keeps the index of {self.repo.path} busy")
-            self._ix = None
-            self._current = None
-            self._cache.clear()
-            try:
-                shutil.rmtree(self.directory)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise MemoryStoreError("unavailable", f"cannot remove the index: {exc}") from exc
+        self._ix = None
+        self._current = None
+        self._cache.clear()
+        try:
+            shutil.rmtree(self.directory)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot remove the index: {exc}") from exc
 
     def status(self) -> IndexStatus:
         from gitmem.index import engine

@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -149,6 +150,27 @@ def test_failures_are_flagged_errors_carrying_the_json_and_the_current_file(a: M
 
     failed, docs = a.call("view", memory="docs", path="guide/style.md")
     assert not failed and docs["content"] == "Use short sentences.\n"
+
+
+def test_a_hostile_grep_neither_freezes_the_server_nor_runs_without_bound(a: McpClient) -> None:
+    """An agent can write a line that makes ``(a|aa)+$`` backtrack ~10^8 times, then grep for it.
+
+    The server must answer ping while that grep runs (the regex engine lets go
+    of the GIL), and the grep must end as ``invalid_pattern`` when its matching
+    budget is spent, not minutes later. Both waits are the client's hang guard.
+    """
+    failed, _ = a.call("create", memory="user", path="hostile/line.md", content="a" * 40 + "b\n")
+    assert not failed
+    grep = a.submit(
+        lambda s: s.call_tool("memory_file_grep", {"memory": "user", "pattern": "(a|aa)+$", "regex": True})
+    )
+    time.sleep(0.5)  # let the server get into the match
+    a.run(lambda s: s.send_ping())
+    assert not grep.done(), "the ping was only answered once the grep had finished"
+    result = grep.result(timeout=300)
+    assert result.is_error and payload(result)["error"] == "invalid_pattern"
+    failed, found = a.call("grep", memory="user", pattern="a+b$", regex=True, path="hostile/")
+    assert not failed and [m["path"] for m in found["matches"]] == ["hostile/line.md"]
 
 
 def test_every_change_records_its_call_run_and_principal(a: McpClient, root: Path) -> None:

@@ -11,9 +11,11 @@ before pruning is finished by the next ``gc``.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,58 @@ def test_ref_lock_of_a_crashed_gitmem_writer_is_cleared_without_the_stale_wait(t
     writer.join(timeout=LIVENESS)
     assert not writer.is_alive(), "the crashed writer's main.lock was treated as a live foreign lock"
     assert not errors, errors
+    assert store.read("a.md").text == "two\n"
+    assert not lock.exists()
+    assert_fsck_clean(repo)
+
+
+def _state(pid: int) -> str:
+    """The process state letter from ``/proc/<pid>/stat`` (``Z`` for a zombie)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see a zombie")
+def test_a_killed_writer_not_yet_reaped_is_recovered_from_at_once(tmp_path: Path) -> None:
+    """A zombie answers ``kill(pid, 0)``, so liveness must not be asked of the dead holder's pid.
+
+    The writer is SIGKILLed while holding the writer lock and ``main.lock``, and
+    its parent (this test) does not reap it. With ``stale_lock_seconds`` at ten
+    minutes and the lock timeout at one second, a write that took the zombie for
+    a live foreign git would fail ``unavailable`` or hang; recovery must clear
+    the lock without waiting.
+    """
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    version = store.write("a.md", "one\n", expected=None)
+    dying = Worker(tmp_path, "die_holding_ref_lock", repo=str(repo))
+    dying.wait_for("holding")
+    wait_stopped(dying.pid)
+    os.kill(dying.pid, signal.SIGKILL)
+    deadline = time.monotonic() + LIVENESS
+    while _state(dying.pid) != "Z":  # dead, not reaped: a zombie
+        assert time.monotonic() < deadline, "the killed writer never became a zombie"
+        time.sleep(0.005)
+    os.kill(dying.pid, 0)  # what the old liveness check asked: the zombie still "exists"
+    lock = repo / "refs" / "heads" / "main.lock"
+    assert lock.exists()
+    store.repo.stale_lock_seconds = 600.0
+    store.repo.lock_timeout = 1.0
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            store.write("a.md", "two\n", expected=version)
+        except BaseException as exc:
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join(timeout=LIVENESS)
+    assert not writer.is_alive(), "the zombie's main.lock was treated as a live foreign lock"
+    assert not errors, errors
+    assert _state(dying.pid) == "Z"  # still unreaped: recovery did not depend on the reaping
+    dying.kill()
     assert store.read("a.md").text == "two\n"
     assert not lock.exists()
     assert_fsck_clean(repo)

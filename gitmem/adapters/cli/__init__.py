@@ -9,6 +9,7 @@ Layout::
     search.py    grep, find, index status|rebuild
     admin.py     forget, purge, fsck, gc, demo
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    session.py   session memory: remember, recall, recent, tags, prune, delete
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
 steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group ::
@@ -47,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "watch",
     "remote",
     "review",
+    "session",
 )
 
 for _module in COMMAND_MODULES:

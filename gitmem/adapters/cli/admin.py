@@ -17,6 +17,7 @@ from gitmem.adapters.cli.app import (
     origin_options,
     pass_state,
     progress,
+    say,
     to_json,
     usage_error,
 )
@@ -123,5 +124,5 @@ def demo(state: State, name: str) -> None:
     from gitmem.demo import run_demo
 
     lines: list[str] = []
-    head = run_demo(state.root, name, emit=lines.append if state.json else click.echo)
+    head = run_demo(state.root, name, emit=lines.append if state.json else say)
     emit({"memory": name, "head": head, "lines": lines})

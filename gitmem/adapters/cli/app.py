@@ -12,11 +12,18 @@ render" functions:
   with exit code 2;
 - rendering helpers (one JSON document on stdout with ``--json``, plain text
   otherwise) and a progress display that only appears when stderr is a terminal.
+  Every human-facing line goes through :func:`say`, which shows control, format
+  and other invisible characters as escapes (:func:`visible`): memory content,
+  descriptions, commit text and run names come from agents, and must not move an
+  admin's cursor, retitle the terminal or hide text. JSON goes through
+  :func:`say_json` unchanged (the encoder escapes what could act on a terminal).
+  ``tests/cli/test_cli_visible.py`` checks that nothing else prints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +37,7 @@ from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import invisible, joins
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import FileText, Origin
 from gitmem.root import Root
@@ -216,12 +224,12 @@ def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
     state = ctx.find_object(State) or State()
     hint = _hint(exc, ctx.command.name or "", ctx.params)
     if state.json:
-        click.echo(json.dumps(error_json(exc, hint), ensure_ascii=False))
+        say_json(error_json(exc, hint))
         return
-    click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+    say(f"error [{exc.code}]: {exc.message}", err=True)
     if exc.current is not None:
-        click.echo(f"  current: {exc.current.path} version {exc.current.version} ({exc.current.size} B)", err=True)
-    click.echo(f"  what to do: {hint}", err=True)
+        say(f"  current: {exc.current.path} version {exc.current.version} ({exc.current.size} B)", err=True)
+    say(f"  what to do: {hint}", err=True)
 
 
 class GitmemCommand(click.Command):
@@ -244,7 +252,7 @@ class GitmemGroup(click.Group):
 
 def usage_error(message: str) -> click.UsageError:
     """A mistake in how the command was called: exit code 2, nothing touched."""
-    return click.UsageError(message, ctx=click.get_current_context(silent=True))
+    return click.UsageError(visible(message), ctx=click.get_current_context(silent=True))
 
 
 # --- rendering -------------------------------------------------------------------
@@ -263,14 +271,59 @@ def to_json(value: Any) -> Any:
     return value
 
 
+# What may act on a terminal or hide text, found fast: every character but tab and
+# printable ASCII (plus newline in multi-line text) is looked at; most text has none.
+_SUSPECT_LINE = re.compile(r"[^\t\x20-\x7e]")
+_SUSPECT_LINES = re.compile(r"[^\t\n\x20-\x7e]")
+
+
+def _escape(ch: str) -> str:
+    cp = ord(ch)
+    if ch in "\n\r":
+        return "\\n" if ch == "\n" else "\\r"
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
+
+
+def visible(text: str, *, multiline: bool = False) -> str:
+    """``text`` with each character that could act on a terminal or hide itself shown as an escape.
+
+    Escaped: C0 controls (ESC, BEL, CR, backspace...), DEL, C1 controls, and the
+    invisible characters of :func:`gitmem.fileformat.invisible` (bidi overrides,
+    zero-width characters, BOM, tag characters...) except joiners doing their job
+    in non-Latin text. Tabs stay; with ``multiline``, newlines and CRLF line ends
+    stay too (file content, patches), otherwise a newline is escaped so one record
+    stays one line. An escape reads like Python's: ``\\x1b``, ``\\u202e``.
+    """
+
+    def fix(found: re.Match[str]) -> str:
+        ch, at = found.group(), found.start()
+        if ch == "\r" and multiline and text.startswith("\n", at + 1):
+            return ch
+        if ch < "\x7f" or (invisible(ch) and not joins(text, at)):
+            return _escape(ch)
+        return ch
+
+    return (_SUSPECT_LINES if multiline else _SUSPECT_LINE).sub(fix, text)
+
+
+def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
+    """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
+    click.echo(visible(text, multiline=multiline), err=err, nl=nl)
+
+
+def say_json(value: Any) -> None:
+    """Print one JSON document (its encoder escapes every control character)."""
+    click.echo(json.dumps(value, ensure_ascii=False))
+
+
 def emit(payload: Mapping[str, Any], text: str | Callable[[], None] | None = None) -> None:
     """Render a command's result: ``payload`` as JSON, or ``text`` (a string or a printer)."""
     if get_state().json:
-        click.echo(json.dumps(to_json(payload), ensure_ascii=False))
+        say_json(to_json(payload))
     elif callable(text):
         text()
     elif text is not None:
-        click.echo(text)
+        say(text, multiline=True)
 
 
 def short(version: str | None) -> str:
@@ -299,6 +352,7 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[[int, in
         yield ignore
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -310,7 +364,7 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[[int, in
         console=Console(stderr=True),
         transient=True,
     ) as bar:
-        task = bar.add_task(label, total=total)
+        task = bar.add_task(escape(visible(label)), total=total)
 
         def update(done: int, new_total: int | None = None) -> None:
             bar.update(task, completed=done, total=new_total if new_total is not None else total)

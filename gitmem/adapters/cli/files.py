@@ -19,6 +19,7 @@ from gitmem.adapters.cli.app import (
     emit,
     origin_options,
     pass_state,
+    say,
     short,
     stderr_is_tty,
     usage_error,
@@ -100,7 +101,7 @@ def ls(state: State, name: str, directory: str) -> None:
     def text() -> None:
         width = max((len(e.path) for e in entries), default=0)
         for e in entries:
-            click.echo(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip())
+            say(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip())
 
     emit({"memory": name, "directory": prefix, "files": entries}, text)
 
@@ -114,22 +115,24 @@ def ls(state: State, name: str, directory: str) -> None:
 def cat(state: State, name: str, path: str, rev: str | None) -> None:
     """Print file PATH of memory NAME.
 
-    The content goes to stdout unchanged; on a terminal the version is also shown
-    on stderr. Use --json to get the version in scripts.
+    The content goes to stdout with characters that could act on a terminal
+    (escape sequences, bidi overrides, zero-width characters) shown as escapes;
+    on a terminal the version is also shown on stderr. Use --json to get the
+    exact text and the version in scripts.
     """
     found = state.store(name).read(path, rev)
 
     def text() -> None:
-        click.echo(found.text, nl=False)
+        say(found.text, nl=False, multiline=True)
         if stderr_is_tty():
-            click.echo(f"\n-- {found.path} version {found.version}", err=True)
+            say(f"\n-- {found.path} version {found.version}", err=True, multiline=True)
 
     emit({"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}, text)
 
 
 def _read_stdin() -> str:
     if sys.stdin.isatty():
-        click.echo("reading the new content from stdin; end it with Ctrl-D", err=True)
+        say("reading the new content from stdin; end it with Ctrl-D", err=True)
     data = sys.stdin.buffer.read()
     try:
         return data.decode("utf-8")

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, short
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say, short
 from gitmem.adapters.cli.files import full_version
 from gitmem.errors import MemoryStoreError
 from gitmem.gitstore import SyncGitFileStore
@@ -71,7 +71,11 @@ def log(
     entries = state.store(name).log(
         path, run=run, principal=principal, tool_call=tool_call, since=when(since), until=when(until), limit=limit
     )
-    emit({"memory": name, "path": path, "entries": entries}, "\n".join(_log_line(e) for e in entries) or None)
+    def text() -> None:
+        for e in entries:
+            say(_log_line(e))  # one record per line: a newline in a run name cannot forge another
+
+    emit({"memory": name, "path": path, "entries": entries}, text if entries else None)
 
 
 @cli.command()
@@ -87,7 +91,7 @@ def show(state: State, name: str, rev: str, path: str) -> None:
     """
     found = state.store(name).show(rev, path)
     payload = {"path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}
-    emit(payload, lambda: click.echo(found.text, nl=False))
+    emit(payload, lambda: say(found.text, nl=False, multiline=True))
 
 
 def _split_diff_args(store: SyncGitFileStore, rest: tuple[str, ...]) -> tuple[str | None, str | None]:
@@ -120,7 +124,7 @@ def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
 
     def text() -> None:
         for f in files:
-            click.echo(f.patch, nl=False)
+            say(f.patch, nl=False, multiline=True)
 
     emit({"memory": name, "from": a, "to": b, "path": path, "files": files}, text)
 
@@ -143,7 +147,7 @@ def blame(state: State, name: str, path: str, rev: str | None) -> None:
     def text() -> None:
         width = max((len(b.origin.principal_id or "-") for b in lines), default=1)
         for b in lines:
-            click.echo(_blame_line(b, width))
+            say(_blame_line(b, width))
 
     emit({"memory": name, "path": path, "rev": rev, "lines": lines}, text)
 

@@ -66,6 +66,12 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
     help="JSON file keeping where the last memory_context prompt ended, so the next session gets only changes.",
 )
 @click.option(
+    "--session-memory",
+    "session_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also offer the memory_session_* tools over the session memory in this folder (created if needed).",
+)
+@click.option(
     "--no-watch",
     is_flag=True,
     help="Do not watch the memories: no resource subscriptions, no notifications when a memory changes.",
@@ -74,7 +80,12 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
 @origin_options
 @pass_state
 def mcp(
-    state: State, mounts: tuple[str, ...], always_load: tuple[str, ...], cursor_file: Path | None, no_watch: bool
+    state: State,
+    mounts: tuple[str, ...],
+    always_load: tuple[str, ...],
+    cursor_file: Path | None,
+    no_watch: bool,
+    session_dir: Path | None,
 ) -> None:
     """Serve memories to an MCP client over stdio: the memory_file_* tools and their context.
 
@@ -104,11 +115,18 @@ def mcp(
             offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
+    session = None
+    if session_dir is not None:
+        from gitmem.session import open_session_memory
+        from gitmem.session.tools import SessionTools
+
+        session = SessionTools(open_session_memory(session_dir))  # MemoryStoreError -> exit 1
     server = MemoryMcpServer(
         FileMemoryCapability(offered),
         origin=state.origin,
         cursor_file=cursor_file,
         watch_root=None if no_watch else root,
+        session=session,
     )
     try:
         anyio.run(server.run_stdio)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import NoReturn
 
 import click
@@ -16,6 +15,8 @@ from gitmem.adapters.cli.app import (
     error_json,
     origin_options,
     pass_state,
+    say,
+    say_json,
     short,
 )
 from gitmem.remotes import MergeRefused
@@ -25,12 +26,12 @@ def report_refused(state: State, exc: MergeRefused, hint: str) -> NoReturn:
     """A refused merge (pull, approve): the code, every conflicting file or broken rule, what to do."""
     if state.json:
         payload = {**error_json(exc, hint), "paths": list(exc.paths), "reasons": list(exc.reasons)}
-        click.echo(json.dumps(payload, ensure_ascii=False))
+        say_json(payload)
     else:
-        click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+        say(f"error [{exc.code}]: {exc.message}", err=True)
         for line in exc.reasons:
-            click.echo(f"  {line}", err=True)
-        click.echo(f"  what to do: {hint}", err=True)
+            say(f"  {line}", err=True)
+        say(f"  what to do: {hint}", err=True)
     raise click.exceptions.Exit(EXIT_REFUSED)
 
 
@@ -68,9 +69,9 @@ def remote_list(state: State, name: str) -> None:
 
     def text() -> None:
         if not found:
-            click.echo(f"{name} has no remotes; add one with `gitmem remote add {name} origin URL`")
+            say(f"{name} has no remotes; add one with `gitmem remote add {name} origin URL`")
         for item in found:
-            click.echo(f"{item.name}\t{item.shown_url}")
+            say(f"{item.name}\t{item.shown_url}")
 
     emit({"memory": name, "remotes": [{"name": r.name, "url": r.shown_url} for r in found]}, text)
 
@@ -102,9 +103,9 @@ def push(state: State, name: str, remote_name: str, proposals: bool) -> None:
 
     def text() -> None:
         for item in pushed:
-            click.echo(f"{item.ref}\t{item.status.replace('_', ' ')}\t{item.summary}")
+            say(f"{item.ref}\t{item.status.replace('_', ' ')}\t{item.summary}")
         if not pushed:
-            click.echo("nothing to push")
+            say("nothing to push")
 
     emit(
         {

@@ -14,6 +14,7 @@ from gitmem.adapters.cli.app import (
     emit,
     origin_options,
     pass_state,
+    say,
     short,
     to_json,
     usage_error,
@@ -95,13 +96,13 @@ def review_list(state: State, name: str) -> None:
     gate = api.enabled(store)
 
     def text() -> None:
-        click.echo(f"review gate: {'on' if gate else 'off'}")
+        say(f"review gate: {'on' if gate else 'off'}")
         if not found:
-            click.echo("no open proposals")
+            say("no open proposals")
         for p in found:
             who = ", ".join(p.principals) or "-"
             when = datetime.fromtimestamp(p.updated, UTC).strftime("%Y-%m-%d %H:%M")
-            click.echo(f"{p.run}\t{short(p.head)}\t{p.commits} commits\t{len(p.paths)} files\tby {who}\t{when}")
+            say(f"{p.run}\t{short(p.head)}\t{p.commits} commits\t{len(p.paths)} files\tby {who}\t{when}")
 
     emit({"memory": name, "review": gate, "proposals": [_proposal_json(p) for p in found]}, text)
 
@@ -121,10 +122,10 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
 
     def text() -> None:
         who = ", ".join(found.principals) or "-"
-        click.echo(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {who}")
-        click.echo(f"forked from main at {short(found.base)}")
+        say(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {who}")
+        say(f"forked from main at {short(found.base)}")
         for d in diffs:
-            click.echo(d.patch.rstrip("\n") if d.patch else f"{d.status} {d.path}")
+            say(d.patch.rstrip("\n") if d.patch else f"{d.status} {d.path}", multiline=bool(d.patch))
 
     emit({"memory": name, "proposal": _proposal_json(found), "diff": to_json(diffs)}, text)
 

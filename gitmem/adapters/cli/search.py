@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, progress, short, to_json
+from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, progress, say, short, to_json
 from gitmem.adapters.cli.files import directory_arg
 from gitmem.index import IndexStatus
 
@@ -35,9 +35,9 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
 
     def text() -> None:
         for m in result.matches:
-            click.echo(f"{m.path}:{m.line}:{m.text}")
+            say(f"{m.path}:{m.line}:{m.text}")
         if result.truncated:
-            click.echo(f"(more lines matched; raise --limit above {limit} to see them)", err=True)
+            say(f"(more lines matched; raise --limit above {limit} to see them)", err=True)
 
     emit({"memory": name, "matches": result.matches, "truncated": result.truncated}, text)
 
@@ -61,7 +61,7 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     def text() -> None:
         width = max((len(h.path) for h in hits), default=0)
         for h in hits:
-            click.echo(f"{h.score:7.2f}  {h.path:{width}}  {h.snippet}".rstrip())
+            say(f"{h.score:7.2f}  {h.path:{width}}  {h.snippet}".rstrip())
 
     emit({"memory": name, "query": query, "hits": hits}, text)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
+from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state, say
 
 
 @cli.command()
@@ -70,9 +70,9 @@ def serve(
 
 
 def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int) -> None:
-    click.echo(f"serving {root} at {url}/<name>.git ({len(mounts)} memories now); Ctrl-C stops")
+    say(f"serving {root} at {url}/<name>.git ({len(mounts)} memories now); Ctrl-C stops")
     for name in mounts:
-        click.echo(f"  git clone {url}/{name}.git")
+        say(f"  git clone {url}/{name}.git")
     reads = "anyone can clone" if public_read else "clones need a token"
     pushes = f"{tokens} access token(s)" if tokens else "no tokens configured, so every push is refused"
-    click.echo(f"  {reads}; {pushes}")
+    say(f"  {reads}; {pushes}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -11,7 +10,7 @@ from types import FrameType
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, pass_state
+from gitmem.adapters.cli.app import State, cli, common_options, pass_state, say, say_json
 
 
 @cli.command()
@@ -63,7 +62,7 @@ def watch(
         with start_watch(state.root, list(names) or None, debounce=debounce, index=not no_index) as changes:
             # On stderr, so stdout stays one change per line; scripts can wait for it.
             watched = ", ".join(changes.watcher.mounts) or "no memories yet"
-            click.echo(f"watching {watched} under {state.root.path}; Ctrl-C stops", err=True)
+            say(f"watching {watched} under {state.root.path}; Ctrl-C stops", err=True)
             idle_since = time.monotonic()
             while not stop.is_set():
                 change = changes.get(0.2)
@@ -72,7 +71,7 @@ def watch(
                         break
                     continue
                 idle_since = time.monotonic()
-                click.echo(json.dumps(change.to_json(), ensure_ascii=False) if state.json else change.line())
+                say_json(change.to_json()) if state.json else say(change.line())
                 sys.stdout.flush()
                 printed += 1
                 if max_events is not None and printed >= max_events:

@@ -1,0 +1,320 @@
+"""Loose objects read by gitmem itself, so a damaged one is an error instead of a hang.
+
+A loose object is one zlib stream (``<type> <size>\\0<body>``) in
+``objects/xx/yyyy…``. libgit2 1.9's loose reader loops forever, holding the GIL
+(so the whole process stops, not just one thread), when that stream ends before
+its last deflate block: a file cut short by a crash or a full disk (libgit2 does
+not fsync objects by default), at any length from two bytes to the last block.
+``git cat-file`` fails at once on the same file. Other damage (an empty file,
+garbage, a wrong header, a flipped byte) already fails cleanly.
+
+:func:`open_repository` opens a repository whose object database asks
+:class:`LooseGuard` first: it reads a loose object with Python's ``zlib``, checks
+the stream and header, and hands the object to libgit2 (which still checks its
+hash), or raises :class:`CorruptObject` naming the object. Objects that are not
+loose (packed, or missing) are passed on to libgit2's own backends untouched
+after one ``access()`` call. Each object is checked once per process; later reads
+of it go straight to libgit2 (see ``_checked`` for why that is enough).
+Writes go to an ordinary object database on the same folder, so libgit2 still
+writes every object (and fsyncs it when durable writes are on).
+
+Only reads through a guarded repository are protected: every pygit2 handle in
+gitmem is opened here. The git CLI (fsck, gc, index-pack) fails on such objects
+by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+
+_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
+_MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
+_MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
+_MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
+_CHECKED: dict[str, set[bytes]] = {}
+_WRITE_TRIES = 5
+
+
+class CorruptObject(MemoryStoreError):
+    """A loose object's file is damaged; ``oid`` and ``path`` (``objects/xx/…`` for the repository's own) name it."""
+
+    def __init__(self, oid: str, path: str, reason: str) -> None:
+        self.oid = oid
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            "unavailable",
+            f"the repository is corrupt: object {oid} ({path}) {reason}; run `gitmem fsck` and restore it from a copy",
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.oid, self.path, self.reason))
+
+
+_seen = threading.local()
+
+
+def take_corruption() -> CorruptObject | None:
+    """The damaged object the guard last refused in this thread (and forget it), if any.
+
+    pygit2 passes the guard's exception through for plain lookups, but some calls
+    (a tree lookup by path) replace it with a ``GitError`` carrying an unrelated
+    libgit2 message. Error translation asks here what really went wrong.
+    """
+    found: CorruptObject | None = getattr(_seen, "error", None)
+    _seen.error = None
+    return found
+
+
+def raise_if_corrupt() -> None:
+    """Raise the damaged object the guard refused since the last call, if any (in an ``except`` that would swallow it)."""
+    found = take_corruption()
+    if found is not None:
+        raise found
+
+
+def parse_loose(raw: bytes) -> tuple[int, bytes]:
+    """``(libgit2 type number, body)`` of a loose object's file content; ``ValueError`` saying what is wrong."""
+    if not raw:
+        raise ValueError("is empty")
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(raw)
+    except zlib.error as exc:
+        raise ValueError(f"is not a valid zlib stream ({exc})") from None
+    if not inflater.eof:
+        raise ValueError("is truncated (its zlib stream ends early)")
+    if inflater.unused_data:
+        raise ValueError("has bytes after its zlib stream")
+    nul = data.find(b"\0", 0, _MAX_HEADER)
+    if nul < 0:
+        raise ValueError("has no object header")
+    kind, _, size = data[:nul].partition(b" ")
+    if kind not in _TYPES or not size.isdigit() or (len(size) > 1 and size.startswith(b"0")):
+        raise ValueError(f"has a bad object header {data[:nul]!r}")
+    body = data[nul + 1 :]
+    if int(size) != len(body):
+        raise ValueError(f"says it holds {int(size)} bytes but holds {len(body)}")
+    return _TYPES[kind], body
+
+
+def type_name(number: int) -> str:
+    return _TYPE_NAMES.get(number, str(number))
+
+
+def object_dirs(objects: str) -> list[str]:
+    """``objects`` and the object folders it borrows from (``info/alternates``), in git's order."""
+    found: list[str] = []
+
+    def visit(folder: str, depth: int) -> None:
+        folder = os.path.normpath(folder)
+        if folder in found or depth > _MAX_ALTERNATE_DEPTH:
+            return
+        found.append(folder)
+        try:
+            with open(os.path.join(folder, "info", "alternates"), encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                visit(os.path.join(folder, line), depth + 1)  # join keeps an absolute line as it is
+
+    visit(objects, 0)
+    return found
+
+
+class LooseGuard(pygit2.OdbBackend):
+    """An object-database backend asked before libgit2's own: it serves loose objects after checking them.
+
+    libgit2 calls the ``*_cb`` methods; raising ``KeyError`` means "not mine", and
+    libgit2 asks the next backend (packs, then its loose reader, which by then
+    only sees objects that are missing). pygit2 passes any other exception
+    through to the caller unchanged, so :class:`CorruptObject` reaches gitmem's
+    error translation as it is.
+    """
+
+    def __init__(self, objects: str, extra: Sequence[str] = ()) -> None:
+        super().__init__()
+        self._objects = objects
+        self._dirs = [f"{d}/" for d in object_dirs(objects)] + [f"{os.path.normpath(d)}/" for d in extra]
+        # Objects found sound or not loose, for every guard on the same folders in this
+        # process: libgit2 reads those itself from then on. A loose file is written whole
+        # (a temporary file renamed into place) and only found cut short after a crash,
+        # which a new process sees; so one check per process is enough.
+        self._checked = _CHECKED.setdefault("\n".join(self._dirs), set())
+        self._writer: pygit2.Odb | None = None
+        self._packs: dict[str, pygit2.OdbBackendPack] | None = None
+
+    def _find(self, hexid: str) -> str | None:
+        name = f"{hexid[:2]}/{hexid[2:]}"
+        for folder in self._dirs:
+            path = folder + name
+            if os.access(path, os.F_OK):
+                return path
+        return None
+
+    def _from_pack(self, oid: pygit2.Oid, folder: str) -> tuple[int, bytes] | None:
+        """The object from a pack in ``folder`` that holds it too (git reads packs before loose files)."""
+        if self._packs is None:
+            self._packs = {d: pygit2.OdbBackendPack(d) for d in self._dirs if os.path.isdir(d + "pack")}
+        pack = self._packs.get(folder)
+        if pack is None or not pack.exists(oid):
+            return None
+        kind, data = pack.read(oid)
+        return int(kind), bytes(data)
+
+    def _read(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        raw_id = oid.raw
+        if raw_id in self._checked:
+            raise KeyError(raw_id)
+        hexid = str(oid)
+        path = self._find(hexid)
+        if path is None:
+            self._remember(raw_id)
+            raise KeyError(hexid)
+        shown = f"objects/{hexid[:2]}/{hexid[2:]}" if path.startswith(self._dirs[0]) else path
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:  # pruned or packed meanwhile
+            raise KeyError(hexid) from None
+        except OSError as exc:
+            _seen.error = CorruptObject(hexid, shown, f"cannot be read ({exc.strerror})")
+            raise _seen.error from None
+        try:
+            parsed = parse_loose(raw)
+        except ValueError as exc:
+            packed = self._from_pack(oid, path[: -len(hexid) - 1])
+            if packed is not None and _drop_redundant(path):
+                return packed
+            _seen.error = CorruptObject(hexid, shown, str(exc))
+            raise _seen.error from None
+        self._remember(raw_id)
+        return parsed
+
+    def _remember(self, raw_id: bytes) -> None:
+        if len(self._checked) >= _MAX_CHECKED:
+            self._checked.clear()
+        self._checked.add(raw_id)
+
+    # -- the callbacks libgit2 makes through pygit2 --
+
+    def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        return self._read(oid)
+
+    def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
+        kind, body = self._read(oid)
+        return kind, len(body)
+
+    def read_prefix_cb(self, prefix: str) -> tuple[int, bytes, pygit2.Oid]:
+        """Check every loose object the prefix matches, then let libgit2 resolve it (ambiguity and all)."""
+        if len(prefix) >= 2:
+            for folder in self._dirs:
+                try:
+                    names = os.listdir(folder + prefix[:2])
+                except OSError:
+                    continue
+                for name in names:
+                    if len(name) == 38 and name.startswith(prefix[2:]):
+                        try:
+                            self._read(pygit2.Oid(hex=prefix[:2] + name))
+                        except (KeyError, ValueError):
+                            continue
+        raise KeyError(prefix)
+
+    def exists_cb(self, oid: pygit2.Oid) -> bool:
+        return False  # existence never inflates anything: libgit2's backends answer it
+
+    def exists_prefix_cb(self, prefix: str) -> pygit2.Oid:
+        raise KeyError(prefix)
+
+    def refresh_cb(self) -> None:
+        self._packs = None
+
+    def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
+        """libgit2 writes to the first backend that accepts: hand the object to an ordinary one.
+
+        libgit2 writes a temporary file, creates the ``objects/xx`` folder, then
+        renames; a ``git prune-packed`` or ``gc`` running meanwhile (a repack by
+        hand, outside gitmem's lock) removes that folder while it is still empty,
+        and the rename fails. git itself tries again in that case; so does this.
+        """
+        if self._writer is None:
+            self._writer = pygit2.Odb(self._objects)
+        for attempt in range(_WRITE_TRIES):
+            try:
+                self._writer.write(kind, data)
+                return
+            except OSError as exc:
+                if attempt == _WRITE_TRIES - 1 or "rename" not in str(exc):
+                    raise
+
+
+def _drop_redundant(path: str) -> bool:
+    """Delete a damaged loose copy of an object a pack holds intact, as ``git prune-packed`` would.
+
+    It must go: libgit2 reads loose copies during prefix lookups even when a
+    pack has the object, and would hang on this one. Returns whether it is gone.
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.Repository:
+    """A pygit2 handle on the repository at ``path`` whose loose-object reads go through :class:`LooseGuard`.
+
+    ``extra_objects`` are object folders added as alternates (a push's quarantine).
+    """
+    repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    odb = repo.odb
+    for folder in extra_objects:
+        odb.add_disk_alternate(os.path.abspath(folder))
+    # Highest priority: asked before libgit2's pack (2) and loose (1) backends.
+    odb.add_backend(LooseGuard(os.path.join(repo.path, "objects"), extra_objects), 1000)
+    return repo
+
+
+def damaged_loose_objects(objects: str) -> Iterator[CorruptObject]:
+    """Every loose object under ``objects`` whose file cannot be read as one (for fsck)."""
+    try:
+        fans = sorted(os.listdir(objects))
+    except OSError:
+        return
+    for fan in fans:
+        if len(fan) != 2 or not all(c in "0123456789abcdef" for c in fan):
+            continue
+        folder = os.path.join(objects, fan)
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if len(name) != 38 or not all(c in "0123456789abcdef" for c in name):
+                continue  # a temporary file of a writer in flight
+            path = os.path.join(folder, name)
+            shown = f"objects/{fan}/{name}"
+            try:
+                with open(path, "rb") as fh:
+                    raw = fh.read()
+                parse_loose(raw)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                yield CorruptObject(fan + name, shown, f"cannot be read ({exc.strerror})")
+            except ValueError as exc:
+                yield CorruptObject(fan + name, shown, str(exc))

@@ -1,0 +1,223 @@
+"""The parsed items of a session memory, kept caught up with the store through its change cursor.
+
+The store is the truth; this is a cache of its item files by path, by id (merged
+duplicates' ids too) and by fingerprint, plus the recall engine's index over the
+items recall may show. A refresh after one write re-reads one file (after a
+``FullResync`` — first use, purge, a rewritten history — it reads them all), and
+each blob is parsed once (parses are cached by version). Not thread-safe on its
+own: :class:`gitmem.session.memory.SessionMemory` calls it under its lock.
+
+With a ``snapshot`` file (the git session mount keeps one at
+``<repo>/gitmem/session-catalogue.json``), a new process starts from the items
+saved there and catches up with ``changes(cursor)`` instead of reading every
+file. The snapshot is a cache like the catalogue: JSON (loading never runs code),
+written to a temporary file and renamed; anything odd about it (missing, torn,
+another format or item schema, a cursor the store no longer knows) means a
+normal rebuild. It is saved after a rebuild and after every ``save_every``
+re-read files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from gitmem.errors import MemoryStoreError
+from gitmem.model import FileText, FullResync
+from gitmem.recall import RecallDoc, RecallHit, RecallIndex
+from gitmem.recall.index import Ranking
+from gitmem.session import hygiene
+from gitmem.session.items import ITEM_SCHEMA, MemoryItem, decode_item, is_item_path
+from gitmem.store import FileStore
+
+PARSE_CACHE: Final = 50_000
+SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/1"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An item and where it is: its path and the blob version it was read at."""
+
+    path: str
+    version: str
+    item: MemoryItem
+
+
+class Catalogue:
+    def __init__(
+        self, store: FileStore, *, snapshot: str | os.PathLike[str] | None = None, save_every: int = 256
+    ) -> None:
+        self.store = store
+        self.snapshot = Path(snapshot) if snapshot is not None else None
+        self.save_every = save_every
+        self.resumed = False  # whether the first refresh started from the snapshot
+        self.snapshot_error: str | None = None  # the last failure to save one (never raised)
+        self._tried_snapshot = snapshot is None
+        self._texts: dict[str, str] = {}  # path -> the file text the entry was parsed from
+        self._unsaved = 0
+        self.cursor: str | None = None
+        self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
+        self._by_path: dict[str, Entry] = {}
+        self._by_id: dict[str, str] = {}
+        self._by_fp: dict[str, str] = {}
+        self._parsed: dict[str, MemoryItem] = {}
+        self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
+
+    def refresh(self) -> None:
+        if not self._tried_snapshot:
+            self._tried_snapshot = True
+            self._resume()
+        answer = self.store.changes(self.cursor)
+        rebuilt = isinstance(answer, FullResync)
+        if isinstance(answer, FullResync):
+            self._clear()
+            paths: Iterable[str] = [e.path for e in self.store.list()]
+        else:
+            paths = answer.paths
+        for path in paths:
+            if is_item_path(path):
+                self._reload(path)
+                self._unsaved += 1
+        self.cursor = answer.cursor
+        if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
+            self._save()
+
+    def _clear(self) -> None:
+        self._by_path.clear()
+        self._by_id.clear()
+        self._by_fp.clear()
+        self._texts.clear()
+        self._index.clear()
+        self.skipped.clear()
+
+    def _resume(self) -> None:
+        assert self.snapshot is not None
+        try:
+            body = json.loads(self.snapshot.read_text(encoding="utf-8"))
+            if (
+                not isinstance(body, dict)
+                or body.get("format") != SNAPSHOT_FORMAT
+                or body.get("item_schema") != ITEM_SCHEMA
+                or not isinstance(body.get("cursor"), str)
+            ):
+                return
+            for path, version, text in body["items"]:
+                if not (isinstance(path, str) and isinstance(version, str) and isinstance(text, str)):
+                    raise ValueError("a snapshot row is not three strings")
+                self._add(FileText(path, text, version))
+            for path, reason in body.get("skipped", []):
+                self.skipped[str(path)] = str(reason)
+        except (OSError, ValueError, TypeError, KeyError):
+            self._clear()  # no snapshot, or not a usable one: rebuild from the store
+            return
+        self.cursor = body["cursor"]
+        self.resumed = True
+
+    def _save(self) -> None:
+        assert self.snapshot is not None and self.cursor is not None
+        body: dict[str, Any] = {
+            "format": SNAPSHOT_FORMAT,
+            "item_schema": ITEM_SCHEMA,
+            "cursor": self.cursor,
+            "items": [[e.path, e.version, self._texts[e.path]] for e in self._by_path.values()],
+            "skipped": [[p, r] for p, r in self.skipped.items()],
+        }
+        try:
+            self.snapshot.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".session-catalogue-", suffix=".tmp", dir=self.snapshot.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(body, out, ensure_ascii=False, separators=(",", ":"))
+                os.replace(tmp, self.snapshot)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:  # a cache that cannot be written costs speed, never correctness
+            self.snapshot_error = f"{type(exc).__name__}: {exc}"
+            return
+        self._unsaved = 0
+
+    def _reload(self, path: str) -> None:
+        self._drop(path)
+        try:
+            file = self.store.read(path)
+        except MemoryStoreError as exc:
+            if exc.code != "not_found":
+                raise
+            return
+        self._add(file)
+
+    def _add(self, file: FileText) -> None:
+        path = file.path
+        try:
+            item = self.parse(file)
+        except ValueError as exc:
+            self.skipped[path] = str(exc)
+            return
+        self._texts[path] = file.text
+        self._by_path[path] = Entry(path, file.version, item)
+        self._by_id[item.id] = path
+        for dup in item.ids_in("duplicate_ids"):
+            self._by_id.setdefault(dup, path)
+        fp = hygiene.fingerprint(item.content)
+        if fp is not None:
+            self._by_fp.setdefault(fp, path)
+        if item.recallable:
+            self._index.upsert(RecallDoc(item.id, item.content, item.timestamp))
+
+    def _drop(self, path: str) -> None:
+        self.skipped.pop(path, None)
+        self._texts.pop(path, None)
+        old = self._by_path.pop(path, None)
+        if old is None:
+            return
+        self._index.remove(old.item.id)
+        for key in (old.item.id, *old.item.ids_in("duplicate_ids")):
+            if self._by_id.get(key) == path:
+                del self._by_id[key]
+        fp = hygiene.fingerprint(old.item.content)
+        if fp is not None and self._by_fp.get(fp) == path:
+            del self._by_fp[fp]
+
+    def parse(self, file: FileText) -> MemoryItem:
+        """The item in ``file`` (cached by blob version); ``ValueError`` when it is not one."""
+        item = self._parsed.get(file.version)
+        if item is None:
+            item = decode_item(file.text)
+            if len(self._parsed) >= PARSE_CACHE:
+                self._parsed.clear()
+            self._parsed[file.version] = item
+        return item
+
+    # -- lookups (as of the last refresh) --
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+    def entries(self) -> list[Entry]:
+        return list(self._by_path.values())
+
+    def at(self, path: str) -> Entry | None:
+        return self._by_path.get(path)
+
+    def find(self, item_id: str) -> Entry | None:
+        """The entry of an item id, or of the canonical item a merged duplicate's id went into."""
+        path = self._by_id.get(item_id)
+        return self._by_path.get(path) if path is not None else None
+
+    def entry(self, item_id: str) -> Entry:
+        found = self.find(item_id)
+        if found is None:
+            raise MemoryStoreError("not_found", f"no session memory item {item_id!r}")
+        return found
+
+    def path_of_fingerprint(self, fp: str) -> str | None:
+        return self._by_fp.get(fp)
+
+    def search(self, query: str, *, limit: int, min_score: float, ranking: Ranking) -> list[RecallHit]:
+        return self._index.search(query, limit=limit, min_score=min_score, ranking=ranking)

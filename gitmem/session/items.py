@@ -1,0 +1,310 @@
+"""Session memory items: the value, its checks, and the file that holds it in git.
+
+An item is stored as one file of canonical JSON (sorted keys, one key per line,
+two-space indent), so ``git diff`` of a merge or a supersede shows exactly which
+fields moved. The file holds what the team should review; access statistics are
+deliberately *not* in it (see :mod:`gitmem.session.stats`), so recalling an item
+never becomes a commit.
+
+Paths fan out by the first two hex digits of a hash:
+
+- an item with a fingerprint (see :func:`gitmem.session.hygiene.fingerprint`) lives at
+  the path derived from that fingerprint, so two writers remembering the same text
+  collide on one path and the second merges instead of adding a duplicate;
+- an item too short for a fingerprint lives at the path derived from its id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, get_args
+
+from gitmem.errors import MemoryStoreError
+from gitmem.secrets import find_secret
+
+MemoryType = Literal["episodic", "semantic", "procedural", "working"]
+MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
+
+#: The folder of a session mount that holds items; other paths are not items.
+ITEMS_DIR: Final = "items"
+#: ``schema`` of every item file this version writes.
+ITEM_SCHEMA: Final = "gitmem.session.item.v1"
+
+MAX_CONTENT_CHARS: Final = 16_000
+MAX_TAGS: Final = 64
+MAX_TAG_CHARS: Final = 64
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One remembered thing.
+
+    ``timestamp`` and ``last_accessed`` are seconds since the epoch (UTC), kept to the
+    microsecond so a value read back from its file equals the one written.
+    ``access_count`` / ``last_accessed`` come from the access statistics, not the file.
+    """
+
+    id: str
+    content: str
+    timestamp: float
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    memory_type: MemoryType = "episodic"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    access_count: int = 0
+    last_accessed: float | None = None
+
+    # -- relations kept in metadata --
+
+    def ids_in(self, key: str) -> tuple[str, ...]:
+        """The ids listed under metadata ``key`` (a list, or one string), in order."""
+        value = self.metadata.get(key)
+        if isinstance(value, str):
+            return (value,) if value else ()
+        if isinstance(value, list | tuple):
+            return tuple(v for v in value if isinstance(v, str) and v)
+        return ()
+
+    @property
+    def supersedes(self) -> tuple[str, ...]:
+        return self.ids_in("supersedes")
+
+    @property
+    def conflicts_with(self) -> tuple[str, ...]:
+        return self.ids_in("conflicts_with")
+
+    @property
+    def superseded_by(self) -> tuple[str, ...]:
+        return self.ids_in("superseded_by")
+
+    @property
+    def superseded(self) -> bool:
+        return bool(self.superseded_by) or "superseded" in self.tags
+
+    @property
+    def tombstoned(self) -> bool:
+        return (
+            "tombstoned" in self.tags
+            or bool(self.metadata.get("tombstoned"))
+            or self.metadata.get("status") == "tombstoned"
+        )
+
+    @property
+    def recallable(self) -> bool:
+        """Whether recall may show it: superseded and tombstoned items stay in git but not in answers."""
+        return not (self.superseded or self.tombstoned)
+
+    def with_access(self, count: int, last: float | None) -> MemoryItem:
+        return replace(self, access_count=count, last_accessed=last)
+
+
+# --- checks -------------------------------------------------------------------------------
+
+
+def _bad(message: str) -> MemoryStoreError:
+    return MemoryStoreError("invalid_text", message)
+
+
+def new_item_id() -> str:
+    return f"mem-{uuid.uuid4().hex}"
+
+
+def check_id(value: object) -> str:
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise _bad(f"{value!r} is not an item id: 1-128 of letters, digits and . _ : - (starting alphanumeric)")
+    return value
+
+
+def check_content(content: object) -> str:
+    """Item text: non-blank, at most :data:`MAX_CONTENT_CHARS`, no credentials (the rule is named)."""
+    if not isinstance(content, str):
+        raise _bad(f"content must be text, got {type(content).__name__}")
+    if not content.strip():
+        raise _bad("content is empty; a memory needs some text")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise _bad(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
+    if "\x00" in content:
+        raise _bad("content holds a NUL character")
+    check_no_secret(content, "content")
+    return content
+
+
+def check_no_secret(text: str, what: str) -> None:
+    rule = find_secret(text)
+    if rule is not None:
+        raise _bad(
+            f"{what} looks like it holds {rule.explanation} (secret rule '{rule.name}'); "
+            "memories are kept in git history, so credentials are refused"
+        )
+
+
+def check_importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _bad(f"importance must be a number from 0 to 1, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise _bad(f"importance must be from 0 to 1, got {value}")
+    return float(value)
+
+
+def check_type(value: object) -> MemoryType:
+    for kind in MEMORY_TYPES:
+        if value == kind:
+            return kind
+    raise _bad(f"memory_type {value!r} is not one of {', '.join(MEMORY_TYPES)}")
+
+
+def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
+    """Tags lower-cased and stripped, duplicates dropped (first wins), order kept."""
+    if isinstance(tags, str):
+        raise _bad("tags must be a list of strings, not one string")
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip():
+            raise _bad(f"tag {tag!r} is not a non-empty string")
+        cleaned = tag.strip().lower()
+        if len(cleaned) > MAX_TAG_CHARS or any(c in cleaned for c in "\r\n\t\x00"):
+            raise _bad(f"tag {tag!r} must be one line of at most {MAX_TAG_CHARS} characters")
+        check_no_secret(cleaned, "a tag")
+        if cleaned not in out:
+            out.append(cleaned)
+    if len(out) > MAX_TAGS:
+        raise _bad(f"{len(out)} tags; the limit is {MAX_TAGS}")
+    return tuple(out)
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """Metadata must be a JSON object (it is stored as JSON) without credentials."""
+    if not isinstance(metadata, Mapping):
+        raise _bad(f"metadata must be a mapping, got {type(metadata).__name__}")
+    try:
+        text = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"metadata must hold only JSON values (text keys): {exc}") from None
+    check_no_secret(text, "metadata")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def to_micros(t: float) -> float:
+    """``t`` rounded to the microsecond, the precision item files keep."""
+    return round(t * 1_000_000) / 1_000_000
+
+
+def make_item(
+    content: object,
+    *,
+    now: float,
+    importance: object = 0.5,
+    tags: Iterable[object] = (),
+    memory_type: object = "episodic",
+    metadata: object = None,
+    item_id: object = None,
+) -> MemoryItem:
+    """A new item from caller input, every field checked (``invalid_text`` names the first bad one)."""
+    return MemoryItem(
+        id=new_item_id() if item_id is None else check_id(item_id),
+        content=check_content(content),
+        timestamp=to_micros(now),
+        importance=check_importance(importance),
+        tags=clean_tags(tags),
+        memory_type=check_type(memory_type),
+        metadata=check_metadata({} if metadata is None else metadata),
+    )
+
+
+# --- the file -----------------------------------------------------------------------------
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def from_iso(value: object) -> float:
+    if not isinstance(value, str):
+        raise ValueError(f"timestamp {value!r} is not text")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return to_micros(parsed.timestamp())
+
+
+def encode_item(item: MemoryItem) -> str:
+    """The item's file: canonical JSON, one key per line, ending in a newline."""
+    record = {
+        "schema": ITEM_SCHEMA,
+        "id": item.id,
+        "content": item.content,
+        "timestamp": iso(item.timestamp),
+        "importance": item.importance,
+        "memory_type": item.memory_type,
+        "tags": list(item.tags),
+        "metadata": item.metadata,
+    }
+    return json.dumps(record, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def decode_item(text: str) -> MemoryItem:
+    """Parse an item file; ``ValueError`` says what is wrong (recall skips such a file, never crashes)."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise ValueError("an item file holds a JSON object")
+    schema = record.get("schema")
+    if schema != ITEM_SCHEMA:
+        raise ValueError(f"schema {schema!r} is not {ITEM_SCHEMA}")
+    try:
+        tags = record.get("tags", [])
+        if not isinstance(tags, list):
+            raise ValueError("tags must be a list")
+        return MemoryItem(
+            id=check_id(record.get("id")),
+            content=_text(record.get("content")),
+            timestamp=from_iso(record.get("timestamp")),
+            importance=check_importance(record.get("importance", 0.5)),
+            tags=tuple(str(t) for t in tags),
+            memory_type=check_type(record.get("memory_type", "episodic")),
+            metadata=_mapping(record.get("metadata", {})),
+        )
+    except MemoryStoreError as exc:
+        raise ValueError(exc.message) from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("content must be text")
+    return value
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("metadata must be an object")
+    return value
+
+
+def _fan_out(key: str) -> str:
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
+    return f"{ITEMS_DIR}/{digest[:2]}/{digest}.json"
+
+
+def path_for_fingerprint(fp: str) -> str:
+    """Where the item with normalised text ``fp`` lives: every writer of that text meets here."""
+    return _fan_out("fingerprint\0" + fp)
+
+
+def path_for_id(item_id: str) -> str:
+    """Where an item without a fingerprint (short text) lives."""
+    return _fan_out("id\0" + item_id)
+
+
+def is_item_path(path: str) -> bool:
+    return path.startswith(ITEMS_DIR + "/") and path.endswith(".json")

@@ -1,0 +1,211 @@
+"""Access statistics (``access_count``, ``last_accessed``) kept off ``main``.
+
+Every recall touches the items it returns. Committing that would turn reading
+into writing: a commit per turn, noise in ``git log``, and writers contending for
+the lock. So the counts live beside the repository instead:
+
+- :class:`FileAccessStats` appends one line per recall to
+  ``<repo>/gitmem/session-stats`` (a local file inside the bare repository, never
+  part of any commit). Appends are a single ``O_APPEND`` write under a shared
+  ``flock``; when the log grows past a threshold one process folds it into one
+  line per item and swaps the file in atomically under the exclusive lock.
+  Every process sharing the repository sees the others' recalls.
+- :class:`MemoryAccessStats` keeps them in a dict (the in-memory twin).
+
+What survives a clone: the items (they are commits), not the statistics — a
+clone starts every ``access_count`` at 0, so the "recalled 3 times" pruning
+protection must be earned again there; tag an item ``pinned`` to protect it
+everywhere.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Final, Protocol
+
+from gitmem.errors import MemoryStoreError
+
+#: Fold the log once it is this big (bytes); a line per recall is ~60 bytes plus ids.
+COMPACT_BYTES: Final = 256 * 1024
+
+Counts = Mapping[str, tuple[int, float]]
+
+
+class AccessStats(Protocol):
+    """Per-item access counts and last access times (seconds since the epoch)."""
+
+    def snapshot(self) -> Counts: ...
+
+    def lookup(self, ids: Iterable[str]) -> Counts: ...
+
+    def record(self, ids: Iterable[str], at: float) -> None: ...
+
+    def forget(self, ids: Iterable[str]) -> None: ...
+
+
+class MemoryAccessStats:
+    """Statistics in a dict: for the in-memory store and tests."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def snapshot(self) -> Counts:
+        with self._lock:
+            return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._lock:
+            return {i: self._counts[i] for i in ids if i in self._counts}
+
+    def record(self, ids: Iterable[str], at: float) -> None:
+        with self._lock:
+            _add(self._counts, ids, at)
+
+    def forget(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            for i in ids:
+                self._counts.pop(i, None)
+
+
+def _add(counts: dict[str, tuple[int, float]], ids: Iterable[str], at: float) -> None:
+    for i in ids:
+        count, last = counts.get(i, (0, at))
+        counts[i] = (count + 1, max(last, at))
+
+
+class FileAccessStats:
+    """Statistics in an append-only local log shared by every process on this machine.
+
+    Line formats: ``a <time> <id> <id>… $`` (one recall), ``f <id>… $`` (forget),
+    ``s <id> <count> <time> $`` (a folded total). Every append starts with a newline
+    and every complete record ends with ``$``, so a line torn by a crash (no ``$``)
+    is skipped, and the next record never runs into it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, compact_bytes: int = COMPACT_BYTES) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.compact_bytes = compact_bytes
+        self._counts: dict[str, tuple[int, float]] = {}
+        self._inode: int | None = None
+        self._offset = 0
+        self._guard = threading.Lock()
+
+    def _locked(self, mode: int) -> int:
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot open {self.lock_path}: {exc}") from exc
+        fcntl.flock(fd, mode)
+        return fd
+
+    def snapshot(self) -> Counts:
+        with self._guard:
+            self._refresh()
+            return dict(self._counts)
+
+    def lookup(self, ids: Iterable[str]) -> Counts:
+        with self._guard:
+            self._refresh()
+            return {i: self._counts[i] for i in ids if i in self._counts}
+
+    def _refresh(self) -> None:
+        """Catch up with the log; cheap when nothing was appended (one ``stat``)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._counts, self._offset, self._inode = {}, 0, None
+            return
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot read {self.path}: {exc}") from exc
+        if st.st_ino == self._inode and st.st_size == self._offset:
+            return
+        fd = self._locked(fcntl.LOCK_SH)
+        try:
+            self._catch_up()
+        finally:
+            os.close(fd)
+
+    def record(self, ids: Iterable[str], at: float) -> None:
+        ids = [i for i in ids if i]
+        if ids:
+            self._append(f"\na {at:.6f} {' '.join(ids)} $\n")
+
+    def forget(self, ids: Iterable[str]) -> None:
+        ids = [i for i in ids if i]
+        if ids:
+            self._append(f"\nf {' '.join(ids)} $\n")
+
+    def _append(self, line: str) -> None:
+        data = line.encode("utf-8")
+        fd = self._locked(fcntl.LOCK_SH)
+        try:
+            try:
+                out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise MemoryStoreError("unavailable", f"cannot write {self.path}: {exc}") from exc
+            try:
+                os.write(out, data)
+                size = os.fstat(out).st_size
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+        if size > self.compact_bytes:
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the log into one ``s`` line per item (atomic replace under the exclusive lock)."""
+        with self._guard:
+            fd = self._locked(fcntl.LOCK_EX)
+            try:
+                self._inode = None  # re-read from the start: exact totals, nothing double counted
+                self._catch_up()
+                lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
+                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+                tmp.write_text("".join(lines), encoding="utf-8")
+                os.replace(tmp, self.path)
+                self._inode = None
+                self._catch_up()
+            except OSError as exc:
+                raise MemoryStoreError("unavailable", f"cannot compact {self.path}: {exc}") from exc
+            finally:
+                os.close(fd)
+
+    def _catch_up(self) -> None:
+        """Read what was appended since the last look (all of it when the file was swapped)."""
+        try:
+            with open(self.path, "rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                if inode != self._inode:
+                    self._counts, self._offset, self._inode = {}, 0, inode
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            self._counts, self._offset, self._inode = {}, 0, None
+            return
+        end = data.rfind(b"\n") + 1  # a line still being written waits for the next look
+        for raw in data[:end].decode("utf-8", errors="replace").splitlines():
+            _apply_line(self._counts, raw.split())
+        self._offset += end
+
+
+def _apply_line(counts: dict[str, tuple[int, float]], parts: list[str]) -> None:
+    if len(parts) < 2 or parts[-1] != "$":  # empty, or torn by a crash
+        return
+    parts = parts[:-1]
+    try:
+        if parts[0] == "a" and len(parts) >= 3:
+            _add(counts, parts[2:], float(parts[1]))
+        elif parts[0] == "f":
+            for i in parts[1:]:
+                counts.pop(i, None)
+        elif parts[0] == "s" and len(parts) == 4:
+            counts[parts[1]] = (int(parts[2]), float(parts[3]))
+    except (IndexError, ValueError):
+        return
