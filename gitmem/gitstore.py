@@ -364,6 +364,8 @@ class SyncGitFileStore:
             finally:
                 self._shared.cache.forget_content()
                 shutil.rmtree(os.path.join(self.path, DERIVED_DIR), ignore_errors=True)
+                # Recall snapshots (record memory's, gitmem/recall/) hold texts too; they are rebuilt on demand.
+                shutil.rmtree(os.path.join(self.path, "gitmem", "recall"), ignore_errors=True)
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 

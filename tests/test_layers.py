@@ -27,7 +27,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "dulwich": ("gitmem/git/", *ADAPTERS),
     "whoosh": ("gitmem/index/",),
     "yaml": ("gitmem/fileformat.py",),
-    "pydantic": ("gitmem/tools/schemas.py",),
+    "pydantic": ("gitmem/tools/schemas.py", "gitmem/tools/record_schemas.py"),
     "click": ("gitmem/adapters/cli/",),
     "rich": ("gitmem/adapters/cli/",),
     "mcp": ADAPTERS,
@@ -54,14 +54,16 @@ FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hook
 TOOLS = ("tools",)
 RECALL = ("recall",)
 SESSION = ("session",)
-ALL_ADAPTERS = ("adapters",)
-LOWER = (*PURE, *SEAM)
-HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL, *SESSION)
-ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m not in RECALL)
 # Session memory sits on the seam and recall; only session.location opens a git mount (through the facades).
 SESSION_CORE = tuple(
     f"session.{p.stem}" for p in sorted((PACKAGE / "session").glob("*.py")) if p.stem not in ("__init__", "location")
 )
+RECORDS = ("records",)  # record memory: above the seam and recall, beside the engines
+ALL_ADAPTERS = ("adapters",)
+LOWER = (*PURE, *SEAM)
+HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL, *SESSION, *RECORDS)
+ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m not in RECALL)
+ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m not in RECORDS)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
@@ -98,6 +100,10 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         ("session.binding",),
         ("session.items", "session.memory", "session.runner", "session.extraction", "recall", "root"),
         "the binding the durable layer imports stays a few protocols and values",
+        ("records",),
+        (*ABOVE_RECORDS, "memstore"),
+        "record memory works over the store seam (any sync file store) and recall; it knows no engine, "
+        "store implementation, facade, tool or adapter",
     ),
     (
         FACADE_ADAPTERS,
@@ -256,6 +262,9 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.recall.index", "from gitmem.session.items import MemoryItem\n"),
         ("gitmem.model", "from gitmem.session import binding\n"),
         ("gitmem.session.location", "from gitmem.git.repo import GitRepo\n"),
+        ("gitmem.records.store", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.records.rules", "from gitmem.tools import capability\n"),
+        ("gitmem.recall.index", "from gitmem.records import RecordStore\n"),
     ],
 )
 def test_the_layer_check_catches_an_upward_import(module: str, source: str) -> None:

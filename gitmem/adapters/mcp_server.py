@@ -9,13 +9,17 @@ decorator-based server would derive schemas from Python signatures.
 
 What a client sees:
 
-- **tools**: the ``memory_file_*`` tools with the capability's names, descriptions and
+- **tools**: the ``memory_file_*`` tools (and, given a
+  :class:`~gitmem.tools.records.RecordMemoryCapability`, the ``memory_record_*``
+  tools beside them) with the capabilities' names, descriptions and
   schemas, annotated read-only or not. A call's result is the capability's JSON payload,
   as text and as structured content; a failure (``{"error", "message", "current"}``) is
   the same JSON with ``isError`` set, so the model reads the file as it is now.
 - **instructions**: the capability's instructions text (every mount, its access, its guide).
 - **resources**: ``memory://<mount>/context``, the mount's full context block (always-load
   files and the index of ``path: description`` lines), built fresh on every read.
+- **prompt** ``memory_recall`` (record mounts): the ``<memory-recall>`` blocks for
+  the ``input`` argument, the record mounts searched in parallel under one timeout.
 - **prompt** ``memory_context``: every mount's block for the start of a conversation.
   The server keeps :class:`~gitmem.tools.MemoryCursors` for its session (and in
   ``cursor_file`` when given, so the next session continues from them): the first time
@@ -69,11 +73,16 @@ from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.session.tools import SessionTools
 from gitmem.session.tools import tool_definitions as session_tool_definitions
-from gitmem.tools import FileMemoryCapability, MemoryCursors
+from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
+from gitmem.tools.record_schemas import TOOL_ID_PREFIX as RECORD_TOOL_ID_PREFIX
+from gitmem.tools.record_schemas import TOOL_PREFIX as RECORD_TOOL_PREFIX
+from gitmem.tools.records import RecordMemoryCapability
 
 log = logging.getLogger("gitmem.mcp")
 
 CONTEXT_PROMPT: Final = "memory_context"
+RECALL_PROMPT: Final = "memory_recall"
+NO_RECALL_TEXT: Final = "No record is close to this input."
 RESOURCE_SCHEME: Final = "memory://"
 NO_CHANGE_TEXT: Final = "No memory changed since the last memory context."
 
@@ -99,25 +108,32 @@ class MemoryMcpServer:
 
     def __init__(
         self,
-        capability: FileMemoryCapability,
+        capability: FileMemoryCapability | None,
         *,
+        records: RecordMemoryCapability | None = None,
         origin: Origin | None = None,
         cursor_file: str | os.PathLike[str] | None = None,
         name: str = "gitmem",
         watch_root: Root | str | os.PathLike[str] | None = None,
         session: SessionTools | None = None,
     ) -> None:
+        if capability is None and records is None and session is None:
+            raise ValueError("an MCP server needs file or record mounts, or a session memory")
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
+        self.records = records
         self.session_tag = secrets.token_hex(4)
         base = origin or Origin()
         self.origin = Origin(base.run_id or f"mcp-{self.session_tag}", base.principal_id)
         self.cursor_file = Path(cursor_file) if cursor_file is not None else None
-        if capability.cursors is None:
+        if capability is not None and capability.cursors is None:
             capability.cursors = MemoryCursors()
-        if self.cursor_file is not None:
+        if capability is not None and capability.cursors is not None and self.cursor_file is not None:
             capability.cursors.restore(load_cursors(self.cursor_file))
-        self._definitions = {d.name: d for d in capability.tool_definitions()}
+        file_tools = capability.tool_definitions() if capability is not None else []
+        record_tools = records.tool_definitions() if records is not None else []
+        self._definitions = {d.name: d for d in [*file_tools, *record_tools]}
+        instructions = "\n\n".join(c.instructions for c in (capability, records) if c is not None)
         self.watch_root = watch_root
         self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
         self._bus = InMemorySubscriptionBus()  # subscriptions/listen streams
@@ -126,8 +142,8 @@ class MemoryMcpServer:
             name,
             version=__version__,
             title="gitmem memory",
-            description="Versioned file memory for agents, stored in git",
-            instructions=capability.instructions,
+            description="Versioned file and record memory for agents, stored in git",
+            instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -140,12 +156,17 @@ class MemoryMcpServer:
         )
 
     def __repr__(self) -> str:
-        return f"MemoryMcpServer({self.capability!r}, origin={self.origin!r})"
+        return f"MemoryMcpServer({self.capability!r}, records={self.records!r}, origin={self.origin!r})"
+
+    @property
+    def file_mounts(self) -> tuple[FileMount, ...]:
+        """The file memories: they have context resources and are watched (records have recall instead)."""
+        return self.capability.mounts if self.capability is not None else ()
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes stdin."""
         options = self.server.create_initialization_options()
-        if self.watch_root is None:
+        if self.watch_root is None or not self.file_mounts:
             async with stdio_server() as (read_stream, write_stream):
                 await self.server.run(read_stream, write_stream, options)
             return
@@ -160,7 +181,7 @@ class MemoryMcpServer:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):  # the server is stopping
                 pass
 
-        watcher = Watcher(self.watch_root, [m.name for m in self.capability.mounts], on_change, index=False)
+        watcher = Watcher(self.watch_root, [m.name for m in self.file_mounts], on_change, index=False)
         await anyio.to_thread.run_sync(watcher.start)
         try:
             async with anyio.create_task_group() as tasks:
@@ -181,15 +202,16 @@ class MemoryMcpServer:
         out = []
         for d in self._definitions.values():
             read_only = d.effect == "read"
+            family = "record" if d.name.startswith(RECORD_TOOL_PREFIX) else "file"
             out.append(
                 types.Tool(
                     name=d.name,
-                    title=f"Memory file {d.tool}",
+                    title=f"Memory {family} {d.tool}",
                     description=d.description,
                     input_schema=d.input_schema,
                     annotations=types.ToolAnnotations(
                         read_only_hint=read_only,
-                        destructive_hint=None if read_only else d.tool in ("edit", "move", "delete"),
+                        destructive_hint=None if read_only else d.tool in ("edit", "move", "delete", "update"),
                         idempotent_hint=read_only,
                         open_world_hint=False,
                     ),
@@ -215,8 +237,14 @@ class MemoryMcpServer:
             origin = self.origin.with_tool_call(self.tool_call_id(ctx))
             call = self.session.call
             return tool_result(await aio.call(call, params.name, params.arguments or {}, origin=origin))
+        record_tool = params.name.startswith((RECORD_TOOL_PREFIX, RECORD_TOOL_ID_PREFIX))
+        target = self.records if record_tool else self.capability
+        if target is None:
+            offered = ", ".join(self._definitions)
+            payload = {"error": "forbidden", "message": f"no memory tool {params.name!r} is offered here: {offered}"}
+            return tool_result(payload)
         payload = await aio.call(
-            self.capability.call,
+            target.call,
             params.name,
             params.arguments or {},
             tool_call_id=self.tool_call_id(ctx),
@@ -238,15 +266,15 @@ class MemoryMcpServer:
                 ),
                 mime_type="text/plain",
             )
-            for mount in self.capability.mounts
+            for mount in self.file_mounts
         ]
         return types.ListResourcesResult(resources=resources)
 
     async def mount_context(self, memory: str) -> str:
         """A mount's full context block, built now (no cursor is read or moved)."""
-        mount = next((m for m in self.capability.mounts if m.name == memory), None)
-        if mount is None:
-            raise MCPError(types.INVALID_PARAMS, f"there is no memory {memory!r}")
+        mount = next((m for m in self.file_mounts if m.name == memory), None)
+        if mount is None or self.capability is None:
+            raise MCPError(types.INVALID_PARAMS, f"there is no file memory {memory!r}")
         one = FileMemoryCapability([mount], limits=self.capability.limits, tools=self.capability.tools)
         built = await aio.call(one.context, record=False)
         if built.skipped:
@@ -267,7 +295,7 @@ class MemoryMcpServer:
     # -- change notifications ----------------------------------------------------------
 
     def _known_uri(self, uri: str) -> str:
-        if uri not in {context_uri(m.name) for m in self.capability.mounts}:
+        if uri not in {context_uri(m.name) for m in self.file_mounts}:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see resources/list")
         return uri
 
@@ -298,18 +326,40 @@ class MemoryMcpServer:
     # -- the context prompt ----------------------------------------------------------
 
     async def _list_prompts(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        prompt = types.Prompt(
-            name=CONTEXT_PROMPT,
-            title="Memory context",
-            description=(
-                "What the memories hold, for the start of a conversation: the full context the first time, "
-                "afterwards only what changed since the last time this prompt was used."
-            ),
-        )
-        return types.ListPromptsResult(prompts=[prompt])
+        prompts = []
+        if self.capability is not None:
+            prompts.append(
+                types.Prompt(
+                    name=CONTEXT_PROMPT,
+                    title="Memory context",
+                    description=(
+                        "What the memories hold, for the start of a conversation: the full context the first time, "
+                        "afterwards only what changed since the last time this prompt was used."
+                    ),
+                )
+            )
+        if self.records is not None:
+            prompts.append(
+                types.Prompt(
+                    name=RECALL_PROMPT,
+                    title="Memory recall",
+                    description=(
+                        "The records closest to a conversation's first message, one <memory-recall> block per "
+                        "record memory; a memory that fails or is too slow is left out."
+                    ),
+                    arguments=[
+                        types.PromptArgument(
+                            name="input", description="The message to recall records for.", required=True
+                        )
+                    ],
+                )
+            )
+        return types.ListPromptsResult(prompts=prompts)
 
     async def context_text(self) -> str:
         """Every mount's block since this server's cursors; moves them once built."""
+        if self.capability is None:
+            return NO_CHANGE_TEXT
         built = await aio.call(self.capability.context, record=False)
         self.capability.delivered(built)
         if self.cursor_file is not None and self.capability.cursors is not None:
@@ -318,12 +368,28 @@ class MemoryMcpServer:
             log.warning("memory %s left out of the context: %s", memory, reason)
         return built.text or NO_CHANGE_TEXT
 
+    async def recall_text(self, text: str) -> str:
+        """The ``<memory-recall>`` blocks for ``text`` (record mounts searched in parallel, one timeout)."""
+        if self.records is None:
+            return NO_RECALL_TEXT
+        report = await self.records.recall(text)
+        for memory, reason in report.errors.items():
+            log.warning("record memory %s left out of the recall (%s): %s", memory, report.status[memory], reason)
+        return report.text or NO_RECALL_TEXT
+
     async def _get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        if params.name != CONTEXT_PROMPT:
-            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; the prompt is {CONTEXT_PROMPT!r}")
-        text = await self.context_text()
+        offered = [name for name, on in ((CONTEXT_PROMPT, self.capability), (RECALL_PROMPT, self.records)) if on]
+        if params.name not in offered:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; the prompts are {offered}")
+        if params.name == RECALL_PROMPT:
+            given = (params.arguments or {}).get("input")
+            if not isinstance(given, str):
+                raise MCPError(types.INVALID_PARAMS, f"{RECALL_PROMPT} needs the argument 'input'")
+            text, description = await self.recall_text(given), "Memory recall"
+        else:
+            text, description = await self.context_text(), "Memory context"
         message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
-        return types.GetPromptResult(description="Memory context", messages=[message])
+        return types.GetPromptResult(description=description, messages=[message])
 
 
 def tool_result(payload: Mapping[str, Any]) -> types.CallToolResult:

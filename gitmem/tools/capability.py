@@ -254,6 +254,11 @@ class FileMemoryCapability:
             raise MemoryToolError(
                 "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
             )
+        kind = getattr(mount.store, "kind", "file")  # a store without kinds holds files
+        if kind != "file":
+            raise MemoryStoreError(
+                "wrong_kind", f"memory {memory!r} is a {kind} memory; the memory_file_* tools only use file memories"
+            )
         if not mount.allows(tool):
             raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; memory_file_{tool} cannot change it")
         return mount

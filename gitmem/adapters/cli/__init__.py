@@ -8,6 +8,7 @@ Layout::
     history.py   log, show, diff, blame, restore, revert
     search.py    grep, find, index status|rebuild
     admin.py     forget, purge, fsck, gc, demo
+    records.py   records init|add|list|search|update|rm|purge|log (record memory)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
     session.py   session memory: remember, recall, recent, tags, prune, delete
 
@@ -49,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remote",
     "review",
     "session",
+    "records",
 )
 
 for _module in COMMAND_MODULES:

@@ -203,6 +203,14 @@ def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str
         return "the --old text occurs more than once; include more surrounding text so it is unique"
     if code == "conflict_retries_exhausted":
         return "other writers keep changing this file; wait and run the command again"
+    if code == "record_not_found":
+        return f"list the namespace's records with `gitmem records list {name} -n NS` (ids are per namespace)"
+    if code in ("invalid_text", "invalid_cursor"):
+        return "nothing was written; fix the text (1-8000 characters, no credentials) or list again without --cursor"
+    if code == "write_unconfirmed":
+        return f"the change may or may not have happened; check with `gitmem records search {name} ...` before retrying"
+    if code == "wrong_kind":
+        return "file memories use the file commands, record memories `gitmem records ...`"
     return "see docs/cli.md"
 
 

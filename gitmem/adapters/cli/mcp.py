@@ -72,6 +72,12 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
     help="Also offer the memory_session_* tools over the session memory in this folder (created if needed).",
 )
 @click.option(
+    "--namespace",
+    default="default",
+    show_default=True,
+    help="Whose records the record memories among the --mount memories show (one namespace per server).",
+)
+@click.option(
     "--no-watch",
     is_flag=True,
     help="Do not watch the memories: no resource subscriptions, no notifications when a memory changes.",
@@ -84,14 +90,18 @@ def mcp(
     mounts: tuple[str, ...],
     always_load: tuple[str, ...],
     cursor_file: Path | None,
-    no_watch: bool,
     session_dir: Path | None,
+    namespace: str,
+    no_watch: bool,
 ) -> None:
-    """Serve memories to an MCP client over stdio: the memory_file_* tools and their context.
+    """Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.
 
-    Write mounts that do not exist yet are created; read mounts must exist. While
-    serving, the memories are watched, and a client subscribed to memory://NAME/context
-    is told when memory NAME changes, whoever changed it.
+    File memories get the file tools and their context; record memories (made
+    with `gitmem records init`) the record tools and a recall prompt, for the
+    records of --namespace. Write mounts that do not exist yet are created as file
+    memories; read mounts must exist. While serving, the file memories are
+    watched, and a client subscribed to memory://NAME/context is told when memory
+    NAME changes, whoever changed it.
     """
     try:
         import mcp as _sdk  # noqa: F401  (only checks the optional dependency is there)
@@ -100,7 +110,9 @@ def mcp(
     import anyio
 
     from gitmem.adapters.mcp_server import MemoryMcpServer
+    from gitmem.records import RecordStore
     from gitmem.tools import FileMemoryCapability, FileMount
+    from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
     parsed = [parse_mount(spec) for spec in mounts]
     names = [name for name, _ in parsed]
@@ -108,11 +120,20 @@ def mcp(
         raise usage_error(f"--mount names a memory twice: {names}")
     loads = parse_always_load(always_load, names)
     root = state.root
-    offered = []
+    offered: list[FileMount] = []
+    record_mounts: list[RecordMount] = []
     for name, access in parsed:
         store = root.mount(name, create=access == "write").sync  # MemoryStoreError -> exit 1
+        kind = store.kind
         try:
-            offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
+            if kind == "record":
+                if name in loads:
+                    raise usage_error(f"--always-load {name}:...: {name!r} is a record memory, it has no files to load")
+                record_mounts.append(RecordMount(name, RecordStore(store, namespace), access))
+            elif kind == "file":
+                offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
+            else:
+                raise usage_error(f"--mount {name}: a {kind} memory cannot be served over MCP yet")
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
     session = None
@@ -122,7 +143,8 @@ def mcp(
 
         session = SessionTools(open_session_memory(session_dir))  # MemoryStoreError -> exit 1
     server = MemoryMcpServer(
-        FileMemoryCapability(offered),
+        FileMemoryCapability(offered) if offered else None,
+        records=RecordMemoryCapability(record_mounts) if record_mounts else None,
         origin=state.origin,
         cursor_file=cursor_file,
         watch_root=None if no_watch else root,
