@@ -100,6 +100,8 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         ("session.binding",),
         ("session.items", "session.memory", "session.runner", "session.extraction", "recall", "root"),
         "the binding the durable layer imports stays a few protocols and values",
+    ),
+    (
         ("records",),
         (*ABOVE_RECORDS, "memstore"),
         "record memory works over the store seam (any sync file store) and recall; it knows no engine, "

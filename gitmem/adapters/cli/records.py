@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, usage_error
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say, usage_error
 from gitmem.records import MemoryRecord, RecordStore
 
 DEFAULT_NAMESPACE = "default"
@@ -100,9 +100,9 @@ def list_records(state: State, name: str, namespace: str, limit: int, cursor: st
 
     def show() -> None:
         for record in page.records:
-            click.echo(_line(record))
+            say(_line(record))
         if page.next_cursor:
-            click.echo(f"(more: --cursor {page.next_cursor})", err=True)
+            say(f"(more: --cursor {page.next_cursor})", err=True)
 
     emit({"records": [_json(r) for r in page.records], "next_cursor": page.next_cursor}, show)
 
@@ -120,7 +120,7 @@ def search_records(state: State, name: str, query: str, namespace: str, limit: i
 
     def show() -> None:
         for record in found:
-            click.echo(_line(record))
+            say(_line(record))
 
     emit({"records": [_json(r) for r in found]}, show)
 
@@ -181,7 +181,7 @@ def log_records(state: State, name: str, record_id: str | None, namespace: str, 
     def show() -> None:
         for e in entries:
             who = e.origin.principal_id or e.author or "-"
-            click.echo(f"{e.commit[:12]}  {e.time.isoformat(timespec='seconds')}  {who}  {e.summary}")
+            say(f"{e.commit[:12]}  {e.time.isoformat(timespec='seconds')}  {who}  {e.summary}")
 
     payload = [
         {"commit": e.commit, "time": e.time.isoformat(), "op": e.op, "summary": e.summary, "paths": list(e.paths)}

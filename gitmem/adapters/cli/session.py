@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say
 from gitmem.session.items import MEMORY_TYPES, MemoryItem
 from gitmem.session.location import DEFAULT_MOUNT, default_memory_dir, open_session_memory
 from gitmem.session.memory import SessionMemory
@@ -84,9 +84,9 @@ def _line(item: MemoryItem, score: float | None = None) -> str:
 def _print_items(items: list[MemoryItem]) -> Callable[[], None]:
     def text() -> None:
         if not items:
-            click.echo("no memories")
+            say("no memories")
         for item in items:
-            click.echo(_line(item))
+            say(_line(item))
 
     return text
 
@@ -137,9 +137,9 @@ def session_recall(state: State, query: str, k: int, workspace: Path, memory_dir
 
     def text() -> None:
         if not results:
-            click.echo("no memories")
+            say("no memories")
         for r in results:
-            click.echo(_line(r.item, r.score))
+            say(_line(r.item, r.score))
 
     payload = [{**item_json(r.item), "score": r.score, "conflicts": [c.id for c in r.conflicts]} for r in results]
     emit({"query": query, "results": payload}, text)
@@ -175,7 +175,7 @@ def session_tags(
 
         def text() -> None:
             for tag, count in counts.items():
-                click.echo(f"{count}\t{tag}")
+                say(f"{count}\t{tag}")
 
         emit({"tags": counts}, text)
         return
@@ -209,9 +209,9 @@ def session_prune(
 
     def text() -> None:
         verb = "would remove" if dry_run else "removed"
-        click.echo(f"{verb} {len(report.removed)}, kept {report.remaining} ({report.kept_protected} protected)")
+        say(f"{verb} {len(report.removed)}, kept {report.remaining} ({report.kept_protected} protected)")
         for item_id in report.removed:
-            click.echo(f"  {item_id}: {report.reasons[item_id]}")
+            say(f"  {item_id}: {report.reasons[item_id]}")
 
     emit(
         {
