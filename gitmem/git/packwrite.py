@@ -366,7 +366,10 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
                 base = entry.name[:-4]
                 if base in folded or os.path.exists(os.path.join(folder, base + ".keep")):
                     continue
-                sizes[base] = _objects_in(entry.path)
+                try:
+                    sizes[base] = _objects_in(entry.path)
+                except FileNotFoundError:  # a foreign git gc or repack deleted it meanwhile
+                    continue
     chosen = geometric_rollup(sizes)
     if chosen:
         listing = "".join(f"{name}.pack\n" for name in chosen).encode()

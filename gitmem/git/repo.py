@@ -516,7 +516,9 @@ class GitRepo:
                     )
                 if moved:
                     if pending is not None and packwrite.pack_count(self.path) > MAX_PACKS:
-                        with suppress(MemoryStoreError):  # the write is in; the next writer tries again
+                        # The write is in: a failed fold (a foreign gc racing it, a full disk)
+                        # must not report it as failed; the next writer tries again.
+                        with suppress(MemoryStoreError, OSError, pygit2.GitError):
                             self.compact()
                     return Done(CommitId(commit), chosen.result)
         raise MemoryStoreError(

@@ -126,3 +126,18 @@ def test_folded_packs_stay_for_their_grace_period(tmp_path: Path, monkeypatch: p
     assert {p.name for p in pack_dir.glob("*.idx")} < after  # the folded packs are gone now
     assert store.read("a.md").text == "5\n"
     assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foreign ``git gc`` can delete a pack under the fold; the write is committed all the same."""
+    from gitmem.git import repo as gitrepo
+
+    def vanished(*_: object) -> bool:
+        raise FileNotFoundError("objects/pack/pack-gone.idx")
+
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
+    monkeypatch.setattr(packwrite, "compact", vanished)
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    version = store.write("a.md", "kept\n", expected=None)
+    assert store.read("a.md").version == version
+    assert_fsck_clean(tmp_path / "m.git")
