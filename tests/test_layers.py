@@ -54,6 +54,7 @@ FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hook
 TOOLS = ("tools",)
 RECALL = ("recall",)
 SESSION = ("session",)
+DURABLE = ("durable",)
 # Session memory sits on the seam and recall; only session.location opens a git mount (through the facades).
 SESSION_CORE = tuple(
     f"session.{p.stem}" for p in sorted((PACKAGE / "session").glob("*.py")) if p.stem not in ("__init__", "location")
@@ -61,7 +62,7 @@ SESSION_CORE = tuple(
 RECORDS = ("records",)  # record memory: above the seam and recall, beside the engines
 ALL_ADAPTERS = ("adapters",)
 LOWER = (*PURE, *SEAM)
-HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL, *SESSION, *RECORDS)
+HIGHER = (*GIT, *INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL, *SESSION, *RECORDS, *DURABLE)
 ENGINES_AND_ABOVE = tuple(m for m in HIGHER if m not in RECALL)
 ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m not in RECORDS)
 # (modules the rule applies to, modules they must not import, why)
@@ -84,6 +85,17 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         (*ENGINES_AND_ABOVE, "memstore", "fileformat"),
         "recall sits beside the index engine, on the store seam: it reads stores through the seam's "
         "protocol and knows no engine, store implementation or facade",
+    ),
+    (
+        ("durable",),
+        ("git", "index", "gitstore", "tools", "adapters"),
+        "durable memory sits above the store seam: it reaches git only through a store's atomic batch "
+        "(and the root and review facades), never the engines, and knows nothing of adapters",
+    ),
+    (
+        ("recall", "session"),
+        ("durable",),
+        "durable memory builds on recall and on session's binding protocols, never the other way round",
     ),
     (
         SESSION_CORE,
@@ -255,6 +267,10 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.history", "from gitmem.store import FileStore\n"),
         ("gitmem.gitstore", "from gitmem.tools import FileMount\n"),
         ("gitmem.adapters.anthropic_memory", "from gitmem.gitstore import SyncGitFileStore\n"),
+        ("gitmem.durable.repository", "from gitmem.git.repo import GitRepo\n"),
+        ("gitmem.durable.recall", "from gitmem.index import engine\n"),
+        ("gitmem.session.binding", "from gitmem.durable import Node\n"),
+        ("gitmem.recall.index", "from gitmem.durable.node import Node\n"),
         ("gitmem.recall.storeindex", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.recall.index", "from gitmem.index.engine import MountIndex\n"),
         ("gitmem.store", "from gitmem.recall import RecallIndex\n"),

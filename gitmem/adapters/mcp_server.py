@@ -26,6 +26,10 @@ What a client sees:
   the prompt is fetched it is the full context, later only what changed, and nothing
   when nothing did.
 
+- **durable tools** (when the server is given ``durable``): ``durable_recall`` and
+  ``durable_propose`` over one durable namespace (see :mod:`gitmem.durable.tools`):
+  recall of activated nodes, and proposals that are stored as candidates only.
+
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
 
@@ -69,6 +73,7 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
+from gitmem.durable.tools import DurableTools
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.session.tools import SessionTools
@@ -116,9 +121,10 @@ class MemoryMcpServer:
         name: str = "gitmem",
         watch_root: Root | str | os.PathLike[str] | None = None,
         session: SessionTools | None = None,
+        durable: DurableTools | None = None,
     ) -> None:
-        if capability is None and records is None and session is None:
-            raise ValueError("an MCP server needs file or record mounts, or a session memory")
+        if capability is None and records is None and session is None and durable is None:
+            raise ValueError("an MCP server needs file or record mounts, a session memory or a durable binding")
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
         self.records = records
@@ -135,6 +141,7 @@ class MemoryMcpServer:
         self._definitions = {d.name: d for d in [*file_tools, *record_tools]}
         instructions = "\n\n".join(c.instructions for c in (capability, records) if c is not None)
         self.watch_root = watch_root
+        self.durable = durable
         self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
         self._bus = InMemorySubscriptionBus()  # subscriptions/listen streams
         watching = watch_root is not None
@@ -224,6 +231,18 @@ class MemoryMcpServer:
                 out.append(
                     types.Tool(name=s.name, description=s.description, input_schema=s.input_schema, annotations=hints)
                 )
+        for t in self.durable.definitions if self.durable is not None else ():
+            out.append(
+                types.Tool(
+                    name=t.name,
+                    title=t.name.replace("_", " ").capitalize(),
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=t.read_only, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+                    ),
+                )
+            )
         return out
 
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -233,6 +252,11 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if self.durable is not None and self.durable.handles(params.name):
+            origin = self.origin.with_tool_call(self.tool_call_id(ctx))
+            durable = self.durable
+            found = await aio.call(durable.call, params.name, params.arguments or {}, origin=origin)
+            return tool_result(found)
         if self.session is not None and self.session.handles(params.name):
             origin = self.origin.with_tool_call(self.tool_call_id(ctx))
             call = self.session.call

@@ -10,6 +10,7 @@ Layout::
     admin.py     forget, purge, fsck, gc, demo
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
@@ -49,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "watch",
     "remote",
     "review",
+    "durable",
     "session",
     "records",
 )

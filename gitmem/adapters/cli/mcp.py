@@ -82,6 +82,18 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
     is_flag=True,
     help="Do not watch the memories: no resource subscriptions, no notifications when a memory changes.",
 )
+@click.option(
+    "--durable",
+    "durable_name",
+    metavar="NAME",
+    help="Also offer durable_recall and durable_propose over durable memory NAME (needs --durable-namespace).",
+)
+@click.option(
+    "--durable-namespace",
+    nargs=3,
+    metavar="TENANT PRINCIPAL SCOPE",
+    help="The one namespace of --durable the tools may read and propose into.",
+)
 @root_option
 @origin_options
 @pass_state
@@ -93,6 +105,8 @@ def mcp(
     session_dir: Path | None,
     namespace: str,
     no_watch: bool,
+    durable_name: str | None,
+    durable_namespace: tuple[str, str, str] | None,
 ) -> None:
     """Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.
 
@@ -142,6 +156,15 @@ def mcp(
         from gitmem.session.tools import SessionTools
 
         session = SessionTools(open_session_memory(session_dir))  # MemoryStoreError -> exit 1
+    durable = None
+    if (durable_name is None) != (durable_namespace is None):
+        raise usage_error("--durable NAME and --durable-namespace TENANT PRINCIPAL SCOPE go together")
+    if durable_name is not None and durable_namespace is not None:
+        from gitmem.durable import DurableBinding, DurableRepository, Namespace
+        from gitmem.durable.tools import DurableTools
+
+        repository = DurableRepository.open(root.path, durable_name, create=True)
+        durable = DurableTools(DurableBinding(repository, Namespace(*durable_namespace)))
     server = MemoryMcpServer(
         FileMemoryCapability(offered) if offered else None,
         records=RecordMemoryCapability(record_mounts) if record_mounts else None,
@@ -149,6 +172,7 @@ def mcp(
         cursor_file=cursor_file,
         watch_root=None if no_watch else root,
         session=session,
+        durable=durable,
     )
     try:
         anyio.run(server.run_stdio)

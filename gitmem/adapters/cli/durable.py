@@ -1,0 +1,289 @@
+"""``gitmem durable``: durable memory (namespaced nodes, change sets, activation, recall).
+
+Each command opens the durable mount NAME and makes one call on
+:class:`gitmem.durable.DurableRepository`. A namespace is given as
+``-n TENANT PRINCIPAL SCOPE`` (three values, each any non-blank text).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from gitmem.adapters.cli.app import (
+    State,
+    cli,
+    common_options,
+    emit,
+    origin_options,
+    pass_state,
+    say,
+    short,
+    usage_error,
+)
+from gitmem.durable import (
+    ChangeResult,
+    DurableRepository,
+    Evidence,
+    Namespace,
+    Node,
+    RecallPolicy,
+    approve_candidates,
+)
+from gitmem.durable.node import AUTHORISING_EVIDENCE, format_time
+
+
+def _repo(state: State, name: str, *, create: bool = False) -> DurableRepository:
+    return DurableRepository.open(state.root.path, name, create=create)
+
+
+def namespace_option(f: Any) -> Any:
+    return click.option(
+        "-n",
+        "--namespace",
+        "namespace",
+        nargs=3,
+        required=True,
+        metavar="TENANT PRINCIPAL SCOPE",
+        help="The namespace: tenant, principal and scope (three values).",
+    )(f)
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "namespace": node.namespace.as_dict(),
+        "revision": node.revision,
+        "kind": node.kind,
+        "status": node.status,
+        "content": node.content,
+        "content_digest": node.digest,
+        "confidence": node.confidence,
+        "importance": node.importance,
+        "created_at": format_time(node.created_at),
+        "updated_at": format_time(node.updated_at),
+        "revision_kind": node.revision_kind,
+        "evidence": [e.as_dict() for e in node.evidence],
+        "relations": [r.as_dict() for r in node.relations],
+        "labels": dict(node.labels),
+    }
+
+
+def result_json(result: ChangeResult) -> dict[str, Any]:
+    return {
+        "idempotency_key": result.idempotency_key,
+        "digest": result.digest,
+        "occurred_at": result.occurred_at,
+        "commit": result.commit,
+        "replayed": result.replayed,
+        "nodes": list(result.refs),
+    }
+
+
+def _print_result(result: ChangeResult) -> None:
+    what = "replayed (already applied)" if result.replayed else "applied"
+    say(f"{what} {result.idempotency_key} in commit {short(result.commit)}")
+    for ref in result.refs:
+        say(f"  {ref}")
+
+
+@cli.group()
+def durable() -> None:
+    """Durable memory: namespaced nodes that reach a model only once activated."""
+
+
+@durable.command("apply")
+@click.argument("name")
+@click.argument("change_file", metavar="[FILE]", required=False, type=click.File("r", encoding="utf-8"))
+@click.option("--create", is_flag=True, help="Create the durable memory NAME first if it does not exist.")
+@origin_options
+@common_options
+@pass_state
+def durable_apply(state: State, name: str, change_file: Any, create: bool) -> None:
+    """Apply a change set (JSON from FILE, or stdin when FILE is '-' or left out) as one commit."""
+    source = change_file if change_file is not None else sys.stdin
+    try:
+        data = json.load(source)
+    except json.JSONDecodeError as exc:
+        raise usage_error(f"the change set is not valid JSON: {exc}") from None
+    result = _repo(state, name, create=create).apply(data, origin=state.origin)
+    emit(result_json(result), lambda: _print_result(result))
+
+
+@durable.command("show")
+@click.argument("name")
+@click.argument("node_id")
+@namespace_option
+@common_options
+@pass_state
+def durable_show(state: State, name: str, node_id: str, namespace: tuple[str, str, str]) -> None:
+    """Show the current revision of node NODE_ID."""
+    node = _repo(state, name).node(Namespace(*namespace), node_id)
+
+    def text() -> None:
+        say(f"{node.ref}  {node.kind}  {node.status}  ({node.revision_kind} {format_time(node.updated_at)})")
+        say(f"confidence {node.confidence}  importance {node.importance}")
+        for e in node.evidence:
+            say(f"evidence  {e.kind}  {e.uri}")
+        for r in node.relations:
+            say(f"relation  {r.kind}  {r.target}")
+        for k, v in node.labels:
+            say(f"label     {k} = {v}")
+        say("")
+        say(node.content, multiline=True)
+
+    emit({"node": node_json(node)}, text)
+
+
+@durable.command("log")
+@click.argument("name")
+@click.argument("node_id")
+@namespace_option
+@click.option(
+    "--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="At most this many revisions."
+)
+@common_options
+@pass_state
+def durable_log(state: State, name: str, node_id: str, namespace: tuple[str, str, str], limit: int) -> None:
+    """List the revisions of node NODE_ID, newest first, with who made each and why."""
+    revisions = _repo(state, name).history(Namespace(*namespace), node_id, limit=limit)
+
+    def text() -> None:
+        for r in revisions:
+            who = r.principal or "-"
+            say(
+                f"{short(r.commit)}  {r.node.ref}  {r.node.status:<10}  {r.node.revision_kind:<16}  {who}  {r.time.isoformat()}"
+            )
+
+    payload = [
+        {"commit": r.commit, "time": r.time.isoformat(), "principal": r.principal, "node": node_json(r.node)}
+        for r in revisions
+    ]
+    emit({"revisions": payload}, text)
+
+
+@durable.command("recall")
+@click.argument("name")
+@click.argument("query")
+@namespace_option
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=5, show_default=True, help="At most this many nodes (1-100)."
+)
+@click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Minimum share of query tokens a node must hold.",
+)
+@click.option(
+    "--related",
+    type=click.IntRange(0, 100),
+    default=0,
+    show_default=True,
+    help="One-hop related_to reads after the hits (0-100).",
+)
+@common_options
+@pass_state
+def durable_recall(
+    state: State, name: str, query: str, namespace: tuple[str, str, str], limit: int, min_score: float, related: int
+) -> None:
+    """Recall the active nodes of a namespace that match QUERY (candidates never appear)."""
+    policy = RecallPolicy(max_results=limit, min_score=min_score, related_lookups=related)
+    answer = _repo(state, name).recall(Namespace(*namespace), query, policy)
+
+    def text() -> None:
+        if not answer.hits:
+            say("no active node matches")
+        for h in answer.hits:
+            say(f"{h.score:.2f}  {h.node.ref}  [{h.via}]  {h.node.content.splitlines()[0][:100]}")
+
+    payload = {
+        "profile": answer.profile,
+        "hits": [{"score": h.score, "via": h.via, "node": node_json(h.node)} for h in answer.hits],
+    }
+    emit(payload, text)
+
+
+def _who(state: State) -> str:
+    if state.principal:
+        return state.principal
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        raise usage_error("cannot tell who activates: pass --principal WHO (or set $GITMEM_PRINCIPAL)") from None
+
+
+@durable.command("activate")
+@click.argument("name")
+@click.argument("node_id")
+@namespace_option
+@click.option(
+    "--revision", "expected", type=click.IntRange(1), required=True, help="The candidate revision you reviewed."
+)
+@click.option(
+    "--evidence", "uri", metavar="URI", help="Where the decision is recorded (default: this command, by you, now)."
+)
+@click.option(
+    "--kind",
+    type=click.Choice(sorted(AUTHORISING_EVIDENCE)),
+    default="manual",
+    show_default=True,
+    help="manual (a person decided) or verification (a check passed).",
+)
+@click.option("--digest", help="Digest of the evidence (default: sha256 of node, revision and URI).")
+@click.option("--key", help="Idempotency key (default: activate/NODE@REVISION).")
+@origin_options
+@common_options
+@pass_state
+def durable_activate(
+    state: State,
+    name: str,
+    node_id: str,
+    namespace: tuple[str, str, str],
+    expected: int,
+    uri: str | None,
+    kind: str,
+    digest: str | None,
+    key: str | None,
+) -> None:
+    """Activate candidate NODE_ID at --revision on new manual or verification evidence."""
+    who = _who(state)
+    now = datetime.now(UTC)
+    uri = uri or f"gitmem-cli:activate/{who}/{format_time(now)}"
+    digest = digest or "sha256:" + hashlib.sha256(f"{node_id}@{expected} {uri}".encode()).hexdigest()
+    evidence = Evidence(uri, digest, kind, now)  # type: ignore[arg-type]
+    origin = (
+        state.origin if state.principal else type(state.origin)(state.origin.run_id, who, state.origin.tool_call_id)
+    )
+    result = _repo(state, name).activate(
+        Namespace(*namespace), node_id, expected, [evidence], idempotency_key=key, origin=origin
+    )
+    emit(result_json(result), lambda: _print_result(result))
+
+
+@durable.command("approve")
+@click.argument("name")
+@click.argument("run")
+@origin_options
+@common_options
+@pass_state
+def durable_approve(state: State, name: str, run: str) -> None:
+    """Approve run RUN's proposal and activate the candidates it brought (manual evidence: the approval)."""
+    approver = _who(state)
+    outcome = approve_candidates(_repo(state, name), run, approver=approver)
+
+    def text() -> None:
+        say(f"approved proposal {run} in commit {short(outcome.approval)}")
+        for result in outcome.activations:
+            _print_result(result)
+        if not outcome.activations:
+            say("no candidates to activate")
+
+    emit({"approval": outcome.approval, "activations": [result_json(r) for r in outcome.activations]}, text)

@@ -1,0 +1,72 @@
+"""The human path to activation: approving a run's proposal of candidates.
+
+With the review gate on (``gitmem review enable NAME``), an agent run that
+writes durable candidates (``DurableRepository.for_run(run)``) writes them to
+``refs/heads/proposals/<run>``. A person reviews that branch like a pull
+request, and :func:`approve_candidates`:
+
+1. merges it into ``main`` through the review gate (one merge commit carrying
+   ``Gitmem-Approved-By: <approver>``);
+2. activates every candidate the proposal brought, one change set per
+   namespace (one commit each), with ``manual`` evidence that points at the
+   approval commit (``gitmem:commit/<id>``) and again ``Gitmem-Approved-By``,
+   authored by the approver.
+
+So ``git log`` shows both the reviewed change and the activation it
+authorised. Nodes of the proposal that are no longer candidates on ``main``
+(already activated, tombstoned) are left alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gitmem import review
+from gitmem.durable.changes import Activate, ChangeSet
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.node import Evidence
+from gitmem.durable.nodefile import NODES, decode_node
+from gitmem.durable.repository import ChangeResult, DurableRepository
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """The approval's merge commit and the activations it authorised."""
+
+    approval: str
+    activations: tuple[ChangeResult, ...]
+
+
+def _node_paths(paths: tuple[str, ...]) -> list[str]:
+    return [p for p in paths if p.count("/") == 3 and p.split("/")[1] + "/" == NODES and p.endswith(".md")]
+
+
+def approve_candidates(
+    repository: DurableRepository, run: str, *, approver: str, origin: Origin | None = None
+) -> Approval:
+    """Merge run ``run``'s proposal and activate its candidates (see the module docstring)."""
+    store = repository.store
+    proposal = review.proposal(store, run)  # type: ignore[arg-type]
+    merged = review.approve(store, run, approver=approver, origin=origin)  # type: ignore[arg-type]
+    commit = merged.after
+    who = Origin(origin.run_id if origin else None, approver, origin.tool_call_id if origin else None)
+    by_namespace: dict[Namespace, list[Activate]] = defaultdict(list)
+    evidence = Evidence(f"gitmem:commit/{commit}", f"git-commit:{commit}", "manual", repository.clock())
+    for path in _node_paths(proposal.paths):
+        try:
+            file = store.read(path)
+        except MemoryStoreError as exc:
+            if exc.code == "not_found":
+                continue
+            raise
+        node = decode_node(file.text, path)
+        if node.status == "candidate":
+            by_namespace[node.namespace].append(Activate(node.id, node.revision, (evidence,)))
+    results = []
+    for namespace, ops in sorted(by_namespace.items()):
+        change = ChangeSet(namespace, f"approve/{run}/{commit}", tuple(ops))
+        results.append(repository.apply(change, origin=who, trailers=((review.T_APPROVED_BY, approver),)))
+    return Approval(commit, tuple(results))

@@ -1,0 +1,157 @@
+"""A session bound to one durable namespace: recall active nodes, propose candidates.
+
+:class:`DurableBinding` implements the two small protocols session memory
+defines (:mod:`gitmem.session.binding`), so a session can be bound without
+session memory knowing anything about durable memory:
+
+- ``recall_active`` returns active nodes only, through the namespace's recall
+  policy (a bad query answers nothing rather than failing the turn);
+- ``propose_candidates`` writes what extraction found as **candidates**, never
+  active nodes: a model's confidence does not authorise activation. Each item
+  becomes a node whose id is derived from its namespace and content, so
+  proposing the same text again changes nothing; its evidence is the session
+  turn it came from, and its source, scope, reason, tags and the relations the
+  model suggested are kept as labels for the person who reviews it;
+- ``admit`` re-reads the nodes a turn selected just before the model call,
+  drops any that is no longer the current revision of an active node, and
+  records an admission for the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from gitmem.durable.changes import ChangeSet, Create, NodeDraft
+from gitmem.durable.ledger import AccessEvent
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.node import MAX_LABEL_VALUE_BYTES, Evidence, content_digest
+from gitmem.durable.recall import RecallPolicy
+from gitmem.durable.repository import ChangeResult, DurableRepository
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Origin
+from gitmem.session.binding import ExtractedItem, RecalledNode
+
+SCHEMA = "a3s.memory.durable.v1"
+
+
+def candidate_id(namespace: Namespace, content: str) -> str:
+    """The node id extraction gives ``content`` in ``namespace`` (same text, same id)."""
+    key = "\x1f".join((namespace.tenant, namespace.principal, namespace.scope, " ".join(content.split()).lower()))
+    return "cand-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def _label(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = " ".join(text.split())
+    while len(text.encode("utf-8")) > MAX_LABEL_VALUE_BYTES:
+        text = text[:-16]
+    return text
+
+
+class DurableBinding:
+    """One namespace of a :class:`DurableRepository`, as a session sees it."""
+
+    def __init__(self, repository: DurableRepository, namespace: Namespace, policy: RecallPolicy | None = None) -> None:
+        self.repository = repository
+        self.namespace = namespace
+        self.policy = policy or RecallPolicy()
+
+    # -- gitmem.session.binding.DurableRecall --
+
+    def recall_active(self, query: str, limit: int) -> Sequence[RecalledNode]:
+        bound = max(1, min(int(limit), self.policy.max_results))
+        policy = RecallPolicy(bound, self.policy.min_score, self.policy.related_lookups, self.policy.semantic)
+        try:
+            answer = self.repository.recall(self.namespace, query, policy)
+        except MemoryStoreError as exc:
+            if exc.code == "invalid_query":  # e.g. a prompt with no word in it: nothing to recall
+                return []
+            raise
+        return [RecalledNode(h.node.id, h.node.revision, h.node.content, h.score) for h in answer.hits]
+
+    # -- gitmem.session.binding.CandidateSink --
+
+    def propose_candidates(self, items: Sequence[ExtractedItem], *, origin: Origin | None) -> Sequence[str]:
+        result = self.propose(items, origin=origin)
+        return [ref.rsplit("@", 1)[0] for ref in result.refs] if result is not None else []
+
+    def propose(self, items: Sequence[ExtractedItem], *, origin: Origin | None = None) -> ChangeResult | None:
+        """Write ``items`` as candidate nodes in one commit; ``None`` when every one already exists."""
+        for attempt in range(3):
+            ops: list[Create] = []
+            seen: set[str] = set()
+            for item in items:
+                node_id = candidate_id(self.namespace, item.content)
+                if node_id in seen or self.repository.get(self.namespace, node_id) is not None:
+                    continue
+                seen.add(node_id)
+                ops.append(Create(self._draft(node_id, item, origin)))
+            if not ops:
+                return None
+            # Times are left to the change set, so the same proposal replays under the same key.
+            canonical = json.dumps([op.node.as_dict() for op in ops], sort_keys=True, ensure_ascii=False)
+            key = "extract/" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
+            try:
+                return self.repository.apply(ChangeSet(self.namespace, key, tuple(ops)), origin=origin)
+            except MemoryStoreError as exc:
+                # Another session proposed one of these texts meanwhile: skip it and try again.
+                if exc.code != "already_exists" or attempt == 2:
+                    raise
+        return None
+
+    def _draft(self, node_id: str, item: ExtractedItem, origin: Origin | None) -> NodeDraft:
+        meta = dict(item.metadata)
+        session = meta.get("session_id") or (origin.run_id if origin is not None else None) or "unknown"
+        turn = meta.get("turn_id") or meta.get("turn")
+        uri = f"gitmem-session:{session}" + (f"/turn/{turn}" if turn is not None else "") + f"#{node_id}"
+        labels = {
+            "source": _label(item.source),
+            "scope": _label(item.scope),
+            "reason": _label(item.reason),
+            "schema": _label(meta.get("schema", SCHEMA)),
+        }
+        if item.tags:
+            labels["tags"] = _label(",".join(item.tags))
+        if item.supersedes:
+            labels["proposed_supersedes"] = _label(",".join(item.supersedes))
+        if item.conflicts_with:
+            labels["proposed_conflicts_with"] = _label(",".join(item.conflicts_with))
+        for key in ("workspace", "session_id"):
+            if meta.get(key):
+                labels[key] = _label(meta[key])
+        return NodeDraft(
+            id=node_id,
+            kind=item.memory_type,
+            content=item.content,
+            status="candidate",
+            confidence=item.confidence,
+            importance=item.importance,
+            evidence=(Evidence(uri[:2048], content_digest(item.content), "session_turn"),),
+            labels=tuple(sorted((k, v) for k, v in labels.items() if v.strip())),
+        )
+
+    # -- admission, just before the model call --
+
+    def admit(self, recalled: Sequence[RecalledNode], *, turn_id: str) -> list[RecalledNode]:
+        """The ``recalled`` nodes still current and active, each recorded as admitted for ``turn_id``."""
+        admitted = []
+        now = self.repository.clock()
+        for item in recalled:
+            node = self.repository.get(self.namespace, item.node_id)
+            if node is None or node.status != "active" or node.revision != item.revision:
+                continue  # stale or inactive: removed before the model sees it
+            event = AccessEvent(
+                f"{turn_id}/{node.ref}", self.namespace, node.id, node.revision, max(now, node.updated_at)
+            )
+            self.repository.record_admission(event)
+            admitted.append(item)
+        return admitted
+
+    def record_use(self, node_id: str, revision: int, *, event_id: str, at: datetime | None = None) -> bool:
+        """Record that the model used ``node_id`` at ``revision`` (idempotent by ``event_id``:
+        the same event, time included, again is no change; pass ``at`` when retrying)."""
+        event = AccessEvent(event_id, self.namespace, node_id, revision, at or self.repository.clock())
+        return self.repository.record_use(event)

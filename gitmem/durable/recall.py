@@ -1,0 +1,184 @@
+"""Active-only recall over one namespace, through the recall engine.
+
+The policy is A3S's: the ``word-cjk-bigram`` coverage score (the share of the
+query's tokens a node holds), zero scores dropped, a minimum score, at most
+1-100 results, ties newest first then by id; then optionally a bounded number
+of one-hop ``related_to`` reads (0-100, default 0) that add active neighbours
+after the hits.
+
+Only active nodes are indexed (``to_doc`` answers ``None`` for every other
+status), and the index catches up with the store's head (through its change
+cursor) at the start of every query, so a lexical hit is the node as it is at
+that head: the node values come from the same catch-up, without a second read.
+
+The optional semantic branch (a host-supplied
+:class:`~gitmem.recall.semantic.SemanticBranch` per namespace, e.g. an
+``EmbeddingBranch``) ranks by vectors; every one of its hits is re-read and must
+be active, at the exact revision the index holds and with the content digest the
+index holds. Lexical and verified semantic ranks are fused by reciprocal-rank
+fusion (``1/(60 + rank)``). Any failure of that branch - the provider raising or
+answering ``None``, one hit failing verification - drops the branch, and the
+answer is the lexical one, with ``fallback`` saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.node import Node
+from gitmem.durable.nodefile import decode_node, node_path, nodes_prefix
+from gitmem.errors import MemoryStoreError
+from gitmem.model import FileText
+from gitmem.recall import PROFILE, RecallDoc, StoreRecall, SyncSource, rrf
+from gitmem.recall.index import MAX_LIMIT, check_min_score
+from gitmem.recall.related import MAX_RELATED_READS, one_hop
+from gitmem.recall.semantic import SemanticBranch
+
+FUSION: Final = "rrf-k60"
+Via = Literal["lexical", "fused", "related"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallPolicy:
+    """How much to recall: 1-100 results, a minimum coverage, 0-100 one-hop related reads."""
+
+    max_results: int = 5
+    min_score: float = 0.0
+    related_lookups: int = 0
+    semantic: bool = False
+
+    def __post_init__(self) -> None:
+        n = self.max_results
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LIMIT:
+            raise MemoryStoreError("invalid_query", f"max_results must be a whole number from 1 to {MAX_LIMIT}")
+        score = check_min_score(self.min_score)
+        if not 0.0 <= score <= 1.0:
+            raise MemoryStoreError("invalid_query", "min_score is a coverage between 0 and 1")
+        r = self.related_lookups
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= MAX_RELATED_READS:
+            raise MemoryStoreError(
+                "invalid_query", f"related_lookups must be a whole number from 0 to {MAX_RELATED_READS}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """One active node at the revision that was read; ``via`` says how it was found."""
+
+    node: Node
+    score: float
+    via: Via
+
+
+@dataclass(frozen=True, slots=True)
+class RecallAnswer:
+    hits: tuple[Recalled, ...]
+    profile: str = PROFILE
+    fused: bool = False
+    fallback: str | None = None  # why the semantic branch was dropped, when it was asked for
+
+
+class NamespaceRecall:
+    """The active nodes of one namespace kept in a recall index, caught up on every search."""
+
+    def __init__(self, store: SyncSource, namespace: Namespace, semantic: SemanticBranch | None = None) -> None:
+        self.store = store
+        self.namespace = namespace
+        # id -> (revision, digest) of the active revision the index holds, and that node
+        self.indexed: dict[str, tuple[int, str]] = {}
+        self.active: dict[str, Node] = {}
+        self.recall = StoreRecall(store, self._to_doc, prefix=nodes_prefix(namespace), semantic=semantic)
+
+    def _to_doc(self, file: FileText) -> RecallDoc | None:
+        node = decode_node(file.text, file.path, self.namespace)
+        if node.status != "active":
+            self.indexed.pop(node.id, None)
+            self.active.pop(node.id, None)
+            return None
+        self.indexed[node.id] = (node.revision, node.digest)
+        self.active[node.id] = node
+        return RecallDoc(node.id, node.content, node.updated_at.timestamp())
+
+    def _reader(self) -> Callable[[str], Node | None]:
+        seen: dict[str, Node | None] = {}
+
+        def read(node_id: str) -> Node | None:
+            if node_id not in seen:
+                path = node_path(self.namespace, node_id)
+                try:
+                    seen[node_id] = decode_node(self.store.read(path).text, path, self.namespace)
+                except MemoryStoreError as exc:
+                    if exc.code != "not_found":
+                        raise
+                    seen[node_id] = None
+            return seen[node_id]
+
+        return read
+
+    def _current(self, node_id: str) -> Node | None:
+        """The active node the index holds under ``node_id`` (``None``: not active at the head)."""
+        return self.active.get(node_id) if node_id in self.recall.index else None
+
+    def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
+        """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
+        lexical = self.recall.search(query, limit=policy.max_results, min_score=policy.min_score)
+        scores: dict[str, float] = {h.id: h.score for h in lexical}
+        ranked = [h.id for h in lexical]
+        fused, fallback = False, None
+        if policy.semantic:
+            ranking, fallback = self._fuse(query, policy, self._reader())
+            if ranking is not None:
+                scores, fused = ranking, True
+                ranked = list(ranking)
+        nodes = {i: n for i in ranked if (n := self._current(i)) is not None}
+        hits = [Recalled(nodes[i], scores[i], "fused" if fused else "lexical") for i in ranked if i in nodes]
+        if policy.related_lookups:
+
+            def related_of(node_id: str) -> tuple[str, ...]:
+                node = self._current(node_id)
+                return () if node is None else node.related("related_to")
+
+            seeds = [h.node.id for h in hits]
+            grown = one_hop(
+                seeds,
+                related_of,
+                max_reads=policy.related_lookups,
+                accept=lambda i: self._current(i) is not None,
+                limit=policy.max_results,
+            )
+            hits += [Recalled(self.active[i], 0.0, "related") for i in grown[len(seeds) :]]
+        return RecallAnswer(tuple(hits[: policy.max_results]), fused=fused, fallback=fallback)
+
+    def _fuse(
+        self, query: str, policy: RecallPolicy, read: Callable[[str], Node | None]
+    ) -> tuple[dict[str, float] | None, str | None]:
+        """Verified lexical and semantic ids fused by RRF (best first, with scores), or ``None`` and why not."""
+        branch = self.recall.index.semantic
+        if branch is None:
+            return None, "no semantic branch is configured for this namespace"
+        depth = min(max(policy.max_results * 4, 20), MAX_LIMIT)
+        lexical = [h.id for h in self.recall.index.search(query, limit=depth, min_score=policy.min_score)]
+        try:
+            semantic = branch.rank(query, depth, None, self.recall.index)
+        except Exception as exc:  # any provider or index failure keeps the lexical answer
+            return None, f"semantic branch failed: {type(exc).__name__}: {exc}"
+        if semantic is None:
+            return None, "semantic branch could not answer (provider failure)"
+        for node_id in semantic:
+            node = read(node_id)
+            if node is None or node.status != "active":
+                return None, f"semantic hit {node_id!r} is not an active node"
+            if self.indexed.get(node_id) != (node.revision, node.digest):
+                return None, f"semantic hit {node_id!r} is not at the revision and content digest the index holds"
+        fused = rrf([lexical, semantic])
+        index = self.recall.index
+
+        def newest(node_id: str) -> float:
+            doc = index.get(node_id)
+            return doc.updated_at if doc is not None else 0.0
+
+        order = sorted(fused, key=lambda i: (-fused[i], -newest(i), i))[: policy.max_results]
+        return {i: fused[i] for i in order}, None

@@ -1,0 +1,443 @@
+"""The durable repository: change sets become single commits on a durable mount.
+
+:meth:`DurableRepository.apply` is the one write path. It stages the change set
+(:func:`gitmem.durable.rules.stage`) against the files it reads, then hands the
+store ONE atomic batch: the new node files (each expected at the version read,
+or absent for a create), every node it only read (expected unchanged, so a
+graph check cannot pass on a neighbour that moved meanwhile), and the
+idempotency record (expected absent). The store commits it with one compare-
+and-swap of ``main``:
+
+- a writer that committed an unrelated node meanwhile does not matter: the
+  store rebuilds the batch on the new head (its files are untouched);
+- a writer that changed a node this batch read makes the store refuse with
+  ``version_mismatch``; the change set is staged again on the new head, where
+  a stale ``expected_revision`` is ``revision_mismatch`` (a re-read that still
+  matches just goes ahead);
+- two writers with the same idempotency key: the ref CAS lets one record in,
+  the other finds it on its next try and answers as a replay (same digest) or
+  ``idempotency_conflict``.
+
+Every commit says what it did in its trailers, so ``git log`` answers "who
+activated this, with what evidence": ``Gitmem-Durable-Namespace``,
+``Gitmem-Durable-Key``, one ``Gitmem-Durable-Node: <id>@<revision> <status>
+<why>`` per node, and ``Gitmem-Durable-Evidence: <id>@<revision> <kind> <uri>``
+for the evidence that authorised an activation; the author is the origin's
+principal.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final, Protocol
+
+from gitmem.durable.changes import Activate, ChangeSet, Create, parse_change_set
+from gitmem.durable.ledger import AccessEvent, Ledger, Usage
+from gitmem.durable.namespace import Namespace, check_identifier
+from gitmem.durable.node import Evidence, Node, Status, format_time
+from gitmem.durable.nodefile import (
+    DURABLE_FORMAT,
+    KeyRecord,
+    decode_node,
+    encode_node,
+    key_path,
+    node_path,
+    nodes_prefix,
+)
+from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
+from gitmem.durable.rules import Staged, stage
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
+from gitmem.recall.semantic import SemanticBranch
+
+OP: Final = "durable"
+T_NAMESPACE: Final = "Gitmem-Durable-Namespace"
+T_KEY: Final = "Gitmem-Durable-Key"
+T_NODE: Final = "Gitmem-Durable-Node"
+T_EVIDENCE: Final = "Gitmem-Durable-Evidence"
+_ATTEMPTS: Final = 50
+
+if TYPE_CHECKING:
+    from gitmem.durable.binding import DurableBinding
+
+Clock = Callable[[], datetime]
+
+
+class DurableStore(Protocol):
+    """What the repository needs of a store: reads, a change cursor and atomic batches.
+
+    The sync store seam provides it (``SyncGitFileStore``, ``InMemoryFileStore``).
+    """
+
+    def list(self) -> builtins.list[FileEntry]: ...
+
+    def read(self, path: str) -> FileText: ...
+
+    def changes(self, since: str | None) -> Changes | FullResync: ...
+
+    def head(self) -> str: ...
+
+    def apply(
+        self,
+        edits: Sequence[Edit],
+        *,
+        origin: Origin | None = None,
+        op: str = "apply",
+        summary: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> Applied: ...
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeResult:
+    """What applying a change set did.
+
+    ``refs`` are the changed nodes as ``id@revision`` in first-touched order;
+    ``nodes`` the node values (empty for a replay, whose nodes may have moved on
+    since: read them with :meth:`DurableRepository.get`). ``commit`` is the
+    commit that applied it (for a replay, the first application's, when the
+    store keeps history).
+    """
+
+    idempotency_key: str
+    digest: str
+    occurred_at: str
+    refs: tuple[str, ...]
+    commit: str | None
+    replayed: bool = False
+    nodes: tuple[Node, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRevision:
+    """One revision of a node as git history holds it."""
+
+    commit: str
+    time: datetime
+    principal: str | None
+    node: Node
+
+
+class DurableRepository:
+    """Namespaced durable nodes over a store that can apply atomic batches (one commit each)."""
+
+    def __init__(
+        self,
+        store: DurableStore,
+        *,
+        clock: Clock = _utcnow,
+        ledger: Ledger | None = None,
+        semantic: Callable[[Namespace], SemanticBranch] | None = None,
+    ) -> None:
+        """``ledger`` keeps admissions and uses (default: a file beside a git mount, else in memory);
+        ``semantic`` builds a namespace's vector branch (the host owns provider and index)."""
+        self.store = store
+        self.clock = clock
+        if ledger is None:
+            where = getattr(store, "path", None)
+            ledger = Ledger(f"{where}/gitmem/durable-ledger.sqlite3" if isinstance(where, str) else ":memory:")
+        self.ledger = ledger
+        self.semantic = semantic
+        self._recalls: dict[Namespace, NamespaceRecall] = {}
+        self._recalls_lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls, root: str | os.PathLike[str], name: str, *, create: bool = False, **options: object
+    ) -> DurableRepository:
+        """The durable mount ``name`` under the root folder ``root`` (``wrong_kind`` for another kind).
+
+        With ``create=True`` a missing mount is made, with the limits a durable
+        node needs (:data:`~gitmem.durable.nodefile.DURABLE_FORMAT`).
+        """
+        from gitmem.root import Root
+
+        mount = Root(root).mount(name, create=create, fmt=DURABLE_FORMAT if create else None, kind="durable")
+        return cls(getattr(mount, "sync", mount), **options)  # type: ignore[arg-type]
+
+    def for_run(self, run_id: str) -> DurableRepository:
+        """This repository as agent run ``run_id`` sees it: with the review gate on, its
+        change sets go to ``refs/heads/proposals/<run>`` and it reads its own proposal."""
+        view = self.store.for_run(run_id)  # type: ignore[attr-defined]
+        return DurableRepository(view, clock=self.clock, ledger=self.ledger, semantic=self.semantic)
+
+    def binding(self, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
+        """A session's view of ``namespace`` (session memory's ``DurableRecall`` and ``CandidateSink``)."""
+        from gitmem.durable.binding import DurableBinding
+
+        return DurableBinding(self, namespace, policy)
+
+    # -- recall (active nodes only) and the ledger of admissions and uses --
+
+    def recall(self, namespace: Namespace, query: str, policy: RecallPolicy | None = None) -> RecallAnswer:
+        """Active nodes of ``namespace`` for ``query`` (see :mod:`gitmem.durable.recall`)."""
+        with self._recalls_lock:
+            engine = self._recalls.get(namespace)
+            if engine is None:
+                branch = self.semantic(namespace) if self.semantic is not None else None
+                engine = self._recalls[namespace] = NamespaceRecall(self.store, namespace, branch)
+        return engine.search(query, policy or RecallPolicy())
+
+    def record_admission(self, event: AccessEvent) -> bool:
+        """Record that ``event.revision`` of an active node went into a model's context.
+
+        Only the current revision of an active node can be admitted
+        (``revision_mismatch`` for a stale one, ``invalid_transition`` for a node
+        that is not active). ``False`` when the same event was recorded before.
+        """
+        node = self.node(event.namespace, event.node_id)
+        if node.revision != event.revision:
+            raise MemoryStoreError(
+                "revision_mismatch",
+                f"node {node.id!r} is at revision {node.revision}; revision {event.revision} cannot be admitted",
+            )
+        if node.status != "active":
+            raise MemoryStoreError(
+                "invalid_transition", f"node {node.id!r} is {node.status}; only active nodes are admitted"
+            )
+        if event.occurred_at < node.updated_at:
+            raise MemoryStoreError("invalid_change_set", "an admission cannot precede the node revision it admits")
+        return self.ledger.record("admission", event)
+
+    def record_use(self, event: AccessEvent) -> bool:
+        """Record that a model actually used ``event.revision`` of a node (any revision it had)."""
+        node = self.node(event.namespace, event.node_id)
+        if event.revision > node.revision:
+            raise MemoryStoreError("revision_mismatch", f"node {node.id!r} has no revision {event.revision} yet")
+        if event.revision == node.revision and event.occurred_at < node.updated_at:
+            raise MemoryStoreError("invalid_change_set", "a use cannot precede the node revision it uses")
+        return self.ledger.record("use", event)
+
+    def usage(self, namespace: Namespace, node_id: str) -> Usage:
+        """How many admissions and uses ``node_id`` has (``node_not_found`` for an unknown node)."""
+        self.node(namespace, node_id)
+        return self.ledger.usage(namespace, node_id)
+
+    # -- reads --
+
+    def _read(self, path: str) -> FileText | None:
+        try:
+            return self.store.read(path)
+        except MemoryStoreError as exc:
+            if exc.code == "not_found":
+                return None
+            raise
+
+    def get(self, namespace: Namespace, node_id: str) -> Node | None:
+        """The node's current revision, or ``None`` when the namespace has no such node."""
+        check_identifier("node_id", node_id)
+        path = node_path(namespace, node_id)
+        file = self._read(path)
+        return None if file is None else decode_node(file.text, path, namespace)
+
+    def node(self, namespace: Namespace, node_id: str) -> Node:
+        """Like :meth:`get`, but ``node_not_found`` when it is not there."""
+        found = self.get(namespace, node_id)
+        if found is None:
+            raise MemoryStoreError("node_not_found", f"no node {node_id!r} in namespace {namespace.label()}")
+        return found
+
+    def nodes(self, namespace: Namespace, statuses: Iterable[Status] | None = None) -> builtins.list[Node]:
+        """Every node of ``namespace`` (only those in ``statuses`` when given), by id."""
+        wanted = None if statuses is None else frozenset(statuses)
+        prefix = nodes_prefix(namespace)
+        out = []
+        for entry in self.store.list():
+            if entry.path.startswith(prefix):
+                node = decode_node(self.store.read(entry.path).text, entry.path, namespace)
+                if wanted is None or node.status in wanted:
+                    out.append(node)
+        return sorted(out, key=lambda n: n.id)
+
+    def history(self, namespace: Namespace, node_id: str, *, limit: int = 100) -> builtins.list[NodeRevision]:
+        """The node's revisions, newest first, read back from git history (``unavailable`` without it)."""
+        log = getattr(self.store, "log", None)
+        if log is None:
+            raise MemoryStoreError("unavailable", "this store keeps no history")
+        path = node_path(namespace, node_id)
+        out = []
+        for entry in log(path, limit=limit):
+            try:
+                text = self.store.read(path, rev=entry.commit).text  # type: ignore[call-arg]
+            except MemoryStoreError as exc:
+                if exc.code == "not_found":
+                    continue
+                raise
+            out.append(
+                NodeRevision(entry.commit, entry.time, entry.origin.principal_id, decode_node(text, path, namespace))
+            )
+        if not out and self.get(namespace, node_id) is None:
+            raise MemoryStoreError("node_not_found", f"no node {node_id!r} in namespace {namespace.label()}")
+        return out
+
+    # -- the write path --
+
+    def apply(
+        self,
+        change: ChangeSet | Mapping[str, object],
+        *,
+        origin: Origin | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> ChangeResult:
+        """Apply ``change`` as one commit, all or nothing (see the module docstring)."""
+        if not isinstance(change, ChangeSet):
+            change = parse_change_set(change)
+        namespace = change.namespace
+        record_path = key_path(namespace, change.idempotency_key)
+        optimistic = True  # first try: a created id is taken to be free and the store checks it
+        for _ in range(_ATTEMPTS):
+            prior = self._read(record_path)
+            if prior is not None:
+                return self._replay(change, KeyRecord.decode(prior.text, record_path), record_path)
+            try:
+                staged, files = self._stage(change, optimistic=optimistic)
+            except MemoryStoreError:
+                if not optimistic:
+                    raise
+                optimistic = False  # the refusal may rest on the guess: decide on what is really there
+                continue
+            edits = self._edits(change, staged, files, record_path)
+            try:
+                applied = self.store.apply(
+                    edits,
+                    origin=origin,
+                    op=OP,
+                    summary=_summary(change, staged),
+                    trailers=(*_trailers(change, staged), *trailers),
+                )
+            except MemoryStoreError as exc:
+                if exc.code in ("version_mismatch", "already_exists"):
+                    optimistic = False
+                    continue  # something this change read moved: stage again on the new head
+                raise
+            return self._result(change, staged, applied)
+        raise MemoryStoreError("unavailable", "the nodes of this change set kept changing; try again")
+
+    def _stage(self, change: ChangeSet, *, optimistic: bool = False) -> tuple[Staged, dict[str, FileText | None]]:
+        """Stage ``change`` on the files as they are now; also returns every file it read.
+
+        ``optimistic``: the ids the change set creates are not read but taken to be
+        free (their edits then expect the path absent, which the store checks), which
+        saves one read per created node. A staging refusal or a store conflict under
+        that guess is decided again with real reads, so errors never rest on it.
+        """
+        files: dict[str, FileText | None] = {}
+        namespace = change.namespace
+        created = {op.node.id for op in change.operations if isinstance(op, Create)} if optimistic else set()
+
+        def lookup(node_id: str) -> Node | None:
+            path = node_path(namespace, node_id)
+            if node_id in created:
+                files[path] = None
+                return None
+            file = self._read(path)
+            files[path] = file
+            return None if file is None else decode_node(file.text, path, namespace)
+
+        return stage(change, lookup, self.clock()), files
+
+    def _edits(
+        self, change: ChangeSet, staged: Staged, files: dict[str, FileText | None], record_path: str
+    ) -> builtins.list[Edit]:
+        edits: builtins.list[Edit] = []
+        written = set()
+        for node in staged.nodes:
+            path = node_path(change.namespace, node.id)
+            before = files.get(path)
+            edits.append(Edit(path, encode_node(node), expected=None if before is None else before.version))
+            written.add(path)
+        for path, file in files.items():
+            if path in written:
+                continue
+            # Read only: the batch goes ahead only if it is still as read (absent stays absent).
+            edits.append(
+                Edit(path, None, expected=None) if file is None else Edit(path, file.text, expected=file.version)
+            )
+        record = KeyRecord(
+            change.idempotency_key, change.digest(), format_time(staged.occurred_at), tuple(n.ref for n in staged.nodes)
+        )
+        edits.append(Edit(record_path, record.encode(), expected=None))
+        return edits
+
+    def _result(self, change: ChangeSet, staged: Staged, applied: Applied) -> ChangeResult:
+        return ChangeResult(
+            change.idempotency_key,
+            change.digest(),
+            format_time(staged.occurred_at),
+            tuple(n.ref for n in staged.nodes),
+            applied.commit,
+            replayed=False,
+            nodes=staged.nodes,
+        )
+
+    def _replay(self, change: ChangeSet, record: KeyRecord, record_path: str) -> ChangeResult:
+        if record.key != change.idempotency_key or record.digest != change.digest():
+            raise MemoryStoreError(
+                "idempotency_conflict",
+                f"idempotency key {change.idempotency_key!r} was already used in namespace "
+                f"{change.namespace.label()} for a different change set",
+            )
+        commit = None
+        log = getattr(self.store, "log", None)
+        if log is not None:
+            entries = log(record_path, limit=1)
+            commit = entries[-1].commit if entries else None
+        return ChangeResult(record.key, record.digest, record.occurred_at, record.nodes, commit, replayed=True)
+
+    # -- conveniences over apply --
+
+    def activate(
+        self,
+        namespace: Namespace,
+        node_id: str,
+        expected_revision: int,
+        evidence: Sequence[Evidence],
+        *,
+        idempotency_key: str | None = None,
+        origin: Origin | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> ChangeResult:
+        """Activate one exact candidate revision on new ``manual`` or ``verification`` evidence."""
+        key = idempotency_key or f"activate/{node_id}@{expected_revision}"
+        change = ChangeSet(namespace, key, (Activate(node_id, expected_revision, tuple(evidence)),))
+        return self.apply(change, origin=origin, trailers=trailers)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _summary(change: ChangeSet, staged: Staged) -> str:
+    ops = change.operations
+    if len(ops) == 1:
+        op = ops[0]
+        ref = staged.nodes[0].ref if staged.nodes else op.node_id
+        return f"durable {op.op} {_short(ref)}"
+    names = sorted({op.op for op in ops})
+    return _short(f"durable: {len(ops)} operations ({', '.join(names)}) on {len(staged.nodes)} nodes", 200)
+
+
+def _trailers(change: ChangeSet, staged: Staged) -> builtins.list[tuple[str, str]]:
+    out = [(T_NAMESPACE, change.namespace.label()), (T_KEY, change.idempotency_key)]
+    out += [(T_NODE, f"{n.ref} {n.status} {n.revision_kind}") for n in staged.nodes]
+    final = {n.id: n for n in staged.nodes}
+    for op in change.operations:
+        granted: tuple[Evidence, ...] = ()
+        if isinstance(op, Activate):
+            granted = op.evidence
+        elif isinstance(op, Create) and op.node.status == "active":
+            granted = op.node.evidence
+        node = final.get(op.node_id)
+        for item in granted:
+            if item.authorises and node is not None:
+                out.append((T_EVIDENCE, f"{node.ref} {item.kind} {item.uri}"))
+    return out
