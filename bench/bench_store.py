@@ -260,14 +260,24 @@ class Bench:
         return "fsync" if fsync else "no fsync"
 
     def bench_writes(self, fsync: bool) -> None:
+        """CAS writes: gitmem (one pack per commit), gitmem with loose objects (the old path), the dir store.
+
+        The three run in random order per sample, so load spikes hit each alike;
+        the loose series is the same memory with ``GitRepo.pack_writes`` off for
+        that call.
+        """
         tag = self._durability(fsync)
         git, d = self.git.sync, self.dir
         s_git, s_dir = self.series(f"write git ({tag})"), self.series(f"write dir ({tag})")
+        s_loose = self.series(f"write git loose ({tag})")
         warmup = 20
         for i in range(self.cfg.writes + warmup):
             p = self.rng.choice(self.paths)
             text = self.corpus.fresh()
             gv, dv = self._git_version(p), self._dir_version(p)
+            q = self.rng.choice(self.paths)
+            loose_text = self.corpus.fresh()
+            qv = self._git_version(q) if q != p else None
 
             def write_git(p: str = p, text: str = text, gv: str = gv) -> None:
                 self.git_versions[p] = git.write(p, text, expected=gv)
@@ -275,11 +285,20 @@ class Bench:
             def write_dir(p: str = p, text: str = text, dv: str = dv) -> None:
                 self.dir_versions[p] = d.write(p, text, expected=dv)
 
-            order = [(s_git, write_git), (s_dir, write_dir)]
+            def write_loose(q: str = q, text: str = loose_text, qv: str | None = qv) -> None:
+                if qv is None:
+                    return
+                git.repo.pack_writes = False
+                try:
+                    self.git_versions[q] = git.write(q, text, expected=self._git_version(q))
+                finally:
+                    git.repo.pack_writes = True
+
+            order = [(s_git, write_git), (s_dir, write_dir), (s_loose, write_loose)]
             self.rng.shuffle(order)
             for series, fn in order:
                 took = timed(fn)
-                if i >= warmup:
+                if i >= warmup and (series is not s_loose or qv is not None):
                     series.add(took)
         assert git.read(p).text == d.read(p).text == text
 
@@ -471,6 +490,8 @@ def report(b: Bench) -> tuple[str, list[tuple[str, bool]]]:
     pair(f"read, {n} files (async)", "read git async", "read dir async", "dir store")
     for tag in ("no fsync", "fsync"):
         pair(f"write, {tag} (sync)", f"write git ({tag})", f"write dir ({tag})", "dir store")
+        pair(f"write, {tag}, loose objects (old path)", f"write git loose ({tag})", f"write dir ({tag})", "dir store")
+        pair(f"write, {tag}: one pack vs loose objects", f"write git ({tag})", f"write git loose ({tag})", "loose")
         pair(f"write, {tag} (async)", f"write git async ({tag})", f"write dir async ({tag})", "dir store")
         pair(f"write, {tag} (sync) vs git CLI", f"write git ({tag})", f"write git CLI ({tag})", "git CLI")
     pair(f"list {n}, cold", "list git cold", "list dir cold", "dir store")

@@ -34,17 +34,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
@@ -63,6 +64,12 @@ R = TypeVar("R")
 # like every libgit2 cache setting; the cache's total size stays bounded (256 MiB).
 TREE_CACHE_LIMIT = 8 * 1024 * 1024
 pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
+
+# Each commit is a pack until compaction folds them (gitmem.git.packwrite), and libgit2
+# keeps a descriptor open per pack it has read: bound them process-wide (the least
+# recently used pack is closed first and reopened on demand).
+MWINDOW_FILE_LIMIT = 256
+pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
 
 MAX_ATTEMPTS = 100
 """Times :meth:`GitRepo.transact` re-runs a plan because a writer outside gitmem moved the ref."""
@@ -103,12 +110,17 @@ class Entry:
 
 
 class Snapshot:
-    """The head of ``main`` as a writer sees it under the lock."""
+    """The head of ``main`` as a writer sees it under the lock.
 
-    def __init__(self, repo: pygit2.Repository, head: str) -> None:
+    With ``pending``, blobs a plan writes are kept in memory for the commit's
+    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files.
+    """
+
+    def __init__(self, repo: pygit2.Repository, head: str, pending: packwrite.PendingObjects | None = None) -> None:
         self._repo = repo
         self.head = head
         self.tree: pygit2.Tree = repo[head].peel(pygit2.Tree)
+        self.pending = pending
         self._folders: dict[str, pygit2.Tree | None] = {"": self.tree}
 
     def get(self, path: str) -> Entry | None:
@@ -129,9 +141,15 @@ class Snapshot:
         return tree
 
     def data(self, oid: str) -> bytes:
+        if self.pending is not None:
+            raw = self.pending.raw(oid)
+            if raw is not None:
+                return raw
         return bytes(self._repo[oid].read_raw())
 
     def write_blob(self, data: bytes) -> BlobVersion:
+        if self.pending is not None:
+            return BlobVersion(self.pending.add(b"blob", data))
         return BlobVersion(str(self._repo.create_blob(data)))
 
 
@@ -191,6 +209,9 @@ def walk_files(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, str]]
             yield f"{prefix}{obj.name}", str(obj.id)
 
 
+_durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2
+
+
 def set_durable(enabled: bool = True) -> None:
     """Make libgit2 fsync every object and ref file it writes, and their folders.
 
@@ -200,6 +221,13 @@ def set_durable(enabled: bool = True) -> None:
     ``docs/benchmarks.md`` has the measured cost.
     """
     pygit2.settings.enable_fsync_gitdir(enabled)
+    _durable[0] = enabled
+
+
+MAX_PACKS = 24
+"""Packs in ``objects/pack`` above which a writer folds the small ones together (see :meth:`GitRepo.compact`)."""
+PACK_EDITS = 8
+"""Batches of up to this many paths are written as one pack; bigger ones use the grouped loose path."""
 
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
@@ -212,12 +240,16 @@ class GitRepo:
     (and each process after ``fork``) opens its own handle.
     """
 
+    pack_writes = True
+    """Write each commit's new objects as one pack (:mod:`gitmem.git.packwrite`) rather than loose files."""
+
     def __init__(self, path: str, *, stale_lock_seconds: float = 30.0, lock_timeout: float = 30.0) -> None:
         self.path = os.path.abspath(path)
         self.stale_lock_seconds = stale_lock_seconds
         """How long a foreign git's ref lock must stay unchanged before it is taken for a crash's."""
         self._local = threading.local()
         self._gen_path = os.path.join(self.path, "gitmem", "generation")
+        self._packs_path = os.path.join(self.path, "gitmem", "packs-folded")
         self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
         """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
         self.lock = WriterLock(
@@ -277,7 +309,8 @@ class GitRepo:
             repo = open_repository(self.path)
             local.repo = repo
             local.pid = pid
-            local.gen = self.history_mark()
+            local.trees = None  # parsed trees of the old handle: a purge may have erased their names
+            local.gen = self._marks()
         return repo
 
     def history_mark(self) -> tuple[int, int]:
@@ -288,6 +321,15 @@ class GitRepo:
             return (0, 0)
         return (st.st_ino, st.st_mtime_ns)
 
+    def _marks(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The history mark and the packs-folded mark: a handle older than either is reopened."""
+        try:
+            st = os.stat(self._packs_path)
+            folded = (st.st_ino, st.st_mtime_ns)
+        except FileNotFoundError:
+            folded = (0, 0)
+        return self.history_mark(), folded
+
     def bump_generation(self) -> None:
         """Tell other handles that objects were deleted, so they drop their caches."""
         _bump(self._gen_path)
@@ -296,7 +338,7 @@ class GitRepo:
     def fresh(self) -> pygit2.Repository:
         """The thread's handle, reopened if a purge or forget deleted objects since."""
         repo = self.repo
-        if self._local.gen != self.history_mark():
+        if self._local.gen != self._marks():
             self._local.repo = None
             repo = self.repo
         return repo
@@ -439,39 +481,109 @@ class GitRepo:
                 repo = self.fresh()
                 branch = None if ref == MAIN else read_ref(repo, ref)
                 head = self.head() if branch is None else branch
-                snap = Snapshot(repo, head)
+                pending = packwrite.PendingObjects() if self.pack_writes else None
+                snap = Snapshot(repo, head, pending)
                 chosen = plan(snap)
                 if not chosen.edits:
                     return Done(None, chosen.result)
-                tree_id = _set_paths(repo, snap.tree, chosen.edits)
+                if pending is not None and len(chosen.edits) > PACK_EDITS:
+                    # A big batch: main's grouped tree writes (each folder once) as loose objects.
+                    for _kind, raw in pending.objects.values():
+                        repo.create_blob(raw)
+                    pending = None
                 author = _author(chosen.origin)
                 committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
                 message = commit_message(
                     chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
                 )
-                commit = repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)])
-                if ref == MAIN:
-                    moved = self._cas(repo, head, str(commit))
+                if pending is not None:
+                    commit = self._pack_commit(repo, snap, pending, chosen, author, committer, message)
                 else:
-                    message = f"gitmem {chosen.op}"
+                    tree_id = _set_paths(repo, snap.tree, chosen.edits)
+                    commit = str(repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)]))
+                if ref == MAIN:
+                    moved = self._cas(repo, head, commit)
+                else:
                     moved = swap_ref(
                         repo,
                         self.path,
                         ref,
                         branch,
-                        str(commit),
-                        message=message,
+                        commit,
+                        message=f"gitmem {chosen.op}",
                         stale_after=self.stale_lock_seconds,
                         timeout=self.lock_timeout,
                     )
                 if moved:
-                    return Done(CommitId(str(commit)), chosen.result)
+                    if pending is not None and packwrite.pack_count(self.path) > MAX_PACKS:
+                        # The write is in: a failed fold (a foreign gc racing it, a full disk)
+                        # must not report it as failed; the next writer tries again.
+                        with suppress(MemoryStoreError, OSError, pygit2.GitError):
+                            self.compact()
+                    return Done(CommitId(commit), chosen.result)
         raise MemoryStoreError(
             "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
         )
 
+    def _pack_commit(
+        self,
+        repo: pygit2.Repository,
+        snap: Snapshot,
+        pending: packwrite.PendingObjects,
+        chosen: Plan[Any],
+        author: pygit2.Signature,
+        committer: pygit2.Signature,
+        message: str,
+    ) -> str:
+        """Build the plan's trees and commit in memory and write them, with its blobs, as one pack."""
+
+        def read_tree(oid: str) -> bytes:
+            raw = pending.raw(oid)
+            return raw if raw is not None else bytes(repo[oid].read_raw())
+
+        tree_id = str(snap.tree.id)
+        for path, oid in chosen.edits:
+            tree_id = packwrite.set_path(read_tree, pending, tree_id, path.split("/"), oid, path, self._tree_cache())
+        raw = packwrite.commit_bytes(tree_id, [snap.head], _sig_bytes(author), _sig_bytes(committer), message)
+        commit = pending.add(b"commit", raw)
+        packwrite.write_pack(self.path, pending, durable=_durable[0])
+        return commit
+
+    def _tree_cache(self) -> packwrite.TreeCache:
+        cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
+        if cache is None:
+            cache = self._local.trees = packwrite.TreeCache()
+        return cache
+
+    def compact(self) -> None:
+        """Fold the small per-commit packs together by git's geometric rule. Writer lock held.
+
+        Each pack left holds at least twice the objects of all smaller ones
+        together, so ``n`` objects live in about ``log2(n)`` packs, and a run
+        copies only the small packs (amortised: each object is copied about
+        ``log2(n)`` times over its life). Folded packs are deleted by a later
+        run after a grace period (:func:`gitmem.git.packwrite.compact`). It
+        runs under the writer lock, like every other repack gitmem starts, so
+        it can never put back objects a purge is deleting; the git child holds
+        the lock too until it exits.
+        """
+
+        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
+            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.lock.held_fd(),))
+            return done.returncode, done.stdout
+
+        if packwrite.compact(self.path, run):
+            # libgit2 never forgets a pack it opened, even once deleted: every handle
+            # reopens at its next call, so deleted packs' descriptors and disk space go.
+            _bump(self._packs_path)
+            self._local.repo = None
+
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
+        if self.pack_writes:
+            moved = swap_loose_ref(self.path, MAIN, old, new, durable=_durable[0])
+            if moved is not None:
+                return moved
         return swap_ref(
             repo,
             self.path,
@@ -499,6 +611,11 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+
+
+def _sig_bytes(sig: pygit2.Signature) -> bytes:
+    """A signature as a commit header holds it (libgit2 checked and trimmed the name and e-mail)."""
+    return packwrite.signature_line(sig.raw_name, sig.raw_email, sig.time, sig.offset)
 
 
 def _author(origin: Origin) -> pygit2.Signature:

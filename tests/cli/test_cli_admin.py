@@ -50,7 +50,9 @@ def test_fsck_reports_ok_and_a_broken_repo(user: Run, root: Path) -> None:
     ok = user("fsck", "user", "--json")
     assert ok.exit_code == 0 and as_json(ok) == {"memory": "user", "ok": True, "messages": []}
     version = as_json(user("cat", "user", "prefs/style.md", "--json"))["version"]
-    os.remove(root / "user.git" / "objects" / version[:2] / version[2:])  # lose a blob git still needs
+    loose = root / "user.git" / "objects" / version[:2] / version[2:]
+    for lost in [loose] * loose.exists() + list((root / "user.git" / "objects" / "pack").glob("pack-*")):
+        os.remove(lost)  # lose a blob git still needs, loose or in a pack
     broken = user("fsck", "user")
     assert broken.exit_code == 1 and "problems found" in broken.stdout
 

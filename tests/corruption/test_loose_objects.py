@@ -56,6 +56,7 @@ def _memory(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
     """A memory with history; returns its path, an older cursor and the ids of objects to damage."""
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
+    store.repo.pack_writes = False  # loose objects to damage (store writes are packs by default)
     store.write("notes/a.md", "a memory about cats\n" * 40, expected=None)
     cursor = store.head()
     store.write("b.md", "another memory\n", expected=None)

@@ -136,8 +136,18 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         return ref
 
+    original_rename = os.rename
+
+    def rename_then_stop(src: Any, dst: Any, **kw: Any) -> None:
+        # gitmem's own ref update (gitmem.git.refs.swap_loose_ref): main.lock held, ref read
+        if in_cas and str(dst).endswith(os.path.join("refs", "heads", "main")):
+            Acks(args["acks"])("in-cas", in_cas.pop())
+            os.kill(os.getpid(), signal.SIGSTOP)
+        original_rename(src, dst, **kw)
+
     GitRepo._cas = cas  # type: ignore[method-assign]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
+    os.rename = rename_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
@@ -147,6 +157,82 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     if not args.get("resume"):
         raise SystemExit("the parent was meant to kill this process")
     Acks(args["acks"])("written", version)
+
+
+def mode_stop_in_pack(args: dict[str, Any]) -> None:
+    """Stop itself (SIGSTOP) at ``step`` of writing a commit's pack, for the parent to SIGKILL.
+
+    ``step`` is the n-th file operation of :func:`gitmem.git.packwrite.write_pack`
+    it stops before: 0 before the temp pack, 1 before the temp index, 2 before
+    renaming the pack, 3 before renaming the index, 4 after both (before the ref
+    moves). With ``compact``, it stops inside the ``git repack`` run instead.
+    """
+    from gitmem.git import packwrite
+    from gitmem.git.repo import GitRepo
+
+    step, ops = int(args.get("step", 0)), [0]
+    acks = Acks(args["acks"])
+
+    def maybe_stop() -> None:
+        if ops[0] == step:
+            acks("in-pack", step)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        ops[0] += 1
+
+    original_write, original_rename = packwrite._write_file, os.rename
+
+    def write_file(path: str, data: bytes, durable: bool) -> None:
+        maybe_stop()
+        original_write(path, data, durable)
+
+    def rename(src: Any, dst: Any, **kw: Any) -> None:
+        if "tmp_" in str(src) and "objects" in str(src):
+            maybe_stop()
+        original_rename(src, dst, **kw)
+
+    packwrite._write_file = write_file  # type: ignore[assignment]
+    packwrite.os.rename = rename  # type: ignore[assignment,attr-defined]
+    original_cas = GitRepo._cas
+
+    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
+        if ops[0] == step:
+            maybe_stop()
+        return original_cas(self, repo, old, new)
+
+    GitRepo._cas = cas  # type: ignore[method-assign]
+    store = open_store(args)
+    store.write("stopped.md", "never acknowledged\n", expected=None)
+    raise SystemExit("the parent was meant to kill this process")
+
+
+def mode_stop_in_compact(args: dict[str, Any]) -> None:
+    """Write until a compaction starts, let ``git repack`` run ``delay`` s, then stop it and self for a SIGKILL."""
+    from gitmem.git import cli
+    from gitmem.git import repo as gitrepo
+
+    gitrepo.MAX_PACKS = 2
+    acks = Acks(args["acks"])
+    original = cli.run_git
+
+    def run_git(argv: Any, **kw: Any) -> Any:
+        if "pack-objects" not in argv:
+            return original(argv, **kw)
+        proc = subprocess.Popen(
+            ["git", "--git-dir", args["repo"], *argv], stdin=subprocess.PIPE, pass_fds=kw.get("pass_fds", ())
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(kw.get("stdin") or b"")
+        proc.stdin.close()
+        time.sleep(float(args.get("delay", 0.01)))
+        acks("in-compact", proc.pid)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        raise SystemExit("the parent was meant to kill this process")
+
+    gitrepo.cli.run_git = run_git  # type: ignore[assignment]
+    store = open_store(args)
+    for n in range(10):
+        store.write(f"c{n}.md", f"{n}\n", expected=None)
+    raise SystemExit("no compaction started")
 
 
 def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
@@ -326,6 +412,8 @@ MODES = {
     "distinct": mode_distinct,
     "counter": mode_counter,
     "forever": mode_forever,
+    "stop_in_pack": mode_stop_in_pack,
+    "stop_in_compact": mode_stop_in_compact,
     "stop_in_cas": mode_stop_in_cas,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,

@@ -1,0 +1,114 @@
+"""Concurrent writers: total throughput of 4 processes writing one memory, gitmem vs the directory store.
+
+```sh
+.venv/bin/python bench/bench_concurrent.py                 # 10k files, 4 writers x 100 writes, 3 rounds
+.venv/bin/python bench/bench_concurrent.py --writers 4 --writes 50 --rounds 2 --fsync
+```
+
+Each writer is its own process with its own store handle and writes CAS edits of
+random files out of its own share of the paths (no conflicts), as fast as it can.
+All writers start together (a go file); throughput = all writes / (last writer
+done - go). gitmem and the directory store (``bench/dirstore.py``) run in
+alternating order each round, with equal durability (``--fsync``: fsync on both).
+``--loose`` adds gitmem with loose objects (the write path before packs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import bulk
+from bench.dirstore import DirStore
+from gitmem import GitFileStore
+from gitmem.git.repo import GitRepo, set_durable
+
+
+def writer(kind: str, base: str, wid: int, writers: int, writes: int, files: int, fsync: bool, go: str) -> None:
+    rng = random.Random(wid * 7919 + int.from_bytes(os.urandom(4), "big"))
+    corpus = bulk.Corpus(seed=rng.randrange(1 << 30))
+    paths = [bulk.layout_path(i) for i in range(files) if i % writers == wid]
+    GitRepo.pack_writes = kind != "loose"
+    set_durable(fsync)
+    if kind == "dir":
+        d = DirStore(os.path.join(base, "dir"), fsync=fsync)
+        read, write = d.read, d.write
+    else:
+        s = GitFileStore.open(os.path.join(base, "git")).sync
+        read, write = s.read, s.write
+    versions = {p: read(p).version for p in rng.sample(paths, min(len(paths), writes))}
+    chosen = list(versions)
+    while not os.path.exists(go):
+        time.sleep(0.0005)
+    for n in range(writes):
+        p = chosen[n % len(chosen)]
+        versions[p] = write(p, corpus.fresh(), expected=versions[p])
+
+
+def one(kind: str, base: str, writers: int, writes: int, files: int, fsync: bool) -> float:
+    go = os.path.join(base, f"go-{kind}-{time.monotonic_ns()}")
+    ctx = mp.get_context("fork")
+    procs = [
+        ctx.Process(target=writer, args=(kind, base, w, writers, writes, files, fsync, go)) for w in range(writers)
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(0.5)  # every writer has opened its store and read its versions
+    with open(go, "w"):
+        pass
+    started = time.perf_counter()
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise SystemExit(f"a {kind} writer failed ({p.exitcode})")
+    return writers * writes / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--writes", type=int, default=100, help="writes per writer per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--fsync", action="store_true")
+    parser.add_argument("--loose", action="store_true")
+    args = parser.parse_args()
+    base = tempfile.mkdtemp(prefix="gitmem-bench-conc-")
+    try:
+        GitFileStore.init(os.path.join(base, "git"))
+        bulk.import_files(os.path.join(base, "git"), bulk.files(args.files))
+        bulk.write_directory(os.path.join(base, "dir", "files"), bulk.files(args.files))
+        kinds = ["git", "dir"] + (["loose"] if args.loose else [])
+        rates: dict[str, list[float]] = {k: [] for k in kinds}
+        for r in range(args.rounds):
+            for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
+                rates[kind].append(one(kind, base, args.writers, args.writes, args.files, args.fsync))
+        packs = len([n for n in os.listdir(os.path.join(base, "git", "objects", "pack")) if n.endswith(".idx")])
+        print(
+            f"# {args.writers} writers x {args.writes} writes, {args.rounds} rounds, fsync={args.fsync}, "
+            f"load {os.getloadavg()[0]:.1f}; packs at the end: {packs}"
+        )
+        dir_rate = statistics.median(rates["dir"])
+        for kind in kinds:
+            each = ", ".join(f"{x:.0f}" for x in rates[kind])
+            med = statistics.median(rates[kind])
+            print(f"{kind:6} writes/s median {med:7.0f}  ({each})  vs dir store {med / dir_rate:.2f}x")
+        git_rate = statistics.median(rates["git"])
+        print(f"target gitmem >= dir store throughput: {'met' if git_rate >= dir_rate else 'NOT met'}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

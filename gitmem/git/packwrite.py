@@ -1,0 +1,383 @@
+"""A commit's new objects as one small pack: two files per commit instead of one per object.
+
+libgit2 writes every object as its own loose file (temp file, ``link``, ``unlink``,
+a rescan of ``objects/pack/`` first, and with fsync on two fsyncs each), so a write
+of ``a/b/c.md`` creates five object files. Here the blob, the trees on the path
+and the commit are built in memory (:class:`PendingObjects`, :func:`set_path`,
+:func:`commit_bytes`) and land as one ``pack-<sha>.pack`` with its v2 ``.idx``
+(:func:`write_pack`): both written under ``tmp_`` names (which git's own prune
+cleans up), fsynced when the mount is durable, then renamed into place, pack
+before index (git and libgit2 find packs by their index), before the ref moves.
+A kill at any point leaves either nothing, a ``tmp_`` file, or a complete pack
+whose objects nothing references yet: all of which ``git fsck --strict`` accepts.
+
+The objects are plain git: whole (undeltified) entries compressed at zlib level
+1, as libgit2 compresses loose objects. The tree encoding is git's: entries
+sorted by name with a folder compared as if it ended in ``/``, mode ``40000``
+for folders and ``100644`` for files. Packs accumulate one per commit; the
+count is kept bounded by :func:`compact` (``git repack -d --geometric=2``) under
+the writer lock, so reads do not search an ever-growing list of indexes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import time
+import zlib
+from collections.abc import Callable
+
+from gitmem.git.perms import write_private
+from gitmem.store import file_dir_conflict
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+_TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3}
+_TREE_MODE = b"40000"
+_BLOB_MODE = b"100644"
+_FILE_MODES = (b"100644", b"100755")
+
+
+def object_id(kind: bytes, raw: bytes) -> str:
+    digest = hashlib.sha1(b"%s %d\x00" % (kind, len(raw)), usedforsecurity=False)
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+class PendingObjects:
+    """Objects made for one commit, not yet on disk: id -> (type, raw content)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, tuple[bytes, bytes]] = {}
+
+    def add(self, kind: bytes, raw: bytes) -> str:
+        oid = object_id(kind, raw)
+        self.objects.setdefault(oid, (kind, raw))
+        return oid
+
+    def raw(self, oid: str) -> bytes | None:
+        found = self.objects.get(oid)
+        return None if found is None else found[1]
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+
+# -- trees ---------------------------------------------------------------------------
+
+
+def parse_tree(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
+    """A raw tree's entries: name -> (mode, 20-byte id)."""
+    entries: dict[bytes, tuple[bytes, bytes]] = {}
+    pos, end = 0, len(raw)
+    while pos < end:
+        space = raw.index(b" ", pos)
+        nul = raw.index(b"\x00", space)
+        entries[raw[space + 1 : nul]] = (raw[pos:space], raw[nul + 1 : nul + 21])
+        pos = nul + 21
+    return entries
+
+
+def _order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
+    name, (mode, _) = item
+    return name + b"/" if mode == _TREE_MODE else name
+
+
+def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
+    """git's encoding of a tree: entries in git's order (a folder sorts as ``name/``)."""
+    return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=_order))
+
+
+class TreeCache:
+    """Parsed trees by id, so consecutive writes do not re-read and re-parse the folders they share.
+
+    A writer's next commit starts from the trees its last one made (the root and
+    the folders on the path), so the entries :func:`set_path` built are kept.
+    Bounded: cleared when it holds more than ``limit`` trees.
+    """
+
+    def __init__(self, limit: int = 512) -> None:
+        self.limit = limit
+        self.trees: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}
+
+    def entries(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
+        """A copy of the tree's entries (the caller edits it)."""
+        found = self.trees.get(oid)
+        if found is None:
+            found = parse_tree(read_tree(oid))
+            self.keep(oid, found)
+        return dict(found)
+
+    def keep(self, oid: str, entries: dict[bytes, tuple[bytes, bytes]]) -> None:
+        if len(self.trees) >= self.limit:
+            self.trees.clear()
+        self.trees[oid] = entries
+
+
+def _add_tree(pending: PendingObjects, cache: TreeCache | None, entries: dict[bytes, tuple[bytes, bytes]]) -> str:
+    oid = pending.add(b"tree", tree_bytes(entries))
+    if cache is not None:
+        cache.keep(oid, entries)
+    return oid
+
+
+def set_path(
+    read_tree: Callable[[str], bytes],
+    pending: PendingObjects,
+    tree: str | None,
+    parts: list[str],
+    oid: str | None,
+    full: str,
+    cache: TreeCache | None = None,
+) -> str:
+    """The id of ``tree`` with ``parts`` set to blob ``oid`` (removed when ``None``); new trees go to ``pending``.
+
+    The same edit as :func:`gitmem.git.repo._set_path` (libgit2's tree builder):
+    only the trees on the path change, a folder left empty disappears, a file
+    where a folder is (or below a file) is ``invalid_path``.
+    """
+    if tree is None:
+        entries: dict[bytes, tuple[bytes, bytes]] = {}
+    elif cache is not None:
+        entries = cache.entries(tree, read_tree)
+    else:
+        entries = parse_tree(read_tree(tree))
+    name = parts[0].encode()
+    existing = entries.get(name)
+    if len(parts) == 1:
+        if existing is not None and existing[0] == _TREE_MODE and oid is not None:
+            raise file_dir_conflict(full, is_file=False)
+        if oid is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = (_BLOB_MODE, bytes.fromhex(oid))
+    else:
+        sub: str | None = None
+        if existing is not None:
+            if existing[0] != _TREE_MODE:
+                if oid is None:
+                    return _add_tree(pending, cache, entries)
+                raise file_dir_conflict(full, is_file=True)
+            sub = existing[1].hex()
+        elif oid is None:
+            return _add_tree(pending, cache, entries)
+        new_sub = set_path(read_tree, pending, sub, parts[1:], oid, full, cache)
+        if new_sub == EMPTY_TREE:
+            entries.pop(name, None)
+        else:
+            entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
+    return _add_tree(pending, cache, entries)
+
+
+def signature_line(name: bytes, email: bytes, seconds: int, offset_minutes: int) -> bytes:
+    sign = b"-" if offset_minutes < 0 else b"+"
+    hours, minutes = divmod(abs(offset_minutes), 60)
+    return b"%s <%s> %d %s%02d%02d" % (name, email, seconds, sign, hours, minutes)
+
+
+def commit_bytes(tree: str, parents: list[str], author: bytes, committer: bytes, message: str) -> bytes:
+    """git's encoding of a commit, as libgit2's ``git_commit_create`` writes it."""
+    head = [b"tree " + tree.encode()]
+    head += [b"parent " + p.encode() for p in parents]
+    head += [b"author " + author, b"committer " + committer]
+    return b"\n".join(head) + b"\n\n" + message.encode()
+
+
+# -- packs ---------------------------------------------------------------------------
+
+
+def _entry_header(code: int, size: int) -> bytes:
+    header = bytearray([(code << 4) | (size & 0x0F)])
+    size >>= 4
+    while size:
+        header[-1] |= 0x80
+        header.append(size & 0x7F)
+        size >>= 7
+    return bytes(header)
+
+
+def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
+    """``(pack sha, .pack bytes, .idx bytes)`` for ``pending``: undeltified entries, index v2."""
+    body = [b"PACK" + struct.pack(">II", 2, len(pending.objects))]
+    offset = 12
+    index: list[tuple[bytes, int, int]] = []  # binary id, crc32, offset
+    for oid, (kind, raw) in pending.objects.items():
+        entry = _entry_header(_TYPE_CODES[kind], len(raw)) + zlib.compress(raw, 1)
+        index.append((bytes.fromhex(oid), zlib.crc32(entry), offset))
+        body.append(entry)
+        offset += len(entry)
+    pack = b"".join(body)
+    pack_sum = hashlib.sha1(pack, usedforsecurity=False).digest()
+    index.sort()
+    fanout = [0] * 256
+    for oid_bin, _, _ in index:
+        fanout[oid_bin[0]] += 1
+    running = 0
+    for i in range(256):
+        running += fanout[i]
+        fanout[i] = running
+    idx = b"".join(
+        (
+            b"\xfftOc" + struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            *(o for o, _, _ in index),
+            *(struct.pack(">I", c) for _, c, _ in index),
+            *(struct.pack(">I", off) for _, _, off in index),
+            pack_sum,
+        )
+    )
+    idx += hashlib.sha1(idx, usedforsecurity=False).digest()
+    return pack_sum.hex(), pack + pack_sum, idx
+
+
+def _write_file(path: str, data: bytes, durable: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str:
+    """Put ``pending`` into ``objects/pack`` as one pack; returns its sha. Nothing is written for no objects.
+
+    Temp names first, then ``rename`` of the pack, then of the index: a reader
+    that sees the index finds its whole pack. With ``durable`` each file and
+    then the folder are fsynced, so the pack survives a power cut before the
+    ref that will name its commit is written.
+    """
+    if not pending.objects:
+        return ""
+    sha, pack, idx = pack_files(pending)
+    folder = os.path.join(repo_path, "objects", "pack")
+    base = os.path.join(folder, f"pack-{sha}")
+    if os.path.exists(base + ".idx"):
+        return sha  # the very same objects were packed before (a retried plan)
+    tag = os.urandom(6).hex()
+    tmp_pack = os.path.join(folder, f"tmp_pack_gitmem_{tag}")
+    tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{tag}")
+    try:
+        _write_file(tmp_pack, pack, durable)
+        _write_file(tmp_idx, idx, durable)
+        os.rename(tmp_pack, base + ".pack")
+        os.rename(tmp_idx, base + ".idx")
+    except BaseException:
+        for leftover in (tmp_pack, tmp_idx):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
+        raise
+    if durable:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return sha
+
+
+FOLDED = "gitmem/folded-packs"
+"""Packs a compaction copied into a bigger one, kept a while for readers that listed them already."""
+GRACE_SECONDS = 60.0
+"""How long a folded pack stays on disk: a git process that listed the packs before may still open it."""
+
+
+def _folded(repo_path: str) -> dict[str, float]:
+    """The packs waiting to be deleted, each with when it was folded."""
+    try:
+        with open(os.path.join(repo_path, FOLDED)) as fh:
+            lines = [line.split() for line in fh]
+    except FileNotFoundError:
+        return {}
+    return {parts[0]: float(parts[1]) for parts in lines if len(parts) == 2}
+
+
+def pack_count(repo_path: str) -> int:
+    """Packs in ``objects/pack``, not counting folded ones waiting for deletion."""
+    try:
+        with os.scandir(os.path.join(repo_path, "objects", "pack")) as found:
+            names = [e.name[:-4] for e in found if e.name.endswith(".idx")]
+    except FileNotFoundError:
+        return 0
+    folded = _folded(repo_path) if len(names) > 1 else {}
+    return len([n for n in names if n not in folded])
+
+
+def _objects_in(idx_path: str) -> int:
+    with open(idx_path, "rb") as fh:
+        fh.seek(8 + 255 * 4)
+        return int.from_bytes(fh.read(4), "big")
+
+
+def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:
+    """Which packs to fold together so every pack left holds ``factor`` times all smaller ones (git's rule).
+
+    From the largest pack down, a pack stays while it is at least ``factor``
+    times the objects of all packs smaller than it; the first that is not, and
+    every smaller pack, are rolled up into one.
+    """
+    order = sorted(sizes, key=lambda n: (sizes[n], n))
+    below = [0]
+    for name in order:
+        below.append(below[-1] + sizes[name])
+    split = 0
+    for i in range(len(order) - 1, 0, -1):
+        if sizes[order[i]] < factor * below[i]:
+            split = i + 1
+            break
+    return order[:split] if split > 1 else []
+
+
+def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str]]) -> bool:
+    """Fold small packs into one by git's geometric rule, without ever deleting a pack at once.
+
+    ``git pack-objects --stdin-packs`` copies the objects of the chosen packs
+    (and nothing loose: a loose object another git wrote stays where that git
+    may look for it) into a new pack. The chosen packs are only listed in
+    :data:`FOLDED` with the time; a later compaction deletes them once
+    :data:`GRACE_SECONDS` have passed, so a git process that listed the packs
+    before (``git mktree`` does not look again when an object is missing)
+    still finds every object where it looked. Until then they are left out of
+    the count and of the next fold. Returns whether packs
+    were deleted (handles must then reopen). Writer lock held.
+    """
+    folder = os.path.join(repo_path, "objects", "pack")
+    folded = _folded(repo_path)
+    now = time.time()
+    deleted = False
+    for name, when in sorted(folded.items()):
+        if now - when >= GRACE_SECONDS:
+            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+                try:
+                    os.unlink(os.path.join(folder, name + ext))
+                except FileNotFoundError:
+                    pass
+            del folded[name]
+            deleted = True
+    sizes: dict[str, int] = {}
+    with os.scandir(folder) as found:
+        for entry in found:
+            if entry.name.startswith("pack-") and entry.name.endswith(".idx"):
+                base = entry.name[:-4]
+                if base in folded or os.path.exists(os.path.join(folder, base + ".keep")):
+                    continue
+                try:
+                    sizes[base] = _objects_in(entry.path)
+                except FileNotFoundError:  # a foreign git gc or repack deleted it meanwhile
+                    continue
+    chosen = geometric_rollup(sizes)
+    if chosen:
+        listing = "".join(f"{name}.pack\n" for name in chosen).encode()
+        code, out = run_git(["pack-objects", "--stdin-packs", "-q", os.path.join(folder, "pack")], listing)
+        if code == 0 and out.strip():
+            folded.update((name, now) for name in chosen if name != f"pack-{out.strip()}")
+    if chosen or deleted:
+        tmp = os.path.join(repo_path, FOLDED + ".tmp")
+        write_private(tmp, "".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
+        os.replace(tmp, os.path.join(repo_path, FOLDED))
+    return deleted

@@ -1,0 +1,143 @@
+"""The pack write path makes byte-for-byte the objects libgit2 would, and plain git reads them.
+
+``gitmem.git.packwrite`` encodes trees and commits itself; any difference from
+git's encoding (entry order, modes, signature format) would give other ids than
+libgit2's tree builder, or objects ``git fsck --strict`` refuses. So the same
+edits run on two memories, one writing packs and one loose objects, and every
+commit's tree must come out the same; the commits must differ only in time.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pygit2
+import pytest
+from contract.support import assert_fsck_clean, git
+
+from gitmem import GitFileStore, MemoryStoreError
+from gitmem.git import packwrite
+
+NAMES = ["a", "a.b", "a-b", "a0", "b", "ab", "a_", "Z", "é"]
+
+
+def _paths(rng: random.Random) -> str:
+    depth = rng.randint(1, 3)
+    return "/".join(rng.choice(NAMES) for _ in range(depth)) + rng.choice(["", ".md", "/x.md"])
+
+
+def test_trees_match_libgit2_for_random_edits(tmp_path: Path) -> None:
+    packed = GitFileStore.init(tmp_path / "packed.git").sync
+    loose = GitFileStore.init(tmp_path / "loose.git").sync
+    loose.repo.pack_writes = False
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    live: dict[str, tuple[str, str]] = {}  # path -> (packed version, loose version)
+    done = 0
+    for step in range(150):
+        if live and rng.random() < 0.3:
+            path = rng.choice(sorted(live))
+            pv, lv = live.pop(path)
+            packed.delete(path, expected=pv)
+            loose.delete(path, expected=lv)
+        else:
+            path = _paths(rng)
+            text = f"{step} {rng.random()}\n"
+            before = live.get(path)
+            results = []
+            for store, version in ((packed, before and before[0]), (loose, before and before[1])):
+                try:
+                    results.append(store.write(path, text, expected=version))
+                except MemoryStoreError as exc:  # a file where a folder is, or below a file
+                    results.append(exc.code)
+            assert results[0] == results[1] or {type(r) for r in results} == {str}, (seed, path, results)
+            if results[0] == "invalid_path":
+                assert results[1] == "invalid_path", (seed, path)
+                continue
+            live[path] = (results[0], results[1])
+            done += 1
+        ours = git(tmp_path / "packed.git", "rev-parse", "main^{tree}").stdout.strip()
+        theirs = git(tmp_path / "loose.git", "rev-parse", "main^{tree}").stdout.strip()
+        assert ours == theirs, (seed, step, path)
+    assert done > 50
+    assert_fsck_clean(tmp_path / "packed.git")
+    git(tmp_path / "packed.git", "gc", "-q")
+    assert_fsck_clean(tmp_path / "packed.git")
+
+
+def test_commit_encoding_matches_libgit2(tmp_path: Path) -> None:
+    repo = pygit2.init_repository(str(tmp_path / "r.git"), bare=True)
+    tree = repo.TreeBuilder().write()
+    author = pygit2.Signature("Ann Ó", "ann@example.org", 1_700_000_000, -330)
+    committer = pygit2.Signature("gitmem", "gitmem@localhost", 1_700_000_100, 60)
+    message = "edit a.md\n\nGitmem-Op: edit\nGitmem-Path: a.md\n"
+    theirs = repo.create_commit(None, author, committer, message, tree, [])
+    raw = packwrite.commit_bytes(
+        str(tree),
+        [],
+        packwrite.signature_line(author.raw_name, author.raw_email, author.time, author.offset),
+        packwrite.signature_line(committer.raw_name, committer.raw_email, committer.time, committer.offset),
+        message,
+    )
+    assert packwrite.object_id(b"commit", raw) == str(theirs)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_commit_is_one_pack_and_nothing_loose(tmp_path: Path, durable: bool) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    objects = tmp_path / "m.git" / "objects"
+    loose_before = {p for p in objects.glob("??/*")}
+    pending = packwrite.PendingObjects()
+    pending.add(b"blob", b"x")
+    packwrite.write_pack(str(tmp_path / "m.git"), pending, durable=durable)  # a stray pack is harmless
+    store.write("deep/er/file.md", "hello\n", expected=None)
+    assert {p for p in objects.glob("??/*")} == loose_before
+    names = sorted(p.name for p in (objects / "pack").iterdir())
+    assert len([n for n in names if n.endswith(".idx")]) == 2 and not [n for n in names if n.startswith("tmp_")]
+    assert git(tmp_path / "m.git", "show", "main:deep/er/file.md").stdout == "hello\n"
+    assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_geometric_rollup_follows_gits_rule() -> None:
+    assert packwrite.geometric_rollup({"big": 10_000, "a": 5, "b": 5, "c": 5}) == ["a", "b", "c"]
+    assert packwrite.geometric_rollup({"big": 10_000, "mid": 40, "a": 5, "b": 5}) == ["a", "b"]  # mid and big hold
+    assert sorted(packwrite.geometric_rollup({"big": 10_000, "mid": 15, "a": 5, "b": 5})) == ["a", "b", "mid"]
+    assert packwrite.geometric_rollup({"only": 3}) == []
+    assert packwrite.geometric_rollup({"big": 10_000, "mid": 40, "a": 15}) == []  # already a progression
+
+
+def test_folded_packs_stay_for_their_grace_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    version = None
+    for n in range(6):
+        version = store.write("a.md", f"{n}\n", expected=version)
+    pack_dir = tmp_path / "m.git" / "objects" / "pack"
+    before = {p.name for p in pack_dir.glob("*.idx")}
+    store.repo.lock_timeout = 30
+    with store.repo.lock.hold():
+        store.repo.compact()
+    after = {p.name for p in pack_dir.glob("*.idx")}
+    assert before < after and packwrite.pack_count(str(tmp_path / "m.git")) < len(before)  # folded, nothing deleted
+    assert_fsck_clean(tmp_path / "m.git")
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
+    with store.repo.lock.hold():
+        store.repo.compact()
+    assert {p.name for p in pack_dir.glob("*.idx")} < after  # the folded packs are gone now
+    assert store.read("a.md").text == "5\n"
+    assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foreign ``git gc`` can delete a pack under the fold; the write is committed all the same."""
+    from gitmem.git import repo as gitrepo
+
+    def vanished(*_: object) -> bool:
+        raise FileNotFoundError("objects/pack/pack-gone.idx")
+
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
+    monkeypatch.setattr(packwrite, "compact", vanished)
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    version = store.write("a.md", "kept\n", expected=None)
+    assert store.read("a.md").version == version
+    assert_fsck_clean(tmp_path / "m.git")
