@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final
 
 DEFAULT_FILE_GUIDE: Final = """\
@@ -14,3 +15,26 @@ path that says what it holds (prefs/language.md, projects/alpha/decisions.md) an
 one-line description in frontmatter or as the first line.
 When something you saved is no longer true, change or remove it rather than adding a \
 contradiction. Never save passwords, keys or tokens."""
+
+
+def mount_sections(
+    mounts: Iterable[tuple[str, Sequence[str], str | None]], read_tools: Collection[str], default_guide: str
+) -> list[str]:
+    """One instructions section per ``(name, offered tools, guide)``: its access, tools and guide.
+
+    A guide shared by several memories is written out once and referred to after,
+    so a long guide does not fill the instructions once per mount.
+    """
+    sections = []
+    shown: dict[str, str] = {}  # guide text -> the first memory it was shown for
+    for name, offered, own_guide in mounts:
+        access = "read and write" if any(t not in read_tools for t in offered) else "read only"
+        section = f'Memory "{name}" ({access}; tools: {", ".join(offered) or "none"}).'
+        guide = (default_guide if own_guide is None else own_guide).strip()
+        if guide and guide in shown:
+            section += f' Guide: as for memory "{shown[guide]}".'
+        elif guide:
+            section += "\n" + guide
+            shown[guide] = name
+        sections.append(section)
+    return sections
