@@ -9,7 +9,7 @@ model, so a conversation cannot pin its own writes into every later context.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
@@ -102,14 +102,16 @@ class FileMount:
         return tool in READ_TOOLS or (self.access == "write" and tool in WRITE_TOOLS)
 
 
-def check_tool_names(tools: Iterable[str] | None) -> frozenset[str]:
-    """The set of tools a capability offers; ``None`` means all seven."""
+def check_tool_names(
+    tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = ""
+) -> frozenset[str]:
+    """The set of tools a capability offers out of ``known``; ``None`` means all of them."""
     if tools is None:
-        return frozenset(TOOLS)
+        return frozenset(known)
     if isinstance(tools, str):
         raise TypeError("tools is a collection of tool names, not one string")
     chosen = frozenset(tools)
-    unknown = sorted(chosen - set(TOOLS))
+    unknown = sorted(chosen - set(known))
     if unknown:
-        raise ValueError(f"unknown tools {unknown}; choose from {list(TOOLS)}")
+        raise ValueError(f"unknown {kind}tools {unknown}; choose from {list(known)}")
     return chosen

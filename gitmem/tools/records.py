@@ -25,7 +25,7 @@ from gitmem.records import MemoryRecord, RecordPage, RecordStoreProtocol, valida
 from gitmem.records.rules import RECORD_CHARS
 from gitmem.tools.capability import ToolDefinition
 from gitmem.tools.guide import mount_sections
-from gitmem.tools.mounts import Access
+from gitmem.tools.mounts import Access, check_tool_names
 from gitmem.tools.record_schemas import (
     LIST_DEFAULT,
     LIST_MAX,
@@ -120,15 +120,7 @@ class RecordMount:
 
 def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
     """The record tools a capability offers; ``None`` means all five."""
-    if tools is None:
-        return frozenset(RECORD_TOOLS)
-    if isinstance(tools, str):
-        raise TypeError("tools is a collection of tool names, not one string")
-    chosen = frozenset(tools)
-    unknown = sorted(chosen - set(RECORD_TOOLS))
-    if unknown:
-        raise ValueError(f"unknown record tools {unknown}; choose from {list(RECORD_TOOLS)}")
-    return chosen
+    return check_tool_names(tools, RECORD_TOOLS, "record ")
 
 
 # --- tools -------------------------------------------------------------------------------
