@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gitmem.errors import MemoryStoreError
+from gitmem.recall import bm25
 from gitmem.recall.tokens import token_list, tokenize
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ Ranking = Literal["coverage", "bm25", "fused"]
 RANKINGS: tuple[Ranking, ...] = ("coverage", "bm25", "fused")
 MAX_LIMIT = 100
 RRF_K = 60
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +102,19 @@ def order_key(score: float, updated_at: float, doc_id: str) -> tuple[float, floa
     return (-score, -updated_at, doc_id)
 
 
+def _remembered(accept: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``accept`` asked at most once per document within one search."""
+    verdicts: dict[str, bool] = {}
+
+    def ask(doc_id: str) -> bool:
+        verdict = verdicts.get(doc_id)
+        if verdict is None:
+            verdict = verdicts[doc_id] = accept(doc_id)
+        return verdict
+
+    return ask
+
+
 def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
     """Reciprocal-rank fusion: each id scores the sum of ``1/(k + rank)`` over the rankings it is in (rank from 1)."""
     fused: dict[str, float] = defaultdict(float)
@@ -125,6 +137,9 @@ class RecallIndex:
         self._docs: dict[str, _Entry] = {}
         # token -> {doc id: occurrences}; coverage reads the keys, BM25 the counts.
         self._postings: dict[str, dict[str, int]] = {}
+        # token -> its postings grouped by BM25 impact, kept only for tokens with many postings.
+        self._impacts: dict[str, bm25.Buckets] = {}
+        self._lengths: dict[str, int] = {}  # doc id -> token count (BM25's length)
         self._total_length = 0
         # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
         self._keys: dict[str, tuple[float, str]] = {}
@@ -134,19 +149,35 @@ class RecallIndex:
 
     def upsert(self, doc: RecallDoc) -> None:
         check_doc(doc)
-        counts = Counter(token_list(doc.text))
-        entry = _Entry(frozenset(counts), dict(counts), sum(counts.values()), float(doc.updated_at), doc.text)
+        listed = token_list(doc.text)
+        counts = Counter(listed)
+        entry = _Entry(frozenset(counts), counts, len(listed), float(doc.updated_at), doc.text)
+        doc_id = doc.id
+        length = entry.length
         with self._lock:
-            self._drop(doc.id)
-            self._docs[doc.id] = entry
-            self._keys[doc.id] = (-entry.updated_at, doc.id)
-            self._total_length += entry.length
-            for token, n in entry.counts.items():
-                posting = self._postings.get(token)
+            self._drop(doc_id)
+            self._docs[doc_id] = entry
+            self._keys[doc_id] = (-entry.updated_at, doc_id)
+            self._lengths[doc_id] = length
+            self._total_length += length
+            postings = self._postings
+            impacts = self._impacts
+            for token, n in counts.items():
+                posting = postings.get(token)
                 if posting is None:
-                    self._postings[token] = {doc.id: n}
-                else:
-                    posting[doc.id] = n
+                    postings[token] = {doc_id: n}
+                    continue
+                posting[doc_id] = n
+                groups = impacts.get(token)
+                if groups is not None:
+                    key = (n << 32) | length
+                    group = groups.get(key)
+                    if group is None:
+                        groups[key] = [doc_id]
+                    else:
+                        group.append(doc_id)
+                elif len(posting) >= bm25.BUCKETED_POSTINGS:
+                    impacts[token] = bm25.buckets_of(posting, self._lengths)
         if self.semantic is not None:
             self.semantic.note(doc.id, doc.text)
 
@@ -161,6 +192,8 @@ class RecallIndex:
             self._docs.clear()
             self._keys.clear()
             self._postings.clear()
+            self._impacts.clear()
+            self._lengths.clear()
             self._total_length = 0
         if self.semantic is not None:
             self.semantic.forget_all()
@@ -170,12 +203,21 @@ class RecallIndex:
         if old is None:
             return
         del self._keys[doc_id]
+        del self._lengths[doc_id]
         self._total_length -= old.length
-        for token in old.counts:
+        for token, n in old.counts.items():
             posting = self._postings[token]
             del posting[doc_id]
+            groups = self._impacts.get(token)
+            if groups is not None:
+                key = (n << 32) | old.length
+                group = groups[key]
+                group.remove(doc_id)
+                if not group:
+                    del groups[key]
             if not posting:
                 del self._postings[token]
+                self._impacts.pop(token, None)
 
     # -- reads --
 
@@ -279,36 +321,31 @@ class RecallIndex:
             want *= 4
 
     def _bm25(
-        self, tokens: frozenset[str], limit: int, floor: float, accept: Callable[[str], bool] | None
+        self,
+        tokens: frozenset[str],
+        limit: int,
+        floor: float,
+        accept: Callable[[str], bool] | None,
+        *,
+        prune: bool = True,
     ) -> list[RecallHit]:
+        """BM25's top ``limit``; ``prune=False`` scores every posting (the property tests compare the two)."""
         with self._lock:
-            scores = self._bm25_scores(tokens)
-            docs = self._docs
-            ranked = [(order_key(s, docs[d].updated_at, d), d) for d, s in scores.items() if s > 0.0 and s >= floor]
+            n_docs = len(self._docs)
+            if not n_docs:
+                return []
+            avg = self._total_length / n_docs or 1.0
+            if accept is not None:
+                accept = _remembered(accept)
+            if prune and len(tokens) <= bm25.MAX_PRUNED_TOKENS:
+                scores = bm25.pruned_scores(
+                    tokens, self._postings, self._impacts, self._lengths, n_docs, avg, limit, floor, accept
+                )
+            else:
+                scores = bm25.exhaustive_scores(tokens, self._postings, self._lengths, n_docs, avg)
+            keys = self._keys
+            ranked = [((-s, *keys[d]), d) for d, s in scores.items() if s > 0.0 and s >= floor]
             return self._take(ranked, limit, accept)
-
-    def _bm25_scores(self, tokens: frozenset[str]) -> dict[str, float]:
-        n_docs = len(self._docs)
-        if not n_docs:
-            return {}
-        avg = self._total_length / n_docs or 1.0
-        docs = self._docs
-        # The length norm depends only on a document's length: computed once per distinct length.
-        norms: dict[int, float] = {}
-        scores: dict[str, float] = defaultdict(float)
-        for token in tokens:
-            posting = self._postings.get(token)
-            if not posting:
-                continue
-            df = len(posting)
-            weight = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1.0)
-            for doc_id, tf in posting.items():
-                length = docs[doc_id].length
-                norm = norms.get(length)
-                if norm is None:
-                    norm = norms[length] = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg)
-                scores[doc_id] += weight * tf / (tf + norm)
-        return scores
 
     def _take(
         self, ranked: list[tuple[tuple[float, float, str], str]], limit: int, accept: Callable[[str], bool] | None

@@ -11,7 +11,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from gitmem.recall.index import BM25_B, BM25_K1, RecallDoc, RecallHit, check_min_score, check_query, order_key
+from gitmem.recall.bm25 import BM25_B, BM25_K1
+from gitmem.recall.index import RecallDoc, RecallHit, check_min_score, check_query, order_key
 from gitmem.recall.tokens import coverage, token_list, tokenize
 
 

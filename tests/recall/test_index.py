@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from gitmem.errors import MemoryStoreError
-from gitmem.recall import RecallDoc, RecallHit, RecallIndex, rrf
+from gitmem.recall import RecallDoc, RecallHit, RecallIndex, rrf, tokenize
 
 
 def make(*docs: tuple[str, str, float]) -> RecallIndex:
@@ -115,6 +115,32 @@ def test_bm25_score_matches_the_formula() -> None:
     n, df, tf, dl, avg = 2, 2, 2, 3, 2.5
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
     assert hit_a.score == pytest.approx(idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avg)))
+
+
+def test_bm25_pruning_never_stops_on_a_tie_an_unseen_document_could_win() -> None:
+    # Two tokens of equal weight, each in one document of equal length: the two scores are
+    # equal, so the newer document must win whichever token the pruned walk reads first.
+    for newer in ("a", "b"):
+        index = make(("a", "rust", 2.0 if newer == "a" else 1.0), ("b", "cargo", 2.0 if newer == "b" else 1.0))
+        for query in ("rust cargo", "cargo rust"):
+            assert ids(index.search(query, limit=1, ranking="bm25")) == [newer]
+
+
+def test_bm25_pruned_walk_agrees_with_every_posting_scored_at_scale() -> None:
+    # Common tokens keep impact buckets; the walk stops early and must still be exact.
+    words = ["the", "of", "deploy", "canary", "rust", "cargo", "数据库", "ロック"]
+    index = RecallIndex()
+    for i in range(600):
+        text = " ".join(words[(i * 7 + j * j) % len(words)] for j in range(1 + i % 11))
+        index.upsert(RecallDoc(f"d{i}", text, float(i % 13)))
+    for i in range(0, 600, 5):
+        index.remove(f"d{i}")
+    for query in ("the", "the of", "deploy canary rust", "数据库 the", "ロック cargo of the"):
+        tokens = tokenize(query)
+        for limit in (1, 5, 20):
+            assert index._bm25(tokens, limit, 0.0, None, prune=True) == index._bm25(
+                tokens, limit, 0.0, None, prune=False
+            )
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:

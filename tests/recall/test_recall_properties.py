@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.recall import RecallDoc, RecallIndex, StoreRecall
+from gitmem.recall import RecallDoc, RecallIndex, StoreRecall, tokenize
 from gitmem.recall.scan import scan_bm25, scan_coverage
 
 from .support import SyncMemStore, item, to_doc
@@ -86,3 +86,37 @@ def test_store_recall_caught_up_equals_a_scan_of_the_store(ops: list[tuple[str, 
     except MemoryStoreError:
         return
     assert recall.search(query, limit=100) == expected
+
+
+# Corpora big enough that common tokens keep impact buckets (``bm25.BUCKETED_POSTINGS``) and the
+# pruned walk stops early; a skewed vocabulary, repeats (tf > 1) and varied lengths.
+SKEWED = ["the", "the", "the", "of", "of", "deploy", "cargo", "rust", "canary", "数据库迁移", "x1", "ロック"]
+long_text = st.lists(st.sampled_from(SKEWED), min_size=0, max_size=14).map(" ".join)
+many_docs = st.lists(st.tuples(st.integers(0, 159), long_text, times), min_size=0, max_size=160)
+pruned_queries = st.lists(st.sampled_from(SKEWED), min_size=1, max_size=5).map(" ".join)
+
+
+@given(many_docs, st.lists(st.integers(0, 159), max_size=40), pruned_queries, st.integers(1, 12), st.data())
+def test_pruned_bm25_equals_every_posting_scored(
+    corpus: list[tuple[int, str, float]], removed: list[int], query: str, limit: int, data: st.DataObject
+) -> None:
+    index = RecallIndex()
+    for n, body, at in corpus:
+        index.upsert(RecallDoc(f"d{n}", body, at))
+    for n in removed:
+        index.remove(f"d{n}")
+    # The impact buckets are exactly the postings regrouped, after replacements and removals.
+    for token, posting in index._postings.items():
+        groups = index._impacts.get(token)
+        if groups is not None:
+            assert sorted(d for g in groups.values() for d in g) == sorted(posting)
+            for key, members in groups.items():
+                assert all((posting[d] << 32) | index._lengths[d] == key for d in members)
+    assert set(index._impacts) <= set(index._postings)
+    floor = data.draw(st.sampled_from([0.0, 0.0, 0.5, 1.5]))
+    rejected = data.draw(st.sets(st.sampled_from([f"d{i}" for i in range(0, 160, 3)]), max_size=30))
+    accept = None if not rejected else (lambda d: d not in rejected)
+    tokens = tokenize(query)
+    pruned = index._bm25(tokens, limit, floor, accept, prune=True)
+    full = index._bm25(tokens, limit, floor, accept, prune=False)
+    assert pruned == full  # ids, order and scores to the bit
