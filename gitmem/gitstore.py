@@ -33,6 +33,7 @@ from gitmem.fileformat import (
     validate_path,
 )
 from gitmem.git import batch as git_batch
+from gitmem.git import bulk as git_bulk
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
@@ -227,6 +228,26 @@ class SyncGitFileStore:
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")
         return FileText(path, decode_stored(found[1]), found[0])
 
+    def read_under(self, prefix: str = "", rev: str | None = None) -> builtins.list[FileText]:
+        """Every file under folder ``prefix`` at ``rev`` (default: the head), as :meth:`read` would return it.
+
+        One walk of the tree instead of a lookup per path: what rebuilding a
+        derived index (recall) over thousands of files needs. A path that
+        :meth:`read` would refuse (pushed by another git client) is left out.
+        """
+        folder = validate_directory(prefix, self.format)
+        out: builtins.list[FileText] = []
+        with translate_errors(self.path):
+            commit = self._read_head() if rev is None else self._resolve(rev)
+            for path, oid, data in git_bulk.files_under(self.repo, commit, folder):
+                try:
+                    valid = validate_path(path, self.format) == path
+                except MemoryStoreError:
+                    valid = False
+                if valid:
+                    out.append(FileText(path, decode_stored(data), oid))
+        return out
+
     def link_at(self, path: str) -> str | None:
         """The symbolic link or submodule (pushed with plain git) at ``path`` or at a folder above it.
 
@@ -305,9 +326,7 @@ class SyncGitFileStore:
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         self.delete_many([(path, expected)], origin=origin)
 
-    def move_many(
-        self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
-    ) -> builtins.list[str]:
+    def move_many(self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None) -> builtins.list[str]:
         """Move each ``(source, destination, expected)`` in ONE commit, all or nothing.
 
         For a folder rename: any stale source (``version_mismatch``), taken
@@ -399,7 +418,9 @@ class SyncGitFileStore:
 
     def diff(self, a: str, b: str | None = None, path: str | None = None) -> builtins.list[FileDiff]:
         """From ``a`` to ``b``; without ``b``, to the head this store reads (a run's proposal, else ``main``)."""
-        return git_history.diff(self.repo, self.format, a, b, path, head=None if b is not None else self._proposal_head())
+        return git_history.diff(
+            self.repo, self.format, a, b, path, head=None if b is not None else self._proposal_head()
+        )
 
     def blame(self, path: str, rev: str | None = None) -> builtins.list[BlameLine]:
         """Blame at ``rev``, else at the head this store reads (a run's proposal, else ``main``)."""

@@ -40,13 +40,13 @@ from collections.abc import Callable, Collection, Mapping
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-# Tokens with at least this many postings keep their impact buckets up to date in the
-# index; smaller postings are grouped when a query asks (cheaper than keeping them).
+# Tokens with at least this many postings keep their impact buckets in the index once a
+# query has needed them; smaller postings are grouped by each query (cheaper than keeping them).
 BUCKETED_POSTINGS = 48
 # Queries with more tokens than this are scored exhaustively (see the module docstring).
 MAX_PRUNED_TOKENS = 12
 
-Buckets = dict[int, list[str]]  # impact key (tf << 32 | length) -> documents
+Buckets = defaultdict[int, list[str]]  # impact key (tf << 32 | length) -> documents
 
 
 def impact_key(tf: int, length: int) -> int:
@@ -56,14 +56,9 @@ def impact_key(tf: int, length: int) -> int:
 
 def buckets_of(posting: Mapping[str, int], lengths: Mapping[str, int]) -> Buckets:
     """``posting`` (document -> tf) grouped by impact key."""
-    out: Buckets = {}
+    out: Buckets = defaultdict(list)
     for doc_id, tf in posting.items():
-        key = (tf << 32) | lengths[doc_id]
-        group = out.get(key)
-        if group is None:
-            out[key] = [doc_id]
-        else:
-            group.append(doc_id)
+        out[(tf << 32) | lengths[doc_id]].append(doc_id)
     return out
 
 

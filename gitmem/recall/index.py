@@ -56,7 +56,6 @@ class RecallHit:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    tokens: frozenset[str]
     counts: dict[str, int]
     length: int
     updated_at: float
@@ -140,6 +139,7 @@ class RecallIndex:
         # token -> its postings grouped by BM25 impact, kept only for tokens with many postings.
         self._impacts: dict[str, bm25.Buckets] = {}
         self._lengths: dict[str, int] = {}  # doc id -> token count (BM25's length)
+        self._bucketed = bm25.BUCKETED_POSTINGS  # the tests lower it to exercise the groups on small corpora
         self._total_length = 0
         # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
         self._keys: dict[str, tuple[float, str]] = {}
@@ -149,37 +149,45 @@ class RecallIndex:
 
     def upsert(self, doc: RecallDoc) -> None:
         check_doc(doc)
-        listed = token_list(doc.text)
-        counts = Counter(listed)
-        entry = _Entry(frozenset(counts), counts, len(listed), float(doc.updated_at), doc.text)
-        doc_id = doc.id
-        length = entry.length
         with self._lock:
-            self._drop(doc_id)
-            self._docs[doc_id] = entry
-            self._keys[doc_id] = (-entry.updated_at, doc_id)
-            self._lengths[doc_id] = length
-            self._total_length += length
-            postings = self._postings
-            impacts = self._impacts
-            for token, n in counts.items():
-                posting = postings.get(token)
-                if posting is None:
-                    postings[token] = {doc_id: n}
-                    continue
-                posting[doc_id] = n
-                groups = impacts.get(token)
-                if groups is not None:
-                    key = (n << 32) | length
-                    group = groups.get(key)
-                    if group is None:
-                        groups[key] = [doc_id]
-                    else:
-                        group.append(doc_id)
-                elif len(posting) >= bm25.BUCKETED_POSTINGS:
-                    impacts[token] = bm25.buckets_of(posting, self._lengths)
+            self._put(doc)
         if self.semantic is not None:
             self.semantic.note(doc.id, doc.text)
+
+    def upsert_many(self, docs: Iterable[RecallDoc]) -> None:
+        """:meth:`upsert` each of ``docs`` in turn, under one hold of the lock (a rebuild, a resumed snapshot)."""
+        added: list[RecallDoc] = []
+        with self._lock:
+            for doc in docs:
+                check_doc(doc)
+                self._put(doc)
+                added.append(doc)
+        if self.semantic is not None:
+            for doc in added:
+                self.semantic.note(doc.id, doc.text)
+
+    def _put(self, doc: RecallDoc) -> None:
+        listed = token_list(doc.text)
+        counts = Counter(listed)
+        doc_id = doc.id
+        length = len(listed)
+        entry = _Entry(counts, length, float(doc.updated_at), doc.text)
+        self._drop(doc_id)
+        self._docs[doc_id] = entry
+        self._keys[doc_id] = (-entry.updated_at, doc_id)
+        self._lengths[doc_id] = length
+        self._total_length += length
+        postings = self._postings
+        impacts = self._impacts
+        for token, n in counts.items():
+            posting = postings.get(token)
+            if posting is None:
+                postings[token] = {doc_id: n}
+                continue
+            posting[doc_id] = n
+            groups = impacts.get(token)
+            if groups is not None:
+                groups[(n << 32) | length].append(doc_id)
 
     def remove(self, doc_id: str) -> None:
         with self._lock:
@@ -238,7 +246,7 @@ class RecallIndex:
 
     def tokens_of(self, doc_id: str) -> frozenset[str] | None:
         entry = self._docs.get(doc_id)
-        return None if entry is None else entry.tokens
+        return None if entry is None else frozenset(entry.counts)
 
     def search(
         self,
@@ -338,6 +346,12 @@ class RecallIndex:
             if accept is not None:
                 accept = _remembered(accept)
             if prune and len(tokens) <= bm25.MAX_PRUNED_TOKENS:
+                for token in tokens:
+                    # A common token's impact groups are made by the first query that needs
+                    # them and kept up to date by every write after it.
+                    posting = self._postings.get(token)
+                    if posting is not None and len(posting) >= self._bucketed and token not in self._impacts:
+                        self._impacts[token] = bm25.buckets_of(posting, self._lengths)
                 scores = bm25.pruned_scores(
                     tokens, self._postings, self._impacts, self._lengths, n_docs, avg, limit, floor, accept
                 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
@@ -38,6 +38,18 @@ class SyncSource(Protocol):
     def read(self, path: str) -> FileText: ...
 
     def changes(self, since: str | None) -> Changes | FullResync: ...
+
+
+@runtime_checkable
+class BulkSource(Protocol):
+    """A source that can also read every file under a folder of one commit in one go.
+
+    :class:`~gitmem.gitstore.SyncGitFileStore` can (one walk of the tree instead of
+    a lookup per path); a rebuild uses it when the source has it, and reads file
+    by file otherwise. It returns what :meth:`SyncSource.read` would for each file.
+    """
+
+    def read_under(self, prefix: str = "", rev: str | None = None) -> list[FileText]: ...
 
 
 def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
@@ -121,9 +133,9 @@ class StoreRecall:
         if found is None:
             return
         for path, doc in found.docs:
-            self.index.upsert(doc)
             self._by_path[path] = doc.id
             self._paths_of.setdefault(doc.id, set()).add(path)
+        self.index.upsert_many(doc for _, doc in found.docs)
         self.skipped.update(found.skipped)
         self.cursor = found.cursor
         self.resumed_from_snapshot = True
@@ -155,7 +167,12 @@ class StoreRecall:
             self._write_snapshot()
 
     def _rebuild(self, cursor: str) -> None:
-        entries = [e for e in self.store.list() if self.covers(e.path)]
+        files: list[FileText] = []
+        entries: list[FileEntry] = []
+        if isinstance(self.store, BulkSource):
+            files = self.store.read_under(self.prefix, cursor)
+        else:
+            entries = [e for e in self.store.list() if self.covers(e.path)]
         # Until the rebuild completes the index reflects no cursor: a failure part-way makes
         # the next refresh rebuild again rather than catch up a half-filled index.
         self.cursor = None
@@ -163,10 +180,35 @@ class StoreRecall:
         self._by_path.clear()
         self._paths_of.clear()
         self.skipped.clear()
+        self._load(files)
         for entry in entries:
             self._reload(entry.path)
         self.cursor = cursor
         self.full_rebuilds += 1
+
+    def _load(self, files: list[FileText]) -> None:
+        """Fill the empty index from ``files`` (path order), as reloading each path in turn would."""
+        docs = []
+        for file in files:
+            if not self.covers(file.path):
+                continue
+            doc = self._doc_of(file)
+            if doc is not None:
+                docs.append(doc)
+                self._by_path[file.path] = doc.id
+                self._paths_of.setdefault(doc.id, set()).add(file.path)
+        self.index.upsert_many(docs)  # of two files naming one id, the later one stands, as in _reload
+
+    def _doc_of(self, file: FileText) -> RecallDoc | None:
+        """``to_doc`` of ``file``, or ``None`` with the reason in :attr:`skipped` when it cannot be parsed."""
+        try:
+            doc = self.to_doc(file)
+            if doc is not None:
+                check_doc(doc)
+        except (ValueError, TypeError, KeyError, MemoryStoreError) as error:
+            self.skipped[file.path] = f"{type(error).__name__}: {error}"
+            return None
+        return doc
 
     def _reload(self, path: str) -> None:
         """Re-read ``path`` and put its document in the index (or take its old one out)."""
@@ -176,16 +218,8 @@ class StoreRecall:
             if error.code != "not_found":
                 raise
             file = None
-        doc: RecallDoc | None = None
         self.skipped.pop(path, None)
-        if file is not None:
-            try:
-                doc = self.to_doc(file)
-                if doc is not None:
-                    check_doc(doc)
-            except (ValueError, TypeError, KeyError, MemoryStoreError) as error:
-                doc = None
-                self.skipped[path] = f"{type(error).__name__}: {error}"
+        doc = None if file is None else self._doc_of(file)
         old = self._by_path.pop(path, None)
         if old is not None and (doc is None or doc.id != old):
             holders = self._paths_of.get(old, set())

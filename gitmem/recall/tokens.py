@@ -50,6 +50,9 @@ def _bmp(spans: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
 _FULL: Final = _pattern(WORD_RANGES, CJK_RANGES)
 _FAST: Final = _pattern(_bmp(WORD_RANGES), _bmp(CJK_RANGES))
 _ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+# In ASCII the word class is exactly the letters and digits (``_`` is punctuation), there is
+# no CJK, and NFC changes nothing: most stored text takes this one small class.
+_ASCII: Final = re.compile("[a-z0-9]+")
 
 
 def normalise(text: str) -> str:
@@ -60,6 +63,8 @@ def normalise(text: str) -> str:
 
 def token_list(text: str) -> list[str]:
     """Every token occurrence in order, repeats kept (BM25 counts them; coverage uses the set)."""
+    if text.isascii():
+        return _ASCII.findall(text.lower())
     out: list[str] = []
     text = normalise(text)
     pattern = _FULL if _ASTRAL.search(text) else _FAST

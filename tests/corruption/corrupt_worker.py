@@ -22,6 +22,7 @@ def main() -> None:
         ("read_other", lambda: store.read("b.md")),
         ("read_short_rev", lambda: store.read("notes/a.md", rev=store.head()[:10])),
         ("list", store.list),
+        ("read_under", lambda: store.read_under("notes/")),
         ("search", lambda: store.search("memory")),
         ("search_regex", lambda: store.search("mem.ry", regex=True)),
         ("find", lambda: store.find("memory")),

@@ -96,27 +96,45 @@ many_docs = st.lists(st.tuples(st.integers(0, 159), long_text, times), min_size=
 pruned_queries = st.lists(st.sampled_from(SKEWED), min_size=1, max_size=5).map(" ".join)
 
 
-@given(many_docs, st.lists(st.integers(0, 159), max_size=40), pruned_queries, st.integers(1, 12), st.data())
+@given(many_docs, many_docs, st.lists(st.integers(0, 159), max_size=40), pruned_queries, st.integers(1, 12), st.data())
 def test_pruned_bm25_equals_every_posting_scored(
-    corpus: list[tuple[int, str, float]], removed: list[int], query: str, limit: int, data: st.DataObject
+    corpus: list[tuple[int, str, float]],
+    later: list[tuple[int, str, float]],
+    removed: list[int],
+    query: str,
+    limit: int,
+    data: st.DataObject,
 ) -> None:
     index = RecallIndex()
-    for n, body, at in corpus:
+    index._bucketed = data.draw(st.sampled_from([1, 3, 48]))
+    index.upsert_many(RecallDoc(f"d{n}", body, at) for n, body, at in corpus)
+    tokens = tokenize(query)
+    assert index._bm25(tokens, limit, 0.0, None, prune=True) == index._bm25(tokens, limit, 0.0, None, prune=False)
+    # That query grouped its common tokens' postings by impact; later writes must keep the groups exact.
+    for n, body, at in later:
         index.upsert(RecallDoc(f"d{n}", body, at))
     for n in removed:
         index.remove(f"d{n}")
-    # The impact buckets are exactly the postings regrouped, after replacements and removals.
-    for token, posting in index._postings.items():
-        groups = index._impacts.get(token)
-        if groups is not None:
-            assert sorted(d for g in groups.values() for d in g) == sorted(posting)
-            for key, members in groups.items():
-                assert all((posting[d] << 32) | index._lengths[d] == key for d in members)
+    for token, groups in index._impacts.items():
+        posting = index._postings[token]
+        assert sorted(d for g in groups.values() for d in g) == sorted(posting)
+        for key, members in groups.items():
+            assert all((posting[d] << 32) | index._lengths[d] == key for d in members)
     assert set(index._impacts) <= set(index._postings)
     floor = data.draw(st.sampled_from([0.0, 0.0, 0.5, 1.5]))
     rejected = data.draw(st.sets(st.sampled_from([f"d{i}" for i in range(0, 160, 3)]), max_size=30))
     accept = None if not rejected else (lambda d: d not in rejected)
-    tokens = tokenize(query)
-    pruned = index._bm25(tokens, limit, floor, accept, prune=True)
-    full = index._bm25(tokens, limit, floor, accept, prune=False)
-    assert pruned == full  # ids, order and scores to the bit
+    for tokens in (tokenize(query), tokenize(data.draw(pruned_queries))):
+        pruned = index._bm25(tokens, limit, floor, accept, prune=True)
+        full = index._bm25(tokens, limit, floor, accept, prune=False)
+        assert pruned == full  # ids, order and scores to the bit
+
+
+def test_upsert_many_is_upsert_in_turn() -> None:
+    docs = [RecallDoc(f"d{i % 7}", " ".join(SKEWED[: 1 + i % 9]), float(i)) for i in range(30)]
+    one, many = RecallIndex(), RecallIndex()
+    for doc in docs:
+        one.upsert(doc)
+    many.upsert_many(docs)
+    assert one._postings == many._postings and one._lengths == many._lengths
+    assert [one.get(d) for d in sorted(one.ids())] == [many.get(d) for d in sorted(many.ids())]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 
 from gitmem.errors import MemoryStoreError
 from gitmem.gitstore import SyncGitFileStore
-from gitmem.model import FileText
+from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall.storeindex import BulkSource
 
 from .support import SyncMemStore, git_store, item, to_doc
 
@@ -181,3 +183,62 @@ def test_a_document_with_a_bad_time_is_skipped_not_fatal() -> None:
     recall = StoreRecall(store, to_doc)
     assert [h.id for h in recall.search("shared")] == ["a"]
     assert sorted(recall.skipped) == ["items/b.json", "items/c.json"]
+
+
+class _ByPath:
+    """The git store with only the three reads recall needs: no bulk read, so a rebuild reads file by file."""
+
+    def __init__(self, inner: SyncGitFileStore) -> None:
+        self.inner = inner
+
+    def list(self) -> list[FileEntry]:
+        return self.inner.list()
+
+    def read(self, path: str) -> FileText:
+        return self.inner.read(path)
+
+    def changes(self, since: str | None) -> Changes | FullResync:
+        return self.inner.changes(since)
+
+
+def test_a_rebuild_from_one_tree_walk_equals_reading_file_by_file(tmp_path: Path) -> None:
+    store = git_store(tmp_path)
+    for i in range(30):
+        write(store, f"items/{i % 4}/{i}.json", item(f"note number {i} about rust", float(i)))
+    write(store, "items/dup-a.json", item("first holder", 1.0, id="same"))
+    write(store, "items/dup-b.json", item("second holder", 2.0, id="same"))
+    write(store, "items/gone.json", item("erased", 3.0, status="tombstoned"))
+    write(store, "items/bad.json", "not json\n")
+    write(store, "items/1/late.json", item("caf\u00e9 \u6570\u636e\u5e93\u8fc1\u79fb", 4.0))
+    write(store, "other/outside.json", item("not under the prefix", 5.0))
+    # A symbolic link and a submodule pushed with plain git: never read, either way.
+    head = store.head()
+    git = ["git", "--git-dir", store.path]
+    link = subprocess.run([*git, "hash-object", "-w", "--stdin"], input="x", text=True, capture_output=True, check=True)
+    listing = subprocess.run([*git, "ls-tree", f"{head}:items"], text=True, capture_output=True, check=True).stdout
+    entries = f"{listing}120000 blob {link.stdout.strip()}\tlink.json\n160000 commit {head}\tsub.json\n"
+    items = subprocess.run([*git, "mktree"], input=entries, text=True, capture_output=True, check=True).stdout.strip()
+    root = subprocess.run([*git, "ls-tree", head], text=True, capture_output=True, check=True).stdout
+    root = "".join(line + "\n" for line in root.splitlines() if not line.endswith("\titems"))
+    tree = subprocess.run(
+        [*git, "mktree"], input=f"{root}040000 tree {items}\titems\n", text=True, capture_output=True, check=True
+    ).stdout.strip()
+    commit = subprocess.run(
+        [*git, "commit-tree", tree, "-p", head, "-m", "plain git"], text=True, capture_output=True, check=True
+    ).stdout.strip()
+    subprocess.run([*git, "update-ref", "refs/heads/main", commit, head], check=True)
+
+    assert isinstance(store, BulkSource) and not isinstance(_ByPath(store), BulkSource)
+    bulk, by_path = StoreRecall(store, to_doc, prefix="items"), StoreRecall(_ByPath(store), to_doc, prefix="items")
+    assert bulk.refresh() == by_path.refresh() == commit
+    assert sorted(bulk.index.ids()) == sorted(by_path.index.ids())
+    assert all(bulk.index.get(d) == by_path.index.get(d) for d in by_path.index.ids())
+    assert bulk.index.get("same") == RecallDoc("same", "second holder", 2.0)
+    assert bulk.skipped == by_path.skipped and set(bulk.skipped) == {"items/bad.json"}
+    assert bulk._by_path == by_path._by_path and bulk._paths_of == by_path._paths_of
+    assert "link" not in bulk.index.ids() and "sub" not in bulk.index.ids()
+    # Both then catch up the same way.
+    write(store, "items/dup-b.json", item("moved on", 9.0, id="other"))
+    bulk.refresh(), by_path.refresh()
+    assert bulk.index.get("same") == by_path.index.get("same") == RecallDoc("same", "first holder", 1.0)
+    assert bulk.search("holder") == by_path.search("holder")

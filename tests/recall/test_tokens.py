@@ -5,11 +5,13 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitmem.recall import PROFILE, coverage, tokenize
 from gitmem.recall._wordtable import UNICODE_VERSION
 from gitmem.recall.charclass import table_source
-from gitmem.recall.tokens import token_list
+from gitmem.recall.tokens import _FAST, normalise, token_list
 
 
 def test_words_and_cjk_runs_with_their_pairs() -> None:
@@ -77,6 +79,12 @@ def test_nfc_makes_composed_and_decomposed_spellings_equal() -> None:
 def test_astral_characters_take_the_full_table() -> None:
     assert tokenize("𠀀𠀁 and \U0001d400bc") == {"𠀀𠀁", "and", "\U0001d400bc"}  # bold A: a letter past U+FFFF
     assert tokenize("x😀y") == {"x", "y"}  # emoji are symbols, not word characters
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_ascii_text_takes_a_short_cut_with_the_same_tokens(text: str) -> None:
+    general = [word or run for word, run in _FAST.findall(normalise(text))]
+    assert token_list(text) == general
 
 
 def test_repeats_are_kept_in_the_token_list() -> None:

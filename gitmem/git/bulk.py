@@ -1,0 +1,72 @@
+"""Every file under a folder of one commit, read in one walk of its tree.
+
+Reading ``n`` files by path looks each path up from the root tree again
+(validating it, resolving the head, descending folder by folder), and pygit2's
+lookup by id is a prefix search that makes the loose-object guard list an object
+folder: ~0.25 ms a file, so rebuilding a recall index over 10,000 files took
+seconds. A walk visits each tree once and reads each blob by its full id:
+
+- **packed blobs** (nearly all of them once a memory has been written in bulk or
+  compacted) straight from libgit2's pack reader, as git reads packs before loose
+  files; ~7 µs a blob;
+- **everything else** through the repository's guarded object database
+  (:mod:`gitmem.git.loose`): a loose object is still checked before libgit2
+  inflates it, and a damaged one refused with
+  :class:`~gitmem.git.loose.CorruptObject`, never a hang.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pygit2
+
+from gitmem.git.repo import GitRepo, lookup
+
+_FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
+_TREE_MODE = pygit2.GIT_FILEMODE_TREE
+
+
+def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[str, str, bytes]]:
+    """``(path, blob id, bytes)`` of every regular file under folder ``prefix`` (``""``: all) at ``commit``.
+
+    In git's path order; nothing when ``prefix`` is not a folder there. Symbolic
+    links and submodules are left out, as a read by path leaves them out.
+    """
+    handle = repo.repo
+    tree = handle[commit].peel(pygit2.Tree)
+    folder = prefix.strip("/")
+    if folder:
+        entry = lookup(tree, folder)
+        if entry is None or entry.kind != "tree":
+            return
+        tree = handle[entry.oid].peel(pygit2.Tree)
+        folder += "/"
+    objects = os.path.join(repo.path, "objects")
+    packs = pygit2.OdbBackendPack(objects) if os.path.isdir(os.path.join(objects, "pack")) else None
+    odb = handle.odb
+    for path, oid in _walk(tree, folder):
+        data: bytes | None = None
+        if packs is not None:
+            try:
+                kind, data = packs.read(oid)
+            except (KeyError, pygit2.GitError):  # not packed (loose, or in an alternate), or the pack went away
+                data = None
+            else:
+                if kind != pygit2.enums.ObjectType.BLOB:
+                    data = None  # let the ordinary read say what is wrong
+        if data is None:
+            data = odb.read(oid)[1]
+        yield path, str(oid), bytes(data)
+
+
+def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
+    # Entries are not loaded by iterating a tree: only the subtrees are read.
+    for obj in tree:
+        mode = obj.filemode
+        if mode == _TREE_MODE:
+            assert isinstance(obj, pygit2.Tree)
+            yield from _walk(obj, f"{prefix}{obj.name}/")
+        elif mode in _FILE_MODES:
+            yield f"{prefix}{obj.name}", obj.id
