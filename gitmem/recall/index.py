@@ -168,9 +168,11 @@ class RecallIndex:
 
     def _put(self, doc: RecallDoc) -> None:
         listed = token_list(doc.text)
-        counts = Counter(listed)
-        doc_id = doc.id
         length = len(listed)
+        counts = dict.fromkeys(listed, 1)
+        if len(counts) < length:  # some token repeats
+            counts = Counter(listed)
+        doc_id = doc.id
         entry = _Entry(counts, length, float(doc.updated_at), doc.text)
         self._drop(doc_id)
         self._docs[doc_id] = entry
@@ -178,16 +180,16 @@ class RecallIndex:
         self._lengths[doc_id] = length
         self._total_length += length
         postings = self._postings
-        impacts = self._impacts
         for token, n in counts.items():
-            posting = postings.get(token)
-            if posting is None:
+            try:
+                postings[token][doc_id] = n
+            except KeyError:
                 postings[token] = {doc_id: n}
-                continue
-            posting[doc_id] = n
-            groups = impacts.get(token)
-            if groups is not None:
-                groups[(n << 32) | length].append(doc_id)
+        impacts = self._impacts
+        if impacts:
+            for token in impacts.keys() & counts.keys():
+                n = counts[token]
+                impacts[token][(n << 32) | length].append(doc_id)
 
     def remove(self, doc_id: str) -> None:
         with self._lock:
