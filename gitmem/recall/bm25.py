@@ -36,7 +36,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -45,6 +46,12 @@ BM25_B = 0.75
 BUCKETED_POSTINGS = 48
 # Queries with more tokens than this are scored exhaustively (see the module docstring).
 MAX_PRUNED_TOKENS = 12
+# After this many documents scored without a decision, count each document's query tokens.
+COUNT_AFTER = 128
+# A count level with at most this many unseen documents is visited whole.
+LEVEL_VISIT = 512
+# Relative slack on a bound summed in another order than the scores it bounds (≥ 12 ulps).
+_SLACK = 1.0 + 1e-12
 
 Buckets = defaultdict[int, list[str]]  # impact key (tf << 32 | length) -> documents
 
@@ -59,6 +66,63 @@ def buckets_of(posting: Mapping[str, int], lengths: Mapping[str, int]) -> Bucket
     out: Buckets = defaultdict(list)
     for doc_id, tf in posting.items():
         out[(tf << 32) | lengths[doc_id]].append(doc_id)
+    return out
+
+
+class Slots(NamedTuple):
+    """The index's document slots: id -> slot, slot -> id (``None``: free), token -> bitmap of slots."""
+
+    of: Mapping[str, int]
+    ids: Sequence[str | None]
+    bits: Mapping[str, int]
+
+
+def bitmap(posting: Iterable[str], slots: Mapping[str, int], size: int) -> int:
+    """The slots of ``posting``'s documents as the bits of one int."""
+    flags = bytearray((size + 8) // 8)
+    for doc_id in posting:
+        slot = slots[doc_id]
+        flags[slot >> 3] |= 1 << (slot & 7)
+    return int.from_bytes(flags, "little")
+
+
+def _members(mask: int, ids: Sequence[str | None]) -> list[str]:
+    """The documents whose slots are the set bits of ``mask`` (found by ``str.find``, a loop in C)."""
+    digits = bin(mask)
+    top = len(digits) - 1
+    out = []
+    at = digits.find("1", 2)
+    while at >= 0:
+        doc_id = ids[top - at]
+        if doc_id is not None:
+            out.append(doc_id)
+        at = digits.find("1", at + 1)
+    return out
+
+
+def _levels(masks: list[int], size: int) -> dict[int, int]:
+    """Level ``m`` -> the bitmap of slots set in exactly ``m`` of ``masks`` (only levels >= 1 that occur).
+
+    A bit-sliced counter: plane ``j`` holds bit ``j`` of each slot's count, and adding a
+    mask is a ripple-carry of big-int operations, a few per plane.
+    """
+    planes = [0] * max(1, len(masks).bit_length())
+    for mask in masks:
+        carry = mask
+        for j, plane in enumerate(planes):
+            if not carry:
+                break
+            planes[j], carry = plane ^ carry, plane & carry
+    everything = (1 << size) - 1
+    out = {}
+    for m in range(1, len(masks) + 1):
+        exact = everything
+        for j, plane in enumerate(planes):
+            exact &= plane if (m >> j) & 1 else ~plane
+            if not exact:
+                break
+        if exact:
+            out[m] = exact
     return out
 
 
@@ -104,11 +168,15 @@ def pruned_scores(
     postings: Mapping[str, Mapping[str, int]],
     impacts: Mapping[str, Buckets],
     lengths: Mapping[str, int],
+    slots: Slots,
     n_docs: int,
     avg: float,
     limit: int,
     floor: float,
     accept: Callable[[str], bool] | None,
+    *,
+    count_after: int = COUNT_AFTER,
+    level_visit: int = LEVEL_VISIT,
 ) -> dict[str, float]:
     """Exact scores of a set of documents that contains the top ``limit`` (accepted, ``>= floor``, ``> 0``).
 
@@ -120,6 +188,7 @@ def pruned_scores(
     # Per query token, in the query's order: its posting, weight, and groups by contribution, best first.
     terms: list[tuple[Mapping[str, int], float]] = []
     queues: list[list[tuple[float, list[str]]]] = []
+    masks: list[int] = []
     for token in tokens:
         posting = postings.get(token)
         if not posting:
@@ -135,24 +204,13 @@ def pruned_scores(
         queue.sort(key=_first, reverse=True)
         terms.append((posting, weight))
         queues.append(queue)
+        found = slots.bits.get(token)
+        masks.append(-1 if found is None else found)  # -1: made only if the counting needs it
     scores: dict[str, float] = {}
     best: list[float] = []  # the accepted top scores so far, a min-heap of at most ``limit``
-    at = [0] * len(queues)
-    while True:
-        # The threshold: what a document not seen yet could score at most.
-        tau = 0.0
-        pick = -1
-        top = -1.0
-        for i, queue in enumerate(queues):
-            if at[i] < len(queue):
-                c = queue[at[i]][0]
-                tau += c
-                if c > top:
-                    top, pick = c, i
-        if pick < 0 or tau < floor or (len(best) == limit and best[0] > tau):
-            return scores
-        members = queues[pick][at[pick]][1]
-        at[pick] += 1
+    kept: list[str] = []  # the accepted documents that were in (or tied with) that top when seen
+
+    def visit(members: Iterable[str]) -> None:
         for doc_id in members:
             if doc_id in scores:
                 continue
@@ -163,14 +221,77 @@ def pruned_scores(
                 if count:
                     score += weight * count / (count + norm)
             scores[doc_id] = score
-            if score <= 0.0 or score < floor or (len(best) == limit and score <= best[0]):
+            if score <= 0.0 or score < floor:
+                continue
+            full = len(best) == limit
+            if full and score < best[0]:
                 continue
             if accept is not None and not accept(doc_id):
                 continue
-            if len(best) < limit:
+            kept.append(doc_id)
+            if not full:
                 heapq.heappush(best, score)
-            else:
+            elif score > best[0]:
                 heapq.heapreplace(best, score)
+
+    at = [0] * len(queues)
+    levels: dict[int, int] | None = None  # once counted: query tokens held -> bitmap of documents
+    level = 0  # once counted: the most query tokens a document not seen yet can hold
+    while True:
+        # What a document not seen yet can score at most: the sum of each token's next group (τ) ...
+        tau = 0.0
+        pick = -1
+        top = -1.0
+        frontier = []
+        for i, queue in enumerate(queues):
+            if at[i] < len(queue):
+                c = queue[at[i]][0]
+                tau += c
+                frontier.append(c)
+                if c > top:
+                    top, pick = c, i
+        if pick < 0 or (levels is not None and level == 0):
+            break
+        bound = tau
+        if levels is not None and level < len(frontier):
+            # ... and, holding at most ``level`` of the tokens, the ``level`` best of those (the
+            # slack covers summing in another order than the document's own score is summed).
+            frontier.sort(reverse=True)
+            bound = min(tau, math.fsum(frontier[:level]) * _SLACK)
+        if bound < floor or (len(best) == limit and best[0] > bound):
+            break
+        if levels is None and len(scores) >= count_after and len(terms) > 1:
+            # Not done after a few groups: the query's common tokens weigh alike. Count how many
+            # query tokens each document holds (on bitmaps), then visit the documents holding
+            # the most, as many levels at once as fit in ``level_visit``.
+            size = len(slots.ids)
+            for i, (posting, _) in enumerate(terms):
+                if masks[i] < 0:
+                    masks[i] = bitmap(posting, slots.of, size)
+            levels = _levels(masks, size)
+            sizes = {m: mask.bit_count() for m, mask in levels.items()}
+            level = max(levels, default=0)
+            cut, taken = level, sizes.get(level, 0)
+            while cut > 1 and taken + sizes.get(cut - 1, 0) <= level_visit:
+                cut -= 1
+                taken += sizes.get(cut, 0)
+            if level and taken <= level_visit:
+                union = 0
+                for m in range(cut, level + 1):
+                    union |= levels.get(m, 0)
+                visit(_members(union, slots.ids))
+                level = cut - 1
+            continue
+        if levels is not None:
+            here = levels.get(level, 0)
+            if here.bit_count() <= level_visit:
+                visit(_members(here, slots.ids))
+                level -= 1
+                continue
+        visit(queues[pick][at[pick]][1])
+        at[pick] += 1
+    theta = best[0] if len(best) == limit else -math.inf
+    return {d: scores[d] for d in kept if scores[d] >= theta}
 
 
 def _first(item: tuple[float, list[str]]) -> float:

@@ -138,8 +138,18 @@ class RecallIndex:
         self._postings: dict[str, dict[str, int]] = {}
         # token -> its postings grouped by BM25 impact, kept only for tokens with many postings.
         self._impacts: dict[str, bm25.Buckets] = {}
+        # Each document has a slot (a small int, reused after a removal); a token with impact
+        # groups also keeps its postings as a bitmap of slots, so a query counts how many of
+        # its tokens each document holds with a few operations on big ints.
+        self._slots: dict[str, int] = {}
+        self._slot_ids: list[str | None] = []
+        self._free: list[int] = []
+        self._bits: dict[str, int] = {}
         self._lengths: dict[str, int] = {}  # doc id -> token count (BM25's length)
-        self._bucketed = bm25.BUCKETED_POSTINGS  # the tests lower it to exercise the groups on small corpora
+        # The pruning's tuning; the tests lower them to exercise every path on small corpora.
+        self._bucketed = bm25.BUCKETED_POSTINGS
+        self._count_after = bm25.COUNT_AFTER
+        self._level_visit = bm25.LEVEL_VISIT
         self._total_length = 0
         # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
         self._keys: dict[str, tuple[float, str]] = {}
@@ -179,6 +189,13 @@ class RecallIndex:
         self._keys[doc_id] = (-entry.updated_at, doc_id)
         self._lengths[doc_id] = length
         self._total_length += length
+        if self._free:
+            slot = self._free.pop()
+            self._slot_ids[slot] = doc_id
+        else:
+            slot = len(self._slot_ids)
+            self._slot_ids.append(doc_id)
+        self._slots[doc_id] = slot
         postings = self._postings
         for token, n in counts.items():
             try:
@@ -187,9 +204,12 @@ class RecallIndex:
                 postings[token] = {doc_id: n}
         impacts = self._impacts
         if impacts:
+            bit = 1 << slot
+            bits = self._bits
             for token in impacts.keys() & counts.keys():
                 n = counts[token]
                 impacts[token][(n << 32) | length].append(doc_id)
+                bits[token] |= bit
 
     def remove(self, doc_id: str) -> None:
         with self._lock:
@@ -204,6 +224,10 @@ class RecallIndex:
             self._postings.clear()
             self._impacts.clear()
             self._lengths.clear()
+            self._slots.clear()
+            self._slot_ids.clear()
+            self._free.clear()
+            self._bits.clear()
             self._total_length = 0
         if self.semantic is not None:
             self.semantic.forget_all()
@@ -215,6 +239,10 @@ class RecallIndex:
         del self._keys[doc_id]
         del self._lengths[doc_id]
         self._total_length -= old.length
+        slot = self._slots.pop(doc_id)
+        self._slot_ids[slot] = None
+        self._free.append(slot)
+        keep = ~(1 << slot)
         for token, n in old.counts.items():
             posting = self._postings[token]
             del posting[doc_id]
@@ -225,9 +253,11 @@ class RecallIndex:
                 group.remove(doc_id)
                 if not group:
                     del groups[key]
+                self._bits[token] &= keep
             if not posting:
                 del self._postings[token]
                 self._impacts.pop(token, None)
+                self._bits.pop(token, None)
 
     # -- reads --
 
@@ -354,8 +384,20 @@ class RecallIndex:
                     posting = self._postings.get(token)
                     if posting is not None and len(posting) >= self._bucketed and token not in self._impacts:
                         self._impacts[token] = bm25.buckets_of(posting, self._lengths)
+                        self._bits[token] = bm25.bitmap(posting, self._slots, len(self._slot_ids))
                 scores = bm25.pruned_scores(
-                    tokens, self._postings, self._impacts, self._lengths, n_docs, avg, limit, floor, accept
+                    tokens,
+                    self._postings,
+                    self._impacts,
+                    self._lengths,
+                    bm25.Slots(self._slots, self._slot_ids, self._bits),
+                    n_docs,
+                    avg,
+                    limit,
+                    floor,
+                    accept,
+                    count_after=self._count_after,
+                    level_visit=self._level_visit,
                 )
             else:
                 scores = bm25.exhaustive_scores(tokens, self._postings, self._lengths, n_docs, avg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import threading
 
 import pytest
@@ -141,6 +142,27 @@ def test_bm25_pruned_walk_agrees_with_every_posting_scored_at_scale() -> None:
             assert index._bm25(tokens, limit, 0.0, None, prune=True) == index._bm25(
                 tokens, limit, 0.0, None, prune=False
             )
+
+
+def test_bm25_pruned_walk_agrees_on_many_small_random_corpora() -> None:
+    # Seeded and cheap: every pruning path (impact groups kept or made per query, counting
+    # the query tokens per document early or late, levels visited whole or group by group).
+    rng = random.Random(3)
+    words = ["the", "of", "deploy", "cargo", "rust", "canary", "x1", "ロック", "alpha", "beta"]
+    for _ in range(300):
+        index = RecallIndex()
+        index._count_after = rng.choice([0, 2, 16])
+        index._level_visit = rng.choice([1, 4, 512])
+        index._bucketed = rng.choice([1, 48])
+        for i in range(rng.randint(5, 120)):
+            text = " ".join(rng.choices(words, weights=[8, 6, 4, 3, 3, 2, 2, 1, 1, 1], k=rng.randint(1, 10)))
+            index.upsert(RecallDoc(f"d{i}", text, float(rng.randint(0, 3))))
+        tokens = tokenize(" ".join(rng.sample(words, rng.randint(2, 5))))
+        limit = rng.randint(1, 8)
+        floor = rng.choice([0.0, 0.0, 1.0])
+        assert index._bm25(tokens, limit, floor, None, prune=True) == index._bm25(
+            tokens, limit, floor, None, prune=False
+        )
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:

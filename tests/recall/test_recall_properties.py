@@ -107,6 +107,8 @@ def test_pruned_bm25_equals_every_posting_scored(
 ) -> None:
     index = RecallIndex()
     index._bucketed = data.draw(st.sampled_from([1, 3, 48]))
+    index._count_after = data.draw(st.sampled_from([0, 2, 16, 128]))
+    index._level_visit = data.draw(st.sampled_from([1, 4, 512]))
     index.upsert_many(RecallDoc(f"d{n}", body, at) for n, body, at in corpus)
     tokens = tokenize(query)
     assert index._bm25(tokens, limit, 0.0, None, prune=True) == index._bm25(tokens, limit, 0.0, None, prune=False)
@@ -120,7 +122,11 @@ def test_pruned_bm25_equals_every_posting_scored(
         assert sorted(d for g in groups.values() for d in g) == sorted(posting)
         for key, members in groups.items():
             assert all((posting[d] << 32) | index._lengths[d] == key for d in members)
-    assert set(index._impacts) <= set(index._postings)
+    assert set(index._impacts) <= set(index._postings) and set(index._bits) == set(index._impacts)
+    for token, bits in index._bits.items():
+        assert bits == sum(1 << index._slots[d] for d in index._postings[token])
+    assert all(index._slot_ids[slot] == d for d, slot in index._slots.items())
+    assert sorted(index._free) == [i for i, d in enumerate(index._slot_ids) if d is None]
     floor = data.draw(st.sampled_from([0.0, 0.0, 0.5, 1.5]))
     rejected = data.draw(st.sets(st.sampled_from([f"d{i}" for i in range(0, 160, 3)]), max_size=30))
     accept = None if not rejected else (lambda d: d not in rejected)
