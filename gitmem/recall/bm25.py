@@ -47,7 +47,7 @@ BUCKETED_POSTINGS = 48
 # Queries with more tokens than this are scored exhaustively (see the module docstring).
 MAX_PRUNED_TOKENS = 12
 # After this many documents scored without a decision, count each document's query tokens.
-COUNT_AFTER = 128
+COUNT_AFTER = 16
 # A count level with at most this many unseen documents is visited whole.
 LEVEL_VISIT = 512
 # Relative slack on a bound summed in another order than the scores it bounds (≥ 12 ulps).
@@ -86,7 +86,7 @@ def bitmap(posting: Iterable[str], slots: Mapping[str, int], size: int) -> int:
     return int.from_bytes(flags, "little")
 
 
-def _members(mask: int, ids: Sequence[str | None]) -> list[str]:
+def slot_members(mask: int, ids: Sequence[str | None]) -> list[str]:
     """The documents whose slots are the set bits of ``mask`` (found by ``str.find``, a loop in C)."""
     digits = bin(mask)
     top = len(digits) - 1
@@ -100,7 +100,7 @@ def _members(mask: int, ids: Sequence[str | None]) -> list[str]:
     return out
 
 
-def _levels(masks: list[int], size: int) -> dict[int, int]:
+def count_levels(masks: list[int], size: int) -> dict[int, int]:
     """Level ``m`` -> the bitmap of slots set in exactly ``m`` of ``masks`` (only levels >= 1 that occur).
 
     A bit-sliced counter: plane ``j`` holds bit ``j`` of each slot's count, and adding a
@@ -268,7 +268,7 @@ def pruned_scores(
             for i, (posting, _) in enumerate(terms):
                 if masks[i] < 0:
                     masks[i] = bitmap(posting, slots.of, size)
-            levels = _levels(masks, size)
+            levels = count_levels(masks, size)
             sizes = {m: mask.bit_count() for m, mask in levels.items()}
             level = max(levels, default=0)
             cut, taken = level, sizes.get(level, 0)
@@ -279,13 +279,13 @@ def pruned_scores(
                 union = 0
                 for m in range(cut, level + 1):
                     union |= levels.get(m, 0)
-                visit(_members(union, slots.ids))
+                visit(slot_members(union, slots.ids))
                 level = cut - 1
             continue
         if levels is not None:
             here = levels.get(level, 0)
             if here.bit_count() <= level_visit:
-                visit(_members(here, slots.ids))
+                visit(slot_members(here, slots.ids))
                 level -= 1
                 continue
         visit(queues[pick][at[pick]][1])

@@ -34,6 +34,8 @@ Ranking = Literal["coverage", "bm25", "fused"]
 RANKINGS: tuple[Ranking, ...] = ("coverage", "bm25", "fused")
 MAX_LIMIT = 100
 RRF_K = 60
+# Coverage counts a query's tokens per document on bitmaps from this many postings on.
+COUNT_ON_BITMAPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,7 @@ class RecallIndex:
         self._bucketed = bm25.BUCKETED_POSTINGS
         self._count_after = bm25.COUNT_AFTER
         self._level_visit = bm25.LEVEL_VISIT
+        self._bitmaps_from = COUNT_ON_BITMAPS
         self._total_length = 0
         # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
         self._keys: dict[str, tuple[float, str]] = {}
@@ -325,20 +328,54 @@ class RecallIndex:
                     if len(out) == limit:
                         return out
                 out.clear()
-            for found in postings:
-                if found:
-                    hits.update(found.keys())  # counted in C
-            # Score levels from the top; only the levels that fill the limit are ordered.
-            for n in sorted(set(hits.values()), reverse=True):
+            if len(tokens) > 1 and sum(len(p) for p in postings if p) >= self._bitmaps_from:
+                # How many query tokens each document holds, counted on slot bitmaps: a few big-int
+                # operations instead of a step per posting; only the levels needed are listed.
+                self._group(tokens)
+                slots = len(self._slot_ids)
+                masks = [
+                    self._bits.get(t) or bm25.bitmap(p, self._slots, slots)
+                    for t, p in zip(tokens, postings, strict=True)
+                    if p
+                ]
+                levels = bm25.count_levels(masks, slots)
+                ids = self._slot_ids
+                counts = sorted(levels, reverse=True)
+
+                def listed(n: int) -> list[str]:
+                    return bm25.slot_members(levels[n], ids)
+
+            else:
+                for found in postings:
+                    if found:
+                        hits.update(found.keys())  # counted in C
+                counts = sorted(set(hits.values()), reverse=True)
+
+                def listed(n: int) -> list[str]:
+                    return [d for d, c in hits.items() if c == n]
+
+            # Score levels from the top; only the levels that fill the limit are listed and ordered.
+            for n in counts:
                 score = n / size
                 if score < floor:
                     break
-                members = [d for d, c in hits.items() if c == n]
+                members = listed(n)
                 for doc_id in self._in_order(members, limit - len(out), accept):
                     out.append(RecallHit(doc_id, score, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
             return out
+
+    def _group(self, tokens: Iterable[str]) -> None:
+        """Make the impact groups and bitmap of each common token of a query that has none yet.
+
+        Made by the first query that needs them and kept up to date by every write after it.
+        """
+        for token in tokens:
+            posting = self._postings.get(token)
+            if posting is not None and len(posting) >= self._bucketed and token not in self._impacts:
+                self._impacts[token] = bm25.buckets_of(posting, self._lengths)
+                self._bits[token] = bm25.bitmap(posting, self._slots, len(self._slot_ids))
 
     def _in_order(self, members: list[str], need: int, accept: Callable[[str], bool] | None) -> Iterator[str]:
         """``members`` newest first (then by id), accepted ones only, sorting no more than ``need`` asks."""
@@ -378,13 +415,7 @@ class RecallIndex:
             if accept is not None:
                 accept = _remembered(accept)
             if prune and len(tokens) <= bm25.MAX_PRUNED_TOKENS:
-                for token in tokens:
-                    # A common token's impact groups are made by the first query that needs
-                    # them and kept up to date by every write after it.
-                    posting = self._postings.get(token)
-                    if posting is not None and len(posting) >= self._bucketed and token not in self._impacts:
-                        self._impacts[token] = bm25.buckets_of(posting, self._lengths)
-                        self._bits[token] = bm25.bitmap(posting, self._slots, len(self._slot_ids))
+                self._group(tokens)
                 scores = bm25.pruned_scores(
                     tokens,
                     self._postings,

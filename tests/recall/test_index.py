@@ -165,6 +165,34 @@ def test_bm25_pruned_walk_agrees_on_many_small_random_corpora() -> None:
         )
 
 
+def test_coverage_counted_on_bitmaps_agrees_with_a_scan() -> None:
+    from gitmem.recall.scan import scan_coverage
+
+    rng = random.Random(5)
+    words = ["the", "of", "deploy", "cargo", "rust", "canary", "x1", "ロック", "alpha", "beta"]
+    for _ in range(200):
+        index = RecallIndex()
+        index._bitmaps_from = 0
+        index._bucketed = rng.choice([1, 3, 48])
+        truth: dict[str, RecallDoc] = {}
+        for _i in range(rng.randint(1, 60)):
+            text = " ".join(rng.choices(words, weights=[8, 6, 4, 3, 3, 2, 2, 1, 1, 1], k=rng.randint(1, 6)))
+            doc = RecallDoc(f"d{rng.randint(0, 40)}", text, float(rng.randint(0, 3)))
+            index.upsert(doc)
+            truth[doc.id] = doc
+            if rng.random() < 0.2:
+                gone = f"d{rng.randint(0, 40)}"
+                index.remove(gone)
+                truth.pop(gone, None)
+            if rng.random() < 0.1:
+                index.search("the of deploy", limit=1, ranking="bm25")  # groups and bitmaps to keep up
+        query = " ".join(rng.sample(words, rng.randint(2, 5)))
+        limit = rng.randint(1, 10)
+        floor = rng.choice([0.0, 0.3])
+        want = scan_coverage(truth.values(), query, limit=limit, min_score=floor)
+        assert index.search(query, limit=limit, min_score=floor) == want
+
+
 def test_rrf_sums_reciprocal_ranks() -> None:
     fused = rrf([["a", "b"], ["b", "c"]])
     assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 1 / 61, "c": 1 / 62})

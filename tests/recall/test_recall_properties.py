@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.recall import RecallDoc, RecallIndex, StoreRecall, tokenize
+from gitmem.recall import RecallDoc, RecallIndex, StoreRecall, bm25, tokenize
 from gitmem.recall.scan import scan_bm25, scan_coverage
 
 from .support import SyncMemStore, item, to_doc
@@ -24,8 +24,11 @@ edit = st.one_of(st.tuples(st.just("upsert"), docs), st.tuples(st.just("remove")
 queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join) | st.text(min_size=1, max_size=12)
 
 
-def run_edits(edits: list[tuple[str, object]]) -> tuple[RecallIndex, dict[str, RecallDoc]]:
-    index, truth = RecallIndex(), {}
+def run_edits(
+    edits: list[tuple[str, object]], index: RecallIndex | None = None, truth: dict[str, RecallDoc] | None = None
+) -> tuple[RecallIndex, dict[str, RecallDoc]]:
+    index = RecallIndex() if index is None else index
+    truth = {} if truth is None else truth
     for op, arg in edits:
         if op == "upsert":
             assert isinstance(arg, RecallDoc)
@@ -44,11 +47,26 @@ def run_edits(edits: list[tuple[str, object]]) -> tuple[RecallIndex, dict[str, R
     st.integers(1, 100),
     st.sampled_from([0.0, 0.25, 0.5, 1.0]),
     st.sets(doc_ids),
+    st.sampled_from([(48, 1024), (1, 0), (2, 3)]),
 )
 def test_index_equals_a_full_scan(
-    edits: list[tuple[str, object]], query: str, limit: int, floor: float, rejected: set[str]
+    edits: list[tuple[str, object]],
+    query: str,
+    limit: int,
+    floor: float,
+    rejected: set[str],
+    tuning: tuple[int, int],
 ) -> None:
-    index, truth = run_edits(edits)
+    index = RecallIndex()
+    # The pruning's thresholds as shipped, and lowered so small corpora take every path
+    # (impact groups and bitmaps kept up to date through the edits, coverage counted on bitmaps).
+    index._bucketed, index._bitmaps_from = tuning
+    index._count_after = 0 if tuning[1] == 0 else bm25.COUNT_AFTER
+    half = len(edits) // 2
+    truth: dict[str, RecallDoc] = {}
+    run_edits(edits[:half], index, truth)
+    index.search("rust cargo deploy 数据库", limit=1, ranking="bm25")  # makes groups the later edits must keep up
+    run_edits(edits[half:], index, truth)
     assert len(index) == len(truth)
     accept = None if not rejected else (lambda d: d not in rejected)
     for ranking, scan in (("coverage", scan_coverage), ("bm25", scan_bm25)):
