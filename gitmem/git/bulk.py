@@ -26,6 +26,7 @@ from gitmem.git.repo import GitRepo, lookup
 
 _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 _TREE_MODE = pygit2.GIT_FILEMODE_TREE
+_BLOB = int(pygit2.enums.ObjectType.BLOB)
 
 
 def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[str, str, bytes]]:
@@ -54,7 +55,7 @@ def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[
             except (KeyError, pygit2.GitError):  # not packed (loose, or in an alternate), or the pack went away
                 data = None
             else:
-                if kind != pygit2.enums.ObjectType.BLOB:
+                if kind != _BLOB:
                     data = None  # let the ordinary read say what is wrong
         if data is None:
             data = odb.read(oid)[1]

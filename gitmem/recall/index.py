@@ -82,6 +82,9 @@ def check_query(query: object, limit: object, ranking: object = "coverage") -> f
 
 def check_doc(doc: object) -> None:
     """Refuse what would corrupt the index: not a :class:`RecallDoc`, non-string id or text, a time that is not finite."""
+    if type(doc) is RecallDoc and type(doc.id) is str and type(doc.text) is str and type(doc.updated_at) is float:
+        if math.isfinite(doc.updated_at):
+            return  # the common case, checked without the general tests below
     if not isinstance(doc, RecallDoc):
         raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
     if not isinstance(doc.id, str) or not isinstance(doc.text, str):
