@@ -338,6 +338,10 @@ def scale(n: int, n_queries: int, work: str) -> dict[str, object]:
     lat: dict[str, dict[str, float]] = {}
     lat["coverage"] = latencies(lambda q: index.search(q, limit=5), queries)
     lat["bm25"] = latencies(lambda q: index.search(q, limit=5, ranking="bm25"), queries)
+    # The same answers by scoring every posting of every query token (BM25 before pruning).
+    lat["bm25, every posting scored"] = latencies(
+        lambda q: index._bm25(tokenize(q), 5, 0.0, None, prune=False), queries
+    )
     lat["coverage+accept"] = latencies(lambda q: index.search(q, limit=5, accept=lambda d: d[-1] != "7"), queries)
     lat["store-recall (refresh+coverage)"] = latencies(lambda q: recall.search(q, limit=5), queries)
     tokens = [(d, tokenize(d.text)) for d in docs]
