@@ -209,6 +209,7 @@ def pruned_scores(
     scores: dict[str, float] = {}
     best: list[float] = []  # the accepted top scores so far, a min-heap of at most ``limit``
     kept: list[str] = []  # the accepted documents that were in (or tied with) that top when seen
+    getters = [(posting.get, weight) for posting, weight in terms]
 
     def visit(members: Iterable[str]) -> None:
         for doc_id in members:
@@ -216,8 +217,8 @@ def pruned_scores(
                 continue
             norm = norms[lengths[doc_id]]
             score = 0.0
-            for posting, weight in terms:
-                count = posting.get(doc_id)
+            for get, weight in getters:
+                count = get(doc_id)
                 if count:
                     score += weight * count / (count + norm)
             scores[doc_id] = score
