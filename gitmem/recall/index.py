@@ -165,8 +165,9 @@ class RecallIndex:
 
     def upsert(self, doc: RecallDoc) -> None:
         check_doc(doc)
+        listed = token_list(doc.text)  # outside the lock: searches need not wait for it
         with self._lock:
-            self._put(doc)
+            self._put(doc, listed)
         if self.semantic is not None:
             self.semantic.note(doc.id, doc.text)
 
@@ -176,14 +177,13 @@ class RecallIndex:
         with self._lock:
             for doc in docs:
                 check_doc(doc)
-                self._put(doc)
+                self._put(doc, token_list(doc.text))
                 added.append(doc)
         if self.semantic is not None:
             for doc in added:
                 self.semantic.note(doc.id, doc.text)
 
-    def _put(self, doc: RecallDoc) -> None:
-        listed = token_list(doc.text)
+    def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)
         counts = dict.fromkeys(listed, 1)
         if len(counts) < length:  # some token repeats
