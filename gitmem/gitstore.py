@@ -532,6 +532,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
 
     list = threaded(SyncGitFileStore.list)
     read = threaded(SyncGitFileStore.read)
+    read_under = threaded(SyncGitFileStore.read_under)
     link_at = threaded(SyncGitFileStore.link_at)
     write = threaded(SyncGitFileStore.write)
     move = threaded(SyncGitFileStore.move)
