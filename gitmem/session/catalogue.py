@@ -184,6 +184,21 @@ class Catalogue:
         if fp is not None and self._by_fp.get(fp) == path:
             del self._by_fp[fp]
 
+    def learn(self, file: FileText, item: MemoryItem) -> None:
+        """``file`` (holding ``item``) was just written by this process: know it without reading it.
+
+        The next refresh still re-reads the path (it is among the changes since the
+        cursor), so a later change by another writer wins. Before the first refresh
+        nothing is learned: that refresh reads everything anyway.
+        """
+        if self.cursor is None:
+            return
+        if len(self._parsed) >= PARSE_CACHE:
+            self._parsed.clear()
+        self._parsed[file.version] = item
+        self._drop(file.path)
+        self._add(file)
+
     def parse(self, file: FileText) -> MemoryItem:
         """The item in ``file`` (cached by blob version); ``ValueError`` when it is not one."""
         item = self._parsed.get(file.version)
