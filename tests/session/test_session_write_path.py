@@ -80,3 +80,19 @@ def test_what_was_learned_is_recalled_and_replaced_by_the_store_on_refresh() -> 
     other = SessionMemory(store)
     other.delete(item.id)  # another handle deletes it
     assert memory.recall_similar("staging cluster deploy") == []  # the refresh re-reads the path
+
+
+def test_a_learned_file_put_back_as_the_cursor_saw_it_is_read_again() -> None:
+    """The change cursor cannot see a file that went back to its old content; what was learned is re-read anyway."""
+    store = CountingStore()
+    memory = SessionMemory(store)
+    memory.remember(TEXT)
+    memory.refresh()
+    (path,) = [e.path for e in store.list()]
+    before = store.read(path)
+    merged = memory.remember(TEXT)  # learned: duplicate_count 1
+    assert merged.metadata["duplicate_count"] == 1
+    now = store.read(path)
+    store.write(path, before.text, expected=now.version)  # someone restores the file as it was
+    (item,) = memory.items()
+    assert "duplicate_count" not in item.metadata
