@@ -443,8 +443,9 @@ class MemoryCommands:
         if not destination:
             raise ToolError(f"The destination {new_shown} already exists")
         try:
-            if ops.read_or_none(self.store, source) is not None:
-                self._move_file(source, destination, old_shown, new_shown)
+            current = ops.read_or_none(self.store, source)
+            if current is not None:
+                self._move_file(source, destination, current, old_shown, new_shown)
                 return f"Successfully renamed {old_shown} to {new_shown}"
             under = self._files_under(source)
             if not under:
@@ -462,8 +463,9 @@ class MemoryCommands:
             return f"Successfully renamed {old_shown} to {new_shown}"
 
         def step(entry: FileEntry) -> None:
+            current = FileText(entry.path, "", entry.version)  # only its version is used
             self._move_file(
-                entry.path, targets[entry.path], f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
+                entry.path, targets[entry.path], current, f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
             )
 
         self._each(under, old_shown, step, "moved")
@@ -485,9 +487,27 @@ class MemoryCommands:
                 raise ToolError(f"The destination {taken} already exists") from None
             raise self._fail(exc, old_shown) from None
 
-    def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
+    def _move_file(self, source: str, destination: str, current: FileText, old_shown: str, new_shown: str) -> None:
+        """One commit moving ``source`` as it was read (``current``); re-read and retried when only it moved on.
+
+        The store checks the source's version and that the destination is free
+        under its writer lock, so nothing is read here beyond the source the
+        caller already read: a refused move (``already_exists``, a folder in the
+        way) tells what stands there.
+        """
         try:
-            ops.move(self.store, source, destination, fmt=self.fmt, retries=self.retries, origin=self.origin)
+            for _ in range(self.retries + 1):
+                try:
+                    self.store.move(source, destination, expected=current.version, origin=self.origin)
+                    return
+                except MemoryStoreError as exc:
+                    if exc.code != "version_mismatch":
+                        raise
+                found = ops.read_or_none(self.store, source)
+                if found is None:
+                    raise MemoryStoreError("not_found", f"{source} does not exist")
+                current = found
+            raise MemoryStoreError("conflict_retries_exhausted", f"{source} kept changing; nothing was moved")
         except MemoryStoreError as exc:
             if exc.code == "already_exists":
                 raise ToolError(f"The destination {new_shown} already exists") from None
