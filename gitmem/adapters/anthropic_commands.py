@@ -43,7 +43,8 @@ def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     """
     if not isinstance(path, str):
         raise ToolError(f"Path must be a string starting with {ROOT}, got: {type(path).__name__}")
-    shown = repr(path) if any(unicodedata.category(c) == "Cc" for c in path) else path
+    # Control characters are shown escaped; a printable path holds none (checked in C, not per character).
+    shown = path if path.isprintable() or not any(unicodedata.category(c) == "Cc" for c in path) else repr(path)
     if "\x00" in path:
         raise ToolError(f"Path {shown} holds a NUL character; nothing was done")
     if "\\" in path:
@@ -62,7 +63,8 @@ def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     for segment in rest.split("/"):
         if not segment:
             raise ToolError(f"Path {shown} has an empty segment ('//'); write each folder name once")
-        if unicodedata.normalize("NFKC", segment).strip() in (".", ".."):
+        folded = segment if segment.isascii() else unicodedata.normalize("NFKC", segment)  # NFKC keeps ASCII
+        if folded.strip() in (".", ".."):
             raise ToolError(f"Path {shown} would escape {ROOT} directory ('.' and '..' segments are refused)")
         if segment.startswith("~"):
             raise ToolError(f"Path {shown} has a segment starting with '~'; home directories are not reachable")
