@@ -268,12 +268,33 @@ class MemoryCommands:
         if not isinstance(file_text, str):
             raise ToolError("`file_text` must be a string")
 
-        def change(current: FileText | None) -> str:
-            if current is not None:
-                raise ToolError(f"File {shown} already exists")
-            return file_text
+        exists = ToolError(f"File {shown} already exists")
+        if self.store.format != self.fmt:  # the tool's own rules: checked after reading, as every edit
 
-        self._update(rel, shown, change)
+            def change(current: FileText | None) -> str:
+                if current is not None:
+                    raise exists
+                return file_text
+
+            self._update(rel, shown, change)
+            return f"File created successfully at: {shown}"
+        # No read first: a write expecting no file is refused under the store's writer lock
+        # when one is there (as the SDK's O_EXCL open), so the commit is the only work.
+        try:
+            self.store.write(rel, file_text, expected=None, origin=self.origin)
+        except MemoryStoreError as exc:
+            if exc.code == "version_mismatch" and exc.current is not None:
+                raise exists from None
+            if exc.code in ("invalid_file", "too_large", "memory_full"):
+                # A file that is there is the first answer, whatever the text (as when read first).
+                try:
+                    there = ops.read_or_none(self.store, rel) is not None
+                except MemoryStoreError:
+                    there = False
+                if there:
+                    raise exists from None
+            link = self._link_error(rel, shown) if exc.code == "invalid_path" else None
+            raise link or self._fail(exc, shown) from None
         return f"File created successfully at: {shown}"
 
     def str_replace(self, path: object, old_str: object, new_str: object) -> str:
