@@ -3,6 +3,7 @@
 ```sh
 .venv/bin/python bench/profile_anthropic.py phases [--files 200] [--fsync]    # wall/CPU per phase, per kind
 .venv/bin/python bench/profile_anthropic.py profile KIND [--files 200] [--fsync] [--top 30]   # cProfile of one kind
+.venv/bin/python bench/profile_anthropic.py tool-only [--files 300]   # the tool over the in-memory store: no git
 ```
 
 The command sequence is ``bench/bench_anthropic.py``'s (create, view, str_replace,
@@ -25,7 +26,11 @@ command kind add up to its total:
   the folds it starts.
 
 Everything named ``commit:`` is the store's write path (``gitmem/git/``); the rest
-is the command around it.
+is the command around it. The last rows count the store reads and commits per command.
+``--grace S`` is a what-if: folded packs are deleted after ``S`` seconds instead of
+the store's 60 (see ``docs/benchmarks.md``). ``tool-only`` runs the sequence over
+:class:`gitmem.memstore.InMemoryFileStore`, so it times the adapter and tools layers
+(and the twin store) without git or the disk.
 """
 
 from __future__ import annotations
@@ -70,9 +75,11 @@ class Timers:
         self.wall: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.cpu: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.count: dict[str, int] = defaultdict(int)
+        self.calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._stack: list[list[Any]] = []  # [phase, wall0, cpu0, child wall, child cpu]
 
     def enter(self, phase: str) -> None:
+        self.calls[self.kind][phase] += 1
         self._stack.append([phase, time.perf_counter(), time.process_time(), 0.0, 0.0])
 
     def leave(self) -> None:
@@ -144,6 +151,26 @@ def run_phases(files: int) -> None:
                 w, c = timers.wall[kind][phase], timers.cpu[kind][phase]
             cells.append(f"{w / n * 1e6:>9.0f} ({c / n * 1e6:>6.0f})  ")
         print(f"{phase:<20}" + "".join(cells))
+    for phase, label in (("store read", "reads / command"), ("commit: other", "commits / command")):
+        cells = [f"{timers.calls[k][phase] / timers.count[k]:>18.2f}  " for k in kinds]
+        print(f"{label:<20}" + "".join(cells))
+
+
+def run_tool_only(files: int) -> None:
+    """The same sequence over the in-memory store: what the tool and tools layers cost without git."""
+    from gitmem.adapters.anthropic_memory import GitMemoryTool
+    from gitmem.memstore import InMemoryFileStore
+    from gitmem.model import Origin
+
+    tool = GitMemoryTool(InMemoryFileStore(), origin=Origin(run_id="bench", principal_id="bench"))
+    cpu: dict[str, list[float]] = defaultdict(list)
+    for n, (kind, payload) in enumerate(sequence(files)):
+        start = time.process_time()
+        with tool.tool_use(f"toolu_{n:06d}"):
+            tool.call(payload)
+        cpu[kind].append(time.process_time() - start)
+    print(f"# {files} files over InMemoryFileStore, load {os.getloadavg()[0]:.1f}; CPU µs per command (mean)")
+    print("  ".join(f"{k} {sum(cpu[k]) / len(cpu[k]) * 1e6:.0f}" for k in KINDS if cpu[k]))
 
 
 def run_profile(kind: str, files: int, top: int) -> None:
@@ -171,7 +198,7 @@ def run_profile(kind: str, files: int, top: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("phases", "profile"))
+    parser.add_argument("mode", choices=("phases", "profile", "tool-only"))
     parser.add_argument("kind", nargs="?", choices=KINDS, default="create")
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--fsync", action="store_true")
@@ -190,6 +217,8 @@ def main() -> None:
         packwrite.GRACE_SECONDS = args.grace
     if args.mode == "phases":
         run_phases(args.files)
+    elif args.mode == "tool-only":
+        run_tool_only(args.files)
     else:
         run_profile(args.kind, args.files, args.top)
 
