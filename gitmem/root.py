@@ -13,7 +13,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.perms import make_private_dir, open_private
 from gitmem.git.repo import GitRepo
-from gitmem.gitstore import GitFileStore, make_private_parents
+from gitmem.gitstore import GitFileStore
 from gitmem.model import MountKind, check_kind
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -65,6 +65,8 @@ class Root:
         if not create:
             raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
         try:
+            from gitmem.gitstore import make_private_parents
+
             make_private_parents(os.fspath(self.path))
             make_private_dir(self.path)
             lock_fd = open_private(self.path / ".gitmem-root.lock", os.O_RDWR | os.O_CREAT)
