@@ -102,8 +102,21 @@ def run(
     return times, cpus
 
 
+_OPENED: list[Any] = []
+
+
+def settle() -> None:
+    """Wait for the folds the write path runs in the background, before the mounts' folders are deleted."""
+    for repo in _OPENED:
+        wait = getattr(repo, "settle", None)  # a store without background folds has nothing to wait for
+        if callable(wait):
+            wait()
+    _OPENED.clear()
+
+
 def ours(workdir: Path) -> Callable[[str, dict[str, Any]], object]:
     store = Root(workdir / "root").mount("claude", create=True)
+    _OPENED.append(store.sync.repo)
     tool = GitMemoryTool(store, origin=Origin(run_id="bench", principal_id="bench"))
 
     def call(tool_use_id: str, payload: dict[str, Any]) -> object:
@@ -180,6 +193,7 @@ def main() -> None:
                 for kind, values in times.items():
                     totals[who][kind].extend(values)
                     cpu_totals[who][kind].extend(cpu_times[kind])
+        settle()
 
     print(
         f"# {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"

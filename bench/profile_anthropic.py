@@ -51,7 +51,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_anthropic import KINDS, ours, sequence
+from bench.bench_anthropic import KINDS, ours, sequence, settle
 from gitmem.git.repo import set_durable
 
 PHASES = (
@@ -92,7 +92,10 @@ class Timers:
             self._stack[-1][4] += c
 
     def wrap(self, owner: Any, name: str, phase: str) -> None:
-        original = getattr(owner, name)
+        """Time ``owner.name`` as ``phase``; a name this version of the store does not have is skipped."""
+        original = getattr(owner, name, None)
+        if original is None:
+            return
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -117,11 +120,17 @@ def instrument(timers: Timers) -> None:
     for name in ("write_batch", "move_batch", "delete_batch"):
         timers.wrap(store, name, "batch")
         timers.wrap(gitstore, name, "batch")
+    # The write path's steps under their names in either version of gitmem/git/repo.py
+    # (one commit per transaction, or group commit with its pack written per round).
     timers.wrap(repo.GitRepo, "transact", "commit: other")
-    timers.wrap(repo.GitRepo, "_pack_commit", "commit: pack")
+    for name in ("_pack_commit", "_pack_trees"):
+        timers.wrap(repo.GitRepo, name, "commit: pack")
+    timers.wrap(packwrite, "write_pack", "commit: pack")
     timers.wrap(repo.GitRepo, "_cas", "commit: ref")
-    timers.wrap(repo.GitRepo, "compact", "commit: compact")
+    for name in ("compact", "start_fold"):
+        timers.wrap(repo.GitRepo, name, "commit: compact")
     timers.wrap(packwrite, "pack_count", "commit: pack count")
+    timers.wrap(repo.GitRepo, "_count_pack", "commit: pack count")
 
 
 def run_phases(files: int) -> None:
@@ -138,6 +147,7 @@ def run_phases(files: int) -> None:
                 call(f"toolu_{n:06d}", payload)
             finally:
                 timers.leave()
+        settle()
     print(f"# {files} files, {len(steps)} commands, load {os.getloadavg()[0]:.1f}; µs per command, wall (CPU)")
     kinds = [k for k in KINDS if timers.count[k]]
     print(f"{'phase':<20}" + "".join(f"{k:>20}" for k in kinds))
@@ -191,6 +201,7 @@ def run_profile(kind: str, files: int, top: int) -> None:
             wall += time.perf_counter() - w0
             cpu += time.process_time() - c0
             count += 1
+        settle()
     print(f"# {kind}: {count} commands, {wall / count * 1e3:.3f} ms wall, {cpu / count * 1e3:.3f} ms CPU each")
     stats = pstats.Stats(prof)
     stats.sort_stats("tottime").print_stats(top)
