@@ -17,13 +17,14 @@ runner would call them (``tool.call(input)`` with the tool-use block's input):
 Equal durability: the SDK tool fsyncs every file it writes, so by default ours
 runs with fsync on too (libgit2's fsync of the ref, and the pack writer's fsync
 of each commit's pack, index and folder); ``--no-fsync`` turns it off for ours
-only (the old, unequal comparison). ``--loose`` adds a third contender in the
+only (the old, unequal comparison), ``--no-fsync-both`` for both (the SDK module's
+``os.fsync`` is replaced by a no-op for the run). ``--loose`` adds a third contender in the
 same rounds: ours writing loose objects (``GitRepo.pack_writes`` off, the write
 path before packs).
 
 Rounds rotate which tool goes first, so all see the same machine load. The
-script prints, per command kind, the p50 wall time of each, the ratio, and the mean
-time per command over the whole sequence (targets: ours ≤ 1.5x the baseline per
+script prints, per command kind, the p50 and mean wall time and the p50 CPU time of
+each with their ratios, and the mean time per command over the whole sequence (targets: ours ≤ 1.5x the baseline per
 command, no single command kind above 2x).
 
 Usage::
@@ -49,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from anthropic.lib.tools import _beta_builtin_memory_tool as sdk_module
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
 
 from gitmem import Root
@@ -87,18 +89,34 @@ def sequence(count: int) -> list[tuple[str, dict[str, Any]]]:
 
 def run(
     call: Callable[[str, dict[str, Any]], object], steps: list[tuple[str, dict[str, Any]]]
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of each command, by kind."""
     times: dict[str, list[float]] = {k: [] for k in KINDS}
-    clock = time.perf_counter
+    cpus: dict[str, list[float]] = {k: [] for k in KINDS}
+    clock, cpu = time.perf_counter, time.process_time
     for n, (kind, payload) in enumerate(steps):
-        start = clock()
+        start, start_cpu = clock(), cpu()
         call(f"toolu_{n:06d}", payload)
         times[kind].append(clock() - start)
-    return times
+        cpus[kind].append(cpu() - start_cpu)
+    return times, cpus
+
+
+_OPENED: list[Any] = []
+
+
+def settle() -> None:
+    """Wait for the folds the write path runs in the background, before the mounts' folders are deleted."""
+    for repo in _OPENED:
+        wait = getattr(repo, "settle", None)  # a store without background folds has nothing to wait for
+        if callable(wait):
+            wait()
+    _OPENED.clear()
 
 
 def ours(workdir: Path) -> Callable[[str, dict[str, Any]], object]:
     store = Root(workdir / "root").mount("claude", create=True)
+    _OPENED.append(store.sync.repo)
     tool = GitMemoryTool(store, origin=Origin(run_id="bench", principal_id="bench"))
 
     def call(tool_use_id: str, payload: dict[str, Any]) -> object:
@@ -106,6 +124,17 @@ def ours(workdir: Path) -> Callable[[str, dict[str, Any]], object]:
             return tool.call(payload)
 
     return call
+
+
+class _NoFsync:
+    """The ``os`` module as the SDK tool sees it with ``--no-fsync-both``: ``fsync`` does nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def fsync(fd: int) -> None:
+        del fd
 
 
 def baseline(workdir: Path) -> Callable[[str, dict[str, Any]], object]:
@@ -121,20 +150,30 @@ def p50(values: list[float]) -> float:
     return statistics.median(values) * 1000 if values else float("nan")
 
 
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) * 1000 if values else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="60 files, 2 rounds")
     parser.add_argument("--no-fsync", action="store_true", help="ours without fsync (the SDK tool always fsyncs)")
+    parser.add_argument(
+        "--no-fsync-both", action="store_true", help="neither fsyncs (the SDK tool's os.fsync made a no-op)"
+    )
     parser.add_argument("--loose", action="store_true", help="also run ours with loose objects (the old write path)")
     args = parser.parse_args()
     files, rounds = (60, 2) if args.quick else (args.files, args.rounds)
     steps = sequence(files)
-    set_durable(not args.no_fsync)
+    set_durable(not (args.no_fsync or args.no_fsync_both))
+    if args.no_fsync_both:
+        setattr(sdk_module, "os", _NoFsync())  # noqa: B010 (the module does not export os)
     who_all = ("ours", "sdk", "loose") if args.loose else ("ours", "sdk")
 
     totals: dict[str, dict[str, list[float]]] = {w: {k: [] for k in KINDS} for w in who_all}
+    cpu_totals: dict[str, dict[str, list[float]]] = {w: {k: [] for k in KINDS} for w in who_all}
     walls: dict[str, list[float]] = {w: [] for w in who_all}
     cpus: dict[str, list[float]] = {w: [] for w in who_all}
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-anthropic-") as tmp:
@@ -147,29 +186,46 @@ def main() -> None:
                 GitRepo.pack_writes = who != "loose"
                 gc.collect()
                 cpu0, wall0 = time.process_time(), time.perf_counter()
-                times = run(call, steps)
+                times, cpu_times = run(call, steps)
                 GitRepo.pack_writes = True
                 walls[who].append(time.perf_counter() - wall0)
                 cpus[who].append(time.process_time() - cpu0)
                 for kind, values in times.items():
                     totals[who][kind].extend(values)
+                    cpu_totals[who][kind].extend(cpu_times[kind])
+        settle()
 
     print(
         f"# {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
-    fsync = "ours without fsync, the SDK with" if args.no_fsync else "fsync on both"
+    fsync = (
+        "fsync on neither"
+        if args.no_fsync_both
+        else "ours without fsync, the SDK with"
+        if args.no_fsync
+        else "fsync on both"
+    )
     print(f"# {files} files, {len(steps)} commands per round, {rounds} rounds (order rotating), {fsync}")
+    print("# wall p50 and mean per command kind (ms), CPU p50 (ms); ratios ours / sdk")
     extra = f" {'loose p50':>10} {'ratio':>6}" if args.loose else ""
-    print(f"{'command':<12} {'n/round':>7} {'ours p50 ms':>12} {'sdk p50 ms':>11} {'ratio':>6}{extra}")
+    print(
+        f"{'command':<12} {'n/round':>7} {'ours p50':>9} {'sdk p50':>8} {'ratio':>6}"
+        f" {'ours mean':>10} {'sdk mean':>9} {'ratio':>6} {'ours CPU':>9} {'sdk CPU':>8} {'ratio':>6}{extra}"
+    )
     worst = 0.0
     for kind in KINDS:
         a, b = p50(totals["ours"][kind]), p50(totals["sdk"][kind])
+        ma, mb = mean(totals["ours"][kind]), mean(totals["sdk"][kind])
+        ca, cb = p50(cpu_totals["ours"][kind]), p50(cpu_totals["sdk"][kind])
         worst = max(worst, a / b)
         more = ""
         if args.loose:
             c = p50(totals["loose"][kind])
             more = f" {c:>10.3f} {c / b:>6.2f}"
-        print(f"{kind:<12} {len(totals['ours'][kind]) // rounds:>7} {a:>12.3f} {b:>11.3f} {a / b:>6.2f}{more}")
+        print(
+            f"{kind:<12} {len(totals['ours'][kind]) // rounds:>7} {a:>9.3f} {b:>8.3f} {a / b:>6.2f}"
+            f" {ma:>10.3f} {mb:>9.3f} {ma / mb:>6.2f} {ca:>9.3f} {cb:>8.3f} {ca / cb:>6.2f}{more}"
+        )
     per_ours = statistics.median(walls["ours"]) / len(steps) * 1000
     per_sdk = statistics.median(walls["sdk"]) / len(steps) * 1000
     cpu_ours = statistics.median(cpus["ours"]) / len(steps) * 1000

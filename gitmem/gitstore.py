@@ -38,6 +38,7 @@ from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
+from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import Done, GitRepo, lookup, set_durable, translate_errors
 from gitmem.gitcache import ReadCache
@@ -78,6 +79,29 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 #: Local caches of content kept beside the repository by layers above the store (e.g.
 #: session memory's catalogue): derived, never committed, deleted by purge and forget.
 DERIVED_DIR = "gitmem/derived"
+
+
+def make_private_parents(path: str) -> None:
+    """Create the missing folders above ``path`` owner-only (``0700``), outermost first.
+
+    A memory's own folder is ``0700`` (:mod:`gitmem.git.perms`); folders made on the
+    way to it are gitmem's too, and a permissive umask must not leave them
+    group- or world-writable (the SDK's local-filesystem memory tool makes every
+    folder it creates owner-only as well). Folders that exist are left as they are.
+    """
+    missing: builtins.list[str] = []
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        above = os.path.dirname(folder)
+        if above == folder:
+            break
+        folder = above
+    try:
+        for folder in reversed(missing):
+            make_private_dir(folder)
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot create the folders for {path}: {exc}") from exc
 
 
 class _Shared:
@@ -131,6 +155,7 @@ class SyncGitFileStore:
         config = new_mount_config(fmt, kind)
         if durable:
             set_durable(True)
+        make_private_parents(os.fspath(path))
         return cls(GitRepo.init(os.fspath(path), config=config), fmt)
 
     @classmethod

@@ -65,7 +65,10 @@ class Root:
         if not create:
             raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
         try:
-            make_private_dir(self.path, parents=True)
+            from gitmem.gitstore import make_private_parents
+
+            make_private_parents(os.fspath(self.path))
+            make_private_dir(self.path)
             lock_fd = open_private(self.path / ".gitmem-root.lock", os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot use root {self.path}: {exc}") from exc

@@ -13,9 +13,32 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class SecretRule:
+    """One credential shape.
+
+    ``needles`` are literal pieces every match of ``pattern`` contains; a text holding
+    none of them cannot match, so the pattern (whose look-behinds make the regex
+    engine try every position: ~25 µs per rule for 1 KB) is not run at all. With
+    ``folded`` the pattern ignores case and the needles are lowercase; they are then
+    looked for in the lowercased text, which is exact only for ASCII text (Unicode
+    case-insensitive matching also pairs the long s, U+017F, with ``s`` and the
+    Kelvin sign, U+212A, with ``k``), so a non-ASCII text always runs the pattern.
+    """
+
     name: str
     pattern: re.Pattern[str]
     explanation: str
+    needles: tuple[str, ...] = ()
+    folded: bool = False
+
+    def may_match(self, text: str, lowered: str | None) -> bool:
+        """Whether ``pattern`` could match ``text`` (``lowered``: its lowercase form when it is ASCII)."""
+        if not self.needles:
+            return True
+        if self.folded:
+            if lowered is None:
+                return True
+            return any(needle in lowered for needle in self.needles)
+        return any(needle in text for needle in self.needles)
 
 
 _PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x+|\.\.\.|…|changeme)$", re.I)
@@ -25,21 +48,25 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         "private_key",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
         "a PEM private key block",
+        needles=("-----BEGIN ",),
     ),
     SecretRule(
         "api_key_sk",
         re.compile(r"(?<![A-Za-z0-9])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
         "an 'sk-…' API key",
+        needles=("sk-",),
     ),
     SecretRule(
         "github_token",
         re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
         "a GitHub token",
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     SecretRule(
         "aws_access_key",
         re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),
         "an AWS access key id",
+        needles=("AKIA", "ASIA"),
     ),
     SecretRule(
         "password_assignment",
@@ -48,13 +75,20 @@ SECRET_RULES: tuple[SecretRule, ...] = (
             r"api[_-]?key|access[_-]?token|auth[_-]?token)\s*[:=]\s*[\"']?(?P<value>[^\s\"']{6,})"
         ),
         "a password or secret assigned a value",
+        # Every keyword holds one of these: password/passwd/passphrase, pwd, (client_)secret,
+        # api_key/apikey, access_token/auth_token.
+        needles=("pass", "pwd", "secret", "api", "token"),
+        folded=True,
     ),
 )
 
 
 def find_secret(text: str) -> SecretRule | None:
     """The first rule that ``text`` breaks, or ``None`` when it holds no obvious credential."""
+    lowered = text.lower() if text.isascii() else None
     for rule in SECRET_RULES:
+        if not rule.may_match(text, lowered):
+            continue
         for match in rule.pattern.finditer(text):
             value = match.groupdict().get("value")
             if value is not None and _PLACEHOLDER.match(value):

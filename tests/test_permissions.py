@@ -1,5 +1,7 @@
 """Memories are personal data: what gitmem creates is owner-only, whatever the umask.
 
+That includes the folders it creates on the way to a root or a memory.
+
 A child process sets the umask (it is process-wide), creates a root, mounts, a
 memory made without a root, writes, builds the search index and runs a forget
 (which writes the pending mark and the generation stamp); the test then checks
@@ -38,10 +40,11 @@ def _mode(path: Path) -> int:
 
 @pytest.mark.parametrize("umask", ["0", "022", "002"])
 def test_roots_mounts_and_gitmems_own_files_are_owner_only(tmp_path: Path, umask: str) -> None:
-    root, alone = tmp_path / "data" / "root", tmp_path / "alone.git"
+    root, alone = tmp_path / "data" / "root", tmp_path / "solo" / "deep" / "alone.git"
     subprocess.run([sys.executable, "-c", MAKE, umask, str(root), str(alone)], check=True)
     mount = root / "user.git"
     folders = [root, mount, mount / "gitmem", mount / "gitmem" / "index", alone, alone / "gitmem"]
+    folders += [tmp_path / "data", tmp_path / "solo", tmp_path / "solo" / "deep"]  # made on the way
     for folder in folders:
         assert _mode(folder) == 0o700, (folder, oct(_mode(folder)))
     files = [root / ".gitmem-root.lock", mount / "gitmem" / "write.lock", mount / "gitmem" / "generation"]

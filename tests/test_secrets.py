@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from gitmem.secrets import SECRET_RULES, find_secret
+from gitmem.secrets import _PLACEHOLDER, SECRET_RULES, find_secret
 
 CAUGHT = [
     ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----"),
@@ -81,3 +83,40 @@ def test_a_placeholder_does_not_hide_a_real_secret_later() -> None:
 def test_prefixed_variable_names_are_assignments_too(text: str) -> None:
     found = find_secret(text)
     assert found is not None and found.name == "password_assignment"
+
+
+def _by_patterns_alone(text: str) -> str | None:
+    """What the rules say without their needles: every pattern run on the whole text."""
+    for rule in SECRET_RULES:
+        for match in rule.pattern.finditer(text):
+            value = match.groupdict().get("value")
+            if value is not None and _PLACEHOLDER.match(value):
+                continue
+            return rule.name
+    return None
+
+
+PIECES = (
+    "note |\n|password|PassWord|pa\u017fsword|API_KEY|apiKey|ToKeN|pwd|SECRET|Secre\u0442| = |: |=|hunter2hunter2|"
+    "'abc123def456'|sk-|Sk-|abcdefghijklmnopqrstuvwxyz|ghp_|GHP_|" + "A" * 36 + "|github_pat_|AKIA|akia|ASIA|"
+    "IOSFODNN7EXAMPLE|-----BEGIN |RSA PRIVATE KEY-----|\u00e9|\u212a|\u0130|\u0131|<x>|changeme"
+).split("|")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_needles_never_change_what_is_found(seed: int) -> None:
+    """Skipping a rule whose needles are absent is only a shortcut: the answer is the patterns' own."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 12)))
+        found = find_secret(text)
+        assert (found.name if found else None) == _by_patterns_alone(text), text
+
+
+@pytest.mark.parametrize(
+    "text", ["pa\u017fsword = hunter2hunter2", "é api_key = abc123def456", "ACCESS_TO\u212aEN: abcdefgh"]
+)
+def test_case_folding_beyond_ascii_still_runs_the_pattern(text: str) -> None:
+    """The long s (U+017F) matches ``s`` and the Kelvin sign ``k`` when ignoring case: lowercasing would miss them."""
+    found = find_secret(text)
+    assert found is not None and found.name == "password_assignment" == _by_patterns_alone(text)

@@ -43,7 +43,8 @@ def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     """
     if not isinstance(path, str):
         raise ToolError(f"Path must be a string starting with {ROOT}, got: {type(path).__name__}")
-    shown = repr(path) if any(unicodedata.category(c) == "Cc" for c in path) else path
+    # Control characters are shown escaped; a printable path holds none (checked in C, not per character).
+    shown = path if path.isprintable() or not any(unicodedata.category(c) == "Cc" for c in path) else repr(path)
     if "\x00" in path:
         raise ToolError(f"Path {shown} holds a NUL character; nothing was done")
     if "\\" in path:
@@ -62,7 +63,8 @@ def store_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     for segment in rest.split("/"):
         if not segment:
             raise ToolError(f"Path {shown} has an empty segment ('//'); write each folder name once")
-        if unicodedata.normalize("NFKC", segment).strip() in (".", ".."):
+        folded = segment if segment.isascii() else unicodedata.normalize("NFKC", segment)  # NFKC keeps ASCII
+        if folded.strip() in (".", ".."):
             raise ToolError(f"Path {shown} would escape {ROOT} directory ('.' and '..' segments are refused)")
         if segment.startswith("~"):
             raise ToolError(f"Path {shown} has a segment starting with '~'; home directories are not reachable")
@@ -266,12 +268,33 @@ class MemoryCommands:
         if not isinstance(file_text, str):
             raise ToolError("`file_text` must be a string")
 
-        def change(current: FileText | None) -> str:
-            if current is not None:
-                raise ToolError(f"File {shown} already exists")
-            return file_text
+        exists = ToolError(f"File {shown} already exists")
+        if self.store.format != self.fmt:  # the tool's own rules: checked after reading, as every edit
 
-        self._update(rel, shown, change)
+            def change(current: FileText | None) -> str:
+                if current is not None:
+                    raise exists
+                return file_text
+
+            self._update(rel, shown, change)
+            return f"File created successfully at: {shown}"
+        # No read first: a write expecting no file is refused under the store's writer lock
+        # when one is there (as the SDK's O_EXCL open), so the commit is the only work.
+        try:
+            self.store.write(rel, file_text, expected=None, origin=self.origin)
+        except MemoryStoreError as exc:
+            if exc.code == "version_mismatch" and exc.current is not None:
+                raise exists from None
+            if exc.code in ("invalid_file", "too_large", "memory_full"):
+                # A file that is there is the first answer, whatever the text (as when read first).
+                try:
+                    there = ops.read_or_none(self.store, rel) is not None
+                except MemoryStoreError:
+                    there = False
+                if there:
+                    raise exists from None
+            link = self._link_error(rel, shown) if exc.code == "invalid_path" else None
+            raise link or self._fail(exc, shown) from None
         return f"File created successfully at: {shown}"
 
     def str_replace(self, path: object, old_str: object, new_str: object) -> str:
@@ -443,8 +466,9 @@ class MemoryCommands:
         if not destination:
             raise ToolError(f"The destination {new_shown} already exists")
         try:
-            if ops.read_or_none(self.store, source) is not None:
-                self._move_file(source, destination, old_shown, new_shown)
+            current = ops.read_or_none(self.store, source)
+            if current is not None:
+                self._move_file(source, destination, current, old_shown, new_shown)
                 return f"Successfully renamed {old_shown} to {new_shown}"
             under = self._files_under(source)
             if not under:
@@ -462,8 +486,9 @@ class MemoryCommands:
             return f"Successfully renamed {old_shown} to {new_shown}"
 
         def step(entry: FileEntry) -> None:
+            current = FileText(entry.path, "", entry.version)  # only its version is used
             self._move_file(
-                entry.path, targets[entry.path], f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
+                entry.path, targets[entry.path], current, f"{ROOT}/{entry.path}", f"{ROOT}/{targets[entry.path]}"
             )
 
         self._each(under, old_shown, step, "moved")
@@ -485,9 +510,27 @@ class MemoryCommands:
                 raise ToolError(f"The destination {taken} already exists") from None
             raise self._fail(exc, old_shown) from None
 
-    def _move_file(self, source: str, destination: str, old_shown: str, new_shown: str) -> None:
+    def _move_file(self, source: str, destination: str, current: FileText, old_shown: str, new_shown: str) -> None:
+        """One commit moving ``source`` as it was read (``current``); re-read and retried when only it moved on.
+
+        The store checks the source's version and that the destination is free
+        under its writer lock, so nothing is read here beyond the source the
+        caller already read: a refused move (``already_exists``, a folder in the
+        way) tells what stands there.
+        """
         try:
-            ops.move(self.store, source, destination, fmt=self.fmt, retries=self.retries, origin=self.origin)
+            for _ in range(self.retries + 1):
+                try:
+                    self.store.move(source, destination, expected=current.version, origin=self.origin)
+                    return
+                except MemoryStoreError as exc:
+                    if exc.code != "version_mismatch":
+                        raise
+                found = ops.read_or_none(self.store, source)
+                if found is None:
+                    raise MemoryStoreError("not_found", f"{source} does not exist")
+                current = found
+            raise MemoryStoreError("conflict_retries_exhausted", f"{source} kept changing; nothing was moved")
         except MemoryStoreError as exc:
             if exc.code == "already_exists":
                 raise ToolError(f"The destination {new_shown} already exists") from None

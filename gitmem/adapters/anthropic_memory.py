@@ -11,7 +11,10 @@ mount, so each command is a commit that people can review, diff, blame and rever
   read the file, check the command against it and write expecting what they read;
   when another writer got in first they start over from a fresh read
   (:func:`gitmem.tools.ops.cas_update`), so concurrent edits of different lines all
-  land and an edit whose text is gone fails instead of overwriting. A ``delete``
+  land and an edit whose text is gone fails instead of overwriting. A ``create``
+  reads nothing first: it writes expecting no file, which the store refuses under
+  its writer lock when one is there; a ``rename`` reads the source once and the
+  store checks that the destination is free. A ``delete``
   that loses such a race is not retried: it reports the conflict and the newer text
   stays. A command on a folder (``delete``, ``rename``, clearing all memory) is one
   commit for every file under it when the store is a

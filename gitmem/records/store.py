@@ -17,15 +17,12 @@ Writes:
   a compare-and-swap on the version just read: a concurrent change to the same
   record makes it re-read and try again, and a change to another record is
   never lost (the store rebuilds the commit on the new head).
-- Every write is confirmed. A batch store confirms it itself: ``apply``
-  answers with the commit that holds every edit, made by a compare-and-swap of
-  the ref, so nothing is read again. Anything less (a store without batches,
-  an answer without a commit, a failure that may have come after the change
-  landed) is settled by reading the record back, and ``write_unconfirmed`` is
-  raised only when that cannot tell: the re-read fails, or shows neither the
-  old state nor the new.
+- Every write is confirmed by reading the record back, even after a batch
+  store's ``apply`` answered with the commit: ``write_unconfirmed`` is raised
+  only when that read cannot tell (it fails, or shows neither the old state
+  nor the new).
 
-An add reads nothing either: the handle remembers the ``last-id`` marker it
+An add reads nothing before it writes: the handle remembers the ``last-id`` marker it
 last wrote or read (its id and version) and expects it unchanged; when another
 writer moved it, the compare-and-swap refuses and the add reads the marker and
 tries again.
@@ -474,13 +471,16 @@ class RecordStore:
     # -- one write, confirmed --
 
     def _commit(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
-        """Make ``changes`` in one commit, confirmed; the store's answer when it is a batch's.
+        """Make ``changes`` in one commit, then read them back; the store's answer when it is a batch's.
 
-        A batch store's answer naming the commit that holds every edit confirms
-        the write. A refusal the store decided (a stale version, a bad path...)
-        is raised as it is. Anything else is settled by re-reading: the change
-        is there (done), nothing moved (the failure stands, nothing was
-        written), or the store cannot say (``write_unconfirmed``).
+        Every write is confirmed by reading it back, even when the store answered
+        with the commit: the answer says what the store meant to do, the read
+        says what a reader now sees (a store under the record layer may be any
+        implementation of the seam). The read costs little right after a write.
+        A refusal the store decided (a stale version, a bad path...) is raised
+        as it is. Any other failure is settled by the same read: the change is
+        there (done), nothing moved (the failure stands, nothing was written),
+        or the store cannot say (``write_unconfirmed``).
         """
         try:
             applied = self._send(changes, op, record_id, origin)
@@ -495,11 +495,9 @@ class RecordStore:
                     raise
                 raise MemoryStoreError("unavailable", f"the record store failed: {error}") from error
             raise _unconfirmed(op, record_id) from error
-        if applied is not None and _confirms(applied, changes):
-            return applied
         if self._landed(changes) is False:
             raise _unconfirmed(op, record_id)
-        return None
+        return applied if applied is not None and _confirms(applied, changes) else None
 
     def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
         apply = getattr(self.store, "apply", None)

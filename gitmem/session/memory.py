@@ -326,10 +326,15 @@ class SessionMemory:
         summary: str | None = None,
         trailers: Sequence[tuple[str, str]] = (),
     ) -> Applied:
-        """One commit whose summary says what happened to which item (``git log`` reads as a story)."""
+        """One commit whose summary says what happened to which item (``git log`` reads as a story).
+
+        Summaries name items by id and never quote their text: ``forget`` erases an
+        item's file from every commit but keeps commit messages, so text copied
+        into a message would outlive the erasure.
+        """
         if subject is not None:
             verb = {"session-remember": "remember", "session-merge": "merge duplicate into"}.get(op, op)
-            summary = summary or f"{verb} {subject.id}: {_snippet(subject.content)}"
+            summary = summary or f"{verb} {subject.id}"
             trailers = (("Gitmem-Item", subject.id), *trailers)
         return self.store.apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
 
@@ -344,7 +349,7 @@ class SessionMemory:
                 "session-delete",
                 None,
                 origin or self.origin,
-                summary=f"delete {entry.item.id}: {_snippet(entry.item.content)}",
+                summary=f"delete {entry.item.id}",
                 trailers=(("Gitmem-Item", entry.item.id),),
             )
             self.stats.forget([entry.item.id])
@@ -500,11 +505,6 @@ class SessionMemory:
                     if exc.code not in ("version_mismatch", "already_exists"):
                         raise
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes of an extracted item")
-
-
-def _snippet(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _rule(max_age_days: float, min_importance: float, max_items: int | None) -> str:

@@ -234,6 +234,35 @@ def test_content_the_store_refuses_writes_nothing(tool: GitMemoryTool, store: Gi
     assert commits(store) == before + 2
 
 
+def test_create_over_a_file_says_it_exists_whatever_the_text(tool: GitMemoryTool, store: GitFileStore) -> None:
+    """Create writes without reading first; a file already there is still the answer, even for text the
+    store would refuse (as when the file was read first), and nothing is committed."""
+    run(tool, Create(command="create", path="/memories/a.md", file_text="a\n"))
+    before = commits(store)
+    huge = "y" * (store.format.max_file_bytes + 1)
+    for text in ("b\n", huge, "aws_key = AKIA" + "ABCDEFGHIJKLMNOP\n"):
+        assert refused(tool, Create(command="create", path="/memories/a.md", file_text=text)) == (
+            "File /memories/a.md already exists"
+        )
+    assert refused(tool, Create(command="create", path="/memories/a.md/b.md", file_text="x\n")).startswith(
+        "Invalid path /memories/a.md/b.md"
+    )
+    assert commits(store) == before
+    assert store.sync.read("a.md").text == "a\n"
+
+
+def test_a_tool_with_stricter_rules_than_its_mount_applies_them(store: GitFileStore) -> None:
+    from dataclasses import replace
+
+    strict = GitMemoryTool(store, origin=ORIGIN, fmt=replace(store.format, max_file_bytes=8))
+    message = refused(strict, Create(command="create", path="/memories/long.md", file_text="0123456789\n"))
+    assert message.startswith("Nothing was written to /memories/long.md:")
+    run(strict, Create(command="create", path="/memories/short.md", file_text="0123\n"))
+    message = refused(strict, Insert(command="insert", path="/memories/short.md", insert_line=1, insert_text="4567"))
+    assert message.startswith("Nothing was written to /memories/short.md:")
+    assert [e.path for e in store.sync.list()] == ["short.md"]
+
+
 # --- compare-and-swap ------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
-"""A record write is one batch and no more: the marker is remembered, a batch's answer confirms.
+"""A record write is one batch and one read back: the marker is remembered, the write confirmed.
 
 Each shortcut is paired with the case that must still end right: another handle
-moving the marker, a batch answer that does not confirm, a purge under the handle.
+moving the marker, a batch answer that does not confirm, a store that says it
+wrote but did not, a purge under the handle.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gitmem import InMemoryFileStore
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Edit, FileText
 from gitmem.records import RecordStore
 from gitmem.records.rules import marker_path
@@ -34,13 +38,26 @@ class CountingStore(InMemoryFileStore):
         return super().apply(edits, **kwargs)
 
 
-def test_adds_read_the_marker_once_and_never_read_back() -> None:
+def test_adds_read_the_marker_once_and_read_each_record_back() -> None:
     backend = CountingStore()
     store = RecordStore(backend, "alice")
-    for i in range(5):
-        store.add(f"fact {i}")
-    assert backend.reads == [marker_path(store.folder)]  # the first add only
+    added = [store.add(f"fact {i}") for i in range(5)]
+    assert backend.reads[0] == marker_path(store.folder)  # the first add only
+    assert backend.reads[1:] == [store._path(r.id) for r in added]  # each write read back once
     assert backend.batches == 5
+
+
+def test_a_store_that_answers_but_did_not_write_is_unconfirmed() -> None:
+    class Liar(InMemoryFileStore):
+        """Answers like a batch that landed, and writes nothing."""
+
+        def apply(self, edits: Sequence[Edit], **kwargs: Any) -> Applied:
+            return Applied("0" * 40, tuple("1" * 40 if e.text is not None else None for e in edits))
+
+    store = RecordStore(Liar(), "alice")
+    with pytest.raises(MemoryStoreError) as caught:
+        store.add("prefers green tea")
+    assert caught.value.code == "write_unconfirmed"
 
 
 def test_an_update_reads_the_record_once_and_a_delete_too() -> None:
@@ -51,7 +68,7 @@ def test_an_update_reads_the_record_once_and_a_delete_too() -> None:
     store.update(record.id, "prefers oolong tea")
     store.delete(record.id)
     path = store._path(record.id)
-    assert backend.reads == [path, path]
+    assert backend.reads == [path, path, path, path]  # each: the read before, the read back
 
 
 def test_another_handle_moving_the_marker_makes_the_add_read_it(tmp_path: Path) -> None:

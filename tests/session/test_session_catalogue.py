@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,24 @@ def test_purge_and_forget_delete_the_snapshot_it_holds_item_text(folder: Path) -
     assert snapshot_of(folder).exists()
     open_session_memory(folder).store.purge()
     assert not snapshot_of(folder).exists()
+
+
+def test_forget_leaves_no_item_text_in_any_commit_message(tmp_path: Path) -> None:
+    """forget keeps commit messages, so a message quoting an item would outlive its erasure."""
+    memory = open_session_memory(tmp_path / "m")
+    secret = memory.remember("the vault code is 4417 behind the blue painting", importance=0.4)
+    memory.remember("the vault code is 4417 behind the blue painting", importance=0.9)  # merged: a second commit
+    memory.refresh()
+    entry = memory.catalogue.find(secret.id)
+    assert entry is not None
+    memory.delete(secret.id)
+    repo = str(tmp_path / "m" / "session.git")
+
+    def git_log(*args: str) -> str:
+        return subprocess.run(["git", "-C", repo, "log", "--all", *args], capture_output=True, text=True, check=True).stdout
+
+    messages = git_log("--format=%B")
+    assert secret.id in messages and "vault" not in messages and "4417" not in messages
+    assert "vault" in git_log("-p")  # the file's history holds it until forget
+    memory.store.forget(entry.path)
+    assert "vault" not in git_log("-p", "--format=%B") and "4417" not in git_log("-p", "--format=%B")

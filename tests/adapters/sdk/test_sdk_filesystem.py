@@ -66,11 +66,6 @@ NO_PATH_RESOLUTION = pytest.mark.xfail(
     strict=True,
     reason="tests the SDK's private _validate_path resolving links on disk; GitMemoryTool resolves no links",
 )
-OWNER_ONLY_PENDING = pytest.mark.xfail(
-    strict=False,
-    reason="owner-only (0o700) folders for new mounts are issue 9 item 5 (another branch); "
-    "drop this mark once it lands",
-)
 
 READ_COMMANDS: list[BetaMemoryTool20250818Command] = [
     BetaMemoryTool20250818ViewCommand(command="view", path="/memories/notes.txt"),
@@ -101,7 +96,6 @@ def get_directory_snapshot(base_path: str) -> dict[str, str]:
 
 
 class TestBetaLocalFilesystemMemoryTool:
-    @OWNER_ONLY_PENDING
     def test_mkdir_parents_not_world_writable_under_permissive_umask(self) -> None:
         if os.name != "posix":
             pytest.skip("POSIX mode bits only")
@@ -731,7 +725,6 @@ class TestBetaLocalFilesystemMemoryTool:
 
 @pytest.mark.anyio
 class TestBetaAsyncLocalFilesystemMemoryTool:
-    @OWNER_ONLY_PENDING
     async def test_mkdir_parents_not_world_writable_under_permissive_umask(self) -> None:
         if os.name != "posix":
             pytest.skip("POSIX mode bits only")
