@@ -17,7 +17,38 @@ import pytest
 import gitmem
 
 #: Libraries the CLI must load only in the commands that use them.
-HEAVY = ("pygit2", "whoosh", "dulwich", "pydantic", "mcp", "anthropic", "rich", "asyncio", "yaml", "watchdog", "numpy")
+HEAVY = (
+    "pygit2",
+    "whoosh",
+    "dulwich",
+    "pydantic",
+    "mcp",
+    "anthropic",
+    "rich",
+    "asyncio",
+    "yaml",
+    "watchdog",
+    "numpy",
+    "regex",
+    "signal",
+)
+#: gitmem's own engines, which the quick read path of `ls` and `cat` (gitmem.quickread) does without.
+ENGINES = (
+    "gitmem.gitstore",
+    "gitmem.git.repo",
+    "gitmem.git.loose",
+    "gitmem.git.packwrite",
+    "gitmem.git.merge",
+    "gitmem.git.review",
+    "gitmem.git.rewrite",
+    "gitmem.git.pushcheck",
+    "gitmem.index",
+    "gitmem.grep",
+    "gitmem.store",
+    "gitmem.tools",
+    "gitmem.recall",
+    "gitmem.durable",
+)
 
 PROBE = """
 import json, sys
@@ -26,15 +57,24 @@ try:
     cli.main(sys.argv[1:], prog_name="gitmem")
 except SystemExit:
     pass
-print(json.dumps(sorted(m.split(".")[0] for m in sys.modules)), file=sys.stderr)
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def loaded(root: Path, *args: str) -> set[str]:
+def modules(root: Path, *args: str) -> set[str]:
+    """Every module a fresh process holds after running ``gitmem ARGS`` (read from its ``sys.modules``)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--root", str(root), *args], capture_output=True, text=True, check=True
     )
-    return set(json.loads(done.stderr.strip().splitlines()[-1])) & set(HEAVY)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def loaded(root: Path, *args: str) -> set[str]:
+    return {m.split(".")[0] for m in modules(root, *args)} & set(HEAVY)
+
+
+def engines(root: Path, *args: str) -> set[str]:
+    return {e for e in ENGINES for m in modules(root, *args) if m == e or m.startswith(e + ".")}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +98,19 @@ def test_help_and_version_load_no_heavy_library(root: Path) -> None:
     assert loaded(root, "ls") == set()  # a usage error
 
 
-def test_ls_and_cat_load_only_git(root: Path) -> None:
+def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
     # ls reads each file's frontmatter description, which needs yaml when a file has frontmatter.
-    assert loaded(root, "ls", "user") == {"pygit2", "yaml"}
-    assert loaded(root, "cat", "user", "a.md") == {"pygit2"}
-    assert loaded(root, "cat", "user", "a.md", "--json") == {"pygit2"}
+    assert loaded(root, "ls", "user") == {"yaml"}
+    assert loaded(root, "cat", "user", "a.md") == set()
+    assert loaded(root, "cat", "user", "a.md", "--json") == set()
+    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--help",)):
+        assert engines(root, *args) == set(), args
+
+
+def test_reads_the_quick_path_leaves_to_the_store_open_it(root: Path) -> None:
+    # An older revision and a run's view are the store's: pygit2 loads, and the answer is right.
+    assert "pygit2" in loaded(root, "cat", "user", "a.md", "--rev", "main")
+    assert "pygit2" in loaded(root, "ls", "user", "--run", "r1")
 
 
 def test_the_package_exports_every_name_lazily() -> None:

@@ -41,7 +41,7 @@ from gitmem.fileformat import invisible, joins
 
 if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage errors stay fast
     from gitmem.gitstore import SyncGitFileStore
-    from gitmem.model import FileText, Origin
+    from gitmem.model import FileEntry, FileText, Origin
     from gitmem.root import Root
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,6 +88,22 @@ class State:
         """
         store = self.root.mount(name).sync
         return store.for_run(self.run) if self.run else store
+
+    def files(self, name: str) -> list[FileEntry]:
+        """The files of mount ``name`` as ``--run`` sees them; ``main`` is read without opening the store."""
+        if self.run:
+            return self.store(name).list()
+        from gitmem import quickread
+
+        return quickread.list_files(self.root, name)
+
+    def read(self, name: str, path: str, rev: str | None = None) -> FileText:
+        """File ``path`` of mount ``name`` (at ``rev``) as ``--run`` sees it; ``main`` is read without opening the store."""
+        if self.run or rev is not None:
+            return self.store(name).read(path, rev)
+        from gitmem import quickread
+
+        return quickread.read_file(self.root, name, path)
 
 
 def login_name() -> str | None:
@@ -152,11 +168,17 @@ def _set(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
+#: One parameter type for every folder option (``--root`` on each command, ``--workspace``...):
+#: click looks a new type's name up in the gettext catalogues, a dozen file checks each time,
+#: which cost every CLI call ~1 ms per command (under load) before the type was shared.
+FOLDER = click.Path(file_okay=False, path_type=Path)
+
+
 def root_option(f: F) -> F:
     """``--root DIR``: the folder of mounts (default ``$GITMEM_ROOT``, then ``~/.local/share/gitmem``)."""
     return click.option(
         "--root",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=FOLDER,
         expose_value=False,
         callback=_set("root_dir"),
         help="Folder of mounts (default: $GITMEM_ROOT, else $XDG_DATA_HOME/gitmem or ~/.local/share/gitmem).",

@@ -7,7 +7,6 @@ Each command opens the durable mount NAME and makes one call on
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import sys
@@ -227,6 +226,8 @@ def durable_recall(
 def _who(state: State) -> str:
     if state.principal:
         return state.principal
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

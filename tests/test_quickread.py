@@ -1,0 +1,224 @@
+"""The quick read path (gitmem.quickread over gitmem.git.peek) answers exactly as the store does.
+
+Every case builds a real mount, then puts its objects in each shape git can leave
+them in (gitmem's own packs, loose files, ``git gc`` packs with offset deltas,
+packs with ref deltas, packed refs) and compares the quick path with
+``SyncGitFileStore.list``/``read``. The peek is also called on its own, so a case
+where it silently fell back to the store could not pass as a peek test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitmem import quickread
+from gitmem.errors import MemoryStoreError
+from gitmem.git.peek import CannotPeek, Peek, apply_delta, parse_config
+from gitmem.root import Root
+
+SHARED = "".join(f"line {i} of a note that changes a little in each version\n" for i in range(60))
+
+
+def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, check=True).stdout
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Root:
+    root = Root(tmp_path / "root")
+    store = root.mount("user", create=True).sync
+    store.write("plain.md", "no frontmatter here\nsecond line\n", expected=None)
+    store.write("a/described.md", "---\ndescription: a described note\n---\nbody\n", expected=None)
+    store.write("a/b/deep.md", "deep\n", expected=None)
+    store.write("z.md", "", expected=None)
+    version = None
+    for i in range(6):  # versions of one big file: git gc stores them as deltas of each other
+        version = store.write("big.md", f"---\ndescription: version {i}\n---\n{SHARED}edit {i}\n", expected=version)
+    return root
+
+
+def same(root: Root) -> None:
+    """The quick path and the store agree on the listing and on every file."""
+    store = root.mount("user").sync
+    assert quickread.list_files(root, "user") == store.list()
+    for entry in store.list():
+        assert quickread.read_file(root, "user", entry.path) == store.read(entry.path)
+
+
+def peeked(root: Root) -> Peek:
+    """The peek itself reads this mount (no fallback), every object checked."""
+    peek = Peek(os.fspath(root.mount_path("user")))
+    tree = peek.tree_of(peek.head())
+    assert peek.tree_items(tree)
+    for entry in root.mount("user").sync.list():
+        assert len(peek.blob(entry.version)) == entry.size
+    return peek
+
+
+def test_gitmem_own_packs(root: Root) -> None:
+    peeked(root)
+    same(root)
+
+
+def test_loose_objects(root: Root) -> None:
+    repo = root.mount_path("user")
+    packs = [p.read_bytes() for p in (repo / "objects" / "pack").glob("*.pack")]
+    for pack in (repo / "objects" / "pack").iterdir():
+        pack.unlink()
+    for data in packs:  # git skips objects it already has, so the packs go first
+        git(repo, "unpack-objects", stdin=data)
+    assert not list((repo / "objects" / "pack").iterdir())
+    peeked(root)
+    same(root)
+
+
+def test_gc_packs_with_offset_deltas_and_packed_refs(root: Root) -> None:
+    repo = root.mount_path("user")
+    git(repo, "gc", "--aggressive", "--prune=now")
+    assert (repo / "packed-refs").exists() and not (repo / "refs" / "heads" / "main").exists()
+    [idx] = (repo / "objects" / "pack").glob("*.idx")
+    assert b"chain length" in git(repo, "verify-pack", "-v", str(idx))  # deltas are there to apply
+    peeked(root)
+    same(root)
+
+
+def test_packs_with_ref_deltas(root: Root) -> None:
+    repo = root.mount_path("user")
+    objects = git(repo, "rev-list", "--objects", "--all")
+    # Without --delta-base-offset, pack-objects names each delta's base by id (REF_DELTA).
+    name = git(repo, "pack-objects", "--window=50", "--depth=50", str(repo / "objects" / "pack" / "pack"), stdin=objects)
+    keep = name.decode().strip()
+    for pack in (repo / "objects" / "pack").iterdir():
+        if keep not in pack.name:
+            pack.unlink()
+    git(repo, "prune-packed")
+    assert b"chain length" in git(repo, "verify-pack", "-v", str(repo / "objects" / "pack" / f"pack-{keep}.idx"))
+    peeked(root)
+    same(root)
+
+
+def test_config_limits_apply_as_in_the_store(root: Root) -> None:
+    git(root.mount_path("user"), "config", "gitmem.maxDescriptionChars", "5")
+    assert [e.description for e in quickread.list_files(root, "user")] == [
+        e.description for e in root.mount("user").sync.list()
+    ]
+    assert "a des" in [e.description for e in quickread.list_files(root, "user")]
+
+
+def test_errors_are_the_stores(root: Root) -> None:
+    store = root.mount("user").sync
+    for path in ("missing.md", "a", "a/b", "../x", "a/described.md/x"):
+        with pytest.raises(MemoryStoreError) as quick:
+            quickread.read_file(root, "user", path)
+        with pytest.raises(MemoryStoreError) as full:
+            store.read(path)
+        assert (quick.value.code, quick.value.message) == (full.value.code, full.value.message), path
+    with pytest.raises(MemoryStoreError) as nothing:
+        quickread.list_files(root, "nobody")
+    assert nothing.value.code == "not_found"
+    with pytest.raises(MemoryStoreError) as bad:
+        quickread.read_file(root, "Bad Name", "x.md")
+    assert bad.value.code == "invalid_path"
+
+
+def test_a_link_pushed_with_git_reads_as_the_store_reads_it(root: Root, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(root.mount_path("user")), str(clone)], check=True)
+    (clone / "link.md").symlink_to("plain.md")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    subprocess.run(["git", "-C", str(clone), "add", "link.md"], check=True, env=env)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "link"], check=True, env=env)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True, env=env)
+    peeked(root)
+    same(root)
+    with pytest.raises(MemoryStoreError) as quick:
+        quickread.read_file(root, "user", "link.md")
+    assert quick.value.code == "not_found"
+
+
+def test_what_the_peek_declines_falls_back_to_the_store(root: Root) -> None:
+    repo = root.mount_path("user")
+    expected = root.mount("user").sync.list()
+    with open(repo / "config", "a") as fh:
+        fh.write('[include]\n\tpath = "other"\n')
+    with pytest.raises(CannotPeek):
+        Peek(os.fspath(repo))
+    assert quickread.list_files(root, "user") == expected
+    assert quickread.read_file(root, "user", "plain.md").text.startswith("no frontmatter")
+
+
+def test_a_damaged_loose_object_is_the_stores_corruption_error(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitmem.git.repo import GitRepo
+
+    repo = root.mount_path("user")
+    monkeypatch.setattr(GitRepo, "pack_writes", False)  # this commit's objects are loose files
+    version = root.mount("user").sync.write("new.md", "fresh content\n", expected=None)
+    loose = repo / "objects" / version[:2] / version[2:]
+    data = loose.read_bytes()
+    loose.chmod(0o644)
+    loose.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CannotPeek):
+        Peek(os.fspath(repo)).blob(version)
+    with pytest.raises(MemoryStoreError) as quick:
+        quickread.read_file(root, "user", "new.md")
+    with pytest.raises(MemoryStoreError) as full:
+        Root(root.path).mount("user").sync.read("new.md")
+    assert quick.value.code == full.value.code == "unavailable"
+    assert version in quick.value.message
+
+
+def test_an_object_that_does_not_match_its_id_is_never_shown(tmp_path: Path) -> None:
+    repo = tmp_path / "r.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    oid = git(repo, "hash-object", "-w", "--stdin", stdin=b"real\n").decode().strip()
+    import zlib
+
+    path = repo / "objects" / oid[:2] / oid[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob 5\0fake\n"))
+    with pytest.raises(CannotPeek, match="does not match"):
+        Peek(os.fspath(repo)).blob(oid)
+
+
+def test_parse_config() -> None:
+    text = """
+# a comment
+[core]
+\trepositoryformatversion = 0 ; trailing comment
+\teditor = "code --wait"
+[GitMem]
+\tmaxDescriptionChars = 64k   # limit
+\tKind=records
+[remote "origin"]
+\turl = "x y"
+[user]
+\tname = Some One
+"""
+    assert parse_config(text) == {
+        "core.repositoryformatversion": "0",
+        "gitmem.maxdescriptionchars": "64k",
+        "gitmem.kind": "records",
+    }
+    for bad in ('[gitmem]\n\tkind = "file"\n', "[gitmem]\n\tkind\n", "[includeIf \"gitdir:x\"]\n\tpath = y\n", "[a]\n\tb = c \\\n"):
+        with pytest.raises(CannotPeek):
+            parse_config(bad)
+
+
+def test_apply_delta() -> None:
+    base = bytes(range(256)) * 300  # 76,800 bytes
+    # copy 0x10000 bytes (size bits all clear) from offset 0, insert b"xy", copy 16 bytes from offset 256
+    delta = (
+        bytes([0x80, 0xD8, 0x04])  # source size 76,800 as a varint
+        + bytes([0x92, 0x80, 0x04])  # target size 65,536 + 2 + 16 = 65,554
+        + bytes([0x80])  # copy, no offset or size bytes: offset 0, size 0x10000
+        + bytes([2]) + b"xy"
+        + bytes([0x80 | 0x02 | 0x10, 0x01, 16])  # copy: offset byte 1 = 1 (256), size 16
+    )
+    out = apply_delta(base, delta)
+    assert out == base[:0x10000] + b"xy" + base[256:272]
+    with pytest.raises(CannotPeek):
+        apply_delta(base[:-1], delta)
