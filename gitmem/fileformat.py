@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import MemoryStoreError
-from gitmem.secrets import find_secret
 
 if TYPE_CHECKING:
     import yaml
@@ -326,6 +325,8 @@ def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets
         raise MemoryStoreError("invalid_file", "content holds a NUL byte; memory files are text")
     parse_frontmatter(text, fmt)
     if fmt.check_secrets if check_secrets is None else check_secrets:
+        from gitmem.secrets import find_secret  # compiles the rules: only a write pays for them
+
         rule = find_secret(text)
         if rule is not None:
             raise MemoryStoreError(

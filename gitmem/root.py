@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +87,8 @@ class Root:
             if (path / "HEAD").exists():
                 return GitFileStore.open(path, fmt)
             tmp = self.path / f".{name}.git.{os.getpid()}.tmp"
+            import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
             GitFileStore.init(tmp, fmt, kind=kind)
             try:
@@ -133,4 +134,6 @@ class Root:
             raise MemoryStoreError("unavailable", f"cannot remove {path}: {exc}") from exc
         finally:
             lock.close()
+        import shutil
+
         shutil.rmtree(trash, ignore_errors=True)

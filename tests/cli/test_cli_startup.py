@@ -48,6 +48,7 @@ ENGINES = (
     "gitmem.tools",
     "gitmem.recall",
     "gitmem.durable",
+    "gitmem.secrets",
 )
 
 PROBE = """
@@ -126,3 +127,10 @@ def test_the_session_cli_default_mount_is_the_session_layers() -> None:
     from gitmem.session.location import DEFAULT_MOUNT
 
     assert session_cli.DEFAULT_MOUNT == DEFAULT_MOUNT
+
+
+def test_the_session_cli_memory_types_are_the_session_layers() -> None:
+    from gitmem.adapters.cli import session as session_cli
+    from gitmem.session.items import MEMORY_TYPES
+
+    assert session_cli.MEMORY_TYPES == MEMORY_TYPES

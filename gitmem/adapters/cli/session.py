@@ -16,14 +16,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from gitmem.adapters.cli.app import FOLDER, State, cli, common_options, emit, origin_options, pass_state, say
-from gitmem.session.items import MEMORY_TYPES, MemoryItem
 
 if TYPE_CHECKING:  # the store (pygit2) is imported when a command opens the memory, not for --help
+    from gitmem.session.items import MemoryItem
     from gitmem.session.memory import SessionMemory
 
 #: gitmem.session.location.DEFAULT_MOUNT, repeated so building the options opens no store
 #: (tests/cli/test_cli_startup.py checks the two agree).
 DEFAULT_MOUNT = "session"
+#: gitmem.session.items.MEMORY_TYPES, repeated for the same reason: that module compiles the
+#: secret rules, which no other command's start-up needs (the test checks they agree).
+MEMORY_TYPES = ("episodic", "semantic", "procedural", "working")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
