@@ -23,7 +23,6 @@ render" functions:
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import invisible, joins
+from gitmem.fileformat import visible
 
 if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage errors stay fast
     from gitmem.gitstore import SyncGitFileStore
@@ -414,41 +413,6 @@ def to_json(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
-
-
-# What may act on a terminal or hide text, found fast: every character but tab and
-# printable ASCII (plus newline in multi-line text) is looked at; most text has none.
-_SUSPECT_LINE = re.compile(r"[^\t\x20-\x7e]")
-_SUSPECT_LINES = re.compile(r"[^\t\n\x20-\x7e]")
-
-
-def _escape(ch: str) -> str:
-    cp = ord(ch)
-    if ch in "\n\r":
-        return "\\n" if ch == "\n" else "\\r"
-    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
-
-
-def visible(text: str, *, multiline: bool = False) -> str:
-    """``text`` with each character that could act on a terminal or hide itself shown as an escape.
-
-    Escaped: C0 controls (ESC, BEL, CR, backspace...), DEL, C1 controls, and the
-    invisible characters of :func:`gitmem.fileformat.invisible` (bidi overrides,
-    zero-width characters, BOM, tag characters...) except joiners doing their job
-    in non-Latin text. Tabs stay; with ``multiline``, newlines and CRLF line ends
-    stay too (file content, patches), otherwise a newline is escaped so one record
-    stays one line. An escape reads like Python's: ``\\x1b``, ``\\u202e``.
-    """
-
-    def fix(found: re.Match[str]) -> str:
-        ch, at = found.group(), found.start()
-        if ch == "\r" and multiline and text.startswith("\n", at + 1):
-            return ch
-        if ch < "\x7f" or (invisible(ch) and not joins(text, at)):
-            return _escape(ch)
-        return ch
-
-    return (_SUSPECT_LINES if multiline else _SUSPECT_LINE).sub(fix, text)
 
 
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
