@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import gitmem
+from gitmem.adapters.cli import COMMANDS
 
 #: Libraries the CLI must load only in the commands that use them.
 HEAVY = (
@@ -106,6 +107,26 @@ def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
     assert loaded(root, "cat", "user", "a.md", "--json") == set()
     for args in (("ls", "user"), ("cat", "user", "a.md"), ("--help",)):
         assert engines(root, *args) == set(), args
+
+
+def test_a_command_loads_only_its_own_module(root: Path) -> None:
+    commands = {m for m in modules(root, "cat", "user", "a.md") if m.startswith("gitmem.adapters.cli.")}
+    assert commands == {"gitmem.adapters.cli.app", "gitmem.adapters.cli.files"}
+    every = {m for m in modules(root, "--help") if m.startswith("gitmem.adapters.cli.")}
+    assert every == {"gitmem.adapters.cli.app"} | {f"gitmem.adapters.cli.{m}" for m in COMMANDS}
+
+
+def test_the_command_table_names_every_command_and_its_module() -> None:
+    import click
+
+    from gitmem.adapters.cli import cli
+
+    names = cli.list_commands(click.Context(cli))  # imports every command module
+    assert sorted(cli.lazy) == names
+    for name in names:
+        command = cli.commands[name]
+        assert command.callback is not None
+        assert command.callback.__module__ == cli.lazy[name], name
 
 
 def test_reads_the_quick_path_leaves_to_the_store_open_it(root: Path) -> None:

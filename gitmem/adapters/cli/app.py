@@ -22,6 +22,7 @@ render" functions:
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -357,10 +359,28 @@ class GitmemCommand(click.Command):
 
 
 class GitmemGroup(click.Group):
-    """Groups whose commands (and sub-groups) all map errors the same way."""
+    """Groups whose commands (and sub-groups) all map errors the same way.
+
+    ``lazy`` names, for commands not registered yet, the module that registers
+    each: it is imported when the command is asked for, and every such module
+    when all commands are listed (``--help``, completion). A call of ``gitmem ls``
+    so builds the options of ``ls``'s module only, not of some eighty commands.
+    """
 
     command_class = GitmemCommand
     group_class = type  # sub-groups are GitmemGroups too
+    lazy: Mapping[str, str] = MappingProxyType({})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.lazy.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(module)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module in dict.fromkeys(self.lazy.values()):
+            importlib.import_module(module)
+        return super().list_commands(ctx)
 
     def main(
         self,
