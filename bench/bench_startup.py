@@ -6,7 +6,9 @@ so this times whole processes, as such a caller sees them:
 - ``gitmem --help``, ``gitmem ls user``, ``gitmem cat user notes/a.md`` (target <= 100 ms);
 - the baselines, measured in the same run and interleaved with them so background
   load hits all alike: ``git cat-file -p main:notes/a.md`` (what the same read costs
-  with git's own CLI) and ``python -c pass`` (the floor any Python CLI pays).
+  with git's own CLI) and ``python -c pass`` (the floor any Python CLI pays);
+- ``python -c 'import pygit2'``, for scale: what a call that opens the store pays
+  before any gitmem code runs (``ls`` and ``cat`` of ``main`` no longer do).
 
 It prints the median, minimum and p90 of each, and each gitmem call as a ratio of
 both baselines. The memory is made in a temporary root with 200 small files.
@@ -87,6 +89,8 @@ def main() -> None:
         repo = tmp / "user.git"
         cases: dict[str, list[str]] = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            # What opening a store costs before any gitmem code runs (ls and cat of main skip it).
+            "python -c 'import pygit2'": [sys.executable, "-c", "import pygit2"],
             "git cat-file -p": ["git", "-C", str(repo), "cat-file", "-p", "main:notes/a.md"],
             "gitmem --help": [*gm, "--help"],
             "gitmem ls user": [*gm, "ls", "user"],
