@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,30 @@ def test_apply_delta() -> None:
     assert out == base[:0x10000] + b"xy" + base[256:272]
     with pytest.raises(CannotPeek):
         apply_delta(base[:-1], delta)
+
+
+AGREE = r"""
+import sys
+from gitmem import quickread
+from gitmem.root import Root
+root = Root(sys.argv[1])
+quick = [e.description for e in quickread.list_files(root, "user")]
+full = [e.description for e in root.mount("user").sync.list()]
+print(quick == full, quick)
+"""
+
+
+@pytest.mark.parametrize("where", ["global", "xdg"])
+def test_limits_from_the_users_own_config_apply_as_libgit2_reads_them(root: Root, tmp_path: Path, where: str) -> None:
+    # libgit2 reads ~/.gitconfig and $XDG_CONFIG_HOME/git/config too; the peek reads the same files.
+    home = tmp_path / "home"
+    config = home / ".gitconfig" if where == "global" else home / "xdg" / "git" / "config"
+    config.parent.mkdir(parents=True)
+    config.write_text("[user]\n\tname = Some One\n[gitmem]\n\tmaxDescriptionChars = 3\n")
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg")}
+    done = subprocess.run(
+        [sys.executable, "-c", AGREE, str(root.path)], env=env, capture_output=True, text=True, check=True
+    )
+    agree, _, shown = done.stdout.strip().partition(" ")
+    assert agree == "True", done.stdout
+    assert "'a d'" in shown  # "a described note" cut to 3 characters: the user's limit applied
