@@ -243,6 +243,41 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     raise MemoryStoreError("invalid_file", "frontmatter opened with '---' is never closed by a '---' line")
 
 
+# A frontmatter line YAML certainly reads as ``key: text``: a plain key, one space, then a
+# plain scalar that starts with a letter and holds no ':', '#', quote, tab or non-ASCII
+# character (so no indicator, comment, flow or escape can act), on one line of its own.
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): ([A-Za-z][A-Za-z0-9 ,.;()/_+!?&=*<>@$%^~`|\[\]{}-]*)")
+# Plain scalars YAML 1.1 (PyYAML's resolver) reads as booleans or null, not text.
+_YAML_WORDS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
+)
+
+
+def _simple_mapping(block: str) -> dict[str, Any] | None:
+    """The mapping of a frontmatter made only of ``key: text`` lines, read without yaml; else ``None``.
+
+    Most memory files carry a one-line ``description`` and a few such keys, and
+    listing a memory parses every file's frontmatter: this keeps yaml (its import
+    and a loader per file) off that path. It answers only where YAML's answer is
+    certain (``tests/test_fileformat_fastpath.py`` holds it to yaml's own), and
+    anything else (quotes, lists, numbers, dates, blank or indented lines, a
+    repeated key, ``yes``/``null`` words) goes to yaml.
+    """
+    data: dict[str, Any] = {}
+    lines = block.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        found = _SIMPLE_LINE.fullmatch(line)
+        if found is None:
+            return None
+        key, value = found.group(1), found.group(2).rstrip(" ")
+        if key in data or key in _YAML_WORDS or value in _YAML_WORDS:
+            return None
+        data[key] = value
+    return data
+
+
 def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict[str, Any] | None, str]:
     """Return the frontmatter mapping (or ``None``) and the body; ``invalid_file`` when malformed."""
     block, body = split_frontmatter(text)
@@ -251,11 +286,13 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
     size = len(block.encode("utf-8")) + 8
     if size > fmt.max_frontmatter_bytes:
         raise MemoryStoreError("invalid_file", f"frontmatter is {size} bytes; the limit is {fmt.max_frontmatter_bytes}")
-    yaml, loader = _yaml()
-    try:
-        data = yaml.load(block, Loader=loader) if block.strip() else {}
-    except yaml.YAMLError as exc:
-        raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
+    data = _simple_mapping(block)
+    if data is None:
+        yaml, loader = _yaml()
+        try:
+            data = yaml.load(block, Loader=loader) if block.strip() else {}
+        except yaml.YAMLError as exc:
+            raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise MemoryStoreError("invalid_file", "frontmatter must be a YAML mapping of keys to values")
     if "description" in data:
