@@ -35,7 +35,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3}
 _TREE_MODE = b"40000"
 _BLOB_MODE = b"100644"
-_FILE_MODES = (b"100644", b"100755")
+FILE_MODES = (b"100644", b"100755")
 
 
 def object_id(kind: bytes, raw: bytes) -> str:
@@ -54,6 +54,11 @@ class PendingObjects:
         oid = object_id(kind, raw)
         self.objects.setdefault(oid, (kind, raw))
         return oid
+
+    def drop_after(self, count: int) -> None:
+        """Forget every object added after the first ``count`` (a plan of a group commit that refused)."""
+        for oid in list(self.objects)[count:]:
+            del self.objects[oid]
 
     def raw(self, oid: str) -> bytes | None:
         found = self.objects.get(oid)
@@ -78,14 +83,15 @@ def parse_tree(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
     return entries
 
 
-def _order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
+def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
+    """The sort key of a tree entry in git's order: a folder sorts as if its name ended in ``/``."""
     name, (mode, _) = item
     return name + b"/" if mode == _TREE_MODE else name
 
 
 def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     """git's encoding of a tree: entries in git's order (a folder sorts as ``name/``)."""
-    return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=_order))
+    return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order))
 
 
 class TreeCache:
@@ -102,11 +108,15 @@ class TreeCache:
 
     def entries(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
         """A copy of the tree's entries (the caller edits it)."""
+        return dict(self.view(oid, read_tree))
+
+    def view(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
+        """The tree's entries themselves, for lookups only (never edit them)."""
         found = self.trees.get(oid)
         if found is None:
             found = parse_tree(read_tree(oid))
             self.keep(oid, found)
-        return dict(found)
+        return found
 
     def keep(self, oid: str, entries: dict[bytes, tuple[bytes, bytes]]) -> None:
         if len(self.trees) >= self.limit:
