@@ -45,6 +45,29 @@ def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
     return CommitId(str(ref.target))
 
 
+def read_loose_ref(repo_path: str, name: str) -> CommitId | None:
+    """The id a loose ref file holds, read directly; ``None`` when it is not a plain loose ref.
+
+    A loose ref file takes precedence over ``packed-refs``, so a file holding an
+    id is the answer. Anything else (no file, a symbolic ref, a damaged file)
+    is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
+    machinery (~30 µs) on the reads of ``main`` that start every store call.
+    """
+    try:
+        with open(os.path.join(repo_path, *name.split("/")), "rb") as fh:
+            raw = fh.read(64)
+    except OSError:
+        return None
+    value = raw.strip()
+    if len(value) != 40 or raw[40:] not in (b"\n", b""):
+        return None
+    try:
+        int(value, 16)
+    except ValueError:
+        return None
+    return CommitId(value.decode("ascii").lower())
+
+
 def swap_refs(
     repo: pygit2.Repository,
     repo_path: str,

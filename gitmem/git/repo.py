@@ -46,7 +46,8 @@ from gitmem.git import cli, group, loosetrees, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
+from gitmem.git.recent import RecentObjects, recent_for
+from gitmem.git.refs import MAIN, read_loose_ref, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
@@ -128,10 +129,14 @@ class Snapshot:
         *,
         tree: str | None = None,
         trees: packwrite.TreeCache | None = None,
+        recent: RecentObjects | None = None,
     ) -> None:
         self._repo = repo
         self.head = head
         self.pending = pending
+        self._recent = recent
+        if tree is None and recent is not None:
+            tree = recent.tree_of(head)
         self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
         self._trees = trees if trees is not None else packwrite.TreeCache()
         self._folders: dict[str, str | None] = {"": self.tree_id}
@@ -144,6 +149,10 @@ class Snapshot:
     def raw(self, oid: str) -> bytes:
         if self.pending is not None:
             found = self.pending.raw(oid)
+            if found is not None:
+                return found
+        if self._recent is not None:
+            found = self._recent.raw(oid)
             if found is not None:
                 return found
         return bytes(self._repo[oid].read_raw())
@@ -324,6 +333,8 @@ class GitRepo:
         self.lock = WriterLock(
             os.path.join(self.path, "gitmem", "write.lock"), timeout=lock_timeout, on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path)
         )
+        self.recent = recent_for(self.path)
+        """The objects of this process's latest commits (:mod:`gitmem.git.recent`)."""
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
         """Held by a pack fold, and after the writer lock by what deletes objects (see :meth:`maintenance`)."""
 
@@ -428,7 +439,8 @@ class GitRepo:
 
     def head(self) -> CommitId:
         """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
-        head = read_ref(self.fresh(), MAIN)
+        repo = self.fresh()
+        head = read_loose_ref(self.path, MAIN) or read_ref(repo, MAIN)
         if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
@@ -445,8 +457,36 @@ class GitRepo:
     def tree_of(self, commit: str) -> pygit2.Tree:
         return self.repo[commit].peel(pygit2.Tree)
 
+    def _recent(self) -> RecentObjects:
+        """This process's recent objects, emptied first if a purge or forget erased history since."""
+        self.recent.check(self.history_mark())
+        return self.recent
+
+    def _raw(self, oid: str) -> bytes:
+        found = self.recent.raw(oid)
+        return found if found is not None else bytes(self.repo[oid].read_raw())
+
+    def tree_id_of(self, commit: str) -> str:
+        """The id of ``commit``'s tree (for a commit this process just made, without reading it)."""
+        tree = self._recent().tree_of(commit)
+        return tree if tree is not None else str(self.tree_of(commit).id)
+
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``."""
+        tree = self._recent().tree_of(commit)
+        if tree is not None:  # a commit this process just made: its new trees are read from memory
+            cache = self._tree_cache()
+            parts = path.split("/")
+            for name in parts[:-1]:
+                found = cache.view(tree, self._raw).get(name.encode())
+                if found is None or _kind(found[0]) != "tree":
+                    return None
+                tree = found[1].hex()
+            found = cache.view(tree, self._raw).get(parts[-1].encode())
+            if found is None or _kind(found[0]) != "blob":
+                return None
+            oid = found[1].hex()
+            return oid, self._raw(oid)
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None
@@ -469,6 +509,12 @@ class GitRepo:
 
         Lets callers cache per folder by tree id (a tree id names its whole content).
         """
+        raw = self._recent().raw(tree_id)
+        if raw is not None:
+            return [
+                (name.decode("utf-8", "replace"), _kind(mode), oid.hex())
+                for name, (mode, oid) in packwrite.parse_tree(raw).items()
+            ]
         items: list[tuple[str, str, str]] = []
         for obj in self.repo[tree_id].peel(pygit2.Tree):
             mode = obj.filemode
@@ -567,7 +613,7 @@ class GitRepo:
                     branch = None if ref == MAIN else read_ref(repo, ref)
                     head = self.head() if branch is None else branch
                     pending = packwrite.PendingObjects() if self.pack_writes else None
-                    snap = Snapshot(repo, head, pending, trees=self._tree_cache())
+                    snap = Snapshot(repo, head, pending, trees=self._tree_cache(), recent=self._recent())
                     chosen = plan(snap)
                     if not chosen.edits:
                         return Done(None, chosen.result)
@@ -595,7 +641,10 @@ class GitRepo:
                             timeout=self.lock_timeout,
                         )
                     if moved:
-                        fold = pending is not None and self._count_pack()
+                        if pending is not None:
+                            objects = ((oid, kind, raw) for oid, (kind, raw) in pending.objects.items())
+                            self.recent.add(objects, [(commit, tree_id)])
+                            fold = self._count_pack()
                         return Done(CommitId(commit), chosen.result)
         finally:
             if fold:
@@ -623,15 +672,16 @@ class GitRepo:
                     repo = self.fresh()
                     head: str = self.head()
                     trees = self._tree_cache()
+                    recent = self._recent()
                     pending = packwrite.PendingObjects()
-                    last = getattr(self._local, "tip", None)
-                    tip, tip_tree = head, (last[1] if last is not None and last[0] == head else None)
+                    tip, tip_tree = head, None
+                    made: list[tuple[str, str]] = []
                     chain: list[tuple[group.Request, str, Any]] = []
                     settled: list[tuple[group.Request, Any, BaseException | None]] = []
                     left: list[group.Request] = []
                     loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
                     for i, request in enumerate(requests):
-                        snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees)
+                        snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
                         mark = len(pending)
                         try:
                             with translate_errors(self.path):
@@ -656,6 +706,7 @@ class GitRepo:
                             continue
                         tip, tip_tree = pending.add(b"commit", raw), tree_id
                         chain.append((request, tip, chosen.result))
+                        made.append((tip, tree_id))
                     if loose is not None:
                         request, chosen, snap = loose
                         author, committer, message = _signed(chosen)
@@ -665,8 +716,8 @@ class GitRepo:
                         packwrite.write_pack(self.path, pending, durable=_durable[0])
                     if chain and not self._cas(repo, head, tip):
                         continue  # a writer outside gitmem moved main: every plan decides again
-                    if chain:
-                        self._local.tip = (tip, tip_tree)
+                    if chain and loose is None:
+                        recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
                     for request, commit, result in chain:
                         request.finish(Done(CommitId(commit), result))
                     for request, value, error in settled:

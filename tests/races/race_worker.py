@@ -251,26 +251,26 @@ def mode_group_stop(args: dict[str, Any]) -> None:
     original_write, original_cas = packwrite.write_pack, GitRepo._cas
     in_round = threading.local()
 
-    def stop(where: str, commits: int) -> None:
-        acks("in-round", where, commits)
+    def stop(where: str, commits: list[str]) -> None:
+        acks("in-round", where, len(commits), *commits)
         os.kill(os.getpid(), signal.SIGSTOP)
         time.sleep(60)  # never reached: the parent kills us while stopped
 
     def write_pack(repo_path: str, pending: Any, *, durable: bool) -> str:
-        commits = sum(1 for kind, _ in pending.objects.values() if kind == b"commit")
+        commits = [oid for oid, (kind, _) in pending.objects.items() if kind == b"commit"]
         in_round.commits = commits
-        if commits >= 2 and step == 0:
+        if len(commits) >= 2 and step == 0:
             stop("before-pack", commits)
         sha = original_write(repo_path, pending, durable=durable)
-        if commits >= 2 and step == 1:
+        if len(commits) >= 2 and step == 1:
             stop("before-ref", commits)
         return sha
 
     def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
         moved = original_cas(self, repo, old, new)
-        commits = getattr(in_round, "commits", 0)
-        in_round.commits = 0
-        if moved and commits >= 2 and step == 2:
+        commits = getattr(in_round, "commits", [])
+        in_round.commits = []
+        if moved and len(commits) >= 2 and step == 2:
             stop("after-ref", commits)
         return moved
 
