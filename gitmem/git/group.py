@@ -47,6 +47,9 @@ class Request:
         return self._value
 
 
+MAX_ROUNDS = 8
+"""Rounds one leader runs back to back before its own caller gets its answer."""
+
 Round = Callable[[list[Request]], list[Request]]
 """Commits the given requests (calling ``finish`` on each it settles); returns those left for a later round."""
 
@@ -85,7 +88,9 @@ def submit(path: str, plan: Any, run_round: Round) -> Any:
         group.leading = True
     while True:
         if lead:
-            _lead(group, run_round)
+            rounds = 1
+            while _lead(group, run_round, more=rounds < MAX_ROUNDS):
+                rounds += 1
         if request.done:
             return request.outcome()
         request.event.wait()
@@ -93,8 +98,14 @@ def submit(path: str, plan: Any, run_round: Round) -> Any:
         lead, request.lead = request.lead, False
 
 
-def _lead(group: _Group, run_round: Round) -> None:
-    """Run one round over everything queued, then hand the lead to the first request still waiting."""
+def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
+    """Run one round over everything queued; whether this thread should lead the next one too.
+
+    A leader keeps leading while requests are queued (up to :data:`MAX_ROUNDS`):
+    handing the lead to a waiting thread costs a thread switch, which in Python
+    can wait for the interpreter's switch interval. Then it hands the lead to
+    the first request still waiting.
+    """
     with group.mutex:
         batch = list(group.queue)
         group.queue.clear()
@@ -109,14 +120,17 @@ def _lead(group: _Group, run_round: Round) -> None:
         for request in batch:
             if not request.done and request not in left:
                 request.finish(error=RuntimeError("a group commit round left a request unsettled"))
-    with group.mutex:
-        group.queue.extendleft(reversed(left))
-        if group.queue:
-            nxt = group.queue[0]
-            nxt.lead = True
-            nxt.event.set()
-        else:
-            group.leading = False
     for request in batch:
         if request.done:
             request.event.set()
+    with group.mutex:
+        group.queue.extendleft(reversed(left))
+        if not group.queue:
+            group.leading = False
+            return False
+        if more:
+            return True
+        nxt = group.queue[0]
+        nxt.lead = True
+        nxt.event.set()
+        return False
