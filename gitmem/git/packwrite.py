@@ -14,9 +14,10 @@ whose objects nothing references yet: all of which ``git fsck --strict`` accepts
 The objects are plain git: whole (undeltified) entries compressed at zlib level
 1, as libgit2 compresses loose objects. The tree encoding is git's: entries
 sorted by name with a folder compared as if it ended in ``/``, mode ``40000``
-for folders and ``100644`` for files. Packs accumulate one per commit; the
-count is kept bounded by :func:`compact` (``git repack -d --geometric=2``) under
-the writer lock, so reads do not search an ever-growing list of indexes.
+for folders and ``100644`` for files. Packs accumulate one per commit (one per
+group-commit round); the count is kept bounded by :func:`compact` (``git
+pack-objects --stdin-packs`` by git's geometric rule) under the fold lock, so
+reads do not search an ever-growing list of indexes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import struct
 import time
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from gitmem.git.perms import write_private
 from gitmem.store import file_dir_conflict
@@ -270,13 +272,42 @@ def _write_file(path: str, data: bytes, durable: bool) -> None:
         os.close(fd)
 
 
+_syncer: list[tuple[int, ThreadPoolExecutor]] = []
+
+
+def fsync_together(paths: list[str]) -> None:
+    """fsync every file in ``paths``, all at once; returns when all are on disk (raises the first failure).
+
+    Sequential fsyncs each wait for their own journal commit; issued together,
+    ext4 and xfs commit them in one.
+    """
+    if not _syncer or _syncer[0][0] != os.getpid():  # a forked child has no pool threads
+        _syncer[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="gitmem-fsync"))]
+    pool = _syncer[0][1]
+    others = [pool.submit(_fsync_path, path) for path in paths[1:]]
+    try:
+        _fsync_path(paths[0])
+    finally:
+        for done in others:
+            done.result()
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str:
     """Put ``pending`` into ``objects/pack`` as one pack; returns its sha. Nothing is written for no objects.
 
     Temp names first, then ``rename`` of the pack, then of the index: a reader
-    that sees the index finds its whole pack. With ``durable`` each file and
-    then the folder are fsynced, so the pack survives a power cut before the
-    ref that will name its commit is written.
+    that sees the index finds its whole pack. With ``durable`` both files are
+    fsynced (at the same time: the file system can flush them in one journal
+    commit) before the renames, and the folder after them, so the pack survives
+    a power cut before the ref that will name its commit is written.
     """
     if not pending.objects:
         return ""
@@ -289,8 +320,10 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     tmp_pack = os.path.join(folder, f"tmp_pack_gitmem_{tag}")
     tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{tag}")
     try:
-        _write_file(tmp_pack, pack, durable)
-        _write_file(tmp_idx, idx, durable)
+        _write_file(tmp_pack, pack, False)
+        _write_file(tmp_idx, idx, False)
+        if durable:
+            fsync_together([tmp_pack, tmp_idx])
         os.rename(tmp_pack, base + ".pack")
         os.rename(tmp_idx, base + ".idx")
     except BaseException:
@@ -372,7 +405,8 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     before (``git mktree`` does not look again when an object is missing)
     still finds every object where it looked. Until then they are left out of
     the count and of the next fold. Returns whether packs
-    were deleted (handles must then reopen). Writer lock held.
+    were deleted (handles must then reopen). Fold lock held (see
+    :meth:`gitmem.git.repo.GitRepo.compact`).
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded(repo_path)
