@@ -781,7 +781,7 @@ class GitRepo:
                 due = False
                 _folds_failed.discard(self.path)
                 with suppress(MemoryStoreError, OSError, pygit2.GitError):
-                    self.compact(wait=True)
+                    self.compact()
         self.lock.count = count
         return due
 
@@ -790,23 +790,31 @@ class GitRepo:
 
         The write that found the fold due has released the writer lock and
         returns at once; the fold takes only the fold lock (writers never wait
-        for it). At interpreter exit a running fold is waited for.
+        for it). Back-pressure: when a fold is due a third time while one is
+        still running (writes outpace folding, ``2 * MAX_PACKS`` packs written
+        since it started), this write waits for the running fold, so the pack
+        count stays bounded under any burst. At interpreter exit a running fold
+        is waited for.
         """
         with _folds_guard:
             running = _folds.get(self.path)
-            if running is not None and running.is_alive():
+            if running is None or not running.is_alive():
+                running = None
+                thread = threading.Thread(target=self._fold_quietly, name="gitmem-fold", daemon=True)
+                _folds[self.path] = thread
+                thread.start()
+            elif self.path not in _folds_again:
                 _folds_again.add(self.path)
-                return
-            thread = threading.Thread(target=self._fold_quietly, name="gitmem-fold", daemon=True)
-            _folds[self.path] = thread
-            thread.start()
+                running = None
+        if running is not None:
+            running.join()
 
     def _fold_quietly(self) -> None:
         while True:
             # A fold never fails a write: a foreign gc racing it or a full disk only leaves
             # the packs as they are, and a later write starts another.
             try:
-                self.compact(wait=False)
+                self.compact()
             except (MemoryStoreError, OSError, pygit2.GitError):
                 _folds_failed.add(self.path)
             with _folds_guard:
@@ -821,7 +829,7 @@ class GitRepo:
         if running is not None:
             running.join()
 
-    def compact(self, *, wait: bool = True) -> None:
+    def compact(self) -> None:
         """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
 
         Each pack left holds at least twice the objects of all smaller ones
@@ -835,16 +843,12 @@ class GitRepo:
         which every operation that deletes objects or repacks (purge, forget,
         gc: :meth:`maintenance`) takes after the writer lock, so a fold can
         never put back objects a purge is deleting; the git child holds the
-        fold lock too until it exits. ``wait=False`` gives up at once when the
-        fold lock is taken (someone is folding or pruning already).
+        fold lock too until it exits. When another process is folding (or a
+        purge holds the lock) this fold waits and runs after it, so packs
+        written since the other fold listed them are folded too.
         """
-        if wait:
-            with translate_errors(self.path), self.fold_lock.hold("fold"):
-                self._fold()
-            return
-        with translate_errors(self.path), self.fold_lock.try_hold("fold") as got:
-            if got:
-                self._fold()
+        with translate_errors(self.path), self.fold_lock.hold("fold"):
+            self._fold()
 
     def _fold(self) -> None:
         def run(args: list[str], stdin: bytes) -> tuple[int, str]:
