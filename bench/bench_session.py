@@ -6,7 +6,9 @@
   Both use the same item rules (checks, fingerprint path, duplicate merge, JSON), so
   the comparison is storage, not validation. Both hold ``--items`` items first; the
   two are called alternately in random order so background load hits both alike.
-  A second row remembers exact duplicates (the merge path).
+  A second row remembers exact duplicates (the merge path); a context row writes
+  the same text as a plain file to the same store, so what session memory adds on
+  top of one commit shows.
 Texts are English-like: a 4,000-word vocabulary (the domain words and made-up ones)
 with a Zipf spread (exponent 1.07), 8-20 words per item, 2-4 per query.
 
@@ -22,6 +24,7 @@ Usage::
 
     .venv/bin/python bench/bench_session.py            # 10k items
     .venv/bin/python bench/bench_session.py --quick    # fewer samples
+    .venv/bin/python bench/bench_session.py --only remember   # one section (remember | recall | prune)
 
 Prints p50/p95 (wall and CPU), ratios, and a met/missed line per target.
 """
@@ -173,6 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=["remember", "recall", "prune"], help="Run one section only.")
     args = parser.parse_args()
     samples = 100 if args.quick else 400
     rng = random.Random(11)
@@ -187,110 +191,122 @@ def main() -> None:
         )
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
-        # -- remember ---------------------------------------------------------------
-        preload = make_items(args.items, rng, now=now, age_days=1, importance=0.6)
-        memory = new_git_memory(tmp, "remember", preload)
-        base = DirSessionStore(tmp / "dir")
-        bulk.write_directory(str(base.root), files_of(preload))
-        len(memory)  # the catalogue is warm, as in a running session
-        texts = [sentence(rng, 1_000_000 + n) + " fresh" for n in range(samples)]
-        gw: list[float] = []
-        gc: list[float] = []
-        bw: list[float] = []
-        bc: list[float] = []
-        for text in texts:
-            calls = [("git", lambda t=text: memory.remember(t)), ("dir", lambda t=text: base.remember(t))]
-            rng.shuffle(calls)
-            for who, call in calls:
-                wall, cpu = timed(call)
-                (gw if who == "git" else bw).append(wall)
-                (gc if who == "git" else bc).append(cpu)
-        row("remember (new text)", gw, gc, "dir store", bw, bc)
-        ratio = p(gw, 0.5) / p(bw, 0.5)
-        cpu_ratio = p(gc, 0.5) / p(bc, 0.5)
-        verdicts.append(
-            f"[{'met' if ratio <= 3 else 'MISSED'}] remember p50 <= 3x dir store: {ratio:.2f}x (CPU {cpu_ratio:.2f}x)"
-        )
-        dw: list[float] = []
-        dc: list[float] = []
-        dbw: list[float] = []
-        dbc: list[float] = []
-        for text in texts[: samples // 2]:
-            calls = [
-                ("git", lambda t=text: memory.remember(t.upper())),
-                ("dir", lambda t=text: base.remember(t.upper())),
-            ]
-            rng.shuffle(calls)
-            for who, call in calls:
-                wall, cpu = timed(call)
-                (dw if who == "git" else dbw).append(wall)
-                (dc if who == "git" else dbc).append(cpu)
-        row("remember (exact duplicate: merge)", dw, dc, "dir store", dbw, dbc)
+        if args.only in (None, "remember"):
+            # -- remember ---------------------------------------------------------------
+            preload = make_items(args.items, rng, now=now, age_days=1, importance=0.6)
+            memory = new_git_memory(tmp, "remember", preload)
+            base = DirSessionStore(tmp / "dir")
+            bulk.write_directory(str(base.root), files_of(preload))
+            len(memory)  # the catalogue is warm, as in a running session
+            texts = [sentence(rng, 1_000_000 + n) + " fresh" for n in range(samples)]
+            gw: list[float] = []
+            gc: list[float] = []
+            bw: list[float] = []
+            bc: list[float] = []
+            fw: list[float] = []  # context: one plain write of the same text to the same store
+            fc: list[float] = []
+            store = memory.store
+            for n, text in enumerate(texts):
+                calls = [
+                    ("git", lambda t=text: memory.remember(t)),
+                    ("dir", lambda t=text: base.remember(t)),
+                    ("file", lambda t=text, n=n: store.write(f"scratch/{n % 251:03d}/{n}.json", t, expected=None)),
+                ]
+                rng.shuffle(calls)
+                for who, call in calls:
+                    wall, cpu = timed(call)
+                    {"git": gw, "dir": bw, "file": fw}[who].append(wall)
+                    {"git": gc, "dir": bc, "file": fc}[who].append(cpu)
+            row("remember (new text)", gw, gc, "dir store", bw, bc)
+            row("(context) one-file write, same store", fw, fc, "dir store", bw, bc)
+            ratio = p(gw, 0.5) / p(bw, 0.5)
+            cpu_ratio = p(gc, 0.5) / p(bc, 0.5)
+            verdicts.append(
+                f"[{'met' if ratio <= 3 else 'MISSED'}] remember p50 <= 3x dir store: {ratio:.2f}x (CPU {cpu_ratio:.2f}x); "
+                f"remember / one-file write: {p(gw, 0.5) / p(fw, 0.5):.2f}x (CPU {p(gc, 0.5) / p(fc, 0.5):.2f}x)"
+            )
+            dw: list[float] = []
+            dc: list[float] = []
+            dbw: list[float] = []
+            dbc: list[float] = []
+            for text in texts[: samples // 2]:
+                calls = [
+                    ("git", lambda t=text: memory.remember(t.upper())),
+                    ("dir", lambda t=text: base.remember(t.upper())),
+                ]
+                rng.shuffle(calls)
+                for who, call in calls:
+                    wall, cpu = timed(call)
+                    (dw if who == "git" else dbw).append(wall)
+                    (dc if who == "git" else dbc).append(cpu)
+            row("remember (exact duplicate: merge)", dw, dc, "dir store", dbw, dbc)
 
-        # -- recall -----------------------------------------------------------------
-        recall_mem = new_git_memory(tmp, "recall", make_items(args.items, rng, now=now, age_days=2, importance=0.6))
-        first = timed(lambda: recall_mem.recall_similar("release provider verification", 5))
-        print(
-            f"| recall, first call (reads and indexes {args.items} items) | {first[0] * 1000:.1f} | |"
-            f" {first[1] * 1000:.1f} | | | | | | | 1 |"
-        )
-        again = open_session_memory(tmp / "recall")  # as a new process would: the saved catalogue
-        resumed = timed(lambda: again.recall_similar("release provider verification", 5))
-        assert again.catalogue.resumed
-        print(
-            f"| recall, first call of a new handle (resumes from the saved catalogue) | {resumed[0] * 1000:.1f} | |"
-            f" {resumed[1] * 1000:.1f} | | | | | | | 1 |"
-        )
-        docs = [(i.id, tokenize(i.content), i.timestamp) for i in recall_mem.items()]
-        queries = [" ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(2, 4))) for _ in range(samples)]
-        rw: list[float] = []
-        rc: list[float] = []
-        sw: list[float] = []
-        scpu: list[float] = []
+        if args.only in (None, "recall"):
+            # -- recall -----------------------------------------------------------------
+            recall_mem = new_git_memory(tmp, "recall", make_items(args.items, rng, now=now, age_days=2, importance=0.6))
+            first = timed(lambda: recall_mem.recall_similar("release provider verification", 5))
+            print(
+                f"| recall, first call (reads and indexes {args.items} items) | {first[0] * 1000:.1f} | |"
+                f" {first[1] * 1000:.1f} | | | | | | | 1 |"
+            )
+            again = open_session_memory(tmp / "recall")  # as a new process would: the saved catalogue
+            resumed = timed(lambda: again.recall_similar("release provider verification", 5))
+            assert again.catalogue.resumed
+            print(
+                f"| recall, first call of a new handle (resumes from the saved catalogue) | {resumed[0] * 1000:.1f} | |"
+                f" {resumed[1] * 1000:.1f} | | | | | | | 1 |"
+            )
+            docs = [(i.id, tokenize(i.content), i.timestamp) for i in recall_mem.items()]
+            queries = [" ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(2, 4))) for _ in range(samples)]
+            rw: list[float] = []
+            rc: list[float] = []
+            sw: list[float] = []
+            scpu: list[float] = []
 
-        def scan(q: str) -> list[tuple[float, float, str]]:
-            tokens = tokenize(q)
-            scored = [(-coverage(tokens, t), -ts, i) for i, t, ts in docs]
-            return sorted(s for s in scored if s[0] < 0)[:5]
+            def scan(q: str) -> list[tuple[float, float, str]]:
+                tokens = tokenize(q)
+                scored = [(-coverage(tokens, t), -ts, i) for i, t, ts in docs]
+                return sorted(s for s in scored if s[0] < 0)[:5]
 
-        for q in queries:
-            wall, cpu = timed(lambda q=q: recall_mem.recall_similar(q, 5))
-            rw.append(wall)
-            rc.append(cpu)
-            scanned = timed(lambda q=q: scan(q))
-            sw.append(scanned[0])
-            scpu.append(scanned[1])
-        row(f"recall_similar k=5, {args.items} items", rw, rc, "full scan", sw, scpu)
-        verdicts.append(
-            f"[{'met' if p(rw, 0.5) <= 2 else 'MISSED'}] recall p50 over {args.items} items <= 2 ms: "
-            f"{p(rw, 0.5):.3f} ms (CPU {p(rc, 0.5):.3f} ms)"
-        )
+            for q in queries:
+                wall, cpu = timed(lambda q=q: recall_mem.recall_similar(q, 5))
+                rw.append(wall)
+                rc.append(cpu)
+                scanned = timed(lambda q=q: scan(q))
+                sw.append(scanned[0])
+                scpu.append(scanned[1])
+            row(f"recall_similar k=5, {args.items} items", rw, rc, "full scan", sw, scpu)
+            verdicts.append(
+                f"[{'met' if p(rw, 0.5) <= 2 else 'MISSED'}] recall p50 over {args.items} items <= 2 ms: "
+                f"{p(rw, 0.5):.3f} ms (CPU {p(rc, 0.5):.3f} ms)"
+            )
 
-        # -- prune ------------------------------------------------------------------
-        pw: list[float] = []
-        pc: list[float] = []
-        uw: list[float] = []
-        uc: list[float] = []
-        for round_ in range(1 if args.quick else 3):
-            stale = make_items(args.items, rng, now=now, age_days=120, importance=0.2)
-            prune_mem = new_git_memory(tmp, f"prune-{round_}", stale)
-            len(prune_mem)
-            report: list[int] = []
-            wall, cpu = timed(lambda m=prune_mem, r=report: r.append(len(m.prune().removed)))
-            assert report == [args.items], report
-            pw.append(wall)
-            pc.append(cpu)
-            folder = tmp / f"unlink-{round_}"
-            bulk.write_directory(str(folder), files_of(stale))
-            paths = [folder / path for path, _ in files_of(stale)]
-            unlinked = timed(lambda ps=paths: [os.unlink(x) for x in ps])
-            uw.append(unlinked[0])
-            uc.append(unlinked[1])
-        row(f"prune {args.items} stale items (one commit)", pw, pc, "unlink files", uw, uc)
-        verdicts.append(
-            f"[{'met' if p(pw, 0.5) <= 1000 else 'MISSED'}] prune of {args.items} items <= 1 s: "
-            f"{p(pw, 0.5):.0f} ms (CPU {p(pc, 0.5):.0f} ms)"
-        )
+        if args.only in (None, "prune"):
+            # -- prune ------------------------------------------------------------------
+            pw: list[float] = []
+            pc: list[float] = []
+            uw: list[float] = []
+            uc: list[float] = []
+            for round_ in range(1 if args.quick else 3):
+                stale = make_items(args.items, rng, now=now, age_days=120, importance=0.2)
+                prune_mem = new_git_memory(tmp, f"prune-{round_}", stale)
+                len(prune_mem)
+                report: list[int] = []
+                wall, cpu = timed(lambda m=prune_mem, r=report: r.append(len(m.prune().removed)))
+                assert report == [args.items], report
+                pw.append(wall)
+                pc.append(cpu)
+                folder = tmp / f"unlink-{round_}"
+                bulk.write_directory(str(folder), files_of(stale))
+                paths = [folder / path for path, _ in files_of(stale)]
+                unlinked = timed(lambda ps=paths: [os.unlink(x) for x in ps])
+                uw.append(unlinked[0])
+                uc.append(unlinked[1])
+            row(f"prune {args.items} stale items (one commit)", pw, pc, "unlink files", uw, uc)
+            verdicts.append(
+                f"[{'met' if p(pw, 0.5) <= 1000 else 'MISSED'}] prune of {args.items} items <= 1 s: "
+                f"{p(pw, 0.5):.0f} ms (CPU {p(pc, 0.5):.0f} ms)"
+            )
         print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
         for v in verdicts:
             print(f"- {v}")

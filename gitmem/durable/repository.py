@@ -51,6 +51,7 @@ from gitmem.durable.nodefile import (
 )
 from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
 from gitmem.durable.rules import Staged, stage
+from gitmem.durable.staging import Known, WriteCache
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall.semantic import SemanticBranch
@@ -149,6 +150,7 @@ class DurableRepository:
         self.semantic = semantic
         self._recalls: dict[Namespace, NamespaceRecall] = {}
         self._recalls_lock = threading.Lock()
+        self._cache = WriteCache()
 
     @classmethod
     def open(
@@ -288,22 +290,33 @@ class DurableRepository:
         origin: Origin | None = None,
         trailers: Sequence[tuple[str, str]] = (),
     ) -> ChangeResult:
-        """Apply ``change`` as one commit, all or nothing (see the module docstring)."""
+        """Apply ``change`` as one commit, all or nothing (see the module docstring).
+
+        The first try reads nothing it can guess: the idempotency record is taken
+        to be absent (the batch expects it so), created ids to be free, and nodes
+        this handle wrote or read since the head last moved come from its
+        :class:`~gitmem.durable.staging.WriteCache`. A staging refusal or a store
+        conflict under those guesses is decided again on real reads, where an
+        existing record makes the call a replay; so no outcome rests on a guess.
+        """
         if not isinstance(change, ChangeSet):
             change = parse_change_set(change)
         namespace = change.namespace
         record_path = key_path(namespace, change.idempotency_key)
-        optimistic = True  # first try: a created id is taken to be free and the store checks it
+        optimistic = True
         for _ in range(_ATTEMPTS):
-            prior = self._read(record_path)
-            if prior is not None:
-                return self._replay(change, KeyRecord.decode(prior.text, record_path), record_path)
+            if optimistic:
+                self._cache.catch_up(self.store)
+            else:
+                prior = self._read(record_path)
+                if prior is not None:
+                    return self._replay(change, KeyRecord.decode(prior.text, record_path), record_path)
             try:
                 staged, files = self._stage(change, optimistic=optimistic)
             except MemoryStoreError:
                 if not optimistic:
                     raise
-                optimistic = False  # the refusal may rest on the guess: decide on what is really there
+                optimistic = False  # the refusal may rest on a guess: decide on what is really there
                 continue
             edits = self._edits(change, staged, files, record_path)
             try:
@@ -316,21 +329,24 @@ class DurableRepository:
                 )
             except MemoryStoreError as exc:
                 if exc.code in ("version_mismatch", "already_exists"):
+                    self._cache.clear()  # someone else wrote: what this handle knew may be stale
                     optimistic = False
                     continue  # something this change read moved: stage again on the new head
                 raise
+            self._learn(staged, files, edits, applied)
             return self._result(change, staged, applied)
         raise MemoryStoreError("unavailable", "the nodes of this change set kept changing; try again")
 
-    def _stage(self, change: ChangeSet, *, optimistic: bool = False) -> tuple[Staged, dict[str, FileText | None]]:
+    def _stage(self, change: ChangeSet, *, optimistic: bool = False) -> tuple[Staged, dict[str, Known | None]]:
         """Stage ``change`` on the files as they are now; also returns every file it read.
 
         ``optimistic``: the ids the change set creates are not read but taken to be
-        free (their edits then expect the path absent, which the store checks), which
-        saves one read per created node. A staging refusal or a store conflict under
-        that guess is decided again with real reads, so errors never rest on it.
+        free (their edits then expect the path absent, which the store checks), and
+        nodes in the write cache are taken from it (their edits expect the cached
+        version). A staging refusal or a store conflict under those guesses is
+        decided again with real reads, so errors never rest on them.
         """
-        files: dict[str, FileText | None] = {}
+        files: dict[str, Known | None] = {}
         namespace = change.namespace
         created = {op.node.id for op in change.operations if isinstance(op, Create)} if optimistic else set()
 
@@ -339,34 +355,56 @@ class DurableRepository:
             if node_id in created:
                 files[path] = None
                 return None
-            file = self._read(path)
-            files[path] = file
-            return None if file is None else decode_node(file.text, path, namespace)
+            known = self._cache.get(path) if optimistic else None
+            if known is None:
+                file = self._read(path)
+                if file is not None:
+                    known = Known(file, decode_node(file.text, path, namespace))
+                    self._cache.put(known)
+            files[path] = known
+            return None if known is None else known.node
 
         return stage(change, lookup, self.clock()), files
 
     def _edits(
-        self, change: ChangeSet, staged: Staged, files: dict[str, FileText | None], record_path: str
+        self, change: ChangeSet, staged: Staged, files: dict[str, Known | None], record_path: str
     ) -> builtins.list[Edit]:
+        """The batch: the staged nodes (in order), then every file only read, then the idempotency record."""
         edits: builtins.list[Edit] = []
         written = set()
         for node in staged.nodes:
             path = node_path(change.namespace, node.id)
             before = files.get(path)
-            edits.append(Edit(path, encode_node(node), expected=None if before is None else before.version))
+            edits.append(Edit(path, encode_node(node), expected=None if before is None else before.file.version))
             written.add(path)
-        for path, file in files.items():
+        for path, known in files.items():
             if path in written:
                 continue
             # Read only: the batch goes ahead only if it is still as read (absent stays absent).
             edits.append(
-                Edit(path, None, expected=None) if file is None else Edit(path, file.text, expected=file.version)
+                Edit(path, None, expected=None)
+                if known is None
+                else Edit(path, known.file.text, expected=known.file.version)
             )
         record = KeyRecord(
             change.idempotency_key, change.digest(), format_time(staged.occurred_at), tuple(n.ref for n in staged.nodes)
         )
         edits.append(Edit(record_path, record.encode(), expected=None))
         return edits
+
+    def _learn(self, staged: Staged, files: dict[str, Known | None], edits: Sequence[Edit], applied: Applied) -> None:
+        """Remember the nodes as the commit left them, so the next change set need not read them."""
+        if applied.commit is None or len(applied.versions) != len(edits):
+            return
+        learned: builtins.list[Known] = []
+        written = set()
+        # The batch opens with the staged nodes, in order (see _edits).
+        for edit, version, node in zip(edits, applied.versions, staged.nodes, strict=False):
+            written.add(edit.path)
+            if edit.text is not None and version is not None:
+                learned.append(Known(FileText(edit.path, edit.text, version), node))
+        learned += [k for path, k in files.items() if k is not None and path not in written]  # read, unchanged
+        self._cache.learn(applied.commit, learned)
 
     def _result(self, change: ChangeSet, staged: Staged, applied: Applied) -> ChangeResult:
         return ChangeResult(

@@ -17,10 +17,18 @@ Writes:
   a compare-and-swap on the version just read: a concurrent change to the same
   record makes it re-read and try again, and a change to another record is
   never lost (the store rebuilds the commit on the new head).
-- Every write is read back. ``write_unconfirmed`` is raised only when the
-  outcome is truly unknown: the store failed in a way that may have come after
-  the change landed (``unavailable``, an OS error) and the re-read cannot tell,
-  or the read-back still shows the state from before the write.
+- Every write is confirmed. A batch store confirms it itself: ``apply``
+  answers with the commit that holds every edit, made by a compare-and-swap of
+  the ref, so nothing is read again. Anything less (a store without batches,
+  an answer without a commit, a failure that may have come after the change
+  landed) is settled by reading the record back, and ``write_unconfirmed`` is
+  raised only when that cannot tell: the re-read fails, or shows neither the
+  old state nor the new.
+
+An add reads nothing either: the handle remembers the ``last-id`` marker it
+last wrote or read (its id and version) and expects it unchanged; when another
+writer moved it, the compare-and-swap refuses and the add reads the marker and
+tries again.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Changes, Edit, FileEntry, FileText, FullResync, Origin
+from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.records.model import MemoryRecord, RecordPage
 from gitmem.records.rules import (
@@ -141,6 +149,9 @@ class RecordStore:
         self.snapshot = _snapshot_file(store, self.folder, snapshot_dir)
         self._recall: StoreRecall | None = None
         self._recall_lock = threading.Lock()
+        # The last-id marker as this handle last wrote or read it: (record id, version).
+        self._marker: tuple[str, str] | None = None
+        self._marker_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RecordStore({self.store!r}, namespace={self.namespace!r})"
@@ -270,25 +281,48 @@ class RecordStore:
         marker = marker_path(self.folder)
         for _ in range(WRITE_ATTEMPTS):
             last: str | None = None
-            mark: FileText | None = None
+            seen: str | None = None
             if ordered:
-                mark = self._read(marker)
-                last = mark.text.strip() if mark is not None else None
+                last, seen = self._last_id(marker)
             record_id = _IDS.next(after=last)
             moment = _now()
             record = RecordFile(record_id, text, moment, moment)
             path = record_path(self.folder, record_id)
             changes = [_Change(path, render_record(record), None)]
             if ordered:
-                changes.append(_Change(marker, record_id + "\n", mark.version if mark is not None else None))
+                changes.append(_Change(marker, record_id + "\n", seen))
             try:
-                self._commit(changes, "record-add", record_id, origin)
+                applied = self._commit(changes, "record-add", record_id, origin)
             except MemoryStoreError as error:
                 if error.code in ("version_mismatch", "already_exists"):
+                    self._forget_marker()
                     continue  # another add took the id or moved the marker first
                 raise
+            if ordered:
+                self._remember_marker(record_id, applied.versions[-1] if applied is not None else None)
             return self._public(record)
         raise MemoryStoreError("unavailable", "too many concurrent adds to this namespace; try again")
+
+    def _last_id(self, marker: str) -> tuple[str | None, str | None]:
+        """The namespace's last id and the marker's version: as this handle knows them, else read."""
+        with self._marker_lock:
+            known = self._marker
+        if known is not None:
+            return known
+        mark = self._read(marker)
+        if mark is None:
+            return None, None
+        last = mark.text.strip()
+        self._remember_marker(last, mark.version)
+        return last, mark.version
+
+    def _remember_marker(self, last: str, version: str | None) -> None:
+        with self._marker_lock:
+            self._marker = None if version is None else (last, version)
+
+    def _forget_marker(self) -> None:
+        with self._marker_lock:
+            self._marker = None
 
     def update(self, record_id: str, text: str, *, origin: Origin | None = None) -> MemoryRecord:
         """Replace a record's text (the last write wins); ``record_not_found`` for an unknown id."""
@@ -355,6 +389,7 @@ class RecordStore:
                             if self._read(entry.path) is not None:  # changed meanwhile: delete what is there now
                                 self._delete_now(entry.path, origin)
         finally:
+            self._forget_marker()
             self._drop_index()
         left = [e.path for e in self.store.list() if id_of_path(self.folder, e.path) is not None]
         if left and not callable(forget):
@@ -438,44 +473,49 @@ class RecordStore:
 
     # -- one write, confirmed --
 
-    def _commit(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> None:
-        """Make ``changes`` in one commit, then read them back.
+    def _commit(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
+        """Make ``changes`` in one commit, confirmed; the store's answer when it is a batch's.
 
-        A refusal the store decided (a stale version, a bad path...) is raised as
-        it is. Any other failure is settled by re-reading: the change is there
-        (done), nothing moved (the failure stands, nothing was written), or the
-        store cannot say (``write_unconfirmed``).
+        A batch store's answer naming the commit that holds every edit confirms
+        the write. A refusal the store decided (a stale version, a bad path...)
+        is raised as it is. Anything else is settled by re-reading: the change
+        is there (done), nothing moved (the failure stands, nothing was
+        written), or the store cannot say (``write_unconfirmed``).
         """
         try:
-            self._send(changes, op, record_id, origin)
+            applied = self._send(changes, op, record_id, origin)
         except (MemoryStoreError, OSError) as error:
             if isinstance(error, MemoryStoreError) and error.code in _DECIDED:
                 raise
             landed = self._landed(changes)
             if landed is True:
-                return
+                return None
             if landed is False:
                 if isinstance(error, MemoryStoreError):
                     raise
                 raise MemoryStoreError("unavailable", f"the record store failed: {error}") from error
             raise _unconfirmed(op, record_id) from error
+        if applied is not None and _confirms(applied, changes):
+            return applied
         if self._landed(changes) is False:
             raise _unconfirmed(op, record_id)
+        return None
 
-    def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> None:
+    def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
         apply = getattr(self.store, "apply", None)
         if callable(apply):
             edits = [Edit(c.path, c.text, expected=c.expected) for c in changes]
             trailers = (("Gitmem-Record-Id", record_id), ("Gitmem-Record-Namespace", self.folder))
             summary = f"{op.replace('-', ' ')} {record_id}"
-            apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
-            return
+            answer = apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
+            return answer if isinstance(answer, Applied) else None
         (change,) = changes
         if change.text is None:
             assert change.expected is not None
             self.store.delete(change.path, expected=change.expected, origin=origin)
         else:
             self.store.write(change.path, change.text, expected=change.expected, origin=origin)
+        return None
 
     def _landed(self, changes: Sequence[_Change]) -> bool | None:
         """Whether the record file shows the change (True), still its old state (False), or neither / unreadable."""
@@ -496,6 +536,13 @@ class RecordStore:
         # Neither the old state nor ours: another writer changed the record after us
         # (so ours landed first) or the store shows something else entirely.
         return True if change.expected is not None and now is not None else None
+
+
+def _confirms(applied: Applied, changes: Sequence[_Change]) -> bool:
+    """Whether a batch's answer confirms ``changes``: a commit, and each edit's outcome (written or gone)."""
+    if applied.commit is None or len(applied.versions) != len(changes):
+        return False
+    return all((v is None) == (c.text is None) for v, c in zip(applied.versions, changes, strict=True))
 
 
 def _snapshot_file(store: object, folder: str, snapshot_dir: str | os.PathLike[str] | None) -> str | None:

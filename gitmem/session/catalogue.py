@@ -66,6 +66,7 @@ class Catalogue:
         self._by_id: dict[str, str] = {}
         self._by_fp: dict[str, str] = {}
         self._parsed: dict[str, MemoryItem] = {}
+        self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
 
     def refresh(self) -> None:
@@ -78,7 +79,8 @@ class Catalogue:
             self._clear()
             paths: Iterable[str] = [e.path for e in self.store.list()]
         else:
-            paths = answer.paths
+            paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
+        self._learned.clear()
         for path in paths:
             if is_item_path(path):
                 self._reload(path)
@@ -91,6 +93,7 @@ class Catalogue:
         self._by_path.clear()
         self._by_id.clear()
         self._by_fp.clear()
+        self._learned.clear()
         self._texts.clear()
         self._index.clear()
         self.skipped.clear()
@@ -152,7 +155,7 @@ class Catalogue:
             return
         self._add(file)
 
-    def _add(self, file: FileText) -> None:
+    def _add(self, file: FileText, *, index: bool = True) -> None:
         path = file.path
         try:
             item = self.parse(file)
@@ -167,7 +170,7 @@ class Catalogue:
         fp = hygiene.fingerprint(item.content)
         if fp is not None:
             self._by_fp.setdefault(fp, path)
-        if item.recallable:
+        if index and item.recallable:
             self._index.upsert(RecallDoc(item.id, item.content, item.timestamp))
 
     def _drop(self, path: str) -> None:
@@ -183,6 +186,24 @@ class Catalogue:
         fp = hygiene.fingerprint(old.item.content)
         if fp is not None and self._by_fp.get(fp) == path:
             del self._by_fp[fp]
+
+    def learn(self, file: FileText, item: MemoryItem) -> None:
+        """``file`` (holding ``item``) was just written by this process: know it without reading it.
+
+        Only the lookups a write uses (by path, id and fingerprint) learn it; the
+        recall index does not, and the next refresh re-reads the path whatever the
+        change cursor says (so a later change by another writer wins, even one that
+        put back the content the cursor saw). Before the first refresh nothing is
+        learned: that refresh reads everything anyway.
+        """
+        if self.cursor is None:
+            return
+        if len(self._parsed) >= PARSE_CACHE:
+            self._parsed.clear()
+        self._parsed[file.version] = item  # the refresh re-reads the file but need not parse it
+        self._drop(file.path)
+        self._add(file, index=False)
+        self._learned.add(file.path)
 
     def parse(self, file: FileText) -> MemoryItem:
         """The item in ``file`` (cached by blob version); ``ValueError`` when it is not one."""

@@ -13,7 +13,9 @@ compare-and-swap:
   undo like any other commit.
 
 A catalogue of parsed items follows the store through its change cursor, so a
-call after one write re-reads one file, not the whole memory.
+call after one write re-reads one file, not the whole memory; it also learns each
+item file this handle writes (from the version the store's answer names), so the
+same text remembered again merges in one commit without a refused create first.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Edit, FileText, Origin
+from gitmem.model import Applied, Edit, FileText, Origin
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
@@ -273,7 +275,7 @@ class SessionMemory:
         origin = origin or self.origin
         fp = hygiene.fingerprint(item.content)
         if fp is None:  # too short to merge: its own path, a clash means a reused id
-            self._commit([Edit(path_for_id(item.id), encode_item(item), None)], "session-remember", item, origin)
+            self._write_item(path_for_id(item.id), item, None, "session-remember", origin)
             return item
         with self._lock:
             path = self.catalogue.path_of_fingerprint(fp) or path_for_fingerprint(fp)
@@ -282,10 +284,10 @@ class SessionMemory:
         for _ in range(WRITE_ATTEMPTS):
             try:
                 if known is None:
-                    self._commit([Edit(path, encode_item(item), None)], "session-remember", item, origin)
+                    self._write_item(path, item, None, "session-remember", origin)
                     return item
                 merged = hygiene.merge_duplicate(known[1], item, now=self.clock())
-                self._commit([Edit(path, encode_item(merged), known[0])], "session-merge", merged, origin)
+                self._write_item(path, merged, known[0], "session-merge", origin)
                 return self._with_stats([merged])[0]
             except MemoryStoreError as exc:
                 if exc.code not in ("already_exists", "version_mismatch"):
@@ -303,6 +305,17 @@ class SessionMemory:
                     ) from None
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
+    def _write_item(self, path: str, item: MemoryItem, expected: str | None, op: str, origin: Origin | None) -> None:
+        """One item file in one commit; the catalogue learns it, so remembering the same text
+        again merges with one commit instead of being refused first (the store's answer names
+        the version it wrote: nothing is read back)."""
+        text = encode_item(item)
+        applied = self._commit([Edit(path, text, expected)], op, item, origin)
+        version = applied.versions[0] if applied.commit is not None and len(applied.versions) == 1 else None
+        if version is not None:
+            with self._lock:
+                self.catalogue.learn(FileText(path, text, version), item)
+
     def _commit(
         self,
         edits: list[Edit],
@@ -312,13 +325,13 @@ class SessionMemory:
         *,
         summary: str | None = None,
         trailers: Sequence[tuple[str, str]] = (),
-    ) -> None:
+    ) -> Applied:
         """One commit whose summary says what happened to which item (``git log`` reads as a story)."""
         if subject is not None:
             verb = {"session-remember": "remember", "session-merge": "merge duplicate into"}.get(op, op)
             summary = summary or f"{verb} {subject.id}: {_snippet(subject.content)}"
             trailers = (("Gitmem-Item", subject.id), *trailers)
-        self.store.apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
+        return self.store.apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
 
     def delete(self, item_id: str, *, origin: Origin | None = None) -> None:
         """Remove an item (one commit; git history keeps it for ``restore``)."""

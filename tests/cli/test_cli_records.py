@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .conftest import Run, as_json
 
 
@@ -75,3 +77,35 @@ def test_purge_needs_yes_and_erases_one_namespace(gm: Run) -> None:
         "bob fact"
     ]
     assert as_json(gm("records", "log", "facts", "-n", "alice", "--json"))["entries"] == []
+
+
+
+def test_the_file_commands_refuse_a_record_session_or_durable_memory(gm: Run, root: Path) -> None:
+    """As the memory_file_* tools do: those memories' files follow their own rules, not a file memory's."""
+    from gitmem.durable import DurableRepository
+
+    gm("records", "init", "facts")
+    record = as_json(gm("records", "add", "facts", "prefers green tea", "--json"))["record"]
+    assert gm("session", "remember", "a fact worth keeping for later", "--mount", "mine").exit_code == 0
+    DurableRepository.open(root, "nodes", create=True)
+    gm("init", "notes")
+    for name in ("facts", "mine", "nodes"):
+        for args in [
+            ("ls", name),
+            ("cat", name, "default/last-id"),
+            ("write", name, "x.md", "--create"),
+            ("edit", name, "x.md", "--old", "a", "--new", "b"),
+            ("mv", name, "a.md", "b.md", "--expect", "0000000"),
+            ("rm", name, "a.md", "--expect", "0000000"),
+            ("changes", name),
+            ("grep", name, "tea"),
+            ("find", name, "tea"),
+            ("import", name, str(root)),
+        ]:
+            result = gm(*args, "--json", input="text\n")
+            assert result.exit_code == 1 and as_json(result)["error"] == "wrong_kind", (args, result.stdout)
+            assert "file commands" in as_json(result)["message"]
+    # history still reads every kind, the records are untouched, and file memories work as before
+    assert gm("log", "facts", "--json").exit_code == 0
+    assert [r["id"] for r in as_json(gm("records", "list", "facts", "--json"))["records"]] == [record["id"]]
+    assert gm("ls", "notes", "--json").exit_code == 0

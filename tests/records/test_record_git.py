@@ -90,6 +90,19 @@ def test_purge_erases_the_namespace_history_and_keeps_the_others(git_backend: An
     assert_fsck_clean(git_backend.path)
 
 
+def test_commit_messages_name_records_by_id_and_never_carry_their_text(git_backend: Any) -> None:
+    """So a purge, which keeps the emptied commits' messages, leaves no record text in them."""
+    alice = RecordStore(git_backend, "alice")
+    a = alice.add("alice drinks green tea")
+    alice.update(a.id, "alice drinks jasmine tea")
+    alice.delete(alice.add("alice owns a red bicycle").id)
+    messages = git(git_backend.path, "log", "--all", "--format=%B").stdout
+    assert a.id in messages and "drinks" not in messages and "bicycle" not in messages
+    alice.purge()
+    messages = git(git_backend.path, "log", "--all", "--format=%B").stdout
+    assert "drinks" not in messages and "bicycle" not in messages
+
+
 def test_a_file_mount_is_refused_by_kind(tmp_path: Any) -> None:
     from gitmem import Root
 

@@ -89,6 +89,17 @@ class State:
         store = self.root.mount(name).sync
         return store.for_run(self.run) if self.run else store
 
+    def files(self, name: str) -> SyncGitFileStore:
+        """Like :meth:`store`, for the file commands: ``wrong_kind`` when NAME holds records,
+        session items or durable nodes (their files follow their own rules, as the tools say)."""
+        store = self.store(name)
+        kind = store.kind
+        if kind != "file":
+            raise MemoryStoreError(
+                "wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories"
+            )
+        return store
+
 
 def login_name() -> str | None:
     """The login name (``$LOGNAME``, ``$USER``, then the password database), or ``None`` when there is none.
@@ -280,7 +291,10 @@ def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str
     if code == "write_unconfirmed":
         return f"the change may or may not have happened; check with `gitmem records search {name} ...` before retrying"
     if code == "wrong_kind":
-        return "file memories use the file commands, record memories `gitmem records ...`"
+        return (
+            "file memories use the file commands; record, session and durable memories "
+            "`gitmem records|session|durable ...` (history: `gitmem log` works on every kind)"
+        )
     return "see docs/cli.md"
 
 

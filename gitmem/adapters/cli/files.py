@@ -100,7 +100,7 @@ def ls(state: State, name: str, directory: str) -> None:
     7 or more digits is accepted wherever a VERSION is asked for.
     """
     prefix = directory_arg(directory)
-    store = state.store(name)
+    store = state.files(name)
     entries = [e for e in store.list() if e.path.startswith(prefix)]
     if prefix and not entries:
         raise MemoryStoreError("not_found", f"no files under {prefix} in memory {name!r}")
@@ -128,7 +128,7 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
     on a terminal the version is also shown on stderr. Use --json to get the
     exact text and the version in scripts.
     """
-    found = state.store(name).read(path, rev)
+    found = state.files(name).read(path, rev)
 
     def text() -> None:
         say(found.text, nl=False, multiline=True)
@@ -174,7 +174,7 @@ def write(state: State, name: str, path: str, expect: str | None, create: bool) 
     if create == (expect is not None):
         raise usage_error("pass exactly one of --create (new file) or --expect VERSION (replace that version)")
     text = _read_stdin()
-    store = state.store(name)
+    store = state.files(name)
     expected = None if create else full_version(store, path, expect or "")
     version = store.write(path, text, expected=expected, origin=state.origin)
     changed = version != expected
@@ -213,7 +213,7 @@ def edit(state: State, name: str, path: str, old: str, new: str) -> None:
         raise usage_error("--old must not be empty")
     from gitmem.tools import ops  # imported here: it loads the tool schemas, which other commands never need
 
-    store = state.store(name)
+    store = state.files(name)
     # The agents' edit tool, so a person and an agent editing one file follow the same rule.
     try:
         done = ops.edit(store, path, old, new, fmt=store.format, retries=EDIT_RETRIES, origin=state.origin)
@@ -249,7 +249,7 @@ def mv(state: State, name: str, source: str, destination: str, expect: str | Non
     One commit; DESTINATION must not exist. SOURCE must still be at --expect
     VERSION, or by default at the version read when the command starts.
     """
-    store = state.store(name)
+    store = state.files(name)
     expected = full_version(store, source, expect) if expect else store.read(source).version
     version = store.move(source, destination, expected=expected, origin=state.origin)
     where = landed(store, state)
@@ -266,7 +266,7 @@ def mv(state: State, name: str, source: str, destination: str, expect: str | Non
 @pass_state
 def rm(state: State, name: str, path: str, expect: str) -> None:
     """Delete file PATH if it is still at --expect VERSION."""
-    store = state.store(name)
+    store = state.files(name)
     expected = full_version(store, path, expect)
     store.delete(path, expected=expected, origin=state.origin)
     where = landed(store, state)
@@ -289,7 +289,7 @@ def changes(state: State, name: str, since: str | None) -> None:
     """
     from gitmem.model import Changes
 
-    delta = state.store(name).changes(since)
+    delta = state.files(name).changes(since)
     payload: dict[str, object]
     if isinstance(delta, Changes):
         payload = {"kind": "changes", "cursor": delta.cursor, "paths": list(delta.paths)}

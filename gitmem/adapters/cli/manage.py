@@ -98,7 +98,7 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
     """
     from gitmem.model import ANY, Edit
 
-    store = state.root.mount(name, create=True).sync if create else state.store(name)
+    store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
     accepted: list[Edit] = []
     refused: list[dict[str, str]] = []
     for rel, full in _walk(directory):

@@ -45,7 +45,7 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    result = state.store(name).search(
+    result = state.files(name).search(
         pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
     )
 
@@ -73,7 +73,7 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     word order and case do not matter. Each hit shows its score, path and the
     line that made it match. Use grep for exact lines.
     """
-    hits = state.store(name).find(query, path=directory_arg(directory), limit=limit)
+    hits = state.files(name).find(query, path=directory_arg(directory), limit=limit)
 
     def text() -> None:
         width = max((len(h.path) for h in hits), default=0)
