@@ -458,8 +458,14 @@ class GitRepo:
         return self.repo[commit].peel(pygit2.Tree)
 
     def _recent(self) -> RecentObjects:
-        """This process's recent objects, emptied first if a purge or forget erased history since."""
-        self.recent.check(self.history_mark())
+        """This process's recent objects, emptied first if a purge or forget erased history since.
+
+        The history mark is the one this thread's handle was last checked against
+        (every call starts by reading ``main`` through :meth:`fresh`), so this costs
+        no system call; without one it is read from disk.
+        """
+        marks = getattr(self._local, "gen", None)
+        self.recent.check(marks[0] if marks is not None else self.history_mark())
         return self.recent
 
     def _raw(self, oid: str) -> bytes:
