@@ -239,7 +239,7 @@ class SyncGitFileStore:
 
     def list(self) -> builtins.list[FileEntry]:
         with translate_errors(self.path):
-            tree_id = str(self.repo.tree_of(self._read_head()).id)
+            tree_id = self.repo.tree_id_of(self._read_head())
             return self._shared.cache.listing(self.repo, self.format, tree_id)
 
     def read(self, path: str, rev: str | None = None) -> FileText:
