@@ -3,6 +3,7 @@
 ```sh
 .venv/bin/python bench/bench_concurrent.py                 # 10k files, 4 writers x 100 writes, 3 rounds
 .venv/bin/python bench/bench_concurrent.py --writers 4 --writes 50 --rounds 2 --fsync
+.venv/bin/python bench/bench_concurrent.py --threads --nogroup   # writers as threads of one process; + gitmem without group commit
 ```
 
 Each writer is its own process with its own store handle and writes CAS edits of
@@ -11,6 +12,9 @@ All writers start together (a go file); throughput = all writes / (last writer
 done - go). gitmem and the directory store (``bench/dirstore.py``) run in
 alternating order each round, with equal durability (``--fsync``: fsync on both).
 ``--loose`` adds gitmem with loose objects (the write path before packs).
+``--threads`` runs the writers as threads of one process (each with its own store
+handle), where gitmem commits the writes that queue together (group commit);
+``--nogroup`` adds gitmem with group commit turned off, for the same run.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 if __package__ in (None, ""):
@@ -31,6 +36,7 @@ if __package__ in (None, ""):
 from bench import bulk
 from bench.dirstore import DirStore
 from gitmem import GitFileStore
+from gitmem.git import repo as gitrepo
 from gitmem.git.repo import GitRepo, set_durable
 
 
@@ -39,6 +45,7 @@ def writer(kind: str, base: str, wid: int, writers: int, writes: int, files: int
     corpus = bulk.Corpus(seed=rng.randrange(1 << 30))
     paths = [bulk.layout_path(i) for i in range(files) if i % writers == wid]
     GitRepo.pack_writes = kind != "loose"
+    gitrepo.GROUP_COMMIT = kind != "nogroup"
     set_durable(fsync)
     if kind == "dir":
         d = DirStore(os.path.join(base, "dir"), fsync=fsync)
@@ -55,8 +62,29 @@ def writer(kind: str, base: str, wid: int, writers: int, writes: int, files: int
         versions[p] = write(p, corpus.fresh(), expected=versions[p])
 
 
-def one(kind: str, base: str, writers: int, writes: int, files: int, fsync: bool) -> float:
+def one(kind: str, base: str, writers: int, writes: int, files: int, fsync: bool, threads: bool = False) -> float:
     go = os.path.join(base, f"go-{kind}-{time.monotonic_ns()}")
+    if threads:
+        failed: list[BaseException] = []
+
+        def run(w: int) -> None:
+            try:
+                writer(kind, base, w, writers, writes, files, fsync, go)
+            except BaseException as exc:
+                failed.append(exc)
+
+        workers = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+        for t in workers:
+            t.start()
+        time.sleep(0.5)
+        with open(go, "w"):
+            pass
+        started = time.perf_counter()
+        for t in workers:
+            t.join()
+        if failed:
+            raise SystemExit(f"a {kind} writer failed: {failed[0]!r}")
+        return writers * writes / (time.perf_counter() - started)
     ctx = mp.get_context("fork")
     procs = [
         ctx.Process(target=writer, args=(kind, base, w, writers, writes, files, fsync, go)) for w in range(writers)
@@ -82,20 +110,23 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--loose", action="store_true")
+    parser.add_argument("--threads", action="store_true", help="writers are threads of one process")
+    parser.add_argument("--nogroup", action="store_true", help="add gitmem without group commit")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="gitmem-bench-conc-")
     try:
         GitFileStore.init(os.path.join(base, "git"))
         bulk.import_files(os.path.join(base, "git"), bulk.files(args.files))
         bulk.write_directory(os.path.join(base, "dir", "files"), bulk.files(args.files))
-        kinds = ["git", "dir"] + (["loose"] if args.loose else [])
+        kinds = ["git", "dir"] + (["loose"] if args.loose else []) + (["nogroup"] if args.nogroup else [])
         rates: dict[str, list[float]] = {k: [] for k in kinds}
         for r in range(args.rounds):
             for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
-                rates[kind].append(one(kind, base, args.writers, args.writes, args.files, args.fsync))
+                rates[kind].append(one(kind, base, args.writers, args.writes, args.files, args.fsync, args.threads))
         packs = len([n for n in os.listdir(os.path.join(base, "git", "objects", "pack")) if n.endswith(".idx")])
         print(
-            f"# {args.writers} writers x {args.writes} writes, {args.rounds} rounds, fsync={args.fsync}, "
+            f"# {args.writers} {'threads' if args.threads else 'processes'} x {args.writes} writes, {args.rounds} rounds, "
+            f"fsync={args.fsync}, "
             f"load {os.getloadavg()[0]:.1f}; packs at the end: {packs}"
         )
         dir_rate = statistics.median(rates["dir"])

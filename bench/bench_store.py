@@ -163,6 +163,7 @@ class Config:
     work: str
     phases: tuple[str, ...] = PHASES
     seed: int = 1
+    loose: bool = False
 
 
 class Bench:
@@ -260,11 +261,13 @@ class Bench:
         return "fsync" if fsync else "no fsync"
 
     def bench_writes(self, fsync: bool) -> None:
-        """CAS writes: gitmem (one pack per commit), gitmem with loose objects (the old path), the dir store.
+        """CAS writes: gitmem (one pack per commit), the dir store, and with ``--loose`` gitmem with loose objects.
 
-        The three run in random order per sample, so load spikes hit each alike;
+        They run in random order per sample, so load spikes hit each alike;
         the loose series is the same memory with ``GitRepo.pack_writes`` off for
-        that call.
+        that call. It is off by default: interleaved on one memory, each path
+        then reads the other's new objects (loose files through the guard, new
+        packs through a rescan), which the pack path alone never does.
         """
         tag = self._durability(fsync)
         git, d = self.git.sync, self.dir
@@ -286,7 +289,7 @@ class Bench:
                 self.dir_versions[p] = d.write(p, text, expected=dv)
 
             def write_loose(q: str = q, text: str = loose_text, qv: str | None = qv) -> None:
-                if qv is None:
+                if qv is None or not self.cfg.loose:
                     return
                 git.repo.pack_writes = False
                 try:
@@ -298,7 +301,7 @@ class Bench:
             self.rng.shuffle(order)
             for series, fn in order:
                 took = timed(fn)
-                if i >= warmup and (series is not s_loose or qv is not None):
+                if i >= warmup and (series is not s_loose or (qv is not None and self.cfg.loose)):
                     series.add(took)
         assert git.read(p).text == d.read(p).text == text
 
@@ -561,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", help="where to build the repos (default: a new temp dir, removed afterwards)")
     parser.add_argument("--json", help="also write the summary as JSON to this file")
+    parser.add_argument("--loose", action="store_true", help="also time gitmem with loose objects (the old path)")
     args = parser.parse_args(argv)
 
     phases = tuple(p for p in args.only.split(",") if p)
@@ -575,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick
         else dict(reads=3000, writes=500, async_ops=200, cli_writes=50, lists=30, changes=300)
     )
-    cfg = Config(args.files, scales=scales, work=work, phases=phases, **counts)
+    cfg = Config(args.files, scales=scales, work=work, phases=phases, loose=args.loose, **counts)
     bench = Bench(cfg)
     started = time.perf_counter()
     try:

@@ -24,6 +24,8 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -66,54 +68,114 @@ def writes(base: str, n: int, *, fsync: bool, use_dir: bool, seed: int | None = 
 
 
 def phases(base: str, n: int, *, fsync: bool) -> None:
-    """Wall and CPU time of each step of a commit, done by hand as ``GitRepo.transact`` does it."""
-    import pygit2
+    """Wall and CPU time of each step of ``store.write``, measured inside the real write path.
 
+    Each step is a function of the write path wrapped with a timer (so the
+    numbers include the wrappers' ~1 µs each); ``rest`` is what the store does
+    around them (validation, the group-commit queue, error translation).
+    """
+    from contextlib import contextmanager
+
+    from gitmem.git import batch as gitbatch
+    from gitmem.git import packwrite
     from gitmem.git import repo as gitrepo
-    from gitmem.git.refs import MAIN, swap_ref
+    from gitmem.git.locks import WriterLock
 
     set_durable(fsync)
-    g = gitrepo.GitRepo.open(os.path.join(base, "git"))
+    store = GitFileStore.open(os.path.join(base, "git")).sync
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
     corpus = bulk.Corpus(seed=rng.randrange(1 << 30))
     paths = [bulk.layout_path(i) for i in range(FILES)]
-    steps = ("lock", "read head", "blob", "trees", "commit", "ref CAS", "unlock")
+    steps = (
+        "lock",
+        "read head ref",
+        "snapshot",
+        "decide (read, blob)",
+        "trees",
+        "commit object",
+        "pack encode",
+        "pack files",
+        "ref update",
+        "pack count",
+        "unlock",
+        "rest",
+    )
     wall = dict.fromkeys(steps, 0.0)
     cpu = dict.fromkeys(steps, 0.0)
-    marks: list[tuple[float, float]] = []
 
-    def mark() -> None:
-        marks.append((time.perf_counter(), time.thread_time()))
+    def clock() -> tuple[float, float]:
+        return time.perf_counter(), time.thread_time()
 
+    def add(step: str, since: tuple[float, float]) -> None:
+        w, c = clock()
+        wall[step] += w - since[0]
+        cpu[step] += c - since[1]
+
+    def timed(step: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            t = clock()
+            try:
+                return fn(*args, **kw)
+            finally:
+                add(step, t)
+
+        return wrapper
+
+    original_hold = WriterLock.hold
+
+    @contextmanager
+    def hold(self: WriterLock, op: str = "write") -> Iterator[None]:
+        t = clock()
+        with original_hold(self, op):
+            add("lock", t)
+            try:
+                yield
+            finally:
+                t = clock()
+        add("unlock", t)
+
+    WriterLock.hold = hold  # type: ignore[method-assign]
+    gitrepo.GitRepo.head = timed("read head ref", gitrepo.GitRepo.head)  # type: ignore[method-assign]
+    original_snapshot_init = gitrepo.Snapshot.__init__
+    gitrepo.Snapshot.__init__ = timed("snapshot", original_snapshot_init)  # type: ignore[method-assign]
+    gitbatch.decide = timed("decide (read, blob)", gitbatch.decide)
+    gitrepo.GitRepo._pack_trees = timed("trees", gitrepo.GitRepo._pack_trees)  # type: ignore[method-assign]
+    original_commit_bytes = packwrite.commit_bytes
+    gitrepo._signed = timed("commit object", gitrepo._signed)
+    packwrite.commit_bytes = timed("commit object", original_commit_bytes)
+    packwrite.pack_files = timed("pack encode", packwrite.pack_files)
+    original_write_pack = packwrite.write_pack
+
+    def write_pack(*args: Any, **kw: Any) -> str:
+        t = clock()
+        encode_before = cpu["pack encode"], wall["pack encode"]
+        try:
+            return original_write_pack(*args, **kw)
+        finally:
+            add("pack files", t)
+            wall["pack files"] -= wall["pack encode"] - encode_before[1]
+            cpu["pack files"] -= cpu["pack encode"] - encode_before[0]
+
+    packwrite.write_pack = write_pack
+    gitrepo.GitRepo._cas = timed("ref update", gitrepo.GitRepo._cas)  # type: ignore[method-assign]
+    gitrepo.GitRepo._count_pack = timed("pack count", gitrepo.GitRepo._count_pack)  # type: ignore[method-assign]
+    total_w = total_c = 0.0
     for _ in range(n):
         p = rng.choice(paths)
-        data = corpus.fresh().encode()
-        marks.clear()
-        mark()
-        with g.lock.hold():
-            mark()
-            repo = g.fresh()
-            head = g.head()
-            snap = gitrepo.Snapshot(repo, head)
-            mark()
-            blob = snap.write_blob(data)
-            mark()
-            tree = gitrepo._set_path(repo, snap.tree, p.split("/"), blob, p)
-            mark()
-            sig = pygit2.Signature("bench", "bench@example.invalid")
-            commit = repo.create_commit(None, sig, sig, "bench write\n", tree, [pygit2.Oid(hex=head)])
-            mark()
-            assert swap_ref(repo, g.path, MAIN, head, str(commit), message="bench")
-            mark()
-        mark()
-        for i, step in enumerate(steps):
-            wall[step] += marks[i + 1][0] - marks[i][0]
-            cpu[step] += marks[i + 1][1] - marks[i][1]
-    total_w, total_c = sum(wall.values()), sum(cpu.values())
-    print(f"{'step':10} {'wall us':>8} {'cpu us':>8}  (mean of {n}, fsync={fsync})")
+        version = store.read(p).version
+        text = corpus.fresh()
+        t = clock()
+        store.write(p, text, expected=version)
+        w, c = clock()
+        total_w += w - t[0]
+        total_c += c - t[1]
+    wall["rest"] = total_w - sum(wall.values())
+    cpu["rest"] = total_c - sum(cpu.values())
+    store.repo.settle()
+    print(f"{'step':20} {'wall us':>8} {'cpu us':>8}  (mean of {n} writes, fsync={fsync})")
     for step in steps:
-        print(f"{step:10} {wall[step] / n * 1e6:8.0f} {cpu[step] / n * 1e6:8.0f}")
-    print(f"{'total':10} {total_w / n * 1e6:8.0f} {total_c / n * 1e6:8.0f}")
+        print(f"{step:20} {wall[step] / n * 1e6:8.0f} {cpu[step] / n * 1e6:8.0f}")
+    print(f"{'total':20} {total_w / n * 1e6:8.0f} {total_c / n * 1e6:8.0f}")
 
 
 def refs(base: str, n: int) -> None:

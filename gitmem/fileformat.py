@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import MemoryStoreError
-from gitmem.secrets import find_secret
 
 if TYPE_CHECKING:
     import yaml
@@ -244,6 +243,41 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     raise MemoryStoreError("invalid_file", "frontmatter opened with '---' is never closed by a '---' line")
 
 
+# A frontmatter line YAML certainly reads as ``key: text``: a plain key, one space, then a
+# plain scalar that starts with a letter and holds no ':', '#', quote, tab or non-ASCII
+# character (so no indicator, comment, flow or escape can act), on one line of its own.
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): ([A-Za-z][A-Za-z0-9 ,.;()/_+!?&=*<>@$%^~`|\[\]{}-]*)")
+# Plain scalars YAML 1.1 (PyYAML's resolver) reads as booleans or null, not text.
+_YAML_WORDS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
+)
+
+
+def _simple_mapping(block: str) -> dict[str, Any] | None:
+    """The mapping of a frontmatter made only of ``key: text`` lines, read without yaml; else ``None``.
+
+    Most memory files carry a one-line ``description`` and a few such keys, and
+    listing a memory parses every file's frontmatter: this keeps yaml (its import
+    and a loader per file) off that path. It answers only where YAML's answer is
+    certain (``tests/test_fileformat_fastpath.py`` holds it to yaml's own), and
+    anything else (quotes, lists, numbers, dates, blank or indented lines, a
+    repeated key, ``yes``/``null`` words) goes to yaml.
+    """
+    data: dict[str, Any] = {}
+    lines = block.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        found = _SIMPLE_LINE.fullmatch(line)
+        if found is None:
+            return None
+        key, value = found.group(1), found.group(2).rstrip(" ")
+        if key in data or key in _YAML_WORDS or value in _YAML_WORDS:
+            return None
+        data[key] = value
+    return data
+
+
 def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict[str, Any] | None, str]:
     """Return the frontmatter mapping (or ``None``) and the body; ``invalid_file`` when malformed."""
     block, body = split_frontmatter(text)
@@ -252,11 +286,13 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
     size = len(block.encode("utf-8")) + 8
     if size > fmt.max_frontmatter_bytes:
         raise MemoryStoreError("invalid_file", f"frontmatter is {size} bytes; the limit is {fmt.max_frontmatter_bytes}")
-    yaml, loader = _yaml()
-    try:
-        data = yaml.load(block, Loader=loader) if block.strip() else {}
-    except yaml.YAMLError as exc:
-        raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
+    data = _simple_mapping(block)
+    if data is None:
+        yaml, loader = _yaml()
+        try:
+            data = yaml.load(block, Loader=loader) if block.strip() else {}
+        except yaml.YAMLError as exc:
+            raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise MemoryStoreError("invalid_file", "frontmatter must be a YAML mapping of keys to values")
     if "description" in data:
@@ -326,6 +362,8 @@ def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets
         raise MemoryStoreError("invalid_file", "content holds a NUL byte; memory files are text")
     parse_frontmatter(text, fmt)
     if fmt.check_secrets if check_secrets is None else check_secrets:
+        from gitmem.secrets import find_secret  # compiles the rules: only a write pays for them
+
         rule = find_secret(text)
         if rule is not None:
             raise MemoryStoreError(
@@ -334,6 +372,44 @@ def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets
                 "git keeps every version, so credentials are refused",
             )
     return data
+
+
+# What may act on a terminal or hide text, found fast: every character but tab and
+# printable ASCII (plus newline in multi-line text) is looked at; most text has none.
+_SUSPECT_LINE = re.compile(r"[^\t\x20-\x7e]")
+_SUSPECT_LINES = re.compile(r"[^\t\n\x20-\x7e]")
+
+
+def _escape(ch: str) -> str:
+    cp = ord(ch)
+    if ch in "\n\r":
+        return "\\n" if ch == "\n" else "\\r"
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
+
+
+def visible(text: str, *, multiline: bool = False) -> str:
+    """``text`` with each character that could act on a terminal or hide itself shown as an escape.
+
+    Escaped: C0 controls (ESC, BEL, CR, backspace...), DEL, C1 controls, and the
+    invisible characters of :func:`invisible` (bidi overrides,
+    zero-width characters, BOM, tag characters...) except joiners doing their job
+    in non-Latin text. Tabs stay; with ``multiline``, newlines and CRLF line ends
+    stay too (file content, patches), otherwise a newline is escaped so one record
+    stays one line. An escape reads like Python's: ``\\x1b``, ``\\u202e``.
+
+    Everything gitmem shows a person goes through here: the CLI's lines, and the
+    messages a push hook or ``gitmem serve`` relays to the pusher's terminal.
+    """
+
+    def fix(found: re.Match[str]) -> str:
+        ch, at = found.group(), found.start()
+        if ch == "\r" and multiline and text.startswith("\n", at + 1):
+            return ch
+        if ch < "\x7f" or (invisible(ch) and not joins(text, at)):
+            return _escape(ch)
+        return ch
+
+    return (_SUSPECT_LINES if multiline else _SUSPECT_LINE).sub(fix, text)
 
 
 def decode_stored(data: bytes) -> str:

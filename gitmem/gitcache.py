@@ -10,11 +10,19 @@ re-read, never a wrong answer.
 from __future__ import annotations
 
 import builtins
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol
 
 from gitmem.fileformat import FileFormat, decode_stored, describe_stored
-from gitmem.git.repo import GitRepo
 from gitmem.model import FileEntry
+
+
+class TreeSource(Protocol):
+    """What a listing reads: a :class:`~gitmem.git.repo.GitRepo`, or the libgit2-free
+    :class:`~gitmem.git.peek.Peek` of a read-only CLI call (same ids, same answers)."""
+
+    def blob(self, oid: str) -> bytes: ...
+
+    def tree_items(self, tree_id: str) -> builtins.list[tuple[str, str, str]]: ...
 
 BLOB_INFO_LIMIT: Final = 200_000
 """Blobs whose size and description are kept; the table starts over beyond it."""
@@ -48,7 +56,7 @@ class ReadCache:
         self._listing = None
         self._folders = {}
 
-    def info(self, repo: GitRepo, fmt: FileFormat, oid: str) -> tuple[int, str | None]:
+    def info(self, repo: TreeSource, fmt: FileFormat, oid: str) -> tuple[int, str | None]:
         """The size and description of blob ``oid``, read once."""
         cache = self.blob_info
         info = cache.get(oid)
@@ -60,7 +68,7 @@ class ReadCache:
             cache[oid] = info
         return info
 
-    def listing(self, repo: GitRepo, fmt: FileFormat, tree_id: str) -> builtins.list[FileEntry]:
+    def listing(self, repo: TreeSource, fmt: FileFormat, tree_id: str) -> builtins.list[FileEntry]:
         """Every file under tree ``tree_id`` in path order; only folders not seen before are read."""
         cached = self._listing
         if cached is not None and cached[0] == tree_id:
@@ -74,7 +82,7 @@ class ReadCache:
 
     def _list_folder(
         self,
-        repo: GitRepo,
+        repo: TreeSource,
         fmt: FileFormat,
         tree_id: str,
         prefix: str,

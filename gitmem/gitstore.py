@@ -240,7 +240,7 @@ class SyncGitFileStore:
 
     def list(self) -> builtins.list[FileEntry]:
         with translate_errors(self.path):
-            tree_id = str(self.repo.tree_of(self._read_head()).id)
+            tree_id = self.repo.tree_id_of(self._read_head())
             return self._shared.cache.listing(self.repo, self.format, tree_id)
 
     def read(self, path: str, rev: str | None = None) -> FileText:
@@ -290,6 +290,22 @@ class SyncGitFileStore:
                 if entry.kind == "other":
                     return at
         return None
+
+    def snapshot(self, rev: str | None = None) -> tuple[str, builtins.list[tuple[str, str]]]:
+        """The commit ``rev`` names (default: the head this view reads) and its files as ``(path, version)``.
+
+        Paths are in sorted order. With :meth:`raw` this copies a memory out byte for
+        byte (``gitmem export``): a file pushed with plain git may hold bytes that a
+        text read (:meth:`read`) shows replaced. ``not_found`` when ``rev`` names no commit.
+        """
+        commit = self.head() if rev is None else self._resolve(rev)
+        with translate_errors(self.path):
+            return commit, sorted(self.repo.files_at(commit))
+
+    def raw(self, version: str) -> bytes:
+        """The exact bytes of file version ``version`` (a blob id from :meth:`list` or :meth:`snapshot`)."""
+        with translate_errors(self.path):
+            return self.repo.blob(version)
 
     def _resolve(self, rev: str) -> str:
         with translate_errors(self.path):
@@ -558,6 +574,8 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     list = threaded(SyncGitFileStore.list)
     read = threaded(SyncGitFileStore.read)
     read_under = threaded(SyncGitFileStore.read_under)
+    snapshot = threaded(SyncGitFileStore.snapshot)
+    raw = threaded(SyncGitFileStore.raw)
     link_at = threaded(SyncGitFileStore.link_at)
     write = threaded(SyncGitFileStore.write)
     move = threaded(SyncGitFileStore.move)

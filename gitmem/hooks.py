@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import visible
 from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
@@ -121,16 +122,26 @@ def pre_receive_main(
             path, updates, fmt, object_dirs=[quarantine] if quarantine else [], strict_objects=True
         )
     except MemoryStoreError as exc:
-        print(f"gitmem: cannot check this push, so it is refused: {exc}", file=stderr)
+        relay(f"gitmem: cannot check this push, so it is refused: {exc}", stderr)
         log_line(path, f"pre-receive: a push was refused because it could not be checked: {exc}")
         return 1
     refused = [r for refusals in verdicts.values() for r in refusals]
     if not refused:
         return 0
-    print("gitmem: push refused; a memory only takes changes a store write would accept:", file=stderr)
+    relay("gitmem: push refused; a memory only takes changes a store write would accept:", stderr)
     for refusal in refused:
-        print(f"gitmem:   {refusal}", file=stderr)
+        relay(f"gitmem:   {refusal}", stderr)
     return 1
+
+
+def relay(message: str, stderr: TextIO) -> None:
+    """Lines for git to relay to the pusher's terminal (``remote: ...``), each made :func:`visible`.
+
+    A refusal can quote what was pushed (a path, a secret rule's match, git's own
+    complaint about an object); its escape sequences must show as text there.
+    """
+    for line in message.splitlines() or [""]:
+        print(visible(line), file=stderr)
 
 
 def post_receive_main(

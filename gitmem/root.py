@@ -5,16 +5,17 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.perms import make_private_dir, open_private
-from gitmem.git.repo import GitRepo
-from gitmem.gitstore import GitFileStore
 from gitmem.model import MountKind, check_kind
+
+if TYPE_CHECKING:  # the store (pygit2 and the engines) loads when a mount is opened: see gitmem.quickread
+    from gitmem.gitstore import GitFileStore
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -40,6 +41,16 @@ class Root:
     def mount_path(self, name: str) -> Path:
         return self.path / f"{check_mount_name(name)}.git"
 
+    def existing(self, name: str) -> Path:
+        """The folder of memory ``name``; ``not_found`` when there is no such memory."""
+        path = self.mount_path(name)
+        if not (path / "HEAD").exists():
+            raise self._missing(name)
+        return path
+
+    def _missing(self, name: str) -> MemoryStoreError:
+        return MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+
     def mount(
         self, name: str, *, create: bool = False, fmt: FileFormat | None = None, kind: MountKind | None = None
     ) -> GitFileStore:
@@ -59,11 +70,13 @@ class Root:
         return self.mount(name).kind
 
     def _mount(self, name: str, *, create: bool, fmt: FileFormat | None, kind: MountKind) -> GitFileStore:
+        from gitmem.gitstore import GitFileStore
+
         path = self.mount_path(name)
         if (path / "HEAD").exists():
             return GitFileStore.open(path, fmt)
         if not create:
-            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+            raise self._missing(name)
         try:
             from gitmem.gitstore import make_private_parents
 
@@ -77,6 +90,8 @@ class Root:
             if (path / "HEAD").exists():
                 return GitFileStore.open(path, fmt)
             tmp = self.path / f".{name}.git.{os.getpid()}.tmp"
+            import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
             GitFileStore.init(tmp, fmt, kind=kind)
             try:
@@ -104,9 +119,9 @@ class Root:
 
     def remove(self, name: str) -> None:
         """Delete a memory and all its history; open stores then answer ``memory_deleted``."""
-        path = self.mount_path(name)
-        if not (path / "HEAD").exists():
-            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+        from gitmem.git.repo import GitRepo
+
+        path = self.existing(name)
         trash = self.path / f".{name}.git.{os.getpid()}.removed"
         # Move it away under the mount's writer lock: a write caught mid-commit would
         # otherwise recreate refs/heads/ at the old path (libgit2 makes leading dirs).
@@ -117,9 +132,11 @@ class Root:
                     held.enter_context(lock.hold())
                 os.replace(path, trash)
         except FileNotFoundError:
-            raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}") from None
+            raise self._missing(name) from None
         except OSError as exc:  # e.g. no write permission on the root folder: nothing was removed
             raise MemoryStoreError("unavailable", f"cannot remove {path}: {exc}") from exc
         finally:
             lock.close()
+        import shutil
+
         shutil.rmtree(trash, ignore_errors=True)

@@ -36,3 +36,62 @@ def test_the_fast_path_takes_typical_item_paths_and_not_reserved_names() -> None
     assert _PLAIN_PATH.fullmatch("items/ab/ab12.json")
     for reserved in (".git/x", "a/.gitmodules", "GIT~1/x", "gi7eba~1", "a/../b", "./a"):
         assert not _PLAIN_PATH.fullmatch(reserved)
+
+
+# Frontmatter lines around the edges of the yaml-free fast path: keys YAML reads as other
+# things, words it reads as booleans or null, indicators, quotes, comments, spacing.
+KEYS = st.sampled_from(["description", "Description", "tags", "a_b", "x-y", "on", "yes", "null", "e1", "_k"])
+VALUE_ALPHABET = "aZn oyTrueFalsNl1 :#-,'\"\t.~!&*?[]{}|>%@`=\\é"
+VALUES = st.one_of(
+    st.sampled_from(["yes", "No", "ON", "null", "true", "False", "y", "n", "~", "a  b", "a b ", "x: y", "a #c", "a#b"]),
+    st.text(VALUE_ALPHABET, max_size=12),
+)
+# Values in the fast path's own shape (a letter, then anything of the edge alphabet), so most
+# generated blocks reach it and the comparison with yaml is not vacuous.
+SHAPED_ALPHABET = "aZnyYoOtTfFlue 1,.;()/_+!?&=*<>@$%^~`|[]{}-"
+SHAPED = st.tuples(
+    st.sampled_from("aZnyYoOtTfF"),
+    st.one_of(st.text(SHAPED_ALPHABET, max_size=12), st.text(VALUE_ALPHABET, max_size=12)),
+).map("".join)
+SIMPLE = st.tuples(KEYS, st.just(": "), SHAPED).map("".join)
+LINES = st.one_of(
+    SIMPLE,
+    st.tuples(KEYS, st.just(": "), VALUES).map("".join),
+    st.tuples(KEYS, st.sampled_from([": ", ":  ", ":", " : ", ": \t"]), VALUES).map("".join),
+    st.sampled_from(["", "  indented: x", "- item", "...", "# comment", "key: [a, b]", "key: {a: b}"]),
+)
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(
+        st.dictionaries(KEYS, SHAPED, max_size=4).map(lambda d: [f"{k}: {v}" for k, v in d.items()]),
+        st.lists(LINES, max_size=4),
+    ),
+    st.sampled_from(["\n", "\n", "\r\n"]),
+)
+def test_the_frontmatter_fast_path_reads_what_yaml_reads(lines: list[str], end: str) -> None:
+    import yaml
+
+    from gitmem.fileformat import _simple_mapping
+
+    block = "".join(line + end for line in lines)
+    fast = _simple_mapping(block)
+    if fast is None:
+        return  # left to yaml
+    for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        loaded = yaml.load(block, Loader=loader) if block.strip() else {}
+        assert isinstance(loaded, dict)
+        assert {str(k): v for k, v in loaded.items()} == fast, (block, loaded)
+        assert all(isinstance(k, str) for k in loaded), block
+
+
+def test_the_frontmatter_fast_path_takes_the_usual_files() -> None:
+    from gitmem.fileformat import _simple_mapping
+
+    assert _simple_mapping("description: Reply language, preferred tone (formal)\ntags: style\n") == {
+        "description": "Reply language, preferred tone (formal)",
+        "tags": "style",
+    }
+    for left_to_yaml in ("description: yes\n", "description: 'quoted'\n", "tags: [a, b]\n", "a: x\na: y\n", "d: 12\n"):
+        assert _simple_mapping(left_to_yaml) is None, left_to_yaml

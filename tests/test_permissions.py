@@ -72,3 +72,19 @@ def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
     )
     assert _mode(root) == 0o750
     assert _mode(root / "user.git") == 0o700
+
+
+WATCH = r"""
+import os, sys
+os.umask(0)
+from gitmem.adapters.watch import watch
+with watch(sys.argv[1], index=False, timeout=0.1):
+    pass
+"""
+
+
+def test_a_root_the_watcher_creates_is_owner_only(tmp_path: Path) -> None:
+    pytest.importorskip("watchdog")
+    root = tmp_path / "data" / "watched"
+    subprocess.run([sys.executable, "-c", WATCH, str(root)], check=True)
+    assert _mode(root) == 0o700, oct(_mode(root))

@@ -51,6 +51,7 @@ from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import visible
 from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.packs import (
     PackError,
@@ -177,10 +178,15 @@ class GuardedReceivePack(ReceivePackHandler):
         if any(ref == MAIN.encode() for _, _, ref in client_refs) and self.mount.refresher is not None:
             self.mount.refresher.request(self.mount.path)
 
-    def _say(self, line: str) -> None:
-        """One ``remote:`` line on the client's terminal."""
+    def _say(self, message: str) -> None:
+        """``remote:`` lines on the client's terminal, each made :func:`~gitmem.fileformat.visible`.
+
+        A message can quote what the pusher sent (a path, git's complaint about an
+        object): an escape sequence in it must show as text, not act on a terminal.
+        """
         if self.has_capability(b"side-band-64k"):
-            self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS, (line + "\n").encode("utf-8"))
+            for line in message.splitlines() or [""]:
+                self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS, (visible(line) + "\n").encode("utf-8"))
 
     def handle(self) -> None:
         """dulwich's ``handle`` with lenient command reading; the rest is :meth:`_apply_pack`."""

@@ -53,6 +53,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
 from gitmem.git.refwatch import CommitOrigin, movement, read_ref, read_refs
 from gitmem.git.repo import GitRepo
@@ -205,7 +206,7 @@ class Watcher:
         observer = Observer()
         self._observer = observer
         if self.names is None:
-            self.root.path.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.root.path, parents=True)  # 0700 like every root gitmem makes
             observer.schedule(self._handler, os.fspath(self.root.path), recursive=False)
         for name in self.names if self.names is not None else self.root.mounts():
             self._add_mount(name)

@@ -50,7 +50,7 @@ def commit_batch(
         if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
             for effect in decision.creates:
                 _check_shape(snap, effect.path)
-            files = list(repo.files_at(snap.head))
+            files = list(snap.files())
             total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
             check_batch_room(
                 decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes

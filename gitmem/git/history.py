@@ -362,7 +362,7 @@ def check_room(
     if current is None:
         # A file/folder collision is the answer even when the memory is full (as in the twin).
         _check_shape(snap, path)
-    files = list(repo.files_at(snap.head))
+    files = list(snap.files())
     total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
     check_capacity(
         path,

@@ -61,6 +61,7 @@ class Holder:
     op: str
     written_ns: int  # the record's mtime: when it got the lock if still held
     token: str = ""  # tells this process from an earlier one that had the same pid
+    count: int = 0  # a number the holders pass on to each other (see WriterLock.count)
 
     def is_this_process(self) -> bool:
         return self.pid == os.getpid() and self.token == _process_token()
@@ -84,13 +85,14 @@ def _read_record(fd: int) -> Holder | None:
     except OSError:
         return None
     parts = raw.decode("ascii", "replace").split()
-    if len(parts) not in (3, 4) or not parts[0].isdigit() or parts[1] not in ("held", "free"):
+    if len(parts) not in (3, 4, 5) or not parts[0].isdigit() or parts[1] not in ("held", "free"):
         return None
-    return Holder(int(parts[0]), parts[1] == "held", parts[2], written, parts[3] if len(parts) == 4 else "")
+    count = int(parts[4]) if len(parts) == 5 and parts[4].isdigit() else 0
+    return Holder(int(parts[0]), parts[1] == "held", parts[2], written, parts[3] if len(parts) >= 4 else "", count)
 
 
-def _write_record(fd: int, state: str, op: str) -> None:
-    line = f"{os.getpid()} {state} {op[:24]} {_process_token()}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
+    line = f"{os.getpid()} {state} {op[:24]} {_process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
     try:
         os.pwrite(fd, line.encode("ascii", "replace"), 0)
     except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
@@ -228,14 +230,15 @@ class WriterLock:
                     and self.on_crash is not None
                 ):
                     self.on_crash(previous)
-                _write_record(fd, "held", op)
+                self._local.count = previous.count if previous is not None else 0
+                _write_record(fd, "held", op, self._local.count)
             except BaseException:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 raise
             try:
                 yield
             finally:
-                _write_record(fd, "free", op)
+                _write_record(fd, "free", op, self._local.count)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             self._local.holding = None
@@ -243,6 +246,40 @@ class WriterLock:
             if waiter is not None and waiter.fd == fd:
                 self._local.waiter = None
                 waiter.close()
+
+    @property
+    def count(self) -> int:
+        """A number the holders hand on to each other through the lock file; read and set only while holding.
+
+        It costs nothing extra: the holder record is written at every take and
+        release anyway. The git store keeps its estimate of the pack count here,
+        so a write need not list ``objects/pack`` to know when to fold.
+        """
+        return int(getattr(self._local, "count", 0))
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._local.count = max(0, value)
+
+    @contextmanager
+    def try_hold(self, op: str = "write") -> Iterator[bool]:
+        """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it."""
+        fd = self._fd()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        self._local.holding = fd
+        try:
+            _write_record(fd, "held", op)
+            try:
+                yield True
+            finally:
+                _write_record(fd, "free", op)
+        finally:
+            self._local.holding = None
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)

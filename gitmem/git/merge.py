@@ -176,6 +176,7 @@ def integrate(
     scratch: str | None = None,
     precheck: Callable[[], None] | None = None,
     after_swap: Callable[[MergeResult], None] | None = None,
+    strict_objects: bool = False,
 ) -> MergeResult:
     """Land commit ``theirs`` on ``main``; see the module docstring.
 
@@ -185,7 +186,9 @@ def integrate(
     ``scratch`` (see :func:`scratch_repository`) holds ``theirs`` when the mount
     does not (a pull); one is made otherwise. ``precheck`` runs under the lock
     before each attempt (raise to abort); ``after_swap`` runs under the lock
-    once ``main`` moved (or was already up to date).
+    once ``main`` moved (or was already up to date). ``strict_objects`` also holds
+    every object ``theirs`` brings to git's strict object rules, as a push is held
+    (:func:`gitmem.git.packs.strict_check`): a pull brings objects from outside.
 
     Every commit that ``main`` does not hold yet is checked, including ones other
     refs of the mount already point at: the check runs in the scratch repository,
@@ -205,6 +208,7 @@ def integrate(
                 scratch=own,
                 precheck=precheck,
                 after_swap=after_swap,
+                strict_objects=strict_objects,
             )
     with translate_errors(git.path), git.lock.hold():
         for _ in range(MAX_ATTEMPTS):
@@ -221,7 +225,9 @@ def integrate(
                     if after_swap is not None:
                         after_swap(result)
                     return result
-                verdict = check_updates(scratch, [RefUpdate(MAIN, ours, result.after)], fmt)
+                verdict = check_updates(
+                    scratch, [RefUpdate(MAIN, ours, result.after)], fmt, strict_objects=strict_objects
+                )
                 if verdict[MAIN]:
                     raise refused_by_rules(what, verdict[MAIN])
             finally:

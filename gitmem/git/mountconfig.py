@@ -9,12 +9,21 @@ rather than from options each one must be given. A bad hand-edited value is
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat
-from gitmem.git.repo import GitRepo
 from gitmem.model import MOUNT_KINDS, MountKind
+
+
+class ConfigSource(Protocol):
+    """Where a mount's settings are read: a :class:`~gitmem.git.repo.GitRepo`, or the
+    libgit2-free :class:`~gitmem.git.peek.Peek` of a read-only CLI call."""
+
+    @property
+    def path(self) -> str: ...
+
+    def config_get(self, key: str) -> str | None: ...
 
 #: ``FileFormat`` field -> config key.
 CONFIG_KEYS: Final[dict[str, str]] = {
@@ -52,7 +61,7 @@ def format_to_config(fmt: FileFormat) -> dict[str, str]:
     return out
 
 
-def _config_int(repo: GitRepo, key: str, raw: str) -> int:
+def _config_int(repo: ConfigSource, key: str, raw: str) -> int:
     """A positive whole number as ``git config --int`` reads it (``64k``, ``1m`` too)."""
     text = raw.strip().lower()
     scale = _UNITS.get(text[-1:], 1)
@@ -64,7 +73,7 @@ def _config_int(repo: GitRepo, key: str, raw: str) -> int:
     return int(digits) * scale
 
 
-def format_from_repo(repo: GitRepo) -> FileFormat:
+def format_from_repo(repo: ConfigSource) -> FileFormat:
     """The limits saved in the mount's config; ``unavailable`` naming a key whose value is bad.
 
     Every command reads these, so a hand-edited typo must say what to fix rather
@@ -83,7 +92,7 @@ def format_from_repo(repo: GitRepo) -> FileFormat:
     return FileFormat(**values)  # type: ignore[arg-type]
 
 
-def kind_from_repo(repo: GitRepo) -> MountKind:
+def kind_from_repo(repo: ConfigSource) -> MountKind:
     """The kind saved in the mount's config (absent: ``file``, the only kind before kinds existed)."""
     raw = repo.config_get(KIND_KEY)
     if raw is None:

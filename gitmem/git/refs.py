@@ -45,6 +45,34 @@ def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
     return CommitId(str(ref.target))
 
 
+def read_loose_ref(repo_path: str, name: str) -> CommitId | None:
+    """The id a loose ref file holds, read directly; ``None`` when it is not a plain loose ref.
+
+    A loose ref file takes precedence over ``packed-refs``, so a file holding an
+    id is the answer. Anything else (no file, a symbolic ref, a damaged file)
+    is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
+    machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
+    """
+    try:
+        fd = os.open(os.path.join(repo_path, *name.split("/")), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    value = raw.strip()
+    if len(value) != 40 or raw[40:] not in (b"\n", b""):
+        return None
+    try:
+        int(value, 16)
+    except ValueError:
+        return None
+    return CommitId(value.decode("ascii").lower())
+
+
 def swap_refs(
     repo: pygit2.Repository,
     repo_path: str,

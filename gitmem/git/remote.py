@@ -11,7 +11,8 @@ What gitmem adds is on the receiving side of a pull:
 2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
    clean three-way merge commit when agents wrote meanwhile, or a refusal naming
    the conflicting files), after every commit brought in passed the push rules
-   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits;
+   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits,
+   and every object git's strict checks (``index-pack --strict``, as for a push);
 3. only then do the fetched objects move into the mount, and ``main`` moves by
    compare-and-swap under the writer lock.
 
@@ -256,5 +257,6 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
             scratch=scratch,
             precheck=history_unchanged,
             after_swap=close_merged_proposals,
+            strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
         )
         return dataclasses.replace(result, closed=tuple(closed))

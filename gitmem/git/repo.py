@@ -28,6 +28,7 @@ here; other pygit2 users in the same process lose it too.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import threading
@@ -41,15 +42,15 @@ from typing import Any, Generic, TypeVar
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, packwrite
+from gitmem.git import cli, group, loosetrees, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
+from gitmem.git.recent import RecentObjects, recent_for
+from gitmem.git.refs import MAIN, read_loose_ref, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
-from gitmem.store import file_dir_conflict
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
@@ -113,44 +114,103 @@ class Snapshot:
     """The head of ``main`` as a writer sees it under the lock.
 
     With ``pending``, blobs a plan writes are kept in memory for the commit's
-    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files.
+    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files, and the
+    head may itself be a commit still in ``pending``: the one a group commit
+    made for the request before (see :mod:`gitmem.git.group`). Lookups read the
+    raw trees (from ``pending`` or the repository) through ``trees``, the
+    writer's cache of parsed trees, so consecutive writes parse a folder once.
     """
 
-    def __init__(self, repo: pygit2.Repository, head: str, pending: packwrite.PendingObjects | None = None) -> None:
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        head: str,
+        pending: packwrite.PendingObjects | None = None,
+        *,
+        tree: str | None = None,
+        trees: packwrite.TreeCache | None = None,
+        recent: RecentObjects | None = None,
+    ) -> None:
         self._repo = repo
         self.head = head
-        self.tree: pygit2.Tree = repo[head].peel(pygit2.Tree)
         self.pending = pending
-        self._folders: dict[str, pygit2.Tree | None] = {"": self.tree}
+        self._recent = recent
+        if tree is None and recent is not None:
+            tree = recent.tree_of(head)
+        self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
+        self._trees = trees if trees is not None else packwrite.TreeCache()
+        self._folders: dict[str, str | None] = {"": self.tree_id}
+
+    @property
+    def tree(self) -> pygit2.Tree:
+        """The head's tree as libgit2 reads it (only for a head that is on disk)."""
+        return self._repo[self.tree_id].peel(pygit2.Tree)
+
+    def raw(self, oid: str) -> bytes:
+        if self.pending is not None:
+            found = self.pending.raw(oid)
+            if found is not None:
+                return found
+        if self._recent is not None:
+            found = self._recent.raw(oid)
+            if found is not None:
+                return found
+        return bytes(self._repo[oid].read_raw())
+
+    def _entries(self, tree_id: str) -> dict[bytes, tuple[bytes, bytes]]:
+        return self._trees.view(tree_id, self.raw)
 
     def get(self, path: str) -> Entry | None:
         """The entry at ``path``; folders are looked up once per snapshot (a batch of 10k paths
         in a few hundred folders reads each folder's tree once, not once per path)."""
         folder, _, name = path.rpartition("/")
         tree = self._folder(folder)
-        return None if tree is None else lookup(tree, name)
+        if tree is None:
+            return None
+        found = self._entries(tree).get(name.encode())
+        return None if found is None else Entry(_kind(found[0]), found[1].hex())
 
-    def _folder(self, folder: str) -> pygit2.Tree | None:
+    def _folder(self, folder: str) -> str | None:
         if folder in self._folders:
             return self._folders[folder]
         parent, _, name = folder.rpartition("/")
         above = self._folder(parent)
-        found = lookup(above, name) if above is not None else None
-        tree = self._repo[found.oid].peel(pygit2.Tree) if found is not None and found.kind == "tree" else None
+        found = self._entries(above).get(name.encode()) if above is not None else None
+        tree = found[1].hex() if found is not None and _kind(found[0]) == "tree" else None
         self._folders[folder] = tree
         return tree
 
+    def files(self) -> Iterator[tuple[str, str]]:
+        """Every regular file as ``(path, blob id)``, in git's order."""
+        if self.pending is None or self.pending.raw(self.head) is None:
+            return walk_files(self.tree)
+        return self._walk(self.tree_id, "")
+
+    def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
+        entries = self._entries(tree_id)
+        for name, (mode, oid) in sorted(entries.items(), key=packwrite.entry_order):
+            kind = _kind(mode)
+            if kind == "tree":
+                yield from self._walk(oid.hex(), f"{prefix}{name.decode('utf-8', 'surrogateescape')}/")
+            elif kind == "blob":
+                yield f"{prefix}{name.decode('utf-8', 'surrogateescape')}", oid.hex()
+
     def data(self, oid: str) -> bytes:
-        if self.pending is not None:
-            raw = self.pending.raw(oid)
-            if raw is not None:
-                return raw
-        return bytes(self._repo[oid].read_raw())
+        return self.raw(oid)
 
     def write_blob(self, data: bytes) -> BlobVersion:
         if self.pending is not None:
             return BlobVersion(self.pending.add(b"blob", data))
         return BlobVersion(str(self._repo.create_blob(data)))
+
+
+def _kind(mode: bytes) -> str:
+    """An entry's kind from its raw tree mode, as :func:`lookup` tells it from libgit2's."""
+    if mode in packwrite.FILE_MODES:
+        return "blob"
+    if mode.lstrip(b"0") == b"40000":
+        return "tree"
+    return "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +285,25 @@ def set_durable(enabled: bool = True) -> None:
 
 
 MAX_PACKS = 24
-"""Packs in ``objects/pack`` above which a writer folds the small ones together (see :meth:`GitRepo.compact`)."""
+"""Packs in ``objects/pack`` above which a fold is started after the write (see :meth:`GitRepo.compact`)."""
+HARD_MAX_PACKS = 64
+"""Packs above which a writer folds before it returns, once a background fold of its process failed."""
+GROUP_COMMIT = True
+"""Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
+
+_folds: dict[str, threading.Thread] = {}
+_folds_again: set[str] = set()
+_folds_failed: set[str] = set()
+_folds_guard = threading.Lock()
+
+
+@atexit.register
+def _finish_folds() -> None:
+    """A fold under way finishes before the interpreter exits (its git child would otherwise be orphaned)."""
+    with _folds_guard:
+        running = list(_folds.values())
+    for thread in running:
+        thread.join(timeout=60)
 PACK_EDITS = 8
 """Batches of up to this many paths are written as one pack; bigger ones use the grouped loose path."""
 
@@ -255,6 +333,10 @@ class GitRepo:
         self.lock = WriterLock(
             os.path.join(self.path, "gitmem", "write.lock"), timeout=lock_timeout, on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path)
         )
+        self.recent = recent_for(self.path)
+        """The objects of this process's latest commits (:mod:`gitmem.git.recent`)."""
+        self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
+        """Held by a pack fold, and after the writer lock by what deletes objects (see :meth:`maintenance`)."""
 
     @property
     def lock_timeout(self) -> float:
@@ -264,6 +346,7 @@ class GitRepo:
     @lock_timeout.setter
     def lock_timeout(self, seconds: float) -> None:
         self.lock.timeout = seconds
+        self.fold_lock.timeout = seconds
 
     # -- lifecycle --
 
@@ -356,7 +439,8 @@ class GitRepo:
 
     def head(self) -> CommitId:
         """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
-        head = read_ref(self.fresh(), MAIN)
+        repo = self.fresh()
+        head = read_loose_ref(self.path, MAIN) or read_ref(repo, MAIN)
         if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
@@ -373,8 +457,42 @@ class GitRepo:
     def tree_of(self, commit: str) -> pygit2.Tree:
         return self.repo[commit].peel(pygit2.Tree)
 
+    def _recent(self) -> RecentObjects:
+        """This process's recent objects, emptied first if a purge or forget erased history since.
+
+        The history mark is the one this thread's handle was last checked against
+        (every call starts by reading ``main`` through :meth:`fresh`), so this costs
+        no system call; without one it is read from disk.
+        """
+        marks = getattr(self._local, "gen", None)
+        self.recent.check(marks[0] if marks is not None else self.history_mark())
+        return self.recent
+
+    def _raw(self, oid: str) -> bytes:
+        found = self.recent.raw(oid)
+        return found if found is not None else bytes(self.repo[oid].read_raw())
+
+    def tree_id_of(self, commit: str) -> str:
+        """The id of ``commit``'s tree (for a commit this process just made, without reading it)."""
+        tree = self._recent().tree_of(commit)
+        return tree if tree is not None else str(self.tree_of(commit).id)
+
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``."""
+        tree = self._recent().tree_of(commit)
+        if tree is not None:  # a commit this process just made: its new trees are read from memory
+            cache = self._tree_cache()
+            parts = path.split("/")
+            for name in parts[:-1]:
+                found = cache.view(tree, self._raw).get(name.encode())
+                if found is None or _kind(found[0]) != "tree":
+                    return None
+                tree = found[1].hex()
+            found = cache.view(tree, self._raw).get(parts[-1].encode())
+            if found is None or _kind(found[0]) != "blob":
+                return None
+            oid = found[1].hex()
+            return oid, self._raw(oid)
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None
@@ -397,6 +515,12 @@ class GitRepo:
 
         Lets callers cache per folder by tree id (a tree id names its whole content).
         """
+        raw = self._recent().raw(tree_id)
+        if raw is not None:
+            return [
+                (name.decode("utf-8", "replace"), _kind(mode), oid.hex())
+                for name, (mode, oid) in packwrite.parse_tree(raw).items()
+            ]
         items: list[tuple[str, str, str]] = []
         for obj in self.repo[tree_id].peel(pygit2.Tree):
             mode = obj.filemode
@@ -475,79 +599,168 @@ class GitRepo:
         forked from ``main``: the plan sees main's head and the ref is created
         atomically. Returns the new commit (``None`` for a no-op) and the result
         of the plan that was committed.
+
+        Changes to ``main`` from threads of this process that queue at the same
+        time are committed together (:mod:`gitmem.git.group`): each plan runs on
+        the head the one before it made, each is its own commit, and the chain
+        lands as one pack and one ref update. A caller gets its own outcome.
         """
-        with translate_errors(self.path), self.lock.hold():
-            for _ in range(MAX_ATTEMPTS):
-                repo = self.fresh()
-                branch = None if ref == MAIN else read_ref(repo, ref)
-                head = self.head() if branch is None else branch
-                pending = packwrite.PendingObjects() if self.pack_writes else None
-                snap = Snapshot(repo, head, pending)
-                chosen = plan(snap)
-                if not chosen.edits:
-                    return Done(None, chosen.result)
-                if pending is not None and len(chosen.edits) > PACK_EDITS:
-                    # A big batch: main's grouped tree writes (each folder once) as loose objects.
-                    for _kind, raw in pending.objects.values():
-                        repo.create_blob(raw)
-                    pending = None
-                author = _author(chosen.origin)
-                committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
-                message = commit_message(
-                    chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
-                )
-                if pending is not None:
-                    commit = self._pack_commit(repo, snap, pending, chosen, author, committer, message)
-                else:
-                    tree_id = _set_paths(repo, snap.tree, chosen.edits)
-                    commit = str(repo.create_commit(None, author, committer, message, tree_id, [pygit2.Oid(hex=head)]))
-                if ref == MAIN:
-                    moved = self._cas(repo, head, commit)
-                else:
-                    moved = swap_ref(
-                        repo,
-                        self.path,
-                        ref,
-                        branch,
-                        commit,
-                        message=f"gitmem {chosen.op}",
-                        stale_after=self.stale_lock_seconds,
-                        timeout=self.lock_timeout,
-                    )
-                if moved:
-                    if pending is not None and packwrite.pack_count(self.path) > MAX_PACKS:
-                        # The write is in: a failed fold (a foreign gc racing it, a full disk)
-                        # must not report it as failed; the next writer tries again.
-                        with suppress(MemoryStoreError, OSError, pygit2.GitError):
-                            self.compact()
-                    return Done(CommitId(commit), chosen.result)
+        if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
+            return self._transact_alone(plan, ref)
+        done: Done[R] = group.submit(self.path, plan, self._round)
+        return done
+
+    def _transact_alone(self, plan: Callable[[Snapshot], Plan[R]], ref: str) -> Done[R]:
+        fold = False
+        try:
+            with translate_errors(self.path), self.lock.hold():
+                for _ in range(MAX_ATTEMPTS):
+                    repo = self.fresh()
+                    branch = None if ref == MAIN else read_ref(repo, ref)
+                    head = self.head() if branch is None else branch
+                    pending = packwrite.PendingObjects() if self.pack_writes else None
+                    snap = Snapshot(repo, head, pending, trees=self._tree_cache(), recent=self._recent())
+                    chosen = plan(snap)
+                    if not chosen.edits:
+                        return Done(None, chosen.result)
+                    if pending is not None and len(chosen.edits) > PACK_EDITS:
+                        pending = None
+                    author, committer, message = _signed(chosen)
+                    if pending is not None:
+                        tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
+                        raw = packwrite.commit_bytes(tree_id, [head], author, committer, message)
+                        commit = pending.add(b"commit", raw)
+                        packwrite.write_pack(self.path, pending, durable=_durable[0])
+                    else:
+                        commit = self._loose_commit(repo, snap, chosen, author, committer, message)
+                    if ref == MAIN:
+                        moved = self._cas(repo, head, commit)
+                    else:
+                        moved = swap_ref(
+                            repo,
+                            self.path,
+                            ref,
+                            branch,
+                            commit,
+                            message=f"gitmem {chosen.op}",
+                            stale_after=self.stale_lock_seconds,
+                            timeout=self.lock_timeout,
+                        )
+                    if moved:
+                        if pending is not None:
+                            objects = ((oid, kind, raw) for oid, (kind, raw) in pending.objects.items())
+                            self.recent.add(objects, [(commit, tree_id)])
+                            fold = self._count_pack()
+                        return Done(CommitId(commit), chosen.result)
+        finally:
+            if fold:
+                self.start_fold()
         raise MemoryStoreError(
             "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
         )
 
-    def _pack_commit(
+    def _round(self, requests: list[group.Request]) -> list[group.Request]:
+        """Commit queued plans on ``main`` as a chain of commits: one pack, one ref update.
+
+        Each plan runs on the head the previous accepted plan made, so its checks
+        (its expected versions) see exactly what a one-at-a-time writer would; a
+        plan that refuses gets its error and the chain goes on without it. A
+        big batch (more than :data:`PACK_EDITS` paths) is committed on its own
+        by the loose path, first in its round; requests after it wait for the
+        next round (returned). Outcomes are settled only once the ref has moved
+        (and, when durable, is on disk): a kill before leaves every request
+        unanswered and ``main`` where it was.
+        """
+        fold = False
+        try:
+            with translate_errors(self.path), self.lock.hold():
+                for _ in range(MAX_ATTEMPTS):
+                    repo = self.fresh()
+                    head: str = self.head()
+                    trees = self._tree_cache()
+                    recent = self._recent()
+                    pending = packwrite.PendingObjects()
+                    tip, tip_tree = head, None
+                    made: list[tuple[str, str]] = []
+                    chain: list[tuple[group.Request, str, Any]] = []
+                    settled: list[tuple[group.Request, Any, BaseException | None]] = []
+                    left: list[group.Request] = []
+                    loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
+                    for i, request in enumerate(requests):
+                        snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
+                        mark = len(pending)
+                        try:
+                            with translate_errors(self.path):
+                                chosen: Plan[Any] = request.plan(snap)
+                                if len(chosen.edits) > PACK_EDITS:
+                                    if chain or loose is not None:
+                                        pending.drop_after(mark)
+                                        left = requests[i:]
+                                    else:
+                                        loose, left = (request, chosen, snap), requests[i + 1 :]
+                                    break
+                                if not chosen.edits:
+                                    pending.drop_after(mark)
+                                    settled.append((request, Done(None, chosen.result), None))
+                                    continue
+                                author, committer, message = _signed(chosen)
+                                tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
+                                raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
+                        except BaseException as exc:
+                            pending.drop_after(mark)
+                            settled.append((request, None, exc))
+                            continue
+                        tip, tip_tree = pending.add(b"commit", raw), tree_id
+                        chain.append((request, tip, chosen.result))
+                        made.append((tip, tree_id))
+                    if loose is not None:
+                        request, chosen, snap = loose
+                        author, committer, message = _signed(chosen)
+                        tip = self._loose_commit(repo, snap, chosen, author, committer, message)
+                        chain, tip_tree = [(request, tip, chosen.result)], None
+                    elif chain:
+                        packwrite.write_pack(self.path, pending, durable=_durable[0])
+                    if chain and not self._cas(repo, head, tip):
+                        continue  # a writer outside gitmem moved main: every plan decides again
+                    if chain and loose is None:
+                        recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
+                    for request, commit, result in chain:
+                        request.finish(Done(CommitId(commit), result))
+                    for request, value, error in settled:
+                        request.finish(value, error)
+                    fold = bool(chain) and loose is None and self._count_pack()
+                    return left
+        finally:
+            if fold:
+                self.start_fold()
+        raise MemoryStoreError(
+            "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+        )
+
+    def _pack_trees(
         self,
         repo: pygit2.Repository,
         snap: Snapshot,
         pending: packwrite.PendingObjects,
-        chosen: Plan[Any],
-        author: pygit2.Signature,
-        committer: pygit2.Signature,
-        message: str,
+        edits: Sequence[tuple[str, str | None]],
     ) -> str:
-        """Build the plan's trees and commit in memory and write them, with its blobs, as one pack."""
+        """The plan's edits applied to the snapshot's tree in memory; new trees go to ``pending``."""
+        tree_id = snap.tree_id
+        cache = self._tree_cache()
+        for path, oid in edits:
+            tree_id = packwrite.set_path(snap.raw, pending, tree_id, path.split("/"), oid, path, cache)
+        return tree_id
 
-        def read_tree(oid: str) -> bytes:
-            raw = pending.raw(oid)
-            return raw if raw is not None else bytes(repo[oid].read_raw())
-
-        tree_id = str(snap.tree.id)
-        for path, oid in chosen.edits:
-            tree_id = packwrite.set_path(read_tree, pending, tree_id, path.split("/"), oid, path, self._tree_cache())
-        raw = packwrite.commit_bytes(tree_id, [snap.head], _sig_bytes(author), _sig_bytes(committer), message)
-        commit = pending.add(b"commit", raw)
-        packwrite.write_pack(self.path, pending, durable=_durable[0])
-        return commit
+    def _loose_commit(
+        self, repo: pygit2.Repository, snap: Snapshot, chosen: Plan[Any], author: bytes, committer: bytes, message: str
+    ) -> str:
+        """A big batch: main's grouped tree writes (each folder once) as loose objects."""
+        if snap.pending is not None:
+            for _kind, raw in snap.pending.objects.values():
+                repo.create_blob(raw)
+        tree_id = loosetrees.set_paths(repo, snap.tree, chosen.edits)
+        raw = packwrite.commit_bytes(str(tree_id), [snap.head], author, committer, message)
+        return str(repo.odb.write(pygit2.enums.ObjectType.COMMIT, raw))
 
     def _tree_cache(self) -> packwrite.TreeCache:
         cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
@@ -555,21 +768,97 @@ class GitRepo:
             cache = self._local.trees = packwrite.TreeCache()
         return cache
 
+    def _count_pack(self) -> bool:
+        """Count the pack a commit just wrote; whether a fold is due. Writer lock held.
+
+        The count lives in the writer lock's record (written at every take and
+        release anyway), so a write never lists ``objects/pack``: it is the
+        number of packs written since the last fold was started, and once it
+        passes :data:`MAX_PACKS` a fold is started and it restarts from zero.
+        The fold itself lists the folder, so packs a push or a foreign git
+        added are folded too. If this process's last fold failed, the writer
+        counts for real and, past :data:`HARD_MAX_PACKS`, folds before it returns.
+        """
+        count = self.lock.count + 1
+        due = count > MAX_PACKS
+        if due:
+            count = 0
+            if self.path in _folds_failed and packwrite.pack_count(self.path) > HARD_MAX_PACKS:
+                due = False
+                _folds_failed.discard(self.path)
+                with suppress(MemoryStoreError, OSError, pygit2.GitError):
+                    self.compact()
+        self.lock.count = count
+        return due
+
+    def start_fold(self) -> None:
+        """Fold packs in a background thread of this process; one running already folds once more after.
+
+        The write that found the fold due has released the writer lock and
+        returns at once; the fold takes only the fold lock (writers never wait
+        for it). Back-pressure: when a fold is due a third time while one is
+        still running (writes outpace folding, ``2 * MAX_PACKS`` packs written
+        since it started), this write waits for the running fold, so the pack
+        count stays bounded under any burst. At interpreter exit a running fold
+        is waited for.
+        """
+        with _folds_guard:
+            running = _folds.get(self.path)
+            if running is None or not running.is_alive():
+                running = None
+                thread = threading.Thread(target=self._fold_quietly, name="gitmem-fold", daemon=True)
+                _folds[self.path] = thread
+                thread.start()
+            elif self.path not in _folds_again:
+                _folds_again.add(self.path)
+                running = None
+        if running is not None:
+            running.join()
+
+    def _fold_quietly(self) -> None:
+        while True:
+            # A fold never fails a write: a foreign gc racing it or a full disk only leaves
+            # the packs as they are, and a later write starts another.
+            try:
+                self.compact()
+            except (MemoryStoreError, OSError, pygit2.GitError):
+                _folds_failed.add(self.path)
+            with _folds_guard:
+                if self.path not in _folds_again:
+                    return
+                _folds_again.discard(self.path)
+
+    def settle(self) -> None:
+        """Wait until a background fold this process started on this memory has finished."""
+        with _folds_guard:
+            running = _folds.get(self.path)
+        if running is not None:
+            running.join()
+
     def compact(self) -> None:
-        """Fold the small per-commit packs together by git's geometric rule. Writer lock held.
+        """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
 
         Each pack left holds at least twice the objects of all smaller ones
         together, so ``n`` objects live in about ``log2(n)`` packs, and a run
         copies only the small packs (amortised: each object is copied about
         ``log2(n)`` times over its life). Folded packs are deleted by a later
-        run after a grace period (:func:`gitmem.git.packwrite.compact`). It
-        runs under the writer lock, like every other repack gitmem starts, so
-        it can never put back objects a purge is deleting; the git child holds
-        the lock too until it exits.
-        """
+        run after a grace period (:func:`gitmem.git.packwrite.compact`).
 
+        A fold reads only packs (which never change) and adds one, so it needs
+        no writer lock and writers go on meanwhile. It holds the *fold lock*,
+        which every operation that deletes objects or repacks (purge, forget,
+        gc: :meth:`maintenance`) takes after the writer lock, so a fold can
+        never put back objects a purge is deleting; the git child holds the
+        fold lock too until it exits. When another process is folding (or a
+        purge holds the lock) this fold waits and runs after it, so packs
+        written since the other fold listed them are folded too.
+        """
+        with translate_errors(self.path), self.fold_lock.hold("fold"):
+            self._fold()
+
+    def _fold(self) -> None:
         def run(args: list[str], stdin: bytes) -> tuple[int, str]:
-            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.lock.held_fd(),))
+            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.fold_lock.held_fd(),))
             return done.returncode, done.stdout
 
         if packwrite.compact(self.path, run):
@@ -577,6 +866,12 @@ class GitRepo:
             # reopens at its next call, so deleted packs' descriptors and disk space go.
             _bump(self._packs_path)
             self._local.repo = None
+
+    @contextmanager
+    def maintenance(self, op: str) -> Iterator[None]:
+        """The writer lock and then the fold lock, for ``op`` (gc, purge, forget): nothing writes or folds meanwhile."""
+        with self.lock.hold(op), self.fold_lock.hold(op):
+            yield
 
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
         """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
@@ -618,107 +913,14 @@ def _sig_bytes(sig: pygit2.Signature) -> bytes:
     return packwrite.signature_line(sig.raw_name, sig.raw_email, sig.time, sig.offset)
 
 
+def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
+    """A plan's author and committer lines and its commit message."""
+    committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
+    message = commit_message(
+        chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
+    )
+    return _sig_bytes(_author(chosen.origin)), _sig_bytes(committer), message
+
+
 def _author(origin: Origin) -> pygit2.Signature:
     return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
-
-
-def _set_paths(repo: pygit2.Repository, tree: pygit2.Tree, edits: Sequence[tuple[str, str | None]]) -> pygit2.Oid:
-    """The id of ``tree`` with every ``(path, blob or None)`` edit applied, as one batch.
-
-    Each changed folder's tree is written once, however many of its files change
-    (a prune of 10k files writes a few hundred trees, not 30k). The result equals
-    applying the edits one by one with :func:`_set_path`, which remains the rule;
-    a batch that both replaces a file by a folder and edits inside it (order
-    matters there) is applied that way.
-    """
-    if len(edits) == 1:
-        path, oid = edits[0]
-        return _set_path(repo, tree, path.split("/"), oid, path)
-    split = [(path.split("/"), oid, path) for path, oid in edits]
-    if _mixes_file_and_folder(split):
-        tree_id = tree.id
-        for path, oid in edits:
-            tree_id = _set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
-        return tree_id
-    return _set_group(repo, tree, split)
-
-
-def _mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
-    """Whether some edited path is also a folder of another edited path."""
-    paths = {"/".join(parts) for parts, _, _ in split}
-    return any("/".join(parts[:i]) in paths for parts, _, _ in split for i in range(1, len(parts)))
-
-
-def _set_group(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, edits: list[tuple[list[str], str | None, str]]
-) -> pygit2.Oid:
-    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    below: dict[str, list[tuple[list[str], str | None, str]]] = {}
-    for parts, oid, full in edits:
-        name = parts[0]
-        if len(parts) > 1:
-            below.setdefault(name, []).append((parts[1:], oid, full))
-            continue
-        existing = builder.get(name)
-        if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
-            raise file_dir_conflict(full, is_file=False)
-        if oid is None:
-            if existing is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
-    for name, group in below.items():
-        existing = builder.get(name)
-        sub: pygit2.Tree | None = None
-        if existing is not None:
-            if existing.filemode != _TREE_MODE:
-                creating = [full for _, oid, full in group if oid is not None]
-                if creating:
-                    raise file_dir_conflict(creating[0], is_file=True)
-                continue  # deletes under a file: nothing there to delete
-            sub = repo[existing.id].peel(pygit2.Tree)
-        elif all(oid is None for _, oid, _ in group):
-            continue
-        new_sub = _set_group(repo, sub, group)
-        if str(new_sub) == EMPTY_TREE:
-            if existing is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, new_sub, _TREE_MODE)
-    return builder.write()
-
-
-def _set_path(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, parts: list[str], oid: str | None, full: str
-) -> pygit2.Oid:
-    """Return the id of ``tree`` with ``parts`` set to blob ``oid`` (or removed when ``None``).
-
-    Only the trees on the path are rebuilt; a folder left empty disappears.
-    """
-    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    name = parts[0]
-    existing = builder.get(name)
-    if len(parts) == 1:
-        if existing is not None and existing.filemode == _TREE_MODE and oid is not None:
-            raise file_dir_conflict(full, is_file=False)
-        if oid is None:
-            if existing is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
-    else:
-        sub: pygit2.Tree | None = None
-        if existing is not None:
-            if existing.filemode != _TREE_MODE:
-                if oid is None:
-                    return builder.write()
-                raise file_dir_conflict(full, is_file=True)
-            sub = repo[existing.id].peel(pygit2.Tree)
-        elif oid is None:
-            return builder.write()
-        new_sub = _set_path(repo, sub, parts[1:], oid, full)
-        if str(new_sub) == EMPTY_TREE:
-            builder.remove(name)
-        else:
-            builder.insert(name, new_sub, _TREE_MODE)
-    return builder.write()

@@ -135,7 +135,7 @@ def gc(repo: GitRepo) -> GcReport:
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
     before = count_objects(repo)
-    with translate_errors(repo.path), repo.lock.hold("gc"):
+    with translate_errors(repo.path), repo.maintenance("gc"):
         if os.path.exists(repo.pending_path):
             _prune_now(repo)
         else:
@@ -182,7 +182,7 @@ def purge(repo: GitRepo, message: str) -> str:
     so a purge killed before its prune is finished by the next gc, forget or
     purge. Returns the new root commit.
     """
-    with translate_errors(repo.path), repo.lock.hold("purge"):
+    with translate_errors(repo.path), repo.maintenance("purge"):
         r = repo.fresh()
         tree = r.TreeBuilder().write()
         sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
@@ -223,7 +223,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
-    with translate_errors(repo.path), repo.lock.hold("forget"):
+    with translate_errors(repo.path), repo.maintenance("forget"):
         _check_prunable(repo)
         unfinished = _mark_pending(repo, f"forget {path}")
         try:

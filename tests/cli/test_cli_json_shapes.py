@@ -22,20 +22,36 @@ from .test_cli_docs import sections, walk
 NOT_ONE_DOCUMENT = {"watch", "serve", "mcp"}
 #: Commands that print no JSON of their own (groups).
 GROUPS = {"index", "hooks", "remote", "review", "records", "session", "durable"}
-#: Landed after this test was written and not yet given scenarios (a known gap, not a pass).
+#: Named in an earlier plan for durable memory but not commands of the CLI (yet): no shape to check.
 NOT_YET_COVERED = {
-    "durable apply",
-    "durable show",
-    "durable recall",
-    "durable activate",
-    "durable log",
     "durable init",
     "durable list",
-    "durable approve",
     "durable revise",
     "durable retire",
     "durable export",
 }
+#: A namespace and two change sets for the durable scenarios (``durable apply`` reads them as files).
+NS = ["-n", "acme", "alice", "repo"]
+
+
+def change_set(key: str, node: str, content: str) -> str:
+    return json.dumps(
+        {
+            "namespace": {"tenant": "acme", "principal": "alice", "scope": "repo"},
+            "idempotency_key": key,
+            "operations": [
+                {
+                    "op": "create",
+                    "node": {
+                        "id": node,
+                        "kind": "semantic",
+                        "content": content,
+                        "evidence": [{"uri": f"turn://{key}", "digest": "sha256:01", "kind": "session_turn"}],
+                    },
+                }
+            ],
+        }
+    )
 
 
 def shapes(section: str) -> list[set[str]]:
@@ -79,7 +95,21 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
     user("records", "init", "recs")
     rid = as_json(user("records", "add", "recs", "first record", "--json"))["record"]["id"]
     gone = as_json(user("records", "add", "recs", "second record", "--json"))["record"]["id"]
+    changes = {n: tmp_path / f"{n}.json" for n in ("tabs", "names", "gated")}
+    changes["tabs"].write_text(change_set("k-tabs", "tabs", "Indent with tabs."))
+    changes["names"].write_text(change_set("k-names", "names", "Prefer short names."))
+    changes["gated"].write_text(change_set("k-gated", "gated", "Review every release."))
+    assert user("durable", "apply", "team", str(changes["tabs"]), "--create").exit_code == 0
+    assert user("durable", "apply", "gated", str(changes["tabs"]), "--create").exit_code == 0
+    user("review", "enable", "gated")
+    assert user("durable", "apply", "gated", str(changes["gated"]), "--run", "r9").exit_code == 0  # a proposal
     return {
+        "durable apply": ["durable", "apply", "team", str(changes["names"])],
+        "durable show": ["durable", "show", "team", "tabs", *NS],
+        "durable activate": ["durable", "activate", "team", "tabs", *NS, "--revision", "1", "--principal", "alice"],
+        "durable recall": ["durable", "recall", "team", "tabs", *NS],
+        "durable log": ["durable", "log", "team", "tabs", *NS],
+        "durable approve": ["durable", "approve", "gated", "r9", "--principal", "alice"],
         "records init": ["records", "init", "recs2"],
         "records add": ["records", "add", "recs", "third record"],
         "records list": ["records", "list", "recs"],

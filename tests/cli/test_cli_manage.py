@@ -88,6 +88,28 @@ def test_export_folder_and_tarball_at_any_revision(user: Run, tmp_path: Path) ->
     assert bad.exit_code == 1 and "gitmem log user" in bad.stderr
 
 
+def test_export_copies_bytes_a_text_read_would_replace(user: Run, root: Path, tmp_path: Path) -> None:
+    # A file pushed with plain git need not be UTF-8; export goes through the store's byte
+    # seam (snapshot + raw), so the copy is exact, not the replacement characters `cat` shows.
+    raw = b"caf\xe9 latin-1\n"
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(root / "user.git"), str(clone)], check=True)
+    (clone / "latin.md").write_bytes(raw)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "-C", str(clone), *ident, "add", "latin.md"], check=True)
+    subprocess.run(["git", "-C", str(clone), *ident, "commit", "-qm", "latin"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True)
+    out = tmp_path / "out"
+    done = as_json(user("export", "user", str(out), "--json"))
+    assert (out / "latin.md").read_bytes() == raw
+    assert done["bytes"] == sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    tar = tmp_path / "out.tar"
+    assert as_json(user("export", "user", str(tar), "--json"))["bytes"] == done["bytes"]
+    with tarfile.open(tar) as archive:
+        member = archive.extractfile("latin.md")
+        assert member is not None and member.read() == raw
+
+
 def test_export_then_import_round_trips(user: Run, gm: Run, tmp_path: Path) -> None:
     out = tmp_path / "copy"
     user("export", "user", str(out))

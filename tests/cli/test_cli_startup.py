@@ -15,9 +15,42 @@ from pathlib import Path
 import pytest
 
 import gitmem
+from gitmem.adapters.cli import COMMANDS
 
 #: Libraries the CLI must load only in the commands that use them.
-HEAVY = ("pygit2", "whoosh", "dulwich", "pydantic", "mcp", "anthropic", "rich", "asyncio", "yaml", "watchdog", "numpy")
+HEAVY = (
+    "pygit2",
+    "whoosh",
+    "dulwich",
+    "pydantic",
+    "mcp",
+    "anthropic",
+    "rich",
+    "asyncio",
+    "yaml",
+    "watchdog",
+    "numpy",
+    "regex",
+    "signal",
+)
+#: gitmem's own engines, which the quick read path of `ls` and `cat` (gitmem.quickread) does without.
+ENGINES = (
+    "gitmem.gitstore",
+    "gitmem.git.repo",
+    "gitmem.git.loose",
+    "gitmem.git.packwrite",
+    "gitmem.git.merge",
+    "gitmem.git.review",
+    "gitmem.git.rewrite",
+    "gitmem.git.pushcheck",
+    "gitmem.index",
+    "gitmem.grep",
+    "gitmem.store",
+    "gitmem.tools",
+    "gitmem.recall",
+    "gitmem.durable",
+    "gitmem.secrets",
+)
 
 PROBE = """
 import json, sys
@@ -26,15 +59,24 @@ try:
     cli.main(sys.argv[1:], prog_name="gitmem")
 except SystemExit:
     pass
-print(json.dumps(sorted(m.split(".")[0] for m in sys.modules)), file=sys.stderr)
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def loaded(root: Path, *args: str) -> set[str]:
+def modules(root: Path, *args: str) -> set[str]:
+    """Every module a fresh process holds after running ``gitmem ARGS`` (read from its ``sys.modules``)."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--root", str(root), *args], capture_output=True, text=True, check=True
     )
-    return set(json.loads(done.stderr.strip().splitlines()[-1])) & set(HEAVY)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def loaded(root: Path, *args: str) -> set[str]:
+    return {m.split(".")[0] for m in modules(root, *args)} & set(HEAVY)
+
+
+def engines(root: Path, *args: str) -> set[str]:
+    return {e for e in ENGINES for m in modules(root, *args) if m == e or m.startswith(e + ".")}
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +100,39 @@ def test_help_and_version_load_no_heavy_library(root: Path) -> None:
     assert loaded(root, "ls") == set()  # a usage error
 
 
-def test_ls_and_cat_load_only_git(root: Path) -> None:
-    # ls reads each file's frontmatter description, which needs yaml when a file has frontmatter.
-    assert loaded(root, "ls", "user") == {"pygit2", "yaml"}
-    assert loaded(root, "cat", "user", "a.md") == {"pygit2"}
-    assert loaded(root, "cat", "user", "a.md", "--json") == {"pygit2"}
+def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
+    # ls reads each file's frontmatter description: yaml only for frontmatter beyond `key: text` lines.
+    assert loaded(root, "ls", "user") == set()
+    assert loaded(root, "cat", "user", "a.md") == set()
+    assert loaded(root, "cat", "user", "a.md", "--json") == set()
+    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--help",)):
+        assert engines(root, *args) == set(), args
+
+
+def test_a_command_loads_only_its_own_module(root: Path) -> None:
+    commands = {m for m in modules(root, "cat", "user", "a.md") if m.startswith("gitmem.adapters.cli.")}
+    assert commands == {"gitmem.adapters.cli.app", "gitmem.adapters.cli.files"}
+    every = {m for m in modules(root, "--help") if m.startswith("gitmem.adapters.cli.")}
+    assert every == {"gitmem.adapters.cli.app"} | {f"gitmem.adapters.cli.{m}" for m in COMMANDS}
+
+
+def test_the_command_table_names_every_command_and_its_module() -> None:
+    import click
+
+    from gitmem.adapters.cli import cli
+
+    names = cli.list_commands(click.Context(cli))  # imports every command module
+    assert sorted(cli.lazy) == names
+    for name in names:
+        command = cli.commands[name]
+        assert command.callback is not None
+        assert command.callback.__module__ == cli.lazy[name], name
+
+
+def test_reads_the_quick_path_leaves_to_the_store_open_it(root: Path) -> None:
+    # An older revision and a run's view are the store's: pygit2 loads, and the answer is right.
+    assert "pygit2" in loaded(root, "cat", "user", "a.md", "--rev", "main")
+    assert "pygit2" in loaded(root, "ls", "user", "--run", "r1")
 
 
 def test_the_package_exports_every_name_lazily() -> None:
@@ -78,3 +148,10 @@ def test_the_session_cli_default_mount_is_the_session_layers() -> None:
     from gitmem.session.location import DEFAULT_MOUNT
 
     assert session_cli.DEFAULT_MOUNT == DEFAULT_MOUNT
+
+
+def test_the_session_cli_memory_types_are_the_session_layers() -> None:
+    from gitmem.adapters.cli import session as session_cli
+    from gitmem.session.items import MEMORY_TYPES
+
+    assert session_cli.MEMORY_TYPES == MEMORY_TYPES

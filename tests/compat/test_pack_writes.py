@@ -9,6 +9,7 @@ commit's tree must come out the same; the commits must differ only in time.
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -140,4 +141,44 @@ def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypa
     store = GitFileStore.init(tmp_path / "m.git").sync
     version = store.write("a.md", "kept\n", expected=None)
     assert store.read("a.md").version == version
+    assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With durability on: pack and index on disk before their renames, the folder before the ref, the ref last."""
+    import threading
+
+    from gitmem.git import repo as gitrepo
+
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    monkeypatch.setattr(gitrepo, "_durable", [True])  # libgit2's own switch stays off: the pack path syncs by itself
+    events: list[tuple[str, str]] = []
+    guard = threading.Lock()
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        with guard:
+            events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def rename(src: str, dst: str) -> None:
+        with guard:
+            events.append(("rename", os.fspath(dst)))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    store.write("a/b.md", "durable\n", expected=None)
+    monkeypatch.undo()
+    kinds = [(kind, os.path.basename(path)) for kind, path in events]
+    synced_tmp = [i for i, (k, name) in enumerate(kinds) if k == "fsync" and name.startswith("tmp_")]
+    renamed_pack = [i for i, (k, name) in enumerate(kinds) if k == "rename" and name.startswith("pack-")]
+    pack_dir = [i for i, (k, path) in enumerate(events) if k == "fsync" and path.endswith("objects/pack")]
+    ref_file = [i for i, (k, name) in enumerate(kinds) if k == "fsync" and name == "main.lock"]
+    ref_rename = [i for i, (k, name) in enumerate(kinds) if k == "rename" and name == "main"]
+    ref_dir = [i for i, (k, path) in enumerate(events) if k == "fsync" and path.endswith("refs/heads")]
+    assert len(synced_tmp) == 2 and len(renamed_pack) == 2 and pack_dir and ref_file and ref_rename and ref_dir, kinds
+    assert max(synced_tmp) < min(renamed_pack) < max(renamed_pack) < pack_dir[0] < ref_rename[0] < ref_dir[0]
+    assert ref_file[0] < ref_rename[0]
+    assert store.read("a/b.md").text == "durable\n"
     assert_fsck_clean(tmp_path / "m.git")

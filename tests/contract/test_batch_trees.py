@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import repo as git_repo
+from gitmem.git import loosetrees
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)
@@ -33,7 +33,7 @@ def build(repo: pygit2.Repository, files: list[str]) -> pygit2.Tree:
     for n, path in enumerate(files):
         blob = str(repo.create_blob(f"file {n}\n".encode()))
         try:
-            tree_id = git_repo._set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), blob, path)
+            tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), blob, path)
         except MemoryStoreError:
             continue  # a file where a folder is (or below a file): not in the starting tree
     return repo[tree_id].peel(pygit2.Tree)
@@ -60,7 +60,7 @@ def test_grouped_trees_equal_one_path_at_a_time(
     def one_by_one() -> pygit2.Oid:
         tree_id = tree.id
         for path, oid in edits:
-            tree_id = git_repo._set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+            tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
         return tree_id
 
-    assert outcome(lambda: git_repo._set_paths(repo, tree, edits)) == outcome(one_by_one)
+    assert outcome(lambda: loosetrees.set_paths(repo, tree, edits)) == outcome(one_by_one)

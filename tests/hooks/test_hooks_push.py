@@ -109,6 +109,23 @@ def test_the_hook_functions_read_git_input(mount: GitFileStore, tmp_path: Path) 
     assert "cannot check this push" in broken.getvalue()
 
 
+def test_refusals_the_hook_relays_show_escape_sequences_as_text(mount: GitFileStore, tmp_path: Path) -> None:
+    seed(mount)
+    work = clone(mount, tmp_path)
+    write(work, "notes/\x1b[2J\x1b]0;owned\x07.md", "hostile name\n")
+    commit_all(work, "a hostile file name")
+    done = git("push", str(Path(mount.path)), "main", cwd=work, check=False)
+    assert "pre-receive hook declined" in done.stderr
+    assert any(line.startswith("remote:") and "\\x1b[2J" in line for line in done.stderr.splitlines()), done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    # The hook function itself, fed a ref name git would never send: what it prints is escaped
+    # whatever git does with it (the refusal quotes the ref).
+    err = io.StringIO()
+    line = f"{'0' * 40} {mount.sync.head()} refs/\x1b[2J\x1b]0;owned\x07x\n"
+    assert pre_receive_main(io.StringIO(line), err, {"GIT_DIR": mount.path}) == 1
+    assert "\\x1b[2J" in err.getvalue() and "\x1b" not in err.getvalue() and "\x07" not in err.getvalue()
+
+
 def test_post_receive_refreshes_the_index_only_when_main_moved(
     mount: GitFileStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

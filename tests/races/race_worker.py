@@ -235,6 +235,63 @@ def mode_stop_in_compact(args: dict[str, Any]) -> None:
     raise SystemExit("no compaction started")
 
 
+def mode_group_stop(args: dict[str, Any]) -> None:
+    """Threads write their own files (acking each write once it returned) until a group round of
+    two or more commits reaches ``step``; then the process stops itself for the parent's SIGKILL.
+
+    ``step`` 0: before the round's pack is written; 1: pack in place, ref not moved;
+    2: ref moved, no caller answered yet.
+    """
+    import threading
+
+    from gitmem.git import packwrite
+    from gitmem.git.repo import GitRepo
+
+    step, acks = int(args["step"]), Acks(args["acks"])
+    original_write, original_cas = packwrite.write_pack, GitRepo._cas
+    in_round = threading.local()
+
+    def stop(where: str, commits: list[str]) -> None:
+        acks("in-round", where, len(commits), *commits)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        time.sleep(60)  # never reached: the parent kills us while stopped
+
+    def write_pack(repo_path: str, pending: Any, *, durable: bool) -> str:
+        commits = [oid for oid, (kind, _) in pending.objects.items() if kind == b"commit"]
+        in_round.commits = commits
+        if len(commits) >= 2 and step == 0:
+            stop("before-pack", commits)
+        sha = original_write(repo_path, pending, durable=durable)
+        if len(commits) >= 2 and step == 1:
+            stop("before-ref", commits)
+        return sha
+
+    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
+        moved = original_cas(self, repo, old, new)
+        commits = getattr(in_round, "commits", [])
+        in_round.commits = []
+        if moved and len(commits) >= 2 and step == 2:
+            stop("after-ref", commits)
+        return moved
+
+    packwrite.write_pack = write_pack  # type: ignore[assignment]
+    GitRepo._cas = cas  # type: ignore[method-assign]
+    store = open_store(args)
+
+    def writer(t: int) -> None:
+        version = None
+        for seq in range(10_000):
+            version = store.write(f"t{t}.md", f"{seq}\n", expected=version)
+            acks("w", t, seq, version)
+
+    threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(int(args["threads"]))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    raise SystemExit("no group round of two commits happened")
+
+
 def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
     """Take the writer lock, create ``main.lock`` the way libgit2 does mid-update, then stop.
 
@@ -414,6 +471,7 @@ MODES = {
     "forever": mode_forever,
     "stop_in_pack": mode_stop_in_pack,
     "stop_in_compact": mode_stop_in_compact,
+    "group_stop": mode_group_stop,
     "stop_in_cas": mode_stop_in_cas,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from serve.support import commit_all, fsck_clean, git, has_object, write
+from serve.support import MALFORMED_KINDS, commit_all, fsck_clean, git, has_object, malformed_commit, write
 
 from gitmem import GitFileStore, MemoryStoreError, Origin, Root, remotes, review
 from gitmem.adapters.cli import cli
@@ -110,6 +110,23 @@ def test_a_pull_bringing_content_that_breaks_the_rules_is_refused(team: Team) ->
     assert "secret:private_key" in caught.value.message
     assert team.sync.head() == head
     assert not has_object(team.store.path, leaked)
+    fsck_clean(team.store.path)
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_a_pull_bringing_objects_git_refuses_is_refused(team: Team, kind: str) -> None:
+    # The same strict object checks as a push (git's fsck rules, through index-pack --strict):
+    # libgit2 reads these objects happily, but git fsck and every strict remote refuse them.
+    team.person_commits("seed.md", "seed\n")
+    remotes.pull(team.store, "origin")
+    head = team.sync.head()
+    bad = malformed_commit(team.work, kind)
+    git("push", "-q", "-f", "origin", "main", cwd=team.work)  # the hosting repo checks nothing
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(team.store, "origin")
+    assert "git's object checks refuse" in caught.value.message, caught.value.message
+    assert team.sync.head() == head
+    assert not has_object(team.store.path, bad)
     fsck_clean(team.store.path)
 
 

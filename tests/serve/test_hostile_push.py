@@ -352,3 +352,18 @@ def test_objects_git_refuses_are_refused_when_the_real_client_pushes_them(
     assert done.returncode != 0 and "unpacker error" in done.stderr, done.stderr
     assert "git rejects the pushed objects" in done.stderr
     assert_untouched(mount, before, [pushed])
+
+
+def test_what_the_server_relays_shows_escape_sequences_as_text(served: Served, mount: Mount) -> None:
+    # A refusal quotes the ref name the client sent; git's own client would not send
+    # this one, a hostile client does. Its escape sequences (clear the screen, retitle
+    # the terminal) must reach the pusher's terminal as text.
+    seed(mount.store)
+    head, _ = head_parts(mount)
+    before = refs_of(mount.path)
+    hostile = "refs/\x1b[2J\x1b]0;owned\x07x"
+    report = push(served, mount, [(ZERO, head, hostile)], pack([]))
+    assert report.status(hostile) and report.status(hostile) != ["ok"]
+    assert "\\x1b[2J" in report.messages, report.messages
+    assert "\x1b" not in report.messages and "\x07" not in report.messages
+    assert_untouched(mount, before, [])

@@ -77,6 +77,22 @@ def test_a_bad_push_is_refused_with_its_reason_and_leaves_the_mount_unchanged(
     assert "remote: gitmem:   refs/heads/main: " in done.stderr  # the full reason names the ref
 
 
+def test_refusals_relayed_to_the_pusher_show_escape_sequences_as_text(
+    served: Served, mount: Mount, tmp_path: Path
+) -> None:
+    # A refused path is quoted back to the pusher: its escape sequence (here: clear the
+    # screen, set the title) must reach their terminal as visible text, never act there.
+    seed(mount.store)
+    work = clone(served, mount, tmp_path)
+    write(work, "notes/\x1b[2J\x1b]0;owned\x07.md", "hostile name\n")
+    commit_all(work, "a hostile file name")
+    done = git("push", "origin", "main", cwd=work, check=False)
+    assert done.returncode != 0
+    remote = [line for line in done.stderr.splitlines() if line.startswith("remote:")]
+    assert any("\\x1b[2J" in line for line in remote), done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+
+
 def test_a_push_without_a_valid_token_is_refused(served: Served, mount: Mount, tmp_path: Path) -> None:
     head = seed(mount.store)
     work = clone(served, mount, tmp_path)

@@ -25,39 +25,47 @@ steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group 
     @pass_state
     def serve(state, name): ...
 
-and add ``"<name>"`` to :data:`COMMAND_MODULES` below (one line). Every command on
+and add ``"<name>": ("serve",)`` (the module and the commands it registers on
+``cli``) to :data:`COMMANDS` below. Every command on
 ``cli`` (and on groups made with ``@cli.group()``) gets the shared error handling:
 a :class:`~gitmem.errors.MemoryStoreError` becomes exit code 1 with a message
 naming its code. Import optional dependencies (mcp, waitress, ...) inside the
 command function, so ``gitmem --help`` works without them. Document the command in
 ``docs/cli.md``; ``tests/cli/test_cli_docs.py`` fails until you do.
+
+A module is imported only when one of its commands runs (or when all are listed,
+for ``--help``): every CLI call is a new process, and building the options of
+every command cost each call more than reading a file
+(``tests/cli/test_cli_startup.py`` keeps this table true).
 """
 
 from __future__ import annotations
 
-import importlib
+from types import MappingProxyType
 
 from gitmem.adapters.cli.app import cli, main
 
-#: Modules under this package that register commands on ``cli`` (help lists commands alphabetically).
-COMMAND_MODULES: tuple[str, ...] = (
-    "files",
-    "history",
-    "search",
-    "admin",
-    "serve",
-    "hooks",
-    "mcp",
-    "watch",
-    "remote",
-    "review",
-    "manage",
-    "durable",
-    "session",
-    "records",
+#: Modules under this package and the commands each registers on ``cli`` (help lists commands alphabetically).
+COMMANDS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "files": ("init", "mounts", "ls", "cat", "write", "edit", "mv", "rm", "changes"),
+        "history": ("log", "show", "diff", "blame", "restore", "revert"),
+        "search": ("grep", "find", "index"),
+        "admin": ("purge", "forget", "fsck", "gc", "demo"),
+        "serve": ("serve",),
+        "hooks": ("hooks",),
+        "mcp": ("mcp",),
+        "watch": ("watch",),
+        "remote": ("remote", "push", "pull"),
+        "review": ("review",),
+        "manage": ("import", "export", "delete", "status", "config"),
+        "durable": ("durable",),
+        "session": ("session",),
+        "records": ("records",),
+    }
 )
+COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_module}")
+cli.lazy = MappingProxyType({name: f"{__name__}.{module}" for module, names in COMMANDS.items() for name in names})
 
-__all__ = ["COMMAND_MODULES", "cli", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "cli", "main"]

@@ -22,14 +22,15 @@ render" functions:
 
 from __future__ import annotations
 
+import importlib
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -37,11 +38,11 @@ from click.core import ParameterSource
 
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import invisible, joins
+from gitmem.fileformat import visible
 
 if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage errors stay fast
     from gitmem.gitstore import SyncGitFileStore
-    from gitmem.model import FileText, Origin
+    from gitmem.model import FileEntry, FileText, Origin
     from gitmem.root import Root
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,13 +93,27 @@ class State:
     def files(self, name: str) -> SyncGitFileStore:
         """Like :meth:`store`, for the file commands: ``wrong_kind`` when NAME holds records,
         session items or durable nodes (their files follow their own rules, as the tools say)."""
+        from gitmem.quickread import require_file_memory
+
         store = self.store(name)
-        kind = store.kind
-        if kind != "file":
-            raise MemoryStoreError(
-                "wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories"
-            )
+        require_file_memory(name, store.kind)
         return store
+
+    def listing(self, name: str) -> list[FileEntry]:
+        """The files of file memory ``name`` as ``--run`` sees them; ``main`` is read without opening the store."""
+        if self.run:
+            return self.files(name).list()
+        from gitmem import quickread
+
+        return quickread.list_files(self.root, name)
+
+    def read(self, name: str, path: str, rev: str | None = None) -> FileText:
+        """File ``path`` of file memory ``name`` (at ``rev``) as ``--run`` sees it; ``main`` is read without the store."""
+        if self.run or rev is not None:
+            return self.files(name).read(path, rev)
+        from gitmem import quickread
+
+        return quickread.read_file(self.root, name, path)
 
 
 def login_name() -> str | None:
@@ -163,11 +178,17 @@ def _set(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
+#: One parameter type for every folder option (``--root`` on each command, ``--workspace``...):
+#: click looks a new type's name up in the gettext catalogues, a dozen file checks each time,
+#: which cost every CLI call ~1 ms per command (under load) before the type was shared.
+FOLDER = click.Path(file_okay=False, path_type=Path)
+
+
 def root_option(f: F) -> F:
     """``--root DIR``: the folder of mounts (default ``$GITMEM_ROOT``, then ``~/.local/share/gitmem``)."""
     return click.option(
         "--root",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=FOLDER,
         expose_value=False,
         callback=_set("root_dir"),
         help="Folder of mounts (default: $GITMEM_ROOT, else $XDG_DATA_HOME/gitmem or ~/.local/share/gitmem).",
@@ -350,10 +371,28 @@ class GitmemCommand(click.Command):
 
 
 class GitmemGroup(click.Group):
-    """Groups whose commands (and sub-groups) all map errors the same way."""
+    """Groups whose commands (and sub-groups) all map errors the same way.
+
+    ``lazy`` names, for commands not registered yet, the module that registers
+    each: it is imported when the command is asked for, and every such module
+    when all commands are listed (``--help``, completion). A call of ``gitmem ls``
+    so builds the options of ``ls``'s module only, not of some eighty commands.
+    """
 
     command_class = GitmemCommand
     group_class = type  # sub-groups are GitmemGroups too
+    lazy: Mapping[str, str] = MappingProxyType({})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.lazy.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(module)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module in dict.fromkeys(self.lazy.values()):
+            importlib.import_module(module)
+        return super().list_commands(ctx)
 
     def main(
         self,
@@ -406,41 +445,6 @@ def to_json(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
-
-
-# What may act on a terminal or hide text, found fast: every character but tab and
-# printable ASCII (plus newline in multi-line text) is looked at; most text has none.
-_SUSPECT_LINE = re.compile(r"[^\t\x20-\x7e]")
-_SUSPECT_LINES = re.compile(r"[^\t\n\x20-\x7e]")
-
-
-def _escape(ch: str) -> str:
-    cp = ord(ch)
-    if ch in "\n\r":
-        return "\\n" if ch == "\n" else "\\r"
-    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
-
-
-def visible(text: str, *, multiline: bool = False) -> str:
-    """``text`` with each character that could act on a terminal or hide itself shown as an escape.
-
-    Escaped: C0 controls (ESC, BEL, CR, backspace...), DEL, C1 controls, and the
-    invisible characters of :func:`gitmem.fileformat.invisible` (bidi overrides,
-    zero-width characters, BOM, tag characters...) except joiners doing their job
-    in non-Latin text. Tabs stay; with ``multiline``, newlines and CRLF line ends
-    stay too (file content, patches), otherwise a newline is escaped so one record
-    stays one line. An escape reads like Python's: ``\\x1b``, ``\\u202e``.
-    """
-
-    def fix(found: re.Match[str]) -> str:
-        ch, at = found.group(), found.start()
-        if ch == "\r" and multiline and text.startswith("\n", at + 1):
-            return ch
-        if ch < "\x7f" or (invisible(ch) and not joins(text, at)):
-            return _escape(ch)
-        return ch
-
-    return (_SUSPECT_LINES if multiline else _SUSPECT_LINE).sub(fix, text)
 
 
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:

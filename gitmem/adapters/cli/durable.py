@@ -7,7 +7,6 @@ Each command opens the durable mount NAME and makes one call on
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import sys
@@ -227,6 +226,8 @@ def durable_recall(
 def _who(state: State) -> str:
     if state.principal:
         return state.principal
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -285,19 +286,19 @@ def durable_activate(
 
 @durable.command("approve")
 @click.argument("name")
-@click.argument("run")
+@click.argument("run_id", metavar="RUN")  # not "run": that is --run's name, and click would mix the two
 @origin_options
 @common_options
 @pass_state
-def durable_approve(state: State, name: str, run: str) -> None:
+def durable_approve(state: State, name: str, run_id: str) -> None:
     """Approve run RUN's proposal and activate the candidates it brought (manual evidence: the approval)."""
     approver = _who(state)
     from gitmem.durable import approve_candidates
 
-    outcome = approve_candidates(_repo(state, name), run, approver=approver)
+    outcome = approve_candidates(_repo(state, name), run_id, approver=approver)
 
     def text() -> None:
-        say(f"approved proposal {run} in commit {short(outcome.approval)}")
+        say(f"approved proposal {run_id} in commit {short(outcome.approval)}")
         for result in outcome.activations:
             _print_result(result)
         if not outcome.activations:

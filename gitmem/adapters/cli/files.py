@@ -100,8 +100,7 @@ def ls(state: State, name: str, directory: str) -> None:
     7 or more digits is accepted wherever a VERSION is asked for.
     """
     prefix = directory_arg(directory)
-    store = state.files(name)
-    entries = [e for e in store.list() if e.path.startswith(prefix)]
+    entries = [e for e in state.listing(name) if e.path.startswith(prefix)]
     if prefix and not entries:
         raise MemoryStoreError("not_found", f"no files under {prefix} in memory {name!r}")
 
@@ -128,7 +127,7 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
     on a terminal the version is also shown on stderr. Use --json to get the
     exact text and the version in scripts.
     """
-    found = state.files(name).read(path, rev)
+    found = state.read(name, path, rev)
 
     def text() -> None:
         say(found.text, nl=False, multiline=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from gitmem.adapters.cli.app import (
     usage_error,
 )
 from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:  # the store loads when a command opens a memory
+    from gitmem.gitstore import SyncGitFileStore
 
 #: The limit keys ``gitmem config`` reads and sets (git config of the mount), with what each bounds.
 LIMIT_KEYS: dict[str, str] = {
@@ -158,20 +161,15 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
     anything else is a folder, which must not exist or be empty.
     """
     store = state.store(name)
-    repo = store.repo
-    commit = store.head() if rev is None else repo.resolve(rev)
-    if commit is None:
-        raise MemoryStoreError("not_found", f"{rev!r} names no commit of memory {name!r}")
-    files = sorted(repo.files_at(commit))
+    commit, files = store.snapshot(rev)
     tarball = destination.name.endswith(_TAR_SUFFIXES)
     try:
         if tarball:
-            _export_tar(repo, files, destination)
+            size = _export_tar(store, files, destination)
         else:
-            _export_folder(repo, files, destination)
+            size = _export_folder(store, files, destination)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot write {destination}: {exc.strerror or exc}") from exc
-    size = sum(len(repo.blob(oid)) for _, oid in files) if files else 0
     payload = {
         "memory": name,
         "rev": rev,
@@ -184,7 +182,8 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
     emit(payload, f"exported {len(files)} file(s) of {name!r} at {commit[:12]} to {destination}")
 
 
-def _export_folder(repo: Any, files: list[tuple[str, str]], destination: Path) -> None:
+def _export_folder(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
+    """Write ``files`` under a new folder; the bytes written."""
     import shutil
     import tempfile
 
@@ -193,20 +192,23 @@ def _export_folder(repo: Any, files: list[tuple[str, str]], destination: Path) -
     destination.parent.mkdir(parents=True, exist_ok=True)
     # Written to a sibling first and renamed, so a failure leaves no half-exported folder.
     tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    size = 0
     try:
-        for path, oid in files:
+        for path, version in files:
             target = tmp / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(repo.blob(oid))
+            size += target.write_bytes(store.raw(version))
         if destination.exists():
             destination.rmdir()
         os.replace(tmp, destination)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return size
 
 
-def _export_tar(repo: Any, files: list[tuple[str, str]], destination: Path) -> None:
+def _export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
+    """Write ``files`` into a new tarball (compressed as its suffix says); the bytes of the files."""
     import io
     import tarfile
 
@@ -224,17 +226,20 @@ def _export_tar(repo: Any, files: list[tuple[str, str]], destination: Path) -> N
             tar = tarfile.open(tmp, "w:xz")
         else:
             tar = tarfile.open(tmp, "w")
+        size = 0
         with tar:
-            for path, oid in files:
-                data = repo.blob(oid)
+            for path, version in files:
+                data = store.raw(version)
                 info = tarfile.TarInfo(path)
                 info.size = len(data)
                 info.mode = 0o644
                 tar.addfile(info, io.BytesIO(data))
+                size += len(data)
         os.replace(tmp, destination)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return size
 
 
 @cli.command()

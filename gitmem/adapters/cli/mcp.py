@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, origin_options, pass_state, root_option, usage_error
+from gitmem.adapters.cli.app import FOLDER, State, cli, origin_options, pass_state, root_option, usage_error
 
 if TYPE_CHECKING:  # gitmem.tools loads the tool schemas; only `gitmem mcp` itself needs them
     from gitmem.tools.mounts import Access
@@ -68,7 +68,7 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
 @click.option(
     "--session-memory",
     "session_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="Also offer the memory_session_* tools over the session memory in this folder (created if needed).",
 )
 @click.option(

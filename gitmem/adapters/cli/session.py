@@ -15,15 +15,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say
-from gitmem.session.items import MEMORY_TYPES, MemoryItem
+from gitmem.adapters.cli.app import FOLDER, State, cli, common_options, emit, origin_options, pass_state, say
 
 if TYPE_CHECKING:  # the store (pygit2) is imported when a command opens the memory, not for --help
+    from gitmem.session.items import MemoryItem
     from gitmem.session.memory import SessionMemory
 
 #: gitmem.session.location.DEFAULT_MOUNT, repeated so building the options opens no store
 #: (tests/cli/test_cli_startup.py checks the two agree).
 DEFAULT_MOUNT = "session"
+#: gitmem.session.items.MEMORY_TYPES, repeated for the same reason: that module compiles the
+#: secret rules, which no other command's start-up needs (the test checks they agree).
+MEMORY_TYPES = ("episodic", "semantic", "procedural", "working")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,13 +41,13 @@ def location_options(f: F) -> F:
     )(f)
     f = click.option(
         "--memory-dir",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=FOLDER,
         envvar="GITMEM_MEMORY_DIR",
         help="Folder holding the session memory (default: $GITMEM_MEMORY_DIR, else WORKSPACE/.gitmem/memory).",
     )(f)
     return click.option(
         "--workspace",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=FOLDER,
         default=".",
         help="The workspace whose .gitmem/memory is used when no --memory-dir is given (default: here).",
     )(f)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
@@ -45,6 +44,8 @@ def watch(
     names the memory, the ref, the old and new commit, the changed paths and who
     made each new commit; --json prints one JSON object per line instead.
     """
+    import signal  # here: building its enums costs every other command's start-up
+
     from gitmem.adapters.watch import watch as start_watch
 
     for name in names:

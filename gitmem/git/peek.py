@@ -1,0 +1,493 @@
+"""A read-only look at a mount's ``main`` without libgit2: what ``gitmem ls`` and ``cat`` need.
+
+Importing pygit2 costs a CLI call more CPU than everything else ``ls`` does
+(docs/benchmarks.md, "CLI start-up"), and a read needs little of it: one ref,
+a commit's tree line, tree entries and blobs. :class:`Peek` reads those with
+``zlib`` and ``hashlib`` from the files git keeps them in:
+
+- refs: the loose ref file (following ``ref:`` links), else ``packed-refs``;
+- objects: loose files, and packs through their version-2 ``.idx``, with both
+  kinds of delta (``OFS_DELTA`` and ``REF_DELTA``) applied here;
+- the ``gitmem.*`` settings from the same config files libgit2 reads
+  (system, XDG, global, the repository's own; the last one wins).
+
+Every object read is checked against its id (SHA-1 of header and body), as
+libgit2 does on every read, so a damaged object is never shown as content.
+
+Anything this reader does not handle raises :class:`CannotPeek`, and the caller
+opens the full store instead, which then answers exactly as it always did: a
+missing or damaged object (a corrupt loose file is reported by the store's
+guard, naming it), objects borrowed through alternates, a repository format
+extension (sha256, reftable), an old ``.idx`` version, a config file with
+includes, quoting or continuation lines, an unusual tree entry mode, a name
+that is not UTF-8. Being wrong is never an option; being slow sometimes is.
+
+Races with writers need nothing more: a ref is replaced by rename, objects never
+change, and a pack removed by compaction after it was listed is a
+``FileNotFoundError``, hence :class:`CannotPeek` and the full store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import zlib
+from collections.abc import Iterator
+from typing import Final
+
+_MAIN: Final = "refs/heads/main"
+_TYPES: Final = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
+_NUMBERS: Final = {name: number for number, name in _TYPES.items()}
+_OFS_DELTA: Final = 6
+_REF_DELTA: Final = 7
+_MAX_REF_DEPTH: Final = 5  # symbolic ref links followed, as libgit2
+_MAX_DELTA_DEPTH: Final = 10_000
+_IDX_MAGIC: Final = b"\xfftOc"
+#: Objects larger than this (by their header, or as they inflate) are left to libgit2, so a
+#: damaged or hostile object that claims or inflates to gigabytes cannot exhaust memory here.
+_MAX_OBJECT: Final = 64 << 20
+#: ``REF_DELTA`` bases looked up by id, nested; a cycle of them ends here instead of in a RecursionError.
+_MAX_REF_NESTING: Final = 64
+_CHUNK: Final = 1 << 20  # compressed bytes fed to zlib at a time
+_BASE_CACHE: Final = 64  # delta bases kept per reader (a listing reads neighbours of one chain)
+#: The config sections a read needs (of ``core`` only the format version); the others are skipped unparsed.
+_SECTIONS: Final = ("core", "extensions", "gitmem")
+#: Tree entry modes as libgit2 reports them, by their stored spelling; any other is left to libgit2.
+_MODES: Final = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "other", b"160000": "other"}
+
+
+class CannotPeek(Exception):
+    """Something this reader leaves to libgit2 (see the module docstring); open the full store."""
+
+
+class _Pack:
+    """One ``.idx``/``.pack`` pair, mapped read-only."""
+
+    def __init__(self, idx_path: str) -> None:
+        self.idx = _map(idx_path)
+        self.data = _map(idx_path[:-4] + ".pack")
+        idx = self.idx
+        if idx[:4] != _IDX_MAGIC or int.from_bytes(idx[4:8], "big") != 2:
+            raise CannotPeek(f"{idx_path}: not a version-2 pack index")
+        if self.data[:4] != b"PACK" or int.from_bytes(self.data[4:8], "big") not in (2, 3):
+            raise CannotPeek(f"{idx_path}: not a version 2 or 3 pack")
+        self.count = int.from_bytes(idx[8 + 255 * 4 : 8 + 256 * 4], "big")
+        self._ids = 8 + 1024
+        self._offsets = self._ids + self.count * 24
+        self._large = self._offsets + self.count * 4
+
+    def find(self, oid: bytes) -> int | None:
+        """The offset of ``oid`` in the pack, or ``None``: a binary search in its fanout slot."""
+        idx = self.idx
+        first = oid[0]
+        lo = int.from_bytes(idx[8 + (first - 1) * 4 : 8 + first * 4], "big") if first else 0
+        hi = int.from_bytes(idx[8 + first * 4 : 12 + first * 4], "big")
+        base = self._ids
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = base + mid * 20
+            found = idx[at : at + 20]
+            if found < oid:
+                lo = mid + 1
+            elif found > oid:
+                hi = mid
+            else:
+                at = self._offsets + mid * 4
+                offset = int.from_bytes(idx[at : at + 4], "big")
+                if offset & 0x80000000:
+                    at = self._large + (offset & 0x7FFFFFFF) * 8
+                    offset = int.from_bytes(idx[at : at + 8], "big")
+                return offset
+        return None
+
+
+def _map(path: str) -> mmap.mmap:
+    try:
+        with open(path, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # gone (compacted), unreadable, or empty
+        raise CannotPeek(f"{path}: {exc}") from None
+
+
+def _inflate(data: mmap.mmap, at: int, size: int) -> bytes:
+    """``size`` bytes inflated from the zlib stream starting at ``at``; never more than ``size + 1`` held."""
+    if size > _MAX_OBJECT:
+        raise CannotPeek("a packed object is too large to peek at")
+    inflater = zlib.decompressobj()
+    out = b""
+    chunk = min(max(size + 64, 4096), _CHUNK)
+    while not inflater.eof:
+        piece = inflater.unconsumed_tail
+        if not piece:
+            piece = data[at : at + chunk]
+            if not piece:
+                raise CannotPeek("a packed object's stream ends early")
+            at += len(piece)
+        try:
+            out += inflater.decompress(piece, size + 1 - len(out))
+        except zlib.error as exc:
+            raise CannotPeek(f"a packed object is damaged: {exc}") from None
+        if len(out) > size:
+            raise CannotPeek("a packed object inflates past the size in its header")
+    if len(out) != size:
+        raise CannotPeek("a packed object's size does not match its header")
+    return out
+
+
+def _delta_size(delta: bytes, at: int) -> tuple[int, int]:
+    size = shift = 0
+    while True:
+        byte = delta[at]
+        at += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return size, at
+
+
+def apply_delta(base: bytes, delta: bytes) -> bytes:
+    """The object git's delta encoding builds from ``base`` (copy and insert instructions)."""
+    try:
+        source_size, at = _delta_size(delta, 0)
+        target_size, at = _delta_size(delta, at)
+        if source_size != len(base):
+            raise CannotPeek("a delta does not fit its base")
+        if target_size > _MAX_OBJECT:
+            raise CannotPeek("a delta builds an object too large to peek at")
+        out = bytearray()
+        end = len(delta)
+        while at < end:
+            op = delta[at]
+            at += 1
+            if op & 0x80:  # copy from the base: offset and size bytes, each present when its bit is set
+                offset = size = 0
+                for bit in range(4):
+                    if op & (1 << bit):
+                        offset |= delta[at] << (8 * bit)
+                        at += 1
+                for bit in range(3):
+                    if op & (16 << bit):
+                        size |= delta[at] << (8 * bit)
+                        at += 1
+                size = size or 0x10000
+                if offset + size > len(base):
+                    raise CannotPeek("a delta copies past the end of its base")
+                out += base[offset : offset + size]
+            elif op:  # insert the next op bytes
+                out += delta[at : at + op]
+                at += op
+            else:
+                raise CannotPeek("a delta holds the reserved instruction 0")
+            if len(out) > target_size:
+                raise CannotPeek("a delta builds past its stated size")
+    except IndexError:
+        raise CannotPeek("a delta is cut short") from None
+    if len(out) != target_size:
+        raise CannotPeek("a delta builds an object of the wrong size")
+    return bytes(out)
+
+
+class Peek:
+    """Reads refs, commits, trees and blobs of one bare repository (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        self._objects = os.path.join(self.path, "objects")
+        if not os.path.isdir(self._objects):
+            raise CannotPeek("no objects folder")
+        self._config = _read_config(self.path)
+        version = self._config.get("core.repositoryformatversion", "0").strip()
+        if version not in ("0", "1") or any(key.startswith("extensions.") for key in self._config):
+            raise CannotPeek("a repository format this reader does not know")
+        if os.path.exists(os.path.join(self._objects, "info", "alternates")):
+            raise CannotPeek("objects borrowed from another repository")
+        self._packs: list[_Pack] | None = None
+        self._bases: dict[tuple[int, int], tuple[int, bytes]] = {}
+
+    # -- refs and config --
+
+    def config_get(self, key: str) -> str | None:
+        """The value of a config key (any case), the last one set winning, as libgit2 answers."""
+        return self._config.get(key.lower())
+
+    def head(self) -> str:
+        """The commit ``main`` points at."""
+        name = _MAIN
+        for _ in range(_MAX_REF_DEPTH):
+            value = self._ref(name)
+            if value.startswith("ref: "):
+                name = value[5:].strip()
+                if not name.startswith("refs/") or ".." in name or "\\" in name:
+                    raise CannotPeek(f"a symbolic ref to {name!r}")
+                continue
+            if len(value) != 40 or not _is_hex(value):
+                raise CannotPeek(f"{name} holds {value!r}")
+            return value
+        raise CannotPeek("symbolic refs nest too deep")
+
+    def _ref(self, name: str) -> str:
+        try:
+            with open(os.path.join(self.path, name), encoding="ascii") as fh:
+                return fh.read().strip()
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CannotPeek(f"{name}: {exc}") from None
+        try:
+            with open(os.path.join(self.path, "packed-refs"), encoding="utf-8") as fh:
+                for line in fh:
+                    oid, _, ref = line.rstrip("\n").partition(" ")
+                    if ref == name and not oid.startswith(("#", "^")):
+                        return oid
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise CannotPeek(f"no {name}")
+
+    # -- objects --
+
+    def object(self, oid: str) -> tuple[str, bytes]:
+        """``(type, body)`` of object ``oid``, checked against its id."""
+        try:
+            raw = bytes.fromhex(oid)
+        except ValueError:
+            raise CannotPeek(f"{oid!r} is not an object id") from None
+        if len(raw) != 20:
+            raise CannotPeek(f"{oid!r} is not an object id")
+        found = self._packed(raw)
+        if found is None:
+            found = self._loose(oid)
+        kind, body = found
+        name = _TYPES.get(kind)
+        if name is None:
+            raise CannotPeek(f"object {oid} has type {kind}")
+        check = hashlib.sha1(b"%s %d\0" % (name, len(body)))
+        check.update(body)
+        if check.digest() != raw:
+            raise CannotPeek(f"object {oid} does not match its id")
+        return name.decode(), body
+
+    def _loose(self, oid: str) -> tuple[int, bytes]:
+        try:
+            with open(os.path.join(self._objects, oid[:2], oid[2:]), "rb") as fh:
+                if os.fstat(fh.fileno()).st_size > _MAX_OBJECT:
+                    raise CannotPeek(f"object {oid} is too large to peek at")
+                compressed = fh.read()
+            inflater = zlib.decompressobj()
+            data = inflater.decompress(compressed, 64)  # the header first: "<type> <size>\0"
+            header, nul, _ = data.partition(b"\0")
+            kind, _, size = header.partition(b" ")
+            if not nul or kind not in _NUMBERS or not size.isdigit():
+                raise CannotPeek(f"object {oid} has a bad header")
+            if int(size) > _MAX_OBJECT:
+                raise CannotPeek(f"object {oid} is too large to peek at")
+            whole = len(header) + 1 + int(size)
+            if len(data) <= whole:  # one byte more than the header says shows a lie
+                data += inflater.decompress(inflater.unconsumed_tail, whole + 1 - len(data))
+        except (OSError, zlib.error) as exc:
+            raise CannotPeek(f"object {oid}: {exc}") from None
+        body = data[len(header) + 1 :]
+        if not inflater.eof or int(size) != len(body):
+            raise CannotPeek(f"object {oid} has a bad header")
+        return _NUMBERS[kind], body
+
+    def _packed(self, oid: bytes, nesting: int = 0) -> tuple[int, bytes] | None:
+        if self._packs is None:
+            folder = os.path.join(self._objects, "pack")
+            try:
+                names = sorted(n for n in os.listdir(folder) if n.endswith(".idx"))
+            except FileNotFoundError:
+                names = []
+            except OSError as exc:
+                raise CannotPeek(f"{folder}: {exc}") from None
+            self._packs = [_Pack(os.path.join(folder, n)) for n in names]
+        for number, pack in enumerate(self._packs):
+            offset = pack.find(oid)
+            if offset is not None:
+                return self._unpack(number, offset, nesting)
+        return None
+
+    def _unpack(self, number: int, offset: int, nesting: int = 0) -> tuple[int, bytes]:
+        """The object at ``offset`` in pack ``number``, deltas applied (an explicit stack: chains can be long)."""
+        assert self._packs is not None
+        pending: list[bytes] = []
+        for _ in range(_MAX_DELTA_DEPTH):
+            cached = self._bases.get((number, offset))
+            if cached is not None:
+                kind, body = cached
+                break
+            data = self._packs[number].data
+            try:
+                byte = data[offset]
+                at = offset + 1
+                kind, size, shift = (byte >> 4) & 7, byte & 15, 4
+                while byte & 0x80:
+                    byte = data[at]
+                    at += 1
+                    size |= (byte & 0x7F) << shift
+                    shift += 7
+                if kind == _OFS_DELTA:
+                    byte = data[at]
+                    at += 1
+                    back = byte & 0x7F
+                    while byte & 0x80:
+                        byte = data[at]
+                        at += 1
+                        back = ((back + 1) << 7) | (byte & 0x7F)
+                    if not 0 < back <= offset:
+                        raise CannotPeek("a delta's base lies outside its pack")
+                    pending.append(_inflate(data, at, size))
+                    offset -= back
+                    continue
+                if kind == _REF_DELTA:
+                    base_id = bytes(data[at : at + 20])
+                    pending.append(_inflate(data, at + 20, size))
+                    if nesting >= _MAX_REF_NESTING:
+                        raise CannotPeek("a chain of REF_DELTA bases is too deep (or a cycle)")
+                    found = self._packed(base_id, nesting + 1)
+                    if found is None:
+                        found = self._loose(base_id.hex())
+                    kind, body = found
+                    break
+            except IndexError:
+                raise CannotPeek("a pack is cut short") from None
+            body = _inflate(data, at, size)
+            if pending:  # a delta base: the next reads of its neighbours need it again
+                if len(self._bases) >= _BASE_CACHE:
+                    self._bases.clear()
+                self._bases[(number, offset)] = (kind, body)
+            break
+        else:
+            raise CannotPeek("a delta chain is too long")
+        while pending:
+            body = apply_delta(body, pending.pop())
+        return kind, body
+
+    # -- what a read needs --
+
+    def tree_of(self, commit: str) -> str:
+        kind, body = self.object(commit)
+        if kind != "commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
+            raise CannotPeek(f"{commit} is not a commit")
+        return body[5:45].decode("ascii")
+
+    def tree_items(self, tree_id: str) -> list[tuple[str, str, str]]:
+        """One folder's entries as ``(name, kind, hex id)``, in git order, kinds as :class:`GitRepo` says them."""
+        return list(self._entries(tree_id))
+
+    def _entries(self, tree_id: str) -> Iterator[tuple[str, str, str]]:
+        kind, body = self.object(tree_id)
+        if kind != "tree":
+            raise CannotPeek(f"{tree_id} is not a tree")
+        at, end = 0, len(body)
+        while at < end:
+            space = body.find(b" ", at)
+            nul = body.find(b"\0", space)
+            if space < 0 or nul < 0 or nul + 21 > end:
+                raise CannotPeek(f"tree {tree_id} is malformed")
+            entry = _MODES.get(body[at:space])
+            if entry is None:
+                raise CannotPeek(f"tree {tree_id} has an entry of mode {body[at:space]!r}")
+            try:
+                name = body[space + 1 : nul].decode("utf-8")
+            except UnicodeDecodeError:
+                raise CannotPeek(f"tree {tree_id} has a name that is not UTF-8") from None
+            yield name, entry, body[nul + 1 : nul + 21].hex()
+            at = nul + 21
+
+    def blob(self, oid: str) -> bytes:
+        kind, body = self.object(oid)
+        if kind != "blob":
+            raise CannotPeek(f"{oid} is not a blob")
+        return body
+
+    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
+        """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None`` (also for a link)."""
+        tree = self.tree_of(commit)
+        parts = path.split("/")
+        for depth, part in enumerate(parts):
+            found = next(((kind, oid) for name, kind, oid in self._entries(tree) if name == part), None)
+            if found is None:
+                return None
+            kind, oid = found
+            if depth == len(parts) - 1:
+                return (oid, self.blob(oid)) if kind == "blob" else None
+            if kind != "tree":
+                return None
+            tree = oid
+        return None
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def config_files(git_dir: str) -> list[str]:
+    """The config files libgit2 reads for a repository, lowest priority first."""
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    files = ["/etc/gitconfig"]
+    if xdg:
+        files.append(os.path.join(xdg, "git", "config"))
+    if home:
+        files.append(os.path.join(home, ".gitconfig"))
+    files.append(os.path.join(git_dir, "config"))
+    return files
+
+
+def _read_config(git_dir: str) -> dict[str, str]:
+    """``section.key`` (lowercase) -> value over every config file, for sections without a subsection."""
+    values: dict[str, str] = {}
+    for path in config_files(git_dir):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CannotPeek(f"{path}: {exc}") from None
+        values.update(parse_config(text))
+    return values
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """The plain ``key = value`` settings of one git config file, keyed ``section.key`` in lowercase.
+
+    Only the sections a read needs (:data:`_SECTIONS`) are kept; the rest are
+    skipped unparsed. :class:`CannotPeek` for what would need git's whole parser:
+    includes, continuation lines, and in a kept section a quoted or escaped
+    value, one with inner spaces (git folds them), or a key without a value.
+    """
+    values: dict[str, str] = {}
+    section: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.endswith("\\"):
+            raise CannotPeek("a config line continues on the next")
+        if line[0] == "[":
+            head, close, rest = line[1:].partition("]")
+            rest = rest.strip()
+            if not close or (rest and rest[0] not in "#;"):
+                raise CannotPeek(f"config section {line!r}")
+            name = head.strip().lower()
+            if name.startswith("include"):
+                raise CannotPeek("a config file includes another")
+            section = name if name in _SECTIONS else None  # `[remote "x"]`, `[a.b]`: not one of ours
+            continue
+        if section is None:
+            continue
+        key, eq, value = line.partition("=")
+        name = f"{section}.{key.strip().lower()}"
+        if section == "core" and name != "core.repositoryformatversion":
+            continue  # core.editor, core.pager...: a read needs none of them
+        if not eq:
+            raise CannotPeek(f"config key {name!r} has no value")
+        for stop in "#;":
+            value = value.split(stop, 1)[0]
+        value = value.strip()
+        if '"' in value or "\\" in value or len(value.split()) > 1:
+            raise CannotPeek(f"config value {value!r} needs git's parser")
+        values[name] = value
+    return values

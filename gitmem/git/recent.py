@@ -1,0 +1,83 @@
+"""The objects this process committed lately, kept in memory, so reading them back needs no pack rescan.
+
+Each commit lands as a new pack (:mod:`gitmem.git.packwrite`). libgit2 finds a
+pack it has not seen only after a miss, by listing ``objects/pack`` again and
+checking every index in it (about 3 µs per pack; folded packs stay on disk for
+their grace period, so under a burst of writes the folder holds hundreds). A
+read right after a write asks exactly for those new objects: the head commit and
+the trees on the written path. Here the writer keeps the raw objects of its last
+rounds, so such a read parses them in Python instead, and libgit2 is asked only
+for older objects, which it finds in packs it already knows.
+
+Ids name content, so an entry can never be stale; it only stops being
+*allowed* once a purge or forget erased history, which the caller detects with
+the repository's history mark (:meth:`RecentObjects.check`) and drops everything.
+Bounded by bytes; the oldest round goes first. Per process and repository path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+LIMIT_BYTES = 4 * 1024 * 1024
+"""Raw object bytes kept per repository (a write of a note in a 10k-file memory makes ~4 KB)."""
+
+
+class RecentObjects:
+    """Raw objects by id, and the tree of each commit, from this process's latest commits."""
+
+    def __init__(self, limit: int = LIMIT_BYTES) -> None:
+        self.limit = limit
+        self._objects: OrderedDict[str, bytes] = OrderedDict()
+        self._trees: dict[str, str] = {}  # commit id -> its tree id
+        self._size = 0
+        self._mark: object = None
+        self._guard = threading.Lock()
+
+    def check(self, mark: object) -> None:
+        """Drop everything when ``mark`` (the history mark) changed: objects may have been erased."""
+        if mark != self._mark:
+            with self._guard:
+                self._objects.clear()
+                self._trees.clear()
+                self._size = 0
+                self._mark = mark
+
+    def add(self, objects: Iterable[tuple[str, bytes, bytes]], commits: Iterable[tuple[str, str]]) -> None:
+        """Remember ``(id, kind, raw)`` objects and ``(commit, tree)`` pairs of a commit that landed."""
+        with self._guard:
+            for oid, _kind, raw in objects:
+                if oid not in self._objects:
+                    self._objects[oid] = raw
+                    self._size += len(raw)
+            self._trees.update(commits)
+            while self._size > self.limit and self._objects:
+                _, raw = self._objects.popitem(last=False)
+                self._size -= len(raw)
+            if len(self._trees) > 4096:
+                self._trees.clear()
+
+    def raw(self, oid: str) -> bytes | None:
+        return self._objects.get(oid)
+
+    def tree_of(self, commit: str) -> str | None:
+        """The tree id of a commit this process made (if remembered), without reading the commit."""
+        tree = self._trees.get(commit)
+        return tree if tree is not None and tree in self._objects else None
+
+
+_registry: dict[tuple[int, str], RecentObjects] = {}
+_registry_guard = threading.Lock()
+
+
+def recent_for(path: str) -> RecentObjects:
+    """The recent objects of the repository at ``path`` in this process (a forked child starts empty)."""
+    key = (os.getpid(), path)
+    with _registry_guard:
+        found = _registry.get(key)
+        if found is None:
+            found = _registry[key] = RecentObjects()
+        return found
