@@ -182,10 +182,18 @@ class ForwardingFileStore:
 # --- shared decision rules -------------------------------------------------------
 
 
+def plain(file: FileText | None) -> FileText | None:
+    """``file`` as a plain :class:`FileText`: a store may decide on files whose text is
+    read only when used (the git store's), but a refusal hands the caller the file itself."""
+    if file is None or type(file) is FileText:
+        return file
+    return FileText(file.path, file.text, file.version)
+
+
 def check_expected(path: str, current: FileText | None, expected: str | None) -> None:
     """Refuse a write whose expectation does not hold; ``None`` expects no file."""
     if expected is not None and not isinstance(expected, str):
-        raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=current)
+        raise MemoryStoreError("version_mismatch", f"{path}: a version is a string", current=plain(current))
     if (current.version if current is not None else None) != expected:
         raise mismatch(path, current, expected)
 
@@ -206,12 +214,12 @@ def mismatch(path: str, current: FileText | None, expected: str | None) -> Memor
         message = f"{path} does not exist (expected version {expected})"
     else:
         message = f"{path} changed: expected version {expected}, it is now {have}"
-    return MemoryStoreError("version_mismatch", message, current=current)
+    return MemoryStoreError("version_mismatch", message, current=plain(current))
 
 
 def check_destination(destination: str, current: FileText | None) -> None:
     if current is not None:
-        raise MemoryStoreError("already_exists", f"{destination} already exists", current=current)
+        raise MemoryStoreError("already_exists", f"{destination} already exists", current=plain(current))
 
 
 def file_dir_conflict(path: str, is_file: bool) -> MemoryStoreError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gitmem.fileformat import FileFormat
-from gitmem.git.history import current_file
+from gitmem.git.history import stored_file
 from gitmem.git.repo import Done, GitRepo, Plan, Snapshot
 from gitmem.model import Origin
 from gitmem.store import Batch, Decision, check_batch_room, decide, file_dir_conflict
@@ -43,7 +43,7 @@ def commit_batch(
     """
 
     def plan(snap: Snapshot) -> Plan[Decision | None]:
-        decision = decide(batch, lambda path: current_file(snap, path), snap.write_blob)
+        decision = decide(batch, lambda path: stored_file(snap, path), snap.write_blob)
         if decision is None:
             return Plan.nothing(None)
         writes = any(e.data is not None for e in decision.effects)

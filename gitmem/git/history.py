@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pygit2
 
@@ -315,6 +316,45 @@ def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int
     except MemoryStoreError as exc:
         raise MemoryStoreError(exc.code, f"{path} at that revision breaks today's rules: {exc.message}") from None  # type: ignore[arg-type]
     return len(data)
+
+
+_TEXT_SLOT: Any = FileText.__dict__["text"]  # the slot behind FileText.text, which StoredFile fills on first use
+
+
+class StoredFile(FileText):
+    """A file at a head whose text is read and decoded on first use.
+
+    Deciding a batch compares versions; only a refusal (which hands the caller
+    the file, as a plain :class:`FileText`) or a size limit needs the text. A
+    prune of 10,000 items read 10,000 blobs for nothing before this.
+    """
+
+    __slots__ = ("_snap",)
+    _snap: Snapshot
+
+    def __init__(self, path: str, version: str, snap: Snapshot) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "_snap", snap)
+
+    @property
+    def text(self) -> str:
+        try:
+            return str(_TEXT_SLOT.__get__(self))
+        except AttributeError:
+            text = decode_stored(self._snap.data(self.version))
+            _TEXT_SLOT.__set__(self, text)
+            return text
+
+
+def stored_file(snap: Snapshot, path: str) -> FileText | None:
+    """As :func:`current_file`, with the text read only when used (:class:`StoredFile`)."""
+    entry = snap.get(path)
+    if entry is None or entry.kind == "tree":
+        return None
+    if entry.kind != "blob":
+        raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
+    return StoredFile(path, entry.oid, snap)
 
 
 def current_file(snap: Snapshot, path: str) -> FileText | None:
