@@ -217,7 +217,18 @@ class LooseGuard(pygit2.OdbBackend):
         return kind, len(body)
 
     def read_prefix_cb(self, prefix: str) -> tuple[int, bytes, pygit2.Oid]:
-        """Check every loose object the prefix matches, then let libgit2 resolve it (ambiguity and all)."""
+        """Check every loose object the prefix matches, then let libgit2 resolve it (ambiguity and all).
+
+        pygit2 looks a hex id up as a prefix even when it is whole: a whole id
+        matches one name at most, so that one file is checked without listing
+        its folder (a listing per read was most of a cold rebuild's cost).
+        """
+        if len(prefix) == 40:
+            try:
+                self._read(pygit2.Oid(hex=prefix))
+            except (KeyError, ValueError):
+                pass
+            raise KeyError(prefix)
         if len(prefix) >= 2:
             for folder in self._dirs:
                 try:
