@@ -33,6 +33,7 @@ class RecentObjects:
         self.limit = limit
         self._objects: OrderedDict[str, bytes] = OrderedDict()
         self._trees: dict[str, str] = {}  # commit id -> its tree id
+        self._read_trees: dict[str, str] = {}  # the same, for commits read from disk (see read_tree_of)
         self._size = 0
         self._mark: object = None
         self._guard = threading.Lock()
@@ -43,6 +44,7 @@ class RecentObjects:
             with self._guard:
                 self._objects.clear()
                 self._trees.clear()
+                self._read_trees.clear()
                 self._size = 0
                 self._mark = mark
 
@@ -62,6 +64,22 @@ class RecentObjects:
 
     def raw(self, oid: str) -> bytes | None:
         return self._objects.get(oid)
+
+    def read_tree_of(self, commit: str) -> str | None:
+        """The tree id of a commit read before (:meth:`learn_tree`), or of one this process made.
+
+        A commit never changes, but reading one to find its tree costs more than
+        the rest of a read when its message is long (a batch's commit names
+        every path it changed) and libgit2 does not cache objects over 4 KiB.
+        Forgotten with everything else when the history mark moves.
+        """
+        return self._read_trees.get(commit) or self._trees.get(commit)
+
+    def learn_tree(self, commit: str, tree: str) -> None:
+        with self._guard:
+            if len(self._read_trees) >= 4096:
+                self._read_trees.clear()
+            self._read_trees[commit] = tree
 
     def tree_of(self, commit: str) -> str | None:
         """The tree id of a commit this process made (if remembered), without reading the commit."""

@@ -455,7 +455,13 @@ class GitRepo:
             return read_ref(self.fresh(), name)
 
     def tree_of(self, commit: str) -> pygit2.Tree:
-        return self.repo[commit].peel(pygit2.Tree)
+        recent = self._recent()
+        known = recent.read_tree_of(commit)
+        if known is not None:
+            return self.repo[known].peel(pygit2.Tree)
+        tree = self.repo[commit].peel(pygit2.Tree)
+        recent.learn_tree(commit, str(tree.id))
+        return tree
 
     def _recent(self) -> RecentObjects:
         """This process's recent objects, emptied first if a purge or forget erased history since.
