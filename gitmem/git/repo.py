@@ -304,8 +304,9 @@ def _finish_folds() -> None:
         running = list(_folds.values())
     for thread in running:
         thread.join(timeout=60)
-PACK_EDITS = 8
-"""Batches of up to this many paths are written as one pack; bigger ones use the grouped loose path."""
+PACK_EDITS = 100_000
+"""Batches of up to this many paths are written as one pack (each changed folder encoded once);
+bigger ones, which no agent makes, use the grouped loose path rather than one huge pack."""
 
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
@@ -751,11 +752,7 @@ class GitRepo:
         edits: Sequence[tuple[str, str | None]],
     ) -> str:
         """The plan's edits applied to the snapshot's tree in memory; new trees go to ``pending``."""
-        tree_id = snap.tree_id
-        cache = self._tree_cache()
-        for path, oid in edits:
-            tree_id = packwrite.set_path(snap.raw, pending, tree_id, path.split("/"), oid, path, cache)
-        return tree_id
+        return packwrite.set_paths(snap.raw, pending, snap.tree_id, edits, self._tree_cache())
 
     def _loose_commit(
         self, repo: pygit2.Repository, snap: Snapshot, chosen: Plan[Any], author: bytes, committer: bytes, message: str

@@ -1,4 +1,4 @@
-"""A batch's trees are built folder by folder, with the same result as one path at a time.
+"""A batch's trees are built folder by folder, with the same result as one path at a time (loose and packed).
 
 ``GitRepo.transact`` applies a batch with ``_set_paths``, which writes each changed
 folder once; ``_set_path`` (one path) is the rule it must match. Random batches of
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import loosetrees
+from gitmem.git import loosetrees, packwrite
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)
@@ -63,4 +63,14 @@ def test_grouped_trees_equal_one_path_at_a_time(
             tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
         return tree_id
 
-    assert outcome(lambda: loosetrees.set_paths(repo, tree, edits)) == outcome(one_by_one)
+    expected = outcome(one_by_one)
+    assert outcome(lambda: loosetrees.set_paths(repo, tree, edits)) == expected
+    # The pack path encodes the same grouped edit in memory: the same tree id, or the same refusal.
+    pending = packwrite.PendingObjects()
+
+    def read_tree(oid: str) -> bytes:
+        found = pending.raw(oid)
+        return found if found is not None else bytes(repo[oid].read_raw())
+
+    assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits)) == expected
+    assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits, packwrite.TreeCache())) == expected
