@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -100,8 +102,54 @@ def _shown(record: MemoryRecord) -> dict[str, object]:
     return payload
 
 
+class _Workers:
+    """Daemon threads that run recall searches and stay a while for the next one.
+
+    A store keeps its git handles per thread, so a search on a new thread opens
+    the repository again (milliseconds, more than the search itself); a recall
+    per run on fresh threads paid that every time. A finished worker waits
+    :attr:`linger` seconds for more work, the most recent one first, and a job
+    finding every worker busy (a store that never answers holds its worker)
+    gets a new thread, so one hung store never delays another.
+    """
+
+    def __init__(self, linger: float = 60.0) -> None:
+        self.linger = linger
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._pid = os.getpid()
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's workers are not here
+                self._idle, self._pid = [], os.getpid()
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="gitmem-recall", daemon=True).start()
+        inbox.put(job)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        job = inbox.get()
+        while True:
+            job()
+            with self._lock:
+                self._idle.append(inbox)
+            try:
+                job = inbox.get(timeout=self.linger)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:
+                        self._idle.remove(inbox)
+                        return
+                job = inbox.get()  # taken from the idle list meanwhile: its job is on the way
+
+
+_WORKERS = _Workers()
+
+
 def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
-    """Run ``work`` on its own daemon thread; the future is its answer.
+    """Run ``work`` on a worker thread (:class:`_Workers`); the future is its answer.
 
     Not the loop's executor: a store that never answers would keep that
     executor (and ``asyncio.run``'s shutdown) waiting, and the run must go on.
@@ -127,7 +175,7 @@ def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
         except RuntimeError:  # the loop is closed: the run ended without this answer
             pass
 
-    threading.Thread(target=body, name="gitmem-recall", daemon=True).start()
+    _WORKERS.run(body)
     return future
 
 

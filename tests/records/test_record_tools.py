@@ -221,6 +221,39 @@ def test_a_failing_or_slow_mount_is_skipped_and_reported(backend: Any) -> None:
     assert [b.memory for b in report.blocks] == ["facts"]
 
 
+def test_recall_reuses_its_worker_threads_and_never_queues_behind_a_hung_search(backend: Any) -> None:
+    """A store's git handles are per thread: a recall per run on new threads reopened every repository."""
+    threads: list[threading.Thread] = []  # the objects themselves, so no two can share an id
+    release = threading.Event()
+
+    class Seen(RecordStore):
+        def search(self, query: str, *, limit: int = 5) -> list[MemoryRecord]:
+            threads.append(threading.current_thread())
+            return super().search(query, limit=limit)
+
+    class Hung(RecordStore):
+        def search(self, query: str, *, limit: int = 5) -> list[MemoryRecord]:
+            release.wait(10)
+            return []
+
+    seen = Seen(backend, "alice")
+    seen.add("prefers green tea")
+    memory = RecordMemoryCapability([RecordMount("facts", seen)])
+    for _ in range(5):
+        assert asyncio.run(memory.recall("tea")).status == {"facts": "recalled"}
+    assert len({id(t) for t in threads}) == 1  # one worker served every recall
+    stuck = RecordMemoryCapability(
+        [RecordMount("hung", Hung(backend, "h")), RecordMount("facts", seen)],
+        limits=RecordMemoryLimits(recall_seconds=0.3),
+    )
+    try:
+        for _ in range(3):  # each recall finds the hung worker busy and the others free
+            report = asyncio.run(stuck.recall("tea"))
+            assert report.status == {"hung": "timeout", "facts": "recalled"}
+    finally:
+        release.set()
+
+
 def test_a_deleted_record_is_never_recalled(backend: Any) -> None:
     store = RecordStore(backend, "alice")
     gone = store.add("prefers green tea")
