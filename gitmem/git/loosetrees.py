@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pygit2
 
+from gitmem.git.packwrite import mixes_file_and_folder
 from gitmem.store import file_dir_conflict
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -38,12 +39,6 @@ def set_paths(repo: pygit2.Repository, tree: pygit2.Tree, edits: Sequence[tuple[
             tree_id = set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
         return tree_id
     return set_group(repo, tree, split)
-
-
-def mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
-    """Whether some edited path is also a folder of another edited path."""
-    paths = {"/".join(parts) for parts, _, _ in split}
-    return any("/".join(parts[:i]) in paths for parts, _, _ in split for i in range(1, len(parts)))
 
 
 def set_group(

@@ -199,14 +199,14 @@ def set_paths(
     where order matters, is applied that way.
     """
     split = [(path.split("/"), oid, path) for path, oid in edits]
-    if len(split) == 1 or _mixes_file_and_folder(split):
+    if len(split) == 1 or mixes_file_and_folder(split):
         for parts, oid, full in split:
             tree = set_path(read_tree, pending, tree, parts, oid, full, cache)
         return tree if tree is not None else _add_tree(pending, cache, {})
     return _set_group(read_tree, pending, tree, split, cache)
 
 
-def _mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
+def mixes_file_and_folder(split: list[tuple[list[str], str | None, str]]) -> bool:
     """Whether some edited path is also a folder of another edited path."""
     paths = {"/".join(parts) for parts, _, _ in split}
     return any("/".join(parts[:i]) in paths for parts, _, _ in split for i in range(1, len(parts)))

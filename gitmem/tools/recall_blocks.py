@@ -102,6 +102,10 @@ def _shown(record: MemoryRecord) -> dict[str, object]:
     return payload
 
 
+#: A worker's job: does the work, returns the call that hands over its answer.
+Job = Callable[[], Callable[[], None]]
+
+
 class _Workers:
     """Daemon threads that run recall searches and stay a while for the next one.
 
@@ -110,16 +114,18 @@ class _Workers:
     per run on fresh threads paid that every time. A finished worker waits
     :attr:`linger` seconds for more work, the most recent one first, and a job
     finding every worker busy (a store that never answers holds its worker)
-    gets a new thread, so one hung store never delays another.
+    gets a new thread, so one hung store never delays another. A job returns
+    the call that delivers its answer, made once the worker is idle again, so
+    the next recall finds it free.
     """
 
     def __init__(self, linger: float = 60.0) -> None:
         self.linger = linger
         self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._idle: list[queue.SimpleQueue[Job]] = []
         self._pid = os.getpid()
 
-    def run(self, job: Callable[[], None]) -> None:
+    def run(self, job: Job) -> None:
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's workers are not here
                 self._idle, self._pid = [], os.getpid()
@@ -129,12 +135,13 @@ class _Workers:
             threading.Thread(target=self._serve, args=(inbox,), name="gitmem-recall", daemon=True).start()
         inbox.put(job)
 
-    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+    def _serve(self, inbox: queue.SimpleQueue[Job]) -> None:
         job = inbox.get()
         while True:
-            job()
+            deliver = job()
             with self._lock:
                 self._idle.append(inbox)
+            deliver()
             try:
                 job = inbox.get(timeout=self.linger)
             except queue.Empty:
@@ -165,15 +172,19 @@ def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
                 assert isinstance(value, BaseException)
                 future.set_exception(value)
 
-    def body() -> None:
+    def body() -> Callable[[], None]:
         try:
             outcome: tuple[bool, object] = (True, work())
         except BaseException as error:
             outcome = (False, error)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:  # the loop is closed: the run ended without this answer
-            pass
+
+        def deliver() -> None:
+            try:
+                loop.call_soon_threadsafe(settle, *outcome)
+            except RuntimeError:  # the loop is closed: the run ended without this answer
+                pass
+
+        return deliver
 
     _WORKERS.run(body)
     return future

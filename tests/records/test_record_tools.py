@@ -221,8 +221,14 @@ def test_a_failing_or_slow_mount_is_skipped_and_reported(backend: Any) -> None:
     assert [b.memory for b in report.blocks] == ["facts"]
 
 
-def test_recall_reuses_its_worker_threads_and_never_queues_behind_a_hung_search(backend: Any) -> None:
+def test_recall_reuses_its_worker_threads_and_never_queues_behind_a_hung_search(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A store's git handles are per thread: a recall per run on new threads reopened every repository."""
+    from gitmem.tools import recall_blocks
+
+    # A pool of its own: a worker another test left hung rejoins the shared pool whenever it is released.
+    monkeypatch.setattr(recall_blocks, "_WORKERS", recall_blocks._Workers())
     threads: list[threading.Thread] = []  # the objects themselves, so no two can share an id
     release = threading.Event()
 
@@ -244,7 +250,7 @@ def test_recall_reuses_its_worker_threads_and_never_queues_behind_a_hung_search(
     assert len({id(t) for t in threads}) == 1  # one worker served every recall
     stuck = RecordMemoryCapability(
         [RecordMount("hung", Hung(backend, "h")), RecordMount("facts", seen)],
-        limits=RecordMemoryLimits(recall_seconds=0.3),
+        limits=RecordMemoryLimits(recall_seconds=1.0),  # room for a new thread on a loaded machine
     )
     try:
         for _ in range(3):  # each recall finds the hung worker busy and the others free
