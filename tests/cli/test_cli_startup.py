@@ -129,6 +129,7 @@ def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
         held = modules(root, *args, probe=ENTRY)
         assert not {m for m in held if m == "click" or m.startswith("click.")}, args
         assert "gitmem.adapters.cli.app" not in held, args
+        assert "gitmem.values" not in held, args  # a read builds the dataclasses it uses, no others
         assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
         assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
     held = subprocess.run(

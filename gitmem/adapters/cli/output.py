@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gitmem.fileformat import visible
@@ -83,6 +83,13 @@ def _strips_styles(stream: TextIO) -> bool:
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
     """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
     echo(visible(text, multiline=multiline), err=err, nl=nl)
+
+
+def say_lines(lines: Iterable[str]) -> None:
+    """Print human-facing lines as :func:`say` prints each, in one write (a listing of thousands)."""
+    text = "".join(visible(line) + "\n" for line in lines)
+    if text:
+        echo(text, nl=False)
 
 
 def say_json(value: Any) -> None:

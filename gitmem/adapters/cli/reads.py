@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gitmem.adapters.cli.output import say, say_json, short, stderr_is_tty
+from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_is_tty
 from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
@@ -46,8 +46,7 @@ def ls(reader: Reader, name: str, directory: str, *, as_json: bool) -> None:
         say_json({"memory": name, "directory": prefix, "files": files})
         return
     width = max((len(e.path) for e in entries), default=0)
-    for e in entries:
-        say(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip())
+    say_lines(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip() for e in entries)
 
 
 def cat(reader: Reader, name: str, path: str, rev: str | None, *, as_json: bool) -> None:
