@@ -131,6 +131,7 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("ls", "user", "--root", "{base}/a-file"), False),
     (("--root", "ls", "user"), False),
     (("--root", "~/nowhere", "ls", "nope"), False),
+    (("--root", "./~/nowhere", "ls", "nope"), False),
     (("--principal", "-x", "ls", "user"), False),
     (("--principal", "ls", "user"), False),
     (("ls", "user", "--principal", "bob"), False),

@@ -124,12 +124,27 @@ def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
 SHARED = {"gitmem.adapters.cli.output", "gitmem.adapters.cli.reads", "gitmem.adapters.cli.roothelp"}
 
 
+#: What the interpreter holds before any gitmem code runs (site, and .pth files such as an editable install's).
+AT_START: set[str] = set(
+    json.loads(
+        subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+)
+
+
 def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
     for args in (("ls", "user"), ("cat", "user", "a.md"), ("--json", "cat", "user", "nope.md"), ("ls", "user", "--json")):
         held = modules(root, *args, probe=ENTRY)
         assert not {m for m in held if m == "click" or m.startswith("click.")}, args
         assert "gitmem.adapters.cli.app" not in held, args
         assert "gitmem.values" not in held, args  # a read builds the dataclasses it uses, no others
+        # gitmem.root names its folders without pathlib (an editable install's finder loads it at start).
+        assert "pathlib" not in held - AT_START, args
         assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
         assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
     held = subprocess.run(

@@ -13,6 +13,8 @@ Layout::
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
+    quick.py     ls, cat and --help without click (see below); output.py, reads.py and
+                 roothelp.py are the click-free printing both paths share
 
 Adding a command module (serve, hooks, watch, mcp, remote, review, ...) takes two
 steps: write ``gitmem/adapters/cli/<name>.py`` that registers on the root group ::

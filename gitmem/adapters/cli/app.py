@@ -17,7 +17,9 @@ render" functions:
   descriptions, commit text and run names come from agents, and must not move an
   admin's cursor, retitle the terminal or hide text. JSON goes through
   :func:`say_json` unchanged (the encoder escapes what could act on a terminal).
-  ``tests/cli/test_cli_visible.py`` checks that nothing else prints.
+  ``tests/cli/test_cli_visible.py`` checks that nothing else prints. The printing
+  itself, and the refusal hints, live in the click-free :mod:`.output`, which the
+  quick path of ``ls``, ``cat`` and ``--help`` (:mod:`.quick`) prints through too.
 """
 
 from __future__ import annotations

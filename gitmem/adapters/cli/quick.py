@@ -146,8 +146,9 @@ def _value(argv: list[str], at: int, names: tuple[str, ...]) -> tuple[str, str |
 
 def _plain_folder(value: str) -> bool:
     """Whether click takes ``--root VALUE`` as it is: a folder that is absent, or present and
-    readable; not a file. A leading ``~`` is left to click too (home may be unknown)."""
-    if value.startswith("~"):
+    readable; not a file. A path that starts with ``~`` is left to click too (home may be unknown)."""
+    first = next((part for part in value.split("/") if part and part != "."), "")
+    if not value.startswith("/") and first.startswith("~"):
         return False
     try:
         found = os.stat(value)
@@ -177,11 +178,11 @@ class _Main:
 
 def _read(call: Call) -> int:
     from gitmem.adapters.cli import reads
-    from gitmem.config import default_root
+    from gitmem.config import default_root_folder
     from gitmem.root import Root
 
     try:
-        root = Root(default_root() if call.root is None else call.root)
+        root = Root(default_root_folder() if call.root is None else call.root)
         if call.command == "ls":
             params = call.params()
             reads.ls(_Main(root), params["name"], params["directory"], as_json=call.as_json)
