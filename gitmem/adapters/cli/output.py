@@ -18,8 +18,6 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gitmem.fileformat import visible
-
 if TYPE_CHECKING:
     from gitmem.errors import MemoryStoreError
     from gitmem.model import FileText
@@ -82,11 +80,15 @@ def _strips_styles(stream: TextIO) -> bool:
 
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
     """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
+    from gitmem.fileformat import visible  # the path rules: `gitmem --help` prints without them
+
     echo(visible(text, multiline=multiline), err=err, nl=nl)
 
 
 def say_lines(lines: Iterable[str]) -> None:
     """Print human-facing lines as :func:`say` prints each, in one write (a listing of thousands)."""
+    from gitmem.fileformat import visible
+
     text = "".join(visible(line) + "\n" for line in lines)
     if text:
         echo(text, nl=False)
