@@ -247,6 +247,13 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
 # plain scalar that starts with a letter and holds no ':', '#', quote, tab or non-ASCII
 # character (so no indicator, comment, flow or escape can act), on one line of its own.
 _SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): ([A-Za-z][A-Za-z0-9 ,.;()/_+!?&=*<>@$%^~`|\[\]{}-]*)")
+# Two more line shapes whose YAML reading is certain: a double-quoted scalar of printable
+# ASCII without a backslash or quote inside (no escape can act: the text is what is between
+# the quotes), and a plain token of digits and letters that starts with a digit but holds a
+# letter (YAML 1.1 reads numbers only from digits, a '0x'/'0b' prefix, or with '.', ':' or
+# '-', none of which it has) — a record file's ``id: 01JD...`` and ``created: "2026-..."``.
+_QUOTED_LINE = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*): "([\x20\x21\x23-\x5b\x5d-\x7e]*)" *')
+_TOKEN_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*): ([0-9][0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*) *")
 # Plain scalars YAML 1.1 (PyYAML's resolver) reads as booleans or null, not text.
 _YAML_WORDS = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
@@ -259,9 +266,10 @@ def _simple_mapping(block: str) -> dict[str, Any] | None:
     Most memory files carry a one-line ``description`` and a few such keys, and
     listing a memory parses every file's frontmatter: this keeps yaml (its import
     and a loader per file) off that path. It answers only where YAML's answer is
-    certain (``tests/test_fileformat_fastpath.py`` holds it to yaml's own), and
-    anything else (quotes, lists, numbers, dates, blank or indented lines, a
-    repeated key, ``yes``/``null`` words) goes to yaml.
+    certain (``tests/test_fileformat_fastpath.py`` holds it to yaml's own): plain
+    text, plain double-quoted text, and letter-and-digit tokens such as record
+    ids. Anything else (single quotes, escapes, lists, numbers, dates, blank or
+    indented lines, a repeated key, ``yes``/``null`` words) goes to yaml.
     """
     data: dict[str, Any] = {}
     lines = block.split("\n")
@@ -269,10 +277,19 @@ def _simple_mapping(block: str) -> dict[str, Any] | None:
         lines.pop()
     for line in lines:
         found = _SIMPLE_LINE.fullmatch(line)
-        if found is None:
+        if found is not None:
+            key, value = found.group(1), found.group(2).rstrip(" ")
+            if value in _YAML_WORDS:
+                return None
+        elif (found := _QUOTED_LINE.fullmatch(line)) is not None:
+            key, value = found.group(1), found.group(2)
+        elif (found := _TOKEN_LINE.fullmatch(line)) is not None:
+            key, value = found.group(1), found.group(2)
+            if value.startswith(("0x", "0b")):  # hexadecimal and binary integers
+                return None
+        else:
             return None
-        key, value = found.group(1), found.group(2).rstrip(" ")
-        if key in data or key in _YAML_WORDS or value in _YAML_WORDS:
+        if key in data or key in _YAML_WORDS:
             return None
         data[key] = value
     return data

@@ -54,8 +54,21 @@ SHAPED = st.tuples(
     st.one_of(st.text(SHAPED_ALPHABET, max_size=12), st.text(VALUE_ALPHABET, max_size=12)),
 ).map("".join)
 SIMPLE = st.tuples(KEYS, st.just(": "), SHAPED).map("".join)
+# Double-quoted values (escapes, inner quotes, colons, hashes, tabs, non-ASCII...) and tokens
+# that start with a digit (numbers in every YAML 1.1 notation, dates, ids), with trailing spaces.
+QUOTED = st.tuples(
+    st.just('"'), st.text("aZ0 :#'\"\\\tné-.,", max_size=10), st.just('"'), st.sampled_from(["", " ", "  ", " #c", "x"])
+).map("".join)
+TOKEN_ALPHABET = "0123456789abefxoABEFXOZ_.:-+"
+TOKENS = st.one_of(
+    st.text(TOKEN_ALPHABET, min_size=1, max_size=10),
+    st.tuples(st.sampled_from("0123456789"), st.text("0189abexoBEXZ", max_size=8)).map("".join),
+    st.sampled_from(["01JDQ6Z5V6R7XKQ3M8T2B4N9CW", "0x1F", "0b101", "0o17", "1e5", "1E5", "12", "012", "2026-12-01"]),
+).flatmap(lambda t: st.sampled_from([t, t + " ", t + "  "]))
 LINES = st.one_of(
     SIMPLE,
+    st.tuples(KEYS, st.just(": "), QUOTED).map("".join),
+    st.tuples(KEYS, st.just(": "), TOKENS).map("".join),
     st.tuples(KEYS, st.just(": "), VALUES).map("".join),
     st.tuples(KEYS, st.sampled_from([": ", ":  ", ":", " : ", ": \t"]), VALUES).map("".join),
     st.sampled_from(["", "  indented: x", "- item", "...", "# comment", "key: [a, b]", "key: {a: b}"]),
@@ -94,4 +107,11 @@ def test_the_frontmatter_fast_path_takes_the_usual_files() -> None:
         "tags": "style",
     }
     for left_to_yaml in ("description: yes\n", "description: 'quoted'\n", "tags: [a, b]\n", "a: x\na: y\n", "d: 12\n"):
+        assert _simple_mapping(left_to_yaml) is None, left_to_yaml
+    # A record file's frontmatter: a token id and two quoted times.
+    assert _simple_mapping('id: 01JDQ6Z5V6R7XKQ3M8T2B4N9CW\ncreated: "2026-12-01T10:31:57.123456Z"\n') == {
+        "id": "01JDQ6Z5V6R7XKQ3M8T2B4N9CW",
+        "created": "2026-12-01T10:31:57.123456Z",
+    }
+    for left_to_yaml in ('d: "a\\tb"\n', "d: 0x1F\n", "d: 0b11\n", "d: 2026-12-01\n", 'd: "a" # c\n'):
         assert _simple_mapping(left_to_yaml) is None, left_to_yaml

@@ -32,7 +32,7 @@ from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
-from gitmem.session.items import ITEM_SCHEMA, MemoryItem, decode_item, is_item_path
+from gitmem.session.items import ITEM_SCHEMA, ITEMS_DIR, MemoryItem, decode_item, is_item_path
 from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
@@ -77,7 +77,7 @@ class Catalogue:
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
-            paths: Iterable[str] = [e.path for e in self.store.list()]
+            paths: Iterable[str] = self._load_all(answer.cursor)
         else:
             paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
         self._learned.clear()
@@ -88,6 +88,28 @@ class Catalogue:
         self.cursor = answer.cursor
         if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
             self._save()
+
+    def _load_all(self, cursor: str) -> list[str]:
+        """Fill the empty catalogue with every item at ``cursor``; the paths left to read one by one.
+
+        A store that reads a whole folder in one walk (the git store's ``read_under``)
+        loads every item file of commit ``cursor`` at once: at 10,000 items a lookup
+        per path was most of a first call. Any other store lists, and each item is
+        read by path.
+        """
+        read_under = getattr(self.store, "read_under", None)
+        if not callable(read_under):
+            return [e.path for e in self.store.list()]
+        files: list[FileText] = read_under(ITEMS_DIR + "/", cursor)
+        docs: list[RecallDoc] = []
+        for file in files:
+            if is_item_path(file.path):
+                item = self._add(file, index=False)
+                if item is not None and item.recallable:
+                    docs.append(RecallDoc(item.id, item.content, item.timestamp))
+                self._unsaved += 1
+        self._index.upsert_many(docs)
+        return []
 
     def _clear(self) -> None:
         self._by_path.clear()
@@ -109,10 +131,14 @@ class Catalogue:
                 or not isinstance(body.get("cursor"), str)
             ):
                 return
+            docs: list[RecallDoc] = []
             for path, version, text in body["items"]:
                 if not (isinstance(path, str) and isinstance(version, str) and isinstance(text, str)):
                     raise ValueError("a snapshot row is not three strings")
-                self._add(FileText(path, text, version))
+                item = self._add(FileText(path, text, version), index=False)
+                if item is not None and item.recallable:
+                    docs.append(RecallDoc(item.id, item.content, item.timestamp))
+            self._index.upsert_many(docs)
             for path, reason in body.get("skipped", []):
                 self.skipped[str(path)] = str(reason)
         except (OSError, ValueError, TypeError, KeyError):
@@ -135,7 +161,8 @@ class Catalogue:
             fd, tmp = tempfile.mkstemp(prefix=".session-catalogue-", suffix=".tmp", dir=self.snapshot.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    json.dump(body, out, ensure_ascii=False, separators=(",", ":"))
+                    # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
+                    out.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
                 os.replace(tmp, self.snapshot)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -155,13 +182,13 @@ class Catalogue:
             return
         self._add(file)
 
-    def _add(self, file: FileText, *, index: bool = True) -> None:
+    def _add(self, file: FileText, *, index: bool = True) -> MemoryItem | None:
         path = file.path
         try:
             item = self.parse(file)
         except ValueError as exc:
             self.skipped[path] = str(exc)
-            return
+            return None
         self._texts[path] = file.text
         self._by_path[path] = Entry(path, file.version, item)
         self._by_id[item.id] = path
@@ -172,6 +199,7 @@ class Catalogue:
             self._by_fp.setdefault(fp, path)
         if index and item.recallable:
             self._index.upsert(RecallDoc(item.id, item.content, item.timestamp))
+        return item
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)

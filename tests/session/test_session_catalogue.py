@@ -94,3 +94,61 @@ def test_forget_leaves_no_item_text_in_any_commit_message(tmp_path: Path) -> Non
     assert "vault" in git_log("-p")  # the file's history holds it until forget
     memory.store.forget(entry.path)
     assert "vault" not in git_log("-p", "--format=%B") and "4417" not in git_log("-p", "--format=%B")
+
+
+def test_a_rebuild_reads_the_items_folder_in_one_walk_and_finds_what_reads_by_path_find(tmp_path: Path) -> None:
+    """A git store's first load uses ``read_under`` (no read per path) and sees exactly what
+    a store without it sees when each item is read on its own: items, merged ids, skipped files."""
+    from gitmem.session.catalogue import Catalogue
+
+    memory = open_session_memory(tmp_path / "m")
+    first = memory.remember("a lesson worth keeping about tea and biscuits", tags=["keep"])
+    memory.remember("A lesson worth keeping about TEA and biscuits")  # an exact duplicate: merged
+    memory.remember("another lesson, about the nightly build", importance=0.9)
+    hidden = memory.remember("an old lesson about the daily build, later replaced")
+    memory.supersede(hidden.id, first.id)
+    memory.store.write("items/zz/broken.json", "{not json", expected=None)
+    memory.store.write("notes/elsewhere.md", "not an item\n", expected=None)
+    store = memory.store
+
+    class PathByPath:
+        """The same store without ``read_under``: every item is read by path."""
+
+        def __init__(self) -> None:
+            self.reads = 0
+
+        def changes(self, since: str | None) -> object:
+            return store.changes(since)
+
+        def list(self) -> object:
+            return store.list()
+
+        def read(self, path: str) -> object:
+            self.reads += 1
+            return store.read(path)
+
+    reads: list[str] = []
+    real_read = store.read
+
+    def counting(path: str, rev: str | None = None) -> object:
+        reads.append(path)
+        return real_read(path, rev)
+
+    store.read = counting  # type: ignore[method-assign]
+    bulk = Catalogue(store)
+    bulk.refresh()
+    assert reads == []  # one walk of items/, no read per path
+    slow_store = PathByPath()
+    slow = Catalogue(slow_store)  # type: ignore[arg-type]
+    slow.refresh()
+    assert slow_store.reads == 4
+    assert sorted(bulk.entries(), key=lambda e: e.path) == sorted(slow.entries(), key=lambda e: e.path)
+    assert len(bulk) == 3  # the broken file is skipped, not an item
+    assert bulk.skipped == slow.skipped and set(bulk.skipped) == {"items/zz/broken.json"}
+    assert bulk.find(first.id) == slow.find(first.id)
+    for query in ("tea biscuits", "nightly build", "daily build replaced"):
+        assert bulk.search(query, limit=5, min_score=0.0, ranking="coverage") == slow.search(
+            query, limit=5, min_score=0.0, ranking="coverage"
+        )
+    replaced = bulk.search("daily build replaced", limit=5, min_score=0.0, ranking="coverage")
+    assert hidden.id not in {h.id for h in replaced}

@@ -1,0 +1,75 @@
+"""The item file's fast encoder writes byte for byte what ``json.dumps(indent=2, sort_keys=True)`` writes."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitmem.session.items import MemoryItem, decode_item, encode_item, iso
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
+    ["", "a\"b", "back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "é中😀", "\u2028\u2029"]
+)
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def reference(item: MemoryItem) -> str:
+    record = {
+        "schema": "gitmem.session.item.v1",
+        "id": item.id,
+        "content": item.content,
+        "timestamp": iso(item.timestamp),
+        "importance": item.importance,
+        "memory_type": item.memory_type,
+        "tags": list(item.tags),
+        "metadata": item.metadata,
+    }
+    return json.dumps(record, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@settings(max_examples=600)
+@given(
+    content=TEXT.filter(lambda t: t.strip() != ""),
+    importance=st.floats(0, 1),
+    tags=st.lists(TEXT, max_size=3),
+    metadata=st.dictionaries(TEXT, JSON_VALUES, max_size=4),
+)
+def test_the_fast_encoder_writes_what_json_writes(
+    content: str, importance: float, tags: list[str], metadata: dict[str, Any]
+) -> None:
+    item = MemoryItem("mem-1", content, 1_700_000_000.123456, importance, tuple(tags), "semantic", metadata)
+    assert encode_item(item) == reference(item)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {2: "an int key"},  # json turns the key into text: the encoder leaves that to json
+        {"t": (1, 2)},
+        {"deep": {"z": [1, {"b": None, "a": True}], "a": []}},
+    ],
+)
+def test_values_json_converts_are_left_to_json(metadata: dict[Any, Any]) -> None:
+    item = MemoryItem("mem-1", "text", 1.0, 0.5, (), "episodic", metadata)
+    assert encode_item(item) == reference(item)
+    assert decode_item(encode_item(item)).content == "text"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, object()])
+def test_what_json_refuses_is_refused_the_same_way(bad: object) -> None:
+    item = MemoryItem("mem-1", "text", 1.0, 0.5, (), "episodic", {"x": bad})
+    with pytest.raises((ValueError, TypeError)) as ours:
+        encode_item(item)
+    with pytest.raises((ValueError, TypeError)) as theirs:
+        reference(item)
+    assert type(ours.value) is type(theirs.value)
