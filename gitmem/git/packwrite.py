@@ -5,11 +5,13 @@ a rescan of ``objects/pack/`` first, and with fsync on two fsyncs each), so a wr
 of ``a/b/c.md`` creates five object files. Here the blob, the trees on the path
 and the commit are built in memory (:class:`PendingObjects`, :func:`set_path`,
 :func:`commit_bytes`) and land as one ``pack-<sha>.pack`` with its v2 ``.idx``
-(:func:`write_pack`): both written under ``tmp_`` names (which git's own prune
-cleans up), fsynced when the mount is durable, then renamed into place, pack
-before index (git and libgit2 find packs by their index), before the ref moves.
-A kill at any point leaves either nothing, a ``tmp_`` file, or a complete pack
-whose objects nothing references yet: all of which ``git fsck --strict`` accepts.
+(:func:`write_pack`): the pack under its final name, the index under a ``tmp_``
+name (which git's own prune cleans up) renamed into place after it (git and
+libgit2 find packs by their index), both fsynced when the mount is durable,
+before the ref moves. A kill at any point leaves either nothing, a pack without
+index (ignored by git, deleted by :func:`remove_orphan_packs`), a ``tmp_`` file,
+or a complete pack whose objects nothing references yet: all of which ``git
+fsck --strict`` accepts.
 
 The objects are plain git: whole (undeltified) entries compressed at zlib level
 1, as libgit2 compresses loose objects. The tree encoding is git's: entries
@@ -380,31 +382,38 @@ def _fsync_path(path: str) -> None:
 def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str:
     """Put ``pending`` into ``objects/pack`` as one pack; returns its sha. Nothing is written for no objects.
 
-    Temp names first, then ``rename`` of the pack, then of the index: a reader
-    that sees the index finds its whole pack. With ``durable`` both files are
-    fsynced (at the same time: the file system can flush them in one journal
-    commit) before the renames, and the folder after them, so the pack survives
-    a power cut before the ref that will name its commit is written.
+    The ``.pack`` is written under its final name and only the ``.idx`` goes
+    through a temp name and a ``rename``: git and libgit2 find a pack only
+    through its index (a ``.pack`` alone is never opened, and git's own
+    ``index-pack`` leaves one the same way between its two renames), so a
+    reader that sees the index finds its whole pack, and one rename per commit
+    is saved. A kill before the index lands leaves a ``.pack`` without index,
+    which git ignores and :func:`remove_orphan_packs` deletes later. With
+    ``durable`` both files are fsynced (at the same time: the file system can
+    flush them in one journal commit) before the index is renamed, and the
+    folder after, so the pack survives a power cut before the ref that will
+    name its commit is written.
     """
     if not pending.objects:
         return ""
     sha, pack, idx = pack_files(pending)
     folder = os.path.join(repo_path, "objects", "pack")
     base = os.path.join(folder, f"pack-{sha}")
-    if os.path.exists(base + ".idx"):
-        return sha  # the very same objects were packed before (a retried plan)
-    tag = os.urandom(6).hex()
-    tmp_pack = os.path.join(folder, f"tmp_pack_gitmem_{tag}")
-    tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{tag}")
+    tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
     try:
-        _write_file(tmp_pack, pack, False)
+        try:
+            _write_file(base + ".pack", pack, False)
+        except FileExistsError:
+            if os.path.exists(base + ".idx"):
+                return sha  # the very same objects were packed before (a retried plan)
+            os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
+            _write_file(base + ".pack", pack, False)
         _write_file(tmp_idx, idx, False)
         if durable:
-            fsync_together([tmp_pack, tmp_idx])
-        os.rename(tmp_pack, base + ".pack")
+            fsync_together([base + ".pack", tmp_idx])
         os.rename(tmp_idx, base + ".idx")
     except BaseException:
-        for leftover in (tmp_pack, tmp_idx):
+        for leftover in (tmp_idx, base + ".pack"):
             try:
                 os.unlink(leftover)
             except OSError:
@@ -417,6 +426,41 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
         finally:
             os.close(dir_fd)
     return sha
+
+
+ORPHAN_SECONDS = 60.0
+"""Age after which a ``.pack`` without its ``.idx`` is taken for a killed writer's leftover."""
+
+
+def remove_orphan_packs(repo_path: str, older_than: float = ORPHAN_SECONDS) -> list[str]:
+    """Delete ``pack-*.pack`` files that have no ``.idx`` and are older than ``older_than`` seconds.
+
+    A writer killed between writing its pack and renaming the index into place
+    leaves such a file (:func:`write_pack`). No reader ever opens it, but it
+    takes disk space. Call with the writer lock held (gitmem's ``gc``), so no
+    gitmem writer is between its two steps; the age also spares a foreign git
+    in the middle of its own ``index-pack``. Returns the names deleted.
+    """
+    folder = os.path.join(repo_path, "objects", "pack")
+    try:
+        with os.scandir(folder) as found:
+            names = {e.name for e in found}
+    except FileNotFoundError:
+        return []
+    now = time.time()
+    deleted: list[str] = []
+    for name in sorted(names):
+        if not (name.startswith("pack-") and name.endswith(".pack")) or name[:-5] + ".idx" in names:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if now - os.stat(path).st_mtime < older_than or os.path.exists(path[:-5] + ".idx"):
+                continue
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        deleted.append(name)
+    return deleted
 
 
 FOLDED = "gitmem/folded-packs"

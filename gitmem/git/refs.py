@@ -53,8 +53,13 @@ def read_loose_ref(repo_path: str, name: str) -> CommitId | None:
     is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
     machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
     """
+    return read_ref_file(os.path.join(repo_path, *name.split("/")))
+
+
+def read_ref_file(path: str) -> CommitId | None:
+    """:func:`read_loose_ref` of the ref file at ``path``."""
     try:
-        fd = os.open(os.path.join(repo_path, *name.split("/")), os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -167,10 +172,14 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         return None
     try:
         try:
-            with open(ref, "rb") as fh:
-                current = fh.read(100).strip()
+            ref_fd = os.open(ref, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             current = b""
+        else:
+            try:
+                current = os.read(ref_fd, 100).strip()
+            finally:
+                os.close(ref_fd)
         if len(current) != 40 or current.startswith(b"ref:"):
             os.close(fd)
             os.unlink(lock)
