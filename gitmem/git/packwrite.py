@@ -305,13 +305,30 @@ def deflate(raw: bytes) -> bytes:
     return stream.compress(raw) + stream.flush()
 
 
+def store_tree(raw: bytes) -> bytes:
+    """A tree as one zlib stream of stored (uncompressed) blocks.
+
+    A tree is mostly 20-byte ids, which do not compress: level 1 saves about a
+    third of a tree's bytes, but deflating a 2 KiB folder costs ~40 µs on the
+    benchmark machine against ~2 µs to store it, and a commit packs one tree per
+    folder on the path. Packs are folded by ``git pack-objects``, which stores
+    trees as deltas against each other (recompressed) from then on.
+    """
+    stream = zlib.compressobj(0, zlib.DEFLATED, 15, 1)
+    return stream.compress(raw) + stream.flush()
+
+
 def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
-    """``(pack sha, .pack bytes, .idx bytes)`` for ``pending``: undeltified entries, index v2."""
+    """``(pack sha, .pack bytes, .idx bytes)`` for ``pending``: undeltified entries, index v2.
+
+    Blobs and commits (text, which compresses about 2:1) are deflated at level
+    1 (:func:`deflate`), trees are stored (:func:`store_tree`).
+    """
     body = [b"PACK" + struct.pack(">II", 2, len(pending.objects))]
     offset = 12
     index: list[tuple[bytes, int, int]] = []  # binary id, crc32, offset
     for oid, (kind, raw) in pending.objects.items():
-        entry = _entry_header(_TYPE_CODES[kind], len(raw)) + deflate(raw)
+        entry = _entry_header(_TYPE_CODES[kind], len(raw)) + (store_tree(raw) if kind == b"tree" else deflate(raw))
         index.append((bytes.fromhex(oid), zlib.crc32(entry), offset))
         body.append(entry)
         offset += len(entry)
@@ -330,8 +347,8 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
             b"\xfftOc" + struct.pack(">I", 2),
             struct.pack(">256I", *fanout),
             *(o for o, _, _ in index),
-            *(struct.pack(">I", c) for _, c, _ in index),
-            *(struct.pack(">I", off) for _, _, off in index),
+            struct.pack(f">{len(index)}I", *(c for _, c, _ in index)),
+            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
             pack_sum,
         )
     )
