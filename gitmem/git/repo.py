@@ -82,24 +82,33 @@ MAX_ATTEMPTS = 100
 pygit2.settings.enable_strict_object_creation(False)
 
 
-@contextmanager
-def translate_errors(repo_path: str) -> Iterator[None]:
+class translate_errors:
     """Turn pygit2 and OS failures into store errors where they enter gitmem.
 
     A damaged loose object refused by the guard (:mod:`gitmem.git.loose`) is
-    reported as itself, whatever error pygit2 turned it into on the way.
+    reported as itself, whatever error pygit2 turned it into on the way. A
+    class rather than a generator-based context manager: every read and write
+    enters one or more, and this costs a third as much.
     """
-    take_corruption()  # one refused earlier and swallowed is not this call's cause
-    try:
-        yield
-    except MemoryStoreError:
-        take_corruption()
-        raise
-    except (pygit2.GitError, OSError, KeyError, ValueError, IndexError) as exc:
-        raise_if_corrupt()
-        if not os.path.isdir(os.path.join(repo_path, "objects")):
-            raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
-        raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
+
+    __slots__ = ("repo_path",)
+
+    def __init__(self, repo_path: str) -> None:
+        self.repo_path = repo_path
+
+    def __enter__(self) -> None:
+        take_corruption()  # one refused earlier and swallowed is not this call's cause
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, MemoryStoreError):
+            take_corruption()
+        elif isinstance(exc, (pygit2.GitError, OSError, KeyError, ValueError, IndexError)):
+            raise_if_corrupt()
+            if not os.path.isdir(os.path.join(self.repo_path, "objects")):
+                raise MemoryStoreError("memory_deleted", f"the memory at {self.repo_path} no longer exists") from None
+            raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
