@@ -77,14 +77,22 @@ class PendingObjects:
 
 def parse_tree(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
     """A raw tree's entries: name -> (mode, 20-byte id)."""
+    return parse_tree_at(raw)[0]
+
+
+def parse_tree_at(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, int]]:
+    """A raw tree's entries (name -> (mode, 20-byte id)) and where each entry's id starts in ``raw``."""
     entries: dict[bytes, tuple[bytes, bytes]] = {}
+    offsets: dict[bytes, int] = {}
     pos, end = 0, len(raw)
     while pos < end:
         space = raw.index(b" ", pos)
         nul = raw.index(b"\x00", space)
-        entries[raw[space + 1 : nul]] = (raw[pos:space], raw[nul + 1 : nul + 21])
+        name = raw[space + 1 : nul]
+        entries[name] = (raw[pos:space], raw[nul + 1 : nul + 21])
+        offsets[name] = nul + 1
         pos = nul + 21
-    return entries
+    return entries, offsets
 
 
 def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
@@ -98,17 +106,36 @@ def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order))
 
 
+def tree_bytes_at(entries: dict[bytes, tuple[bytes, bytes]]) -> tuple[bytes, dict[bytes, int]]:
+    """:func:`tree_bytes` and where each entry's id starts in it (as :func:`parse_tree_at` gives)."""
+    parts: list[bytes] = []
+    offsets: dict[bytes, int] = {}
+    pos = 0
+    for name, (mode, oid) in sorted(entries.items(), key=entry_order):
+        head = mode + b" " + name + b"\x00"
+        pos += len(head)
+        offsets[name] = pos
+        pos += 20
+        parts += (head, oid)
+    return b"".join(parts), offsets
+
+
 class TreeCache:
     """Parsed trees by id, so consecutive writes do not re-read and re-parse the folders they share.
 
     A writer's next commit starts from the trees its last one made (the root and
     the folders on the path), so the entries :func:`set_path` built are kept.
-    Bounded: cleared when it holds more than ``limit`` trees.
+    With each tree its raw bytes and where each entry's id sits in them are
+    kept too: a write that only changes which blob or folder an entry names
+    (the common case: a file edited in place) makes each new tree on its path
+    by replacing those 20 bytes, instead of sorting and encoding every entry
+    of the folder again. Bounded: cleared when it holds more than ``limit`` trees.
     """
 
     def __init__(self, limit: int = 512) -> None:
         self.limit = limit
         self.trees: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}
+        self.encoded: dict[str, tuple[bytes, dict[bytes, int]]] = {}  # id -> (raw tree, name -> id offset)
 
     def entries(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
         """A copy of the tree's entries (the caller edits it)."""
@@ -118,20 +145,58 @@ class TreeCache:
         """The tree's entries themselves, for lookups only (never edit them)."""
         found = self.trees.get(oid)
         if found is None:
-            found = parse_tree(read_tree(oid))
-            self.keep(oid, found)
+            raw = read_tree(oid)
+            found, offsets = parse_tree_at(raw)
+            # Only a tree in git's own encoding is edited byte-wise: one pushed out of order,
+            # with a repeated name or an odd mode is encoded anew on its next edit, as before.
+            canonical = tree_bytes(found) == raw
+            self.keep(oid, found, raw if canonical else None, offsets)
         return found
 
-    def keep(self, oid: str, entries: dict[bytes, tuple[bytes, bytes]]) -> None:
+    def keep(
+        self,
+        oid: str,
+        entries: dict[bytes, tuple[bytes, bytes]],
+        raw: bytes | None = None,
+        offsets: dict[bytes, int] | None = None,
+    ) -> None:
         if len(self.trees) >= self.limit:
             self.trees.clear()
+            self.encoded.clear()
         self.trees[oid] = entries
+        if raw is not None and offsets is not None:
+            self.encoded[oid] = (raw, offsets)
 
 
-def _add_tree(pending: PendingObjects, cache: TreeCache | None, entries: dict[bytes, tuple[bytes, bytes]]) -> str:
-    oid = pending.add(b"tree", tree_bytes(entries))
-    if cache is not None:
-        cache.keep(oid, entries)
+def _add_tree(
+    pending: PendingObjects,
+    cache: TreeCache | None,
+    entries: dict[bytes, tuple[bytes, bytes]],
+    edited: tuple[str | None, bytes, tuple[bytes, bytes] | None] | None = None,
+) -> str:
+    """Encode ``entries`` as a new tree in ``pending`` (and the cache); returns its id.
+
+    ``edited`` is ``(tree it was copied from, name, that name's entry there)``
+    when ``entries`` differ from that tree in one entry only: if the entry
+    existed with the same mode, the new tree is the old one's bytes with the
+    entry's id replaced (git's order and every other byte stay as they were).
+    """
+    if cache is not None and edited is not None:
+        base, name, before = edited
+        after = entries.get(name)
+        known = cache.encoded.get(base) if base is not None else None
+        if known is not None and before is not None and after is not None and before[0] == after[0]:
+            raw, offsets = known
+            at = offsets[name]
+            spliced = raw[:at] + after[1] + raw[at + 20 :]
+            oid = pending.add(b"tree", spliced)
+            cache.keep(oid, entries, spliced, offsets)
+            return oid
+    if cache is None:
+        return pending.add(b"tree", tree_bytes(entries))
+    encoded, offsets = tree_bytes_at(entries)
+    oid = pending.add(b"tree", encoded)
+    cache.keep(oid, entries, encoded, offsets)
     return oid
 
 
@@ -158,6 +223,7 @@ def set_path(
         entries = parse_tree(read_tree(tree))
     name = parts[0].encode()
     existing = entries.get(name)
+    edited = (tree, name, existing)
     if len(parts) == 1:
         if existing is not None and existing[0] == _TREE_MODE and oid is not None:
             raise file_dir_conflict(full, is_file=False)
@@ -180,7 +246,7 @@ def set_path(
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    return _add_tree(pending, cache, entries)
+    return _add_tree(pending, cache, entries, edited)
 
 
 def set_paths(
