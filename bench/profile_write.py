@@ -98,6 +98,7 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
         "ref update",
         "pack count",
         "unlock",
+        "fold start/wait",
         "rest",
     )
     wall = dict.fromkeys(steps, 0.0)
@@ -166,6 +167,7 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
     packwrite.write_pack = write_pack
     gitrepo.GitRepo._cas = timed("ref update", gitrepo.GitRepo._cas)  # type: ignore[method-assign]
     gitrepo.GitRepo._count_pack = timed("pack count", gitrepo.GitRepo._count_pack)  # type: ignore[method-assign]
+    gitrepo.GitRepo.start_fold = timed("fold start/wait", gitrepo.GitRepo.start_fold)  # type: ignore[method-assign]
     total_w = total_c = 0.0
     for _ in range(n):
         p = rng.choice(paths)
