@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import os
 import threading
 import time
@@ -54,6 +55,7 @@ from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
+_OBJECT_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 _TREE_MODE = pygit2.GIT_FILEMODE_TREE
 
 T = TypeVar("T")
@@ -413,6 +415,7 @@ class GitRepo:
             local.repo = repo
             local.pid = pid
             local.trees = None  # parsed trees of the old handle: a purge may have erased their names
+            local.packs = local.packs_of = None  # the old handle's pack backend (it keeps deleted packs open)
             local.gen = self._marks()
         return repo
 
@@ -528,15 +531,46 @@ class GitRepo:
         return entry.oid, self.blob(entry.oid)
 
     def blob(self, oid: str) -> bytes:
-        """An object's bytes, read once from the object database.
+        """An object's bytes, read once, from the packs first.
 
         ``repo[oid].read_raw()`` looks the object up (reading it whole) and then
-        reads it again, and goes through the loose-object guard twice: ~10 µs of a
-        ~100 µs read. The guard and libgit2's hash check still see this read.
+        reads it again, each time asking the loose-object guard (a Python call)
+        first: ~10 µs of a ~100 µs read. Here a packed object is read from the
+        handle's own pack backend (~7 µs against ~19 µs through the object
+        database) and its id checked against its bytes, as libgit2's object
+        database would; anything else (loose, in a pack this handle has not
+        seen yet, damaged) is read through the object database as before,
+        guard, rescan and errors included.
         """
         if len(oid) != 40:  # an abbreviated id: libgit2 resolves the prefix
             return bytes(self.repo[oid].read_raw())
-        return self.repo.odb.read(pygit2.Oid(hex=oid))[1]
+        key = pygit2.Oid(hex=oid)
+        packs = self._pack_backend()
+        if packs is not None:
+            try:
+                kind, data = packs.read(key)
+            except (KeyError, ValueError, pygit2.GitError):
+                pass
+            else:
+                name = _OBJECT_NAMES.get(int(kind))
+                if name is not None:
+                    digest = hashlib.sha1(b"%s %d\x00" % (name, len(data)), usedforsecurity=False)
+                    digest.update(data)
+                    if digest.digest() == key.raw:
+                        return bytes(data)
+        return self.repo.odb.read(key)[1]
+
+    def _pack_backend(self) -> Any:
+        """The pack backend of this thread's handle (the object database asks it right after the guard)."""
+        repo = self.repo
+        local = self._local
+        if getattr(local, "packs_of", None) is not repo:
+            # open_repository adds the guard at priority 1000 to libgit2's pack (2) and loose (1)
+            # backends of the repository's own objects; alternates come after those.
+            backends = list(repo.odb.backends)
+            local.packs = backends[1] if len(backends) >= 3 else None
+            local.packs_of = repo
+        return local.packs
 
     def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
         tree = self.tree_of(commit)
