@@ -45,19 +45,14 @@ def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
     return CommitId(str(ref.target))
 
 
-def read_loose_ref(repo_path: str, name: str) -> CommitId | None:
-    """The id a loose ref file holds, read directly; ``None`` when it is not a plain loose ref.
+def read_ref_file(path: str) -> CommitId | None:
+    """The id the loose ref file at ``path`` holds, read directly; ``None`` when it is not a plain loose ref.
 
     A loose ref file takes precedence over ``packed-refs``, so a file holding an
     id is the answer. Anything else (no file, a symbolic ref, a damaged file)
     is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
     machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
     """
-    return read_ref_file(os.path.join(repo_path, *name.split("/")))
-
-
-def read_ref_file(path: str) -> CommitId | None:
-    """:func:`read_loose_ref` of the ref file at ``path``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
