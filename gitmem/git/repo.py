@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import os
 import threading
 import time
@@ -47,13 +48,14 @@ from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.recent import RecentObjects, recent_for
-from gitmem.git.refs import MAIN, read_loose_ref, read_ref, swap_loose_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, read_ref_file, swap_loose_ref, swap_ref
 from gitmem.git.treediff import diff_trees
 from gitmem.model import BlobVersion, CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
+_OBJECT_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 _TREE_MODE = pygit2.GIT_FILEMODE_TREE
 
 T = TypeVar("T")
@@ -82,24 +84,33 @@ MAX_ATTEMPTS = 100
 pygit2.settings.enable_strict_object_creation(False)
 
 
-@contextmanager
-def translate_errors(repo_path: str) -> Iterator[None]:
+class translate_errors:
     """Turn pygit2 and OS failures into store errors where they enter gitmem.
 
     A damaged loose object refused by the guard (:mod:`gitmem.git.loose`) is
-    reported as itself, whatever error pygit2 turned it into on the way.
+    reported as itself, whatever error pygit2 turned it into on the way. A
+    class rather than a generator-based context manager: every read and write
+    enters one or more, and this costs a third as much.
     """
-    take_corruption()  # one refused earlier and swallowed is not this call's cause
-    try:
-        yield
-    except MemoryStoreError:
-        take_corruption()
-        raise
-    except (pygit2.GitError, OSError, KeyError, ValueError, IndexError) as exc:
-        raise_if_corrupt()
-        if not os.path.isdir(os.path.join(repo_path, "objects")):
-            raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
-        raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
+
+    __slots__ = ("repo_path",)
+
+    def __init__(self, repo_path: str) -> None:
+        self.repo_path = repo_path
+
+    def __enter__(self) -> None:
+        take_corruption()  # one refused earlier and swallowed is not this call's cause
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, MemoryStoreError):
+            take_corruption()
+        elif isinstance(exc, (pygit2.GitError, OSError, KeyError, ValueError, IndexError)):
+            raise_if_corrupt()
+            if not os.path.isdir(os.path.join(self.repo_path, "objects")):
+                raise MemoryStoreError("memory_deleted", f"the memory at {self.repo_path} no longer exists") from None
+            raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +282,15 @@ def walk_files(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, str]]
 
 _durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2
 
+_pid = [os.getpid()]  # this process's id, kept current across fork: os.getpid() is a system call
+
+
+def _forked() -> None:
+    _pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
 
 def set_durable(enabled: bool = True) -> None:
     """Make libgit2 fsync every object and ref file it writes, and their folders.
@@ -329,6 +349,7 @@ class GitRepo:
         self._local = threading.local()
         self._gen_path = os.path.join(self.path, "gitmem", "generation")
         self._packs_path = os.path.join(self.path, "gitmem", "packs-folded")
+        self._main_path = os.path.join(self.path, *MAIN.split("/"))
         self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
         """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
         self.lock = WriterLock(
@@ -385,7 +406,7 @@ class GitRepo:
     @property
     def repo(self) -> pygit2.Repository:
         local = self._local
-        pid = os.getpid()
+        pid = _pid[0]
         repo: pygit2.Repository | None = getattr(local, "repo", None)
         if repo is None or local.pid != pid:
             if not os.path.isdir(os.path.join(self.path, "objects")):
@@ -394,6 +415,7 @@ class GitRepo:
             local.repo = repo
             local.pid = pid
             local.trees = None  # parsed trees of the old handle: a purge may have erased their names
+            local.packs = local.packs_of = None  # the old handle's pack backend (it keeps deleted packs open)
             local.gen = self._marks()
         return repo
 
@@ -440,8 +462,11 @@ class GitRepo:
 
     def head(self) -> CommitId:
         """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
-        repo = self.fresh()
-        head = read_loose_ref(self.path, MAIN) or read_ref(repo, MAIN)
+        return self._head_in(self.fresh())
+
+    def _head_in(self, repo: pygit2.Repository) -> CommitId:
+        """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
+        head = read_ref_file(self._main_path) or read_ref(repo, MAIN)
         if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
@@ -503,10 +528,49 @@ class GitRepo:
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None
-        return entry.oid, bytes(self.repo[entry.oid].read_raw())
+        return entry.oid, self.blob(entry.oid)
 
     def blob(self, oid: str) -> bytes:
-        return bytes(self.repo[oid].read_raw())
+        """An object's bytes, read once, from the packs first.
+
+        ``repo[oid].read_raw()`` looks the object up (reading it whole) and then
+        reads it again, each time asking the loose-object guard (a Python call)
+        first: ~10 µs of a ~100 µs read. Here a packed object is read from the
+        handle's own pack backend (~7 µs against ~19 µs through the object
+        database) and its id checked against its bytes, as libgit2's object
+        database would; anything else (loose, in a pack this handle has not
+        seen yet, damaged) is read through the object database as before,
+        guard, rescan and errors included.
+        """
+        if len(oid) != 40:  # an abbreviated id: libgit2 resolves the prefix
+            return bytes(self.repo[oid].read_raw())
+        key = pygit2.Oid(hex=oid)
+        packs = self._pack_backend()
+        if packs is not None:
+            try:
+                kind, data = packs.read(key)
+            except (KeyError, ValueError, pygit2.GitError):
+                pass
+            else:
+                name = _OBJECT_NAMES.get(int(kind))
+                if name is not None:
+                    digest = hashlib.sha1(b"%s %d\x00" % (name, len(data)), usedforsecurity=False)
+                    digest.update(data)
+                    if digest.digest() == key.raw:
+                        return bytes(data)
+        return self.repo.odb.read(key)[1]
+
+    def _pack_backend(self) -> Any:
+        """The pack backend of this thread's handle (the object database asks it right after the guard)."""
+        repo = self.repo
+        local = self._local
+        if getattr(local, "packs_of", None) is not repo:
+            # open_repository adds the guard at priority 1000 to libgit2's pack (2) and loose (1)
+            # backends of the repository's own objects; alternates come after those.
+            backends = list(repo.odb.backends)
+            local.packs = backends[1] if len(backends) >= 3 else None
+            local.packs_of = repo
+        return local.packs
 
     def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
         tree = self.tree_of(commit)
@@ -624,7 +688,7 @@ class GitRepo:
                 for _ in range(MAX_ATTEMPTS):
                     repo = self.fresh()
                     branch = None if ref == MAIN else read_ref(repo, ref)
-                    head = self.head() if branch is None else branch
+                    head = self._head_in(repo) if branch is None else branch
                     pending = packwrite.PendingObjects() if self.pack_writes else None
                     snap = Snapshot(repo, head, pending, trees=self._tree_cache(), recent=self._recent())
                     chosen = plan(snap)
@@ -683,7 +747,7 @@ class GitRepo:
             with translate_errors(self.path), self.lock.hold():
                 for _ in range(MAX_ATTEMPTS):
                     repo = self.fresh()
-                    head: str = self.head()
+                    head: str = self._head_in(repo)
                     trees = self._tree_cache()
                     recent = self._recent()
                     pending = packwrite.PendingObjects()

@@ -53,7 +53,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli
+from gitmem.git import cli, packwrite
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
@@ -140,6 +140,7 @@ def gc(repo: GitRepo) -> GcReport:
             _prune_now(repo)
         else:
             run_git(repo.path, "gc", "--quiet", lock=repo.lock)
+        packwrite.remove_orphan_packs(repo.path)  # a killed writer's pack without index; git keeps those
     return GcReport(before, count_objects(repo))
 
 

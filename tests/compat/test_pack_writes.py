@@ -171,14 +171,17 @@ def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, mon
     store.write("a/b.md", "durable\n", expected=None)
     monkeypatch.undo()
     kinds = [(kind, os.path.basename(path)) for kind, path in events]
-    synced_tmp = [i for i, (k, name) in enumerate(kinds) if k == "fsync" and name.startswith("tmp_")]
-    renamed_pack = [i for i, (k, name) in enumerate(kinds) if k == "rename" and name.startswith("pack-")]
+    # The pack is written under its final name, the index under a temp name renamed after both are synced.
+    synced = [i for i, (k, name) in enumerate(kinds) if k == "fsync" and name.startswith(("tmp_idx_", "pack-"))]
+    renamed_idx = [i for i, (k, name) in enumerate(kinds) if k == "rename" and name.startswith("pack-")]
     pack_dir = [i for i, (k, path) in enumerate(events) if k == "fsync" and path.endswith("objects/pack")]
     ref_file = [i for i, (k, name) in enumerate(kinds) if k == "fsync" and name == "main.lock"]
     ref_rename = [i for i, (k, name) in enumerate(kinds) if k == "rename" and name == "main"]
     ref_dir = [i for i, (k, path) in enumerate(events) if k == "fsync" and path.endswith("refs/heads")]
-    assert len(synced_tmp) == 2 and len(renamed_pack) == 2 and pack_dir and ref_file and ref_rename and ref_dir, kinds
-    assert max(synced_tmp) < min(renamed_pack) < max(renamed_pack) < pack_dir[0] < ref_rename[0] < ref_dir[0]
+    assert len(synced) == 2 and len(renamed_idx) == 1 and pack_dir and ref_file and ref_rename and ref_dir, kinds
+    assert {kinds[i][1].rsplit(".", 1)[-1] for i in synced} >= {"pack"}
+    assert kinds[renamed_idx[0]][1].endswith(".idx")
+    assert max(synced) < renamed_idx[0] < pack_dir[0] < ref_rename[0] < ref_dir[0]
     assert ref_file[0] < ref_rename[0]
     assert store.read("a/b.md").text == "durable\n"
     assert_fsck_clean(tmp_path / "m.git")

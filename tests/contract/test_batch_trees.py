@@ -8,6 +8,7 @@ same refusal.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pygit2
@@ -74,3 +75,27 @@ def test_grouped_trees_equal_one_path_at_a_time(
 
     assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits)) == expected
     assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits, packwrite.TreeCache())) == expected
+
+
+@settings(max_examples=200)
+@given(st.lists(PATHS, max_size=10), st.lists(st.tuples(PATHS, st.one_of(st.none(), st.integers(0, 3))), max_size=12))
+def test_a_writers_tree_cache_gives_the_same_trees(repo: pygit2.Repository, start: list[str], steps: list) -> None:  # type: ignore[type-arg]
+    """Edits through one long-lived tree cache (new trees spliced from cached bytes) give libgit2's trees."""
+    tree = build(repo, start)
+    pending = packwrite.PendingObjects()
+    cache = packwrite.TreeCache()
+
+    def read_tree(oid: str) -> bytes:
+        found = pending.raw(oid)
+        return found if found is not None else bytes(repo[oid].read_raw())
+
+    cached, libgit2 = str(tree.id), tree.id
+    for path, n in steps:
+        oid = None if n is None else str(repo.create_blob(f"new {n}\n".encode()))
+        parts, start_tree = path.split("/"), repo[libgit2].peel(pygit2.Tree)
+        expected = outcome(functools.partial(loosetrees.set_path, repo, start_tree, parts, oid, path))
+        got = outcome(functools.partial(packwrite.set_path, read_tree, pending, cached, parts, oid, path, cache))
+        assert got == expected
+        if not expected.startswith("refused"):
+            libgit2, cached = pygit2.Oid(hex=expected), got
+            assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)

@@ -163,8 +163,8 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
     """Stop itself (SIGSTOP) at ``step`` of writing a commit's pack, for the parent to SIGKILL.
 
     ``step`` is the n-th file operation of :func:`gitmem.git.packwrite.write_pack`
-    it stops before: 0 before the temp pack, 1 before the temp index, 2 before
-    renaming the pack, 3 before renaming the index, 4 after both (before the ref
+    it stops before: 0 before the pack (written under its final name), 1 before
+    the temp index, 2 before renaming the index, 3 after it (before the ref
     moves). With ``compact``, it stops inside the ``git repack`` run instead.
     """
     from gitmem.git import packwrite
