@@ -420,13 +420,11 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
 
 
 FOLDED = "gitmem/folded-packs"
-"""Packs a compaction copied into a bigger one, kept a while for readers that listed them already."""
-GRACE_SECONDS = 60.0
-"""How long a folded pack stays on disk: a git process that listed the packs before may still open it."""
+"""Packs the last compaction copied into a bigger one: deleted by the next compaction (see :func:`compact`)."""
 
 
 def _folded(repo_path: str) -> dict[str, float]:
-    """The packs waiting to be deleted, each with when it was folded."""
+    """The packs waiting to be deleted, each with when it was folded (kept for the record)."""
     try:
         with open(os.path.join(repo_path, FOLDED)) as fh:
             lines = [line.split() for line in fh]
@@ -472,44 +470,52 @@ def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:
 
 
 def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str]]) -> bool:
-    """Fold small packs into one by git's geometric rule, without ever deleting a pack at once.
+    """Fold small packs into one by git's geometric rule; delete the packs the previous fold folded.
 
     ``git pack-objects --stdin-packs`` copies the objects of the chosen packs
     (and nothing loose: a loose object another git wrote stays where that git
-    may look for it) into a new pack. The chosen packs are only listed in
-    :data:`FOLDED` with the time; a later compaction deletes them once
-    :data:`GRACE_SECONDS` have passed, so a git process that listed the packs
-    before (``git mktree`` does not look again when an object is missing)
-    still finds every object where it looked. Until then they are left out of
-    the count and of the next fold. Returns whether packs
-    were deleted (handles must then reopen). Fold lock held (see
+    may look for it) into a new pack. The chosen packs are not deleted at once
+    but listed in :data:`FOLDED`, and the *next* compaction deletes them before
+    it folds: between the two, at least :data:`gitmem.git.repo.MAX_PACKS`
+    commits and a ``git pack-objects`` run go by. Readers that look again when
+    an object is missing (libgit2, and git's normal reads: ``cat-file``, ``log``,
+    ``upload-pack``) recover from a deleted pack at any time, and a pack they
+    already opened stays readable after it is unlinked. The one interval is
+    for git's *quick* look-ups, which do not look again (``git mktree`` checks
+    its entries that way): one that listed the packs just before a fold still
+    finds every object where it looked, unless it runs across a whole fold
+    interval. git's own ``repack -d`` deletes at once. Deleting at a fixed age
+    instead (60 s, the first design) kept about two files per commit of the
+    last minute in ``objects/pack`` under a burst, which every libgit2 handle
+    searched and rescanned (``docs/benchmarks.md``); now the folder holds at
+    most the live packs and one fold's leftovers. Until deleted, folded packs
+    are left out of the count and of the next fold. Returns whether packs were
+    deleted (handles must then reopen). Fold lock held (see
     :meth:`gitmem.git.repo.GitRepo.compact`).
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded(repo_path)
-    now = time.time()
-    deleted = False
-    for name, when in sorted(folded.items()):
-        if now - when >= GRACE_SECONDS:
-            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
-                try:
-                    os.unlink(os.path.join(folder, name + ext))
-                except FileNotFoundError:
-                    pass
-            del folded[name]
-            deleted = True
+    deleted = bool(folded)
+    for name in sorted(folded):
+        for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+            try:
+                os.unlink(os.path.join(folder, name + ext))
+            except FileNotFoundError:
+                pass
+    folded = {}
     sizes: dict[str, int] = {}
     with os.scandir(folder) as found:
         for entry in found:
             if entry.name.startswith("pack-") and entry.name.endswith(".idx"):
                 base = entry.name[:-4]
-                if base in folded or os.path.exists(os.path.join(folder, base + ".keep")):
+                if os.path.exists(os.path.join(folder, base + ".keep")):
                     continue
                 try:
                     sizes[base] = _objects_in(entry.path)
                 except FileNotFoundError:  # a foreign git gc or repack deleted it meanwhile
                     continue
     chosen = geometric_rollup(sizes)
+    now = time.time()
     if chosen:
         listing = "".join(f"{name}.pack\n" for name in chosen).encode()
         code, out = run_git(["pack-objects", "--stdin-packs", "-q", os.path.join(folder, "pack")], listing)

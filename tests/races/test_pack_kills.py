@@ -103,7 +103,6 @@ def _waitpid_gone(pid: int) -> bool:
 def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-lived reader in another process sees every write while compactions delete the small packs."""
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
-    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next compaction
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     for n in range(5):
@@ -145,7 +144,6 @@ def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch
 def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """libgit2 keeps every pack it opened; after a compaction handles reopen, so deleted packs free their space."""
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
-    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     reader = GitFileStore.open(repo).sync
