@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from gitmem.git import packfold
 from gitmem.git.perms import write_private
 from gitmem.store import file_dir_conflict
 
@@ -420,7 +421,9 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
 
 
 FOLDED = "gitmem/folded-packs"
-"""Packs the last compaction copied into a bigger one: deleted by the next compaction (see :func:`compact`)."""
+"""Packs a compaction copied into a bigger one, each with when: deleted by a later compaction (see :func:`compact`)."""
+GRACE_SECONDS = 1.0
+"""How long a folded pack stays at least (and until the next compaction): see :func:`compact`."""
 
 
 def _folded(repo_path: str) -> dict[str, float]:
@@ -470,57 +473,70 @@ def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:
 
 
 def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str]]) -> bool:
-    """Fold small packs into one by git's geometric rule; delete the packs the previous fold folded.
+    """Fold small packs into one by git's geometric rule; delete the packs earlier folds folded.
 
-    ``git pack-objects --stdin-packs`` copies the objects of the chosen packs
-    (and nothing loose: a loose object another git wrote stays where that git
-    may look for it) into a new pack. The chosen packs are not deleted at once
-    but listed in :data:`FOLDED`, and the *next* compaction deletes them before
-    it folds: between the two, at least :data:`gitmem.git.repo.MAX_PACKS`
-    commits and a ``git pack-objects`` run go by. Readers that look again when
-    an object is missing (libgit2, and git's normal reads: ``cat-file``, ``log``,
-    ``upload-pack``) recover from a deleted pack at any time, and a pack they
-    already opened stays readable after it is unlinked. The one interval is
-    for git's *quick* look-ups, which do not look again (``git mktree`` checks
-    its entries that way): one that listed the packs just before a fold still
-    finds every object where it looked, unless it runs across a whole fold
-    interval. git's own ``repack -d`` deletes at once. Deleting at a fixed age
-    instead (60 s, the first design) kept about two files per commit of the
-    last minute in ``objects/pack`` under a burst, which every libgit2 handle
-    searched and rescanned (``docs/benchmarks.md``); now the folder holds at
-    most the live packs and one fold's leftovers. Until deleted, folded packs
-    are left out of the count and of the next fold. Returns whether packs were
+    The objects of the chosen packs (and nothing loose: a loose object another
+    git wrote stays where that git may look for it) are copied into a new pack:
+    in-process when they are small packs of whole objects
+    (:mod:`gitmem.git.packfold`), else by ``git pack-objects --stdin-packs``,
+    which also finds deltas. The chosen packs are not deleted at once but
+    listed in :data:`FOLDED`; a later compaction deletes them once
+    :data:`GRACE_SECONDS` (1 s) have passed, so they outlive at least one fold
+    interval (:data:`gitmem.git.repo.MAX_PACKS` commits) and one second.
+
+    Why any wait: a reader lists ``objects/pack`` and opens a pack's index only
+    when it searches it. One that listed the packs before a fold and searches
+    after the folded packs are gone finds the objects in neither: git's *quick*
+    look-ups never list again (``git mktree`` checks its entries that way), and
+    libgit2 and git's normal reads list again once per missing object, so a
+    reader stalled between that listing and its search misses too
+    (``tests/races/test_pack_readers.py`` shows both). A pack a reader already
+    opened stays readable after it is unlinked. git's own ``repack -d`` deletes
+    at once. Why not longer: the first design waited 60 s, which under a burst
+    kept about two files per commit of the last minute in ``objects/pack``
+    (2,072 files after 1,208 memory-tool commands), every one listed by each
+    rescan and opened by each fresh handle. Until deleted, folded packs are
+    left out of the count and of the next fold. Returns whether packs were
     deleted (handles must then reopen). Fold lock held (see
     :meth:`gitmem.git.repo.GitRepo.compact`).
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded(repo_path)
-    deleted = bool(folded)
-    for name in sorted(folded):
-        for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
-            try:
-                os.unlink(os.path.join(folder, name + ext))
-            except FileNotFoundError:
-                pass
-    folded = {}
+    now = time.time()
+    deleted = False
+    for name, when in sorted(folded.items()):
+        if now - when >= GRACE_SECONDS:
+            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+                try:
+                    os.unlink(os.path.join(folder, name + ext))
+                except FileNotFoundError:
+                    pass
+            del folded[name]
+            deleted = True
     sizes: dict[str, int] = {}
     with os.scandir(folder) as found:
         for entry in found:
             if entry.name.startswith("pack-") and entry.name.endswith(".idx"):
                 base = entry.name[:-4]
-                if os.path.exists(os.path.join(folder, base + ".keep")):
+                if base in folded or os.path.exists(os.path.join(folder, base + ".keep")):
                     continue
                 try:
                     sizes[base] = _objects_in(entry.path)
                 except FileNotFoundError:  # a foreign git gc or repack deleted it meanwhile
                     continue
     chosen = geometric_rollup(sizes)
-    now = time.time()
     if chosen:
-        listing = "".join(f"{name}.pack\n" for name in chosen).encode()
-        code, out = run_git(["pack-objects", "--stdin-packs", "-q", os.path.join(folder, "pack")], listing)
-        if code == 0 and out.strip():
-            folded.update((name, now) for name in chosen if name != f"pack-{out.strip()}")
+        try:
+            made = packfold.fold(folder, chosen)  # small packs of whole objects: copied in-process
+        except FileNotFoundError:  # a foreign git gc or repack deleted one meanwhile
+            made = None
+        if made is None:
+            listing = "".join(f"{name}.pack\n" for name in chosen).encode()
+            code, out = run_git(["pack-objects", "--stdin-packs", "-q", os.path.join(folder, "pack")], listing)
+            made = f"pack-{out.strip()}" if code == 0 and out.strip() else None
+        if made is not None:
+            done = time.time()
+            folded.update((name, done) for name in chosen if name != made)
     if chosen or deleted:
         tmp = os.path.join(repo_path, FOLDED + ".tmp")
         write_private(tmp, "".join(f"{name} {when}\n" for name, when in sorted(folded.items())))

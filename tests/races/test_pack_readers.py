@@ -1,11 +1,12 @@
 """Readers in other processes while a writer commits and folds: no read may fail.
 
-Folds copy the small per-commit packs into one and delete the packs the
-previous fold copied (``gitmem.git.packwrite.compact``), with no wait in
-seconds. libgit2 and git's normal reads look again when an object is in none of
-the packs they know, and a pack they opened stays readable once unlinked; git's
-quick look-ups (``git mktree``) do not look again, which is why a folded pack
-stays until the next fold. Each kind of reader runs in its own process the
+Folds copy the small per-commit packs into one; a later fold deletes the packs
+copied at least ``GRACE_SECONDS`` (1 s) before (``gitmem.git.packwrite.compact``).
+libgit2 and git's normal reads list the packs again when an object is in none
+they know, and a pack they opened stays readable once unlinked; git's quick
+look-ups (``git mktree``) never list again, and a reader stalled between its
+listing and its search misses too, which is why a folded pack is not deleted
+at once. Each kind of reader runs in its own process the
 whole time: a gitmem store, a raw pygit2 handle that never reopens, a
 long-lived ``git cat-file --batch``, ``git log -p``, ``git clone`` (upload-pack)
 and ``git mktree``.
@@ -74,14 +75,21 @@ def test_readers_of_every_kind_never_fail_while_packs_are_folded_and_deleted(
         assert readers[mode].returncode == 0 and out.startswith("ok "), f"{mode}: {out} {err}"
         assert int(out.split()[1]) > 0, f"{mode} never completed a read"
     assert sum(deletions) >= 20  # the readers ran across many folds that deleted packs
+    time.sleep(packwrite.GRACE_SECONDS)
+    with store.repo.lock.hold():
+        store.repo.compact()
     pack_files = [p for p in (repo / "objects" / "pack").iterdir() if p.suffix == ".idx"]
+    leftovers = (repo / packwrite.FOLDED).read_text().split()[::2]
+    assert len(pack_files) == packwrite.pack_count(str(repo)) + len(leftovers)
     assert len(pack_files) <= 4 * gitrepo.MAX_PACKS + 8  # live packs plus one fold's leftovers, never a pile
     assert store.read("f0.md").text == f"{value}\n"
     assert_fsck_clean(repo)
     print("\n[pack readers] " + ", ".join(f"{m} {o.split()[1]} loops" for m, (o, _) in results.items()))
 
 
-def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(tmp_path: Path) -> None:
+def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``git mktree`` lists the packs once and never looks again: the packs a fold copied must outlive it."""
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
@@ -111,7 +119,8 @@ def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(tmp_p
     out, err = mktree.communicate(timeout=60)
     assert mktree.returncode == 0, err
     assert out.strip() == git_lines(repo, "rev-parse", "main^{tree}")[0]
-    # The next fold deletes them; readers that look again (libgit2, git's normal reads) never notice.
+    # A later fold deletes them; readers that look again (libgit2, git's normal reads) never notice.
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
     store.write("f5.md", "5\n", expected=None)
     with store.repo.lock.hold():
         store.repo.compact()
