@@ -1,7 +1,7 @@
 """Readers in other processes while a writer commits and folds: no read may fail.
 
 Folds copy the small per-commit packs into one; a later fold deletes the packs
-copied at least ``GRACE_SECONDS`` (1 s) before (``gitmem.git.packwrite.compact``).
+copied at least ``GRACE_SECONDS`` (0.25 s) before (``gitmem.git.packwrite.compact``).
 libgit2 and git's normal reads list the packs again when an object is in none
 they know, and a pack they opened stays readable once unlinked; git's quick
 look-ups (``git mktree``) never list again, and a reader stalled between its
