@@ -5,11 +5,11 @@
 ```
 
 Builds a 10k-file memory, makes ``--writes`` CAS writes through the store (each
-commit one small pack, folded in the background by ``git pack-objects
---stdin-packs`` once ``MAX_PACKS`` were written), sampling the pack count as it
-goes (live packs, and index files including folded packs waiting out their
-grace period). Then compares reads on that
-memory against a copy fully packed by ``git gc`` (what a memory written with
+commit one small pack, folded in the background once ``MAX_PACKS`` were
+written: in-process for small packs, else by ``git pack-objects --stdin-packs``),
+sampling the pack count as it goes (live packs, and index files including folded
+packs, which a later fold deletes once ``packwrite.GRACE_SECONDS`` passed). Then
+compares reads on that memory against a copy fully packed by ``git gc`` (what a memory written with
 loose objects and gc'd looks like, today's read path), alternating per sample:
 a *fresh* read (a new store handle, its first read: opens every pack index it
 needs) and a warm read (the same handle again).
@@ -37,7 +37,7 @@ from gitmem.git import repo as gitrepo
 
 
 def packs(path: str) -> int:
-    """Every pack index in the folder: live packs and folded ones waiting out their grace period."""
+    """Every pack index in the folder: live packs and folded ones not yet deleted by a later fold."""
     return len([n for n in os.listdir(os.path.join(path, "objects", "pack")) if n.endswith(".idx")])
 
 
@@ -73,7 +73,11 @@ def main() -> int:
     parser.add_argument("--writes", type=int, default=2000)
     parser.add_argument("--reads", type=int, default=200)
     parser.add_argument("--progress", type=int, default=0, help="print the pack counts every N writes")
-    parser.add_argument("--settle", action="store_true", help="also read after the grace period and a last fold")
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="also read after the grace and one more fold (which deletes the folded packs)",
+    )
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="gitmem-bench-packs-")
     try:
@@ -110,15 +114,15 @@ def main() -> int:
         )
         print(
             f"live packs during the writes: max {max(live)}, median {statistics.median(live)}, "
-            f"at the end {packwrite.pack_count(path)}; index files (with folded packs in their grace period): "
+            f"at the end {packwrite.pack_count(path)}; index files (with folded packs not yet deleted): "
             f"max {max(counts)}, median {statistics.median(counts)}, at the end {packs(path)}"
         )
         report("right after the writes:", *read_times(path, packed, paths, rng, args.reads))
         if args.settle:
-            time.sleep(packwrite.GRACE_SECONDS + 1)
+            time.sleep(packwrite.GRACE_SECONDS)
             store.repo.compact()
             print(
-                f"after the grace period and one more fold: live packs {packwrite.pack_count(path)}, index files {packs(path)}"
+                f"after the grace and one more fold: live packs {packwrite.pack_count(path)}, index files {packs(path)}"
             )
             report("then:", *read_times(path, packed, paths, rng, args.reads))
         fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)

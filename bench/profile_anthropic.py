@@ -27,8 +27,7 @@ command kind add up to its total:
 
 Everything named ``commit:`` is the store's write path (``gitmem/git/``); the rest
 is the command around it. The last rows count the store reads and commits per command.
-``--grace S`` is a what-if: folded packs are deleted after ``S`` seconds instead of
-the store's 60 (see ``docs/benchmarks.md``). ``tool-only`` runs the sequence over
+``tool-only`` runs the sequence over
 :class:`gitmem.memstore.InMemoryFileStore`, so it times the adapter and tools layers
 (and the twin store) without git or the disk.
 """
@@ -214,18 +213,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--fsync", action="store_true")
     parser.add_argument("--top", type=int, default=30)
-    parser.add_argument(
-        "--grace",
-        type=float,
-        default=None,
-        help="what-if: delete folded packs after this many seconds (the store's own grace period is 60 s)",
-    )
     args = parser.parse_args()
     set_durable(args.fsync)
-    if args.grace is not None:
-        from gitmem.git import packwrite
-
-        packwrite.GRACE_SECONDS = args.grace
     if args.mode == "phases":
         run_phases(args.files)
     elif args.mode == "tool-only":

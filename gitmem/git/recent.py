@@ -2,8 +2,8 @@
 
 Each commit lands as a new pack (:mod:`gitmem.git.packwrite`). libgit2 finds a
 pack it has not seen only after a miss, by listing ``objects/pack`` again and
-checking every index in it (about 3 µs per pack; folded packs stay on disk for
-their grace period, so under a burst of writes the folder holds hundreds). A
+checking every index in it (about 3 µs per pack; the live packs plus those folded
+in the last quarter second). A
 read right after a write asks exactly for those new objects: the head commit and
 the trees on the written path. Here the writer keeps the raw objects of its last
 rounds, so such a read parses them in Python instead, and libgit2 is asked only

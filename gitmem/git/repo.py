@@ -908,8 +908,8 @@ class GitRepo:
         Each pack left holds at least twice the objects of all smaller ones
         together, so ``n`` objects live in about ``log2(n)`` packs, and a run
         copies only the small packs (amortised: each object is copied about
-        ``log2(n)`` times over its life). Folded packs are deleted by a later
-        run after a grace period (:func:`gitmem.git.packwrite.compact`).
+        ``log2(n)`` times over its life). The packs a run folded are deleted by
+        a later run, at least a quarter second later (:func:`gitmem.git.packwrite.compact`).
 
         A fold reads only packs (which never change) and adds one, so it needs
         no writer lock and writers go on meanwhile. It holds the *fold lock*,

@@ -18,7 +18,8 @@ import pytest
 from contract.support import assert_fsck_clean, git
 
 from gitmem import GitFileStore, MemoryStoreError
-from gitmem.git import packwrite
+from gitmem.git import packfold, packwrite
+from gitmem.git import repo as gitrepo
 
 NAMES = ["a", "a.b", "a-b", "a0", "b", "ab", "a_", "Z", "é"]
 
@@ -108,7 +109,8 @@ def test_geometric_rollup_follows_gits_rule() -> None:
     assert packwrite.geometric_rollup({"big": 10_000, "mid": 40, "a": 15}) == []  # already a progression
 
 
-def test_folded_packs_stay_for_their_grace_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_folded_packs_stay_their_grace_and_until_a_later_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fold leaves the packs it copied in place (a reader may have listed them); a later one deletes them."""
     store = GitFileStore.init(tmp_path / "m.git").sync
     version = None
     for n in range(6):
@@ -121,11 +123,23 @@ def test_folded_packs_stay_for_their_grace_period(tmp_path: Path, monkeypatch: p
     after = {p.name for p in pack_dir.glob("*.idx")}
     assert before < after and packwrite.pack_count(str(tmp_path / "m.git")) < len(before)  # folded, nothing deleted
     assert_fsck_clean(tmp_path / "m.git")
+    reader = GitFileStore.open(tmp_path / "m.git").sync
+    assert reader.read("a.md").text == "5\n"
+    for n in range(6, 9):
+        version = store.write("a.md", f"{n}\n", expected=version)
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 60.0)
+    with store.repo.lock.hold():
+        store.repo.compact()  # a later fold, but within the grace: the first fold's leftovers stay
+    assert before - after <= {p.name for p in pack_dir.glob("*.idx")}
     monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
+    version = store.write("a.md", "9\n", expected=version)
     with store.repo.lock.hold():
         store.repo.compact()
-    assert {p.name for p in pack_dir.glob("*.idx")} < after  # the folded packs are gone now
-    assert store.read("a.md").text == "5\n"
+    left = {p.name for p in pack_dir.glob("*.idx")}
+    assert not left & (before - after)  # gone now
+    leftovers = (tmp_path / "m.git" / packwrite.FOLDED).read_text().split()[::2]
+    assert len(left) == packwrite.pack_count(str(tmp_path / "m.git")) + len(leftovers)
+    assert store.read("a.md").text == reader.read("a.md").text == "9\n"
     assert_fsck_clean(tmp_path / "m.git")
 
 
@@ -185,3 +199,52 @@ def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, mon
     assert ref_file[0] < ref_rename[0]
     assert store.read("a/b.md").text == "durable\n"
     assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_small_packs_fold_in_process_into_a_pack_git_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 1_000)  # no background fold: this test folds
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    for n in range(8):
+        store.write(f"d{n % 3}/a{n}.md", f"text {n}\n" * 30, expected=None)
+    folder = str(repo / "objects" / "pack")
+    names = sorted(p.name[:-4] for p in (repo / "objects" / "pack").glob("*.idx"))
+    objects = set()
+    for name in names:
+        listing = git(repo, "verify-pack", "-v", os.path.join(folder, name + ".idx")).stdout
+        objects |= {line.split()[0] for line in listing.splitlines() if len(line.split()) >= 5}
+    made = packfold.fold(folder, names)
+    assert made is not None and made not in names
+    listing = git(repo, "verify-pack", "-v", os.path.join(folder, made + ".idx")).stdout  # checksums, CRCs, objects
+    assert {line.split()[0] for line in listing.splitlines() if len(line.split()) >= 5} == objects
+    for name in names:  # as a fold would, once the grace has passed
+        for ext in (".idx", ".pack"):
+            os.unlink(os.path.join(folder, name + ext))
+    assert GitFileStore.open(repo).sync.read("d1/a4.md").text.startswith("text")
+    assert_fsck_clean(repo)
+
+
+def test_packs_with_deltas_or_damage_are_left_to_git(tmp_path: Path) -> None:
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    version = None
+    for n in range(6):
+        version = store.write("a.md", "same long line of text\n" * 50 + f"{n}\n", expected=version)
+    folder = repo / "objects" / "pack"
+    names = sorted(p.name[:-4] for p in folder.glob("*.idx"))
+    git(repo, "repack", "-a", "-d", "-q")  # git's own pack: the versions of a.md become deltas
+    deltas = sorted(p.name[:-4] for p in folder.glob("*.idx"))
+    listing = git(repo, "verify-pack", "-v", str(folder / (deltas[0] + ".idx"))).stdout
+    assert any(len(line.split()) == 7 for line in listing.splitlines())  # an entry with a delta base
+    assert packfold.fold(str(folder), deltas) is None
+    store.write("b.md", "one\n", expected=None)
+    store.write("c.md", "two\n", expected=None)
+    small = sorted(set(p.name[:-4] for p in folder.glob("*.idx")) - set(deltas) - set(names))
+    assert packfold._entries(str(folder), small[0]) is not None
+    target = folder / (small[0] + ".pack")
+    data = bytearray(target.read_bytes())
+    data[14] ^= 0xFF  # inside the first entry: its CRC-32 no longer matches the index
+    os.chmod(target, 0o644)
+    target.write_bytes(bytes(data))
+    assert packfold._entries(str(folder), small[0]) is None
+    assert packfold.fold(str(folder), small) is None

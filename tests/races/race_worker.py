@@ -207,10 +207,11 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
 def mode_stop_in_compact(args: dict[str, Any]) -> None:
     """Write until a compaction starts, let ``git repack`` run ``delay`` s, then stop it and self for a SIGKILL."""
-    from gitmem.git import cli
+    from gitmem.git import cli, packfold
     from gitmem.git import repo as gitrepo
 
     gitrepo.MAX_PACKS = 2
+    packfold.MAX_BYTES = 0  # every fold goes to git pack-objects
     acks = Acks(args["acks"])
     original = cli.run_git
 
@@ -233,6 +234,50 @@ def mode_stop_in_compact(args: dict[str, Any]) -> None:
     for n in range(10):
         store.write(f"c{n}.md", f"{n}\n", expected=None)
     raise SystemExit("no compaction started")
+
+
+def mode_stop_in_fold(args: dict[str, Any]) -> None:
+    """Write until an in-process fold reaches ``step``, then stop self for the parent's SIGKILL.
+
+    Steps: ``pack`` (temp files written and fsynced, before the pack's rename),
+    ``idx`` (the pack renamed, not its index), ``record`` (the new pack complete,
+    the folded packs not yet listed for deletion).
+    """
+    from gitmem.git import packfold
+    from gitmem.git import repo as gitrepo
+
+    gitrepo.MAX_PACKS = 2
+    acks, step = Acks(args["acks"]), args["step"]
+
+    def stop() -> None:
+        acks("in-fold", step)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        raise SystemExit("the parent was meant to kill this process")
+
+    rename, fold = os.rename, packfold.fold
+
+    def renaming(src: Any, dst: Any) -> None:
+        name = os.path.basename(str(src))
+        if (step == "pack" and name.startswith("tmp_pack_fold_")) or (
+            step == "idx" and name.startswith("tmp_idx_fold_")
+        ):
+            stop()
+        rename(src, dst)
+
+    def folding(folder: str, names: list[str]) -> str | None:
+        made = fold(folder, names)
+        if step == "record" and made is not None:
+            stop()
+        return made
+
+    packfold.os.rename = renaming  # type: ignore[assignment]
+    packfold.fold = folding  # type: ignore[assignment]
+    store = open_store(args)
+    for n in range(10):
+        store.write(f"c{n}.md", f"{n}\n", expected=None)
+        acks("wrote", f"c{n}.md")
+    store.repo.settle()
+    raise SystemExit("no fold reached the step")
 
 
 def mode_group_stop(args: dict[str, Any]) -> None:
@@ -471,6 +516,7 @@ MODES = {
     "forever": mode_forever,
     "stop_in_pack": mode_stop_in_pack,
     "stop_in_compact": mode_stop_in_compact,
+    "stop_in_fold": mode_stop_in_fold,
     "group_stop": mode_group_stop,
     "stop_in_cas": mode_stop_in_cas,
     "gitcli": mode_gitcli,

@@ -108,6 +108,31 @@ def test_writer_killed_during_compaction(tmp_path: Path) -> None:
     _still_plain_git(repo, tmp_path)
 
 
+@pytest.mark.parametrize("step", ["pack", "idx", "record"])
+def test_writer_killed_during_an_in_process_fold(tmp_path: Path, step: str) -> None:
+    """Killed while it copies small packs into one (temp files, pack renamed, pack complete): nothing is lost."""
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    store.write("a.md", "one\n", expected=None)
+    stopped = Worker(tmp_path, "stop_in_fold", repo=str(repo), step=step)
+    stopped.wait_for("in-fold")
+    wait_stopped(stopped.pid)
+    stopped.kill()
+    acked = [line[1] for line in stopped.lines() if line[0] == "wrote"]
+    assert acked
+    files = head_files(repo)
+    assert all(name in files for name in acked)
+    assert_fsck_clean(repo)
+    version = None
+    for n in range(6):  # more writes and folds after the kill: the leftovers are folded or ignored
+        version = store.write("b.md", f"{n}\n", expected=version)
+    store.repo.settle()
+    with store.repo.lock.hold():
+        store.repo.compact()
+    assert store.read("b.md").text == "5\n" and all(store.read(name).text for name in acked)
+    _still_plain_git(repo, tmp_path)
+
+
 def _waitpid_gone(pid: int) -> bool:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
