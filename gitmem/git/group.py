@@ -27,10 +27,11 @@ from typing import Any
 class Request:
     """One caller's change waiting in a group: its plan, and (once done) its outcome."""
 
-    __slots__ = ("_error", "_value", "done", "event", "lead", "plan")
+    __slots__ = ("_error", "_value", "done", "event", "lead", "plan", "spec")
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, spec: Any = None) -> None:
         self.plan = plan
+        self.spec = spec  # the plan in a form another process can run (:mod:`gitmem.git.spool`), if any
         self.event = threading.Event()
         self.done = False
         self.lead = False
@@ -74,14 +75,14 @@ def _group(path: str) -> _Group:
         return found
 
 
-def submit(path: str, plan: Any, run_round: Round) -> Any:
+def submit(path: str, plan: Any, run_round: Round, spec: Any = None) -> Any:
     """Queue ``plan`` for the memory at ``path`` and return its outcome (or raise its error).
 
     The calling thread either leads a round (with ``run_round``) or waits for a
     leader to settle its request; a request a round leaves over is led next.
     """
     group = _group(path)
-    request = Request(plan)
+    request = Request(plan, spec)
     with group.mutex:
         group.queue.append(request)
         lead = not group.leading

@@ -64,13 +64,13 @@ class Holder:
     count: int = 0  # a number the holders pass on to each other (see WriterLock.count)
 
     def is_this_process(self) -> bool:
-        return self.pid == os.getpid() and self.token == _process_token()
+        return self.pid == os.getpid() and self.token == process_token()
 
 
 _token: tuple[int, str] = (0, "")
 
 
-def _process_token() -> str:
+def process_token() -> str:
     """A random word fixed for the life of this process (a forked child draws its own)."""
     global _token
     if _token[0] != os.getpid():
@@ -92,7 +92,7 @@ def _read_record(fd: int) -> Holder | None:
 
 
 def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
-    line = f"{os.getpid()} {state} {op[:24]} {_process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+    line = f"{os.getpid()} {state} {op[:24]} {process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
     try:
         os.pwrite(fd, line.encode("ascii", "replace"), 0)
     except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
@@ -155,7 +155,9 @@ class WriterLock:
         """The last holder's record (the current one while the lock is taken)."""
         return _read_record(self._fd())
 
-    def _acquire(self, fd: int) -> int:
+    def _acquire(
+        self, fd: int, on_wait: Callable[[], None] | None = None, give_up: Callable[[], bool] | None = None
+    ) -> int:
         """Take the lock; returns the descriptor that holds it.
 
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
@@ -164,13 +166,17 @@ class WriterLock:
         released, whereas a poller sleeping between tries can be starved by a
         writer that releases and re-takes the lock in a loop. The caller waits for
         the helper with the deadline; a helper whose caller gave up releases the
-        lock as soon as it gets it.
+        lock as soon as it gets it. ``on_wait`` runs once the lock is found taken,
+        before waiting; ``give_up`` is asked at the deadline and may say no (keep
+        waiting, up to :data:`LONG_WAIT`).
         """
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
             pass
+        if on_wait is not None:
+            on_wait()
         waiter = LockDescriptor(self.path)
         got = threading.Event()
         state = {"abandoned": False}
@@ -202,6 +208,8 @@ class WriterLock:
             with guard:
                 if got.is_set():
                     break
+                if give_up is not None and not give_up() and waited < max(self.timeout, LONG_WAIT):
+                    continue
                 state["abandoned"] = True
             who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
             raise MemoryStoreError(
@@ -213,9 +221,18 @@ class WriterLock:
         return waiter.fd
 
     @contextmanager
-    def hold(self, op: str = "write") -> Iterator[None]:
-        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout."""
-        fd = self._acquire(self._fd())
+    def hold(
+        self,
+        op: str = "write",
+        *,
+        on_wait: Callable[[], None] | None = None,
+        give_up: Callable[[], bool] | None = None,
+    ) -> Iterator[None]:
+        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout.
+
+        ``on_wait`` and ``give_up``: see :meth:`_acquire` (the cross-process group commit's hooks).
+        """
+        fd = self._acquire(self._fd(), on_wait, give_up)
         self._local.holding = fd
         try:
             try:

@@ -42,7 +42,7 @@ from typing import Any, Generic, TypeVar
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, group, loosetrees, packwrite
+from gitmem.git import cli, group, loosetrees, packwrite, spool
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
@@ -290,6 +290,10 @@ HARD_MAX_PACKS = 64
 """Packs above which a writer folds before it returns, once a background fold of its process failed."""
 GROUP_COMMIT = True
 """Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
+CROSS_PROCESS = True
+"""A writer that finds the lock taken hands its requests to the holder's round (:mod:`gitmem.git.spool`)."""
+SPOOL_TAKE = 64
+"""Requests of other processes a round takes at most."""
 
 _folds: dict[str, threading.Thread] = {}
 _folds_again: set[str] = set()
@@ -595,7 +599,9 @@ class GitRepo:
 
     # -- writes --
 
-    def transact(self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN) -> Done[R]:
+    def transact(
+        self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN, spec: spool.Spec | None = None
+    ) -> Done[R]:
         """Run ``plan`` on the head and commit its edits with a CAS on ``ref`` (``main``).
 
         ``plan`` runs under the writer lock and may raise a store error to refuse
@@ -611,10 +617,12 @@ class GitRepo:
         time are committed together (:mod:`gitmem.git.group`): each plan runs on
         the head the one before it made, each is its own commit, and the chain
         lands as one pack and one ref update. A caller gets its own outcome.
+        With ``spec`` (the plan as a picklable factory: ``spec(repo)`` returns
+        it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
         """
         if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
             return self._transact_alone(plan, ref)
-        done: Done[R] = group.submit(self.path, plan, self._round)
+        done: Done[R] = group.submit(self.path, plan, self._round, spec)
         return done
 
     def _transact_alone(self, plan: Callable[[Snapshot], Plan[R]], ref: str) -> Done[R]:
@@ -677,10 +685,40 @@ class GitRepo:
         next round (returned). Outcomes are settled only once the ref has moved
         (and, when durable, is on disk): a kill before leaves every request
         unanswered and ``main`` where it was.
+
+        Across processes (:mod:`gitmem.git.spool`): when the writer lock is taken,
+        requests that can cross processes are published before waiting; once the
+        lock is ours, a holder may already have committed them (their outcomes
+        are collected and nothing else is done). A holder takes the requests
+        other processes published into its round, behind its own.
         """
+        own = spool.own_slot(self.path) if CROSS_PROCESS and all(r.spec is not None for r in requests) else None
+        published = [False]
+
+        def on_wait() -> None:
+            if own is not None:
+                published[0] = own.publish([r.spec for r in requests])
+
+        def give_up() -> bool:
+            return own is None or not published[0] or own.withdraw()
+
         fold = False
+        taken: list[spool.Taken] = []
+        theirs: list[group.Request] = []
+        settled_slots = False
         try:
-            with translate_errors(self.path), self.lock.hold():
+            with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up):
+                if own is not None and published[0]:
+                    answers = own.collect()
+                    if answers is not None and len(answers) == len(requests):
+                        for request, (value, error) in zip(requests, answers, strict=True):
+                            request.finish(value, error)
+                        return []
+                spool.at("round")
+                if CROSS_PROCESS:
+                    taken = spool.take(self.path, own, SPOOL_TAKE)
+                    theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
+                everything = requests + theirs
                 for _ in range(MAX_ATTEMPTS):
                     repo = self.fresh()
                     head: str = self.head()
@@ -693,7 +731,7 @@ class GitRepo:
                     settled: list[tuple[group.Request, Any, BaseException | None]] = []
                     left: list[group.Request] = []
                     loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
-                    for i, request in enumerate(requests):
+                    for i, request in enumerate(everything):
                         snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
                         mark = len(pending)
                         try:
@@ -702,9 +740,9 @@ class GitRepo:
                                 if len(chosen.edits) > PACK_EDITS:
                                     if chain or loose is not None:
                                         pending.drop_after(mark)
-                                        left = requests[i:]
+                                        left = everything[i:]
                                     else:
-                                        loose, left = (request, chosen, snap), requests[i + 1 :]
+                                        loose, left = (request, chosen, snap), everything[i + 1 :]
                                     break
                                 if not chosen.edits:
                                     pending.drop_after(mark)
@@ -720,6 +758,11 @@ class GitRepo:
                         tip, tip_tree = pending.add(b"commit", raw), tree_id
                         chain.append((request, tip, chosen.result))
                         made.append((tip, tree_id))
+                    if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
+                        # Another process's big batch: only its own process commits it (loose path).
+                        spool.release(taken)
+                        taken, theirs, everything = [], [], requests
+                        continue
                     if loose is not None:
                         request, chosen, snap = loose
                         author, committer, message = _signed(chosen)
@@ -727,22 +770,55 @@ class GitRepo:
                         chain, tip_tree = [(request, tip, chosen.result)], None
                     elif chain:
                         packwrite.write_pack(self.path, pending, durable=_durable[0])
+                    if taken:
+                        outcomes: dict[int, tuple[Any, BaseException | None]] = {}
+                        for request, commit, result in chain:
+                            outcomes[id(request)] = (Done(CommitId(commit), result), None)
+                        for request, value, error in settled:
+                            outcomes[id(request)] = (value, error)
+                        at = iter(theirs)
+                        for t in taken:
+                            t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
+                        settled_slots = bool(chain)
+                    spool.at("pending")
                     if chain and not self._cas(repo, head, tip):
                         continue  # a writer outside gitmem moved main: every plan decides again
+                    spool.at("landed")
+                    if settled_slots:
+                        for t in taken:
+                            t.slot.mark("done")
+                        settled_slots = False
                     if chain and loose is None:
                         recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
+                    mine = {id(r) for r in requests}
                     for request, commit, result in chain:
-                        request.finish(Done(CommitId(commit), result))
+                        if id(request) in mine:
+                            request.finish(Done(CommitId(commit), result))
                     for request, value, error in settled:
-                        request.finish(value, error)
+                        if id(request) in mine:
+                            request.finish(value, error)
                     fold = bool(chain) and loose is None and self._count_pack()
                     return left
+                raise MemoryStoreError(
+                    "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+                )
         finally:
+            if taken:
+                if settled_slots:  # the round failed after its outcomes were written: did main move?
+                    with suppress(MemoryStoreError, OSError, pygit2.GitError):
+                        landed = self.on_main(taken[0].slot.header() or taken[0].header)
+                        for t in taken:
+                            t.slot.mark("done" if landed else "queued")
+                spool.release(taken)
             if fold:
                 self.start_fold()
-        raise MemoryStoreError(
-            "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-        )
+
+    def on_main(self, header: spool.Header) -> bool:
+        """Whether a spool slot's round tip is ``main`` or one of its ancestors."""
+        if not header.tip:
+            return False
+        head = self.head()
+        return head == header.tip or self.descendant_of(head, header.tip)
 
     def _pack_trees(
         self,
@@ -909,6 +985,11 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+    if os.path.isdir(spool.spool_dir(path)):
+        # Its round may have written outcomes for other processes' requests: settle them
+        # before anything (a forget included) can change main's history.
+        repo = GitRepo(path)
+        spool.recover(path, repo.on_main)
 
 
 def _sig_bytes(sig: pygit2.Signature) -> bytes:
