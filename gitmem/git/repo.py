@@ -692,15 +692,17 @@ class GitRepo:
         are collected and nothing else is done). A holder takes the requests
         other processes published into its round, behind its own.
         """
-        own = spool.own_slot(self.path) if CROSS_PROCESS and all(r.spec is not None for r in requests) else None
-        published = [False]
+        own: spool.Slot | None = None
+        published = False
 
-        def on_wait() -> None:
-            if own is not None:
-                published[0] = own.publish([r.spec for r in requests])
+        def on_wait() -> None:  # the lock is taken: hand our requests to its holder if they can cross
+            nonlocal own, published
+            if CROSS_PROCESS and all(r.spec is not None for r in requests):
+                own = spool.own_slot(self.path)
+                published = own is not None and own.publish([r.spec for r in requests])
 
         def give_up() -> bool:
-            return own is None or not published[0] or own.withdraw()
+            return own is None or not published or own.withdraw()
 
         fold = False
         taken: list[spool.Taken] = []
@@ -708,7 +710,7 @@ class GitRepo:
         settled_slots = False
         try:
             with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up):
-                if own is not None and published[0]:
+                if own is not None and published:
                     answers = own.collect()
                     if answers is not None and len(answers) == len(requests):
                         for request, (value, error) in zip(requests, answers, strict=True):
@@ -716,7 +718,7 @@ class GitRepo:
                         return []
                 spool.at("round")
                 if CROSS_PROCESS:
-                    taken = spool.take(self.path, own, SPOOL_TAKE)
+                    taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
                     theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
                 everything = requests + theirs
                 for _ in range(MAX_ATTEMPTS):

@@ -49,6 +49,8 @@ already change everything in it.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
 import fcntl
 import os
@@ -228,12 +230,12 @@ _own: dict[tuple[int, str], Slot] = {}
 _own_guard = threading.Lock()
 
 
-def own_slot(repo_path: str) -> Slot | None:
-    """This process's slot in the repository's spool, created once; ``None`` if it cannot be made."""
+def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
+    """This process's slot in the repository's spool, made the first time it waits; ``None`` if it cannot be made."""
     key = (os.getpid(), repo_path)
     with _own_guard:
         found = _own.get(key)
-        if found is not None:
+        if found is not None or not create:
             return found
         folder = spool_dir(repo_path)
         name = f"{VERSION}-{os.getpid()}-{process_token()}"
@@ -263,6 +265,16 @@ def _forget_inherited() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_inherited)
+
+
+@atexit.register
+def _remove_own() -> None:
+    """A process leaving removes its slots (a killed one's are removed by the next holder that sees it gone)."""
+    for (pid, _), slot in list(_own.items()):
+        if pid == os.getpid():
+            for path in (slot.path, slot.path[: -len(".slot")] + ".live"):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
 _theirs: dict[str, tuple[int, Slot]] = {}  # slot path -> (inode, the slot opened by a holder)
 
