@@ -14,7 +14,9 @@ alternating order each round, with equal durability (``--fsync``: fsync on both)
 ``--loose`` adds gitmem with loose objects (the write path before packs).
 ``--threads`` runs the writers as threads of one process (each with its own store
 handle), where gitmem commits the writes that queue together (group commit);
-``--nogroup`` adds gitmem with group commit turned off, for the same run.
+``--nogroup`` adds gitmem with group commit turned off, for the same run;
+``--nospool`` adds gitmem without the cross-process hand-off (``gitmem.git.spool``):
+threads of one process still group, processes take the lock one round each.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def writer(kind: str, base: str, wid: int, writers: int, writes: int, files: int
     paths = [bulk.layout_path(i) for i in range(files) if i % writers == wid]
     GitRepo.pack_writes = kind != "loose"
     gitrepo.GROUP_COMMIT = kind != "nogroup"
+    gitrepo.CROSS_PROCESS = kind not in ("nogroup", "nospool")
     set_durable(fsync)
     if kind == "dir":
         d = DirStore(os.path.join(base, "dir"), fsync=fsync)
@@ -112,13 +115,16 @@ def main() -> int:
     parser.add_argument("--loose", action="store_true")
     parser.add_argument("--threads", action="store_true", help="writers are threads of one process")
     parser.add_argument("--nogroup", action="store_true", help="add gitmem without group commit")
+    parser.add_argument("--nospool", action="store_true", help="add gitmem without the cross-process group commit")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="gitmem-bench-conc-")
     try:
         GitFileStore.init(os.path.join(base, "git"))
         bulk.import_files(os.path.join(base, "git"), bulk.files(args.files))
         bulk.write_directory(os.path.join(base, "dir", "files"), bulk.files(args.files))
-        kinds = ["git", "dir"] + (["loose"] if args.loose else []) + (["nogroup"] if args.nogroup else [])
+        kinds = ["git", "dir"] + (["loose"] if args.loose else []) + (["nogroup"] if args.nogroup else []) + (
+            ["nospool"] if args.nospool else []
+        )
         rates: dict[str, list[float]] = {k: [] for k in kinds}
         for r in range(args.rounds):
             for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:

@@ -294,6 +294,8 @@ CROSS_PROCESS = True
 """A writer that finds the lock taken hands its requests to the holder's round (:mod:`gitmem.git.spool`)."""
 SPOOL_TAKE = 64
 """Requests of other processes a round takes at most."""
+SPOOL_ROUNDS = 4
+"""Rounds a holder runs back to back while other processes' requests are queued."""
 
 _folds: dict[str, threading.Thread] = {}
 _folds_again: set[str] = set()
@@ -705,105 +707,120 @@ class GitRepo:
             return own is None or not published or own.withdraw()
 
         fold = False
-        taken: list[spool.Taken] = []
-        theirs: list[group.Request] = []
-        settled_slots = False
         try:
             with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up):
                 if own is not None and published:
-                    answers = own.collect()
-                    if answers is not None and len(answers) == len(requests):
+                    answers = own.collect(self.on_main)
+                    if answers is not None:
                         for request, (value, error) in zip(requests, answers, strict=True):
                             request.finish(value, error)
                         return []
                 spool.at("round")
-                if CROSS_PROCESS:
-                    taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
-                    theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
-                everything = requests + theirs
-                for _ in range(MAX_ATTEMPTS):
-                    repo = self.fresh()
-                    head: str = self.head()
-                    trees = self._tree_cache()
-                    recent = self._recent()
-                    pending = packwrite.PendingObjects()
-                    tip, tip_tree = head, None
-                    made: list[tuple[str, str]] = []
-                    chain: list[tuple[group.Request, str, Any]] = []
-                    settled: list[tuple[group.Request, Any, BaseException | None]] = []
-                    left: list[group.Request] = []
-                    loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
-                    for i, request in enumerate(everything):
-                        snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
-                        mark = len(pending)
-                        try:
-                            with translate_errors(self.path):
-                                chosen: Plan[Any] = request.plan(snap)
-                                if len(chosen.edits) > PACK_EDITS:
-                                    if chain or loose is not None:
-                                        pending.drop_after(mark)
-                                        left = everything[i:]
-                                    else:
-                                        loose, left = (request, chosen, snap), everything[i + 1 :]
-                                    break
-                                if not chosen.edits:
+                left, fold = self._chain(requests)
+                for _ in range(SPOOL_ROUNDS - 1):
+                    if not (CROSS_PROCESS and spool.waiting(self.path)):
+                        break
+                    # Requests published while our round ran: their writers are waiting on
+                    # us anyway, and another round now saves each of them a round of its own.
+                    more = self._chain([])[1]
+                    fold = fold or more
+                return left
+        finally:
+            if fold:
+                self.start_fold()
+
+    def _chain(self, requests: list[group.Request]) -> tuple[list[group.Request], bool]:
+        """One round under the writer lock: ``requests`` and the spool's, as one chain; (left over, fold due)."""
+        taken: list[spool.Taken] = []
+        theirs: list[group.Request] = []
+        settled_slots = False
+        try:
+            if CROSS_PROCESS:
+                taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
+                theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
+            everything = requests + theirs
+            for _ in range(MAX_ATTEMPTS):
+                repo = self.fresh()
+                head: str = self.head()
+                trees = self._tree_cache()
+                recent = self._recent()
+                pending = packwrite.PendingObjects()
+                tip, tip_tree = head, None
+                made: list[tuple[str, str]] = []
+                chain: list[tuple[group.Request, str, Any]] = []
+                settled: list[tuple[group.Request, Any, BaseException | None]] = []
+                left: list[group.Request] = []
+                loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
+                for i, request in enumerate(everything):
+                    snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
+                    mark = len(pending)
+                    try:
+                        with translate_errors(self.path):
+                            chosen: Plan[Any] = request.plan(snap)
+                            if len(chosen.edits) > PACK_EDITS:
+                                if chain or loose is not None:
                                     pending.drop_after(mark)
-                                    settled.append((request, Done(None, chosen.result), None))
-                                    continue
-                                author, committer, message = _signed(chosen)
-                                tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
-                                raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
-                        except BaseException as exc:
-                            pending.drop_after(mark)
-                            settled.append((request, None, exc))
-                            continue
-                        tip, tip_tree = pending.add(b"commit", raw), tree_id
-                        chain.append((request, tip, chosen.result))
-                        made.append((tip, tree_id))
-                    if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
-                        # Another process's big batch: only its own process commits it (loose path).
-                        spool.release(taken)
-                        taken, theirs, everything = [], [], requests
+                                    left = everything[i:]
+                                else:
+                                    loose, left = (request, chosen, snap), everything[i + 1 :]
+                                break
+                            if not chosen.edits:
+                                pending.drop_after(mark)
+                                settled.append((request, Done(None, chosen.result), None))
+                                continue
+                            author, committer, message = _signed(chosen)
+                            tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
+                            raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
+                    except BaseException as exc:
+                        pending.drop_after(mark)
+                        settled.append((request, None, exc))
                         continue
-                    if loose is not None:
-                        request, chosen, snap = loose
-                        author, committer, message = _signed(chosen)
-                        tip = self._loose_commit(repo, snap, chosen, author, committer, message)
-                        chain, tip_tree = [(request, tip, chosen.result)], None
-                    elif chain:
-                        packwrite.write_pack(self.path, pending, durable=_durable[0])
-                    if taken:
-                        outcomes: dict[int, tuple[Any, BaseException | None]] = {}
-                        for request, commit, result in chain:
-                            outcomes[id(request)] = (Done(CommitId(commit), result), None)
-                        for request, value, error in settled:
-                            outcomes[id(request)] = (value, error)
-                        at = iter(theirs)
-                        for t in taken:
-                            t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
-                        settled_slots = bool(chain)
-                    spool.at("pending")
-                    if chain and not self._cas(repo, head, tip):
-                        continue  # a writer outside gitmem moved main: every plan decides again
-                    spool.at("landed")
-                    if settled_slots:
-                        for t in taken:
-                            t.slot.mark("done")
-                        settled_slots = False
-                    if chain and loose is None:
-                        recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
-                    mine = {id(r) for r in requests}
+                    tip, tip_tree = pending.add(b"commit", raw), tree_id
+                    chain.append((request, tip, chosen.result))
+                    made.append((tip, tree_id))
+                if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
+                    # Another process's big batch: only its own process commits it (loose path).
+                    spool.release(taken)
+                    taken, theirs, everything = [], [], requests
+                    continue
+                if loose is not None:
+                    request, chosen, snap = loose
+                    author, committer, message = _signed(chosen)
+                    tip = self._loose_commit(repo, snap, chosen, author, committer, message)
+                    chain, tip_tree = [(request, tip, chosen.result)], None
+                elif chain:
+                    packwrite.write_pack(self.path, pending, durable=_durable[0])
+                if taken:
+                    outcomes: dict[int, tuple[Any, BaseException | None]] = {}
                     for request, commit, result in chain:
-                        if id(request) in mine:
-                            request.finish(Done(CommitId(commit), result))
+                        outcomes[id(request)] = (Done(CommitId(commit), result), None)
                     for request, value, error in settled:
-                        if id(request) in mine:
-                            request.finish(value, error)
-                    fold = bool(chain) and loose is None and self._count_pack()
-                    return left
-                raise MemoryStoreError(
-                    "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-                )
+                        outcomes[id(request)] = (value, error)
+                    at = iter(theirs)
+                    for t in taken:
+                        t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
+                    settled_slots = bool(chain)
+                spool.at("pending")
+                if chain and not self._cas(repo, head, tip):
+                    continue  # a writer outside gitmem moved main: every plan decides again
+                spool.at("landed")
+                if settled_slots:
+                    for t in taken:
+                        t.slot.mark("done")
+                    settled_slots = False
+                if chain and loose is None:
+                    recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
+                mine = {id(r) for r in requests}
+                for request, commit, result in chain:
+                    if id(request) in mine:
+                        request.finish(Done(CommitId(commit), result))
+                for request, value, error in settled:
+                    if id(request) in mine:
+                        request.finish(value, error)
+                return left, bool(chain) and loose is None and self._count_pack()
+            raise MemoryStoreError(
+                "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+            )
         finally:
             if taken:
                 if settled_slots:  # the round failed after its outcomes were written: did main move?
@@ -812,8 +829,6 @@ class GitRepo:
                         for t in taken:
                             t.slot.mark("done" if landed else "queued")
                 spool.release(taken)
-            if fold:
-                self.start_fold()
 
     def on_main(self, header: spool.Header) -> bool:
         """Whether a spool slot's round tip is ``main`` or one of its ancestors."""

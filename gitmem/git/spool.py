@@ -61,6 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import process_token
 from gitmem.git.perms import make_private_dir, open_private
 
@@ -168,12 +169,29 @@ class Slot:
             return False
         return True
 
-    def collect(self) -> list[tuple[Any, BaseException | None]] | None:
-        """Under the writer lock: the outcomes a holder left (slot cleared), or ``None``: commit it yourself."""
+    def collect(self, on_main: Callable[[Header], bool]) -> list[tuple[Any, BaseException | None]] | None:
+        """Under the writer lock: the outcomes a holder left (slot cleared), or ``None``: commit it yourself.
+
+        A slot still ``pending`` (a holder failed between its outcomes and its
+        ref update, and no crash was noticed) is settled by ``on_main`` first.
+        An answer that cannot be read is ``unavailable``, never a second commit.
+        """
         h = self.header()
+        if h is not None and h.state == "pending" and h.seq == self.seq:
+            self.mark("done" if on_main(h) else "queued")
+            h = self.header()
+        if h is None or h.seq != self.seq or h.state not in ("queued", "done"):
+            self.clear()
+            raise MemoryStoreError("unavailable", "this write's group-commit slot is unreadable: its outcome is unknown")
         found = None
-        if h is not None and h.state == "done" and h.seq == self.seq:
-            found = self.outcomes(h)
+        if h.state == "done":
+            try:
+                found = self.outcomes(h)
+            except Exception:
+                found = None
+            if found is None:
+                self.clear()
+                raise MemoryStoreError("unavailable", "this write's group-commit answer is unreadable: its outcome is unknown")
         self.clear()
         return found
 
@@ -221,8 +239,6 @@ def _portable(value: Any, error: BaseException | None) -> tuple[Any, BaseExcepti
         pickle.loads(pickle.dumps(error))
         return value, error
     except Exception:
-        from gitmem.errors import MemoryStoreError
-
         return value, MemoryStoreError("unavailable", f"the writer committing this request failed: {error!r}")
 
 
@@ -414,3 +430,12 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
                 slot.mark("done" if on_main(h) else "queued")
         finally:
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
+
+
+def waiting(repo_path: str) -> bool:
+    """Writer lock held: whether another process has a request queued (a cheap look, no claim)."""
+    for slot in _slots(repo_path, _own.get((os.getpid(), repo_path))):
+        h = slot.header()
+        if h is not None and h.state == "queued":
+            return True
+    return False
