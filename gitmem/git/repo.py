@@ -43,7 +43,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli, group, loosetrees, packwrite, spool
-from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
+from gitmem.git.locks import Holder, Wake, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.recent import RecentObjects, recent_for
@@ -697,24 +697,28 @@ class GitRepo:
         own: spool.Slot | None = None
         published = False
 
-        def on_wait() -> None:  # the lock is taken: hand our requests to its holder if they can cross
+        def on_wait() -> Wake | None:  # the lock is taken: hand our requests to its holder if they can cross
             nonlocal own, published
             if CROSS_PROCESS and all(r.spec is not None for r in requests):
                 own = spool.own_slot(self.path)
                 published = own is not None and own.publish([r.spec for r in requests])
+                if published and own is not None and own.wake_fd is not None:
+                    return Wake(own.wake_fd, own.answered)
+            return None
 
         def give_up() -> bool:
             return own is None or not published or own.withdraw()
 
         fold = False
         try:
-            with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up):
-                if own is not None and published:
+            with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up) as held:
+                if own is not None and published:  # answered while we waited (no lock), or see whether we were
                     answers = own.collect(self.on_main)
                     if answers is not None:
                         for request, (value, error) in zip(requests, answers, strict=True):
                             request.finish(value, error)
                         return []
+                assert held, "the writer lock ends a wait unheld only for an answered request"
                 spool.at("round")
                 left, fold = self._chain(requests)
                 for _ in range(SPOOL_ROUNDS - 1):
@@ -808,6 +812,8 @@ class GitRepo:
                     for t in taken:
                         t.slot.mark("done")
                     settled_slots = False
+                for t in taken:
+                    t.slot.ring()
                 if chain and loose is None:
                     recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
                 mine = {id(r) for r in requests}
@@ -828,6 +834,7 @@ class GitRepo:
                         landed = self.on_main(taken[0].slot.header() or taken[0].header)
                         for t in taken:
                             t.slot.mark("done" if landed else "queued")
+                            t.slot.ring()
                 spool.release(taken)
 
     def on_main(self, header: spool.Header) -> bool:

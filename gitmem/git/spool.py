@@ -113,6 +113,10 @@ def _decode(raw: bytes) -> Header | None:
     return Header(parts[1], nums[0], nums[1], nums[2], nums[3], nums[4], "" if parts[7] == "-" else parts[7])
 
 
+def _wake_path(slot_path: str) -> str:
+    return slot_path[: -len(".slot")] + ".wake"
+
+
 def spool_dir(repo_path: str) -> str:
     return os.path.join(repo_path, "gitmem", "spool")
 
@@ -120,11 +124,29 @@ def spool_dir(repo_path: str) -> str:
 class Slot:
     """One process's slot in one repository's spool (the waiter's side, and the holder's view of it)."""
 
-    def __init__(self, path: str, fd: int, live_fd: int | None) -> None:
+    def __init__(self, path: str, fd: int, live_fd: int | None, wake_fd: int | None = None) -> None:
         self.path = path
         self.fd = fd
         self.live_fd = live_fd  # ours: the flock that says we live; theirs: a descriptor to test it with
+        self.wake_fd = wake_fd  # ours: the FIFO we wait on (read and written); theirs: opened to ring it
         self.seq = 0
+
+    def answered(self) -> bool:
+        """Our request is done (a holder moved ``main`` and wrote the outcomes): collect it, lock or not."""
+        h = self.header()
+        return h is not None and h.state == "done" and h.seq == self.seq
+
+    def ring(self) -> None:
+        """Wake the slot's waiter (it may be answered); nothing happens when it is not listening."""
+        if self.wake_fd is None:
+            try:
+                self.wake_fd = os.open(_wake_path(self.path), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:  # ENXIO: nobody reads it (its owner is gone); ENOENT: an older slot
+                return
+        try:
+            os.write(self.wake_fd, b"d")
+        except OSError:  # EAGAIN: it has enough to wake up on already; EPIPE: its owner is gone
+            pass
 
     def header(self) -> Header | None:
         try:
@@ -260,9 +282,14 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
             live = open_private(os.path.join(folder, name + ".live"), os.O_RDWR | os.O_CREAT)
             fcntl.flock(live, fcntl.LOCK_EX)
             fd = open_private(os.path.join(folder, name + ".slot"), os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+            wake_path = os.path.join(folder, name + ".wake")
+            with contextlib.suppress(FileExistsError):
+                os.mkfifo(wake_path, 0o600)
+            # Read and written by us (the lock helper writes when it has the lock), so it never blocks.
+            wake = os.open(wake_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return None
-        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live)
+        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live, wake)
         slot.clear()
         return slot
 
@@ -270,7 +297,7 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
 def _forget_inherited() -> None:
     """A forked child drops its parent's slots: holding their flocks would make a dead parent look alive."""
     for slot in _own.values():
-        for fd in (slot.fd, slot.live_fd):
+        for fd in (slot.fd, slot.live_fd, slot.wake_fd):
             if fd is not None:
                 try:
                     os.close(fd)
@@ -288,7 +315,7 @@ def _remove_own() -> None:
     """A process leaving removes its slots (a killed one's are removed by the next holder that sees it gone)."""
     for (pid, _), slot in list(_own.items()):
         if pid == os.getpid():
-            for path in (slot.path, slot.path[: -len(".slot")] + ".live"):
+            for path in (slot.path, slot.path[: -len(".slot")] + ".live", _wake_path(slot.path)):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
 
@@ -321,7 +348,7 @@ def _open_theirs(path: str) -> Slot | None:
 def _drop(path: str) -> None:
     cached = _theirs.pop(path, None)
     if cached is not None:
-        for fd in (cached[1].fd, cached[1].live_fd):
+        for fd in (cached[1].fd, cached[1].live_fd, cached[1].wake_fd):
             if fd is not None:
                 os.close(fd)
 
@@ -338,7 +365,7 @@ def _owner_gone(slot: Slot) -> bool:
 
 
 def _remove(slot: Slot) -> None:
-    for path in (slot.path, slot.path[: -len(".slot")] + ".live"):
+    for path in (slot.path, slot.path[: -len(".slot")] + ".live", _wake_path(slot.path)):
         try:
             os.unlink(path)
         except OSError as exc:
@@ -428,6 +455,7 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
             h = slot.header()
             if h is not None and h.state == "pending":
                 slot.mark("done" if on_main(h) else "queued")
+                slot.ring()
         finally:
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
 
