@@ -48,6 +48,9 @@ class Request:
         return self._value
 
 
+GATHER = 0.001
+"""Seconds a leader waits for as many requests as its last round carried (a round costs a pack and a ref update)."""
+
 MAX_ROUNDS = 8
 """Rounds one leader runs back to back before its own caller gets its answer."""
 
@@ -58,8 +61,10 @@ Round = Callable[[list[Request]], list[Request]]
 class _Group:
     def __init__(self) -> None:
         self.mutex = threading.Lock()
+        self.arrived = threading.Condition(self.mutex)
         self.queue: deque[Request] = deque()
         self.leading = False
+        self.last = 1  # requests the last round carried: how many writers are busy right now
 
 
 _groups: dict[tuple[int, str], _Group] = {}
@@ -87,6 +92,7 @@ def submit(path: str, plan: Any, run_round: Round, spec: Any = None) -> Any:
         group.queue.append(request)
         lead = not group.leading
         group.leading = True
+        group.arrived.notify()
     while True:
         if lead:
             rounds = 1
@@ -108,8 +114,14 @@ def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
     the first request still waiting.
     """
     with group.mutex:
+        if len(group.queue) < group.last:
+            # The last round carried several writers: the ones it answered are preparing
+            # their next change (on the interpreter lock this thread is giving up now).
+            # Wait a moment for them rather than commit a round of one and then theirs.
+            group.arrived.wait_for(lambda: len(group.queue) >= group.last, timeout=GATHER)
         batch = list(group.queue)
         group.queue.clear()
+        group.last = len(batch)
     try:
         left = run_round(batch)
     except BaseException as exc:  # the round failed as a whole: every request not yet settled gets the error

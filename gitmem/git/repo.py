@@ -296,6 +296,9 @@ SPOOL_TAKE = 64
 """Requests of other processes a round takes at most."""
 SPOOL_ROUNDS = 4
 """Rounds a holder runs back to back while other processes' requests are queued."""
+GATHER = 0.001
+"""Seconds a holder waits for as many other processes' requests as its last round took (:func:`spool.gather`)."""
+_last_taken: dict[str, int] = {}
 
 _folds: dict[str, threading.Thread] = {}
 _folds_again: set[str] = set()
@@ -722,7 +725,7 @@ class GitRepo:
                 spool.at("round")
                 left, fold = self._chain(requests)
                 for _ in range(SPOOL_ROUNDS - 1):
-                    if not (CROSS_PROCESS and spool.waiting(self.path)):
+                    if not (CROSS_PROCESS and spool.queued(self.path)):
                         break
                     # Requests published while our round ran: their writers are waiting on
                     # us anyway, and another round now saves each of them a round of its own.
@@ -740,7 +743,11 @@ class GitRepo:
         settled_slots = False
         try:
             if CROSS_PROCESS:
+                last = _last_taken.get(self.path, 0)
+                if last:
+                    spool.gather(self.path, last, GATHER)
                 taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
+                _last_taken[self.path] = len(taken)
                 theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
             everything = requests + theirs
             for _ in range(MAX_ATTEMPTS):

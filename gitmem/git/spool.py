@@ -56,6 +56,7 @@ import fcntl
 import os
 import pickle
 import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from gitmem.git.locks import process_token
 from gitmem.git.perms import make_private_dir, open_private
 
 VERSION = "v1"
+GATHER_POLL = 0.0002
 _HEADER = 160
 _MAGIC = "GMSPOOL1"
 
@@ -460,10 +462,24 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
 
 
-def waiting(repo_path: str) -> bool:
-    """Writer lock held: whether another process has a request queued (a cheap look, no claim)."""
+def queued(repo_path: str) -> int:
+    """Writer lock held: how many other processes have a request queued (a cheap look, no claim)."""
+    count = 0
     for slot in _slots(repo_path, _own.get((os.getpid(), repo_path))):
         h = slot.header()
         if h is not None and h.state == "queued":
-            return True
-    return False
+            count += 1
+    return count
+
+
+def gather(repo_path: str, want: int, seconds: float) -> None:
+    """Writer lock held: wait up to ``seconds`` until ``want`` other processes have queued.
+
+    The writers a round answered come back with their next change a moment
+    later; taking them in one round rather than one round each saves a pack
+    and a ref update per writer. The caller asks only for as many as its last
+    round took, so a writer that stopped writing costs one wait, once.
+    """
+    deadline = time.monotonic() + seconds
+    while queued(repo_path) < want and time.monotonic() < deadline:
+        time.sleep(GATHER_POLL)
