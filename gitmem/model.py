@@ -4,15 +4,31 @@ They are frozen dataclasses: cheap to build by the ten thousand in ``list()``,
 hashable, and comparable, so the contract tests can compare two stores' answers
 with ``==``. Versions and cursors are opaque strings to callers; in the git store
 a version is a hex blob id and a cursor a hex commit id.
+
+The values of changes, searches and batch writes (:class:`Origin`, :class:`Edit`,
+:class:`Changes`, ...) are defined in :mod:`gitmem.values` and imported from here,
+on first use: a read (``gitmem ls``, ``gitmem cat``) then builds the two classes it
+needs, not ten, and each dataclass compiles its methods when it is defined.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Final, Literal, NewType, get_args
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, NewType, get_args
 
 from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.values import ANY as ANY
+    from gitmem.values import AnyVersion as AnyVersion
+    from gitmem.values import Applied as Applied
+    from gitmem.values import Changes as Changes
+    from gitmem.values import Edit as Edit
+    from gitmem.values import FullResync as FullResync
+    from gitmem.values import GrepMatch as GrepMatch
+    from gitmem.values import Origin as Origin
+    from gitmem.values import SearchResult as SearchResult
 
 #: A file's version: the hex id of its git blob (the in-memory twin computes the same id).
 BlobVersion = NewType("BlobVersion", str)
@@ -38,38 +54,6 @@ def check_kind(name: str, actual: str, wanted: str) -> None:
         )
 
 
-_TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
-
-
-def _clean(value: str | None) -> str | None:
-    """Make an origin field safe for a commit trailer or a git identity.
-
-    Trailers are line-based and git identities cannot hold ``<``, ``>`` or
-    newlines; such characters become spaces instead of refusing the change.
-    """
-    if value is None:
-        return None
-    cleaned = " ".join(value.translate(_TRAILER_BAD).split())[:200]
-    return cleaned or None
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Who made a change: the run, the principal and the tool call (all optional)."""
-
-    run_id: str | None = None
-    principal_id: str | None = None
-    tool_call_id: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "run_id", _clean(self.run_id))
-        object.__setattr__(self, "principal_id", _clean(self.principal_id))
-        object.__setattr__(self, "tool_call_id", _clean(self.tool_call_id))
-
-    def with_tool_call(self, tool_call_id: str | None) -> Origin:
-        return Origin(self.run_id, self.principal_id, tool_call_id)
-
-
 @dataclass(frozen=True, slots=True)
 class FileEntry:
     """One file of a listing."""
@@ -93,38 +77,6 @@ class FileText:
         return len(self.text.encode("utf-8"))
 
 
-@dataclass(frozen=True, slots=True)
-class GrepMatch:
-    """One matching line; ``line`` counts from 1."""
-
-    path: str
-    line: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Matches in path and line order, and whether more lines matched than were returned."""
-
-    matches: tuple[GrepMatch, ...] = ()
-    truncated: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Changes:
-    """The paths changed after a cursor, and the cursor to pass next time."""
-
-    cursor: str
-    paths: tuple[str, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True, slots=True)
-class FullResync:
-    """The store cannot list what changed since the cursor: treat everything as changed."""
-
-    cursor: str
-
-
 def blob_version(data: bytes) -> BlobVersion:
     """The git blob id of ``data``: the version every gitmem store reports for a file."""
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
@@ -132,50 +84,17 @@ def blob_version(data: bytes) -> BlobVersion:
     return BlobVersion(h.hexdigest())
 
 
-# --- batch writes (``apply``) -------------------------------------------------------------
+#: Names defined in :mod:`gitmem.values`, imported on first use.
+_VALUES: Final = frozenset(
+    {"ANY", "Applied", "AnyVersion", "Changes", "Edit", "FullResync", "GrepMatch", "Origin", "SearchResult"}
+)
 
 
-class AnyVersion:
-    """The type of :data:`ANY`: an edit that takes whatever version the file has."""
+def __getattr__(name: str) -> Any:
+    if name not in _VALUES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from gitmem import values
 
-    __slots__ = ()
-    _instance: AnyVersion | None = None
-
-    def __new__(cls) -> AnyVersion:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ANY"
-
-    def __reduce__(self) -> str:
-        return "ANY"
-
-
-#: ``Edit(expected=ANY)``: no version check (last write wins, the ref still moves by CAS).
-ANY: Final = AnyVersion()
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """One path of an atomic batch: new ``text``, or ``None`` to delete the file.
-
-    ``expected`` is what the file must be for the batch to go ahead: ``ANY`` (no
-    check), ``None`` (the path holds no file) or a version (the file is at it).
-    """
-
-    path: str
-    text: str | None
-    expected: str | AnyVersion | None = ANY
-
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """What a batch did: the commit (``None`` when nothing changed) and each edit's version.
-
-    ``versions[i]`` is the version ``edits[i]`` left (``None`` for a delete).
-    """
-
-    commit: str | None
-    versions: tuple[BlobVersion | None, ...] = ()
+    value = getattr(values, name)
+    globals()[name] = value  # later lookups skip this function
+    return value

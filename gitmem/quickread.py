@@ -14,7 +14,6 @@ Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
@@ -37,9 +36,9 @@ def require_file_memory(name: str, kind: MountKind) -> None:
 
 def list_files(root: Root, name: str) -> list[FileEntry]:
     """Every file of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.list` lists them."""
-    path = root.existing(name)
+    path = root.existing_folder(name)
     try:
-        peek = Peek(os.fspath(path))
+        peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
         head = peek.head()
         fmt = format_from_repo(peek)
@@ -52,9 +51,9 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
 
 def read_file(root: Root, name: str, file: str) -> FileText:
     """File ``file`` of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.read` reads it."""
-    path = root.existing(name)
+    path = root.existing_folder(name)
     try:
-        peek = Peek(os.fspath(path))
+        peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
         head = peek.head()
         fmt = format_from_repo(peek)

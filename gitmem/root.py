@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
 from contextlib import ExitStack
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
@@ -15,6 +15,8 @@ from gitmem.git.perms import make_private_dir, open_private
 from gitmem.model import MountKind, check_kind
 
 if TYPE_CHECKING:  # the store (pygit2 and the engines) loads when a mount is opened: see gitmem.quickread
+    from pathlib import Path
+
     from gitmem.gitstore import GitFileStore
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -29,27 +31,83 @@ def check_mount_name(name: object) -> str:
     return name
 
 
+def absolute_folder(path: str | os.PathLike[str]) -> str:
+    """``str(Path(path).expanduser().absolute())``, without importing :mod:`pathlib` for the usual paths.
+
+    A CLI read names its root and one memory; pathlib (with ``urllib.parse`` and
+    ``ipaddress``) costs it more than the names' arithmetic. The spelling is pathlib's:
+    ``.`` parts and repeated or trailing slashes dropped, ``..`` kept, a leading ``//``
+    kept (POSIX leaves its meaning to the system); a relative path whose first part
+    starts with ``~`` goes to pathlib itself. ``tests/test_root_folder.py`` holds the two to the same strings.
+    """
+    text = os.fspath(path)
+    parts = [part for part in text.split("/") if part and part != "."]
+    if not text.startswith("/"):
+        if parts and parts[0].startswith("~"):  # pathlib expands it (and knows when it cannot)
+            from pathlib import Path
+
+            return str(Path(text).expanduser().absolute())
+        text = os.getcwd()
+        parts = [part for part in text.split("/") if part and part != "."] + parts
+    lead = "//" if text.startswith("//") and not text.startswith("///") else "/"
+    return lead + "/".join(parts)
+
+
+def _exists(path: str) -> bool:
+    """``Path(path).exists()`` of Python 3.11: missing means absent, other errors (a folder this
+    user may not search) are raised rather than taken for "no such memory"."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
+    return True
+
+
 class Root:
     """A folder of memories. Creating a mount is safe when processes race to do it."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).expanduser().absolute()
+        self.folder = absolute_folder(path)
+        self._path: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        """The root folder, absolute (``~`` expanded; ``..`` kept as given)."""
+        if self._path is None:
+            from pathlib import Path
+
+            self._path = Path(self.folder)
+        return self._path
 
     def __repr__(self) -> str:
-        return f"Root({str(self.path)!r})"
+        return f"Root({self.folder!r})"
 
     def mount_path(self, name: str) -> Path:
         return self.path / f"{check_mount_name(name)}.git"
 
+    def mount_folder(self, name: str) -> str:
+        """``str(mount_path(name))``: the folder memory ``name`` has (or would have)."""
+        return f"{self.folder}{'' if self.folder.endswith('/') else '/'}{check_mount_name(name)}.git"
+
     def existing(self, name: str) -> Path:
         """The folder of memory ``name``; ``not_found`` when there is no such memory."""
-        path = self.mount_path(name)
-        if not (path / "HEAD").exists():
+        from pathlib import Path
+
+        return Path(self.existing_folder(name))
+
+    def existing_folder(self, name: str) -> str:
+        """``str(existing(name))``, without pathlib: the CLI's quick reads open the folder themselves."""
+        folder = self.mount_folder(name)
+        if not _exists(folder + "/HEAD"):
             raise self._missing(name)
-        return path
+        return folder
 
     def _missing(self, name: str) -> MemoryStoreError:
-        return MemoryStoreError("not_found", f"no memory named {name!r} under {self.path}")
+        return MemoryStoreError("not_found", f"no memory named {name!r} under {self.folder}")
 
     def mount(
         self, name: str, *, create: bool = False, fmt: FileFormat | None = None, kind: MountKind | None = None

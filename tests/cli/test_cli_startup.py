@@ -62,11 +62,22 @@ except SystemExit:
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
+#: The same through the entry point, which tries the quick path (gitmem.adapters.cli.quick) first.
+ENTRY = """
+import json, sys
+from gitmem.adapters.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
 
-def modules(root: Path, *args: str) -> set[str]:
+
+def modules(root: Path, *args: str, probe: str = PROBE) -> set[str]:
     """Every module a fresh process holds after running ``gitmem ARGS`` (read from its ``sys.modules``)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, "--root", str(root), *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe, "--root", str(root), *args], capture_output=True, text=True, check=True
     )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
@@ -109,11 +120,47 @@ def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
         assert engines(root, *args) == set(), args
 
 
+#: The click-free modules every click command prints through (the quick path uses them too).
+SHARED = {"gitmem.adapters.cli.output", "gitmem.adapters.cli.reads", "gitmem.adapters.cli.roothelp"}
+
+
+#: What the interpreter holds before any gitmem code runs (site, and .pth files such as an editable install's).
+AT_START: set[str] = set(
+    json.loads(
+        subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+)
+
+
+def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
+    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--json", "cat", "user", "nope.md"), ("ls", "user", "--json")):
+        held = modules(root, *args, probe=ENTRY)
+        assert not {m for m in held if m == "click" or m.startswith("click.")}, args
+        assert "gitmem.adapters.cli.app" not in held, args
+        assert "gitmem.values" not in held, args  # a read builds the dataclasses it uses, no others
+        # gitmem.root names its folders without pathlib (an editable install's finder loads it at start).
+        assert "pathlib" not in held - AT_START, args
+        assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
+        assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
+    held = subprocess.run(
+        [sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True
+    ).stderr.strip().splitlines()[-1]
+    assert '"click"' not in held and '"gitmem.adapters.cli.files"' not in held
+    assert '"dataclasses"' not in held and '"gitmem.fileformat"' not in held  # the help page needs no rules
+    # A form the quick path leaves to click: click parses it (and the store reads the run's view).
+    assert "click" in modules(root, "ls", "user", "--run", "r1", probe=ENTRY)
+
+
 def test_a_command_loads_only_its_own_module(root: Path) -> None:
     commands = {m for m in modules(root, "cat", "user", "a.md") if m.startswith("gitmem.adapters.cli.")}
-    assert commands == {"gitmem.adapters.cli.app", "gitmem.adapters.cli.files"}
+    assert commands == {"gitmem.adapters.cli.app", "gitmem.adapters.cli.files"} | SHARED
     every = {m for m in modules(root, "--help") if m.startswith("gitmem.adapters.cli.")}
-    assert every == {"gitmem.adapters.cli.app"} | {f"gitmem.adapters.cli.{m}" for m in COMMANDS}
+    assert every == {"gitmem.adapters.cli.app"} | SHARED | {f"gitmem.adapters.cli.{m}" for m in COMMANDS}
 
 
 def test_the_command_table_names_every_command_and_its_module() -> None:

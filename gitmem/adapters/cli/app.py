@@ -17,13 +17,14 @@ render" functions:
   descriptions, commit text and run names come from agents, and must not move an
   admin's cursor, retitle the terminal or hide text. JSON goes through
   :func:`say_json` unchanged (the encoder escapes what could act on a terminal).
-  ``tests/cli/test_cli_visible.py`` checks that nothing else prints.
+  ``tests/cli/test_cli_visible.py`` checks that nothing else prints. The printing
+  itself, and the refusal hints, live in the click-free :mod:`.output`, which the
+  quick path of ``ls``, ``cat`` and ``--help`` (:mod:`.quick`) prints through too.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,6 +37,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from gitmem.adapters.cli import COMMANDS, roothelp
+
+# Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
+from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
+from gitmem.adapters.cli.output import error_json as error_json
+from gitmem.adapters.cli.output import say as say
+from gitmem.adapters.cli.output import say_json as say_json
+from gitmem.adapters.cli.output import short as short
+from gitmem.adapters.cli.output import show_refusal, stderr_is_tty
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import visible
@@ -49,10 +59,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The tool call id the CLI records on every change it makes.
 CLI_TOOL_CALL = "cli"
-
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
 
 
 @dataclass
@@ -191,7 +197,7 @@ def root_option(f: F) -> F:
         type=FOLDER,
         expose_value=False,
         callback=_set("root_dir"),
-        help="Folder of mounts (default: $GITMEM_ROOT, else $XDG_DATA_HOME/gitmem or ~/.local/share/gitmem).",
+        help=roothelp.ROOT_DIR_HELP,
     )(f)
 
 
@@ -204,7 +210,7 @@ def json_option(f: F) -> F:
         default=False,
         expose_value=False,
         callback=_set("json"),
-        help="Print one JSON document on stdout (see docs/cli.md for the shapes).",
+        help=roothelp.JSON_HELP,
     )(f)
 
 
@@ -216,7 +222,7 @@ def origin_options(f: F) -> F:
         envvar="GITMEM_RUN",
         expose_value=False,
         callback=_set("run"),
-        help="Run id recorded in the Gitmem-Run trailer (default: $GITMEM_RUN).",
+        help=roothelp.RUN_HELP,
     )(f)
     return click.option(
         "--principal",
@@ -224,7 +230,7 @@ def origin_options(f: F) -> F:
         envvar="GITMEM_PRINCIPAL",
         expose_value=False,
         callback=_set("principal"),
-        help="Principal recorded as the commit author and Gitmem-Principal trailer (default: $GITMEM_PRINCIPAL, else your login name).",
+        help=roothelp.PRINCIPAL_HELP,
     )(f)
 
 
@@ -236,7 +242,7 @@ def read_run_option(f: F) -> F:
         envvar="GITMEM_RUN",
         expose_value=False,
         callback=_set("run"),
-        help="Read as run RUN_ID sees the memory: its proposal while under review (default: $GITMEM_RUN).",
+        help=roothelp.READ_RUN_HELP,
     )(f)
 
 
@@ -248,115 +254,9 @@ def common_options(f: F) -> F:
 # --- errors ----------------------------------------------------------------------
 
 
-def _hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
-    """What the user can do about a refusal, phrased with the command's own arguments."""
-    name = params.get("name") or "NAME"
-    path = params.get("path") or params.get("source") or "PATH"
-    code = exc.code
-    if code == "version_mismatch" and command == "revert":
-        where = exc.current.path if exc.current is not None else "a file it changed"
-        return (
-            f"a later change touched {where}; see `gitmem log {name} {where}` and put the old content back "
-            f"with `gitmem restore {name} {where} --rev REV`, or edit it by hand"
-        )
-    if code == "version_mismatch":
-        if exc.current is None:
-            return f"the file does not exist now; create it with `gitmem write {name} {path} --create`"
-        return (
-            f"the file is now at version {exc.current.version}; re-read it "
-            f"(`gitmem cat {name} {exc.current.path}`) and retry with --expect {exc.current.version}"
-        )
-    if code == "already_exists":
-        where = exc.current.path if exc.current is not None else "the destination"
-        version = f" --expect {exc.current.version}" if exc.current is not None else ""
-        return f"choose another path, or remove {where} first (`gitmem rm {name} {where}{version}`)"
-    if code == "not_found":
-        return _not_found_hint(exc.message, command, params, name)
-    if code == "too_large":
-        return (
-            f"nothing was written; shorten the file, or raise the limit: `gitmem config {name}` shows the limits, "
-            f"`gitmem config {name} gitmem.maxFileBytes 1m` raises the largest file"
-        )
-    if code == "invalid_file" and command == "config":
-        return f"nothing was changed; `gitmem config {name}` lists the keys and the values in force"
-    if code in ("invalid_path", "invalid_file"):
-        return "nothing was written; fix the path or content and run the command again"
-    if code == "invalid_pattern":
-        return "fix the regular expression, or drop -E to search for the text literally"
-    if code == "memory_full":
-        return (
-            f"delete or shorten files first, or raise the limit: `gitmem config {name}` shows the limits, "
-            f"`gitmem config {name} gitmem.maxFiles N` and `gitmem.maxMemoryBytes N` raise them"
-        )
-    if code == "memory_deleted":
-        return f"the memory was removed; create it again with `gitmem init {name}`"
-    if code == "unavailable":
-        lowered = exc.message.lower()
-        if "lock" in lowered or "timed out" in lowered or "busy" in lowered:
-            return "another writer holds the memory's lock; retry shortly"
-        if "config" in lowered:
-            return f"fix the value named above (`gitmem config {name} KEY VALUE`, or `--unset`)"
-        return "check the --root folder and the memory's files: do they exist, and may this user read and write them?"
-    if code == "forbidden":
-        return "this memory does not allow that change"
-    if code == "no_match":
-        return f"the --old text is not in the file; check it with `gitmem cat {name} {path}`"
-    if code == "ambiguous_match":
-        return "the --old text occurs more than once; include more surrounding text so it is unique"
-    if code == "conflict_retries_exhausted":
-        return "other writers keep changing this file; wait and run the command again"
-    if code == "record_not_found":
-        return f"list the namespace's records with `gitmem records list {name} -n NS` (ids are per namespace)"
-    if code in ("invalid_text", "invalid_cursor"):
-        return "nothing was written; fix the text (1-8000 characters, no credentials) or list again without --cursor"
-    if code == "write_unconfirmed":
-        return f"the change may or may not have happened; check with `gitmem records search {name} ...` before retrying"
-    if code == "wrong_kind":
-        return (
-            "file memories use the file commands; record, session and durable memories "
-            "`gitmem records|session|durable ...` (history: `gitmem log` works on every kind)"
-        )
-    return "see docs/cli.md"
-
-
-def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str) -> str:
-    """``not_found`` has many causes; the hint follows the one the message names."""
-    lowered = message.lower()
-    if "no memory named" in lowered:
-        return "check the memory name with `gitmem mounts` (or create it with `gitmem init NAME`)"
-    if params.get("since") and ("since" in lowered or str(params.get("since")) in message):
-        return "--since takes a date (2025-01-31, 2025-01-31T12:00), a relative one (yesterday, 2.weeks, '3 days ago') or a revision"
-    if "proposal" in lowered or (command in ("approve", "reject", "show") and params.get("id")):
-        return f"no such open proposal: it may be approved or rejected already; see `gitmem review list {name}`"
-    if "revision" in lowered or "commit" in lowered or params.get("rev"):
-        return f"check the revision with `gitmem log {name}` (a commit id of 7+ digits, main, main~3)"
-    return f"check the path with `gitmem ls {name}`"
-
-
-def file_json(text: FileText | None, *, content: bool = True) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    out: dict[str, Any] = {"path": text.path, "version": text.version, "size": text.size}
-    if content:
-        out["content"] = text.text
-    return out
-
-
-def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:
-    """The error shape, shared with the agent tools: ``{error, message, hint, current}``."""
-    return {"error": exc.code, "message": exc.message, "hint": hint, "current": file_json(exc.current)}
-
-
 def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
     state = ctx.find_object(State) or State()
-    hint = _hint(exc, ctx.command.name or "", ctx.params)
-    if state.json:
-        say_json(error_json(exc, hint))
-        return
-    say(f"error [{exc.code}]: {exc.message}", err=True)
-    if exc.current is not None:
-        say(f"  current: {exc.current.path} version {exc.current.version} ({exc.current.size} B)", err=True)
-    say(f"  what to do: {hint}", err=True)
+    show_refusal(exc, as_json=state.json, command=ctx.command.name or "", params=ctx.params)
 
 
 class GitmemCommand(click.Command):
@@ -447,16 +347,6 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
-    """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
-    click.echo(visible(text, multiline=multiline), err=err, nl=nl)
-
-
-def say_json(value: Any) -> None:
-    """Print one JSON document (its encoder escapes every control character)."""
-    click.echo(json.dumps(value, ensure_ascii=False))
-
-
 def emit(payload: Mapping[str, Any], text: str | Callable[[], None] | None = None) -> None:
     """Render a command's result: ``payload`` as JSON, or ``text`` (a string or a printer)."""
     if get_state().json:
@@ -465,17 +355,6 @@ def emit(payload: Mapping[str, Any], text: str | Callable[[], None] | None = Non
         text()
     elif text is not None:
         say(text, multiline=True)
-
-
-def short(version: str | None) -> str:
-    return version[:12] if version else "-"
-
-
-def stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 @contextmanager
@@ -531,23 +410,23 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     ctx.exit()
 
 
-@click.group(cls=GitmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GitmemGroup, help=roothelp.ROOT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help="Print the version and exit."
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help=roothelp.VERSION_HELP
 )
 @origin_options
 @common_options
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """gitmem: versioned memory for AI agents, stored as bare git repositories.
-
-    Each memory (a mount) is <root>/<name>.git. Every change is one commit; a
-    file's version is its blob id, and writes name the version they expect.
-    Exit codes: 0 done, 1 refused (the message names the error code), 2 usage.
-    """
+    # The help text is roothelp.ROOT_HELP, which the quick path prints too.
     ctx.ensure_object(State)
 
 
+cli.lazy = MappingProxyType(
+    {name: f"gitmem.adapters.cli.{module}" for module, names in COMMANDS.items() for name in names}
+)
+
+
 def main() -> None:
-    """The ``gitmem`` entry point."""
+    """The ``gitmem`` entry point through click (:func:`gitmem.adapters.cli.main` tries the quick path first)."""
     cli.main(prog_name="gitmem")

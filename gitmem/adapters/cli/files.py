@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gitmem.adapters.cli import reads
 from gitmem.adapters.cli.app import (
     State,
     cli,
@@ -24,8 +25,6 @@ from gitmem.adapters.cli.app import (
     pass_state,
     read_run_option,
     say,
-    short,
-    stderr_is_tty,
     usage_error,
 )
 from gitmem.errors import MemoryStoreError
@@ -51,15 +50,6 @@ def full_version(store: SyncGitFileStore, path: str, given: str) -> str:
     except MemoryStoreError:
         return given
     return current.version if current.version.startswith(given.lower()) else given
-
-
-def directory_arg(directory: str | None) -> str:
-    """``prefs``, ``prefs/`` and ``/`` are all accepted; the store wants ``prefs/`` or ``""``."""
-    if not directory or directory == "/":
-        return ""
-    from gitmem.fileformat import validate_directory  # loads yaml: only when a folder is given
-
-    return validate_directory(directory.rstrip("/") + "/")
 
 
 @cli.command()
@@ -99,17 +89,7 @@ def ls(state: State, name: str, directory: str) -> None:
     Each line: path, size, abbreviated version, description. Any abbreviation of
     7 or more digits is accepted wherever a VERSION is asked for.
     """
-    prefix = directory_arg(directory)
-    entries = [e for e in state.listing(name) if e.path.startswith(prefix)]
-    if prefix and not entries:
-        raise MemoryStoreError("not_found", f"no files under {prefix} in memory {name!r}")
-
-    def text() -> None:
-        width = max((len(e.path) for e in entries), default=0)
-        for e in entries:
-            say(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip())
-
-    emit({"memory": name, "directory": prefix, "files": entries}, text)
+    reads.ls(state, name, directory, as_json=state.json)
 
 
 @cli.command()
@@ -127,22 +107,7 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
     on a terminal the version is also shown on stderr. Use --json to get the
     exact text and the version in scripts.
     """
-    found = state.read(name, path, rev)
-
-    def text() -> None:
-        say(found.text, nl=False, multiline=True)
-        if stderr_is_tty():
-            say(f"\n-- {found.path} version {found.version}", err=True, multiline=True)
-
-    payload = {
-        "memory": name,
-        "path": found.path,
-        "version": found.version,
-        "size": found.size,
-        "rev": rev,
-        "content": found.text,
-    }
-    emit(payload, text)
+    reads.cat(state, name, path, rev, as_json=state.json)
 
 
 def _read_stdin() -> str:

@@ -22,7 +22,7 @@ from gitmem.adapters.cli.app import (
     short,
     to_json,
 )
-from gitmem.adapters.cli.files import directory_arg
+from gitmem.adapters.cli.reads import directory_arg
 
 if TYPE_CHECKING:
     from gitmem.index import IndexStatus

@@ -1,0 +1,223 @@
+"""What the CLI prints, without click: lines, JSON documents, refusals and their hints.
+
+Both ways a command runs print through here: the click commands (``app`` re-exports
+these names) and the click-free quick path of ``ls``, ``cat`` and ``--help``
+(:mod:`gitmem.adapters.cli.quick`), which so prints the same bytes by construction.
+Every human-facing line goes through :func:`say`, which shows control, format and
+other invisible characters as escapes (:func:`~gitmem.fileformat.visible`): memory
+content, descriptions, commit text and run names come from agents, and must not move
+an admin's cursor, retitle the terminal or hide text. JSON goes through
+:func:`say_json` unchanged (the encoder escapes what could act on a terminal).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from gitmem.errors import MemoryStoreError
+    from gitmem.model import FileText
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+#: An ANSI style sequence, as ``click.echo`` strips them from output that is not a terminal.
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def well_configured(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is written as it is: a stream whose encoding is missing or ASCII
+    is re-wrapped by click (as UTF-8), and is left to click here too."""
+    if stream is None:
+        return True
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name != "ascii"
+    except LookupError:  # an encoding click cannot name is used as it is
+        return True
+
+
+def echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Write ``text`` as ``click.echo`` writes a string on a POSIX system.
+
+    The standard stream is looked up at each call (a test may have replaced it); a
+    missing one swallows the text; style sequences are removed unless the stream is a
+    terminal; the stream is flushed. A stream that click would re-wrap (an ASCII or
+    missing encoding) is handed to click itself.
+    """
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    if not well_configured(stream):
+        import click
+
+        click.echo(text, err=err, nl=nl)
+        return
+    out = text + "\n" if nl else text
+    if not out:
+        stream.flush()
+        return
+    if "\033" in out and _strips_styles(stream):
+        out = _ANSI.sub("", out)
+    stream.write(out)
+    stream.flush()
+
+
+def _strips_styles(stream: TextIO) -> bool:
+    """Whether click would remove style sequences before writing to ``stream``."""
+    if hasattr(stream, "color"):  # click's pager strips them itself
+        return False
+    try:
+        terminal = stream.isatty()
+    except Exception:  # click treats any failure as "not a terminal"
+        terminal = False
+    return not terminal and not stream.__class__.__module__.startswith("ipykernel.")
+
+
+def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
+    """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
+    from gitmem.fileformat import visible  # the path rules: `gitmem --help` prints without them
+
+    echo(visible(text, multiline=multiline), err=err, nl=nl)
+
+
+def say_lines(lines: Iterable[str]) -> None:
+    """Print human-facing lines as :func:`say` prints each, in one write (a listing of thousands)."""
+    from gitmem.fileformat import visible
+
+    text = "".join(visible(line) + "\n" for line in lines)
+    if text:
+        echo(text, nl=False)
+
+
+def say_json(value: Any) -> None:
+    """Print one JSON document (its encoder escapes every control character)."""
+    import json
+
+    echo(json.dumps(value, ensure_ascii=False))
+
+
+def short(version: str | None) -> str:
+    return version[:12] if version else "-"
+
+
+def stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def file_json(text: FileText | None, *, content: bool = True) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    out: dict[str, Any] = {"path": text.path, "version": text.version, "size": text.size}
+    if content:
+        out["content"] = text.text
+    return out
+
+
+def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:
+    """The error shape, shared with the agent tools: ``{error, message, hint, current}``."""
+    return {"error": exc.code, "message": exc.message, "hint": hint, "current": file_json(exc.current)}
+
+
+def show_refusal(exc: MemoryStoreError, *, as_json: bool, command: str, params: Mapping[str, Any]) -> None:
+    """Print a refused store call: one JSON document on stdout, or the code, message and hint on stderr."""
+    what_to_do = hint(exc, command, params)
+    if as_json:
+        say_json(error_json(exc, what_to_do))
+        return
+    say(f"error [{exc.code}]: {exc.message}", err=True)
+    if exc.current is not None:
+        say(f"  current: {exc.current.path} version {exc.current.version} ({exc.current.size} B)", err=True)
+    say(f"  what to do: {what_to_do}", err=True)
+
+
+def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
+    """What the user can do about a refusal, phrased with the command's own arguments."""
+    name = params.get("name") or "NAME"
+    path = params.get("path") or params.get("source") or "PATH"
+    code = exc.code
+    if code == "version_mismatch" and command == "revert":
+        where = exc.current.path if exc.current is not None else "a file it changed"
+        return (
+            f"a later change touched {where}; see `gitmem log {name} {where}` and put the old content back "
+            f"with `gitmem restore {name} {where} --rev REV`, or edit it by hand"
+        )
+    if code == "version_mismatch":
+        if exc.current is None:
+            return f"the file does not exist now; create it with `gitmem write {name} {path} --create`"
+        return (
+            f"the file is now at version {exc.current.version}; re-read it "
+            f"(`gitmem cat {name} {exc.current.path}`) and retry with --expect {exc.current.version}"
+        )
+    if code == "already_exists":
+        where = exc.current.path if exc.current is not None else "the destination"
+        version = f" --expect {exc.current.version}" if exc.current is not None else ""
+        return f"choose another path, or remove {where} first (`gitmem rm {name} {where}{version}`)"
+    if code == "not_found":
+        return _not_found_hint(exc.message, command, params, name)
+    if code == "too_large":
+        return (
+            f"nothing was written; shorten the file, or raise the limit: `gitmem config {name}` shows the limits, "
+            f"`gitmem config {name} gitmem.maxFileBytes 1m` raises the largest file"
+        )
+    if code == "invalid_file" and command == "config":
+        return f"nothing was changed; `gitmem config {name}` lists the keys and the values in force"
+    if code in ("invalid_path", "invalid_file"):
+        return "nothing was written; fix the path or content and run the command again"
+    if code == "invalid_pattern":
+        return "fix the regular expression, or drop -E to search for the text literally"
+    if code == "memory_full":
+        return (
+            f"delete or shorten files first, or raise the limit: `gitmem config {name}` shows the limits, "
+            f"`gitmem config {name} gitmem.maxFiles N` and `gitmem.maxMemoryBytes N` raise them"
+        )
+    if code == "memory_deleted":
+        return f"the memory was removed; create it again with `gitmem init {name}`"
+    if code == "unavailable":
+        lowered = exc.message.lower()
+        if "lock" in lowered or "timed out" in lowered or "busy" in lowered:
+            return "another writer holds the memory's lock; retry shortly"
+        if "config" in lowered:
+            return f"fix the value named above (`gitmem config {name} KEY VALUE`, or `--unset`)"
+        return "check the --root folder and the memory's files: do they exist, and may this user read and write them?"
+    if code == "forbidden":
+        return "this memory does not allow that change"
+    if code == "no_match":
+        return f"the --old text is not in the file; check it with `gitmem cat {name} {path}`"
+    if code == "ambiguous_match":
+        return "the --old text occurs more than once; include more surrounding text so it is unique"
+    if code == "conflict_retries_exhausted":
+        return "other writers keep changing this file; wait and run the command again"
+    if code == "record_not_found":
+        return f"list the namespace's records with `gitmem records list {name} -n NS` (ids are per namespace)"
+    if code in ("invalid_text", "invalid_cursor"):
+        return "nothing was written; fix the text (1-8000 characters, no credentials) or list again without --cursor"
+    if code == "write_unconfirmed":
+        return f"the change may or may not have happened; check with `gitmem records search {name} ...` before retrying"
+    if code == "wrong_kind":
+        return (
+            "file memories use the file commands; record, session and durable memories "
+            "`gitmem records|session|durable ...` (history: `gitmem log` works on every kind)"
+        )
+    return "see docs/cli.md"
+
+
+def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str) -> str:
+    """``not_found`` has many causes; the hint follows the one the message names."""
+    lowered = message.lower()
+    if "no memory named" in lowered:
+        return "check the memory name with `gitmem mounts` (or create it with `gitmem init NAME`)"
+    if params.get("since") and ("since" in lowered or str(params.get("since")) in message):
+        return "--since takes a date (2025-01-31, 2025-01-31T12:00), a relative one (yesterday, 2.weeks, '3 days ago') or a revision"
+    if "proposal" in lowered or (command in ("approve", "reject", "show") and params.get("id")):
+        return f"no such open proposal: it may be approved or rejected already; see `gitmem review list {name}`"
+    if "revision" in lowered or "commit" in lowered or params.get("rev"):
+        return f"check the revision with `gitmem log {name}` (a commit id of 7+ digits, main, main~3)"
+    return f"check the path with `gitmem ls {name}`"

@@ -1,0 +1,244 @@
+"""The quick path: ``gitmem ls``, ``gitmem cat`` and ``gitmem --help`` without click.
+
+Every CLI call is a new process. Importing click (with ``inspect``, ``uuid`` and its
+parameter types), building a command's options and running click's parser cost
+more than listing a memory of a few hundred files, and agents and scripts make
+these calls in loops. So the simple forms of the three are recognised here::
+
+    gitmem --help                                  (or -h)
+    gitmem [GROUP OPTIONS] ls NAME [DIRECTORY]     (options also among the arguments)
+    gitmem [GROUP OPTIONS] cat NAME PATH
+
+where the group options are ``--json``, ``--root DIR`` and ``--principal WHO``, and
+``ls`` and ``cat`` take ``--json`` and ``--root DIR``. Everything else goes to click:
+any other option (``--run``, ``--rev``, ``--help`` after a command, ``--``), a
+missing or extra argument, an option value that starts with ``-`` or is empty, a
+``--root`` that click would refuse (an existing file or an unreadable folder) or
+that starts with ``~``, ``$GITMEM_RUN`` set (reads then follow a run), or a shell
+completion request. :func:`run` decides that before it reads or prints anything, so
+click's parsing, usage errors and messages stay the one reference.
+
+What the three print is printed by the code the click commands call
+(:mod:`.reads`, :mod:`.output`; the help page from the same texts, see
+:mod:`.roothelp`), and a refusal, an interrupt or a closed pipe ends as click ends
+it (same stderr, same JSON document, same exit code). ``tests/cli/test_cli_quick.py``
+runs many command lines both ways and compares stdout, stderr and exit codes.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from gitmem.adapters.cli.output import EXIT_OK, EXIT_REFUSED, echo, say, say_json, show_refusal
+from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.model import FileEntry, FileText
+    from gitmem.root import Root
+
+#: Commands of the quick path, with how many arguments each takes (fewest, most).
+_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2)}
+#: Options that take a value: the group accepts both, the commands only ``--root``.
+_VALUED_GROUP = ("--root", "--principal")
+_VALUED_COMMAND = ("--root",)
+#: The environment variable click reads for shell completion of ``gitmem``.
+_COMPLETE = "_GITMEM_COMPLETE"
+
+
+class Call:
+    """One understood ``ls`` or ``cat``: its arguments, and the options that change what it prints."""
+
+    __slots__ = ("arguments", "as_json", "command", "root")
+
+    def __init__(self, command: str, arguments: list[str], as_json: bool, root: str | None) -> None:
+        self.command = command
+        self.arguments = arguments
+        self.as_json = as_json
+        self.root = root
+
+    def params(self) -> dict[str, Any]:
+        """The command's parameters as click names them (what a refusal's hint is phrased with)."""
+        if self.command == "ls":
+            directory = self.arguments[1] if len(self.arguments) > 1 else ""
+            return {"name": self.arguments[0], "directory": directory}
+        return {"name": self.arguments[0], "path": self.arguments[1], "rev": None}
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``gitmem ARGV`` when it is one of the quick forms and answer its exit code;
+    ``None`` (having done nothing) when click must run it."""
+    if _COMPLETE in os.environ:
+        return None
+    if len(argv) == 1 and argv[0] in ("--help", "-h"):
+        return _help()
+    call = parse(argv, os.environ)
+    if call is None:
+        return None
+    return _finish(call.as_json, lambda: _read(call))
+
+
+def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
+    """The ``ls`` or ``cat`` that ``argv`` asks for, or ``None`` for anything else."""
+    if "GITMEM_RUN" in environ:
+        return None
+    as_json = False
+    root: str | None = None
+    at = 0
+    while at < len(argv):  # options before the command name: the group's
+        arg = argv[at]
+        if arg == "--json":
+            as_json, at = True, at + 1
+            continue
+        taken = _value(argv, at, _VALUED_GROUP)
+        if taken is None:
+            break
+        name, value, at = taken
+        if value is None:
+            return None
+        if name == "--root":
+            root = value
+    if at >= len(argv) or argv[at] not in _ARGUMENTS:
+        return None
+    command = argv[at]
+    arguments: list[str] = []
+    at += 1
+    while at < len(argv):
+        arg = argv[at]
+        if arg == "--json":
+            as_json, at = True, at + 1
+            continue
+        taken = _value(argv, at, _VALUED_COMMAND)
+        if taken is not None:
+            _, root, at = taken
+            if root is None:
+                return None
+            continue
+        if arg.startswith("-"):
+            return None
+        arguments.append(arg)
+        at += 1
+    fewest, most = _ARGUMENTS[command]
+    if not fewest <= len(arguments) <= most:
+        return None
+    return Call(command, arguments, as_json, root)
+
+
+def _value(argv: list[str], at: int, names: tuple[str, ...]) -> tuple[str, str | None, int] | None:
+    """``--name VALUE`` or ``--name=VALUE`` at ``argv[at]``: (name, value, next index); the value is
+    ``None`` when click may read it otherwise (missing, empty, or like an option), and the
+    whole answer ``None`` when ``argv[at]`` is none of ``names``."""
+    name, equals, value = argv[at].partition("=")
+    if name not in names:
+        return None
+    if not equals:
+        if at + 1 >= len(argv):
+            return name, None, at + 1
+        value, at = argv[at + 1], at + 1
+    if not value or value.startswith("-") or (name == "--root" and not _plain_folder(value)):
+        return name, None, at + 1
+    return name, value, at + 1
+
+
+def _plain_folder(value: str) -> bool:
+    """Whether click takes ``--root VALUE`` as it is: a folder that is absent, or present and
+    readable; not a file. A path that starts with ``~`` is left to click too (home may be unknown)."""
+    first = next((part for part in value.split("/") if part and part != "."), "")
+    if not value.startswith("/") and first.startswith("~"):
+        return False
+    try:
+        found = os.stat(value)
+    except OSError:
+        return True
+    except ValueError:
+        return False
+    return not stat.S_ISREG(found.st_mode) and os.access(value, os.R_OK)
+
+
+class _Main:
+    """What ``ls`` and ``cat`` read without ``--run`` or ``--rev``: a memory's ``main``."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+
+    def listing(self, name: str) -> list[FileEntry]:
+        from gitmem import quickread
+
+        return quickread.list_files(self.root, name)
+
+    def read(self, name: str, path: str, rev: str | None = None) -> FileText:
+        from gitmem import quickread
+
+        return quickread.read_file(self.root, name, path)
+
+
+def _read(call: Call) -> int:
+    from gitmem.adapters.cli import reads
+    from gitmem.config import default_root_folder
+    from gitmem.root import Root
+
+    try:
+        root = Root(default_root_folder() if call.root is None else call.root)
+        if call.command == "ls":
+            params = call.params()
+            reads.ls(_Main(root), params["name"], params["directory"], as_json=call.as_json)
+        else:
+            reads.cat(_Main(root), call.arguments[0], call.arguments[1], None, as_json=call.as_json)
+    except MemoryStoreError as exc:
+        show_refusal(exc, as_json=call.as_json, command=call.command, params=call.params())
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _help() -> int | None:
+    from gitmem.adapters.cli import COMMANDS, roothelp
+
+    text = roothelp.page("gitmem", (item for names in COMMANDS.values() for item in names.items()))
+    if text is None:
+        return None
+
+    def show() -> int:
+        echo(text)
+        return EXIT_OK
+
+    return _finish(False, show)
+
+
+def _finish(as_json: bool, action: Callable[[], int]) -> int:
+    """Run ``action`` and end as click ends a command: an interrupt prints ``Aborted!`` (and,
+    with ``--json``, a usage document) and exits 1; a closed stdout exits 1 quietly."""
+    try:
+        return action()
+    except (EOFError, KeyboardInterrupt):
+        echo("", err=True)  # closes the terminal's ^C echo
+        say("Aborted!", err=True)
+        if as_json:
+            say_json({"error": "usage", "message": "aborted", "hint": "", "current": None})
+        return EXIT_REFUSED
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        sys.stdout = _Pacified(sys.stdout)
+        sys.stderr = _Pacified(sys.stderr)
+        return EXIT_REFUSED
+
+
+class _Pacified:
+    """A standard stream whose flush at exit ignores a closed pipe (the reader went away)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)

@@ -1,0 +1,68 @@
+"""What ``ls`` and ``cat`` do once their arguments are known, without click.
+
+The click commands (:mod:`gitmem.adapters.cli.files`) and the quick path
+(:mod:`gitmem.adapters.cli.quick`) both call these, so a listing or a file prints the
+same bytes whichever parsed the command line. A refusal is raised as
+:class:`~gitmem.errors.MemoryStoreError` for the caller to show.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_is_tty
+from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.model import FileEntry, FileText
+
+
+class Reader(Protocol):
+    """Where the files come from: the CLI's ``State`` (``--run`` and ``--rev`` included),
+    or the quick path's view of ``main``."""
+
+    def listing(self, name: str) -> list[FileEntry]: ...
+
+    def read(self, name: str, path: str, rev: str | None = None) -> FileText: ...
+
+
+def directory_arg(directory: str | None) -> str:
+    """``prefs``, ``prefs/`` and ``/`` are all accepted; the store wants ``prefs/`` or ``""``."""
+    if not directory or directory == "/":
+        return ""
+    from gitmem.fileformat import validate_directory
+
+    return validate_directory(directory.rstrip("/") + "/")
+
+
+def ls(reader: Reader, name: str, directory: str, *, as_json: bool) -> None:
+    """Print the files of memory ``name`` (under ``directory``): one line each, or one JSON document."""
+    prefix = directory_arg(directory)
+    entries = [e for e in reader.listing(name) if e.path.startswith(prefix)]
+    if prefix and not entries:
+        raise MemoryStoreError("not_found", f"no files under {prefix} in memory {name!r}")
+    if as_json:
+        files = [{"path": e.path, "version": e.version, "size": e.size, "description": e.description} for e in entries]
+        say_json({"memory": name, "directory": prefix, "files": files})
+        return
+    width = max((len(e.path) for e in entries), default=0)
+    say_lines(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip() for e in entries)
+
+
+def cat(reader: Reader, name: str, path: str, rev: str | None, *, as_json: bool) -> None:
+    """Print file ``path`` of memory ``name`` (at ``rev``): its content, or one JSON document."""
+    found = reader.read(name, path, rev)
+    if as_json:
+        payload: dict[str, Any] = {
+            "memory": name,
+            "path": found.path,
+            "version": found.version,
+            "size": found.size,
+            "rev": rev,
+            "content": found.text,
+        }
+        say_json(payload)
+        return
+    say(found.text, nl=False, multiline=True)
+    if stderr_is_tty():
+        say(f"\n-- {found.path} version {found.version}", err=True, multiline=True)
