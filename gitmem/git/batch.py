@@ -17,9 +17,11 @@ gitmem's commits that do not mention a path, and to follow a file across the mov
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from gitmem.fileformat import FileFormat
 from gitmem.git.history import stored_file
+from gitmem.git.refs import MAIN
 from gitmem.git.repo import Done, GitRepo, Plan, Snapshot
 from gitmem.model import Origin
 from gitmem.store import Batch, Decision, check_batch_room, decide, file_dir_conflict
@@ -42,6 +44,25 @@ def commit_batch(
     the memory is found full (as in the twin).
     """
 
+    spec = BatchSpec(fmt, batch, origin) if ref == MAIN else None
+    return repo.transact(_planner(fmt, batch, origin, size_of), ref=ref, spec=spec)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpec:
+    """A batch as another process's writer can commit it (:mod:`gitmem.git.spool`): plain, picklable values."""
+
+    fmt: FileFormat
+    batch: Batch
+    origin: Origin
+
+    def __call__(self, repo: GitRepo) -> Callable[[Snapshot], Plan[Decision | None]]:
+        return _planner(self.fmt, self.batch, self.origin, lambda oid: len(repo.blob(oid)))
+
+
+def _planner(
+    fmt: FileFormat, batch: Batch, origin: Origin, size_of: Callable[[str], int]
+) -> Callable[[Snapshot], Plan[Decision | None]]:
     def plan(snap: Snapshot) -> Plan[Decision | None]:
         decision = decide(batch, lambda path: stored_file(snap, path), snap.write_blob)
         if decision is None:
@@ -58,7 +79,7 @@ def commit_batch(
         edits = tuple((e.path, e.version) for e in decision.effects)
         return Plan(edits, decision.op, decision.paths, origin, decision, summary=batch.summary, extra=batch.trailers)
 
-    return repo.transact(plan, ref=ref)
+    return plan
 
 
 def _check_shape(snap: Snapshot, path: str) -> None:

@@ -27,10 +27,11 @@ from typing import Any
 class Request:
     """One caller's change waiting in a group: its plan, and (once done) its outcome."""
 
-    __slots__ = ("_error", "_value", "done", "event", "lead", "plan")
+    __slots__ = ("_error", "_value", "done", "event", "lead", "plan", "spec")
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, spec: Any = None) -> None:
         self.plan = plan
+        self.spec = spec  # the plan in a form another process can run (:mod:`gitmem.git.spool`), if any
         self.event = threading.Event()
         self.done = False
         self.lead = False
@@ -47,6 +48,9 @@ class Request:
         return self._value
 
 
+GATHER = 0.001
+"""Seconds a leader waits for as many requests as its last round carried (a round costs a pack and a ref update)."""
+
 MAX_ROUNDS = 8
 """Rounds one leader runs back to back before its own caller gets its answer."""
 
@@ -57,8 +61,10 @@ Round = Callable[[list[Request]], list[Request]]
 class _Group:
     def __init__(self) -> None:
         self.mutex = threading.Lock()
+        self.arrived = threading.Condition(self.mutex)
         self.queue: deque[Request] = deque()
         self.leading = False
+        self.last = 1  # requests the last round carried: how many writers are busy right now
 
 
 _groups: dict[tuple[int, str], _Group] = {}
@@ -74,18 +80,19 @@ def _group(path: str) -> _Group:
         return found
 
 
-def submit(path: str, plan: Any, run_round: Round) -> Any:
+def submit(path: str, plan: Any, run_round: Round, spec: Any = None) -> Any:
     """Queue ``plan`` for the memory at ``path`` and return its outcome (or raise its error).
 
     The calling thread either leads a round (with ``run_round``) or waits for a
     leader to settle its request; a request a round leaves over is led next.
     """
     group = _group(path)
-    request = Request(plan)
+    request = Request(plan, spec)
     with group.mutex:
         group.queue.append(request)
         lead = not group.leading
         group.leading = True
+        group.arrived.notify()
     while True:
         if lead:
             rounds = 1
@@ -107,8 +114,14 @@ def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
     the first request still waiting.
     """
     with group.mutex:
+        if len(group.queue) < group.last:
+            # The last round carried several writers: the ones it answered are preparing
+            # their next change (on the interpreter lock this thread is giving up now).
+            # Wait a moment for them rather than commit a round of one and then theirs.
+            group.arrived.wait_for(lambda: len(group.queue) >= group.last, timeout=GATHER)
         batch = list(group.queue)
         group.queue.clear()
+        group.last = len(batch)
     try:
         left = run_round(batch)
     except BaseException as exc:  # the round failed as a whole: every request not yet settled gets the error

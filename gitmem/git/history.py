@@ -346,6 +346,10 @@ class StoredFile(FileText):
             _TEXT_SLOT.__set__(self, text)
             return text
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Crossing processes (a group commit's answer, :mod:`gitmem.git.spool`) it is a plain file.
+        return (FileText, (self.path, self.text, self.version))
+
 
 def stored_file(snap: Snapshot, path: str) -> FileText | None:
     """As :func:`current_file`, with the text read only when used (:class:`StoredFile`)."""

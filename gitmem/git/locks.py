@@ -35,10 +35,11 @@ import errno
 import fcntl
 import os
 import secrets
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
@@ -64,13 +65,13 @@ class Holder:
     count: int = 0  # a number the holders pass on to each other (see WriterLock.count)
 
     def is_this_process(self) -> bool:
-        return self.pid == os.getpid() and self.token == _process_token()
+        return self.pid == os.getpid() and self.token == process_token()
 
 
 _token: tuple[int, str] = (0, "")
 
 
-def _process_token() -> str:
+def process_token() -> str:
     """A random word fixed for the life of this process (a forked child draws its own)."""
     global _token
     if _token[0] != os.getpid():
@@ -92,11 +93,19 @@ def _read_record(fd: int) -> Holder | None:
 
 
 def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
-    line = f"{os.getpid()} {state} {op[:24]} {_process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+    line = f"{os.getpid()} {state} {op[:24]} {process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
     try:
         os.pwrite(fd, line.encode("ascii", "replace"), 0)
     except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
         pass
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A descriptor (a FIFO the waiter reads) to wait on besides the lock, and whether the wait is over."""
+
+    fd: int
+    answered: Callable[[], bool]
 
 
 class LockDescriptor:
@@ -155,7 +164,12 @@ class WriterLock:
         """The last holder's record (the current one while the lock is taken)."""
         return _read_record(self._fd())
 
-    def _acquire(self, fd: int) -> int:
+    def _acquire(
+        self,
+        fd: int,
+        on_wait: Callable[[], Wake | None] | None = None,
+        give_up: Callable[[], bool] | None = None,
+    ) -> int | None:
         """Take the lock; returns the descriptor that holds it.
 
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
@@ -164,13 +178,22 @@ class WriterLock:
         released, whereas a poller sleeping between tries can be starved by a
         writer that releases and re-takes the lock in a loop. The caller waits for
         the helper with the deadline; a helper whose caller gave up releases the
-        lock as soon as it gets it.
+        lock as soon as it gets it. ``on_wait`` runs once the lock is found taken,
+        before waiting; ``give_up`` is asked at the deadline and may say no (keep
+        waiting, up to :data:`LONG_WAIT`).
+
+        When ``on_wait`` returns a :class:`Wake`, the caller also waits on its
+        descriptor, which the helper writes to once it has the lock: another
+        writer may answer the caller's request before the lock is ours. If
+        ``answered()`` then says so, the wait ends *without* the lock (``None``;
+        the helper lets the lock go as soon as it gets it).
         """
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
             pass
+        wake = on_wait() if on_wait is not None else None
         waiter = LockDescriptor(self.path)
         got = threading.Event()
         state = {"abandoned": False}
@@ -185,13 +208,31 @@ class WriterLock:
             with guard:
                 if not state["abandoned"]:
                     got.set()
+                    if wake is not None:
+                        with suppress(OSError):
+                            os.write(wake.fd, b"l")
                     return
             fcntl.flock(waiter.fd, fcntl.LOCK_UN)
             waiter.close()
 
         threading.Thread(target=wait_for_lock, name="gitmem-lock-wait", daemon=True).start()
         started = time.monotonic()
-        while not got.wait(timeout=min(self.timeout, 1.0)):
+        while True:
+            if wake is None:
+                if got.wait(timeout=min(self.timeout, 1.0)):
+                    break
+            else:
+                select.select([wake.fd], [], [], min(self.timeout, 1.0))
+                with suppress(OSError):
+                    os.read(wake.fd, 512)
+                if got.is_set():
+                    break
+                if wake.answered():
+                    with guard:
+                        if not got.is_set():
+                            state["abandoned"] = True
+                            return None
+                    break
             waited = time.monotonic() - started
             if waited < self.timeout:
                 continue
@@ -202,6 +243,8 @@ class WriterLock:
             with guard:
                 if got.is_set():
                     break
+                if give_up is not None and not give_up() and waited < max(self.timeout, LONG_WAIT):
+                    continue
                 state["abandoned"] = True
             who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
             raise MemoryStoreError(
@@ -213,9 +256,23 @@ class WriterLock:
         return waiter.fd
 
     @contextmanager
-    def hold(self, op: str = "write") -> Iterator[None]:
-        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout."""
-        fd = self._acquire(self._fd())
+    def hold(
+        self,
+        op: str = "write",
+        *,
+        on_wait: Callable[[], Wake | None] | None = None,
+        give_up: Callable[[], bool] | None = None,
+    ) -> Iterator[bool]:
+        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout.
+
+        ``on_wait`` and ``give_up``: see :meth:`_acquire` (the cross-process group commit's hooks).
+        Yields ``True``; ``False`` (the lock *not* held) only when ``on_wait``'s
+        :class:`Wake` said the caller was answered while it waited.
+        """
+        fd = self._acquire(self._fd(), on_wait, give_up)
+        if fd is None:
+            yield False
+            return
         self._local.holding = fd
         try:
             try:
@@ -236,7 +293,7 @@ class WriterLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 raise
             try:
-                yield
+                yield True
             finally:
                 _write_record(fd, "free", op, self._local.count)
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -43,8 +43,8 @@ from typing import Any, Generic, TypeVar
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, group, loosetrees, packwrite
-from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
+from gitmem.git import cli, group, loosetrees, packwrite, spool
+from gitmem.git.locks import Holder, Wake, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.recent import RecentObjects, recent_for
@@ -310,6 +310,15 @@ HARD_MAX_PACKS = 64
 """Packs above which a writer folds before it returns, once a background fold of its process failed."""
 GROUP_COMMIT = True
 """Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
+CROSS_PROCESS = True
+"""A writer that finds the lock taken hands its requests to the holder's round (:mod:`gitmem.git.spool`)."""
+SPOOL_TAKE = 64
+"""Requests of other processes a round takes at most."""
+SPOOL_ROUNDS = 4
+"""Rounds a holder runs back to back while other processes' requests are queued."""
+GATHER = 0.001
+"""Seconds a holder waits for as many other processes' requests as its last round took (:func:`spool.gather`)."""
+_last_taken: dict[str, int] = {}
 
 _folds: dict[str, threading.Thread] = {}
 _folds_again: set[str] = set()
@@ -659,7 +668,9 @@ class GitRepo:
 
     # -- writes --
 
-    def transact(self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN) -> Done[R]:
+    def transact(
+        self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN, spec: spool.Spec | None = None
+    ) -> Done[R]:
         """Run ``plan`` on the head and commit its edits with a CAS on ``ref`` (``main``).
 
         ``plan`` runs under the writer lock and may raise a store error to refuse
@@ -675,10 +686,12 @@ class GitRepo:
         time are committed together (:mod:`gitmem.git.group`): each plan runs on
         the head the one before it made, each is its own commit, and the chain
         lands as one pack and one ref update. A caller gets its own outcome.
+        With ``spec`` (the plan as a picklable factory: ``spec(repo)`` returns
+        it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
         """
         if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
             return self._transact_alone(plan, ref)
-        done: Done[R] = group.submit(self.path, plan, self._round)
+        done: Done[R] = group.submit(self.path, plan, self._round, spec)
         return done
 
     def _transact_alone(self, plan: Callable[[Snapshot], Plan[R]], ref: str) -> Done[R]:
@@ -741,72 +754,166 @@ class GitRepo:
         next round (returned). Outcomes are settled only once the ref has moved
         (and, when durable, is on disk): a kill before leaves every request
         unanswered and ``main`` where it was.
+
+        Across processes (:mod:`gitmem.git.spool`): when the writer lock is taken,
+        requests that can cross processes are published before waiting; once the
+        lock is ours, a holder may already have committed them (their outcomes
+        are collected and nothing else is done). A holder takes the requests
+        other processes published into its round, behind its own.
         """
+        own: spool.Slot | None = None
+        published = False
+
+        def on_wait() -> Wake | None:  # the lock is taken: hand our requests to its holder if they can cross
+            nonlocal own, published
+            if CROSS_PROCESS and all(r.spec is not None for r in requests):
+                own = spool.own_slot(self.path)
+                published = own is not None and own.publish([r.spec for r in requests])
+                if published and own is not None and own.wake_fd is not None:
+                    return Wake(own.wake_fd, own.answered)
+            return None
+
+        def give_up() -> bool:
+            return own is None or not published or own.withdraw()
+
         fold = False
         try:
-            with translate_errors(self.path), self.lock.hold():
-                for _ in range(MAX_ATTEMPTS):
-                    repo = self.fresh()
-                    head: str = self._head_in(repo)
-                    trees = self._tree_cache()
-                    recent = self._recent()
-                    pending = packwrite.PendingObjects()
-                    tip, tip_tree = head, None
-                    made: list[tuple[str, str]] = []
-                    chain: list[tuple[group.Request, str, Any]] = []
-                    settled: list[tuple[group.Request, Any, BaseException | None]] = []
-                    left: list[group.Request] = []
-                    loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
-                    for i, request in enumerate(requests):
-                        snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
-                        mark = len(pending)
-                        try:
-                            with translate_errors(self.path):
-                                chosen: Plan[Any] = request.plan(snap)
-                                if len(chosen.edits) > PACK_EDITS:
-                                    if chain or loose is not None:
-                                        pending.drop_after(mark)
-                                        left = requests[i:]
-                                    else:
-                                        loose, left = (request, chosen, snap), requests[i + 1 :]
-                                    break
-                                if not chosen.edits:
-                                    pending.drop_after(mark)
-                                    settled.append((request, Done(None, chosen.result), None))
-                                    continue
-                                author, committer, message = _signed(chosen)
-                                tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
-                                raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
-                        except BaseException as exc:
-                            pending.drop_after(mark)
-                            settled.append((request, None, exc))
-                            continue
-                        tip, tip_tree = pending.add(b"commit", raw), tree_id
-                        chain.append((request, tip, chosen.result))
-                        made.append((tip, tree_id))
-                    if loose is not None:
-                        request, chosen, snap = loose
-                        author, committer, message = _signed(chosen)
-                        tip = self._loose_commit(repo, snap, chosen, author, committer, message)
-                        chain, tip_tree = [(request, tip, chosen.result)], None
-                    elif chain:
-                        packwrite.write_pack(self.path, pending, durable=_durable[0])
-                    if chain and not self._cas(repo, head, tip):
-                        continue  # a writer outside gitmem moved main: every plan decides again
-                    if chain and loose is None:
-                        recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
-                    for request, commit, result in chain:
-                        request.finish(Done(CommitId(commit), result))
-                    for request, value, error in settled:
-                        request.finish(value, error)
-                    fold = bool(chain) and loose is None and self._count_pack()
-                    return left
+            with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up) as held:
+                if own is not None and published:  # answered while we waited (no lock), or see whether we were
+                    answers = own.collect(self.on_main)
+                    if answers is not None:
+                        for request, (value, error) in zip(requests, answers, strict=True):
+                            request.finish(value, error)
+                        return []
+                assert held, "the writer lock ends a wait unheld only for an answered request"
+                spool.at("round")
+                left, fold = self._chain(requests)
+                for _ in range(SPOOL_ROUNDS - 1):
+                    if not (CROSS_PROCESS and spool.queued(self.path)):
+                        break
+                    # Requests published while our round ran: their writers are waiting on
+                    # us anyway, and another round now saves each of them a round of its own.
+                    more = self._chain([])[1]
+                    fold = fold or more
+                return left
         finally:
             if fold:
                 self.start_fold()
-        raise MemoryStoreError(
-            "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-        )
+
+    def _chain(self, requests: list[group.Request]) -> tuple[list[group.Request], bool]:
+        """One round under the writer lock: ``requests`` and the spool's, as one chain; (left over, fold due)."""
+        taken: list[spool.Taken] = []
+        theirs: list[group.Request] = []
+        settled_slots = False
+        try:
+            if CROSS_PROCESS:
+                last = _last_taken.get(self.path, 0)
+                if last:
+                    spool.gather(self.path, last, GATHER)
+                taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
+                _last_taken[self.path] = len(taken)
+                theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
+            everything = requests + theirs
+            for _ in range(MAX_ATTEMPTS):
+                repo = self.fresh()
+                head: str = self._head_in(repo)
+                trees = self._tree_cache()
+                recent = self._recent()
+                pending = packwrite.PendingObjects()
+                tip, tip_tree = head, None
+                made: list[tuple[str, str]] = []
+                chain: list[tuple[group.Request, str, Any]] = []
+                settled: list[tuple[group.Request, Any, BaseException | None]] = []
+                left: list[group.Request] = []
+                loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
+                for i, request in enumerate(everything):
+                    snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
+                    mark = len(pending)
+                    try:
+                        with translate_errors(self.path):
+                            chosen: Plan[Any] = request.plan(snap)
+                            if len(chosen.edits) > PACK_EDITS:
+                                if chain or loose is not None:
+                                    pending.drop_after(mark)
+                                    left = everything[i:]
+                                else:
+                                    loose, left = (request, chosen, snap), everything[i + 1 :]
+                                break
+                            if not chosen.edits:
+                                pending.drop_after(mark)
+                                settled.append((request, Done(None, chosen.result), None))
+                                continue
+                            author, committer, message = _signed(chosen)
+                            tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
+                            raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
+                    except BaseException as exc:
+                        pending.drop_after(mark)
+                        settled.append((request, None, exc))
+                        continue
+                    tip, tip_tree = pending.add(b"commit", raw), tree_id
+                    chain.append((request, tip, chosen.result))
+                    made.append((tip, tree_id))
+                if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
+                    # Another process's big batch: only its own process commits it (loose path).
+                    spool.release(taken)
+                    taken, theirs, everything = [], [], requests
+                    continue
+                if loose is not None:
+                    request, chosen, snap = loose
+                    author, committer, message = _signed(chosen)
+                    tip = self._loose_commit(repo, snap, chosen, author, committer, message)
+                    chain, tip_tree = [(request, tip, chosen.result)], None
+                elif chain:
+                    packwrite.write_pack(self.path, pending, durable=_durable[0])
+                if taken:
+                    outcomes: dict[int, tuple[Any, BaseException | None]] = {}
+                    for request, commit, result in chain:
+                        outcomes[id(request)] = (Done(CommitId(commit), result), None)
+                    for request, value, error in settled:
+                        outcomes[id(request)] = (value, error)
+                    at = iter(theirs)
+                    for t in taken:
+                        t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
+                    settled_slots = bool(chain)
+                spool.at("pending")
+                if chain and not self._cas(repo, head, tip):
+                    continue  # a writer outside gitmem moved main: every plan decides again
+                spool.at("landed")
+                if settled_slots:
+                    for t in taken:
+                        t.slot.mark("done")
+                    settled_slots = False
+                for t in taken:
+                    t.slot.ring()
+                if chain and loose is None:
+                    recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
+                mine = {id(r) for r in requests}
+                for request, commit, result in chain:
+                    if id(request) in mine:
+                        request.finish(Done(CommitId(commit), result))
+                for request, value, error in settled:
+                    if id(request) in mine:
+                        request.finish(value, error)
+                return left, bool(chain) and loose is None and self._count_pack()
+            raise MemoryStoreError(
+                "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
+            )
+        finally:
+            if taken:
+                if settled_slots:  # the round failed after its outcomes were written: did main move?
+                    with suppress(MemoryStoreError, OSError, pygit2.GitError):
+                        landed = self.on_main(taken[0].slot.header() or taken[0].header)
+                        for t in taken:
+                            t.slot.mark("done" if landed else "queued")
+                            t.slot.ring()
+                spool.release(taken)
+
+    def on_main(self, header: spool.Header) -> bool:
+        """Whether a spool slot's round tip is ``main`` or one of its ancestors."""
+        if not header.tip:
+            return False
+        head = self.head()
+        return head == header.tip or self.descendant_of(head, header.tip)
 
     def _pack_trees(
         self,
@@ -973,6 +1080,11 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+    if os.path.isdir(spool.spool_dir(path)):
+        # Its round may have written outcomes for other processes' requests: settle them
+        # before anything (a forget included) can change main's history.
+        repo = GitRepo(path)
+        spool.recover(path, repo.on_main)
 
 
 def _sig_bytes(sig: pygit2.Signature) -> bytes:
