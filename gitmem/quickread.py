@@ -19,14 +19,13 @@ Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import TYPE_CHECKING, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, validate_path
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo
-from gitmem.git.peek import CannotPeek, Peek
+from gitmem.git.peek import CannotPeek, Peek, sha1
 from gitmem.git.perms import make_private_dir, open_private
 from gitmem.gitcache import ReadCache
 from gitmem.model import FileEntry, FileText, MountKind
@@ -121,7 +120,7 @@ def _load(repo: str, key: str) -> list[FileEntry] | None:
         with open(os.path.join(repo, DERIVED_DIR, LISTING_FILE), encoding="utf-8", newline="") as fh:
             text = fh.read()
         saved_key, checksum, body = text.split("\n", 2)
-        if saved_key != key or hashlib.sha1(body.encode()).hexdigest() != checksum:
+        if saved_key != key or sha1(body.encode()).hexdigest() != checksum:
             return None
         fields = body.split("\0")
         if len(fields) % 4 != 1 or fields[-1]:
@@ -149,7 +148,7 @@ def _save(repo: str, key: str, entries: list[FileEntry], generation: str | None)
         return
     body = "".join(f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries)
     try:
-        text = f"{key}\n{hashlib.sha1(body.encode()).hexdigest()}\n{body}"
+        text = f"{key}\n{sha1(body.encode()).hexdigest()}\n{body}"
     except UnicodeEncodeError:
         return
     folder = os.path.join(repo, DERIVED_DIR)
