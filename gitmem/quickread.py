@@ -53,8 +53,10 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
 
     The answer is read from the listing file when that was made for this very tree
     (a tree id names its whole content, so a new head can never be answered from an
-    old listing), else built from the objects and saved for the next call. The file
-    is derived state: deleting it costs one slower ``ls``, never a wrong answer.
+    old listing), else built from the objects and saved for the next call; a listing
+    of an earlier head still gives the size and description of every blob it holds
+    (a blob id names its content), so after a write only the new blobs are read. The
+    file is derived state: deleting it costs one slower ``ls``, never a wrong answer.
     """
     path = root.existing_folder(name)
     try:
@@ -63,12 +65,16 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
         generation = _generation(peek.path)  # before the head: see _save
         fmt = format_from_repo(peek)
         tree = peek.tree_of(peek.head())
-        key = _key(tree, fmt)
-        entries = None if key is None else _load(peek.path, key)
-        if entries is None:
-            entries = ReadCache().listing(peek, fmt, tree)
-            if key is not None:
-                _save(peek.path, key, entries, generation)
+        made = _made_under(fmt)
+        saved = None if made is None else _load(peek.path, made)
+        if saved is not None and saved[0] == tree:
+            return saved[1]
+        cache = ReadCache()
+        if saved is not None:
+            cache.blob_info = {e.version: (e.size, e.description) for e in saved[1]}
+        entries = cache.listing(peek, fmt, tree)
+        if made is not None:
+            _save(peek.path, made, tree, entries, generation)
         return entries
     except CannotPeek:
         store = root.mount(name).sync
@@ -98,10 +104,10 @@ def read_file(root: Root, name: str, file: str) -> FileText:
 # -- the listing file --
 
 
-def _key(tree: str, fmt: FileFormat) -> str | None:
-    """What a listing depends on: the tree, the limits (descriptions are cut to them) and the
-    code that builds it (an upgraded gitmem may describe files differently), by its files' stats;
-    ``None`` (keep no listing) when that code is not in files."""
+def _made_under(fmt: FileFormat) -> str | None:
+    """What a listing depends on besides the tree: the limits (descriptions are cut to them)
+    and the code that builds it (an upgraded gitmem may describe files differently), by its
+    files' stats; ``None`` (keep no listing) when that code is not in files."""
     from gitmem import fileformat, gitcache
 
     code = []
@@ -111,21 +117,22 @@ def _key(tree: str, fmt: FileFormat) -> str | None:
         except OSError:
             return None
         code.append(f"{st.st_size}.{st.st_mtime_ns}")
-    return f"{_LISTING_TAG} {tree} {'/'.join(code)} {fmt!r}"
+    return f"{_LISTING_TAG} {'/'.join(code)} {fmt!r}"
 
 
-def _load(repo: str, key: str) -> list[FileEntry] | None:
-    """The saved listing if it was made under ``key`` and is whole (its checksum matches), else ``None``."""
+def _load(repo: str, made: str) -> tuple[str, list[FileEntry]] | None:
+    """The saved listing and its tree id if it was made under ``made`` and is whole (its
+    checksum matches), else ``None``."""
     try:
         with open(os.path.join(repo, DERIVED_DIR, LISTING_FILE), encoding="utf-8", newline="") as fh:
             text = fh.read()
-        saved_key, checksum, body = text.split("\n", 2)
-        if saved_key != key or sha1(body.encode()).hexdigest() != checksum:
+        saved, tree, checksum, body = text.split("\n", 3)
+        if saved != made or sha1(f"{tree}\n{body}".encode()).hexdigest() != checksum:
             return None
         fields = body.split("\0")
         if len(fields) % 4 != 1 or fields[-1]:
             return None
-        return [
+        return tree, [
             FileEntry(fields[at], fields[at + 1], int(fields[at + 2]), fields[at + 3][1:] if fields[at + 3] else None)
             for at in range(0, len(fields) - 1, 4)
         ]
@@ -133,7 +140,7 @@ def _load(repo: str, key: str) -> list[FileEntry] | None:
         return None
 
 
-def _save(repo: str, key: str, entries: list[FileEntry], generation: str | None) -> None:
+def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation: str | None) -> None:
     """Replace the listing file (atomically; a failure only means no file).
 
     It holds descriptions, which ``purge`` and ``forget`` must erase: they move the refs,
@@ -148,9 +155,10 @@ def _save(repo: str, key: str, entries: list[FileEntry], generation: str | None)
         return
     body = "".join(f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries)
     try:
-        text = f"{key}\n{sha1(body.encode()).hexdigest()}\n{body}"
+        checksum = sha1(f"{tree}\n{body}".encode()).hexdigest()
     except UnicodeEncodeError:
         return
+    text = f"{made}\n{tree}\n{checksum}\n{body}"
     folder = os.path.join(repo, DERIVED_DIR)
     target = os.path.join(folder, LISTING_FILE)
     tmp = os.path.join(folder, f".{LISTING_FILE}-{os.getpid()}-{os.urandom(6).hex()}.tmp")

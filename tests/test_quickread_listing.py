@@ -60,10 +60,31 @@ def test_the_first_listing_is_saved_and_the_next_one_read_from_it(root: Root, mo
 def test_a_saved_listing_is_what_is_shown(root: Root) -> None:
     listed(root)
     saved = listing_file(root)
-    key, _, body = saved.read_bytes().decode().split("\n", 2)
+    made, tree, _, body = saved.read_bytes().decode().split("\n", 3)
     body = body.replace("a described note", "from the file")
-    saved.write_bytes(f"{key}\n{hashlib.sha1(body.encode()).hexdigest()}\n{body}".encode())
+    checksum = hashlib.sha1(f"{tree}\n{body}".encode()).hexdigest()
+    saved.write_bytes(f"{made}\n{tree}\n{checksum}\n{body}".encode())
     assert "from the file" in [e.description for e in quickread.list_files(root, "user")]
+
+
+def test_after_a_write_only_the_new_blobs_are_read(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitmem.git.peek import Peek
+
+    listed(root)
+    store = root.mount("user").sync
+    store.write("new.md", "---\ndescription: brand new\n---\n", expected=None)
+    version = store.write("plain.md", "changed\n", expected=store.read("plain.md").version)
+    read: list[str] = []
+    blob = Peek.blob
+
+    def counted(self: Peek, oid: str) -> bytes:
+        read.append(oid)
+        return blob(self, oid)
+
+    monkeypatch.setattr(Peek, "blob", counted)
+    descriptions = [e.description for e in listed(root)]
+    assert "brand new" in descriptions and "changed" in descriptions
+    assert len(read) == 2 and version in read
 
 
 def test_a_new_head_is_never_answered_from_an_old_listing(root: Root) -> None:
