@@ -107,7 +107,10 @@ def read_file(root: Root, name: str, file: str) -> FileText:
 def _made_under(fmt: FileFormat) -> str | None:
     """What a listing depends on besides the tree: the limits (descriptions are cut to them)
     and the code that builds it (an upgraded gitmem may describe files differently), by its
-    files' stats; ``None`` (keep no listing) when that code is not in files."""
+    files' stats, with the Unicode version its whitespace rules follow; ``None`` (keep no
+    listing) when that code is not in files."""
+    import unicodedata
+
     from gitmem import fileformat, gitcache
 
     code = []
@@ -117,7 +120,7 @@ def _made_under(fmt: FileFormat) -> str | None:
         except OSError:
             return None
         code.append(f"{st.st_size}.{st.st_mtime_ns}")
-    return f"{_LISTING_TAG} {'/'.join(code)} {fmt!r}"
+    return f"{_LISTING_TAG} {'/'.join(code)} unicode-{unicodedata.unidata_version} {fmt!r}"
 
 
 def _load(repo: str, made: str) -> tuple[str, list[FileEntry]] | None:
