@@ -13,7 +13,6 @@ needs, not ten, and each dataclass compiles its methods when it is defined.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NewType, get_args
 
@@ -79,6 +78,8 @@ class FileText:
 
 def blob_version(data: bytes) -> BlobVersion:
     """The git blob id of ``data``: the version every gitmem store reports for a file."""
+    import hashlib  # here, not at the top: loading OpenSSL would cost every `gitmem ls` and `cat`
+
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
     h.update(data)
     return BlobVersion(h.hexdigest())

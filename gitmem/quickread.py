@@ -8,23 +8,37 @@ which reads the same refs and objects with ``zlib``, and fall back to the store
 (:class:`~gitmem.git.peek.CannotPeek`): the answers, and every error, are the
 store's own. ``tests/test_quickread.py`` holds the two paths to the same output.
 
+A listing needs every file's size and description, so every blob of the memory
+would be inflated and parsed on each ``ls``. Instead the last listing is kept in
+``<repo>/gitmem/derived/listing`` (see :func:`list_files`), keyed by what makes it:
+the tree id of ``main``, the memory's limits and the code that describes files.
+
 Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 (``--rev``) go to the store.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import decode_stored, validate_path
+from gitmem.fileformat import FileFormat, decode_stored, validate_path
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo
-from gitmem.git.peek import CannotPeek, Peek
+from gitmem.git.peek import CannotPeek, Peek, sha1
+from gitmem.git.perms import make_private_dir, open_private
 from gitmem.gitcache import ReadCache
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
     from gitmem.root import Root
+
+#: The mount's folder of derived content caches (``gitstore.DERIVED_DIR``, which purge and
+#: forget delete); spelled out here because importing the store would import pygit2.
+DERIVED_DIR: Final = "gitmem/derived"
+LISTING_FILE: Final = "listing"
+_GENERATION: Final = "gitmem/generation"
+_LISTING_TAG: Final = "gitmem-listing/1"
 
 
 def require_file_memory(name: str, kind: MountKind) -> None:
@@ -35,14 +49,33 @@ def require_file_memory(name: str, kind: MountKind) -> None:
 
 
 def list_files(root: Root, name: str) -> list[FileEntry]:
-    """Every file of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.list` lists them."""
+    """Every file of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.list` lists them.
+
+    The answer is read from the listing file when that was made for this very tree
+    (a tree id names its whole content, so a new head can never be answered from an
+    old listing), else built from the objects and saved for the next call; a listing
+    of an earlier head still gives the size and description of every blob it holds
+    (a blob id names its content), so after a write only the new blobs are read. The
+    file is derived state: deleting it costs one slower ``ls``, never a wrong answer.
+    """
     path = root.existing_folder(name)
     try:
         peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
-        head = peek.head()
+        generation = _generation(peek.path)  # before the head: see _save
         fmt = format_from_repo(peek)
-        return ReadCache().listing(peek, fmt, peek.tree_of(head))
+        tree = peek.tree_of(peek.head())
+        made = _made_under(fmt)
+        saved = None if made is None else _load(peek.path, made)
+        if saved is not None and saved[0] == tree:
+            return saved[1]
+        cache = ReadCache()
+        if saved is not None:
+            cache.blob_info = {e.version: (e.size, e.description) for e in saved[1]}
+        entries = cache.listing(peek, fmt, tree)
+        if made is not None:
+            _save(peek.path, made, tree, entries, generation)
+        return entries
     except CannotPeek:
         store = root.mount(name).sync
         require_file_memory(name, store.kind)
@@ -66,3 +99,98 @@ def read_file(root: Root, name: str, file: str) -> FileText:
     if found is None:
         raise MemoryStoreError("not_found", f"{file} does not exist")
     return FileText(file, decode_stored(found[1]), found[0])
+
+
+# -- the listing file --
+
+
+def _made_under(fmt: FileFormat) -> str | None:
+    """What a listing depends on besides the tree: the limits (descriptions are cut to them)
+    and the code that builds it (an upgraded gitmem may describe files differently), by its
+    files' stats, with the Unicode version its whitespace rules follow; ``None`` (keep no
+    listing) when that code is not in files."""
+    import unicodedata
+
+    from gitmem import fileformat, gitcache
+
+    code = []
+    for module in (fileformat, gitcache):
+        try:
+            st = os.stat(module.__file__ or "")
+        except OSError:
+            return None
+        code.append(f"{st.st_size}.{st.st_mtime_ns}")
+    return f"{_LISTING_TAG} {'/'.join(code)} unicode-{unicodedata.unidata_version} {fmt!r}"
+
+
+def _load(repo: str, made: str) -> tuple[str, list[FileEntry]] | None:
+    """The saved listing and its tree id if it was made under ``made`` and is whole (its
+    checksum matches), else ``None``."""
+    try:
+        with open(os.path.join(repo, DERIVED_DIR, LISTING_FILE), encoding="utf-8", newline="") as fh:
+            text = fh.read()
+        saved, tree, checksum, body = text.split("\n", 3)
+        if saved != made or sha1(f"{tree}\n{body}".encode()).hexdigest() != checksum:
+            return None
+        fields = body.split("\0")
+        if len(fields) % 4 != 1 or fields[-1]:
+            return None
+        return tree, [
+            FileEntry(fields[at], fields[at + 1], int(fields[at + 2]), fields[at + 3][1:] if fields[at + 3] else None)
+            for at in range(0, len(fields) - 1, 4)
+        ]
+    except (OSError, ValueError):  # absent, unreadable, cut short or not ours: build it again
+        return None
+
+
+def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation: str | None) -> None:
+    """Replace the listing file (atomically; a failure only means no file).
+
+    It holds descriptions, which ``purge`` and ``forget`` must erase: they move the refs,
+    prune, bump the generation stamp and then delete :data:`DERIVED_DIR`. A listing
+    built from the old head may be saved after that deletion; the stamp, read before
+    the head and again after the save, then differs and the file is removed here. The
+    file is only written by the mount's owner, so the owner's purge can always delete it.
+    """
+    # Four fields a file, each ended by NUL (which no tree entry name holds); a description
+    # is marked "+" (``None`` is empty). A description with a NUL is rare enough not to keep.
+    if any(e.description is not None and "\0" in e.description for e in entries):
+        return
+    body = "".join(f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries)
+    try:
+        checksum = sha1(f"{tree}\n{body}".encode()).hexdigest()
+    except UnicodeEncodeError:
+        return
+    text = f"{made}\n{tree}\n{checksum}\n{body}"
+    folder = os.path.join(repo, DERIVED_DIR)
+    target = os.path.join(folder, LISTING_FILE)
+    tmp = os.path.join(folder, f".{LISTING_FILE}-{os.getpid()}-{os.urandom(6).hex()}.tmp")
+    try:
+        if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
+            return
+        make_private_dir(folder)
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(tmp, target)
+        if _generation(repo) != generation:
+            os.unlink(target)
+    except OSError:
+        for leftover in (tmp, target):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
+
+
+def _generation(repo: str) -> str | None:
+    """The stamp purge and forget rewrite after deleting objects (``None`` before the first).
+
+    An unreadable stamp answers a new random text each time, so two readings never
+    match and no listing is kept."""
+    try:
+        with open(os.path.join(repo, _GENERATION), encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return f"unreadable {os.urandom(8).hex()}"

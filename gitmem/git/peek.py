@@ -3,7 +3,7 @@
 Importing pygit2 costs a CLI call more CPU than everything else ``ls`` does
 (docs/benchmarks.md, "CLI start-up"), and a read needs little of it: one ref,
 a commit's tree line, tree entries and blobs. :class:`Peek` reads those with
-``zlib`` and ``hashlib`` from the files git keeps them in:
+``zlib`` and SHA-1 from the files git keeps them in:
 
 - refs: the loose ref file (following ``ref:`` links), else ``packed-refs``;
 - objects: loose files, and packs through their version-2 ``.idx``, with both
@@ -29,12 +29,19 @@ change, and a pack removed by compaction after it was listed is a
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import zlib
 from collections.abc import Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from hashlib import sha1 as sha1
+else:
+    try:  # CPython's own SHA-1 (what hashlib falls back to): loading OpenSSL for hashlib costs
+        from _sha1 import sha1  # a CLI call more than hashing every object an `ls` reads
+    except ImportError:  # another Python
+        from hashlib import sha1
 
 _MAIN: Final = "refs/heads/main"
 _TYPES: Final = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
@@ -261,7 +268,7 @@ class Peek:
         name = _TYPES.get(kind)
         if name is None:
             raise CannotPeek(f"object {oid} has type {kind}")
-        check = hashlib.sha1(b"%s %d\0" % (name, len(body)))
+        check = sha1(b"%s %d\0" % (name, len(body)))
         check.update(body)
         if check.digest() != raw:
             raise CannotPeek(f"object {oid} does not match its id")
