@@ -83,17 +83,37 @@ def parse_tree(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
 
 def parse_tree_at(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, int]]:
     """A raw tree's entries (name -> (mode, 20-byte id)) and where each entry's id starts in ``raw``."""
+    entries, offsets, _ = parse_tree_checked(raw)
+    return entries, offsets
+
+
+def parse_tree_checked(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, int], bool]:
+    """:func:`parse_tree_at` and whether ``raw`` is exactly :func:`tree_bytes` of its entries.
+
+    It is when the entries come in strictly increasing git order (so no name
+    repeats) and the last id ends the tree: checked while parsing, which costs
+    far less than encoding the entries again to compare. ``offsets`` lists the
+    names in the order they appear in ``raw``.
+    """
     entries: dict[bytes, tuple[bytes, bytes]] = {}
     offsets: dict[bytes, int] = {}
     pos, end = 0, len(raw)
+    find = raw.index
+    ordered, last = True, b""
+    count = 0
     while pos < end:
-        space = raw.index(b" ", pos)
-        nul = raw.index(b"\x00", space)
-        name = raw[space + 1 : nul]
-        entries[name] = (raw[pos:space], raw[nul + 1 : nul + 21])
-        offsets[name] = nul + 1
+        space = find(b" ", pos)
+        nul = find(b"\x00", space)
+        name, mode = raw[space + 1 : nul], raw[pos:space]
         pos = nul + 21
-    return entries, offsets
+        entries[name] = (mode, raw[nul + 1 : pos])
+        offsets[name] = nul + 1
+        key = name + b"/" if mode == _TREE_MODE else name
+        if ordered and count and key <= last:
+            ordered = False
+        last = key
+        count += 1
+    return entries, offsets, ordered and pos == end and len(entries) == count
 
 
 def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
@@ -104,7 +124,9 @@ def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
 
 def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     """git's encoding of a tree: entries in git's order (a folder sorts as ``name/``)."""
-    return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order))
+    return b"".join(
+        mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order)
+    )
 
 
 def tree_bytes_at(entries: dict[bytes, tuple[bytes, bytes]]) -> tuple[bytes, dict[bytes, int]]:
@@ -147,10 +169,9 @@ class TreeCache:
         found = self.trees.get(oid)
         if found is None:
             raw = read_tree(oid)
-            found, offsets = parse_tree_at(raw)
-            # Only a tree in git's own encoding is edited byte-wise: one pushed out of order,
-            # with a repeated name or an odd mode is encoded anew on its next edit, as before.
-            canonical = tree_bytes(found) == raw
+            found, offsets, canonical = parse_tree_checked(raw)
+            # Only a tree in git's own encoding is edited byte-wise: one pushed out of order
+            # or with a repeated name is encoded anew on its next edit, as before.
             self.keep(oid, found, raw if canonical else None, offsets)
         return found
 
@@ -178,27 +199,77 @@ def _add_tree(
     """Encode ``entries`` as a new tree in ``pending`` (and the cache); returns its id.
 
     ``edited`` is ``(tree it was copied from, name, that name's entry there)``
-    when ``entries`` differ from that tree in one entry only: if the entry
-    existed with the same mode, the new tree is the old one's bytes with the
-    entry's id replaced (git's order and every other byte stay as they were).
+    when ``entries`` differ from that tree in one entry only. When the old
+    tree's bytes are cached, the new tree is made from them instead of sorting
+    and encoding every entry again: an entry whose id changed (same mode) has
+    its 20 bytes replaced, a new entry is inserted where git's order puts it,
+    a removed one is cut out; every other byte stays as it was.
     """
     if cache is not None and edited is not None:
         base, name, before = edited
         after = entries.get(name)
         known = cache.encoded.get(base) if base is not None else None
-        if known is not None and before is not None and after is not None and before[0] == after[0]:
+        if known is not None:
             raw, offsets = known
-            at = offsets[name]
-            spliced = raw[:at] + after[1] + raw[at + 20 :]
-            oid = pending.add(b"tree", spliced)
-            cache.keep(oid, entries, spliced, offsets)
-            return oid
+            made: tuple[bytes, dict[bytes, int]] | None = None
+            if before is not None and after is not None and before[0] == after[0]:
+                at = offsets[name]
+                made = raw[:at] + after[1] + raw[at + 20 :], offsets
+            elif before is None and after is not None:
+                made = _insert_entry(raw, offsets, entries, name, after)
+            elif before is not None and after is None:
+                made = _remove_entry(raw, offsets, name, before[0])
+            if made is not None:
+                oid = pending.add(b"tree", made[0])
+                cache.keep(oid, entries, *made)
+                return oid
     if cache is None:
         return pending.add(b"tree", tree_bytes(entries))
     encoded, offsets = tree_bytes_at(entries)
     oid = pending.add(b"tree", encoded)
     cache.keep(oid, entries, encoded, offsets)
     return oid
+
+
+def _insert_entry(
+    raw: bytes,
+    offsets: dict[bytes, int],
+    entries: dict[bytes, tuple[bytes, bytes]],
+    name: bytes,
+    entry: tuple[bytes, bytes],
+) -> tuple[bytes, dict[bytes, int]]:
+    """``raw`` (a tree in git's encoding, ``offsets`` in its order) with ``entry`` added under ``name``.
+
+    The new entry goes before the first entry whose git sort key is greater
+    (``entries`` gives the others' modes), exactly where :func:`tree_bytes`
+    would put it; the ids after it move by the entry's size.
+    """
+    mode, oid = entry
+    key = name + b"/" if mode == _TREE_MODE else name
+    head = mode + b" " + name + b"\x00"
+    size = len(head) + 20
+    moved: dict[bytes, int] = {}
+    at, shift = len(raw), 0
+    for other, offset in offsets.items():
+        if not shift:
+            other_mode = entries[other][0]
+            if (other + b"/" if other_mode == _TREE_MODE else other) > key:
+                at = offset - len(other) - len(other_mode) - 2
+                moved[name] = at + len(head)
+                shift = size
+        moved[other] = offset + shift
+    if not shift:
+        moved[name] = at + len(head)
+    return raw[:at] + head + oid + raw[at:], moved
+
+
+def _remove_entry(raw: bytes, offsets: dict[bytes, int], name: bytes, mode: bytes) -> tuple[bytes, dict[bytes, int]]:
+    """``raw`` (a tree in git's encoding) without the entry ``name`` (of ``mode``)."""
+    at = offsets[name]
+    start = at - len(name) - len(mode) - 2
+    size = at + 20 - start
+    moved = {other: offset - size if offset > at else offset for other, offset in offsets.items() if other != name}
+    return raw[:start] + raw[at + 20 :], moved
 
 
 def set_path(
