@@ -149,10 +149,14 @@ class TreeCache:
     A writer's next commit starts from the trees its last one made (the root and
     the folders on the path), so the entries :func:`set_path` built are kept.
     With each tree its raw bytes and where each entry's id sits in them are
-    kept too: a write that only changes which blob or folder an entry names
-    (the common case: a file edited in place) makes each new tree on its path
-    by replacing those 20 bytes, instead of sorting and encoding every entry
-    of the folder again. Bounded: cleared when it holds more than ``limit`` trees.
+    kept too: a write that changes which blob or folder an entry names (a file
+    edited in place), adds an entry or removes one makes each new tree on its
+    path from those bytes, instead of sorting and encoding every entry of the
+    folder again. A tree an edit replaced is forgotten (the head no longer
+    names it), so the cache holds the head's folders rather than the dead
+    versions of the few just written: in a memory of a few hundred folders,
+    every folder a write touches is parsed once, not once per ``limit`` trees.
+    Bounded: past ``limit`` trees the older half is dropped.
     """
 
     def __init__(self, limit: int = 512) -> None:
@@ -183,11 +187,15 @@ class TreeCache:
         offsets: dict[bytes, int] | None = None,
     ) -> None:
         if len(self.trees) >= self.limit:
-            self.trees.clear()
-            self.encoded.clear()
+            for old in list(self.trees)[: self.limit // 2]:  # the longest kept (dicts keep insertion order)
+                self.forget(old)
         self.trees[oid] = entries
         if raw is not None and offsets is not None:
             self.encoded[oid] = (raw, offsets)
+
+    def forget(self, oid: str) -> None:
+        self.trees.pop(oid, None)
+        self.encoded.pop(oid, None)
 
 
 def _add_tree(
@@ -222,13 +230,26 @@ def _add_tree(
             if made is not None:
                 oid = pending.add(b"tree", made[0])
                 cache.keep(oid, entries, *made)
+                _replaced(cache, base, oid)
                 return oid
     if cache is None:
         return pending.add(b"tree", tree_bytes(entries))
     encoded, offsets = tree_bytes_at(entries)
     oid = pending.add(b"tree", encoded)
     cache.keep(oid, entries, encoded, offsets)
+    if edited is not None:
+        _replaced(cache, edited[0], oid)
     return oid
+
+
+def _replaced(cache: TreeCache, base: str | None, oid: str) -> None:
+    """``oid`` took the place of ``base`` in the tree being written: the cache need not keep ``base``.
+
+    Should it be needed again (a refused plan, a retry on another head, an
+    identical folder elsewhere), it is read and parsed again.
+    """
+    if base is not None and base != oid:
+        cache.forget(base)
 
 
 def _insert_entry(
@@ -395,7 +416,10 @@ def _set_group(
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    return _add_tree(pending, cache, entries)
+    made = _add_tree(pending, cache, entries)
+    if cache is not None:
+        _replaced(cache, tree, made)
+    return made
 
 
 def signature_line(name: bytes, email: bytes, seconds: int, offset_minutes: int) -> bytes:
