@@ -4,7 +4,7 @@
 .venv/bin/python bench/profile_write.py prep /tmp/pw             # a 10k-file memory + the same as a directory
 .venv/bin/python bench/profile_write.py profile /tmp/pw 300      # cProfile of 300 writes, top functions
 strace -f -c -o /tmp/pw.strace .venv/bin/python bench/profile_write.py write /tmp/pw 300 [--fsync]
-.venv/bin/python bench/profile_write.py phases /tmp/pw 300 [--fsync]   # wall/CPU per step of a commit
+.venv/bin/python bench/profile_write.py phases /tmp/pw 300 [--fsync] [--new]  # wall/CPU per step (--new: add files)
 .venv/bin/python bench/profile_write.py refs /tmp/pw 100            # the ref CAS: libgit2 vs by hand
 .venv/bin/python bench/profile_write.py files /tmp/pw 50 [--fsync]  # files created per write (inotify-free count)
 ```
@@ -67,7 +67,7 @@ def writes(base: str, n: int, *, fsync: bool, use_dir: bool, seed: int | None = 
     return time.perf_counter() - started
 
 
-def phases(base: str, n: int, *, fsync: bool) -> None:
+def phases(base: str, n: int, *, fsync: bool, new: bool = False) -> None:
     """Wall and CPU time of each step of ``store.write``, measured inside the real write path.
 
     Each step is a function of the write path wrapped with a timer (so the
@@ -129,12 +129,12 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
     original_hold = WriterLock.hold
 
     @contextmanager
-    def hold(self: WriterLock, op: str = "write") -> Iterator[None]:
+    def hold(self: WriterLock, *args: Any, **kw: Any) -> Iterator[Any]:
         t = clock()
-        with original_hold(self, op):
+        with original_hold(self, *args, **kw) as held:
             add("lock", t)
             try:
-                yield
+                yield held
             finally:
                 t = clock()
         add("unlock", t)
@@ -169,9 +169,12 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
     gitrepo.GitRepo._count_pack = timed("pack count", gitrepo.GitRepo._count_pack)  # type: ignore[method-assign]
     gitrepo.GitRepo.start_fold = timed("fold start/wait", gitrepo.GitRepo.start_fold)  # type: ignore[method-assign]
     total_w = total_c = 0.0
-    for _ in range(n):
-        p = rng.choice(paths)
-        version = store.read(p).version
+    for i in range(n):
+        if new:  # a file added to an existing folder (no expected version: it must not exist)
+            p, version = f"{rng.choice(paths).rsplit('/', 1)[0]}/added-{os.getpid()}-{i}.md", None
+        else:
+            p = rng.choice(paths)
+            version = store.read(p).version
         text = corpus.fresh()
         writing[0] = True
         t = clock()
@@ -183,7 +186,7 @@ def phases(base: str, n: int, *, fsync: bool) -> None:
     wall["rest"] = total_w - sum(wall.values())
     cpu["rest"] = total_c - sum(cpu.values())
     store.repo.settle()
-    print(f"{'step':20} {'wall us':>8} {'cpu us':>8}  (mean of {n} writes, fsync={fsync})")
+    print(f"{'step':20} {'wall us':>8} {'cpu us':>8}  (mean of {n} writes, fsync={fsync}, new={new})")
     for step in steps:
         print(f"{step:20} {wall[step] / n * 1e6:8.0f} {cpu[step] / n * 1e6:8.0f}")
     print(f"{'total':20} {total_w / n * 1e6:8.0f} {total_c / n * 1e6:8.0f}")
@@ -246,7 +249,7 @@ def main(argv: list[str]) -> int:
     elif cmd == "refs":
         refs(base, n if n % 2 == 0 else n + 1)
     elif cmd == "phases":
-        phases(base, n, fsync=fsync)
+        phases(base, n, fsync=fsync, new="--new" in argv)
     elif cmd == "files":
         sub = os.path.join(base, "dir" if use_dir else "git")
         before = count_files(sub)

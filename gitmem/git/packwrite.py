@@ -83,17 +83,37 @@ def parse_tree(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
 
 def parse_tree_at(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, int]]:
     """A raw tree's entries (name -> (mode, 20-byte id)) and where each entry's id starts in ``raw``."""
+    entries, offsets, _ = parse_tree_checked(raw)
+    return entries, offsets
+
+
+def parse_tree_checked(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, int], bool]:
+    """:func:`parse_tree_at` and whether ``raw`` is exactly :func:`tree_bytes` of its entries.
+
+    It is when the entries come in strictly increasing git order (so no name
+    repeats) and the last id ends the tree: checked while parsing, which costs
+    far less than encoding the entries again to compare. ``offsets`` lists the
+    names in the order they appear in ``raw``.
+    """
     entries: dict[bytes, tuple[bytes, bytes]] = {}
     offsets: dict[bytes, int] = {}
     pos, end = 0, len(raw)
+    find = raw.index
+    ordered, last = True, b""
+    count = 0
     while pos < end:
-        space = raw.index(b" ", pos)
-        nul = raw.index(b"\x00", space)
-        name = raw[space + 1 : nul]
-        entries[name] = (raw[pos:space], raw[nul + 1 : nul + 21])
-        offsets[name] = nul + 1
+        space = find(b" ", pos)
+        nul = find(b"\x00", space)
+        name, mode = raw[space + 1 : nul], raw[pos:space]
         pos = nul + 21
-    return entries, offsets
+        entries[name] = (mode, raw[nul + 1 : pos])
+        offsets[name] = nul + 1
+        key = name + b"/" if mode == _TREE_MODE else name
+        if ordered and count and key <= last:
+            ordered = False
+        last = key
+        count += 1
+    return entries, offsets, ordered and pos == end and len(entries) == count
 
 
 def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
@@ -104,7 +124,9 @@ def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
 
 def tree_bytes(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     """git's encoding of a tree: entries in git's order (a folder sorts as ``name/``)."""
-    return b"".join(mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order))
+    return b"".join(
+        mode + b" " + name + b"\x00" + oid for name, (mode, oid) in sorted(entries.items(), key=entry_order)
+    )
 
 
 def tree_bytes_at(entries: dict[bytes, tuple[bytes, bytes]]) -> tuple[bytes, dict[bytes, int]]:
@@ -127,10 +149,14 @@ class TreeCache:
     A writer's next commit starts from the trees its last one made (the root and
     the folders on the path), so the entries :func:`set_path` built are kept.
     With each tree its raw bytes and where each entry's id sits in them are
-    kept too: a write that only changes which blob or folder an entry names
-    (the common case: a file edited in place) makes each new tree on its path
-    by replacing those 20 bytes, instead of sorting and encoding every entry
-    of the folder again. Bounded: cleared when it holds more than ``limit`` trees.
+    kept too: a write that changes which blob or folder an entry names (a file
+    edited in place), adds an entry or removes one makes each new tree on its
+    path from those bytes, instead of sorting and encoding every entry of the
+    folder again. A tree an edit replaced is forgotten (the head no longer
+    names it), so the cache holds the head's folders rather than the dead
+    versions of the few just written: in a memory of a few hundred folders,
+    every folder a write touches is parsed once, not once per ``limit`` trees.
+    Bounded: past ``limit`` trees the older half is dropped.
     """
 
     def __init__(self, limit: int = 512) -> None:
@@ -147,10 +173,9 @@ class TreeCache:
         found = self.trees.get(oid)
         if found is None:
             raw = read_tree(oid)
-            found, offsets = parse_tree_at(raw)
-            # Only a tree in git's own encoding is edited byte-wise: one pushed out of order,
-            # with a repeated name or an odd mode is encoded anew on its next edit, as before.
-            canonical = tree_bytes(found) == raw
+            found, offsets, canonical = parse_tree_checked(raw)
+            # Only a tree in git's own encoding is edited byte-wise: one pushed out of order
+            # or with a repeated name is encoded anew on its next edit, as before.
             self.keep(oid, found, raw if canonical else None, offsets)
         return found
 
@@ -162,11 +187,15 @@ class TreeCache:
         offsets: dict[bytes, int] | None = None,
     ) -> None:
         if len(self.trees) >= self.limit:
-            self.trees.clear()
-            self.encoded.clear()
+            for old in list(self.trees)[: self.limit // 2]:  # the longest kept (dicts keep insertion order)
+                self.forget(old)
         self.trees[oid] = entries
         if raw is not None and offsets is not None:
             self.encoded[oid] = (raw, offsets)
+
+    def forget(self, oid: str) -> None:
+        self.trees.pop(oid, None)
+        self.encoded.pop(oid, None)
 
 
 def _add_tree(
@@ -178,27 +207,90 @@ def _add_tree(
     """Encode ``entries`` as a new tree in ``pending`` (and the cache); returns its id.
 
     ``edited`` is ``(tree it was copied from, name, that name's entry there)``
-    when ``entries`` differ from that tree in one entry only: if the entry
-    existed with the same mode, the new tree is the old one's bytes with the
-    entry's id replaced (git's order and every other byte stay as they were).
+    when ``entries`` differ from that tree in one entry only. When the old
+    tree's bytes are cached, the new tree is made from them instead of sorting
+    and encoding every entry again: an entry whose id changed (same mode) has
+    its 20 bytes replaced, a new entry is inserted where git's order puts it,
+    a removed one is cut out; every other byte stays as it was.
     """
     if cache is not None and edited is not None:
         base, name, before = edited
         after = entries.get(name)
         known = cache.encoded.get(base) if base is not None else None
-        if known is not None and before is not None and after is not None and before[0] == after[0]:
+        if known is not None:
             raw, offsets = known
-            at = offsets[name]
-            spliced = raw[:at] + after[1] + raw[at + 20 :]
-            oid = pending.add(b"tree", spliced)
-            cache.keep(oid, entries, spliced, offsets)
-            return oid
+            made: tuple[bytes, dict[bytes, int]] | None = None
+            if before is not None and after is not None and before[0] == after[0]:
+                at = offsets[name]
+                made = raw[:at] + after[1] + raw[at + 20 :], offsets
+            elif before is None and after is not None:
+                made = _insert_entry(raw, offsets, entries, name, after)
+            elif before is not None and after is None:
+                made = _remove_entry(raw, offsets, name, before[0])
+            if made is not None:
+                oid = pending.add(b"tree", made[0])
+                cache.keep(oid, entries, *made)
+                _replaced(cache, base, oid)
+                return oid
     if cache is None:
         return pending.add(b"tree", tree_bytes(entries))
     encoded, offsets = tree_bytes_at(entries)
     oid = pending.add(b"tree", encoded)
     cache.keep(oid, entries, encoded, offsets)
+    if edited is not None:
+        _replaced(cache, edited[0], oid)
     return oid
+
+
+def _replaced(cache: TreeCache, base: str | None, oid: str) -> None:
+    """``oid`` took the place of ``base`` in the tree being written: the cache need not keep ``base``.
+
+    Should it be needed again (a refused plan, a retry on another head, an
+    identical folder elsewhere), it is read and parsed again.
+    """
+    if base is not None and base != oid:
+        cache.forget(base)
+
+
+def _insert_entry(
+    raw: bytes,
+    offsets: dict[bytes, int],
+    entries: dict[bytes, tuple[bytes, bytes]],
+    name: bytes,
+    entry: tuple[bytes, bytes],
+) -> tuple[bytes, dict[bytes, int]]:
+    """``raw`` (a tree in git's encoding, ``offsets`` in its order) with ``entry`` added under ``name``.
+
+    The new entry goes before the first entry whose git sort key is greater
+    (``entries`` gives the others' modes), exactly where :func:`tree_bytes`
+    would put it; the ids after it move by the entry's size.
+    """
+    mode, oid = entry
+    key = name + b"/" if mode == _TREE_MODE else name
+    head = mode + b" " + name + b"\x00"
+    size = len(head) + 20
+    moved: dict[bytes, int] = {}
+    at, shift = len(raw), 0
+    for other, offset in offsets.items():
+        if not shift:
+            other_mode = entries[other][0]
+            if (other + b"/" if other_mode == _TREE_MODE else other) > key:
+                at = offset - len(other) - len(other_mode) - 2
+                moved[name] = at + len(head)
+                shift = size
+        moved[other] = offset + shift
+    if not shift:
+        moved[name] = at + len(head)
+    return raw[:at] + head + oid + raw[at:], moved
+
+
+def _remove_entry(raw: bytes, offsets: dict[bytes, int], name: bytes, mode: bytes) -> tuple[bytes, dict[bytes, int]]:
+    """``raw`` (a tree in git's encoding) without the entry ``name`` (of ``mode``)."""
+    at = offsets[name]
+    start = at - len(name) - len(mode) - 2
+    size = at + 20 - start
+    moved = {other: offset - size if offset > at else offset for other, offset in offsets.items() if other != name}
+    return raw[:start] + raw[at + 20 :], moved
 
 
 def set_path(
@@ -324,7 +416,10 @@ def _set_group(
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    return _add_tree(pending, cache, entries)
+    made = _add_tree(pending, cache, entries)
+    if cache is not None:
+        _replaced(cache, tree, made)
+    return made
 
 
 def signature_line(name: bytes, email: bytes, seconds: int, offset_minutes: int) -> bytes:

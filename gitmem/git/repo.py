@@ -421,11 +421,16 @@ class GitRepo:
             if not os.path.isdir(os.path.join(self.path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
             repo = open_repository(self.path)
+            marks = self._marks()
+            if getattr(local, "pid", None) != pid or getattr(local, "gen", (None,))[0] != marks[0]:
+                # Parsed trees of the old handle: a purge may have erased their names. A reopen
+                # only because packs were folded (every few dozen commits) keeps them: a fold
+                # moves objects into another pack and deletes none.
+                local.trees = None
             local.repo = repo
             local.pid = pid
-            local.trees = None  # parsed trees of the old handle: a purge may have erased their names
             local.packs = local.packs_of = None  # the old handle's pack backend (it keeps deleted packs open)
-            local.gen = self._marks()
+            local.gen = marks
         return repo
 
     def history_mark(self) -> tuple[int, int]:

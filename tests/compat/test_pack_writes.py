@@ -248,3 +248,22 @@ def test_packs_with_deltas_or_damage_are_left_to_git(tmp_path: Path) -> None:
     target.write_bytes(bytes(data))
     assert packfold._entries(str(folder), small[0]) is None
     assert packfold.fold(str(folder), small) is None
+
+
+def test_a_fold_keeps_the_writers_parsed_trees_and_a_purge_drops_them(tmp_path: Path) -> None:
+    """A fold deletes no object, so the handle it makes reopen keeps the thread's tree cache;
+    a purge or forget (the history mark) may have erased trees the cache names, so it is dropped."""
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    store.write("a/b.md", "one\n", expected=None)
+    repo = store.repo
+    cache = repo._tree_cache()
+    assert cache.trees
+    gitrepo._bump(repo._packs_path)  # what a fold that deleted packs does
+    repo._local.repo = None
+    repo.fresh()
+    assert repo._tree_cache() is cache
+    store.write("a/c.md", "two\n", expected=None)
+    repo.bump_generation()  # what a purge or forget does
+    repo.fresh()
+    assert repo._tree_cache() is not cache
+    assert store.read("a/b.md").text == "one\n"

@@ -74,7 +74,9 @@ def test_grouped_trees_equal_one_path_at_a_time(
         return found if found is not None else bytes(repo[oid].read_raw())
 
     assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits)) == expected
-    assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits, packwrite.TreeCache())) == expected
+    assert (
+        outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits, packwrite.TreeCache())) == expected
+    )
 
 
 @settings(max_examples=200)
@@ -99,3 +101,72 @@ def test_a_writers_tree_cache_gives_the_same_trees(repo: pygit2.Repository, star
         if not expected.startswith("refused"):
             libgit2, cached = pygit2.Oid(hex=expected), got
             assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)
+
+
+TRICKY = st.sampled_from(["a", "a.b", "a-b", "a0", "a_", "ab", "b", "Z", "é"])  # around "/" in git's order
+TRICKY_PATHS = st.lists(TRICKY, min_size=1, max_size=3).map("/".join)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(TRICKY_PATHS, max_size=12),
+    st.lists(st.tuples(TRICKY_PATHS, st.one_of(st.none(), st.integers(0, 3))), max_size=16),
+)
+def test_entries_inserted_and_cut_from_cached_bytes_keep_gits_order(
+    repo: pygit2.Repository,
+    start: list[str],
+    steps: list,  # type: ignore[type-arg]
+) -> None:
+    """Adds and removals spliced into cached tree bytes give libgit2's tree, also where a folder
+    ``a`` sorts as ``a/`` among files ``a.b``, ``a-b`` and ``a0`` (and the cache's own trees, every
+    step, re-encode to the same bytes)."""
+    tree = build(repo, start)
+    pending = packwrite.PendingObjects()
+    cache = packwrite.TreeCache()
+
+    def read_tree(oid: str) -> bytes:
+        found = pending.raw(oid)
+        return found if found is not None else bytes(repo[oid].read_raw())
+
+    cached, libgit2 = str(tree.id), tree.id
+    for path, n in steps:
+        oid = None if n is None else str(repo.create_blob(f"new {n}\n".encode()))
+        parts, start_tree = path.split("/"), repo[libgit2].peel(pygit2.Tree)
+        expected = outcome(functools.partial(loosetrees.set_path, repo, start_tree, parts, oid, path))
+        got = outcome(functools.partial(packwrite.set_path, read_tree, pending, cached, parts, oid, path, cache))
+        assert got == expected
+        if not expected.startswith("refused"):
+            libgit2, cached = pygit2.Oid(hex=expected), got
+        for tree_id, (raw, offsets) in cache.encoded.items():
+            entries = cache.trees[tree_id]
+            assert packwrite.tree_bytes(entries) == raw
+            assert packwrite.parse_tree_at(raw) == (entries, offsets)
+            assert list(offsets) == list(packwrite.parse_tree_at(raw)[1])  # in the bytes' order
+
+
+ENTRY = st.tuples(
+    st.sampled_from([b"40000", b"100644", b"100755", b"040000"]),
+    st.sampled_from([b"a", b"a.b", b"a-b", b"a0", b"b", b"a/"]),
+    st.binary(min_size=20, max_size=20),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(ENTRY, max_size=6), st.booleans())
+def test_a_tree_is_edited_bytewise_only_when_in_gits_encoding(entries: list, cut: bool) -> None:  # type: ignore[type-arg]
+    """The parse's own check agrees with encoding the entries again: out of order, repeated
+    names and a truncated last id are never taken for git's encoding (the last one the
+    re-encoding itself would miss; so would it two entries of one sort key, ``a/`` and folder ``a``)."""
+    raw = b"".join(mode + b" " + name + b"\x00" + oid for mode, name, oid in entries)
+    if cut and raw:
+        raw = raw[:-1]
+    try:
+        parsed, _, canonical = packwrite.parse_tree_checked(raw)
+    except ValueError:
+        return  # cut inside a name: not a tree at all
+    if canonical:
+        assert packwrite.tree_bytes(parsed) == raw
+    keys = [name + b"/" if mode == b"40000" else name for name, (mode, _) in parsed.items()]
+    whole = all(len(oid) == 20 for _, oid in parsed.values())
+    if packwrite.tree_bytes(parsed) == raw and whole and len(set(keys)) == len(keys):
+        assert canonical
