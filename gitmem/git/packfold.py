@@ -59,6 +59,27 @@ def _entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]] | None:
     return found
 
 
+def index_v2(index: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
+    """A version-2 ``.idx`` for a pack under 2 GiB: ``index`` is ``(binary id, crc32, offset)`` per object (sorted here)."""
+    index.sort()
+    fanout = [0] * 256
+    for oid, _, _ in index:
+        fanout[oid[0]] += 1
+    for i in range(1, 256):
+        fanout[i] += fanout[i - 1]
+    idx = b"".join(
+        (
+            b"\xfftOc" + struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            *(oid for oid, _, _ in index),
+            struct.pack(f">{len(index)}I", *(crc for _, crc, _ in index)),
+            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
+            pack_sum,
+        )
+    )
+    return idx + hashlib.sha1(idx, usedforsecurity=False).digest()
+
+
 def fold(folder: str, names: list[str]) -> str | None:
     """Fold packs ``names`` of ``folder`` into one new pack; its name (``pack-<sha>``), or ``None`` to leave it to git.
 
@@ -87,23 +108,7 @@ def fold(folder: str, names: list[str]) -> str | None:
         return None
     pack = b"".join(body)
     pack_sum = hashlib.sha1(pack, usedforsecurity=False).digest()
-    index.sort()
-    fanout = [0] * 256
-    for oid, _, _ in index:
-        fanout[oid[0]] += 1
-    for i in range(1, 256):
-        fanout[i] += fanout[i - 1]
-    idx = b"".join(
-        (
-            b"\xfftOc" + struct.pack(">I", 2),
-            struct.pack(">256I", *fanout),
-            *(oid for oid, _, _ in index),
-            struct.pack(f">{len(index)}I", *(crc for _, crc, _ in index)),
-            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
-            pack_sum,
-        )
-    )
-    idx += hashlib.sha1(idx, usedforsecurity=False).digest()
+    idx = index_v2(index, pack_sum)
     new = f"pack-{pack_sum.hex()}"
     base = os.path.join(folder, new)
     if os.path.exists(base + ".idx"):

@@ -496,25 +496,7 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
         offset += len(entry)
     pack = b"".join(body)
     pack_sum = hashlib.sha1(pack, usedforsecurity=False).digest()
-    index.sort()
-    fanout = [0] * 256
-    for oid_bin, _, _ in index:
-        fanout[oid_bin[0]] += 1
-    running = 0
-    for i in range(256):
-        running += fanout[i]
-        fanout[i] = running
-    idx = b"".join(
-        (
-            b"\xfftOc" + struct.pack(">I", 2),
-            struct.pack(">256I", *fanout),
-            *(o for o, _, _ in index),
-            struct.pack(f">{len(index)}I", *(c for _, c, _ in index)),
-            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
-            pack_sum,
-        )
-    )
-    idx += hashlib.sha1(idx, usedforsecurity=False).digest()
+    idx = packfold.index_v2(index, pack_sum)
     return pack_sum.hex(), pack + pack_sum, idx
 
 
