@@ -33,7 +33,9 @@ from gitmem.git import packwrite
 
 
 def _module(tree: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("other_packwrite", os.path.join(tree, "gitmem/git/packwrite.py"))
+    # The tree edits live in treeedit.py since it was split out of packwrite.py.
+    name = "treeedit.py" if os.path.exists(os.path.join(tree, "gitmem/git/treeedit.py")) else "packwrite.py"
+    spec = importlib.util.spec_from_file_location("other_trees", os.path.join(tree, "gitmem/git", name))
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

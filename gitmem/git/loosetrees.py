@@ -4,7 +4,7 @@ The path for big batches (more than :data:`gitmem.git.repo.PACK_EDITS` paths: a
 prune, a folder rename, a merge) and for writes with packs turned off: each
 changed folder's tree is written once however many of its files change.
 :func:`set_path` (one path) is the rule :func:`set_paths` must match, and
-:func:`gitmem.git.packwrite.set_path` makes the same edit in memory.
+:func:`gitmem.git.treeedit.set_path` makes the same edit in memory.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pygit2
 
-from gitmem.git.packwrite import mixes_file_and_folder
+from gitmem.git.treeedit import mixes_file_and_folder
 from gitmem.store import file_dir_conflict
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

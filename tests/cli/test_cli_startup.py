@@ -39,6 +39,7 @@ ENGINES = (
     "gitmem.git.repo",
     "gitmem.git.loose",
     "gitmem.git.packwrite",
+    "gitmem.git.treeedit",
     "gitmem.git.merge",
     "gitmem.git.review",
     "gitmem.git.rewrite",
