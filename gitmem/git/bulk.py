@@ -22,10 +22,8 @@ from collections.abc import Iterator
 
 import pygit2
 
-from gitmem.git.repo import GitRepo, lookup
+from gitmem.git.repo import GitRepo, lookup, walk_file_ids
 
-_FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
-_TREE_MODE = pygit2.GIT_FILEMODE_TREE
 _BLOB = int(pygit2.enums.ObjectType.BLOB)
 
 
@@ -47,7 +45,7 @@ def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[
     objects = os.path.join(repo.path, "objects")
     packs = pygit2.OdbBackendPack(objects) if os.path.isdir(os.path.join(objects, "pack")) else None
     odb = handle.odb
-    for path, oid in _walk(tree, folder):
+    for path, oid in walk_file_ids(tree, folder):
         data: bytes | None = None
         if packs is not None:
             try:
@@ -60,14 +58,3 @@ def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[
         if data is None:
             data = odb.read(oid)[1]
         yield path, str(oid), bytes(data)
-
-
-def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
-    # Entries are not loaded by iterating a tree: only the subtrees are read.
-    for obj in tree:
-        mode = obj.filemode
-        if mode == _TREE_MODE:
-            assert isinstance(obj, pygit2.Tree)
-            yield from _walk(obj, f"{prefix}{obj.name}/")
-        elif mode in _FILE_MODES:
-            yield f"{prefix}{obj.name}", obj.id

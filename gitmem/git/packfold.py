@@ -131,9 +131,14 @@ def fold(folder: str, names: list[str]) -> str | None:
             except OSError:
                 pass
         raise
+    fsync_folder(folder)
+    return new
+
+
+def fsync_folder(folder: str) -> None:
+    """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    return new

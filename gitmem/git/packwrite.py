@@ -245,11 +245,7 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
                 pass
         raise
     if durable:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        packfold.fsync_folder(folder)
     return sha
 
 

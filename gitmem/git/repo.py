@@ -271,13 +271,20 @@ def lookup(tree: pygit2.Tree, path: str) -> Entry | None:
 
 def walk_files(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, str]]:
     """Every regular file under ``tree`` as ``(path, blob id)``, in git's (path) order."""
+    for path, oid in walk_file_ids(tree, prefix):
+        yield path, str(oid)
+
+
+def walk_file_ids(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, pygit2.Oid]]:
+    """:func:`walk_files` with the ids as pygit2 keeps them (a bulk reader looks them up as they are)."""
+    # Entries are not loaded by iterating a tree: only the subtrees are read.
     for obj in tree:
         mode = obj.filemode
         if mode == _TREE_MODE:
             assert isinstance(obj, pygit2.Tree)
-            yield from walk_files(obj, f"{prefix}{obj.name}/")
+            yield from walk_file_ids(obj, f"{prefix}{obj.name}/")
         elif mode in _FILE_MODES:
-            yield f"{prefix}{obj.name}", str(obj.id)
+            yield f"{prefix}{obj.name}", obj.id
 
 
 _durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2

@@ -26,6 +26,7 @@ from gitmem.adapters.cli.app import (
     short,
 )
 from gitmem.adapters.cli.files import full_version
+from gitmem.adapters.cli.reads import file_payload
 from gitmem.errors import MemoryStoreError
 
 MAX_LOG_LIMIT = 1_000_000
@@ -163,15 +164,7 @@ def show(state: State, name: str, rev: str, path: str) -> None:
     REV is a commit id (full or abbreviated), `main`, or `main~N`.
     """
     found = state.store(name).show(rev, path)
-    payload = {
-        "memory": name,
-        "path": found.path,
-        "version": found.version,
-        "size": found.size,
-        "rev": rev,
-        "content": found.text,
-    }
-    emit(payload, lambda: say(found.text, nl=False, multiline=True))
+    emit(file_payload(name, found, rev), lambda: say(found.text, nl=False, multiline=True))
 
 
 def _split_diff_args(store: SyncGitFileStore, rest: tuple[str, ...]) -> tuple[str | None, str | None]:

@@ -53,16 +53,13 @@ def cat(reader: Reader, name: str, path: str, rev: str | None, *, as_json: bool)
     """Print file ``path`` of memory ``name`` (at ``rev``): its content, or one JSON document."""
     found = reader.read(name, path, rev)
     if as_json:
-        payload: dict[str, Any] = {
-            "memory": name,
-            "path": found.path,
-            "version": found.version,
-            "size": found.size,
-            "rev": rev,
-            "content": found.text,
-        }
-        say_json(payload)
+        say_json(file_payload(name, found, rev))
         return
     say(found.text, nl=False, multiline=True)
     if stderr_is_tty():
         say(f"\n-- {found.path} version {found.version}", err=True, multiline=True)
+
+
+def file_payload(name: str, found: FileText, rev: str | None) -> dict[str, Any]:
+    """The JSON document of one file of memory ``name`` (``cat --json``, ``show --json``)."""
+    return {"memory": name, "path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}
