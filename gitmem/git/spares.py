@@ -54,6 +54,7 @@ import errno
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 
 from gitmem.git.perms import make_private_dir
@@ -108,12 +109,13 @@ def rename_noreplace(src: str, dst: str) -> None:
 class _Pool:
     """One repository's spares in this process: the names this process may take."""
 
-    __slots__ = ("adopted", "count", "folder", "guard", "names", "noreplace", "token")
+    __slots__ = ("adopted", "count", "folder", "guard", "making", "names", "noreplace", "token")
 
     def __init__(self, repo_path: str) -> None:
         self.folder = os.path.join(repo_path, SPARE_DIR)
         self.token = os.urandom(5).hex()
         self.count = 0
+        self.making = 0
         self.names: list[str] = []
         self.guard = threading.Lock()
         self.adopted = False
@@ -176,8 +178,13 @@ def fill(repo_path: str, up_to: int = HIGH) -> int:
 
     What the filler thread does; callable directly (tests, or a caller that
     knows a burst is coming). Raises ``OSError`` when the folder is gone.
+    Returns once the filler thread has finished the spare it was making too.
     """
-    return _fill(_pool(os.path.abspath(repo_path)), up_to)
+    pool = _pool(os.path.abspath(repo_path))
+    _fill(pool, up_to)
+    while pool.making:
+        time.sleep(0.001)
+    return len(pool.names)
 
 
 def _fill(pool: _Pool, up_to: int) -> int:
@@ -193,12 +200,16 @@ def _fill(pool: _Pool, up_to: int) -> int:
         _adopt(pool, up_to)
     while True:
         with pool.guard:
-            if len(pool.names) >= up_to:
+            if len(pool.names) + pool.making >= up_to:
                 return len(pool.names)
             pool.count += 1
+            pool.making += 1  # two fillers (the thread and a direct call) never overshoot
             name = f"{pool.token}-{pool.count}"
-        fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        os.close(fd)
+        try:
+            os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        finally:
+            with pool.guard:
+                pool.making -= 1
         with pool.guard:
             pool.names.append(name)
 

@@ -205,6 +205,37 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
     raise SystemExit("the parent was meant to kill this process")
 
 
+def mode_stop_in_spare(args: dict[str, Any]) -> None:
+    """Fill the spare pool, then write once, stopping (SIGSTOP) ``when`` (before/after) the ``nth`` spare rename.
+
+    A commit takes three spares, in order: 0 becomes the ``.pack``, 1 the temp
+    index, 2 ``main.lock``. "before": the spare is open but still in the pool;
+    "after": it has its new name and nothing is written in it yet.
+    """
+    from gitmem.git import spares
+
+    nth, when = int(args["nth"]), args["when"]
+    acks = Acks(args["acks"])
+    store = open_store(args)
+    spares.fill(args["repo"])
+    original, seen = spares.rename_noreplace, [0]
+
+    def rename(src: str, dst: str) -> None:
+        mine = seen[0] == nth
+        seen[0] += 1
+        if mine and when == "before":
+            acks("in-spare", os.path.basename(src))
+            os.kill(os.getpid(), signal.SIGSTOP)
+        original(src, dst)
+        if mine and when == "after":
+            acks("in-spare", os.path.basename(dst))
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    spares.rename_noreplace = rename  # type: ignore[assignment]
+    store.write("stopped.md", "never acknowledged\n", expected=None)
+    raise SystemExit("the parent was meant to kill this process")
+
+
 def mode_stop_in_compact(args: dict[str, Any]) -> None:
     """Write until a compaction starts, let ``git repack`` run ``delay`` s, then stop it and self for a SIGKILL."""
     from gitmem.git import cli, packfold
@@ -515,6 +546,7 @@ MODES = {
     "counter": mode_counter,
     "forever": mode_forever,
     "stop_in_pack": mode_stop_in_pack,
+    "stop_in_spare": mode_stop_in_spare,
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "group_stop": mode_group_stop,
