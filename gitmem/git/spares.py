@@ -68,6 +68,9 @@ HIGH = 30
 KEEP = HIGH
 """Spares ``gc`` leaves in a repository's folder (:func:`trim`)."""
 
+ENABLED = True
+"""Whether :func:`claim` hands out spares (off: every file is created, as before; for A/B benchmarks)."""
+
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 
@@ -249,6 +252,8 @@ def claim(repo_path: str, target: str, *, exclusive: bool = False, read_only: bo
     packs and their indexes (the descriptor stays writable). ``None`` when there is no spare to use or renaming one failed
     otherwise: the caller creates ``target`` itself.
     """
+    if not ENABLED:
+        return None
     pool = _pools.get(repo_path) or _pool(repo_path)
     if exclusive and not pool.noreplace:
         return None
