@@ -41,10 +41,22 @@ index, an empty ``main.lock``), cleared by the same recovery. ``rename`` sets th
 file's ctime, so a ref lock that came from a spare counts as created by the
 writer that renamed it (:func:`gitmem.git.locks.remove_crashed_locks`).
 Durability is unchanged: spares are not fsynced (a spare lost to a power cut is
-simply not there), a file's data is fsynced before it is published and its
-folder after the rename, as before. A journaling file system (ext4, xfs) commits
-a rename across folders as one transaction, so fsyncing the folder the file
-went to makes the move durable without fsyncing ``gitmem/spare``.
+simply not there), a file's data is fsynced before it is published and the
+folder it went to after the rename, as before, which makes its new name durable.
+``gitmem/spare`` is not fsynced: a journaling file system commits a rename
+across folders as one transaction, but one without a journal (the benchmark
+machine's ext4 has none) may come back from a power cut with the old name still
+there too, a second link to a published pack or ref. Such a file is never
+empty, so :func:`claim` skips it and :func:`trim` removes that name (the
+published name stays).
+
+Why inode allocation costs so much there: ext4 without a journal does not reuse
+an inode freed in the last 5 s (5 minutes while its inode table block is dirty),
+and every allocation scans the group's free inodes from the start, looking each
+one's deletion time up; a memory that commits and folds packs frees inodes all
+the time, so each allocation pays for all the recent deletions in its group.
+The filler pays that too: the pool moves the cost off the write path (onto
+another core when there is one), it does not remove it (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -54,7 +66,6 @@ import errno
 import os
 import stat
 import threading
-import time
 from collections.abc import Callable
 
 from gitmem.git.perms import make_private_dir
@@ -70,6 +81,8 @@ KEEP = HIGH
 
 ENABLED = True
 """Whether :func:`claim` hands out spares (off: every file is created, as before; for A/B benchmarks)."""
+BACKGROUND = True
+"""Whether the filler thread tops pools up (off: only :func:`fill` does; for tests that count spares)."""
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -110,17 +123,20 @@ def rename_noreplace(src: str, dst: str) -> None:
 
 
 class _Pool:
-    """One repository's spares in this process: the names this process may take."""
+    """One repository's spares in this process: the names (``<subfolder>/<n>``) this process may take."""
 
-    __slots__ = ("adopted", "count", "folder", "guard", "making", "names", "noreplace", "token")
+    __slots__ = ("adopted", "count", "filling", "folder", "guard", "in_sub", "names", "noreplace", "retired", "sub", "token")
 
     def __init__(self, repo_path: str) -> None:
         self.folder = os.path.join(repo_path, SPARE_DIR)
         self.token = os.urandom(5).hex()
         self.count = 0
-        self.making = 0
         self.names: list[str] = []
-        self.guard = threading.Lock()
+        self.guard = threading.Lock()  # the names: taken by writers, added by the filler
+        self.filling = threading.Lock()  # one fill at a time (the thread, or a direct call)
+        self.sub = ""  # the subfolder new spares are made in
+        self.in_sub = 0
+        self.retired: list[str] = []  # this pool's earlier subfolders, removed once empty
         self.adopted = False
         self.noreplace = True  # cleared once the file system refuses RENAME_NOREPLACE
 
@@ -171,7 +187,7 @@ def _fill_forever() -> None:
                 wake.wait()
             pool = _wanted.pop(0)
         try:
-            _fill(pool, HIGH)
+            _fill(pool, HIGH, background=True)
         except OSError:
             pass  # the memory was deleted, the disk is full...: writes create their files meanwhile
 
@@ -179,60 +195,163 @@ def _fill_forever() -> None:
 def fill(repo_path: str, up_to: int = HIGH) -> int:
     """Top this process's pool for ``repo_path`` up to ``up_to`` spares now; returns how many it holds.
 
-    What the filler thread does; callable directly (tests, or a caller that
-    knows a burst is coming). Raises ``OSError`` when the folder is gone.
-    Returns once the filler thread has finished the spare it was making too.
+    What the filler thread does (after the thread's own pass, if one is under
+    way); callable directly by tests, or by a caller that knows a burst is
+    coming. Raises ``OSError`` when the folder is gone.
     """
-    pool = _pool(os.path.abspath(repo_path))
-    _fill(pool, up_to)
-    while pool.making:
-        time.sleep(0.001)
-    return len(pool.names)
+    return _fill(_pool(os.path.abspath(repo_path)), up_to)
 
 
-def _fill(pool: _Pool, up_to: int) -> int:
-    folder = pool.folder
+ROTATE = 4 * HIGH
+"""Spares a pool makes in one subfolder before it starts another (see :func:`_fill`)."""
+
+_FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS, _FS_TOPDIR_FL = 0x80086601, 0x40086602, 0x00020000
+
+
+def _spread(folder: str) -> None:
+    """Mark ``folder`` a "top directory" for ext2/3/4's Orlov allocator (``chattr +T``); elsewhere nothing.
+
+    ext4 then places each new subfolder of it in a block group with many free
+    inodes and few folders, rather than next to its parent, and the files made
+    in a subfolder get inodes from that subfolder's group. A group's allocation
+    cost grows with the inodes recently freed in it (module docstring); the
+    pool's subfolders put new spares in groups nothing has been freeing in.
+    """
     try:
-        os.mkdir(folder, 0o700)  # only inside an existing gitmem/: never re-create a deleted memory
-    except FileExistsError:
-        pass
-    else:
-        make_private_dir(folder)
-    if not pool.adopted:
-        pool.adopted = True
-        _adopt(pool, up_to)
-    while True:
-        with pool.guard:
-            if len(pool.names) + pool.making >= up_to:
-                return len(pool.names)
-            pool.count += 1
-            pool.making += 1  # two fillers (the thread and a direct call) never overshoot
-            name = f"{pool.token}-{pool.count}"
-        try:
-            os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-        finally:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        import fcntl
+        import struct
+
+        flags = struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, b"\0\0\0\0"))[0]
+        if not flags & _FS_TOPDIR_FL:
+            fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags | _FS_TOPDIR_FL))
+    except OSError:
+        pass  # not ext2/3/4, or not allowed: subfolders are placed as usual
+    finally:
+        os.close(fd)
+
+
+def _fill(pool: _Pool, up_to: int, *, background: bool = False) -> int:
+    """Make (or adopt) spares until ``pool`` holds ``up_to``; each new one is an empty ``0644`` file.
+
+    Spares are made in a subfolder of the pool's own, a new one every
+    :data:`ROTATE` spares: by then the inodes this pool's earlier spares became
+    (packs, refs) are being freed in the old subfolder's block group, and a
+    new subfolder lands in another group (:func:`_spread`).
+    """
+    folder = pool.folder
+    with pool.filling:
+        if background and not BACKGROUND:
+            return len(pool.names)
+        if not pool.adopted:
+            try:
+                os.mkdir(folder, 0o700)  # only inside an existing gitmem/: never re-create a deleted memory
+            except FileExistsError:
+                pass
+            else:
+                make_private_dir(folder)
+            _spread(folder)
+            pool.adopted = True
+            _adopt(pool, up_to)
+        for sub in pool.retired[:]:
+            try:
+                os.rmdir(os.path.join(folder, sub))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # still holds spares
+            pool.retired.remove(sub)
+        misses = 0
+        while True:
             with pool.guard:
-                pool.making -= 1
-        with pool.guard:
-            pool.names.append(name)
+                if len(pool.names) >= up_to:
+                    return len(pool.names)
+            if not pool.sub or pool.in_sub >= ROTATE:
+                _new_sub(pool)
+            pool.count += 1
+            name = f"{pool.sub}/{pool.count}"
+            try:
+                os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+            except FileNotFoundError:
+                misses += 1
+                if misses > 2:
+                    raise
+                pool.sub = ""  # another process emptied and removed our subfolder (adoption, gc): a new one
+                continue
+            pool.in_sub += 1
+            with pool.guard:
+                pool.names.append(name)
+
+
+def _new_sub(pool: _Pool) -> None:
+    if pool.sub:
+        pool.retired.append(pool.sub)
+    pool.count += 1
+    sub = f"{pool.token}-{pool.count}"
+    os.mkdir(os.path.join(pool.folder, sub), 0o700)
+    pool.sub, pool.in_sub = sub, 0
+
+
+def _listing(folder: str) -> list[tuple[str, os.stat_result]]:
+    """Every regular file in ``folder`` and its subfolders, as ``(relative name, stat)``."""
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        with os.scandir(folder) as top:
+            entries = list(top)
+    except FileNotFoundError:
+        return found
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                with os.scandir(entry.path) as inner:
+                    for item in inner:
+                        st = item.stat(follow_symlinks=False)
+                        if stat.S_ISREG(st.st_mode):
+                            found.append((f"{entry.name}/{item.name}", st))
+            else:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    found.append((entry.name, st))
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def _adopt(pool: _Pool, up_to: int) -> None:
-    """Take over spares other processes left (each a ``rename`` to this pool's name: exclusive)."""
-    with os.scandir(pool.folder) as found:
-        others = [e.name for e in found if not e.name.startswith(pool.token)]
+    """Take over spares other processes left (each a ``rename`` into this pool's subfolder: exclusive).
+
+    Their subfolders are removed once empty; a live owner whose subfolder goes
+    starts another (:func:`_fill`), and its names that are gone are skipped.
+    """
+    others = [name for name, st in _listing(pool.folder) if not name.startswith(pool.token) and st.st_size == 0]
+    try:
+        with os.scandir(pool.folder) as found:  # other pools' subfolders, removed below once empty
+            emptied = {e.name for e in found if e.is_dir(follow_symlinks=False) and not e.name.startswith(pool.token)}
+    except FileNotFoundError:
+        emptied = set()
     for other in others:
         with pool.guard:
             if len(pool.names) >= up_to:
-                return
-            pool.count += 1
-            name = f"{pool.token}-{pool.count}"
+                break
+        if not pool.sub or pool.in_sub >= ROTATE:
+            _new_sub(pool)
+        pool.count += 1
+        name = f"{pool.sub}/{pool.count}"
         try:
             os.rename(os.path.join(pool.folder, other), os.path.join(pool.folder, name))
         except FileNotFoundError:
             continue  # its owner (or another adopter) took it first
+        pool.in_sub += 1
         with pool.guard:
             pool.names.append(name)
+    for sub in emptied:
+        try:
+            os.rmdir(os.path.join(pool.folder, sub))
+        except OSError:
+            pass
 
 
 def available(repo_path: str) -> int:
@@ -249,8 +368,9 @@ def claim(repo_path: str, target: str, *, exclusive: bool = False, read_only: bo
     the spare stays in the pool. ``FileNotFoundError`` when ``target``'s folder
     is missing. Spares are made ``0644`` less the umask, as git makes its lock
     files; ``read_only`` makes the file ``0444`` less the umask, as git makes
-    packs and their indexes (the descriptor stays writable). ``None`` when there is no spare to use or renaming one failed
-    otherwise: the caller creates ``target`` itself.
+    packs and their indexes (the descriptor stays writable). ``None`` when
+    there is no spare to use or renaming one failed otherwise: the caller
+    creates ``target`` itself.
     """
     if not ENABLED:
         return None
@@ -259,7 +379,7 @@ def claim(repo_path: str, target: str, *, exclusive: bool = False, read_only: bo
         return None
     while True:
         with pool.guard:
-            name = pool.names.pop() if pool.names else None
+            name = pool.names.pop(0) if pool.names else None  # oldest first: old subfolders empty and go
             short = len(pool.names) < LOW
         if short:
             _want(pool)
@@ -313,27 +433,40 @@ def claim(repo_path: str, target: str, *, exclusive: bool = False, read_only: bo
 def _give_back(pool: _Pool, fd: int, name: str) -> None:
     os.close(fd)
     with pool.guard:
-        pool.names.append(name)
+        pool.names.insert(0, name)
 
 
 def trim(repo_path: str, keep: int = KEEP) -> int:
-    """Delete spares of ``repo_path`` beyond ``keep`` (``gc``); returns how many were deleted.
+    """Delete spares of ``repo_path`` beyond ``keep``, any that is not empty, and empty subfolders (``gc``).
 
-    Spares are harmless empty files, but every process that ever filled a pool
-    may have left up to :data:`HIGH`. Deleting one another process is taking is
-    safe: its ``rename`` fails and it takes the next or creates its file.
+    Returns how many files were deleted. Spares are harmless empty files, but
+    every process that ever filled a pool may have left up to :data:`HIGH`.
+    Deleting one another process is taking is safe: its ``rename`` fails and it
+    takes the next or creates its file; a live pool whose subfolder goes makes
+    another. A file that is not empty or has a second name (a power cut's
+    leftover, module docstring) loses only this name.
     """
     folder = os.path.join(os.path.abspath(repo_path), SPARE_DIR)
-    try:
-        with os.scandir(folder) as found:
-            names = sorted(e.name for e in found)
-    except FileNotFoundError:
-        return 0
+    good: list[str] = []
+    names: list[str] = []
+    for name, st in sorted(_listing(folder)):
+        (good if st.st_size == 0 and st.st_nlink == 1 else names).append(name)
+    names += good[keep:]
     deleted = 0
-    for name in names[keep:]:
+    for name in names:
         try:
             os.unlink(os.path.join(folder, name))
         except FileNotFoundError:
             continue
         deleted += 1
+    try:
+        with os.scandir(folder) as found:
+            subs = [e.path for e in found if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        subs = []
+    for sub in subs:
+        try:
+            os.rmdir(sub)
+        except OSError:
+            pass  # still holds spares
     return deleted

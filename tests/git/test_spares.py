@@ -54,13 +54,13 @@ def _created(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _no_filler(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the background filler from topping the pool up while a test counts it."""
-    monkeypatch.setattr(spares, "_want", lambda pool: None)
+    monkeypatch.setattr(spares, "BACKGROUND", False)
 
 
 def _full_pool(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """This process's pool for ``path`` holds :data:`spares.HIGH` spares, and no filler runs from now on."""
     _no_filler(monkeypatch)
-    assert spares.fill(path) == spares.HIGH
+    assert spares.fill(path) == spares.HIGH  # after the thread's pass under way, if any
 
 
 def test_a_write_with_spares_creates_no_file_and_takes_three(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +70,7 @@ def test_a_write_with_spares_creates_no_file_and_takes_three(store: Any, monkeyp
     store.write("b.md", "two\n", expected=None)
     assert [p for p in created if "objects" in p or "refs" in p] == []
     assert spares.available(path) == spares.HIGH - 3  # the .pack, the index and main.lock
-    assert len(os.listdir(os.path.join(path, spares.SPARE_DIR))) == spares.HIGH - 3
+    assert len(_spare_files(path)) == spares.HIGH - 3
     pack = Path(path) / "objects" / "pack"
     for name in os.listdir(pack):
         assert os.stat(pack / name).st_mode & 0o777 == 0o444 & ~_umask(), name  # as git makes packs
@@ -80,6 +80,12 @@ def test_a_write_with_spares_creates_no_file_and_takes_three(store: Any, monkeyp
     assert "garbage: 0" in subprocess.run(
         ["git", "-C", path, "count-objects", "-v"], capture_output=True, text=True, check=True
     ).stdout
+
+
+def _spare_files(path: str) -> list[str]:
+    """The files in the pool's folder and its subfolders, relative to it."""
+    folder = os.path.join(path, spares.SPARE_DIR)
+    return [os.path.relpath(os.path.join(d, n), folder) for d, _, names in os.walk(folder) for n in names]
 
 
 def _umask() -> int:
@@ -135,7 +141,7 @@ def test_a_spare_that_is_not_empty_is_never_written_into(store: Any, monkeypatch
     path = store.repo.path
     _full_pool(path, monkeypatch)
     folder = os.path.join(path, spares.SPARE_DIR)
-    for n, spare in enumerate(sorted(os.listdir(folder))):
+    for n, spare in enumerate(sorted(_spare_files(path))):
         if n % 2:
             with open(os.path.join(folder, spare), "wb") as out:  # written: not a fresh spare
                 out.write(b"data\n")
@@ -146,6 +152,11 @@ def test_a_spare_that_is_not_empty_is_never_written_into(store: Any, monkeypatch
     assert all(os.path.getsize(os.path.join(path, n)) == 0 for n in os.listdir(path) if n.startswith("other-name-"))
     store.write("b.md", "two\n", expected=None)  # the write creates its files instead
     assert store.read("b.md").text == "two\n"
+    store.gc()  # removes the spare names that are not fresh spares; the other names stay
+    for spare in _spare_files(path):
+        st = os.stat(os.path.join(folder, spare))
+        assert st.st_size == 0 and st.st_nlink == 1, spare
+    assert len([n for n in os.listdir(path) if n.startswith("other-name-")]) == (spares.HIGH + 1) // 2
     _fsck(Path(path))
 
 
@@ -168,20 +179,46 @@ def test_spares_of_other_processes_are_adopted_and_gc_trims(store: Any, monkeypa
     path = store.repo.path
     _full_pool(path, monkeypatch)
     folder = Path(path) / spares.SPARE_DIR
+    (folder / "deadbeef00-1").mkdir()
     for n in range(5):
-        (folder / f"deadbeef00-{n}").touch()  # a dead process's pool
-    before = set(os.listdir(folder))
-    script = "import sys; from gitmem.git import spares; spares._want = lambda pool: None; print(spares.fill(sys.argv[1], 3))"
+        (folder / "deadbeef00-1" / str(n)).touch()  # a dead process's pool
+    before = set(_spare_files(path))
+    script = "import sys; from gitmem.git import spares; spares.BACKGROUND = False; print(spares.fill(sys.argv[1], 3))"
     out = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, check=True).stdout
-    after = set(os.listdir(folder))
+    after = set(_spare_files(path))
     assert int(out) == 3
     assert len(after) == len(before)  # three spares renamed to the new process's names, none created
     assert len(before - after) == 3
+    (folder / "deadbeef01-1").mkdir()
     for n in range(3 * spares.KEEP):
-        (folder / f"deadbeef01-{n}").touch()
+        (folder / "deadbeef01-1" / str(n)).touch()
+    (folder / "deadbeef02-1").mkdir()  # an emptied subfolder
     store.gc()
-    assert len(os.listdir(folder)) == spares.KEEP
+    assert len(_spare_files(path)) == spares.KEEP
+    assert not (folder / "deadbeef02-1").exists()
     store.write("b.md", "two\n", expected=None)  # this process's pool may have lost spares: still writes
+    _fsck(Path(path))
+
+
+def test_spares_are_made_in_rotating_subfolders(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = store.repo.path
+    _full_pool(path, monkeypatch)
+    monkeypatch.setattr(spares, "ROTATE", 4)
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(folder: Any, *args: Any) -> None:
+        made.append(os.fspath(folder))
+        real_mkdir(folder, *args)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    for n in range(20):  # 60 spares taken, refilled in subfolders of 4
+        store.write(f"n{n}.md", f"{n}\n", expected=None)
+        spares.fill(path)
+    assert len([m for m in made if os.path.dirname(m) == os.path.join(path, spares.SPARE_DIR)]) >= 60 // 4
+    folder = Path(path) / spares.SPARE_DIR
+    assert len(list(folder.iterdir())) <= spares.HIGH // 4 + 3  # emptied earlier subfolders are removed
+    assert len(_spare_files(path)) == spares.HIGH
     _fsck(Path(path))
 
 

@@ -224,7 +224,7 @@ def mode_stop_in_spare(args: dict[str, Any]) -> None:
         mine = seen[0] == nth
         seen[0] += 1
         if mine and when == "before":
-            acks("in-spare", os.path.basename(src))
+            acks("in-spare", os.path.relpath(src, os.path.join(args["repo"], spares.SPARE_DIR)))
             os.kill(os.getpid(), signal.SIGSTOP)
         original(src, dst)
         if mine and when == "after":
