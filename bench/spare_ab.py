@@ -40,10 +40,11 @@ BLOCK = 25
 
 
 def _settle(path: str) -> None:
-    """Wait until the filler has refilled the pool (its CPU then belongs to the block just run)."""
+    """Wait until the filler has done what it was asked (its CPU then belongs to the block just run)."""
+    pool = spares._pools[path]
     deadline = time.monotonic() + 10
-    while spares.available(path) < spares.HIGH and time.monotonic() < deadline:
-        time.sleep(0.0005)
+    while (spares._wanted or pool.filling.locked()) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -54,16 +55,16 @@ def _pct(values: list[float], q: float) -> float:
 _filler = {"cpu": 0.0, "wall": 0.0, "made": 0}
 
 
-def _measured_fill(pool: spares._Pool, up_to: int) -> int:
+def _measured_fill(pool: spares._Pool, up_to: int, **kw: bool) -> int:
     """The pool's own fill, with the CPU and wall time it takes per spare recorded (runs in the filler thread)."""
-    before = pool.count
+    before = len(pool.names)
     c, w = time.thread_time(), time.perf_counter()
     try:
-        return _original_fill(pool, up_to)
+        return _original_fill(pool, up_to, **kw)
     finally:
         _filler["cpu"] += time.thread_time() - c
         _filler["wall"] += time.perf_counter() - w
-        _filler["made"] += pool.count - before
+        _filler["made"] += max(0, len(pool.names) - before)
 
 
 _original_fill = spares._fill

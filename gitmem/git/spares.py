@@ -188,8 +188,8 @@ def _fill_forever() -> None:
             pool = _wanted.pop(0)
         try:
             _fill(pool, HIGH, background=True)
-        except OSError:
-            pass  # the memory was deleted, the disk is full...: writes create their files meanwhile
+        except Exception:  # the memory was deleted, the disk is full...: writes create their files
+            pass
 
 
 def fill(repo_path: str, up_to: int = HIGH) -> int:
