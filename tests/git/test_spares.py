@@ -239,3 +239,51 @@ def test_a_forked_child_has_its_own_pool(store: Any) -> None:
     assert store.read("child.md").text == "from the child\n"
     store.write("parent.md", "from the parent\n", expected=None)  # stolen spares are skipped
     _fsck(Path(path))
+
+
+def test_durable_commit_from_spares_syncs_before_each_step(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With durability on and a full pool: each file is synced after it left the pool and before it is published."""
+    import threading
+
+    from gitmem.git import repo as gitrepo
+
+    path = store.repo.path
+    _full_pool(path, monkeypatch)
+    monkeypatch.setattr(gitrepo, "_durable", [True])
+    events: list[tuple[str, str]] = []
+    guard = threading.Lock()
+    real_fsync, real_rename, real_claim_rename = os.fsync, os.rename, spares.rename_noreplace
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        with guard:
+            events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def rename(src: str, dst: str) -> None:
+        with guard:
+            events.append(("rename", os.fspath(dst)))
+        real_rename(src, dst)
+
+    def claim_rename(src: str, dst: str) -> None:
+        real_claim_rename(src, dst)
+        with guard:
+            events.append(("claim", dst))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(spares, "rename_noreplace", claim_rename)
+    store.write("a/b.md", "durable\n", expected=None)
+    monkeypatch.undo()
+    kinds = [(kind, os.path.basename(p)) for kind, p in events]
+    claimed = {name: i for i, (k, name) in enumerate(kinds) if k == "claim"}
+    assert len(claimed) == 3 and "main.lock" in claimed, kinds  # the pack, the temp index, the ref lock
+    pack = next(n for n in claimed if n.endswith(".pack"))
+    tmp_idx = next(n for n in claimed if n.startswith("tmp_idx_"))
+    synced = {name: i for i, (k, name) in enumerate(kinds) if k == "fsync"}
+    idx_renamed = next(i for i, (k, name) in enumerate(kinds) if k == "rename" and name.endswith(".idx"))
+    pack_dir = next(i for i, (k, p) in enumerate(events) if k == "fsync" and p.endswith("objects/pack"))
+    ref_renamed = next(i for i, (k, name) in enumerate(kinds) if k == "rename" and name == "main")
+    ref_dir = next(i for i, (k, p) in enumerate(events) if k == "fsync" and p.endswith("refs/heads"))
+    assert claimed[pack] < synced[pack] < idx_renamed and claimed[tmp_idx] < synced[tmp_idx] < idx_renamed
+    assert idx_renamed < pack_dir < claimed["main.lock"] < synced["main.lock"] < ref_renamed < ref_dir
+    assert store.read("a/b.md").text == "durable\n"
