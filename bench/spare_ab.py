@@ -3,6 +3,7 @@
 ```sh
 .venv/bin/python bench/profile_write.py prep /tmp/pw        # a 10k-file memory (and the same as a directory)
 .venv/bin/python bench/spare_ab.py /tmp/pw 400 [--fsync]     # 400 CAS writes per side, blocks of 25 alternating
+.venv/bin/python bench/spare_ab.py /tmp/fresh 400 --fresh 60 # a new 60-file memory and directory made first
 ```
 
 Each block does 25 CAS writes of random existing files with
@@ -76,15 +77,22 @@ def main() -> None:
     parser.add_argument("base")
     parser.add_argument("writes", type=int)
     parser.add_argument("--fsync", action="store_true")
+    parser.add_argument("--fresh", type=int, default=0, help="make a new memory of this many files in BASE first")
     args = parser.parse_args()
     set_durable(args.fsync)
     git_path = os.path.join(args.base, "git")
+    count = FILES
+    if args.fresh:
+        count = args.fresh
+        GitFileStore.init(git_path)
+        bulk.import_files(git_path, bulk.files(count))
+        bulk.write_directory(os.path.join(args.base, "dir", "files"), bulk.files(count))
     store = GitFileStore.open(git_path).sync
     path = store.repo.path
     folder = DirStore(os.path.join(args.base, "dir"), fsync=args.fsync)
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
     corpus = bulk.Corpus(seed=rng.randrange(1 << 30))
-    paths = [bulk.layout_path(i) for i in range(FILES)]
+    paths = [bulk.layout_path(i) for i in range(count)]
     wall: dict[str, list[float]] = {"spares": [], "create": [], "dir": []}
     thread_cpu: dict[str, list[float]] = {"spares": [], "create": [], "dir": []}
     process_cpu: dict[str, float] = {"spares": 0.0, "create": 0.0, "dir": 0.0}
