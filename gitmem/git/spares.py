@@ -1,7 +1,7 @@
 """Empty spare files made ahead of time, so a commit renames files into place instead of creating them.
 
-On the benchmark machine (ext4 mounted with ``discard``, in a VM) allocating an
-inode is the most expensive and the most variable file operation a commit makes:
+On the benchmark machine (ext4 without a journal, in a VM) allocating an inode
+is the most expensive and the most variable file operation a commit makes:
 ``open(O_CREAT | O_EXCL)`` plus the write of a new file cost 180-1,100 µs of
 kernel CPU, against ~40 µs to open an existing empty file, write it and rename
 it (``docs/benchmarks.md``, "The write path"). A commit creates three files: its
@@ -25,8 +25,8 @@ final or temporary name) and only then is it written:
   files nobody else has opened, and folded packs and old refs are deleted as
   before, never recycled (truncating a file another process has mmapped makes
   its next access ``SIGBUS``). A spare that is not empty or has a second name
-  (which only a file system that broke a journaled rename could produce) is
-  left alone.
+  (a power cut on a file system without a journal can leave one, see below)
+  is never written into.
 - The ref lock is claimed with ``renameat2(RENAME_NOREPLACE)``, which fails
   when ``main.lock`` exists exactly as git's ``O_CREAT | O_EXCL`` lock does, so
   a foreign ``git update-ref`` or push and gitmem still exclude each other.
@@ -52,19 +52,24 @@ published name stays).
 
 Why inode allocation costs so much there: ext4 without a journal does not reuse
 an inode freed in the last 5 s (5 minutes while its inode table block is dirty),
-and every allocation scans the group's free inodes from the start, looking each
-one's deletion time up; a memory that commits and folds packs frees inodes all
-the time, so each allocation pays for all the recent deletions in its group.
-The filler pays that too: the pool moves the cost off the write path (onto
-another core when there is one), it does not remove it (``docs/benchmarks.md``).
+and every allocation scans its block group's free inodes from the start, looking
+each one's deletion time up; a memory that commits and folds packs frees inodes
+all the time, so each allocation pays for all the recent deletions in its group.
+The filler allocates too, so by itself the pool would only move that cost off
+the write path; it makes its spares in subfolders that ext4 spreads over other
+block groups (:func:`_spread`), where nothing has been freeing inodes, and there
+an allocation costs ~50 µs. ``docs/benchmarks.md`` has what is moved and what is
+removed.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import stat
+import struct
 import threading
 from collections.abc import Callable
 
@@ -222,9 +227,6 @@ def _spread(folder: str) -> None:
     except OSError:
         return
     try:
-        import fcntl
-        import struct
-
         flags = struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, b"\0\0\0\0"))[0]
         if not flags & _FS_TOPDIR_FL:
             fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags | _FS_TOPDIR_FL))
