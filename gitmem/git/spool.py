@@ -15,7 +15,8 @@ files there for its life (created once, so a request costs no file creation):
   holder that can take that flock knows the process is gone and drops its slot
   (a request of a killed waiter is never applied after its death was seen);
 - ``<token>.slot``: a header (state, lengths, checksums, the round's tip commit),
-  then the request (the pickled specs, see :class:`Spec`), then the outcomes.
+  then the request, then the outcomes, both in the plain versioned encoding of
+  :mod:`gitmem.git.spoolcodec` (never pickles: decoding runs nothing).
 
 The slot's states and who moves them (always under the writer lock, except the
 two moves of the waiter itself, which a holder's checksum check and the claim
@@ -42,9 +43,10 @@ What is *not* covered: a waiter killed after a holder checked that it lives (the
 holder applies the request; nobody reads the answer, exactly as when a writer is
 killed right after its own ref update), and requests of a gitmem version whose
 spool format differs (the slot name carries :data:`VERSION`; a holder ignores
-other versions and their waiters commit for themselves). The request is a
-pickle: the spool is private (``0700``) to the repository's owner, who can
-already change everything in it.
+other versions and their waiters commit for themselves). A request a holder
+cannot decode is never run: the holder marks its slot ``refused`` and its waiter
+answers ``unavailable``; an answer the waiter cannot decode is ``unavailable``
+too.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import pickle
 import threading
 import time
 import zlib
@@ -63,16 +64,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git import spoolcodec
 from gitmem.git.locks import process_token
 from gitmem.git.perms import make_private_dir, open_private
 
-VERSION = "v1"
+VERSION = f"v{spoolcodec.FORMAT}"
+"""In every slot's name: a holder reads only slots of its own format (an older gitmem's waiters commit for themselves)."""
 GATHER_POLL = 0.0002
 _HEADER = 160
-_MAGIC = "GMSPOOL1"
+_MAGIC = f"GMSPOOL{spoolcodec.FORMAT}"
 
-Spec = Callable[[Any], Any]
-"""A picklable factory of a request's plan: called with the holder's ``GitRepo``, returns ``plan(snapshot)``."""
+Spec = spoolcodec.SpecType
+"""A request's plan as plain data: called with the holder's ``GitRepo``, returns ``plan(snapshot)``."""
 
 hook: Callable[[str], None] | None = None
 """Test seam: called at ``round`` (lock taken, spool not read yet), ``pending`` (outcomes
@@ -160,31 +163,27 @@ class Slot:
         os.pwrite(self.fd, _encode(h), 0)
 
     def request(self, h: Header) -> list[Spec] | None:
+        """The queued request's specs; ``None`` if torn (checksum); :class:`~gitmem.git.spoolcodec.Malformed` if not one."""
+        if not spoolcodec.can_decode_requests():
+            return None  # no batch writer loaded in this process: its waiter commits it itself
         raw = os.pread(self.fd, h.req_len, _HEADER)
         if len(raw) != h.req_len or zlib.crc32(raw) != h.req_crc:
             return None
-        try:
-            specs = pickle.loads(raw)
-        except Exception:  # another build's classes: its waiter commits for itself
-            return None
-        if not isinstance(specs, list) or not all(callable(spec) for spec in specs):
-            return None  # not a request this code can run: its waiter commits it itself
-        return specs
+        return spoolcodec.decode_request(raw)
 
     def outcomes(self, h: Header) -> list[tuple[Any, BaseException | None]] | None:
         raw = os.pread(self.fd, h.out_len, _HEADER + h.req_len)
         if len(raw) != h.out_len or zlib.crc32(raw) != h.out_crc:
             return None
-        found = pickle.loads(raw)
-        return found if isinstance(found, list) else None
+        return spoolcodec.decode_answer(raw)
 
     # -- the waiter --
 
     def publish(self, specs: Sequence[Spec]) -> bool:
         """Queue ``specs`` (the slot is empty: its owner cleared it under the writer lock); whether it worked."""
         try:
-            raw = pickle.dumps(list(specs), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a plan that cannot cross processes is committed by its own process
+            raw = spoolcodec.encode_request(specs)
+        except spoolcodec.Malformed:  # a plan that cannot cross processes is committed by its own process
             return False
         self.seq += 1
         try:
@@ -206,6 +205,9 @@ class Slot:
         if h is not None and h.state == "pending" and h.seq == self.seq:
             self.mark("done" if on_main(h) else "queued")
             h = self.header()
+        if h is not None and h.seq == self.seq and h.state == "refused":
+            self.clear()
+            raise MemoryStoreError("unavailable", "the writer holding the lock could not read this write's request")
         if h is None or h.seq != self.seq or h.state not in ("queued", "done"):
             self.clear()
             raise MemoryStoreError("unavailable", "this write's group-commit slot is unreadable: its outcome is unknown")
@@ -229,7 +231,7 @@ class Slot:
             return False
         try:
             h = self.header()
-            if h is None or h.state in ("queued", "empty"):
+            if h is None or h.state in ("queued", "empty", "refused"):
                 self.clear()
                 return True
             return False
@@ -246,7 +248,7 @@ class Slot:
 
     def settle(self, h: Header, tip: str | None, outcomes: list[tuple[Any, BaseException | None]]) -> None:
         """Write the outcomes: ``pending`` on ``tip`` (``main`` not moved yet), or ``done`` when ``tip`` is ``None``."""
-        raw = pickle.dumps([_portable(value, error) for value, error in outcomes], protocol=pickle.HIGHEST_PROTOCOL)
+        raw = spoolcodec.encode_answer(outcomes)
         os.pwrite(self.fd, raw, _HEADER + h.req_len)
         state = "pending" if tip else "done"
         self._put(Header(state, h.seq, h.req_len, h.req_crc, len(raw), zlib.crc32(raw), tip or ""))
@@ -255,17 +257,6 @@ class Slot:
         h = self.header()
         if h is not None:
             self._put(Header(state, h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, h.tip if state != "queued" else ""))
-
-
-def _portable(value: Any, error: BaseException | None) -> tuple[Any, BaseException | None]:
-    """An outcome that pickles: an error that would not becomes an ``unavailable`` store error."""
-    if error is None:
-        return value, None
-    try:
-        pickle.loads(pickle.dumps(error))
-        return value, error
-    except Exception:
-        return value, MemoryStoreError("unavailable", f"the writer committing this request failed: {error!r}")
 
 
 _own: dict[tuple[int, str], Slot] = {}
@@ -414,7 +405,7 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
     count = 0
     for slot in _slots(repo_path, own):
         h = slot.header()
-        if h is None or h.state not in ("queued", "empty", "done"):
+        if h is None or h.state not in ("queued", "empty", "done", "refused"):
             continue
         if _owner_gone(slot):
             _remove(slot)  # a dead waiter's request (or answer) is never applied after this
@@ -426,7 +417,14 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
         except BlockingIOError:
             continue  # its waiter is withdrawing it
         h = slot.header()
-        specs = slot.request(h) if h is not None and h.state == "queued" else None
+        try:
+            specs = slot.request(h) if h is not None and h.state == "queued" else None
+        except spoolcodec.Malformed:
+            # Not a request in this format's shapes: never run it; its waiter is answered unavailable.
+            specs = None
+            if h is not None:
+                slot.mark("refused")
+                slot.ring()
         if h is None or specs is None:
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
             continue
