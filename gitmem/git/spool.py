@@ -18,6 +18,15 @@ files there for its life (created once, so a request costs no file creation):
   then the request, then the outcomes, both in the plain versioned encoding of
   :mod:`gitmem.git.spoolcodec` (never pickles: decoding runs nothing).
 
+A third file, ``bell``, is shared: every move of a slot *into* ``queued`` appends
+one byte to it (``O_APPEND``, so concurrent appends never overwrite each other).
+A holder remembers the bell's size at its last scan of the folder; while the size
+has not changed and that scan left nothing queued behind, nothing can be queued,
+and one ``stat`` replaces listing the folder and reading every slot's header
+(:func:`take`, :func:`queued`, :func:`gather`): an uncontended writer pays that
+``stat`` and nothing else. The bell only ever says "look"; the slots' headers
+stay the truth, so a missed or extra byte costs a scan or a wait, never a request.
+
 The slot's states and who moves them (always under the writer lock, except the
 two moves of the waiter itself, which a holder's checksum check and the claim
 ``flock`` on the slot keep apart from its reads)::
@@ -126,12 +135,46 @@ def spool_dir(repo_path: str) -> str:
     return os.path.join(repo_path, "gitmem", "spool")
 
 
+def _bell_path(folder: str) -> str:
+    return os.path.join(folder, "bell")
+
+
+def _bell_size(repo_path: str) -> int:
+    """The bell's size (bytes appended so far); -1 when the memory has no spool (nobody ever waited)."""
+    try:
+        return os.stat(_bell_path(spool_dir(repo_path))).st_size
+    except FileNotFoundError:
+        return -1
+
+
+def announce(folder: str, fd: int | None = None) -> None:
+    """A slot just became ``queued``: append to the bell (a holder's next look then scans the folder)."""
+    try:
+        if fd is not None:
+            os.write(fd, b"q")
+            return
+        bell = open_private(_bell_path(folder), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(bell, b"q")
+        finally:
+            os.close(bell)
+    except OSError:  # a full disk: holders miss it until the next byte; its waiter still commits it
+        pass
+
+
+BELL_RESET = 1 << 20
+"""Bell size past which a holder truncates it (under the writer lock, then scans, so nothing is missed)."""
+
+
 class Slot:
     """One process's slot in one repository's spool (the waiter's side, and the holder's view of it)."""
 
-    def __init__(self, path: str, fd: int, live_fd: int | None, wake_fd: int | None = None) -> None:
+    def __init__(
+        self, path: str, fd: int, live_fd: int | None, wake_fd: int | None = None, bell_fd: int | None = None
+    ) -> None:
         self.path = path
         self.fd = fd
+        self.bell_fd = bell_fd  # ours: the spool's bell, opened for appending
         self.live_fd = live_fd  # ours: the flock that says we live; theirs: a descriptor to test it with
         self.wake_fd = wake_fd  # ours: the FIFO we wait on (read and written); theirs: opened to ring it
         self.seq = 0
@@ -192,6 +235,7 @@ class Slot:
         except OSError:
             self.clear()
             return False
+        announce(os.path.dirname(self.path), self.bell_fd)  # after the header: a holder that hears it sees it
         return True
 
     def collect(self, on_main: Callable[[Header], bool]) -> list[tuple[Any, BaseException | None]] | None:
@@ -257,6 +301,8 @@ class Slot:
         h = self.header()
         if h is not None:
             self._put(Header(state, h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, h.tip if state != "queued" else ""))
+            if state == "queued":  # back in the queue (its round did not land): holders must look again
+                announce(os.path.dirname(self.path))
 
 
 _own: dict[tuple[int, str], Slot] = {}
@@ -282,9 +328,10 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
                 os.mkfifo(wake_path, 0o600)
             # Read and written by us (the lock helper writes when it has the lock), so it never blocks.
             wake = os.open(wake_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            bell = open_private(_bell_path(folder), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         except OSError:
             return None
-        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live, wake)
+        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live, wake, bell)
         slot.clear()
         return slot
 
@@ -292,7 +339,7 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
 def _forget_inherited() -> None:
     """A forked child drops its parent's slots: holding their flocks would make a dead parent look alive."""
     for slot in _own.values():
-        for fd in (slot.fd, slot.live_fd, slot.wake_fd):
+        for fd in (slot.fd, slot.live_fd, slot.wake_fd, slot.bell_fd):
             if fd is not None:
                 try:
                     os.close(fd)
@@ -300,6 +347,7 @@ def _forget_inherited() -> None:
                     pass
     _own.clear()
     _theirs.clear()
+    _seen.clear()
 
 
 os.register_at_fork(after_in_child=_forget_inherited)
@@ -315,6 +363,8 @@ def _remove_own() -> None:
                     os.unlink(path)
 
 _theirs: dict[str, tuple[int, Slot]] = {}  # slot path -> (inode, the slot opened by a holder)
+_seen: dict[str, int] = {}  # repo path -> the bell's size when this process last scanned its spool
+_left: set[str] = set()  # repo paths whose last scan left a queued request untaken
 
 
 def _open_theirs(path: str) -> Slot | None:
@@ -400,7 +450,21 @@ def _slots(repo_path: str, own: Slot | None) -> list[Slot]:
 
 
 def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
-    """Writer lock held: claim the queued requests of live waiters (at most ``limit``); drop dead waiters' slots."""
+    """Writer lock held: claim the queued requests of live waiters (at most ``limit``); drop dead waiters' slots.
+
+    Nothing to do, without listing the folder, when the bell has not rung since
+    this process's last scan and that scan left nothing queued (see the module's notes).
+    """
+    size = _bell_size(repo_path)
+    if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
+        return []
+    if size > BELL_RESET:
+        # Under the writer lock, before the scan: a byte appended after this is heard next time.
+        with contextlib.suppress(OSError):
+            os.truncate(_bell_path(spool_dir(repo_path)), 0)
+            size = 0
+    _seen[repo_path] = size
+    _left.discard(repo_path)
     taken: list[Taken] = []
     count = 0
     for slot in _slots(repo_path, own):
@@ -411,11 +475,14 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
             _remove(slot)  # a dead waiter's request (or answer) is never applied after this
             continue
         if h.state != "queued" or count >= limit:
+            if h.state == "queued":
+                _left.add(repo_path)  # over the limit: the next round takes it
             continue
         try:
             fcntl.flock(slot.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            continue  # its waiter is withdrawing it
+            _left.add(repo_path)  # its waiter is withdrawing it (or not: look again next time)
+            continue
         h = slot.header()
         try:
             specs = slot.request(h) if h is not None and h.state == "queued" else None
@@ -426,6 +493,8 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
                 slot.mark("refused")
                 slot.ring()
         if h is None or specs is None:
+            if h is not None and h.state == "queued":
+                _left.add(repo_path)  # torn, or no batch writer here: its waiter commits it
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
             continue
         taken.append(Taken(slot, h, specs, [None] * len(specs)))
@@ -436,6 +505,11 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
 def release(taken: Sequence[Taken]) -> None:
     for t in taken:
         fcntl.flock(t.slot.fd, fcntl.LOCK_UN)
+
+
+def left_queued(repo_path: str) -> None:
+    """Requests this process took were put back unrun: its next look scans the spool whatever the bell says."""
+    _left.add(repo_path)
 
 
 def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
@@ -463,7 +537,13 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
 
 
 def queued(repo_path: str) -> int:
-    """Writer lock held: how many other processes have a request queued (a cheap look, no claim)."""
+    """Writer lock held: how many other processes have a request queued (a cheap look, no claim).
+
+    Zero without listing the folder when the bell is as this process's last scan left it.
+    """
+    size = _bell_size(repo_path)
+    if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
+        return 0
     count = 0
     for slot in _slots(repo_path, _own.get((os.getpid(), repo_path))):
         h = slot.header()
@@ -481,5 +561,11 @@ def gather(repo_path: str, want: int, seconds: float) -> None:
     round took, so a writer that stopped writing costs one wait, once.
     """
     deadline = time.monotonic() + seconds
-    while queued(repo_path) < want and time.monotonic() < deadline:
+    seen = _seen.get(repo_path, -1)
+    while time.monotonic() < deadline:
+        # Publications since this process's last scan (the bell grows a byte per request
+        # queued), read with one stat per poll: the slots themselves are read by take().
+        size = _bell_size(repo_path)
+        if size < 0 or size - max(seen, 0) >= want or size < seen:
+            return
         time.sleep(GATHER_POLL)

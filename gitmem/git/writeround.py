@@ -238,6 +238,7 @@ def _chain(
             if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
                 # Another process's big batch: only its own process commits it (loose path).
                 spool.release(taken)
+                spool.left_queued(writer.path)
                 taken, theirs, everything = [], [], requests
                 continue
             if loose is not None:

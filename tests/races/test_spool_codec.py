@@ -187,6 +187,7 @@ def _plant(repo: Path, payload: bytes, tmp: Path) -> tuple[Path, int]:
     fcntl.flock(live, fcntl.LOCK_EX)
     header = spool._encode(spool.Header("queued", 1, len(payload), zlib.crc32(payload), 0, 0, ""))
     (folder / f"{name}.slot").write_bytes(header + payload)
+    spool.announce(str(folder))  # as a publisher rings it
     return folder / f"{name}.slot", live
 
 
