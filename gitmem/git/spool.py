@@ -65,12 +65,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import struct
 import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import spoolcodec
@@ -81,7 +82,7 @@ VERSION = f"v{spoolcodec.FORMAT}"
 """In every slot's name: a holder reads only slots of its own format (an older gitmem's waiters commit for themselves)."""
 GATHER_POLL = 0.0002
 _HEADER = 160
-_MAGIC = f"GMSPOOL{spoolcodec.FORMAT}"
+_MAGIC = f"GMSPOOL{spoolcodec.FORMAT}".encode()
 
 Spec = spoolcodec.SpecType
 """A request's plan as plain data: called with the holder's ``GitRepo``, returns ``plan(snapshot)``."""
@@ -96,8 +97,9 @@ def at(point: str) -> None:
         hook(point)
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+class Header(NamedTuple):
+    """A slot's first bytes: its state, the request's sequence number, lengths and checksums, the round's tip."""
+
     state: str
     seq: int
     req_len: int
@@ -107,24 +109,29 @@ class Header:
     tip: str
 
 
+# magic, state, seq, request length and crc32, answer length and crc32, tip (hex or blank), crc32 of the rest
+_LAYOUT = struct.Struct("<8sBQIIII40sI")
+_STATES = ("empty", "queued", "pending", "done", "refused")
+_STATE_CODES = {name: code for code, name in enumerate(_STATES)}
+_BLANK_TIP = b" " * 40
+
+
 def _encode(h: Header) -> bytes:
-    body = f"{_MAGIC} {h.state} {h.seq} {h.req_len} {h.req_crc} {h.out_len} {h.out_crc} {h.tip or '-'}"
-    line = f"{body} {zlib.crc32(body.encode()):d}"
-    return line.encode().ljust(_HEADER - 1) + b"\n"
+    tip = h.tip.encode("ascii") if h.tip else _BLANK_TIP
+    body = _LAYOUT.pack(
+        _MAGIC, _STATE_CODES[h.state], h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, tip, 0
+    )[:-4]
+    return body + zlib.crc32(body).to_bytes(4, "little")
 
 
 def _decode(raw: bytes) -> Header | None:
-    parts = raw.decode("ascii", "replace").split()
-    if len(parts) != 9 or parts[0] != _MAGIC:
+    """A header, or ``None`` when torn by a write in flight or not ours (checksum, magic, state)."""
+    if len(raw) < _LAYOUT.size:
         return None
-    body = " ".join(parts[:8])
-    if not parts[8].isdigit() or zlib.crc32(body.encode()) != int(parts[8]):
-        return None  # torn by a write in flight, or not ours
-    try:
-        nums = [int(p) for p in parts[2:7]]
-    except ValueError:
+    magic, state, seq, req_len, req_crc, out_len, out_crc, tip, crc = _LAYOUT.unpack_from(raw)
+    if magic != _MAGIC or crc != zlib.crc32(raw[: _LAYOUT.size - 4]) or state >= len(_STATES):
         return None
-    return Header(parts[1], nums[0], nums[1], nums[2], nums[3], nums[4], "" if parts[7] == "-" else parts[7])
+    return Header(_STATES[state], seq, req_len, req_crc, out_len, out_crc, "" if tip == _BLANK_TIP else tip.decode("ascii", "replace"))
 
 
 def _wake_path(slot_path: str) -> str:
@@ -198,7 +205,7 @@ class Slot:
 
     def header(self) -> Header | None:
         try:
-            return _decode(os.pread(self.fd, _HEADER, 0))
+            return _decode(os.pread(self.fd, _LAYOUT.size, 0))
         except OSError:
             return None
 

@@ -42,7 +42,7 @@ class Planted:
         raw = spoolcodec.encode_request([BatchSpec(DEFAULT_FORMAT, batch, Origin())])
         header = spool._encode(spool.Header("queued", 1, len(raw), zlib.crc32(raw), 0, 0, ""))
         self.slot = folder / f"{name}.slot"
-        self.slot.write_bytes(header + raw)
+        self.slot.write_bytes(header.ljust(spool._HEADER, b"\0") + raw)
         if ring:
             spool.announce(str(folder))
 

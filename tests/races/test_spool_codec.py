@@ -186,7 +186,7 @@ def _plant(repo: Path, payload: bytes, tmp: Path) -> tuple[Path, int]:
     live = os.open(folder / f"{name}.live", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(live, fcntl.LOCK_EX)
     header = spool._encode(spool.Header("queued", 1, len(payload), zlib.crc32(payload), 0, 0, ""))
-    (folder / f"{name}.slot").write_bytes(header + payload)
+    (folder / f"{name}.slot").write_bytes(header.ljust(spool._HEADER, b"\0") + payload)
     spool.announce(str(folder))  # as a publisher rings it
     return folder / f"{name}.slot", live
 
