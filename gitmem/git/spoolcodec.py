@@ -220,36 +220,39 @@ def _bytes(value: object) -> bytes | None:
         raise Malformed(f"bad base64: {exc}") from None
 
 
-def _path(value: object, fmt: FileFormat) -> str:
-    path = _str(value)
-    try:
-        if validate_path(path, fmt) == path:
-            return path
-    except MemoryStoreError:
-        pass
+def _path(path: object, fmt: FileFormat) -> str:
+    if type(path) is str:
+        try:
+            if validate_path(path, fmt) == path:
+                return path
+        except MemoryStoreError:
+            pass
     raise Malformed(f"{path!r:.80} is not a path gitmem writes")
 
 
-_formats: dict[tuple[object, ...], FileFormat] = {}  # a memory's format arrives with every request
+_formats: dict[tuple[tuple[object, ...], tuple[type, ...]], FileFormat] = {}
+_FORMAT_KINDS = (int, int, int, int, bool, type(None), type(None))  # the usual one, checked first
+_FORMAT_FIELDS = frozenset((int, bool, type(None)))  # a memory's format arrives with every request
 _origins: dict[tuple[object, ...], Origin] = {}  # and a writer's origin with most
 
 
 def _format(value: object) -> FileFormat:
-    key = tuple(_list(value, 7))
-    if any(type(field) not in (int, bool, type(None)) for field in key):
+    if type(value) is not list or len(value) != 7:
         raise Malformed(f"not a file format: {value!r:.80}")
-    found = _formats.get(key)
-    if found is not None and all(type(a) is type(b) for a, b in zip(key, _format_key(found), strict=True)):
+    key = tuple(value)
+    kinds = tuple(map(type, key))  # 1 and True are equal keys; their types tell them apart
+    if (kinds != _FORMAT_KINDS and not _FORMAT_FIELDS.issuperset(kinds)) or kinds[4] is not bool:
+        raise Malformed(f"not a file format: {value!r:.80}")
+    found = _formats.get((key, kinds))
+    if found is not None:
         return found
     f = key
-    if type(f[4]) is not bool:
-        raise Malformed("check_secrets is true or false")
     try:
         fmt = FileFormat(_int(f[0]), _int(f[1]), _int(f[2]), _int(f[3]), f[4], _int(f[5], True), _int(f[6], True))
     except ValueError as exc:
         raise Malformed(str(exc)) from None
     if len(_formats) < 64:
-        _formats[key] = fmt
+        _formats[(key, kinds)] = fmt
     return fmt
 
 
@@ -277,14 +280,20 @@ def _origin(value: object) -> Origin:
 
 def _batch(value: object, fmt: FileFormat) -> Batch:
     b = _list(value, 5)
-    steps = tuple(
-        Step(_path(s[0], fmt), _bytes(s[1]), _version(s[2])) for s in (_list(x, 3) for x in _list(b[0]))
-    )
-    moves = tuple(
-        Move(_path(m[0], fmt), _path(m[1], fmt), _version(m[2])) for m in (_list(x, 3) for x in _list(b[1]))
-    )
-    trailers = tuple((_str(t[0]), _str(t[1])) for t in (_list(x, 2) for x in _list(b[4])))
-    return Batch(steps, moves, _opt_str(b[2]), _opt_str(b[3]), trailers)
+    steps = []
+    for item in _list(b[0]):
+        if type(item) is not list or len(item) != 3:
+            raise Malformed(f"not a step: {item!r:.80}")
+        path, data, expected = item
+        steps.append(Step(_path(path, fmt), _bytes(data), _version(expected)))
+    moves = []
+    for item in _list(b[1]):
+        if type(item) is not list or len(item) != 3:
+            raise Malformed(f"not a move: {item!r:.80}")
+        source, destination, expected = item
+        moves.append(Move(_path(source, fmt), _path(destination, fmt), _version(expected)))
+    trailers = tuple((_str(t[0]), _str(t[1])) for t in (_list(x, 2) for x in _list(b[4]))) if b[4] else ()
+    return Batch(tuple(steps), tuple(moves), _opt_str(b[2]), _opt_str(b[3]), trailers)
 
 
 def decode_request(raw: bytes) -> list[Any]:
