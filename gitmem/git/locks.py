@@ -167,6 +167,67 @@ def _in_helper(job: Callable[[], None]) -> None:
     helper.give(job)
 
 
+class _Wait:
+    """One blocking ``flock`` queued in the kernel for a contended taker, run by a helper thread.
+
+    A taker answered while it waited (its request committed by the holder,
+    :mod:`gitmem.git.spool`) abandons the wait: a grant that comes after is let
+    go at once. Before that, the next contended taker of the same
+    :class:`WriterLock` *adopts* it (:meth:`adopt`) instead of queuing a second
+    ``flock``: each answered waiter used to leave a queued ``flock`` behind, and
+    the lock then passed through every one of them (a thread wake-up, and the
+    interpreter lock of a process busy with its next write) before it reached
+    a writer that wanted it.
+    """
+
+    __slots__ = ("abandoned", "desc", "finished", "got", "guard", "wake")
+
+    def __init__(self, path: str, wake: Wake | None) -> None:
+        self.desc = LockDescriptor(path)
+        self.got = threading.Event()
+        self.guard = threading.Lock()
+        self.abandoned = False
+        self.finished = False  # an abandoned grant was let go: nothing left to adopt
+        self.wake = wake
+
+    def run(self) -> None:
+        fd = self.desc.fd
+        try:
+            assert fd is not None
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (OSError, AssertionError):  # pragma: no cover - the descriptor was closed under us
+            with self.guard:
+                self.finished = True
+            return
+        with self.guard:
+            if not self.abandoned:
+                self.got.set()
+                if self.wake is not None:
+                    with suppress(OSError):
+                        os.write(self.wake.fd, b"l")
+                return
+            self.finished = True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        self.desc.close()
+
+    def abandon(self) -> bool:
+        """Give the wait up; ``False`` if the lock was granted already (the caller holds it after all)."""
+        with self.guard:
+            if self.got.is_set():
+                return False
+            self.abandoned = True
+            return True
+
+    def adopt(self, wake: Wake | None) -> bool:
+        """Take over an abandoned wait still queued in the kernel (same process); whether it could be."""
+        with self.guard:
+            if self.finished or self.got.is_set() or self.desc.pid != os.getpid():
+                return False
+            self.abandoned = False
+            self.wake = wake
+            return True
+
+
 @dataclass(frozen=True, slots=True)
 class Wake:
     """A descriptor (a FIFO the waiter reads) to wait on besides the lock, and whether the wait is over."""
@@ -213,6 +274,12 @@ class WriterLock:
         self.timeout = timeout
         self.on_crash = on_crash
         self._local = threading.local()
+        self._abandoned: _Wait | None = None  # a wait its taker gave up on, still queued: the next taker adopts it
+        self._waits_guard = threading.Lock()
+
+    def _keep(self, wait: _Wait) -> None:
+        with self._waits_guard:
+            self._abandoned = wait
 
     def _fd(self) -> int:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
@@ -261,44 +328,28 @@ class WriterLock:
         except BlockingIOError:
             pass
         wake = on_wait() if on_wait is not None else None
-        waiter = LockDescriptor(self.path)
-        got = threading.Event()
-        state = {"abandoned": False}
-        guard = threading.Lock()
-
-        def wait_for_lock() -> None:
-            assert waiter.fd is not None
-            try:
-                fcntl.flock(waiter.fd, fcntl.LOCK_EX)
-            except OSError:  # pragma: no cover - the descriptor was closed under us
-                return
-            with guard:
-                if not state["abandoned"]:
-                    got.set()
-                    if wake is not None:
-                        with suppress(OSError):
-                            os.write(wake.fd, b"l")
-                    return
-            fcntl.flock(waiter.fd, fcntl.LOCK_UN)
-            waiter.close()
-
-        _in_helper(wait_for_lock)
+        with self._waits_guard:
+            earlier, self._abandoned = self._abandoned, None
+        if earlier is not None and earlier.adopt(wake):
+            wait = earlier  # its flock is already queued in the kernel: no new one, no ghost turn
+        else:
+            wait = _Wait(self.path, wake)
+            _in_helper(wait.run)
         started = time.monotonic()
         while True:
             if wake is None:
-                if got.wait(timeout=min(self.timeout, 1.0)):
+                if wait.got.wait(timeout=min(self.timeout, 1.0)):
                     break
             else:
                 select.select([wake.fd], [], [], min(self.timeout, 1.0))
                 with suppress(OSError):
                     os.read(wake.fd, 512)
-                if got.is_set():
+                if wait.got.is_set():
                     break
                 if wake.answered():
-                    with guard:
-                        if not got.is_set():
-                            state["abandoned"] = True
-                            return None
+                    if wait.abandon():
+                        self._keep(wait)
+                        return None
                     break
             waited = time.monotonic() - started
             if waited < self.timeout:
@@ -307,17 +358,19 @@ class WriterLock:
             long_op = holder is not None and holder.held and holder.op in LONG_OPS
             if long_op and waited < max(self.timeout, LONG_WAIT):
                 continue
-            with guard:
-                if got.is_set():
+            with wait.guard:  # no grant between asking give_up and giving up
+                if wait.got.is_set():
                     break
                 if give_up is not None and not give_up() and waited < max(self.timeout, LONG_WAIT):
                     continue
-                state["abandoned"] = True
+                wait.abandoned = True
+            self._keep(wait)
             who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
             raise MemoryStoreError(
                 "unavailable",
                 f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
             )
+        waiter = wait.desc
         assert waiter.fd is not None
         self._local.waiter = waiter  # keeps the descriptor open while it holds the lock
         return waiter.fd

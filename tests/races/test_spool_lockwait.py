@@ -7,6 +7,7 @@ is kept for the next wait instead of a thread started per take.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -93,3 +94,52 @@ def test_a_helper_whose_caller_gave_up_lets_the_lock_go_and_serves_again(tmp_pat
     repo.lock_timeout = 5
     store = GitFileStore.open(repo.path).sync
     store.write("after.md", "after\n", expected=None)
+
+
+def test_a_wait_given_up_when_answered_is_adopted_by_the_next_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answered waiter leaves its queued flock to its next take: one queued wait, no ghost turn of the lock."""
+    made: list[object] = []
+    original = locks._Wait
+
+    class Counted(original):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+        def __init__(self, *args: object) -> None:
+            made.append(self)
+            super().__init__(*args)
+
+    monkeypatch.setattr(locks, "_Wait", Counted)
+    fifo = tmp_path / "wake"
+    os.mkfifo(fifo, 0o600)
+    wake_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    answered = threading.Event()
+    path = str(tmp_path / "write.lock")
+    lock, blocker = locks.WriterLock(path, timeout=5), locks.WriterLock(path, timeout=5)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with blocker.hold():
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    holding.wait(5)
+    try:
+        threading.Timer(0.1, lambda: (answered.set(), os.write(wake_fd, b"d"))).start()
+        with lock.hold(on_wait=lambda: locks.Wake(wake_fd, answered.is_set)) as held:
+            assert not held  # answered while it waited: no lock
+        answered.clear()
+        threading.Timer(0.1, release.set).start()
+        with lock.hold(on_wait=lambda: locks.Wake(wake_fd, answered.is_set)) as held:
+            assert held
+            assert blocker.holder() is not None and blocker.holder().is_this_process()  # type: ignore[union-attr]
+        assert len(made) == 1  # the second take adopted the first one's queued flock
+    finally:
+        release.set()
+        other.join()
+        os.close(wake_fd)
+    with lock.try_hold() as again:
+        assert again
