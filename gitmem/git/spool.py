@@ -297,12 +297,21 @@ class Slot:
 
     # -- the holder --
 
-    def settle(self, h: Header, tip: str | None, outcomes: list[tuple[Any, BaseException | None]]) -> None:
-        """Write the outcomes: ``pending`` on ``tip`` (``main`` not moved yet), or ``done`` when ``tip`` is ``None``."""
+    def settle(self, h: Header, tip: str | None, outcomes: list[tuple[Any, BaseException | None]]) -> Header:
+        """Write the outcomes: ``pending`` on ``tip`` (``main`` not moved yet), or ``done`` when ``tip`` is ``None``.
+
+        Returns the header written, for :meth:`landed`.
+        """
         raw = spoolcodec.encode_answer(outcomes)
         os.pwrite(self.fd, raw, _HEADER + h.req_len)
         state = "pending" if tip else "done"
-        self._put(Header(state, h.seq, h.req_len, h.req_crc, len(raw), zlib.crc32(raw), tip or ""))
+        written = Header(state, h.seq, h.req_len, h.req_crc, len(raw), zlib.crc32(raw), tip or "")
+        self._put(written)
+        return written
+
+    def landed(self, settled: Header) -> None:
+        """``main`` moved: the ``pending`` outcomes :meth:`settle` wrote are ``done`` (no need to read them back)."""
+        self._put(settled._replace(state="done"))
 
     def mark(self, state: str) -> None:
         h = self.header()

@@ -256,7 +256,7 @@ def _chain(
                     outcomes[id(request)] = (value, error)
                 at = iter(theirs)
                 for t in taken:
-                    t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
+                    t.header = t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
                 settled_slots = bool(chain)
             spool.at("pending")
             if chain and not writer._cas(repo, head, tip):
@@ -264,7 +264,7 @@ def _chain(
             spool.at("landed")
             if settled_slots:
                 for t in taken:
-                    t.slot.mark("done")
+                    t.slot.landed(t.header)
                 settled_slots = False
             for t in taken:
                 t.slot.ring()
