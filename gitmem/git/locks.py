@@ -193,9 +193,10 @@ class _Wait:
     def run(self) -> None:
         fd = self.desc.fd
         try:
-            assert fd is not None
+            if fd is None:  # pragma: no cover - closed before the helper ran
+                raise OSError("the lock descriptor is closed")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except (OSError, AssertionError):  # pragma: no cover - the descriptor was closed under us
+        except OSError:  # pragma: no cover - the descriptor was closed under us
             with self.guard:
                 self.finished = True
             return
@@ -219,9 +220,14 @@ class _Wait:
             return True
 
     def adopt(self, wake: Wake | None) -> bool:
-        """Take over an abandoned wait still queued in the kernel (same process); whether it could be."""
+        """Take over an abandoned wait still queued in the kernel (same process); whether it could be.
+
+        Only one taker can: the first clears ``abandoned``, and a wait not abandoned is not adoptable.
+        """
+        if self.desc.pid != os.getpid():  # a forked child: the wait and its helper are the parent's
+            return False
         with self.guard:
-            if self.finished or self.got.is_set() or self.desc.pid != os.getpid():
+            if self.finished or self.got.is_set() or not self.abandoned:
                 return False
             self.abandoned = False
             self.wake = wake
@@ -275,11 +281,9 @@ class WriterLock:
         self.on_crash = on_crash
         self._local = threading.local()
         self._abandoned: _Wait | None = None  # a wait its taker gave up on, still queued: the next taker adopts it
-        self._waits_guard = threading.Lock()
 
     def _keep(self, wait: _Wait) -> None:
-        with self._waits_guard:
-            self._abandoned = wait
+        self._abandoned = wait
 
     def _fd(self) -> int:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
@@ -328,8 +332,7 @@ class WriterLock:
         except BlockingIOError:
             pass
         wake = on_wait() if on_wait is not None else None
-        with self._waits_guard:
-            earlier, self._abandoned = self._abandoned, None
+        earlier, self._abandoned = self._abandoned, None  # two takers may read the same one: adopt() lets one
         if earlier is not None and earlier.adopt(wake):
             wait = earlier  # its flock is already queued in the kernel: no new one, no ghost turn
         else:

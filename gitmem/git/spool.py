@@ -364,6 +364,7 @@ def _forget_inherited() -> None:
     _own.clear()
     _theirs.clear()
     _seen.clear()
+    _left.clear()
 
 
 os.register_at_fork(after_in_child=_forget_inherited)

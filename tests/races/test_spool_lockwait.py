@@ -143,3 +143,11 @@ def test_a_wait_given_up_when_answered_is_adopted_by_the_next_take(
         os.close(wake_fd)
     with lock.try_hold() as again:
         assert again
+
+
+def test_an_abandoned_wait_is_adopted_once(tmp_path: Path) -> None:
+    wait = locks._Wait(str(tmp_path / "write.lock"), None)
+    assert not wait.adopt(None)  # not abandoned: its taker still wants it
+    assert wait.abandon()
+    assert wait.adopt(None) and not wait.adopt(None)  # two takers that read the same wait: one gets it
+    wait.desc.close()
