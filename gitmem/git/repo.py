@@ -68,7 +68,7 @@ from gitmem.git.writeround import MAX_ATTEMPTS, PACK_EDITS
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
-__all__ = [
+__all__ = [  # names callers, tests and benchmarks reach for here (cli: tests patch cli.run_git through it)
     "CROSS_PROCESS",
     "EMPTY_TREE",
     "GROUP_COMMIT",
@@ -81,6 +81,7 @@ __all__ = [
     "GitRepo",
     "Plan",
     "Snapshot",
+    "cli",
     "lookup",
     "set_durable",
     "translate_errors",
@@ -547,36 +548,13 @@ class GitRepo:
         folds.settle(self.path)
 
     def compact(self) -> None:
-        """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
-
-        Each pack left holds at least twice the objects of all smaller ones
-        together, so ``n`` objects live in about ``log2(n)`` packs, and a run
-        copies only the small packs (amortised: each object is copied about
-        ``log2(n)`` times over its life). The packs a run folded are deleted by
-        a later run, at least a quarter second later (:func:`gitmem.git.packwrite.compact`).
-
-        A fold reads only packs (which never change) and adds one, so it needs
-        no writer lock and writers go on meanwhile. It holds the *fold lock*,
-        which every operation that deletes objects or repacks (purge, forget,
-        gc: :meth:`maintenance`) takes after the writer lock, so a fold can
-        never put back objects a purge is deleting; the git child holds the
-        fold lock too until it exits. When another process is folding (or a
-        purge holds the lock) this fold waits and runs after it, so packs
-        written since the other fold listed them are folded too.
-        """
+        """Fold the small per-commit packs together under the fold lock (:func:`gitmem.git.folds.fold`: how, and why it is safe)."""
         with translate_errors(self.path), self.fold_lock.hold("fold"):
-            self._fold()
-
-    def _fold(self) -> None:
-        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
-            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.fold_lock.held_fd(),))
-            return done.returncode, done.stdout
-
-        if packwrite.compact(self.path, run):
-            # libgit2 never forgets a pack it opened, even once deleted: every handle
-            # reopens at its next call, so deleted packs' descriptors and disk space go.
-            _bump(self._packs_path)
-            self._local.repo = None
+            if folds.fold(self.path, self.fold_lock):
+                # libgit2 never forgets a pack it opened, even once deleted: every handle
+                # reopens at its next call, so deleted packs' descriptors and disk space go.
+                _bump(self._packs_path)
+                self._local.repo = None
 
     @contextmanager
     def maintenance(self, op: str) -> Iterator[None]:
