@@ -237,3 +237,28 @@ def test_a_refused_request_is_answered_unavailable() -> None:
             own.collect(lambda header: False)
         assert refused.value.code == "unavailable"
         assert own.header() is not None and own.header().state == "empty"  # type: ignore[union-attr]
+
+
+def test_an_older_gitmems_slot_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A v1 slot (pickled request, text header) is neither run nor touched: its own waiter commits it."""
+    monkeypatch.chdir(tmp_path)
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    folder = Path(spool.spool_dir(str(repo)))
+    folder.mkdir(mode=0o700, parents=True)
+    payload = pickle.dumps([_Boom()])
+    body = f"GMSPOOL1 queued 1 {len(payload)} {zlib.crc32(payload)} 0 0 -"
+    header = f"{body} {zlib.crc32(body.encode())}".encode().ljust(159) + b"\n"
+    live = os.open(folder / "v1-4242-abc.live", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(live, fcntl.LOCK_EX)
+    slot = folder / "v1-4242-abc.slot"
+    slot.write_bytes(header + payload)
+    spool.announce(str(folder))
+    try:
+        store.write("mine.md", "mine\n", expected=None)
+        assert slot.read_bytes() == header + payload
+        assert not (tmp_path / MARKER).exists()
+        assert [p for p, _ in store.repo.files_at(store.repo.head())] == ["mine.md"]
+    finally:
+        os.close(live)
+    assert_fsck_clean(repo)
