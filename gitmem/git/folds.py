@@ -16,7 +16,7 @@ from contextlib import suppress
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, packwrite
+from gitmem.git import packwrite
 from gitmem.git.locks import WriterLock
 
 _running: dict[str, threading.Thread] = {}
@@ -105,29 +105,3 @@ def count_pack(path: str, lock: WriterLock, compact: Callable[[], None], max_pac
     lock.count = count
     return due
 
-
-def fold(path: str, fold_lock: WriterLock) -> bool:
-    """Fold the small per-commit packs together by git's geometric rule; whether packs were deleted.
-
-    The caller holds ``fold_lock`` (:meth:`gitmem.git.repo.GitRepo.compact`).
-    Each pack left holds at least twice the objects of all smaller ones
-    together, so ``n`` objects live in about ``log2(n)`` packs, and a run
-    copies only the small packs (amortised: each object is copied about
-    ``log2(n)`` times over its life). The packs a run folded are deleted by
-    a later run, at least a quarter second later (:func:`gitmem.git.packwrite.compact`).
-
-    A fold reads only packs (which never change) and adds one, so it needs
-    no writer lock and writers go on meanwhile. It holds the *fold lock*,
-    which every operation that deletes objects or repacks (purge, forget,
-    gc: :meth:`~gitmem.git.repo.GitRepo.maintenance`) takes after the writer
-    lock, so a fold can never put back objects a purge is deleting; the git
-    child holds the fold lock too until it exits. When another process is
-    folding (or a purge holds the lock) this fold waits and runs after it, so
-    packs written since the other fold listed them are folded too.
-    """
-
-    def run(args: list[str], stdin: bytes) -> tuple[int, str]:
-        done = cli.run_git(args, git_dir=path, stdin=stdin, pass_fds=(fold_lock.held_fd(),))
-        return done.returncode, done.stdout
-
-    return packwrite.compact(path, run)

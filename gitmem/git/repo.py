@@ -49,20 +49,20 @@ from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.recent import RecentObjects, recent_for
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, swap_loose_ref, swap_ref
+from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
+from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
 from gitmem.git.snapshot import (
-    FILE_MODES,
-    TREE_MODE,
     Done,
     Entry,
     Plan,
     R,
     Snapshot,
-    kind_of,
     lookup,
     translate_errors,
     walk_file_ids,
     walk_files,
 )
+from gitmem.git.snapshot import kind_of as _kind
 from gitmem.git.treediff import diff_trees
 from gitmem.git.writeround import MAX_ATTEMPTS, PACK_EDITS
 from gitmem.model import CommitId, Origin
@@ -340,11 +340,11 @@ class GitRepo:
             parts = path.split("/")
             for name in parts[:-1]:
                 found = cache.view(tree, self._raw).get(name.encode())
-                if found is None or kind_of(found[0]) != "tree":
+                if found is None or _kind(found[0]) != "tree":
                     return None
                 tree = found[1].hex()
             found = cache.view(tree, self._raw).get(parts[-1].encode())
-            if found is None or kind_of(found[0]) != "blob":
+            if found is None or _kind(found[0]) != "blob":
                 return None
             oid = found[1].hex()
             return oid, self._raw(oid)
@@ -412,13 +412,13 @@ class GitRepo:
         raw = self._recent().raw(tree_id)
         if raw is not None:
             return [
-                (name.decode("utf-8", "replace"), kind_of(mode), oid.hex())
+                (name.decode("utf-8", "replace"), _kind(mode), oid.hex())
                 for name, (mode, oid) in packwrite.parse_tree(raw).items()
             ]
         items: list[tuple[str, str, str]] = []
         for obj in self.repo[tree_id].peel(pygit2.Tree):
             mode = obj.filemode
-            kind = "tree" if mode == TREE_MODE else "blob" if mode in FILE_MODES else "other"
+            kind = "tree" if mode == _TREE_MODE else "blob" if mode in _FILE_MODES else "other"
             items.append((obj.name or "", kind, str(obj.id)))
         return items
 
@@ -548,13 +548,36 @@ class GitRepo:
         folds.settle(self.path)
 
     def compact(self) -> None:
-        """Fold the small per-commit packs together under the fold lock (:func:`gitmem.git.folds.fold`: how, and why it is safe)."""
+        """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
+
+        Each pack left holds at least twice the objects of all smaller ones
+        together, so ``n`` objects live in about ``log2(n)`` packs, and a run
+        copies only the small packs (amortised: each object is copied about
+        ``log2(n)`` times over its life). The packs a run folded are deleted by
+        a later run, at least a quarter second later (:func:`gitmem.git.packwrite.compact`).
+
+        A fold reads only packs (which never change) and adds one, so it needs
+        no writer lock and writers go on meanwhile. It holds the *fold lock*,
+        which every operation that deletes objects or repacks (purge, forget,
+        gc: :meth:`maintenance`) takes after the writer lock, so a fold can
+        never put back objects a purge is deleting; the git child holds the
+        fold lock too until it exits. When another process is folding (or a
+        purge holds the lock) this fold waits and runs after it, so packs
+        written since the other fold listed them are folded too.
+        """
         with translate_errors(self.path), self.fold_lock.hold("fold"):
-            if folds.fold(self.path, self.fold_lock):
-                # libgit2 never forgets a pack it opened, even once deleted: every handle
-                # reopens at its next call, so deleted packs' descriptors and disk space go.
-                _bump(self._packs_path)
-                self._local.repo = None
+            self._fold()
+
+    def _fold(self) -> None:
+        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
+            done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.fold_lock.held_fd(),))
+            return done.returncode, done.stdout
+
+        if packwrite.compact(self.path, run):
+            # libgit2 never forgets a pack it opened, even once deleted: every handle
+            # reopens at its next call, so deleted packs' descriptors and disk space go.
+            _bump(self._packs_path)
+            self._local.repo = None
 
     @contextmanager
     def maintenance(self, op: str) -> Iterator[None]:
