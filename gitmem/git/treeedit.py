@@ -368,6 +368,7 @@ def _set_group(
     else:
         entries = parse_tree(read_tree(tree))
     below: dict[bytes, list[tuple[list[str], str | None, str]]] = {}
+    before: dict[bytes, tuple[bytes, bytes] | None] = {}  # each changed name's entry in ``tree``
     for parts, oid, full in edits:
         name = parts[0].encode()
         if len(parts) > 1:
@@ -376,12 +377,16 @@ def _set_group(
         existing = entries.get(name)
         if existing is not None and existing[0] == _TREE_MODE and oid is not None:
             raise file_dir_conflict(full, is_file=False)
+        if name not in before:
+            before[name] = existing
         if oid is None:
             entries.pop(name, None)
         else:
             entries[name] = (_BLOB_MODE, bytes.fromhex(oid))
     for name, group in below.items():
         existing = entries.get(name)
+        if name not in before:
+            before[name] = existing
         sub: str | None = None
         if existing is not None:
             if existing[0] != _TREE_MODE:
@@ -397,7 +402,59 @@ def _set_group(
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    made = _add_tree(pending, cache, entries)
+    made = _splice_many(pending, cache, entries, tree, before) if cache is not None else None
+    if made is None:
+        made = _add_tree(pending, cache, entries)
     if cache is not None:
         _replaced(cache, tree, made)
     return made
+
+
+def _splice_many(
+    pending: PendingObjects,
+    cache: TreeCache,
+    entries: dict[bytes, tuple[bytes, bytes]],
+    base: str | None,
+    before: dict[bytes, tuple[bytes, bytes] | None],
+) -> str | None:
+    """The new tree made from ``base``'s cached bytes with every entry in ``before`` changed; ``None``: encode anew.
+
+    :func:`_add_tree` splices one changed entry; a batch often changes a few in
+    one folder (a record and its namespace's marker, a rename's source and
+    destination folders). Removals go first, then ids swapped in place, then
+    insertions, so every splice sees only entries of the final tree (whose
+    modes ``entries`` gives) or of none. An entry that changes kind (a file
+    replaced by a folder) is encoded anew, as are trees whose bytes are not cached.
+    """
+    known = cache.encoded.get(base) if base is not None else None
+    if known is None:
+        return None
+    removed, swapped, added = [], [], []
+    for name, old in before.items():
+        new = entries.get(name)
+        if old == new:
+            continue
+        if old is None:
+            added.append(name)
+        elif new is None:
+            removed.append(name)
+        elif old[0] == new[0]:
+            swapped.append(name)
+        else:
+            return None
+    raw, offsets = known
+    for name in removed:
+        old = before[name]
+        assert old is not None
+        raw, offsets = _remove_entry(raw, offsets, name, old[0])
+    if swapped:
+        buffer = bytearray(raw)
+        for name in swapped:
+            at = offsets[name]
+            buffer[at : at + 20] = entries[name][1]
+        raw = bytes(buffer)
+    for name in added:
+        raw, offsets = _insert_entry(raw, offsets, entries, name, entries[name])
+    oid = pending.add(b"tree", raw)
+    cache.keep(oid, entries, raw, offsets)
+    return oid
