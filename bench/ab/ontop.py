@@ -9,7 +9,8 @@ with each), in ONE process, each round calls, in a random order:
 - ``record add`` / ``record update`` on a namespace of ``--records`` records;
 - ``remember`` on a session memory of ``--items`` items;
 - the Anthropic tool's ``create``, ``str_replace``, ``insert``, ``rename`` and ``delete``
-  on a mount of its own (each file created, edited, renamed and deleted over the rounds).
+  on a mount of its own (each file created, edited, renamed and deleted over the rounds),
+  against a plain add and edit on that same mount (``tool mount: ...``).
 
 It prints the process CPU p50 of each (``time.process_time``, which also counts the
 writer's background pack folds; and the calling thread's, ``time.thread_time``, where
@@ -80,11 +81,21 @@ def main() -> None:
                     }
                 )
 
+        plain_claude = claude.sync  # the tool's own mount, for the tool's baselines
+        for i in range(args.rounds):
+            plain_claude.write(f"e{i % 10}/e{i}.md", f"# e{i}\nstatus: open\n", expected=None)
+
         def edit_call(n: int) -> Callable[[], object]:
             path = edit_paths[n]
             version = store.read(path).version  # the read is not timed: only the write
             text = f"edited {n} {corpus.record()}\n"
             return lambda: store.write(path, text, expected=version)
+
+        def claude_edit(n: int) -> Callable[[], object]:
+            path = f"e{n % 10}/e{n}.md"
+            current = plain_claude.read(path)  # not timed, as above
+            text = current.text + f"line {n}\n"
+            return lambda: plain_claude.write(path, text, expected=current.version)
 
         def anth(n: int, payload: dict[str, Any]) -> Callable[[], object]:
             def call() -> object:
@@ -96,6 +107,11 @@ def main() -> None:
         rows: dict[str, tuple[str, Callable[[int], Callable[[], object]]]] = {
             "write (add a file)": ("", lambda n: _bind(store.write, record_path("alice", gen.next()), corpus.record())),
             "edit (in place)": ("", edit_call),
+            "tool mount: write (add a file)": (
+                "",
+                lambda n: _bind(plain_claude.write, f"w{n % 10}/y{n}.md", f"# y{n}\nstatus: open\n"),
+            ),
+            "tool mount: edit (in place)": ("", claude_edit),
             "record add": ("write (add a file)", lambda n: _call(records.add, corpus.record())),
             "record update": (
                 "edit (in place)",
@@ -106,13 +122,13 @@ def main() -> None:
                 lambda n: _call(memory.remember, sentence(rng, 1_000_000 + n) + " fresh"),
             ),
             "anthropic create": (
-                "write (add a file)",
+                "tool mount: write (add a file)",
                 lambda n: anth(
                     n, {"command": "create", "path": f"/memories/c{n % 10}/x{n}.md", "file_text": f"# x{n}\n"}
                 ),
             ),
             "anthropic str_replace": (
-                "edit (in place)",
+                "tool mount: edit (in place)",
                 lambda n: anth(
                     n,
                     {
@@ -124,7 +140,7 @@ def main() -> None:
                 ),
             ),
             "anthropic insert": (
-                "edit (in place)",
+                "tool mount: edit (in place)",
                 lambda n: anth(
                     n,
                     {
@@ -139,7 +155,7 @@ def main() -> None:
         # Renames and deletes need files that the rows above do not touch any more: run after.
         tail: dict[str, tuple[str, Callable[[int], Callable[[], object]]]] = {
             "anthropic rename": (
-                "edit (in place)",
+                "tool mount: edit (in place)",
                 lambda n: anth(
                     n,
                     {
@@ -150,7 +166,7 @@ def main() -> None:
                 ),
             ),
             "anthropic delete": (
-                "edit (in place)",
+                "tool mount: edit (in place)",
                 lambda n: anth(n, {"command": "delete", "path": f"/memories/arch/n{n}.md"}),
             ),
         }
@@ -172,7 +188,7 @@ def main() -> None:
             cpu[name].append(time.process_time() - start)
             thread[name].append(time.thread_time() - own)
 
-        plain = {k: rows[k] for k in ("write (add a file)", "edit (in place)")}
+        plain = {k: rows[k] for k in ("write (add a file)", "edit (in place)", "tool mount: edit (in place)")}
         for phase in (
             rows,
             {**plain, "anthropic rename": tail["anthropic rename"]},
