@@ -111,6 +111,7 @@ def test_geometric_rollup_follows_gits_rule() -> None:
 
 def test_folded_packs_stay_their_grace_and_until_a_later_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fold leaves the packs it copied in place (a reader may have listed them); a later one deletes them."""
+    monkeypatch.setattr(packwrite, "_reap_later", lambda *_: None)  # only these folds delete (see test_pack_reads)
     store = GitFileStore.init(tmp_path / "m.git").sync
     version = None
     for n in range(6):
@@ -147,7 +148,7 @@ def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypa
     """A foreign ``git gc`` can delete a pack under the fold; the write is committed all the same."""
     from gitmem.git import repo as gitrepo
 
-    def vanished(*_: object) -> bool:
+    def vanished(*_: object, **__: object) -> bool:
         raise FileNotFoundError("objects/pack/pack-gone.idx")
 
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
