@@ -154,10 +154,17 @@ def main() -> int:
                     flush=True,
                 )
         took = time.perf_counter() - started
+        # The folder as a reader finds it while writes go on: the last fold's leftovers still
+        # there and the packs written since it unfolded (the fold lock keeps it still meanwhile).
+        burst, burst_packed = os.path.join(base, "burst.git"), os.path.join(base, "burst-gc.git")
+        with store.repo.fold_lock.hold("snapshot"):
+            shutil.copytree(path, burst)
+        burst_counts = (packwrite.pack_count(burst), packs(burst))
         store.repo.settle()
         packed = os.path.join(base, "gc.git")
-        shutil.copytree(path, packed)
-        subprocess.run(["git", "--git-dir", packed, "gc", "-q"], check=True)
+        for source, copy in ((path, packed), (burst, burst_packed)):
+            shutil.copytree(source, copy)
+            subprocess.run(["git", "--git-dir", copy, "gc", "-q"], check=True)
         print(
             f"# {args.files} files, {args.writes} writes in {took:.1f} s ({took / args.writes * 1000:.1f} ms each), "
             f"MAX_PACKS={gitrepo.MAX_PACKS}, load {os.getloadavg()[0]:.1f}"
@@ -166,6 +173,11 @@ def main() -> int:
             f"live packs during the writes: max {max(live)}, median {statistics.median(live)}, "
             f"at the end {packwrite.pack_count(path)}; index files (with folded packs not yet deleted): "
             f"max {max(counts)}, median {statistics.median(counts)}, at the end {packs(path)}"
+        )
+        print(f"a copy taken right after the last write: live packs {burst_counts[0]}, index files {burst_counts[1]}")
+        report(
+            "reads of that copy (a fold's leftovers, the packs since) in a new reader process:",
+            *cold_read_times(burst, burst_packed, len(paths), rng.randrange(1 << 30), args.reads),
         )
         reads("right after the writes,", path, packed, paths, rng, args.reads)
         if args.settle:
