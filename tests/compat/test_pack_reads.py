@@ -97,3 +97,26 @@ def test_a_new_handle_in_the_writing_process_reads_what_libgit2_reads(tmp_path: 
     store.repo.bump_generation()  # what a purge or forget does: objects may be gone
     assert GitFileStore.open(repo).sync.read(paths[0]).text == "0\n"
     assert head_tree not in recent._parsed
+
+
+def test_folded_packs_are_dated_before_every_live_pack_so_readers_search_them_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git and libgit2 search packs newest first; a folded pack's objects are all in the fold's pack."""
+    monkeypatch.setattr(packwrite, "_reap_later", lambda *_: None)  # keep the folded packs to look at
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    version = None
+    for n in range(6):
+        version = store.write("a.md", f"{n}\n", expected=version)
+    with store.repo.lock.hold():
+        store.repo.compact()
+    folded = set(_folded(repo))
+    live = _idx_names(repo) - folded
+    assert folded and live
+    pack_dir = repo / "objects" / "pack"
+    newest_folded = max((pack_dir / f"{name}.pack").stat().st_mtime for name in folded)
+    oldest_live = min((pack_dir / f"{name}.pack").stat().st_mtime for name in live)
+    assert int(newest_folded) < int(oldest_live)  # whole seconds: what git and libgit2 compare
+    assert GitFileStore.open(repo).sync.read("a.md").text == "5\n"
+    assert_fsck_clean(repo)
