@@ -16,7 +16,11 @@ opens every pack index it needs) and a warm read (the same handle again). Both
 are measured twice: in the writing process, whose fresh handles still find the
 latest commits' objects in memory (``gitmem.git.recent``) and the packs libgit2
 already opened, and in a new reader process, where neither memory has any of
-that (what another agent's process or a ``gitmem cat`` sees).
+that (what another agent's process or a ``gitmem cat`` sees). With
+``--snapshots``, the memory is also copied at every ``--progress`` point and
+right after the last write (under the fold lock), as a reader finds it while
+writes go on: the last fold's leftovers not yet deleted and the packs written
+since it; each copy is read against its own ``git gc``'d copy in a new process.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import bulk
-from gitmem import GitFileStore
+from gitmem import GitFileStore, SyncGitFileStore
 from gitmem.git import packwrite
 from gitmem.git import repo as gitrepo
 
@@ -93,6 +97,18 @@ def cold_read_times(
     return fresh, cpu, warm
 
 
+def snapshot(store: SyncGitFileStore, copy: str) -> tuple[str, int, int]:
+    """The memory's folder as a reader finds it while writes go on, copied twice: ``copy.mid`` and ``copy`` (to gc).
+
+    The fold lock keeps folds and their deletions out while it is copied.
+    Returns ``copy``, the live packs and the index files.
+    """
+    with store.repo.fold_lock.hold("snapshot"):
+        shutil.copytree(store.path, copy + ".mid")
+    shutil.copytree(copy + ".mid", copy)
+    return copy, packwrite.pack_count(copy), packs(copy)
+
+
 def report(
     title: str, fresh: dict[str, list[float]], cpu: dict[str, list[float]], warm: dict[str, list[float]]
 ) -> None:
@@ -121,6 +137,11 @@ def main() -> int:
         action="store_true",
         help="also read after the grace and one more fold (which deletes the folded packs)",
     )
+    parser.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="at every --progress point copy the memory as it is mid-burst; read each copy and its gc'd copy after",
+    )
     parser.add_argument("--keep", help="write the memory (m.git) and its gc'd copy (gc.git) here and keep them")
     parser.add_argument("--reader", nargs=5, help=argparse.SUPPRESS)  # packs gc files seed n: the reader process
     args = parser.parse_args()
@@ -140,6 +161,8 @@ def main() -> int:
         paths = [bulk.layout_path(i) for i in range(args.files)]
         counts: list[int] = []
         live: list[int] = []
+        snapshots: list[tuple[str, int, int]] = []
+        paused = 0.0  # spent copying snapshots, not writing
         started = time.perf_counter()
         for n in range(args.writes):
             p = rng.choice(paths)
@@ -148,23 +171,21 @@ def main() -> int:
                 counts.append(packs(path))
                 live.append(packwrite.pack_count(path))
             if args.progress and n % args.progress == 0 and n:
+                if args.snapshots:
+                    paused -= time.perf_counter()
+                    snapshots.append(snapshot(store, os.path.join(base, f"at-{n}.git")))
+                    paused += time.perf_counter()
                 print(
                     f"  {n} writes, {time.perf_counter() - started:.0f} s: packs live {live[-1]}, "
                     f"index files {counts[-1]}, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-        took = time.perf_counter() - started
-        # The folder as a reader finds it while writes go on: the last fold's leftovers still
-        # there and the packs written since it unfolded (the fold lock keeps it still meanwhile).
-        burst, burst_packed = os.path.join(base, "burst.git"), os.path.join(base, "burst-gc.git")
-        with store.repo.fold_lock.hold("snapshot"):
-            shutil.copytree(path, burst)
-        burst_counts = (packwrite.pack_count(burst), packs(burst))
+        took = time.perf_counter() - started - paused
+        snapshots.append(snapshot(store, os.path.join(base, "end.git")))
         store.repo.settle()
         packed = os.path.join(base, "gc.git")
-        for source, copy in ((path, packed), (burst, burst_packed)):
-            shutil.copytree(source, copy)
-            subprocess.run(["git", "--git-dir", copy, "gc", "-q"], check=True)
+        shutil.copytree(path, packed)
+        subprocess.run(["git", "--git-dir", packed, "gc", "-q"], check=True)
         print(
             f"# {args.files} files, {args.writes} writes in {took:.1f} s ({took / args.writes * 1000:.1f} ms each), "
             f"MAX_PACKS={gitrepo.MAX_PACKS}, load {os.getloadavg()[0]:.1f}"
@@ -174,11 +195,23 @@ def main() -> int:
             f"at the end {packwrite.pack_count(path)}; index files (with folded packs not yet deleted): "
             f"max {max(counts)}, median {statistics.median(counts)}, at the end {packs(path)}"
         )
-        print(f"a copy taken right after the last write: live packs {burst_counts[0]}, index files {burst_counts[1]}")
-        report(
-            "reads of that copy (a fold's leftovers, the packs since) in a new reader process:",
-            *cold_read_times(burst, burst_packed, len(paths), rng.randrange(1 << 30), args.reads),
+        print(
+            "copies taken while the writes went on (a fold's leftovers, the packs written since), in a new reader process:"
         )
+        ratios: list[float] = []
+        for copy, alive, listed in snapshots:
+            subprocess.run(["git", "--git-dir", copy, "gc", "-q"], check=True)
+            fresh, cpu, _ = cold_read_times(copy + ".mid", copy, len(paths), rng.randrange(1 << 30), args.reads)
+            a, b = statistics.median(fresh["packs"]), statistics.median(fresh["gc"])
+            ratios.append(a / b)
+            print(
+                f"  {os.path.basename(copy)[:-4]:9} live packs {alive:3}, index files {listed:3}: fresh read p50 "
+                f"{a * 1000:.3f} ms, its gc'd copy {b * 1000:.3f} ms: {a / b:.2f}x "
+                f"(CPU {statistics.median(cpu['packs']) / statistics.median(cpu['gc']):.2f}x)"
+            )
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.rmtree(copy + ".mid", ignore_errors=True)
+        print(f"  median over the copies: {statistics.median(ratios):.2f}x, most {max(ratios):.2f}x")
         reads("right after the writes,", path, packed, paths, rng, args.reads)
         if args.settle:
             time.sleep(packwrite.GRACE_SECONDS)
