@@ -470,21 +470,40 @@ _reapers_guard = threading.Lock()
 
 
 def _reap_later(repo_path: str, delay: float, reap: Callable[[], object]) -> None:
-    """Run ``reap`` in ``delay`` seconds in a daemon timer; one waits per memory and process at most."""
+    """Run ``reap`` in ``delay`` seconds in a daemon timer, unless a compaction ran meanwhile.
+
+    One timer waits per memory and process at most. While writes go on, folds
+    come every ``MAX_PACKS`` writes and each deletes what is due itself, so
+    a timer that finds the fold record rewritten since it was set only sets
+    itself again for the grace of the latest fold (one ``stat``), and the
+    compaction runs once the folds stopped.
+    """
     key = (os.getpid(), repo_path)  # a forked child has no timer threads: its own key
     with _reapers_guard:
         if key in _reapers:
             return
-        timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, reap))
-        timer.daemon = True
-        timer.name = "gitmem-reap"
-        _reapers[key] = timer
+        _arm(key, repo_path, delay, time.time(), reap)
+
+
+def _arm(key: tuple[int, str], repo_path: str, delay: float, since: float, reap: Callable[[], object]) -> None:
+    timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, repo_path, since, reap))
+    timer.daemon = True
+    timer.name = "gitmem-reap"
+    _reapers[key] = timer
     timer.start()
 
 
-def _reap_now(key: tuple[int, str], reap: Callable[[], object]) -> None:
+def _reap_now(key: tuple[int, str], repo_path: str, since: float, reap: Callable[[], object]) -> None:
+    try:
+        written = os.stat(os.path.join(repo_path, FOLDED)).st_mtime
+    except OSError:
+        written = 0.0
     with _reapers_guard:
-        _reapers.pop(key, None)  # first: the compaction below may start the next timer
+        if written > since:  # a compaction since deleted what was due; its own folds wait their grace
+            now = time.time()
+            _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now, reap)
+            return
+        del _reapers[key]  # first: the compaction below may set the next timer
     try:
         reap()
     except Exception:  # best effort: the next fold deletes them anyway
