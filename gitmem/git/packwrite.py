@@ -458,7 +458,7 @@ def search_last(folder: str, folded: list[str], live: list[str]) -> None:
     for name in folded:
         path = os.path.join(folder, name + ".pack")
         try:
-            os.utime(path, (os.stat(path).st_atime, when))
+            os.utime(path, (when, when))
         except OSError:
             continue
 
