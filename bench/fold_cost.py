@@ -39,15 +39,15 @@ def run(writes: int, in_process: bool) -> str:
     folds: list[tuple[int, float, float]] = []
     compact = packwrite.compact
 
-    def timed(*args: object, **kwargs: object) -> bool:
+    def timed(*args: object) -> bool:
         sizes_before = len(os.listdir(os.path.join(str(args[0]), "objects", "pack")))
         cpu, wall = time.thread_time(), time.perf_counter()
         try:
-            return compact(*args, **kwargs)  # type: ignore[arg-type]
+            return compact(*args)  # type: ignore[arg-type]
         finally:
             folds.append((sizes_before, time.thread_time() - cpu, time.perf_counter() - wall))
 
-    packwrite.compact = timed
+    packwrite.compact = timed  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory(prefix="gitmem-fold-cost-") as tmp:
             store = GitFileStore.init(os.path.join(tmp, "m.git")).sync

@@ -33,7 +33,8 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from gitmem.git import packfold
+from gitmem.git import cli, packfold
+from gitmem.git.locks import WriterLock
 from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
@@ -337,12 +338,7 @@ def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:
     return order[:split] if split > 1 else []
 
 
-def compact(
-    repo_path: str,
-    run_git: Callable[[list[str], bytes], tuple[int, str]],
-    *,
-    reap: Callable[[], object] | None = None,
-) -> bool:
+def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str]]) -> bool:
     """Fold small packs into one by git's geometric rule; delete the packs earlier folds folded.
 
     The objects of the chosen packs (and nothing loose: a loose object another
@@ -376,12 +372,11 @@ def compact(
     deleted (handles must then reopen). Fold lock held (see
     :meth:`gitmem.git.repo.GitRepo.compact`).
 
-    ``reap`` (the caller's compaction, lock and all) is run once more in a
-    timer thread just after the grace when folded packs are left waiting: a
-    memory whose writes stopped would otherwise keep them, every one listed by
-    a new reader and searched before the pack holding their objects, until
-    the next fold ``MAX_PACKS`` writes later (a new process's first read took
-    1.2-1.3x a ``git gc``'d copy's with 78 folded packs left, 1.0x without:
+    When folded packs are left waiting, a timer thread compacts once more just
+    after their grace (:func:`_reap_later`): a memory whose writes stopped would
+    otherwise keep them, every one listed by a new reader, until the next fold
+    ``MAX_PACKS`` writes later (a new process's first read took 1.2-1.4x a
+    ``git gc``'d copy's with 78 folded packs left, 1.0x without:
     ``docs/benchmarks.md``, "Reads after 100k writes"). The timer is a daemon:
     a process that exits first leaves them to the next fold, as before.
     """
@@ -429,8 +424,8 @@ def compact(
         os.replace(tmp, os.path.join(repo_path, FOLDED))
         if made is not None:
             search_last(folder, [name for name in chosen if name != made], [*(set(sizes) - set(chosen)), made])
-    if folded and reap is not None:
-        _reap_later(repo_path, max(folded.values()) + GRACE_SECONDS - time.time() + REAP_MARGIN, reap)
+    if folded:
+        _reap_later(repo_path, max(folded.values()) + GRACE_SECONDS - time.time() + REAP_MARGIN)
     return deleted
 
 
@@ -465,35 +460,39 @@ def search_last(folder: str, folded: list[str], live: list[str]) -> None:
 
 REAP_MARGIN = 0.02
 """Seconds past the grace at which the timer of :func:`compact` runs (so every pack it waited for is due)."""
+FOLD_LOCK = "gitmem/fold.lock"
+"""The fold lock's file (:attr:`gitmem.git.repo.GitRepo.fold_lock`)."""
+PACKS_MARK = "gitmem/packs-folded"
+"""Replaced whenever a compaction deleted packs: every handle older than it reopens (``GitRepo._marks``)."""
 _reapers: dict[tuple[int, str], threading.Timer] = {}
 _reapers_guard = threading.Lock()
 
 
-def _reap_later(repo_path: str, delay: float, reap: Callable[[], object]) -> None:
-    """Run ``reap`` in ``delay`` seconds in a daemon timer, unless a compaction ran meanwhile.
+def _reap_later(repo_path: str, delay: float) -> None:
+    """Compact ``repo_path`` in ``delay`` seconds in a daemon timer, unless a compaction ran meanwhile.
 
     One timer waits per memory and process at most. While writes go on, folds
     come every ``MAX_PACKS`` writes and each deletes what is due itself, so
     a timer that finds the fold record rewritten since it was set only sets
     itself again for the grace of the latest fold (one ``stat``), and the
-    compaction runs once the folds stopped.
+    compaction (:func:`reap`) runs once the folds stopped.
     """
     key = (os.getpid(), repo_path)  # a forked child has no timer threads: its own key
     with _reapers_guard:
         if key in _reapers:
             return
-        _arm(key, repo_path, delay, time.time(), reap)
+        _arm(key, repo_path, delay, time.time())
 
 
-def _arm(key: tuple[int, str], repo_path: str, delay: float, since: float, reap: Callable[[], object]) -> None:
-    timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, repo_path, since, reap))
+def _arm(key: tuple[int, str], repo_path: str, delay: float, since: float) -> None:
+    timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, repo_path, since))
     timer.daemon = True
     timer.name = "gitmem-reap"
     _reapers[key] = timer
     timer.start()
 
 
-def _reap_now(key: tuple[int, str], repo_path: str, since: float, reap: Callable[[], object]) -> None:
+def _reap_now(key: tuple[int, str], repo_path: str, since: float) -> None:
     try:
         written = os.stat(os.path.join(repo_path, FOLDED)).st_mtime
     except OSError:
@@ -501,10 +500,32 @@ def _reap_now(key: tuple[int, str], repo_path: str, since: float, reap: Callable
     with _reapers_guard:
         if written > since:  # a compaction since deleted what was due; its own folds wait their grace
             now = time.time()
-            _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now, reap)
+            _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now)
             return
         del _reapers[key]  # first: the compaction below may set the next timer
     try:
-        reap()
+        reap(repo_path)
     except Exception:  # best effort: the next fold deletes them anyway
         pass
+
+
+def reap(repo_path: str) -> bool:
+    """:func:`compact` under the fold lock, telling every handle to reopen when it deleted packs; whether it did.
+
+    What :meth:`gitmem.git.repo.GitRepo.compact` does, for the timer, which has
+    no repository handle (and needs none: only files are read and written).
+    """
+    lock = WriterLock(os.path.join(repo_path, FOLD_LOCK))
+    with lock.hold("fold"):
+
+        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
+            done = cli.run_git(args, git_dir=repo_path, stdin=stdin, pass_fds=(lock.held_fd(),))
+            return done.returncode, done.stdout
+
+        deleted = compact(repo_path, run)
+        if deleted:
+            mark = os.path.join(repo_path, PACKS_MARK)
+            tmp = f"{mark}.{os.getpid()}.tmp"
+            write_private(tmp, f"{time.time_ns()}\n")
+            os.replace(tmp, mark)
+    return deleted

@@ -1047,7 +1047,7 @@ class GitRepo:
             done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.fold_lock.held_fd(),))
             return done.returncode, done.stdout
 
-        if packwrite.compact(self.path, run, reap=self.compact):
+        if packwrite.compact(self.path, run):
             # libgit2 never forgets a pack it opened, even once deleted: every handle
             # reopens at its next call, so deleted packs' descriptors and disk space go.
             _bump(self._packs_path)

@@ -52,9 +52,16 @@ def test_folded_packs_go_once_the_grace_passed_without_another_fold(
         time.sleep(0.05)
     assert not _folded(repo) and not set(folded) & _idx_names(repo)  # gone, with no write and no fold since
     assert len(_idx_names(repo)) == packwrite.pack_count(str(repo))
+    assert store.repo._local.gen != store.repo._marks()  # the timer told every handle to reopen
     assert early.revparse_single("main:a.md").read_raw() == b"5\n"
     assert store.read("a.md").text == GitFileStore.open(repo).sync.read("a.md").text == "5\n"
     assert_fsck_clean(repo)
+
+
+def test_the_timer_uses_the_repositorys_own_fold_lock_and_reopen_mark(tmp_path: Path) -> None:
+    repo = gitrepo.GitRepo.init(str(tmp_path / "m.git"))
+    assert repo.fold_lock.path == str(tmp_path / "m.git" / packwrite.FOLD_LOCK)
+    assert repo._packs_path == str(tmp_path / "m.git" / packwrite.PACKS_MARK)
 
 
 def test_background_folds_leave_only_live_packs_once_writes_stop(

@@ -148,7 +148,7 @@ def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypa
     """A foreign ``git gc`` can delete a pack under the fold; the write is committed all the same."""
     from gitmem.git import repo as gitrepo
 
-    def vanished(*_: object, **__: object) -> bool:
+    def vanished(*_: object) -> bool:
         raise FileNotFoundError("objects/pack/pack-gone.idx")
 
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)

@@ -39,8 +39,8 @@ def test_readers_of_every_kind_never_fail_while_packs_are_folded_and_deleted(
     deletions: list[bool] = []
     compact = packwrite.compact
 
-    def counted(*args: object, **kwargs: object) -> bool:
-        deleted = compact(*args, **kwargs)  # type: ignore[arg-type]
+    def counted(*args: object) -> bool:
+        deleted = compact(*args)  # type: ignore[arg-type]
         deletions.append(deleted)
         return deleted
 
