@@ -9,7 +9,8 @@
 Each writer is its own process with its own store handle and writes CAS edits of
 random files out of its own share of the paths (no conflicts), as fast as it can.
 All writers start together (a go file); throughput = all writes / (last writer
-done - go). CPU per write = the writers' CPU time from the go to their last write
+done - go); each write's own wall time gives p50 and p95 (medians over rounds).
+CPU per write = the writers' CPU time from the go to their last write
 (with processes, each writer's own ``process_time``; a writer that commits other
 processes' requests is charged for them), over all writes. gitmem and the directory store (``bench/dirstore.py``) run in
 alternating order each round, with equal durability (``--fsync``: fsync on both).
@@ -67,19 +68,32 @@ def writer(kind: str, base: str, wid: int, writers: int, writes: int, files: int
     while not os.path.exists(go):
         time.sleep(0.0005)
     cpu = time.process_time()
+    took = []
     for n in range(writes):
         p = chosen[n % len(chosen)]
-        versions[p] = write(p, corpus.fresh(), expected=versions[p])
+        text = corpus.fresh()
+        t = time.perf_counter()
+        versions[p] = write(p, text, expected=versions[p])
+        took.append(time.perf_counter() - t)
+    with open(f"{go}.lat", "a") as out:  # one line per writer: its writes' latencies (one write() call each)
+        out.write(" ".join(f"{x:.6f}" for x in took) + "\n")
     if threading.current_thread() is not threading.main_thread():
         return
     with open(f"{go}.cpu", "a") as out:  # this process's CPU seconds for its writes (and others' it committed)
         out.write(f"{time.process_time() - cpu}\n")
 
 
+def latencies(go: str) -> tuple[float, float]:
+    """p50 and p95 of one write's wall time (ms), over every writer's writes."""
+    with open(f"{go}.lat") as fh:
+        took = sorted(float(x) for line in fh for x in line.split())
+    return took[len(took) // 2] * 1e3, took[min(len(took) - 1, int(len(took) * 0.95))] * 1e3
+
+
 def one(
     kind: str, base: str, writers: int, writes: int, files: int, fsync: bool, threads: bool = False
-) -> tuple[float, float]:
-    """Total writes per second, and CPU milliseconds per write (all writers' CPU from the go)."""
+) -> tuple[float, float, float, float]:
+    """Total writes per second, CPU milliseconds per write (all writers' CPU from the go), write p50 and p95 (ms)."""
     go = os.path.join(base, f"go-{kind}-{time.monotonic_ns()}")
     if threads:
         failed: list[BaseException] = []
@@ -107,7 +121,7 @@ def one(
             # theirs at exit, so there it is timed already).
             GitRepo(os.path.join(base, "git")).settle()
         elapsed = time.perf_counter() - started
-        return writers * writes / elapsed, (time.process_time() - cpu) * 1e3 / (writers * writes)
+        return writers * writes / elapsed, (time.process_time() - cpu) * 1e3 / (writers * writes), *latencies(go)
     ctx = mp.get_context("fork")
     procs = [
         ctx.Process(target=writer, args=(kind, base, w, writers, writes, files, fsync, go)) for w in range(writers)
@@ -125,7 +139,7 @@ def one(
     elapsed = time.perf_counter() - started
     with open(f"{go}.cpu") as fh:
         cpu = sum(float(line) for line in fh)
-    return writers * writes / elapsed, cpu * 1e3 / (writers * writes)
+    return writers * writes / elapsed, cpu * 1e3 / (writers * writes), *latencies(go)
 
 
 def main() -> int:
@@ -150,11 +164,15 @@ def main() -> int:
         )
         rates: dict[str, list[float]] = {k: [] for k in kinds}
         cpus: dict[str, list[float]] = {k: [] for k in kinds}
+        p50s: dict[str, list[float]] = {k: [] for k in kinds}
+        p95s: dict[str, list[float]] = {k: [] for k in kinds}
         for r in range(args.rounds):
             for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
-                rate, cpu = one(kind, base, args.writers, args.writes, args.files, args.fsync, args.threads)
+                rate, cpu, p50, p95 = one(kind, base, args.writers, args.writes, args.files, args.fsync, args.threads)
                 rates[kind].append(rate)
                 cpus[kind].append(cpu)
+                p50s[kind].append(p50)
+                p95s[kind].append(p95)
         packs = len([n for n in os.listdir(os.path.join(base, "git", "objects", "pack")) if n.endswith(".idx")])
         print(
             f"# {args.writers} {'threads' if args.threads else 'processes'} x {args.writes} writes, {args.rounds} rounds, "
@@ -168,7 +186,8 @@ def main() -> int:
             cpu = statistics.median(cpus[kind])
             print(
                 f"{kind:7} writes/s median {med:7.0f}  ({each})  vs dir store {med / dir_rate:.2f}x;"
-                f"  CPU per write {cpu:.2f} ms"
+                f"  CPU per write {cpu:.2f} ms; write p50 {statistics.median(p50s[kind]):.1f} ms,"
+                f" p95 {statistics.median(p95s[kind]):.1f} ms"
             )
         git_rate = statistics.median(rates["git"])
         print(f"target gitmem >= dir store throughput: {'met' if git_rate >= dir_rate else 'NOT met'}")

@@ -7,8 +7,10 @@
   the comparison is storage, not validation. Both hold ``--items`` items first; the
   two are called alternately in random order so background load hits both alike.
   A second row remembers exact duplicates (the merge path); a context row writes
-  the same text as a plain file to the same store, so what session memory adds on
-  top of one commit shows.
+  the same text as a plain file to the same store (into a new ``scratch/`` folder),
+  and another writes the file a remember would (a new item's JSON at its
+  fingerprint path in ``items/<2 hex>/``) by a plain ``write``, so what session
+  memory adds on top of the very commit it makes shows.
 Texts are English-like: a 4,000-word vocabulary (the domain words and made-up ones)
 with a Zipf spread (exponent 1.07), 8-20 words per item, 2-4 per query.
 
@@ -205,25 +207,33 @@ def main() -> None:
             bc: list[float] = []
             fw: list[float] = []  # context: one plain write of the same text to the same store
             fc: list[float] = []
+            iw: list[float] = []  # context: the item file a remember writes, by a plain write, no session layer
+            ic: list[float] = []
             store = memory.store
             for n, text in enumerate(texts):
+                other = make_item(text + " context", now=time.time())  # made before the clock starts
+                ((other_path, other_text),) = files_of([other])
                 calls = [
                     ("git", lambda t=text: memory.remember(t)),
                     ("dir", lambda t=text: base.remember(t)),
                     ("file", lambda t=text, n=n: store.write(f"scratch/{n % 251:03d}/{n}.json", t, expected=None)),
+                    ("item", lambda p=other_path, t=other_text: store.write(p, t.decode(), expected=None)),
                 ]
                 rng.shuffle(calls)
                 for who, call in calls:
                     wall, cpu = timed(call)
-                    {"git": gw, "dir": bw, "file": fw}[who].append(wall)
-                    {"git": gc, "dir": bc, "file": fc}[who].append(cpu)
+                    {"git": gw, "dir": bw, "file": fw, "item": iw}[who].append(wall)
+                    {"git": gc, "dir": bc, "file": fc, "item": ic}[who].append(cpu)
             row("remember (new text)", gw, gc, "dir store", bw, bc)
             row("(context) one-file write, same store", fw, fc, "dir store", bw, bc)
+            row("(context) the item file by a plain write", iw, ic, "dir store", bw, bc)
             ratio = p(gw, 0.5) / p(bw, 0.5)
             cpu_ratio = p(gc, 0.5) / p(bc, 0.5)
             verdicts.append(
                 f"[{'met' if ratio <= 3 else 'MISSED'}] remember p50 <= 3x dir store: {ratio:.2f}x (CPU {cpu_ratio:.2f}x); "
-                f"remember / one-file write: {p(gw, 0.5) / p(fw, 0.5):.2f}x (CPU {p(gc, 0.5) / p(fc, 0.5):.2f}x)"
+                f"remember / one-file write: {p(gw, 0.5) / p(fw, 0.5):.2f}x (CPU {p(gc, 0.5) / p(fc, 0.5):.2f}x); "
+                f"remember / the item file by a plain write: {p(gw, 0.5) / p(iw, 0.5):.2f}x "
+                f"(CPU {p(gc, 0.5) / p(ic, 0.5):.2f}x)"
             )
             dw: list[float] = []
             dc: list[float] = []

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitmem.fileformat import FileFormat
+from gitmem.git import spoolcodec
 from gitmem.git.history import stored_file
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import Done, GitRepo, Plan, Snapshot
@@ -50,7 +51,8 @@ def commit_batch(
 
 @dataclass(frozen=True, slots=True)
 class BatchSpec:
-    """A batch as another process's writer can commit it (:mod:`gitmem.git.spool`): plain, picklable values."""
+    """A batch as another process's writer can commit it (:mod:`gitmem.git.spool`): plain values, sent in the
+    spool's own encoding (:mod:`gitmem.git.spoolcodec`), which decodes requests back into this class."""
 
     fmt: FileFormat
     batch: Batch
@@ -58,6 +60,9 @@ class BatchSpec:
 
     def __call__(self, repo: GitRepo) -> Callable[[Snapshot], Plan[Decision | None]]:
         return _planner(self.fmt, self.batch, self.origin, lambda oid: len(repo.blob(oid)))
+
+
+spoolcodec.use_spec(BatchSpec)
 
 
 def _planner(

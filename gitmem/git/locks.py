@@ -100,6 +100,140 @@ def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
         pass
 
 
+class _Helper:
+    """A thread that runs lock waits (a blocking ``flock``) for contended takers, reused from wait to wait.
+
+    Starting a thread per contended take cost about a third of a millisecond of
+    CPU each, as much as the rest of the hand-off; idle helpers wait here for the
+    next job and retire after :data:`HELPER_IDLE` seconds without one.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.job: Callable[[], None] | None = None
+        self.thread = threading.Thread(target=self._serve, name="gitmem-lock-wait", daemon=True)
+        self.thread.start()
+
+    def give(self, job: Callable[[], None]) -> None:
+        with self.cond:
+            self.job = job
+            self.cond.notify()
+
+    def _serve(self) -> None:
+        while True:
+            with self.cond:
+                while self.job is None:
+                    if not self.cond.wait(timeout=HELPER_IDLE) and self.job is None:
+                        with _helpers_guard:
+                            if self in _idle_helpers:
+                                _idle_helpers.remove(self)
+                                return
+                job = self.job
+            try:
+                job()
+            except Exception:  # pragma: no cover - the job's caller times out as it would without a helper
+                pass
+            with self.cond:
+                self.job = None
+            with _helpers_guard:
+                if os.getpid() == _helpers_pid[0]:
+                    _idle_helpers.append(self)
+
+
+HELPER_IDLE = 30.0
+"""Seconds an idle lock helper thread waits for another job before it exits."""
+_idle_helpers: list[_Helper] = []
+_helpers_guard = threading.Lock()
+_helpers_pid = [os.getpid()]
+
+
+def _helpers_forked() -> None:
+    """The parent's helper threads do not exist in a forked child."""
+    global _helpers_guard
+    _helpers_guard = threading.Lock()
+    _idle_helpers.clear()
+    _helpers_pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_helpers_forked)
+
+
+def _in_helper(job: Callable[[], None]) -> None:
+    """Run ``job`` in an idle helper thread, or a new one."""
+    with _helpers_guard:
+        helper = _idle_helpers.pop() if _idle_helpers else None
+    if helper is None:
+        helper = _Helper()
+    helper.give(job)
+
+
+class _Wait:
+    """One blocking ``flock`` queued in the kernel for a contended taker, run by a helper thread.
+
+    A taker answered while it waited (its request committed by the holder,
+    :mod:`gitmem.git.spool`) abandons the wait: a grant that comes after is let
+    go at once. Before that, the next contended taker of the same
+    :class:`WriterLock` *adopts* it (:meth:`adopt`) instead of queuing a second
+    ``flock``: each answered waiter used to leave a queued ``flock`` behind, and
+    the lock then passed through every one of them (a thread wake-up, and the
+    interpreter lock of a process busy with its next write) before it reached
+    a writer that wanted it.
+    """
+
+    __slots__ = ("abandoned", "desc", "finished", "got", "guard", "wake")
+
+    def __init__(self, path: str, wake: Wake | None) -> None:
+        self.desc = LockDescriptor(path)
+        self.got = threading.Event()
+        self.guard = threading.Lock()
+        self.abandoned = False
+        self.finished = False  # an abandoned grant was let go: nothing left to adopt
+        self.wake = wake
+
+    def run(self) -> None:
+        fd = self.desc.fd
+        try:
+            if fd is None:  # pragma: no cover - closed before the helper ran
+                raise OSError("the lock descriptor is closed")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # pragma: no cover - the descriptor was closed under us
+            with self.guard:
+                self.finished = True
+            return
+        with self.guard:
+            if not self.abandoned:
+                self.got.set()
+                if self.wake is not None:
+                    with suppress(OSError):
+                        os.write(self.wake.fd, b"l")
+                return
+            self.finished = True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        self.desc.close()
+
+    def abandon(self) -> bool:
+        """Give the wait up; ``False`` if the lock was granted already (the caller holds it after all)."""
+        with self.guard:
+            if self.got.is_set():
+                return False
+            self.abandoned = True
+            return True
+
+    def adopt(self, wake: Wake | None) -> bool:
+        """Take over an abandoned wait still queued in the kernel (same process); whether it could be.
+
+        Only one taker can: the first clears ``abandoned``, and a wait not abandoned is not adoptable.
+        """
+        if self.desc.pid != os.getpid():  # a forked child: the wait and its helper are the parent's
+            return False
+        with self.guard:
+            if self.finished or self.got.is_set() or not self.abandoned:
+                return False
+            self.abandoned = False
+            self.wake = wake
+            return True
+
+
 @dataclass(frozen=True, slots=True)
 class Wake:
     """A descriptor (a FIFO the waiter reads) to wait on besides the lock, and whether the wait is over."""
@@ -146,6 +280,10 @@ class WriterLock:
         self.timeout = timeout
         self.on_crash = on_crash
         self._local = threading.local()
+        self._abandoned: _Wait | None = None  # a wait its taker gave up on, still queued: the next taker adopts it
+
+    def _keep(self, wait: _Wait) -> None:
+        self._abandoned = wait
 
     def _fd(self) -> int:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
@@ -173,8 +311,8 @@ class WriterLock:
         """Take the lock; returns the descriptor that holds it.
 
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
-        Contended, a helper thread waits in a *blocking* ``flock`` on a fresh
-        descriptor: the kernel hands the lock to blocked waiters when it is
+        Contended, a helper thread (reused across waits, :class:`_Helper`) waits in
+        a *blocking* ``flock`` on a fresh descriptor: the kernel hands the lock to blocked waiters when it is
         released, whereas a poller sleeping between tries can be starved by a
         writer that releases and re-takes the lock in a loop. The caller waits for
         the helper with the deadline; a helper whose caller gave up releases the
@@ -194,44 +332,27 @@ class WriterLock:
         except BlockingIOError:
             pass
         wake = on_wait() if on_wait is not None else None
-        waiter = LockDescriptor(self.path)
-        got = threading.Event()
-        state = {"abandoned": False}
-        guard = threading.Lock()
-
-        def wait_for_lock() -> None:
-            assert waiter.fd is not None
-            try:
-                fcntl.flock(waiter.fd, fcntl.LOCK_EX)
-            except OSError:  # pragma: no cover - the descriptor was closed under us
-                return
-            with guard:
-                if not state["abandoned"]:
-                    got.set()
-                    if wake is not None:
-                        with suppress(OSError):
-                            os.write(wake.fd, b"l")
-                    return
-            fcntl.flock(waiter.fd, fcntl.LOCK_UN)
-            waiter.close()
-
-        threading.Thread(target=wait_for_lock, name="gitmem-lock-wait", daemon=True).start()
+        earlier, self._abandoned = self._abandoned, None  # two takers may read the same one: adopt() lets one
+        if earlier is not None and earlier.adopt(wake):
+            wait = earlier  # its flock is already queued in the kernel: no new one, no ghost turn
+        else:
+            wait = _Wait(self.path, wake)
+            _in_helper(wait.run)
         started = time.monotonic()
         while True:
             if wake is None:
-                if got.wait(timeout=min(self.timeout, 1.0)):
+                if wait.got.wait(timeout=min(self.timeout, 1.0)):
                     break
             else:
                 select.select([wake.fd], [], [], min(self.timeout, 1.0))
                 with suppress(OSError):
                     os.read(wake.fd, 512)
-                if got.is_set():
+                if wait.got.is_set():
                     break
                 if wake.answered():
-                    with guard:
-                        if not got.is_set():
-                            state["abandoned"] = True
-                            return None
+                    if wait.abandon():
+                        self._keep(wait)
+                        return None
                     break
             waited = time.monotonic() - started
             if waited < self.timeout:
@@ -240,17 +361,19 @@ class WriterLock:
             long_op = holder is not None and holder.held and holder.op in LONG_OPS
             if long_op and waited < max(self.timeout, LONG_WAIT):
                 continue
-            with guard:
-                if got.is_set():
+            with wait.guard:  # no grant between asking give_up and giving up
+                if wait.got.is_set():
                     break
                 if give_up is not None and not give_up() and waited < max(self.timeout, LONG_WAIT):
                     continue
-                state["abandoned"] = True
+                wait.abandoned = True
+            self._keep(wait)
             who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
             raise MemoryStoreError(
                 "unavailable",
                 f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
             )
+        waiter = wait.desc
         assert waiter.fd is not None
         self._local.waiter = waiter  # keeps the descriptor open while it holds the lock
         return waiter.fd
@@ -358,7 +481,10 @@ def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:
     removed: list[str] = []
     for path in found:
         try:
-            if os.stat(path).st_mtime_ns >= since_ns:
+            st = os.stat(path)
+            # ctime too: a lock renamed into place from a spare (gitmem.git.spares) keeps the
+            # spare's older mtime until written, but the rename set its ctime.
+            if max(st.st_mtime_ns, st.st_ctime_ns) >= since_ns:
                 os.unlink(path)
                 removed.append(path)
         except FileNotFoundError:
@@ -376,7 +502,7 @@ def remove_if_stale(lock_path: str, stale_after: float) -> bool:
         st = os.stat(lock_path)
     except FileNotFoundError:
         return False
-    if time.time() - st.st_mtime < stale_after:
+    if time.time() - max(st.st_mtime, st.st_ctime) < stale_after:
         return False
     try:
         current = os.stat(lock_path)

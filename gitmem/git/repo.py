@@ -3,7 +3,9 @@
 What lives here: opening and creating repos, reading trees and blobs at a head,
 and :meth:`GitRepo.transact`, which rebuilds only the trees on the changed
 paths, creates the commit and moves the ref with the one compare-and-swap of
-:mod:`gitmem.git.refs`. Every store write (:mod:`gitmem.git.batch`), restore and
+:mod:`gitmem.git.refs`. The write round itself is :mod:`gitmem.git.writeround`,
+the snapshot and plan values :mod:`gitmem.git.snapshot` (re-exported here), the
+background folds :mod:`gitmem.git.folds`; they never import this module. Every store write (:mod:`gitmem.git.batch`), restore and
 revert commits here; the other writers in ``git/`` are history rewrites
 (:mod:`gitmem.git.rewrite`), merges (:mod:`gitmem.git.merge`) and the review
 gate (:mod:`gitmem.git.review`), and they move refs through the same CAS.
@@ -28,7 +30,6 @@ here; other pygit2 users in the same process lose it too.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import os
@@ -36,30 +37,61 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from contextlib import contextmanager
+from typing import Any
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, group, loosetrees, packwrite, spool
-from gitmem.git.locks import Holder, Wake, WriterLock, remove_crashed_locks
-from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
+from gitmem.git import cli, folds, group, packwrite, spool, writeround
+from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
+from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.recent import RecentObjects, recent_for
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, swap_loose_ref, swap_ref
+from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
+from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
+from gitmem.git.snapshot import (
+    Done,
+    Entry,
+    Plan,
+    R,
+    Snapshot,
+    lookup,
+    translate_errors,
+    walk_file_ids,
+    walk_files,
+)
+from gitmem.git.snapshot import kind_of as _kind
 from gitmem.git.treediff import diff_trees
-from gitmem.model import BlobVersion, CommitId, Origin
+from gitmem.git.writeround import MAX_ATTEMPTS, PACK_EDITS
+from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-_FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
-_OBJECT_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-_TREE_MODE = pygit2.GIT_FILEMODE_TREE
+__all__ = [  # names callers, tests and benchmarks reach for here (cli: tests patch cli.run_git through it)
+    "CROSS_PROCESS",
+    "EMPTY_TREE",
+    "GROUP_COMMIT",
+    "HARD_MAX_PACKS",
+    "MAX_ATTEMPTS",
+    "MAX_PACKS",
+    "PACK_EDITS",
+    "Done",
+    "Entry",
+    "GitRepo",
+    "Plan",
+    "Snapshot",
+    "cli",
+    "lookup",
+    "set_durable",
+    "translate_errors",
+    "walk_file_ids",
+    "walk_files",
+]
 
-T = TypeVar("T")
-R = TypeVar("R")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+_OBJECT_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
+
 
 # libgit2 keeps parsed trees in its object cache only up to 4 KiB each by default, so a
 # folder of more than ~100 files was parsed again on every read by path (~1 ms per 1000
@@ -74,217 +106,12 @@ pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMI
 MWINDOW_FILE_LIMIT = 256
 pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
 
-MAX_ATTEMPTS = 100
-"""Times :meth:`GitRepo.transact` re-runs a plan because a writer outside gitmem moved the ref."""
 
 # libgit2 re-checks that every object a new tree or commit names exists (an odb lookup
 # per entry), which costs about a third of a write's CPU. gitmem only names objects it
 # has just written or read from the head under the writer lock, so the check adds no
 # safety here. The switch is process-wide.
 pygit2.settings.enable_strict_object_creation(False)
-
-
-class translate_errors:
-    """Turn pygit2 and OS failures into store errors where they enter gitmem.
-
-    A damaged loose object refused by the guard (:mod:`gitmem.git.loose`) is
-    reported as itself, whatever error pygit2 turned it into on the way. A
-    class rather than a generator-based context manager: every read and write
-    enters one or more, and this costs a third as much.
-    """
-
-    __slots__ = ("repo_path",)
-
-    def __init__(self, repo_path: str) -> None:
-        self.repo_path = repo_path
-
-    def __enter__(self) -> None:
-        take_corruption()  # one refused earlier and swallowed is not this call's cause
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if exc is None:
-            return
-        if isinstance(exc, MemoryStoreError):
-            take_corruption()
-        elif isinstance(exc, (pygit2.GitError, OSError, KeyError, ValueError, IndexError)):
-            raise_if_corrupt()
-            if not os.path.isdir(os.path.join(self.repo_path, "objects")):
-                raise MemoryStoreError("memory_deleted", f"the memory at {self.repo_path} no longer exists") from None
-            raise MemoryStoreError("unavailable", f"git error: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A tree entry found at a path: a file (``blob``) or a folder (``tree``)."""
-
-    kind: str
-    oid: str
-
-
-class Snapshot:
-    """The head of ``main`` as a writer sees it under the lock.
-
-    With ``pending``, blobs a plan writes are kept in memory for the commit's
-    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files, and the
-    head may itself be a commit still in ``pending``: the one a group commit
-    made for the request before (see :mod:`gitmem.git.group`). Lookups read the
-    raw trees (from ``pending`` or the repository) through ``trees``, the
-    writer's cache of parsed trees, so consecutive writes parse a folder once.
-    """
-
-    def __init__(
-        self,
-        repo: pygit2.Repository,
-        head: str,
-        pending: packwrite.PendingObjects | None = None,
-        *,
-        tree: str | None = None,
-        trees: packwrite.TreeCache | None = None,
-        recent: RecentObjects | None = None,
-    ) -> None:
-        self._repo = repo
-        self.head = head
-        self.pending = pending
-        self._recent = recent
-        if tree is None and recent is not None:
-            tree = recent.tree_of(head)
-        self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
-        self._trees = trees if trees is not None else packwrite.TreeCache()
-        self._folders: dict[str, str | None] = {"": self.tree_id}
-
-    @property
-    def tree(self) -> pygit2.Tree:
-        """The head's tree as libgit2 reads it (only for a head that is on disk)."""
-        return self._repo[self.tree_id].peel(pygit2.Tree)
-
-    def raw(self, oid: str) -> bytes:
-        if self.pending is not None:
-            found = self.pending.raw(oid)
-            if found is not None:
-                return found
-        if self._recent is not None:
-            found = self._recent.raw(oid)
-            if found is not None:
-                return found
-        return bytes(self._repo[oid].read_raw())
-
-    def _entries(self, tree_id: str) -> dict[bytes, tuple[bytes, bytes]]:
-        return self._trees.view(tree_id, self.raw)
-
-    def get(self, path: str) -> Entry | None:
-        """The entry at ``path``; folders are looked up once per snapshot (a batch of 10k paths
-        in a few hundred folders reads each folder's tree once, not once per path)."""
-        folder, _, name = path.rpartition("/")
-        tree = self._folder(folder)
-        if tree is None:
-            return None
-        found = self._entries(tree).get(name.encode())
-        return None if found is None else Entry(_kind(found[0]), found[1].hex())
-
-    def _folder(self, folder: str) -> str | None:
-        if folder in self._folders:
-            return self._folders[folder]
-        parent, _, name = folder.rpartition("/")
-        above = self._folder(parent)
-        found = self._entries(above).get(name.encode()) if above is not None else None
-        tree = found[1].hex() if found is not None and _kind(found[0]) == "tree" else None
-        self._folders[folder] = tree
-        return tree
-
-    def files(self) -> Iterator[tuple[str, str]]:
-        """Every regular file as ``(path, blob id)``, in git's order."""
-        if self.pending is None or self.pending.raw(self.head) is None:
-            return walk_files(self.tree)
-        return self._walk(self.tree_id, "")
-
-    def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
-        entries = self._entries(tree_id)
-        for name, (mode, oid) in sorted(entries.items(), key=packwrite.entry_order):
-            kind = _kind(mode)
-            if kind == "tree":
-                yield from self._walk(oid.hex(), f"{prefix}{name.decode('utf-8', 'surrogateescape')}/")
-            elif kind == "blob":
-                yield f"{prefix}{name.decode('utf-8', 'surrogateescape')}", oid.hex()
-
-    def data(self, oid: str) -> bytes:
-        return self.raw(oid)
-
-    def write_blob(self, data: bytes) -> BlobVersion:
-        if self.pending is not None:
-            return BlobVersion(self.pending.add(b"blob", data))
-        return BlobVersion(str(self._repo.create_blob(data)))
-
-
-def _kind(mode: bytes) -> str:
-    """An entry's kind from its raw tree mode, as :func:`lookup` tells it from libgit2's."""
-    if mode in packwrite.FILE_MODES:
-        return "blob"
-    if mode.lstrip(b"0") == b"40000":
-        return "tree"
-    return "other"
-
-
-@dataclass(frozen=True, slots=True)
-class Plan(Generic[R]):
-    """What a transaction commits: path edits (blob id, or ``None`` to delete) and a message.
-
-    ``result`` is what the plan decided, handed back with the commit (see
-    :class:`Done`). A plan without ``edits`` commits nothing (:meth:`nothing`).
-    ``summary`` replaces the summary line derived from ``op`` and ``paths``.
-    """
-
-    edits: tuple[tuple[str, str | None], ...]
-    op: str
-    paths: tuple[str, ...]
-    origin: Origin
-    result: R
-    detail: str | None = None
-    extra: tuple[tuple[str, str], ...] = ()
-    summary: str | None = None
-
-    @staticmethod
-    def nothing(result: T) -> Plan[T]:
-        """A plan that changes nothing (no empty commit) and answers ``result``."""
-        return Plan((), "none", (), Origin(), result)
-
-
-@dataclass(frozen=True, slots=True)
-class Done(Generic[R]):
-    """What :meth:`GitRepo.transact` did: the new commit (``None``: nothing to change) and the plan's result."""
-
-    commit: CommitId | None
-    result: R
-
-
-def lookup(tree: pygit2.Tree, path: str) -> Entry | None:
-    try:
-        obj = tree[path]
-    except KeyError:
-        return None
-    mode = obj.filemode
-    if mode in _FILE_MODES:
-        return Entry("blob", str(obj.id))
-    if mode == _TREE_MODE:
-        return Entry("tree", str(obj.id))
-    return Entry("other", str(obj.id))
-
-
-def walk_files(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, str]]:
-    """Every regular file under ``tree`` as ``(path, blob id)``, in git's (path) order."""
-    for path, oid in walk_file_ids(tree, prefix):
-        yield path, str(oid)
-
-
-def walk_file_ids(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, pygit2.Oid]]:
-    """:func:`walk_files` with the ids as pygit2 keeps them (a bulk reader looks them up as they are)."""
-    # Entries are not loaded by iterating a tree: only the subtrees are read.
-    for obj in tree:
-        mode = obj.filemode
-        if mode == _TREE_MODE:
-            assert isinstance(obj, pygit2.Tree)
-            yield from walk_file_ids(obj, f"{prefix}{obj.name}/")
-        elif mode in _FILE_MODES:
-            yield f"{prefix}{obj.name}", obj.id
 
 
 _durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2
@@ -319,31 +146,6 @@ GROUP_COMMIT = True
 """Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
 CROSS_PROCESS = True
 """A writer that finds the lock taken hands its requests to the holder's round (:mod:`gitmem.git.spool`)."""
-SPOOL_TAKE = 64
-"""Requests of other processes a round takes at most."""
-SPOOL_ROUNDS = 4
-"""Rounds a holder runs back to back while other processes' requests are queued."""
-GATHER = 0.001
-"""Seconds a holder waits for as many other processes' requests as its last round took (:func:`spool.gather`)."""
-_last_taken: dict[str, int] = {}
-
-_folds: dict[str, threading.Thread] = {}
-_folds_again: set[str] = set()
-_folds_failed: set[str] = set()
-_folds_guard = threading.Lock()
-
-
-@atexit.register
-def _finish_folds() -> None:
-    """A fold under way finishes before the interpreter exits (its git child would otherwise be orphaned)."""
-    with _folds_guard:
-        running = list(_folds.values())
-    for thread in running:
-        thread.join(timeout=60)
-PACK_EDITS = 100_000
-"""Batches of up to this many paths are written as one pack (each changed folder encoded once);
-bigger ones, which no agent makes, use the grouped loose path rather than one huge pack."""
-
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
 
@@ -702,223 +504,13 @@ class GitRepo:
         it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
         """
         if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
-            return self._transact_alone(plan, ref)
+            return writeround.transact_alone(self, plan, ref, durable=_durable[0])
         done: Done[R] = group.submit(self.path, plan, self._round, spec)
         return done
 
-    def _transact_alone(self, plan: Callable[[Snapshot], Plan[R]], ref: str) -> Done[R]:
-        fold = False
-        try:
-            with translate_errors(self.path), self.lock.hold():
-                for _ in range(MAX_ATTEMPTS):
-                    repo = self.fresh()
-                    branch = None if ref == MAIN else read_ref(repo, ref)
-                    head = self._head_in(repo) if branch is None else branch
-                    pending = packwrite.PendingObjects() if self.pack_writes else None
-                    snap = Snapshot(repo, head, pending, trees=self._tree_cache(), recent=self._recent())
-                    chosen = plan(snap)
-                    if not chosen.edits:
-                        return Done(None, chosen.result)
-                    if pending is not None and len(chosen.edits) > PACK_EDITS:
-                        pending = None
-                    author, committer, message = _signed(chosen)
-                    if pending is not None:
-                        tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
-                        raw = packwrite.commit_bytes(tree_id, [head], author, committer, message)
-                        commit = pending.add(b"commit", raw)
-                        packwrite.write_pack(self.path, pending, durable=_durable[0])
-                    else:
-                        commit = self._loose_commit(repo, snap, chosen, author, committer, message)
-                    if ref == MAIN:
-                        moved = self._cas(repo, head, commit)
-                    else:
-                        moved = swap_ref(
-                            repo,
-                            self.path,
-                            ref,
-                            branch,
-                            commit,
-                            message=f"gitmem {chosen.op}",
-                            stale_after=self.stale_lock_seconds,
-                            timeout=self.lock_timeout,
-                        )
-                    if moved:
-                        if pending is not None:
-                            objects = ((oid, kind, raw) for oid, (kind, raw) in pending.objects.items())
-                            self.recent.add(objects, [(commit, tree_id)])
-                            fold = self._count_pack()
-                        return Done(CommitId(commit), chosen.result)
-        finally:
-            if fold:
-                self.start_fold()
-        raise MemoryStoreError(
-            "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-        )
-
     def _round(self, requests: list[group.Request]) -> list[group.Request]:
-        """Commit queued plans on ``main`` as a chain of commits: one pack, one ref update.
-
-        Each plan runs on the head the previous accepted plan made, so its checks
-        (its expected versions) see exactly what a one-at-a-time writer would; a
-        plan that refuses gets its error and the chain goes on without it. A
-        big batch (more than :data:`PACK_EDITS` paths) is committed on its own
-        by the loose path, first in its round; requests after it wait for the
-        next round (returned). Outcomes are settled only once the ref has moved
-        (and, when durable, is on disk): a kill before leaves every request
-        unanswered and ``main`` where it was.
-
-        Across processes (:mod:`gitmem.git.spool`): when the writer lock is taken,
-        requests that can cross processes are published before waiting; once the
-        lock is ours, a holder may already have committed them (their outcomes
-        are collected and nothing else is done). A holder takes the requests
-        other processes published into its round, behind its own.
-        """
-        own: spool.Slot | None = None
-        published = False
-
-        def on_wait() -> Wake | None:  # the lock is taken: hand our requests to its holder if they can cross
-            nonlocal own, published
-            if CROSS_PROCESS and all(r.spec is not None for r in requests):
-                own = spool.own_slot(self.path)
-                published = own is not None and own.publish([r.spec for r in requests])
-                if published and own is not None and own.wake_fd is not None:
-                    return Wake(own.wake_fd, own.answered)
-            return None
-
-        def give_up() -> bool:
-            return own is None or not published or own.withdraw()
-
-        fold = False
-        try:
-            with translate_errors(self.path), self.lock.hold(on_wait=on_wait, give_up=give_up) as held:
-                if own is not None and published:  # answered while we waited (no lock), or see whether we were
-                    answers = own.collect(self.on_main)
-                    if answers is not None:
-                        for request, (value, error) in zip(requests, answers, strict=True):
-                            request.finish(value, error)
-                        return []
-                assert held, "the writer lock ends a wait unheld only for an answered request"
-                spool.at("round")
-                left, fold = self._chain(requests)
-                for _ in range(SPOOL_ROUNDS - 1):
-                    if not (CROSS_PROCESS and spool.queued(self.path)):
-                        break
-                    # Requests published while our round ran: their writers are waiting on
-                    # us anyway, and another round now saves each of them a round of its own.
-                    more = self._chain([])[1]
-                    fold = fold or more
-                return left
-        finally:
-            if fold:
-                self.start_fold()
-
-    def _chain(self, requests: list[group.Request]) -> tuple[list[group.Request], bool]:
-        """One round under the writer lock: ``requests`` and the spool's, as one chain; (left over, fold due)."""
-        taken: list[spool.Taken] = []
-        theirs: list[group.Request] = []
-        settled_slots = False
-        try:
-            if CROSS_PROCESS:
-                last = _last_taken.get(self.path, 0)
-                if last:
-                    spool.gather(self.path, last, GATHER)
-                taken = spool.take(self.path, spool.own_slot(self.path, create=False), SPOOL_TAKE)
-                _last_taken[self.path] = len(taken)
-                theirs = [group.Request(spec(self)) for t in taken for spec in t.specs]
-            everything = requests + theirs
-            for _ in range(MAX_ATTEMPTS):
-                repo = self.fresh()
-                head: str = self._head_in(repo)
-                trees = self._tree_cache()
-                recent = self._recent()
-                pending = packwrite.PendingObjects()
-                tip, tip_tree = head, None
-                made: list[tuple[str, str]] = []
-                chain: list[tuple[group.Request, str, Any]] = []
-                settled: list[tuple[group.Request, Any, BaseException | None]] = []
-                left: list[group.Request] = []
-                loose: tuple[group.Request, Plan[Any], Snapshot] | None = None
-                for i, request in enumerate(everything):
-                    snap = Snapshot(repo, tip, pending, tree=tip_tree, trees=trees, recent=recent)
-                    mark = len(pending)
-                    try:
-                        with translate_errors(self.path):
-                            chosen: Plan[Any] = request.plan(snap)
-                            if len(chosen.edits) > PACK_EDITS:
-                                if chain or loose is not None:
-                                    pending.drop_after(mark)
-                                    left = everything[i:]
-                                else:
-                                    loose, left = (request, chosen, snap), everything[i + 1 :]
-                                break
-                            if not chosen.edits:
-                                pending.drop_after(mark)
-                                settled.append((request, Done(None, chosen.result), None))
-                                continue
-                            author, committer, message = _signed(chosen)
-                            tree_id = self._pack_trees(repo, snap, pending, chosen.edits)
-                            raw = packwrite.commit_bytes(tree_id, [tip], author, committer, message)
-                    except BaseException as exc:
-                        pending.drop_after(mark)
-                        settled.append((request, None, exc))
-                        continue
-                    tip, tip_tree = pending.add(b"commit", raw), tree_id
-                    chain.append((request, tip, chosen.result))
-                    made.append((tip, tree_id))
-                if theirs and (any(r in left for r in theirs) or (loose is not None and loose[0] in theirs)):
-                    # Another process's big batch: only its own process commits it (loose path).
-                    spool.release(taken)
-                    taken, theirs, everything = [], [], requests
-                    continue
-                if loose is not None:
-                    request, chosen, snap = loose
-                    author, committer, message = _signed(chosen)
-                    tip = self._loose_commit(repo, snap, chosen, author, committer, message)
-                    chain, tip_tree = [(request, tip, chosen.result)], None
-                elif chain:
-                    packwrite.write_pack(self.path, pending, durable=_durable[0])
-                if taken:
-                    outcomes: dict[int, tuple[Any, BaseException | None]] = {}
-                    for request, commit, result in chain:
-                        outcomes[id(request)] = (Done(CommitId(commit), result), None)
-                    for request, value, error in settled:
-                        outcomes[id(request)] = (value, error)
-                    at = iter(theirs)
-                    for t in taken:
-                        t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
-                    settled_slots = bool(chain)
-                spool.at("pending")
-                if chain and not self._cas(repo, head, tip):
-                    continue  # a writer outside gitmem moved main: every plan decides again
-                spool.at("landed")
-                if settled_slots:
-                    for t in taken:
-                        t.slot.mark("done")
-                    settled_slots = False
-                for t in taken:
-                    t.slot.ring()
-                if chain and loose is None:
-                    recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
-                mine = {id(r) for r in requests}
-                for request, commit, result in chain:
-                    if id(request) in mine:
-                        request.finish(Done(CommitId(commit), result))
-                for request, value, error in settled:
-                    if id(request) in mine:
-                        request.finish(value, error)
-                return left, bool(chain) and loose is None and self._count_pack()
-            raise MemoryStoreError(
-                "unavailable", f"{MAIN} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-            )
-        finally:
-            if taken:
-                if settled_slots:  # the round failed after its outcomes were written: did main move?
-                    with suppress(MemoryStoreError, OSError, pygit2.GitError):
-                        landed = self.on_main(taken[0].slot.header() or taken[0].header)
-                        for t in taken:
-                            t.slot.mark("done" if landed else "queued")
-                            t.slot.ring()
-                spool.release(taken)
+        """One group-commit round (:func:`gitmem.git.writeround.run_round`), with this module's switches as they are now."""
+        return writeround.run_round(self, requests, cross=CROSS_PROCESS, durable=_durable[0])
 
     def on_main(self, header: spool.Header) -> bool:
         """Whether a spool slot's round tip is ``main`` or one of its ancestors."""
@@ -937,17 +529,6 @@ class GitRepo:
         """The plan's edits applied to the snapshot's tree in memory; new trees go to ``pending``."""
         return packwrite.set_paths(snap.raw, pending, snap.tree_id, edits, self._tree_cache())
 
-    def _loose_commit(
-        self, repo: pygit2.Repository, snap: Snapshot, chosen: Plan[Any], author: bytes, committer: bytes, message: str
-    ) -> str:
-        """A big batch: main's grouped tree writes (each folder once) as loose objects."""
-        if snap.pending is not None:
-            for _kind, raw in snap.pending.objects.values():
-                repo.create_blob(raw)
-        tree_id = loosetrees.set_paths(repo, snap.tree, chosen.edits)
-        raw = packwrite.commit_bytes(str(tree_id), [snap.head], author, committer, message)
-        return str(repo.odb.write(pygit2.enums.ObjectType.COMMIT, raw))
-
     def _tree_cache(self) -> packwrite.TreeCache:
         cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
         if cache is None:
@@ -955,71 +536,16 @@ class GitRepo:
         return cache
 
     def _count_pack(self) -> bool:
-        """Count the pack a commit just wrote; whether a fold is due. Writer lock held.
-
-        The count lives in the writer lock's record (written at every take and
-        release anyway), so a write never lists ``objects/pack``: it is the
-        number of packs written since the last fold was started, and once it
-        passes :data:`MAX_PACKS` a fold is started and it restarts from zero.
-        The fold itself lists the folder, so packs a push or a foreign git
-        added are folded too. If this process's last fold failed, the writer
-        counts for real and, past :data:`HARD_MAX_PACKS`, folds before it returns.
-        """
-        count = self.lock.count + 1
-        due = count > MAX_PACKS
-        if due:
-            count = 0
-            if self.path in _folds_failed and packwrite.pack_count(self.path) > HARD_MAX_PACKS:
-                due = False
-                _folds_failed.discard(self.path)
-                with suppress(MemoryStoreError, OSError, pygit2.GitError):
-                    self.compact()
-        self.lock.count = count
-        return due
+        """Count the pack a commit just wrote; whether a fold is due (:func:`gitmem.git.folds.count_pack`)."""
+        return folds.count_pack(self.path, self.lock, self.compact, MAX_PACKS, HARD_MAX_PACKS)
 
     def start_fold(self) -> None:
-        """Fold packs in a background thread of this process; one running already folds once more after.
-
-        The write that found the fold due has released the writer lock and
-        returns at once; the fold takes only the fold lock (writers never wait
-        for it). Back-pressure: when a fold is due a third time while one is
-        still running (writes outpace folding, ``2 * MAX_PACKS`` packs written
-        since it started), this write waits for the running fold, so the pack
-        count stays bounded under any burst. At interpreter exit a running fold
-        is waited for.
-        """
-        with _folds_guard:
-            running = _folds.get(self.path)
-            if running is None or not running.is_alive():
-                running = None
-                thread = threading.Thread(target=self._fold_quietly, name="gitmem-fold", daemon=True)
-                _folds[self.path] = thread
-                thread.start()
-            elif self.path not in _folds_again:
-                _folds_again.add(self.path)
-                running = None
-        if running is not None:
-            running.join()
-
-    def _fold_quietly(self) -> None:
-        while True:
-            # A fold never fails a write: a foreign gc racing it or a full disk only leaves
-            # the packs as they are, and a later write starts another.
-            try:
-                self.compact()
-            except (MemoryStoreError, OSError, pygit2.GitError):
-                _folds_failed.add(self.path)
-            with _folds_guard:
-                if self.path not in _folds_again:
-                    return
-                _folds_again.discard(self.path)
+        """Fold packs in a background thread of this process (:func:`gitmem.git.folds.start`)."""
+        folds.start(self.path, self.compact)
 
     def settle(self) -> None:
         """Wait until a background fold this process started on this memory has finished."""
-        with _folds_guard:
-            running = _folds.get(self.path)
-        if running is not None:
-            running.join()
+        folds.settle(self.path)
 
     def compact(self) -> None:
         """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
@@ -1099,19 +625,4 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
         spool.recover(path, repo.on_main)
 
 
-def _sig_bytes(sig: pygit2.Signature) -> bytes:
-    """A signature as a commit header holds it (libgit2 checked and trimmed the name and e-mail)."""
-    return packwrite.signature_line(sig.raw_name, sig.raw_email, sig.time, sig.offset)
 
-
-def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
-    """A plan's author and committer lines and its commit message."""
-    committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
-    message = commit_message(
-        chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
-    )
-    return _sig_bytes(_author(chosen.origin)), _sig_bytes(committer), message
-
-
-def _author(origin: Origin) -> pygit2.Signature:
-    return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)

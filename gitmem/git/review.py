@@ -19,7 +19,9 @@ to a hosting service and open a pull request from it, or decide here:
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from dataclasses import dataclass
 
 import pygit2
@@ -27,7 +29,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
-from gitmem.git.refs import read_ref, swap_ref, swap_refs
+from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_RUN, parse_message
@@ -63,6 +65,21 @@ def gate_enabled(git: GitRepo) -> bool:
     return value is not None and value.strip().lower() not in _FALSE
 
 
+_GUARD = threading.Lock()
+_NO_PROPOSAL: dict[tuple[str, str], object] = {}  # (repository path, ref) -> packed-refs' stat when absent
+
+
+def _stamp(path: str) -> object:
+    """What changes when the file at ``path`` is written, replaced, created or deleted."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:  # unreadable: a value equal to nothing, so nothing is kept
+        return object()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def set_gate(git: GitRepo, enabled: bool) -> None:
     git.config_set(REVIEW_KEY, "true" if enabled else "false")
 
@@ -95,7 +112,37 @@ def proposal_ref(run: str) -> str:
 
 
 def proposal_head(git: GitRepo, run: str) -> str | None:
-    return git.ref_target(proposal_ref(run))
+    """The head of ``run``'s proposal, or ``None`` when it has none.
+
+    Asked before every read of a run's view. A proposal is a loose ref file
+    (read directly) or, once packed, a line of ``packed-refs``; that it is in
+    neither is looked up with libgit2 once and kept with the ``stat`` of
+    ``packed-refs``, so the next read needs a failed ``open`` and two
+    ``stat`` calls (~40 µs against ~80 µs through libgit2, thread CPU in a
+    process that writes between its reads). Creating the branch
+    writes the loose file, and packing or deleting refs rewrites
+    ``packed-refs``: either is seen by the next call.
+    """
+    ref = proposal_ref(run)
+    loose = os.path.join(git.path, *ref.split("/"))
+    head = read_ref_file(loose)
+    if head is not None:
+        return head
+    if os.path.lexists(loose):  # a symbolic or damaged ref file: libgit2 decides
+        return git.ref_target(ref)
+    key = (git.path, ref)
+    packed = _stamp(os.path.join(git.path, "packed-refs"))
+    with _GUARD:
+        absent = key in _NO_PROPOSAL and _NO_PROPOSAL[key] == packed
+    if absent:
+        return None
+    head = git.ref_target(ref)
+    if head is None:
+        with _GUARD:
+            if len(_NO_PROPOSAL) > 4096:
+                _NO_PROPOSAL.clear()
+            _NO_PROPOSAL[key] = packed
+    return head
 
 
 def _require(git: GitRepo, run: str) -> tuple[str, str]:

@@ -15,7 +15,17 @@ files there for its life (created once, so a request costs no file creation):
   holder that can take that flock knows the process is gone and drops its slot
   (a request of a killed waiter is never applied after its death was seen);
 - ``<token>.slot``: a header (state, lengths, checksums, the round's tip commit),
-  then the request (the pickled specs, see :class:`Spec`), then the outcomes.
+  then the request, then the outcomes, both in the plain versioned encoding of
+  :mod:`gitmem.git.spoolcodec` (never pickles: decoding runs nothing).
+
+A third file, ``bell``, is shared: every move of a slot *into* ``queued`` appends
+one byte to it (``O_APPEND``, so concurrent appends never overwrite each other).
+A holder remembers the bell's size at its last scan of the folder; while the size
+has not changed and that scan left nothing queued behind, nothing can be queued,
+and one ``stat`` replaces listing the folder and reading every slot's header
+(:func:`take`, :func:`queued`, :func:`gather`): an uncontended writer pays that
+``stat`` and nothing else. The bell only ever says "look"; the slots' headers
+stay the truth, so a missed or extra byte costs a scan or a wait, never a request.
 
 The slot's states and who moves them (always under the writer lock, except the
 two moves of the waiter itself, which a holder's checksum check and the claim
@@ -42,9 +52,10 @@ What is *not* covered: a waiter killed after a holder checked that it lives (the
 holder applies the request; nobody reads the answer, exactly as when a writer is
 killed right after its own ref update), and requests of a gitmem version whose
 spool format differs (the slot name carries :data:`VERSION`; a holder ignores
-other versions and their waiters commit for themselves). The request is a
-pickle: the spool is private (``0700``) to the repository's owner, who can
-already change everything in it.
+other versions and their waiters commit for themselves). A request a holder
+cannot decode is never run: the holder marks its slot ``refused`` and its waiter
+answers ``unavailable``; an answer the waiter cannot decode is ``unavailable``
+too.
 """
 
 from __future__ import annotations
@@ -54,25 +65,27 @@ import contextlib
 import errno
 import fcntl
 import os
-import pickle
+import struct
 import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git import spoolcodec
 from gitmem.git.locks import process_token
 from gitmem.git.perms import make_private_dir, open_private
 
-VERSION = "v1"
+VERSION = f"v{spoolcodec.FORMAT}"
+"""In every slot's name: a holder reads only slots of its own format (an older gitmem's waiters commit for themselves)."""
 GATHER_POLL = 0.0002
 _HEADER = 160
-_MAGIC = "GMSPOOL1"
+_MAGIC = f"GMSPOOL{spoolcodec.FORMAT}".encode()
 
-Spec = Callable[[Any], Any]
-"""A picklable factory of a request's plan: called with the holder's ``GitRepo``, returns ``plan(snapshot)``."""
+Spec = spoolcodec.SpecType
+"""A request's plan as plain data: called with the holder's ``GitRepo``, returns ``plan(snapshot)``."""
 
 hook: Callable[[str], None] | None = None
 """Test seam: called at ``round`` (lock taken, spool not read yet), ``pending`` (outcomes
@@ -84,8 +97,9 @@ def at(point: str) -> None:
         hook(point)
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+class Header(NamedTuple):
+    """A slot's first bytes: its state, the request's sequence number, lengths and checksums, the round's tip."""
+
     state: str
     seq: int
     req_len: int
@@ -95,24 +109,29 @@ class Header:
     tip: str
 
 
+# magic, state, seq, request length and crc32, answer length and crc32, tip (hex or blank), crc32 of the rest
+_LAYOUT = struct.Struct("<8sBQIIII40sI")
+_STATES = ("empty", "queued", "pending", "done", "refused")
+_STATE_CODES = {name: code for code, name in enumerate(_STATES)}
+_BLANK_TIP = b" " * 40
+
+
 def _encode(h: Header) -> bytes:
-    body = f"{_MAGIC} {h.state} {h.seq} {h.req_len} {h.req_crc} {h.out_len} {h.out_crc} {h.tip or '-'}"
-    line = f"{body} {zlib.crc32(body.encode()):d}"
-    return line.encode().ljust(_HEADER - 1) + b"\n"
+    tip = h.tip.encode("ascii") if h.tip else _BLANK_TIP
+    body = _LAYOUT.pack(
+        _MAGIC, _STATE_CODES[h.state], h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, tip, 0
+    )[:-4]
+    return body + zlib.crc32(body).to_bytes(4, "little")
 
 
 def _decode(raw: bytes) -> Header | None:
-    parts = raw.decode("ascii", "replace").split()
-    if len(parts) != 9 or parts[0] != _MAGIC:
+    """A header, or ``None`` when torn by a write in flight or not ours (checksum, magic, state)."""
+    if len(raw) < _LAYOUT.size:
         return None
-    body = " ".join(parts[:8])
-    if not parts[8].isdigit() or zlib.crc32(body.encode()) != int(parts[8]):
-        return None  # torn by a write in flight, or not ours
-    try:
-        nums = [int(p) for p in parts[2:7]]
-    except ValueError:
+    magic, state, seq, req_len, req_crc, out_len, out_crc, tip, crc = _LAYOUT.unpack_from(raw)
+    if magic != _MAGIC or crc != zlib.crc32(raw[: _LAYOUT.size - 4]) or state >= len(_STATES):
         return None
-    return Header(parts[1], nums[0], nums[1], nums[2], nums[3], nums[4], "" if parts[7] == "-" else parts[7])
+    return Header(_STATES[state], seq, req_len, req_crc, out_len, out_crc, "" if tip == _BLANK_TIP else tip.decode("ascii", "replace"))
 
 
 def _wake_path(slot_path: str) -> str:
@@ -123,12 +142,46 @@ def spool_dir(repo_path: str) -> str:
     return os.path.join(repo_path, "gitmem", "spool")
 
 
+def _bell_path(folder: str) -> str:
+    return os.path.join(folder, "bell")
+
+
+def _bell_size(repo_path: str) -> int:
+    """The bell's size (bytes appended so far); -1 when the memory has no spool (nobody ever waited)."""
+    try:
+        return os.stat(_bell_path(spool_dir(repo_path))).st_size
+    except FileNotFoundError:
+        return -1
+
+
+def announce(folder: str, fd: int | None = None) -> None:
+    """A slot just became ``queued``: append to the bell (a holder's next look then scans the folder)."""
+    try:
+        if fd is not None:
+            os.write(fd, b"q")
+            return
+        bell = open_private(_bell_path(folder), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(bell, b"q")
+        finally:
+            os.close(bell)
+    except OSError:  # a full disk: holders miss it until the next byte; its waiter still commits it
+        pass
+
+
+BELL_RESET = 1 << 20
+"""Bell size past which a holder truncates it (under the writer lock, then scans, so nothing is missed)."""
+
+
 class Slot:
     """One process's slot in one repository's spool (the waiter's side, and the holder's view of it)."""
 
-    def __init__(self, path: str, fd: int, live_fd: int | None, wake_fd: int | None = None) -> None:
+    def __init__(
+        self, path: str, fd: int, live_fd: int | None, wake_fd: int | None = None, bell_fd: int | None = None
+    ) -> None:
         self.path = path
         self.fd = fd
+        self.bell_fd = bell_fd  # ours: the spool's bell, opened for appending
         self.live_fd = live_fd  # ours: the flock that says we live; theirs: a descriptor to test it with
         self.wake_fd = wake_fd  # ours: the FIFO we wait on (read and written); theirs: opened to ring it
         self.seq = 0
@@ -152,7 +205,7 @@ class Slot:
 
     def header(self) -> Header | None:
         try:
-            return _decode(os.pread(self.fd, _HEADER, 0))
+            return _decode(os.pread(self.fd, _LAYOUT.size, 0))
         except OSError:
             return None
 
@@ -160,31 +213,27 @@ class Slot:
         os.pwrite(self.fd, _encode(h), 0)
 
     def request(self, h: Header) -> list[Spec] | None:
+        """The queued request's specs; ``None`` if torn (checksum); :class:`~gitmem.git.spoolcodec.Malformed` if not one."""
+        if not spoolcodec.can_decode_requests():
+            return None  # no batch writer loaded in this process: its waiter commits it itself
         raw = os.pread(self.fd, h.req_len, _HEADER)
         if len(raw) != h.req_len or zlib.crc32(raw) != h.req_crc:
             return None
-        try:
-            specs = pickle.loads(raw)
-        except Exception:  # another build's classes: its waiter commits for itself
-            return None
-        if not isinstance(specs, list) or not all(callable(spec) for spec in specs):
-            return None  # not a request this code can run: its waiter commits it itself
-        return specs
+        return spoolcodec.decode_request(raw)
 
     def outcomes(self, h: Header) -> list[tuple[Any, BaseException | None]] | None:
         raw = os.pread(self.fd, h.out_len, _HEADER + h.req_len)
         if len(raw) != h.out_len or zlib.crc32(raw) != h.out_crc:
             return None
-        found = pickle.loads(raw)
-        return found if isinstance(found, list) else None
+        return spoolcodec.decode_answer(raw)
 
     # -- the waiter --
 
     def publish(self, specs: Sequence[Spec]) -> bool:
         """Queue ``specs`` (the slot is empty: its owner cleared it under the writer lock); whether it worked."""
         try:
-            raw = pickle.dumps(list(specs), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a plan that cannot cross processes is committed by its own process
+            raw = spoolcodec.encode_request(specs)
+        except spoolcodec.Malformed:  # a plan that cannot cross processes is committed by its own process
             return False
         self.seq += 1
         try:
@@ -193,6 +242,7 @@ class Slot:
         except OSError:
             self.clear()
             return False
+        announce(os.path.dirname(self.path), self.bell_fd)  # after the header: a holder that hears it sees it
         return True
 
     def collect(self, on_main: Callable[[Header], bool]) -> list[tuple[Any, BaseException | None]] | None:
@@ -206,6 +256,9 @@ class Slot:
         if h is not None and h.state == "pending" and h.seq == self.seq:
             self.mark("done" if on_main(h) else "queued")
             h = self.header()
+        if h is not None and h.seq == self.seq and h.state == "refused":
+            self.clear()
+            raise MemoryStoreError("unavailable", "the writer holding the lock could not read this write's request")
         if h is None or h.seq != self.seq or h.state not in ("queued", "done"):
             self.clear()
             raise MemoryStoreError("unavailable", "this write's group-commit slot is unreadable: its outcome is unknown")
@@ -229,7 +282,7 @@ class Slot:
             return False
         try:
             h = self.header()
-            if h is None or h.state in ("queued", "empty"):
+            if h is None or h.state in ("queued", "empty", "refused"):
                 self.clear()
                 return True
             return False
@@ -244,28 +297,28 @@ class Slot:
 
     # -- the holder --
 
-    def settle(self, h: Header, tip: str | None, outcomes: list[tuple[Any, BaseException | None]]) -> None:
-        """Write the outcomes: ``pending`` on ``tip`` (``main`` not moved yet), or ``done`` when ``tip`` is ``None``."""
-        raw = pickle.dumps([_portable(value, error) for value, error in outcomes], protocol=pickle.HIGHEST_PROTOCOL)
+    def settle(self, h: Header, tip: str | None, outcomes: list[tuple[Any, BaseException | None]]) -> Header:
+        """Write the outcomes: ``pending`` on ``tip`` (``main`` not moved yet), or ``done`` when ``tip`` is ``None``.
+
+        Returns the header written, for :meth:`landed`.
+        """
+        raw = spoolcodec.encode_answer(outcomes)
         os.pwrite(self.fd, raw, _HEADER + h.req_len)
         state = "pending" if tip else "done"
-        self._put(Header(state, h.seq, h.req_len, h.req_crc, len(raw), zlib.crc32(raw), tip or ""))
+        written = Header(state, h.seq, h.req_len, h.req_crc, len(raw), zlib.crc32(raw), tip or "")
+        self._put(written)
+        return written
+
+    def landed(self, settled: Header) -> None:
+        """``main`` moved: the ``pending`` outcomes :meth:`settle` wrote are ``done`` (no need to read them back)."""
+        self._put(settled._replace(state="done"))
 
     def mark(self, state: str) -> None:
         h = self.header()
         if h is not None:
             self._put(Header(state, h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, h.tip if state != "queued" else ""))
-
-
-def _portable(value: Any, error: BaseException | None) -> tuple[Any, BaseException | None]:
-    """An outcome that pickles: an error that would not becomes an ``unavailable`` store error."""
-    if error is None:
-        return value, None
-    try:
-        pickle.loads(pickle.dumps(error))
-        return value, error
-    except Exception:
-        return value, MemoryStoreError("unavailable", f"the writer committing this request failed: {error!r}")
+            if state == "queued":  # back in the queue (its round did not land): holders must look again
+                announce(os.path.dirname(self.path))
 
 
 _own: dict[tuple[int, str], Slot] = {}
@@ -291,9 +344,10 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
                 os.mkfifo(wake_path, 0o600)
             # Read and written by us (the lock helper writes when it has the lock), so it never blocks.
             wake = os.open(wake_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            bell = open_private(_bell_path(folder), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         except OSError:
             return None
-        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live, wake)
+        slot = _own[key] = Slot(os.path.join(folder, name + ".slot"), fd, live, wake, bell)
         slot.clear()
         return slot
 
@@ -301,7 +355,7 @@ def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
 def _forget_inherited() -> None:
     """A forked child drops its parent's slots: holding their flocks would make a dead parent look alive."""
     for slot in _own.values():
-        for fd in (slot.fd, slot.live_fd, slot.wake_fd):
+        for fd in (slot.fd, slot.live_fd, slot.wake_fd, slot.bell_fd):
             if fd is not None:
                 try:
                     os.close(fd)
@@ -309,6 +363,8 @@ def _forget_inherited() -> None:
                     pass
     _own.clear()
     _theirs.clear()
+    _seen.clear()
+    _left.clear()
 
 
 os.register_at_fork(after_in_child=_forget_inherited)
@@ -324,6 +380,8 @@ def _remove_own() -> None:
                     os.unlink(path)
 
 _theirs: dict[str, tuple[int, Slot]] = {}  # slot path -> (inode, the slot opened by a holder)
+_seen: dict[str, int] = {}  # repo path -> the bell's size when this process last scanned its spool
+_left: set[str] = set()  # repo paths whose last scan left a queued request untaken
 
 
 def _open_theirs(path: str) -> Slot | None:
@@ -409,25 +467,51 @@ def _slots(repo_path: str, own: Slot | None) -> list[Slot]:
 
 
 def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
-    """Writer lock held: claim the queued requests of live waiters (at most ``limit``); drop dead waiters' slots."""
+    """Writer lock held: claim the queued requests of live waiters (at most ``limit``); drop dead waiters' slots.
+
+    Nothing to do, without listing the folder, when the bell has not rung since
+    this process's last scan and that scan left nothing queued (see the module's notes).
+    """
+    size = _bell_size(repo_path)
+    if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
+        return []
+    if size > BELL_RESET:
+        # Under the writer lock, before the scan: a byte appended after this is heard next time.
+        with contextlib.suppress(OSError):
+            os.truncate(_bell_path(spool_dir(repo_path)), 0)
+            size = 0
+    _seen[repo_path] = size
+    _left.discard(repo_path)
     taken: list[Taken] = []
     count = 0
     for slot in _slots(repo_path, own):
         h = slot.header()
-        if h is None or h.state not in ("queued", "empty", "done"):
+        if h is None or h.state not in ("queued", "empty", "done", "refused"):
             continue
         if _owner_gone(slot):
             _remove(slot)  # a dead waiter's request (or answer) is never applied after this
             continue
         if h.state != "queued" or count >= limit:
+            if h.state == "queued":
+                _left.add(repo_path)  # over the limit: the next round takes it
             continue
         try:
             fcntl.flock(slot.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            continue  # its waiter is withdrawing it
+            _left.add(repo_path)  # its waiter is withdrawing it (or not: look again next time)
+            continue
         h = slot.header()
-        specs = slot.request(h) if h is not None and h.state == "queued" else None
+        try:
+            specs = slot.request(h) if h is not None and h.state == "queued" else None
+        except spoolcodec.Malformed:
+            # Not a request in this format's shapes: never run it; its waiter is answered unavailable.
+            specs = None
+            if h is not None:
+                slot.mark("refused")
+                slot.ring()
         if h is None or specs is None:
+            if h is not None and h.state == "queued":
+                _left.add(repo_path)  # torn, or no batch writer here: its waiter commits it
             fcntl.flock(slot.fd, fcntl.LOCK_UN)
             continue
         taken.append(Taken(slot, h, specs, [None] * len(specs)))
@@ -438,6 +522,11 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
 def release(taken: Sequence[Taken]) -> None:
     for t in taken:
         fcntl.flock(t.slot.fd, fcntl.LOCK_UN)
+
+
+def left_queued(repo_path: str) -> None:
+    """Requests this process took were put back unrun: its next look scans the spool whatever the bell says."""
+    _left.add(repo_path)
 
 
 def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
@@ -465,7 +554,13 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
 
 
 def queued(repo_path: str) -> int:
-    """Writer lock held: how many other processes have a request queued (a cheap look, no claim)."""
+    """Writer lock held: how many other processes have a request queued (a cheap look, no claim).
+
+    Zero without listing the folder when the bell is as this process's last scan left it.
+    """
+    size = _bell_size(repo_path)
+    if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
+        return 0
     count = 0
     for slot in _slots(repo_path, _own.get((os.getpid(), repo_path))):
         h = slot.header()
@@ -483,5 +578,11 @@ def gather(repo_path: str, want: int, seconds: float) -> None:
     round took, so a writer that stopped writing costs one wait, once.
     """
     deadline = time.monotonic() + seconds
-    while queued(repo_path) < want and time.monotonic() < deadline:
+    seen = _seen.get(repo_path, -1)
+    while time.monotonic() < deadline:
+        # Publications since this process's last scan (the bell grows a byte per request
+        # queued), read with one stat per poll: the slots themselves are read by take().
+        size = _bell_size(repo_path)
+        if size < 0 or size - max(seen, 0) >= want or size < seen:
+            return
         time.sleep(GATHER_POLL)

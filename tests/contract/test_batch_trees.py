@@ -144,6 +144,49 @@ def test_entries_inserted_and_cut_from_cached_bytes_keep_gits_order(
             assert list(offsets) == list(packwrite.parse_tree_at(raw)[1])  # in the bytes' order
 
 
+@settings(max_examples=200)
+@given(
+    st.lists(TRICKY_PATHS, max_size=12),
+    st.lists(
+        st.dictionaries(TRICKY_PATHS, st.one_of(st.none(), st.integers(0, 3)), min_size=2, max_size=5), max_size=6
+    ),
+)
+def test_grouped_edits_spliced_into_cached_bytes_give_libgit2s_trees(
+    repo: pygit2.Repository,
+    start: list[str],
+    batches: list,  # type: ignore[type-arg]
+) -> None:
+    """Several entries of one folder changed in one batch (removed, swapped, inserted) are spliced
+    into the cached bytes: through one long-lived cache, each batch gives libgit2's tree (one path
+    at a time) or its refusal, and every cached tree's bytes re-encode to themselves."""
+    tree = build(repo, start)
+    pending = packwrite.PendingObjects()
+    cache = packwrite.TreeCache()
+
+    def read_tree(oid: str) -> bytes:
+        found = pending.raw(oid)
+        return found if found is not None else bytes(repo[oid].read_raw())
+
+    cached, libgit2 = str(tree.id), tree.id
+    for changes in batches:
+        edits = [(p, None if n is None else str(repo.create_blob(f"new {n}\n".encode()))) for p, n in changes.items()]
+
+        def one_by_one(edits: list[tuple[str, str | None]] = edits, tree_id: pygit2.Oid = libgit2) -> pygit2.Oid:
+            for path, oid in edits:
+                tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+            return tree_id
+
+        expected = outcome(one_by_one)
+        got = outcome(functools.partial(packwrite.set_paths, read_tree, pending, cached, edits, cache))
+        assert got == expected
+        if not expected.startswith("refused"):
+            libgit2, cached = pygit2.Oid(hex=expected), got
+            assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)
+        for tree_id, (raw, offsets) in cache.encoded.items():
+            assert packwrite.tree_bytes(cache.trees[tree_id]) == raw
+            assert list(offsets) == list(packwrite.parse_tree_at(raw)[1])
+
+
 ENTRY = st.tuples(
     st.sampled_from([b"40000", b"100644", b"100755", b"040000"]),
     st.sampled_from([b"a", b"a.b", b"a-b", b"a0", b"b", b"a/"]),

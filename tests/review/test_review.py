@@ -295,3 +295,39 @@ def test_agent_tools_of_a_run_edit_its_proposal_again_and_again(store: GitFileSt
     assert "juice" in str(mine["content"]) and "tea" in str(theirs["content"])
     assert store.sync.head() == main
     assert review.proposal(store, RUN).commits == 3
+
+
+def test_a_run_view_sees_its_proposal_appear_get_packed_and_go_whoever_changes_it(store: GitFileStore) -> None:
+    """A run's view remembers that it has no proposal (with the state of ``packed-refs``), and
+    each read still sees a proposal that plain git created, packed, moved or deleted meanwhile."""
+    sync = store.sync
+    agent = sync.for_run(RUN)
+    main = sync.head()
+    ref = f"refs/heads/proposals/{RUN}"
+    assert agent.read("prefs/style.md").text == "- likes tea\n- reply in English\n"  # no proposal: main
+    assert agent.read("prefs/style.md").text == "- likes tea\n- reply in English\n"  # the absence remembered
+    # Another process makes the proposal (a loose ref): the next read goes there.
+    work = sync.for_run("someone-else")
+    work.write("notes/x.md", "on a proposal\n", expected=None)
+    other = git("rev-parse", "refs/heads/proposals/someone-else", cwd=store.path).stdout.strip()
+    git("update-ref", ref, other, cwd=store.path)
+    assert agent.read("notes/x.md").text == "on a proposal\n"
+    assert agent.head() == other
+    # Packed (the loose file goes, packed-refs holds it): still found.
+    git("pack-refs", "--all", cwd=store.path)
+    assert not (Path(store.path) / ref).exists()
+    assert agent.head() == other
+    # Deleted from packed-refs by plain git: the view reads main again.
+    git("update-ref", "-d", ref, cwd=store.path)
+    assert agent.head() == main
+    with pytest.raises(MemoryStoreError) as caught:
+        agent.read("notes/x.md")
+    assert caught.value.code == "not_found"
+    # Absent with packed-refs unchanged (remembered), then created loose again by plain git.
+    assert agent.head() == main
+    git("update-ref", ref, other, cwd=store.path)
+    assert agent.head() == other
+    # And absent once more after a plain-git delete of that loose ref, with packed-refs as it was.
+    git("update-ref", "-d", ref, cwd=store.path)
+    assert agent.head() == main
+    fsck_clean(store.path)
