@@ -515,11 +515,25 @@ def _reap_now(key: tuple[int, str], repo_path: str, since: float) -> None:
             now = time.time()
             _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now)
             return
-        del _reapers[key]  # first: the compaction below may set the next timer
+        _reapers.pop(key, None)  # first: the compaction below may set the next timer
     try:
         reap(repo_path)
     except Exception:  # best effort: the next fold deletes them anyway
         pass
+
+
+def stop_reap_timers() -> None:
+    """Cancel this process's waiting reap timers and wait for running ones (for tests, between them)."""
+    for _ in range(10):  # a running one may have set itself again meanwhile
+        with _reapers_guard:
+            timers = list(_reapers.values())
+            _reapers.clear()
+        if not timers:
+            return
+        for timer in timers:
+            timer.cancel()
+            if timer.is_alive() and timer is not threading.current_thread():
+                timer.join(timeout=60)
 
 
 def reap(repo_path: str) -> bool:
