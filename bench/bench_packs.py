@@ -10,14 +10,23 @@ written: in-process for small packs, else by ``git pack-objects --stdin-packs``)
 sampling the pack count as it goes (live packs, and index files including folded
 packs, which a later fold deletes once ``packwrite.GRACE_SECONDS`` passed). Then
 compares reads on that memory against a copy fully packed by ``git gc`` (what a memory written with
-loose objects and gc'd looks like, today's read path), alternating per sample:
-a *fresh* read (a new store handle, its first read: opens every pack index it
-needs) and a warm read (the same handle again).
+loose objects and gc'd looks like, today's read path), alternating per sample,
+the same two files on both: a *fresh* read (a new store handle, its first read:
+opens every pack index it needs) and a warm read (the same handle again). Both
+are measured twice: in the writing process, whose fresh handles still find the
+latest commits' objects in memory (``gitmem.git.recent``) and the packs libgit2
+already opened, and in a new reader process, where neither memory has any of
+that (what another agent's process or a ``gitmem cat`` sees). With
+``--snapshots``, the memory is also copied at every ``--progress`` point and
+right after the last write (under the fold lock), as a reader finds it while
+writes go on: the last fold's leftovers not yet deleted and the packs written
+since it; each copy is read against its own ``git gc``'d copy in a new process.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -31,7 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import bulk
-from gitmem import GitFileStore
+from gitmem import GitFileStore, SyncGitFileStore
 from gitmem.git import packwrite
 from gitmem.git import repo as gitrepo
 
@@ -43,28 +52,78 @@ def packs(path: str) -> int:
 
 def read_times(
     path: str, packed: str, paths: list[str], rng: random.Random, n: int
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """``n`` samples of a fresh read (a new handle's first read) then a warm read (its second), on each memory.
+
+    Both memories read the same two paths per sample, in random order. Returns
+    wall times of the fresh reads, CPU times (this thread's) of the fresh reads
+    and wall times of the warm reads, each by ``"packs"`` / ``"gc"``.
+    """
     fresh: dict[str, list[float]] = {"packs": [], "gc": []}
+    cpu: dict[str, list[float]] = {"packs": [], "gc": []}
     warm: dict[str, list[float]] = {"packs": [], "gc": []}
     for _ in range(n):
-        p = rng.choice(paths)
+        first, second = rng.choice(paths), rng.choice(paths)
         for kind in rng.sample(["packs", "gc"], 2):
             s = GitFileStore.open(path if kind == "packs" else packed).sync
-            t0 = time.perf_counter()
-            s.read(p)
-            t1 = time.perf_counter()
-            s.read(rng.choice(paths))
+            c0, t0 = time.thread_time(), time.perf_counter()
+            s.read(first)
+            t1, c1 = time.perf_counter(), time.thread_time()
+            s.read(second)
             t2 = time.perf_counter()
             fresh[kind].append(t1 - t0)
+            cpu[kind].append(c1 - c0)
             warm[kind].append(t2 - t1)
-    return fresh, warm
+    return fresh, cpu, warm
 
 
-def report(title: str, fresh: dict[str, list[float]], warm: dict[str, list[float]]) -> None:
+def cold_read_times(
+    path: str, packed: str, files: int, seed: int, n: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """:func:`read_times` in a new process: what another agent or a ``gitmem cat`` sees.
+
+    The writing process keeps its latest objects in memory (``gitmem.git.recent``)
+    and libgit2 keeps the packs it opened for every handle of the process, so
+    a fresh handle there is not a cold read; a reader process has neither, on
+    either memory.
+    """
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--reader", path, packed, str(files), str(seed), str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    fresh, cpu, warm = json.loads(done.stdout)
+    return fresh, cpu, warm
+
+
+def snapshot(store: SyncGitFileStore, copy: str) -> tuple[str, int, int]:
+    """The memory's folder as a reader finds it while writes go on, copied twice: ``copy.mid`` and ``copy`` (to gc).
+
+    The fold lock keeps folds and their deletions out while it is copied.
+    Returns ``copy``, the live packs and the index files.
+    """
+    with store.repo.fold_lock.hold("snapshot"):
+        shutil.copytree(store.path, copy + ".mid")
+    shutil.copytree(copy + ".mid", copy)
+    return copy, packwrite.pack_count(copy), packs(copy)
+
+
+def report(
+    title: str, fresh: dict[str, list[float]], cpu: dict[str, list[float]], warm: dict[str, list[float]]
+) -> None:
     print(title)
-    for label, series in (("fresh read (new handle)", fresh), ("warm read", warm)):
+    for label, series in (("fresh read (new handle)", fresh), ("  its CPU time", cpu), ("warm read", warm)):
         a, b = statistics.median(series["packs"]) * 1000, statistics.median(series["gc"]) * 1000
-        print(f"  {label:24} packs {a:.3f} ms, after git gc {b:.3f} ms: {a / b:.2f}x")
+        a95, b95 = (sorted(series[k])[int(0.95 * len(series[k]))] * 1000 for k in ("packs", "gc"))
+        print(
+            f"  {label:24} p50 packs {a:.3f} ms, after git gc {b:.3f} ms: {a / b:.2f}x  (p95 {a95:.3f} / {b95:.3f} ms)"
+        )
+
+
+def reads(title: str, path: str, packed: str, paths: list[str], rng: random.Random, n: int) -> None:
+    report(f"{title} in the writing process:", *read_times(path, packed, paths, rng, n))
+    report(f"{title} in a new reader process:", *cold_read_times(path, packed, len(paths), rng.randrange(1 << 30), n))
 
 
 def main() -> int:
@@ -78,8 +137,20 @@ def main() -> int:
         action="store_true",
         help="also read after the grace and one more fold (which deletes the folded packs)",
     )
+    parser.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="at every --progress point copy the memory as it is mid-burst; read each copy and its gc'd copy after",
+    )
+    parser.add_argument("--keep", help="write the memory (m.git) and its gc'd copy (gc.git) here and keep them")
+    parser.add_argument("--reader", nargs=5, help=argparse.SUPPRESS)  # packs gc files seed n: the reader process
     args = parser.parse_args()
-    base = tempfile.mkdtemp(prefix="gitmem-bench-packs-")
+    if args.reader:
+        path, packed, files, seed, n = args.reader
+        paths = [bulk.layout_path(i) for i in range(int(files))]
+        print(json.dumps(read_times(path, packed, paths, random.Random(int(seed)), int(n))))
+        return 0
+    base = args.keep or tempfile.mkdtemp(prefix="gitmem-bench-packs-")
     try:
         path = os.path.join(base, "m.git")
         GitFileStore.init(path)
@@ -90,6 +161,8 @@ def main() -> int:
         paths = [bulk.layout_path(i) for i in range(args.files)]
         counts: list[int] = []
         live: list[int] = []
+        snapshots: list[tuple[str, int, int]] = []
+        paused = 0.0  # spent copying snapshots, not writing
         started = time.perf_counter()
         for n in range(args.writes):
             p = rng.choice(paths)
@@ -98,12 +171,17 @@ def main() -> int:
                 counts.append(packs(path))
                 live.append(packwrite.pack_count(path))
             if args.progress and n % args.progress == 0 and n:
+                if args.snapshots:
+                    paused -= time.perf_counter()
+                    snapshots.append(snapshot(store, os.path.join(base, f"at-{n}.git")))
+                    paused += time.perf_counter()
                 print(
                     f"  {n} writes, {time.perf_counter() - started:.0f} s: packs live {live[-1]}, "
                     f"index files {counts[-1]}, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
-        took = time.perf_counter() - started
+        took = time.perf_counter() - started - paused
+        snapshots.append(snapshot(store, os.path.join(base, "end.git")))
         store.repo.settle()
         packed = os.path.join(base, "gc.git")
         shutil.copytree(path, packed)
@@ -117,18 +195,36 @@ def main() -> int:
             f"at the end {packwrite.pack_count(path)}; index files (with folded packs not yet deleted): "
             f"max {max(counts)}, median {statistics.median(counts)}, at the end {packs(path)}"
         )
-        report("right after the writes:", *read_times(path, packed, paths, rng, args.reads))
+        print(
+            "copies taken while the writes went on (a fold's leftovers, the packs written since), in a new reader process:"
+        )
+        ratios: list[float] = []
+        for copy, alive, listed in snapshots:
+            subprocess.run(["git", "--git-dir", copy, "gc", "-q"], check=True)
+            fresh, cpu, _ = cold_read_times(copy + ".mid", copy, len(paths), rng.randrange(1 << 30), args.reads)
+            a, b = statistics.median(fresh["packs"]), statistics.median(fresh["gc"])
+            ratios.append(a / b)
+            print(
+                f"  {os.path.basename(copy)[:-4]:9} live packs {alive:3}, index files {listed:3}: fresh read p50 "
+                f"{a * 1000:.3f} ms, its gc'd copy {b * 1000:.3f} ms: {a / b:.2f}x "
+                f"(CPU {statistics.median(cpu['packs']) / statistics.median(cpu['gc']):.2f}x)"
+            )
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.rmtree(copy + ".mid", ignore_errors=True)
+        print(f"  median over the copies: {statistics.median(ratios):.2f}x, most {max(ratios):.2f}x")
+        reads("right after the writes,", path, packed, paths, rng, args.reads)
         if args.settle:
             time.sleep(packwrite.GRACE_SECONDS)
             store.repo.compact()
             print(
                 f"after the grace and one more fold: live packs {packwrite.pack_count(path)}, index files {packs(path)}"
             )
-            report("then:", *read_times(path, packed, paths, rng, args.reads))
+            reads("then,", path, packed, paths, rng, args.reads)
         fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
         print(f"git fsck --strict: {'clean' if fsck.returncode == 0 else 'FAILED'}")
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
     return 0
 
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import threading
 import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from gitmem.git import packfold, spares
+from gitmem.git import cli, packfold, spares
+from gitmem.git.locks import WriterLock
 from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
@@ -382,6 +384,14 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     left out of the count and of the next fold. Returns whether packs were
     deleted (handles must then reopen). Fold lock held (see
     :meth:`gitmem.git.repo.GitRepo.compact`).
+
+    When folded packs are left waiting, a timer thread compacts once more just
+    after their grace (:func:`_reap_later`): a memory whose writes stopped would
+    otherwise keep them, every one listed by a new reader, until the next fold
+    ``MAX_PACKS`` writes later (a new process's first read took 1.2-1.4x a
+    ``git gc``'d copy's with 78 folded packs left, 1.0x without:
+    ``docs/benchmarks.md``, "Reads after 100k writes"). The timer is a daemon:
+    a process that exits first leaves them to the next fold, as before.
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded(repo_path)
@@ -408,6 +418,7 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
                 except FileNotFoundError:  # a foreign git gc or repack deleted it meanwhile
                     continue
     chosen = geometric_rollup(sizes)
+    made: str | None = None
     if chosen:
         try:
             made = packfold.fold(folder, chosen)  # small packs of whole objects: copied in-process
@@ -424,4 +435,124 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
         tmp = os.path.join(repo_path, FOLDED + ".tmp")
         write_private(tmp, "".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
         os.replace(tmp, os.path.join(repo_path, FOLDED))
+        if made is not None:
+            search_last(folder, [name for name in chosen if name != made], [*(set(sizes) - set(chosen)), made])
+    if folded:
+        _reap_later(repo_path, max(folded.values()) + GRACE_SECONDS - time.time() + REAP_MARGIN)
+    return deleted
+
+
+def search_last(folder: str, folded: list[str], live: list[str]) -> None:
+    """Date the ``.pack`` of each ``folded`` pack a second before the oldest ``live`` one, so readers search it last.
+
+    git and libgit2 search packs newest first (by the ``.pack``'s mtime, in
+    whole seconds), and a reader that does not find an object in a pack opens
+    the next one's index. A folded pack is as new as the packs a fold just
+    wrote, so until deleted it was searched among the first, and for nothing:
+    each of its objects is in the fold's pack too. A new reader process took
+    1.29x a ``git gc``'d copy's time for its first read with 78 folded packs
+    waiting, 1.01x with them dated back (``docs/benchmarks.md``, "Reads after
+    100k writes"). Only the order changes: git decides nothing else by a
+    live pack's mtime, and the folded pack is deleted after its grace. A pack
+    this process may not date (another user's) keeps its time.
+    """
+    oldest = time.time()
+    for name in live:
+        try:
+            oldest = min(oldest, os.stat(os.path.join(folder, name + ".pack")).st_mtime)
+        except OSError:
+            continue
+    when = float(int(oldest) - 1)
+    for name in folded:
+        path = os.path.join(folder, name + ".pack")
+        try:
+            os.utime(path, (when, when))
+        except OSError:
+            continue
+
+
+REAP_MARGIN = 0.02
+"""Seconds past the grace at which the timer of :func:`compact` runs (so every pack it waited for is due)."""
+FOLD_LOCK = "gitmem/fold.lock"
+"""The fold lock's file (:attr:`gitmem.git.repo.GitRepo.fold_lock`)."""
+PACKS_MARK = "gitmem/packs-folded"
+"""Replaced whenever a compaction deleted packs: every handle older than it reopens (``GitRepo._marks``)."""
+_reapers: dict[tuple[int, str], threading.Timer] = {}
+_reapers_guard = threading.Lock()
+
+
+def _reap_later(repo_path: str, delay: float) -> None:
+    """Compact ``repo_path`` in ``delay`` seconds in a daemon timer, unless a compaction ran meanwhile.
+
+    One timer waits per memory and process at most. While writes go on, folds
+    come every ``MAX_PACKS`` writes and each deletes what is due itself, so
+    a timer that finds the fold record rewritten since it was set only sets
+    itself again for the grace of the latest fold (one ``stat``), and the
+    compaction (:func:`reap`) runs once the folds stopped.
+    """
+    key = (os.getpid(), repo_path)  # a forked child has no timer threads: its own key
+    with _reapers_guard:
+        if key in _reapers:
+            return
+        _arm(key, repo_path, delay, time.time())
+
+
+def _arm(key: tuple[int, str], repo_path: str, delay: float, since: float) -> None:
+    timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, repo_path, since))
+    timer.daemon = True
+    timer.name = "gitmem-reap"
+    _reapers[key] = timer
+    timer.start()
+
+
+def _reap_now(key: tuple[int, str], repo_path: str, since: float) -> None:
+    try:
+        written = os.stat(os.path.join(repo_path, FOLDED)).st_mtime
+    except OSError:
+        written = 0.0
+    with _reapers_guard:
+        if written > since:  # a compaction since deleted what was due; its own folds wait their grace
+            now = time.time()
+            _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now)
+            return
+        _reapers.pop(key, None)  # first: the compaction below may set the next timer
+    try:
+        reap(repo_path)
+    except Exception:  # best effort: the next fold deletes them anyway
+        pass
+
+
+def stop_reap_timers() -> None:
+    """Cancel this process's waiting reap timers and wait for running ones (for tests, between them)."""
+    for _ in range(10):  # a running one may have set itself again meanwhile
+        with _reapers_guard:
+            timers = list(_reapers.values())
+            _reapers.clear()
+        if not timers:
+            return
+        for timer in timers:
+            timer.cancel()
+            if timer.is_alive() and timer is not threading.current_thread():
+                timer.join(timeout=60)
+
+
+def reap(repo_path: str) -> bool:
+    """:func:`compact` under the fold lock, telling every handle to reopen when it deleted packs; whether it did.
+
+    What :meth:`gitmem.git.repo.GitRepo.compact` does, for the timer, which has
+    no repository handle (and needs none: only files are read and written).
+    """
+    lock = WriterLock(os.path.join(repo_path, FOLD_LOCK))
+    with lock.hold("fold"):
+
+        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
+            done = cli.run_git(args, git_dir=repo_path, stdin=stdin, pass_fds=(lock.held_fd(),))
+            return done.returncode, done.stdout
+
+        deleted = compact(repo_path, run)
+        if deleted:
+            mark = os.path.join(repo_path, PACKS_MARK)
+            tmp = f"{mark}.{os.getpid()}.tmp"
+            write_private(tmp, f"{time.time_ns()}\n")
+            os.replace(tmp, mark)
     return deleted

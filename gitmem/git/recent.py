@@ -13,6 +13,14 @@ Ids name content, so an entry can never be stale; it only stops being
 *allowed* once a purge or forget erased history, which the caller detects with
 the repository's history mark (:meth:`RecentObjects.check`) and drops everything.
 Bounded by bytes; the oldest round goes first. Per process and repository path.
+
+The trees such a read walks are parsed once per process, not once per handle
+(:meth:`RecentObjects.trees`): each thread's handle keeps its own parsed trees,
+but a new handle (a new store, another thread, the reopen after a purge) starts
+with none, and parsing a folder in Python costs ~2 µs an entry, where
+libgit2 parses in C: a fresh handle's first read of ``a/b/c.md`` in the
+writing process took 1.5-1.9x what it took on the same memory through libgit2
+(``docs/benchmarks.md``, "Reads after 100k writes").
 """
 
 from __future__ import annotations
@@ -20,7 +28,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+from gitmem.git.treeedit import TreeCache, parse_tree
+
+Entries = dict[bytes, tuple[bytes, bytes]]
+
+PARSED_LIMIT = 1024
+"""Parsed trees kept per repository for every handle of the process (a 50-file folder's is ~10 KB)."""
 
 LIMIT_BYTES = 4 * 1024 * 1024
 """Raw object bytes kept per repository (a write of a note in a 10k-file memory makes ~4 KB)."""
@@ -35,6 +50,7 @@ class RecentObjects:
         self._trees: dict[str, str] = {}  # commit id -> its tree id
         self._read_trees: dict[str, str] = {}  # the same, for commits read from disk (see read_tree_of)
         self._size = 0
+        self._parsed: dict[str, Entries] = {}  # tree id -> its entries, shared by every handle (read only)
         self._mark: object = None
         self._guard = threading.Lock()
 
@@ -45,6 +61,7 @@ class RecentObjects:
                 self._objects.clear()
                 self._trees.clear()
                 self._read_trees.clear()
+                self._parsed.clear()
                 self._size = 0
                 self._mark = mark
 
@@ -85,6 +102,36 @@ class RecentObjects:
         """The tree id of a commit this process made (if remembered), without reading the commit."""
         tree = self._trees.get(commit)
         return tree if tree is not None and tree in self._objects else None
+
+    def trees(self, local: TreeCache) -> TreeViews:
+        """Parsed trees for a read by a handle whose own parsed trees are ``local``."""
+        return TreeViews(local, self)
+
+    def parsed(self, oid: str, read: Callable[[str], bytes]) -> Entries:
+        """Tree ``oid``'s entries, parsed by whichever handle of the process asked first (never edit them)."""
+        found = self._parsed.get(oid)
+        if found is None:
+            found = parse_tree(read(oid))
+            with self._guard:
+                if len(self._parsed) >= PARSED_LIMIT:
+                    for old in list(self._parsed)[: PARSED_LIMIT // 2]:  # the longest kept
+                        del self._parsed[old]
+                self._parsed[oid] = found
+        return found
+
+
+class TreeViews:
+    """A read's trees: the handle's own parsed ones (what its writes built), else the process's (:meth:`RecentObjects.parsed`)."""
+
+    __slots__ = ("_local", "_recent")
+
+    def __init__(self, local: TreeCache, recent: RecentObjects) -> None:
+        self._local = local
+        self._recent = recent
+
+    def view(self, oid: str, read: Callable[[str], bytes]) -> Entries:
+        found = self._local.trees.get(oid)
+        return found if found is not None else self._recent.parsed(oid, read)
 
 
 _registry: dict[tuple[int, str], RecentObjects] = {}

@@ -325,7 +325,7 @@ class GitRepo:
 
     def _raw(self, oid: str) -> bytes:
         found = self.recent.raw(oid)
-        return found if found is not None else bytes(self.repo[oid].read_raw())
+        return found if found is not None else self.blob(oid)
 
     def tree_id_of(self, commit: str) -> str:
         """The id of ``commit``'s tree (for a commit this process just made, without reading it)."""
@@ -336,7 +336,7 @@ class GitRepo:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``."""
         tree = self._recent().tree_of(commit)
         if tree is not None:  # a commit this process just made: its new trees are read from memory
-            cache = self._tree_cache()
+            cache = self.recent.trees(self._tree_cache())  # parsed once per process, not per handle
             parts = path.split("/")
             for name in parts[:-1]:
                 found = cache.view(tree, self._raw).get(name.encode())
