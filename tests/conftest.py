@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -40,16 +39,3 @@ for _name in [n for n in os.environ if n.startswith("GITMEM_")] + ["XDG_DATA_HOM
 def _no_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A test that forgets --root writes under a temporary home, not the real one."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
-
-
-@pytest.fixture(autouse=True)
-def _no_reap_timer_left() -> Iterator[None]:
-    """A fold's reap timer (``packwrite._reap_later``) ends with its test, not in the middle of the next one.
-
-    It opens the fold lock and may fold: tests that count open descriptors or
-    packs would see another test's memory being reaped.
-    """
-    yield
-    from gitmem.git import packwrite
-
-    packwrite.stop_reap_timers()

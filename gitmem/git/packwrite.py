@@ -27,14 +27,12 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from gitmem.git import cli, packfold, spares
-from gitmem.git.locks import WriterLock
+from gitmem.git import packfold, spares
 from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
@@ -385,13 +383,11 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     deleted (handles must then reopen). Fold lock held (see
     :meth:`gitmem.git.repo.GitRepo.compact`).
 
-    When folded packs are left waiting, a timer thread compacts once more just
-    after their grace (:func:`_reap_later`): a memory whose writes stopped would
-    otherwise keep them, every one listed by a new reader, until the next fold
-    ``MAX_PACKS`` writes later (a new process's first read took 1.2-1.4x a
-    ``git gc``'d copy's with 78 folded packs left, 1.0x without:
-    ``docs/benchmarks.md``, "Reads after 100k writes"). The timer is a daemon:
-    a process that exits first leaves them to the next fold, as before.
+    Folded packs left waiting are dated to be searched last
+    (:func:`search_last`) and deleted by the next fold after their grace. No
+    timer deletes them sooner: nothing of gitmem's may change a memory's files
+    after the call that wrote it returned (a caller may delete the memory's
+    folder then; ``docs/benchmarks.md``, "Reads after 100k writes").
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded(repo_path)
@@ -437,8 +433,6 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
         os.replace(tmp, os.path.join(repo_path, FOLDED))
         if made is not None:
             search_last(folder, [name for name in chosen if name != made], [*(set(sizes) - set(chosen)), made])
-    if folded:
-        _reap_later(repo_path, max(folded.values()) + GRACE_SECONDS - time.time() + REAP_MARGIN)
     return deleted
 
 
@@ -469,90 +463,3 @@ def search_last(folder: str, folded: list[str], live: list[str]) -> None:
             os.utime(path, (when, when))
         except OSError:
             continue
-
-
-REAP_MARGIN = 0.02
-"""Seconds past the grace at which the timer of :func:`compact` runs (so every pack it waited for is due)."""
-FOLD_LOCK = "gitmem/fold.lock"
-"""The fold lock's file (:attr:`gitmem.git.repo.GitRepo.fold_lock`)."""
-PACKS_MARK = "gitmem/packs-folded"
-"""Replaced whenever a compaction deleted packs: every handle older than it reopens (``GitRepo._marks``)."""
-_reapers: dict[tuple[int, str], threading.Timer] = {}
-_reapers_guard = threading.Lock()
-
-
-def _reap_later(repo_path: str, delay: float) -> None:
-    """Compact ``repo_path`` in ``delay`` seconds in a daemon timer, unless a compaction ran meanwhile.
-
-    One timer waits per memory and process at most. While writes go on, folds
-    come every ``MAX_PACKS`` writes and each deletes what is due itself, so
-    a timer that finds the fold record rewritten since it was set only sets
-    itself again for the grace of the latest fold (one ``stat``), and the
-    compaction (:func:`reap`) runs once the folds stopped.
-    """
-    key = (os.getpid(), repo_path)  # a forked child has no timer threads: its own key
-    with _reapers_guard:
-        if key in _reapers:
-            return
-        _arm(key, repo_path, delay, time.time())
-
-
-def _arm(key: tuple[int, str], repo_path: str, delay: float, since: float) -> None:
-    timer = threading.Timer(max(delay, REAP_MARGIN), _reap_now, (key, repo_path, since))
-    timer.daemon = True
-    timer.name = "gitmem-reap"
-    _reapers[key] = timer
-    timer.start()
-
-
-def _reap_now(key: tuple[int, str], repo_path: str, since: float) -> None:
-    try:
-        written = os.stat(os.path.join(repo_path, FOLDED)).st_mtime
-    except OSError:
-        written = 0.0
-    with _reapers_guard:
-        if written > since:  # a compaction since deleted what was due; its own folds wait their grace
-            now = time.time()
-            _arm(key, repo_path, written + GRACE_SECONDS + REAP_MARGIN - now, now)
-            return
-        _reapers.pop(key, None)  # first: the compaction below may set the next timer
-    try:
-        reap(repo_path)
-    except Exception:  # best effort: the next fold deletes them anyway
-        pass
-
-
-def stop_reap_timers() -> None:
-    """Cancel this process's waiting reap timers and wait for running ones (for tests, between them)."""
-    for _ in range(10):  # a running one may have set itself again meanwhile
-        with _reapers_guard:
-            timers = list(_reapers.values())
-            _reapers.clear()
-        if not timers:
-            return
-        for timer in timers:
-            timer.cancel()
-            if timer.is_alive() and timer is not threading.current_thread():
-                timer.join(timeout=60)
-
-
-def reap(repo_path: str) -> bool:
-    """:func:`compact` under the fold lock, telling every handle to reopen when it deleted packs; whether it did.
-
-    What :meth:`gitmem.git.repo.GitRepo.compact` does, for the timer, which has
-    no repository handle (and needs none: only files are read and written).
-    """
-    lock = WriterLock(os.path.join(repo_path, FOLD_LOCK))
-    with lock.hold("fold"):
-
-        def run(args: list[str], stdin: bytes) -> tuple[int, str]:
-            done = cli.run_git(args, git_dir=repo_path, stdin=stdin, pass_fds=(lock.held_fd(),))
-            return done.returncode, done.stdout
-
-        deleted = compact(repo_path, run)
-        if deleted:
-            mark = os.path.join(repo_path, PACKS_MARK)
-            tmp = f"{mark}.{os.getpid()}.tmp"
-            write_private(tmp, f"{time.time_ns()}\n")
-            os.replace(tmp, mark)
-    return deleted

@@ -1,14 +1,13 @@
 """Reads after many pack writes: what a new handle finds, and the folded packs it must not have to search.
 
 A fold leaves the packs it copied for ``packwrite.GRACE_SECONDS`` (readers may
-have listed them), and a timer deletes them once that passed even when no
-later fold comes. In the writing process, a new handle reads the latest
-commits' trees from memory, parsed once for every handle.
+have listed them) and dates them so that readers search them last. In the
+writing process, a new handle reads the latest commits' trees from memory,
+parsed once for every handle.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pygit2
@@ -17,7 +16,6 @@ from contract.support import assert_fsck_clean
 
 from gitmem import GitFileStore
 from gitmem.git import packwrite
-from gitmem.git import repo as gitrepo
 from gitmem.git.recent import recent_for
 
 
@@ -27,62 +25,6 @@ def _folded(repo: Path) -> dict[str, float]:
 
 def _idx_names(repo: Path) -> set[str]:
     return {p.name[:-4] for p in (repo / "objects" / "pack").glob("*.idx")}
-
-
-def test_folded_packs_go_once_the_grace_passed_without_another_fold(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 1.5)
-    repo = tmp_path / "m.git"
-    store = GitFileStore.init(repo).sync
-    version = None
-    for n in range(6):
-        version = store.write("a.md", f"{n}\n", expected=version)
-    early = pygit2.Repository(str(repo))  # lists the packs before the fold, opens none yet
-    with store.repo.lock.hold():
-        store.repo.compact()
-    folded = _folded(repo)
-    assert folded and set(folded) <= _idx_names(repo)
-    done = max(folded.values())
-    time.sleep(max(0.0, done + packwrite.GRACE_SECONDS / 2 - time.time()))
-    if time.time() < done + packwrite.GRACE_SECONDS:  # not true only if this process stalled past the grace
-        assert set(folded) <= _idx_names(repo)  # still there within the grace
-    deadline = time.time() + 30
-    while _folded(repo) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not _folded(repo) and not set(folded) & _idx_names(repo)  # gone, with no write and no fold since
-    assert len(_idx_names(repo)) == packwrite.pack_count(str(repo))
-    assert store.repo._local.gen != store.repo._marks()  # the timer told every handle to reopen
-    assert early.revparse_single("main:a.md").read_raw() == b"5\n"
-    assert store.read("a.md").text == GitFileStore.open(repo).sync.read("a.md").text == "5\n"
-    assert_fsck_clean(repo)
-
-
-def test_the_timer_uses_the_repositorys_own_fold_lock_and_reopen_mark(tmp_path: Path) -> None:
-    repo = gitrepo.GitRepo.init(str(tmp_path / "m.git"))
-    assert repo.fold_lock.path == str(tmp_path / "m.git" / packwrite.FOLD_LOCK)
-    assert repo._packs_path == str(tmp_path / "m.git" / packwrite.PACKS_MARK)
-
-
-def test_background_folds_leave_only_live_packs_once_writes_stop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
-    repo = tmp_path / "m.git"
-    store = GitFileStore.init(repo).sync
-    versions: dict[str, str | None] = {f"d{n % 3}/f{n}.md": None for n in range(12)}
-    for _ in range(3):
-        for path in versions:
-            versions[path] = store.write(path, f"{path} {versions[path]}\n", expected=versions[path])
-    store.repo.settle()
-    deadline = time.time() + 30
-    while _folded(repo) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not _folded(repo)
-    assert len(_idx_names(repo)) == packwrite.pack_count(str(repo)) <= 4
-    for path, version in versions.items():
-        assert GitFileStore.open(repo).sync.read(path).version == version
-    assert_fsck_clean(repo)
 
 
 def test_a_new_handle_in_the_writing_process_reads_what_libgit2_reads(tmp_path: Path) -> None:
@@ -110,7 +52,6 @@ def test_folded_packs_are_dated_before_every_live_pack_so_readers_search_them_la
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """git and libgit2 search packs newest first; a folded pack's objects are all in the fold's pack."""
-    monkeypatch.setattr(packwrite, "_reap_later", lambda *_: None)  # keep the folded packs to look at
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     version = None

@@ -111,7 +111,6 @@ def test_geometric_rollup_follows_gits_rule() -> None:
 
 def test_folded_packs_stay_their_grace_and_until_a_later_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fold leaves the packs it copied in place (a reader may have listed them); a later one deletes them."""
-    monkeypatch.setattr(packwrite, "_reap_later", lambda *_: None)  # only these folds delete (see test_pack_reads)
     store = GitFileStore.init(tmp_path / "m.git").sync
     version = None
     for n in range(6):
