@@ -43,7 +43,7 @@ from typing import Any
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, folds, group, packwrite, spares, spool, writeround
+from gitmem.git import cli, folds, group, packwrite, spool, writeround
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -503,13 +503,10 @@ class GitRepo:
         With ``spec`` (the plan as a picklable factory: ``spec(repo)`` returns
         it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
         """
-        try:
-            if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
-                return writeround.transact_alone(self, plan, ref, durable=_durable[0])
-            done: Done[R] = group.submit(self.path, plan, self._round, spec)
-            return done
-        finally:
-            spares.top_up(self.path)  # the lock is free again; before the caller may delete the memory
+        if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
+            return writeround.transact_alone(self, plan, ref, durable=_durable[0])
+        done: Done[R] = group.submit(self.path, plan, self._round, spec)
+        return done
 
     def _round(self, requests: list[group.Request]) -> list[group.Request]:
         """One group-commit round (:func:`gitmem.git.writeround.run_round`), with this module's switches as they are now."""

