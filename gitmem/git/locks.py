@@ -481,10 +481,7 @@ def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:
     removed: list[str] = []
     for path in found:
         try:
-            st = os.stat(path)
-            # ctime too: a lock renamed into place from a spare (gitmem.git.spares) keeps the
-            # spare's older mtime until written, but the rename set its ctime.
-            if max(st.st_mtime_ns, st.st_ctime_ns) >= since_ns:
+            if os.stat(path).st_mtime_ns >= since_ns:
                 os.unlink(path)
                 removed.append(path)
         except FileNotFoundError:
@@ -502,7 +499,7 @@ def remove_if_stale(lock_path: str, stale_after: float) -> bool:
         st = os.stat(lock_path)
     except FileNotFoundError:
         return False
-    if time.time() - max(st.st_mtime, st.st_ctime) < stale_after:
+    if time.time() - st.st_mtime < stale_after:
         return False
     try:
         current = os.stat(lock_path)

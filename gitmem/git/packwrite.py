@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from gitmem.git import packfold, spares
+from gitmem.git import packfold
 from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
@@ -164,16 +164,8 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
     return pack_sum.hex(), pack + pack_sum, idx
 
 
-def _write_file(path: str, data: bytes, durable: bool, repo_path: str = "") -> None:
-    """Create ``path`` (``FileExistsError`` if it exists) holding ``data``: a spare of ``repo_path`` renamed to it when one is free.
-
-    Renaming an empty spare costs a fraction of allocating a new inode
-    (:mod:`gitmem.git.spares`); without one, or without ``repo_path``, the file
-    is created as git creates pack files (``O_EXCL``, ``0444``).
-    """
-    fd = spares.claim(repo_path, path, exclusive=True, read_only=True) if repo_path else None
-    if fd is None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+def _write_file(path: str, data: bytes, durable: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     try:
         view = memoryview(data)
         while view:
@@ -226,11 +218,6 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     flush them in one journal commit) before the index is renamed, and the
     folder after, so the pack survives a power cut before the ref that will
     name its commit is written.
-
-    Both files start as spares of the repository's pool when it has any
-    (:mod:`gitmem.git.spares`): the ``.pack`` renamed to its final name
-    (exclusively, as the ``O_EXCL`` create was) and then written, the index
-    renamed to its ``tmp_`` name, written, then renamed into place as before.
     """
     if not pending.objects:
         return ""
@@ -240,13 +227,13 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
     try:
         try:
-            _write_file(base + ".pack", pack, False, repo_path)
+            _write_file(base + ".pack", pack, False)
         except FileExistsError:
             if os.path.exists(base + ".idx"):
                 return sha  # the very same objects were packed before (a retried plan)
             os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
-            _write_file(base + ".pack", pack, False, repo_path)
-        _write_file(tmp_idx, idx, False, repo_path)
+            _write_file(base + ".pack", pack, False)
+        _write_file(tmp_idx, idx, False)
         if durable:
             fsync_together([base + ".pack", tmp_idx])
         os.rename(tmp_idx, base + ".idx")

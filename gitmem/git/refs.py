@@ -24,7 +24,6 @@ from typing import Final
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import spares
 from gitmem.git.locks import remove_if_stale
 from gitmem.model import CommitId, RefName
 
@@ -157,21 +156,13 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     file holding an id (packed, symbolic, absent) or it keeps a reflog; the
     caller then uses :func:`swap_ref`, which waits, breaks stale locks and
     writes reflogs. Call while holding the mount's writer lock.
-
-    The lock file is an empty spare renamed to ``<ref>.lock`` with
-    ``RENAME_NOREPLACE`` when the pool has one (:mod:`gitmem.git.spares`):
-    just as exclusive as ``O_EXCL``, without allocating an inode. A kill right
-    after that rename leaves an empty lock file, as a kill right after the
-    ``O_EXCL`` create would, and the next writer clears it the same way.
     """
     ref = os.path.join(repo_path, *name.split("/"))
     if os.path.exists(os.path.join(repo_path, "logs", *name.split("/"))):
         return None
     lock = ref + ".lock"
     try:
-        fd = spares.claim(repo_path, lock, exclusive=True)
-        if fd is None:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     except (FileExistsError, FileNotFoundError):
         return None
     try:

@@ -53,7 +53,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, packwrite, spares
+from gitmem.git import cli, packwrite
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
@@ -141,7 +141,6 @@ def gc(repo: GitRepo) -> GcReport:
         else:
             run_git(repo.path, "gc", "--quiet", lock=repo.lock)
         packwrite.remove_orphan_packs(repo.path)  # a killed writer's pack without index; git keeps those
-        spares.trim(repo.path)  # empty spare files that processes no longer running left
     return GcReport(before, count_objects(repo))
 
 

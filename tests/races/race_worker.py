@@ -181,9 +181,9 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
     original_write, original_rename = packwrite._write_file, os.rename
 
-    def write_file(path: str, data: bytes, durable: bool, *rest: str) -> None:
+    def write_file(path: str, data: bytes, durable: bool) -> None:
         maybe_stop()
-        original_write(path, data, durable, *rest)
+        original_write(path, data, durable)
 
     def rename(src: Any, dst: Any, **kw: Any) -> None:
         if "tmp_" in str(src) and "objects" in str(src):
@@ -201,37 +201,6 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
     GitRepo._cas = cas  # type: ignore[method-assign]
     store = open_store(args)
-    store.write("stopped.md", "never acknowledged\n", expected=None)
-    raise SystemExit("the parent was meant to kill this process")
-
-
-def mode_stop_in_spare(args: dict[str, Any]) -> None:
-    """Fill the spare pool, then write once, stopping (SIGSTOP) ``when`` (before/after) the ``nth`` spare rename.
-
-    A commit takes three spares, in order: 0 becomes the ``.pack``, 1 the temp
-    index, 2 ``main.lock``. "before": the spare is open but still in the pool;
-    "after": it has its new name and nothing is written in it yet.
-    """
-    from gitmem.git import spares
-
-    nth, when = int(args["nth"]), args["when"]
-    acks = Acks(args["acks"])
-    store = open_store(args)
-    spares.fill(args["repo"])
-    original, seen = spares.rename_noreplace, [0]
-
-    def rename(src: str, dst: str) -> None:
-        mine = seen[0] == nth
-        seen[0] += 1
-        if mine and when == "before":
-            acks("in-spare", os.path.relpath(src, os.path.join(args["repo"], spares.SPARE_DIR)))
-            os.kill(os.getpid(), signal.SIGSTOP)
-        original(src, dst)
-        if mine and when == "after":
-            acks("in-spare", os.path.basename(dst))
-            os.kill(os.getpid(), signal.SIGSTOP)
-
-    spares.rename_noreplace = rename  # type: ignore[assignment]
     store.write("stopped.md", "never acknowledged\n", expected=None)
     raise SystemExit("the parent was meant to kill this process")
 
@@ -546,7 +515,6 @@ MODES = {
     "counter": mode_counter,
     "forever": mode_forever,
     "stop_in_pack": mode_stop_in_pack,
-    "stop_in_spare": mode_stop_in_spare,
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "group_stop": mode_group_stop,
