@@ -53,27 +53,34 @@ def packs(path: str) -> int:
 def read_times(
     path: str, packed: str, paths: list[str], rng: random.Random, n: int
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """:func:`read_samples` of the written memory (``"packs"``) and its gc'd copy (``"gc"``)."""
+    return read_samples({"packs": path, "gc": packed}, paths, rng, n)
+
+
+def read_samples(
+    memories: dict[str, str], paths: list[str], rng: random.Random, n: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
     """``n`` samples of a fresh read (a new handle's first read) then a warm read (its second), on each memory.
 
-    Both memories read the same two paths per sample, in random order. Returns
-    wall times of the fresh reads, CPU times (this thread's) of the fresh reads
-    and wall times of the warm reads, each by ``"packs"`` / ``"gc"``.
+    Every memory (label to path) reads the same two paths per sample, in random
+    order. Returns wall times of the fresh reads, CPU times (this thread's) of
+    the fresh reads and wall times of the warm reads, each by label.
     """
-    fresh: dict[str, list[float]] = {"packs": [], "gc": []}
-    cpu: dict[str, list[float]] = {"packs": [], "gc": []}
-    warm: dict[str, list[float]] = {"packs": [], "gc": []}
+    fresh: dict[str, list[float]] = {label: [] for label in memories}
+    cpu: dict[str, list[float]] = {label: [] for label in memories}
+    warm: dict[str, list[float]] = {label: [] for label in memories}
     for _ in range(n):
         first, second = rng.choice(paths), rng.choice(paths)
-        for kind in rng.sample(["packs", "gc"], 2):
-            s = GitFileStore.open(path if kind == "packs" else packed).sync
+        for label in rng.sample(list(memories), len(memories)):
+            s = GitFileStore.open(memories[label]).sync
             c0, t0 = time.thread_time(), time.perf_counter()
             s.read(first)
             t1, c1 = time.perf_counter(), time.thread_time()
             s.read(second)
             t2 = time.perf_counter()
-            fresh[kind].append(t1 - t0)
-            cpu[kind].append(c1 - c0)
-            warm[kind].append(t2 - t1)
+            fresh[label].append(t1 - t0)
+            cpu[label].append(c1 - c0)
+            warm[label].append(t2 - t1)
     return fresh, cpu, warm
 
 

@@ -20,13 +20,12 @@ import os
 import random
 import statistics
 import sys
-import time
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import bulk
-from gitmem import GitFileStore
+from bench.bench_packs import read_samples
 
 
 def main() -> int:
@@ -37,21 +36,7 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(11)
     paths = [bulk.layout_path(i) for i in range(args.files)]
-    fresh: dict[str, list[float]] = {m: [] for m in args.memories}
-    cpu: dict[str, list[float]] = {m: [] for m in args.memories}
-    warm: dict[str, list[float]] = {m: [] for m in args.memories}
-    for _ in range(args.reads):
-        first, second = rng.choice(paths), rng.choice(paths)
-        for memory in rng.sample(args.memories, len(args.memories)):
-            store = GitFileStore.open(memory).sync
-            c0, t0 = time.thread_time(), time.perf_counter()
-            store.read(first)
-            t1, c1 = time.perf_counter(), time.thread_time()
-            store.read(second)
-            t2 = time.perf_counter()
-            fresh[memory].append(t1 - t0)
-            cpu[memory].append(c1 - c0)
-            warm[memory].append(t2 - t1)
+    fresh, cpu, warm = read_samples({m: m for m in args.memories}, paths, rng, args.reads)
     base = args.memories[-1]
     print(f"# {args.reads} samples, load {os.getloadavg()[0]:.1f}")
     for memory in args.memories:
