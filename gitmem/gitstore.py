@@ -18,10 +18,10 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
@@ -103,6 +103,10 @@ def make_private_parents(path: str) -> None:
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot create the folders for {path}: {exc}") from exc
 
+
+_T = TypeVar("_T")
+_HEAD_ATTEMPTS = 3
+"""Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
 
 class _Shared:
     """What a store and its run views share: the read cache, the index and the views.
@@ -238,16 +242,39 @@ class SyncGitFileStore:
     def _size(self, oid: str) -> int:
         return self._shared.cache.info(self.repo, self.format, oid)[0]
 
+    def _at_head(self, rev: str | None, work: Callable[[str], _T]) -> _T:
+        """``work`` on the commit ``rev`` names (default: the head), read again on a head that moved meanwhile.
+
+        A read takes the head, then reads objects of that commit without the
+        writer lock. A purge or forget in between deletes those objects, and
+        the read would fail with ``unavailable`` although the memory is whole:
+        when the head has moved since, the read is made again on the new head
+        (a few times at most). A failure on a head that did not move, or on an
+        explicit ``rev``, is the caller's error.
+        """
+        for attempt in range(_HEAD_ATTEMPTS):
+            with translate_errors(self.path):
+                commit = self._read_head() if rev is None else self._resolve(rev)
+            try:
+                with translate_errors(self.path):
+                    return work(commit)
+            except MemoryStoreError as exc:
+                if rev is not None or exc.code != "unavailable" or attempt == _HEAD_ATTEMPTS - 1:
+                    raise
+                with translate_errors(self.path):
+                    moved = self._read_head() != commit
+                if not moved:
+                    raise
+        raise AssertionError("unreachable")
+
     def list(self) -> builtins.list[FileEntry]:
-        with translate_errors(self.path):
-            tree_id = self.repo.tree_id_of(self._read_head())
-            return self._shared.cache.listing(self.repo, self.format, tree_id)
+        return self._at_head(
+            None, lambda head: self._shared.cache.listing(self.repo, self.format, self.repo.tree_id_of(head))
+        )
 
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
-        with translate_errors(self.path):
-            commit = self._read_head() if rev is None else self._resolve(rev)
-            found = self.repo.read_at(commit, path)
+        found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path))
         if found is None:
             where = "" if rev is None else f" at {rev}"
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")
@@ -261,9 +288,9 @@ class SyncGitFileStore:
         :meth:`read` would refuse (pushed by another git client) is left out.
         """
         folder = validate_directory(prefix, self.format)
-        out: builtins.list[FileText] = []
-        with translate_errors(self.path):
-            commit = self._read_head() if rev is None else self._resolve(rev)
+
+        def under(commit: str) -> builtins.list[FileText]:
+            out: builtins.list[FileText] = []
             for path, oid, data in git_bulk.files_under(self.repo, commit, folder):
                 try:
                     valid = validate_path(path, self.format) == path
@@ -271,7 +298,9 @@ class SyncGitFileStore:
                     valid = False
                 if valid:
                     out.append(FileText(path, decode_stored(data), oid))
-        return out
+            return out
+
+        return self._at_head(rev, under)
 
     def link_at(self, path: str) -> str | None:
         """The symbolic link or submodule (pushed with plain git) at ``path`` or at a folder above it.
