@@ -275,6 +275,17 @@ def _remove_entry(raw: bytes, offsets: dict[bytes, int], name: bytes, mode: byte
     return raw[:start] + raw[at + 20 :], moved
 
 
+def _entries_of(
+    tree: str | None, read_tree: Callable[[str], bytes], cache: TreeCache | None
+) -> dict[bytes, tuple[bytes, bytes]]:
+    """``tree``'s entries to edit: none for no tree, the cache's copy when there is a cache, else parsed anew."""
+    if tree is None:
+        return {}
+    if cache is not None:
+        return cache.entries(tree, read_tree)
+    return parse_tree(read_tree(tree))
+
+
 def set_path(
     read_tree: Callable[[str], bytes],
     pending: PendingObjects,
@@ -290,12 +301,7 @@ def set_path(
     only the trees on the path change, a folder left empty disappears, a file
     where a folder is (or below a file) is ``invalid_path``.
     """
-    if tree is None:
-        entries: dict[bytes, tuple[bytes, bytes]] = {}
-    elif cache is not None:
-        entries = cache.entries(tree, read_tree)
-    else:
-        entries = parse_tree(read_tree(tree))
+    entries = _entries_of(tree, read_tree, cache)
     name = parts[0].encode()
     existing = entries.get(name)
     edited = (tree, name, existing)
@@ -362,12 +368,7 @@ def _set_group(
     edits: list[tuple[list[str], str | None, str]],
     cache: TreeCache | None,
 ) -> str:
-    if tree is None:
-        entries: dict[bytes, tuple[bytes, bytes]] = {}
-    elif cache is not None:
-        entries = cache.entries(tree, read_tree)
-    else:
-        entries = parse_tree(read_tree(tree))
+    entries = _entries_of(tree, read_tree, cache)
     below: dict[bytes, list[tuple[list[str], str | None, str]]] = {}
     before: dict[bytes, tuple[bytes, bytes] | None] = {}  # each changed name's entry in ``tree``
     for parts, oid, full in edits:
