@@ -25,6 +25,7 @@ import hashlib
 import os
 import struct
 import zlib
+from itertools import accumulate
 
 MAX_BYTES = 1 << 20
 """Largest total size of the packs folded in-process; bigger folds go to ``git pack-objects`` (deltas)."""
@@ -62,11 +63,10 @@ def _entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]] | None:
 def index_v2(index: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
     """A version-2 ``.idx`` for a pack under 2 GiB: ``index`` is ``(binary id, crc32, offset)`` per object (sorted here)."""
     index.sort()
-    fanout = [0] * 256
+    counts = [0] * 256
     for oid, _, _ in index:
-        fanout[oid[0]] += 1
-    for i in range(1, 256):
-        fanout[i] += fanout[i - 1]
+        counts[oid[0]] += 1
+    fanout = accumulate(counts)  # entry i: the objects whose first byte is at most i
     idx = b"".join(
         (
             b"\xfftOc" + struct.pack(">I", 2),

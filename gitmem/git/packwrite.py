@@ -131,6 +131,16 @@ def deflate(raw: bytes) -> bytes:
     return stream.compress(raw) + stream.flush()
 
 
+_STORED_START = b"\x78\x01"  # deflate with a 32 KiB window, "fastest" level, no dictionary: 0x7801 % 31 == 0
+_STORED_BLOCK = 0xFFFF
+_ADLER = struct.Struct(">I")
+_BLOCK_HEAD = struct.Struct("<BHH")
+
+
+def _stored_header(final: int | bool, size: int) -> bytes:
+    return _BLOCK_HEAD.pack(1 if final else 0, size, size ^ 0xFFFF)
+
+
 def store_tree(raw: bytes) -> bytes:
     """A tree as one zlib stream of stored (uncompressed) blocks.
 
@@ -139,9 +149,22 @@ def store_tree(raw: bytes) -> bytes:
     benchmark machine against ~2 µs to store it, and a commit packs one tree per
     folder on the path. Packs are folded by ``git pack-objects``, which stores
     trees as deltas against each other (recompressed) from then on.
+
+    The stream is framed here rather than by ``zlib.compressobj(0)``, whose set-up
+    (a 32 KiB window and its hash table) cost ~20 µs a tree, ten times the copy:
+    the zlib header for the fastest level, the data in blocks of at most 65,535
+    bytes (a 5-byte header each: final flag, length and its complement, RFC
+    1951 §3.2.4), and the Adler-32 of the data (RFC 1950). Any inflater reads it.
     """
-    stream = zlib.compressobj(0, zlib.DEFLATED, 15, 1)
-    return stream.compress(raw) + stream.flush()
+    size = len(raw)
+    if size <= _STORED_BLOCK:
+        return b"".join((_STORED_START, _stored_header(1, size), raw, _ADLER.pack(zlib.adler32(raw))))
+    parts = [_STORED_START]
+    for start in range(0, size, _STORED_BLOCK):
+        block = raw[start : start + _STORED_BLOCK]
+        parts += (_stored_header(start + _STORED_BLOCK >= size, len(block)), block)
+    parts.append(_ADLER.pack(zlib.adler32(raw)))
+    return b"".join(parts)
 
 
 def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
 from pathlib import Path
 
 import pygit2
@@ -20,6 +21,7 @@ from contract.support import assert_fsck_clean, git
 from gitmem import GitFileStore, MemoryStoreError
 from gitmem.git import packfold, packwrite
 from gitmem.git import repo as gitrepo
+from gitmem.model import Edit
 
 NAMES = ["a", "a.b", "a-b", "a0", "b", "ab", "a_", "Z", "é"]
 
@@ -98,6 +100,25 @@ def test_a_commit_is_one_pack_and_nothing_loose(tmp_path: Path, durable: bool) -
     names = sorted(p.name for p in (objects / "pack").iterdir())
     assert len([n for n in names if n.endswith(".idx")]) == 2 and not [n for n in names if n.startswith("tmp_")]
     assert git(tmp_path / "m.git", "show", "main:deep/er/file.md").stdout == "hello\n"
+    assert_fsck_clean(tmp_path / "m.git")
+
+
+@pytest.mark.parametrize("size", [0, 1, 300, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000])
+def test_stored_trees_are_one_zlib_stream_of_their_bytes(size: int) -> None:
+    raw = random.Random(size).randbytes(size)
+    stream = packwrite.store_tree(raw)
+    inflater = zlib.decompressobj()
+    assert inflater.decompress(stream) == raw
+    assert inflater.eof and not inflater.unused_data
+    assert len(stream) == 2 + 5 * max(1, -(-size // 65_535)) + size + 4  # stored blocks: nothing compressed
+
+
+def test_a_folder_tree_over_one_stored_block_reads_back_in_git(tmp_path: Path) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    names = [f"{n:05d}-{'x' * 20}.md" for n in range(2_400)]  # a folder tree of ~110 KiB: two stored blocks
+    store.apply([Edit(f"big/{name}", "x\n", None) for name in names])
+    store.write("big/last.md", "y\n", expected=None)  # the spliced tree, packed whole
+    assert git(tmp_path / "m.git", "ls-tree", "--name-only", "main:big").stdout.split() == sorted([*names, "last.md"])
     assert_fsck_clean(tmp_path / "m.git")
 
 
