@@ -14,6 +14,7 @@ round sees the handle only through :class:`Writer`, so the imports run one way:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any, Protocol
@@ -26,7 +27,7 @@ from gitmem.git.locks import Wake, WriterLock
 from gitmem.git.recent import RecentObjects
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, translate_errors
-from gitmem.model import CommitId, Origin
+from gitmem.model import CommitId
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 MAX_ATTEMPTS = 100
@@ -304,19 +305,39 @@ def _loose_commit(
     return str(repo.odb.write(pygit2.enums.ObjectType.COMMIT, raw))
 
 
-def _sig_bytes(sig: pygit2.Signature) -> bytes:
-    """A signature as a commit header holds it (libgit2 checked and trimmed the name and e-mail)."""
-    return packwrite.signature_line(sig.raw_name, sig.raw_email, sig.time, sig.offset)
+def _identity(name: str) -> tuple[bytes, bytes]:
+    """``name`` and gitmem's e-mail as a commit header holds them: checked and trimmed by libgit2, once per name.
+
+    A principal writes many commits, and ``pygit2.Signature(name, email)`` per
+    commit also reads the clock and asks the C library for the time zone (a
+    ``stat`` of ``/etc/localtime`` each); the checks depend on the name alone,
+    so they run on the first commit of each name (a bad one fails there as before).
+    """
+    found = _identities.get(name)
+    if found is None:
+        sig = pygit2.Signature(name, COMMITTER_EMAIL, 0, 0)
+        found = (sig.raw_name, sig.raw_email)
+        if len(_identities) >= 256:
+            _identities.clear()
+        _identities[name] = found
+    return found
+
+
+_identities: dict[str, tuple[bytes, bytes]] = {}
 
 
 def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
-    """A plan's author and committer lines and its commit message."""
-    committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
+    """A plan's author and committer lines and its commit message.
+
+    Both lines carry the current second and this machine's offset from UTC at
+    that second, as libgit2's ``git_signature_now`` gives them (the offset from
+    ``localtime``, which reads the time zone once per process).
+    """
+    now = int(time.time())
+    offset = int(time.localtime(now).tm_gmtoff / 60)
     message = commit_message(
         chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
     )
-    return _sig_bytes(_author(chosen.origin)), _sig_bytes(committer), message
-
-
-def _author(origin: Origin) -> pygit2.Signature:
-    return pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
+    author = packwrite.signature_line(*_identity(chosen.origin.principal_id or COMMITTER_NAME), now, offset)
+    committer = packwrite.signature_line(*_identity(COMMITTER_NAME), now, offset)
+    return author, committer, message

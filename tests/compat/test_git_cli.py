@@ -7,8 +7,10 @@ here drives the real ``git`` executable against the store's bare repository.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
+import pygit2
 from contract.support import Subject, assert_fsck_clean, error_of, git
 
 from gitmem import Changes, FileText, Origin
@@ -82,6 +84,20 @@ def test_the_principal_is_the_author_and_gitmem_the_committer(mem: Subject) -> N
     # a change without a principal is authored by gitmem itself
     mem.write("anon.md", "x\n", expected=None)
     assert log(mem, "%an%x1e", "-1") == ["gitmem"]
+
+
+def test_commit_times_carry_the_local_offset_as_libgit2_gives_it(mem: Subject) -> None:
+    """Author and committer lines are made without libgit2's ``Signature``: same time and zone as it gives."""
+    before = int(time.time())
+    mem.write("when.md", "x\n", expected=None, origin=ALICE)
+    after = int(time.time())
+    ((author, committer),) = [line.split("|") for line in log(mem, "%at %ai|%ct %ci%x1e", "-1")]
+    now = pygit2.Signature("gitmem", "gitmem@localhost")
+    zone = f"{'-' if now.offset < 0 else '+'}{abs(now.offset) // 60:02d}{abs(now.offset) % 60:02d}"
+    for line in (author, committer):
+        seconds, *_, offset = line.split()
+        assert before <= int(seconds) <= after
+        assert offset == zone
 
 
 def test_git_diff_shows_each_change(mem: Subject) -> None:
