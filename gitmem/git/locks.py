@@ -65,24 +65,32 @@ class Holder:
     count: int = 0  # a number the holders pass on to each other (see WriterLock.count)
 
     def is_this_process(self) -> bool:
-        return self.pid == os.getpid() and self.token == process_token()
+        return self.pid == _me[0] and self.token == process_token()
 
 
-_token: tuple[int, str] = (0, "")
+_me: list[int | str] = [os.getpid(), ""]  # this process's id and token; a forked child resets both
+
+
+def _forked_me() -> None:
+    _me[:] = [os.getpid(), ""]
+
+
+os.register_at_fork(after_in_child=_forked_me)
 
 
 def process_token() -> str:
     """A random word fixed for the life of this process (a forked child draws its own)."""
-    global _token
-    if _token[0] != os.getpid():
-        _token = (os.getpid(), secrets.token_hex(6))
-    return _token[1]
+    token = _me[1]
+    if not token:
+        token = _me[1] = secrets.token_hex(6)
+    return str(token)
 
 
-def _read_record(fd: int) -> Holder | None:
+def _read_record(fd: int, *, timed: bool = True) -> Holder | None:
+    """The holder record in ``fd``; without ``timed`` its ``written_ns`` is 0 (no ``fstat``)."""
     try:
         raw = os.pread(fd, _RECORD_SIZE, 0)
-        written = os.fstat(fd).st_mtime_ns
+        written = os.fstat(fd).st_mtime_ns if timed else 0
     except OSError:
         return None
     parts = raw.decode("ascii", "replace").split()
@@ -93,7 +101,7 @@ def _read_record(fd: int) -> Holder | None:
 
 
 def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
-    line = f"{os.getpid()} {state} {op[:24]} {process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
+    line = f"{_me[0]} {state} {op[:24]} {process_token()} {count}"[: _RECORD_SIZE - 1].ljust(_RECORD_SIZE - 1) + "\n"
     try:
         os.pwrite(fd, line.encode("ascii", "replace"), 0)
     except OSError:  # a full disk must not turn into a failed write; only crash recovery is lost
@@ -399,17 +407,19 @@ class WriterLock:
         self._local.holding = fd
         try:
             try:
-                previous = _read_record(fd)
+                previous = _read_record(fd, timed=False)
                 # Marked held by another process while we hold the flock: its holder died
                 # (or is a zombie) with it. Ours: a record this process could not mark
-                # free (a full disk), not a crash.
+                # free (a full disk), not a crash. Only then is the record's time needed.
                 if (
                     previous is not None
                     and previous.held
                     and not previous.is_this_process()
                     and self.on_crash is not None
                 ):
-                    self.on_crash(previous)
+                    crashed = _read_record(fd)
+                    if crashed is not None:
+                        self.on_crash(crashed)
                 self._local.count = previous.count if previous is not None else 0
                 _write_record(fd, "held", op, self._local.count)
             except BaseException:

@@ -150,11 +150,12 @@ def store_tree(raw: bytes) -> bytes:
     folder on the path. Packs are folded by ``git pack-objects``, which stores
     trees as deltas against each other (recompressed) from then on.
 
-    The stream is framed here rather than by ``zlib.compressobj(0)``, whose set-up
-    (a 32 KiB window and its hash table) cost ~20 µs a tree, ten times the copy:
-    the zlib header for the fastest level, the data in blocks of at most 65,535
-    bytes (a 5-byte header each: final flag, length and its complement, RFC
-    1951 §3.2.4), and the Adler-32 of the data (RFC 1950). Any inflater reads it.
+    The stream is framed here rather than by ``zlib.compressobj(0)``, which sets up
+    a compressor (its window and hash table) only to copy: the zlib header for the
+    fastest level, the data in blocks of at most 65,535 bytes (a 5-byte header
+    each: final flag, length and its complement, RFC 1951 §3.2.4), and the
+    Adler-32 of the data (RFC 1950), about half the CPU (1.7 against 2.9 µs for
+    a 3 KiB folder, measured in one process). Any inflater reads it.
     """
     size = len(raw)
     if size <= _STORED_BLOCK:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -114,7 +114,11 @@ def _bad(message: str) -> MemoryStoreError:
 
 
 def new_item_id() -> str:
-    return f"mem-{uuid.uuid4().hex}"
+    """``mem-`` and a random (version 4) UUID in hex, as ``uuid.uuid4().hex`` makes it without its object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    return f"mem-{raw.hex()}"
 
 
 def check_id(value: object) -> str:
@@ -226,7 +230,12 @@ def make_item(
 
 
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``t`` as UTC ISO 8601 to the microsecond: ``strftime("%Y-%m-%dT%H:%M:%S.%fZ")``, formatted without it
+    (strftime goes through the C library and the locale: several times the cost, once per remember)."""
+    d = datetime.fromtimestamp(t, UTC)
+    return (
+        f"{d.year}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
+    )
 
 
 def from_iso(value: object) -> float:
@@ -239,7 +248,22 @@ def from_iso(value: object) -> float:
 
 
 def encode_item(item: MemoryItem) -> str:
-    """The item's file: canonical JSON, one key per line, ending in a newline."""
+    """The item's file: canonical JSON, one key per line, ending in a newline.
+
+    The keys are fixed, so they are laid out here in their sorted order and only
+    the values go through :func:`_canonical`; anything it leaves to ``json``
+    (:class:`_Unusual`, a value JSON cannot hold) is encoded from the record as before.
+    """
+    try:
+        return (
+            f'{{\n  "content": {_QUOTE(item.content)},\n  "id": {_QUOTE(item.id)},\n'
+            f'  "importance": {_canonical(item.importance, _PAD)},\n'
+            f'  "memory_type": {_canonical(item.memory_type, _PAD)},\n'
+            f'  "metadata": {_canonical(item.metadata, _PAD)},\n  "schema": "{ITEM_SCHEMA}",\n'
+            f'  "tags": {_canonical(list(item.tags), _PAD)},\n  "timestamp": "{iso(item.timestamp)}"\n}}\n'
+        )
+    except (_Unusual, ValueError, TypeError):
+        pass
     record = {
         "schema": ITEM_SCHEMA,
         "id": item.id,
@@ -261,6 +285,7 @@ class _Unusual(Exception):
 
 
 _QUOTE = json.encoder.encode_basestring  # the C quoting of json.dumps(..., ensure_ascii=False)
+_PAD = "  "  # a top-level key's indent
 
 
 def _canonical(value: object, pad: str) -> str:

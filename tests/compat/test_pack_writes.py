@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 import zlib
 from pathlib import Path
 
@@ -111,6 +112,15 @@ def test_stored_trees_are_one_zlib_stream_of_their_bytes(size: int) -> None:
     assert inflater.decompress(stream) == raw
     assert inflater.eof and not inflater.unused_data
     assert len(stream) == 2 + 5 * max(1, -(-size // 65_535)) + size + 4  # stored blocks: nothing compressed
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 5, 300])
+def test_the_index_fan_out_counts_ids_by_first_byte(count: int) -> None:
+    rng = random.Random(count)
+    ids = [rng.randbytes(20) for _ in range(count)] + ([b"\x00" * 20, b"\xff" * 20] if count > 2 else [])
+    idx = packfold.index_v2([(oid, 0, 0) for oid in ids], b"\x01" * 20)
+    fanout = struct.unpack_from(">256I", idx, 8)
+    assert list(fanout) == [sum(1 for oid in ids if oid[0] <= byte) for byte in range(256)]
 
 
 def test_a_folder_tree_over_one_stored_block_reads_back_in_git(tmp_path: Path) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.session.items import MemoryItem, decode_item, encode_item, iso
+from gitmem.session.items import MemoryItem, decode_item, encode_item, iso, new_item_id
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
     ["", "a\"b", "back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "é中😀", "\u2028\u2029"]
@@ -73,3 +75,30 @@ def test_what_json_refuses_is_refused_the_same_way(bad: object) -> None:
     with pytest.raises((ValueError, TypeError)) as theirs:
         reference(item)
     assert type(ours.value) is type(theirs.value)
+
+
+@settings(max_examples=600)
+@given(st.floats(-62_135_596_800.0, 253_402_300_799.0, allow_nan=False))
+def test_iso_writes_what_strftime_writes(t: float) -> None:
+    expected = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert iso(t) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "importance", "tags", "kind"),
+    [(7, 0.5, (), "episodic"), ("text", True, (), "episodic"), ("text", 1, ("a",), "semantic"), ("t", 0.5, (), 3)],
+)
+def test_fields_of_other_types_are_encoded_as_json_encodes_them(
+    content: Any, importance: Any, tags: tuple[str, ...], kind: Any
+) -> None:
+    item = MemoryItem("mem-1", content, 1.0, importance, tags, kind, {})
+    assert encode_item(item) == reference(item)
+
+
+def test_new_ids_are_random_version_4_uuids() -> None:
+    ids = {new_item_id() for _ in range(200)}
+    assert len(ids) == 200
+    for item_id in ids:
+        assert item_id.startswith("mem-")
+        parsed = uuid.UUID(item_id[4:])
+        assert parsed.hex == item_id[4:] and parsed.version == 4 and parsed.variant == uuid.RFC_4122
