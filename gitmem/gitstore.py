@@ -71,7 +71,8 @@ from gitmem.store import (
     delete_batch,
     move_batch,
     moved,
-    write_batch,
+    write_only_batch,
+    written_version,
 )
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -386,9 +387,8 @@ class SyncGitFileStore:
         )
 
     def write(self, path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
-        batch, version = write_batch(path, text, expected, self.format)
-        self._commit(batch, origin)
-        return version
+        batch = write_only_batch(path, text, expected, self.format)
+        return written_version(batch, self._commit(batch, origin).result)
 
     def move(self, source: str, destination: str, *, expected: str, origin: Origin | None = None) -> str:
         return self.move_many([(source, destination, expected)], origin=origin)[0]

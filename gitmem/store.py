@@ -343,9 +343,29 @@ def write_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> 
     The version is the blob id of the text, whether the write commits or finds
     the file already holding it.
     """
+    batch = write_only_batch(path, text, expected, fmt)
+    return batch, written_version(batch, None)
+
+
+def write_only_batch(path: str, text: str, expected: str | None, fmt: FileFormat) -> Batch:
+    """:func:`write_batch` without the version: a store that learns it from its decision (:func:`written_version`)."""
     path = validate_path(path, fmt)
     data = encode_text(text, fmt)
-    return Batch((Step(path, data, expected),)), blob_version(data)
+    return Batch((Step(path, data, expected),))
+
+
+def written_version(batch: Batch, decision: Decision | None) -> BlobVersion:
+    """The version ``write`` returns for its one-step ``batch``: the one ``decision`` named, else the text's blob id.
+
+    Deciding a write names its blob (the git store hashes it for the commit), so
+    the text need not be hashed a second time; a write that changed nothing
+    (``None``) still reports the version the file holds, the text's.
+    """
+    if decision is not None and decision.versions and decision.versions[0] is not None:
+        return decision.versions[0]
+    data = batch.steps[0].data
+    assert data is not None
+    return blob_version(data)
 
 
 def delete_batch(items: object, fmt: FileFormat) -> Batch:

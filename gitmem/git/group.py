@@ -25,14 +25,19 @@ from typing import Any
 
 
 class Request:
-    """One caller's change waiting in a group: its plan, and (once done) its outcome."""
+    """One caller's change waiting in a group: its plan, and (once done) its outcome.
+
+    ``event`` exists only while its caller waits (made under the group's mutex,
+    which the leader holds to wake waiters): a writer alone leads its own round
+    and never waits, so it makes no event to wait on and nobody sets one.
+    """
 
     __slots__ = ("_error", "_value", "done", "event", "lead", "plan", "spec")
 
     def __init__(self, plan: Any, spec: Any = None) -> None:
         self.plan = plan
         self.spec = spec  # the plan in a form another process can run (:mod:`gitmem.git.spool`), if any
-        self.event = threading.Event()
+        self.event: threading.Event | None = None
         self.done = False
         self.lead = False
         self._value: Any = None
@@ -98,11 +103,15 @@ def submit(path: str, plan: Any, run_round: Round, spec: Any = None) -> Any:
             rounds = 1
             while _lead(group, run_round, more=rounds < MAX_ROUNDS):
                 rounds += 1
-        if request.done:
-            return request.outcome()
-        request.event.wait()
-        request.event.clear()
-        lead, request.lead = request.lead, False
+        with group.mutex:  # a leader settles, wakes and hands the lead on under it: nothing is missed
+            if request.done:
+                break
+            lead, request.lead = request.lead, False
+            event = None if lead else threading.Event()
+            request.event = event
+        if event is not None:
+            event.wait()
+    return request.outcome()
 
 
 def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
@@ -133,10 +142,10 @@ def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
         for request in batch:
             if not request.done and request not in left:
                 request.finish(error=RuntimeError("a group commit round left a request unsettled"))
-    for request in batch:
-        if request.done:
-            request.event.set()
     with group.mutex:
+        for request in batch:
+            if request.done and request.event is not None:
+                request.event.set()
         group.queue.extendleft(reversed(left))
         if not group.queue:
             group.leading = False
@@ -145,5 +154,6 @@ def _lead(group: _Group, run_round: Round, *, more: bool) -> bool:
             return True
         nxt = group.queue[0]
         nxt.lead = True
-        nxt.event.set()
+        if nxt.event is not None:
+            nxt.event.set()
         return False

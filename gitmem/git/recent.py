@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from gitmem.git.treeedit import TreeCache, parse_tree
 
@@ -65,17 +65,21 @@ class RecentObjects:
                 self._size = 0
                 self._mark = mark
 
-    def add(self, objects: Iterable[tuple[str, bytes, bytes]], commits: Iterable[tuple[str, str]]) -> None:
-        """Remember ``(id, kind, raw)`` objects and ``(commit, tree)`` pairs of a commit that landed."""
+    def add(self, objects: Mapping[str, tuple[bytes, bytes]], commits: Iterable[tuple[str, str]]) -> None:
+        """Remember the objects (id -> (kind, raw)) and ``(commit, tree)`` pairs of a commit that landed."""
         with self._guard:
-            for oid, _kind, raw in objects:
-                if oid not in self._objects:
-                    self._objects[oid] = raw
-                    self._size += len(raw)
+            known = self._objects
+            size = self._size
+            for oid, (_kind, raw) in objects.items():
+                if oid not in known:
+                    known[oid] = raw
+                    size += len(raw)
             self._trees.update(commits)
-            while self._size > self.limit and self._objects:
-                _, raw = self._objects.popitem(last=False)
-                self._size -= len(raw)
+            if size > self.limit:
+                popitem = known.popitem
+                while size > self.limit and known:
+                    size -= len(popitem(last=False)[1])
+            self._size = size
             if len(self._trees) > 4096:
                 self._trees.clear()
 

@@ -111,8 +111,7 @@ def transact_alone(writer: Writer, plan: Callable[[Snapshot], Plan[R]], ref: str
                     )
                 if moved:
                     if pending is not None:
-                        objects = ((oid, kind, raw) for oid, (kind, raw) in pending.objects.items())
-                        writer.recent.add(objects, [(commit, tree_id)])
+                        writer.recent.add(pending.objects, [(commit, tree_id)])
                         fold = writer._count_pack()
                     return Done(CommitId(commit), chosen.result)
     finally:
@@ -270,7 +269,7 @@ def _chain(
             for t in taken:
                 t.slot.ring()
             if chain and loose is None:
-                recent.add(((oid, kind, raw) for oid, (kind, raw) in pending.objects.items()), made)
+                recent.add(pending.objects, made)
             mine = {id(r) for r in requests}
             for request, commit, result in chain:
                 if id(request) in mine:
