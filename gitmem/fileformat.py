@@ -171,7 +171,7 @@ def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     if (
         _PLAIN_PATH.fullmatch(path)
         and len(path) <= fmt.max_path_bytes
-        and all(len(segment) <= _MAX_SEGMENT_BYTES for segment in path.split("/"))
+        and max(map(len, path.split("/"))) <= _MAX_SEGMENT_BYTES  # ASCII: characters are bytes
     ):
         return path
     return _validate_path_fully(path, fmt)

@@ -314,6 +314,8 @@ class Decision:
 
 
 def _sequence(items: object, what: str) -> list[object]:
+    if type(items) is list or type(items) is tuple:  # the usual case, without the ABC check
+        return list(items)
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise MemoryStoreError("invalid_path", f"expected a list of {what}")
     return list(items)
@@ -323,6 +325,9 @@ def _tuples(items: object, width: int, shape: str) -> list[tuple[object, ...]]:
     """The batch as a list of ``width``-tuples; ``invalid_path`` for anything else (it names no paths)."""
     out: list[tuple[object, ...]] = []
     for item in _sequence(items, shape):
+        if type(item) is tuple and len(item) == width:
+            out.append(item)
+            continue
         if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != width:
             raise MemoryStoreError("invalid_path", f"expected a list of {shape}, got {item!r}")
         out.append(tuple(item))
@@ -330,6 +335,8 @@ def _tuples(items: object, width: int, shape: str) -> list[tuple[object, ...]]:
 
 
 def _once(paths: Sequence[str], what: str) -> None:
+    if len(paths) < 2:
+        return
     seen: set[str] = set()
     for path in paths:
         if path in seen:
@@ -429,7 +436,7 @@ def apply_batch(
 
 
 def _one_line(text: str) -> bool:
-    return bool(text.strip()) and not any(c in text for c in "\r\n\x00")
+    return bool(text.strip()) and "\n" not in text and "\r" not in text and "\x00" not in text
 
 
 def decide(
