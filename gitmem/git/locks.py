@@ -386,56 +386,29 @@ class WriterLock:
         self._local.waiter = waiter  # keeps the descriptor open while it holds the lock
         return waiter.fd
 
-    @contextmanager
     def hold(
         self,
         op: str = "write",
         *,
         on_wait: Callable[[], Wake | None] | None = None,
         give_up: Callable[[], bool] | None = None,
-    ) -> Iterator[bool]:
+    ) -> _Hold:
         """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout.
 
         ``on_wait`` and ``give_up``: see :meth:`_acquire` (the cross-process group commit's hooks).
-        Yields ``True``; ``False`` (the lock *not* held) only when ``on_wait``'s
+        The context yields ``True``; ``False`` (the lock *not* held) only when ``on_wait``'s
         :class:`Wake` said the caller was answered while it waited.
         """
-        fd = self._acquire(self._fd(), on_wait, give_up)
-        if fd is None:
-            yield False
-            return
-        self._local.holding = fd
-        try:
-            try:
-                previous = _read_record(fd, timed=False)
-                # Marked held by another process while we hold the flock: its holder died
-                # (or is a zombie) with it. Ours: a record this process could not mark
-                # free (a full disk), not a crash. Only then is the record's time needed.
-                if (
-                    previous is not None
-                    and previous.held
-                    and not previous.is_this_process()
-                    and self.on_crash is not None
-                ):
-                    crashed = _read_record(fd)
-                    if crashed is not None:
-                        self.on_crash(crashed)
-                self._local.count = previous.count if previous is not None else 0
-                _write_record(fd, "held", op, self._local.count)
-            except BaseException:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                raise
-            try:
-                yield True
-            finally:
-                _write_record(fd, "free", op, self._local.count)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            self._local.holding = None
-            waiter: LockDescriptor | None = getattr(self._local, "waiter", None)
-            if waiter is not None and waiter.fd == fd:
-                self._local.waiter = None
-                waiter.close()
+        return _Hold(self, op, on_wait, give_up)
+
+    def _let_go(self, fd: int) -> None:
+        """Forget the descriptor that held the lock in this thread (closing a helper's once its wait is over)."""
+        local = self._local
+        local.holding = None
+        waiter: LockDescriptor | None = getattr(local, "waiter", None)
+        if waiter is not None and waiter.fd == fd:
+            local.waiter = None
+            waiter.close()
 
     @property
     def count(self) -> int:
@@ -476,6 +449,68 @@ class WriterLock:
         self._local.desc = None
         if desc is not None:
             desc.close()
+
+
+class _Hold:
+    """One taking of a :class:`WriterLock` (:meth:`WriterLock.hold`), as a plain context manager.
+
+    Every write enters one; a class costs less than a generator-based
+    ``contextmanager`` (no generator, no wrapper object stepping it).
+    """
+
+    __slots__ = ("fd", "give_up", "lock", "on_wait", "op")
+
+    def __init__(
+        self,
+        lock: WriterLock,
+        op: str,
+        on_wait: Callable[[], Wake | None] | None,
+        give_up: Callable[[], bool] | None,
+    ) -> None:
+        self.lock = lock
+        self.op = op
+        self.on_wait = on_wait
+        self.give_up = give_up
+        self.fd: int | None = None
+
+    def __enter__(self) -> bool:
+        lock = self.lock
+        fd = lock._acquire(lock._fd(), self.on_wait, self.give_up)
+        if fd is None:
+            return False
+        local = lock._local
+        local.holding = fd
+        try:
+            previous = _read_record(fd, timed=False)
+            # Marked held by another process while we hold the flock: its holder died
+            # (or is a zombie) with it. Ours: a record this process could not mark
+            # free (a full disk), not a crash. Only then is the record's time needed.
+            if previous is not None and previous.held and not previous.is_this_process() and lock.on_crash is not None:
+                crashed = _read_record(fd)
+                if crashed is not None:
+                    lock.on_crash(crashed)
+            local.count = previous.count if previous is not None else 0
+            _write_record(fd, "held", self.op, local.count)
+        except BaseException:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                lock._let_go(fd)
+            raise
+        self.fd = fd
+        return True
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        fd = self.fd
+        if fd is None:
+            return
+        self.fd = None
+        lock = self.lock
+        try:
+            _write_record(fd, "free", self.op, lock._local.count)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            lock._let_go(fd)
 
 
 def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:

@@ -24,6 +24,11 @@ _TREE_MODE = b"40000"
 _BLOB_MODE = b"100644"
 FILE_MODES = (b"100644", b"100755")
 
+Entries = dict[bytes, tuple[bytes, bytes]]
+"""A tree's entries: name -> (mode, 20-byte id)."""
+Encoded = tuple[bytes, dict[bytes, int]]
+"""A tree's raw bytes and where each entry's id starts in them."""
+
 
 def object_id(kind: bytes, raw: bytes) -> str:
     digest = hashlib.sha1(b"%s %d\x00" % (kind, len(raw)), usedforsecurity=False)
@@ -150,6 +155,18 @@ class TreeCache:
         """A copy of the tree's entries (the caller edits it)."""
         return dict(self.view(oid, read_tree))
 
+    def take(self, oid: str, read_tree: Callable[[str], bytes]) -> tuple[Entries, Encoded | None]:
+        """The tree's entries themselves, for the caller to edit, and its bytes with their offsets if cached.
+
+        Both leave the cache (no copy of the entries is made): an edit replaces the
+        tree by a new one, which :meth:`keep` stores with the edited entries, and
+        the old tree was forgotten then anyway. Should the old tree be needed again
+        (a refused plan, the same folder elsewhere in the tree), it is parsed again.
+        """
+        found = self.view(oid, read_tree)
+        del self.trees[oid]
+        return found, self.encoded.pop(oid, None)
+
     def view(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
         """The tree's entries themselves, for lookups only (never edit them)."""
         found = self.trees.get(oid)
@@ -183,22 +200,22 @@ class TreeCache:
 def _add_tree(
     pending: PendingObjects,
     cache: TreeCache | None,
-    entries: dict[bytes, tuple[bytes, bytes]],
-    edited: tuple[str | None, bytes, tuple[bytes, bytes] | None] | None = None,
+    entries: Entries,
+    edited: tuple[Encoded | None, bytes, tuple[bytes, bytes] | None] | None = None,
 ) -> str:
     """Encode ``entries`` as a new tree in ``pending`` (and the cache); returns its id.
 
-    ``edited`` is ``(tree it was copied from, name, that name's entry there)``
-    when ``entries`` differ from that tree in one entry only. When the old
-    tree's bytes are cached, the new tree is made from them instead of sorting
+    ``edited`` is ``(the old tree's cached bytes and offsets, name, that name's
+    entry there)`` when ``entries`` differ from that tree in one entry only (the
+    old tree was taken out of the cache, :meth:`TreeCache.take`). When the old
+    tree's bytes are known, the new tree is made from them instead of sorting
     and encoding every entry again: an entry whose id changed (same mode) has
     its 20 bytes replaced, a new entry is inserted where git's order puts it,
     a removed one is cut out; every other byte stays as it was.
     """
     if cache is not None and edited is not None:
-        base, name, before = edited
+        known, name, before = edited
         after = entries.get(name)
-        known = cache.encoded.get(base) if base is not None else None
         if known is not None:
             raw, offsets = known
             made: tuple[bytes, dict[bytes, int]] | None = None
@@ -212,26 +229,13 @@ def _add_tree(
             if made is not None:
                 oid = pending.add(b"tree", made[0])
                 cache.keep(oid, entries, *made)
-                _replaced(cache, base, oid)
                 return oid
     if cache is None:
         return pending.add(b"tree", tree_bytes(entries))
     encoded, offsets = tree_bytes_at(entries)
     oid = pending.add(b"tree", encoded)
     cache.keep(oid, entries, encoded, offsets)
-    if edited is not None:
-        _replaced(cache, edited[0], oid)
     return oid
-
-
-def _replaced(cache: TreeCache, base: str | None, oid: str) -> None:
-    """``oid`` took the place of ``base`` in the tree being written: the cache need not keep ``base``.
-
-    Should it be needed again (a refused plan, a retry on another head, an
-    identical folder elsewhere), it is read and parsed again.
-    """
-    if base is not None and base != oid:
-        cache.forget(base)
 
 
 def _insert_entry(
@@ -277,13 +281,14 @@ def _remove_entry(raw: bytes, offsets: dict[bytes, int], name: bytes, mode: byte
 
 def _entries_of(
     tree: str | None, read_tree: Callable[[str], bytes], cache: TreeCache | None
-) -> dict[bytes, tuple[bytes, bytes]]:
-    """``tree``'s entries to edit: none for no tree, the cache's copy when there is a cache, else parsed anew."""
+) -> tuple[Entries, Encoded | None]:
+    """``tree``'s entries to edit and its encoded bytes if known: none for no tree, taken from the cache
+    when there is one (:meth:`TreeCache.take`), else parsed anew."""
     if tree is None:
-        return {}
+        return {}, None
     if cache is not None:
-        return cache.entries(tree, read_tree)
-    return parse_tree(read_tree(tree))
+        return cache.take(tree, read_tree)
+    return parse_tree(read_tree(tree)), None
 
 
 def set_path(
@@ -301,10 +306,10 @@ def set_path(
     only the trees on the path change, a folder left empty disappears, a file
     where a folder is (or below a file) is ``invalid_path``.
     """
-    entries = _entries_of(tree, read_tree, cache)
+    entries, known = _entries_of(tree, read_tree, cache)
     name = parts[0].encode()
     existing = entries.get(name)
-    edited = (tree, name, existing)
+    edited = (known, name, existing)
     if len(parts) == 1:
         if existing is not None and existing[0] == _TREE_MODE and oid is not None:
             raise file_dir_conflict(full, is_file=False)
@@ -368,7 +373,7 @@ def _set_group(
     edits: list[tuple[list[str], str | None, str]],
     cache: TreeCache | None,
 ) -> str:
-    entries = _entries_of(tree, read_tree, cache)
+    entries, known = _entries_of(tree, read_tree, cache)
     below: dict[bytes, list[tuple[list[str], str | None, str]]] = {}
     before: dict[bytes, tuple[bytes, bytes] | None] = {}  # each changed name's entry in ``tree``
     for parts, oid, full in edits:
@@ -404,11 +409,9 @@ def _set_group(
             entries.pop(name, None)
         else:
             entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
-    made = _splice_many(pending, cache, entries, tree, before) if cache is not None else None
+    made = _splice_many(pending, cache, entries, known, before) if cache is not None else None
     if made is None:
         made = _add_tree(pending, cache, entries)
-    if cache is not None:
-        _replaced(cache, tree, made)
     return made
 
 
@@ -419,11 +422,11 @@ _MAX_SPLICED = 2
 def _splice_many(
     pending: PendingObjects,
     cache: TreeCache,
-    entries: dict[bytes, tuple[bytes, bytes]],
-    base: str | None,
+    entries: Entries,
+    known: Encoded | None,
     before: dict[bytes, tuple[bytes, bytes] | None],
 ) -> str | None:
-    """The new tree made from ``base``'s cached bytes with every entry in ``before`` changed; ``None``: encode anew.
+    """The new tree made from the old one's bytes (``known``) with every entry in ``before`` changed; ``None``: encode anew.
 
     :func:`_add_tree` splices one changed entry; a batch often changes a few in
     one folder (a record and its namespace's marker, a rename's source and
@@ -435,7 +438,6 @@ def _splice_many(
     insertion or removal walks the folder's offsets, so past two of them (measured:
     40 and 300 entries) encoding the folder once is cheaper (a prune, a bulk change).
     """
-    known = cache.encoded.get(base) if base is not None else None
     if known is None:
         return None
     removed, swapped, added = [], [], []
