@@ -230,12 +230,33 @@ def make_item(
 
 
 def iso(t: float) -> str:
-    """``t`` as UTC ISO 8601 to the microsecond: ``strftime("%Y-%m-%dT%H:%M:%S.%fZ")``, formatted without it
-    (strftime goes through the C library and the locale: several times the cost, once per remember)."""
-    d = datetime.fromtimestamp(t, UTC)
-    return (
-        f"{d.year}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
-    )
+    """``t`` as UTC ISO 8601 to the microsecond, as ``datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")``.
+
+    Formatted without ``strftime`` (which goes through the C library and the
+    locale), and the date and time of the second are kept from the last call:
+    remembers follow each other within the same second, so only the microseconds
+    are formatted anew. They are rounded as ``fromtimestamp`` rounds them (the
+    fraction times a million, half to even, carried into the second).
+    """
+    global _iso_second
+    fraction, whole = math.modf(t)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1.0
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1.0
+    second = int(whole)
+    known = _iso_second
+    if known[0] != second:
+        d = datetime.fromtimestamp(second, UTC)
+        known = (second, f"{d.year}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}")
+        _iso_second = known
+    return f"{known[1]}.{micros:06d}Z"
+
+
+_iso_second: tuple[int | None, str] = (None, "")
 
 
 def from_iso(value: object) -> float:

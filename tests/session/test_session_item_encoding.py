@@ -102,3 +102,13 @@ def test_new_ids_are_random_version_4_uuids() -> None:
         assert item_id.startswith("mem-")
         parsed = uuid.UUID(item_id[4:])
         assert parsed.hex == item_id[4:] and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+@pytest.mark.parametrize(
+    "t",
+    [0.0, -0.0000005, -1.5, 1_700_000_000.0000005, 1_700_000_000.0000015, 1_700_000_000.9999995, 1_699_999_999.9999996,
+     1_700_000_000.123456, 253_402_300_798.5, -62_135_596_800.0],
+)
+def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
+    assert iso(t) == datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert iso(t + 1) == datetime.fromtimestamp(t + 1, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # the next second
