@@ -74,10 +74,18 @@ class _Group:
 
 _groups: dict[tuple[int, str], _Group] = {}
 _groups_guard = threading.Lock()
+_pid = [os.getpid()]  # this process's id, kept current across fork (os.getpid() is a system call per write)
+
+
+def _forked() -> None:
+    _pid[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def _group(path: str) -> _Group:
-    key = (os.getpid(), path)
+    key = (_pid[0], path)
     with _groups_guard:
         found = _groups.get(key)
         if found is None:

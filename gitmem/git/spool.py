@@ -323,11 +323,12 @@ class Slot:
 
 _own: dict[tuple[int, str], Slot] = {}
 _own_guard = threading.Lock()
+_pid = [os.getpid()]  # this process's id, kept current across fork (os.getpid() is a system call per round)
 
 
 def own_slot(repo_path: str, *, create: bool = True) -> Slot | None:
     """This process's slot in the repository's spool, made the first time it waits; ``None`` if it cannot be made."""
-    key = (os.getpid(), repo_path)
+    key = (_pid[0], repo_path)
     with _own_guard:
         found = _own.get(key)
         if found is not None or not create:
@@ -365,6 +366,7 @@ def _forget_inherited() -> None:
     _theirs.clear()
     _seen.clear()
     _left.clear()
+    _pid[0] = os.getpid()
 
 
 os.register_at_fork(after_in_child=_forget_inherited)
@@ -535,7 +537,7 @@ def recover(repo_path: str, on_main: Callable[[Header], bool]) -> None:
     ``on_main(header)`` says whether the slot's round tip is reachable from ``main`` (the dead
     holder's half-done ref update has been cleared before this runs).
     """
-    own = _own.get((os.getpid(), repo_path))
+    own = _own.get((_pid[0], repo_path))
     slots = _slots(repo_path, None)
     if own is not None and own not in slots:
         slots.append(own)
@@ -562,7 +564,7 @@ def queued(repo_path: str) -> int:
     if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
         return 0
     count = 0
-    for slot in _slots(repo_path, _own.get((os.getpid(), repo_path))):
+    for slot in _slots(repo_path, _own.get((_pid[0], repo_path))):
         h = slot.header()
         if h is not None and h.state == "queued":
             count += 1
