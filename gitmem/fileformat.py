@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
     import yaml
+
+    from gitmem.secrets import SecretRule
 
 
 def _yaml() -> tuple[Any, type[yaml.SafeLoader]]:
@@ -362,6 +365,19 @@ def describe_stored(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> str | None:
     return _first_line(body, fmt.max_description_chars)
 
 
+def _secret_finder() -> Callable[[str], SecretRule | None]:
+    """:func:`gitmem.secrets.find_secret`, imported on the first write (it compiles the rules: reads never pay
+    for them) and kept here, so later writes skip the import statement."""
+    if not _finder:
+        from gitmem.secrets import find_secret
+
+        _finder.append(find_secret)
+    return _finder[0]
+
+
+_finder: list[Callable[[str], SecretRule | None]] = []
+
+
 def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets: bool | None = None) -> bytes:
     """Validate ``text`` as a memory file and return its UTF-8 bytes.
 
@@ -379,9 +395,7 @@ def encode_text(text: object, fmt: FileFormat = DEFAULT_FORMAT, *, check_secrets
         raise MemoryStoreError("invalid_file", "content holds a NUL byte; memory files are text")
     parse_frontmatter(text, fmt)
     if fmt.check_secrets if check_secrets is None else check_secrets:
-        from gitmem.secrets import find_secret  # compiles the rules: only a write pays for them
-
-        rule = find_secret(text)
+        rule = _secret_finder()(text)
         if rule is not None:
             raise MemoryStoreError(
                 "invalid_file",

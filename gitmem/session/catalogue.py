@@ -182,7 +182,8 @@ class Catalogue:
             return
         self._add(file)
 
-    def _add(self, file: FileText, *, index: bool = True) -> MemoryItem | None:
+    def _add(self, file: FileText, *, index: bool = True, fp: str | None = None) -> MemoryItem | None:
+        """Parse ``file`` and index it; ``fp``: its item's fingerprint when the caller knows it (else computed)."""
         path = file.path
         try:
             item = self.parse(file)
@@ -194,7 +195,8 @@ class Catalogue:
         self._by_id[item.id] = path
         for dup in item.ids_in("duplicate_ids"):
             self._by_id.setdefault(dup, path)
-        fp = hygiene.fingerprint(item.content)
+        if fp is None:
+            fp = hygiene.fingerprint(item.content)
         if fp is not None:
             self._by_fp.setdefault(fp, path)
         if index and item.recallable:
@@ -215,14 +217,15 @@ class Catalogue:
         if fp is not None and self._by_fp.get(fp) == path:
             del self._by_fp[fp]
 
-    def learn(self, file: FileText, item: MemoryItem) -> None:
+    def learn(self, file: FileText, item: MemoryItem, *, fp: str | None = None) -> None:
         """``file`` (holding ``item``) was just written by this process: know it without reading it.
 
         Only the lookups a write uses (by path, id and fingerprint) learn it; the
         recall index does not, and the next refresh re-reads the path whatever the
         change cursor says (so a later change by another writer wins, even one that
         put back the content the cursor saw). Before the first refresh nothing is
-        learned: that refresh reads everything anyway.
+        learned: that refresh reads everything anyway. ``fp``: the item's
+        fingerprint when the caller computed it already.
         """
         if self.cursor is None:
             return
@@ -230,7 +233,7 @@ class Catalogue:
             self._parsed.clear()
         self._parsed[file.version] = item  # the refresh re-reads the file but need not parse it
         self._drop(file.path)
-        self._add(file, index=False)
+        self._add(file, index=False, fp=fp)
         self._learned.add(file.path)
 
     def parse(self, file: FileText) -> MemoryItem:

@@ -284,7 +284,7 @@ class SessionMemory:
         for _ in range(WRITE_ATTEMPTS):
             try:
                 if known is None:
-                    self._write_item(path, item, None, "session-remember", origin)
+                    self._write_item(path, item, None, "session-remember", origin, fp=fp)
                     return item
                 merged = hygiene.merge_duplicate(known[1], item, now=self.clock())
                 self._write_item(path, merged, known[0], "session-merge", origin)
@@ -305,16 +305,18 @@ class SessionMemory:
                     ) from None
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
-    def _write_item(self, path: str, item: MemoryItem, expected: str | None, op: str, origin: Origin | None) -> None:
+    def _write_item(
+        self, path: str, item: MemoryItem, expected: str | None, op: str, origin: Origin | None, *, fp: str | None = None
+    ) -> None:
         """One item file in one commit; the catalogue learns it, so remembering the same text
         again merges with one commit instead of being refused first (the store's answer names
-        the version it wrote: nothing is read back)."""
+        the version it wrote: nothing is read back). ``fp``: the item's fingerprint, if known."""
         text = encode_item(item)
         applied = self._commit([Edit(path, text, expected)], op, item, origin)
         version = applied.versions[0] if applied.commit is not None and len(applied.versions) == 1 else None
         if version is not None:
             with self._lock:
-                self.catalogue.learn(FileText(path, text, version), item)
+                self.catalogue.learn(FileText(path, text, version), item, fp=fp)
 
     def _commit(
         self,
