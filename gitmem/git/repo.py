@@ -243,7 +243,14 @@ class GitRepo:
         return repo
 
     def history_mark(self) -> tuple[int, int]:
-        """Changes whenever a purge or forget deletes objects (compare two marks)."""
+        """Changes whenever a purge or forget deletes objects (compare two marks).
+
+        Most memories never had either, so the file is usually missing: asked with
+        ``access`` first, which answers that without the exception a failed ``stat``
+        raises (its cost is most of the check's, and every write makes it).
+        """
+        if not os.access(self._gen_path, os.F_OK):
+            return (0, 0)
         try:
             st = os.stat(self._gen_path)
         except FileNotFoundError:
