@@ -295,7 +295,7 @@ class WriterLock:
 
     def _fd(self) -> int:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
-        if desc is None or desc.fd is None or desc.pid != os.getpid():
+        if desc is None or desc.fd is None or desc.pid != _me[0]:  # _me: no getpid system call per write
             desc = LockDescriptor(self.path)
             self._local.desc = desc
         assert desc.fd is not None
