@@ -1,0 +1,199 @@
+"""Recycled files (``gitmem.git.spares``): commits reuse what folds and ref moves give up, and never harm a reader.
+
+What a user depends on: the memory stays plain git (``fsck --strict``, every
+version readable, ``git log``), a file someone still has open or mapped is
+never overwritten, a spare with a second name is never overwritten, erasure
+leaves no folded pack behind in the pool, and where leases are refused writes
+go on as before.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import mmap
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from contract.support import assert_fsck_clean, git
+
+from gitmem import GitFileStore, MemoryStoreError
+from gitmem.git import packwrite, spares
+from gitmem.git import repo as gitrepo
+
+pytestmark = pytest.mark.skipif(not spares._enabled[0], reason="no file leases on this system")
+
+
+def _pool(store_path: str) -> Path:
+    return Path(store_path) / "gitmem" / "spares"
+
+
+def _churn(store: object, start: int, count: int) -> dict[str, str]:
+    written = {}
+    for n in range(start, start + count):
+        path = f"notes/{n % 7}/{n}.md"
+        store.write(path, f"note {n}\n", expected=None)  # type: ignore[attr-defined]
+        written[path] = f"note {n}\n"
+    return written
+
+
+@pytest.fixture
+def folding(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 4)  # a fold every few commits
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next fold
+
+
+def _inodes(folder: Path) -> set[int]:
+    return {entry.stat().st_ino for entry in folder.iterdir()} if folder.is_dir() else set()
+
+
+def test_commits_reuse_folded_files_and_stay_plain_git(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    written = _churn(store, 0, 40)
+    store.repo.settle()
+    pool = _pool(store.path)
+    before = _inodes(pool)
+    assert before, "folds gave their folded packs to the pool"
+    pack_folder = Path(store.path) / "objects" / "pack"
+    old_packs = _inodes(pack_folder)
+    written.update(_churn(store, 40, 3))
+    new_files = _inodes(pack_folder) - old_packs
+    ref_inode = (Path(store.path) / "refs" / "heads" / "main").stat().st_ino
+    assert new_files & before, "the new pack and index are files that were in the pool"
+    assert ref_inode in before | _inodes(pool) or ref_inode in before
+    store.repo.settle()
+    for path, text in written.items():
+        assert store.read(path).text == text
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
+    assert_fsck_clean(store.path)
+    log = git(store.path, "log", "--format=%H").stdout.split()
+    assert len(log) == len(written) + 1  # every write one commit, plus the root
+    main = (Path(store.path) / "refs" / "heads" / "main").read_text()
+    assert main.strip() == log[0] and main.endswith("\n") and len(main) == 41
+    assert (Path(store.path) / "refs" / "heads" / "main").stat().st_mode & 0o777 == spares.created_mode(0o644)
+    for entry in pack_folder.iterdir():
+        if entry.suffix in (".pack", ".idx"):
+            assert entry.stat().st_mode & 0o777 == spares.created_mode(0o444), entry
+
+
+def test_a_spare_someone_maps_or_holds_open_is_never_overwritten(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    pool = _pool(store.path)
+    spares_now = sorted(pool.iterdir())
+    assert len(spares_now) >= 2
+    mapped, held = spares_now[0], spares_now[1]
+    mapped_bytes, held_bytes = mapped.read_bytes(), held.read_bytes()
+    fd = os.open(mapped, os.O_RDONLY)
+    view = mmap.mmap(fd, 0, prot=mmap.PROT_READ) if mapped_bytes else None
+    os.close(fd)  # only the mapping keeps it now, as libgit2 keeps a pack it read
+    holder = open(held, "rb")  # held open across the writes on purpose
+    try:
+        _churn(store, 40, 30)
+        store.repo.settle()
+        assert mapped.exists() and mapped.read_bytes() == mapped_bytes
+        assert held.exists() and held.read_bytes() == held_bytes
+        if view is not None:
+            assert view[:] == mapped_bytes
+    finally:
+        holder.close()
+        if view is not None:
+            view.close()
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
+    assert_fsck_clean(store.path)
+
+
+def test_a_spare_with_a_second_name_is_dropped_not_overwritten(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    pool = _pool(store.path)
+    for n, spare in enumerate(sorted(pool.iterdir())):
+        os.link(spare, tmp_path / f"other-name-{n}")  # as a crash between the ref hand-over's two steps leaves
+    kept = {p: p.read_bytes() for p in tmp_path.glob("other-name-*")}
+    _churn(store, 40, 10)
+    for path, data in kept.items():
+        assert path.read_bytes() == data
+        assert path.stat().st_nlink == 1  # its pool name was dropped
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
+    assert_fsck_clean(store.path)
+
+
+def test_purge_and_forget_drain_the_pool(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    store.write("secret.md", "the launch code is 0000-PLUTO\n", expected=None)
+    _churn(store, 0, 40)
+    store.repo.settle()
+    assert any(_pool(store.path).iterdir())
+    store.forget("secret.md")
+    assert not any(_pool(store.path).iterdir()), "erasure leaves no recycled copy of a folded pack"
+    _churn(store, 40, 40)
+    store.repo.settle()
+    assert any(_pool(store.path).iterdir())
+    store.purge()
+    assert not any(_pool(store.path).iterdir())
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
+    assert_fsck_clean(store.path)
+
+
+def test_without_leases_writes_create_files_as_before(
+    tmp_path: Path, folding: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    real = fcntl.fcntl
+
+    def no_leases(fd: int, cmd: int, arg: int = 0) -> object:
+        if cmd == getattr(fcntl, "F_SETLEASE", -1) and arg != fcntl.F_UNLCK:
+            raise OSError(errno.EINVAL, "leases not supported")
+        return real(fd, cmd, arg)
+
+    monkeypatch.setattr(spares.fcntl, "fcntl", no_leases)
+    monkeypatch.setattr(spares, "_enabled", [True])
+    pool_before = {p: p.read_bytes() for p in _pool(store.path).iterdir()}
+    written = _churn(store, 40, 12)
+    assert spares._enabled == [False]  # switched off for the process at the first refusal
+    for path, data in pool_before.items():
+        assert not path.exists() or path.read_bytes() == data
+    for path, text in written.items():
+        assert store.read(path).text == text
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
+    assert_fsck_clean(store.path)
+
+
+def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    assert any(_pool(store.path).iterdir())
+    lock = Path(store.path) / "refs" / "heads" / "main.lock"
+    lock.write_text("held by another git\n")
+    head = git(store.path, "rev-parse", "main").stdout.strip()
+    outcome: list[object] = []
+
+    def write() -> None:
+        try:
+            outcome.append(store.write("blocked.md", "x\n", expected=None))
+        except MemoryStoreError as exc:
+            outcome.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(0.5)
+    assert lock.read_text() == "held by another git\n"  # not linked over, not written through
+    assert git(store.path, "rev-parse", "main").stdout.strip() == head
+    lock.unlink()
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+    if isinstance(outcome[0], MemoryStoreError):
+        assert outcome[0].code == "unavailable"
+    else:
+        assert store.read("blocked.md").text == "x\n"
+    store.write("after.md", "y\n", expected=None)
+    store.repo.settle()
+    assert_fsck_clean(store.path)
