@@ -13,6 +13,8 @@ import errno
 import fcntl
 import mmap
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -195,5 +197,28 @@ def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, fo
     else:
         assert store.read("blocked.md").text == "x\n"
     store.write("after.md", "y\n", expected=None)
+    store.repo.settle()
+    assert_fsck_clean(store.path)
+
+
+def test_someone_opening_a_spare_being_filled_waits_and_kills_nobody(tmp_path: Path, folding: None) -> None:
+    """A lease break signals the holder (SIGIO would end the process); gitmem asks for SIGURG, ignored."""
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    taken = spares.take(store.path, 100)
+    assert taken is not None
+    path, fd, _ = taken
+    opener = subprocess.Popen(
+        [sys.executable, "-c", f"open({path!r}, 'rb').close(); print('opened')"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(0.3)  # the opener is blocked on our lease meanwhile; this process must still be running
+        assert opener.poll() is None
+    finally:
+        spares.release(fd)
+    out, _ = opener.communicate(timeout=30)
+    assert out.strip() == "opened"
+    _churn(store, 40, 5)
     store.repo.settle()
     assert_fsck_clean(store.path)
