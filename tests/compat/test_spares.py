@@ -222,3 +222,21 @@ def test_someone_opening_a_spare_being_filled_waits_and_kills_nobody(tmp_path: P
     _churn(store, 40, 5)
     store.repo.settle()
     assert_fsck_clean(store.path)
+
+
+def test_a_local_clone_sharing_pack_files_by_hard_link_stays_whole(tmp_path: Path, folding: None) -> None:
+    """``git clone`` of a local path hard-links the packs: folded ones reach the pool with a second name."""
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 10)
+    store.repo.settle()
+    clone = tmp_path / "clone.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--local", store.path, str(clone)], check=True)
+    linked = [p for p in (clone / "objects" / "pack").iterdir() if p.stat().st_nlink > 1]
+    assert linked, "the clone shares pack files with the memory"
+    before = {p: p.read_bytes() for p in linked}
+    _churn(store, 10, 60)
+    store.repo.settle()
+    for path, data in before.items():
+        assert path.read_bytes() == data
+    assert_fsck_clean(clone)
+    assert_fsck_clean(store.path)
