@@ -138,9 +138,15 @@ def _pool(repo_path: str) -> str:
     return os.path.join(repo_path, POOL)
 
 
-def _new_name(pool: str) -> str:
+def _new_name(pool: str, size: int) -> str:
+    """A unique pool name that carries the file's size in blocks, so a listing needs no ``stat``."""
     _seq[0] += 1
-    return os.path.join(pool, f"{os.getpid()}-{_seq[0]}-{time.monotonic_ns()}")
+    return os.path.join(pool, f"b{_blocks(size)}-{os.getpid()}-{_seq[0]}-{time.monotonic_ns()}")
+
+
+def _blocks_in_name(name: str) -> int | None:
+    head = name.split("-", 1)[0]
+    return int(head[1:]) if head[:1] == "b" and head[1:].isdigit() else None
 
 
 def _spares(pool: str) -> _Spares:
@@ -166,22 +172,38 @@ def _list_into(pool: str, known: _Spares) -> None:
         for entry in found:
             if entry.name.startswith("."):
                 continue
+            blocks = _blocks_in_name(entry.name)
             try:
-                known.add(entry.path, entry.stat(follow_symlinks=False).st_size)
+                size = blocks * BLOCK if blocks is not None else entry.stat(follow_symlinks=False).st_size
             except FileNotFoundError:
                 continue
+            known.add(entry.path, size)
 
 
 def take(repo_path: str, size: int) -> tuple[str, int, os.stat_result] | None:
     """A spare for ``size`` bytes, opened for writing, leased (nobody else has it open), with one name.
 
     Returns ``(path, fd, stat)``, or ``None`` when the pool has none to give;
-    the caller writes through ``fd`` and ends with :func:`release`. Writer lock held.
+    the caller writes through ``fd`` and ends with :func:`release`. Writer lock
+    held. When the spares this process knew of were gone (another process's
+    writer took them), the pool is listed again once.
     """
     if not _enabled[0]:
         return None
-    known = _spares(_pool(repo_path))
+    pool = _pool(repo_path)
+    known = _spares(pool)
+    taken, gone = _take_known(known, size)
+    if taken is None and gone and _enabled[0]:
+        known = _known[pool] = _Spares()
+        _listed.pop(pool, None)
+        taken, _ = _take_known(_spares(pool), size)
+    return taken
+
+
+def _take_known(known: _Spares, size: int) -> tuple[tuple[str, int, os.stat_result] | None, bool]:
+    """The first of at most :data:`TRIES` known spares that can be leased; and whether any was gone."""
     tries = 0
+    gone = False
     for blocks in known.candidates(size):
         while tries < TRIES:
             path = known.pop(blocks)
@@ -189,20 +211,22 @@ def take(repo_path: str, size: int) -> tuple[str, int, os.stat_result] | None:
                 break
             tries += 1
             taken = _open_leased(path, known)
-            if taken is not None:
-                return taken
+            if taken is not None and not isinstance(taken, bool):
+                return taken, gone
             if not _enabled[0]:
-                return None
+                return None, gone
+            gone = gone or taken is False
         if tries >= TRIES:
             break
-    return None
+    return None, gone
 
 
-def _open_leased(path: str, known: _Spares) -> tuple[str, int, os.stat_result] | None:
+def _open_leased(path: str, known: _Spares) -> tuple[str, int, os.stat_result] | bool | None:
+    """The spare at ``path`` opened and leased; ``False`` when it is gone, ``None`` when it cannot be used now."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None
+        return False
     except OSError:
         _drop(path)
         return None
@@ -290,7 +314,7 @@ def give(repo_path: str, path: str) -> None:
         if not _enabled[0] or known.count >= CAP or size > MAX_SIZE:
             os.unlink(path)
             return
-        spare = _new_name(pool)
+        spare = _new_name(pool, size)
         try:
             os.rename(path, spare)
         except FileNotFoundError:
@@ -313,7 +337,7 @@ def keep(repo_path: str, path: str, size: int) -> None:
     known = _known.setdefault(pool, _Spares())
     if not _enabled[0] or known.count >= CAP:
         return
-    spare = _new_name(pool)
+    spare = _new_name(pool, size)
     try:
         try:
             os.link(path, spare)

@@ -240,3 +240,24 @@ def test_a_local_clone_sharing_pack_files_by_hard_link_stays_whole(tmp_path: Pat
         assert path.read_bytes() == data
     assert_fsck_clean(clone)
     assert_fsck_clean(store.path)
+
+
+def test_spares_another_process_took_are_skipped_and_the_pool_listed_again(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    pool = _pool(store.path)
+    names = sorted(pool.iterdir())
+    assert len(names) >= 4
+    for n, path in enumerate(names):  # what this process knew is gone; what is there now it never listed
+        path.rename(pool / f"b1-0-{n}-renamed")
+    taken = spares.take(store.path, 100)
+    assert taken is not None
+    path, fd, _ = taken
+    spares.release(fd)
+    assert Path(path).name.endswith("-renamed")
+    written = _churn(store, 40, 5)
+    for name, text in written.items():
+        assert store.read(name).text == text
+    store.repo.settle()
+    assert_fsck_clean(store.path)
