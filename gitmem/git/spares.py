@@ -48,6 +48,7 @@ import stat
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from gitmem.git.perms import make_private_dir
 
@@ -314,17 +315,11 @@ def give(repo_path: str, path: str) -> None:
         if not _enabled[0] or known.count >= CAP or size > MAX_SIZE:
             os.unlink(path)
             return
-        spare = _new_name(pool, size)
-        try:
-            os.rename(path, spare)
-        except FileNotFoundError:
-            if not os.path.exists(path):
-                return
-            make_private_dir(pool)
-            os.rename(path, spare)
+        spare = _into_pool(os.rename, path, pool, size)
     except FileNotFoundError:
         return
-    known.add(spare, size)
+    if spare:
+        known.add(spare, size)
 
 
 def keep(repo_path: str, path: str, size: int) -> None:
@@ -337,18 +332,25 @@ def keep(repo_path: str, path: str, size: int) -> None:
     known = _known.setdefault(pool, _Spares())
     if not _enabled[0] or known.count >= CAP:
         return
-    spare = _new_name(pool, size)
     try:
-        try:
-            os.link(path, spare)
-        except FileNotFoundError:
-            if not os.path.exists(path):
-                return
-            make_private_dir(pool)
-            os.link(path, spare)
+        spare = _into_pool(os.link, path, pool, size)
     except OSError:
         return
-    known.add(spare, size)
+    if spare:
+        known.add(spare, size)
+
+
+def _into_pool(move: Callable[[str, str], None], path: str, pool: str, size: int) -> str:
+    """``move`` (rename or link) ``path`` to a new pool name, making the pool folder on first use; ``""`` if gone."""
+    spare = _new_name(pool, size)
+    try:
+        move(path, spare)
+    except FileNotFoundError:
+        if not os.path.exists(path):
+            return ""
+        make_private_dir(pool)
+        move(path, spare)
+    return spare
 
 
 def refresh(repo_path: str) -> None:

@@ -25,6 +25,7 @@ from contract.support import assert_fsck_clean, git
 from gitmem import GitFileStore, MemoryStoreError
 from gitmem.git import packwrite, spares
 from gitmem.git import repo as gitrepo
+from gitmem.gitstore import SyncGitFileStore
 
 pytestmark = pytest.mark.skipif(not spares._enabled[0], reason="no file leases on this system")
 
@@ -33,11 +34,11 @@ def _pool(store_path: str) -> Path:
     return Path(store_path) / "gitmem" / "spares"
 
 
-def _churn(store: object, start: int, count: int) -> dict[str, str]:
+def _churn(store: SyncGitFileStore, start: int, count: int) -> dict[str, str]:
     written = {}
     for n in range(start, start + count):
         path = f"notes/{n % 7}/{n}.md"
-        store.write(path, f"note {n}\n", expected=None)  # type: ignore[attr-defined]
+        store.write(path, f"note {n}\n", expected=None)
         written[path] = f"note {n}\n"
     return written
 
@@ -46,6 +47,19 @@ def _churn(store: object, start: int, count: int) -> dict[str, str]:
 def folding(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 4)  # a fold every few commits
     monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next fold
+
+
+def _warm(tmp_path: Path) -> SyncGitFileStore:
+    """A memory whose folds have filled the pool."""
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    _churn(store, 0, 40)
+    store.repo.settle()
+    return store
+
+
+def _settled_and_clean(store: SyncGitFileStore) -> None:
+    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck lists
+    assert_fsck_clean(store.path)
 
 
 def _inodes(folder: Path) -> set[int]:
@@ -69,8 +83,7 @@ def test_commits_reuse_folded_files_and_stay_plain_git(tmp_path: Path, folding: 
     store.repo.settle()
     for path, text in written.items():
         assert store.read(path).text == text
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
-    assert_fsck_clean(store.path)
+    _settled_and_clean(store)
     log = git(store.path, "log", "--format=%H").stdout.split()
     assert len(log) == len(written) + 1  # every write one commit, plus the root
     main = (Path(store.path) / "refs" / "heads" / "main").read_text()
@@ -82,9 +95,7 @@ def test_commits_reuse_folded_files_and_stay_plain_git(tmp_path: Path, folding: 
 
 
 def test_a_spare_someone_maps_or_holds_open_is_never_overwritten(tmp_path: Path, folding: None) -> None:
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     pool = _pool(store.path)
     spares_now = sorted(pool.iterdir())
     assert len(spares_now) >= 2
@@ -105,14 +116,11 @@ def test_a_spare_someone_maps_or_holds_open_is_never_overwritten(tmp_path: Path,
         holder.close()
         if view is not None:
             view.close()
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
-    assert_fsck_clean(store.path)
+    _settled_and_clean(store)
 
 
 def test_a_spare_with_a_second_name_is_dropped_not_overwritten(tmp_path: Path, folding: None) -> None:
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     pool = _pool(store.path)
     for n, spare in enumerate(sorted(pool.iterdir())):
         os.link(spare, tmp_path / f"other-name-{n}")  # as a crash between the ref hand-over's two steps leaves
@@ -121,8 +129,7 @@ def test_a_spare_with_a_second_name_is_dropped_not_overwritten(tmp_path: Path, f
     for path, data in kept.items():
         assert path.read_bytes() == data
         assert path.stat().st_nlink == 1  # its pool name was dropped
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
-    assert_fsck_clean(store.path)
+    _settled_and_clean(store)
 
 
 def test_purge_and_forget_drain_the_pool(tmp_path: Path, folding: None) -> None:
@@ -138,16 +145,13 @@ def test_purge_and_forget_drain_the_pool(tmp_path: Path, folding: None) -> None:
     assert any(_pool(store.path).iterdir())
     store.purge()
     assert not any(_pool(store.path).iterdir())
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
-    assert_fsck_clean(store.path)
+    _settled_and_clean(store)
 
 
 def test_without_leases_writes_create_files_as_before(
     tmp_path: Path, folding: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     real = fcntl.fcntl
 
     def no_leases(fd: int, cmd: int, arg: int = 0) -> object:
@@ -164,14 +168,11 @@ def test_without_leases_writes_create_files_as_before(
         assert not path.exists() or path.read_bytes() == data
     for path, text in written.items():
         assert store.read(path).text == text
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck is listing
-    assert_fsck_clean(store.path)
+    _settled_and_clean(store)
 
 
 def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, folding: None) -> None:
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     assert any(_pool(store.path).iterdir())
     lock = Path(store.path) / "refs" / "heads" / "main.lock"
     lock.write_text("held by another git\n")
@@ -203,9 +204,7 @@ def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, fo
 
 def test_someone_opening_a_spare_being_filled_waits_and_kills_nobody(tmp_path: Path, folding: None) -> None:
     """A lease break signals the holder (SIGIO would end the process); gitmem asks for SIGURG, ignored."""
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     taken = spares.take(store.path, 100)
     assert taken is not None
     path, fd, _ = taken
@@ -243,9 +242,7 @@ def test_a_local_clone_sharing_pack_files_by_hard_link_stays_whole(tmp_path: Pat
 
 
 def test_spares_another_process_took_are_skipped_and_the_pool_listed_again(tmp_path: Path, folding: None) -> None:
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    _churn(store, 0, 40)
-    store.repo.settle()
+    store = _warm(tmp_path)
     pool = _pool(store.path)
     names = sorted(pool.iterdir())
     assert len(names) >= 4
