@@ -159,12 +159,15 @@ def _spares(pool: str) -> _Spares:
         return known
     try:
         mtime = os.stat(pool).st_mtime_ns
-    except FileNotFoundError:
+    except OSError:
         return known
     if _listed.get(pool) == mtime:
         return known
     _listed[pool] = mtime
-    _list_into(pool, known)
+    try:
+        _list_into(pool, known)
+    except OSError:  # not a folder, not readable: no spares, files are created as before
+        pass
     return known
 
 
@@ -318,6 +321,9 @@ def give(repo_path: str, path: str) -> None:
         spare = _into_pool(os.rename, path, pool, size)
     except FileNotFoundError:
         return
+    except OSError:  # the pool cannot take it (another file system, permissions): deleted as before
+        _drop(path)
+        return
     if spare:
         known.add(spare, size)
 
@@ -363,7 +369,7 @@ def refresh(repo_path: str) -> None:
     known = _Spares()
     try:
         _list_into(pool, known)
-    except FileNotFoundError:
+    except OSError:
         return
     _known[pool] = known
 
@@ -377,7 +383,7 @@ def drain(repo_path: str) -> int:
     try:
         with os.scandir(pool) as found:
             names = [entry.path for entry in found]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return 0
     for path in names:
         if _drop(path):

@@ -258,3 +258,18 @@ def test_spares_another_process_took_are_skipped_and_the_pool_listed_again(tmp_p
         assert store.read(name).text == text
     store.repo.settle()
     assert_fsck_clean(store.path)
+
+
+def test_a_pool_that_cannot_be_used_changes_nothing_but_speed(tmp_path: Path, folding: None) -> None:
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    (Path(store.path) / "gitmem" / "spares").write_text("not a folder\n")
+    written = _churn(store, 0, 40)
+    store.repo.settle()
+    folded = (Path(store.path) / packwrite.FOLDED).read_text().split()[::2]
+    pack_folder = Path(store.path) / "objects" / "pack"
+    assert len(list(pack_folder.glob("*.idx"))) <= 3 * gitrepo.MAX_PACKS + len(folded)  # folded packs still go
+    for path, text in written.items():
+        assert store.read(path).text == text
+    store.forget("notes/0/0.md")
+    assert (Path(store.path) / "gitmem" / "spares").read_text() == "not a folder\n"
+    _settled_and_clean(store)
