@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import mmap
 import os
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from contract.support import assert_fsck_clean, git
 from gitmem import GitFileStore, MemoryStoreError
 from gitmem.git import packwrite, spares
 from gitmem.git import repo as gitrepo
+from gitmem.git.loose import open_repository
 from gitmem.gitstore import SyncGitFileStore
 
 pytestmark = pytest.mark.skipif(not spares._enabled[0], reason="no file leases on this system")
@@ -273,3 +276,21 @@ def test_a_pool_that_cannot_be_used_changes_nothing_but_speed(tmp_path: Path, fo
     store.forget("notes/0/0.md")
     assert (Path(store.path) / "gitmem" / "spares").read_text() == "not a folder\n"
     _settled_and_clean(store)
+
+
+def test_a_dropped_handle_is_freed_at_once_so_its_packs_can_be_recycled(tmp_path: Path) -> None:
+    """pygit2's handles hold themselves in a cycle; gitmem's do not, so dropping one unmaps its packs now."""
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    store.write("a.md", "one\n", expected=None)
+    handle = open_repository(store.path)
+    assert [name for name in handle.references] == ["refs/heads/main"]
+    commit = handle[handle.references["refs/heads/main"].target]
+    assert commit.tree["a.md"].data == b"one\n"  # read from the commit's pack: now open and mapped
+    del commit
+    gone = weakref.ref(handle)
+    gc.disable()
+    try:
+        del handle
+        assert gone() is None
+    finally:
+        gc.enable()
