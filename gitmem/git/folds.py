@@ -19,10 +19,11 @@ and a fold still running made and deleted files in it: the delete failed
 The pack count stays bounded with many writers, in threads or processes: a
 write that finds a fold due while another fold holds the fold lock does not
 wait behind it; it leaves the count as it is, so the next write asks again.
-Once twice ``MAX_PACKS`` were written with the lock busy all along, the fold
-is owed anyway, and paid by waiting for the lock if ``objects/pack`` really
-holds more than ``hard_max`` packs by then. A fold never fails a write: its
-errors are swallowed, and the memory is marked :data:`failed`.
+Once twice ``MAX_PACKS`` were written with the lock busy all along and
+``objects/pack`` holds more than ``hard_max`` packs, the fold is owed anyway
+and paid by waiting for the lock (back-pressure: writers outran the folds).
+A fold never fails a write: its errors are swallowed, and the memory is
+marked :data:`failed`.
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ def count_pack(
     number of packs written since the last fold was owed. Past ``max_packs``
     a fold is due if the fold lock is free right now (one non-blocking
     ``flock`` and its release), and the count restarts from zero; while
-    another fold holds it, the count goes on (the next write asks again),
-    and past ``2 * max_packs`` the fold is due regardless (:func:`pay` then
-    decides whether to wait). The fold itself lists the folder, so packs a
-    push or a foreign git added are folded too. If this process's last fold
+    another fold holds it, the count goes on (the next write asks again, so a
+    fold follows as soon as the running one ends). Past ``2 * max_packs`` with
+    the lock still busy, the folder is listed: more than ``hard_max`` packs
+    make the fold due regardless (:func:`pay` then waits for the lock). The
+    fold itself lists the folder, so packs a push or a foreign git added are
+    folded too. If this process's last fold
     failed, the writer counts for real and, past ``hard_max``, folds
     (``compact``) before it lets the writer lock go.
     """
@@ -68,7 +71,7 @@ def count_pack(
             failed.discard(path)
             with suppress(MemoryStoreError, OSError, pygit2.GitError):
                 compact()
-        elif count > 2 * max_packs or fold_lock.is_free():
+        elif fold_lock.is_free() or (count > 2 * max_packs and packwrite.pack_count(path) > hard_max):
             due, count = True, 0
     lock.count = count
     return due
@@ -88,10 +91,10 @@ def pay(path: str, fold: Callable[[bool], bool], hard_max: int) -> None:
     ``fold(wait)`` folds under the fold lock and says whether it ran: with
     ``wait`` false it gives up at once when the lock is taken. Taken means
     another fold (or a purge, forget or gc) began after this write counted
-    its pack (:func:`count_pack` found the lock free, or the count ran past
-    twice the interval), so that one lists this write's packs anyway; this
-    thread waits for it and folds after only when ``objects/pack`` holds more
-    than ``hard_max`` packs (back-pressure: writers outran the folds).
+    its pack (:func:`count_pack` found the lock free), so that one lists this
+    write's packs anyway; this thread waits for it and folds after only when
+    ``objects/pack`` holds more than ``hard_max`` packs (back-pressure:
+    writers outran the folds, and :func:`count_pack` saw it too).
     """
     owed: set[str] | None = getattr(_owed, "paths", None)
     if not owed or path not in owed:
