@@ -9,6 +9,7 @@ that find the fold lock busy, do not wait for it, yet the pack count stays bound
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -42,6 +43,30 @@ def test_the_write_that_finds_a_fold_due_folds_before_it_returns(tmp_path: Path,
         assert_fsck_clean(repo)
         assert _listing(repo) == after  # nothing runs on once the write returned
         shutil.rmtree(repo)  # what a caller may do right away: nothing is left to trip on it
+
+
+def test_async_writes_fold_before_the_await_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The async face runs each call in a worker thread: the fold is paid there, before the await returns."""
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 2)
+
+    async def writes(repo: Path) -> list[int]:
+        store = GitFileStore.init(repo)
+        counts = []
+        for n in range(3 * (gitrepo.MAX_PACKS + 1)):
+            await store.write(f"f{n}.md", f"{n}\n", expected=None)
+            counts.append(packwrite.pack_count(str(repo)))
+            listing = _listing(repo)
+            await asyncio.sleep(0)  # let anything the call left behind run
+            assert _listing(repo) == listing
+        return counts
+
+    for attempt in range(3):
+        repo = tmp_path / f"m{attempt}.git"
+        counts = asyncio.run(writes(repo))
+        assert max(counts) <= gitrepo.MAX_PACKS + 2 and min(counts[gitrepo.MAX_PACKS :]) < max(counts)
+        assert not [t for t in threading.enumerate() if t.name == "gitmem-fold"]
+        assert_fsck_clean(repo)
+        shutil.rmtree(repo)
 
 
 def test_followers_of_the_round_that_found_the_fold_due_do_not_wait_for_it(
