@@ -449,12 +449,14 @@ class WriterLock:
         """
         if getattr(self._local, "holding", None) is not None:
             return False  # ours: letting go of the probe would let go of our hold
-        fd = self._fd()
+        probe = LockDescriptor(self.path)  # not the thread's: a probe keeps no descriptor open
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            assert probe.fd is not None
+            fcntl.flock(probe.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            probe.close()  # closing lets the probe's flock go
         return True
 
     @contextmanager

@@ -569,16 +569,24 @@ class GitRepo:
         self._fold_once(True)
 
     def _fold_once(self, wait: bool) -> bool:
-        """:meth:`compact`, or without ``wait`` nothing when the fold lock is taken; whether it folded."""
-        with translate_errors(self.path):
-            if wait:
-                with self.fold_lock.hold("fold"):
-                    self._fold()
-                    return True
-            with self.fold_lock.try_hold("fold") as held:
-                if held:
-                    self._fold()
-                return held
+        """:meth:`compact`, or without ``wait`` nothing when the fold lock is taken; whether it folded.
+
+        The thread's descriptor of the fold lock is closed after: a writer thread
+        folds once in ``MAX_PACKS`` writes, and a descriptor kept open per
+        thread and handle for that would outlive the call for nothing.
+        """
+        try:
+            with translate_errors(self.path):
+                if wait:
+                    with self.fold_lock.hold("fold"):
+                        self._fold()
+                        return True
+                with self.fold_lock.try_hold("fold") as held:
+                    if held:
+                        self._fold()
+                    return held
+        finally:
+            self.fold_lock.close()
 
     def _fold(self) -> None:
         def run(args: list[str], stdin: bytes) -> tuple[int, str]:
