@@ -76,7 +76,7 @@ def _writes(path: str, count: int, seed: int) -> tuple[list[float], list[float],
         try:
             store.write(target, text, expected=version)
         except MemoryStoreError as exc:  # another process wrote it since our read (several writers)
-            if exc.code != "conflict":
+            if exc.code != "version_mismatch":
                 raise
         cpu.append(time.thread_time() - c)
         wall.append(time.perf_counter() - t)
