@@ -294,7 +294,6 @@ def mode_stop_in_fold(args: dict[str, Any]) -> None:
     for n in range(10):
         store.write(f"c{n}.md", f"{n}\n", expected=None)
         acks("wrote", f"c{n}.md")
-    store.repo.settle()
     raise SystemExit("no fold reached the step")
 
 

@@ -81,7 +81,6 @@ def test_writer_killed_at_each_step_of_its_pack(
     if step in (1, 2):  # gitmem's gc deletes a pack without index once it is old enough
         orphans = _orphans(_pack_dir(repo))
         assert orphans, _pack_dir(repo)
-        store.repo.settle()
         with gitrepo.GitRepo(str(repo)).maintenance("test"):
             assert packwrite.remove_orphan_packs(str(repo)) == []  # too young: a foreign git may be between renames
         assert _orphans(_pack_dir(repo)) == orphans
@@ -137,7 +136,6 @@ def test_writer_killed_during_an_in_process_fold(tmp_path: Path, step: str) -> N
     version = None
     for n in range(6):  # more writes and folds after the kill: the leftovers are folded or ignored
         version = store.write("b.md", f"{n}\n", expected=version)
-    store.repo.settle()
     with store.repo.lock.hold():
         store.repo.compact()
     assert store.read("b.md").text == "5\n" and all(store.read(name).text for name in acked)
@@ -191,7 +189,6 @@ def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch
             versions[n] = store.write(f"f{n}.md", f"{value}\n", expected=versions[n])
     out, err = reader.communicate(timeout=180)
     assert reader.returncode == 0 and out.strip() == "ok", err
-    store.repo.settle()
     # A fold starts once MAX_PACKS packs were written since the last: up to that many wait for the next.
     assert packwrite.pack_count(str(repo)) <= 2 * gitrepo.MAX_PACKS + 4
     assert_fsck_clean(repo)
@@ -208,7 +205,6 @@ def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: py
     for n in range(12):
         version = store.write("a.md", f"{n}\n", expected=version)
         assert reader.read("a.md").text == f"{n}\n"
-    store.repo.settle()  # folds run after the write, in a background thread
     assert reader.read("a.md").text == store.read("a.md").text == "11\n"  # each handle's next call reopens it
     gc.collect()  # the handles a compaction made stale sit in reference cycles
     deleted = []

@@ -77,7 +77,6 @@ def test_readers_of_every_kind_never_fail_while_packs_are_folded_and_deleted(
                 versions[n] = store.write(f"f{n}.md", f"{value}\n", expected=versions[n])
             if value > 2000:
                 break
-        store.repo.settle()
     finally:
         stop.touch()
     results = {mode: proc.communicate(timeout=120) for mode, proc in readers.items()}
@@ -107,7 +106,6 @@ def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(
     store = GitFileStore.init(repo).sync
     for n in range(5):
         store.write(f"f{n}.md", f"{n}\n", expected=None)
-    store.repo.settle()
     entries = {line.split("\t")[1]: line for line in git_lines(repo, "ls-tree", "main")}
     mktree = subprocess.Popen(
         ["git", "--git-dir", str(repo), "mktree"],
