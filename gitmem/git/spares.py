@@ -85,7 +85,7 @@ class _Spares:
     reached the disk costs as much as a create on a file system mounted with
     ``discard`` (0.1-0.3 ms), so a take prefers a spare of the same number of
     blocks, then a smaller one (growing a file only reserves blocks). A lock:
-    a fold thread gives while a writer thread takes.
+    one thread folds (and gives) after its write while another writes (and takes).
     """
 
     def __init__(self) -> None:

@@ -56,13 +56,11 @@ def _warm(tmp_path: Path) -> SyncGitFileStore:
     """A memory whose folds have filled the pool."""
     store = GitFileStore.init(tmp_path / "m.git").sync
     _churn(store, 0, 40)
-    store.repo.settle()
     return store
 
 
-def _settled_and_clean(store: SyncGitFileStore) -> None:
-    store.repo.settle()  # a fold (grace 0 here) may be deleting packs fsck lists
-    assert_fsck_clean(store.path)
+def _clean(store: SyncGitFileStore) -> None:
+    assert_fsck_clean(store.path)  # folds ran inside the writes: nothing changes the packs now
 
 
 def _inodes(folder: Path) -> set[int]:
@@ -72,7 +70,6 @@ def _inodes(folder: Path) -> set[int]:
 def test_commits_reuse_folded_files_and_stay_plain_git(tmp_path: Path, folding: None) -> None:
     store = GitFileStore.init(tmp_path / "m.git").sync
     written = _churn(store, 0, 40)
-    store.repo.settle()
     pool = _pool(store.path)
     before = _inodes(pool)
     assert before, "folds gave their folded packs to the pool"
@@ -83,10 +80,9 @@ def test_commits_reuse_folded_files_and_stay_plain_git(tmp_path: Path, folding: 
     ref_inode = (Path(store.path) / "refs" / "heads" / "main").stat().st_ino
     assert new_files & before, "the new pack and index are files that were in the pool"
     assert ref_inode in before | _inodes(pool) or ref_inode in before
-    store.repo.settle()
     for path, text in written.items():
         assert store.read(path).text == text
-    _settled_and_clean(store)
+    _clean(store)
     log = git(store.path, "log", "--format=%H").stdout.split()
     assert len(log) == len(written) + 1  # every write one commit, plus the root
     main = (Path(store.path) / "refs" / "heads" / "main").read_text()
@@ -110,7 +106,6 @@ def test_a_spare_someone_maps_or_holds_open_is_never_overwritten(tmp_path: Path,
     holder = open(held, "rb")  # held open across the writes on purpose
     try:
         _churn(store, 40, 30)
-        store.repo.settle()
         assert mapped.exists() and mapped.read_bytes() == mapped_bytes
         assert held.exists() and held.read_bytes() == held_bytes
         if view is not None:
@@ -119,7 +114,7 @@ def test_a_spare_someone_maps_or_holds_open_is_never_overwritten(tmp_path: Path,
         holder.close()
         if view is not None:
             view.close()
-    _settled_and_clean(store)
+    _clean(store)
 
 
 def test_a_spare_with_a_second_name_is_dropped_not_overwritten(tmp_path: Path, folding: None) -> None:
@@ -132,23 +127,21 @@ def test_a_spare_with_a_second_name_is_dropped_not_overwritten(tmp_path: Path, f
     for path, data in kept.items():
         assert path.read_bytes() == data
         assert path.stat().st_nlink == 1  # its pool name was dropped
-    _settled_and_clean(store)
+    _clean(store)
 
 
 def test_purge_and_forget_drain_the_pool(tmp_path: Path, folding: None) -> None:
     store = GitFileStore.init(tmp_path / "m.git").sync
     store.write("secret.md", "the launch code is 0000-PLUTO\n", expected=None)
     _churn(store, 0, 40)
-    store.repo.settle()
     assert any(_pool(store.path).iterdir())
     store.forget("secret.md")
     assert not any(_pool(store.path).iterdir()), "erasure leaves no recycled copy of a folded pack"
     _churn(store, 40, 40)
-    store.repo.settle()
     assert any(_pool(store.path).iterdir())
     store.purge()
     assert not any(_pool(store.path).iterdir())
-    _settled_and_clean(store)
+    _clean(store)
 
 
 def test_without_leases_writes_create_files_as_before(
@@ -171,7 +164,7 @@ def test_without_leases_writes_create_files_as_before(
         assert not path.exists() or path.read_bytes() == data
     for path, text in written.items():
         assert store.read(path).text == text
-    _settled_and_clean(store)
+    _clean(store)
 
 
 def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, folding: None) -> None:
@@ -201,7 +194,6 @@ def test_a_foreign_lock_is_honoured_with_a_recycled_lock_file(tmp_path: Path, fo
     else:
         assert store.read("blocked.md").text == "x\n"
     store.write("after.md", "y\n", expected=None)
-    store.repo.settle()
     assert_fsck_clean(store.path)
 
 
@@ -222,7 +214,6 @@ def test_someone_opening_a_spare_being_filled_waits_and_kills_nobody(tmp_path: P
     out, _ = opener.communicate(timeout=30)
     assert out.strip() == "opened"
     _churn(store, 40, 5)
-    store.repo.settle()
     assert_fsck_clean(store.path)
 
 
@@ -230,14 +221,12 @@ def test_a_local_clone_sharing_pack_files_by_hard_link_stays_whole(tmp_path: Pat
     """``git clone`` of a local path hard-links the packs: folded ones reach the pool with a second name."""
     store = GitFileStore.init(tmp_path / "m.git").sync
     _churn(store, 0, 10)
-    store.repo.settle()
     clone = tmp_path / "clone.git"
     subprocess.run(["git", "clone", "-q", "--bare", "--local", store.path, str(clone)], check=True)
     linked = [p for p in (clone / "objects" / "pack").iterdir() if p.stat().st_nlink > 1]
     assert linked, "the clone shares pack files with the memory"
     before = {p: p.read_bytes() for p in linked}
     _churn(store, 10, 60)
-    store.repo.settle()
     for path, data in before.items():
         assert path.read_bytes() == data
     assert_fsck_clean(clone)
@@ -259,7 +248,6 @@ def test_spares_another_process_took_are_skipped_and_the_pool_listed_again(tmp_p
     written = _churn(store, 40, 5)
     for name, text in written.items():
         assert store.read(name).text == text
-    store.repo.settle()
     assert_fsck_clean(store.path)
 
 
@@ -267,7 +255,6 @@ def test_a_pool_that_cannot_be_used_changes_nothing_but_speed(tmp_path: Path, fo
     store = GitFileStore.init(tmp_path / "m.git").sync
     (Path(store.path) / "gitmem" / "spares").write_text("not a folder\n")
     written = _churn(store, 0, 40)
-    store.repo.settle()
     folded = (Path(store.path) / packwrite.FOLDED).read_text().split()[::2]
     pack_folder = Path(store.path) / "objects" / "pack"
     assert len(list(pack_folder.glob("*.idx"))) <= 3 * gitrepo.MAX_PACKS + len(folded)  # folded packs still go
@@ -275,7 +262,7 @@ def test_a_pool_that_cannot_be_used_changes_nothing_but_speed(tmp_path: Path, fo
         assert store.read(path).text == text
     store.forget("notes/0/0.md")
     assert (Path(store.path) / "gitmem" / "spares").read_text() == "not a folder\n"
-    _settled_and_clean(store)
+    _clean(store)
 
 
 def test_a_dropped_handle_is_freed_at_once_so_its_packs_can_be_recycled(tmp_path: Path) -> None:

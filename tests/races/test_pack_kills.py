@@ -60,7 +60,6 @@ def test_writer_killed_at_each_step_of_its_pack(
             patched.setattr(packwrite, "GRACE_SECONDS", 0.0)
             for n in range(12):
                 store.write(f"fill/{n}.md", f"{n}\n", expected=None)
-            store.repo.settle()
         assert len(os.listdir(repo / "gitmem" / "spares")) >= 3
     before = git(repo, "rev-parse", "main").strip()
     stopped = Worker(tmp_path, "stop_in_pack", repo=str(repo), step=step, pool=int(pool))
