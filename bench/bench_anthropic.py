@@ -106,9 +106,9 @@ _OPENED: list[Any] = []
 
 
 def settle() -> None:
-    """Wait for the folds the write path runs in the background, before the mounts' folders are deleted."""
+    """Wait for pack folds still running (a tree whose writes folded in the background), before the folders go."""
     for repo in _OPENED:
-        wait = getattr(repo, "settle", None)  # a store without background folds has nothing to wait for
+        wait = getattr(repo, "settle", None)  # today's writes fold before they return: nothing to wait for
         if callable(wait):
             wait()
     _OPENED.clear()

@@ -115,11 +115,6 @@ def one(
             t.join()
         if failed:
             raise SystemExit(f"a {kind} writer failed: {failed[0]!r}")
-        if kind != "dir":
-            # A pack fold the writes started runs on in this process: it is gitmem's work, timed
-            # here, and must not run on into the next kind's turn (writer processes wait for
-            # theirs at exit, so there it is timed already).
-            GitRepo(os.path.join(base, "git")).settle()
         elapsed = time.perf_counter() - started
         return writers * writes / elapsed, (time.process_time() - cpu) * 1e3 / (writers * writes), *latencies(go)
     ctx = mp.get_context("fork")

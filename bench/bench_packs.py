@@ -5,8 +5,8 @@
 ```
 
 Builds a 10k-file memory, makes ``--writes`` CAS writes through the store (each
-commit one small pack, folded in the background once ``MAX_PACKS`` were
-written: in-process for small packs, else by ``git pack-objects --stdin-packs``),
+commit one small pack, folded by the write that finds ``MAX_PACKS`` were
+written since the last fold, before it returns: in-process for small packs, else by ``git pack-objects --stdin-packs``),
 sampling the pack count as it goes (live packs, and index files including folded
 packs, which a later fold deletes once ``packwrite.GRACE_SECONDS`` passed). Then
 compares reads on that memory against a copy fully packed by ``git gc`` (what a memory written with
@@ -189,7 +189,6 @@ def main() -> int:
                 )
         took = time.perf_counter() - started - paused
         snapshots.append(snapshot(store, os.path.join(base, "end.git")))
-        store.repo.settle()
         packed = os.path.join(base, "gc.git")
         shutil.copytree(path, packed)
         subprocess.run(["git", "--git-dir", packed, "gc", "-q"], check=True)

@@ -52,13 +52,11 @@ def run(writes: int, in_process: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="gitmem-fold-cost-") as tmp:
             store = GitFileStore.init(os.path.join(tmp, "m.git")).sync
             versions = {i: store.write(f"d{i % 7}/f{i}.md", f"x {i}\n" * 20, expected=None) for i in range(50)}
-            store.repo.settle()
             folds.clear()
             children, own, wall = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF), time.perf_counter()
             for k in range(writes):
                 i = k % 50
                 versions[i] = store.write(f"d{i % 7}/f{i}.md", f"x {k}\n" * 20, expected=versions[i])
-            store.repo.settle()
             wall = time.perf_counter() - wall
             own = _cpu(resource.RUSAGE_SELF) - own
             children = _cpu(resource.RUSAGE_CHILDREN) - children

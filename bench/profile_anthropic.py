@@ -126,8 +126,7 @@ def instrument(timers: Timers) -> None:
         timers.wrap(repo.GitRepo, name, "commit: pack")
     timers.wrap(packwrite, "write_pack", "commit: pack")
     timers.wrap(repo.GitRepo, "_cas", "commit: ref")
-    for name in ("compact", "start_fold"):
-        timers.wrap(repo.GitRepo, name, "commit: compact")
+    timers.wrap(repo.GitRepo, "_fold_once", "commit: compact")
     timers.wrap(packwrite, "pack_count", "commit: pack count")
     timers.wrap(repo.GitRepo, "_count_pack", "commit: pack count")
 

@@ -169,7 +169,7 @@ def phases(base: str, n: int, *, fsync: bool, new: bool = False) -> None:
     packwrite.write_pack = write_pack
     gitrepo.GitRepo._cas = timed("ref update", gitrepo.GitRepo._cas)  # type: ignore[method-assign]
     gitrepo.GitRepo._count_pack = timed("pack count", gitrepo.GitRepo._count_pack)  # type: ignore[method-assign]
-    gitrepo.GitRepo.start_fold = timed("fold start/wait", gitrepo.GitRepo.start_fold)  # type: ignore[method-assign]
+    gitrepo.GitRepo._fold_once = timed("fold", gitrepo.GitRepo._fold_once)  # type: ignore[method-assign]
     total_w = total_c = 0.0
     for i in range(n):
         if new:  # a file added to an existing folder (no expected version: it must not exist)
@@ -187,7 +187,6 @@ def phases(base: str, n: int, *, fsync: bool, new: bool = False) -> None:
         total_c += c - t[1]
     wall["rest"] = total_w - sum(wall.values())
     cpu["rest"] = total_c - sum(cpu.values())
-    store.repo.settle()
     print(f"{'step':20} {'wall us':>8} {'cpu us':>8}  (mean of {n} writes, fsync={fsync}, new={new})")
     for step in steps:
         print(f"{step:20} {wall[step] / n * 1e6:8.0f} {cpu[step] / n * 1e6:8.0f}")

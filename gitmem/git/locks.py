@@ -424,6 +424,24 @@ class WriterLock:
     def count(self, value: int) -> None:
         self._local.count = max(0, value)
 
+    def is_free(self) -> bool:
+        """Whether no thread or process holds the lock right now: taken without waiting and let go at once.
+
+        Only a glimpse (it may be taken the moment after), for a caller that
+        would rather not wait behind the holder: :func:`gitmem.git.folds.count_pack`.
+        """
+        if getattr(self._local, "holding", None) is not None:
+            return False  # ours: letting go of the probe would let go of our hold
+        probe = LockDescriptor(self.path)  # not the thread's: a probe keeps no descriptor open
+        try:
+            assert probe.fd is not None
+            fcntl.flock(probe.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            probe.close()  # closing lets the probe's flock go
+        return True
+
     @contextmanager
     def try_hold(self, op: str = "write") -> Iterator[bool]:
         """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it."""

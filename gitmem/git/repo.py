@@ -5,7 +5,7 @@ and :meth:`GitRepo.transact`, which rebuilds only the trees on the changed
 paths, creates the commit and moves the ref with the one compare-and-swap of
 :mod:`gitmem.git.refs`. The write round itself is :mod:`gitmem.git.writeround`,
 the snapshot and plan values :mod:`gitmem.git.snapshot` (re-exported here), the
-background folds :mod:`gitmem.git.folds`; they never import this module. Every store write (:mod:`gitmem.git.batch`), restore and
+pack folds' bookkeeping :mod:`gitmem.git.folds`; they never import this module. Every store write (:mod:`gitmem.git.batch`), restore and
 revert commits here; the other writers in ``git/`` are history rewrites
 (:mod:`gitmem.git.rewrite`), merges (:mod:`gitmem.git.merge`) and the review
 gate (:mod:`gitmem.git.review`), and they move refs through the same CAS.
@@ -139,9 +139,9 @@ def set_durable(enabled: bool = True) -> None:
 
 
 MAX_PACKS = 24
-"""Packs in ``objects/pack`` above which a fold is started after the write (see :meth:`GitRepo.compact`)."""
+"""Packs written since the last fold after which the write folds before it returns (see :mod:`gitmem.git.folds`)."""
 HARD_MAX_PACKS = 64
-"""Packs above which a writer folds before it returns, once a background fold of its process failed."""
+"""Packs above which a writer waits for a busy fold lock to fold, or folds under the writer lock once a fold failed."""
 GROUP_COMMIT = True
 """Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
 CROSS_PROCESS = True
@@ -510,10 +510,15 @@ class GitRepo:
         With ``spec`` (the plan as a picklable factory: ``spec(repo)`` returns
         it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
         """
-        if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
-            return writeround.transact_alone(self, plan, ref, durable=_durable[0])
-        done: Done[R] = group.submit(self.path, plan, self._round, spec)
-        return done
+        try:
+            if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
+                return writeround.transact_alone(self, plan, ref, durable=_durable[0])
+            done: Done[R] = group.submit(self.path, plan, self._round, spec)
+            return done
+        finally:
+            # A fold this thread's round found due, paid now: the writer lock is let go
+            # and the round's other callers answered, and nothing runs after we return.
+            folds.pay(self.path, self._fold_once, HARD_MAX_PACKS)
 
     def _round(self, requests: list[group.Request]) -> list[group.Request]:
         """One group-commit round (:func:`gitmem.git.writeround.run_round`), with this module's switches as they are now."""
@@ -544,15 +549,11 @@ class GitRepo:
 
     def _count_pack(self) -> bool:
         """Count the pack a commit just wrote; whether a fold is due (:func:`gitmem.git.folds.count_pack`)."""
-        return folds.count_pack(self.path, self.lock, self.compact, MAX_PACKS, HARD_MAX_PACKS)
+        return folds.count_pack(self.path, self.lock, self.fold_lock, self.compact, MAX_PACKS, HARD_MAX_PACKS)
 
-    def start_fold(self) -> None:
-        """Fold packs in a background thread of this process (:func:`gitmem.git.folds.start`)."""
-        folds.start(self.path, self.compact)
-
-    def settle(self) -> None:
-        """Wait until a background fold this process started on this memory has finished."""
-        folds.settle(self.path)
+    def owe_fold(self) -> None:
+        """A fold was found due in this thread: :meth:`transact` runs it before it returns (:func:`gitmem.git.folds.pay`)."""
+        folds.owe(self.path)
 
     def compact(self) -> None:
         """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
@@ -572,8 +573,27 @@ class GitRepo:
         purge holds the lock) this fold waits and runs after it, so packs
         written since the other fold listed them are folded too.
         """
-        with translate_errors(self.path), self.fold_lock.hold("fold"):
-            self._fold()
+        self._fold_once(True)
+
+    def _fold_once(self, wait: bool) -> bool:
+        """:meth:`compact`, or without ``wait`` nothing when the fold lock is taken; whether it folded.
+
+        The thread's descriptor of the fold lock is closed after: a writer thread
+        folds once in ``MAX_PACKS`` writes, and a descriptor kept open per
+        thread and handle for that would outlive the call for nothing.
+        """
+        try:
+            with translate_errors(self.path):
+                if wait:
+                    with self.fold_lock.hold("fold"):
+                        self._fold()
+                        return True
+                with self.fold_lock.try_hold("fold") as held:
+                    if held:
+                        self._fold()
+                    return held
+        finally:
+            self.fold_lock.close()
 
     def _fold(self) -> None:
         def run(args: list[str], stdin: bytes) -> tuple[int, str]:

@@ -20,12 +20,17 @@ files there for its life (created once, so a request costs no file creation):
 
 A third file, ``bell``, is shared: every move of a slot *into* ``queued`` appends
 one byte to it (``O_APPEND``, so concurrent appends never overwrite each other).
-A holder remembers the bell's size at its last scan of the folder; while the size
-has not changed and that scan left nothing queued behind, nothing can be queued,
-and one ``stat`` replaces listing the folder and reading every slot's header
-(:func:`take`, :func:`queued`, :func:`gather`): an uncontended writer pays that
-``stat`` and nothing else. The bell only ever says "look"; the slots' headers
-stay the truth, so a missed or extra byte costs a scan or a wait, never a request.
+A holder that finds it non-empty empties it, then scans the folder (writer lock
+held: a byte appended after the truncation is heard at the next look, and one
+appended before it was appended after its slot was queued, which the scan
+finds), and remembers the size left; while the size has not changed and that
+scan left nothing queued behind, nothing can be queued, and one ``stat``
+replaces listing the folder and reading every slot's header (:func:`take`,
+:func:`queued`, :func:`gather`): an uncontended writer pays that ``stat`` and
+nothing else. So the bell holds at most a byte per request queued since the
+last scan (it used to grow by one per request for good, emptied only past a
+megabyte). The bell only ever says "look"; the slots' headers stay the truth,
+so a missed or extra byte costs a scan or a wait, never a request.
 
 The slot's states and who moves them (always under the writer lock, except the
 two moves of the waiter itself, which a holder's checksum check and the claim
@@ -167,10 +172,6 @@ def announce(folder: str, fd: int | None = None) -> None:
             os.close(bell)
     except OSError:  # a full disk: holders miss it until the next byte; its waiter still commits it
         pass
-
-
-BELL_RESET = 1 << 20
-"""Bell size past which a holder truncates it (under the writer lock, then scans, so nothing is missed)."""
 
 
 class Slot:
@@ -477,8 +478,9 @@ def take(repo_path: str, own: Slot | None, limit: int) -> list[Taken]:
     size = _bell_size(repo_path)
     if size < 0 or (_seen.get(repo_path) == size and repo_path not in _left):
         return []
-    if size > BELL_RESET:
-        # Under the writer lock, before the scan: a byte appended after this is heard next time.
+    if size > 0:
+        # Under the writer lock, before the scan: a byte appended after this is heard next
+        # time, and the slot of one appended before is queued already (the scan finds it).
         with contextlib.suppress(OSError):
             os.truncate(_bell_path(spool_dir(repo_path)), 0)
             size = 0

@@ -68,7 +68,7 @@ class Writer(Protocol):
     ) -> str: ...
     def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool: ...
     def _count_pack(self) -> bool: ...
-    def start_fold(self) -> None: ...
+    def owe_fold(self) -> None: ...
     def on_main(self, header: spool.Header) -> bool: ...
 
 
@@ -116,7 +116,7 @@ def transact_alone(writer: Writer, plan: Callable[[Snapshot], Plan[R]], ref: str
                     return Done(CommitId(commit), chosen.result)
     finally:
         if fold:
-            writer.start_fold()
+            writer.owe_fold()
     raise MemoryStoreError(
         "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
     )
@@ -177,7 +177,7 @@ def run_round(writer: Writer, requests: list[group.Request], *, cross: bool, dur
             return left
     finally:
         if fold:
-            writer.start_fold()
+            writer.owe_fold()
 
 
 def _chain(

@@ -181,11 +181,18 @@ def test_a_failed_fold_never_fails_the_write_it_follows(tmp_path: Path, monkeypa
     def vanished(*_: object) -> bool:
         raise FileNotFoundError("objects/pack/pack-gone.idx")
 
+    from gitmem.git import folds
+
     monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
     monkeypatch.setattr(packwrite, "compact", vanished)
     store = GitFileStore.init(tmp_path / "m.git").sync
     version = store.write("a.md", "kept\n", expected=None)
     assert store.read("a.md").version == version
+    assert store.repo.path in folds.failed  # its writers count packs for real until a fold works again
+    monkeypatch.undo()
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
+    store.write("b.md", "folded\n", expected=None)
+    assert store.repo.path not in folds.failed
     assert_fsck_clean(tmp_path / "m.git")
 
 
@@ -233,7 +240,7 @@ def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, mon
 
 
 def test_small_packs_fold_in_process_into_a_pack_git_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 1_000)  # no background fold: this test folds
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 1_000)  # the writes fold nothing: this test folds
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     for n in range(8):

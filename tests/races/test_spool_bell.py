@@ -138,14 +138,23 @@ def test_a_request_put_back_in_the_queue_rings_again(repo: Path) -> None:
         planted.close()
 
 
-def test_the_bell_is_emptied_past_its_bound_and_nothing_is_lost(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_bell_is_emptied_by_the_holder_that_drains_it_and_nothing_is_lost(
+    repo: Path, scans: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spool, "BELL_RESET", 3)
+    """The bell holds a byte per request queued since the last scan, not one per request ever queued."""
+    truncated: list[str] = []
+    truncate = os.truncate
+
+    def counted(path: str, length: int) -> None:
+        truncated.append(path)
+        truncate(path, length)
+
+    monkeypatch.setattr(os, "truncate", counted)
     store = GitFileStore.open(repo).sync
     bell = Path(spool.spool_dir(str(repo))) / "bell"
     for round_ in range(3):
         planted = [Planted(repo, f"r{round_}-{i}.md") for i in range(4)]
+        assert bell.stat().st_size == 4
         try:
             store.write(f"own-{round_}.md", "own\n", expected=None)
             assert [p.state() for p in planted] == ["done"] * 4
@@ -153,4 +162,15 @@ def test_the_bell_is_emptied_past_its_bound_and_nothing_is_lost(
         finally:
             for p in planted:
                 p.close()
-        assert bell.stat().st_size <= 3
+        assert bell.stat().st_size == 0
+    listed, emptied = len(scans), len(truncated)
+    for i in range(5):  # nothing queued: one stat of the bell, no listing, no truncation
+        store.write(f"quiet-{i}.md", "q\n", expected=None)
+    assert (len(scans), len(truncated)) == (listed, emptied) and emptied == 3
+    late = Planted(repo, "late.md")  # a ring after the bell was emptied is heard
+    try:
+        store.write("after.md", "a\n", expected=None)
+        assert late.state() == "done" and store.read("late.md").version == late.version
+    finally:
+        late.close()
+    assert bell.stat().st_size == 0

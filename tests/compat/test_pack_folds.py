@@ -1,0 +1,196 @@
+"""Pack folds run inside the write that found them due: nothing changes the memory's files after it returned.
+
+A caller may delete a memory's folder the moment its last write returned; a
+fold still running then (the first design ran it in a background thread) made
+and deleted files in it. The fold is paid by the caller whose round found it
+due, after the writer lock is let go; the round's other callers, and writers
+that find the fold lock busy, do not wait for it, yet the pack count stays bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from contract.support import assert_fsck_clean
+
+from gitmem import GitFileStore
+from gitmem.git import packwrite
+from gitmem.git import repo as gitrepo
+
+
+def _listing(repo: Path) -> list[str]:
+    return sorted(os.listdir(repo / "objects" / "pack"))
+
+
+def test_the_write_that_finds_a_fold_due_folds_before_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    for attempt in range(5):
+        repo = tmp_path / f"m{attempt}.git"
+        store = GitFileStore.init(repo).sync
+        for n in range(gitrepo.MAX_PACKS):
+            store.write(f"f{n}.md", f"{n}\n", expected=None)
+        before = packwrite.pack_count(str(repo))
+        store.write("last.md", "the write that finds the fold due\n", expected=None)
+        after = _listing(repo)
+        assert not [t for t in threading.enumerate() if t.name == "gitmem-fold"]
+        assert packwrite.pack_count(str(repo)) < before  # folded already, not later
+        assert (repo / packwrite.FOLDED).exists()
+        assert_fsck_clean(repo)
+        assert _listing(repo) == after  # nothing runs on once the write returned
+        shutil.rmtree(repo)  # what a caller may do right away: nothing is left to trip on it
+
+
+def test_async_writes_fold_before_the_await_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The async face runs each call in a worker thread: the fold is paid there, before the await returns."""
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 2)
+
+    async def writes(repo: Path) -> list[int]:
+        store = GitFileStore.init(repo)
+        counts = []
+        for n in range(3 * (gitrepo.MAX_PACKS + 1)):
+            await store.write(f"f{n}.md", f"{n}\n", expected=None)
+            counts.append(packwrite.pack_count(str(repo)))
+            listing = _listing(repo)
+            await asyncio.sleep(0)  # let anything the call left behind run
+            assert _listing(repo) == listing
+        return counts
+
+    for attempt in range(3):
+        repo = tmp_path / f"m{attempt}.git"
+        counts = asyncio.run(writes(repo))
+        assert max(counts) <= gitrepo.MAX_PACKS + 2 and min(counts[gitrepo.MAX_PACKS :]) < max(counts)
+        assert not [t for t in threading.enumerate() if t.name == "gitmem-fold"]
+        assert_fsck_clean(repo)
+        shutil.rmtree(repo)
+
+
+def test_followers_of_the_round_that_found_the_fold_due_do_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit: only the caller whose thread owes the fold pays; the other callers are answered before it."""
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)  # every round finds a fold due
+    fold_once = gitrepo.GitRepo._fold_once
+    entered, release = threading.Event(), threading.Event()
+    payer: list[int] = []
+
+    def first_fold_waits(self: gitrepo.GitRepo, wait: bool) -> bool:
+        if not payer:
+            payer.append(threading.get_ident())
+            entered.set()
+            assert release.wait(120)
+        return fold_once(self, wait)
+
+    monkeypatch.setattr(gitrepo.GitRepo, "_fold_once", first_fold_waits)
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    start = threading.Barrier(4)
+    done: dict[int, int] = {}
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            start.wait()
+            for n in range(6):
+                store.write(f"w{k}/{n}.md", f"{n}\n", expected=None)
+            done[threading.get_ident()] = k
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        assert entered.wait(60)
+        others = [t for t in threads if t.ident != payer[0]]
+        for t in others:
+            t.join(30)  # well short of the payer's wait: a writer held behind its fold is caught here
+        finished = [t for t in others if not t.is_alive()]
+    finally:
+        release.set()
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    assert finished == others  # every other writer finished while the payer was still folding
+    assert len(done) == 4
+    assert_fsck_clean(tmp_path / "m.git")
+
+
+def test_a_busy_fold_lock_does_not_hold_writers_and_the_next_write_folds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    held, leave = threading.Event(), threading.Event()
+
+    def fold_elsewhere() -> None:  # another process's fold, as far as the lock goes
+        with gitrepo.GitRepo(str(repo)).fold_lock.hold("fold"):
+            held.set()
+            leave.wait(60)
+
+    holder = threading.Thread(target=fold_elsewhere)
+    holder.start()
+    try:
+        assert held.wait(60)
+        for n in range(gitrepo.MAX_PACKS + 2):  # past the interval, not yet twice it
+            store.write(f"f{n}.md", f"{n}\n", expected=None)
+        with store.repo.lock.hold():
+            assert store.repo.lock.count > gitrepo.MAX_PACKS  # carried: the next write asks again
+        busy = packwrite.pack_count(str(repo))
+        assert busy > gitrepo.MAX_PACKS
+    finally:
+        leave.set()
+        holder.join(60)
+    store.write("next.md", "folds now\n", expected=None)
+    assert packwrite.pack_count(str(repo)) < busy
+    with store.repo.lock.hold():
+        assert store.repo.lock.count == 0
+    assert_fsck_clean(repo)
+
+
+def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back-pressure: past twice the interval with the lock busy all along, a write waits and folds."""
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 2)
+    monkeypatch.setattr(gitrepo, "HARD_MAX_PACKS", 4)
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    fold_once = gitrepo.GitRepo._fold_once
+    held, leave = threading.Event(), threading.Event()
+    waited: list[int] = []
+
+    def noting(self: gitrepo.GitRepo, wait: bool) -> bool:
+        if wait:
+            waited.append(packwrite.pack_count(self.path))
+            leave.set()  # the other fold may end now: this write waits for it, then folds
+        return fold_once(self, wait)
+
+    monkeypatch.setattr(gitrepo.GitRepo, "_fold_once", noting)
+
+    def fold_elsewhere() -> None:
+        with gitrepo.GitRepo(str(repo)).fold_lock.hold("fold"):
+            held.set()
+            leave.wait(60)
+
+    holder = threading.Thread(target=fold_elsewhere)
+    holder.start()
+    try:
+        assert held.wait(60)
+        most = 0
+        for n in range(20):
+            store.write(f"f{n}.md", f"{n}\n", expected=None)
+            most = max(most, packwrite.pack_count(str(repo)))
+            if waited:
+                break
+    finally:
+        leave.set()
+        holder.join(60)
+    assert waited and waited[0] > gitrepo.HARD_MAX_PACKS
+    assert most <= gitrepo.HARD_MAX_PACKS + 2 * gitrepo.MAX_PACKS + 1
+    assert packwrite.pack_count(str(repo)) < waited[0]  # it folded once the lock was its
+    assert_fsck_clean(repo)
