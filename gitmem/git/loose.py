@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pygit2
 
@@ -286,12 +286,39 @@ def _drop_redundant(path: str) -> bool:
     return True
 
 
+def _made_on_use(kind: Callable[[pygit2.Repository], object]) -> property:
+    def made(repo: pygit2.Repository) -> object:
+        return kind(repo)
+
+    def dropped(repo: pygit2.Repository, value: object) -> None:
+        pass
+
+    return property(made, dropped)
+
+
+class Handle(pygit2.Repository):
+    """pygit2's ``Repository`` without its reference cycle, so a dropped handle is freed at once.
+
+    pygit2 gives every handle four collections (``branches``, ``references``,
+    ``remotes``, ``submodules``) that each hold the handle: a cycle only Python's
+    collector breaks, seconds later. Until then the handle keeps every pack it
+    read open and mapped, folded and deleted ones included, and a mapped pack
+    file cannot be recycled (:mod:`gitmem.git.spares`). Here each collection is
+    made when asked for and holds the handle only as long as the caller keeps it.
+    """
+
+    branches = _made_on_use(pygit2.branches.Branches)
+    references = _made_on_use(pygit2.references.References)
+    remotes = _made_on_use(pygit2.remotes.RemoteCollection)
+    submodules = _made_on_use(pygit2.submodules.SubmoduleCollection)
+
+
 def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.Repository:
     """A pygit2 handle on the repository at ``path`` whose loose-object reads go through :class:`LooseGuard`.
 
     ``extra_objects`` are object folders added as alternates (a push's quarantine).
     """
-    repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    repo = Handle(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     odb = repo.odb
     for folder in extra_objects:
         odb.add_disk_alternate(os.path.abspath(folder))

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from gitmem.git import packfold
+from gitmem.git import packfold, spares
 from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
@@ -224,23 +224,34 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     sha, pack, idx = pack_files(pending)
     folder = os.path.join(repo_path, "objects", "pack")
     base = os.path.join(folder, f"pack-{sha}")
-    tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
+    mode = spares.created_mode(0o444)
+    tmp_idx = ""
     try:
-        try:
-            _write_file(base + ".pack", pack, False)
-        except FileExistsError:
+        spare = spares.fill(repo_path, pack, mode)
+        if spare is not None:
             if os.path.exists(base + ".idx"):
-                return sha  # the very same objects were packed before (a retried plan)
-            os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
-            _write_file(base + ".pack", pack, False)
-        _write_file(tmp_idx, idx, False)
+                return sha  # the very same objects were packed before (a retried plan); the spare stays one
+            os.rename(spare, base + ".pack")  # over a crash's leftover without index, if any: nobody reads it
+        else:
+            try:
+                _write_file(base + ".pack", pack, False)
+            except FileExistsError:
+                if os.path.exists(base + ".idx"):
+                    return sha  # the very same objects were packed before (a retried plan)
+                os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
+                _write_file(base + ".pack", pack, False)
+        tmp_idx = spares.fill(repo_path, idx, mode) or ""
+        if not tmp_idx:
+            tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
+            _write_file(tmp_idx, idx, False)
         if durable:
             fsync_together([base + ".pack", tmp_idx])
         os.rename(tmp_idx, base + ".idx")
     except BaseException:
         for leftover in (tmp_idx, base + ".pack"):
             try:
-                os.unlink(leftover)
+                if leftover:
+                    os.unlink(leftover)
             except OSError:
                 pass
         raise
@@ -380,15 +391,14 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     folded = _folded(repo_path)
     now = time.time()
     deleted = False
-    for name, when in sorted(folded.items()):
-        if now - when >= GRACE_SECONDS:
-            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
-                try:
-                    os.unlink(os.path.join(folder, name + ext))
-                except FileNotFoundError:
-                    pass
-            del folded[name]
-            deleted = True
+    due = [name for name, when in sorted(folded.items()) if now - when >= GRACE_SECONDS]
+    if due:
+        spares.refresh(repo_path)
+    for name in due:
+        for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+            spares.give(repo_path, os.path.join(folder, name + ext))  # recycled, or deleted
+        del folded[name]
+        deleted = True
     sizes: dict[str, int] = {}
     with os.scandir(folder) as found:
         for entry in found:

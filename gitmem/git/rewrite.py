@@ -53,7 +53,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, packwrite
+from gitmem.git import cli, packwrite, spares
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
@@ -140,6 +140,7 @@ def gc(repo: GitRepo) -> GcReport:
             _prune_now(repo)
         else:
             run_git(repo.path, "gc", "--quiet", lock=repo.lock)
+            spares.drain(repo.path)
         packwrite.remove_orphan_packs(repo.path)  # a killed writer's pack without index; git keeps those
     return GcReport(before, count_objects(repo))
 
@@ -169,6 +170,7 @@ def _prune_now(repo: GitRepo) -> None:
         if "already running" not in done.stderr or time.monotonic() > deadline:
             raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
         time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
+    spares.drain(repo.path)  # recycled files may hold folded packs with what was erased
     repo.bump_generation()
     try:
         os.unlink(repo.pending_path)

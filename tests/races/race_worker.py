@@ -165,13 +165,31 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
     ``step`` is the n-th file operation of :func:`gitmem.git.packwrite.write_pack`
     it stops before: 0 before the pack (written under its final name), 1 before
     the temp index, 2 before renaming the index, 3 after it (before the ref
-    moves). With ``compact``, it stops inside the ``git repack`` run instead.
+    moves). With ``pool``, the pack and index are recycled files
+    (:mod:`gitmem.git.spares`): 0 after the pack was written into its spare
+    (before the rename to its final name), 1 after the index was, 2 before the
+    index's spare is renamed into place, 3 before the ref moves; without it the
+    pool is switched off. With ``compact``, it stops inside the ``git repack`` run instead.
     """
-    from gitmem.git import packwrite
+    from gitmem.git import packwrite, spares
     from gitmem.git.repo import GitRepo
 
     step, ops = int(args.get("step", 0)), [0]
     acks = Acks(args["acks"])
+    pool = bool(int(args.get("pool", 0)))
+    if not pool:
+        spares._enabled[0] = False
+    original_fill = spares.fill
+
+    def fill(repo_path: str, data: bytes, mode: int) -> str | None:
+        made = original_fill(repo_path, data, mode)
+        if made is None:
+            raise SystemExit("the pool was meant to hold spares")
+        maybe_stop()
+        return made
+
+    if pool:
+        spares.fill = fill  # type: ignore[assignment]
 
     def maybe_stop() -> None:
         if ops[0] == step:
@@ -186,7 +204,7 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
         original_write(path, data, durable)
 
     def rename(src: Any, dst: Any, **kw: Any) -> None:
-        if "tmp_" in str(src) and "objects" in str(src):
+        if ("tmp_" in str(src) and "objects" in str(src)) or ("spares" in str(src) and str(dst).endswith(".idx")):
             maybe_stop()
         original_rename(src, dst, **kw)
 
