@@ -194,3 +194,19 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
     assert most <= gitrepo.HARD_MAX_PACKS + 2 * gitrepo.MAX_PACKS + 1
     assert packwrite.pack_count(str(repo)) < waited[0]  # it folded once the lock was its
     assert_fsck_clean(repo)
+
+
+def test_no_fold_error_fails_the_committed_write_it_follows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not even an unexpected one: the write is on ``main``, and an error would have its caller make it again."""
+    from gitmem.git import folds
+
+    def broken(*_: object) -> bool:
+        raise RuntimeError("a bug in the fold")
+
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
+    monkeypatch.setattr(packwrite, "compact", broken)
+    store = GitFileStore.init(tmp_path / "m.git").sync
+    version = store.write("a.md", "kept\n", expected=None)
+    assert store.read("a.md").version == version
+    assert store.repo.path in folds.failed
+    folds.failed.discard(store.repo.path)
