@@ -253,9 +253,9 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     try:
         spare = spares.fill(repo_path, pack, mode)
         if spare is not None:
-            if os.path.exists(base + ".idx"):
-                return sha  # the very same objects were packed before (a retried plan); the spare stays one
-            os.rename(spare, base + ".pack")  # over a crash's leftover without index, if any: nobody reads it
+            # The name is the content's hash: a pack already there under it (a retried plan, or a
+            # crash's leftover without index) holds these very bytes or is read by nobody.
+            os.rename(spare, base + ".pack")
         else:
             try:
                 _write_file(base + ".pack", pack, False)

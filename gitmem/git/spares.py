@@ -259,11 +259,7 @@ def _open_leased(path: str, known: _Spares) -> tuple[str, int, os.stat_result] |
 
 
 def release(fd: int) -> None:
-    """End a take: the lease is let go and ``fd`` closed."""
-    try:
-        fcntl.fcntl(fd, _SETLEASE, fcntl.F_UNLCK)  # type: ignore[arg-type]
-    except OSError:
-        pass
+    """End a take: ``fd`` closed, which lets the lease go with it (a lease belongs to its open description)."""
     os.close(fd)
 
 
