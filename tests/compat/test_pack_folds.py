@@ -119,21 +119,27 @@ def test_followers_of_the_round_that_found_the_fold_due_do_not_wait_for_it(
     assert_fsck_clean(tmp_path / "m.git")
 
 
-def test_a_busy_fold_lock_does_not_hold_writers_and_the_next_write_folds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
-    repo = tmp_path / "m.git"
-    store = GitFileStore.init(repo).sync
+def _fold_lock_held_elsewhere(repo: Path) -> tuple[threading.Event, threading.Event, threading.Thread]:
+    """A thread holding the memory's fold lock (another process's fold, as far as the lock goes) until ``leave``."""
     held, leave = threading.Event(), threading.Event()
 
-    def fold_elsewhere() -> None:  # another process's fold, as far as the lock goes
+    def fold_elsewhere() -> None:
         with gitrepo.GitRepo(str(repo)).fold_lock.hold("fold"):
             held.set()
             leave.wait(60)
 
     holder = threading.Thread(target=fold_elsewhere)
     holder.start()
+    return held, leave, holder
+
+
+def test_a_busy_fold_lock_does_not_hold_writers_and_the_next_write_folds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    held, leave, holder = _fold_lock_held_elsewhere(repo)
     try:
         assert held.wait(60)
         for n in range(gitrepo.MAX_PACKS + 2):  # past the interval, not yet twice it
@@ -161,7 +167,6 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     fold_once = gitrepo.GitRepo._fold_once
-    held, leave = threading.Event(), threading.Event()
     waited: list[int] = []
 
     def noting(self: gitrepo.GitRepo, wait: bool) -> bool:
@@ -171,14 +176,7 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
         return fold_once(self, wait)
 
     monkeypatch.setattr(gitrepo.GitRepo, "_fold_once", noting)
-
-    def fold_elsewhere() -> None:
-        with gitrepo.GitRepo(str(repo)).fold_lock.hold("fold"):
-            held.set()
-            leave.wait(60)
-
-    holder = threading.Thread(target=fold_elsewhere)
-    holder.start()
+    held, leave, holder = _fold_lock_held_elsewhere(repo)
     try:
         assert held.wait(60)
         most = 0
@@ -194,19 +192,3 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
     assert most <= gitrepo.HARD_MAX_PACKS + 2 * gitrepo.MAX_PACKS + 1
     assert packwrite.pack_count(str(repo)) < waited[0]  # it folded once the lock was its
     assert_fsck_clean(repo)
-
-
-def test_no_fold_error_fails_the_committed_write_it_follows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not even an unexpected one: the write is on ``main``, and an error would have its caller make it again."""
-    from gitmem.git import folds
-
-    def broken(*_: object) -> bool:
-        raise RuntimeError("a bug in the fold")
-
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)
-    monkeypatch.setattr(packwrite, "compact", broken)
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    version = store.write("a.md", "kept\n", expected=None)
-    assert store.read("a.md").version == version
-    assert store.repo.path in folds.failed
-    folds.failed.discard(store.repo.path)
