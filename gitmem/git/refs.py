@@ -152,7 +152,8 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     write the new id, ``rename`` the lock over the ref (fsynced first, and the
     folder after, when ``durable``). The lock is a recycled file when the pool
     has one (made by an exclusive ``link``, as exclusive as ``O_EXCL``), and the
-    ref's old file joins the pool instead of being freed (:mod:`gitmem.git.spares`). libgit2's transaction makes the same file
+    ref's old file joins the pool instead of being freed
+    (:mod:`gitmem.git.spares`). libgit2's transaction makes the same file
     changes but measured 4-6x slower per update (``docs/benchmarks.md``).
     Returns ``None``, having changed nothing, when this path does not apply: the
     lock is taken (a foreign git, or a crash's leftover), the ref is not a loose
@@ -196,7 +197,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             finally:
                 os.close(ref_fd)
         if len(current) != 40 or current.startswith(b"ref:") or current.decode("ascii") != old:
-            _close(fd, taken is not None)
+            os.close(fd)  # a recycled lock's lease goes with it
             fd = -1
             os.unlink(lock)
             return None if len(current) != 40 or current.startswith(b"ref:") else False
@@ -206,13 +207,13 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             os.write(fd, data)
         if durable:
             os.fsync(fd)
-        _close(fd, taken is not None)
+        os.close(fd)
         fd = -1
         spares.keep(repo_path, ref, len(current) + 1)  # the old file joins the pool instead of being freed by the rename
         os.rename(lock, ref)
     except BaseException:
         if fd >= 0:
-            _close(fd, taken is not None)
+            os.close(fd)
         try:
             os.unlink(lock)
         except FileNotFoundError:
@@ -225,10 +226,3 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         finally:
             os.close(folder)
     return True
-
-
-def _close(fd: int, leased: bool) -> None:
-    if leased:
-        spares.release(fd)
-    else:
-        os.close(fd)
