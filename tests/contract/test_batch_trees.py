@@ -9,6 +9,7 @@ same refusal.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
@@ -40,6 +41,17 @@ def build(repo: pygit2.Repository, files: list[str]) -> pygit2.Tree:
     return repo[tree_id].peel(pygit2.Tree)
 
 
+def pending_and_reader(repo: pygit2.Repository) -> tuple[packwrite.PendingObjects, Callable[[str], bytes]]:
+    """A commit's pending objects, and a tree reader that finds them before the repository's."""
+    pending = packwrite.PendingObjects()
+
+    def read_tree(oid: str) -> bytes:
+        found = pending.raw(oid)
+        return found if found is not None else bytes(repo[oid].read_raw())
+
+    return pending, read_tree
+
+
 def outcome(fn: object) -> str:
     try:
         return str(fn())  # type: ignore[operator]
@@ -67,11 +79,7 @@ def test_grouped_trees_equal_one_path_at_a_time(
     expected = outcome(one_by_one)
     assert outcome(lambda: loosetrees.set_paths(repo, tree, edits)) == expected
     # The pack path encodes the same grouped edit in memory: the same tree id, or the same refusal.
-    pending = packwrite.PendingObjects()
-
-    def read_tree(oid: str) -> bytes:
-        found = pending.raw(oid)
-        return found if found is not None else bytes(repo[oid].read_raw())
+    pending, read_tree = pending_and_reader(repo)
 
     assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits)) == expected
     assert (
@@ -84,12 +92,8 @@ def test_grouped_trees_equal_one_path_at_a_time(
 def test_a_writers_tree_cache_gives_the_same_trees(repo: pygit2.Repository, start: list[str], steps: list) -> None:  # type: ignore[type-arg]
     """Edits through one long-lived tree cache (new trees spliced from cached bytes) give libgit2's trees."""
     tree = build(repo, start)
-    pending = packwrite.PendingObjects()
+    pending, read_tree = pending_and_reader(repo)
     cache = packwrite.TreeCache()
-
-    def read_tree(oid: str) -> bytes:
-        found = pending.raw(oid)
-        return found if found is not None else bytes(repo[oid].read_raw())
 
     cached, libgit2 = str(tree.id), tree.id
     for path, n in steps:
@@ -121,12 +125,8 @@ def test_entries_inserted_and_cut_from_cached_bytes_keep_gits_order(
     ``a`` sorts as ``a/`` among files ``a.b``, ``a-b`` and ``a0`` (and the cache's own trees, every
     step, re-encode to the same bytes)."""
     tree = build(repo, start)
-    pending = packwrite.PendingObjects()
+    pending, read_tree = pending_and_reader(repo)
     cache = packwrite.TreeCache()
-
-    def read_tree(oid: str) -> bytes:
-        found = pending.raw(oid)
-        return found if found is not None else bytes(repo[oid].read_raw())
 
     cached, libgit2 = str(tree.id), tree.id
     for path, n in steps:
@@ -160,12 +160,8 @@ def test_grouped_edits_spliced_into_cached_bytes_give_libgit2s_trees(
     into the cached bytes: through one long-lived cache, each batch gives libgit2's tree (one path
     at a time) or its refusal, and every cached tree's bytes re-encode to themselves."""
     tree = build(repo, start)
-    pending = packwrite.PendingObjects()
+    pending, read_tree = pending_and_reader(repo)
     cache = packwrite.TreeCache()
-
-    def read_tree(oid: str) -> bytes:
-        found = pending.raw(oid)
-        return found if found is not None else bytes(repo[oid].read_raw())
 
     cached, libgit2 = str(tree.id), tree.id
     for changes in batches:

@@ -90,18 +90,13 @@ def test_writes_with_nothing_queued_never_list_the_spool(repo: Path, scans: list
 
 def test_a_queued_request_is_taken_once_the_bell_rings(repo: Path, scans: list[str]) -> None:
     store = GitFileStore.open(repo).sync
-    first = Planted(repo, "first.md")
-    try:
-        store.write("a.md", "a\n", expected=None)
-        assert first.state() == "done" and store.read("first.md").version == first.version
-    finally:
-        first.close()
-    second = Planted(repo, "second.md")
-    try:
-        store.write("b.md", "b\n", expected=None)
-        assert second.state() == "done" and store.read("second.md").version == second.version
-    finally:
-        second.close()
+    for queued, own in (("first.md", "a.md"), ("second.md", "b.md")):  # the second rings an emptied bell
+        planted = Planted(repo, queued)
+        try:
+            store.write(own, "x\n", expected=None)
+            assert planted.state() == "done" and store.read(queued).version == planted.version
+        finally:
+            planted.close()
 
 
 def test_a_request_that_did_not_ring_waits_for_the_next_ring_not_forever(repo: Path, scans: list[str]) -> None:
