@@ -258,7 +258,7 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
         ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
         ("gitmem.git.repo", "from gitmem.tools import ops\n"),
-        ("gitmem.git.batch", "from gitmem.index import MountIndex\n"),
+        ("gitmem.git.engine", "from gitmem.index import MountIndex\n"),
         ("gitmem.git.rewrite", "from gitmem.adapters.watch import Watcher\n"),
         ("gitmem.index.engine", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.tools.ops", "from gitmem.gitstore import GitFileStore\n"),

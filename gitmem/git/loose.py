@@ -40,7 +40,7 @@ _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
 _CHECKED: dict[str, set[bytes]] = {}
-_WRITE_TRIES = 5
+_WRITE_TRIES = 50  # a folder removed again between each try (a prune loop) still ends
 
 
 class CorruptObject(MemoryStoreError):
@@ -302,8 +302,8 @@ class Handle(pygit2.Repository):
     pygit2 gives every handle four collections (``branches``, ``references``,
     ``remotes``, ``submodules``) that each hold the handle: a cycle only Python's
     collector breaks, seconds later. Until then the handle keeps every pack it
-    read open and mapped, folded and deleted ones included, and a mapped pack
-    file cannot be recycled (:mod:`gitmem.git.spares`). Here each collection is
+    read open and mapped, folded and deleted ones included, so their disk space
+    is not freed. Here each collection is
     made when asked for and holds the handle only as long as the caller keeps it.
     """
 

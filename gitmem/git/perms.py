@@ -11,7 +11,11 @@ the way, and the mount's own folder grants it to its owner only.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+
+from gitmem.errors import MemoryStoreError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -39,8 +43,60 @@ def make_private_dir(path: str | os.PathLike[str], *, parents: bool = False) -> 
 
 
 def open_private(path: str | os.PathLike[str], flags: int) -> int:
-    """``os.open`` creating the file ``0600`` (the umask can only narrow that); close-on-exec."""
-    return os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
+    """``os.open`` creating the file ``0600`` (the umask can only narrow that); close-on-exec.
+
+    Files under a mount are input from whoever can write its folder, so no link
+    is followed (a planted link must not make gitmem write outside the mount),
+    nothing but a regular file is opened (a FIFO must not block, a device is
+    refused: ``O_NONBLOCK``), and a file with a second name is refused before
+    anything is written through it. Each is ``unavailable`` naming the file.
+    """
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} is not a regular file; remove it")
+        if info.st_nlink > 1 and flags & (os.O_WRONLY | os.O_RDWR):
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} has another name (a hard link); remove it")
+        if flags & os.O_NONBLOCK == 0:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_private(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of a file gitmem keeps under a mount, at most ``limit``; ``None`` when it is missing or unusable.
+
+    The same rules as :func:`open_private` (no link, only a regular file); a file
+    longer than ``limit`` is not gitmem's and reads as missing.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

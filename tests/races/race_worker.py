@@ -164,32 +164,12 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
     ``step`` is the n-th file operation of :func:`gitmem.git.packwrite.write_pack`
     it stops before: 0 before the pack (written under its final name), 1 before
-    the temp index, 2 before renaming the index, 3 after it (before the ref
-    moves). With ``pool``, the pack and index are recycled files
-    (:mod:`gitmem.git.spares`): 0 after the pack was written into its spare
-    (before the rename to its final name), 1 after the index was, 2 before the
-    index's spare is renamed into place, 3 before the ref moves; without it the
-    pool is switched off. With ``compact``, it stops inside the ``git repack`` run instead.
+    the temp index, 2 before renaming the index, 3 after it (before the ref moves).
     """
-    from gitmem.git import packwrite, spares
-    from gitmem.git.repo import GitRepo
+    from gitmem.git import engine, packwrite
 
     step, ops = int(args.get("step", 0)), [0]
     acks = Acks(args["acks"])
-    pool = bool(int(args.get("pool", 0)))
-    if not pool:
-        spares._enabled[0] = False
-    original_fill = spares.fill
-
-    def fill(repo_path: str, data: bytes, mode: int) -> str | None:
-        made = original_fill(repo_path, data, mode)
-        if made is None:
-            raise SystemExit("the pool was meant to hold spares")
-        maybe_stop()
-        return made
-
-    if pool:
-        spares.fill = fill  # type: ignore[assignment]
 
     def maybe_stop() -> None:
         if ops[0] == step:
@@ -204,20 +184,20 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
         original_write(path, data, durable)
 
     def rename(src: Any, dst: Any, **kw: Any) -> None:
-        if ("tmp_" in str(src) and "objects" in str(src)) or ("spares" in str(src) and str(dst).endswith(".idx")):
+        if "tmp_" in str(src) and "objects" in str(src):
             maybe_stop()
         original_rename(src, dst, **kw)
 
     packwrite._write_file = write_file  # type: ignore[assignment]
     packwrite.os.rename = rename  # type: ignore[assignment,attr-defined]
-    original_cas = GitRepo._cas
+    original_move = engine._move
 
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
+    def move(*a: Any, **kw: Any) -> bool:
         if ops[0] == step:
             maybe_stop()
-        return original_cas(self, repo, old, new)
+        return original_move(*a, **kw)
 
-    GitRepo._cas = cas  # type: ignore[method-assign]
+    engine._move = move  # type: ignore[assignment]
     store = open_store(args)
     store.write("stopped.md", "never acknowledged\n", expected=None)
     raise SystemExit("the parent was meant to kill this process")
@@ -225,10 +205,9 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
 def mode_stop_in_compact(args: dict[str, Any]) -> None:
     """Write until a compaction starts, let ``git repack`` run ``delay`` s, then stop it and self for a SIGKILL."""
-    from gitmem.git import cli, packfold
-    from gitmem.git import repo as gitrepo
+    from gitmem.git import cli, engine, packfold
 
-    gitrepo.MAX_PACKS = 2
+    engine.MAX_PACKS = 2
     packfold.MAX_BYTES = 0  # every fold goes to git pack-objects
     acks = Acks(args["acks"])
     original = cli.run_git
@@ -247,7 +226,7 @@ def mode_stop_in_compact(args: dict[str, Any]) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
         raise SystemExit("the parent was meant to kill this process")
 
-    gitrepo.cli.run_git = run_git  # type: ignore[assignment]
+    cli.run_git = run_git  # type: ignore[assignment]
     store = open_store(args)
     for n in range(10):
         store.write(f"c{n}.md", f"{n}\n", expected=None)
@@ -261,10 +240,9 @@ def mode_stop_in_fold(args: dict[str, Any]) -> None:
     ``idx`` (the pack renamed, not its index), ``record`` (the new pack complete,
     the folded packs not yet listed for deletion).
     """
-    from gitmem.git import packfold
-    from gitmem.git import repo as gitrepo
+    from gitmem.git import engine, packfold
 
-    gitrepo.MAX_PACKS = 2
+    engine.MAX_PACKS = 2
     acks, step = Acks(args["acks"]), args["step"]
 
     def stop() -> None:
