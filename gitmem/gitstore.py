@@ -639,6 +639,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     forget = threaded(SyncGitFileStore.forget)
     fsck = threaded(SyncGitFileStore.fsck)
     gc = threaded(SyncGitFileStore.gc)
+    set_durable = threaded(SyncGitFileStore.set_durable)
 
 
 def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:

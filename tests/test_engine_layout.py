@@ -62,3 +62,25 @@ def test_the_repository_handle_does_not_import_the_engine() -> None:
 
 def test_restore_and_revert_commit_through_the_engine() -> None:
     assert "engine.transact" in _calls(PACKAGE / "git" / "history.py")
+
+
+def _settings_in_child(env_value: str | None) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "GITMEM_PYGIT2_DEFAULTS"}
+    if env_value is not None:
+        env["GITMEM_PYGIT2_DEFAULTS"] = env_value
+    code = "import pygit2; before = pygit2.settings.mwindow_file_limit; import gitmem.gitstore; print(before, pygit2.settings.mwindow_file_limit)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=PACKAGE.parent, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_a_host_can_keep_libgit2s_defaults() -> None:
+    before, after = _settings_in_child(None).split()
+    assert after == "256" and before != after  # gitmem's settings, by default
+    kept_before, kept_after = _settings_in_child("1").split()
+    assert kept_before == kept_after  # untouched when the host asks

@@ -50,6 +50,9 @@ LONG_WAIT = 1800.0
 """Seconds a writer waits behind maintenance: each git command it runs is bounded by 600 s."""
 
 _RECORD_SIZE = 64
+POLL_FOR = 0.02
+"""Seconds a contended taker polls the lock before it queues a blocking wait."""
+POLL_FIRST, POLL_MAX = 0.00005, 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,16 +211,29 @@ class WriterLock:
         """Take the lock; returns the descriptor that holds it (``unavailable`` after the timeout).
 
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
-        Contended, a :class:`_Wait` queues a blocking one; a holder doing long
-        maintenance (its record says so) is waited for up to :data:`LONG_WAIT`.
+        Contended, it first tries again for :data:`POLL_FOR` with growing pauses
+        (a write holds the lock for about a millisecond, so most waits end here,
+        without a thread), then a :class:`_Wait` queues a blocking ``flock``,
+        which the kernel grants in turn, so no writer can be starved for long. A
+        holder doing long maintenance (its record says so) is waited for up to
+        :data:`LONG_WAIT`.
         """
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
             pass
-        wait = _Wait(self.path)
         started = time.monotonic()
+        pause = POLL_FIRST
+        while time.monotonic() - started < POLL_FOR:
+            time.sleep(pause)
+            pause = min(pause * 1.5, POLL_MAX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                pass
+        wait = _Wait(self.path)
         while not wait.got.wait(timeout=min(self.timeout, 1.0)):
             waited = time.monotonic() - started
             if waited < self.timeout:

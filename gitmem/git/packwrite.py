@@ -347,30 +347,49 @@ def _folded(repo_path: str) -> dict[str, float]:
     return folded
 
 
-def _object_ids(idx_path: str) -> list[bytes] | None:
-    """The object ids a v2 pack index lists (sorted), or ``None`` when it is no such index."""
-    raw = read_private(idx_path, 1 << 30)
-    if raw is None or len(raw) < 8 + 256 * 4 or raw[:8] != b"\xfftOc\x00\x00\x00\x02":
+def _index_names(idx_path: str) -> tuple[bytes, int] | None:
+    """A v2 pack index's bytes and object count, or ``None`` when the file is no such index."""
+    raw = read_private(idx_path, 1 << 31)
+    if raw is None or len(raw) < _NAMES or raw[:8] != b"\xfftOc\x00\x00\x00\x02":
         return None
-    count = int.from_bytes(raw[8 + 255 * 4 : 8 + 256 * 4], "big")
-    start = 8 + 256 * 4
-    if len(raw) < start + 20 * count:
-        return None
-    return [raw[start + 20 * i : start + 20 * (i + 1)] for i in range(count)]
+    count = int.from_bytes(raw[_NAMES - 4 : _NAMES], "big")
+    return (raw, count) if len(raw) >= _NAMES + 20 * count else None
+
+
+_NAMES = 8 + 256 * 4  # where a v2 index's sorted object names start
+
+
+def _lists(index: tuple[bytes, int], oid: bytes) -> bool:
+    """Whether the index lists ``oid`` (a binary search within its fan-out bucket)."""
+    raw, _ = index
+    first = oid[0]
+    lo = int.from_bytes(raw[8 + 4 * (first - 1) : 8 + 4 * first], "big") if first else 0
+    hi = int.from_bytes(raw[8 + 4 * first : 12 + 4 * first], "big")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        name = raw[_NAMES + 20 * mid : _NAMES + 20 * mid + 20]
+        if name == oid:
+            return True
+        if name < oid:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
 
 
 def _held_elsewhere(folder: str, name: str, keep: set[str]) -> bool:
     """Whether every object of pack ``name`` is also in one of the ``keep`` packs (so deleting it loses nothing)."""
-    ids = _object_ids(os.path.join(folder, name + ".idx"))
-    if ids is None:
+    mine = _index_names(os.path.join(folder, name + ".idx"))
+    if mine is None:
         return not os.path.lexists(os.path.join(folder, name + ".idx"))  # already gone: nothing to lose
-    missing = set(ids)
+    raw, count = mine
+    missing = [raw[_NAMES + 20 * i : _NAMES + 20 * i + 20] for i in range(count)]
     for other in keep:
         if not missing:
             break
-        found = _object_ids(os.path.join(folder, other + ".idx"))
-        if found is not None:
-            missing.difference_update(found)
+        index = _index_names(os.path.join(folder, other + ".idx"))
+        if index is not None:
+            missing = [oid for oid in missing if not _lists(index, oid)]
     return not missing
 
 

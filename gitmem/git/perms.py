@@ -16,6 +16,9 @@ import os
 import stat
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import read_local as read_private
+
+__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dir", "open_private", "read_private", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -69,34 +72,6 @@ def open_private(path: str | os.PathLike[str], flags: int) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def read_private(path: str | os.PathLike[str], limit: int) -> bytes | None:
-    """The bytes of a file gitmem keeps under a mount, at most ``limit``; ``None`` when it is missing or unusable.
-
-    The same rules as :func:`open_private` (no link, only a regular file); a file
-    longer than ``limit`` is not gitmem's and reads as missing.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return None if size > limit else b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def write_private(path: str | os.PathLike[str], text: str) -> None:

@@ -31,11 +31,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Final
 
 import pygit2
@@ -312,7 +313,14 @@ class GitRepo:
 
     def head_in(self, repo: pygit2.Repository) -> CommitId:
         """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
-        head = read_ref_file(self._main_path) or read_ref(repo, MAIN)
+        head = read_ref_file(self._main_path)
+        if head is None:
+            # Not a plain loose ref: packed, symbolic or a link are libgit2's to read, but a
+            # FIFO or device planted there would block libgit2's open for good.
+            with suppress(FileNotFoundError):
+                if not stat.S_ISREG(os.lstat(self._main_path).st_mode) and not os.path.islink(self._main_path):
+                    raise MemoryStoreError("unavailable", f"{self._main_path} is not a regular file; remove it")
+            head = read_ref(repo, MAIN)
         if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.

@@ -120,14 +120,14 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     """
     import pygit2
 
-    from gitmem.git.repo import GitRepo
+    from gitmem.git import engine
 
-    original_cas, original_lookup = GitRepo._cas, pygit2.Repository.lookup_reference
+    original_cas, original_lookup = engine._move, pygit2.Repository.lookup_reference
     in_cas = []
 
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
-        in_cas.append(new)
-        return original_cas(self, repo, old, new)
+    def cas(*a: Any, **kw: Any) -> bool:
+        in_cas.append(a[5])  # the new commit
+        return original_cas(*a, **kw)
 
     def lookup_then_stop(self: Any, name: str) -> Any:
         ref = original_lookup(self, name)
@@ -145,7 +145,7 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         original_rename(src, dst, **kw)
 
-    GitRepo._cas = cas  # type: ignore[method-assign]
+    engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
     os.rename = rename_then_stop  # type: ignore[assignment]
     store = open_store(args)
@@ -273,63 +273,6 @@ def mode_stop_in_fold(args: dict[str, Any]) -> None:
         store.write(f"c{n}.md", f"{n}\n", expected=None)
         acks("wrote", f"c{n}.md")
     raise SystemExit("no fold reached the step")
-
-
-def mode_group_stop(args: dict[str, Any]) -> None:
-    """Threads write their own files (acking each write once it returned) until a group round of
-    two or more commits reaches ``step``; then the process stops itself for the parent's SIGKILL.
-
-    ``step`` 0: before the round's pack is written; 1: pack in place, ref not moved;
-    2: ref moved, no caller answered yet.
-    """
-    import threading
-
-    from gitmem.git import packwrite
-    from gitmem.git.repo import GitRepo
-
-    step, acks = int(args["step"]), Acks(args["acks"])
-    original_write, original_cas = packwrite.write_pack, GitRepo._cas
-    in_round = threading.local()
-
-    def stop(where: str, commits: list[str]) -> None:
-        acks("in-round", where, len(commits), *commits)
-        os.kill(os.getpid(), signal.SIGSTOP)
-        time.sleep(60)  # never reached: the parent kills us while stopped
-
-    def write_pack(repo_path: str, pending: Any, *, durable: bool) -> str:
-        commits = [oid for oid, (kind, _) in pending.objects.items() if kind == b"commit"]
-        in_round.commits = commits
-        if len(commits) >= 2 and step == 0:
-            stop("before-pack", commits)
-        sha = original_write(repo_path, pending, durable=durable)
-        if len(commits) >= 2 and step == 1:
-            stop("before-ref", commits)
-        return sha
-
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
-        moved = original_cas(self, repo, old, new)
-        commits = getattr(in_round, "commits", [])
-        in_round.commits = []
-        if moved and len(commits) >= 2 and step == 2:
-            stop("after-ref", commits)
-        return moved
-
-    packwrite.write_pack = write_pack  # type: ignore[assignment]
-    GitRepo._cas = cas  # type: ignore[method-assign]
-    store = open_store(args)
-
-    def writer(t: int) -> None:
-        version = None
-        for seq in range(10_000):
-            version = store.write(f"t{t}.md", f"{seq}\n", expected=version)
-            acks("w", t, seq, version)
-
-    threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(int(args["threads"]))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    raise SystemExit("no group round of two commits happened")
 
 
 def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
@@ -512,7 +455,6 @@ MODES = {
     "stop_in_pack": mode_stop_in_pack,
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
-    "group_stop": mode_group_stop,
     "stop_in_cas": mode_stop_in_cas,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,
