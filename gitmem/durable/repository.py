@@ -158,6 +158,9 @@ class DurableRepository:
 
             semantic_recall.attach(os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None)
         self.semantic_recall = semantic_recall
+        from gitmem.durable.sessions import SESSIONS_DIR, SessionBindings
+
+        self.sessions = SessionBindings(os.path.join(where, *SESSIONS_DIR) if isinstance(where, str) else None)
         self._recalls: dict[Namespace, NamespaceRecall] = {}
         self._recalls_lock = threading.Lock()
         self._cache = WriteCache()
@@ -189,6 +192,19 @@ class DurableRepository:
         from gitmem.durable.binding import DurableBinding
 
         return DurableBinding(self, namespace, policy)
+
+    def bind_session(self, session_id: str, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
+        """Bind session ``session_id`` to ``namespace``, persisting the binding's secret-free record.
+
+        The session's first binding is recorded; binding it again (a resume, maybe in
+        another process) must be equivalent - same namespace, recall policy and
+        semantic identity - or fails closed with ``forbidden`` (:mod:`gitmem.durable.sessions`).
+        """
+        from gitmem.durable.binding import DurableBinding
+
+        binding = DurableBinding(self, namespace, policy, session_id=session_id)
+        self.sessions.bind(session_id, binding.record())
+        return binding
 
     # -- recall (active nodes only) and the ledger of admissions and uses --
 
