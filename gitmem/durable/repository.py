@@ -233,8 +233,23 @@ class DurableRepository:
         return self._semantic().refresh(self.store, namespace, consistency=consistency)
 
     def semantic_health(self, namespace: Namespace) -> SemanticHealth:
-        """The namespace's vector partition against the head: revision, lag, last refresh, failures."""
-        return self._semantic().health(self.store, namespace)
+        """The namespace's vector partition against the head: revision, lag, last refresh, failures.
+
+        Without a configured semantic recall this reads the mount's embedded index
+        (no embedder needed; the serving generation is then not checked).
+        """
+        if self.semantic_recall is not None:
+            return self.semantic_recall.health(self.store, namespace)
+        from gitmem.durable.semantic import SEMANTIC_DIR, RefreshLog, semantic_health
+        from gitmem.recall.vectors import SqliteVectorIndex
+
+        where = getattr(self.store, "path", None)
+        folder = os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None
+        index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+        try:
+            return semantic_health(self.store, namespace, index, RefreshLog(folder))
+        finally:
+            index.close()
 
     def semantic_maintenance(
         self,

@@ -29,7 +29,9 @@ WORKER = Path(__file__).with_name("restart_epoch.py")
 
 
 def epoch(root: Path, sessions: Path, n: int) -> dict[str, object]:
-    arg = json.dumps({"root": str(root), "session_root": str(sessions), "epoch": n, "fixture": str(DATA / f"{NAME}.json")})
+    arg = json.dumps(
+        {"root": str(root), "session_root": str(sessions), "epoch": n, "fixture": str(DATA / f"{NAME}.json")}
+    )
     done = subprocess.run([sys.executable, str(WORKER), arg], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     out: dict[str, object] = json.loads(done.stdout)
