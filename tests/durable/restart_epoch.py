@@ -31,7 +31,7 @@ def main() -> None:
         resumed += repo.sessions.load(session) is not None
         binding = repo.bind_session(session, NS, RecallPolicy(3, 0.2))
 
-        def model(context: TurnContext) -> str:
+        def model(context: TurnContext, agent: dict[str, str] = agent) -> str:
             seen.append({"agent": agent["id"], "block": context.memory_block})
             return "ok"
 
