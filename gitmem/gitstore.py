@@ -109,7 +109,6 @@ _T = TypeVar("_T")
 _HEAD_ATTEMPTS = 3
 """Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
 
-
 class _Shared:
     """What a store and its run views share: the read cache, the index and the views.
 

@@ -45,9 +45,7 @@ def require_file_memory(name: str, kind: MountKind) -> None:
     """``wrong_kind`` unless memory ``name`` is a file memory: record, session and durable
     memories keep files with rules of their own, so the file commands leave them alone."""
     if kind != "file":
-        raise MemoryStoreError(
-            "wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories"
-        )
+        raise MemoryStoreError("wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories")
 
 
 def list_files(root: Root, name: str) -> list[FileEntry]:
@@ -158,9 +156,7 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation:
     # is marked "+" (``None`` is empty). A description with a NUL is rare enough not to keep.
     if any(e.description is not None and "\0" in e.description for e in entries):
         return
-    body = "".join(
-        f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries
-    )
+    body = "".join(f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries)
     try:
         checksum = sha1(f"{tree}\n{body}".encode()).hexdigest()
     except UnicodeEncodeError:
@@ -173,9 +169,7 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation:
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
         make_private_dir(folder)
-        with os.fdopen(
-            open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline=""
-        ) as out:
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline="") as out:
             out.write(text)
         os.replace(tmp, target)
         if _generation(repo) != generation:

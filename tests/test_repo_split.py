@@ -42,16 +42,7 @@ def test_repo_builds_on_the_split_modules() -> None:
 
 
 def test_callers_names_are_still_in_repo() -> None:
-    for name in (
-        "GROUP_COMMIT",
-        "CROSS_PROCESS",
-        "MAX_PACKS",
-        "HARD_MAX_PACKS",
-        "MAX_ATTEMPTS",
-        "PACK_EDITS",
-        "EMPTY_TREE",
-        "cli",
-    ):
+    for name in ("GROUP_COMMIT", "CROSS_PROCESS", "MAX_PACKS", "HARD_MAX_PACKS", "MAX_ATTEMPTS", "PACK_EDITS", "EMPTY_TREE", "cli"):
         assert hasattr(gitrepo, name), name
     assert gitrepo.Snapshot is snapshot.Snapshot and gitrepo.Plan is snapshot.Plan and gitrepo.Done is snapshot.Done
     assert gitrepo.MAX_ATTEMPTS == writeround.MAX_ATTEMPTS

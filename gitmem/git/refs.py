@@ -209,9 +209,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             os.fsync(fd)
         os.close(fd)
         fd = -1
-        spares.keep(
-            repo_path, ref, len(current) + 1
-        )  # the old file joins the pool instead of being freed by the rename
+        spares.keep(repo_path, ref, len(current) + 1)  # the old file joins the pool instead of being freed by the rename
         os.rename(lock, ref)
     except BaseException:
         if fd >= 0:

@@ -171,9 +171,7 @@ class GitRepo:
         self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
         """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
         self.lock = WriterLock(
-            os.path.join(self.path, "gitmem", "write.lock"),
-            timeout=lock_timeout,
-            on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path),
+            os.path.join(self.path, "gitmem", "write.lock"), timeout=lock_timeout, on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path)
         )
         self.recent = recent_for(self.path)
         """The objects of this process's latest commits (:mod:`gitmem.git.recent`)."""
@@ -652,3 +650,6 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
         # before anything (a forget included) can change main's history.
         repo = GitRepo(path)
         spool.recover(path, repo.on_main)
+
+
+

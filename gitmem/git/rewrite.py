@@ -200,18 +200,11 @@ def purge(repo: GitRepo, message: str) -> str:
             }
             moves[MAIN] = (repo.head(), commit)
             if swap_refs(
-                r,
-                repo.path,
-                moves,
-                message="gitmem: purge",
-                stale_after=repo.stale_lock_seconds,
-                timeout=repo.lock_timeout,
+                r, repo.path, moves, message="gitmem: purge", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
             ):
                 break
         else:
-            raise MemoryStoreError(
-                "unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)"
-            )
+            raise MemoryStoreError("unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)")
         _prune_now(repo)
         return commit
 

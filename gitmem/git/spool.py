@@ -123,7 +123,9 @@ _BLANK_TIP = b" " * 40
 
 def _encode(h: Header) -> bytes:
     tip = h.tip.encode("ascii") if h.tip else _BLANK_TIP
-    body = _LAYOUT.pack(_MAGIC, _STATE_CODES[h.state], h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, tip, 0)[:-4]
+    body = _LAYOUT.pack(
+        _MAGIC, _STATE_CODES[h.state], h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, tip, 0
+    )[:-4]
     return body + zlib.crc32(body).to_bytes(4, "little")
 
 
@@ -134,15 +136,7 @@ def _decode(raw: bytes) -> Header | None:
     magic, state, seq, req_len, req_crc, out_len, out_crc, tip, crc = _LAYOUT.unpack_from(raw)
     if magic != _MAGIC or crc != zlib.crc32(raw[: _LAYOUT.size - 4]) or state >= len(_STATES):
         return None
-    return Header(
-        _STATES[state],
-        seq,
-        req_len,
-        req_crc,
-        out_len,
-        out_crc,
-        "" if tip == _BLANK_TIP else tip.decode("ascii", "replace"),
-    )
+    return Header(_STATES[state], seq, req_len, req_crc, out_len, out_crc, "" if tip == _BLANK_TIP else tip.decode("ascii", "replace"))
 
 
 def _wake_path(slot_path: str) -> str:
@@ -268,9 +262,7 @@ class Slot:
             raise MemoryStoreError("unavailable", "the writer holding the lock could not read this write's request")
         if h is None or h.seq != self.seq or h.state not in ("queued", "done"):
             self.clear()
-            raise MemoryStoreError(
-                "unavailable", "this write's group-commit slot is unreadable: its outcome is unknown"
-            )
+            raise MemoryStoreError("unavailable", "this write's group-commit slot is unreadable: its outcome is unknown")
         found = None
         if h.state == "done":
             try:
@@ -279,9 +271,7 @@ class Slot:
                 found = None
             if found is None:
                 self.clear()
-                raise MemoryStoreError(
-                    "unavailable", "this write's group-commit answer is unreadable: its outcome is unknown"
-                )
+                raise MemoryStoreError("unavailable", "this write's group-commit answer is unreadable: its outcome is unknown")
         self.clear()
         return found
 
@@ -327,9 +317,7 @@ class Slot:
     def mark(self, state: str) -> None:
         h = self.header()
         if h is not None:
-            self._put(
-                Header(state, h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, h.tip if state != "queued" else "")
-            )
+            self._put(Header(state, h.seq, h.req_len, h.req_crc, h.out_len, h.out_crc, h.tip if state != "queued" else ""))
             if state == "queued":  # back in the queue (its round did not land): holders must look again
                 announce(os.path.dirname(self.path))
 
@@ -393,7 +381,6 @@ def _remove_own() -> None:
             for path in (slot.path, slot.path[: -len(".slot")] + ".live", _wake_path(slot.path)):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
-
 
 _theirs: dict[str, tuple[int, Slot]] = {}  # slot path -> (inode, the slot opened by a holder)
 _seen: dict[str, int] = {}  # repo path -> the bell's size when this process last scanned its spool

@@ -256,9 +256,7 @@ def _chain(
                     outcomes[id(request)] = (value, error)
                 at = iter(theirs)
                 for t in taken:
-                    t.header = t.slot.settle(
-                        t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs]
-                    )
+                    t.header = t.slot.settle(t.header, tip if chain else None, [outcomes[id(next(at))] for _ in t.specs])
                 settled_slots = bool(chain)
             spool.at("pending")
             if chain and not writer._cas(repo, head, tip):

@@ -314,7 +314,9 @@ class MountIndex:
             state = "current"
         else:
             state = "behind" if self._changed_since(meta.commit, head) is not None else "outdated"
-        return IndexStatus(self.directory, state, head, meta.commit, counts.documents, counts.deleted, counts.segments)
+        return IndexStatus(
+            self.directory, state, head, meta.commit, counts.documents, counts.deleted, counts.segments
+        )
 
     # -- ranked search --
 

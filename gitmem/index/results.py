@@ -50,11 +50,7 @@ def snippet(text: str, words: list[str], width: int = SNIPPET_CHARS) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return ""
-    finder = (
-        re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
-        if words
-        else None
-    )
+    finder = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.IGNORECASE) if words else None
     for line in lines:
         found = finder.search(line) if finder is not None else None
         if found is not None:

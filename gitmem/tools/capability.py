@@ -229,7 +229,9 @@ class FileMemoryCapability:
         if isinstance(args, CreateArgs):
             return ops.create(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
         if isinstance(args, EditArgs):
-            return ops.edit(store, args.path, args.old_string, args.new_string, fmt=fmt, retries=retries, origin=who)
+            return ops.edit(
+                store, args.path, args.old_string, args.new_string, fmt=fmt, retries=retries, origin=who
+            )
         if isinstance(args, AppendArgs):
             return ops.append(store, args.path, args.content, fmt=fmt, retries=retries, origin=who)
         if isinstance(args, MoveArgs):

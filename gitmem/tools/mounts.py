@@ -102,7 +102,9 @@ class FileMount:
         return tool in READ_TOOLS or (self.access == "write" and tool in WRITE_TOOLS)
 
 
-def check_tool_names(tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = "") -> frozenset[str]:
+def check_tool_names(
+    tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = ""
+) -> frozenset[str]:
     """The set of tools a capability offers out of ``known``; ``None`` means all of them."""
     if tools is None:
         return frozenset(known)

@@ -139,12 +139,7 @@ AT_START: set[str] = set(
 
 
 def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
-    for args in (
-        ("ls", "user"),
-        ("cat", "user", "a.md"),
-        ("--json", "cat", "user", "nope.md"),
-        ("ls", "user", "--json"),
-    ):
+    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--json", "cat", "user", "nope.md"), ("ls", "user", "--json")):
         held = modules(root, *args, probe=ENTRY)
         assert not {m for m in held if m == "click" or m.startswith("click.")}, args
         assert "gitmem.adapters.cli.app" not in held, args
@@ -155,11 +150,9 @@ def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
         assert "_hashlib" not in held - AT_START, args
         assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
         assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
-    held = (
-        subprocess.run([sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True)
-        .stderr.strip()
-        .splitlines()[-1]
-    )
+    held = subprocess.run(
+        [sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True
+    ).stderr.strip().splitlines()[-1]
     assert '"click"' not in held and '"gitmem.adapters.cli.files"' not in held
     assert '"dataclasses"' not in held and '"gitmem.fileformat"' not in held  # the help page needs no rules
     # A form the quick path leaves to click: click parses it (and the store reads the run's view).

@@ -29,9 +29,7 @@ SCRIPT = str(Path(__file__).with_name("spool_worker.py"))
 
 
 class SpoolWorker:
-    def __init__(
-        self, tmp: Path, name: str, repo: Path, path: str, text: str, expected: str | None, **extra: object
-    ) -> None:
+    def __init__(self, tmp: Path, name: str, repo: Path, path: str, text: str, expected: str | None, **extra: object) -> None:
         self.acks = tmp / f"ack-{name}"
         self.signals = tmp / f"sig-{name}"
         self.signals.mkdir()
@@ -39,9 +37,7 @@ class SpoolWorker:
         args = {"repo": str(repo), "path": path, "text": text, "expected": expected, "acks": str(self.acks)}
         args.update(signals=str(self.signals), **extra)
         with open(self.errors, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, SCRIPT, json.dumps(args)], stdout=subprocess.DEVNULL, stderr=err
-            )
+            self.proc = subprocess.Popen([sys.executable, SCRIPT, json.dumps(args)], stdout=subprocess.DEVNULL, stderr=err)
         Worker.live.append(self)  # type: ignore[arg-type]  # killed after the test whatever happened
 
     def at(self, point: str) -> None:

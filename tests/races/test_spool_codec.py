@@ -36,9 +36,7 @@ _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, m
 paths = st.lists(_word, min_size=1, max_size=4).map(lambda parts: "/".join([*parts[:-1], parts[-1] + ".md"]))
 versions = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 expected = st.one_of(st.none(), st.just(ANY), versions, st.just(""))
-texts = st.text(
-    st.characters(blacklist_categories=()), max_size=200
-)  # any code point, lone surrogates and NUL included
+texts = st.text(st.characters(blacklist_categories=()), max_size=200)  # any code point, lone surrogates and NUL included
 data = st.one_of(st.none(), texts.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=200))
 line = st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and not any(c in t for c in "\r\n\x00"))
 formats = st.builds(
@@ -61,13 +59,13 @@ batches = st.builds(
     trailers=st.lists(st.tuples(_word.map(lambda w: f"Gitmem-{w}"), line), max_size=3).map(tuple),
 )
 specs = st.builds(BatchSpec, formats, batches, origins)
-files = st.builds(
-    FileText, paths, texts.map(lambda t: t.encode("utf-8", "surrogatepass").decode("utf-8", "replace")), versions
-)
+files = st.builds(FileText, paths, texts.map(lambda t: t.encode("utf-8", "surrogatepass").decode("utf-8", "replace")), versions)
 store_errors = st.builds(
     MemoryStoreError, st.sampled_from(sorted(STORE_ERROR_CODES)), line, st.one_of(st.none(), files)
 )
-tool_errors = st.builds(MemoryToolError, st.sampled_from(sorted(TOOL_ERROR_CODES)), line, st.one_of(st.none(), files))
+tool_errors = st.builds(
+    MemoryToolError, st.sampled_from(sorted(TOOL_ERROR_CODES)), line, st.one_of(st.none(), files)
+)
 decisions = st.builds(
     lambda vs, op, ps: Decision(tuple(Effect(p, None, None, None) for p in ps), tuple(vs), op, tuple(ps)),
     st.lists(st.one_of(st.none(), versions), max_size=4),
@@ -146,11 +144,7 @@ _json = st.recursive(
 @given(_json, _json)
 def test_crafted_documents_decode_to_the_known_shapes_or_are_malformed(body: object, inner: object) -> None:
     """Well-formed JSON of the right envelope but any content: a request only of known shapes, or refused."""
-    for doc in (
-        ["gitmem-request", 2, body],
-        ["gitmem-request", 2, [body]],
-        ["gitmem-request", 2, [[inner, body, inner]]],
-    ):
+    for doc in (["gitmem-request", 2, body], ["gitmem-request", 2, [body]], ["gitmem-request", 2, [[inner, body, inner]]]):
         try:
             got = spoolcodec.decode_request(json.dumps(doc).encode())
         except spoolcodec.Malformed:
@@ -162,9 +156,7 @@ def test_crafted_documents_decode_to_the_known_shapes_or_are_malformed(body: obj
         except spoolcodec.Malformed:
             continue
         for value, error in answers:
-            assert (isinstance(value, Done) and error is None) or (
-                value is None and isinstance(error, MemoryStoreError)
-            )
+            assert (isinstance(value, Done) and error is None) or (value is None and isinstance(error, MemoryStoreError))
 
 
 def test_another_format_version_is_malformed() -> None:
@@ -204,19 +196,7 @@ def _plant(repo: Path, payload: bytes, tmp: Path) -> tuple[Path, int]:
     [
         pickle.dumps([_Boom()]),  # what the old format would have run
         b"\x00\xff garbage",
-        json.dumps(
-            [
-                "gitmem-request",
-                2,
-                [
-                    [
-                        [65536, 200, 2048, 256, True, None, None],
-                        [[[".git/config", "x", None]], [], None, None, []],
-                        [None, None, None],
-                    ]
-                ],
-            ]
-        ).encode(),
+        json.dumps(["gitmem-request", 2, [[[65536, 200, 2048, 256, True, None, None], [[[".git/config", "x", None]], [], None, None, []], [None, None, None]]]]).encode(),
     ],
     ids=["pickle", "garbage", "bad-path"],
 )

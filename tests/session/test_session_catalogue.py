@@ -87,9 +87,7 @@ def test_forget_leaves_no_item_text_in_any_commit_message(tmp_path: Path) -> Non
     repo = str(tmp_path / "m" / "session.git")
 
     def git_log(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", repo, "log", "--all", *args], capture_output=True, text=True, check=True
-        ).stdout
+        return subprocess.run(["git", "-C", repo, "log", "--all", *args], capture_output=True, text=True, check=True).stdout
 
     messages = git_log("--format=%B")
     assert secret.id in messages and "vault" not in messages and "4417" not in messages
