@@ -33,7 +33,7 @@ from gitmem.fileformat import (
     validate_path,
 )
 from gitmem.git import bulk as git_bulk
-from gitmem.git import engine
+from gitmem.git import engine, erasures
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
@@ -194,6 +194,11 @@ class SyncGitFileStore:
     @property
     def path(self) -> str:
         return self.repo.path
+
+    @property
+    def generation_file(self) -> str:
+        """The stamp purge and forget rewrite: writers of derived files check it (:mod:`gitmem.derived`)."""
+        return os.path.join(self.repo.path, "gitmem", "generation")
 
     @property
     def kind(self) -> MountKind:
@@ -445,7 +450,8 @@ class SyncGitFileStore:
 
     def purge(self, origin: Origin | None = None) -> None:
         with self._erasing():
-            git_rewrite.purge(self.repo, commit_message("purge", (), self._origin(origin)))
+            who = self._origin(origin)
+            git_rewrite.purge(self.repo, commit_message("purge", (), who), by=who.principal_id)
 
     @contextmanager
     def _erasing(self) -> Iterator[None]:
@@ -526,6 +532,16 @@ class SyncGitFileStore:
 
     def fsck(self) -> FsckReport:
         return git_rewrite.fsck(self.repo)
+
+    def check_erasures(self) -> erasures.Audit:
+        """Proof that what the erasure ledger names is gone from the mount (``gitmem fsck NAME --erasures``)."""
+        with translate_errors(self.path):
+            return erasures.audit(self.repo.fresh(), self.path)
+
+    def erasures(self) -> tuple[erasures.Entry, ...]:
+        """The erasure ledger, oldest first: what each forget and purge erased (ids and keyed prints only)."""
+        with translate_errors(self.path):
+            return erasures.entries(self.repo.fresh())
 
     def gc(self) -> GcReport:
         return git_rewrite.gc(self.repo)

@@ -127,7 +127,8 @@ class ForgetReport:
 
     ``names`` are the paths erased (the path and the names it had before moves);
     ``erased_versions`` the blob ids removed from trees; ``shared_versions`` those
-    of them that survive because another file still holds the same content.
+    of them that survive because another file still holds the same content;
+    ``erasure`` the id of its entry in the mount's erasure ledger.
     """
 
     path: str
@@ -137,6 +138,7 @@ class ForgetReport:
     refs_updated: tuple[str, ...]
     erased_versions: tuple[str, ...] = ()
     shared_versions: tuple[str, ...] = field(default_factory=tuple)
+    erasure: str | None = None  # the erasure ledger's entry for it
 
 
 # --- argument rules ---------------------------------------------------------------

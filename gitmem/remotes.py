@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gitmem.git import remote as engine
 from gitmem.git.merge import MergeRefused, MergeResult
-from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote
+from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote, RemoteErasure
 from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.model import Origin
 
@@ -26,7 +26,9 @@ __all__ = [
     "MergeResult",
     "PushedRef",
     "Remote",
+    "RemoteErasure",
     "add",
+    "erase",
     "list_remotes",
     "pull",
     "push",
@@ -58,3 +60,13 @@ def pull(store: Store, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = 
     """Bring the remote's ``main`` into this memory's ``main`` (see the module docstring)."""
     sync = as_sync(store)
     return engine.pull(sync.repo, sync.format, remote, origin=origin)
+
+
+def erase(store: Store, names: list[str] | None = None) -> list[RemoteErasure]:
+    """After a forget or purge: push the rewritten history and the ledger to every remote (or ``names``).
+
+    Each remote is then fetched into a scratch repository and checked: a
+    :class:`RemoteErasure` per remote says whether any ref there still reaches
+    an erased object (``holding``), or why the push or the check failed.
+    """
+    return engine.erase_on_remotes(as_sync(store).repo, names)

@@ -45,7 +45,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import packwrite
+from gitmem.git import erasures, packwrite
 from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, stored_file, translate_errors
@@ -83,6 +83,10 @@ def commit_batch(
         decision = decide(batch, lambda path: stored_file(snap, path), snap.write_blob)
         if decision is None:
             return Plan.nothing(None)
+        # Erased stays erased: a blob the erasure ledger names is refused (or let in by an admin's trailer).
+        erasures.refuse_erased(
+            repo.fresh(), repo.path, ((e.path, e.version) for e in decision.effects if e.version), batch.trailers
+        )
         writes = any(e.data is not None for e in decision.effects)
         if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
             for effect in decision.creates:

@@ -24,7 +24,13 @@ same rules as a store write:
   path its tree diff changes (``provenance``): history reads trust those trailers
   to skip commits, so a pushed commit cannot hide a change behind them;
 - on ``main``, the memory's file and byte limits hold for the new head (unless it
-  shrinks the memory).
+  shrinks the memory);
+- no tree the push brings in holds a blob the mount's erasure ledger names
+  (``erased``, :mod:`gitmem.git.erasures`): a stale clone cannot push back what
+  ``forget`` or ``purge`` erased, and neither can a pull or an approval, which
+  run this same check;
+- the ledger ref itself (``refs/gitmem/erasures``) can be pushed, only forward:
+  a new ledger keeps every entry of the old one, so it can be sent, never undone.
 
 The check only reads objects. The objects of a push in flight sit in a
 quarantine directory until the push is accepted; pass it as ``object_dirs``.
@@ -41,6 +47,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git import erasures
 from gitmem.git.loose import open_repository
 from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN
@@ -79,6 +86,8 @@ RULE_FILE_MODE = "file_mode"
 RULE_OBJECT = "invalid_object"
 RULE_PROVENANCE = "provenance"
 RULE_TOO_MANY = "too_many_problems"
+RULE_ERASED = erasures.RULE_ERASED
+RULE_LEDGER = "erasure_ledger"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +199,12 @@ class _Checker:
         self._headers: dict[pygit2.Oid, tuple[int, int]] = {}
         self._trees: set[tuple[pygit2.Oid, bytes]] = set()
         self.reached: set[bytes] = set()
+        self._erased = frozenset(bytes.fromhex(b) for b in erasures.erased_blobs(repo, repo.path))
 
     def check(self, update: RefUpdate) -> list[Refusal]:
         ref = update.ref
+        if ref == erasures.LEDGER_REF:
+            return self._check_ledger(update)
         if not (ref.startswith(("refs/heads/", "refs/tags/")) and pygit2.reference_is_valid_name(ref)):
             return [Refusal(ref, RULE_REF_NAME, "only branches (refs/heads/*) and tags (refs/tags/*) can be pushed")]
         if update.deleting:
@@ -203,6 +215,29 @@ class _Checker:
             return self._check_new(update)
         except (KeyError, ValueError, pygit2.GitError) as exc:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
+
+    def _check_ledger(self, update: RefUpdate) -> list[Refusal]:
+        """The erasure ledger moves forward only, and holds entries gitmem can read."""
+        ref = update.ref
+        if update.deleting:
+            return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
+        try:
+            commit = self.repo[update.new].peel(pygit2.Commit)
+            if update.old != ZERO and str(commit.id) != update.old and not self.repo.descendant_of(commit.id, update.old):
+                return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
+            entries = erasures.entries_at(self.repo, str(commit.id))
+            old = erasures.entries_at(self.repo, update.old) if update.old != ZERO else ()
+        except MemoryStoreError as exc:
+            return [Refusal(ref, RULE_LEDGER, exc.message, update.new)]
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
+        if not {e.id for e in old} <= {e.id for e in entries}:
+            return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
+        for c in self.repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL):
+            self.reached.update((c.id.raw, c.tree_id.raw, *(e.id.raw for e in c.tree)))
+            if update.old != ZERO and str(c.id) == update.old:
+                break
+        return []
 
     def _check_new(self, update: RefUpdate) -> list[Refusal]:
         ref, repo = update.ref, self.repo
@@ -324,6 +359,12 @@ class _Checker:
         problem = self._path_problem(raw)
         if problem is not None:
             return problem
+        if oid.raw in self._erased:
+            return (
+                RULE_ERASED,
+                f"this content ({str(oid)[:12]}) was erased from the memory by forget or purge and may not come "
+                "back; a clone made before the erasure must be cloned again",
+            )
         if mode not in (_REGULAR, _FOLDER):
             kind = _MODE_NAMES.get(mode, f"an entry with mode {mode:o}")
             return (RULE_FILE_MODE, f"this is {kind}; a memory holds plain text files (mode 100644)")

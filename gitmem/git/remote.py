@@ -32,9 +32,12 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git import erasures
 from gitmem.git.cli import run_git
+from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeResult, integrate, scratch_repository
+from gitmem.git.refs import MAIN, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
 from gitmem.model import Origin
@@ -136,22 +139,32 @@ def _tail(stderr: str, lines: int = 6) -> str:
 
 # --- push ---------------------------------------------------------------------------
 
-_PORCELAIN_FLAGS = {" ": "ok", "+": "forced", "-": "deleted", "*": "new", "!": "rejected", "=": "up_to_date"}
+_PORCELAIN_FLAGS: dict[str, str] = {" ": "ok", "+": "forced", "-": "deleted", "*": "new", "!": "rejected", "=": "up_to_date"}
 
 
 def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
-    """Push ``main`` (and with ``proposals`` every proposal branch) to ``remote``.
+    """Push ``main`` (and with ``proposals`` every proposal branch) to ``remote``, and the erasure ledger.
 
-    Nothing is forced. When the remote's ``main`` has commits this memory lacks
-    (a pull request merged there), the push is refused with ``version_mismatch``:
-    pull first. Returns one :class:`PushedRef` per ref git reported.
+    Nothing is forced, with one exception: after a ``forget`` or ``purge`` the
+    rewritten history replaces the remote's, with a lease, where the remote ref
+    still holds exactly a commit the ledger says this memory held before the
+    erasure (so work pushed there since is never overwritten). When the remote's
+    ``main`` has other commits this memory lacks (a pull request merged there),
+    the push is refused with ``version_mismatch``: pull first. Returns one
+    :class:`PushedRef` per ref git reported.
     """
     target = get_remote(git, remote)
     specs = ["refs/heads/main:refs/heads/main"]
     if proposals:
         specs.append(f"{PROPOSALS}*:{PROPOSALS}*")
+    leases: list[str] = []
+    with translate_errors(git.path):
+        handle = git.fresh()
+        if read_ref(handle, LEDGER_REF) is not None:
+            specs.append(f"{LEDGER_REF}:{LEDGER_REF}")
+            leases = _erasure_leases(git, target, handle, proposals=proposals)
     done = run_git(
-        ["push", "--porcelain", "--no-verify", target.url, *specs], cwd=git.path, what=f"git push to {remote}"
+        ["push", "--porcelain", "--no-verify", *leases, target.url, *specs], cwd=git.path, what=f"git push to {remote}"
     )
     pushed = _parse_porcelain(done.stdout)
     rejected = [p for p in pushed if p.status == "rejected"]
@@ -167,6 +180,20 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
     if done.returncode != 0:
         raise MemoryStoreError("unavailable", f"git push to {remote} failed: {_tail(done.stderr)}")
     return pushed
+
+
+def _erasure_leases(git: GitRepo, target: Remote, handle: pygit2.Repository, *, proposals: bool) -> list[str]:
+    """``--force-with-lease`` options for the remote refs that still hold pre-erasure history of this memory."""
+    before = {t for e in erasures.entries(handle) for t in e.tips}
+    listed = run_git(["ls-remote", "--heads", target.url], cwd=git.path, what=f"git ls-remote {target.name}")
+    if listed.returncode != 0:
+        return []  # the push itself reports an unreachable remote
+    leases = []
+    for line in listed.stdout.splitlines():
+        value, _, ref = line.partition("\t")
+        if value in before and (ref == MAIN or (proposals and ref.startswith(PROPOSALS))):
+            leases.append(f"--force-with-lease={ref}:{value}")
+    return leases
 
 
 def _parse_porcelain(out: str) -> list[PushedRef]:
@@ -260,3 +287,73 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
             strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
         )
         return dataclasses.replace(result, closed=tuple(closed))
+
+
+# --- erasure on remotes ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteErasure:
+    """One remote after ``forget --remotes``: whether the push landed, and what there still reaches erased objects.
+
+    ``holding`` names each remote ref from which an object the ledger names is
+    still reachable (empty: no ref there reaches erased content); ``error`` is
+    why the push or the check failed (then ``holding`` is what the check saw).
+    """
+
+    remote: str
+    pushed: tuple[PushedRef, ...]
+    holding: tuple[str, ...]
+    error: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        return self.error is None and not self.holding
+
+
+def erase_on_remotes(git: GitRepo, names: list[str] | None = None, *, proposals: bool = True) -> list[RemoteErasure]:
+    """Push the rewritten history and the ledger to every remote (or ``names``), then check each one."""
+    chosen = [get_remote(git, n) for n in names] if names else remotes(git)
+    out = []
+    for target in chosen:
+        pushed: list[PushedRef] = []
+        error = None
+        try:
+            pushed = push(git, target.name, proposals=proposals)
+        except MemoryStoreError as exc:
+            error = exc.message
+        try:
+            holding = remote_holdings(git, target)
+        except MemoryStoreError as exc:
+            holding, error = (), error or exc.message
+        out.append(RemoteErasure(target.name, tuple(pushed), holding, error))
+    return out
+
+
+def remote_holdings(git: GitRepo, target: Remote) -> tuple[str, ...]:
+    """The refs of ``target`` from which a blob the ledger names is reachable.
+
+    Every ref of the remote is fetched into a scratch repository (deleted after,
+    with whatever erased objects it brought) and walked with ``git rev-list --objects``.
+    """
+    with translate_errors(git.path):
+        erased = erasures.erased_blobs(git.fresh(), git.path)
+    if not erased:
+        return ()
+    what = f"git fetch from {target.name}"
+    with scratch_repository(git) as scratch:
+        done = run_git(
+            ["-c", "gc.auto=0", "fetch", "--no-tags", "--no-write-fetch-head", target.url, "+refs/*:refs/check/*"],
+            cwd=scratch,
+            what=what,
+        )
+        if done.returncode != 0:
+            raise MemoryStoreError("unavailable", f"{what} failed: {_tail(done.stderr)}")
+        listed = run_git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/check/"], cwd=scratch, what=what)
+        holding = []
+        for line in listed.stdout.splitlines():
+            value, _, ref = line.partition(" ")
+            objects = run_git(["rev-list", "--objects", value], cwd=scratch, what=what)
+            if any(row[:40] in erased for row in objects.stdout.splitlines()):
+                holding.append("refs/" + ref.removeprefix("refs/check/"))
+        return tuple(sorted(holding))

@@ -48,12 +48,13 @@ import struct
 import subprocess
 import time
 import zlib
+from collections.abc import Iterable
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, packwrite
+from gitmem.git import cli, erasures, packwrite
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
@@ -63,7 +64,7 @@ from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
-from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
+from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 _SORT_CHILDREN_FIRST = pygit2.enums.SortMode.TOPOLOGICAL
 _COMMIT, _TREE, _TAG = 1, 2, 4
@@ -168,18 +169,21 @@ def _prune_now(repo: GitRepo) -> None:
             raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
         time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
     repo.bump_generation()
+    # The erasure is done: it goes into the ledger (without what another file still holds).
+    erasures.finish_pending(repo.fresh(), repo.path, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout)
     try:
         os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
 
 
-def purge(repo: GitRepo, message: str) -> str:
+def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
     """Replace all history with one empty root commit and delete every other object and ref.
 
     Crash-safe like forget: the pending mark is written before ``main`` moves,
     so a purge killed before its prune is finished by the next gc, forget or
-    purge. Returns the new root commit.
+    purge. Every blob the mount held goes into the erasure ledger (whose ref
+    alone survives, :mod:`gitmem.git.erasures`). Returns the new root commit.
     """
     with translate_errors(repo.path), repo.maintenance("purge"):
         r = repo.fresh()
@@ -187,10 +191,12 @@ def purge(repo: GitRepo, message: str) -> str:
         sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
         commit = str(r.create_commit(None, sig, sig, message, tree, []))
         _mark_pending(repo, "purge")
+        tips_before = [t for n in r.references if n != erasures.LEDGER_REF and (t := read_ref(r, n)) is not None]
+        erasures.write_pending(repo.path, erasures.new_entry("purge", by or COMMITTER_NAME, (), _all_blobs(repo), tips_before))
         for _ in range(MAX_ATTEMPTS):
             # main to the new root and every other ref deleted, in one compare-and-swap;
             # a foreign writer that moved a ref meanwhile makes it read the refs again.
-            tips = {name: read_ref(r, name) for name in r.references}
+            tips = {name: read_ref(r, name) for name in r.references if name != erasures.LEDGER_REF}
             moves: dict[str, tuple[str | None, str | None]] = {
                 name: (old, None) for name, old in tips.items() if name != MAIN
             }
@@ -203,6 +209,12 @@ def purge(repo: GitRepo, message: str) -> str:
             raise MemoryStoreError("unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)")
         _prune_now(repo)
         return commit
+
+
+def _all_blobs(repo: GitRepo) -> list[str]:
+    """Every blob in the object store, reachable or not: what a purge erases."""
+    done = run_git(repo.path, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)")
+    return [line[:40] for line in done.stdout.splitlines() if line.endswith(" blob")]
 
 
 # --- forget -------------------------------------------------------------------------------
@@ -224,7 +236,9 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
     origin = origin or Origin()
     with translate_errors(repo.path), repo.maintenance("forget"):
         _check_prunable(repo)
-        unfinished = _mark_pending(repo, f"forget {path}")
+        # The mark names the path by its keyed fingerprint only: it is a file of the mount too.
+        mark = f"forget {erasures.fingerprint(repo.path, path)}"
+        unfinished = _mark_pending(repo, mark)
         try:
             report = _rewrite_until_stable(repo, path, origin)
         except MemoryStoreError as exc:
@@ -232,7 +246,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
                 os.unlink(repo.pending_path)
                 raise
             _prune_now(repo)
-            if exc.code == "not_found" and unfinished == f"forget {path}":
+            if exc.code == "not_found" and unfinished == mark:
                 # The same forget stopped after moving the refs: its prune is what was left.
                 return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
@@ -262,11 +276,11 @@ def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetRep
 
 
 def _tips(r: pygit2.Repository) -> dict[str, str]:
-    """Every direct ref and what it points at (commits, or tags of commits)."""
+    """Every direct ref and what it points at (commits, or tags of commits); the erasure ledger aside."""
     tips: dict[str, str] = {}
     for name in r.references:
         ref = r.references.get(name)
-        if ref is None or ref.type != pygit2.enums.ReferenceType.DIRECT:
+        if name == erasures.LEDGER_REF or ref is None or ref.type != pygit2.enums.ReferenceType.DIRECT:
             continue
         tips[name] = str(ref.target)
     return tips
@@ -371,28 +385,34 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     if MAIN in commit_tips:
         _carry_to_side_branches(r, order, commit_tips[MAIN])
     out = _Objects(r)
-    mapped: dict[str, str] = {}
     erased: set[str] = set()
     seen_names: set[str] = set()
-    for commit, names in reversed(order):
-        old_tree = commit.tree
-        tree_id = old_tree
+    trees: list[str] = []
+    for commit, names in reversed(order):  # parents first: which names each tree loses
+        tree_id = commit.tree
         for name in sorted(names):
             before = tree_id
             tree_id = out.erase(tree_id, name)
             if tree_id != before:
                 seen_names.add(name)
                 erased.update(out.erased_blobs)
-        parents = [mapped.get(p, p) for p in commit.parents]
-        if tree_id != old_tree or parents != commit.parents:
-            mapped[commit.oid] = out.commit(commit.data, tree_id, parents)
+        trees.append(tree_id)
     if not seen_names:
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
+    # Then the commits: a new tree, a rewritten parent or a message naming an erased
+    # path (replaced by the marker: "create ops/wifi.md" must not survive either).
+    scrub_names = seen_names | {path} | out.erased_ids
+    mapped: dict[str, str] = {}
+    for (commit, _), tree_id in zip(reversed(order), trees, strict=True):
+        parents = [mapped.get(p, p) for p in commit.parents]
+        names_it = any(n.encode() in commit.data for n in scrub_names)
+        if tree_id != commit.tree or parents != commit.parents or names_it:
+            mapped[commit.oid] = out.commit(commit.data, tree_id, parents, scrub=scrub_names if names_it else ())
     updates: dict[str, str] = {}
     for name, target in tips.items():
         commit_id = commit_tips.get(name)
         if commit_id is not None and commit_id in mapped:
-            updates[name] = out.retarget(target, mapped)
+            updates[name] = out.retarget(target, mapped, scrub_names)
     main_old = tips.get(MAIN)
     if main_old is None:
         raise MemoryStoreError("unavailable", f"{repo.path} has no {MAIN}")
@@ -401,10 +421,17 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     author = pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
     committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
     base_tree = r[main_base].peel(pygit2.Commit).tree_id
-    audit = r.create_commit(
-        None, author, committer, commit_message("forget", (path,), origin), base_tree, [pygit2.Oid(hex=main_base)]
+    entry = erasures.new_entry(
+        "forget",
+        origin.principal_id or COMMITTER_NAME,
+        (erasures.fingerprint(repo.path, n) for n in scrub_names),
+        erased,
+        (commit_tips[n] for n in updates if n in commit_tips),
     )
+    message = _audit_message(entry, erasures.fingerprint(repo.path, path), origin)
+    audit = r.create_commit(None, author, committer, message, base_tree, [pygit2.Oid(hex=main_base)])
     updates[MAIN] = str(audit)
+    erasures.write_pending(repo.path, entry)  # the prune after the swap puts it in the ledger
     _swap_refs(repo, r, tips, updates)
     return ForgetReport(
         path=path,
@@ -413,7 +440,20 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         commits_rewritten=len(mapped),
         refs_updated=tuple(sorted(updates)),
         erased_versions=tuple(sorted(erased)),
+        erasure=entry.id,
     )
+
+
+def _audit_message(entry: erasures.Entry, printed: str, origin: Origin) -> str:
+    """The forget commit's message: who and which ledger entry, never the path (only its keyed fingerprint)."""
+    lines = ["Gitmem-Op: forget", f"{erasures.ERASURE_TRAILER}: {entry.id}", f"{erasures.PRINT_TRAILER}: {printed}"]
+    if origin.run_id:
+        lines.append(f"Gitmem-Run: {origin.run_id}")
+    if origin.principal_id:
+        lines.append(f"Gitmem-Principal: {origin.principal_id}")
+    if origin.tool_call_id:
+        lines.append(f"Gitmem-Tool-Call: {origin.tool_call_id}")
+    return f"forget (erasure {entry.id})\n\n" + "\n".join(lines) + "\n"
 
 
 class _Objects:
@@ -433,6 +473,8 @@ class _Objects:
         self._new: dict[str, tuple[int, bytes]] = {}
         self._trees: dict[tuple[str, str], str] = {}
         self.erased_blobs: set[str] = set()
+        self.erased_ids: set[str] = set()
+        """Long file names under an erased folder (a record's id): scrubbed from messages as well."""
 
     def _add(self, kind: int, raw: bytes) -> str:
         oid = hashlib.sha1(b"%s %d\x00" % (_TYPE_NAMES[kind], len(raw)) + raw, usedforsecurity=False).hexdigest()
@@ -462,7 +504,7 @@ class _Objects:
         start, end = found.start(1), found.end()
         mode, sha = found.group(1), found.group(2).hex()
         if len(parts) == 1:
-            self.erased_blobs = _blobs_under(self._r, sha)
+            self.erased_blobs = _blobs_under(self._r, sha, self.erased_ids)
             new_raw = raw[:start] + raw[end:]
         elif mode == b"40000":
             sub = self._erase(sha, parts[1:])
@@ -473,9 +515,11 @@ class _Objects:
             return tree
         return self._add(_TREE, new_raw) if new_raw else None
 
-    def commit(self, old: bytes, tree: str, parents: list[str]) -> str:
-        """A copy of the raw commit ``old`` with a new tree and parents, all else byte for byte."""
+    def commit(self, old: bytes, tree: str, parents: list[str], scrub: Iterable[str] = ()) -> str:
+        """A copy of the raw commit ``old`` with a new tree and parents, all else byte for byte
+        but the erased names in ``scrub`` (replaced by :data:`gitmem.git.erasures.MARKER`)."""
         header, _, message = old.partition(b"\n\n")
+        message = erasures.scrub(message, scrub)
         lines: list[bytes] = []
         in_signature = False
         for line in header.split(b"\n"):
@@ -491,7 +535,7 @@ class _Objects:
             lines.append(line)
         return self._add(_COMMIT, b"\n".join(lines) + b"\n\n" + message)
 
-    def retarget(self, target: str, mapped: dict[str, str]) -> str:
+    def retarget(self, target: str, mapped: dict[str, str], scrub: Iterable[str] = ()) -> str:
         """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
         if target in mapped:
             return mapped[target]
@@ -499,8 +543,9 @@ class _Objects:
         if kind != pygit2.enums.ObjectType.TAG:
             return target
         first, _, rest = bytes(raw).partition(b"\n")
-        inner = self.retarget(first.split(b" ", 1)[1].decode(), mapped)
-        return self._add(_TAG, b"object " + inner.encode() + b"\n" + rest)
+        inner = self.retarget(first.split(b" ", 1)[1].decode(), mapped, scrub)
+        header, sep, message = rest.partition(b"\n\n")
+        return self._add(_TAG, b"object " + inner.encode() + b"\n" + header + sep + erasures.scrub(message, scrub))
 
     def flush(self, repo_path: str) -> None:
         """Write every new object as one pack through ``git index-pack``."""
@@ -539,13 +584,20 @@ def _entry_named(name: bytes) -> re.Pattern[bytes]:
     return pattern
 
 
-def _blobs_under(r: pygit2.Repository, oid: str) -> set[str]:
+_ID_CHARS = 16
+"""A file name stem this long under an erased folder is an id (a record's), not a word."""
+
+
+def _blobs_under(r: pygit2.Repository, oid: str, ids: set[str]) -> set[str]:
     obj = r[oid]
     if obj.type == pygit2.enums.ObjectType.BLOB:
         return {oid}
     out: set[str] = set()
     for entry in obj.peel(pygit2.Tree):
-        out.update(_blobs_under(r, str(entry.id)))
+        stem = (entry.name or "").rsplit(".", 1)[0]
+        if len(stem) >= _ID_CHARS:
+            ids.add(stem)
+        out.update(_blobs_under(r, str(entry.id), ids))
     return out
 
 
@@ -580,4 +632,5 @@ def _check_pruned(repo: GitRepo, report: ForgetReport) -> ForgetReport:
         refs_updated=report.refs_updated,
         erased_versions=report.erased_versions,
         shared_versions=tuple(survivors),
+        erasure=report.erasure,
     )

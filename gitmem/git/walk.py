@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 
 import pygit2
 
+from gitmem.git import erasures
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_FROM, T_PATH, parse_message
 
 # The ops whose commits gitmem makes with one parent and every changed path in a trailer.
@@ -209,7 +210,7 @@ class Follower:
         self._path = path
         self._names: dict[str, str] = {start: path}
         self._ids: dict[tuple[str, str], str | None] = {}
-        self._patterns: dict[str, tuple[bytes, bytes]] = {}
+        self._patterns: dict[str, tuple[bytes, ...]] = {}
 
     def step(self, commit: RawCommit) -> tuple[bool, tuple[str, ...] | None]:
         """Whether ``commit`` changed the file, and ``(old, new)`` when it moved the file
@@ -231,8 +232,11 @@ class Follower:
         if pats is None:
             key = name.encode()
             pats = (f"\n{T_PATH}: ".encode() + key + b"\n", f"\n{T_FROM}: ".encode() + key + b"\n")
+            printed = erasures.known_fingerprint(self._r.path, name)
+            if printed is not None:  # a forget names the path it erased by its keyed fingerprint only
+                pats += (f"\n{erasures.PRINT_TRAILER}: {printed}\n".encode(),)
             self._patterns[name] = pats
-        return pats[0] in data or pats[1] in data
+        return any(p in data for p in pats)
 
     def _entry(self, tree: str, name: str) -> str | None:
         return entry_id(self._r[tree].peel(pygit2.Tree), name)
@@ -251,7 +255,7 @@ class Follower:
         if not touched:
             if _FORGET_MARK in commit.data:
                 full = self._r[commit.oid].peel(pygit2.Commit)
-                return name in parse_message(full.message).paths, None
+                return name in parse_message(full.message).paths or self._mentions(commit.data, name), None
             return False, None
         if mine is not None and theirs and theirs[0] is None:
             return True, moved_from(self._r[commit.oid].peel(pygit2.Commit), name)

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
@@ -103,6 +104,7 @@ class StoreRecall:
         self.snapshot_error: str | None = None
         self._unsaved = 0
         self._tried_snapshot = snapshot is None
+        self._seen = derived.UNGUARDED  # the history generation the documents were read at
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
@@ -113,9 +115,11 @@ class StoreRecall:
             if not self._tried_snapshot:
                 self._tried_snapshot = True
                 self._resume()
+            seen = derived.Generation.read(derived.stamp_of(self.store))  # before the store is read
             answer = self.store.changes(self.cursor)
             if isinstance(answer, FullResync):
                 self._rebuild(answer.cursor)
+                self._seen = seen
                 self._save()
             else:
                 for path in answer.paths:
@@ -123,6 +127,7 @@ class StoreRecall:
                         self._reload(path)
                         self._unsaved += 1
                 self.cursor = answer.cursor
+                self._seen = seen
                 if self._unsaved >= self.snapshot_every:
                     self._save()
             return self.cursor
@@ -159,7 +164,11 @@ class StoreRecall:
             if doc is not None:
                 docs.append((path, doc))
         state = snapshots.Snapshot(self.cursor, tuple(docs), tuple(sorted(self.skipped.items())))
-        snapshots.save(self.snapshot, state, key=self.snapshot_key, prefix=self.prefix)
+        target = self.snapshot
+        # Documents read before a forget are never published after it (gitmem.derived).
+        derived.publish(
+            self._seen, target, lambda: snapshots.save(target, state, key=self.snapshot_key, prefix=self.prefix)
+        )
 
     def save_snapshot(self) -> None:
         """Write the snapshot now (e.g. before a process exits); nothing without a ``snapshot`` path."""

@@ -57,8 +57,11 @@ def test_forget_erases_every_version_under_every_name(store: SyncGitFileStore, g
     # Commits that only touched the secret stay as empty changes, and one commit records the forget.
     assert len(git("rev-list", "main").stdout.split()) == commits_before + 1
     (entry,) = store.log(limit=1)
-    assert (entry.op, entry.origin, entry.summary) == ("forget", ADMIN, "forget notes/secret.md")
+    assert (entry.op, entry.origin, entry.summary) == ("forget", ADMIN, f"forget (erasure {report.erasure})")
     assert [e.op for e in store.log("notes/secret.md")] == ["forget"]
+    # No message of any commit names the erased path any more, the forget's own included.
+    messages = git("log", "--all", "--format=%B").stdout
+    assert "secret.md" not in messages and "[erased]" in messages
     assert [e.path for e in store.list()] == ["keep.md"]
     # A version read before the rewrite still works for a write after it.
     store.write("keep.md", "keep 3\n", expected=keep)
@@ -92,7 +95,7 @@ def test_forget_with_packs_tags_and_branches(store: SyncGitFileStore, git: Git) 
     _gone(git, versions, "notes/secret.md", "secret.md")
     assert report.refs_updated == ("refs/heads/main", "refs/heads/side", "refs/tags/annotated", "refs/tags/light")
     assert git("cat-file", "-t", "annotated").stdout.strip() == "tag"
-    assert git("log", "-1", "--format=%s", "annotated").stdout.strip() == "move secret.md → notes/secret.md"
+    assert git("log", "-1", "--format=%s", "annotated").stdout.strip() == "move [erased] → [erased]"
 
 
 def test_forget_keeps_content_another_file_still_holds(store: SyncGitFileStore, git: Git) -> None:
@@ -194,7 +197,8 @@ def test_forget_rewrites_plain_git_merges_and_keeps_their_bytes(
     store.forget("secret.md")
 
     _gone(git, [secret], "secret.md")
-    assert _shape(git, "main~1") == shape
+    # The same shape, bytes and encodings; only the erased name left the messages.
+    assert _shape(git, "main~1") == [tuple(f.replace("secret.md", "[erased]") for f in row) for row in shape]
     merges = git("rev-list", "--merges", "main").stdout.split()
     assert len(merges) == 1
     encoded = git("log", "-1", "--format=%e", f"{merges[0]}^2").stdout.strip()

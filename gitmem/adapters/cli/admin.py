@@ -55,40 +55,82 @@ def purge(state: State, name: str, yes: bool) -> None:
 @click.argument("name")
 @click.argument("path")
 @click.option("--yes", is_flag=True, help="Confirm: PATH and all its past versions are erased for good.")
+@click.option(
+    "--remotes", "on_remotes", is_flag=True, help="Then push the rewritten history to every remote and check each."
+)
 @origin_options
 @common_options
 @pass_state
-def forget(state: State, name: str, path: str, yes: bool) -> None:
+def forget(state: State, name: str, path: str, yes: bool, on_remotes: bool) -> None:
     """Erase PATH and every past version of it from all history.
 
     For content that must not survive (personal data, a leaked secret). Commits
     are rewritten, reflogs expired and objects pruned; other files keep their
     history. PATH may be a file or a folder, and names it had before a move are
     erased too. Older cursors then answer "full resync"; clones made before keep
-    their copy.
+    their copy unless --remotes reaches them: every configured remote gets the
+    rewritten history (with a lease) and the erasure ledger, and is then checked
+    for any ref that still reaches an erased version (exit code 1 if one does).
     """
     _confirm(yes, f"forgetting {path!r}")
     if path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
         path = path.rstrip("/")
+    store = state.store(name)
     with progress(f"forgetting {path}"):
-        report = state.store(name).forget(path, origin=state.origin)
+        report = store.forget(path, origin=state.origin)
     kept = f"; {len(report.shared_versions)} version(s) kept because another file holds the same content"
     message = (
         f"forgot {', '.join(report.names)}: {report.commits_rewritten} commit(s) rewritten, "
         f"{len(report.erased_versions)} version(s) erased" + (kept if report.shared_versions else "")
     )
-    emit({"memory": name, **to_json(report)}, message)
+    payload = {"memory": name, **to_json(report)}
+    if not on_remotes:
+        emit(payload, message)
+        return
+    from gitmem import remotes
+
+    with progress("pushing to remotes"):
+        done = remotes.erase(store)
+    lines = [message]
+    for item in done:
+        state_text = "clean" if item.clean else ("still reached from " + ", ".join(item.holding) if item.holding else "")
+        lines.append(f"{item.remote}: {state_text}" + (f" ({item.error})" if item.error else ""))
+    payload["remotes"] = [
+        {"remote": i.remote, "clean": i.clean, "holding": list(i.holding), "error": i.error} for i in done
+    ]
+    emit(payload, "\n".join(lines))
+    if not all(i.clean for i in done):
+        raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 @cli.command()
 @click.argument("name")
+@click.option(
+    "--erasures", "check_erasures", is_flag=True, help="Prove every forget and purge: nothing of the mount holds what they erased."
+)
 @common_options
 @pass_state
-def fsck(state: State, name: str) -> None:
+def fsck(state: State, name: str, check_erasures: bool) -> None:
     """Check the integrity of memory NAME (git fsck --strict).
 
     Exit code 0 when the repository is sound, 1 when git reports a problem.
+    With --erasures, checks the erasure ledger instead: for every entry, no
+    object, ref, reflog, pack or derived file of the mount holds what it
+    erased; exit code 1 naming what still does.
     """
+    if check_erasures:
+        audit = state.store(name).check_erasures()
+        text = (
+            f"ok: {audit.entries} erasure(s), {audit.blobs} erased version(s); nothing of the mount holds them"
+            if audit.ok
+            else "\n".join(["still held:", *audit.holders])
+        )
+        if audit.written_again:
+            text += f"\n{len(audit.written_again)} version(s) erased only by a purge were written again since"
+        emit({"memory": name, **to_json(audit), "ok": audit.ok}, text)
+        if not audit.ok:
+            raise click.exceptions.Exit(EXIT_REFUSED)
+        return
     report = state.store(name).fsck()
     text = "ok: no problems found" if report.ok else "\n".join(["problems found:", *report.messages])
     emit({"memory": name, "ok": report.ok, "messages": report.messages}, text)

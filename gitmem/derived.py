@@ -1,0 +1,95 @@
+"""One rule for every file gitmem derives from a mount: never publish a result built before a forget.
+
+Search indexes, recall snapshots, the session catalogue and statistics, the
+quick listing, semantic vectors: each is a cache of text or names read from the
+mount, written beside it, and each can race an erasure. A writer in another
+process reads the records, ``forget`` erases one of them and deletes the
+derived files, then the writer saves what it read: the erased text is back on
+disk after ``forget`` returned. So every writer of derived state does this::
+
+    seen = derived.Generation.read(stamp)   # before reading the store
+    ... read the store, build the result ...
+    derived.publish(seen, target, write)    # writes, then re-reads the stamp
+
+``stamp`` is the mount's ``gitmem/generation`` file, which ``purge`` and
+``forget`` rewrite *before* deleting the derived files. :func:`publish` gives
+up before writing when the stamp moved since it was read, and after writing
+(an atomic rename) reads it again and deletes the file when it moved
+meanwhile. Either the erasure's deletion comes after the write (and removes
+it), or the writer sees the new stamp (and removes its own file): no order of
+the two leaves a pre-erasure result on disk.
+
+A store without such a stamp (the in-memory twin, a plain folder) never
+erases history, so there is nothing to guard: :data:`UNGUARDED`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_STAMP_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """The history generation a derived writer read: the stamp's path and what it held then."""
+
+    stamp: str | None
+    value: str | None
+
+    @classmethod
+    def read(cls, stamp: str | os.PathLike[str] | None) -> Generation:
+        if stamp is None:
+            return UNGUARDED
+        path = os.fspath(stamp)
+        return cls(path, _read(path))
+
+    def current(self) -> bool:
+        """Whether no purge or forget happened since this was read."""
+        return self.stamp is None or _read(self.stamp) == self.value
+
+
+UNGUARDED = Generation(None, None)
+
+
+def _read(path: str) -> str | None:
+    """The stamp's text (``None`` before the first erasure); unreadable: a new random text, so never current."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return f"unreadable {os.urandom(8).hex()}"
+    try:
+        return os.read(fd, _STAMP_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return f"unreadable {os.urandom(8).hex()}"
+    finally:
+        os.close(fd)
+
+
+def stamp_of(store: object) -> str | None:
+    """The generation stamp of the mount ``store`` reads (``None``: a store that never erases history)."""
+    found = getattr(store, "generation_file", None)
+    return found if isinstance(found, str) else None
+
+
+def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[], None]) -> bool:
+    """Run ``write`` (which replaces ``target`` atomically) unless history was erased since ``seen``.
+
+    Returns whether the result stands. After a forget or purge, ``target`` is
+    deleted instead (whichever writer put it there: it holds pre-erasure text
+    or is rebuilt cheaply).
+    """
+    if not seen.current():
+        return False
+    write()
+    if seen.current():
+        return True
+    try:
+        os.unlink(target)
+    except FileNotFoundError:
+        pass
+    return False

@@ -1,0 +1,399 @@
+"""The erasure ledger: what ``forget`` and ``purge`` erased, so that it stays erased.
+
+Erasing a path from one repository is not enough: a stale clone can push the
+old blob back, a remote that still has it can be pulled, an import can carry
+the same text in again. Every one of those ways back in runs through gitmem
+code (the push check, the pull's and an approval's integration, the write
+engine), and each asks this ledger whether an incoming blob was erased.
+
+What an entry holds, and why no more::
+
+    {"id": "3f…", "kind": "forget", "at": "2026-…Z", "by": "admin",
+     "names": ["<hmac of each erased name>"], "blobs": ["<blob id>", …],
+     "tips": ["<commit a ref held before the rewrite>", …]}
+
+- **blob ids**: the check needs them, and a blob id reveals nothing without
+  the content (it can only confirm a guess of the whole file);
+- **names**: keyed fingerprints (HMAC-SHA256) of the erased paths and
+  namespaces, under a per-mount key kept in ``gitmem/erasure-key`` beside the
+  repository, never in the ledger ref: a reader of the ledger (a clone, a
+  remote) cannot test a guessed name, the mount itself can tell "this path was
+  forgotten" (``log`` of the path shows its forget);
+- **tips**: what the refs held before the rewrite, so ``gitmem push`` can
+  overwrite a remote's pre-forget history with a lease (only if the remote
+  still holds one of those commits, never work made there since);
+- **who and when**.
+
+The ledger is a chain of commits on :data:`LEDGER_REF`, each tree holding one
+file ``entries.jsonl``; ``forget``, ``purge`` and every other ref rewrite leave
+that ref alone, ``gitmem push`` sends it and a clone can fetch it. The ref
+moves by compare-and-swap under the writer lock. A blob that another live file
+still holds when the prune is done is left out: it was not erased.
+
+Crash safety: the entry is written to ``gitmem/erasure-pending.json`` before
+the refs move, and appended to the ledger by whichever prune finishes the
+erasure (the forget itself, or the next ``gc``, ``forget`` or ``purge``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+from gitmem.git import cli
+from gitmem.git.perms import open_private, read_private, write_private
+from gitmem.git.refs import read_ref, swap_ref
+from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
+
+LEDGER_REF = "refs/gitmem/erasures"
+LEDGER_FILE = "entries.jsonl"
+MARKER = "[erased]"
+"""What an erased name becomes in a rewritten commit message."""
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+"""Never recorded: an empty file carries nothing to erase, and refusing it would refuse every empty file."""
+RULE_ERASED = "erased"
+ERASURE_TRAILER = "Gitmem-Erasure"
+"""On a forget commit: the ledger entry it made."""
+PRINT_TRAILER = "Gitmem-Erased"
+"""On a forget commit: the keyed fingerprint of the path it erased (``log`` of that path finds it)."""
+OVERRIDE_TRAILER = "Gitmem-Allow-Erased"
+"""A batch trailer that lets an admin write content the ledger names; it stays in the commit."""
+
+_KEY_FILE = ("gitmem", "erasure-key")
+_PENDING_FILE = ("gitmem", "erasure-pending.json")
+_MAX_LEDGER_BYTES = 256 * 1024 * 1024
+_cache: dict[tuple[str, str, bool], frozenset[str]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One erasure: no content, path or namespace in clear (see the module docstring)."""
+
+    id: str
+    kind: str  # "forget" or "purge"
+    at: str
+    by: str
+    names: tuple[str, ...]
+    blobs: tuple[str, ...]
+    tips: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "id": self.id,
+                "kind": self.kind,
+                "at": self.at,
+                "by": self.by,
+                "names": list(self.names),
+                "blobs": list(self.blobs),
+                "tips": list(self.tips),
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, line: str) -> Entry:
+        try:
+            data = json.loads(line)
+            entry = cls(
+                id=str(data["id"]),
+                kind=str(data["kind"]),
+                at=str(data["at"]),
+                by=str(data["by"]),
+                names=tuple(str(n) for n in data.get("names", ())),
+                blobs=tuple(str(b) for b in data.get("blobs", ())),
+                tips=tuple(str(t) for t in data.get("tips", ())),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc})") from exc
+        if not all(_is_oid(b) for b in (*entry.blobs, *entry.tips)):
+            raise MemoryStoreError("unavailable", f"the erasure ledger entry {entry.id} names an object id badly")
+        return entry
+
+
+def new_entry(kind: str, by: str, names: Iterable[str], blobs: Iterable[str], tips: Iterable[str]) -> Entry:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kept = sorted({b for b in blobs if b != EMPTY_BLOB})
+    return Entry(secrets.token_hex(8), kind, now, by, tuple(sorted(set(names))), tuple(kept), tuple(sorted(set(tips))))
+
+
+def _is_oid(text: str) -> bool:
+    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
+
+
+# --- keyed fingerprints -------------------------------------------------------------
+
+
+def _key(repo_path: str) -> bytes:
+    """The mount's fingerprint key, created on first use (32 random bytes, ``0600``)."""
+    path = os.path.join(repo_path, *_KEY_FILE)
+    found = read_private(path, 1024)
+    if found is not None and len(found) >= 32:
+        return found
+    try:
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:  # another process made it first
+        found = read_private(path, 1024)
+        if found is None or len(found) < 32:
+            raise MemoryStoreError("unavailable", f"{path} is not a usable erasure key") from None
+        return found
+    key = secrets.token_bytes(32)
+    with os.fdopen(fd, "wb") as out:
+        out.write(key)
+        out.flush()
+        os.fsync(out.fileno())
+    return key
+
+
+def known_fingerprint(repo_path: str, name: str) -> str | None:
+    """:func:`fingerprint` for a reader: ``None`` when the mount never made a key (it never forgot anything)."""
+    key = read_private(os.path.join(repo_path, *_KEY_FILE), 1024)
+    if key is None or len(key) < 32:
+        return None
+    return hmac.new(key, name.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def fingerprint(repo_path: str, name: str) -> str:
+    """The keyed fingerprint of a path or namespace: equal names give equal prints, nothing else can."""
+    return hmac.new(_key(repo_path), name.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+# --- reading ------------------------------------------------------------------------
+
+
+def entries(r: pygit2.Repository) -> tuple[Entry, ...]:
+    """Every entry of the ledger, oldest first (none when the mount never erased anything)."""
+    tip = read_ref(r, LEDGER_REF)
+    return () if tip is None else entries_at(r, tip)
+
+
+def entries_at(r: pygit2.Repository, tip: str) -> tuple[Entry, ...]:
+    try:
+        tree = r[tip].peel(pygit2.Tree)
+        blob = tree[LEDGER_FILE]
+        data = r[blob.id].read_raw() if blob.type_str == "blob" else b""
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise MemoryStoreError("unavailable", f"the erasure ledger at {tip[:12]} cannot be read ({exc})") from exc
+    if len(data) > _MAX_LEDGER_BYTES:
+        raise MemoryStoreError("unavailable", "the erasure ledger is larger than gitmem reads")
+    return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())
+
+
+def erased_blobs(r: pygit2.Repository, repo_path: str, *, purged: bool = True) -> frozenset[str]:
+    """Every blob id the ledger names, cached per ledger commit (one ref read when it did not move).
+
+    ``purged=False`` leaves out what only a ``purge`` erased: see :func:`refuse_erased`.
+    """
+    tip = read_ref(r, LEDGER_REF)
+    if tip is None:
+        return frozenset()
+    key = (repo_path, str(tip), purged)
+    found = _cache.get(key)
+    if found is None:
+        found = frozenset(b for e in entries_at(r, tip) if purged or e.kind != "purge" for b in e.blobs)
+        if len(_cache) > 64:
+            _cache.clear()
+        _cache[key] = found
+    return found
+
+
+def erased_names(r: pygit2.Repository) -> frozenset[str]:
+    return frozenset(n for e in entries(r) for n in e.names)
+
+
+def refuse_erased(r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]) -> bool:
+    """Refuse (``forbidden``, rule ``erased``) a write of a blob a ``forget`` erased, unless overridden.
+
+    What a ``purge`` erased is refused on every way old history comes back (a
+    push, a pull, an approval: :mod:`gitmem.git.pushcheck`), but not as a new
+    write: a purge resets a memory that agents then fill again, and text they
+    write afresh ("- likes tea") is not the old history returning. ``forget``
+    is the erasure of one person's data or one secret: that text stays out.
+
+    ``blobs`` are ``(path, blob id)`` of what a write adds; an override is the
+    :data:`OVERRIDE_TRAILER` among the batch's trailers (it lands in the commit,
+    so the log shows who let erased content back in, and why). Returns whether
+    the override was needed.
+    """
+    erased = erased_blobs(r, repo_path, purged=False)
+    if not erased:
+        return False
+    hit = [(path, oid) for path, oid in blobs if oid in erased]
+    if not hit:
+        return False
+    if any(k == OVERRIDE_TRAILER for k, _ in trailers):
+        return True
+    path, oid = hit[0]
+    raise MemoryStoreError(
+        "forbidden",
+        f"{RULE_ERASED}: the content written to {path} ({oid[:12]}) was erased from this memory by forget; "
+        f"an admin can write it again with the {OVERRIDE_TRAILER} trailer, which the commit keeps",
+    )
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+def append(r: pygit2.Repository, repo_path: str, entry: Entry, *, stale_after: float, timeout: float) -> str:
+    """Add ``entry`` to the ledger (writer lock held); returns the new ledger commit."""
+    for _ in range(10):
+        old = read_ref(r, LEDGER_REF)
+        earlier = entries_at(r, old) if old is not None else ()
+        if any(e.id == entry.id for e in earlier):
+            return str(old)
+        text = "".join(e.to_json() + "\n" for e in (*earlier, entry)).encode()
+        builder = r.TreeBuilder()
+        builder.insert(LEDGER_FILE, r.create_blob(text), pygit2.GIT_FILEMODE_BLOB)
+        sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
+        parents = [pygit2.Oid(hex=old)] if old is not None else []
+        commit = str(r.create_commit(None, sig, sig, f"erasure {entry.id} ({entry.kind})\n", builder.write(), parents))
+        if swap_ref(
+            r, repo_path, LEDGER_REF, old, commit, message="gitmem erasure", stale_after=stale_after, timeout=timeout
+        ):
+            return commit
+    raise MemoryStoreError("unavailable", "the erasure ledger kept moving; try again")
+
+
+def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float) -> int:
+    """Add the entries of another copy's ledger (a pull's remote) that this one lacks; returns how many."""
+    added = 0
+    known = {e.id for e in entries(r)}
+    for entry in theirs:
+        if entry.id not in known:
+            append(r, repo_path, entry, stale_after=stale_after, timeout=timeout)
+            known.add(entry.id)
+            added += 1
+    return added
+
+
+def write_pending(repo_path: str, entry: Entry) -> None:
+    """Keep ``entry`` beside the repository until the prune that completes it has run."""
+    write_private(os.path.join(repo_path, *_PENDING_FILE), entry.to_json() + "\n")
+
+
+def pending(repo_path: str) -> Entry | None:
+    data = read_private(os.path.join(repo_path, *_PENDING_FILE), _MAX_LEDGER_BYTES)
+    if data is None or not data.strip():
+        return None
+    return Entry.from_json(data.decode("utf-8", "replace"))
+
+
+def finish_pending(r: pygit2.Repository, repo_path: str, *, stale_after: float, timeout: float) -> Entry | None:
+    """After a prune: record the pending entry without the blobs that survived it (another file holds them)."""
+    entry = pending(repo_path)
+    if entry is None:
+        return None
+    odb = r.odb
+    gone = tuple(b for b in entry.blobs if pygit2.Oid(hex=b) not in odb)
+    done = Entry(entry.id, entry.kind, entry.at, entry.by, entry.names, gone, entry.tips)
+    append(r, repo_path, done, stale_after=stale_after, timeout=timeout)
+    try:
+        os.unlink(os.path.join(repo_path, *_PENDING_FILE))
+    except FileNotFoundError:
+        pass
+    return done
+
+
+def scrub(message: bytes, names: Iterable[str]) -> bytes:
+    """``message`` with every erased name replaced by :data:`MARKER` (longest names first)."""
+    for name in sorted(set(names), key=len, reverse=True):
+        raw = name.encode("utf-8")
+        if raw and raw in message:
+            message = message.replace(raw, MARKER.encode())
+    return message
+
+
+# --- proof ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """What ``gitmem fsck NAME --erasures`` found: ``holders`` name what still holds an erased object.
+
+    ``written_again`` are blobs only a purge erased that agents have written
+    afresh since (allowed, see :func:`refuse_erased`); they are listed, not failures.
+    """
+
+    entries: int
+    blobs: int
+    holders: tuple[str, ...]
+    written_again: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.holders
+
+
+_HEX_ID = re.compile(rb"(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])")
+_NOT_DERIVED = frozenset({"erasure-key", "erasure-pending.json", "generation", "forget-pending"})
+_DERIVED_READ = 256 * 1024 * 1024
+
+
+def audit(r: pygit2.Repository, repo_path: str) -> Audit:
+    """Check every ledger entry against the objects, refs, reflogs, packs and derived files of the mount."""
+    found = entries(r)
+    forgotten = {b: e.id for e in found if e.kind != "purge" for b in e.blobs}
+    purged = {b: e.id for e in found if e.kind == "purge" for b in e.blobs if b not in forgotten}
+    tips = {t: e.id for e in found for t in e.tips}
+    listed = cli.run_git(
+        ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"], git_dir=repo_path, check=True
+    ).stdout.split()
+    present = set(listed)
+    holders: list[str] = []
+    for oid, entry in sorted(forgotten.items()):
+        if oid in present:
+            holders.append(f"object {oid} (erasure {entry}) is still in the object store{_reached_from(repo_path, oid)}")
+    for oid, entry in sorted(tips.items()):
+        if oid in present:
+            holders.append(f"commit {oid} from before erasure {entry} is still in the object store{_reached_from(repo_path, oid)}")
+    logs = os.path.join(repo_path, "logs")
+    for folder, _, files in os.walk(logs):
+        for name in files:
+            path = os.path.join(folder, name)
+            for oid in _ids_in(path, set(tips) | set(forgotten)):
+                holders.append(f"reflog {os.path.relpath(path, repo_path)} names {oid} from before an erasure")
+    gitmem_dir = os.path.join(repo_path, "gitmem")
+    for folder, dirs, files in os.walk(gitmem_dir):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            if folder == gitmem_dir and name in _NOT_DERIVED:
+                continue
+            path = os.path.join(folder, name)
+            for oid in _ids_in(path, set(forgotten)):
+                holders.append(f"derived file {os.path.relpath(path, repo_path)} names erased version {oid}")
+    again = tuple(sorted(oid for oid in purged if oid in present))
+    return Audit(len(found), len(forgotten) + len(purged), tuple(holders), again)
+
+
+def _reached_from(repo_path: str, oid: str) -> str:
+    """``", reachable from <ref>"`` for the first ref that reaches ``oid`` (``""``: none, an unpruned leftover)."""
+    refs = cli.run_git(["for-each-ref", "--format=%(refname)"], git_dir=repo_path, check=True).stdout.split()
+    for ref in refs:
+        if ref == LEDGER_REF:
+            continue
+        listed = cli.run_git(["rev-list", "--objects", ref], git_dir=repo_path, check=True).stdout
+        if any(line[:40] == oid for line in listed.splitlines()):
+            return f", reachable from {ref}"
+    return ", unreachable (run gitmem gc NAME after a forget that did not finish)"
+
+
+def _ids_in(path: str, wanted: set[str]) -> list[str]:
+    if not wanted or os.path.islink(path) or not os.path.isfile(path):
+        return []
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_DERIVED_READ)
+    except OSError:
+        return []
+    return sorted({m.group(0).decode() for m in _HEX_ID.finditer(data)} & wanted)
