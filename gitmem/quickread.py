@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, validate_path
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo
@@ -63,7 +64,7 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
     try:
         peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
-        generation = _generation(peek.path)  # before the head: see _save
+        seen = derived.Generation.read(os.path.join(peek.path, _GENERATION))  # before the head: see _save
         fmt = format_from_repo(peek)
         tree = peek.tree_of(peek.head())
         made = _made_under(fmt)
@@ -75,7 +76,7 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
             cache.blob_info = {e.version: (e.size, e.description) for e in saved[1]}
         entries = cache.listing(peek, fmt, tree)
         if made is not None:
-            _save(peek.path, made, tree, entries, generation)
+            _save(peek.path, made, tree, entries, seen)
         return entries
     except CannotPeek:
         store = root.mount(name).sync
@@ -145,13 +146,14 @@ def _load(repo: str, made: str) -> tuple[str, list[FileEntry]] | None:
         return None
 
 
-def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation: str | None) -> None:
+def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: derived.Generation) -> None:
     """Replace the listing file (atomically; a failure only means no file).
 
     It holds descriptions, which ``purge`` and ``forget`` must erase: they move the refs,
     prune, bump the generation stamp and then delete :data:`DERIVED_DIR`. A listing
     built from the old head may be saved after that deletion; the stamp, read before
-    the head and again after the save, then differs and the file is removed here. The
+    the head and again after the save (:func:`gitmem.derived.publish`, the rule every
+    derived file follows), then differs and the file is removed here. The
     file is only written by the mount's owner, so the owner's purge can always delete it.
     """
     # Four fields a file, each ended by NUL (which no tree entry name holds); a description
@@ -171,26 +173,18 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], generation:
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
         make_private_dir(folder)
-        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.replace(tmp, target)
-        if _generation(repo) != generation:
-            os.unlink(target)
+
+        def write() -> None:
+            with os.fdopen(
+                open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline=""
+            ) as out:
+                out.write(text)
+            os.replace(tmp, target)
+
+        derived.publish(seen, target, write)
     except OSError:
         for leftover in (tmp, target):
             try:
                 os.unlink(leftover)
             except OSError:
                 pass
-
-
-def _generation(repo: str) -> str | None:
-    """The stamp purge and forget rewrite after deleting objects (``None`` before the first).
-
-    An unreadable stamp answers a new random text each time, so two readings never
-    match and no listing is kept."""
-    path = os.path.join(repo, _GENERATION)
-    if not os.path.lexists(path):
-        return None
-    text = read_local_text(path, 4096)
-    return text if text is not None else f"unreadable {os.urandom(8).hex()}"

@@ -47,7 +47,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 
 # The layers of docs/architecture.md, bottom to top.
 PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config")
-SEAM = ("store", "memstore", "aio", "localfile")
+SEAM = ("store", "memstore", "aio", "localfile", "derived")
 GIT = ("git",)
 INDEX = ("index",)
 FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread")

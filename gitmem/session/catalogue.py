@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
@@ -70,11 +71,13 @@ class Catalogue:
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
+        self._seen = derived.UNGUARDED  # the history generation the entries were read at
 
     def refresh(self) -> None:
         if not self._tried_snapshot:
             self._tried_snapshot = True
             self._resume()
+        seen = derived.Generation.read(derived.stamp_of(self.store))  # before the store is read
         answer = self.store.changes(self.cursor)
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
@@ -88,6 +91,7 @@ class Catalogue:
                 self._reload(path)
                 self._unsaved += 1
         self.cursor = answer.cursor
+        self._seen = seen
         if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
             self._save()
 
@@ -158,17 +162,23 @@ class Catalogue:
             "items": [[e.path, e.version, self._texts[e.path]] for e in self._by_path.values()],
             "skipped": [[p, r] for p, r in self.skipped.items()],
         }
-        try:
-            self.snapshot.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".session-catalogue-", suffix=".tmp", dir=self.snapshot.parent)
+        target = self.snapshot
+
+        def write() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".session-catalogue-", suffix=".tmp", dir=target.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
                     # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
                     out.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-                os.replace(tmp, self.snapshot)
+                os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+
+        try:
+            # Entries read before a forget are never published after it (gitmem.derived).
+            derived.publish(self._seen, target, write)
         except OSError as exc:  # a cache that cannot be written costs speed, never correctness
             self.snapshot_error = f"{type(exc).__name__}: {exc}"
             return

@@ -1,0 +1,138 @@
+"""A derived file built before a forget is never left on disk after it (:mod:`gitmem.derived`), per store.
+
+Each test starts a real process that reads the mount and then stops right
+before it renames its derived file into place (its ``os.replace`` waits for a
+flag file). The parent forgets the text meanwhile, then lets the writer go.
+Whatever the order, no file of the mount may hold the erased text once both
+are done, and the next reader rebuilds without it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitmem import GitFileStore
+from gitmem.records import RecordStore
+from gitmem.session import SessionMemory
+
+SECRET = "Dana lives at 4 Elm Road"
+WAIT = 60.0
+
+WORKER = r"""
+import os, sys, time
+from pathlib import Path
+kind, repo, flags = sys.argv[1:]
+
+def hold():
+    Path(flags, "ready").touch()
+    deadline = time.monotonic() + 60
+    while not Path(flags, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+from gitmem import GitFileStore
+store = GitFileStore.open(repo).sync
+if kind == "records":
+    from gitmem.recall import snapshot
+    from gitmem.records import RecordStore
+    real_save = snapshot.save
+
+    def held_save(*args, **kwargs):
+        hold()  # the records are read; the snapshot is about to be written
+        return real_save(*args, **kwargs)
+
+    snapshot.save = held_save
+    RecordStore(store, namespace="people").search("Elm Road")
+else:
+    from gitmem.session import SessionMemory
+    real_mkdir = Path.mkdir
+
+    def held_mkdir(self, *args, **kwargs):
+        if self.name == "derived":
+            hold()  # the items are read; the catalogue is about to be written
+        return real_mkdir(self, *args, **kwargs)
+
+    Path.mkdir = held_mkdir
+    SessionMemory(store, catalogue_file=os.path.join(repo, "gitmem", "derived", "session-catalogue.json")).refresh()
+"""
+
+
+def _holders(repo: str) -> list[str]:
+    found = []
+    for folder, _, files in os.walk(os.path.join(repo, "gitmem")):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if SECRET.encode() in Path(path).read_bytes():
+                    found.append(os.path.relpath(path, repo))
+            except OSError:
+                continue
+    return found
+
+
+def _race(tmp_path: Path, repo: str, kind: str, erase: object) -> None:
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, kind, repo, str(flags)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (flags / "ready").exists():
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the worker never reached its write"
+            time.sleep(0.01)
+        assert callable(erase)
+        erase()  # the worker has read the text and is about to publish its file
+        (flags / "go").touch()
+        _, err = worker.communicate(timeout=WAIT)
+        assert worker.returncode == 0, err
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert _holders(repo) == []
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["forget-first", "write-first"])
+def test_a_record_recall_snapshot_read_before_a_forget_is_not_left_after_it(tmp_path: Path, late: bool) -> None:
+    store = GitFileStore.init(tmp_path / "rec.git").sync
+    records = RecordStore(store, namespace="people")
+    secret = records.add(SECRET)
+    records.add("Bo likes tea")
+
+    def erase() -> None:
+        if late:  # let the worker finish renaming first: the forget's own deletion must remove it
+            (tmp_path / "flags" / "go").touch()
+            time.sleep(0.5)
+        records.forget(secret.id)
+
+    _race(tmp_path, store.path, "records", erase)
+    # The next search rebuilds from what is left.
+    assert [r.text for r in RecordStore(store, namespace="people").search("Elm Road")] == []
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["forget-first", "write-first"])
+def test_a_session_catalogue_read_before_a_forget_is_not_left_after_it(tmp_path: Path, late: bool) -> None:
+    store = GitFileStore.init(tmp_path / "ses.git", kind="session").sync
+    memory = SessionMemory(store)
+    memory.remember("Bo likes tea")
+    memory.remember(SECRET)
+    secret_path = next(e.path for e in store.list() if SECRET in store.read(e.path).text)
+
+    def erase() -> None:
+        if late:
+            (tmp_path / "flags" / "go").touch()
+            time.sleep(0.5)
+        store.forget(secret_path)
+
+    _race(tmp_path, store.path, "session", erase)
+    assert [i.content for i in SessionMemory(store).items()] == ["Bo likes tea"]
