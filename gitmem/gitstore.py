@@ -19,7 +19,7 @@ import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -80,6 +80,7 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 #: Local caches of content kept beside the repository by layers above the store (e.g.
 #: session memory's catalogue): derived, never committed, deleted by purge and forget.
 DERIVED_DIR = "gitmem/derived"
+_NAMED_DERIVED = ("session-stats", "durable-ledger.sqlite3", "durable-ledger.sqlite3-wal", "durable-ledger.sqlite3-shm")
 
 
 def make_private_parents(path: str) -> None:
@@ -472,6 +473,11 @@ class SyncGitFileStore:
                 shutil.rmtree(os.path.join(self.path, DERIVED_DIR), ignore_errors=True)
                 # Recall snapshots (record memory's, gitmem/recall/) hold texts too; they are rebuilt on demand.
                 shutil.rmtree(os.path.join(self.path, "gitmem", "recall"), ignore_errors=True)
+                # Names kept beside the repository: session access statistics and the durable ledger
+                # of admissions (item and node ids). Their writers follow gitmem.derived.
+                for name in _NAMED_DERIVED:
+                    with suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.path, "gitmem", name))
 
     # -- history and admin: see gitmem.git.history and gitmem.git.rewrite --
 

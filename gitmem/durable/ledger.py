@@ -11,10 +11,17 @@ reads. So they live in an SQLite file next to the repository (for a git mount,
 ``<mount>.git/gitmem/durable-ledger.sqlite3``), which many processes can write
 at once. It is NOT part of the repository: a ``git clone`` or push does not
 carry it, and deleting it only resets the counters.
+
+It names namespaces and node ids, so ``purge`` and ``forget`` delete it with the
+other derived files, and it follows :mod:`gitmem.derived`: a connection opened
+before an erasure is reopened (on the new, empty file) before the next call,
+and a write that an erasure overtook removes the file again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -22,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
+from gitmem import derived
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.durable.node import format_time, parse_time
 from gitmem.errors import MemoryStoreError
@@ -74,8 +82,9 @@ def _ns_key(namespace: Namespace) -> str:
 class Ledger:
     """Admission and use events in one SQLite file (``":memory:"`` for a process-local one)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, stamp: str | None = None) -> None:
         self.path = str(path)
+        self.stamp = stamp  # the mount's generation stamp (gitmem.derived); None: nothing erases history
         self._local = threading.local()
         self._memory: sqlite3.Connection | None = None
         if self.path == ":memory:":
@@ -87,7 +96,12 @@ class Ledger:
         if self._memory is not None:
             return self._memory
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        seen: derived.Generation | None = getattr(self._local, "seen", None)
+        if db is not None and seen is not None and not seen.current():
+            db.close()  # opened before a purge or forget deleted the file: open the new one
+            db = self._local.db = None
         if db is None:
+            self._local.seen = derived.Generation.read(self.stamp)
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
@@ -98,8 +112,15 @@ class Ledger:
             self._local.db = db
         return db
 
-    def record(self, kind: AccessKind, event: AccessEvent) -> bool:
-        """Store ``event`` once; ``False`` when this exact event was already recorded."""
+    def record(self, kind: AccessKind, event: AccessEvent, *, seen: derived.Generation | None = None) -> bool:
+        """Store ``event`` once; ``False`` when this exact event was already recorded.
+
+        ``seen`` is the history generation at which the caller read the node: a
+        purge or forget since then may have erased it, so the event is refused
+        (``node_not_found``) rather than naming an erased node again.
+        """
+        if seen is not None and not seen.current():
+            raise MemoryStoreError("node_not_found", f"node {event.node_id!r} was erased while it was being recorded")
         ns = _ns_key(event.namespace)
         when = format_time(event.occurred_at)
         db = self._db()
@@ -126,6 +147,7 @@ class Ledger:
                     (kind, ns, event.event_id, event.node_id, event.revision, when),
                 )
                 db.execute("COMMIT")
+                self._after_write(seen)
                 return True
             except BaseException:
                 if db.in_transaction:
@@ -136,6 +158,17 @@ class Ledger:
         finally:
             if lock is not None:
                 lock.release()
+
+    def _after_write(self, seen: derived.Generation | None) -> None:
+        """An erasure that overtook this write: the event may name an erased node, so the file goes."""
+        if seen is None:
+            seen = getattr(self._local, "seen", None)
+        if self._memory is not None or seen is None or seen.current():
+            return
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path + suffix)
 
     def usage(self, namespace: Namespace, node_id: str) -> Usage:
         try:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Protocol
 
+from gitmem import derived
 from gitmem.durable.changes import Activate, ChangeSet, Create, parse_change_set
 from gitmem.durable.ledger import AccessEvent, Ledger, Usage
 from gitmem.durable.namespace import Namespace, check_identifier
@@ -150,7 +151,11 @@ class DurableRepository:
         self.clock = clock
         where = getattr(store, "path", None)
         if ledger is None:
-            ledger = Ledger(f"{where}/gitmem/durable-ledger.sqlite3" if isinstance(where, str) else ":memory:")
+            ledger = (
+                Ledger(f"{where}/gitmem/durable-ledger.sqlite3", stamp=derived.stamp_of(store))
+                if isinstance(where, str)
+                else Ledger(":memory:")
+            )
         self.ledger = ledger
         self.semantic = semantic
         if semantic_recall is not None:
@@ -273,6 +278,7 @@ class DurableRepository:
         (``revision_mismatch`` for a stale one, ``invalid_transition`` for a node
         that is not active). ``False`` when the same event was recorded before.
         """
+        seen = derived.Generation.read(self.ledger.stamp)  # before the node is read (gitmem.derived)
         node = self.node(event.namespace, event.node_id)
         if node.revision != event.revision:
             raise MemoryStoreError(
@@ -285,16 +291,17 @@ class DurableRepository:
             )
         if event.occurred_at < node.updated_at:
             raise MemoryStoreError("invalid_change_set", "an admission cannot precede the node revision it admits")
-        return self.ledger.record("admission", event)
+        return self.ledger.record("admission", event, seen=seen)
 
     def record_use(self, event: AccessEvent) -> bool:
         """Record that a model actually used ``event.revision`` of a node (any revision it had)."""
+        seen = derived.Generation.read(self.ledger.stamp)
         node = self.node(event.namespace, event.node_id)
         if event.revision > node.revision:
             raise MemoryStoreError("revision_mismatch", f"node {node.id!r} has no revision {event.revision} yet")
         if event.revision == node.revision and event.occurred_at < node.updated_at:
             raise MemoryStoreError("invalid_change_set", "a use cannot precede the node revision it uses")
-        return self.ledger.record("use", event)
+        return self.ledger.record("use", event, seen=seen)
 
     def usage(self, namespace: Namespace, node_id: str) -> Usage:
         """How many admissions and uses ``node_id`` has (``node_not_found`` for an unknown node)."""

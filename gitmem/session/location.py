@@ -60,7 +60,7 @@ def open_session_memory(
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot create session memory in {folder}: {exc}") from exc
     local = Path(store.path) / "gitmem"  # beside the repository's other local state, never committed
-    stats = FileAccessStats(local / STATS_FILE)
+    stats = FileAccessStats(local / STATS_FILE, stamp=store.generation_file)
     catalogue = Path(store.path) / DERIVED_DIR / CATALOGUE_FILE  # holds item text: purge/forget delete it
     if clock is None:
         return SessionMemory(store, stats=stats, origin=origin, catalogue_file=catalogue)

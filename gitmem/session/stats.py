@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final, Protocol
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 
 #: Fold the log once it is this big (bytes); a line per recall is ~60 bytes plus ids.
@@ -87,8 +88,12 @@ class FileAccessStats:
     is skipped, and the next record never runs into it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, compact_bytes: int = COMPACT_BYTES) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, compact_bytes: int = COMPACT_BYTES, stamp: str | None = None
+    ) -> None:
         self.path = Path(path)
+        # Item ids are names: a log line appended across a purge or forget is dropped (gitmem.derived).
+        self._seen = derived.Generation.read(stamp)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.compact_bytes = compact_bytes
         self._counts: dict[str, tuple[int, float]] = {}
@@ -142,6 +147,13 @@ class FileAccessStats:
             self._append(f"\nf {' '.join(ids)} $\n")
 
     def _append(self, line: str) -> None:
+        if not self._seen.current():
+            # The ids may be of items erased since this log was read: drop them, and start from the new stamp.
+            self._seen = derived.Generation.read(self._seen.stamp)
+            return
+        derived.publish(self._seen, self.path, lambda: self._write(line))
+
+    def _write(self, line: str) -> None:
         data = line.encode("utf-8")
         fd = self._locked(fcntl.LOCK_SH)
         try:

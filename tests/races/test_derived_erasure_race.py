@@ -136,3 +136,119 @@ def test_a_session_catalogue_read_before_a_forget_is_not_left_after_it(tmp_path:
 
     _race(tmp_path, store.path, "session", erase)
     assert [i.content for i in SessionMemory(store).items()] == ["Bo likes tea"]
+
+
+STATS_WORKER = r"""
+import sys, time
+from pathlib import Path
+workspace, flags = sys.argv[1:]
+from gitmem.session import stats
+from gitmem.session.location import open_session_memory
+real_append = stats.FileAccessStats._append
+
+def held_append(self, line):
+    Path(flags, "ready").touch()  # the items are recalled; their ids are about to be logged
+    deadline = time.monotonic() + 60
+    while not Path(flags, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return real_append(self, line)
+
+stats.FileAccessStats._append = held_append
+memory = open_session_memory(workspace, create=False)
+assert memory.recall_similar("Elm Road"), "the worker recalled nothing"
+"""
+
+
+def _run_held(tmp_path: Path, script: str, args: list[str], erase: object) -> None:
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script, *args, str(flags)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (flags / "ready").exists():
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline, "the worker never reached its write"
+            time.sleep(0.01)
+        assert callable(erase)
+        erase()
+        (flags / "go").touch()
+        _, err = worker.communicate(timeout=WAIT)
+        assert worker.returncode == 0, err
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def test_session_access_statistics_read_before_a_forget_do_not_name_the_erased_item(tmp_path: Path) -> None:
+    from gitmem.session.location import open_session_memory
+
+    workspace = tmp_path / "ws"
+    memory = open_session_memory(workspace)
+    secret = memory.remember(SECRET)
+    memory.remember("Bo likes tea")
+    store = memory.store
+    secret_path = next(e.path for e in store.list() if SECRET in store.read(e.path).text)
+    stats_file = Path(store.path, "gitmem", "session-stats")  # type: ignore[attr-defined]
+
+    _run_held(tmp_path, STATS_WORKER, [str(workspace)], lambda: store.forget(secret_path))  # type: ignore[attr-defined]
+
+    assert not stats_file.exists() or secret.id not in stats_file.read_text()
+    # A recall after the forget is counted again.
+    open_session_memory(workspace, create=False).recall_similar("tea")
+    assert stats_file.exists() and secret.id not in stats_file.read_text()
+
+
+LEDGER_WORKER = r"""
+import sys, time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+folder, revision, flags = sys.argv[1:]
+from gitmem.durable import ledger
+from gitmem.durable.ledger import AccessEvent
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.repository import DurableRepository
+from gitmem.errors import MemoryStoreError
+real_record = ledger.Ledger.record
+
+def held_record(self, *args, **kwargs):
+    Path(flags, "ready").touch()  # the node is read and checked; the admission is about to be written
+    deadline = time.monotonic() + 60
+    while not Path(flags, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return real_record(self, *args, **kwargs)
+
+ledger.Ledger.record = held_record
+repo = DurableRepository.open(folder, "durable")
+event = AccessEvent("turn-1/n", Namespace("acme", "alice", "repo-gitmem"), "dana-address", int(revision),
+                    datetime.now(UTC) + timedelta(seconds=1))
+try:
+    repo.record_admission(event)
+except MemoryStoreError as exc:
+    assert exc.code == "node_not_found", exc
+"""
+
+
+def test_a_durable_admission_read_before_a_forget_is_not_recorded_after_it(tmp_path: Path) -> None:
+    from durable.support import NS, activate, change, create
+
+    from gitmem.durable.nodefile import node_path
+    from gitmem.durable.repository import DurableRepository
+
+    folder = tmp_path / "d"
+    repo = DurableRepository.open(folder, "durable", create=True)
+    repo.apply(change("seed", create("dana-address", SECRET), activate("dana-address", 1)))
+    revision = repo.node(NS, "dana-address").revision
+    store = repo.store
+    where = str(store.path)  # type: ignore[attr-defined]
+
+    def erase() -> None:
+        store.forget(node_path(NS, "dana-address"))  # type: ignore[attr-defined]
+
+    _run_held(tmp_path, LEDGER_WORKER, [str(folder), str(revision)], erase)
+
+    for suffix in ("", "-wal"):
+        held = Path(where, "gitmem", "durable-ledger.sqlite3" + suffix)
+        assert not held.exists() or b"dana-address" not in held.read_bytes()
