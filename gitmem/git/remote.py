@@ -246,6 +246,35 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
         raise MemoryStoreError("unavailable", f"{what} brought no usable main: {exc}") from exc
 
 
+def _adopt_ledger(git: GitRepo, scratch: str, remote: Remote) -> int:
+    """Add the remote's erasure ledger entries this memory lacks, before what it brings is checked.
+
+    An erasure made on another copy then holds here too: the pull (and every
+    later push, pull and write) refuses what it erased. Returns how many entries
+    were added (none when the remote has no ledger).
+    """
+    done = run_git(
+        ["fetch", "--no-tags", "--no-write-fetch-head", remote.url, f"+{LEDGER_REF}:refs/incoming-ledger"],
+        cwd=scratch,
+        what=f"git fetch of the erasure ledger from {remote.name}",
+    )
+    if done.returncode != 0:
+        return 0  # a remote without a ledger: nothing was ever erased there
+    r = open_repository(scratch)
+    try:
+        tip = r.references["refs/incoming-ledger"].target
+        theirs = erasures.entries_at(r, str(tip))
+        r.references.delete("refs/incoming-ledger")
+    finally:
+        r.free()
+    if not theirs:
+        return 0
+    with translate_errors(git.path), git.lock.hold():
+        return erasures.merge_entries(
+            git.fresh(), git.path, theirs, stale_after=git.stale_lock_seconds, timeout=git.lock_timeout
+        )
+
+
 def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None) -> MergeResult:
     """Fetch ``remote``'s ``main`` and integrate it into this memory's ``main``.
 
@@ -261,6 +290,7 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
     mark = git.history_mark()
     with scratch_repository(git) as scratch:
         incoming = fetch_main(git, scratch, target)
+        _adopt_ledger(git, scratch, target)
 
         def history_unchanged() -> None:
             if git.history_mark() != mark:

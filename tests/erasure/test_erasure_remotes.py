@@ -6,10 +6,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from serve.support import commit_all, fsck_clean, git, write
 
-from gitmem import Origin, Root, remotes
+from gitmem import GitFileStore, MemoryStoreError, Origin, Root, remotes
 from gitmem.adapters.cli import cli
 from gitmem.git.erasures import LEDGER_REF
 
@@ -113,3 +114,26 @@ def test_fsck_erasures_proves_the_mount_clean_and_names_what_still_holds_an_eras
     code, out = team.cli("fsck", "user", "--erasures")
     assert code == 1
     assert f"object {blob}" in out and "gitmem/derived/cache.json" in out
+
+
+def test_a_pull_adopts_an_erasure_made_on_another_copy(tmp_path: Path) -> None:
+    team = Team(tmp_path)
+    other = GitFileStore.init(tmp_path / "other.git")
+    remotes.add(other, "origin", str(team.hostings[0]))
+    remotes.pull(other, "origin")
+    assert other.sync.read("people/dana.md").text == SECRET
+    team.sync.forget("people/dana.md")
+    remotes.push(team.store, "origin")  # the rewritten history and the ledger
+
+    remotes.pull(other, "origin")
+
+    ledger = git("show", f"{LEDGER_REF}:entries.jsonl", cwd=other.path).stdout
+    assert team.secret in ledger
+    with pytest.raises(MemoryStoreError) as err:  # the erased text may not be written here either
+        other.sync.write("copy.md", SECRET, expected=None)
+    assert err.value.code == "forbidden"
+    # It still holds its own old copy: fsck --erasures says so, until this copy forgets it too.
+    audit = other.sync.check_erasures()
+    assert not audit.ok and any(team.secret in line for line in audit.holders)
+    other.sync.forget("people/dana.md")
+    assert other.sync.check_erasures().ok
