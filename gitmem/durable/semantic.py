@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from gitmem import derived
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
@@ -380,6 +381,7 @@ class SemanticRecall:
         cas = index.consistency == "index_revision_cas"
         started = index.status().revision
         generation = self.generation(namespace)
+        seen = derived.Generation.read(derived.stamp_of(store))  # before the nodes are read (gitmem.derived)
         commit, nodes = active_snapshot(store, namespace)
         state = index.partition(partition)
         held = index.entries(partition) if state is not None and state.generation == generation else {}
@@ -408,6 +410,8 @@ class SemanticRecall:
                         f"{ident.provider} returned a {len(vector)}-dimensional vector, not {ident.dimension}",
                     )
                 records.append(VectorRecord(node.id, node.revision, node.digest, _unit(vector)))
+        if not seen.current():
+            raise MemoryStoreError("unavailable", "the memory's history was erased during the refresh; refresh again")
         revision = index.mutate(
             partition,
             generation=generation,
@@ -416,6 +420,12 @@ class SemanticRecall:
             delete=gone,
             expected_revision=started if cas else None,
         )
+        if not seen.current():
+            # A purge or forget overtook the publish: its vectors may be of erased nodes. Take them out again.
+            index.mutate(
+                partition, generation=generation, commit=commit, upsert=[], delete=[NodeRef(r.node_id, r.revision) for r in records]
+            )
+            raise MemoryStoreError("unavailable", "the memory's history was erased during the refresh; refresh again")
         return RefreshReceipt(
             namespace, "published", generation, commit, revision, started,
             index.consistency, len(nodes), len(records), len(gone), now,

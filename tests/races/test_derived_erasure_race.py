@@ -252,3 +252,51 @@ def test_a_durable_admission_read_before_a_forget_is_not_recorded_after_it(tmp_p
     for suffix in ("", "-wal"):
         held = Path(where, "gitmem", "durable-ledger.sqlite3" + suffix)
         assert not held.exists() or b"dana-address" not in held.read_bytes()
+
+
+SEMANTIC_WORKER = r"""
+import sys, time
+from pathlib import Path
+root, flags = sys.argv[1:]
+from gitmem.durable import DurableRepository
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall
+from gitmem.errors import MemoryStoreError
+
+class Held(FixtureEmbedder):
+    def embed(self, texts):
+        Path(flags, "ready").touch()  # the active nodes are read; their vectors are about to be published
+        deadline = time.monotonic() + 60
+        while not Path(flags, "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().embed(texts)
+
+TEXT = "Dana lives at 4 Elm Road"
+embedder = Held({TEXT: [1, 0, 0], "Bo likes tea": [0, 1, 0]}, EmbeddingIdentity("fixture", "unit", "r1", 3))
+repo = DurableRepository.open(root, "team", semantic_recall=SemanticRecall(embedder))
+try:
+    repo.refresh_semantic_recall(Namespace("acme", "alice", "repo-gitmem"))
+except MemoryStoreError as exc:
+    assert exc.code == "unavailable", exc
+"""
+
+
+def test_semantic_vectors_read_before_a_forget_are_not_published_after_it(tmp_path: Path) -> None:
+    from durable.support import NS, change, create
+
+    from gitmem.durable.nodefile import node_path
+    from gitmem.durable.repository import DurableRepository
+
+    root = tmp_path / "root"
+    repo = DurableRepository.open(root, "team", create=True)
+    repo.apply(change("seed", create("dana-address", SECRET, status="active"), create("bo-tea", "Bo likes tea", status="active")))
+    store = repo.store
+
+    def erase() -> None:
+        store.forget(node_path(NS, "dana-address"))  # type: ignore[attr-defined]
+
+    _run_held(tmp_path, SEMANTIC_WORKER, [str(root)], erase)
+
+    semantic = Path(str(store.path), "gitmem", "derived", "semantic")  # type: ignore[attr-defined]
+    for file in semantic.rglob("*") if semantic.exists() else ():
+        assert b"dana-address" not in file.read_bytes(), file
