@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import decode_stored
 from gitmem.index.lock import IndexLock
@@ -170,10 +171,16 @@ class MountIndex:
             from gitmem.index import engine
 
             try:
+                # The rule of every derived file (gitmem.derived). The index lock already keeps
+                # an erasure out while this runs (see erasing); the stamp says so independently.
+                seen = derived.Generation.read(os.path.join(self.repo.path, "gitmem", "generation"))
                 self.repo.head()  # reopens a handle that predates a forget or purge...
                 if not self.repo.is_commit(head):
                     return False  # ...whose erased history must not be indexed again
                 self._catch_up(head)
+                if not seen.current():
+                    self._delete()
+                    return False
             except MemoryStoreError:
                 raise
             except engine.Busy:
