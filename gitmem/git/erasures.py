@@ -278,31 +278,43 @@ def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry],
 
 
 def write_pending(repo_path: str, entry: Entry) -> None:
-    """Keep ``entry`` beside the repository until the prune that completes it has run."""
-    write_private(os.path.join(repo_path, *_PENDING_FILE), entry.to_json() + "\n")
+    """Keep ``entry`` beside the repository until the prune that completes it has run.
+
+    Added to what is pending already: an erasure killed before its prune keeps
+    its entry until the next prune, which records both.
+    """
+    earlier = pending(repo_path)
+    write_private(
+        os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in (*earlier, entry))
+    )
 
 
-def pending(repo_path: str) -> Entry | None:
+def drop_pending(repo_path: str, entry_id: str) -> None:
+    """Take back an entry whose erasure did not happen (its refs moved under it; it starts again)."""
+    kept = [e for e in pending(repo_path) if e.id != entry_id]
+    write_private(os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in kept))
+
+
+def pending(repo_path: str) -> tuple[Entry, ...]:
     data = read_private(os.path.join(repo_path, *_PENDING_FILE), _MAX_LEDGER_BYTES)
-    if data is None or not data.strip():
-        return None
-    return Entry.from_json(data.decode("utf-8", "replace"))
+    if data is None:
+        return ()
+    return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())
 
 
-def finish_pending(r: pygit2.Repository, repo_path: str, *, stale_after: float, timeout: float) -> Entry | None:
-    """After a prune: record the pending entry without the blobs that survived it (another file holds them)."""
-    entry = pending(repo_path)
-    if entry is None:
-        return None
+def finish_pending(r: pygit2.Repository, repo_path: str, *, stale_after: float, timeout: float) -> tuple[Entry, ...]:
+    """After a prune: record the pending entries without the blobs that survived it (another file holds them)."""
     odb = r.odb
-    gone = tuple(b for b in entry.blobs if pygit2.Oid(hex=b) not in odb)
-    done = Entry(entry.id, entry.kind, entry.at, entry.by, entry.names, gone, entry.tips)
-    append(r, repo_path, done, stale_after=stale_after, timeout=timeout)
+    done = []
+    for entry in pending(repo_path):
+        gone = tuple(b for b in entry.blobs if pygit2.Oid(hex=b) not in odb)
+        done.append(Entry(entry.id, entry.kind, entry.at, entry.by, entry.names, gone, entry.tips))
+        append(r, repo_path, done[-1], stale_after=stale_after, timeout=timeout)
     try:
         os.unlink(os.path.join(repo_path, *_PENDING_FILE))
     except FileNotFoundError:
         pass
-    return done
+    return tuple(done)
 
 
 def scrub(message: bytes, names: Iterable[str]) -> bytes:

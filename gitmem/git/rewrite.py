@@ -432,7 +432,11 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     audit = r.create_commit(None, author, committer, message, base_tree, [pygit2.Oid(hex=main_base)])
     updates[MAIN] = str(audit)
     erasures.write_pending(repo.path, entry)  # the prune after the swap puts it in the ledger
-    _swap_refs(repo, r, tips, updates)
+    try:
+        _swap_refs(repo, r, tips, updates)
+    except _Moved:
+        erasures.drop_pending(repo.path, entry.id)
+        raise
     return ForgetReport(
         path=path,
         head=str(audit),

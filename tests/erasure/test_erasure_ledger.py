@@ -207,3 +207,26 @@ def test_the_ledger_ref_moves_forward_only(store: GitFileStore, tmp_path: Path) 
     assert done.returncode != 0
     assert len(_ledger(store.path)) == 1
 
+
+
+def test_an_erasure_killed_before_its_prune_keeps_its_entry_through_the_next_forget(
+    store: GitFileStore, tmp_path: Path
+) -> None:
+    from gitmem.git import erasures
+
+    sync = store.sync
+    sync.write("other.md", "another private note\n", expected=None)
+    # What a forget killed after moving its refs leaves: an unreachable version, the mark, the entry.
+    leak = tmp_path / "leak.md"
+    leak.write_text("the killed forget's version\n")
+    orphan = git("hash-object", "-w", str(leak), cwd=store.path).stdout.strip()
+    Path(store.path, "gitmem", "forget-pending").write_text("forget 00\n")
+    killed = erasures.new_entry("forget", "admin", ["00" * 32], [orphan], [])
+    erasures.write_pending(store.path, killed)
+
+    report = sync.forget("other.md")
+
+    ids = [e["id"] for e in _ledger(store.path)]
+    assert ids == [killed.id, report.erasure]
+    assert _ledger(store.path)[0]["blobs"] == [orphan] and not has_object(store.path, orphan)
+    fsck_clean(store.path)

@@ -174,6 +174,10 @@ def test_purge_killed_before_its_prune_is_finished_by_the_next_gc(tmp_path: Path
         gone = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", blob], capture_output=True)
         assert gone.returncode != 0, f"{blob} survived the finished purge"
     assert not (repo / "gitmem" / "forget-pending").exists()
+    # The killed purge's erasure reaches the ledger all the same, through the prune that finished it.
+    (entry,) = store.erasures()
+    assert entry.kind == "purge" and set(old_blobs) <= set(entry.blobs)
+    assert not (repo / "gitmem" / "erasure-pending.json").exists()
     assert store.list() == []
     store.write("new.md", "after the purge\n", expected=None)
     assert_fsck_clean(repo)
