@@ -539,6 +539,18 @@ class SyncGitFileStore:
     def fsck(self) -> FsckReport:
         return git_rewrite.fsck(self.repo)
 
+    def forget_erased(self, *, origin: Origin | None = None) -> builtins.list[ForgetReport]:
+        """Apply the ledger here: forget every path whose history holds a version it names.
+
+        For a copy that received an erasure made elsewhere (a pull, or a push of
+        the ledger to ``gitmem serve``): the names are not readable from the ledger,
+        so the paths are found by the erased blob ids. Each path is forgotten whole.
+        """
+        with translate_errors(self.path):
+            wanted = erasures.erased_blobs(self.repo.fresh(), self.path)
+            paths = erasures.paths_holding(self.path, wanted)
+        return [self.forget(path, origin=origin) for path in paths]
+
     def check_erasures(self) -> erasures.Audit:
         """Proof that what the erasure ledger names is gone from the mount (``gitmem fsck NAME --erasures``)."""
         with translate_errors(self.path):

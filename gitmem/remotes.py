@@ -29,6 +29,7 @@ __all__ = [
     "RemoteErasure",
     "add",
     "erase",
+    "remote_holdings",
     "list_remotes",
     "pull",
     "push",
@@ -70,3 +71,9 @@ def erase(store: Store, names: list[str] | None = None) -> list[RemoteErasure]:
     an erased object (``holding``), or why the push or the check failed.
     """
     return engine.erase_on_remotes(as_sync(store).repo, names)
+
+
+def remote_holdings(store: Store, remote: str = DEFAULT_REMOTE) -> tuple[str, ...]:
+    """The refs of ``remote`` from which a version the erasure ledger names is still reachable."""
+    repo = as_sync(store).repo
+    return engine.remote_holdings(repo, engine.get_remote(repo, remote))

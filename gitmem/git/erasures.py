@@ -326,6 +326,16 @@ def scrub(message: bytes, names: Iterable[str]) -> bytes:
     return message
 
 
+def paths_holding(repo_path: str, blobs: frozenset[str]) -> list[str]:
+    """Every path that some commit of some ref (the ledger aside) holds one of ``blobs`` at."""
+    if not blobs:
+        return []
+    listed = cli.run_git(
+        ["rev-list", "--objects", f"--exclude={LEDGER_REF}", "--all"], git_dir=repo_path, check=True
+    ).stdout
+    return sorted({line[41:] for line in listed.splitlines() if line[:40] in blobs and len(line) > 41})
+
+
 # --- proof ------------------------------------------------------------------------------
 
 

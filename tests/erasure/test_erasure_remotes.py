@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from serve.support import commit_all, fsck_clean, git, write
 
-from gitmem import GitFileStore, MemoryStoreError, Origin, Root, remotes
+from gitmem import MemoryStoreError, Origin, Root, remotes
 from gitmem.adapters.cli import cli
 from gitmem.git.erasures import LEDGER_REF
 
@@ -118,9 +118,11 @@ def test_fsck_erasures_proves_the_mount_clean_and_names_what_still_holds_an_eras
 
 def test_a_pull_adopts_an_erasure_made_on_another_copy(tmp_path: Path) -> None:
     team = Team(tmp_path)
-    other = GitFileStore.init(tmp_path / "other.git")
+    other = team.root.mount("other", create=True)
+    # A second copy of the same memory (as an admin sets one up: main fetched with plain git).
+    git("fetch", "-q", str(team.hostings[0]), "+refs/heads/main:refs/heads/main", cwd=other.path)
     remotes.add(other, "origin", str(team.hostings[0]))
-    remotes.pull(other, "origin")
+    assert remotes.pull(other, "origin").kind == "up_to_date"
     assert other.sync.read("people/dana.md").text == SECRET
     team.sync.forget("people/dana.md")
     remotes.push(team.store, "origin")  # the rewritten history and the ledger
@@ -135,5 +137,8 @@ def test_a_pull_adopts_an_erasure_made_on_another_copy(tmp_path: Path) -> None:
     # It still holds its own old copy: fsck --erasures says so, until this copy forgets it too.
     audit = other.sync.check_erasures()
     assert not audit.ok and any(team.secret in line for line in audit.holders)
-    other.sync.forget("people/dana.md")
-    assert other.sync.check_erasures().ok
+    code, out = team.cli("forget", "other", "--from-ledger", "--yes", "--json")
+    assert code == 0, out
+    assert [r["names"] for r in json.loads(out)["forgotten"]] == [["people/dana.md"]]
+    code, out = team.cli("fsck", "other", "--erasures")
+    assert code == 0 and out.startswith("ok"), out

@@ -42,3 +42,34 @@ def test_a_stale_clone_cannot_push_erased_content_back(served: Served, mount: Mo
     pushed = commit_all(fresh, "new work")
     git("push", "-q", "origin", "main", cwd=fresh)
     assert sync.head() == pushed
+
+
+def test_a_served_remote_takes_the_ledger_and_is_reported_while_its_own_history_holds_the_erased_version(
+    served: Served, mount: Mount, tmp_path: Path
+) -> None:
+    from gitmem import GitFileStore, remotes
+
+    local = GitFileStore.init(tmp_path / "local.git")
+    local.sync.write("keep.md", "keep\n", expected=None)
+    erased = local.sync.write("people/dana.md", SECRET, expected=None)
+    remotes.add(local, "team", served.url(mount.name))
+    remotes.push(local, "team")
+    local.sync.forget("people/dana.md")
+
+    (report,) = remotes.erase(local)
+
+    # gitmem serve never lets main be rewound, so its history keeps the version; the ledger
+    # went in, so nothing erased can be pushed there again, and the report names main.
+    assert report.remote == "team" and report.holding == ("refs/heads/main",) and not report.clean
+    assert git("rev-parse", LEDGER_REF, cwd=mount.path).stdout.strip() == git(
+        "rev-parse", LEDGER_REF, cwd=local.path
+    ).stdout.strip()
+    assert erased in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=mount.path).stdout
+    assert not mount.store.sync.check_erasures().ok
+
+    # The host's admin applies the ledger there (it names no path; the blob ids find them).
+    (forgot,) = mount.store.sync.forget_erased()
+    assert forgot.names == ("people/dana.md",)
+    assert mount.store.sync.check_erasures().ok
+    assert remotes.remote_holdings(local, "team") == ()
+    fsck_clean(mount.path)

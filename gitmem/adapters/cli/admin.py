@@ -53,15 +53,18 @@ def purge(state: State, name: str, yes: bool) -> None:
 
 @cli.command()
 @click.argument("name")
-@click.argument("path")
+@click.argument("path", required=False)
 @click.option("--yes", is_flag=True, help="Confirm: PATH and all its past versions are erased for good.")
+@click.option(
+    "--from-ledger", "from_ledger", is_flag=True, help="Instead of PATH: forget every path holding a version the ledger names."
+)
 @click.option(
     "--remotes", "on_remotes", is_flag=True, help="Then push the rewritten history to every remote and check each."
 )
 @origin_options
 @common_options
 @pass_state
-def forget(state: State, name: str, path: str, yes: bool, on_remotes: bool) -> None:
+def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bool, on_remotes: bool) -> None:
     """Erase PATH and every past version of it from all history.
 
     For content that must not survive (personal data, a leaked secret). Commits
@@ -71,7 +74,23 @@ def forget(state: State, name: str, path: str, yes: bool, on_remotes: bool) -> N
     their copy unless --remotes reaches them: every configured remote gets the
     rewritten history (with a lease) and the erasure ledger, and is then checked
     for any ref that still reaches an erased version (exit code 1 if one does).
+    With --from-ledger (and no PATH), every path whose history holds a version
+    the erasure ledger names is forgotten: an erasure made on another copy.
     """
+    if from_ledger:
+        if path is not None:
+            raise usage_error("give PATH or --from-ledger, not both")
+        _confirm(yes, "forgetting what the erasure ledger names")
+        with progress("forgetting what the ledger names"):
+            reports = state.store(name).forget_erased(origin=state.origin)
+        names = sorted({n for r in reports for n in r.names})
+        emit(
+            {"memory": name, "forgotten": [to_json(r) for r in reports]},
+            f"forgot {len(names)} path(s) holding erased versions" + (f": {', '.join(names)}" if names else ""),
+        )
+        return
+    if path is None:
+        raise usage_error("give the PATH to forget (or --from-ledger)")
     _confirm(yes, f"forgetting {path!r}")
     if path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
         path = path.rstrip("/")
