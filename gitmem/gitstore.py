@@ -556,7 +556,7 @@ class SyncGitFileStore:
         with translate_errors(self.path):
             return erasures.audit(self.repo.fresh(), self.path)
 
-    def erasures(self) -> tuple[erasures.Entry, ...]:
+    def erasure_ledger(self) -> tuple[erasures.Entry, ...]:
         """The erasure ledger, oldest first: what each forget and purge erased (ids and keyed prints only)."""
         with translate_errors(self.path):
             return erasures.entries(self.repo.fresh())
@@ -672,6 +672,9 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     revert = threaded(SyncGitFileStore.revert)
     forget = threaded(SyncGitFileStore.forget)
     fsck = threaded(SyncGitFileStore.fsck)
+    check_erasures = threaded(SyncGitFileStore.check_erasures)
+    erasure_ledger = threaded(SyncGitFileStore.erasure_ledger)
+    forget_erased = threaded(SyncGitFileStore.forget_erased)
     gc = threaded(SyncGitFileStore.gc)
     set_durable = threaded(SyncGitFileStore.set_durable)
 

@@ -29,10 +29,10 @@ __all__ = [
     "RemoteErasure",
     "add",
     "erase",
-    "remote_holdings",
     "list_remotes",
     "pull",
     "push",
+    "remote_holdings",
     "remove",
 ]
 

@@ -175,7 +175,7 @@ def test_purge_killed_before_its_prune_is_finished_by_the_next_gc(tmp_path: Path
         assert gone.returncode != 0, f"{blob} survived the finished purge"
     assert not (repo / "gitmem" / "forget-pending").exists()
     # The killed purge's erasure reaches the ledger all the same, through the prune that finished it.
-    (entry,) = store.erasures()
+    (entry,) = store.erasure_ledger()
     assert entry.kind == "purge" and set(old_blobs) <= set(entry.blobs)
     assert not (repo / "gitmem" / "erasure-pending.json").exists()
     assert store.list() == []
