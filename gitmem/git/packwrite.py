@@ -479,7 +479,7 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     (:func:`search_last`) and deleted by the next fold after their grace. No
     timer deletes them sooner: nothing of gitmem's may change a memory's files
     after the call that wrote it returned (a caller may delete the memory's
-    folder then; ``docs/benchmarks.md``, "Reads after 100k writes").
+    folder then; ``docs/benchmarks.md``, "Many writes").
     """
     folder = os.path.join(repo_path, "objects", "pack")
     folded = _folded_into(repo_path)
@@ -552,8 +552,7 @@ def search_last(folder: str, folded: list[str], live: list[str]) -> None:
     wrote, so until deleted it was searched among the first, and for nothing:
     each of its objects is in the fold's pack too. A new reader process took
     1.29x a ``git gc``'d copy's time for its first read with 78 folded packs
-    waiting, 1.01x with them dated back (``docs/benchmarks.md``, "Reads after
-    100k writes"). Only the order changes: git decides nothing else by a
+    waiting, 1.01x with them dated back (measured with ``bench/bench_packs.py``). Only the order changes: git decides nothing else by a
     live pack's mtime, and the folded pack is deleted after its grace. A pack
     this process may not date (another user's) keeps its time.
     """
