@@ -3,14 +3,16 @@
 ``import`` is how a team with a folder of notes starts: every file is checked by
 the rules a store write applies, and the accepted ones land as ONE commit through
 the store's atomic batch write (``apply``), so a failure part-way leaves nothing.
-``export`` is the way back out, at any revision, as a folder or a tarball.
+``export`` is the way back out, at any revision, as a folder or a tarball. What
+either end does with hostile input (crafted trees, FIFOs, huge files) is
+``gitmem/exchange.py``'s.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -27,9 +29,6 @@ from gitmem.adapters.cli.app import (
 )
 from gitmem.errors import MemoryStoreError
 
-if TYPE_CHECKING:  # the store loads when a command opens a memory
-    from gitmem.gitstore import SyncGitFileStore
-
 #: The limit keys ``gitmem config`` reads and sets (git config of the mount), with what each bounds.
 LIMIT_KEYS: dict[str, str] = {
     "gitmem.maxFileBytes": "largest file, in bytes (64k, 1m accepted)",
@@ -42,45 +41,6 @@ LIMIT_KEYS: dict[str, str] = {
     "gitmem.review": "send writes that carry a run id to proposal branches (true/false)",
 }
 _KEYS_BY_LOWER = {k.lower(): k for k in LIMIT_KEYS}
-_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
-_SKIP_DIRS = {".git"}
-
-
-def _walk(folder: Path) -> list[tuple[str, Path]]:
-    """Every regular file under ``folder`` as ``(posix path relative to it, absolute path)``, sorted.
-
-    ``.git`` folders are skipped (a clone's metadata is not memory); symbolic links
-    are not followed, and are reported by the caller like any other refused file.
-    """
-    out: list[tuple[str, Path]] = []
-    for top, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in files:
-            full = Path(top) / name
-            out.append((full.relative_to(folder).as_posix(), full))
-    return sorted(out)
-
-
-def _check(store: Any, rel: str, full: Path) -> tuple[str | None, dict[str, str] | None]:
-    """The file's text when it passes the store's rules, else a refusal ``{path, error, message}``."""
-    from gitmem.fileformat import encode_text, validate_path
-
-    try:
-        if full.is_symlink() or not full.is_file():
-            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file (links are not imported)")
-        data = full.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MemoryStoreError("invalid_file", f"{rel}: not UTF-8 text (byte {exc.start})") from None
-        validate_path(rel, store.format)
-        encode_text(text, store.format)
-    except MemoryStoreError as exc:
-        message = exc.message if rel in exc.message else f"{rel}: {exc.message}"
-        return None, {"path": rel, "error": exc.code, "message": message}
-    except OSError as exc:
-        return None, {"path": rel, "error": "unavailable", "message": f"{rel}: cannot read: {exc.strerror}"}
-    return text, None
 
 
 @cli.command("import")
@@ -99,17 +59,13 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
     or with --strict nothing is written. Files already in the memory are
     replaced; files only in the memory are kept.
     """
+    from gitmem.exchange import scan_folder
     from gitmem.model import ANY, Edit
 
     store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
-    accepted: list[Edit] = []
-    refused: list[dict[str, str]] = []
-    for rel, full in _walk(directory):
-        text, refusal = _check(store, rel, full)
-        if refusal is not None:
-            refused.append(refusal)
-        else:
-            accepted.append(Edit(rel, text, ANY))
+    scan = scan_folder(directory, store.format)
+    accepted = [Edit(path, text, ANY) for path, text in scan.accepted]
+    refused = [r.as_dict() for r in scan.refused]
     payload: dict[str, Any] = {
         "memory": name,
         "directory": str(directory),
@@ -117,12 +73,15 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
         "imported": [],
         "unchanged": [],
         "refused": refused,
+        "skipped": [{"path": r.path, "reason": r.message} for r in scan.skipped],
         "proposal": None,
     }
 
     def text_report(head: str) -> None:
         for r in refused:
             say(f"refused {r['path']} [{r['error']}]: {r['message']}", err=True)
+        for skipped in payload["skipped"]:
+            say(f"skipped {skipped['reason']}", err=True)
         say(head)
 
     if strict and refused:
@@ -160,14 +119,13 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
     DESTINATION ending in .tar, .tar.gz, .tgz, .tar.bz2 or .tar.xz is a tarball;
     anything else is a folder, which must not exist or be empty.
     """
+    from gitmem.exchange import TAR_SUFFIXES, export_folder, export_tar
+
     store = state.store(name)
     commit, files = store.snapshot(rev)
-    tarball = destination.name.endswith(_TAR_SUFFIXES)
+    tarball = destination.name.endswith(TAR_SUFFIXES)
     try:
-        if tarball:
-            size = _export_tar(store, files, destination)
-        else:
-            size = _export_folder(store, files, destination)
+        report = (export_tar if tarball else export_folder)(store, files, destination)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot write {destination}: {exc.strerror or exc}") from exc
     payload = {
@@ -176,70 +134,20 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
         "commit": commit,
         "destination": str(destination),
         "format": "tar" if tarball else "folder",
-        "files": len(files),
-        "bytes": size,
+        "files": len(report.files),
+        "bytes": report.bytes,
+        "refused": [r.as_dict() for r in report.refused],
     }
-    emit(payload, f"exported {len(files)} file(s) of {name!r} at {commit[:12]} to {destination}")
 
+    def text() -> None:
+        for r in report.refused:
+            say(f"refused {r.message} [{r.error}]", err=True)
+        say(
+            f"exported {len(report.files)} file(s) of {name!r} at {commit[:12]} to {destination}"
+            + (f" ({len(report.refused)} refused: their paths break the rules of a write)" if report.refused else "")
+        )
 
-def _export_folder(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
-    """Write ``files`` under a new folder; the bytes written."""
-    import shutil
-    import tempfile
-
-    if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
-        raise MemoryStoreError("already_exists", f"{destination} exists and is not an empty folder")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    # Written to a sibling first and renamed, so a failure leaves no half-exported folder.
-    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-    size = 0
-    try:
-        for path, version in files:
-            target = tmp / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            size += target.write_bytes(store.raw(version))
-        if destination.exists():
-            destination.rmdir()
-        os.replace(tmp, destination)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return size
-
-
-def _export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
-    """Write ``files`` into a new tarball (compressed as its suffix says); the bytes of the files."""
-    import io
-    import tarfile
-
-    if destination.exists():
-        raise MemoryStoreError("already_exists", f"{destination} already exists")
-    suffix = destination.name.rsplit(".", 1)[-1]
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    tmp = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
-    try:
-        if suffix in ("gz", "tgz"):
-            tar = tarfile.open(tmp, "w:gz")
-        elif suffix == "bz2":
-            tar = tarfile.open(tmp, "w:bz2")
-        elif suffix == "xz":
-            tar = tarfile.open(tmp, "w:xz")
-        else:
-            tar = tarfile.open(tmp, "w")
-        size = 0
-        with tar:
-            for path, version in files:
-                data = store.raw(version)
-                info = tarfile.TarInfo(path)
-                info.size = len(data)
-                info.mode = 0o644
-                tar.addfile(info, io.BytesIO(data))
-                size += len(data)
-        os.replace(tmp, destination)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return size
+    emit(payload, text)
 
 
 @cli.command()
