@@ -138,6 +138,15 @@ class RecordStore:
     ) -> None:
         if ranking not in ("bm25", "coverage"):
             raise ValueError(f"ranking must be 'bm25' or 'coverage', not {ranking!r}")
+        # Checked where the store is opened, not only by the tools and CLI: records written into
+        # a file (or session, durable) memory would be files its own commands cannot read.
+        kind = getattr(store, "kind", "record")
+        if kind != "record":
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"{getattr(store, 'path', 'this store')} is a {kind} memory; records live only in a record "
+                "memory (`gitmem init NAME --kind record`)",
+            )
         self.store = store
         self.namespace = namespace
         self.folder = encode_namespace(namespace)

@@ -103,10 +103,19 @@ def test_a_file_mount_is_refused_by_the_record_tools(tmp_path: Any) -> None:
     from gitmem import Root
 
     files = Root(tmp_path).mount("notes", create=True)
-    memory = RecordMemoryCapability([RecordMount("facts", RecordStore(files.sync, "alice"))])
+    head = files.sync.head()
+    # Refused where the record store is opened, so neither tools nor plain Python reach the files.
+    with pytest.raises(MemoryStoreError) as caught:
+        RecordStore(files.sync, "alice")
+    assert caught.value.code == "wrong_kind" and "file memory" in caught.value.message
+
+    # The tools keep their own check for a record store whose backend changed under it.
+    records = RecordStore(Root(tmp_path).mount("facts", create=True, kind="record").sync, "alice")
+    records.store = files.sync
+    memory = RecordMemoryCapability([RecordMount("facts", records)])
     answer = memory.call("memory_record_list", {"memory": "facts"})
     assert answer["error"] == "wrong_kind"
-    assert asyncio.run(files.list()) == []
+    assert asyncio.run(files.list()) == [] and files.sync.head() == head
 
 
 def test_write_unconfirmed_tells_the_model_to_search_first(backend: Any) -> None:
