@@ -41,6 +41,15 @@ LIMIT_KEYS: dict[str, str] = {
     "gitmem.review": "send writes that carry a run id to proposal branches (true/false)",
 }
 _KEYS_BY_LOWER = {k.lower(): k for k in LIMIT_KEYS}
+#: What ``status`` says of each index state: "missing" alone reads like damage on every new memory.
+_INDEX_STATES = {
+    "current": "index current",
+    "behind": "index behind (caught up by the next search)",
+    "missing": "index not built yet",
+    "broken": "index unreadable (rebuilt by the next search)",
+    "outdated": "index outdated (rebuilt by the next search)",
+}
+_REBUILT = ("missing",)
 
 
 @cli.command("import")
@@ -216,8 +225,10 @@ def status(state: State, names: tuple[str, ...]) -> None:
             review = f"review on, {len(m['proposals'])} proposal(s)" if m["review"] else "review off"
             say(
                 f"{m['memory']}  {m['kind']}  head {m['head'][:12]}  {m['files']} file(s), {m['bytes']} B"
-                f" ({m['disk_bytes']} B on disk)  {review}  index {m['index']}"
+                f" ({m['disk_bytes']} B on disk)  {review}  {_INDEX_STATES.get(m['index'], 'index ' + m['index'])}"
             )
+        if any(m["index"] in _REBUILT for m in mounts):
+            say("(the search index is derived from git: the next search builds it; `gitmem index rebuild NAME` now)")
 
     emit(payload, text)
 
