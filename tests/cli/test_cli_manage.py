@@ -140,8 +140,8 @@ def test_status_shows_root_mounts_kind_head_size_review_index(user: Run, root: P
     fresh = user("status", "fresh").stdout
     assert "index not built yet" in fresh and "the next search builds it" in fresh
     user("grep", "user", "tea")  # the first search builds it
-    assert as_json(user("status", "--json"))["mounts"][0]["index"] == "current"
-    text = user("status").stdout
+    assert as_json(user("status", "user", "--json"))["mounts"][0]["index"] == "current"
+    text = user("status", "user").stdout
     assert "index current" in text and "next search builds" not in text
 
 
