@@ -24,15 +24,17 @@ import shutil
 import stat
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 
 if TYPE_CHECKING:
+    from gitmem.git.historyimport import HistoryImport
     from gitmem.gitstore import SyncGitFileStore
 
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -239,15 +241,22 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
     return path, text
 
 
-def scan_folder(folder: Path, fmt: FileFormat) -> ImportScan:
+def scan_folder(
+    folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
+) -> ImportScan:
     """Read ``folder`` for import: every entry is accepted, refused (with its rule) or skipped (with why).
 
     Entries are looked at with ``lstat`` only; nothing but a regular file is ever opened.
+    ``exclude`` globs and, with ``gitignore``, the folder's ``.gitignore`` files leave
+    entries out (see :mod:`gitmem.ignorerules`); each one left out is listed as skipped.
     """
     scan = ImportScan()
     found: list[tuple[str, Path, os.stat_result]] = []
+    top_rules = ignorerules.parse(exclude, source="--exclude")
 
-    def visit(here: Path, prefix: str) -> None:
+    def visit(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> None:
+        if gitignore:
+            rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
         try:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError as exc:
@@ -260,11 +269,17 @@ def scan_folder(folder: Path, fmt: FileFormat) -> ImportScan:
             except OSError as exc:
                 scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
                 continue
-            if stat.S_ISDIR(info.st_mode):
+            is_dir = stat.S_ISDIR(info.st_mode)
+            rule = ignorerules.ignored_by(rules, rel, is_dir)
+            if rule is not None:
+                shown = f"{rel}/" if is_dir else rel
+                scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
+                continue
+            if is_dir:
                 if entry.name in SKIPPED_FOLDERS:
                     scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
                 else:
-                    visit(Path(entry.path), f"{rel}/")
+                    visit(Path(entry.path), f"{rel}/", rules)
                 continue
             kind = _kind(info.st_mode)
             if kind is not None:
@@ -272,7 +287,7 @@ def scan_folder(folder: Path, fmt: FileFormat) -> ImportScan:
                 continue
             found.append((rel, Path(entry.path), info))
 
-    visit(folder, "")
+    visit(folder, "", top_rules)
     for rel, full, info in sorted(found, key=lambda f: f[0]):
         try:
             scan.accepted.append(_check_file(full, rel, info, fmt))
@@ -282,3 +297,24 @@ def scan_folder(folder: Path, fmt: FileFormat) -> ImportScan:
             scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot read: {exc.strerror}"))
     scan.refused.sort(key=lambda r: r.path)
     return scan
+
+
+def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
+    """The rules of one ``.gitignore`` (none when it is absent, not a regular file, or not text)."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return []
+        text = _read_bounded(path, str(path), 256 * 1024).decode("utf-8", errors="replace")
+    except (OSError, MemoryStoreError):
+        return []
+    source = f"{prefix}.gitignore"
+    return ignorerules.parse(text.splitlines(), base=prefix, source=source)
+
+
+def import_history(store: SyncGitFileStore, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
+    """Bring the git history of ``rev`` in the repository at ``source`` into the memory (see
+    :mod:`gitmem.git.historyimport`): commits kept as they are, each checked by the push rules."""
+    from gitmem.git.historyimport import import_history as bring
+
+    return bring(store.repo, store.format, source, rev=rev, strict=strict)

@@ -46,7 +46,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 # The layers of docs/architecture.md, bottom to top.
-PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config")
+PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
 SEAM = ("store", "memstore", "aio")
 GIT = ("git",)
 INDEX = ("index",)

@@ -54,25 +54,53 @@ _REBUILT = ("missing",)
 
 @cli.command("import")
 @click.argument("name")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--strict", is_flag=True, help="Write nothing when any file is refused.")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--history", "history", metavar="REPO", help="Bring in the commits of git repository REPO instead.")
+@click.option("--rev", default="HEAD", show_default=True, help="With --history: the branch or commit of REPO.")
+@click.option("--strict", is_flag=True, help="Write nothing when any file (or commit) is refused.")
 @click.option("--create", is_flag=True, help="Create memory NAME first when it does not exist.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
+@click.option("--gitignore", is_flag=True, help="Leave out what the folder's .gitignore files ignore.")
 @origin_options
 @common_options
 @pass_state
-def import_(state: State, name: str, directory: Path, strict: bool, create: bool) -> None:
+def import_(
+    state: State,
+    name: str,
+    directory: Path | None,
+    history: str | None,
+    rev: str,
+    strict: bool,
+    create: bool,
+    exclude: tuple[str, ...],
+    gitignore: bool,
+) -> None:
     """Copy the files of DIRECTORY into memory NAME as one commit.
 
     Every file is checked by the rules of a store write (path, UTF-8, size,
     frontmatter, secrets); refused files are listed with the rule and skipped,
     or with --strict nothing is written. Files already in the memory are
-    replaced; files only in the memory are kept.
+    replaced; files only in the memory are kept. --exclude GLOB and
+    --gitignore leave paths out (gitignore syntax; each one is listed).
+
+    With --history REPO the commits of a git repository come in as they are
+    (authors, dates, ids), each checked by the rules of a push; refused commits
+    are listed with file and rule, and what lands is the newest commit whose
+    whole history passed (--strict: all or nothing).
     """
     from gitmem.exchange import scan_folder
     from gitmem.model import ANY, Edit
 
+    if (directory is None) == (history is None):
+        raise usage_error("give a DIRECTORY to copy, or --history REPO to bring in a git history (not both)")
     store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
-    scan = scan_folder(directory, store.format)
+    if history is not None:
+        if exclude or gitignore:
+            raise usage_error("--exclude and --gitignore apply to a DIRECTORY; a history comes in as it is")
+        _import_history(state, name, store, history, rev, strict)
+        return
+    assert directory is not None
+    scan = scan_folder(directory, store.format, exclude=exclude, gitignore=gitignore)
     accepted = [Edit(path, text, ANY) for path, text in scan.accepted]
     refused = [r.as_dict() for r in scan.refused]
     payload: dict[str, Any] = {
@@ -114,6 +142,49 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
     if payload["commit"]:
         message += f": commit {payload['commit'][:12]}"
     emit(payload, lambda: text_report(message))
+
+
+def _import_history(state: State, name: str, store: Any, source: str, rev: str, strict: bool) -> None:
+    """``import --history``: one call into the core, then the report (exit 1 when --strict refused)."""
+    from gitmem.exchange import import_history
+
+    done = import_history(store, source, rev=rev, strict=strict)
+    refused = [
+        {"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in done.refused
+    ]
+    payload: dict[str, Any] = {
+        "memory": name,
+        "source": source,
+        "rev": rev,
+        "head": done.head,
+        "imported": done.imported,
+        "refused": refused,
+        "after_refused": done.after_refused,
+        "replaced_init": done.replaced_init,
+    }
+    left_out = len(done.after_refused) + len({r.commit for r in done.refused})
+
+    def text(head: str) -> Any:
+        def show() -> None:
+            for r in done.refused:
+                where = f"{r.path} in " if r.path else ""
+                say(f"refused {where}{(r.commit or '')[:12]} [{r.rule}]: {r.message}", err=True)
+            if done.after_refused:
+                say(f"left out {len(done.after_refused)} later commit(s) that build on a refused one", err=True)
+            say(head)
+
+        return show
+
+    if strict and left_out:
+        payload["message"] = f"{left_out} commit(s) refused; nothing imported (--strict)"
+        emit(payload, text(payload["message"]))
+        raise click.exceptions.Exit(1)
+    message = f"imported {len(done.imported)} commit(s) of {source} into {name!r}"
+    if done.head:
+        message += f": main at {done.head[:12]}"
+    if left_out:
+        message += f" ({left_out} commit(s) left out)"
+    emit(payload, text(message))
 
 
 @cli.command()
