@@ -132,13 +132,16 @@ def _write_new(folder_fd: int, parts: list[str], data: bytes) -> None:
             os.close(fd)
 
 
-def export_folder(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> ExportReport:
+def export_folder(
+    store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
+) -> ExportReport:
     """Write ``files`` (from :meth:`~gitmem.gitstore.SyncGitFileStore.snapshot`) as a new folder at ``destination``.
 
-    ``destination`` must not exist or be an empty folder (not a link to one).
+    ``destination`` must not exist or be an empty folder (not a link to one). With
+    ``commit`` (the snapshot's), its links and submodules are listed as not exported.
     """
     _safe_target(destination)
-    report = ExportReport()
+    report = ExportReport(refused=_not_files(store, commit))
     destination.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
@@ -167,8 +170,10 @@ def export_folder(store: SyncGitFileStore, files: list[tuple[str, str]], destina
     return report
 
 
-def export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> ExportReport:
-    """Write ``files`` into a new tarball at ``destination``, compressed as its suffix says."""
+def export_tar(
+    store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
+) -> ExportReport:
+    """Write ``files`` into a new tarball at ``destination``, compressed as its suffix says (``commit``: as above)."""
     try:
         os.lstat(destination)
     except FileNotFoundError:
@@ -178,7 +183,7 @@ def export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destinatio
     suffix = destination.name.rsplit(".", 1)[-1]
     mode = {"gz": "w:gz", "tgz": "w:gz", "bz2": "w:bz2", "xz": "w:xz"}.get(suffix, "w")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    report = ExportReport()
+    report = ExportReport(refused=_not_files(store, commit))
     fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
     tmp = Path(name)
     try:
@@ -196,6 +201,29 @@ def export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destinatio
         tmp.unlink(missing_ok=True)
         raise
     return report
+
+
+def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
+    """The entries of ``commit``'s tree that are neither files nor folders (links, submodules): never exported."""
+    if commit is None:
+        return []
+    from gitmem.git.repo import translate_errors
+
+    out: list[Refusal] = []
+    with translate_errors(store.path):
+        stack = [("", str(store.repo.tree_of(commit).id))]
+        trees = []
+        while stack:
+            prefix, tree = stack.pop()
+            items = store.repo.tree_items(tree)
+            trees.append((prefix, items))
+            stack.extend((f"{prefix}{name}/", oid) for name, kind, oid in items if kind == "tree")
+    for prefix, items in trees:
+        for name, kind, _oid in items:
+            if kind == "other":
+                path = repr(f"{prefix}{name}")
+                out.append(Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported"))
+    return sorted(out, key=lambda r: r.path)
 
 
 # ---------------------------------------------------------------- import

@@ -49,6 +49,7 @@ def crafted_commit(repo: Path) -> tuple[str, list[str]]:
             ("40000", b"..", inner),
             ("40000", b".git", dot_git),
             ("40000", b"a", up2),
+            ("120000", b"link.md", blob),  # a symbolic link: never exported as a file or a link
             ("100644", b"ok.md", blob),
         ],
     )
@@ -85,7 +86,12 @@ def test_export_of_a_crafted_tree_writes_nothing_outside_and_lists_each_bad_entr
     out = as_json(result)
     assert out["files"] == 1
     refused = {r["path"]: r["error"] for r in out["refused"]}
-    assert refused == {"'../x'": "invalid_path", "'.git/config'": "invalid_path", "'a/../../x'": "invalid_path"}
+    assert refused == {
+        "'../x'": "invalid_path",
+        "'.git/config'": "invalid_path",
+        "'a/../../x'": "invalid_path",
+        "'link.md'": "invalid_file",
+    }
     # Nothing escaped: the only thing under tmp_path besides the memory is the export itself.
     assert not (work / "x").exists() and not (tmp_path / "deep" / "x").exists()
     assert sorted(p.name for p in work.iterdir()) == [target]

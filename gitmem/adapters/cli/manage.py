@@ -205,7 +205,7 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
     commit, files = store.snapshot(rev)
     tarball = destination.name.endswith(TAR_SUFFIXES)
     try:
-        report = (export_tar if tarball else export_folder)(store, files, destination)
+        report = (export_tar if tarball else export_folder)(store, files, destination, commit=commit)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot write {destination}: {exc.strerror or exc}") from exc
     payload = {
