@@ -69,8 +69,10 @@ def _fresh(git: GitRepo, head: str) -> bool:
 
 def _fetch(scratch: str, source: str, rev: str) -> str:
     """Fetch ``rev`` of the repository at ``source`` into ``scratch``; the commit it names."""
-    if rev.startswith("-") or not rev.strip():
-        raise MemoryStoreError("not_found", f"{rev!r} is not a revision")
+    if rev.startswith("-") or not rev.strip() or any(c in rev for c in ": \t\n\\^~"):
+        raise MemoryStoreError("not_found", f"{rev!r} is not a branch or tag name")
+    # A folder is named absolutely (the fetch runs in the scratch folder); anything else is a URL for git.
+    where = os.path.abspath(source) if os.path.exists(source) else source
     what = f"git fetch from {source}"
     done = run_git(
         [
@@ -82,7 +84,7 @@ def _fetch(scratch: str, source: str, rev: str) -> str:
             "--no-tags",
             "--no-write-fetch-head",
             "--",
-            os.path.abspath(source),
+            where,
             f"+{rev}:{_INCOMING}",
         ],
         cwd=scratch,

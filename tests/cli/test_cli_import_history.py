@@ -200,3 +200,17 @@ def test_ignore_rules_match_what_git_ignores(tmp_path: Path) -> None:
         shown = path + ("/" if is_dir else "")
         done = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", "--", shown], capture_output=True)
         assert (done.returncode == 0) is (ignored_by(parse([pattern]), path, is_dir) is not None), (pattern, path)
+
+
+def test_rev_names_a_branch_of_the_source(gm: Run, root: Path, source: Path) -> None:
+    main = git(source, "rev-parse", "main")
+    git(source, "checkout", "-q", "-b", "drafts")
+    drafts = commit(source, {"draft.md": "a draft\n"}, "draft", "2023-10-01T09:00:00Z")
+    git(source, "checkout", "-q", "main")
+    assert as_json(gm("import", "one", "--history", str(source), "--create", "--json"))["head"] == main
+    out = as_json(gm("import", "two", "--history", str(source), "--rev", "drafts", "--create", "--json"))
+    assert out["head"] == drafts and log(root / "two.git") == log(source, "drafts")
+    for bad in ("main:x", "--upload-pack=x", "main~1", "nope"):
+        refused = gm("import", "two", "--history", str(source), "--rev", bad, "--json")
+        assert refused.exit_code == 1 and as_json(refused)["error"] == "not_found", bad
+    assert git(root / "two.git", "rev-parse", "main") == drafts
