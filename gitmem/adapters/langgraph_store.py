@@ -211,6 +211,7 @@ class GitMemStore(BaseStore):
             if item.namespace[: len(prefix)] == prefix and not item.expired(now) and rules.matches(item.value, wanted)
         }
         query = op.query if isinstance(op.query, str) and op.query.strip() else None
+        page: list[tuple[StoredItem, float | None]]
         if query is None:
             ordered = sorted(found.values(), key=lambda i: (-i.updated_at.timestamp(), i.path))
             page = [(item, None) for item in ordered[offset : offset + limit]]
