@@ -256,8 +256,20 @@ def check_filter(wanted: object) -> dict[str, Any]:
     return dict(wanted)
 
 
+def lookup(value: Mapping[str, Any], key: str) -> object:
+    """A filter key's field: the key itself when the value has it, else a dotted path (``"user.level"``)."""
+    if key in value or "." not in key:
+        return value.get(key)
+    node: object = value
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def matches(value: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(_holds(value.get(k), v) for k, v in wanted.items())
+    return all(_holds(lookup(value, k), v) for k, v in wanted.items())
 
 
 def namespace_matches(namespace: Namespace, match_type: str, pattern: Sequence[str]) -> bool:
@@ -446,13 +458,13 @@ def refreshed(item: StoredItem, now: datetime) -> StoredItem | None:
     """The item with its TTL restarted at ``now``, or ``None`` when that would change little.
 
     A read restarts an item's TTL, and in git that is a commit. Reads that come
-    within 1% of the TTL (at least one second) of the last restart make none.
+    within 1% of the TTL of the last restart make none.
     """
     if item.ttl_minutes is None:
         return None
     new = expiry(now, item.ttl_minutes)
     assert new is not None
-    slack = max(timedelta(seconds=1), timedelta(minutes=item.ttl_minutes) / 100)
+    slack = timedelta(minutes=item.ttl_minutes) / 100
     if item.expires_at is not None and new - item.expires_at < slack:
         return None
     return replace(item, expires_at=new)

@@ -16,8 +16,9 @@ Semantics, where LangGraph leaves a choice to the store:
 - Expired items are never returned (by ``get``, ``search`` or
   ``list_namespaces``) even before a sweep deletes them; ``sweep_ttl()``, the
   sweeper thread and ``gitmem sweep NAME`` delete them in one commit.
-- A read that restarts a TTL writes the new expiry (one commit per batch, and none
-  for reads within 1% of the TTL of the last restart).
+- A read restarts a TTL only when ``ttl={"refresh_on_read": True}`` (as in
+  LangGraph's SQLite and Postgres stores); the new expiry is written in one commit
+  per batch, and none for reads within 1% of the TTL of the last restart.
 - ``search(query=...)`` ranks with gitmem's recall engine (BM25 over the item's
   strings, or the ``index`` fields); with an embedder (``index={"embed": ...}``
   or ``embedder=``, which need the ``recall-embed`` extra) lexical and semantic
@@ -122,10 +123,12 @@ class GitMemStore(BaseStore):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._fields = [tokenize_path(f) for f in (index or {}).get("fields") or ["$"]]
         self._semantic: EmbeddingBranch | None = None
+        self.embeddings: Any = None  # the LangChain embeddings of ``index["embed"]``, as LangGraph's stores expose
         if index and index.get("embed") is not None and embedder is None:
             from langgraph.store.base import ensure_embeddings
 
-            embedder = _FrameworkEmbedder(ensure_embeddings(index["embed"]))
+            self.embeddings = ensure_embeddings(index["embed"])
+            embedder = _FrameworkEmbedder(self.embeddings)
         if embedder is not None:
             from gitmem.recall.embed import EmbeddingBranch
 
@@ -144,7 +147,8 @@ class GitMemStore(BaseStore):
         return cls(Root(root).mount(name, create=create, kind="file").sync, **options)
 
     def close(self) -> None:
-        self.stop_ttl_sweeper(timeout=5)
+        """Stop the sweeper thread and the embedding worker (if any); the store stays readable."""
+        self._stop_sweeper(timeout=5)
         if self._semantic is not None:
             self._semantic.close()
 
@@ -196,7 +200,7 @@ class GitMemStore(BaseStore):
             raise MemoryStoreError("invalid_file", f"item {op.namespace}/{op.key}: {error}") from None
         if item.expired(now):
             return None
-        if op.refresh_ttl:
+        if self._restarts(op.refresh_ttl):
             self._touch(item, now, touched)
         return _item(item)
 
@@ -217,7 +221,7 @@ class GitMemStore(BaseStore):
             page = [(item, None) for item in ordered[offset : offset + limit]]
         else:
             page = self._ranked(query, found, limit, offset)
-        if op.refresh_ttl:
+        if self._restarts(op.refresh_ttl):
             for item, _ in page:
                 self._touch(item, now, touched)
         return [_search_item(item, score) for item, score in page]
@@ -235,8 +239,14 @@ class GitMemStore(BaseStore):
         except MemoryStoreError as error:
             if error.code != "invalid_query":
                 raise
-            return []  # a query with no word in it matches nothing
-        return [(found[h.id], h.score) for h in hits[offset : offset + limit] if h.id in found]
+            hits = []  # a query with no word in it ranks nothing
+        # A query ranks, it does not filter (as in LangGraph's vector stores): after the ranked
+        # items come the others, newest first, with score 0.
+        ranked: list[tuple[StoredItem, float | None]] = [(found[h.id], h.score) for h in hits if h.id in found]
+        seen = {item.path for item, _ in ranked}
+        rest = sorted((i for p, i in found.items() if p not in seen), key=lambda i: (-i.updated_at.timestamp(), i.path))
+        ranked.extend((item, 0.0) for item in rest)
+        return ranked[offset : offset + limit]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
         limit, offset = _page(op.limit, op.offset)
@@ -318,6 +328,14 @@ class GitMemStore(BaseStore):
             epoch = datetime.fromtimestamp(0, UTC)
             return StoredItem((), "", {}, epoch, epoch, path=path, version=file.version)
 
+    def _restarts(self, asked: bool) -> bool:
+        """Whether a read restarts TTLs: when asked and the store's TTL config says ``refresh_on_read``.
+
+        As in LangGraph's SQLite and Postgres stores, a store without that setting never
+        restarts on read (here each restart is a commit, so it is opt-in).
+        """
+        return bool(asked and self.ttl_config and self.ttl_config.get("refresh_on_read", False))
+
     def _touch(self, item: StoredItem, now: datetime, touched: dict[str, StoredItem]) -> None:
         restarted = rules.refreshed(item, now)
         if restarted is not None:
@@ -336,10 +354,13 @@ class GitMemStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item in one commit; the number deleted."""
-        return rules.sweep(self.catalogue, now=self._clock(), origin=_run_origin(self.origin))
+        return self._sweep()
 
     async def asweep_ttl(self) -> int:
-        return await aio.call(self.sweep_ttl)
+        return await aio.call(self._sweep)
+
+    def _sweep(self) -> int:
+        return rules.sweep(self.catalogue, now=self._clock(), origin=_run_origin(self.origin))
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
         """Sweep every ``sweep_interval_minutes`` (default: the TTL config's) in a daemon thread until stopped."""
@@ -355,7 +376,7 @@ class GitMemStore(BaseStore):
         def run() -> None:
             try:
                 while not self._stop.wait(float(interval) * 60):
-                    self.sweep_ttl()
+                    self._sweep()
             except BaseException as error:  # the future carries it to whoever waits
                 done.set_exception(error)
             else:
@@ -366,6 +387,10 @@ class GitMemStore(BaseStore):
         return done
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; ``False`` when it was still running after ``timeout`` seconds."""
+        return self._stop_sweeper(timeout)
+
+    def _stop_sweeper(self, timeout: float | None) -> bool:
         if self._sweeper is None or not self._sweeper.is_alive():
             return True
         self._stop.set()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from agents.memory.session import SessionABC
-from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from gitmem import aio
 from gitmem.adapters.langgraph_items import RETRIES, commit, lost_race
@@ -91,8 +91,8 @@ class GitMemSession(SessionABC):
         self.store = aio.seam_of(store)
         self.origin = origin or Origin(run_id=session_id, principal_id="openai-agents")
         self.session_settings = (
-            SessionSettings(**session_settings) if isinstance(session_settings, dict) else session_settings
-        ) or SessionSettings()
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
 
     @classmethod
     def open(
@@ -108,6 +108,9 @@ class GitMemSession(SessionABC):
         from gitmem.root import Root
 
         return cls(session_id, Root(root).mount(name, create=create, kind="session").sync, **options)
+
+    def close(self) -> None:
+        """Nothing to release: every call opens nothing it keeps (the store's handles are the mount's)."""
 
     # -- the Session protocol (async: each call runs the sync one in a worker thread) --------
 
