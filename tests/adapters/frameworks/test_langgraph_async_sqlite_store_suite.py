@@ -25,7 +25,7 @@ from tests.adapters.frameworks.test_langgraph_sqlite_store_suite import Characte
 SqliteIndexConfig = dict
 
 
-@pytest.fixture(scope="function", params=["memory", "file"])
+@pytest.fixture(scope="function", params=["memory"])  # gitmem: one kind of store (a mount in a temporary folder)
 def store(request: pytest.FixtureRequest) -> Iterator[AsyncSqliteStore]:
     """Create a store for testing (gitmem: a sync fixture; each async test runs in its own loop)."""
     from tests.adapters.frameworks.shims import _AsyncTestStore, root_for
@@ -61,7 +61,7 @@ async def create_vector_store(
         yield store
 
 
-@pytest.fixture(scope="function", params=["memory", "file"])
+@pytest.fixture(scope="function", params=["memory"])  # gitmem: one kind of store (a mount in a temporary folder)
 def conn_string(request: pytest.FixtureRequest) -> Generator[str, None, None]:
     if request.param == "memory":
         yield ":memory:"

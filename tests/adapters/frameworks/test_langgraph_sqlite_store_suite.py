@@ -78,7 +78,7 @@ class CharacterEmbeddings(Embeddings):
         return isinstance(other, CharacterEmbeddings) and self.dims == other.dims
 
 
-@pytest.fixture(scope="function", params=["memory", "file"])
+@pytest.fixture(scope="function", params=["memory"])  # gitmem: one kind of store (a mount in a temporary folder)
 def store(request: Any) -> Generator[SqliteStore, None, None]:
     """Create a SqliteStore for testing."""
     if request.param == "memory":
@@ -477,7 +477,7 @@ def test_vector_store_initialization(fake_embeddings: CharacterEmbeddings) -> No
 
 
 @pytest.mark.parametrize("distance_type", VECTOR_TYPES)
-@pytest.mark.parametrize("conn_type", ["memory", "file"])
+@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
 def test_vector_insert_with_auto_embedding(
     fake_embeddings: CharacterEmbeddings,
     distance_type: str,
@@ -508,7 +508,7 @@ def test_vector_insert_with_auto_embedding(
 
 
 @pytest.mark.parametrize("distance_type", VECTOR_TYPES)
-@pytest.mark.parametrize("conn_type", ["memory", "file"])
+@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
 def test_vector_update_with_embedding(
     fake_embeddings: CharacterEmbeddings,
     distance_type: str,
@@ -787,7 +787,7 @@ def _cosine_similarity(X: list[float], Y: list[list[float]]) -> list[float]:
 
 
 @pytest.mark.parametrize("query", ["aaa", "bbb", "ccc", "abcd", "poisson"])
-@pytest.mark.parametrize("conn_type", ["memory", "file"])
+@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
 def test_scores(
     fake_embeddings: CharacterEmbeddings,
     query: str,
