@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from gitmem.adapters.langgraph_store import GitMemStore  # noqa: E402
-from gitmem.adapters.openai_session import GitMemSession  # noqa: E402
-from gitmem.model import Origin  # noqa: E402
+from gitmem.adapters.langgraph_store import GitMemStore
+from gitmem.adapters.openai_session import GitMemSession
+from gitmem.model import Origin
 
 
 def main() -> None:

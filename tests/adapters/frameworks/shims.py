@@ -125,12 +125,12 @@ class AsyncSqliteStore:
             store.close()
 
 
-def InMemoryStore(**options: Any) -> GitMemStore:  # noqa: N802 - it stands in for a class
+def InMemoryStore(**options: Any) -> GitMemStore:
     """``InMemoryStore(...)`` of the copies: a GitMemStore on a fresh root (removed after the test)."""
     return GitMemStore.open(root_for(":memory:"), **options)
 
 
-def SQLiteSession(  # noqa: N802 - it stands in for a class
+def SQLiteSession(
     session_id: str, db_path: str | os.PathLike[str] = ":memory:", session_settings: Any = None
 ) -> GitMemSession:
     """``SQLiteSession(id, db_path)`` of the copies: a GitMemSession in a root named after the database file.

@@ -111,7 +111,7 @@ def test_search_filters_and_ranks_through_the_recall_engine(tmp_path: Path) -> N
     assert [h.key for h in hits][:2] == ["3", "1"] or [h.key for h in hits][:2] == ["1", "3"]
     assert all(h.score and h.score > 0 for h in hits)
     assert [h.key for h in store.search(("u",), filter={"n": {"$gte": 5}})] == ["3", "2"]  # newest first
-    assert [h.key for h in store.search(("u", "alice"), query="peanuts")][0] == "2"
+    assert store.search(("u", "alice"), query="peanuts")[0].key == "2"
     # index=False: stored and filterable, never ranked by a query
     store.put(("u", "bob"), "4", {"text": "tea tea tea"}, index=False)
     ranked = store.search(("u", "bob"), query="tea")
