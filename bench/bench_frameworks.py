@@ -56,9 +56,11 @@ def report(title: str, results: dict[str, dict[str, list[float]]], ours: str) ->
     print(f"\n{title}")
     names = list(results)
     ops = list(results[ours])
-    print(f"  {'op':<16}" + "".join(f"{n + ' p50 ms':>22}" for n in names) + "".join(
-        f"{'gitmem/' + n:>22}" for n in names if n != ours
-    ))
+    print(
+        f"  {'op':<16}"
+        + "".join(f"{n + ' p50 ms':>22}" for n in names)
+        + "".join(f"{'gitmem/' + n:>22}" for n in names if n != ours)
+    )
     for op in ops:
         row = f"  {op:<16}" + "".join(f"{p50(results[n][op]):>22.3f}" for n in names)
         row += "".join(f"{p50(results[ours][op]) / p50(results[n][op]):>21.1f}x" for n in names if n != ours)
@@ -90,7 +92,9 @@ def bench_langgraph(folder: Path, items: int, samples: int, rng: random.Random) 
         else:
             store.batch([PutOp(ns, key, value) for ns, key, value in data])
         print(f"  filled {name} with {items} items in {time.perf_counter() - start:.1f} s")
-    results: dict[str, dict[str, list[float]]] = {n: {"put": [], "get": [], "search filter": [], "search query": []} for n in stores}
+    results: dict[str, dict[str, list[float]]] = {
+        n: {"put": [], "get": [], "search filter": [], "search query": []} for n in stores
+    }
     for _ in range(samples):
         ns, key, _value = rng.choice(data)
         value = {"text": text(rng), "n": rng.randrange(7)}
@@ -98,10 +102,12 @@ def bench_langgraph(folder: Path, items: int, samples: int, rng: random.Random) 
         order = list(stores.items())
         rng.shuffle(order)
         for name, store in order:
-            results[name]["put"].append(timed(lambda s=store: s.put(ns, key, value)))
-            results[name]["get"].append(timed(lambda s=store: s.get(ns, key)))
-            results[name]["search filter"].append(timed(lambda s=store: s.search(ns, filter={"n": 3}, limit=10)))
-            results[name]["search query"].append(timed(lambda s=store: s.search(("users",), query=query, limit=10)))
+            results[name]["put"].append(timed(lambda s=store, n=ns, k=key, v=value: s.put(n, k, v)))
+            results[name]["get"].append(timed(lambda s=store, n=ns, k=key: s.get(n, k)))
+            results[name]["search filter"].append(timed(lambda s=store, n=ns: s.search(n, filter={"n": 3}, limit=10)))
+            results[name]["search query"].append(
+                timed(lambda s=store, q=query: s.search(("users",), query=q, limit=10))
+            )
     report(f"LangGraph store, {items} items, {samples} samples", results, "gitmem")
     sqlite_cm.__exit__(None, None, None)
 

@@ -124,7 +124,9 @@ def _parse_time(value: object, what: str) -> datetime:
 def check_value(value: object) -> dict[str, Any]:
     """An item value is a JSON object (string keys, finite numbers); anything else is ``invalid_file``."""
     if not isinstance(value, Mapping):
-        raise MemoryStoreError("invalid_file", f"an item value is a mapping (a JSON object), not {type(value).__name__}")
+        raise MemoryStoreError(
+            "invalid_file", f"an item value is a mapping (a JSON object), not {type(value).__name__}"
+        )
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as error:
@@ -323,6 +325,7 @@ class ItemCatalogue:
         self.text_of = text_of
         self.index = RecallIndex(semantic)
         self.items: dict[str, StoredItem] = {}
+        self._by_namespace: dict[Namespace, dict[str, StoredItem]] = {}
         self.skipped: dict[str, str] = {}
         self.cursor: str | None = None
         self._lock = threading.Lock()
@@ -341,6 +344,7 @@ class ItemCatalogue:
     def _rebuild(self, answer: FullResync) -> None:
         self.cursor = None  # a failure part-way rebuilds again next time
         self.items.clear()
+        self._by_namespace.clear()
         self.skipped.clear()
         self.index.clear()
         read_under = getattr(self.store, "read_under", None)
@@ -360,9 +364,8 @@ class ItemCatalogue:
         except MemoryStoreError as error:
             if error.code != "not_found":
                 raise
-            self.items.pop(path, None)
+            self._drop(path)
             self.skipped.pop(path, None)
-            self.index.remove(path)
             return
         self._take(file)
 
@@ -372,23 +375,48 @@ class ItemCatalogue:
         try:
             item = parse(file)
         except ValueError as error:
-            self.items.pop(file.path, None)
-            self.index.remove(file.path)
+            self._drop(file.path)
             self.skipped[file.path] = str(error)
             return
         self.skipped.pop(file.path, None)
-        self.items[file.path] = item
+        self._set(item)
+
+    def _set(self, item: StoredItem) -> None:
+        self.items[item.path] = item
+        self._by_namespace.setdefault(item.namespace, {})[item.path] = item
         note(self.index, item, self.text_of)
+
+    def _drop(self, path: str) -> None:
+        item = self.items.pop(path, None)
+        if item is not None:
+            folder = self._by_namespace.get(item.namespace, {})
+            folder.pop(path, None)
+            if not folder:
+                self._by_namespace.pop(item.namespace, None)
+        self.index.remove(path)
 
     def note(self, item: StoredItem) -> None:
         """Learn an item this process just wrote (the next refresh reads it again; this saves a wait)."""
         with self._lock:
-            self.items[item.path] = item
-            note(self.index, item, self.text_of)
+            self._set(item)
 
     def snapshot(self) -> list[StoredItem]:
         with self._lock:
             return list(self.items.values())
+
+    def under(self, prefix: Namespace) -> list[StoredItem]:
+        """The items whose namespace starts with ``prefix`` (a lookup per namespace, not a scan of every item)."""
+        with self._lock:
+            return [
+                item
+                for namespace, folder in self._by_namespace.items()
+                if namespace[: len(prefix)] == prefix
+                for item in folder.values()
+            ]
+
+    def namespaces(self) -> list[Namespace]:
+        with self._lock:
+            return list(self._by_namespace)
 
 
 def note(index: RecallIndex, item: StoredItem, text_of: Callable[[StoredItem], str | None]) -> None:

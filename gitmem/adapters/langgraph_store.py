@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import heapq
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -211,14 +212,13 @@ class GitMemStore(BaseStore):
         prefix = tuple(op.namespace_prefix)
         found = {
             item.path: item
-            for item in self.catalogue.snapshot()
-            if item.namespace[: len(prefix)] == prefix and not item.expired(now) and rules.matches(item.value, wanted)
+            for item in self.catalogue.under(prefix)
+            if not item.expired(now) and rules.matches(item.value, wanted)
         }
         query = op.query if isinstance(op.query, str) and op.query.strip() else None
         page: list[tuple[StoredItem, float | None]]
         if query is None:
-            ordered = sorted(found.values(), key=lambda i: (-i.updated_at.timestamp(), i.path))
-            page = [(item, None) for item in ordered[offset : offset + limit]]
+            page = [(item, None) for item in _newest(found.values(), offset + limit)[offset:]]
         else:
             page = self._ranked(query, found, limit, offset)
         if self._restarts(op.refresh_ttl):
@@ -243,9 +243,10 @@ class GitMemStore(BaseStore):
         # A query ranks, it does not filter (as in LangGraph's vector stores): after the ranked
         # items come the others, newest first, with score 0.
         ranked: list[tuple[StoredItem, float | None]] = [(found[h.id], h.score) for h in hits if h.id in found]
-        seen = {item.path for item, _ in ranked}
-        rest = sorted((i for p, i in found.items() if p not in seen), key=lambda i: (-i.updated_at.timestamp(), i.path))
-        ranked.extend((item, 0.0) for item in rest)
+        wanted = offset + limit - len(ranked)
+        if wanted > 0:
+            seen = {item.path for item, _ in ranked}
+            ranked.extend((item, 0.0) for item in _newest((i for p, i in found.items() if p not in seen), wanted))
         return ranked[offset : offset + limit]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
@@ -253,7 +254,9 @@ class GitMemStore(BaseStore):
         if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
             raise MemoryStoreError("invalid_query", f"max_depth is a positive number, not {op.max_depth!r}")
         self.catalogue.refresh()
-        namespaces = {item.namespace for item in self.catalogue.snapshot() if not item.expired(now)}
+        namespaces = {
+            item.namespace for item in self.catalogue.snapshot() if not item.expired(now)
+        }  # expiry needs each item
         for condition in op.match_conditions or ():
             namespaces = {
                 ns for ns in namespaces if rules.namespace_matches(ns, condition.match_type, tuple(condition.path))
@@ -291,7 +294,9 @@ class GitMemStore(BaseStore):
                         return
                     rules.commit(self.store, [Edit(path, None, current.version)], "langgraph-delete", origin)
                     return
-                created = current.created_at if current is not None and current.key and not current.expired(now) else now
+                created = (
+                    current.created_at if current is not None and current.key and not current.expired(now) else now
+                )
                 item = StoredItem(
                     tuple(op.namespace),
                     op.key,
@@ -304,7 +309,9 @@ class GitMemStore(BaseStore):
                     path,
                 )
                 expected = current.version if current is not None else None
-                (version,) = rules.commit(self.store, [Edit(path, rules.render(item), expected)], "langgraph-put", origin)
+                (version,) = rules.commit(
+                    self.store, [Edit(path, rules.render(item), expected)], "langgraph-put", origin
+                )
             except MemoryStoreError as error:
                 if rules.lost_race(error):
                     continue
@@ -396,6 +403,11 @@ class GitMemStore(BaseStore):
         self._stop.set()
         self._sweeper.join(timeout)
         return not self._sweeper.is_alive()
+
+
+def _newest(items: Iterable[StoredItem], count: int) -> list[StoredItem]:
+    """The ``count`` most recently updated items, newest first (ties by path): a heap, not a full sort."""
+    return heapq.nsmallest(count, items, key=lambda i: (-i.updated_at.timestamp(), i.path))
 
 
 def _page(limit: object, offset: object) -> tuple[int, int]:

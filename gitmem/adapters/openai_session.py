@@ -141,8 +141,8 @@ class GitMemSession(SessionABC):
         if not items:
             return
         texts = [_dump(item) for item in items]
-        for _ in range(RETRIES):
-            now = self._read()
+        for attempt in range(RETRIES):
+            now = self._read_head() if attempt == 0 else self._read()  # after a loss: the whole folder
             edits = [Edit(self._path(now.last + 1 + i), text, None) for i, text in enumerate(texts)]
             edits.append(self._head_edit(now, now.last + len(texts)))
             try:
@@ -156,8 +156,8 @@ class GitMemSession(SessionABC):
 
     def pop_item_sync(self) -> TResponseInputItem | None:
         """Remove and return the newest item (``None`` when empty), guarded by compare-and-swap."""
-        for _ in range(RETRIES):
-            now = self._read()
+        for attempt in range(RETRIES):
+            now = self._read_newest() if attempt == 0 else self._read()
             if not now.items:
                 return None
             newest = now.items[-1]
@@ -198,6 +198,35 @@ class GitMemSession(SessionABC):
 
     def _head_edit(self, now: _Conversation, last: int) -> Edit:
         return Edit(f"{self.folder}/{HEAD}", _dump({"last": last}), now.head.version if now.head else None)
+
+    def _read_head(self) -> _Conversation:
+        """What an add needs: the head alone (no items), or the whole folder when there is no head.
+
+        The head is the newest sequence every writer moved by compare-and-swap; files
+        beyond it (made by hand) make the add's expected-absent creation fail, and the
+        retry then reads the whole folder.
+        """
+        try:
+            head = self.store.read(f"{self.folder}/{HEAD}")
+        except MemoryStoreError as error:
+            if error.code != "not_found":
+                raise
+            return self._read()
+        return _Conversation([], head, _head_last(head))
+
+    def _read_newest(self) -> _Conversation:
+        """What a pop needs: the head and the two newest items, read by path; the folder when they are not there."""
+        now = self._read_head()
+        if now.head is None or now.last < 1:
+            return now if now.head is None else self._read()
+        try:
+            newest = self.store.read(self._path(now.last))
+            before = self.store.read(self._path(now.last - 1)) if now.last > 1 else None
+        except MemoryStoreError as error:
+            if error.code != "not_found":
+                raise
+            return self._read()  # a gap (a file removed by hand): find the newest by listing
+        return _Conversation([*([before] if before else []), newest], now.head, now.last)
 
     def _read(self) -> _Conversation:
         """Items and head from ONE commit (the git store reads the folder of one tree)."""

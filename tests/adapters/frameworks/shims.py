@@ -99,9 +99,7 @@ class SqliteStore:
     def from_conn_string(
         cls, conn_string: str, *, index: dict[str, Any] | None = None, ttl: Any = None
     ) -> Iterator[GitMemStore]:
-        store = _TestStore.open(
-            root_for(conn_string), index=index, ttl=ttl, clock=cls.clock.now if cls.clock else None
-        )
+        store = _TestStore.open(root_for(conn_string), index=index, ttl=ttl, clock=cls.clock.now if cls.clock else None)
         try:
             yield store
         finally:

@@ -192,7 +192,9 @@ def test_async_calls_run_the_same_store(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_concurrent_puts_from_processes_lose_nothing(tmp_path: Path, repo: Path) -> None:
     Root(tmp_path).mount("langgraph", create=True)
-    jobs: list[dict[str, object]] = [{"mode": "put", "root": str(tmp_path), "tag": f"w{n}", "count": 10} for n in range(3)]
+    jobs: list[dict[str, object]] = [
+        {"mode": "put", "root": str(tmp_path), "tag": f"w{n}", "count": 10} for n in range(3)
+    ]
     acknowledged = run_workers(tmp_path, jobs)
     store = GitMemStore.open(tmp_path)
     found = {item.key for item in store.search(("race",), limit=1000)}
