@@ -14,26 +14,26 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-
-from gitmem.adapters.langgraph_store import GitMemStore
-from gitmem.adapters.openai_session import GitMemSession
-from gitmem.model import Origin
-
 
 def main() -> None:
+    # each mode imports only its framework: a process start is most of what these tests wait for
     args = json.loads(sys.argv[1])
     out = Path(args["out"]).open("a", buffering=1)
     go = Path(args["go"])
     while not go.exists():
         time.sleep(0.005)
     if args["mode"] == "put":
+        from gitmem.adapters.langgraph_store import GitMemStore
+        from gitmem.model import Origin
+
         store = GitMemStore.open(args["root"], origin=Origin(run_id=args["tag"], principal_id="worker"))
         for i in range(args["count"]):
             key = f"{args['tag']}-{i}"
             store.put(("race", args["tag"] if i % 2 else "shared"), key, {"text": f"note {i} from {args['tag']}"})
             out.write(key + "\n")
         return
+    from gitmem.adapters.openai_session import GitMemSession
+
     session = GitMemSession.open("race", args["root"])
     if args["mode"] == "add":
         for i in range(args["count"]):

@@ -82,7 +82,7 @@ def test_a_hand_edited_file_that_is_not_json_is_skipped() -> None:
 def test_concurrent_adds_and_pops_from_processes(tmp_path: Path) -> None:
     Root(tmp_path).mount("session", create=True, kind="session")
     adds: list[dict[str, object]] = [
-        {"mode": "add", "root": str(tmp_path), "tag": f"w{n}", "count": 10} for n in range(3)
+        {"mode": "add", "root": str(tmp_path), "tag": f"w{n}", "count": 15} for n in range(2)
     ]
     acknowledged = run_workers(tmp_path, adds)
     session = GitMemSession.open("race", tmp_path)
