@@ -57,6 +57,7 @@ from gitmem import aio
 from gitmem.adapters import langgraph_items as rules
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import encode_text, validate_path
 from gitmem.model import Edit, Origin
 from gitmem.recall.index import MAX_LIMIT
 from gitmem.store import FileStore
@@ -176,10 +177,11 @@ class GitMemStore(BaseStore):
             else:
                 raise MemoryStoreError("invalid_query", f"unknown store operation {type(op).__name__}")
         origin = _run_origin(self.origin)
+        planned = [self._plan(put, now) for put in puts.values()]  # every put checked before the first commits
         if touched:
             self._restart_ttls(list(touched.values()), origin)
-        for put in puts.values():
-            self._put(put, now, origin)
+        for put, item in zip(puts.values(), planned, strict=True):
+            self._put(put, item, now, origin)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -279,35 +281,46 @@ class GitMemStore(BaseStore):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _put(self, op: PutOp, now: datetime, origin: Origin) -> None:
+    def _plan(self, op: PutOp, now: datetime) -> StoredItem | None:
+        """The item a put would write (``None``: a delete), checked as the store will check its file.
+
+        A batch plans all its puts first, so a bad one (a value that is not JSON, a
+        credential, a file too large) fails the batch before any of it is committed.
+        """
         path = rules.item_path(op.namespace, op.key)
-        value = None if op.value is None else rules.check_value(op.value)
-        expires = None if value is None else rules.expiry(now, op.ttl)
+        if op.value is None:
+            return None
         index = op.index
         if index is not None and index is not False and not isinstance(index, list):
             raise MemoryStoreError("invalid_query", f"index is False or a list of fields, not {index!r}")
+        item = StoredItem(
+            tuple(op.namespace),
+            op.key,
+            rules.check_value(op.value),
+            now,
+            now,
+            op.ttl,
+            rules.expiry(now, op.ttl),
+            tuple(index) if isinstance(index, list) else index,
+            path,
+        )
+        validate_path(path, self.store.format)
+        encode_text(rules.render(item), self.store.format)
+        return item
+
+    def _put(self, op: PutOp, planned: StoredItem | None, now: datetime, origin: Origin) -> None:
+        """Write ``planned`` (or delete), keeping ``created_at``; read again and retry when another writer won."""
+        path = rules.item_path(op.namespace, op.key)
         for _ in range(rules.RETRIES):
             current = self._current(path)
             try:
-                if value is None:
+                if planned is None:
                     if current is None:
                         return
                     rules.commit(self.store, [Edit(path, None, current.version)], "langgraph-delete", origin)
                     return
-                created = (
-                    current.created_at if current is not None and current.key and not current.expired(now) else now
-                )
-                item = StoredItem(
-                    tuple(op.namespace),
-                    op.key,
-                    value,
-                    created,
-                    now,
-                    op.ttl,
-                    expires,
-                    tuple(index) if isinstance(index, list) else index,
-                    path,
-                )
+                kept = current is not None and current.key and not current.expired(now)
+                item = replace(planned, created_at=current.created_at) if kept and current else planned
                 expected = current.version if current is not None else None
                 (version,) = rules.commit(
                     self.store, [Edit(path, rules.render(item), expected)], "langgraph-put", origin

@@ -93,6 +93,20 @@ def test_a_refused_put_changes_nothing(tmp_path: Path, repo: Path, value: dict[s
     assert store.get(("a",), "k").value == {"ok": True}  # type: ignore[union-attr]
 
 
+def test_a_batch_with_one_bad_put_commits_none_of_them(tmp_path: Path, repo: Path) -> None:
+    store = GitMemStore.open(tmp_path)
+    head = git(repo, "rev-parse", "main")
+    with pytest.raises(MemoryStoreError) as caught:
+        store.batch(
+            [
+                PutOp(("a",), "good", {"text": "fine"}),
+                PutOp(("a",), "bad", {"text": "key AKIAQWERTYUIOPASDFGH"}),
+            ]
+        )
+    assert caught.value.code == "invalid_file"
+    assert git(repo, "rev-parse", "main") == head and store.get(("a",), "good") is None
+
+
 def test_bad_search_arguments_are_clear_errors(tmp_path: Path) -> None:
     store = GitMemStore.open(tmp_path)
     with pytest.raises(MemoryStoreError, match="unknown filter operator") as caught:
