@@ -22,7 +22,12 @@ Semantics, where LangGraph leaves a choice to the store:
 - ``search(query=...)`` ranks with gitmem's recall engine (BM25 over the item's
   strings, or the ``index`` fields); with an embedder (``index={"embed": ...}``
   or ``embedder=``, which need the ``recall-embed`` extra) lexical and semantic
-  rankings are fused. Scores are the engine's, not cosine similarities.
+  rankings are fused. Scores are the engine's, not cosine similarities. A query
+  ranks, it does not filter: after the ranked items come the others (score 0).
+- Errors: a namespace label LangGraph forbids raises LangGraph's own
+  ``InvalidNamespaceError`` (its callers catch that); everything gitmem refuses
+  raises :class:`~gitmem.errors.MemoryStoreError` with its code, and a batch is
+  checked whole before its first commit, so a refused batch writes nothing.
 """
 
 from __future__ import annotations
