@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +18,7 @@ from gitmem.adapters.openai_session import GitMemSession
 from gitmem.errors import MemoryStoreError
 from gitmem.memstore import InMemoryFileStore
 from gitmem.model import FileText, Origin
-from tests.adapters.frameworks.support import commits, fsck, git, run_workers
+from tests.adapters.frameworks.support import WORKER, commits, fsck, git, run_workers
 
 
 def test_each_add_items_batch_is_one_commit_and_each_item_a_file(tmp_path: Path) -> None:
@@ -95,4 +100,38 @@ def test_concurrent_adds_and_pops_from_processes(tmp_path: Path) -> None:
     everything = [k for keys in popped for k in keys]
     assert sorted(everything) == sorted(items)  # every item popped exactly once
     assert session.get_items_sync() == []
+    fsck(tmp_path / "session.git")
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_conversation_leaves_whole_batches(tmp_path: Path) -> None:
+    """SIGKILL a process that keeps adding: every batch it was told landed is there, and the session goes on."""
+    Root(tmp_path).mount("session", create=True, kind="session")
+    out = tmp_path / "out"
+    out.touch()
+    (tmp_path / "go").touch()
+    args = {
+        "mode": "add",
+        "root": str(tmp_path),
+        "tag": "k",
+        "count": 10_000,
+        "out": str(out),
+        "go": str(tmp_path / "go"),
+    }
+    proc = subprocess.Popen([sys.executable, WORKER, json.dumps(args)])
+    deadline = time.monotonic() + 120
+    while len(out.read_text().split()) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    acknowledged = out.read_text().split()
+    session = GitMemSession.open("race", tmp_path)
+    items = [i["content"] for i in session.get_items_sync()]
+    assert (
+        items[: len(acknowledged)] == acknowledged and len(items) - len(acknowledged) <= 1
+    )  # at most the one in flight
+    head = json.loads(session.store.read("conversations/race/head.json").text)
+    assert head["last"] == len(items)  # the head moved with every batch, never without it
+    session.add_items_sync([{"role": "user", "content": "after"}])
+    assert session.get_items_sync()[-1]["content"] == "after"
     fsck(tmp_path / "session.git")
