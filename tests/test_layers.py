@@ -36,6 +36,9 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    # The vectors-lance extra: durable memory's LanceDB vector index (gitmem/adapters/lance_vectors.py).
+    "lancedb": ADAPTERS,
+    "pyarrow": ADAPTERS,
     "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
