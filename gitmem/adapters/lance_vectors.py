@@ -352,6 +352,40 @@ class LanceVectorIndex:
         )
         return revision
 
+    # -- upkeep --
+
+    def optimize(self, *, keep_seconds: float = 600.0) -> int:
+        """Compact every partition's table and delete its versions older than ``keep_seconds``; how many tables.
+
+        Each refresh adds a Lance version (new fragments, deletion files); nothing
+        is reclaimed until this runs. The content and the index revision stay the
+        same (a refresh's compare-and-swap is not disturbed): only the published
+        version moves to the compacted one. ``keep_seconds`` leaves older versions
+        to readers in other processes that may still be querying them.
+        """
+        from datetime import timedelta
+
+        if not isinstance(keep_seconds, (int, float)) or not keep_seconds >= 1:
+            raise MemoryStoreError("invalid_query", "keep_seconds must be 1 second or more (readers may be at them)")
+        done = 0
+        with self._conn() as db, self._writer():
+            for name, table, version in db.execute(
+                "SELECT name, tbl, version FROM partitions WHERE version > 0"
+            ).fetchall():
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    handle = self._connect().open_table(table)
+                    if handle.version != int(version):
+                        handle.restore(int(version))
+                    handle.optimize(cleanup_older_than=timedelta(seconds=keep_seconds))
+                    db.execute("UPDATE partitions SET version=? WHERE name=?", (int(handle.version), name))
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                done += 1
+        return done
+
     @staticmethod
     def _exists(lance: Any, table: str) -> bool:
         try:

@@ -264,6 +264,27 @@ def test_cas_across_processes_loses_no_publication(tmp_path: Path, kind: str) ->
     assert len(index.entries("p")) == won  # and its vector is there: no publication was lost
 
 
+def test_lance_optimize_compacts_without_moving_the_revision(tmp_path: Path) -> None:
+    index = LanceVectorIndex(tmp_path / "v")
+    for n in range(6):  # six versions, each with its own fragment
+        index.mutate("p", generation="g", commit=f"c{n}", upsert=[VectorRecord(f"n{n}", 1, "d", [1.0, float(n)])])
+    index.mutate("p", generation="g", commit="c6", delete=[NodeRef("n0", 1)])
+    before = (index.status().revision, index.entries("p"), [h.node_id for h in index.query("p", "g", [0, 1], limit=3)])
+    fragments = index._connect().open_table(_table_name("p")).stats()["fragment_stats"]["num_fragments"]
+    time.sleep(1.1)
+    assert index.optimize(keep_seconds=1) == 1
+    table = index._connect().open_table(_table_name("p"))
+    assert table.stats()["fragment_stats"]["num_fragments"] < fragments
+    assert len(table.list_versions()) <= 2  # seven versions before: the older ones are reclaimed
+    after = (index.status().revision, index.entries("p"), [h.node_id for h in index.query("p", "g", [0, 1], limit=3)])
+    assert after == before
+    assert LanceVectorIndex(tmp_path / "v").entries("p") == before[1]  # another process reads the compacted version
+    index.mutate("p", generation="g", commit="c7", upsert=[VectorRecord("z", 1, "d", [0.0, 1.0])], expected_revision=7)
+    with pytest.raises(MemoryStoreError) as raised:
+        index.optimize(keep_seconds=-1)
+    assert raised.value.code == "invalid_query"
+
+
 KILLED_WRITER = """
 import sys
 from gitmem.adapters.lance_vectors import LanceVectorIndex
