@@ -36,11 +36,14 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
-    "regex": ("gitmem/grep.py",),
+    # The vectors-lance extra: durable memory's LanceDB vector index (gitmem/adapters/lance_vectors.py).
+    "lancedb": ADAPTERS,
+    "pyarrow": ADAPTERS,
+    "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
     # The framework adapters (the langgraph and openai-agents extras), each in its one module.
     "langgraph": ("gitmem/adapters/langgraph_store.py",),
     "langchain_core": ("gitmem/adapters/langgraph_store.py",),
-    "agents": ("gitmem/adapters/openai_session.py",),  # the one place agents' patterns are matched
+    "agents": ("gitmem/adapters/openai_session.py",),
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
