@@ -36,6 +36,7 @@ class CommitFloor:
         self.fold_every = fold_every
         self._n = 0
         self._made: list[str] = []
+        self._tag = os.urandom(8).hex()  # unique per floor: writers in threads of one process share a pid
         self._lock = os.open(os.path.join(folder, "gitmem", "write.lock"), os.O_RDWR | os.O_CREAT, 0o600)
         with open(os.path.join(self.heads, "main"), "wb") as out:
             out.write(self.ref)
@@ -59,22 +60,24 @@ class CommitFloor:
     def write(self) -> None:
         self._n += 1
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        os.pwrite(self._lock, self.record, 0)
-        base = os.path.join(self.packs, f"pack-{os.getpid():08d}{self._n:032d}")
-        self._made.append(base)
-        self._write(base + ".pack", self.pack)
-        tmp = os.path.join(self.packs, f"tmp_idx_{os.getpid()}_{self._n}")
-        self._write(tmp, self.idx)
-        os.rename(tmp, base + ".idx")
-        if self.fsync:
-            self._sync_folder(self.packs)
-        lock = os.path.join(self.heads, "main.lock")
-        self._write(lock, self.ref)
-        os.rename(lock, os.path.join(self.heads, "main"))
-        if self.fsync:
-            self._sync_folder(self.heads)
-        os.pwrite(self._lock, self.record.replace(b"held", b"free"), 0)
-        fcntl.flock(self._lock, fcntl.LOCK_UN)
+        try:
+            os.pwrite(self._lock, self.record, 0)
+            base = os.path.join(self.packs, f"pack-{self._tag}{self._n:024d}")
+            self._made.append(base)
+            self._write(base + ".pack", self.pack)
+            tmp = os.path.join(self.packs, f"tmp_idx_{self._tag}_{self._n}")
+            self._write(tmp, self.idx)
+            os.rename(tmp, base + ".idx")
+            if self.fsync:
+                self._sync_folder(self.packs)
+            lock = os.path.join(self.heads, "main.lock")
+            self._write(lock, self.ref)
+            os.rename(lock, os.path.join(self.heads, "main"))
+            if self.fsync:
+                self._sync_folder(self.heads)
+            os.pwrite(self._lock, self.record.replace(b"held", b"free"), 0)
+        finally:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def tidy(self) -> None:
         """Untimed: what a fold leaves (this floor's packs deleted every ``fold_every`` writes)."""

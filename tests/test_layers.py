@@ -36,7 +36,14 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
+    # The vectors-lance extra: durable memory's LanceDB vector index (gitmem/adapters/lance_vectors.py).
+    "lancedb": ADAPTERS,
+    "pyarrow": ADAPTERS,
     "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
+    # The framework adapters (the langgraph and openai-agents extras), each in its one module.
+    "langgraph": ("gitmem/adapters/langgraph_store.py",),
+    "langchain_core": ("gitmem/adapters/langgraph_store.py",),
+    "agents": ("gitmem/adapters/openai_session.py",),
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
@@ -46,11 +53,11 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 # The layers of docs/architecture.md, bottom to top.
-PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config")
+PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
 SEAM = ("store", "memstore", "aio", "localfile", "derived")
 GIT = ("git",)
 INDEX = ("index",)
-FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread")
+FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread", "exchange")
 TOOLS = ("tools",)
 RECALL = ("recall",)
 SESSION = ("session",)
@@ -68,7 +75,15 @@ ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m not in RECORDS)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
-FACADE_ADAPTERS = ("adapters.cli", "adapters.mcp_server", "adapters.anthropic_memory", "adapters.anthropic_commands")
+FACADE_ADAPTERS = (
+    "adapters.cli",
+    "adapters.mcp_server",
+    "adapters.anthropic_memory",
+    "adapters.anthropic_commands",
+    "adapters.langgraph_items",
+    "adapters.langgraph_store",
+    "adapters.openai_session",
+)
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (PURE, (*SEAM, *HIGHER), "pure values and rules know no store, engine or facade"),
     (SEAM, HIGHER, "the store seam stays free of engines, facades and what is built on it"),
@@ -126,7 +141,14 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         "which re-export what they need of gitmem.git",
     ),
     (
-        ("adapters.anthropic_memory", "adapters.anthropic_commands", "adapters.mcp_server"),
+        (
+            "adapters.anthropic_memory",
+            "adapters.anthropic_commands",
+            "adapters.mcp_server",
+            "adapters.langgraph_items",
+            "adapters.langgraph_store",
+            "adapters.openai_session",
+        ),
         (*INDEX, "gitstore", "gitcache", "runviews"),
         "the agent-facing adapters reach stores through the seam and the root, not a store implementation",
     ),

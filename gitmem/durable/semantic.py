@@ -298,8 +298,10 @@ class SemanticRecall:
     """One embedder and one vector index serving durable recall (see the module docstring).
 
     ``index`` and ``log`` are attached by :class:`~gitmem.durable.repository.DurableRepository`
-    when left out: the embedded :class:`~gitmem.recall.vectors.SqliteVectorIndex` in the
-    mount's ``gitmem/derived/semantic/`` (in memory for a store without a folder).
+    when left out: ``index_factory(folder)`` when given (e.g.
+    :func:`gitmem.adapters.lance_vectors.lance_index_in`), else the embedded
+    :class:`~gitmem.recall.vectors.SqliteVectorIndex`, in the mount's
+    ``gitmem/derived/semantic/`` (in memory for a store without a folder).
     """
 
     embedder: Embedder
@@ -307,10 +309,14 @@ class SemanticRecall:
     policy: SemanticPolicy = field(default_factory=SemanticPolicy)
     log: RefreshLog | None = None
     clock: Callable[[], float] = time.time
+    #: Builds the index in the mount's semantic folder (``None``: a store without one) when ``index`` is left out.
+    index_factory: Callable[[str | None], VectorIndex] | None = None
     _refreshing: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def attach(self, folder: str | None) -> SemanticRecall:
         """Give this recall its default index and refresh log in ``folder`` (``None``: in memory)."""
+        if self.index is None and self.index_factory is not None:
+            self.index = self.index_factory(folder)
         if self.index is None:
             from gitmem.recall.vectors import SqliteVectorIndex
 

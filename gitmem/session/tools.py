@@ -9,6 +9,7 @@ allows destructive tools.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from gitmem.session.items import MEMORY_TYPES, MemoryItem
 from gitmem.session.memory import SessionMemory
 
 PREFIX: Final = "memory_session_"
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,14 @@ class SessionTools:
             return handler(arguments, origin)
         except MemoryStoreError as exc:
             return {"error": exc.code, "message": exc.message}
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+            # The core refuses bad input with a code; anything it missed is still the caller's
+            # input, answered as a refusal (and logged with its trace) rather than raised.
+            _log.debug("session tool %s refused input the core did not check", name, exc_info=True)
+            return {"error": "invalid_query", "message": f"arguments refused: {type(exc).__name__}: {exc}"[:500]}
+        except OSError as exc:
+            _log.debug("session tool %s failed", name, exc_info=True)
+            return {"error": "unavailable", "message": f"the session memory could not be read or written: {exc}"[:500]}
 
     def _remember(self, args: Mapping[str, Any], origin: Origin | None) -> dict[str, Any]:
         item = self.memory.remember(

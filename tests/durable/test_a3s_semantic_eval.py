@@ -14,6 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gitmem.adapters.lance_vectors import lance_index_in
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticPolicy, SemanticRecall, partition_of
 from gitmem.recall.vectors import VectorRecord
@@ -28,7 +31,7 @@ NS = Namespace("semantic-tenant", "semantic-principal", "semantic-scope")
 FOREIGN = Namespace("semantic-tenant", "foreign-principal", "semantic-scope")
 
 
-def build(tmp_path: Path) -> tuple[dict[str, Any], DurableRepository, FixtureEmbedder]:
+def build(tmp_path: Path, kind: str = "sqlite") -> tuple[dict[str, Any], DurableRepository, FixtureEmbedder]:
     fx = fixture(NAME)
     vectors: dict[str, list[float]] = {}
     for node in [*fx["nodes"], fx["candidate_node"], fx["foreign_node"]]:
@@ -41,7 +44,12 @@ def build(tmp_path: Path) -> tuple[dict[str, Any], DurableRepository, FixtureEmb
     embedder = FixtureEmbedder(vectors, identity)
     policy = SemanticPolicy(fx["semantic_policy"]["candidate_limit"], fx["semantic_policy"]["min_score"])
     repo = DurableRepository.open(
-        tmp_path / "root", "team", create=True, semantic_recall=SemanticRecall(embedder, policy=policy)
+        tmp_path / "root",
+        "team",
+        create=True,
+        semantic_recall=SemanticRecall(
+            embedder, policy=policy, index_factory=lance_index_in if kind == "lance" else None
+        ),
     )
     ops = [create(n["id"], n["content"], n["status"], kind=n["kind"], fixture_name=NAME) for n in fx["nodes"]]
     c = fx["candidate_node"]
@@ -69,8 +77,10 @@ def build(tmp_path: Path) -> tuple[dict[str, Any], DurableRepository, FixtureEmb
     return fx, repo, embedder
 
 
-def test_semantic_v1_gates(tmp_path: Path) -> None:
-    fx, repo, _ = build(tmp_path)
+# the fixture's gates hold on every index gitmem ships: the embedded default and the LanceDB adapter
+@pytest.mark.parametrize("kind", ["sqlite", "lance"])
+def test_semantic_v1_gates(tmp_path: Path, kind: str) -> None:
+    fx, repo, _ = build(tmp_path, kind)
     rp = fx["recall_policy"]
     lexical = RecallPolicy(rp["max_results"], rp["min_lexical_score"], rp["max_related_lookups"])
     fused = RecallPolicy(rp["max_results"], rp["min_lexical_score"], rp["max_related_lookups"], semantic=True)
@@ -128,9 +138,10 @@ def test_semantic_v1_gates(tmp_path: Path) -> None:
     fsck(tmp_path / "root" / "team.git")
 
 
-def test_a_candidate_vector_forced_into_the_index_is_still_never_served(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "lance"])
+def test_a_candidate_vector_forced_into_the_index_is_still_never_served(tmp_path: Path, kind: str) -> None:
     """Even when the index holds a candidate's vector (a damaged or foreign writer), the re-read refuses it."""
-    fx, repo, embedder = build(tmp_path)
+    fx, repo, embedder = build(tmp_path, kind)
     semantic = repo.semantic_recall
     assert semantic is not None and semantic.index is not None
     c = fx["candidate_node"]

@@ -1,4 +1,8 @@
-"""The shared vector index: refresh from Active-only snapshots, index-revision CAS, health, erasure."""
+"""The shared vector index: refresh from Active-only snapshots, index-revision CAS, health, erasure.
+
+The contract tests run against every index gitmem ships (``kind``): the embedded
+SQLite default and the LanceDB adapter in its embedded mode.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from gitmem.adapters.cli import cli
+from gitmem.adapters.lance_vectors import LanceVectorIndex, _table_name, lance_index_in
 from gitmem.durable import DurableRepository, RecallPolicy
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall, partition_of
 from gitmem.errors import MemoryStoreError
-from gitmem.recall.vectors import NodeRef, SqliteVectorIndex, VectorRecord
+from gitmem.recall.vectors import NodeRef, SqliteVectorIndex, VectorIndex, VectorRecord
 
 from .support import NS, OTHER, activate, change, create, fsck
 
@@ -31,8 +36,24 @@ TEXTS = {
 }
 
 
-def repo_with(tmp_path: Path, embedder: Any = None, **options: Any) -> DurableRepository:
-    semantic = SemanticRecall(embedder or FixtureEmbedder(TEXTS, IDENT), **options)
+KINDS = pytest.mark.parametrize("kind", ["sqlite", "lance"])
+INDEX_CLASSES: dict[str, type[Any]] = {"sqlite": SqliteVectorIndex, "lance": LanceVectorIndex}
+
+
+def make_index(kind: str, path: Path, cls: type[Any] | None = None) -> VectorIndex:
+    """An index of ``kind`` at ``path`` (a file for SQLite, a folder for LanceDB)."""
+    made: VectorIndex = (cls or INDEX_CLASSES[kind])(path)
+    return made
+
+
+def semantic_for(kind: str, embedder: Any = None, **options: Any) -> SemanticRecall:
+    if kind == "lance":
+        options.setdefault("index_factory", lance_index_in)
+    return SemanticRecall(embedder or FixtureEmbedder(TEXTS, IDENT), **options)
+
+
+def repo_with(tmp_path: Path, embedder: Any = None, kind: str = "sqlite", **options: Any) -> DurableRepository:
+    semantic = semantic_for(kind, embedder, **options)
     return DurableRepository.open(tmp_path / "root", "team", create=True, semantic_recall=semantic)
 
 
@@ -50,8 +71,9 @@ def seed(repo: DurableRepository) -> None:
 FUSED = RecallPolicy(3, 0.0, 0, semantic=True)
 
 
-def test_refresh_publishes_active_only_and_follows_revisions(tmp_path: Path) -> None:
-    repo = repo_with(tmp_path)
+@KINDS
+def test_refresh_publishes_active_only_and_follows_revisions(tmp_path: Path, kind: str) -> None:
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
     assert repo.semantic_health(NS).state == "missing"
     first = repo.refresh_semantic_recall(NS)
@@ -93,13 +115,12 @@ def test_refresh_publishes_active_only_and_follows_revisions(tmp_path: Path) -> 
     fsck(tmp_path / "root" / "team.git")
 
 
-def test_a_refresh_from_an_older_snapshot_never_overwrites_a_newer_index(tmp_path: Path) -> None:
-    """Two runtimes share one index file; the one that started first publishes last and is refused."""
-    repo = repo_with(tmp_path)
+@KINDS
+def test_a_refresh_from_an_older_snapshot_never_overwrites_a_newer_index(tmp_path: Path, kind: str) -> None:
+    """Two runtimes share one index; the one that started first publishes last and is refused."""
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
-    other = DurableRepository.open(
-        tmp_path / "root", "team", semantic_recall=SemanticRecall(FixtureEmbedder(TEXTS, IDENT))
-    )
+    other = DurableRepository.open(tmp_path / "root", "team", semantic_recall=semantic_for(kind))
 
     class Interleaving(FixtureEmbedder):
         def embed(self, texts: list[str]) -> list[tuple[float, ...]]:
@@ -109,7 +130,9 @@ def test_a_refresh_from_an_older_snapshot_never_overwrites_a_newer_index(tmp_pat
                 assert other.refresh_semantic_recall(NS).index_revision == 1
             return out
 
-    slow = DurableRepository.open(tmp_path / "root", "team", semantic_recall=SemanticRecall(Interleaving(TEXTS, IDENT)))
+    slow = DurableRepository.open(
+        tmp_path / "root", "team", semantic_recall=semantic_for(kind, Interleaving(TEXTS, IDENT))
+    )
     with pytest.raises(MemoryStoreError) as raised:
         slow.refresh_semantic_recall(NS, consistency="index_revision_cas")
     assert raised.value.code == "version_mismatch"
@@ -120,8 +143,9 @@ def test_a_refresh_from_an_older_snapshot_never_overwrites_a_newer_index(tmp_pat
     assert retry.outcome == "unchanged" and slow.semantic_health(NS).state == "ready"
 
 
-def test_a_failing_provider_keeps_the_previous_partition_and_is_reported(tmp_path: Path) -> None:
-    repo = repo_with(tmp_path)
+@KINDS
+def test_a_failing_provider_keeps_the_previous_partition_and_is_reported(tmp_path: Path, kind: str) -> None:
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
     repo.refresh_semantic_recall(NS)
     repo.apply(change("new", create("d", "a text the provider does not know", status="active")))
@@ -135,14 +159,11 @@ def test_a_failing_provider_keeps_the_previous_partition_and_is_reported(tmp_pat
     assert [h.node.id for h in repo.recall(NS, "q-alpha", FUSED).hits] == ["a"]  # still served, verified
 
 
-def test_a_weaker_index_fails_a_cas_refresh_before_any_work(tmp_path: Path) -> None:
-    class Weak(SqliteVectorIndex):
-        @property
-        def consistency(self) -> Any:
-            return "partition_atomic"
-
+@KINDS
+def test_a_weaker_index_fails_a_cas_refresh_before_any_work(tmp_path: Path, kind: str) -> None:
+    weak = type("Weak", (INDEX_CLASSES[kind],), {"consistency": property(lambda self: "partition_atomic")})
     embedder = FixtureEmbedder(TEXTS, IDENT)
-    repo = repo_with(tmp_path, embedder, index=Weak(tmp_path / "weak.sqlite3"))
+    repo = repo_with(tmp_path, embedder, index=make_index(kind, tmp_path / "weak", weak))
     seed(repo)
     with pytest.raises(MemoryStoreError) as raised:
         repo.refresh_semantic_recall(NS, consistency="index_revision_cas")
@@ -150,8 +171,9 @@ def test_a_weaker_index_fails_a_cas_refresh_before_any_work(tmp_path: Path) -> N
     assert repo.refresh_semantic_recall(NS).outcome == "published"  # no CAS asked: partition-atomic is enough
 
 
-def test_partitions_and_generations_never_mix(tmp_path: Path) -> None:
-    repo = repo_with(tmp_path)
+@KINDS
+def test_partitions_and_generations_never_mix(tmp_path: Path, kind: str) -> None:
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
     repo.apply(change("other", create("z", "alpha deploys need a canary", status="active"), ns=OTHER))
     repo.refresh_semantic_recall(NS)
@@ -165,7 +187,7 @@ def test_partitions_and_generations_never_mix(tmp_path: Path) -> None:
     moved = DurableRepository.open(
         tmp_path / "root",
         "team",
-        semantic_recall=SemanticRecall(FixtureEmbedder(TEXTS, EmbeddingIdentity("fixture", "unit", "r2", 3))),
+        semantic_recall=semantic_for(kind, FixtureEmbedder(TEXTS, EmbeddingIdentity("fixture", "unit", "r2", 3))),
     )
     assert moved.semantic_health(NS).state == "stale_generation"
     assert moved.semantic_recall is not None and moved.semantic_recall.search(NS, "q-alpha", 5) == []
@@ -173,8 +195,9 @@ def test_partitions_and_generations_never_mix(tmp_path: Path) -> None:
     assert moved.semantic_health(NS).state == "ready"
 
 
-def test_mutations_check_their_input_and_change_nothing_when_refused(tmp_path: Path) -> None:
-    index = SqliteVectorIndex(tmp_path / "v.sqlite3")
+@KINDS
+def test_mutations_check_their_input_and_change_nothing_when_refused(tmp_path: Path, kind: str) -> None:
+    index = make_index(kind, tmp_path / "v")
     index.mutate("p", generation="g", commit="c1", upsert=[VectorRecord("a", 1, "d1", [1.0, 0.0])])
     for bad in ([float("nan"), 0.0], [1.0, 0.0, 0.0], "xy"):
         with pytest.raises(MemoryStoreError) as raised:
@@ -191,12 +214,13 @@ def test_mutations_check_their_input_and_change_nothing_when_refused(tmp_path: P
     assert index.query("p", "other-generation", [1.0, 0.0], limit=5) == []
 
 
-def test_purge_deletes_the_index_and_it_comes_back_empty(tmp_path: Path) -> None:
-    repo = repo_with(tmp_path)
+@KINDS
+def test_purge_deletes_the_index_and_it_comes_back_empty(tmp_path: Path, kind: str) -> None:
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
     repo.refresh_semantic_recall(NS)
     folder = tmp_path / "root" / "team.git" / "gitmem" / "derived" / "semantic"
-    assert (folder / "vectors.sqlite3").exists()
+    assert (folder / {"sqlite": "vectors.sqlite3", "lance": "lancedb"}[kind]).exists()
     repo.store.purge()  # type: ignore[attr-defined]
     assert not folder.exists()
     assert repo.semantic_health(NS).state == "missing"  # the open handle does not serve the deleted file
@@ -204,9 +228,10 @@ def test_purge_deletes_the_index_and_it_comes_back_empty(tmp_path: Path) -> None
 
 CAS_WORKER = """
 import sys
+from gitmem.adapters.lance_vectors import LanceVectorIndex
 from gitmem.errors import MemoryStoreError
 from gitmem.recall.vectors import SqliteVectorIndex, VectorRecord
-index = SqliteVectorIndex(sys.argv[1])
+index = {"sqlite": SqliteVectorIndex, "lance": LanceVectorIndex}[sys.argv[4]](sys.argv[1])
 won = 0
 for i in range(int(sys.argv[3])):
     seen = index.status().revision
@@ -221,21 +246,131 @@ print(won)
 
 
 @pytest.mark.slow
-def test_cas_across_processes_loses_no_publication(tmp_path: Path) -> None:
-    path = str(tmp_path / "v.sqlite3")
-    SqliteVectorIndex(path).status()
+@KINDS
+def test_cas_across_processes_loses_no_publication(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "v"
+    make_index(kind, path).status()
     procs = [
-        subprocess.Popen([sys.executable, "-c", CAS_WORKER, path, f"w{n}-", "40"], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", CAS_WORKER, str(path), f"w{n}-", {"sqlite": "40", "lance": "15"}[kind], kind],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for n in range(3)
     ]
     won = sum(int(p.communicate(timeout=120)[0]) for p in procs)
-    index = SqliteVectorIndex(path)
+    index = make_index(kind, path)
     assert index.status().revision == won  # every success bumped the revision exactly once
     assert len(index.entries("p")) == won  # and its vector is there: no publication was lost
 
 
-def test_maintenance_refreshes_on_an_interval(tmp_path: Path) -> None:
-    repo = repo_with(tmp_path)
+def test_lance_optimize_compacts_without_moving_the_revision(tmp_path: Path) -> None:
+    index = LanceVectorIndex(tmp_path / "v")
+    for n in range(6):  # six versions, each with its own fragment
+        index.mutate("p", generation="g", commit=f"c{n}", upsert=[VectorRecord(f"n{n}", 1, "d", [1.0, float(n)])])
+    index.mutate("p", generation="g", commit="c6", delete=[NodeRef("n0", 1)])
+    before = (index.status().revision, index.entries("p"), [h.node_id for h in index.query("p", "g", [0, 1], limit=3)])
+    fragments = index._connect().open_table(_table_name("p")).stats()["fragment_stats"]["num_fragments"]
+    time.sleep(1.1)
+    assert index.optimize(keep_seconds=1) == 1
+    table = index._connect().open_table(_table_name("p"))
+    assert table.stats()["fragment_stats"]["num_fragments"] < fragments
+    assert len(table.list_versions()) <= 2  # seven versions before: the older ones are reclaimed
+    after = (index.status().revision, index.entries("p"), [h.node_id for h in index.query("p", "g", [0, 1], limit=3)])
+    assert after == before
+    assert LanceVectorIndex(tmp_path / "v").entries("p") == before[1]  # another process reads the compacted version
+    index.mutate("p", generation="g", commit="c7", upsert=[VectorRecord("z", 1, "d", [0.0, 1.0])], expected_revision=7)
+    with pytest.raises(MemoryStoreError) as raised:
+        index.optimize(keep_seconds=-1)
+    assert raised.value.code == "invalid_query"
+
+
+KILLED_WRITER = """
+import sys
+from gitmem.adapters.lance_vectors import LanceVectorIndex
+from gitmem.recall.vectors import NodeRef, VectorRecord
+index = LanceVectorIndex(sys.argv[1])
+i = 0
+while True:
+    seen = index.status().revision
+    # each mutation adds one node and deletes one that is not there: the count is the revision
+    index.mutate("p", generation="g", commit=str(i), upsert=[VectorRecord(f"k{seen}", 1, "d", [1.0, 0.5])],
+                 delete=[NodeRef("absent", 1)], expected_revision=seen)
+    i += 1
+    print(i, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_lance_writer_killed_after_its_commit_is_never_served(tmp_path: Path) -> None:
+    """The window the side table covers: the Lance commit is made, its publication is not."""
+    path = tmp_path / "v"
+    index = LanceVectorIndex(path)
+    index.mutate("p", generation="g", commit="c1", upsert=[VectorRecord("a", 1, "d", [1.0, 0.0])])
+    import lancedb
+
+    table = lancedb.connect(str(path / "lance")).open_table(_table_name("p"))
+    published = table.version
+    script = (
+        "import os, signal, sys\n"
+        "from gitmem.adapters.lance_vectors import LanceVectorIndex\n"
+        "from gitmem.recall.vectors import NodeRef, VectorRecord\n"
+        "class Dies(LanceVectorIndex):\n"
+        "    def _mutate(self, *args):\n"
+        "        super()._mutate(*args)\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "Dies(sys.argv[1]).mutate('p', generation='g', commit='c2', upsert=[VectorRecord('b', 1, 'd', [0.0, 1.0])],\n"
+        "                         delete=[NodeRef('a', 1)], expected_revision=1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, timeout=120)
+    assert done.returncode == -9
+    table.checkout_latest()
+    assert table.version > published  # the Lance commit landed
+    state = index.partition("p")
+    assert state is not None
+    assert (index.status().revision, state.commit) == (1, "c1")
+    assert index.entries("p") == {"a": (1, "d")}  # the killed writer's commit (a deleted, b added) is not served
+    assert [h.node_id for h in LanceVectorIndex(path).query("p", "g", [0.6, 0.8], limit=5)] == ["a"]
+    index.mutate("p", generation="g", commit="c3", upsert=[VectorRecord("c", 1, "d", [0.0, 1.0])], expected_revision=1)
+    assert index.entries("p") == {"a": (1, "d"), "c": (1, "d")}  # published on top of c1, not of the lost commit
+
+
+@pytest.mark.slow
+def test_a_killed_lance_writer_leaves_the_published_state(tmp_path: Path) -> None:
+    """SIGKILL a writer at random points (inside a Lance commit or between it and the publication)."""
+    import random
+    import signal
+
+    path = tmp_path / "v"
+    rng = random.Random(31)
+    for _ in range(4):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLED_WRITER, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        proc.stdout.readline()  # it has published at least once
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        index = LanceVectorIndex(path)
+        revision = index.status().revision
+        state = index.partition("p")
+        assert state is not None and state.revision == revision
+        assert set(index.entries("p")) == {f"k{n}" for n in range(revision)} and state.count == revision
+        hits = index.query("p", "g", [1.0, 0.5], limit=100)
+        assert len(hits) == revision  # the published version is served, never a killed writer's commit
+        index.close()
+    # a writer after the last kill discards any unpublished commit and publishes on top
+    index = LanceVectorIndex(path)
+    revision = index.status().revision
+    index.mutate("p", generation="g", commit="after", upsert=[VectorRecord("last", 1, "d", [0.0, 1.0])],
+                 expected_revision=revision)  # fmt: skip
+    assert set(index.entries("p")) == {*(f"k{n}" for n in range(revision)), "last"}
+
+
+@KINDS
+def test_maintenance_refreshes_on_an_interval(tmp_path: Path, kind: str) -> None:
+    repo = repo_with(tmp_path, kind=kind)
     seed(repo)
     maintenance = repo.semantic_maintenance([NS], interval=0.05)
     try:

@@ -76,7 +76,7 @@ def test_the_ledger_names_blobs_and_keyed_prints_never_the_path_or_content(store
 
 
 def test_a_record_namespace_purge_leaves_no_address_in_the_log(tmp_path: Path) -> None:
-    store = GitFileStore.init(tmp_path / "rec.git")
+    store = GitFileStore.init(tmp_path / "rec.git", kind="record")
     records = RecordStore(store.sync, namespace="alice.smith@example.com")
     rid = records.add("Alice lives at 1 Main St").id
     records.purge(origin=ADMIN)

@@ -104,7 +104,7 @@ def _race(tmp_path: Path, repo: str, kind: str, erase: object) -> None:
 
 @pytest.mark.parametrize("late", [False, True], ids=["forget-first", "write-first"])
 def test_a_record_recall_snapshot_read_before_a_forget_is_not_left_after_it(tmp_path: Path, late: bool) -> None:
-    store = GitFileStore.init(tmp_path / "rec.git").sync
+    store = GitFileStore.init(tmp_path / "rec.git", kind="record").sync
     records = RecordStore(store, namespace="people")
     secret = records.add(SECRET)
     records.add("Bo likes tea")
