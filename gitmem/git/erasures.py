@@ -212,6 +212,18 @@ def erased_names(r: pygit2.Repository) -> frozenset[str]:
     return frozenset(n for e in entries(r) for n in e.names)
 
 
+def lend_ledger(mount: pygit2.Repository, scratch: pygit2.Repository) -> None:
+    """Point ``scratch``'s ledger ref at the mount's, so checks run there refuse what the mount erased.
+
+    A scratch repository (a pull's, an approval's, an import's) borrows the
+    mount's objects but has refs of its own; without this its checks would see
+    no ledger at all.
+    """
+    tip = read_ref(mount, LEDGER_REF)
+    if tip is not None:
+        scratch.references.create(LEDGER_REF, pygit2.Oid(hex=tip), force=True)
+
+
 def refuse_erased(r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]) -> bool:
     """Refuse (``forbidden``, rule ``erased``) a write of a blob a ``forget`` erased, unless overridden.
 

@@ -37,6 +37,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git import erasures
 from gitmem.git.cli import run_git
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import migrate_objects, refused_by_rules, scratch_repository
@@ -139,6 +140,11 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
         report = HistoryImport(source, rev, before, replaced_init=False)
         with scratch_repository(git) as scratch:
             tip = _fetch(scratch, source, rev)
+            lent = open_repository(scratch)
+            try:
+                erasures.lend_ledger(git.repo, lent)  # what the mount erased is refused here too
+            finally:
+                lent.free()
             hidden: set[str] = set() if fresh else {str(before)}
             if not fresh:
                 r = open_repository(scratch)

@@ -30,10 +30,10 @@ import pygit2
 
 from gitmem.errors import ErrorCode, MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git.erasures import LEDGER_REF
+from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
-from gitmem.git.refs import MAIN, read_ref, swap_ref
+from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
@@ -223,9 +223,7 @@ def integrate(
                 for name in list(r.references):
                     r.references.delete(name)
                 r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
-                ledger = read_ref(git.repo, LEDGER_REF)  # the check refuses what the mount's ledger names
-                if ledger is not None:
-                    r.references.create(LEDGER_REF, pygit2.Oid(hex=ledger), force=True)
+                lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
                 result = _plan(r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward)
                 if result.kind == "up_to_date":
                     if after_swap is not None:

@@ -230,3 +230,20 @@ def test_an_erasure_killed_before_its_prune_keeps_its_entry_through_the_next_for
     assert ids == [killed.id, report.erasure]
     assert _ledger(store.path)[0]["blobs"] == [orphan] and not has_object(store.path, orphan)
     fsck_clean(store.path)
+
+
+def test_import_of_a_history_holding_purged_content_is_refused(store: GitFileStore, tmp_path: Path) -> None:
+    from gitmem.exchange import import_history
+
+    sync = store.sync
+    v = sync.write("a.md", "purged text\n", expected=None)
+    source = tmp_path / "source"
+    git("clone", "-q", store.path, str(source))  # a copy of the history from before the purge
+    sync.purge(origin=ADMIN)
+    head = sync.head()
+
+    done = import_history(sync, str(source), strict=True)
+
+    assert [r.rule for r in done.refused] == ["erased"] and done.refused[0].path == "a.md"
+    assert sync.head() == head and not has_object(store.path, v)
+    fsck_clean(store.path)
