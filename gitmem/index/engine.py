@@ -311,12 +311,21 @@ def stamp(ix: FileIndex, writer: Any, cache: SegmentCache) -> tuple[Meta | None,
     return read_meta(searcher, cache), searcher.doc_count()
 
 
-def apply(writer: Any, documents: Iterable[dict[str, Any] | str], commit: str, *, fresh: bool = False) -> None:
+def apply(
+    writer: Any,
+    documents: Iterable[dict[str, Any] | str],
+    commit: str | None,
+    *,
+    fresh: bool = False,
+    merge: bool = True,
+) -> None:
     """Apply documents (a dict to add or replace, a path to delete), stamp ``commit``, commit.
 
     Everything lands in one Whoosh commit. ``fresh`` marks a rebuild into an
     empty index (plain adds are enough). When deletions pile up in old segments
     the commit merges everything, so queries do not slow down over time.
+    ``commit=None`` writes no stamp (a rebuild's batches before the last);
+    ``merge=False`` leaves the segments as they are (each rebuild batch is one).
     """
     for doc in documents:
         if isinstance(doc, str):
@@ -325,7 +334,11 @@ def apply(writer: Any, documents: Iterable[dict[str, Any] | str], commit: str, *
             writer.add_document(**doc)
         else:
             writer.update_document(**doc)
-    writer.update_document(key=META_KEY, file=_meta_value(commit))
+    if commit is not None:
+        writer.update_document(key=META_KEY, file=_meta_value(commit))
+    if not merge:
+        writer.commit(merge=False)
+        return
     deleted = sum(segment.deleted_count() for segment in writer.segments)
     total = sum(segment.doc_count_all() for segment in writer.segments)
     writer.commit(optimize=deleted > 64 and deleted * 4 > total)

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from gitmem.index import IndexStatus
 
 
+def _index_work_outlives_the_command() -> None:
+    """A missing or lagging index is built by a detached process: this one ends as soon as it answered."""
+    from gitmem.index import background
+
+    background.set_mode("process")
+
+
 @cli.command()
 @click.argument("name")
 @click.argument("pattern")
@@ -45,6 +52,7 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
+    _index_work_outlives_the_command()
     result = state.files(name).search(
         pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
     )
@@ -73,6 +81,7 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     word order and case do not matter. Each hit shows its score, path and the
     line that made it match. Use grep for exact lines.
     """
+    _index_work_outlives_the_command()
     hits = state.files(name).find(query, path=directory_arg(directory), limit=limit)
 
     def text() -> None:
