@@ -480,6 +480,9 @@ def rank_files(
     the scores are the same BM25F over the same words; no trigram signatures are
     made, as nothing greps this index.
     """
+    files = list(files)
+    if not files:  # an empty Whoosh index has no columns to read
+        return []
     ix = RamStorage().create_index(SCHEMA)
     writer = ix.writer()
     for path, version, text in files:

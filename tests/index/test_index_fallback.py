@@ -137,6 +137,7 @@ def test_git_grep_skips_symbolic_links_and_reads_odd_paths(
 def test_find_without_an_index_ranks_the_files_the_index_would_rank(
     store: SyncGitFileStore, handed_off: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    assert store.find("nowhereword") == []  # no file holds it: nothing to rank
     queries = ["zeppelin ticket", "airship", "t3", "飞艇", "kelvin"]
     without = {q: store.find(q, limit=1000) for q in queries}
     monkeypatch.setattr(gitgrep, "available", lambda: False)
