@@ -23,6 +23,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
+if TYPE_CHECKING:
+    from gitmem.index import FindHit, IndexStatus, MountIndex
+
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -40,7 +43,6 @@ from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
 from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
-from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import (
     Applied,
     Changes,
@@ -558,6 +560,8 @@ class SyncGitFileStore:
         """The mount's index, one for a store and its run-bound views (it describes ``main``)."""
         shared = self._shared
         if shared.index is None:
+            from gitmem.index import MountIndex  # searches only: other read commands never load it
+
             with shared.index_guard:
                 if shared.index is None:
                     shared.index = MountIndex(self.repo)

@@ -42,6 +42,9 @@ from whoosh.searching import Searcher
 from gitmem.git.perms import make_private_dir
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
+from gitmem.index.source import Broken, Busy
+
+__all__ = ["Broken", "Busy"]  # defined without whoosh (gitmem.index.source), raised here
 
 FORMAT = 3  # bump when the schema or the signature changes: old indexes are rebuilt
 META_KEY = "meta"
@@ -80,14 +83,6 @@ def _schema() -> fields.Schema:
 
 
 SCHEMA = _schema()
-
-
-class Broken(Exception):
-    """The index files cannot be read; the fix is a rebuild."""
-
-
-class Busy(Exception):
-    """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""
 
 
 @dataclass(frozen=True, slots=True)

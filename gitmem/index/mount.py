@@ -34,7 +34,7 @@ from gitmem.fileformat import decode_stored
 from gitmem.index.lock import IndexLock
 from gitmem.index.needles import Need, literal_need, regex_need
 from gitmem.index.results import FindHit, IndexStatus, snippet
-from gitmem.index.source import GitSource, git_order
+from gitmem.index.source import Busy, GitSource, git_order
 
 if TYPE_CHECKING:
     from whoosh.index import FileIndex
@@ -93,6 +93,9 @@ class MountIndex:
         return found
 
     def _candidates(self, need: Need, prefix: str, head: str) -> list[tuple[str, str]] | None:
+        if not os.path.isdir(self.directory):
+            self._ix = self._current = None
+            return None
         from gitmem.index import engine
 
         try:
@@ -165,8 +168,6 @@ class MountIndex:
         with self.lock.attempt(wait) as held:
             if not held:
                 return False
-            from gitmem.index import engine
-
             try:
                 self.repo.head()  # reopens a handle that predates a forget or purge...
                 if not self.repo.is_commit(head):
@@ -176,7 +177,7 @@ class MountIndex:
                 raise
             except _Deferred:
                 deferred = True
-            except engine.Busy:
+            except Busy:
                 return False
             except Exception as exc:
                 log.warning("cannot update the index of %s: %r", self.repo.path, exc)
@@ -196,6 +197,8 @@ class MountIndex:
 
         More than ``budget`` documents of work raises :class:`_Deferred` before any is done.
         """
+        if budget is not None and not os.path.isdir(self.directory) and self._more_files_than(head, budget):
+            raise _Deferred  # a fresh clone: whoosh need not even be loaded
         from gitmem.index import engine
 
         try:
@@ -218,9 +221,12 @@ class MountIndex:
             raise
         except Exception as exc:
             log.warning("rebuilding the index of %s: %r", self.repo.path, exc)
-        if budget is not None and sum(1 for _ in itertools.islice(self.repo.files_at(head), budget + 1)) > budget:
+        if budget is not None and self._more_files_than(head, budget):
             raise _Deferred
         self._rebuild(head)
+
+    def _more_files_than(self, head: str, count: int) -> bool:
+        return sum(1 for _ in itertools.islice(self.repo.files_at(head), count + 1)) > count
 
     def _documents(self, head: str, paths: list[str]) -> Iterator[dict[str, Any] | str]:
         from gitmem.index import engine

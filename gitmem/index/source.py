@@ -1,4 +1,8 @@
-"""What the index reads from git, and git's path order (shared by the index and its fallback)."""
+"""What the index reads from git, git's path order and the index's own failures: nothing here loads whoosh.
+
+A search without an index folder (a fresh clone) never imports whoosh at all, so
+the names it must know before deciding that live here.
+"""
 
 from __future__ import annotations
 
@@ -23,3 +27,11 @@ class GitSource(Protocol):
 def git_order(path: str) -> bytes:
     """Sort key giving git's tree-walk order (paths from pygit2 use surrogateescape)."""
     return path.encode("utf-8", "surrogateescape")
+
+
+class Broken(Exception):
+    """The index files cannot be read; the fix is a rebuild."""
+
+
+class Busy(Exception):
+    """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""
