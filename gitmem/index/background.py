@@ -9,8 +9,8 @@ is handed here while the request answers without the index
   a time. Right for anything that lives on (an MCP server, ``gitmem serve``, an
   application holding a store).
 - ``"process"``: a detached ``python -m gitmem.index catch-up PATH`` in a session
-  of its own, for a process that ends as soon as it answered (each CLI command;
-  ``gitmem.adapters.cli`` selects it). It takes the index lock, so two of them
+  of its own, for a call whose process ends as soon as it answered (a CLI
+  ``grep`` or ``find`` runs its search inside :func:`detached`). It takes the index lock, so two of them
   never build one index twice at the same time; a second one started meanwhile
   finds the index current and ends.
 
@@ -24,6 +24,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -32,17 +35,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.index")
 
 Mode = Literal["thread", "process"]
-_mode: Mode = "thread"
+_mode: ContextVar[Mode] = ContextVar("gitmem_index_background", default="thread")
 _running: set[str] = set()  # mounts a thread of this process is catching up
 _guard = threading.Lock()
 
 
-def set_mode(mode: Mode) -> None:
-    """Where handed-off index work runs in this process (a composition root's choice)."""
-    global _mode
-    if mode not in ("thread", "process"):
-        raise ValueError(f"unknown mode {mode!r}")
-    _mode = mode
+@contextmanager
+def detached() -> Iterator[None]:
+    """Index work handed off inside the block runs in a detached process (the caller is about to exit).
+
+    A context variable, so it holds for this thread's calls only and ends with the
+    block: a CLI command run inside a test process changes nothing for the rest.
+    """
+    token = _mode.set("process")
+    try:
+        yield
+    finally:
+        _mode.reset(token)
 
 
 def hand_off(index: MountIndex) -> None:
@@ -52,7 +61,7 @@ def hand_off(index: MountIndex) -> None:
         if path in _running:
             return
         _running.add(path)
-    if _mode == "process":
+    if _mode.get() == "process":
         try:
             _spawn(path)
         finally:

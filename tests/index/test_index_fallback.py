@@ -226,11 +226,9 @@ def test_a_rebuild_cut_short_leaves_an_index_without_a_stamp_that_is_not_used(
 
 
 def test_the_process_mode_builds_the_index_in_a_detached_process(store: SyncGitFileStore) -> None:
-    background.set_mode("process")
-    try:
+    with background.detached():
         assert store.search("zeppelin") == full_scan(store, "zeppelin")
-    finally:
-        background.set_mode("thread")
+    assert background._mode.get() == "thread"
     deadline = time.monotonic() + 120
     while store.index_status().state != "current":
         assert time.monotonic() < deadline, "the detached indexer did not build the index"
@@ -250,3 +248,25 @@ def test_an_erasure_deletes_a_built_index_and_the_next_search_answers_without_it
     assert store.search("kelvin") == full_scan(store, "kelvin")
     assert not store.search("kelvin").matches
     shutil.rmtree(os.path.join(store.path, "gitmem", "index"), ignore_errors=True)
+
+
+def test_the_cli_grep_answers_at_once_and_a_detached_indexer_builds_the_index(
+    store: SyncGitFileStore, tmp_path: os.PathLike[str]
+) -> None:
+    import subprocess
+
+    env = {**os.environ, "GITMEM_ROOT": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "gitmem.adapters.cli", "grep", "big", "zeppelin", "--limit", "1000"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    expected = [f"{m.path}:{m.line}:{m.text}" for m in full_scan(store, "zeppelin").matches]
+    assert done.stdout.splitlines() == expected
+    deadline = time.monotonic() + 120
+    while store.index_status().state != "current":  # the grep's process has exited; its indexer has not
+        assert time.monotonic() < deadline, "no detached indexer built the index"
+        time.sleep(0.1)
+    assert background._mode.get() == "thread"

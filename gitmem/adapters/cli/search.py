@@ -28,13 +28,6 @@ if TYPE_CHECKING:
     from gitmem.index import IndexStatus
 
 
-def _index_work_outlives_the_command() -> None:
-    """A missing or lagging index is built by a detached process: this one ends as soon as it answered."""
-    from gitmem.index import background
-
-    background.set_mode("process")
-
-
 @cli.command()
 @click.argument("name")
 @click.argument("pattern")
@@ -52,10 +45,13 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    _index_work_outlives_the_command()
-    result = state.files(name).search(
-        pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
-    )
+    from gitmem.index import background
+
+    files = state.files(name)
+    with background.detached():  # a missing index is built by a process that outlives this one
+        result = files.search(
+            pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
+        )
 
     def text() -> None:
         for m in result.matches:
@@ -81,8 +77,11 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     word order and case do not matter. Each hit shows its score, path and the
     line that made it match. Use grep for exact lines.
     """
-    _index_work_outlives_the_command()
-    hits = state.files(name).find(query, path=directory_arg(directory), limit=limit)
+    from gitmem.index import background
+
+    files = state.files(name)
+    with background.detached():
+        hits = files.find(query, path=directory_arg(directory), limit=limit)
 
     def text() -> None:
         width = max((len(h.path) for h in hits), default=0)
