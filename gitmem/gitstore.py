@@ -23,6 +23,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
+if TYPE_CHECKING:
+    from gitmem.index import FindHit, IndexStatus, MountIndex
+
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -32,11 +35,7 @@ from gitmem.fileformat import (
     validate_directory,
     validate_path,
 )
-from gitmem.git import bulk as git_bulk
-from gitmem.git import engine
 from gitmem.git import history as git_history
-from gitmem.git import review as git_review
-from gitmem.git import rewrite as git_rewrite
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
@@ -44,7 +43,6 @@ from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
 from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
-from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import (
     Applied,
     Changes,
@@ -108,6 +106,11 @@ def make_private_parents(path: str) -> None:
 _T = TypeVar("_T")
 _HEAD_ATTEMPTS = 3
 """Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
+
+# The write engine, the review gate, history rewrites and the bulk reader are imported
+# by the calls that use them: a read command of the CLI (grep, log, blame, changes...)
+# opens a store in a new process each time, and need not load the code of writes.
+
 
 class _Shared:
     """What a store and its run views share: the read cache, the index and the views.
@@ -232,7 +235,11 @@ class SyncGitFileStore:
 
     def _proposal_head(self) -> str | None:
         """The head of this run's proposal when it has one; ``None``: this view reads ``main``."""
-        if self.run is not None and git_review.names_a_proposal(self.run):
+        if self.run is None:
+            return None
+        from gitmem.git import review as git_review
+
+        if git_review.names_a_proposal(self.run):
             return git_review.proposal_head(self.repo, self.run)
         return None
 
@@ -247,7 +254,11 @@ class SyncGitFileStore:
 
     def _target(self, origin: Origin) -> str:
         """The ref a change lands on: ``main``, or the run's proposal when the gate is on."""
-        if origin.run_id is not None and git_review.gate_enabled(self.repo):
+        if origin.run_id is None:
+            return MAIN
+        from gitmem.git import review as git_review
+
+        if git_review.gate_enabled(self.repo):
             return git_review.proposal_ref(origin.run_id)
         return MAIN
 
@@ -299,6 +310,8 @@ class SyncGitFileStore:
         derived index (recall) over thousands of files needs. A path that
         :meth:`read` would refuse (pushed by another git client) is left out.
         """
+        from gitmem.git import bulk as git_bulk
+
         folder = validate_directory(prefix, self.format)
 
         def under(commit: str) -> builtins.list[FileText]:
@@ -392,6 +405,8 @@ class SyncGitFileStore:
     # -- writes: every one is a checked batch committed by gitmem.git.engine --
 
     def _commit(self, batch: Batch, origin: Origin | None) -> Done[Decision | None]:
+        from gitmem.git import engine
+
         origin = self._origin(origin)
         return engine.commit_batch(
             self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
@@ -444,6 +459,8 @@ class SyncGitFileStore:
         return applied(done.commit, done.result, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
+        from gitmem.git import rewrite as git_rewrite
+
         with self._erasing():
             git_rewrite.purge(self.repo, commit_message("purge", (), self._origin(origin)))
 
@@ -525,13 +542,19 @@ class SyncGitFileStore:
         return git_history.revert(self.repo, self.format, commit, origin=origin, ref=self._target(origin))
 
     def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
+        from gitmem.git import rewrite as git_rewrite
+
         with self._erasing():
             return git_rewrite.forget(self.repo, self.format, path, origin=origin)
 
     def fsck(self) -> FsckReport:
+        from gitmem.git import rewrite as git_rewrite
+
         return git_rewrite.fsck(self.repo)
 
     def gc(self) -> GcReport:
+        from gitmem.git import rewrite as git_rewrite
+
         return git_rewrite.gc(self.repo)
 
     # -- the search index (a projection of git, see gitmem.index) --
@@ -541,6 +564,8 @@ class SyncGitFileStore:
         """The mount's index, one for a store and its run-bound views (it describes ``main``)."""
         shared = self._shared
         if shared.index is None:
+            from gitmem.index import MountIndex  # searches only: other read commands never load it
+
             with shared.index_guard:
                 if shared.index is None:
                     shared.index = MountIndex(self.repo)

@@ -19,7 +19,6 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
-from gitmem.git import engine
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
@@ -430,6 +429,8 @@ def restore(
             check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
         return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
+    from gitmem.git import engine  # a write: read commands (log, blame, diff) never load the engine
+
     return engine.transact(repo, plan, ref=ref).result
 
 
@@ -472,5 +473,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         edits = tuple((p, before) for p, before, _ in changes)
         paths = tuple(p for p, _, _ in changes)
         return Plan(edits, "revert", paths, origin, None, detail=f"undo {short}", extra=((T_REV, cid),))
+
+    from gitmem.git import engine
 
     return engine.transact(repo, plan, ref=ref).commit
