@@ -21,6 +21,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.snapshot import check_shape
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
@@ -34,7 +35,7 @@ from gitmem.history import (
 )
 from gitmem.model import FileText, Origin
 from gitmem.provenance import T_REV, CommitInfo, parse_message
-from gitmem.store import check_capacity, check_expected, file_dir_conflict
+from gitmem.store import check_capacity, check_expected
 
 _STATUS = {
     pygit2.enums.DeltaStatus.ADDED: "added",
@@ -331,18 +332,6 @@ def current_file(snap: Snapshot, path: str) -> FileText | None:
     return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
 
 
-def _check_shape(snap: Snapshot, path: str) -> None:
-    """Refuse a new file where a folder is, or below a file."""
-    entry = snap.get(path)
-    if entry is not None and entry.kind == "tree":
-        raise file_dir_conflict(path, is_file=False)
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        above = snap.get("/".join(parts[:i]))
-        if above is not None and above.kind != "tree":
-            raise file_dir_conflict(path, is_file=True)
-
-
 def check_room(
     repo: GitRepo,
     fmt: FileFormat,
@@ -361,7 +350,7 @@ def check_room(
         return
     if current is None:
         # A file/folder collision is the answer even when the memory is full (as in the twin).
-        _check_shape(snap, path)
+        check_shape(snap, path)
     files = list(snap.files())
     total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
     check_capacity(
