@@ -27,7 +27,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "dulwich": ("gitmem/git/", *ADAPTERS),
     "whoosh": ("gitmem/index/",),
     "yaml": ("gitmem/fileformat.py",),
-    "pydantic": ("gitmem/tools/schemas.py", "gitmem/tools/record_schemas.py"),
+    "pydantic": ("gitmem/tools/schemas.py", "gitmem/tools/record_schemas.py", "gitmem/tools/kind_schemas.py"),
     "click": ("gitmem/adapters/cli/",),
     "rich": ("gitmem/adapters/cli/",),
     "mcp": ADAPTERS,
