@@ -70,7 +70,7 @@ def test_records_round_trip_and_failures_are_flagged(client: McpClient, root: Pa
     failed, error = record_call(client, "add", memory="team", text="x")
     assert failed and error["error"] == "forbidden"
     failed, error = record_call(client, "update", memory="facts", id="nope", text="x")
-    assert failed and error == {"error": "record_not_found", "message": error["message"]}
+    assert failed and error == {"error": "record_not_found", "message": error["message"], "current": None}
     failed, error = client.call("view", memory="facts")
     assert failed and error["error"] in ("unknown_memory", "forbidden", "wrong_kind")
 
