@@ -14,11 +14,11 @@ from gitmem.durable.binding import DurableBinding, candidate_id
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
-from gitmem.tools.durable import DurableTools
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.recall.index import RecallIndex
 from gitmem.session.binding import CandidateSink, DurableRecall, ExtractedItem
+from gitmem.tools.durable import DurableTools
 
 from .support import MANUAL, NS, OTHER, TURN, activate, change, memory_store
 
