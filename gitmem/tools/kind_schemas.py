@@ -1,4 +1,4 @@
-"""The arguments of the session and durable memory tools, as pydantic models.
+"""The arguments of the session and durable memory tools and of the memory-tool commands, as pydantic models.
 
 As for the file and record tools, each model is both the JSON Schema a model is
 shown and the check its calls pass before the memory runs them
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
 MAX_TAGS: Final = 64
 MAX_PROPOSALS: Final = 8
@@ -80,3 +80,60 @@ class ProposeArgs(_Strict):
 class NodeLogArgs(_Strict):
     id: str = Field(min_length=1, max_length=200, description="Id of an active node (from durable_recall).")
     limit: Count = 10
+
+
+# --- the commands of Anthropic's memory tool (memory_20250818) ------------------------------
+# The SDK builds its command objects without checking them (``construct_type_unchecked``), so
+# the backend checks each input against these models before a command runs.
+
+
+class _Command(_Strict):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+
+class ViewCommand(_Command):
+    command: Literal["view"]
+    path: str
+    view_range: list[int] | None = Field(None, min_length=2, max_length=2)
+
+
+class CreateCommand(_Command):
+    command: Literal["create"]
+    path: str
+    file_text: str
+
+
+class StrReplaceCommand(_Command):
+    command: Literal["str_replace"]
+    path: str
+    old_str: str
+    new_str: str
+
+
+class InsertCommand(_Command):
+    command: Literal["insert"]
+    path: str
+    insert_line: int
+    insert_text: str
+
+
+class DeleteCommand(_Command):
+    command: Literal["delete"]
+    path: str
+
+
+class RenameCommand(_Command):
+    command: Literal["rename"]
+    old_path: str
+    new_path: str
+
+
+class MemoryCommand(
+    RootModel[
+        Annotated[
+            ViewCommand | CreateCommand | StrReplaceCommand | InsertCommand | DeleteCommand | RenameCommand,
+            Field(discriminator="command"),
+        ]
+    ]
+):
+    """One memory-tool command, whichever it is (``command`` picks the model)."""

@@ -244,6 +244,10 @@ def parse_arguments(tool: ToolName, arguments: object) -> _Args:
     return args
 
 
+def _where(loc: Sequence[int | str]) -> str:
+    return f"{'.'.join(str(p) for p in loc)}: " if loc else ""
+
+
 def _translate(
     model: type[BaseModel],
     exc: ValidationError,
@@ -260,5 +264,18 @@ def _translate(
     if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
         allowed = ", ".join(model.model_fields)
         return MemoryToolError(extra or default, f"{label} has no argument {name!r}; it takes {allowed}")
-    detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5])
+    detail = "; ".join(_where(e["loc"]) + e["msg"] for e in errors[:5])
     return MemoryToolError(codes.get(name, default), f"bad arguments for {label}: {detail}")
+
+
+def check_memory_command(arguments: object) -> dict[str, Any]:
+    """A memory-tool (``memory_20250818``) command checked against its model, as the plain dict it was.
+
+    Unknown keys are dropped (the API may add some); a wrong type, a missing
+    argument or an unknown command raises the store error naming it.
+    """
+    from gitmem.tools.kind_schemas import MemoryCommand
+
+    checked = validate(MemoryCommand, arguments, label="memory", codes={}, default="invalid_path")
+    assert isinstance(checked, MemoryCommand)
+    return cast(dict[str, Any], checked.model_dump(exclude_none=True))
