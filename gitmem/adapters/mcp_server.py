@@ -1,18 +1,22 @@
 """gitmem over the Model Context Protocol: the memory tools, instructions and context blocks.
 
-:class:`MemoryMcpServer` is a thin layer over a
-:class:`~gitmem.tools.FileMemoryCapability`, built on the ``mcp`` SDK's low-level
-:class:`mcp.server.Server`. The low-level server is used on purpose: it publishes the
-capability's JSON Schemas exactly as :meth:`~gitmem.tools.FileMemoryCapability.tool_definitions`
-builds them (with the ``memory`` enum naming the mounts that allow each tool), where the
-decorator-based server would derive schemas from Python signatures.
+:class:`MemoryMcpServer` is a thin layer over one
+:class:`~gitmem.tools.registry.ToolRegistry` (the tools of its file, record, session
+and durable memories, in one list), built on the ``mcp`` SDK's low-level
+:class:`mcp.server.Server`. The low-level server is used on purpose: it publishes each
+tool's JSON Schema exactly as the registry holds it (with the ``memory`` enum naming
+the mounts that allow each tool), where the decorator-based server would derive
+schemas from Python signatures. ``tools/list`` iterates the registry and
+``tools/call`` hands the call to it, which checks the arguments against the tool's
+schema before any memory sees them.
 
 What a client sees:
 
-- **tools**: the ``memory_file_*`` tools (and, given a
+- **tools**: the ``memory_file_*`` tools (history, show, search and restore among
+  them, for memories that keep history), and given a
   :class:`~gitmem.tools.records.RecordMemoryCapability`, the ``memory_record_*``
-  tools beside them) with the capabilities' names, descriptions and
-  schemas, annotated read-only or not. A call's result is the capability's JSON payload,
+  tools beside them, with their names, descriptions and schemas, annotated
+  read-only or not, the permission id in ``_meta["io.gitmem/tool-id"]``. A call's result is the capability's JSON payload,
   as text and as structured content; a failure (``{"error", "message", "current"}``) is
   the same JSON with ``isError`` set, so the model reads the file as it is now.
 - **instructions**: the capability's instructions text (every mount, its access, its guide).
@@ -26,9 +30,10 @@ What a client sees:
   the prompt is fetched it is the full context, later only what changed, and nothing
   when nothing did.
 
-- **durable tools** (when the server is given ``durable``): ``durable_recall`` and
-  ``durable_propose`` over one durable namespace (see :mod:`gitmem.durable.tools`):
-  recall of activated nodes, and proposals that are stored as candidates only.
+- **durable tools** (when the server is given ``durable``): ``durable_recall``,
+  ``durable_propose`` and ``durable_log`` over one durable namespace (see
+  :mod:`gitmem.tools.durable`): recall of activated nodes, proposals that are stored
+  as candidates only, and a node's revisions.
 
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
