@@ -68,7 +68,13 @@ ABOVE_RECORDS = tuple(m for m in ENGINES_AND_ABOVE if m not in RECORDS)
 # (modules the rule applies to, modules they must not import, why)
 # The git-serving adapters (receive_pack, http_server, watch) are the engine's other face and
 # use gitmem.git directly; the rest reach it only through the facades.
-FACADE_ADAPTERS = ("adapters.cli", "adapters.mcp_server", "adapters.anthropic_memory", "adapters.anthropic_commands")
+FACADE_ADAPTERS = (
+    "adapters.cli",
+    "adapters.mcp_server",
+    "adapters.anthropic_memory",
+    "adapters.anthropic_commands",
+    "adapters.anthropic_tools",
+)
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (PURE, (*SEAM, *HIGHER), "pure values and rules know no store, engine or facade"),
     (SEAM, HIGHER, "the store seam stays free of engines, facades and what is built on it"),
@@ -126,7 +132,7 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         "which re-export what they need of gitmem.git",
     ),
     (
-        ("adapters.anthropic_memory", "adapters.anthropic_commands", "adapters.mcp_server"),
+        ("adapters.anthropic_memory", "adapters.anthropic_commands", "adapters.anthropic_tools", "adapters.mcp_server"),
         (*INDEX, "gitstore", "gitcache", "runviews"),
         "the agent-facing adapters reach stores through the seam and the root, not a store implementation",
     ),
