@@ -36,7 +36,14 @@ def test_the_sdk_runner_calls_history_and_restore_with_tool_use_ids(tmp_path: Pa
     replies = [
         message(
             use("toolu_h", name="memory_file_history", memory="claude", path="prefs.md"),
-            use("toolu_bad", name="memory_file_restore", memory="claude", path="prefs.md", revision=oldest, version=first),
+            use(
+                "toolu_bad",
+                name="memory_file_restore",
+                memory="claude",
+                path="prefs.md",
+                revision=oldest,
+                version=first,
+            ),
             use("toolu_r", name="memory_file_restore", memory="claude", path="prefs.md", revision=oldest, version=now),
             use("toolu_x", name="memory_file_history", memory="claude", limit="all"),
         ),

@@ -28,6 +28,6 @@ def test_tools_narrows_like_mcp_and_refuses_unknown_names(user: Run) -> None:
     listing = as_json(user("--json", "tools", "--mount", "user:read", "--tools", "view,memory.file.history,restore"))
     assert [t["name"] for t in listing["tools"]] == ["memory_file_view", "memory_file_history"]  # read: no restore
     text = user("tools", "--tools", "grep")
-    assert text.exit_code == 0 and "memory_file_grep" in text.output and "1 tools" in text.output
+    assert text.exit_code == 0 and "memory_file_grep" in text.output and "1 tool," in text.output
     bad = user("tools", "--tools", "view,teleport")
     assert bad.exit_code == 2 and "teleport" in bad.output

@@ -307,6 +307,7 @@ def tools(
         for t in registry:
             where = f"  ({', '.join(t.memories)})" if t.memories else ""
             say(f"{t.name:<{width}}  {t.effect:<5}  {t.permission}{where}")
-        say(f"{len(registry)} tools, {registry.size()} characters of definitions")
+        count = f"{len(registry)} tool{'' if len(registry) == 1 else 's'}"
+        say(f"{count}, {registry.size()} characters of definitions")
 
     emit(payload, text)
