@@ -1,4 +1,4 @@
-"""What the seven memory tools do, over any :class:`~gitmem.store.FileStore`.
+"""What the seven editing and reading file tools do, over any :class:`~gitmem.store.FileStore` (history: ``history_ops``).
 
 Each function takes plain arguments and returns a JSON-ready ``dict``, or raises
 :class:`~gitmem.errors.MemoryStoreError`; :func:`failure_payload` turns that into
