@@ -6,8 +6,10 @@ One run, one machine, every baseline measured in the same run:
   gitmem and by :class:`bench.dirstore.DirStore`; the two are called alternately,
   in random order per operation, so background load hits both alike. Writes are
   CAS edits of random existing files, first without fsync on either side, then
-  with fsync on both (``GitFileStore.open(..., durable=True)``, i.e. libgit2's
-  ``enable_fsync_gitdir``, against fsync of file + folder). The sync core
+  with fsync on both (the mount made durable, ``gitmem.durable``, against fsync
+  of file + folder). Each write is also compared with the **commit floor**
+  (:mod:`bench.floor`): the same creates, writes, renames and fsyncs as one
+  gitmem commit, with precomputed bytes, in the same random order. The sync core
   (``store.sync``) and the async API (``asyncio.to_thread``; the directory store
   gets the same wrapper) are both measured.
 - **git CLI**: one commit per write with plumbing commands (:mod:`bench.gitcli`)
@@ -61,9 +63,9 @@ import pygit2
 
 from bench import bulk
 from bench.dirstore import AsyncDirStore, DirStore
+from bench.floor import CommitFloor
 from bench.gitcli import GitCliStore
 from gitmem import GitFileStore
-from gitmem.git.repo import set_durable
 from gitmem.model import Changes
 
 PHASES = ("reads", "list", "writes", "cli", "changes")
@@ -163,7 +165,6 @@ class Config:
     work: str
     phases: tuple[str, ...] = PHASES
     seed: int = 1
-    loose: bool = False
 
 
 class Bench:
@@ -193,6 +194,7 @@ class Bench:
         self.git = GitFileStore.open(self.git_path)
         t1 = time.perf_counter()
         self.dir = DirStore(os.path.join(work, "dir"))
+        self.floor = CommitFloor(os.path.join(work, "floor"))
         bulk.write_directory(self.dir.files, bulk.files(self.cfg.files))
         t2 = time.perf_counter()
         self.notes.append(
@@ -256,31 +258,25 @@ class Bench:
         return self.dir_versions[p]
 
     def _durability(self, fsync: bool) -> str:
-        set_durable(fsync)  # what GitFileStore.open(..., durable=True) turns on
+        self.git.sync.set_durable(fsync)  # the mount's setting (gitmem config NAME gitmem.durable true)
         self.dir.fsync = fsync
+        self.floor.fsync = fsync
         return "fsync" if fsync else "no fsync"
 
     def bench_writes(self, fsync: bool) -> None:
-        """CAS writes: gitmem (one pack per commit), the dir store, and with ``--loose`` gitmem with loose objects.
+        """CAS writes: gitmem (one pack per commit), the dir store, and the commit floor (:mod:`bench.floor`).
 
-        They run in random order per sample, so load spikes hit each alike;
-        the loose series is the same memory with ``GitRepo.pack_writes`` off for
-        that call. It is off by default: interleaved on one memory, each path
-        then reads the other's new objects (loose files through the guard, new
-        packs through a rescan), which the pack path alone never does.
+        They run in random order per sample, so load spikes hit each alike.
         """
         tag = self._durability(fsync)
-        git, d = self.git.sync, self.dir
+        git, d, floor = self.git.sync, self.dir, self.floor
         s_git, s_dir = self.series(f"write git ({tag})"), self.series(f"write dir ({tag})")
-        s_loose = self.series(f"write git loose ({tag})")
+        s_floor = self.series(f"write floor ({tag})")
         warmup = 20
         for i in range(self.cfg.writes + warmup):
             p = self.rng.choice(self.paths)
             text = self.corpus.fresh()
             gv, dv = self._git_version(p), self._dir_version(p)
-            q = self.rng.choice(self.paths)
-            loose_text = self.corpus.fresh()
-            qv = self._git_version(q) if q != p else None
 
             def write_git(p: str = p, text: str = text, gv: str = gv) -> None:
                 self.git_versions[p] = git.write(p, text, expected=gv)
@@ -288,21 +284,13 @@ class Bench:
             def write_dir(p: str = p, text: str = text, dv: str = dv) -> None:
                 self.dir_versions[p] = d.write(p, text, expected=dv)
 
-            def write_loose(q: str = q, text: str = loose_text, qv: str | None = qv) -> None:
-                if qv is None or not self.cfg.loose:
-                    return
-                git.repo.pack_writes = False
-                try:
-                    self.git_versions[q] = git.write(q, text, expected=self._git_version(q))
-                finally:
-                    git.repo.pack_writes = True
-
-            order = [(s_git, write_git), (s_dir, write_dir), (s_loose, write_loose)]
+            order = [(s_git, write_git), (s_dir, write_dir), (s_floor, floor.write)]
             self.rng.shuffle(order)
             for series, fn in order:
                 took = timed(fn)
-                if i >= warmup and (series is not s_loose or (qv is not None and self.cfg.loose)):
+                if i >= warmup:
                     series.add(took)
+            floor.tidy()
         assert git.read(p).text == d.read(p).text == text
 
     async def bench_async_writes(self, fsync: bool) -> None:
@@ -493,8 +481,8 @@ def report(b: Bench) -> tuple[str, list[tuple[str, bool]]]:
     pair(f"read, {n} files (async)", "read git async", "read dir async", "dir store")
     for tag in ("no fsync", "fsync"):
         pair(f"write, {tag} (sync)", f"write git ({tag})", f"write dir ({tag})", "dir store")
-        pair(f"write, {tag}, loose objects (old path)", f"write git loose ({tag})", f"write dir ({tag})", "dir store")
-        pair(f"write, {tag}: one pack vs loose objects", f"write git ({tag})", f"write git loose ({tag})", "loose")
+        pair(f"write, {tag} (sync) vs the commit floor", f"write git ({tag})", f"write floor ({tag})", "floor")
+        pair(f"write, {tag}: the commit floor vs dir store", f"write floor ({tag})", f"write dir ({tag})", "dir store")
         pair(f"write, {tag} (async)", f"write git async ({tag})", f"write dir async ({tag})", "dir store")
         pair(f"write, {tag} (sync) vs git CLI", f"write git ({tag})", f"write git CLI ({tag})", "git CLI")
     pair(f"list {n}, cold", "list git cold", "list dir cold", "dir store")
@@ -506,10 +494,10 @@ def report(b: Bench) -> tuple[str, list[tuple[str, bool]]]:
 
     verdicts: list[tuple[str, bool]] = []
     for tag in ("no fsync", "fsync"):
-        mine, base, cli = get(f"write git ({tag})"), get(f"write dir ({tag})"), get(f"write git CLI ({tag})")
-        if mine.n and base.n:
-            r = mine.p50 / base.p50
-            verdicts.append((f"write ({tag}) <= 3x dir store: {r:.2f}x (CPU {ratio(mine.cpu50, base.cpu50)})", r <= 3))
+        mine, floor, cli = get(f"write git ({tag})"), get(f"write floor ({tag})"), get(f"write git CLI ({tag})")
+        if mine.n and floor.n:
+            r = mine.p50 / floor.p50
+            verdicts.append((f"write ({tag}) <= 1.2x the commit floor: {r:.2f}x", r <= 1.2))
         if mine.n and cli.n:
             f = cli.p50 / mine.p50
             verdicts.append(
@@ -564,7 +552,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", help="where to build the repos (default: a new temp dir, removed afterwards)")
     parser.add_argument("--json", help="also write the summary as JSON to this file")
-    parser.add_argument("--loose", action="store_true", help="also time gitmem with loose objects (the old path)")
     args = parser.parse_args(argv)
 
     phases = tuple(p for p in args.only.split(",") if p)
@@ -579,13 +566,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick
         else dict(reads=3000, writes=500, async_ops=200, cli_writes=50, lists=30, changes=300)
     )
-    cfg = Config(args.files, scales=scales, work=work, phases=phases, loose=args.loose, **counts)
+    cfg = Config(args.files, scales=scales, work=work, phases=phases, **counts)
     bench = Bench(cfg)
     started = time.perf_counter()
     try:
         bench.run()
     finally:
-        set_durable(False)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     table, verdicts = report(bench)

@@ -3,8 +3,8 @@
 A file's version is its blob id, a cursor is a commit id, and every change is one
 commit on ``refs/heads/main`` (or a run's proposal branch under the review gate):
 each write becomes a checked batch (:mod:`gitmem.store`) that
-:func:`gitmem.git.batch.commit_batch` commits through
-:meth:`gitmem.git.repo.GitRepo.transact`. :class:`SyncGitFileStore` is the store
+:func:`gitmem.git.engine.commit_batch` turns into one commit (lock, snapshot,
+plan, trees, pack, ref compare-and-swap, fold: all in that module). :class:`SyncGitFileStore` is the store
 (it implements the sync seam's protocols); :class:`GitFileStore` is the same
 store awaited, every call run in a worker thread by :mod:`gitmem.aio`. The read
 cache lives in :mod:`gitmem.gitcache`, the run views in :mod:`gitmem.runviews`,
@@ -32,15 +32,15 @@ from gitmem.fileformat import (
     validate_directory,
     validate_path,
 )
-from gitmem.git import batch as git_batch
 from gitmem.git import bulk as git_bulk
+from gitmem.git import engine
 from gitmem.git import history as git_history
 from gitmem.git import review as git_review
 from gitmem.git import rewrite as git_rewrite
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
-from gitmem.git.repo import Done, GitRepo, lookup, set_durable, translate_errors
+from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
 from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
@@ -152,16 +152,17 @@ class SyncGitFileStore:
         ``kind`` says what the mount holds (files, records, session items or
         durable nodes); it is saved in the config and never changes.
 
-        ``durable=True`` makes every commit fsync its objects and ref before the
-        write returns. libgit2 has one switch for the whole process, so this turns
-        it on for every store in the process, and no store turns it off again.
+        ``durable=True`` makes the mount durable (``gitmem.durable`` in its config):
+        every commit, by any process, fsyncs its objects and ref before the write
+        returns (:meth:`gitmem.git.repo.GitRepo.set_durable`).
         """
         fmt = fmt or DEFAULT_FORMAT
         config = new_mount_config(fmt, kind)
-        if durable:
-            set_durable(True)
         make_private_parents(os.fspath(path))
-        return cls(GitRepo.init(os.fspath(path), config=config), fmt)
+        repo = GitRepo.init(os.fspath(path), config=config)
+        if durable:
+            repo.set_durable(True)
+        return cls(repo, fmt)
 
     @classmethod
     def open(
@@ -169,13 +170,23 @@ class SyncGitFileStore:
     ) -> SyncGitFileStore:
         """Open an existing memory; ``memory_deleted`` when it is gone.
 
-        Without ``fmt`` the limits saved in the repo's config apply; ``durable`` is
-        as for :meth:`init` (process-wide fsync of objects and refs).
+        Without ``fmt`` the limits saved in the repo's config apply. ``durable=True``
+        makes the mount durable, as for :meth:`init`, if it is not already;
+        ``False`` (the default) leaves the mount's setting as it is.
         """
-        if durable:
-            set_durable(True)
         repo = GitRepo.open(os.fspath(path))
+        if durable and not repo.durable():
+            repo.set_durable(True)
         return cls(repo, fmt or format_from_repo(repo))
+
+    @property
+    def durable(self) -> bool:
+        """Whether this mount is durable: every write fsyncs before it returns (``gitmem.durable``)."""
+        return self.repo.durable()
+
+    def set_durable(self, enabled: bool = True) -> None:
+        """Make the mount durable, for every process that writes it (``gitmem config NAME gitmem.durable true``)."""
+        self.repo.set_durable(enabled)
 
     def __repr__(self) -> str:
         return f"SyncGitFileStore({self.path!r})"
@@ -378,11 +389,11 @@ class SyncGitFileStore:
                 return FullResync(head)
             return Changes(head, self.repo.changed_paths(since, head))
 
-    # -- writes: every one is a checked batch committed by gitmem.git.batch --
+    # -- writes: every one is a checked batch committed by gitmem.git.engine --
 
     def _commit(self, batch: Batch, origin: Origin | None) -> Done[Decision | None]:
         origin = self._origin(origin)
-        return git_batch.commit_batch(
+        return engine.commit_batch(
             self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
         )
 
@@ -628,6 +639,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     forget = threaded(SyncGitFileStore.forget)
     fsck = threaded(SyncGitFileStore.fsck)
     gc = threaded(SyncGitFileStore.gc)
+    set_durable = threaded(SyncGitFileStore.set_durable)
 
 
 def as_sync(store: GitFileStore | SyncGitFileStore) -> SyncGitFileStore:

@@ -28,6 +28,7 @@ from gitmem.git.mountconfig import format_from_repo, kind_from_repo
 from gitmem.git.peek import CannotPeek, Peek, sha1
 from gitmem.git.perms import make_private_dir, open_private
 from gitmem.gitcache import ReadCache
+from gitmem.localfile import MB, read_local_text
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
@@ -127,8 +128,9 @@ def _load(repo: str, made: str) -> tuple[str, list[FileEntry]] | None:
     """The saved listing and its tree id if it was made under ``made`` and is whole (its
     checksum matches), else ``None``."""
     try:
-        with open(os.path.join(repo, DERIVED_DIR, LISTING_FILE), encoding="utf-8", newline="") as fh:
-            text = fh.read()
+        text = read_local_text(os.path.join(repo, DERIVED_DIR, LISTING_FILE), 512 * MB)
+        if text is None:
+            return None
         saved, tree, checksum, body = text.split("\n", 3)
         if saved != made or sha1(f"{tree}\n{body}".encode()).hexdigest() != checksum:
             return None
@@ -187,10 +189,8 @@ def _generation(repo: str) -> str | None:
 
     An unreadable stamp answers a new random text each time, so two readings never
     match and no listing is kept."""
-    try:
-        with open(os.path.join(repo, _GENERATION), encoding="utf-8") as fh:
-            return fh.read()
-    except FileNotFoundError:
+    path = os.path.join(repo, _GENERATION)
+    if not os.path.lexists(path):
         return None
-    except (OSError, ValueError):
-        return f"unreadable {os.urandom(8).hex()}"
+    text = read_local_text(path, 4096)
+    return text if text is not None else f"unreadable {os.urandom(8).hex()}"

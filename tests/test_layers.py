@@ -47,7 +47,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 
 # The layers of docs/architecture.md, bottom to top.
 PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config")
-SEAM = ("store", "memstore", "aio")
+SEAM = ("store", "memstore", "aio", "localfile")
 GIT = ("git",)
 INDEX = ("index",)
 FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread")
@@ -264,7 +264,7 @@ def test_the_library_check_catches_a_misplaced_import(module: str, where: str, s
         ("gitmem.adapters.cli.review", "from gitmem.git.merge import MergeRefused\n"),
         ("gitmem.adapters.mcp_server", "def lazy():\n    from gitmem.git import repo\n"),
         ("gitmem.git.repo", "from gitmem.tools import ops\n"),
-        ("gitmem.git.batch", "from gitmem.index import MountIndex\n"),
+        ("gitmem.git.engine", "from gitmem.index import MountIndex\n"),
         ("gitmem.git.rewrite", "from gitmem.adapters.watch import Watcher\n"),
         ("gitmem.index.engine", "from gitmem.gitstore import SyncGitFileStore\n"),
         ("gitmem.tools.ops", "from gitmem.gitstore import GitFileStore\n"),

@@ -21,6 +21,7 @@ from gitmem import quickread
 from gitmem.errors import MemoryStoreError
 from gitmem.git.peek import CannotPeek, Peek, apply_delta, parse_config
 from gitmem.root import Root
+from tests.loosen import loosen
 
 SHARED = "".join(f"line {i} of a note that changes a little in each version\n" for i in range(60))
 
@@ -154,11 +155,10 @@ def test_what_the_peek_declines_falls_back_to_the_store(root: Root) -> None:
 
 
 def test_a_damaged_loose_object_is_the_stores_corruption_error(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitmem.git.repo import GitRepo
 
     repo = root.mount_path("user")
-    monkeypatch.setattr(GitRepo, "pack_writes", False)  # this commit's objects are loose files
     version = root.mount("user").sync.write("new.md", "fresh content\n", expected=None)
+    loosen(repo)  # this commit's objects as loose files
     loose = repo / "objects" / version[:2] / version[2:]
     data = loose.read_bytes()
     loose.chmod(0o644)

@@ -78,6 +78,7 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
+from gitmem.localfile import MB, load_local_json
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
@@ -401,12 +402,11 @@ def tool_result(payload: Mapping[str, Any]) -> types.CallToolResult:
 
 def load_cursors(path: Path) -> dict[str, str]:
     """A cursor snapshot saved by :func:`save_cursors`; empty when missing or unreadable."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return {}
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring unreadable cursor file %s: %s", path, exc)
+    data = load_local_json(path, 16 * MB)
+    if data is None:
+        log.warning("ignoring unreadable cursor file %s (not a regular JSON file of at most 16 MiB)", path)
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         log.warning("ignoring cursor file %s: not a JSON object of strings", path)

@@ -15,14 +15,22 @@ session memory knowing anything about durable memory:
 - ``admit`` re-reads the nodes a turn selected just before the model call,
   drops any that is no longer the current revision of an active node, and
   records an admission for the rest.
+
+A binding made by :meth:`DurableRepository.bind_session` also persists (see
+:mod:`gitmem.durable.sessions`): its secret-free record is checked on resume
+(fail closed), each model context gets a distinct persisted id
+(:meth:`DurableBinding.admit_context`), and :meth:`DurableBinding.apply` fills a
+change set's omitted tenant, principal and scope from the binding (explicit
+ones must match it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from gitmem.durable.changes import ChangeSet, Create, NodeDraft
 from gitmem.durable.ledger import AccessEvent
@@ -30,6 +38,7 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import MAX_LABEL_VALUE_BYTES, Evidence, content_digest
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import ChangeResult, DurableRepository
+from gitmem.durable.sessions import binding_record, context_id
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.session.binding import ExtractedItem, RecalledNode
@@ -54,10 +63,53 @@ def _label(value: object) -> str:
 class DurableBinding:
     """One namespace of a :class:`DurableRepository`, as a session sees it."""
 
-    def __init__(self, repository: DurableRepository, namespace: Namespace, policy: RecallPolicy | None = None) -> None:
+    def __init__(
+        self,
+        repository: DurableRepository,
+        namespace: Namespace,
+        policy: RecallPolicy | None = None,
+        *,
+        session_id: str | None = None,
+    ) -> None:
         self.repository = repository
         self.namespace = namespace
         self.policy = policy or RecallPolicy()
+        self.session_id = session_id
+
+    # -- the persisted binding --
+
+    def record(self) -> dict[str, Any]:
+        """This binding's secret-free record: namespace, recall policy, semantic identity."""
+        p = self.policy
+        policy = {
+            "max_results": p.max_results,
+            "min_score": float(p.min_score),
+            "related_lookups": p.related_lookups,
+            "semantic": p.semantic,
+        }
+        semantic = self.repository.semantic_recall
+        return binding_record(self.namespace, policy, semantic.identity() if semantic is not None else None)
+
+    def apply(self, change: Mapping[str, Any], *, origin: Origin | None = None) -> ChangeResult:
+        """Apply a change set in this binding's namespace.
+
+        Its omitted ``namespace`` (or omitted tenant, principal or scope) is filled
+        from the binding; one it names must be the binding's (``forbidden``).
+        """
+        given = change.get("namespace")
+        if given is None:
+            given = {}
+        if not isinstance(given, Mapping):
+            raise MemoryStoreError("invalid_change_set", "namespace must be an object with tenant, principal and scope")
+        bound = self.namespace.as_dict()
+        for key, value in given.items():
+            if key in bound and value != bound[key]:
+                raise MemoryStoreError(
+                    "forbidden", f"the change set names {key} {value!r}; this session is bound to {bound[key]!r}"
+                )
+        filled = dict(change)
+        filled["namespace"] = {**bound, **dict(given)}
+        return self.repository.apply(filled, origin=origin)
 
     # -- gitmem.session.binding.DurableRecall --
 
@@ -149,6 +201,17 @@ class DurableBinding:
             self.repository.record_admission(event)
             admitted.append(item)
         return admitted
+
+    def next_context(self) -> str:
+        """A new model-context id for this session, distinct across restarts (persisted counter)."""
+        if self.session_id is None:
+            raise MemoryStoreError("forbidden", "only a session binding (bind_session) numbers its contexts")
+        return context_id(self.session_id, self.repository.sessions.next_context(self.session_id))
+
+    def admit_context(self, recalled: Sequence[RecalledNode]) -> tuple[str, list[RecalledNode]]:
+        """Admit ``recalled`` under a new context id; returns the id and what was admitted."""
+        ctx = self.next_context()
+        return ctx, self.admit(recalled, turn_id=ctx)
 
     def record_use(self, node_id: str, revision: int, *, event_id: str, at: datetime | None = None) -> bool:
         """Record that the model used ``node_id`` at ``revision`` (idempotent by ``event_id``:

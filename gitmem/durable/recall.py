@@ -11,11 +11,13 @@ status), and the index catches up with the store's head (through its change
 cursor) at the start of every query, so a lexical hit is the node as it is at
 that head: the node values come from the same catch-up, without a second read.
 
-The optional semantic branch (a host-supplied
-:class:`~gitmem.recall.semantic.SemanticBranch` per namespace, e.g. an
-``EmbeddingBranch``) ranks by vectors; every one of its hits is re-read and must
-be active, at the exact revision the index holds and with the content digest the
-index holds. Lexical and verified semantic ranks are fused by reciprocal-rank
+The optional semantic branch ranks by vectors: either a shared vector index
+refreshed from Active-only snapshots (:class:`~gitmem.durable.semantic.SemanticRecall`,
+whose hits carry the node revision and content digest each vector was made
+from), or an in-process :class:`~gitmem.recall.semantic.SemanticBranch` per
+namespace (e.g. an ``EmbeddingBranch``). Every semantic hit is re-read and must
+be active, at the exact revision and with the content digest its vector was made
+from (for an in-process branch: the ones the lexical index holds). Lexical and verified semantic ranks are fused by reciprocal-rank
 fusion (``1/(60 + rank)``). Any failure of that branch - the provider raising or
 answering ``None``, one hit failing verification - drops the branch, and the
 answer is the lexical one, with ``fallback`` saying why.
@@ -23,9 +25,9 @@ answer is the lexical one, with ``fallback`` saying why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
@@ -36,6 +38,7 @@ from gitmem.recall import PROFILE, RecallDoc, StoreRecall, SyncSource, rrf
 from gitmem.recall.index import MAX_LIMIT, check_min_score
 from gitmem.recall.related import MAX_RELATED_READS, one_hop
 from gitmem.recall.semantic import SemanticBranch
+from gitmem.recall.vectors import VectorHit
 
 FUSION: Final = "rrf-k60"
 Via = Literal["lexical", "fused", "related"]
@@ -81,12 +84,25 @@ class RecallAnswer:
     fallback: str | None = None  # why the semantic branch was dropped, when it was asked for
 
 
+class VectorSearch(Protocol):
+    """A shared vector index's side of recall (:class:`~gitmem.durable.semantic.SemanticRecall`)."""
+
+    def search(self, namespace: Namespace, query: str, depth: int) -> Sequence[VectorHit]: ...
+
+
 class NamespaceRecall:
     """The active nodes of one namespace kept in a recall index, caught up on every search."""
 
-    def __init__(self, store: SyncSource, namespace: Namespace, semantic: SemanticBranch | None = None) -> None:
+    def __init__(
+        self,
+        store: SyncSource,
+        namespace: Namespace,
+        semantic: SemanticBranch | None = None,
+        vectors: VectorSearch | None = None,
+    ) -> None:
         self.store = store
         self.namespace = namespace
+        self.vectors = vectors
         # id -> (revision, digest) of the active revision the index holds, and that node
         self.indexed: dict[str, tuple[int, str]] = {}
         self.active: dict[str, Node] = {}
@@ -157,12 +173,20 @@ class NamespaceRecall:
     ) -> tuple[dict[str, float] | None, str | None]:
         """Verified lexical and semantic ids fused by RRF (best first, with scores), or ``None`` and why not."""
         branch = self.recall.index.semantic
-        if branch is None:
+        if branch is None and self.vectors is None:
             return None, "no semantic branch is configured for this namespace"
         depth = min(max(policy.max_results * 4, 20), MAX_LIMIT)
         lexical = [h.id for h in self.recall.index.search(query, limit=depth, min_score=policy.min_score)]
+        made_from: dict[str, tuple[int, str]]
         try:
-            semantic = branch.rank(query, depth, None, self.recall.index)
+            if self.vectors is not None:
+                hits = self.vectors.search(self.namespace, query, depth)
+                semantic: list[str] | None = [h.node_id for h in hits]
+                made_from = {h.node_id: (h.revision, h.digest) for h in hits}
+            else:
+                assert branch is not None
+                semantic = branch.rank(query, depth, None, self.recall.index)
+                made_from = self.indexed
         except Exception as exc:  # any provider or index failure keeps the lexical answer
             return None, f"semantic branch failed: {type(exc).__name__}: {exc}"
         if semantic is None:
@@ -171,8 +195,11 @@ class NamespaceRecall:
             node = read(node_id)
             if node is None or node.status != "active":
                 return None, f"semantic hit {node_id!r} is not an active node"
-            if self.indexed.get(node_id) != (node.revision, node.digest):
-                return None, f"semantic hit {node_id!r} is not at the revision and content digest the index holds"
+            if made_from.get(node_id) != (node.revision, node.digest):
+                return (
+                    None,
+                    f"semantic hit {node_id!r} is not at the revision and content digest its vector was made from",
+                )
         fused = rrf([lexical, semantic])
         index = self.recall.index
 

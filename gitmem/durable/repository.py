@@ -65,6 +65,8 @@ _ATTEMPTS: Final = 50
 
 if TYPE_CHECKING:
     from gitmem.durable.binding import DurableBinding
+    from gitmem.durable.semantic import RefreshReceipt, SemanticHealth, SemanticMaintenance, SemanticRecall
+    from gitmem.recall.vectors import Consistency
 
 Clock = Callable[[], datetime]
 
@@ -138,16 +140,27 @@ class DurableRepository:
         clock: Clock = _utcnow,
         ledger: Ledger | None = None,
         semantic: Callable[[Namespace], SemanticBranch] | None = None,
+        semantic_recall: SemanticRecall | None = None,
     ) -> None:
         """``ledger`` keeps admissions and uses (default: a file beside a git mount, else in memory);
-        ``semantic`` builds a namespace's vector branch (the host owns provider and index)."""
+        ``semantic`` builds a namespace's in-process vector branch (the host owns provider and index);
+        ``semantic_recall`` serves the semantic branch from a shared vector index instead, refreshed
+        by :meth:`refresh_semantic_recall` (default index: in the mount's ``gitmem/derived/semantic/``)."""
         self.store = store
         self.clock = clock
+        where = getattr(store, "path", None)
         if ledger is None:
-            where = getattr(store, "path", None)
             ledger = Ledger(f"{where}/gitmem/durable-ledger.sqlite3" if isinstance(where, str) else ":memory:")
         self.ledger = ledger
         self.semantic = semantic
+        if semantic_recall is not None:
+            from gitmem.durable.semantic import SEMANTIC_DIR
+
+            semantic_recall.attach(os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None)
+        self.semantic_recall = semantic_recall
+        from gitmem.durable.sessions import SESSIONS_DIR, SessionBindings
+
+        self.sessions = SessionBindings(os.path.join(where, *SESSIONS_DIR) if isinstance(where, str) else None)
         self._recalls: dict[Namespace, NamespaceRecall] = {}
         self._recalls_lock = threading.Lock()
         self._cache = WriteCache()
@@ -170,13 +183,28 @@ class DurableRepository:
         """This repository as agent run ``run_id`` sees it: with the review gate on, its
         change sets go to ``refs/heads/proposals/<run>`` and it reads its own proposal."""
         view = self.store.for_run(run_id)  # type: ignore[attr-defined]
-        return DurableRepository(view, clock=self.clock, ledger=self.ledger, semantic=self.semantic)
+        return DurableRepository(
+            view, clock=self.clock, ledger=self.ledger, semantic=self.semantic, semantic_recall=self.semantic_recall
+        )
 
     def binding(self, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
         """A session's view of ``namespace`` (session memory's ``DurableRecall`` and ``CandidateSink``)."""
         from gitmem.durable.binding import DurableBinding
 
         return DurableBinding(self, namespace, policy)
+
+    def bind_session(self, session_id: str, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
+        """Bind session ``session_id`` to ``namespace``, persisting the binding's secret-free record.
+
+        The session's first binding is recorded; binding it again (a resume, maybe in
+        another process) must be equivalent - same namespace, recall policy and
+        semantic identity - or fails closed with ``forbidden`` (:mod:`gitmem.durable.sessions`).
+        """
+        from gitmem.durable.binding import DurableBinding
+
+        binding = DurableBinding(self, namespace, policy, session_id=session_id)
+        self.sessions.bind(session_id, binding.record())
+        return binding
 
     # -- recall (active nodes only) and the ledger of admissions and uses --
 
@@ -186,8 +214,57 @@ class DurableRepository:
             engine = self._recalls.get(namespace)
             if engine is None:
                 branch = self.semantic(namespace) if self.semantic is not None else None
-                engine = self._recalls[namespace] = NamespaceRecall(self.store, namespace, branch)
+                engine = self._recalls[namespace] = NamespaceRecall(
+                    self.store, namespace, branch, vectors=self.semantic_recall
+                )
         return engine.search(query, policy or RecallPolicy())
+
+    # -- the semantic index: refreshed on demand or on a schedule, never by a write --
+
+    def _semantic(self) -> SemanticRecall:
+        if self.semantic_recall is None:
+            raise MemoryStoreError("unavailable", "no semantic recall (embedder and vector index) is configured")
+        return self.semantic_recall
+
+    def refresh_semantic_recall(
+        self, namespace: Namespace, *, consistency: Consistency = "partition_atomic"
+    ) -> RefreshReceipt:
+        """Publish ``namespace``'s Active-only snapshot to the vector index (:mod:`gitmem.durable.semantic`)."""
+        return self._semantic().refresh(self.store, namespace, consistency=consistency)
+
+    def semantic_health(self, namespace: Namespace) -> SemanticHealth:
+        """The namespace's vector partition against the head: revision, lag, last refresh, failures.
+
+        Without a configured semantic recall this reads the mount's embedded index
+        (no embedder needed; the serving generation is then not checked).
+        """
+        if self.semantic_recall is not None:
+            return self.semantic_recall.health(self.store, namespace)
+        from gitmem.durable.semantic import SEMANTIC_DIR, RefreshLog, semantic_health
+        from gitmem.recall.vectors import SqliteVectorIndex
+
+        where = getattr(self.store, "path", None)
+        folder = os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None
+        index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+        try:
+            return semantic_health(self.store, namespace, index, RefreshLog(folder))
+        finally:
+            index.close()
+
+    def semantic_maintenance(
+        self,
+        namespaces: Sequence[Namespace],
+        *,
+        interval: float,
+        consistency: Consistency = "partition_atomic",
+    ) -> SemanticMaintenance:
+        """Refresh ``namespaces`` every ``interval`` seconds on a background thread (``close()`` it)."""
+        from gitmem.durable.semantic import SemanticMaintenance
+
+        self._semantic()
+        return SemanticMaintenance(
+            lambda ns: self.refresh_semantic_recall(ns, consistency=consistency), namespaces, interval=interval
+        )
 
     def record_admission(self, event: AccessEvent) -> bool:
         """Record that ``event.revision`` of an active node went into a model's context.

@@ -1,7 +1,7 @@
 """Reading and undoing history with pygit2: log, diff, blame, restore, revert.
 
 Reads take no lock: they start from one head and only follow immutable objects.
-``restore`` and ``revert`` are ordinary writes through :meth:`GitRepo.transact`,
+``restore`` and ``revert`` are ordinary writes through :func:`gitmem.git.engine.transact`,
 so they are compare-and-swap commits like any other change and never rewrite
 history (erasing history is :mod:`gitmem.git.rewrite`).
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
+from gitmem.git import engine
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
@@ -318,49 +318,6 @@ def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int
     return len(data)
 
 
-_TEXT_SLOT: Any = FileText.__dict__["text"]  # the slot behind FileText.text, which StoredFile fills on first use
-
-
-class StoredFile(FileText):
-    """A file at a head whose text is read and decoded on first use.
-
-    Deciding a batch compares versions; only a refusal (which hands the caller
-    the file, as a plain :class:`FileText`) or a size limit needs the text. A
-    prune of 10,000 items read 10,000 blobs for nothing before this.
-    """
-
-    __slots__ = ("_snap",)
-    _snap: Snapshot
-
-    def __init__(self, path: str, version: str, snap: Snapshot) -> None:
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "version", version)
-        object.__setattr__(self, "_snap", snap)
-
-    @property
-    def text(self) -> str:
-        try:
-            return str(_TEXT_SLOT.__get__(self))
-        except AttributeError:
-            text = decode_stored(self._snap.data(self.version))
-            _TEXT_SLOT.__set__(self, text)
-            return text
-
-    def __reduce__(self) -> tuple[object, ...]:
-        # Crossing processes (a group commit's answer, :mod:`gitmem.git.spool`) it is a plain file.
-        return (FileText, (self.path, self.text, self.version))
-
-
-def stored_file(snap: Snapshot, path: str) -> FileText | None:
-    """As :func:`current_file`, with the text read only when used (:class:`StoredFile`)."""
-    entry = snap.get(path)
-    if entry is None or entry.kind == "tree":
-        return None
-    if entry.kind != "blob":
-        raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
-    return StoredFile(path, entry.oid, snap)
-
-
 def current_file(snap: Snapshot, path: str) -> FileText | None:
     """The file at ``path`` in ``snap`` as a write sees it; ``None`` when there is none.
 
@@ -464,7 +421,7 @@ def restore(
             check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
         return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
-    return repo.transact(plan, ref=ref).result
+    return engine.transact(repo, plan, ref=ref).result
 
 
 def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None = None, ref: str = MAIN) -> str | None:
@@ -507,4 +464,4 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         paths = tuple(p for p, _, _ in changes)
         return Plan(edits, "revert", paths, origin, None, detail=f"undo {short}", extra=((T_REV, cid),))
 
-    return repo.transact(plan, ref=ref).commit
+    return engine.transact(repo, plan, ref=ref).commit

@@ -35,11 +35,10 @@ import errno
 import fcntl
 import os
 import secrets
-import select
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
@@ -51,6 +50,9 @@ LONG_WAIT = 1800.0
 """Seconds a writer waits behind maintenance: each git command it runs is bounded by 600 s."""
 
 _RECORD_SIZE = 64
+POLL_FOR = 0.02
+"""Seconds a contended taker polls the lock before it queues a blocking wait."""
+POLL_FIRST, POLL_MAX = 0.00005, 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,148 +110,6 @@ def _write_record(fd: int, state: str, op: str, count: int = 0) -> None:
         pass
 
 
-class _Helper:
-    """A thread that runs lock waits (a blocking ``flock``) for contended takers, reused from wait to wait.
-
-    Starting a thread per contended take cost about a third of a millisecond of
-    CPU each, as much as the rest of the hand-off; idle helpers wait here for the
-    next job and retire after :data:`HELPER_IDLE` seconds without one.
-    """
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.job: Callable[[], None] | None = None
-        self.thread = threading.Thread(target=self._serve, name="gitmem-lock-wait", daemon=True)
-        self.thread.start()
-
-    def give(self, job: Callable[[], None]) -> None:
-        with self.cond:
-            self.job = job
-            self.cond.notify()
-
-    def _serve(self) -> None:
-        while True:
-            with self.cond:
-                while self.job is None:
-                    if not self.cond.wait(timeout=HELPER_IDLE) and self.job is None:
-                        with _helpers_guard:
-                            if self in _idle_helpers:
-                                _idle_helpers.remove(self)
-                                return
-                job = self.job
-            try:
-                job()
-            except Exception:  # pragma: no cover - the job's caller times out as it would without a helper
-                pass
-            with self.cond:
-                self.job = None
-            with _helpers_guard:
-                if os.getpid() == _helpers_pid[0]:
-                    _idle_helpers.append(self)
-
-
-HELPER_IDLE = 30.0
-"""Seconds an idle lock helper thread waits for another job before it exits."""
-_idle_helpers: list[_Helper] = []
-_helpers_guard = threading.Lock()
-_helpers_pid = [os.getpid()]
-
-
-def _helpers_forked() -> None:
-    """The parent's helper threads do not exist in a forked child."""
-    global _helpers_guard
-    _helpers_guard = threading.Lock()
-    _idle_helpers.clear()
-    _helpers_pid[0] = os.getpid()
-
-
-os.register_at_fork(after_in_child=_helpers_forked)
-
-
-def _in_helper(job: Callable[[], None]) -> None:
-    """Run ``job`` in an idle helper thread, or a new one."""
-    with _helpers_guard:
-        helper = _idle_helpers.pop() if _idle_helpers else None
-    if helper is None:
-        helper = _Helper()
-    helper.give(job)
-
-
-class _Wait:
-    """One blocking ``flock`` queued in the kernel for a contended taker, run by a helper thread.
-
-    A taker answered while it waited (its request committed by the holder,
-    :mod:`gitmem.git.spool`) abandons the wait: a grant that comes after is let
-    go at once. Before that, the next contended taker of the same
-    :class:`WriterLock` *adopts* it (:meth:`adopt`) instead of queuing a second
-    ``flock``: each answered waiter used to leave a queued ``flock`` behind, and
-    the lock then passed through every one of them (a thread wake-up, and the
-    interpreter lock of a process busy with its next write) before it reached
-    a writer that wanted it.
-    """
-
-    __slots__ = ("abandoned", "desc", "finished", "got", "guard", "wake")
-
-    def __init__(self, path: str, wake: Wake | None) -> None:
-        self.desc = LockDescriptor(path)
-        self.got = threading.Event()
-        self.guard = threading.Lock()
-        self.abandoned = False
-        self.finished = False  # an abandoned grant was let go: nothing left to adopt
-        self.wake = wake
-
-    def run(self) -> None:
-        fd = self.desc.fd
-        try:
-            if fd is None:  # pragma: no cover - closed before the helper ran
-                raise OSError("the lock descriptor is closed")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # pragma: no cover - the descriptor was closed under us
-            with self.guard:
-                self.finished = True
-            return
-        with self.guard:
-            if not self.abandoned:
-                self.got.set()
-                if self.wake is not None:
-                    with suppress(OSError):
-                        os.write(self.wake.fd, b"l")
-                return
-            self.finished = True
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        self.desc.close()
-
-    def abandon(self) -> bool:
-        """Give the wait up; ``False`` if the lock was granted already (the caller holds it after all)."""
-        with self.guard:
-            if self.got.is_set():
-                return False
-            self.abandoned = True
-            return True
-
-    def adopt(self, wake: Wake | None) -> bool:
-        """Take over an abandoned wait still queued in the kernel (same process); whether it could be.
-
-        Only one taker can: the first clears ``abandoned``, and a wait not abandoned is not adoptable.
-        """
-        if self.desc.pid != os.getpid():  # a forked child: the wait and its helper are the parent's
-            return False
-        with self.guard:
-            if self.finished or self.got.is_set() or not self.abandoned:
-                return False
-            self.abandoned = False
-            self.wake = wake
-            return True
-
-
-@dataclass(frozen=True, slots=True)
-class Wake:
-    """A descriptor (a FIFO the waiter reads) to wait on besides the lock, and whether the wait is over."""
-
-    fd: int
-    answered: Callable[[], bool]
-
-
 class LockDescriptor:
     """An open lock file that is closed once its thread or its :class:`WriterLock` is gone.
 
@@ -275,6 +135,47 @@ class LockDescriptor:
             pass
 
 
+class _Wait:
+    """One blocking ``flock`` for a contended taker, made in a thread of its own on a fresh descriptor.
+
+    The kernel hands a released ``flock`` to a blocked waiter, so a writer that
+    lets go and takes the lock again in a loop cannot starve the others (a
+    poller sleeping between tries can be). ``flock`` has no timeout, hence the
+    thread: the taker waits for it with a deadline, and a grant that comes after
+    the taker gave up is let go at once.
+    """
+
+    __slots__ = ("abandoned", "desc", "got", "guard")
+
+    def __init__(self, path: str) -> None:
+        self.desc = LockDescriptor(path)
+        self.got = threading.Event()
+        self.guard = threading.Lock()
+        self.abandoned = False
+        threading.Thread(target=self._run, name="gitmem-lock-wait", daemon=True).start()
+
+    def _run(self) -> None:
+        fd = self.desc.fd
+        assert fd is not None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # pragma: no cover - the taker times out as it would anyway
+            return
+        with self.guard:
+            if not self.abandoned:
+                self.got.set()
+                return
+        self.desc.close()  # the taker gave up: closing lets the lock go
+
+    def give_up(self) -> bool:
+        """Abandon the wait; ``False`` when the lock was granted first (the taker holds it after all)."""
+        with self.guard:
+            if self.got.is_set():
+                return False
+            self.abandoned = True
+            return True
+
+
 class WriterLock:
     """An exclusive lock shared by every thread and process that writes one repo.
 
@@ -288,10 +189,6 @@ class WriterLock:
         self.timeout = timeout
         self.on_crash = on_crash
         self._local = threading.local()
-        self._abandoned: _Wait | None = None  # a wait its taker gave up on, still queued: the next taker adopts it
-
-    def _keep(self, wait: _Wait) -> None:
-        self._abandoned = wait
 
     def _fd(self) -> int:
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
@@ -310,58 +207,34 @@ class WriterLock:
         """The last holder's record (the current one while the lock is taken)."""
         return _read_record(self._fd())
 
-    def _acquire(
-        self,
-        fd: int,
-        on_wait: Callable[[], Wake | None] | None = None,
-        give_up: Callable[[], bool] | None = None,
-    ) -> int | None:
-        """Take the lock; returns the descriptor that holds it.
+    def _acquire(self, fd: int) -> int:
+        """Take the lock; returns the descriptor that holds it (``unavailable`` after the timeout).
 
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
-        Contended, a helper thread (reused across waits, :class:`_Helper`) waits in
-        a *blocking* ``flock`` on a fresh descriptor: the kernel hands the lock to blocked waiters when it is
-        released, whereas a poller sleeping between tries can be starved by a
-        writer that releases and re-takes the lock in a loop. The caller waits for
-        the helper with the deadline; a helper whose caller gave up releases the
-        lock as soon as it gets it. ``on_wait`` runs once the lock is found taken,
-        before waiting; ``give_up`` is asked at the deadline and may say no (keep
-        waiting, up to :data:`LONG_WAIT`).
-
-        When ``on_wait`` returns a :class:`Wake`, the caller also waits on its
-        descriptor, which the helper writes to once it has the lock: another
-        writer may answer the caller's request before the lock is ours. If
-        ``answered()`` then says so, the wait ends *without* the lock (``None``;
-        the helper lets the lock go as soon as it gets it).
+        Contended, it first tries again for :data:`POLL_FOR` with growing pauses
+        (a write holds the lock for about a millisecond, so most waits end here,
+        without a thread), then a :class:`_Wait` queues a blocking ``flock``,
+        which the kernel grants in turn, so no writer can be starved for long. A
+        holder doing long maintenance (its record says so) is waited for up to
+        :data:`LONG_WAIT`.
         """
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
             pass
-        wake = on_wait() if on_wait is not None else None
-        earlier, self._abandoned = self._abandoned, None  # two takers may read the same one: adopt() lets one
-        if earlier is not None and earlier.adopt(wake):
-            wait = earlier  # its flock is already queued in the kernel: no new one, no ghost turn
-        else:
-            wait = _Wait(self.path, wake)
-            _in_helper(wait.run)
         started = time.monotonic()
-        while True:
-            if wake is None:
-                if wait.got.wait(timeout=min(self.timeout, 1.0)):
-                    break
-            else:
-                select.select([wake.fd], [], [], min(self.timeout, 1.0))
-                with suppress(OSError):
-                    os.read(wake.fd, 512)
-                if wait.got.is_set():
-                    break
-                if wake.answered():
-                    if wait.abandon():
-                        self._keep(wait)
-                        return None
-                    break
+        pause = POLL_FIRST
+        while time.monotonic() - started < POLL_FOR:
+            time.sleep(pause)
+            pause = min(pause * 1.5, POLL_MAX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                pass
+        wait = _Wait(self.path)
+        while not wait.got.wait(timeout=min(self.timeout, 1.0)):
             waited = time.monotonic() - started
             if waited < self.timeout:
                 continue
@@ -369,40 +242,23 @@ class WriterLock:
             long_op = holder is not None and holder.held and holder.op in LONG_OPS
             if long_op and waited < max(self.timeout, LONG_WAIT):
                 continue
-            with wait.guard:  # no grant between asking give_up and giving up
-                if wait.got.is_set():
-                    break
-                if give_up is not None and not give_up() and waited < max(self.timeout, LONG_WAIT):
-                    continue
-                wait.abandoned = True
-            self._keep(wait)
+            if not wait.give_up():
+                break
             who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
             raise MemoryStoreError(
                 "unavailable",
                 f"another writer{who} has held this memory's write lock for over {waited:.0f} s; try again",
             )
-        waiter = wait.desc
-        assert waiter.fd is not None
-        self._local.waiter = waiter  # keeps the descriptor open while it holds the lock
-        return waiter.fd
+        self._local.waiter = wait.desc  # keeps the descriptor open while it holds the lock
+        assert wait.desc.fd is not None
+        return wait.desc.fd
 
-    def hold(
-        self,
-        op: str = "write",
-        *,
-        on_wait: Callable[[], Wake | None] | None = None,
-        give_up: Callable[[], bool] | None = None,
-    ) -> _Hold:
-        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout.
-
-        ``on_wait`` and ``give_up``: see :meth:`_acquire` (the cross-process group commit's hooks).
-        The context yields ``True``; ``False`` (the lock *not* held) only when ``on_wait``'s
-        :class:`Wake` said the caller was answered while it waited.
-        """
-        return _Hold(self, op, on_wait, give_up)
+    def hold(self, op: str = "write") -> _Hold:
+        """Hold the lock for ``op`` (a word; see :data:`LONG_OPS`); ``unavailable`` after the timeout."""
+        return _Hold(self, op)
 
     def _let_go(self, fd: int) -> None:
-        """Forget the descriptor that held the lock in this thread (closing a helper's once its wait is over)."""
+        """Forget the descriptor that held the lock in this thread (closing a contended wait's once it is over)."""
         local = self._local
         local.holding = None
         waiter: LockDescriptor | None = getattr(local, "waiter", None)
@@ -415,32 +271,14 @@ class WriterLock:
         """A number the holders hand on to each other through the lock file; read and set only while holding.
 
         It costs nothing extra: the holder record is written at every take and
-        release anyway. The git store keeps its estimate of the pack count here,
-        so a write need not list ``objects/pack`` to know when to fold.
+        release anyway. The write engine keeps the packs written since the last
+        fold here, so a write need not list ``objects/pack`` to know when to fold.
         """
         return int(getattr(self._local, "count", 0))
 
     @count.setter
     def count(self, value: int) -> None:
         self._local.count = max(0, value)
-
-    def is_free(self) -> bool:
-        """Whether no thread or process holds the lock right now: taken without waiting and let go at once.
-
-        Only a glimpse (it may be taken the moment after), for a caller that
-        would rather not wait behind the holder: :func:`gitmem.git.folds.count_pack`.
-        """
-        if getattr(self._local, "holding", None) is not None:
-            return False  # ours: letting go of the probe would let go of our hold
-        probe = LockDescriptor(self.path)  # not the thread's: a probe keeps no descriptor open
-        try:
-            assert probe.fd is not None
-            fcntl.flock(probe.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        finally:
-            probe.close()  # closing lets the probe's flock go
-        return True
 
     @contextmanager
     def try_hold(self, op: str = "write") -> Iterator[bool]:
@@ -470,32 +308,18 @@ class WriterLock:
 
 
 class _Hold:
-    """One taking of a :class:`WriterLock` (:meth:`WriterLock.hold`), as a plain context manager.
+    """One taking of a :class:`WriterLock` (:meth:`WriterLock.hold`), as a plain context manager."""
 
-    Every write enters one; a class costs less than a generator-based
-    ``contextmanager`` (no generator, no wrapper object stepping it).
-    """
+    __slots__ = ("fd", "lock", "op")
 
-    __slots__ = ("fd", "give_up", "lock", "on_wait", "op")
-
-    def __init__(
-        self,
-        lock: WriterLock,
-        op: str,
-        on_wait: Callable[[], Wake | None] | None,
-        give_up: Callable[[], bool] | None,
-    ) -> None:
+    def __init__(self, lock: WriterLock, op: str) -> None:
         self.lock = lock
         self.op = op
-        self.on_wait = on_wait
-        self.give_up = give_up
         self.fd: int | None = None
 
     def __enter__(self) -> bool:
         lock = self.lock
-        fd = lock._acquire(lock._fd(), self.on_wait, self.give_up)
-        if fd is None:
-            return False
+        fd = lock._acquire(lock._fd())
         local = lock._local
         local.holding = fd
         try:
@@ -532,11 +356,14 @@ class _Hold:
 
 
 def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:
-    """Delete the ref and config lock files created at or after ``since_ns`` (a file mtime).
+    """Delete the ref and config lock files made at or after ``since_ns`` (the dead holder's record time).
 
     Call only while holding the :class:`WriterLock`, right after finding that
     its previous holder died holding it (the record written at ``since_ns``):
-    those files are that writer's leftovers. Returns the paths removed.
+    those files are that writer's leftovers. A file's change time is compared,
+    not its modification time: a lock made by ``link`` or ``rename`` of an
+    older file keeps the old mtime, and was then taken for a foreign git's
+    (waited for ``stale_lock_seconds`` behind every such kill). Returns the paths removed.
     """
     found = [os.path.join(repo_path, name) for name in ("packed-refs.lock", "config.lock", "HEAD.lock")]
     for folder, _, names in os.walk(os.path.join(repo_path, "refs")):
@@ -544,7 +371,7 @@ def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:
     removed: list[str] = []
     for path in found:
         try:
-            if os.stat(path).st_mtime_ns >= since_ns:
+            if os.lstat(path).st_ctime_ns >= since_ns:
                 os.unlink(path)
                 removed.append(path)
         except FileNotFoundError:

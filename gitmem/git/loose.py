@@ -25,7 +25,9 @@ by itself.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +42,7 @@ _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
 _CHECKED: dict[str, set[bytes]] = {}
-_WRITE_TRIES = 5
+_WRITE_TRIES = 50  # a folder removed again between each try (a prune loop) still ends
 
 
 class CorruptObject(MemoryStoreError):
@@ -184,8 +186,7 @@ class LooseGuard(pygit2.OdbBackend):
             raise KeyError(hexid)
         shown = f"objects/{hexid[:2]}/{hexid[2:]}" if path.startswith(self._dirs[0]) else path
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
+            raw = _read_object_file(path)
         except FileNotFoundError:  # pruned or packed meanwhile
             raise KeyError(hexid) from None
         except OSError as exc:
@@ -271,6 +272,18 @@ class LooseGuard(pygit2.OdbBackend):
                     raise
 
 
+def _read_object_file(path: str) -> bytes:
+    """A loose object file's bytes; ``OSError`` for anything but a regular file (a planted FIFO never blocks)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def _drop_redundant(path: str) -> bool:
     """Delete a damaged loose copy of an object a pack holds intact, as ``git prune-packed`` would.
 
@@ -302,8 +315,8 @@ class Handle(pygit2.Repository):
     pygit2 gives every handle four collections (``branches``, ``references``,
     ``remotes``, ``submodules``) that each hold the handle: a cycle only Python's
     collector breaks, seconds later. Until then the handle keeps every pack it
-    read open and mapped, folded and deleted ones included, and a mapped pack
-    file cannot be recycled (:mod:`gitmem.git.spares`). Here each collection is
+    read open and mapped, folded and deleted ones included, so their disk space
+    is not freed. Here each collection is
     made when asked for and holds the handle only as long as the caller keeps it.
     """
 
@@ -347,9 +360,7 @@ def damaged_loose_objects(objects: str) -> Iterator[CorruptObject]:
             path = os.path.join(folder, name)
             shown = f"objects/{fan}/{name}"
             try:
-                with open(path, "rb") as fh:
-                    raw = fh.read()
-                parse_loose(raw)
+                parse_loose(_read_object_file(path))
             except FileNotFoundError:
                 continue
             except OSError as exc:

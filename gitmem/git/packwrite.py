@@ -25,15 +25,18 @@ reads do not search an ever-growing list of indexes.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 import struct
 import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 
-from gitmem.git import packfold, spares
-from gitmem.git.perms import write_private
+from gitmem.git import packfold
+from gitmem.git.perms import read_private, write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
     FILE_MODES,
@@ -189,7 +192,7 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
 
 
 def _write_file(path: str, data: bytes, durable: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o444)
     try:
         view = memoryview(data)
         while view:
@@ -248,26 +251,17 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     sha, pack, idx = pack_files(pending)
     folder = os.path.join(repo_path, "objects", "pack")
     base = os.path.join(folder, f"pack-{sha}")
-    mode = spares.created_mode(0o444)
     tmp_idx = ""
     try:
-        spare = spares.fill(repo_path, pack, mode)
-        if spare is not None:
-            # The name is the content's hash: a pack already there under it (a retried plan, or a
-            # crash's leftover without index) holds these very bytes or is read by nobody.
-            os.rename(spare, base + ".pack")
-        else:
-            try:
-                _write_file(base + ".pack", pack, False)
-            except FileExistsError:
-                if os.path.exists(base + ".idx"):
-                    return sha  # the very same objects were packed before (a retried plan)
-                os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
-                _write_file(base + ".pack", pack, False)
-        tmp_idx = spares.fill(repo_path, idx, mode) or ""
-        if not tmp_idx:
-            tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
-            _write_file(tmp_idx, idx, False)
+        try:
+            _write_file(base + ".pack", pack, False)
+        except FileExistsError:
+            if os.path.exists(base + ".idx"):
+                return sha  # the very same objects were packed before (a retried plan)
+            os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
+            _write_file(base + ".pack", pack, False)
+        tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
+        _write_file(tmp_idx, idx, False)
         if durable:
             fsync_together([base + ".pack", tmp_idx])
         os.rename(tmp_idx, base + ".idx")
@@ -325,14 +319,78 @@ GRACE_SECONDS = 0.25
 """How long a folded pack stays at least (and until a later compaction): see :func:`compact`."""
 
 
+_PACK_NAME = re.compile(r"pack-(?:[0-9a-f]{40}|[0-9a-f]{64})")
+_FOLDED_LIMIT = 1 << 20  # bytes of the folded list read at most (a few thousand lines)
+
+
 def _folded(repo_path: str) -> dict[str, float]:
-    """The packs waiting to be deleted, each with when it was folded (kept for the record)."""
-    try:
-        with open(os.path.join(repo_path, FOLDED)) as fh:
-            lines = [line.split() for line in fh]
-    except FileNotFoundError:
+    """The packs waiting to be deleted, each with when it was folded.
+
+    The list is input like any file under the mount: only lines of exactly the
+    form a fold writes (a pack's name, a finite time) count; anything else is
+    dropped, and a name is never joined to a path before it passed that check.
+    """
+    raw = read_private(os.path.join(repo_path, FOLDED), _FOLDED_LIMIT)
+    if raw is None:
         return {}
-    return {parts[0]: float(parts[1]) for parts in lines if len(parts) == 2}
+    folded: dict[str, float] = {}
+    for line in raw.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) != 2 or not _PACK_NAME.fullmatch(parts[0]):
+            continue
+        try:
+            when = float(parts[1])
+        except ValueError:
+            continue
+        if math.isfinite(when):
+            folded[parts[0]] = when
+    return folded
+
+
+def _index_names(idx_path: str) -> tuple[bytes, int] | None:
+    """A v2 pack index's bytes and object count, or ``None`` when the file is no such index."""
+    raw = read_private(idx_path, 1 << 31)
+    if raw is None or len(raw) < _NAMES or raw[:8] != b"\xfftOc\x00\x00\x00\x02":
+        return None
+    count = int.from_bytes(raw[_NAMES - 4 : _NAMES], "big")
+    return (raw, count) if len(raw) >= _NAMES + 20 * count else None
+
+
+_NAMES = 8 + 256 * 4  # where a v2 index's sorted object names start
+
+
+def _lists(index: tuple[bytes, int], oid: bytes) -> bool:
+    """Whether the index lists ``oid`` (a binary search within its fan-out bucket)."""
+    raw, _ = index
+    first = oid[0]
+    lo = int.from_bytes(raw[8 + 4 * (first - 1) : 8 + 4 * first], "big") if first else 0
+    hi = int.from_bytes(raw[8 + 4 * first : 12 + 4 * first], "big")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        name = raw[_NAMES + 20 * mid : _NAMES + 20 * mid + 20]
+        if name == oid:
+            return True
+        if name < oid:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
+def _held_elsewhere(folder: str, name: str, keep: set[str]) -> bool:
+    """Whether every object of pack ``name`` is also in one of the ``keep`` packs (so deleting it loses nothing)."""
+    mine = _index_names(os.path.join(folder, name + ".idx"))
+    if mine is None:
+        return not os.path.lexists(os.path.join(folder, name + ".idx"))  # already gone: nothing to lose
+    raw, count = mine
+    missing = [raw[_NAMES + 20 * i : _NAMES + 20 * i + 20] for i in range(count)]
+    for other in keep:
+        if not missing:
+            break
+        index = _index_names(os.path.join(folder, other + ".idx"))
+        if index is not None:
+            missing = [oid for oid in missing if not _lists(index, oid)]
+    return not missing
 
 
 def pack_count(repo_path: str) -> int:
@@ -381,7 +439,7 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     which also finds deltas. The chosen packs are not deleted at once but
     listed in :data:`FOLDED`; a later compaction deletes them once
     :data:`GRACE_SECONDS` (a quarter second) have passed, so they outlive at
-    least one fold interval (:data:`gitmem.git.repo.MAX_PACKS` commits) and
+    least one fold interval (:data:`gitmem.git.engine.MAX_PACKS` commits) and
     that quarter second. Under a burst the folder then holds the live packs
     and those folded in the last quarter second (79-149 index files in a
     1,208-command burst on tmpfs, against 1,033 with 60 s).
@@ -417,12 +475,21 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     deleted = False
     due = [name for name, when in sorted(folded.items()) if now - when >= GRACE_SECONDS]
     if due:
-        spares.refresh(repo_path)
-    for name in due:
-        for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
-            spares.give(repo_path, os.path.join(folder, name + ext))  # recycled, or deleted
-        del folded[name]
-        deleted = True
+        with os.scandir(folder) as found:
+            live = {e.name[:-4] for e in found if e.name.endswith(".idx") and _PACK_NAME.fullmatch(e.name[:-4])}
+        keep = live - set(folded)
+        for name in due:
+            del folded[name]
+            # A listed pack is deleted only once another live pack holds each of its objects:
+            # the list can be edited by anyone who can write the folder, and a live pack's
+            # name in it must not delete history.
+            if not _held_elsewhere(folder, name, keep):
+                keep.add(name)
+                continue
+            for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
+                with suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name + ext))
+            deleted = True
     sizes: dict[str, int] = {}
     with os.scandir(folder) as found:
         for entry in found:

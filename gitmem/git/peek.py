@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import zlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 if TYPE_CHECKING:
     from hashlib import sha1 as sha1
@@ -109,9 +110,30 @@ class _Pack:
         return None
 
 
+_MAX_CONFIG = 1 << 20
+
+
+def _open(path: str, *, follow: bool = False) -> BinaryIO:
+    """``path`` opened for reading, as a regular file only (a FIFO never blocks); no link followed unless ``follow``.
+
+    Everything under a mount's folder is input: a FIFO planted as a ref or an
+    object must not hang a quick ``ls``, and a link must not lead outside.
+    ``OSError`` otherwise, which every caller turns into :class:`CannotPeek`.
+    """
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
 def _map(path: str) -> mmap.mmap:
     try:
-        with open(path, "rb") as fh:
+        with _open(path) as fh:
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:  # gone (compacted), unreadable, or empty
         raise CannotPeek(f"{path}: {exc}") from None
@@ -235,16 +257,16 @@ class Peek:
 
     def _ref(self, name: str) -> str:
         try:
-            with open(os.path.join(self.path, name), encoding="ascii") as fh:
-                return fh.read().strip()
+            with _open(os.path.join(self.path, name)) as fh:
+                return fh.read(256).decode("ascii").strip()
         except FileNotFoundError:
             pass
         except (OSError, UnicodeDecodeError) as exc:
             raise CannotPeek(f"{name}: {exc}") from None
         try:
-            with open(os.path.join(self.path, "packed-refs"), encoding="utf-8") as fh:
-                for line in fh:
-                    oid, _, ref = line.rstrip("\n").partition(" ")
+            with _open(os.path.join(self.path, "packed-refs")) as fh:
+                for raw in fh:
+                    oid, _, ref = raw.decode("utf-8").rstrip("\n").partition(" ")
                     if ref == name and not oid.startswith(("#", "^")):
                         return oid
         except (OSError, UnicodeDecodeError):
@@ -276,7 +298,7 @@ class Peek:
 
     def _loose(self, oid: str) -> tuple[int, bytes]:
         try:
-            with open(os.path.join(self._objects, oid[:2], oid[2:]), "rb") as fh:
+            with _open(os.path.join(self._objects, oid[:2], oid[2:])) as fh:
                 if os.fstat(fh.fileno()).st_size > _MAX_OBJECT:
                     raise CannotPeek(f"object {oid} is too large to peek at")
                 compressed = fh.read()
@@ -447,8 +469,10 @@ def _read_config(git_dir: str) -> dict[str, str]:
     values: dict[str, str] = {}
     for path in config_files(git_dir):
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            with _open(path, follow=True) as fh:  # a user's ~/.gitconfig is often a link
+                if os.fstat(fh.fileno()).st_size > _MAX_CONFIG:
+                    raise CannotPeek(f"{path} is larger than a config file gitmem reads")
+                text = fh.read().decode("utf-8")
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:

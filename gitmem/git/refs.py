@@ -17,6 +17,7 @@ crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Mapping
 from typing import Final
@@ -24,7 +25,6 @@ from typing import Final
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import spares
 from gitmem.git.locks import remove_if_stale
 from gitmem.model import CommitId, RefName
 
@@ -55,11 +55,11 @@ def read_ref_file(path: str) -> CommitId | None:
     machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        raw = os.read(fd, 64)
+        raw = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         return None
     finally:
@@ -150,66 +150,46 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     git's own protocol, as libgit2's transaction follows it: create ``<ref>.lock``
     exclusively (every git client honours it), read the ref while holding it,
     write the new id, ``rename`` the lock over the ref (fsynced first, and the
-    folder after, when ``durable``). The lock is a recycled file when the pool
-    has one (made by an exclusive ``link``, as exclusive as ``O_EXCL``), and the
-    ref's old file joins the pool instead of being freed
-    (:mod:`gitmem.git.spares`). libgit2's transaction makes the same file
-    changes but measured 4-6x slower per update (``docs/benchmarks.md``).
-    Returns ``None``, having changed nothing, when this path does not apply: the
-    lock is taken (a foreign git, or a crash's leftover), the ref is not a loose
-    file holding an id (packed, symbolic, absent) or it keeps a reflog; the
+    folder after, when ``durable``). libgit2's transaction makes the same file
+    changes but measured 4-6x slower per update. Returns ``None``, having
+    changed nothing, when this path does not apply: the lock is taken (a
+    foreign git, or a crash's leftover), the ref is not a plain loose file
+    holding an id (packed, symbolic, a link, absent) or it keeps a reflog; the
     caller then uses :func:`swap_ref`, which waits, breaks stale locks and
     writes reflogs. Call while holding the mount's writer lock.
     """
     ref = os.path.join(repo_path, *name.split("/"))
-    if os.path.exists(os.path.join(repo_path, "logs", *name.split("/"))):
+    if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
         return None
     lock = ref + ".lock"
-    data = new.encode("ascii") + b"\n"
-    taken = spares.take(repo_path, len(data))
-    if taken is not None:
-        spare, fd, info = taken
-        try:
-            os.link(spare, lock)  # exclusive, as O_EXCL: fails when any git holds the lock
-        except OSError as error:
-            spares.put_back(repo_path, spare, fd, info)
-            if isinstance(error, (FileExistsError, FileNotFoundError)):
-                return None
-            taken = None
-        else:
-            try:
-                os.unlink(spare)
-            except OSError:
-                pass
-    if taken is None:
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        except (FileExistsError, FileNotFoundError):
-            return None
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except (FileExistsError, FileNotFoundError):
+        return None
     try:
         try:
-            ref_fd = os.open(ref, os.O_RDONLY | os.O_CLOEXEC)
+            # No link is followed and nothing but a plain file is read: a FIFO planted as
+            # the ref must not block the writer (O_NONBLOCK), a link is libgit2's business.
+            ref_fd = os.open(ref, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             current = b""
+        except OSError:
+            current = b"?"
         else:
             try:
-                current = os.read(ref_fd, 100).strip()
+                current = os.read(ref_fd, 100).strip() if stat.S_ISREG(os.fstat(ref_fd).st_mode) else b"?"
             finally:
                 os.close(ref_fd)
-        if len(current) != 40 or current.startswith(b"ref:") or current.decode("ascii") != old:
-            os.close(fd)  # a recycled lock's lease goes with it
+        if len(current) != 40 or current.startswith(b"ref:") or current.decode("ascii", "replace") != old:
+            os.close(fd)
             fd = -1
             os.unlink(lock)
             return None if len(current) != 40 or current.startswith(b"ref:") else False
-        if taken is not None:
-            spares.overwrite(fd, taken[2], data, spares.created_mode(0o644))
-        else:
-            os.write(fd, data)
+        os.write(fd, new.encode("ascii") + b"\n")
         if durable:
             os.fsync(fd)
         os.close(fd)
         fd = -1
-        spares.keep(repo_path, ref, len(current) + 1)  # the old file joins the pool instead of being freed by the rename
         os.rename(lock, ref)
     except BaseException:
         if fd >= 0:

@@ -1,31 +1,29 @@
-"""One bare repository seen as a memory, and the transaction every file change commits through.
+"""One bare repository seen as a memory: opening, creating, reading at a head, folding packs.
 
-What lives here: opening and creating repos, reading trees and blobs at a head,
-and :meth:`GitRepo.transact`, which rebuilds only the trees on the changed
-paths, creates the commit and moves the ref with the one compare-and-swap of
-:mod:`gitmem.git.refs`. The write round itself is :mod:`gitmem.git.writeround`,
-the snapshot and plan values :mod:`gitmem.git.snapshot` (re-exported here), the
-pack folds' bookkeeping :mod:`gitmem.git.folds`; they never import this module. Every store write (:mod:`gitmem.git.batch`), restore and
-revert commits here; the other writers in ``git/`` are history rewrites
+Writes are not here: every change to a mount's files becomes a commit in
+:mod:`gitmem.git.engine`, which takes this handle's writer lock, plans on its
+snapshot and moves the ref. The other writers in ``git/`` are history rewrites
 (:mod:`gitmem.git.rewrite`), merges (:mod:`gitmem.git.merge`) and the review
 gate (:mod:`gitmem.git.review`), and they move refs through the same CAS.
 Everything is expressed in hex ids, bytes and str, so the layers above never see pygit2.
 
-How a change becomes a commit (:meth:`GitRepo.transact`)::
+**Process-wide pygit2 settings.** libgit2's settings belong to the process,
+not to a repository, and importing this module changes three of them for
+whatever program embeds gitmem (:data:`PYGIT2_SETTINGS` lists them):
+strict object creation is turned off (libgit2 otherwise looks up every object
+a new tree or commit names; gitmem only names objects it has just written or
+read from the head under the writer lock), the object cache keeps trees up to
+8 MiB, and at most 256 pack files stay open. A host that wants libgit2's
+defaults sets ``GITMEM_PYGIT2_DEFAULTS=1`` in the environment before importing
+gitmem; gitmem then works as before, a little slower on big folders.
 
-    take the writer flock ──► read head ──► plan(snapshot) ──► write blob/trees/commit
-          ▲                                                      │
-          └────────── ref moved by a foreign writer ◄── CAS main ┘
-
-A plan re-runs at most :data:`MAX_ATTEMPTS` times; a ref that a foreign writer
-moves faster than that is ``unavailable``. Waiting for the writer lock and for a
-foreign git's ref lock is bounded too (:mod:`gitmem.git.locks`).
-
-Importing this module turns libgit2's strict object creation off for the whole
-process: libgit2 would otherwise look up every object a new tree or commit
-names, about a third of a write's CPU. gitmem only names objects it has just
-written, or read from the head under the writer lock, so the check buys nothing
-here; other pygit2 users in the same process lose it too.
+**Durability** is the mount's: ``gitmem.durable`` in its config
+(:meth:`GitRepo.set_durable`, ``gitmem config NAME gitmem.durable true``), read
+by every process at every write, and by the write engine's own pack and ref
+writes. The same switch sets ``core.fsync`` for the git CLI, and a process that
+finds a durable mount turns libgit2's fsync on (a process-wide switch, so
+libgit2's own writes to other mounts of that process, rare merges and ref
+updates, fsync too: safer, never less safe).
 """
 
 from __future__ import annotations
@@ -33,49 +31,42 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, Final
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, folds, group, packwrite, spool, writeround
+from gitmem.git import cli, packwrite
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.recent import RecentObjects, recent_for
-from gitmem.git.refs import MAIN, read_ref, read_ref_file, swap_loose_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, read_ref_file
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
 from gitmem.git.snapshot import (
     Done,
     Entry,
     Plan,
-    R,
     Snapshot,
     lookup,
     translate_errors,
     walk_file_ids,
     walk_files,
 )
-from gitmem.git.snapshot import kind_of as _kind
 from gitmem.git.treediff import diff_trees
-from gitmem.git.writeround import MAX_ATTEMPTS, PACK_EDITS
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 __all__ = [  # names callers, tests and benchmarks reach for here (cli: tests patch cli.run_git through it)
-    "CROSS_PROCESS",
+    "DURABLE_KEY",
     "EMPTY_TREE",
-    "GROUP_COMMIT",
-    "HARD_MAX_PACKS",
-    "MAX_ATTEMPTS",
-    "MAX_PACKS",
-    "PACK_EDITS",
+    "PYGIT2_SETTINGS",
     "Done",
     "Entry",
     "GitRepo",
@@ -83,7 +74,6 @@ __all__ = [  # names callers, tests and benchmarks reach for here (cli: tests pa
     "Snapshot",
     "cli",
     "lookup",
-    "set_durable",
     "translate_errors",
     "walk_file_ids",
     "walk_files",
@@ -95,26 +85,23 @@ _OBJECT_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 
 # libgit2 keeps parsed trees in its object cache only up to 4 KiB each by default, so a
 # folder of more than ~100 files was parsed again on every read by path (~1 ms per 1000
-# entries: a read in a 10k-file folder took ~10 ms, 0.25 ms with this). Process-wide,
-# like every libgit2 cache setting; the cache's total size stays bounded (256 MiB).
+# entries: a read in a 10k-file folder took ~10 ms, 0.25 ms with this); the cache's total
+# stays bounded (256 MiB). Each commit is a pack until a fold, and libgit2 keeps a
+# descriptor open per pack it has read: at most 256 (the least recently used is closed
+# and reopened on demand). Strict object creation: see the module's docstring.
 TREE_CACHE_LIMIT = 8 * 1024 * 1024
-pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
-
-# Each commit is a pack until compaction folds them (gitmem.git.packwrite), and libgit2
-# keeps a descriptor open per pack it has read: bound them process-wide (the least
-# recently used pack is closed first and reopened on demand).
 MWINDOW_FILE_LIMIT = 256
-pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
+PYGIT2_SETTINGS: Final = {
+    "enable_strict_object_creation": False,
+    "cache_object_limit(TREE)": TREE_CACHE_LIMIT,
+    "mwindow_file_limit": MWINDOW_FILE_LIMIT,
+}
+"""What importing gitmem sets in libgit2 for the whole process, unless ``GITMEM_PYGIT2_DEFAULTS=1``."""
 
-
-# libgit2 re-checks that every object a new tree or commit names exists (an odb lookup
-# per entry), which costs about a third of a write's CPU. gitmem only names objects it
-# has just written or read from the head under the writer lock, so the check adds no
-# safety here. The switch is process-wide.
-pygit2.settings.enable_strict_object_creation(False)
-
-
-_durable = [False]  # what set_durable last said; the pack writer fsyncs to match libgit2
+if os.environ.get("GITMEM_PYGIT2_DEFAULTS", "").strip() not in ("1", "true", "yes"):
+    pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
+    pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
+    pygit2.settings.enable_strict_object_creation(False)
 
 _pid = [os.getpid()]  # this process's id, kept current across fork: os.getpid() is a system call
 
@@ -125,27 +112,11 @@ def _forked() -> None:
 
 os.register_at_fork(after_in_child=_forked)
 
-
-def set_durable(enabled: bool = True) -> None:
-    """Make libgit2 fsync every object and ref file it writes, and their folders.
-
-    The switch belongs to libgit2 and so is process-wide: it covers every
-    repository this process writes. A commit then waits for about a dozen fsyncs
-    (two per new object, two for the ref) against two for a plain file store;
-    ``docs/benchmarks.md`` has the measured cost.
-    """
-    pygit2.settings.enable_fsync_gitdir(enabled)
-    _durable[0] = enabled
-
-
-MAX_PACKS = 24
-"""Packs written since the last fold after which the write folds before it returns (see :mod:`gitmem.git.folds`)."""
-HARD_MAX_PACKS = 64
-"""Packs above which a writer waits for a busy fold lock to fold, or folds under the writer lock once a fold failed."""
-GROUP_COMMIT = True
-"""Commit the writes that threads of one process queue at the same time together (:mod:`gitmem.git.group`)."""
-CROSS_PROCESS = True
-"""A writer that finds the lock taken hands its requests to the holder's round (:mod:`gitmem.git.spool`)."""
+DURABLE_KEY: Final = "gitmem.durable"
+"""The mount's durability switch: every commit fsyncs its pack, its ref and their folders first."""
+_GIT_FSYNC: Final = ("core.fsync", "committed")  # what the git CLI (2.36+) honours for this repository
+_libgit2_fsync = [False]  # whether this process turned libgit2's fsync on (it never turns it off)
+_COMMIT_TREES = 64  # commits whose tree id a handle remembers (its latest writes)
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
 
@@ -156,9 +127,6 @@ class GitRepo:
     pygit2 repositories are not safe to share between threads, so each thread
     (and each process after ``fork``) opens its own handle.
     """
-
-    pack_writes = True
-    """Write each commit's new objects as one pack (:mod:`gitmem.git.packwrite`) rather than loose files."""
 
     def __init__(self, path: str, *, stale_lock_seconds: float = 30.0, lock_timeout: float = 30.0) -> None:
         self.path = os.path.abspath(path)
@@ -171,10 +139,13 @@ class GitRepo:
         self.pending_path = os.path.join(self.path, "gitmem", "forget-pending")
         """Exists while a forget or purge may have moved refs without pruning the old objects yet."""
         self.lock = WriterLock(
-            os.path.join(self.path, "gitmem", "write.lock"), timeout=lock_timeout, on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path)
+            os.path.join(self.path, "gitmem", "write.lock"),
+            timeout=lock_timeout,
+            on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path),
         )
-        self.recent = recent_for(self.path)
-        """The objects of this process's latest commits (:mod:`gitmem.git.recent`)."""
+        self._config_path = os.path.join(self.path, "config")
+        self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
+        self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
         """Held by a pack fold, and after the writer lock by what deletes objects (see :meth:`maintenance`)."""
 
@@ -229,6 +200,8 @@ class GitRepo:
         if repo is None or local.pid != pid:
             if not os.path.isdir(os.path.join(self.path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.path} no longer exists")
+            if not _libgit2_fsync[0]:
+                self.durable()  # a durable mount turns libgit2's fsync on before the handle opens
             repo = open_repository(self.path)
             marks = self._marks()
             if getattr(local, "pid", None) != pid or getattr(local, "gen", (None,))[0] != marks[0]:
@@ -287,16 +260,67 @@ class GitRepo:
     def config_set(self, key: str, value: str) -> None:
         with translate_errors(self.path):
             self.repo.config[key] = value
+        self._durable = None
+
+    def durable(self) -> bool:
+        """Whether the mount is durable (``gitmem.durable``): read at every write, from a cached parse.
+
+        The config is parsed again only when its size, mtime or inode changed, so
+        a ``gitmem config`` made by another process applies to the next write here.
+        """
+        try:
+            st = os.stat(self._config_path)
+        except OSError:
+            return False
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._durable
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:  # the file alone, not through a handle: opening one asks this first
+            raw = pygit2.Config(self._config_path)[DURABLE_KEY]
+        except (KeyError, pygit2.GitError, OSError, ValueError):
+            raw = None
+        value = raw is not None and str(raw).strip().lower() in ("true", "yes", "on", "1")
+        self._durable = (stamp, value)
+        if value and not _libgit2_fsync[0]:
+            # libgit2 reads its switch when a handle opens its ref database: reopen this one.
+            pygit2.settings.enable_fsync_gitdir(True)
+            _libgit2_fsync[0] = True
+            self._local.repo = None
+        return value
+
+    def set_durable(self, enabled: bool = True) -> None:
+        """Make every write to this mount fsync before it is acknowledged, in every process (or stop).
+
+        Saved in the mount's config, with ``core.fsync`` for the git CLI (see
+        the module's docstring for libgit2's own writes).
+        """
+        with translate_errors(self.path):
+            config = self.repo.config
+            config[DURABLE_KEY] = "true" if enabled else "false"
+            if enabled:
+                config[_GIT_FSYNC[0]] = _GIT_FSYNC[1]
+            elif _GIT_FSYNC[0] in config:
+                del config[_GIT_FSYNC[0]]
+        self._durable = None
+        self.durable()
 
     # -- reads (no lock: refs and objects are read consistently from one head) --
 
     def head(self) -> CommitId:
         """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
-        return self._head_in(self.fresh())
+        return self.head_in(self.fresh())
 
-    def _head_in(self, repo: pygit2.Repository) -> CommitId:
+    def head_in(self, repo: pygit2.Repository) -> CommitId:
         """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
-        head = read_ref_file(self._main_path) or read_ref(repo, MAIN)
+        head = read_ref_file(self._main_path)
+        if head is None:
+            # Not a plain loose ref: packed, symbolic or a link are libgit2's to read, but a
+            # FIFO or device planted there would block libgit2's open for good.
+            with suppress(FileNotFoundError):
+                if not stat.S_ISREG(os.lstat(self._main_path).st_mode) and not os.path.islink(self._main_path):
+                    raise MemoryStoreError("unavailable", f"{self._main_path} is not a regular file; remove it")
+            head = read_ref(repo, MAIN)
         if head is None:
             # A handle opened before Root.remove keeps its pygit2 object; the ref vanishing
             # with the whole repo is a deleted memory, not a broken one.
@@ -311,50 +335,27 @@ class GitRepo:
             return read_ref(self.fresh(), name)
 
     def tree_of(self, commit: str) -> pygit2.Tree:
-        recent = self._recent()
-        known = recent.read_tree_of(commit)
+        known = self._commit_trees.get(commit)
         if known is not None:
             return self.repo[known].peel(pygit2.Tree)
         tree = self.repo[commit].peel(pygit2.Tree)
-        recent.learn_tree(commit, str(tree.id))
+        self.remember_tree(commit, str(tree.id))
         return tree
 
-    def _recent(self) -> RecentObjects:
-        """This process's recent objects, emptied first if a purge or forget erased history since.
-
-        The history mark is the one this thread's handle was last checked against
-        (every call starts by reading ``main`` through :meth:`fresh`), so this costs
-        no system call; without one it is read from disk.
-        """
-        marks = getattr(self._local, "gen", None)
-        self.recent.check(marks[0] if marks is not None else self.history_mark())
-        return self.recent
-
-    def _raw(self, oid: str) -> bytes:
-        found = self.recent.raw(oid)
-        return found if found is not None else self.blob(oid)
+    def remember_tree(self, commit: str, tree: str) -> None:
+        """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""
+        trees = self._commit_trees
+        if len(trees) >= _COMMIT_TREES:
+            trees.clear()
+        trees[commit] = tree
 
     def tree_id_of(self, commit: str) -> str:
         """The id of ``commit``'s tree (for a commit this process just made, without reading it)."""
-        tree = self._recent().tree_of(commit)
-        return tree if tree is not None else str(self.tree_of(commit).id)
+        known = self._commit_trees.get(commit)
+        return known if known is not None else str(self.tree_of(commit).id)
 
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``."""
-        tree = self._recent().tree_of(commit)
-        if tree is not None:  # a commit this process just made: its new trees are read from memory
-            cache = self.recent.trees(self._tree_cache())  # parsed once per process, not per handle
-            parts = path.split("/")
-            for name in parts[:-1]:
-                found = cache.view(tree, self._raw).get(name.encode())
-                if found is None or _kind(found[0]) != "tree":
-                    return None
-                tree = found[1].hex()
-            found = cache.view(tree, self._raw).get(parts[-1].encode())
-            if found is None or _kind(found[0]) != "blob":
-                return None
-            oid = found[1].hex()
-            return oid, self._raw(oid)
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None
@@ -416,12 +417,6 @@ class GitRepo:
 
         Lets callers cache per folder by tree id (a tree id names its whole content).
         """
-        raw = self._recent().raw(tree_id)
-        if raw is not None:
-            return [
-                (name.decode("utf-8", "replace"), _kind(mode), oid.hex())
-                for name, (mode, oid) in packwrite.parse_tree(raw).items()
-            ]
         items: list[tuple[str, str, str]] = []
         for obj in self.repo[tree_id].peel(pygit2.Tree):
             mode = obj.filemode
@@ -487,73 +482,14 @@ class GitRepo:
         diff_trees(self.repo, self.tree_of(old).id, self.tree_of(new).id, "", paths)
         return tuple(sorted(set(paths)))
 
-    # -- writes --
+    # -- what the write engine (gitmem.git.engine) uses --
 
-    def transact(
-        self, plan: Callable[[Snapshot], Plan[R]], *, ref: str = MAIN, spec: spool.Spec | None = None
-    ) -> Done[R]:
-        """Run ``plan`` on the head and commit its edits with a CAS on ``ref`` (``main``).
-
-        ``plan`` runs under the writer lock and may raise a store error to refuse
-        the change, or return a plan without edits for a no-op. When a writer
-        outside gitmem (a push, plain git) moved the ref in between, the plan is
-        re-run on the new head: its checks decide again, so nothing is merged
-        blindly. Another ``ref`` (a proposal branch) that does not exist yet is
-        forked from ``main``: the plan sees main's head and the ref is created
-        atomically. Returns the new commit (``None`` for a no-op) and the result
-        of the plan that was committed.
-
-        Changes to ``main`` from threads of this process that queue at the same
-        time are committed together (:mod:`gitmem.git.group`): each plan runs on
-        the head the one before it made, each is its own commit, and the chain
-        lands as one pack and one ref update. A caller gets its own outcome.
-        With ``spec`` (the plan as a picklable factory: ``spec(repo)`` returns
-        it), a writer in another process may commit it (:mod:`gitmem.git.spool`).
-        """
-        try:
-            if ref != MAIN or not self.pack_writes or not GROUP_COMMIT:
-                return writeround.transact_alone(self, plan, ref, durable=_durable[0])
-            done: Done[R] = group.submit(self.path, plan, self._round, spec)
-            return done
-        finally:
-            # A fold this thread's round found due, paid now: the writer lock is let go
-            # and the round's other callers answered, and nothing runs after we return.
-            folds.pay(self.path, self._fold_once, HARD_MAX_PACKS)
-
-    def _round(self, requests: list[group.Request]) -> list[group.Request]:
-        """One group-commit round (:func:`gitmem.git.writeround.run_round`), with this module's switches as they are now."""
-        return writeround.run_round(self, requests, cross=CROSS_PROCESS, durable=_durable[0])
-
-    def on_main(self, header: spool.Header) -> bool:
-        """Whether a spool slot's round tip is ``main`` or one of its ancestors."""
-        if not header.tip:
-            return False
-        head = self.head()
-        return head == header.tip or self.descendant_of(head, header.tip)
-
-    def _pack_trees(
-        self,
-        repo: pygit2.Repository,
-        snap: Snapshot,
-        pending: packwrite.PendingObjects,
-        edits: Sequence[tuple[str, str | None]],
-    ) -> str:
-        """The plan's edits applied to the snapshot's tree in memory; new trees go to ``pending``."""
-        return packwrite.set_paths(snap.raw, pending, snap.tree_id, edits, self._tree_cache())
-
-    def _tree_cache(self) -> packwrite.TreeCache:
+    def tree_cache(self) -> packwrite.TreeCache:
+        """This thread's parsed trees, shared by its snapshots (a folder is parsed once, not per write)."""
         cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
         if cache is None:
             cache = self._local.trees = packwrite.TreeCache()
         return cache
-
-    def _count_pack(self) -> bool:
-        """Count the pack a commit just wrote; whether a fold is due (:func:`gitmem.git.folds.count_pack`)."""
-        return folds.count_pack(self.path, self.lock, self.fold_lock, self.compact, MAX_PACKS, HARD_MAX_PACKS)
-
-    def owe_fold(self) -> None:
-        """A fold was found due in this thread: :meth:`transact` runs it before it returns (:func:`gitmem.git.folds.pay`)."""
-        folds.owe(self.path)
 
     def compact(self) -> None:
         """Fold the small per-commit packs together by git's geometric rule, under the fold lock.
@@ -573,9 +509,9 @@ class GitRepo:
         purge holds the lock) this fold waits and runs after it, so packs
         written since the other fold listed them are folded too.
         """
-        self._fold_once(True)
+        self.fold_once(True)
 
-    def _fold_once(self, wait: bool) -> bool:
+    def fold_once(self, wait: bool) -> bool:
         """:meth:`compact`, or without ``wait`` nothing when the fold lock is taken; whether it folded.
 
         The thread's descriptor of the fold lock is closed after: a writer thread
@@ -612,23 +548,6 @@ class GitRepo:
         with self.lock.hold(op), self.fold_lock.hold(op):
             yield
 
-    def _cas(self, repo: pygit2.Repository, old: str, new: str) -> bool:
-        """Move ``main`` from ``old`` to ``new``; ``False`` when someone else moved it first."""
-        if self.pack_writes:
-            moved = swap_loose_ref(self.path, MAIN, old, new, durable=_durable[0])
-            if moved is not None:
-                return moved
-        return swap_ref(
-            repo,
-            self.path,
-            MAIN,
-            old,
-            new,
-            message="gitmem: move main",
-            stale_after=self.stale_lock_seconds,
-            timeout=self.lock_timeout,
-        )
-
 
 def _bump(gen_path: str) -> None:
     tmp = f"{gen_path}.{os.getpid()}.tmp"
@@ -645,11 +564,6 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
-    if os.path.isdir(spool.spool_dir(path)):
-        # Its round may have written outcomes for other processes' requests: settle them
-        # before anything (a forget included) can change main's history.
-        repo = GitRepo(path)
-        spool.recover(path, repo.on_main)
 
 
 

@@ -53,12 +53,13 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, packwrite, spares
+from gitmem.git import cli, packwrite
+from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
-from gitmem.git.perms import open_private
+from gitmem.git.perms import open_private, read_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
-from gitmem.git.repo import MAX_ATTEMPTS, GitRepo, translate_errors
+from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.model import Origin
@@ -140,18 +141,14 @@ def gc(repo: GitRepo) -> GcReport:
             _prune_now(repo)
         else:
             run_git(repo.path, "gc", "--quiet", lock=repo.lock)
-            spares.drain(repo.path)
         packwrite.remove_orphan_packs(repo.path)  # a killed writer's pack without index; git keeps those
     return GcReport(before, count_objects(repo))
 
 
 def _mark_pending(repo: GitRepo, what: str) -> str | None:
     """Record that refs are about to lose objects; returns an earlier unfinished mark's text."""
-    try:
-        with open(repo.pending_path) as earlier:
-            unfinished: str | None = earlier.read().strip()
-    except FileNotFoundError:
-        unfinished = None
+    earlier = read_private(repo.pending_path, 64 * 1024)
+    unfinished = earlier.decode("utf-8", "replace").strip() if earlier is not None else None
     with os.fdopen(open_private(repo.pending_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as mark:
         mark.write(f"{what}\n")
         mark.flush()
@@ -170,7 +167,6 @@ def _prune_now(repo: GitRepo) -> None:
         if "already running" not in done.stderr or time.monotonic() > deadline:
             raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
         time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
-    spares.drain(repo.path)  # recycled files may hold folded packs with what was erased
     repo.bump_generation()
     try:
         os.unlink(repo.pending_path)

@@ -1,11 +1,8 @@
 """What a writer sees and decides on: the head's snapshot, a plan, its outcome, and error translation.
 
-Split out of :mod:`gitmem.git.repo` so that the write round
-(:mod:`gitmem.git.writeround`) and the repository handle both build on it
-without importing each other: :class:`Snapshot` is the head of ``main`` as a plan
-sees it under the writer lock, :class:`Plan` what the plan decided, :class:`Done`
-what the commit came to. :mod:`gitmem.git.repo` re-exports every name here, so
-callers keep importing them from there.
+:class:`Snapshot` is the head of a ref as a plan sees it under the writer lock
+(:mod:`gitmem.git.engine`), :class:`Plan` what the plan decided, :class:`Done`
+what the commit came to. :mod:`gitmem.git.repo` re-exports these names.
 """
 
 from __future__ import annotations
@@ -13,15 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import decode_stored
 from gitmem.git import packwrite
 from gitmem.git.loose import raise_if_corrupt, take_corruption
-from gitmem.git.recent import RecentObjects
-from gitmem.model import BlobVersion, CommitId, Origin
+from gitmem.model import BlobVersion, CommitId, FileText, Origin
 
 FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -71,11 +68,9 @@ class Snapshot:
     """The head of ``main`` as a writer sees it under the lock.
 
     With ``pending``, blobs a plan writes are kept in memory for the commit's
-    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files, and the
-    head may itself be a commit still in ``pending``: the one a group commit
-    made for the request before (see :mod:`gitmem.git.group`). Lookups read the
-    raw trees (from ``pending`` or the repository) through ``trees``, the
-    writer's cache of parsed trees, so consecutive writes parse a folder once.
+    pack (:mod:`gitmem.git.packwrite`) instead of becoming loose files. Lookups
+    read the raw trees (from ``pending`` or the repository) through ``trees``,
+    the writer's cache of parsed trees, so consecutive writes parse a folder once.
     """
 
     def __init__(
@@ -86,14 +81,10 @@ class Snapshot:
         *,
         tree: str | None = None,
         trees: packwrite.TreeCache | None = None,
-        recent: RecentObjects | None = None,
     ) -> None:
         self._repo = repo
         self.head = head
         self.pending = pending
-        self._recent = recent
-        if tree is None and recent is not None:
-            tree = recent.tree_of(head)
         self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
         self._trees = trees if trees is not None else packwrite.TreeCache()
         self._folders: dict[str, str | None] = {"": self.tree_id}
@@ -106,10 +97,6 @@ class Snapshot:
     def raw(self, oid: str) -> bytes:
         if self.pending is not None:
             found = self.pending.raw(oid)
-            if found is not None:
-                return found
-        if self._recent is not None:
-            found = self._recent.raw(oid)
             if found is not None:
                 return found
         return bytes(self._repo[oid].read_raw())
@@ -231,3 +218,46 @@ def walk_file_ids(tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, py
             yield from walk_file_ids(obj, f"{prefix}{obj.name}/")
         elif mode in FILE_MODES:
             yield f"{prefix}{obj.name}", obj.id
+
+
+_TEXT_SLOT: Any = FileText.__dict__["text"]  # the slot behind FileText.text, which StoredFile fills on first use
+
+
+class StoredFile(FileText):
+    """A file at a head whose text is read and decoded on first use.
+
+    Deciding a batch compares versions; only a refusal (which hands the caller
+    the file, as a plain :class:`FileText`) or a size limit needs the text. A
+    prune of 10,000 items read 10,000 blobs for nothing before this.
+    """
+
+    __slots__ = ("_snap",)
+    _snap: Snapshot
+
+    def __init__(self, path: str, version: str, snap: Snapshot) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "_snap", snap)
+
+    @property
+    def text(self) -> str:
+        try:
+            return str(_TEXT_SLOT.__get__(self))
+        except AttributeError:
+            text = decode_stored(self._snap.data(self.version))
+            _TEXT_SLOT.__set__(self, text)
+            return text
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled (a worker process's answer) it is a plain file.
+        return (FileText, (self.path, self.text, self.version))
+
+
+def stored_file(snap: Snapshot, path: str) -> FileText | None:
+    """As :func:`current_file`, with the text read only when used (:class:`StoredFile`)."""
+    entry = snap.get(path)
+    if entry is None or entry.kind == "tree":
+        return None
+    if entry.kind != "blob":
+        raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
+    return StoredFile(path, entry.oid, snap)

@@ -20,10 +20,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitmem.localfile import load_local_json
 from gitmem.recall.index import RecallDoc
 from gitmem.recall.tokens import PROFILE
 
 FORMAT = "gitmem-recall-snapshot/1"
+SNAPSHOT_LIMIT = 1 << 30
+"""Bytes of a snapshot file read at most; a bigger file is not ours and is rebuilt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,7 @@ def save(path: str | os.PathLike[str], snapshot: Snapshot, *, key: str, prefix: 
 def load(path: str | os.PathLike[str], *, key: str, prefix: str) -> Snapshot | None:
     """The snapshot at ``path`` when it is one of ours for this profile, key and prefix; else ``None``."""
     try:
-        body = json.loads(Path(path).read_text(encoding="utf-8"))
+        body = load_local_json(path, SNAPSHOT_LIMIT)
         if (
             not isinstance(body, dict)
             or body.get("format") != FORMAT

@@ -59,3 +59,10 @@ class CandidateSink(Protocol):
     confidence does not authorise activation). Returns the new node ids."""
 
     def propose_candidates(self, items: Sequence[ExtractedItem], *, origin: Origin | None) -> Sequence[str]: ...
+
+
+class DurableAdmission(Protocol):
+    """Admission just before the model call: the recalled durable nodes still current and
+    active, recorded under a new model-context id (returned with them)."""
+
+    def admit_context(self, recalled: Sequence[RecalledNode]) -> tuple[str, Sequence[RecalledNode]]: ...

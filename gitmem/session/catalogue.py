@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall.index import Ranking
@@ -37,6 +38,7 @@ from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
 SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/1"
+SNAPSHOT_LIMIT: Final = 1 << 30  # bytes read at most: a bigger file is not ours, and is rebuilt
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Catalogue:
     def _resume(self) -> None:
         assert self.snapshot is not None
         try:
-            body = json.loads(self.snapshot.read_text(encoding="utf-8"))
+            body = load_local_json(self.snapshot, SNAPSHOT_LIMIT)
             if (
                 not isinstance(body, dict)
                 or body.get("format") != SNAPSHOT_FORMAT

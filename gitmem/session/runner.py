@@ -8,7 +8,10 @@
    Each recalled memory is reported as a ``memory_recalled`` event, then one
    ``memories_searched`` event closes the search; the memories become a
    ``<session-memory>`` block in the turn's context.
-2. **The model call** gets the prompt and that block.
+2. **The model call** gets the prompt and that block. With a
+   :class:`~gitmem.session.binding.DurableAdmission` bound, the durable nodes
+   are admitted first, under a new model-context id: a node that is no longer
+   the current revision of an active node is dropped from the block.
 3. **Extraction** of the finished turn runs on the session's FIFO job queue: in
    the background after a streaming turn, before returning otherwise. Accepted
    items are stored in session memory and, when a
@@ -26,7 +29,7 @@ from typing import Any, Final, Literal
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
-from gitmem.session.binding import CandidateSink, DurableRecall
+from gitmem.session.binding import CandidateSink, DurableAdmission, DurableRecall, RecalledNode
 from gitmem.session.extraction import (
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MAX_ITEMS,
@@ -106,6 +109,7 @@ class TurnResult:
     response: str
     recall: TurnRecall
     extraction: Future[ExtractionOutcome] | None = field(default=None)
+    context_id: str | None = None  # the model context the durable nodes were admitted under
 
 
 def render_block(memories: tuple[RecalledMemory, ...]) -> str:
@@ -134,6 +138,7 @@ class SessionRunner:
         extractor: Extractor | None = None,
         durable: DurableRecall | None = None,
         candidates: CandidateSink | None = None,
+        admission: DurableAdmission | None = None,
         on_event: Callable[[MemoryEvent], None] | None = None,
         recall_limit: int = RECALL_LIMIT,
         max_items: int = DEFAULT_MAX_ITEMS,
@@ -146,6 +151,7 @@ class SessionRunner:
         self.extractor = extractor
         self.durable = durable
         self.candidates = candidates
+        self.admission = admission
         self.on_event = on_event
         self.recall_limit = recall_limit
         self.max_items = max_items
@@ -224,10 +230,20 @@ class SessionRunner:
         if self.jobs.closed:
             raise MemoryStoreError("unavailable", f"session {self.session_id} is closed")
         recall = self.recall(prompt)
-        reply = self.model(TurnContext(prompt, recall.block))
+        context_id = None
+        block = recall.block
+        durable = [m for m in recall.memories if m.layer == "durable"]
+        if self.admission is not None and durable:
+            nodes = [RecalledNode(m.id, m.revision or 0, m.content, m.score) for m in durable]
+            context_id, admitted = self.admission.admit_context(nodes)
+            kept = {(n.node_id, n.revision) for n in admitted}
+            block = render_block(
+                tuple(m for m in recall.memories if m.layer != "durable" or (m.id, m.revision) in kept)
+            )
+        reply = self.model(TurnContext(prompt, block))
         if isinstance(reply, str):
             reply = ModelReply(reply)
-        result = TurnResult(prompt, reply.text, recall)
+        result = TurnResult(prompt, reply.text, recall, context_id=context_id)
         if self.extractor is not None:
             request = ExtractionRequest(
                 prompt=prompt,

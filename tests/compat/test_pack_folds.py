@@ -2,9 +2,9 @@
 
 A caller may delete a memory's folder the moment its last write returned; a
 fold still running then (the first design ran it in a background thread) made
-and deleted files in it. The fold is paid by the caller whose round found it
-due, after the writer lock is let go; the round's other callers, and writers
-that find the fold lock busy, do not wait for it, yet the pack count stays bounded.
+and deleted files in it. The fold is paid by the write that found it due, after
+the writer lock is let go; writers that find the fold lock busy do not wait for
+it unless the packs pile up, so the pack count stays bounded.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from contract.support import assert_fsck_clean
 
 from gitmem import GitFileStore
-from gitmem.git import packwrite
+from gitmem.git import engine, packwrite
 from gitmem.git import repo as gitrepo
 
 
@@ -28,11 +28,11 @@ def _listing(repo: Path) -> list[str]:
 
 
 def test_the_write_that_finds_a_fold_due_folds_before_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(engine, "MAX_PACKS", 3)
     for attempt in range(5):
         repo = tmp_path / f"m{attempt}.git"
         store = GitFileStore.init(repo).sync
-        for n in range(gitrepo.MAX_PACKS):
+        for n in range(engine.MAX_PACKS):
             store.write(f"f{n}.md", f"{n}\n", expected=None)
         before = packwrite.pack_count(str(repo))
         store.write("last.md", "the write that finds the fold due\n", expected=None)
@@ -47,12 +47,12 @@ def test_the_write_that_finds_a_fold_due_folds_before_it_returns(tmp_path: Path,
 
 def test_async_writes_fold_before_the_await_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The async face runs each call in a worker thread: the fold is paid there, before the await returns."""
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 2)
+    monkeypatch.setattr(engine, "MAX_PACKS", 2)
 
     async def writes(repo: Path) -> list[int]:
         store = GitFileStore.init(repo)
         counts = []
-        for n in range(3 * (gitrepo.MAX_PACKS + 1)):
+        for n in range(3 * (engine.MAX_PACKS + 1)):
             await store.write(f"f{n}.md", f"{n}\n", expected=None)
             counts.append(packwrite.pack_count(str(repo)))
             listing = _listing(repo)
@@ -63,60 +63,10 @@ def test_async_writes_fold_before_the_await_returns(tmp_path: Path, monkeypatch:
     for attempt in range(3):
         repo = tmp_path / f"m{attempt}.git"
         counts = asyncio.run(writes(repo))
-        assert max(counts) <= gitrepo.MAX_PACKS + 2 and min(counts[gitrepo.MAX_PACKS :]) < max(counts)
+        assert max(counts) <= engine.MAX_PACKS + 2 and min(counts[engine.MAX_PACKS :]) < max(counts)
         assert not [t for t in threading.enumerate() if t.name == "gitmem-fold"]
         assert_fsck_clean(repo)
         shutil.rmtree(repo)
-
-
-def test_followers_of_the_round_that_found_the_fold_due_do_not_wait_for_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Group commit: only the caller whose thread owes the fold pays; the other callers are answered before it."""
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 0)  # every round finds a fold due
-    fold_once = gitrepo.GitRepo._fold_once
-    entered, release = threading.Event(), threading.Event()
-    payer: list[int] = []
-
-    def first_fold_waits(self: gitrepo.GitRepo, wait: bool) -> bool:
-        if not payer:
-            payer.append(threading.get_ident())
-            entered.set()
-            assert release.wait(120)
-        return fold_once(self, wait)
-
-    monkeypatch.setattr(gitrepo.GitRepo, "_fold_once", first_fold_waits)
-    store = GitFileStore.init(tmp_path / "m.git").sync
-    start = threading.Barrier(4)
-    done: dict[int, int] = {}
-    errors: list[BaseException] = []
-
-    def writer(k: int) -> None:
-        try:
-            start.wait()
-            for n in range(6):
-                store.write(f"w{k}/{n}.md", f"{n}\n", expected=None)
-            done[threading.get_ident()] = k
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    try:
-        assert entered.wait(60)
-        others = [t for t in threads if t.ident != payer[0]]
-        for t in others:
-            t.join(30)  # well short of the payer's wait: a writer held behind its fold is caught here
-        finished = [t for t in others if not t.is_alive()]
-    finally:
-        release.set()
-        for t in threads:
-            t.join(60)
-    assert not errors, errors
-    assert finished == others  # every other writer finished while the payer was still folding
-    assert len(done) == 4
-    assert_fsck_clean(tmp_path / "m.git")
 
 
 def _fold_lock_held_elsewhere(repo: Path) -> tuple[threading.Event, threading.Event, threading.Thread]:
@@ -133,28 +83,27 @@ def _fold_lock_held_elsewhere(repo: Path) -> tuple[threading.Event, threading.Ev
     return held, leave, holder
 
 
-def test_a_busy_fold_lock_does_not_hold_writers_and_the_next_write_folds(
+def test_a_busy_fold_lock_does_not_hold_writers_and_a_later_write_folds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(engine, "MAX_PACKS", 3)
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     held, leave, holder = _fold_lock_held_elsewhere(repo)
     try:
         assert held.wait(60)
-        for n in range(gitrepo.MAX_PACKS + 2):  # past the interval, not yet twice it
+        for n in range(engine.MAX_PACKS + 2):  # past the interval, not yet twice it: nobody waits
             store.write(f"f{n}.md", f"{n}\n", expected=None)
-        with store.repo.lock.hold():
-            assert store.repo.lock.count > gitrepo.MAX_PACKS  # carried: the next write asks again
         busy = packwrite.pack_count(str(repo))
-        assert busy > gitrepo.MAX_PACKS
+        assert busy > engine.MAX_PACKS
     finally:
         leave.set()
         holder.join(60)
-    store.write("next.md", "folds now\n", expected=None)
-    assert packwrite.pack_count(str(repo)) < busy
-    with store.repo.lock.hold():
-        assert store.repo.lock.count == 0
+    counts = []
+    for n in range(engine.MAX_PACKS + 1):
+        store.write(f"next{n}.md", "folds now\n", expected=None)
+        counts.append(packwrite.pack_count(str(repo)))
+    assert min(counts) < busy
     assert_fsck_clean(repo)
 
 
@@ -162,11 +111,10 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Back-pressure: past twice the interval with the lock busy all along, a write waits and folds."""
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 2)
-    monkeypatch.setattr(gitrepo, "HARD_MAX_PACKS", 4)
+    monkeypatch.setattr(engine, "MAX_PACKS", 2)
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
-    fold_once = gitrepo.GitRepo._fold_once
+    fold_once = gitrepo.GitRepo.fold_once
     waited: list[int] = []
 
     def noting(self: gitrepo.GitRepo, wait: bool) -> bool:
@@ -175,7 +123,7 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
             leave.set()  # the other fold may end now: this write waits for it, then folds
         return fold_once(self, wait)
 
-    monkeypatch.setattr(gitrepo.GitRepo, "_fold_once", noting)
+    monkeypatch.setattr(gitrepo.GitRepo, "fold_once", noting)
     held, leave, holder = _fold_lock_held_elsewhere(repo)
     try:
         assert held.wait(60)
@@ -188,7 +136,7 @@ def test_writers_that_outrun_a_busy_fold_wait_for_it_once_the_packs_pile_up(
     finally:
         leave.set()
         holder.join(60)
-    assert waited and waited[0] > gitrepo.HARD_MAX_PACKS
-    assert most <= gitrepo.HARD_MAX_PACKS + 2 * gitrepo.MAX_PACKS + 1
+    assert waited and waited[0] > 2 * engine.MAX_PACKS
+    assert most <= 3 * engine.MAX_PACKS + 2
     assert packwrite.pack_count(str(repo)) < waited[0]  # it folded once the lock was its
     assert_fsck_clean(repo)

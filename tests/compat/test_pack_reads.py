@@ -1,9 +1,8 @@
 """Reads after many pack writes: what a new handle finds, and the folded packs it must not have to search.
 
 A fold leaves the packs it copied for ``packwrite.GRACE_SECONDS`` (readers may
-have listed them) and dates them so that readers search them last. In the
-writing process, a new handle reads the latest commits' trees from memory,
-parsed once for every handle.
+have listed them) and dates them so that readers search them last. A new
+handle in the writing process reads exactly what libgit2 reads.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from contract.support import assert_fsck_clean
 
 from gitmem import GitFileStore
 from gitmem.git import packwrite
-from gitmem.git.recent import recent_for
 
 
 def _folded(repo: Path) -> dict[str, float]:
@@ -28,24 +26,20 @@ def _idx_names(repo: Path) -> set[str]:
 
 
 def test_a_new_handle_in_the_writing_process_reads_what_libgit2_reads(tmp_path: Path) -> None:
-    """Its trees come from memory (parsed once for every handle), its blob from the packs."""
+    """Every commit is a pack of its own: a new handle finds each file as libgit2 does, also after a purge mark."""
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     paths = [f"t{n % 4}/s{n % 7}/f{n}.md" for n in range(40)]
     for n, path in enumerate(paths):
         store.write(path, f"{n}\n", expected=None)
-    recent = recent_for(store.repo.path)
     for n, path in enumerate(paths):
         fresh = GitFileStore.open(repo).sync
         got = fresh.read(path)
         assert got.text == f"{n}\n"
         assert got.version == str(pygit2.Repository(str(repo)).revparse_single(f"main:{path}").id)
-    assert recent._parsed  # the trees were parsed once, for the process
-    head_tree = recent.tree_of(store.head())
-    assert head_tree is not None and head_tree in recent._parsed
     store.repo.bump_generation()  # what a purge or forget does: objects may be gone
     assert GitFileStore.open(repo).sync.read(paths[0]).text == "0\n"
-    assert head_tree not in recent._parsed
+    assert store.read(paths[-1]).text == f"{len(paths) - 1}\n"
 
 
 def test_folded_packs_are_dated_before_every_live_pack_so_readers_search_them_last(

@@ -17,7 +17,7 @@ import pytest
 
 from contract.support import assert_fsck_clean, git
 from gitmem import MemoryStoreError, SyncGitFileStore
-from gitmem.git import batch as git_batch
+from gitmem.git import engine
 from gitmem.model import Edit
 from gitmem.store import Batch, Decision
 
@@ -45,7 +45,7 @@ def foreign_commit(repo: Path, path: str, text: str) -> str:
 
 def race_once(monkeypatch: pytest.MonkeyPatch, foreign: Callable[[], str]) -> list[str]:
     """Make ``foreign`` commit right after the batch's first decision; returns the foreign commit."""
-    real = git_batch.decide
+    real = engine.decide
     done: list[str] = []
 
     def decide_then_race(batch: Batch, current: Callable[..., object], version_of: Callable[..., object]) -> Decision | None:
@@ -54,7 +54,7 @@ def race_once(monkeypatch: pytest.MonkeyPatch, foreign: Callable[[], str]) -> li
             done.append(foreign())
         return decision
 
-    monkeypatch.setattr(git_batch, "decide", decide_then_race)
+    monkeypatch.setattr(engine, "decide", decide_then_race)
     return done
 
 

@@ -1,7 +1,8 @@
-"""A batch's trees are built folder by folder, with the same result as one path at a time (loose and packed).
+"""A batch's trees are built folder by folder, with the same result as libgit2 one path at a time.
 
-``GitRepo.transact`` applies a batch with ``_set_paths``, which writes each changed
-folder once; ``_set_path`` (one path) is the rule it must match. Random batches of
+The write engine applies a batch with ``treeedit.set_paths``, which encodes each
+changed folder once; libgit2's tree builder, one path at a time
+(``libgit2_trees.set_path``), is the rule it must match. Random batches of
 creates and deletes over a random tree compare the two: the same tree id, or the
 same refusal.
 """
@@ -18,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import loosetrees, packwrite
+from gitmem.git import packwrite
+
+from . import libgit2_trees as loosetrees
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)

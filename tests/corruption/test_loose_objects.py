@@ -22,6 +22,7 @@ import pytest
 
 from gitmem import GitFileStore
 from gitmem.git.loose import damaged_loose_objects, parse_loose
+from tests.loosen import loosen
 
 WORKER = Path(__file__).with_name("corrupt_worker.py")
 HANG_GUARD = 120.0  # seconds for all ~20 calls: only a hang gets near it
@@ -56,7 +57,6 @@ def _memory(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
     """A memory with history; returns its path, an older cursor and the ids of objects to damage."""
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
-    store.repo.pack_writes = False  # loose objects to damage (store writes are packs by default)
     store.write("notes/a.md", "a memory about cats\n" * 40, expected=None)
     cursor = store.head()
     store.write("b.md", "another memory\n", expected=None)
@@ -66,6 +66,7 @@ def _memory(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
     commit = head
     tree = _git(repo, "rev-parse", f"{head}:notes")
     blob = store.read("notes/a.md").version
+    loosen(repo)  # loose objects to damage (store writes are packs)
     return repo, cursor, {"blob": blob, "tree": tree, "commit": commit}
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from gitmem import GitFileStore, MemoryStoreError, SyncGitFileStore
+from tests.loosen import loosen
 
 from .conftest import Git
 
 
 def test_fsck_is_clean_on_gitmem_commits_and_reports_damage(store: SyncGitFileStore, git: Git) -> None:
-    store.repo.pack_writes = False  # a loose object to damage (writes are packed by default)
     store.write("a.md", "content\n", expected=None)
+    loosen(store.path)  # a loose object to damage (writes are packed)
     report = store.fsck()
     assert report.ok, report.messages
 

@@ -1,7 +1,7 @@
 """Random atomic batches (``apply``) give the same tree on both stores.
 
 A git commit's edits are applied folder by folder, each tree written once
-(``gitmem.git.loosetrees.set_paths``); the in-memory store applies them path by path.
+(libgit2's tree builder, ``tests/contract/libgit2_trees.py``); the in-memory store applies them path by path.
 Over batches that create, overwrite and delete nested files, delete missing ones,
 and collide files with folders, both must end with the same files and refuse the
 same batches with the same code.

@@ -120,14 +120,14 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     """
     import pygit2
 
-    from gitmem.git.repo import GitRepo
+    from gitmem.git import engine
 
-    original_cas, original_lookup = GitRepo._cas, pygit2.Repository.lookup_reference
+    original_cas, original_lookup = engine._move, pygit2.Repository.lookup_reference
     in_cas = []
 
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
-        in_cas.append(new)
-        return original_cas(self, repo, old, new)
+    def cas(*a: Any, **kw: Any) -> bool:
+        in_cas.append(a[5])  # the new commit
+        return original_cas(*a, **kw)
 
     def lookup_then_stop(self: Any, name: str) -> Any:
         ref = original_lookup(self, name)
@@ -145,7 +145,7 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         original_rename(src, dst, **kw)
 
-    GitRepo._cas = cas  # type: ignore[method-assign]
+    engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
     os.rename = rename_then_stop  # type: ignore[assignment]
     store = open_store(args)
@@ -164,32 +164,12 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
     ``step`` is the n-th file operation of :func:`gitmem.git.packwrite.write_pack`
     it stops before: 0 before the pack (written under its final name), 1 before
-    the temp index, 2 before renaming the index, 3 after it (before the ref
-    moves). With ``pool``, the pack and index are recycled files
-    (:mod:`gitmem.git.spares`): 0 after the pack was written into its spare
-    (before the rename to its final name), 1 after the index was, 2 before the
-    index's spare is renamed into place, 3 before the ref moves; without it the
-    pool is switched off. With ``compact``, it stops inside the ``git repack`` run instead.
+    the temp index, 2 before renaming the index, 3 after it (before the ref moves).
     """
-    from gitmem.git import packwrite, spares
-    from gitmem.git.repo import GitRepo
+    from gitmem.git import engine, packwrite
 
     step, ops = int(args.get("step", 0)), [0]
     acks = Acks(args["acks"])
-    pool = bool(int(args.get("pool", 0)))
-    if not pool:
-        spares._enabled[0] = False
-    original_fill = spares.fill
-
-    def fill(repo_path: str, data: bytes, mode: int) -> str | None:
-        made = original_fill(repo_path, data, mode)
-        if made is None:
-            raise SystemExit("the pool was meant to hold spares")
-        maybe_stop()
-        return made
-
-    if pool:
-        spares.fill = fill  # type: ignore[assignment]
 
     def maybe_stop() -> None:
         if ops[0] == step:
@@ -204,20 +184,20 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
         original_write(path, data, durable)
 
     def rename(src: Any, dst: Any, **kw: Any) -> None:
-        if ("tmp_" in str(src) and "objects" in str(src)) or ("spares" in str(src) and str(dst).endswith(".idx")):
+        if "tmp_" in str(src) and "objects" in str(src):
             maybe_stop()
         original_rename(src, dst, **kw)
 
     packwrite._write_file = write_file  # type: ignore[assignment]
     packwrite.os.rename = rename  # type: ignore[assignment,attr-defined]
-    original_cas = GitRepo._cas
+    original_move = engine._move
 
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
+    def move(*a: Any, **kw: Any) -> bool:
         if ops[0] == step:
             maybe_stop()
-        return original_cas(self, repo, old, new)
+        return original_move(*a, **kw)
 
-    GitRepo._cas = cas  # type: ignore[method-assign]
+    engine._move = move  # type: ignore[assignment]
     store = open_store(args)
     store.write("stopped.md", "never acknowledged\n", expected=None)
     raise SystemExit("the parent was meant to kill this process")
@@ -225,10 +205,9 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
 def mode_stop_in_compact(args: dict[str, Any]) -> None:
     """Write until a compaction starts, let ``git repack`` run ``delay`` s, then stop it and self for a SIGKILL."""
-    from gitmem.git import cli, packfold
-    from gitmem.git import repo as gitrepo
+    from gitmem.git import cli, engine, packfold
 
-    gitrepo.MAX_PACKS = 2
+    engine.MAX_PACKS = 2
     packfold.MAX_BYTES = 0  # every fold goes to git pack-objects
     acks = Acks(args["acks"])
     original = cli.run_git
@@ -247,7 +226,7 @@ def mode_stop_in_compact(args: dict[str, Any]) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
         raise SystemExit("the parent was meant to kill this process")
 
-    gitrepo.cli.run_git = run_git  # type: ignore[assignment]
+    cli.run_git = run_git  # type: ignore[assignment]
     store = open_store(args)
     for n in range(10):
         store.write(f"c{n}.md", f"{n}\n", expected=None)
@@ -261,10 +240,9 @@ def mode_stop_in_fold(args: dict[str, Any]) -> None:
     ``idx`` (the pack renamed, not its index), ``record`` (the new pack complete,
     the folded packs not yet listed for deletion).
     """
-    from gitmem.git import packfold
-    from gitmem.git import repo as gitrepo
+    from gitmem.git import engine, packfold
 
-    gitrepo.MAX_PACKS = 2
+    engine.MAX_PACKS = 2
     acks, step = Acks(args["acks"]), args["step"]
 
     def stop() -> None:
@@ -295,63 +273,6 @@ def mode_stop_in_fold(args: dict[str, Any]) -> None:
         store.write(f"c{n}.md", f"{n}\n", expected=None)
         acks("wrote", f"c{n}.md")
     raise SystemExit("no fold reached the step")
-
-
-def mode_group_stop(args: dict[str, Any]) -> None:
-    """Threads write their own files (acking each write once it returned) until a group round of
-    two or more commits reaches ``step``; then the process stops itself for the parent's SIGKILL.
-
-    ``step`` 0: before the round's pack is written; 1: pack in place, ref not moved;
-    2: ref moved, no caller answered yet.
-    """
-    import threading
-
-    from gitmem.git import packwrite
-    from gitmem.git.repo import GitRepo
-
-    step, acks = int(args["step"]), Acks(args["acks"])
-    original_write, original_cas = packwrite.write_pack, GitRepo._cas
-    in_round = threading.local()
-
-    def stop(where: str, commits: list[str]) -> None:
-        acks("in-round", where, len(commits), *commits)
-        os.kill(os.getpid(), signal.SIGSTOP)
-        time.sleep(60)  # never reached: the parent kills us while stopped
-
-    def write_pack(repo_path: str, pending: Any, *, durable: bool) -> str:
-        commits = [oid for oid, (kind, _) in pending.objects.items() if kind == b"commit"]
-        in_round.commits = commits
-        if len(commits) >= 2 and step == 0:
-            stop("before-pack", commits)
-        sha = original_write(repo_path, pending, durable=durable)
-        if len(commits) >= 2 and step == 1:
-            stop("before-ref", commits)
-        return sha
-
-    def cas(self: GitRepo, repo: Any, old: str, new: str) -> bool:
-        moved = original_cas(self, repo, old, new)
-        commits = getattr(in_round, "commits", [])
-        in_round.commits = []
-        if moved and len(commits) >= 2 and step == 2:
-            stop("after-ref", commits)
-        return moved
-
-    packwrite.write_pack = write_pack  # type: ignore[assignment]
-    GitRepo._cas = cas  # type: ignore[method-assign]
-    store = open_store(args)
-
-    def writer(t: int) -> None:
-        version = None
-        for seq in range(10_000):
-            version = store.write(f"t{t}.md", f"{seq}\n", expected=version)
-            acks("w", t, seq, version)
-
-    threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(int(args["threads"]))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    raise SystemExit("no group round of two commits happened")
 
 
 def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
@@ -534,7 +455,6 @@ MODES = {
     "stop_in_pack": mode_stop_in_pack,
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
-    "group_stop": mode_group_stop,
     "stop_in_cas": mode_stop_in_cas,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,

@@ -4,7 +4,7 @@ A commit's objects land as one ``.pack`` and ``.idx`` (``gitmem.git.packwrite``)
 the pack under its final name, the index as a temp file renamed after it, then the ref. Whatever step a SIGKILL hits, the memory
 must stay one that ``git fsck --strict`` accepts, the unacknowledged write must
 not be on ``main``, and the next writer, ``git gc`` and ``git clone`` must work.
-The same holds for a process killed while its background fold (``git pack-objects``) runs.
+The same holds for a process killed while its fold (``git pack-objects``, or the in-process one) runs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from race_support import Worker, assert_fsck_clean, git, head_files, wait_stopped
 
 from gitmem import GitFileStore
-from gitmem.git import packwrite
+from gitmem.git import engine, packwrite
 from gitmem.git import repo as gitrepo
 
 pytestmark = pytest.mark.slow
@@ -46,23 +46,13 @@ def _orphans(names: list[str]) -> list[str]:
     return [n for n in names if n.endswith(".pack") and n[:-5] + ".idx" not in names]
 
 
-@pytest.mark.parametrize("pool", [False, True], ids=["created", "recycled"])
 @pytest.mark.parametrize("step", [0, 1, 2, 3])
-def test_writer_killed_at_each_step_of_its_pack(
-    tmp_path: Path, step: int, pool: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_writer_killed_at_each_step_of_its_pack(tmp_path: Path, step: int) -> None:
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     store.write("a.md", "one\n", expected=None)
-    if pool:  # folds hand their folded packs to the pool: spares for the killed writer
-        with monkeypatch.context() as patched:
-            patched.setattr(gitrepo, "MAX_PACKS", 2)
-            patched.setattr(packwrite, "GRACE_SECONDS", 0.0)
-            for n in range(12):
-                store.write(f"fill/{n}.md", f"{n}\n", expected=None)
-        assert len(os.listdir(repo / "gitmem" / "spares")) >= 3
     before = git(repo, "rev-parse", "main").strip()
-    stopped = Worker(tmp_path, "stop_in_pack", repo=str(repo), step=step, pool=int(pool))
+    stopped = Worker(tmp_path, "stop_in_pack", repo=str(repo), step=step)
     stopped.wait_for("in-pack")
     wait_stopped(stopped.pid)
     left = _pack_dir(repo)
@@ -72,7 +62,7 @@ def test_writer_killed_at_each_step_of_its_pack(
     assert "stopped.md" not in head_files(repo)
     if step in (1, 2):  # the pack was on disk under its final name, its index not yet
         assert len(_orphans(left)) == 1, left
-    if step == 2 and not pool:  # and the temp index (recycled: the written index waits in the pool)
+    if step == 2:  # and the temp index
         assert any(name.startswith("tmp_idx_") for name in left), left
     assert_fsck_clean(repo)
     store.write("b.md", "after the kill\n", expected=None)  # the next writer is not blocked
@@ -154,7 +144,7 @@ def _waitpid_gone(pid: int) -> bool:
 
 def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-lived reader in another process sees every write while compactions delete the small packs."""
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(engine, "MAX_PACKS", 3)
     monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next compaction
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
@@ -189,13 +179,13 @@ def test_readers_keep_reading_while_packs_are_folded(tmp_path: Path, monkeypatch
     out, err = reader.communicate(timeout=180)
     assert reader.returncode == 0 and out.strip() == "ok", err
     # A fold starts once MAX_PACKS packs were written since the last: up to that many wait for the next.
-    assert packwrite.pack_count(str(repo)) <= 2 * gitrepo.MAX_PACKS + 4
+    assert packwrite.pack_count(str(repo)) <= 2 * engine.MAX_PACKS + 4
     assert_fsck_clean(repo)
 
 
 def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """libgit2 keeps every pack it opened; after a compaction handles reopen, so deleted packs free their space."""
-    monkeypatch.setattr(gitrepo, "MAX_PACKS", 3)
+    monkeypatch.setattr(engine, "MAX_PACKS", 3)
     monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
@@ -215,4 +205,4 @@ def test_folded_packs_are_let_go_by_open_handles(tmp_path: Path, monkeypatch: py
         if str(repo) in target and target.endswith("(deleted)"):
             deleted.append(target)
     assert deleted == []
-    assert packwrite.pack_count(str(repo)) <= 2 * gitrepo.MAX_PACKS + 4
+    assert packwrite.pack_count(str(repo)) <= 2 * engine.MAX_PACKS + 4

@@ -223,6 +223,33 @@ def durable_recall(
     emit(payload, text)
 
 
+@durable.command("health")
+@click.argument("name")
+@namespace_option
+@common_options
+@pass_state
+def durable_health(state: State, name: str, namespace: tuple[str, str, str]) -> None:
+    """Semantic index health of a namespace: index revision vs head, lag, last refresh, failures."""
+    health = _repo(state, name).semantic_health(_ns(namespace))
+
+    def text() -> None:
+        say(f"state           {health.state}")
+        say(f"head            {health.head}")
+        say(f"indexed commit  {health.indexed_commit or '-'}")
+        say(f"index           {health.index} ({health.consistency}), revision {health.index_revision}")
+        say(f"vectors         {health.vectors}")
+        say(f"lag             {'unknown' if health.lag is None else f'{health.lag} node files'}")
+        when = (
+            "-" if health.last_refresh_at is None else format_time(datetime.fromtimestamp(health.last_refresh_at, UTC))
+        )
+        say(f"last refresh    {when} {health.last_outcome or ''}".rstrip())
+        if health.last_error:
+            say(f"last error      {health.last_error}")
+        say(f"failures        {health.failures} since the last success, {health.refreshes} refreshes")
+
+    emit(health.as_dict(), text)
+
+
 def _who(state: State) -> str:
     if state.principal:
         return state.principal

@@ -40,6 +40,7 @@ LIMIT_KEYS: dict[str, str] = {
     "gitmem.maxFrontmatterBytes": "largest frontmatter block, in bytes",
     "gitmem.checkSecrets": "refuse files that hold a key or token (true/false)",
     "gitmem.review": "send writes that carry a run id to proposal branches (true/false)",
+    "gitmem.durable": "fsync every commit before the write returns, in every process (true/false)",
 }
 _KEYS_BY_LOWER = {k.lower(): k for k in LIMIT_KEYS}
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -389,6 +390,7 @@ def _effective(store: Any) -> dict[str, Any]:
         "gitmem.maxFrontmatterBytes": fmt.max_frontmatter_bytes,
         "gitmem.checkSecrets": fmt.check_secrets,
         "gitmem.review": review_api.enabled(store),
+        "gitmem.durable": store.repo.durable(),
     }
 
 
@@ -396,10 +398,13 @@ def _config_check_set(repo: Any, key: str, value: str) -> None:
     """Set ``key`` only when every command can read the result (else ``invalid_file``, nothing set)."""
 
     booleans = ("true", "false", "yes", "no", "on", "off", "1", "0")
-    if key in ("gitmem.checkSecrets", "gitmem.review"):
+    if key in ("gitmem.checkSecrets", "gitmem.review", "gitmem.durable"):
         if value.strip().lower() not in booleans:
             raise MemoryStoreError("invalid_file", f"{key} is true or false, not {value!r}")
-        repo.config_set(key, value.strip().lower())
+        if key == "gitmem.durable":
+            repo.set_durable(value.strip().lower() in ("true", "yes", "on", "1"))
+        else:
+            repo.config_set(key, value.strip().lower())
         return
     old = repo.config_get(key)
     repo.config_set(key, value)
@@ -415,6 +420,8 @@ def _config_check_set(repo: Any, key: str, value: str) -> None:
 
 
 def _config_unset(repo: Any, key: str) -> None:
+    if key == "gitmem.durable":
+        repo.set_durable(False)  # the git CLI's fsync setting goes with it
     try:
         cfg = repo.repo.config
         if key in cfg:

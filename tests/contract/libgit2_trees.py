@@ -1,10 +1,9 @@
-"""A batch of path edits applied with libgit2's tree builder, each new tree written as a loose object.
+"""The reference for gitmem's in-memory tree edits: the same path edits made with libgit2's tree builder.
 
-The path for big batches (more than :data:`gitmem.git.repo.PACK_EDITS` paths: a
-prune, a folder rename, a merge) and for writes with packs turned off: each
-changed folder's tree is written once however many of its files change.
-:func:`set_path` (one path) is the rule :func:`set_paths` must match, and
-:func:`gitmem.git.treeedit.set_path` makes the same edit in memory.
+:func:`set_path` (one path at a time, each new tree written as a loose object
+by libgit2) is the rule that :func:`gitmem.git.treeedit.set_paths` must match;
+:func:`set_paths` is the same rule applied folder by folder. The tests compare
+gitmem's raw tree encoding with what libgit2 builds.
 """
 
 from __future__ import annotations

@@ -1,0 +1,542 @@
+"""Durable recall's semantic half: vectors refreshed from Active-only snapshots, and their health.
+
+Vectors are never updated implicitly: a write to the repository does not touch
+the vector index. A host (or :class:`SemanticMaintenance`, on an interval)
+calls :meth:`SemanticRecall.refresh`, which
+
+1. reads the index revision it starts from;
+2. reads a **complete Active-only snapshot** of the namespace at one commit (the
+   head before the listing; when the change cursor shows that a node file of the
+   namespace moved meanwhile, the snapshot is taken again);
+3. embeds only the node revisions the partition does not hold yet (an unchanged
+   revision keeps its vector), and deletes the revisions that are no longer
+   active;
+4. publishes all of it as ONE mutation of the partition, tagged with the commit
+   and the serving generation, requiring the index revision of step 1 when the
+   index can compare-and-swap (``index_revision_cas``): a refresh that started
+   from an older snapshot never overwrites a newer index (``version_mismatch``).
+
+A query searches only the namespace's partition at the serving generation (a
+digest of the embedding identity, the index and the fusion profile: another
+model never compares its vectors with the old ones); :mod:`gitmem.durable.recall`
+re-reads every hit and requires it active, at the revision and with the content
+digest its vector was made from.
+
+Health (:meth:`SemanticRecall.health`, ``gitmem durable health``) compares the
+partition with the head: the index revision, the commit it reflects, how many
+node files of the namespace changed since (the lag), the last refresh, its
+outcome and the failures since the last success. The outcomes are kept in a
+small JSON file per namespace beside the index (derived state too).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.node import Node
+from gitmem.durable.nodefile import decode_node, nodes_prefix
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Changes
+from gitmem.recall.vectors import (
+    CONSISTENCY_ORDER,
+    Consistency,
+    NodeRef,
+    VectorHit,
+    VectorIndex,
+    VectorRecord,
+)
+
+if TYPE_CHECKING:
+    from gitmem.durable.repository import DurableStore
+
+SEMANTIC_BINDING_SCHEMA: Final = "gitmem.durable.semantic-binding.v1"
+FUSION_PROFILE: Final = "gitmem.durable.hybrid.rrf-k60.v1"
+#: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
+SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
+_SNAPSHOT_ATTEMPTS: Final = 5
+Outcome = Literal["published", "unchanged", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingIdentity:
+    """What makes a vector: provider, model, its revision and dimension (and who vouches for it).
+
+    It is persisted in session bindings and digested into the serving
+    generation, so it must hold no secret (no key, no endpoint credentials).
+    """
+
+    provider: str
+    model: str
+    revision: str
+    dimension: int
+    authority_digest: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("provider", "model", "revision"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise MemoryStoreError("invalid_query", f"embedding {name} must be non-blank text")
+        if isinstance(self.dimension, bool) or not isinstance(self.dimension, int) or self.dimension < 1:
+            raise MemoryStoreError("invalid_query", "embedding dimension must be a positive whole number")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Embedder(Protocol):
+    """A text-to-vector model for durable recall; ``identity`` names it exactly."""
+
+    @property
+    def identity(self) -> EmbeddingIdentity: ...
+
+    def embed(self, texts: list[str]) -> Sequence[Sequence[float]]: ...
+
+    def embed_queries(self, texts: list[str]) -> Sequence[Sequence[float]]: ...
+
+
+class FixtureEmbedder:
+    """Declared unit vectors, text by text (the A3S evaluations' provider): no model, no surprises.
+
+    A text that was not declared fails like a provider would (``unavailable``).
+    """
+
+    def __init__(self, vectors: Mapping[str, Sequence[float]], identity: EmbeddingIdentity) -> None:
+        self._identity = identity
+        self._vectors: dict[str, tuple[float, ...]] = {}
+        for text, vector in vectors.items():
+            values = tuple(float(x) for x in vector)
+            norm = math.sqrt(sum(x * x for x in values))
+            if len(values) != identity.dimension or not norm or not all(math.isfinite(x) for x in values):
+                raise MemoryStoreError("invalid_query", f"the declared vector for {text[:40]!r} is not usable")
+            self._vectors[text] = tuple(x / norm for x in values)
+        self.calls = 0
+
+    @property
+    def identity(self) -> EmbeddingIdentity:
+        return self._identity
+
+    def embed(self, texts: list[str]) -> list[tuple[float, ...]]:
+        self.calls += 1
+        missing = [t for t in texts if t not in self._vectors]
+        if missing:
+            raise MemoryStoreError("unavailable", f"the fixture provider declares no vector for {missing[0][:40]!r}")
+        return [self._vectors[t] for t in texts]
+
+    def embed_queries(self, texts: list[str]) -> list[tuple[float, ...]]:
+        return self.embed(texts)
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticPolicy:
+    """How many vector candidates a query takes (1-100) and the cosine they need."""
+
+    candidate_limit: int = 20
+    min_score: float = 0.0
+
+    def __post_init__(self) -> None:
+        n = self.candidate_limit
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100:
+            raise MemoryStoreError("invalid_query", "candidate_limit must be a whole number from 1 to 100")
+        if not isinstance(self.min_score, (int, float)) or not -1.0 <= float(self.min_score) <= 1.0:
+            raise MemoryStoreError("invalid_query", "the semantic min_score is a cosine between -1 and 1")
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshReceipt:
+    """What one refresh did; secret-free (identities, counts, revisions, no content)."""
+
+    namespace: Namespace
+    outcome: Outcome
+    generation: str
+    commit: str
+    index_revision: int
+    started_revision: int
+    consistency: Consistency
+    active: int
+    embedded: int
+    removed: int
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticHealth:
+    """The semantic partition of one namespace against the repository head.
+
+    ``state``: ``ready`` (the partition reflects the head), ``lagging`` (node
+    files changed since), ``stale_generation`` (built for another embedding
+    identity), ``missing`` (never refreshed), ``failing`` (the last refresh
+    failed). ``lag`` counts node files of the namespace changed since the indexed
+    commit (``None`` when the change cursor cannot tell).
+    """
+
+    namespace: Namespace
+    state: str
+    head: str
+    index: str
+    consistency: Consistency
+    index_revision: int
+    generation: str | None
+    partition_generation: str | None
+    indexed_commit: str | None
+    partition_revision: int | None
+    vectors: int
+    lag: int | None
+    last_refresh_at: float | None
+    last_outcome: str | None
+    last_error: str | None
+    failures: int
+    refreshes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["namespace"] = self.namespace.as_dict()
+        return out
+
+
+class RefreshLog:
+    """The last refresh outcome per namespace: a JSON file each in ``folder`` (else in memory).
+
+    Updates are read-modify-write under an exclusive ``flock`` of the file's lock
+    file, so two processes refreshing at once do not lose a failure count.
+    """
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = folder
+        self._memory: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, partition: str) -> str:
+        assert self.folder is not None
+        return os.path.join(self.folder, "refresh-" + hashlib.sha256(partition.encode()).hexdigest()[:32] + ".json")
+
+    def read(self, partition: str) -> dict[str, Any]:
+        if self.folder is None:
+            with self._lock:
+                return dict(self._memory.get(partition, {}))
+        try:
+            with open(self._path(partition), encoding="utf-8") as fh:
+                data = json.load(fh)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}  # derived state: unreadable is as good as never refreshed
+
+    def record(self, partition: str, outcome: Outcome, error: str | None, at: float) -> None:
+        def update(prior: dict[str, Any]) -> dict[str, Any]:
+            failed = outcome == "failed"
+            return {
+                "last_refresh_at": at,
+                "last_outcome": outcome,
+                "last_error": error,
+                "failures": int(prior.get("failures", 0)) + 1 if failed else 0,
+                "refreshes": int(prior.get("refreshes", 0)) + 1,
+            }
+
+        if self.folder is None:
+            with self._lock:
+                self._memory[partition] = update(self._memory.get(partition, {}))
+            return
+        try:
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            path = self._path(partition)
+            with open(path + ".lock", "a") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                data = update(self.read(partition))
+                fd, tmp = tempfile.mkstemp(prefix=".refresh-", dir=self.folder)
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(data, out)
+                os.replace(tmp, path)
+        except OSError:
+            pass  # health is advisory; the refresh itself already succeeded or failed
+
+
+def partition_of(namespace: Namespace) -> str:
+    """The namespace's partition name in a vector index: its folder in the mount."""
+    return namespace.folder.rstrip("/")
+
+
+def active_snapshot(store: DurableStore, namespace: Namespace) -> tuple[str, dict[str, Node]]:
+    """Every active node of ``namespace`` at one commit, and that commit.
+
+    The listing and the reads happen at the head; afterwards the change cursor
+    says whether a node file of the namespace moved meanwhile (then the snapshot
+    is taken again), so the nodes are exactly those of the returned commit.
+    """
+    prefix = nodes_prefix(namespace)
+    for _ in range(_SNAPSHOT_ATTEMPTS):
+        start = store.head()
+        nodes: dict[str, Node] = {}
+        for entry in store.list():
+            if entry.path.startswith(prefix):
+                try:
+                    node = decode_node(store.read(entry.path).text, entry.path, namespace)
+                except MemoryStoreError as exc:
+                    if exc.code == "not_found":
+                        continue  # deleted meanwhile: the cursor check below retries
+                    raise
+                if node.status == "active":
+                    nodes[node.id] = node
+        moved = store.changes(start)
+        if isinstance(moved, Changes) and not any(p.startswith(prefix) for p in moved.paths):
+            return moved.cursor, nodes
+    raise MemoryStoreError("unavailable", f"namespace {namespace.label()} kept changing during the snapshot")
+
+
+@dataclass
+class SemanticRecall:
+    """One embedder and one vector index serving durable recall (see the module docstring).
+
+    ``index`` and ``log`` are attached by :class:`~gitmem.durable.repository.DurableRepository`
+    when left out: the embedded :class:`~gitmem.recall.vectors.SqliteVectorIndex` in the
+    mount's ``gitmem/derived/semantic/`` (in memory for a store without a folder).
+    """
+
+    embedder: Embedder
+    index: VectorIndex | None = None
+    policy: SemanticPolicy = field(default_factory=SemanticPolicy)
+    log: RefreshLog | None = None
+    clock: Callable[[], float] = time.time
+    _refreshing: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attach(self, folder: str | None) -> SemanticRecall:
+        """Give this recall its default index and refresh log in ``folder`` (``None``: in memory)."""
+        if self.index is None:
+            from gitmem.recall.vectors import SqliteVectorIndex
+
+            self.index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+        if self.log is None:
+            self.log = RefreshLog(folder)
+        return self
+
+    def _parts(self) -> tuple[VectorIndex, RefreshLog]:
+        if self.index is None or self.log is None:
+            self.attach(None)
+        assert self.index is not None and self.log is not None
+        return self.index, self.log
+
+    # -- identity --
+
+    def identity(self) -> dict[str, Any]:
+        """The secret-free identity a session binding persists: embedding, index, fusion, policy."""
+        index, _ = self._parts()
+        return {
+            "schema": SEMANTIC_BINDING_SCHEMA,
+            "embedding": self.embedder.identity.as_dict(),
+            "index": index.name,
+            "consistency": index.consistency,
+            "fusion": FUSION_PROFILE,
+            "policy": {"candidate_limit": self.policy.candidate_limit, "min_score": float(self.policy.min_score)},
+        }
+
+    def generation(self, namespace: Namespace) -> str:
+        """The serving generation of ``namespace``: a digest of the identity and the partition."""
+        ident = self.identity()
+        key = {k: ident[k] for k in ("schema", "embedding", "index", "fusion")}
+        key["partition"] = partition_of(namespace)
+        text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    # -- refresh --
+
+    def refresh(
+        self, store: DurableStore, namespace: Namespace, *, consistency: Consistency = "partition_atomic"
+    ) -> RefreshReceipt:
+        """Publish the namespace's Active-only snapshot to its partition (module docstring).
+
+        ``consistency`` is the least the index must offer: ``index_revision_cas``
+        on an index without it fails before any read or embedding. The
+        compare-and-swap is used whenever the index offers it.
+        """
+        index, log = self._parts()
+        if consistency not in CONSISTENCY_ORDER:
+            raise MemoryStoreError("invalid_query", f"unknown consistency {consistency!r}")
+        if CONSISTENCY_ORDER[index.consistency] < CONSISTENCY_ORDER[consistency]:
+            raise MemoryStoreError(
+                "unavailable", f"the vector index {index.name} offers {index.consistency}, not {consistency}"
+            )
+        partition = partition_of(namespace)
+        with self._refreshing:  # one refresh at a time per process; the CAS orders processes
+            try:
+                receipt = self._refresh(store, namespace, index, partition)
+            except Exception as exc:
+                log.record(partition, "failed", f"{type(exc).__name__}: {exc}"[:500], self.clock())
+                if isinstance(exc, MemoryStoreError):
+                    raise
+                raise MemoryStoreError("unavailable", f"semantic refresh failed: {type(exc).__name__}: {exc}") from exc
+            log.record(partition, receipt.outcome, None, receipt.at)
+            return receipt
+
+    def _refresh(self, store: DurableStore, namespace: Namespace, index: VectorIndex, partition: str) -> RefreshReceipt:
+        cas = index.consistency == "index_revision_cas"
+        started = index.status().revision
+        generation = self.generation(namespace)
+        commit, nodes = active_snapshot(store, namespace)
+        state = index.partition(partition)
+        held = index.entries(partition) if state is not None and state.generation == generation else {}
+        fresh = [n for n in nodes.values() if held.get(n.id) != (n.revision, n.digest)]
+        gone = [NodeRef(i, rev) for i, (rev, _) in held.items() if i not in nodes]
+        fresh.sort(key=lambda n: n.id)
+        ident = self.embedder.identity
+        now = self.clock()
+        if not fresh and not gone and state is not None and state.generation == generation:
+            return RefreshReceipt(
+                namespace, "unchanged", generation, commit, started, started,
+                index.consistency, len(nodes), 0, 0, now,
+            )  # fmt: skip
+        records: list[VectorRecord] = []
+        for at in range(0, len(fresh), 256):
+            batch = fresh[at : at + 256]
+            vectors = self.embedder.embed([n.content for n in batch])
+            if len(vectors) != len(batch):
+                raise MemoryStoreError(
+                    "unavailable", f"{ident.provider} returned {len(vectors)} vectors for {len(batch)}"
+                )
+            for node, vector in zip(batch, vectors, strict=True):
+                if len(vector) != ident.dimension:
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"{ident.provider} returned a {len(vector)}-dimensional vector, not {ident.dimension}",
+                    )
+                records.append(VectorRecord(node.id, node.revision, node.digest, _unit(vector)))
+        revision = index.mutate(
+            partition,
+            generation=generation,
+            commit=commit,
+            upsert=records,
+            delete=gone,
+            expected_revision=started if cas else None,
+        )
+        return RefreshReceipt(
+            namespace, "published", generation, commit, revision, started,
+            index.consistency, len(nodes), len(records), len(gone), now,
+        )  # fmt: skip
+
+    # -- queries (called by gitmem.durable.recall) --
+
+    def search(self, namespace: Namespace, query: str, depth: int) -> list[VectorHit]:
+        """Vector hits for ``query`` in the namespace's partition at the serving generation."""
+        index, _ = self._parts()
+        (vector,) = self.embedder.embed_queries([query])
+        limit = min(depth, self.policy.candidate_limit)
+        return index.query(
+            partition_of(namespace),
+            self.generation(namespace),
+            _unit(vector),
+            limit=limit,
+            min_score=float(self.policy.min_score),
+        )
+
+    # -- health --
+
+    def health(self, store: DurableStore, namespace: Namespace) -> SemanticHealth:
+        index, log = self._parts()
+        return semantic_health(store, namespace, index, log, self.generation(namespace))
+
+
+def _unit(vector: Iterable[float]) -> tuple[float, ...]:
+    values = tuple(float(x) for x in vector)
+    norm = math.sqrt(sum(x * x for x in values))
+    if not norm or not math.isfinite(norm):
+        raise MemoryStoreError("unavailable", "the embedding provider returned a zero or non-finite vector")
+    return tuple(x / norm for x in values)
+
+
+def semantic_health(
+    store: DurableStore, namespace: Namespace, index: VectorIndex, log: RefreshLog, generation: str | None = None
+) -> SemanticHealth:
+    """The partition of ``namespace`` against the head (``generation``: the one a binding serves)."""
+    partition = partition_of(namespace)
+    status = index.status()
+    state = index.partition(partition)
+    last = log.read(partition)
+    head = store.head()
+    lag: int | None = None
+    if state is not None:
+        moved = store.changes(state.commit)
+        if isinstance(moved, Changes):
+            prefix = nodes_prefix(namespace)
+            lag = sum(1 for p in moved.paths if p.startswith(prefix))
+    if state is None:
+        verdict = "missing"
+    elif generation is not None and state.generation != generation:
+        verdict = "stale_generation"
+    elif last.get("last_outcome") == "failed":
+        verdict = "failing"
+    elif lag == 0:
+        verdict = "ready"
+    else:
+        verdict = "lagging"
+    return SemanticHealth(
+        namespace=namespace,
+        state=verdict,
+        head=head,
+        index=index.name,
+        consistency=index.consistency,
+        index_revision=status.revision,
+        generation=generation,
+        partition_generation=None if state is None else state.generation,
+        indexed_commit=None if state is None else state.commit,
+        partition_revision=None if state is None else state.revision,
+        vectors=0 if state is None else state.count,
+        lag=lag,
+        last_refresh_at=last.get("last_refresh_at"),
+        last_outcome=last.get("last_outcome"),
+        last_error=last.get("last_error"),
+        failures=int(last.get("failures", 0)),
+        refreshes=int(last.get("refreshes", 0)),
+    )
+
+
+class SemanticMaintenance:
+    """Refresh some namespaces every ``interval`` seconds on a daemon thread, until :meth:`close`.
+
+    Each round refreshes each namespace once; a failure is recorded in the
+    refresh log (see :meth:`SemanticRecall.health`) and retried next round.
+    """
+
+    def __init__(
+        self,
+        refresh: Callable[[Namespace], RefreshReceipt],
+        namespaces: Sequence[Namespace],
+        *,
+        interval: float,
+    ) -> None:
+        if not isinstance(interval, (int, float)) or not 0.01 <= interval <= 86400:
+            raise MemoryStoreError("invalid_query", "the refresh interval is 0.01 to 86400 seconds")
+        self.refresh = refresh
+        self.namespaces = tuple(namespaces)
+        self.interval = float(interval)
+        self.rounds = 0
+        self.last: dict[Namespace, RefreshReceipt | str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gitmem-semantic-refresh", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for namespace in self.namespaces:
+                try:
+                    self.last[namespace] = self.refresh(namespace)
+                except Exception as exc:  # recorded in the refresh log; the next round tries again
+                    self.last[namespace] = f"{type(exc).__name__}: {exc}"
+            self.rounds += 1
+            self._stop.wait(self.interval)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+
+def content_matches(node: Node, hit: VectorHit) -> bool:
+    """True when ``hit`` was made from exactly this node revision and content."""
+    return node.status == "active" and node.revision == hit.revision and node.digest == hit.digest

@@ -1,0 +1,166 @@
+"""Session bindings that persist: what a session was bound to, and its model-context counter.
+
+A session bound to durable memory (:meth:`DurableRepository.bind_session`) leaves a
+**secret-free** record beside the repository: the namespace, the recall policy,
+and - with semantic recall - the embedding, index and fusion identity and the
+semantic policy. Nothing in it can call a provider (no keys, no endpoints): a
+host that resumes the session must supply the binding again, and resume **fails
+closed** (``forbidden``, nothing changed) unless what it supplies is equivalent
+to the record - another namespace, another policy, another embedding model or no
+semantic recall where there was one. A record that cannot be read fails closed too.
+
+The record also counts the session's model contexts. Each context gets the next
+number under an exclusive lock, so the context ids admissions are keyed by
+(:func:`context_id`) stay distinct across process restarts, even when a host's
+run ids start again from the same sequence.
+
+The records live in ``<mount>.git/gitmem/durable-sessions/`` (a JSON file per
+session, named by a hash of its id); they are local state like the ledger, not
+part of the repository.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from gitmem.durable.namespace import Namespace, check_identifier
+from gitmem.errors import MemoryStoreError
+
+BINDING_SCHEMA: Final = "gitmem.durable.binding.v1"
+CONTEXT_PROFILE: Final = "gitmem.durable.context.session-sequence-sha256.v1"
+SESSIONS_DIR: Final = ("gitmem", "durable-sessions")
+
+
+def context_id(session_id: str, sequence: int) -> str:
+    """The id of a session's ``sequence``-th model context (domain-separated SHA-256)."""
+    text = "\x1f".join((CONTEXT_PROFILE, session_id, str(sequence)))
+    return "ctx-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class SessionBindings:
+    """The binding records of one repository's sessions (in memory for a store without a folder)."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = folder
+        self._memory: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, session_id: str) -> str:
+        assert self.folder is not None
+        return os.path.join(self.folder, hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".json")
+
+    @contextmanager
+    def _locked(self, session_id: str) -> Iterator[None]:
+        with self._lock:
+            if self.folder is None:
+                yield
+                return
+            try:
+                os.makedirs(self.folder, mode=0o700, exist_ok=True)
+                lock = open(self._path(session_id) + ".lock", "a")
+            except OSError as exc:
+                raise MemoryStoreError("unavailable", f"cannot lock the session binding: {exc}") from exc
+            with lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                yield
+
+    def _read(self, session_id: str) -> dict[str, Any] | None:
+        if self.folder is None:
+            found = self._memory.get(session_id)
+            return None if found is None else json.loads(json.dumps(found))
+        try:
+            with open(self._path(session_id), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise MemoryStoreError(
+                "forbidden", f"session {session_id!r} has a binding record that cannot be read ({exc}); not resumed"
+            ) from exc
+        if (
+            not isinstance(data, dict)
+            or data.get("session_id") != session_id
+            or not isinstance(data.get("binding"), dict)
+            or data["binding"].get("schema") != BINDING_SCHEMA
+            or isinstance(data.get("contexts"), bool)
+            or not isinstance(data.get("contexts"), int)
+        ):
+            raise MemoryStoreError("forbidden", f"session {session_id!r} has a malformed binding record; not resumed")
+        return data
+
+    def _write(self, session_id: str, data: dict[str, Any]) -> None:
+        if self.folder is None:
+            self._memory[session_id] = json.loads(json.dumps(data))
+            return
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, sort_keys=True, ensure_ascii=False)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self._path(session_id))
+            tmp = None
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot save the session binding: {exc}") from exc
+        finally:
+            if tmp is not None:
+                os.unlink(tmp)
+
+    def load(self, session_id: str) -> dict[str, Any] | None:
+        """The session's binding record (``None``: never bound; ``forbidden``: unreadable)."""
+        check_identifier("session_id", session_id, code="invalid_query")
+        with self._locked(session_id):
+            data = self._read(session_id)
+        return None if data is None else data["binding"]
+
+    def bind(self, session_id: str, binding: dict[str, Any]) -> bool:
+        """Record ``binding`` for a new session, or check a resumed one against its record.
+
+        ``True`` when the session was resumed; ``forbidden`` (nothing written) when
+        the record says otherwise.
+        """
+        check_identifier("session_id", session_id, code="invalid_query")
+        with self._locked(session_id):
+            data = self._read(session_id)
+            if data is None:
+                self._write(session_id, {"session_id": session_id, "binding": binding, "contexts": 0})
+                return False
+            saved = data["binding"]
+            if saved != binding:
+                differ = sorted(k for k in set(saved) | set(binding) if saved.get(k) != binding.get(k))
+                raise MemoryStoreError(
+                    "forbidden",
+                    f"session {session_id!r} was bound otherwise ({', '.join(differ)} differ); "
+                    "resume needs an equivalent binding",
+                )
+            return True
+
+    def next_context(self, session_id: str) -> int:
+        """Take the session's next model-context number (1, 2, ...), persisted before it is returned."""
+        with self._locked(session_id):
+            data = self._read(session_id)
+            if data is None:
+                raise MemoryStoreError("forbidden", f"session {session_id!r} is not bound")
+            data["contexts"] += 1
+            self._write(session_id, data)
+            return int(data["contexts"])
+
+
+def binding_record(namespace: Namespace, policy: dict[str, Any], semantic: dict[str, Any] | None) -> dict[str, Any]:
+    """The secret-free record of a binding (see the module docstring)."""
+    return {
+        "schema": BINDING_SCHEMA,
+        "namespace": namespace.as_dict(),
+        "recall_policy": policy,
+        "semantic": semantic,
+        "context_profile": CONTEXT_PROFILE,
+    }

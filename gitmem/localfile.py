@@ -1,0 +1,81 @@
+"""Reading the files gitmem keeps inside a mount's folder, as input from whoever can write that folder.
+
+Lock records, lists, recall snapshots, derived caches, refs read by hand: a
+mount's folder may be shared, synced or tampered with, so none of it is
+trusted. Every such read here follows no symbolic link (a planted link must not
+make gitmem read or write outside the mount), opens nothing but a regular file
+without blocking (a FIFO planted in place of a cache must not hang a call),
+reads at most a stated number of bytes (a sparse 6 GiB file is refused, not
+loaded), and parses JSON with its nesting bounded by the parser's recursion
+guard. A file that breaks any rule reads as *missing*: every caller treats its
+file as disposable derived state and rebuilds it, or reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+MB = 1 << 20
+
+
+def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int | None:
+    """A descriptor for the regular file at ``path`` (no link followed, never blocking); ``None`` otherwise."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of the file at ``path`` if it is a regular file of at most ``limit`` bytes; else ``None``."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
+        if os.fstat(fd).st_size > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(MB, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
+    """:func:`read_local` decoded as UTF-8 (newlines kept as they are); ``None`` when it is not UTF-8."""
+    raw = read_local(path, limit)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
+    """The JSON value in the file at ``path``; ``None`` when missing, unusable, not JSON or nested too deep."""
+    text = read_local_text(path, limit)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None

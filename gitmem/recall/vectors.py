@@ -1,0 +1,397 @@
+"""A vector index outside the process: the ``VectorIndex`` protocol and its embedded default.
+
+Durable memory's semantic half keeps node vectors in an index that many processes
+share and that outlives any one of them (:mod:`gitmem.durable.semantic` decides
+what goes in). The index is **derived state**: it can always be rebuilt from the
+repository, and every hit it gives is re-read from the repository and checked
+(active, same revision, same content digest) before anyone sees it, so a stale or
+damaged index can lose recall but never serve a wrong node.
+
+The contract (:class:`VectorIndex`):
+
+- vectors live in **partitions** (one per durable namespace); each partition is
+  tagged with the **serving generation** it was built for (a digest of the
+  embedding identity: another model means another generation, whose vectors are
+  never compared with the old ones) and the **commit** its contents reflect;
+- entries are keyed by node id and carry the node **revision** and content
+  digest they were made from; :meth:`VectorIndex.mutate` upserts and deletes
+  by node revision, all or nothing, and bumps one **index revision**;
+- ``expected_revision`` makes a mutation a compare-and-swap on that revision
+  (``version_mismatch`` when another writer got in first), so a refresh that
+  started from an older snapshot never overwrites a newer index;
+- :meth:`VectorIndex.query` searches one partition at one generation only.
+
+:class:`SqliteVectorIndex` is the embedded default: one SQLite file (WAL mode, so
+readers never wait for a writer) holding the index revision, the partitions and
+the vectors as little-endian float32 blobs. A mutation is one ``BEGIN IMMEDIATE``
+transaction, so the revision check and the publication are one linearization
+point across processes, and a killed writer leaves the previous state. Queries
+load a partition into a numpy matrix once per partition revision (numpy is
+imported there, on first use), then cost one pass over it. When the file is
+deleted (purge and forget delete derived state) the next call opens a new, empty
+one instead of serving the deleted file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+from gitmem.errors import MemoryStoreError
+
+#: How a backend orders mutations: ``partition_atomic`` (each mutation is all or
+#: nothing) or ``index_revision_cas`` (also a compare-and-swap on the index revision).
+Consistency = Literal["partition_atomic", "index_revision_cas"]
+CONSISTENCY_ORDER: Final[dict[str, int]] = {"partition_atomic": 0, "index_revision_cas": 1}
+MAX_DIMENSION: Final = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """One node revision's vector (unit length is the caller's business: scores are dot products)."""
+
+    node_id: str
+    revision: int
+    digest: str
+    vector: Sequence[float]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """A node revision, for deletes: the entry goes only if it still holds that revision."""
+
+    node_id: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A query answer: the node revision and digest the vector was made from, and its score."""
+
+    node_id: str
+    revision: int
+    digest: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """What one partition holds: its generation, the commit it reflects, when and at which revision."""
+
+    partition: str
+    generation: str
+    commit: str
+    revision: int  # the index revision of the mutation that last published it
+    count: int
+    dimension: int
+    published_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    name: str
+    consistency: Consistency
+    revision: int
+    partitions: int
+    vectors: int
+
+
+class VectorIndex(Protocol):
+    """A shared vector index with one revision and compare-and-swap mutations (module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def consistency(self) -> Consistency: ...
+
+    def status(self) -> IndexStatus: ...
+
+    def partition(self, partition: str) -> PartitionState | None: ...
+
+    def entries(self, partition: str) -> dict[str, tuple[int, str]]:
+        """node id -> (revision, digest) of every vector in the partition."""
+        ...
+
+    def mutate(
+        self,
+        partition: str,
+        *,
+        generation: str,
+        commit: str,
+        upsert: Sequence[VectorRecord] = (),
+        delete: Sequence[NodeRef] = (),
+        expected_revision: int | None = None,
+    ) -> int:
+        """Apply ``delete`` then ``upsert`` to the partition as one mutation; returns the new index revision.
+
+        A partition at another generation is emptied first (a new generation
+        replaces it whole). ``expected_revision``: refuse with ``version_mismatch``
+        unless the index is still at that revision.
+        """
+        ...
+
+    def query(
+        self, partition: str, generation: str, vector: Sequence[float], *, limit: int, min_score: float = 0.0
+    ) -> list[VectorHit]:
+        """The best ``limit`` entries of the partition at ``generation`` by dot product, at least ``min_score``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def check_vector(vector: Sequence[float], dimension: int | None = None) -> array[float]:
+    """``vector`` as float32, refused unless finite and of the expected dimension."""
+    try:
+        out = array("f", (float(x) for x in vector))
+    except (TypeError, ValueError) as exc:
+        raise MemoryStoreError("invalid_query", f"a vector must be a sequence of numbers: {exc}") from exc
+    if not 1 <= len(out) <= MAX_DIMENSION or (dimension is not None and len(out) != dimension):
+        want = f"{dimension}" if dimension is not None else f"1 to {MAX_DIMENSION}"
+        raise MemoryStoreError("invalid_query", f"a vector must have {want} dimensions, not {len(out)}")
+    if not all(math.isfinite(x) for x in out):
+        raise MemoryStoreError("invalid_query", "a vector must hold finite numbers only")
+    return out
+
+
+def _blob(vector: array[float]) -> bytes:
+    if sys.byteorder != "little":
+        vector = array("f", vector)
+        vector.byteswap()
+    return vector.tobytes()
+
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('revision', 0);
+CREATE TABLE IF NOT EXISTS partitions (
+    name TEXT PRIMARY KEY, generation TEXT NOT NULL, commit_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    dimension INTEGER NOT NULL, published_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    partition TEXT NOT NULL, node_id TEXT NOT NULL, revision INTEGER NOT NULL, digest TEXT NOT NULL,
+    vector BLOB NOT NULL, PRIMARY KEY (partition, node_id));
+"""
+
+
+@dataclass(slots=True)
+class _Loaded:
+    """One partition as a matrix, valid while the partition is at ``revision``."""
+
+    revision: int
+    generation: str
+    ids: list[str]
+    revisions: list[int]
+    digests: list[str]
+    matrix: Any  # numpy (n, dim) float32
+
+
+class SqliteVectorIndex:
+    """The embedded :class:`VectorIndex`: one SQLite file, shared by processes (module docstring)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+        self.path = os.fspath(path)
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._ino: tuple[int, int] | None = None
+        self._loaded: dict[str, _Loaded] = {}
+
+    @property
+    def name(self) -> str:
+        return "gitmem-sqlite-vectors-v1"
+
+    @property
+    def consistency(self) -> Consistency:
+        return "index_revision_cas"
+
+    # -- the connection: reopened when the file was deleted or replaced --
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            ino: tuple[int, int] | None = (0, 0)
+            if self.path != ":memory:":
+                try:
+                    st = os.stat(self.path)
+                    ino = (st.st_dev, st.st_ino)
+                except FileNotFoundError:
+                    ino = None
+            if self._db is None or ino is None or ino != self._ino:
+                self._open()
+            assert self._db is not None
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise MemoryStoreError("unavailable", f"the vector index {self.path} failed: {exc}") from exc
+
+    def _open(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._db = None
+        self._loaded.clear()
+        memory = self.path == ":memory:"
+        try:
+            if not memory:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost last mutation is a refresh away
+            db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.path}: {exc}") from exc
+        if memory:
+            self._db, self._ino = db, (0, 0)
+            return
+        st = os.stat(self.path)
+        self._db, self._ino = db, (st.st_dev, st.st_ino)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+            self._db = None
+            self._loaded.clear()
+
+    # -- reads --
+
+    def status(self) -> IndexStatus:
+        with self._conn() as db:
+            revision = db.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0]
+            parts = db.execute("SELECT count(*) FROM partitions").fetchone()[0]
+            count = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        return IndexStatus(self.name, self.consistency, int(revision), int(parts), int(count))
+
+    def partition(self, partition: str) -> PartitionState | None:
+        with self._conn() as db:
+            row = db.execute(
+                "SELECT generation, commit_id, revision, dimension, published_at FROM partitions WHERE name=?",
+                (partition,),
+            ).fetchone()
+            if row is None:
+                return None
+            count = db.execute("SELECT count(*) FROM vectors WHERE partition=?", (partition,)).fetchone()[0]
+        return PartitionState(partition, row[0], row[1], int(row[2]), int(count), int(row[3]), float(row[4]))
+
+    def entries(self, partition: str) -> dict[str, tuple[int, str]]:
+        with self._conn() as db:
+            rows = db.execute("SELECT node_id, revision, digest FROM vectors WHERE partition=?", (partition,))
+            return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    # -- the one mutation --
+
+    def mutate(
+        self,
+        partition: str,
+        *,
+        generation: str,
+        commit: str,
+        upsert: Sequence[VectorRecord] = (),
+        delete: Sequence[NodeRef] = (),
+        expected_revision: int | None = None,
+    ) -> int:
+        if not partition or not generation:
+            raise MemoryStoreError("invalid_query", "a vector mutation names its partition and generation")
+        rows = [(r.node_id, int(r.revision), r.digest, check_vector(r.vector)) for r in upsert]
+        dims = {len(v) for *_, v in rows}
+        if len(dims) > 1:
+            raise MemoryStoreError("invalid_query", "the vectors of one mutation must have one dimension")
+        with self._conn() as db:
+            db.execute("BEGIN IMMEDIATE")  # the revision is read and bumped under the write lock
+            try:
+                revision = int(db.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0])
+                if expected_revision is not None and revision != expected_revision:
+                    raise MemoryStoreError(
+                        "version_mismatch",
+                        f"the vector index is at revision {revision}, not {expected_revision}: "
+                        "another refresh published first",
+                    )
+                row = db.execute("SELECT generation, dimension FROM partitions WHERE name=?", (partition,)).fetchone()
+                dimension = next(iter(dims)) if dims else (row[1] if row is not None else 0)
+                if row is None or row[0] != generation:
+                    db.execute("DELETE FROM vectors WHERE partition=?", (partition,))
+                elif (
+                    dims
+                    and row[1]
+                    and dimension != row[1]
+                    and db.execute("SELECT 1 FROM vectors WHERE partition=? LIMIT 1", (partition,)).fetchone()
+                ):
+                    raise MemoryStoreError(
+                        "invalid_query", f"partition {partition!r} holds {row[1]}-dimensional vectors, not {dimension}"
+                    )
+                db.executemany(
+                    "DELETE FROM vectors WHERE partition=? AND node_id=? AND revision=?",
+                    [(partition, d.node_id, int(d.revision)) for d in delete],
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                    [(partition, i, rev, dig, _blob(v)) for i, rev, dig, v in rows],
+                )
+                revision += 1
+                db.execute("UPDATE meta SET value=? WHERE key='revision'", (revision,))
+                db.execute(
+                    "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?)",
+                    (partition, generation, commit, revision, dimension, time.time()),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return revision
+
+    # -- queries --
+
+    def _matrix(self, db: sqlite3.Connection, partition: str, generation: str) -> _Loaded | None:
+        row = db.execute("SELECT revision, generation, dimension FROM partitions WHERE name=?", (partition,)).fetchone()
+        if row is None or row[1] != generation:
+            return None
+        loaded = self._loaded.get(partition)
+        if loaded is not None and loaded.revision == row[0] and loaded.generation == generation:
+            return loaded
+        import numpy as np
+
+        ids, revisions, digests, blobs = [], [], [], []
+        for node_id, rev, dig, blob in db.execute(
+            "SELECT node_id, revision, digest, vector FROM vectors WHERE partition=?", (partition,)
+        ):
+            ids.append(node_id)
+            revisions.append(int(rev))
+            digests.append(dig)
+            blobs.append(blob)
+        dim = int(row[2]) or 1
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dim) if ids else np.zeros((0, dim))
+        loaded = _Loaded(int(row[0]), generation, ids, revisions, digests, matrix.astype(np.float32, copy=False))
+        self._loaded[partition] = loaded
+        return loaded
+
+    def query(
+        self, partition: str, generation: str, vector: Sequence[float], *, limit: int, min_score: float = 0.0
+    ) -> list[VectorHit]:
+        import numpy as np
+
+        with self._conn() as db:
+            loaded = self._matrix(db, partition, generation)
+        if loaded is None or not loaded.ids or limit <= 0:
+            return []
+        query = np.asarray(check_vector(vector, loaded.matrix.shape[1]), dtype=np.float32)
+        # einsum, not BLAS: a BLAS gemv spins threads a shared 2-core machine cannot give it
+        sims = np.einsum("ij,j->i", loaded.matrix, query)
+        n = len(loaded.ids)
+        top = min(limit, n)
+        part = np.argpartition(-sims, top - 1)[:top] if top < n else np.arange(n)
+        ids = loaded.ids
+        out = []
+        for r in sorted(part.tolist(), key=lambda r: (-float(sims[r]), ids[r])):  # ties by id: deterministic
+            score = float(sims[r])
+            if score < min_score or score <= 0.0:
+                break
+            out.append(VectorHit(loaded.ids[r], loaded.revisions[r], loaded.digests[r], score))
+        return out

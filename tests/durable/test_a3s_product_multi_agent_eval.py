@@ -1,0 +1,159 @@
+"""A3S ``durable-memory-product-v1`` (task arms) and ``durable-memory-multi-agent-v1``.
+
+Product: the ten labelled tasks of ``durable-memory-retrieval-v1`` through three
+sessions with a deterministic model that succeeds only when the relevant memory
+is in its context: no memory, plain session memory (A3S "V1") and active durable
+recall with one-hop relations ("V2"). Frozen success rates 0.00 / 0.60 / 0.90,
+one model call per task, at most 512 memory-context tokens per task, no memory
+tokens without memory, admissions >= successes and no uses in V2.
+
+Multi-agent: two independent agents (their own repository handles) share one
+namespace binding; they run concurrently, then one continues after the other
+closed. Three model calls, three distinct admissions of the shared node, none of
+the candidate, no candidate or foreign node in any context, and the admissions
+survive reopening the repository.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.session.location import open_session_memory
+from gitmem.session.runner import SessionRunner
+
+from .a3s_evals import Model, create, fixture, seed
+
+
+def tokens(text: str) -> int:
+    return max(1, -(-len(text) // 4))  # the fixture's estimate: characters / 4, rounded up
+
+
+def run_arm(tmp_path: Path, arm: str) -> dict[str, Any]:
+    corpus = fixture("durable-memory-retrieval-v1")
+    content = {n["id"]: n["content"] for n in corpus["nodes"]}
+    expected = {q["query"]: content[q["relevant_node_ids"][0]] for q in corpus["queries"]}
+    memory = open_session_memory(tmp_path / f"session-{arm}")
+    if arm == "v1":
+        for n in corpus["nodes"]:
+            if n["status"] == "active":
+                memory.remember(n["content"], importance=1.0, memory_type=n["kind"])
+    binding = None
+    repo = None
+    if arm == "v2":
+        ns = Namespace("product-tenant", "product-principal", "product-scope")
+        repo = DurableRepository.open(tmp_path / f"root-{arm}", "team", create=True)
+        ops = []
+        for n in corpus["nodes"]:
+            op = create(n["id"], n["content"], n["status"], kind=n["kind"], fixture_name="durable-memory-product-v1")
+            op["node"]["relations"] = [{"kind": "related_to", "target": t} for t in n["related_to"]] + [
+                {"kind": "conflicts_with", "target": t} for t in n["conflicts_with"]
+            ]
+            ops.append(op)
+        seed(repo, ns, "seed-durable-memory-product-v1", *ops)
+        p = corpus["policy"]
+        binding = repo.bind_session(
+            f"product-{arm}", ns, RecallPolicy(p["max_results"], p["min_lexical_score"], p["max_related_lookups"])
+        )
+    model = Model(expected)
+    successes = 0
+    context_tokens = []
+    for q in corpus["queries"]:
+        runner = SessionRunner(
+            memory, model, workspace="/w", session_id=f"product-{arm}-{q['id']}", durable=binding, admission=binding
+        )
+        successes += runner.turn(q["query"]).response == "PASS"
+        block = model.calls[-1].memory_block
+        context_tokens.append(sum(tokens(c) for c in content.values() if c in block))
+        assert runner.close() == 0
+    admissions = uses = 0
+    if repo is not None and binding is not None:
+        for n in corpus["nodes"]:
+            usage = repo.usage(binding.namespace, n["id"])
+            admissions += usage.admissions
+            uses += usage.uses
+    tasks = len(corpus["queries"])
+    return {
+        "tasks": tasks,
+        "success": successes / tasks,
+        "successes": successes,
+        "model_calls": len(model.calls),
+        "memory_context_tokens": sum(context_tokens),
+        "max_memory_context_tokens": max(context_tokens),
+        "admissions": admissions,
+        "uses": uses,
+    }
+
+
+def test_product_v1_task_arms(tmp_path: Path) -> None:
+    gates = fixture("durable-memory-product-v1")["thresholds"]
+    expected = gates["expected_task_success"]
+    arms = {arm: run_arm(tmp_path, arm) for arm in ("no_memory", "v1", "v2")}
+    assert {arm: r["success"] for arm, r in arms.items()} == {"no_memory": 0.0, "v1": 0.6, "v2": 0.9}
+    assert {arm: r["success"] for arm, r in arms.items()} == expected
+    assert arms["no_memory"]["memory_context_tokens"] == 0
+    assert arms["v2"]["admissions"] >= arms["v2"]["successes"]
+    assert arms["v2"]["uses"] == 0
+    for r in arms.values():
+        assert r["max_memory_context_tokens"] <= gates["maximum_memory_context_tokens_per_task"]
+        assert r["model_calls"] <= r["tasks"] * gates["maximum_model_calls_per_task"]
+
+
+def test_multi_agent_v1(tmp_path: Path) -> None:
+    fx = fixture("durable-memory-multi-agent-v1")
+    name = "durable-memory-multi-agent-v1"
+    ns = Namespace("atlas-tenant", "atlas-team", "shared-workspace")
+    foreign = Namespace("atlas-tenant", "foreign-team", "shared-workspace")
+    root = tmp_path / "root"
+    owner = DurableRepository.open(root, "team", create=True)
+    shared, cand, other = fx["shared_node"], fx["candidate_node"], fx["foreign_node"]
+    seed(
+        owner,
+        ns,
+        "seed-durable-memory-multi-agent-v1",
+        create(shared["id"], shared["content"], "active", fixture_name=name),
+        create(cand["id"], cand["content"], "candidate", fixture_name=name),
+    )
+    seed(owner, foreign, "seed-foreign", create(other["id"], other["content"], "active", fixture_name=name))
+    policy = RecallPolicy(3, 0.20)
+    model = Model({fx["query"]: shared["content"]}, forbidden=(cand["content"], other["content"]))
+    runners = []
+    for agent in fx["agents"]:  # independent agents: their own repository handle, the same binding
+        repo = DurableRepository.open(root, "team")
+        binding = repo.bind_session(agent["session_id"], ns, policy)
+        runners.append(
+            SessionRunner(
+                open_session_memory(tmp_path / agent["id"]),
+                model,
+                workspace="/w",
+                session_id=agent["session_id"],
+                durable=binding,
+                admission=binding,
+            )
+        )
+    barrier = threading.Barrier(2)
+    answers: dict[int, str] = {}
+
+    def run(i: int) -> None:
+        barrier.wait()
+        answers[i] = runners[i].turn(fx["query"]).response
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert answers == {0: "PASS", 1: "PASS"}
+    assert runners[1].close() == 0  # beta closes; alpha continues
+    assert runners[0].turn(fx["query"]).response == "PASS"
+    assert runners[0].close() == 0
+    gates = fx["thresholds"]
+    assert len(model.calls) == gates["expected_model_calls"] == 3
+    assert model.forbidden_hits() <= gates["maximum_forbidden_context_hits"] == 0
+    assert owner.usage(ns, shared["id"]).admissions == gates["expected_shared_admissions"] == 3
+    assert owner.usage(ns, cand["id"]).admissions == gates["expected_candidate_admissions"] == 0
+    reopened = DurableRepository.open(root, "team")
+    assert reopened.usage(ns, shared["id"]).admissions == 3  # survives a restart
+    assert reopened.usage(foreign, other["id"]).admissions == 0
