@@ -15,12 +15,10 @@ runner would call them (``tool.call(input)`` with the tool-use block's input):
   directory (plain files, ``fsync`` on each write, no history).
 
 Equal durability: the SDK tool fsyncs every file it writes, so by default ours
-runs with fsync on too (libgit2's fsync of the ref, and the pack writer's fsync
-of each commit's pack, index and folder); ``--no-fsync`` turns it off for ours
-only (the old, unequal comparison), ``--no-fsync-both`` for both (the SDK module's
-``os.fsync`` is replaced by a no-op for the run). ``--loose`` adds a third contender in the
-same rounds: ours writing loose objects (``GitRepo.pack_writes`` off, the write
-path before packs).
+runs on a durable mount (``gitmem.durable``: each commit's pack, index, ref and
+their folders fsynced before the command returns); ``--no-fsync`` makes ours a
+plain mount (the old, unequal comparison), ``--no-fsync-both`` turns fsync off on
+both sides (the SDK module's ``os.fsync`` is replaced by a no-op for the run).
 
 Rounds rotate which tool goes first, so all see the same machine load. The
 script prints, per command kind, the p50 and mean wall time and the p50 CPU time of
@@ -31,7 +29,7 @@ Usage::
 
     .venv/bin/python bench/bench_anthropic.py              # 300 files, 5 rounds
     .venv/bin/python bench/bench_anthropic.py --quick      # 60 files, 2 rounds
-    .venv/bin/python bench/bench_anthropic.py --loose      # also the loose-object write path
+    .venv/bin/python bench/bench_anthropic.py --no-fsync-both   # fsync on neither side
 """
 
 from __future__ import annotations
@@ -55,7 +53,6 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 
 from gitmem import Root
 from gitmem.adapters.anthropic_memory import GitMemoryTool
-from gitmem.git.repo import GitRepo, set_durable
 from gitmem.model import Origin
 
 KINDS = ("create", "view", "str_replace", "insert", "view_dir", "rename", "delete")
@@ -102,21 +99,10 @@ def run(
     return times, cpus
 
 
-_OPENED: list[Any] = []
-
-
-def settle() -> None:
-    """Wait for pack folds still running (a tree whose writes folded in the background), before the folders go."""
-    for repo in _OPENED:
-        wait = getattr(repo, "settle", None)  # today's writes fold before they return: nothing to wait for
-        if callable(wait):
-            wait()
-    _OPENED.clear()
-
-
-def ours(workdir: Path) -> Callable[[str, dict[str, Any]], object]:
+def ours(workdir: Path, durable: bool) -> Callable[[str, dict[str, Any]], object]:
     store = Root(workdir / "root").mount("claude", create=True)
-    _OPENED.append(store.sync.repo)
+    if durable:
+        store.sync.set_durable(True)
     tool = GitMemoryTool(store, origin=Origin(run_id="bench", principal_id="bench"))
 
     def call(tool_use_id: str, payload: dict[str, Any]) -> object:
@@ -163,14 +149,13 @@ def main() -> None:
     parser.add_argument(
         "--no-fsync-both", action="store_true", help="neither fsyncs (the SDK tool's os.fsync made a no-op)"
     )
-    parser.add_argument("--loose", action="store_true", help="also run ours with loose objects (the old write path)")
     args = parser.parse_args()
     files, rounds = (60, 2) if args.quick else (args.files, args.rounds)
     steps = sequence(files)
-    set_durable(not (args.no_fsync or args.no_fsync_both))
+    durable = not (args.no_fsync or args.no_fsync_both)
     if args.no_fsync_both:
         setattr(sdk_module, "os", _NoFsync())  # noqa: B010 (the module does not export os)
-    who_all = ("ours", "sdk", "loose") if args.loose else ("ours", "sdk")
+    who_all = ("ours", "sdk")
 
     totals: dict[str, dict[str, list[float]]] = {w: {k: [] for k in KINDS} for w in who_all}
     cpu_totals: dict[str, dict[str, list[float]]] = {w: {k: [] for k in KINDS} for w in who_all}
@@ -182,18 +167,15 @@ def main() -> None:
             for who in order:
                 workdir = Path(tmp) / f"{who}-{r}"
                 workdir.mkdir()
-                call = baseline(workdir) if who == "sdk" else ours(workdir)
-                GitRepo.pack_writes = who != "loose"
+                call = baseline(workdir) if who == "sdk" else ours(workdir, durable)
                 gc.collect()
                 cpu0, wall0 = time.process_time(), time.perf_counter()
                 times, cpu_times = run(call, steps)
-                GitRepo.pack_writes = True
                 walls[who].append(time.perf_counter() - wall0)
                 cpus[who].append(time.process_time() - cpu0)
                 for kind, values in times.items():
                     totals[who][kind].extend(values)
                     cpu_totals[who][kind].extend(cpu_times[kind])
-        settle()
 
     print(
         f"# {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
@@ -207,10 +189,9 @@ def main() -> None:
     )
     print(f"# {files} files, {len(steps)} commands per round, {rounds} rounds (order rotating), {fsync}")
     print("# wall p50 and mean per command kind (ms), CPU p50 (ms); ratios ours / sdk")
-    extra = f" {'loose p50':>10} {'ratio':>6}" if args.loose else ""
     print(
         f"{'command':<12} {'n/round':>7} {'ours p50':>9} {'sdk p50':>8} {'ratio':>6}"
-        f" {'ours mean':>10} {'sdk mean':>9} {'ratio':>6} {'ours CPU':>9} {'sdk CPU':>8} {'ratio':>6}{extra}"
+        f" {'ours mean':>10} {'sdk mean':>9} {'ratio':>6} {'ours CPU':>9} {'sdk CPU':>8} {'ratio':>6}"
     )
     worst = 0.0
     for kind in KINDS:
@@ -218,13 +199,9 @@ def main() -> None:
         ma, mb = mean(totals["ours"][kind]), mean(totals["sdk"][kind])
         ca, cb = p50(cpu_totals["ours"][kind]), p50(cpu_totals["sdk"][kind])
         worst = max(worst, a / b)
-        more = ""
-        if args.loose:
-            c = p50(totals["loose"][kind])
-            more = f" {c:>10.3f} {c / b:>6.2f}"
         print(
             f"{kind:<12} {len(totals['ours'][kind]) // rounds:>7} {a:>9.3f} {b:>8.3f} {a / b:>6.2f}"
-            f" {ma:>10.3f} {mb:>9.3f} {ma / mb:>6.2f} {ca:>9.3f} {cb:>8.3f} {ca / cb:>6.2f}{more}"
+            f" {ma:>10.3f} {mb:>9.3f} {ma / mb:>6.2f} {ca:>9.3f} {cb:>8.3f} {ca / cb:>6.2f}"
         )
     per_ours = statistics.median(walls["ours"]) / len(steps) * 1000
     per_sdk = statistics.median(walls["sdk"]) / len(steps) * 1000
@@ -236,11 +213,6 @@ def main() -> None:
     print(
         f"{'per command':<12} {'':>7} {cpu_ours:>12.3f} {cpu_sdk:>11.3f} {cpu_ours / cpu_sdk:>6.2f}  (CPU, median round)"
     )
-    if args.loose:
-        per_loose = statistics.median(walls["loose"]) / len(steps) * 1000
-        print(
-            f"{'per command':<12} {'':>7} {'loose:':>12} {per_loose:>11.3f} {per_loose / per_sdk:>6.2f}  (wall, loose objects)"
-        )
     verdict = "met" if per_ours <= 1.5 * per_sdk else "NOT met"
     print(f"target ours <= 1.5x sdk per command: {verdict} ({per_ours / per_sdk:.2f}x)")
     verdict = "met" if worst <= 2 else "NOT met"

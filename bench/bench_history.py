@@ -5,8 +5,9 @@ Questions, each with its git CLI baseline measured in the same run:
 - **log of one path across 10k commits** (target <= 100 ms): ``store.sync.log(path)``
   returning every change of a file that is edited every ``--every``-th commit and
   moved once half-way, against ``git log --follow --format=... -- path`` (the
-  same commits, checked equal). Measured twice: on the loose objects gitmem
-  writes, and after ``store.gc()`` packed them.
+  same commits, checked equal). Measured twice: on the memory as gitmem wrote
+  it (one small pack per commit, folded as it goes), and after ``store.gc()``
+  packed it into one.
 - **log filtered by run**: ``log(run=...)`` against ``git log --grep`` on the
   ``Gitmem-Run`` trailer (the same commits, checked equal).
 - **forget on that history** (reported, no target): ``store.sync.forget(path)`` on a
@@ -16,7 +17,7 @@ Questions, each with its git CLI baseline measured in the same run:
   timed too (slow: it runs a shell per commit).
 
 The history is written through the store itself (one commit per write, trailers,
-loose objects), so it is what a real memory looks like; building it takes
+the packs the writes leave), so it is what a real memory looks like; building it takes
 ~20-40 s. gitmem and git are called alternately in each round so background
 load hits both alike.
 
@@ -134,7 +135,7 @@ def compare_log(label: str, repo: str, rounds: int) -> dict[str, Any]:
         med_cpu = {who: statistics.median(v) for who, v in cpu.items()}
         out[kind] = {"entries": entries, "wall_median_s": med, "cpu_median_s": med_cpu}
         print(
-            f"{label:6} log {kind:4} ({entries:4} entries)  gitmem {med['gitmem'] * 1000:6.1f} ms wall "
+            f"{label:10} log {kind:4} ({entries:4} entries)  gitmem {med['gitmem'] * 1000:6.1f} ms wall "
             f"{med_cpu['gitmem'] * 1000:6.1f} ms CPU   git CLI {med['git'] * 1000:6.1f} ms wall "
             f"{med_cpu['git'] * 1000:6.1f} ms CPU"
         )
@@ -200,22 +201,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     work = args.work or tempfile.mkdtemp(prefix="gitmem-bench-history-")
-    loose = os.path.join(work, "history.git")
+    written = os.path.join(work, "history.git")
     packed = os.path.join(work, "history-packed.git")
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, work in {work}")
     summary: dict[str, Any] = {"commits": args.commits, "every": args.every}
-    if not (args.reuse and os.path.isdir(loose) and os.path.isdir(packed)):
-        for old in (loose, packed):
+    if not (args.reuse and os.path.isdir(written) and os.path.isdir(packed)):
+        for old in (written, packed):
             shutil.rmtree(old, ignore_errors=True)
         print(f"building {args.commits} commits (target edited every {args.every}th, moved half-way) ...", flush=True)
-        t_build, _ = timed(lambda: build(loose, args.commits, args.every))
+        t_build, _ = timed(lambda: build(written, args.commits, args.every))
         print(f"built in {t_build:.1f} s")
-        shutil.copytree(loose, packed)
+        shutil.copytree(written, packed)
         gc_time, gc_report = timed(lambda: GitFileStore.open(packed).sync.gc())
         print(f"store.gc() on a copy: {gc_time:.2f} s, {gc_report}")
         summary.update(build_s=t_build, gc_s=gc_time)
     print(f"load average before measuring: {os.getloadavg()[0]:.1f}")
-    summary["loose"] = compare_log("loose", loose, args.rounds)
+    summary["written"] = compare_log("as written", written, args.rounds)
     summary["packed"] = compare_log("packed", packed, args.rounds)
     summary["forget"] = compare_forget(packed, work, args.filter_branch)
     summary["load_average_after"] = os.getloadavg()[0]
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = [
         (f"log of one path across the history <= 100 ms ({kind}, {measure} median)",
          summary[kind]["path"][f"{measure}_median_s"]["gitmem"] <= 0.100)
-        for kind in ("packed", "loose") for measure in ("wall", "cpu")
+        for kind in ("packed", "written") for measure in ("wall", "cpu")
     ]  # fmt: skip
     for text, ok in verdicts:
         print(f"- [{'met' if ok else 'MISSED'}] {text}")

@@ -5,22 +5,25 @@
 ```
 
 Builds a 10k-file memory, makes ``--writes`` CAS writes through the store (each
-commit one small pack, folded by the write that finds ``MAX_PACKS`` were
-written since the last fold, before it returns: in-process for small packs, else by ``git pack-objects --stdin-packs``),
-sampling the pack count as it goes (live packs, and index files including folded
-packs, which a later fold deletes once ``packwrite.GRACE_SECONDS`` passed). Then
-compares reads on that memory against a copy fully packed by ``git gc`` (what a memory written with
-loose objects and gc'd looks like, today's read path), alternating per sample,
-the same two files on both: a *fresh* read (a new store handle, its first read:
-opens every pack index it needs) and a warm read (the same handle again). Both
-are measured twice: in the writing process, whose fresh handles still find the
-latest commits' objects in memory (``gitmem.git.recent``) and the packs libgit2
-already opened, and in a new reader process, where neither memory has any of
-that (what another agent's process or a ``gitmem cat`` sees). With
+commit one small pack; the write that finds ``gitmem.git.engine.MAX_PACKS``
+packs written since the last fold folds them, after letting the writer lock go
+and before it returns), sampling the pack count as it goes (live packs, and
+index files including folded packs, which a later fold deletes once
+``packwrite.GRACE_SECONDS`` passed). Then compares reads on that memory against
+a copy fully packed by ``git gc`` (the baseline: one pack, git's own layout),
+alternating per sample, the same two files on both: a *fresh* read (a new store
+handle, its first read: opens every pack index it needs) and a warm read (the
+same handle again). Both are measured twice: in the writing process, where
+libgit2 keeps the packs it already opened, and in a new reader process, which
+has none of that (what another agent's process or a ``gitmem cat`` sees). With
 ``--snapshots``, the memory is also copied at every ``--progress`` point and
 right after the last write (under the fold lock), as a reader finds it while
 writes go on: the last fold's leftovers not yet deleted and the packs written
 since it; each copy is read against its own ``git gc``'d copy in a new process.
+
+Quick run::
+
+    .venv/bin/python bench/bench_packs.py --files 2000 --writes 1500 --reads 30
 """
 
 from __future__ import annotations
@@ -41,8 +44,7 @@ if __package__ in (None, ""):
 
 from bench import bulk
 from gitmem import GitFileStore, SyncGitFileStore
-from gitmem.git import packwrite
-from gitmem.git import repo as gitrepo
+from gitmem.git import engine, packwrite
 
 
 def packs(path: str) -> int:
@@ -89,9 +91,8 @@ def cold_read_times(
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
     """:func:`read_times` in a new process: what another agent or a ``gitmem cat`` sees.
 
-    The writing process keeps its latest objects in memory (``gitmem.git.recent``)
-    and libgit2 keeps the packs it opened for every handle of the process, so
-    a fresh handle there is not a cold read; a reader process has neither, on
+    libgit2 keeps the packs it opened for every handle of the writing process,
+    so a fresh handle there is not a cold read; a reader process has none, on
     either memory.
     """
     done = subprocess.run(
@@ -194,7 +195,7 @@ def main() -> int:
         subprocess.run(["git", "--git-dir", packed, "gc", "-q"], check=True)
         print(
             f"# {args.files} files, {args.writes} writes in {took:.1f} s ({took / args.writes * 1000:.1f} ms each), "
-            f"MAX_PACKS={gitrepo.MAX_PACKS}, load {os.getloadavg()[0]:.1f}"
+            f"MAX_PACKS={engine.MAX_PACKS}, load {os.getloadavg()[0]:.1f}"
         )
         print(
             f"live packs during the writes: max {max(live)}, median {statistics.median(live)}, "

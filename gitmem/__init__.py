@@ -2,6 +2,11 @@
 
 Each memory is a bare git repository; every change is one commit, a file's
 version is its blob id and a change cursor is a commit id.
+
+Opening a store imports pygit2 and changes three of libgit2's process-wide
+settings for every pygit2 user in the process (strict object creation off, a
+bigger tree cache, at most 256 open pack files: ``gitmem.git.repo.PYGIT2_SETTINGS``);
+set ``GITMEM_PYGIT2_DEFAULTS=1`` before importing gitmem to keep libgit2's defaults.
 """
 
 from __future__ import annotations

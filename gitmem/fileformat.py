@@ -191,6 +191,12 @@ def _validate_path_fully(path: str, fmt: FileFormat) -> str:
     if "\\" in norm:
         raise MemoryStoreError("invalid_path", f"{path!r}: backslashes are not allowed; separate folders with '/'")
     bad = next((c for c in norm if _is_control(c)), None)
+    if bad is None and not norm.isascii():
+        # A lone surrogate (a name decoded with surrogateescape) has no UTF-8 form: refuse it here
+        # rather than let the byte count below raise UnicodeEncodeError.
+        bad = next((c for c in norm if "\ud800" <= c <= "\udfff"), None)
+        if bad is not None:
+            raise MemoryStoreError("invalid_path", f"{path!r}: U+{ord(bad):04X} is a lone surrogate, not text")
     if bad is not None:
         raise MemoryStoreError("invalid_path", f"{path!r}: control character U+{ord(bad):04X} is not allowed")
     hidden = hidden_at(norm)

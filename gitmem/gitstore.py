@@ -509,11 +509,15 @@ class SyncGitFileStore:
             self.repo, self.format, path, rev, head=None if rev is not None else self._proposal_head()
         )
 
-    def restore(self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None) -> str | None:
+    def restore(
+        self, path: str, rev: str, *, expected: str | None, origin: Origin | None = None, delete: bool = False
+    ) -> str | None:
+        """``path`` back as it was at ``rev``; where it did not exist there, deleted only with ``delete=True``."""
         origin = self._origin(origin)
         ref = self._target(origin)
         return git_history.restore(
-            self.repo, self.format, path, rev, expected=expected, origin=origin, ref=ref, size_of=self._size
+            self.repo, self.format, path, rev, expected=expected, origin=origin, ref=ref, size_of=self._size,
+            delete=delete,
         )
 
     def revert(self, commit: str, *, origin: Origin | None = None) -> str | None:

@@ -68,9 +68,18 @@ def _exists(path: str) -> bool:
 
 
 class Root:
-    """A folder of memories. Creating a mount is safe when processes race to do it."""
+    """A folder of memories. Creating a mount is safe when processes race to do it.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``Root()`` with no folder is the one the CLI and the MCP server use: ``$GITMEM_ROOT``,
+    else ``$XDG_DATA_HOME/gitmem``, else ``~/.local/share/gitmem`` (read when the root is
+    made), so a memory written from Python is the one ``gitmem ls`` shows.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        if path is None:
+            from gitmem.config import default_root_folder
+
+            path = default_root_folder()
         self.folder = absolute_folder(path)
         self._path: Path | None = None
 

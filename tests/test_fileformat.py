@@ -98,6 +98,8 @@ BAD_PATHS = {
     "gitattributes hashed short": "gi7d29~1",
     "too many bytes": "é" * 129,
     "segment over 255 bytes": "x" * 256,
+    "lone surrogate": "a\udcff.md",  # a non-UTF-8 name read with surrogateescape
+    "lone high surrogate in a folder": "\ud800/x",
 }
 
 

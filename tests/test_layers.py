@@ -46,11 +46,11 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 # The layers of docs/architecture.md, bottom to top.
-PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config")
+PURE = ("errors", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
 SEAM = ("store", "memstore", "aio", "localfile")
 GIT = ("git",)
 INDEX = ("index",)
-FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread")
+FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "hooks", "demo", "quickread", "exchange")
 TOOLS = ("tools",)
 RECALL = ("recall",)
 SESSION = ("session",)

@@ -81,3 +81,20 @@ def test_the_default_root_folder_is_the_default_root(env: dict[str, str], monkey
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert Root(default_root_folder()).path == Root(default_root()).path
+
+
+def test_root_without_a_folder_is_the_clis_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from gitmem.adapters.cli import cli
+    from gitmem.root import Root
+
+    monkeypatch.setenv("GITMEM_ROOT", str(tmp_path / "env-root"))
+    store = Root().mount("user", create=True)
+    store.sync.write("a.md", "from python\n", expected=None)
+    assert Root().path == tmp_path / "env-root"
+    listed = CliRunner().invoke(cli, ["ls", "user"], catch_exceptions=False)
+    assert listed.exit_code == 0 and "a.md" in listed.output
+    monkeypatch.delenv("GITMEM_ROOT")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert Root().path == tmp_path / "xdg" / "gitmem"

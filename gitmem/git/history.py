@@ -391,11 +391,14 @@ def restore(
     origin: Origin | None = None,
     ref: str = MAIN,
     size_of: Callable[[str], int] | None = None,
+    delete: bool = False,
 ) -> str | None:
     """Set ``path`` back to its content at ``rev`` in one new commit.
 
     ``expected`` is the version the caller saw now (``None``: the file is absent
-    now). The file is deleted when it did not exist at ``rev``. The content must
+    now). When the file did not exist at ``rev`` a restore would delete it, which
+    a careless ``rev`` must not do by surprise: that is ``not_found`` unless
+    ``delete=True`` asks for the deletion. The content must
     pass today's file rules (size, format, secrets) like any write. Returns the
     new version, or ``None`` when the file is now absent. Restoring the state the
     file is already in commits nothing. ``ref`` is the branch the change lands on
@@ -416,6 +419,12 @@ def restore(
         now = current.version if current is not None else None
         if now == target:
             return Plan.nothing(target)
+        if target is None and not delete:
+            raise MemoryStoreError(
+                "not_found",
+                f"{path} did not exist at {rev} ({commit[:12]}), so restoring it would delete it; "
+                "pass delete=True (gitmem restore --delete) to delete it",
+            )
         if target is not None:
             size = _checked_content(repo, fmt, path, target)
             check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))

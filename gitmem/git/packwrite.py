@@ -324,26 +324,32 @@ _FOLDED_LIMIT = 1 << 20  # bytes of the folded list read at most (a few thousand
 
 
 def _folded(repo_path: str) -> dict[str, float]:
-    """The packs waiting to be deleted, each with when it was folded.
+    """The packs waiting to be deleted, each with when it was folded."""
+    return {name: when for name, (when, _) in _folded_into(repo_path).items()}
+
+
+def _folded_into(repo_path: str) -> dict[str, tuple[float, str | None]]:
+    """The packs waiting to be deleted, each with when it was folded and the pack it was folded into.
 
     The list is input like any file under the mount: only lines of exactly the
-    form a fold writes (a pack's name, a finite time) count; anything else is
-    dropped, and a name is never joined to a path before it passed that check.
+    form a fold writes (a pack's name, a finite time, optionally the name of the
+    pack it went into) count; anything else is dropped, and a name is never
+    joined to a path before it passed that check.
     """
     raw = read_private(os.path.join(repo_path, FOLDED), _FOLDED_LIMIT)
     if raw is None:
         return {}
-    folded: dict[str, float] = {}
+    folded: dict[str, tuple[float, str | None]] = {}
     for line in raw.decode("ascii", "replace").splitlines():
         parts = line.split()
-        if len(parts) != 2 or not _PACK_NAME.fullmatch(parts[0]):
+        if len(parts) not in (2, 3) or not all(_PACK_NAME.fullmatch(p) for p in parts[:1] + parts[2:]):
             continue
         try:
             when = float(parts[1])
         except ValueError:
             continue
         if math.isfinite(when):
-            folded[parts[0]] = when
+            folded[parts[0]] = (when, parts[2] if len(parts) == 3 else None)
     return folded
 
 
@@ -377,8 +383,12 @@ def _lists(index: tuple[bytes, int], oid: bytes) -> bool:
     return False
 
 
-def _held_elsewhere(folder: str, name: str, keep: set[str]) -> bool:
-    """Whether every object of pack ``name`` is also in one of the ``keep`` packs (so deleting it loses nothing)."""
+def _held_elsewhere(folder: str, name: str, keep: list[str], loaded: dict[str, tuple[bytes, int] | None]) -> bool:
+    """Whether every object of pack ``name`` is also in one of the ``keep`` packs (so deleting it loses nothing).
+
+    ``keep`` is searched in order (the newest first: the fold's own pack holds
+    what it folded) and each index is read once per compaction (``loaded``).
+    """
     mine = _index_names(os.path.join(folder, name + ".idx"))
     if mine is None:
         return not os.path.lexists(os.path.join(folder, name + ".idx"))  # already gone: nothing to lose
@@ -387,7 +397,9 @@ def _held_elsewhere(folder: str, name: str, keep: set[str]) -> bool:
     for other in keep:
         if not missing:
             break
-        index = _index_names(os.path.join(folder, other + ".idx"))
+        if other not in loaded:
+            loaded[other] = _index_names(os.path.join(folder, other + ".idx"))
+        index = loaded[other]
         if index is not None:
             missing = [oid for oid in missing if not _lists(index, oid)]
     return not missing
@@ -467,24 +479,30 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
     (:func:`search_last`) and deleted by the next fold after their grace. No
     timer deletes them sooner: nothing of gitmem's may change a memory's files
     after the call that wrote it returned (a caller may delete the memory's
-    folder then; ``docs/benchmarks.md``, "Reads after 100k writes").
+    folder then; ``docs/benchmarks.md``, "Many writes").
     """
     folder = os.path.join(repo_path, "objects", "pack")
-    folded = _folded(repo_path)
+    folded = _folded_into(repo_path)
     now = time.time()
     deleted = False
-    due = [name for name, when in sorted(folded.items()) if now - when >= GRACE_SECONDS]
+    due = [name for name, (when, _) in sorted(folded.items()) if now - when >= GRACE_SECONDS]
     if due:
         with os.scandir(folder) as found:
-            live = {e.name[:-4] for e in found if e.name.endswith(".idx") and _PACK_NAME.fullmatch(e.name[:-4])}
-        keep = live - set(folded)
+            live = [e.name[:-4] for e in found if e.name.endswith(".idx") and _PACK_NAME.fullmatch(e.name[:-4])]
+        counts: dict[str, int] = {}
+        for name in live:
+            with suppress(OSError, ValueError):
+                counts[name] = _objects_in(os.path.join(folder, name + ".idx"))
+        keep = sorted((n for n in counts if n not in folded), key=lambda n: -counts[n])  # the biggest holds most
+        loaded: dict[str, tuple[bytes, int] | None] = {}
         for name in due:
-            del folded[name]
-            # A listed pack is deleted only once another live pack holds each of its objects:
-            # the list can be edited by anyone who can write the folder, and a live pack's
-            # name in it must not delete history.
-            if not _held_elsewhere(folder, name, keep):
-                keep.add(name)
+            into = folded.pop(name)[1]
+            # A listed pack is deleted only once another live pack holds each of its objects
+            # (the pack it was folded into first): the list can be edited by anyone who can
+            # write the folder, and a live pack's name in it must not delete history.
+            order = [into, *(n for n in keep if n != into)] if into in keep else keep
+            if not _held_elsewhere(folder, name, order, loaded):
+                keep.append(name)
                 continue
             for ext in (".idx", ".pack", ".rev"):  # the index first: readers find packs by it
                 with suppress(FileNotFoundError):
@@ -514,10 +532,11 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
             made = f"pack-{out.strip()}" if code == 0 and out.strip() else None
         if made is not None:
             done = time.time()
-            folded.update((name, done) for name in chosen if name != made)
+            folded.update((name, (done, made)) for name in chosen if name != made)
     if chosen or deleted:
         tmp = os.path.join(repo_path, FOLDED + ".tmp")
-        write_private(tmp, "".join(f"{name} {when}\n" for name, when in sorted(folded.items())))
+        lines = (f"{name} {when} {into}\n" if into else f"{name} {when}\n" for name, (when, into) in sorted(folded.items()))
+        write_private(tmp, "".join(lines))
         os.replace(tmp, os.path.join(repo_path, FOLDED))
         if made is not None:
             search_last(folder, [name for name in chosen if name != made], [*(set(sizes) - set(chosen)), made])
@@ -533,8 +552,7 @@ def search_last(folder: str, folded: list[str], live: list[str]) -> None:
     wrote, so until deleted it was searched among the first, and for nothing:
     each of its objects is in the fold's pack too. A new reader process took
     1.29x a ``git gc``'d copy's time for its first read with 78 folded packs
-    waiting, 1.01x with them dated back (``docs/benchmarks.md``, "Reads after
-    100k writes"). Only the order changes: git decides nothing else by a
+    waiting, 1.01x with them dated back (measured with ``bench/bench_packs.py``). Only the order changes: git decides nothing else by a
     live pack's mtime, and the folded pack is deleted after its grace. A pack
     this process may not date (another user's) keeps its time.
     """

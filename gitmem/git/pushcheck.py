@@ -178,6 +178,47 @@ def check_updates(
         repo.free()
 
 
+@dataclass(frozen=True, slots=True)
+class CommitVerdict:
+    """One commit of a line of history held to the push rules: its id, its parents, what it breaks."""
+
+    commit: str
+    parents: tuple[str, ...]
+    refusals: tuple[Refusal, ...]
+
+
+def check_commits(
+    repo_path: str, tip: str, fmt: FileFormat, *, hide: Sequence[str] = (), ref: str = MAIN
+) -> list[CommitVerdict]:
+    """Every commit reachable from ``tip`` and not from ``hide``, parents first, each with its refusals.
+
+    :func:`check_updates` answers for a whole ref update (and stops at
+    :data:`MAX_REFUSALS`); bringing in a history (``gitmem import --history``) needs
+    the verdict of each commit, so it can keep the ones that pass and list the rest.
+    ``unavailable`` when the repository or an object cannot be read.
+    """
+    path = os.path.abspath(repo_path)
+    try:
+        repo = open_repository(path)
+    except (pygit2.GitError, OSError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
+    try:
+        checker = _Checker(repo, fmt)
+        checker.known = [pygit2.Oid(hex=h) for h in hide]
+        out: list[CommitVerdict] = []
+        for commit in checker._new_commits(pygit2.Oid(hex=tip)):
+            refusals = tuple(
+                Refusal(ref, problem[0], problem[1], str(commit.id), where)
+                for where, problem in checker._commit_problems(commit)
+            )
+            out.append(CommitVerdict(str(commit.id), tuple(str(p) for p in commit.parent_ids), refusals))
+        return out
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the history at {tip[:12]}: {exc}") from exc
+    finally:
+        repo.free()
+
+
 class _Checker:
     """Checks updates against one repository, caching verdicts by path and blob."""
 

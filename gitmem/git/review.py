@@ -57,6 +57,18 @@ class Proposal:
     paths: tuple[str, ...]  # files it changes relative to its base
     principals: tuple[str, ...]
     updated: int  # committer time of its head, seconds since the epoch
+    # Each commit main does not have, newest first, as (commit id, who, summary line): who is the
+    # commit's Gitmem-Principal, else its git author (a person who pushed a fix with plain git
+    # is credited for it, not the agent whose run the branch is).
+    log: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def authors(self) -> tuple[tuple[str, int], ...]:
+        """Who made the branch's commits and how many each, in order of first appearance (newest first)."""
+        counts: dict[str, int] = {}
+        for _commit, who, _summary in self.log:
+            counts[who] = counts.get(who, 0) + 1
+        return tuple(counts.items())
 
 
 def gate_enabled(git: GitRepo) -> bool:
@@ -167,18 +179,22 @@ def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
     base = str(base_oid) if base_oid is not None else None
     commits = 0
     principals: dict[str, None] = {}
+    log: list[tuple[str, str, str]] = []
     walker = r.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(pygit2.Oid(hex=main))
     for commit in walker:
         commits += 1
-        who = parse_message(commit.message).origin.principal_id
+        parsed = parse_message(commit.message)
+        who = parsed.origin.principal_id
         if who:
             principals[who] = None
+        author = who or commit.author.name or commit.author.email or "-"
+        log.append((str(commit.id), author, parsed.summary))
     paths: tuple[str, ...] = ()
     if base is not None and base != head:
         paths = git.changed_paths(base, head)
     updated = r[head].peel(pygit2.Commit).commit_time
-    return Proposal(run, ref, head, base, commits, paths, tuple(principals), updated)
+    return Proposal(run, ref, head, base, commits, paths, tuple(principals), updated, tuple(log))
 
 
 def proposals(git: GitRepo) -> list[Proposal]:

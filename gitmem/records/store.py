@@ -138,6 +138,15 @@ class RecordStore:
     ) -> None:
         if ranking not in ("bm25", "coverage"):
             raise ValueError(f"ranking must be 'bm25' or 'coverage', not {ranking!r}")
+        # Checked where the store is opened, not only by the tools and CLI: records written into
+        # a file (or session, durable) memory would be files its own commands cannot read.
+        kind = getattr(store, "kind", "record")
+        if kind != "record":
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"{getattr(store, 'path', 'this store')} is a {kind} memory; records live only in a record "
+                "memory (`gitmem init NAME --kind record`)",
+            )
         self.store = store
         self.namespace = namespace
         self.folder = encode_namespace(namespace)
@@ -438,14 +447,20 @@ class RecordStore:
                     break
         return mine
 
-    def restore(self, record_id: str, rev: str, *, origin: Origin | None = None) -> MemoryRecord | None:
-        """Set a record back to its text at ``rev`` in a new commit (``None``: it did not exist there)."""
+    def restore(
+        self, record_id: str, rev: str, *, origin: Origin | None = None, delete: bool = False
+    ) -> MemoryRecord | None:
+        """Set a record back to its text at ``rev`` in a new commit.
+
+        A record that did not exist at ``rev`` is refused (``not_found``) unless
+        ``delete=True`` asks for its deletion; then ``None`` is returned.
+        """
         path = self._path(record_id)
         restore = self._history("restore")
         for _ in range(WRITE_ATTEMPTS):
             current = self._read(path)
             try:
-                restore(path, rev, expected=current.version if current else None, origin=origin)
+                restore(path, rev, expected=current.version if current else None, origin=origin, delete=delete)
             except MemoryStoreError as error:
                 if error.code == "version_mismatch":
                     continue

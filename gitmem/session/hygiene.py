@@ -192,6 +192,17 @@ def mark_superseded(old: MemoryItem, by: str, *, now: float) -> MemoryItem:
     return replace(old, tags=tuple(_union(old.tags, ("superseded",))), metadata=meta)
 
 
+def mark_supersedes(new: MemoryItem, old: str) -> MemoryItem:
+    """The replacing end of a supersede: ``supersedes`` names ``old``, which protects ``new`` from prune.
+
+    Without it a prune could delete the item that replaced another, and the fact would
+    vanish from recall while the old item's ``superseded_by`` pointed at nothing.
+    """
+    meta = dict(new.metadata)
+    meta["supersedes"] = _union(new.supersedes, (old,))
+    return replace(new, tags=tuple(_union(new.tags, ("consolidated",))), metadata=meta)
+
+
 def mark_conflict(item: MemoryItem, other: str) -> MemoryItem:
     """Both sides of a contradiction stay visible, tagged ``conflict`` and naming each other."""
     meta = dict(item.metadata)

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
@@ -40,6 +40,11 @@ ITEM_SCHEMA: Final = "gitmem.session.item.v1"
 MAX_CONTENT_CHARS: Final = 16_000
 MAX_TAGS: Final = 64
 MAX_TAG_CHARS: Final = 64
+#: Most tag entries a caller may hand over, duplicates included: refused before any is looked at.
+MAX_TAG_ENTRIES: Final = 16 * MAX_TAGS
+#: Deepest nesting of metadata (a mapping in a list in a mapping is depth 3), and its JSON size.
+MAX_METADATA_DEPTH: Final = 32
+MAX_METADATA_CHARS: Final = 16_000
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
@@ -137,8 +142,18 @@ def check_content(content: object) -> str:
         raise _bad(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
     if "\x00" in content:
         raise _bad("content holds a NUL character")
+    check_unicode(content, "content")
     check_no_secret(content, "content")
     return content
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Refuse a lone surrogate: it has no UTF-8 form, so the item file could not be written."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _bad(f"{what} is not valid Unicode (a lone surrogate at character {exc.start})") from None
 
 
 def check_no_secret(text: str, what: str) -> None:
@@ -166,22 +181,55 @@ def check_type(value: object) -> MemoryType:
 
 
 def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
-    """Tags lower-cased and stripped, duplicates dropped (first wins), order kept."""
-    if isinstance(tags, str):
+    """Tags lower-cased and stripped, duplicates dropped (first wins), order kept.
+
+    The limits come first and the work is linear: more than :data:`MAX_TAG_ENTRIES`
+    entries are refused by their count (before any is cleaned, when the caller's
+    collection has a length), a tag is cleaned only after its raw length is checked,
+    duplicates are found in a set, and the 65th distinct tag stops the loop.
+    """
+    if isinstance(tags, str | bytes):
         raise _bad("tags must be a list of strings, not one string")
-    out: list[str] = []
-    for tag in tags:
+    count = len(tags) if isinstance(tags, Sized) else None
+    if count is not None and count > MAX_TAG_ENTRIES:
+        raise _bad(f"{count} tags; the limit is {MAX_TAGS}")
+    out: dict[str, None] = {}
+    for seen, tag in enumerate(tags, 1):
+        if seen > MAX_TAG_ENTRIES:
+            raise _bad(f"more than {MAX_TAG_ENTRIES} tags given; the limit is {MAX_TAGS}")
         if not isinstance(tag, str) or not tag.strip():
-            raise _bad(f"tag {tag!r} is not a non-empty string")
-        cleaned = tag.strip().lower()
+            raise _bad(f"tag {_short(tag)} is not a non-empty string")
+        # Surrounding blanks are stripped, so only a tag well past the limit is refused unstripped.
+        cleaned = tag.strip().lower() if len(tag) <= 4 * MAX_TAG_CHARS else tag
         if len(cleaned) > MAX_TAG_CHARS or any(c in cleaned for c in "\r\n\t\x00"):
-            raise _bad(f"tag {tag!r} must be one line of at most {MAX_TAG_CHARS} characters")
+            raise _bad(f"tag {_short(tag)} must be one line of at most {MAX_TAG_CHARS} characters")
+        if cleaned in out:
+            continue
+        if len(out) == MAX_TAGS:
+            raise _bad(f"more than {MAX_TAGS} distinct tags; the limit is {MAX_TAGS}")
+        check_unicode(cleaned, "a tag")
         check_no_secret(cleaned, "a tag")
-        if cleaned not in out:
-            out.append(cleaned)
-    if len(out) > MAX_TAGS:
-        raise _bad(f"{len(out)} tags; the limit is {MAX_TAGS}")
+        out[cleaned] = None
     return tuple(out)
+
+
+def _short(value: object) -> str:
+    """``repr`` of a caller's value, cut so an error message stays small whatever it was handed."""
+    text = repr(value) if isinstance(value, str | int | float | bool | type(None)) else type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_shape(metadata: Mapping[Any, Any]) -> None:
+    """Refuse metadata nested deeper than :data:`MAX_METADATA_DEPTH`, walked without recursion."""
+    stack: list[tuple[object, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise _bad(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
@@ -190,10 +238,14 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         raise _bad(f"metadata must be a mapping, got {type(metadata).__name__}")
     if not metadata:
         return {}  # most items carry none: nothing to encode or search for credentials
+    _check_shape(metadata)
     try:
         text = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _bad(f"metadata must hold only JSON values (text keys): {exc}") from None
+    if len(text) > MAX_METADATA_CHARS:
+        raise _bad(f"metadata is {len(text)} characters as JSON; the limit is {MAX_METADATA_CHARS}")
+    check_unicode(text, "metadata")
     check_no_secret(text, "metadata")
     loaded: dict[str, Any] = json.loads(text)
     return loaded

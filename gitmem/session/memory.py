@@ -422,16 +422,25 @@ class SessionMemory:
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes ({summary})")
 
     def supersede(self, old_id: str, new_id: str, *, origin: Origin | None = None) -> None:
-        """Mark ``old_id`` replaced by ``new_id``: kept in git, out of recall, protected from prune."""
+        """Mark ``old_id`` replaced by ``new_id`` in one commit: both ends carry the relation.
+
+        ``old`` is kept in git, out of recall (``superseded_by``); ``new`` names what it
+        replaced (``supersedes``, tagged ``consolidated``). Both are protected from prune.
+        """
         now = self.clock()
         check_id(old_id)
         check_id(new_id)
         with self._lock:
             self.refresh()
-            new = self.catalogue.entry(new_id).item.id
+            old, new = self.catalogue.entry(old_id).item.id, self.catalogue.entry(new_id).item.id
+            if old == new:
+                raise MemoryStoreError("invalid_query", "an item cannot supersede itself")
             self._relate(
-                lambda: [(old_id, lambda i: hygiene.mark_superseded(i, new, now=now))],
-                f"{old_id} superseded by {new}",
+                lambda: [
+                    (old, lambda i: hygiene.mark_superseded(i, new, now=now)),
+                    (new, lambda i: hygiene.mark_supersedes(i, old)),
+                ],
+                f"{old} superseded by {new}",
                 origin or self.origin,
             )
 

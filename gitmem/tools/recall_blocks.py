@@ -190,6 +190,21 @@ def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
     return future
 
 
+# Memories whose recall is failing, with the kind of error last reported. Recall runs before
+# every model turn, so a broken mount would otherwise print the same trace on every turn: it is
+# reported once (a warning naming the memory and the error), the trace at debug level each time,
+# and again only when the error changes or after the mount recalled successfully.
+_failing: dict[str, str] = {}
+
+
+def _report_failure(name: str, error: BaseException) -> None:
+    summary = f"{type(error).__name__}: {error}"
+    log.debug("recall in memory %s failed", name, exc_info=error)
+    if _failing.get(name) != summary:
+        _failing[name] = summary
+        log.warning("recall in memory %s failed (%s); reported once until it recovers", name, summary)
+
+
 def _search(mount: RecordMount, query: str, limit: int) -> list[MemoryRecord]:
     try:
         return mount.store.search(query, limit=limit)
@@ -226,8 +241,9 @@ async def build_recall(mounts: Sequence[RecordMount], text: str, limits: RecordM
         if error is not None:
             status[mount.name] = "failed"
             errors[mount.name] = f"{type(error).__name__}: {error}"
-            log.warning("recall in memory %s failed", mount.name, exc_info=error)
+            _report_failure(mount.name, error)
             continue
+        _failing.pop(mount.name, None)
         status[mount.name] = "recalled"
         block = render_block(mount.name, task.result()[: limits.recall_limit], limits.recall_bytes)
         if block is not None:

@@ -9,6 +9,7 @@ dry run unless the adapter allows destructive tools.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -21,9 +22,11 @@ from gitmem.tools.kind_schemas import PruneArgs, RecentArgs, RememberArgs, Sessi
 from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
 from gitmem.tools.schemas import schema_of, validate
 
+_log = logging.getLogger(__name__)
 PREFIX: Final = "memory_session_"
 PERMISSION_PREFIX: Final = "memory.session."
-_CODES: Final[dict[str, ErrorCode]] = {}
+# A bad item (its text, its tags) is the core's invalid_text too; every other argument is invalid_query.
+_CODES: Final[dict[str, ErrorCode]] = {"content": "invalid_text", "tags": "invalid_text"}
 
 DESCRIPTIONS: Final[dict[str, str]] = {
     "remember": (
@@ -90,6 +93,22 @@ class SessionTools:
         def parse(arguments: object) -> Any:
             return validate(model, arguments, label=label, codes=_CODES, default="invalid_query")
 
+        handler = self._handlers[tool]
+
+        def guarded(args: Any, origin: Origin) -> Payload:
+            try:
+                return handler(args, origin)
+            except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+                # The core refuses bad input with a code; anything it missed is still the caller's
+                # input, answered as a refusal (and logged with its trace) rather than raised.
+                _log.debug("session tool %s refused input the core did not check", label, exc_info=True)
+                message = f"arguments refused: {type(exc).__name__}: {exc}"[:500]
+                raise MemoryStoreError("invalid_query", message) from None
+            except OSError as exc:
+                _log.debug("session tool %s failed", label, exc_info=True)
+                message = f"the session memory could not be read or written: {exc}"[:500]
+                raise MemoryStoreError("unavailable", message) from None
+
         return Tool(
             kind="session",
             tool=tool,
@@ -99,7 +118,7 @@ class SessionTools:
             input_schema=schema_of(model),
             effect="read" if tool in READ else "write",
             parse=parse,
-            handler=self._handlers[tool],
+            handler=guarded,
         )
 
     def handles(self, name: str) -> bool:

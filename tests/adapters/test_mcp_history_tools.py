@@ -159,7 +159,7 @@ def test_narrowing_lists_and_runs_only_the_named_tools(narrow: McpClient) -> Non
 def test_arguments_are_checked_against_the_schema_before_the_memory_runs(rw: McpClient, root: Path) -> None:
     result = rw.run(lambda s: s.call_tool("memory_session_remember", {"content": "a fact", "tags": ["t"] * 60_000}))
     answer = payload(result)
-    assert result.is_error and answer["error"] == "invalid_query" and "tags" in answer["message"]
+    assert result.is_error and answer["error"] == "invalid_text" and "tags" in answer["message"]
     listed_items = payload(rw.run(lambda s: s.call_tool("memory_session_recent", {})))
     assert listed_items["items"] == []  # nothing was remembered
     failed, refused = rw.call("history", memory="notes", limit=10_000)

@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -336,3 +337,24 @@ def test_bad_arguments_stop_before_serving(tmp_path: Path, args: list[str], code
     assert result.exit_code == code, result.output
     assert says in result.output
     assert not (tmp_path / "absent.git").exists()
+
+
+def test_an_always_load_file_the_memory_lacks_is_warned_about_at_start(tmp_path: Path) -> None:
+    # A real server process: it starts, warns on stderr (stdout is the MCP stream), and stops at EOF.
+    Root(tmp_path).mount("user", create=True).sync.write("README.md", "hello\n", expected=None)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from gitmem.adapters.cli import main; main()",
+            *("mcp", "--root", str(tmp_path), "--mount", "user", "--no-watch"),
+            *("--always-load", "user:README.md", "--always-load", "user:typo.md"),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--always-load user:typo.md: memory 'user' has no file 'typo.md'" in done.stderr
+    assert "README.md" not in done.stderr and done.stdout == ""

@@ -100,8 +100,13 @@ def test_restore_a_deleted_file_and_a_moved_files_old_path(hist: Run) -> None:
     old = as_json(hist("restore", "user", "notes/a.md", "--rev", "main~4", "--principal", "carol", "--json"))
     assert hist("cat", "user", "notes/a.md").stdout == "one\ntwo\n" and old["version"] is not None
     assert log(hist)[0]["origin"]["principal_id"] == "carol"  # type: ignore[index]
-    # restoring to a revision where the file did not exist deletes it
-    gone = as_json(hist("restore", "user", "notes/a.md", "--rev", "main~6", "--json"))
+    # restoring to a revision where the file did not exist is refused, unless --delete asks for it
+    head = log(hist, "--limit", "1")
+    refused = hist("restore", "user", "notes/a.md", "--rev", "main~6", "--json")
+    assert refused.exit_code == 1 and as_json(refused)["error"] == "not_found"
+    assert "--delete" in as_json(refused)["message"]
+    assert log(hist, "--limit", "1") == head
+    gone = as_json(hist("restore", "user", "notes/a.md", "--rev", "main~6", "--delete", "--json"))
     assert gone["version"] is None
     assert hist("cat", "user", "notes/a.md").exit_code == 1
 

@@ -136,6 +136,13 @@ def test_status_shows_root_mounts_kind_head_size_review_index(user: Run, root: P
     assert m["review"] is True and m["proposals"] == [] and m["index"] in ("missing", "current", "behind")
     text = user("status").stdout
     assert "user  file  head" in text and "review on" in text
+    assert user("init", "fresh").exit_code == 0  # a new memory: no search yet, so no index
+    fresh = user("status", "fresh").stdout
+    assert "index not built yet" in fresh and "the next search builds it" in fresh
+    user("grep", "user", "tea")  # the first search builds it
+    assert as_json(user("status", "user", "--json"))["mounts"][0]["index"] == "current"
+    text = user("status", "user").stdout
+    assert "index current" in text and "next search builds" not in text
 
 
 def test_config_reads_sets_checks_and_unsets_limits(user: Run) -> None:

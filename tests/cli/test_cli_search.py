@@ -88,3 +88,14 @@ def test_index_status_and_rebuild_after_the_index_is_deleted(notes: Run, root: P
 def test_index_commands_refuse_an_unknown_memory(gm: Run) -> None:
     assert gm("index", "status", "nobody").exit_code == 1
     assert gm("index").exit_code == 2
+
+
+def test_find_snippets_show_the_matching_body_line_not_the_frontmatter(gm: Run) -> None:
+    assert gm("init", "team").exit_code == 0
+    text = "---\ndescription: Bob\ntags: [people, team]\n---\nBob joined in May.\nBob is the team lead for payments.\n"
+    assert gm("write", "team", "people/bob.md", "--create", input=text).exit_code == 0
+    [hit] = as_json(gm("find", "team", "team lead", "--json"))["hits"]
+    assert hit["snippet"] == "Bob is the team lead for payments."
+    # A word found only in the frontmatter still shows the line that holds it.
+    [hit] = as_json(gm("find", "team", "people", "--json"))["hits"]
+    assert hit["snippet"] == "tags: [people, team]"

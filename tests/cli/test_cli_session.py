@@ -83,3 +83,14 @@ def test_an_explicit_root_holds_the_session_mount(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "r" / "session.git").is_dir()
+
+
+def test_recent_and_recall_print_each_item_as_two_real_lines(tmp_path: Path) -> None:
+    ws = ["--workspace", str(tmp_path)]
+    run("remember", "the coffee machine is on the third floor", "--tag", "office", *ws)
+    for command in (["recent"], ["recall", "coffee machine"]):
+        out = run(*command, *ws).output
+        assert "\\n" not in out, out
+        head, body = out.splitlines()
+        assert head.startswith("mem-") and "[office]" in head
+        assert body == "    the coffee machine is on the third floor"

@@ -22,8 +22,8 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=120,
-        env=dict(os.environ),
+        env={**os.environ, "GITMEM_ROOT": str(tmp_path / "root")},  # Root() is the CLI's root
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["()", "go-tabs@2 0.6666666666666666"]
-    assert (tmp_path / "memories" / "team.git").is_dir()
+    assert (tmp_path / "root" / "rules.git").is_dir()

@@ -44,10 +44,16 @@ def test_restore_of_a_moved_files_old_path(store: SyncGitFileStore) -> None:
     assert store.read("notes/a.md").text == store.read("archive/a.md").text == "kept twice\n"
 
 
-def test_restore_to_a_revision_without_the_file_deletes_it(store: SyncGitFileStore) -> None:
+def test_restore_to_a_revision_without_the_file_deletes_it_only_when_asked(store: SyncGitFileStore) -> None:
     empty = store.head()
     v = store.write("a.md", "x\n", expected=None)
-    assert store.restore("a.md", empty, expected=v) is None
+    head, tree = store.head(), store.repo.tree_of(store.head())
+    with pytest.raises(MemoryStoreError) as refused:
+        store.restore("a.md", empty, expected=v)
+    assert refused.value.code == "not_found" and "delete=True" in refused.value.message
+    assert store.head() == head and store.repo.tree_of(store.head()) == tree
+    assert store.read("a.md").version == v
+    assert store.restore("a.md", empty, expected=v, delete=True) is None
     with pytest.raises(MemoryStoreError) as err:
         store.read("a.md")
     assert err.value.code == "not_found"

@@ -77,7 +77,7 @@ def test_readers_of_every_kind_never_fail_while_packs_are_folded_and_deleted(
     with store.repo.lock.hold():
         store.repo.compact()
     pack_files = [p for p in (repo / "objects" / "pack").iterdir() if p.suffix == ".idx"]
-    leftovers = (repo / packwrite.FOLDED).read_text().split()[::2]
+    leftovers = list(packwrite._folded(str(repo)))
     assert len(pack_files) == packwrite.pack_count(str(repo)) + len(leftovers)
     assert len(pack_files) <= 4 * engine.MAX_PACKS + 8  # live packs plus one fold's leftovers, never a pile
     assert store.read("f0.md").text == f"{value}\n"
@@ -109,7 +109,7 @@ def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(
     with store.repo.lock.hold():
         store.repo.compact()  # every small pack is copied into one, the old ones left in place
     assert packwrite.pack_count(str(repo)) < len(before)
-    leftovers = {f"{name}.idx" for name in (repo / packwrite.FOLDED).read_text().split()[::2]}
+    leftovers = {f"{name}.idx" for name in list(packwrite._folded(str(repo)))}
     assert leftovers and leftovers <= before
     for name in ("f1.md", "f2.md", "f3.md", "f4.md"):
         mktree.stdin.write(entries[name] + "\n")

@@ -56,6 +56,18 @@ def test_a_deleted_record_can_be_restored_from_history(git_backend: Any) -> None
     assert error_of(store.restore, "not-an-id", added).code == "record_not_found"
 
 
+def test_restoring_a_record_to_before_it_existed_deletes_only_when_asked(git_backend: Any) -> None:
+    store = RecordStore(git_backend, "alice")
+    before = git_backend.head()
+    record = store.add("prefers green tea")
+    head = git_backend.head()
+    assert error_of(store.restore, record.id, before).code == "not_found"
+    assert git_backend.head() == head and store.get(record.id).text == "prefers green tea"
+    assert store.restore(record.id, before, delete=True) is None
+    assert error_of(store.get, record.id).code == "record_not_found"
+    assert_fsck_clean(git_backend.path)
+
+
 def test_forget_erases_one_record_from_all_history(git_backend: Any) -> None:
     store = RecordStore(git_backend, "alice")
     secret = store.add("lives at 12 Secret Street")

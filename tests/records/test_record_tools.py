@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from typing import Any
 
@@ -104,10 +105,19 @@ def test_a_file_mount_is_refused_by_the_record_tools(tmp_path: Any) -> None:
     from gitmem import Root
 
     files = Root(tmp_path).mount("notes", create=True)
-    memory = RecordMemoryCapability([RecordMount("facts", RecordStore(files.sync, "alice"))])
+    head = files.sync.head()
+    # Refused where the record store is opened, so neither tools nor plain Python reach the files.
+    with pytest.raises(MemoryStoreError) as caught:
+        RecordStore(files.sync, "alice")
+    assert caught.value.code == "wrong_kind" and "file memory" in caught.value.message
+
+    # The tools keep their own check for a record store whose backend changed under it.
+    records = RecordStore(Root(tmp_path).mount("facts", create=True, kind="record").sync, "alice")
+    records.store = files.sync
+    memory = RecordMemoryCapability([RecordMount("facts", records)])
     answer = memory.call("memory_record_list", {"memory": "facts"})
     assert answer["error"] == "wrong_kind"
-    assert asyncio.run(files.list()) == []
+    assert asyncio.run(files.list()) == [] and files.sync.head() == head
 
 
 def test_write_unconfirmed_tells_the_model_to_search_first(backend: Any) -> None:
@@ -285,3 +295,59 @@ def test_the_file_tools_refuse_a_record_mount(tmp_path: Any) -> None:
         answer = files.call(tool, {"memory": "facts", **args})
         assert answer["error"] == "wrong_kind", answer
     assert [e.path.endswith(".md") for e in records.sync.list()].count(True) == 1  # nothing was written
+
+
+def test_a_failing_recall_mount_is_reported_once_with_its_trace_at_debug(
+    backend: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gitmem.tools import recall_blocks
+
+    failing = {"on": True}
+
+    class Flaky(RecordStore):
+        def search(self, query: str, *, limit: int = 5) -> list[MemoryRecord]:
+            if failing["on"]:
+                raise OSError("the disk is gone")
+            return []
+
+    recall_blocks._failing.pop("flaky", None)
+    memory = RecordMemoryCapability([RecordMount("flaky", Flaky(backend, "f"))])
+    caplog.set_level(logging.DEBUG, logger="gitmem.tools")
+    for _ in range(3):
+        assert asyncio.run(memory.recall("tea")).status == {"flaky": "failed"}
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "flaky" in warnings[0].getMessage() and warnings[0].exc_info is None
+    assert len([r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]) == 3
+    failing["on"] = False  # it recovers; a later failure is news again
+    assert asyncio.run(memory.recall("tea")).status == {"flaky": "recalled"}
+    failing["on"] = True
+    asyncio.run(memory.recall("tea"))
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+
+
+def test_a_failing_recall_prints_no_traceback_in_a_real_process(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import asyncio
+        from gitmem import Root
+        from gitmem.records import RecordStore
+        from gitmem.tools.records import RecordMemoryCapability, RecordMount
+
+        class Broken(RecordStore):
+            def search(self, query, *, limit=5):
+                raise OSError("the disk is gone")
+
+        store = Broken(Root(__import__("sys").argv[1]).mount("facts", create=True, kind="record").sync, "a")
+        memory = RecordMemoryCapability([RecordMount("facts", store)])
+        for _ in range(5):
+            asyncio.run(memory.recall("tea"))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "mem")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("recall in memory facts failed") == 1, done.stderr

@@ -331,3 +331,29 @@ def test_a_run_view_sees_its_proposal_appear_get_packed_and_go_whoever_changes_i
     git("update-ref", "-d", ref, cwd=store.path)
     assert agent.head() == main
     fsck_clean(store.path)
+
+
+def test_review_list_credits_each_commit_to_its_own_author(store: GitFileStore, tmp_path: Path) -> None:
+    agent = store.sync.for_run(RUN)
+    agent.write("notes/a.md", "from the agent\n", expected=None, origin=Origin(principal_id="claude"))
+    # A person fixes the proposal with plain git: their commit is theirs, not the agent's.
+    clone = tmp_path / "clone"
+    git("clone", "-q", "-b", f"proposals/{RUN}", str(store.path), str(clone))
+    (clone / "notes" / "a.md").write_text("from the agent, fixed by a person\n")
+    person = {"GIT_AUTHOR_NAME": "Alice Person", "GIT_AUTHOR_EMAIL": "alice@example.com"}
+    git("commit", "-qam", "fix the agent's note", cwd=clone, env=person)
+    git("push", "-q", "origin", f"HEAD:refs/heads/proposals/{RUN}", cwd=clone)
+    [found] = review.proposals(store)
+    assert [(who, summary) for _c, who, summary in found.log] == [
+        ("Alice Person", "fix the agent's note"),
+        ("claude", "create notes/a.md"),
+    ]
+    assert found.authors == (("Alice Person", 1), ("claude", 1)) and found.principals == ("claude",)
+    root = str(Path(store.path).parent)
+    listed = CliRunner().invoke(cli, ["--root", root, "review", "list", "user"], catch_exceptions=False)
+    assert "2 commits" in listed.output and "by Alice Person (1), claude (1)" in listed.output
+    shown = CliRunner().invoke(cli, ["--root", root, "review", "show", "user", RUN], catch_exceptions=False)
+    assert "Alice Person  fix the agent's note" in shown.output and "claude  create notes/a.md" in shown.output
+    as_json = json.loads(CliRunner().invoke(cli, ["--root", root, "review", "list", "user", "--json"]).output)
+    assert as_json["proposals"][0]["authors"] == [{"who": "Alice Person", "commits": 1}, {"who": "claude", "commits": 1}]
+    fsck_clean(store.path)

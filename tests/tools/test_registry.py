@@ -37,7 +37,7 @@ def test_no_handler_runs_for_a_call_the_schema_refuses(tmp_path: Path) -> None:
     started = time.process_time()
     for tags in (["t"] * 60_000, ["x" * 65], [""], "one string", [1]):
         answer = spy.call("memory_session_remember", {"content": "a fact", "tags": tags})
-        assert answer["error"] == "invalid_query" and "tags" in answer["message"], tags
+        assert answer["error"] == "invalid_text" and "tags" in answer["message"], tags
         assert answer["current"] is None
     assert time.process_time() - started < 2.0  # linear checks, not the core's per-tag work
     assert ran == [] and tools.memory.store.head() == head

@@ -234,14 +234,16 @@ def blame(state: State, name: str, path: str, rev: str | None) -> None:
 @click.argument("path")
 @click.option("--rev", metavar="REV", required=True, help="The revision whose content PATH gets back.")
 @click.option("--expect", metavar="VERSION", help="Restore only if PATH is now at VERSION (default: as read now).")
+@click.option("--delete", "delete", is_flag=True, help="Delete PATH when it did not exist at REV (else refused).")
 @origin_options
 @common_options
 @pass_state
-def restore(state: State, name: str, path: str, rev: str, expect: str | None) -> None:
+def restore(state: State, name: str, path: str, rev: str, expect: str | None, delete: bool) -> None:
     """Set PATH back to its content at REV, as one new commit.
 
-    If PATH did not exist at REV it is deleted. History is never rewritten, so
-    the restore itself can be undone the same way.
+    If PATH did not exist at REV the restore is refused (not_found) unless
+    --delete asks for PATH to be deleted. History is never rewritten, so the
+    restore itself can be undone the same way.
     """
     store = state.store(name)
     if expect is not None:
@@ -253,7 +255,7 @@ def restore(state: State, name: str, path: str, rev: str, expect: str | None) ->
             if exc.code != "not_found":
                 raise
             expected = None
-    version = store.restore(path, rev, expected=expected, origin=state.origin)
+    version = store.restore(path, rev, expected=expected, origin=state.origin, delete=delete)
     changed = version != expected
     where = landed(store, state) if changed else None
     payload = {

@@ -3,14 +3,16 @@
 ``import`` is how a team with a folder of notes starts: every file is checked by
 the rules a store write applies, and the accepted ones land as ONE commit through
 the store's atomic batch write (``apply``), so a failure part-way leaves nothing.
-``export`` is the way back out, at any revision, as a folder or a tarball.
+``export`` is the way back out, at any revision, as a folder or a tarball. What
+either end does with hostile input (crafted trees, FIFOs, huge files) is
+``gitmem/exchange.py``'s.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -27,9 +29,6 @@ from gitmem.adapters.cli.app import (
 )
 from gitmem.errors import MemoryStoreError
 
-if TYPE_CHECKING:  # the store loads when a command opens a memory
-    from gitmem.gitstore import SyncGitFileStore
-
 #: The limit keys ``gitmem config`` reads and sets (git config of the mount), with what each bounds.
 LIMIT_KEYS: dict[str, str] = {
     "gitmem.maxFileBytes": "largest file, in bytes (64k, 1m accepted)",
@@ -43,74 +42,68 @@ LIMIT_KEYS: dict[str, str] = {
     "gitmem.durable": "fsync every commit before the write returns, in every process (true/false)",
 }
 _KEYS_BY_LOWER = {k.lower(): k for k in LIMIT_KEYS}
-_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
-_SKIP_DIRS = {".git"}
-
-
-def _walk(folder: Path) -> list[tuple[str, Path]]:
-    """Every regular file under ``folder`` as ``(posix path relative to it, absolute path)``, sorted.
-
-    ``.git`` folders are skipped (a clone's metadata is not memory); symbolic links
-    are not followed, and are reported by the caller like any other refused file.
-    """
-    out: list[tuple[str, Path]] = []
-    for top, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in files:
-            full = Path(top) / name
-            out.append((full.relative_to(folder).as_posix(), full))
-    return sorted(out)
-
-
-def _check(store: Any, rel: str, full: Path) -> tuple[str | None, dict[str, str] | None]:
-    """The file's text when it passes the store's rules, else a refusal ``{path, error, message}``."""
-    from gitmem.fileformat import encode_text, validate_path
-
-    try:
-        if full.is_symlink() or not full.is_file():
-            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file (links are not imported)")
-        data = full.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MemoryStoreError("invalid_file", f"{rel}: not UTF-8 text (byte {exc.start})") from None
-        validate_path(rel, store.format)
-        encode_text(text, store.format)
-    except MemoryStoreError as exc:
-        message = exc.message if rel in exc.message else f"{rel}: {exc.message}"
-        return None, {"path": rel, "error": exc.code, "message": message}
-    except OSError as exc:
-        return None, {"path": rel, "error": "unavailable", "message": f"{rel}: cannot read: {exc.strerror}"}
-    return text, None
+#: What ``status`` says of each index state: "missing" alone reads like damage on every new memory.
+_INDEX_STATES = {
+    "current": "index current",
+    "behind": "index behind (caught up by the next search)",
+    "missing": "index not built yet",
+    "broken": "index unreadable (rebuilt by the next search)",
+    "outdated": "index outdated (rebuilt by the next search)",
+}
+_REBUILT = ("missing",)
 
 
 @cli.command("import")
 @click.argument("name")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--strict", is_flag=True, help="Write nothing when any file is refused.")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--history", "history", metavar="REPO", help="Bring in the commits of git repository REPO instead.")
+@click.option("--rev", default="HEAD", show_default=True, help="With --history: the branch or tag of REPO.")
+@click.option("--strict", is_flag=True, help="Write nothing when any file (or commit) is refused.")
 @click.option("--create", is_flag=True, help="Create memory NAME first when it does not exist.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
+@click.option("--gitignore", is_flag=True, help="Leave out what the folder's .gitignore files ignore.")
 @origin_options
 @common_options
 @pass_state
-def import_(state: State, name: str, directory: Path, strict: bool, create: bool) -> None:
+def import_(
+    state: State,
+    name: str,
+    directory: Path | None,
+    history: str | None,
+    rev: str,
+    strict: bool,
+    create: bool,
+    exclude: tuple[str, ...],
+    gitignore: bool,
+) -> None:
     """Copy the files of DIRECTORY into memory NAME as one commit.
 
     Every file is checked by the rules of a store write (path, UTF-8, size,
     frontmatter, secrets); refused files are listed with the rule and skipped,
     or with --strict nothing is written. Files already in the memory are
-    replaced; files only in the memory are kept.
+    replaced; files only in the memory are kept. --exclude GLOB and
+    --gitignore leave paths out (gitignore syntax; each one is listed).
+
+    With --history REPO the commits of a git repository come in as they are
+    (authors, dates, ids), each checked by the rules of a push; refused commits
+    are listed with file and rule, and what lands is the newest commit whose
+    whole history passed (--strict: all or nothing).
     """
+    from gitmem.exchange import scan_folder
     from gitmem.model import ANY, Edit
 
+    if (directory is None) == (history is None):
+        raise usage_error("give a DIRECTORY to copy, or --history REPO to bring in a git history (not both)")
     store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
-    accepted: list[Edit] = []
-    refused: list[dict[str, str]] = []
-    for rel, full in _walk(directory):
-        text, refusal = _check(store, rel, full)
-        if refusal is not None:
-            refused.append(refusal)
-        else:
-            accepted.append(Edit(rel, text, ANY))
+    if history is not None:
+        if exclude or gitignore:
+            raise usage_error("--exclude and --gitignore apply to a DIRECTORY; a history comes in as it is")
+        _import_history(state, name, store, history, rev, strict)
+        return
+    assert directory is not None
+    scan = scan_folder(directory, store.format, exclude=exclude, gitignore=gitignore)
+    accepted = [Edit(path, text, ANY) for path, text in scan.accepted]
+    refused = [r.as_dict() for r in scan.refused]
     payload: dict[str, Any] = {
         "memory": name,
         "directory": str(directory),
@@ -118,12 +111,15 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
         "imported": [],
         "unchanged": [],
         "refused": refused,
+        "skipped": [{"path": r.path, "reason": r.message} for r in scan.skipped],
         "proposal": None,
     }
 
     def text_report(head: str) -> None:
         for r in refused:
             say(f"refused {r['path']} [{r['error']}]: {r['message']}", err=True)
+        for skipped in payload["skipped"]:
+            say(f"skipped {skipped['reason']}", err=True)
         say(head)
 
     if strict and refused:
@@ -149,6 +145,49 @@ def import_(state: State, name: str, directory: Path, strict: bool, create: bool
     emit(payload, lambda: text_report(message))
 
 
+def _import_history(state: State, name: str, store: Any, source: str, rev: str, strict: bool) -> None:
+    """``import --history``: one call into the core, then the report (exit 1 when --strict refused)."""
+    from gitmem.exchange import import_history
+
+    done = import_history(store, source, rev=rev, strict=strict)
+    refused = [
+        {"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in done.refused
+    ]
+    payload: dict[str, Any] = {
+        "memory": name,
+        "source": source,
+        "rev": rev,
+        "head": done.head,
+        "imported": done.imported,
+        "refused": refused,
+        "after_refused": done.after_refused,
+        "replaced_init": done.replaced_init,
+    }
+    left_out = len(done.after_refused) + len({r.commit for r in done.refused})
+
+    def text(head: str) -> Any:
+        def show() -> None:
+            for r in done.refused:
+                where = f"{r.path} in " if r.path else ""
+                say(f"refused {where}{(r.commit or '')[:12]} [{r.rule}]: {r.message}", err=True)
+            if done.after_refused:
+                say(f"left out {len(done.after_refused)} later commit(s) that build on a refused one", err=True)
+            say(head)
+
+        return show
+
+    if strict and left_out:
+        payload["message"] = f"{left_out} commit(s) refused; nothing imported (--strict)"
+        emit(payload, text(payload["message"]))
+        raise click.exceptions.Exit(1)
+    message = f"imported {len(done.imported)} commit(s) of {source} into {name!r}"
+    if done.head:
+        message += f": main at {done.head[:12]}"
+    if left_out:
+        message += f" ({left_out} commit(s) left out)"
+    emit(payload, text(message))
+
+
 @cli.command()
 @click.argument("name")
 @click.argument("destination", type=click.Path(path_type=Path))
@@ -161,14 +200,13 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
     DESTINATION ending in .tar, .tar.gz, .tgz, .tar.bz2 or .tar.xz is a tarball;
     anything else is a folder, which must not exist or be empty.
     """
+    from gitmem.exchange import TAR_SUFFIXES, export_folder, export_tar
+
     store = state.store(name)
     commit, files = store.snapshot(rev)
-    tarball = destination.name.endswith(_TAR_SUFFIXES)
+    tarball = destination.name.endswith(TAR_SUFFIXES)
     try:
-        if tarball:
-            size = _export_tar(store, files, destination)
-        else:
-            size = _export_folder(store, files, destination)
+        report = (export_tar if tarball else export_folder)(store, files, destination, commit=commit)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot write {destination}: {exc.strerror or exc}") from exc
     payload = {
@@ -177,70 +215,20 @@ def export(state: State, name: str, destination: Path, rev: str | None) -> None:
         "commit": commit,
         "destination": str(destination),
         "format": "tar" if tarball else "folder",
-        "files": len(files),
-        "bytes": size,
+        "files": len(report.files),
+        "bytes": report.bytes,
+        "refused": [r.as_dict() for r in report.refused],
     }
-    emit(payload, f"exported {len(files)} file(s) of {name!r} at {commit[:12]} to {destination}")
 
+    def text() -> None:
+        for r in report.refused:
+            say(f"refused {r.message} [{r.error}]", err=True)
+        say(
+            f"exported {len(report.files)} file(s) of {name!r} at {commit[:12]} to {destination}"
+            + (f" ({len(report.refused)} refused: their paths break the rules of a write)" if report.refused else "")
+        )
 
-def _export_folder(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
-    """Write ``files`` under a new folder; the bytes written."""
-    import shutil
-    import tempfile
-
-    if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
-        raise MemoryStoreError("already_exists", f"{destination} exists and is not an empty folder")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    # Written to a sibling first and renamed, so a failure leaves no half-exported folder.
-    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-    size = 0
-    try:
-        for path, version in files:
-            target = tmp / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            size += target.write_bytes(store.raw(version))
-        if destination.exists():
-            destination.rmdir()
-        os.replace(tmp, destination)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return size
-
-
-def _export_tar(store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path) -> int:
-    """Write ``files`` into a new tarball (compressed as its suffix says); the bytes of the files."""
-    import io
-    import tarfile
-
-    if destination.exists():
-        raise MemoryStoreError("already_exists", f"{destination} already exists")
-    suffix = destination.name.rsplit(".", 1)[-1]
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    tmp = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
-    try:
-        if suffix in ("gz", "tgz"):
-            tar = tarfile.open(tmp, "w:gz")
-        elif suffix == "bz2":
-            tar = tarfile.open(tmp, "w:bz2")
-        elif suffix == "xz":
-            tar = tarfile.open(tmp, "w:xz")
-        else:
-            tar = tarfile.open(tmp, "w")
-        size = 0
-        with tar:
-            for path, version in files:
-                data = store.raw(version)
-                info = tarfile.TarInfo(path)
-                info.size = len(data)
-                info.mode = 0o644
-                tar.addfile(info, io.BytesIO(data))
-                size += len(data)
-        os.replace(tmp, destination)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return size
+    emit(payload, text)
 
 
 @cli.command()
@@ -309,8 +297,10 @@ def status(state: State, names: tuple[str, ...]) -> None:
             review = f"review on, {len(m['proposals'])} proposal(s)" if m["review"] else "review off"
             say(
                 f"{m['memory']}  {m['kind']}  head {m['head'][:12]}  {m['files']} file(s), {m['bytes']} B"
-                f" ({m['disk_bytes']} B on disk)  {review}  index {m['index']}"
+                f" ({m['disk_bytes']} B on disk)  {review}  {_INDEX_STATES.get(m['index'], 'index ' + m['index'])}"
             )
+        if any(m["index"] in _REBUILT for m in mounts):
+            say("(the search index is derived from git: the next search builds it; `gitmem index rebuild NAME` now)")
 
     emit(payload, text)
 

@@ -9,7 +9,7 @@ server starts, with exit code 2 (usage) or 1 (a memory cannot be opened).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,9 +22,9 @@ from gitmem.adapters.cli.app import (
     origin_options,
     pass_state,
     root_option,
+    say,
     usage_error,
 )
-from gitmem.adapters.cli.output import say
 
 if TYPE_CHECKING:  # gitmem.tools loads the tool schemas; only `gitmem mcp` and `gitmem tools` need them
     from gitmem.tools import FileMemoryCapability
@@ -230,6 +230,8 @@ def surface(
                 raise usage_error(f"--mount {name}: a {kind} memory cannot be served over MCP yet")
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
+    for offer in offered:
+        _warn_missing_loads(offer.name, offer.store, offer.always_load)
     session = None
     if session_dir is not None:
         from gitmem.session import open_session_memory
@@ -311,3 +313,21 @@ def tools(
         say(f"{count}, {registry.size()} characters of definitions")
 
     emit(payload, text)
+
+
+def _warn_missing_loads(name: str, store: Any, paths: tuple[str, ...]) -> None:
+    """Say on stderr (stdout is the MCP stream) which ``--always-load`` files memory ``name`` lacks.
+
+    Not refused: the file may be written while serving, and is loaded from then on. But a
+    typo would otherwise be silently ignored for the whole session.
+    """
+    if not paths:
+        return
+    present = {entry.path for entry in store.list()}
+    for path in paths:
+        if path not in present:
+            say(
+                f"warning: --always-load {name}:{path}: memory {name!r} has no file {path!r} (yet); "
+                "it is loaded once it is written",
+                err=True,
+            )

@@ -35,8 +35,15 @@ def _proposal_json(p: Proposal) -> dict[str, object]:
         "commits": p.commits,
         "paths": list(p.paths),
         "principals": list(p.principals),
+        "authors": [{"who": who, "commits": n} for who, n in p.authors],
+        "log": [{"commit": c, "author": who, "summary": summary} for c, who, summary in p.log],
         "updated": datetime.fromtimestamp(p.updated, UTC).isoformat(),
     }
+
+
+def _who(p: Proposal) -> str:
+    """``alice (2), claude (1)``: each commit credited to its own principal or git author."""
+    return ", ".join(f"{who} ({n})" for who, n in p.authors) or "-"
 
 
 def _login_name() -> str:
@@ -103,7 +110,7 @@ def review_list(state: State, name: str) -> None:
         if not found:
             say("no open proposals")
         for p in found:
-            who = ", ".join(p.principals) or "-"
+            who = _who(p)
             when = datetime.fromtimestamp(p.updated, UTC).strftime("%Y-%m-%d %H:%M")
             say(f"{p.run}\t{short(p.head)}\t{p.commits} commits\t{len(p.paths)} files\tby {who}\t{when}")
 
@@ -124,9 +131,10 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
     diffs = api.diff(store, proposal_id)
 
     def text() -> None:
-        who = ", ".join(found.principals) or "-"
-        say(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {who}")
+        say(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {_who(found)}")
         say(f"forked from main at {short(found.base)}")
+        for commit, author, summary in found.log:
+            say(f"  {short(commit)}  {author}  {summary}")
         for d in diffs:
             say(d.patch.rstrip("\n") if d.patch else f"{d.status} {d.path}", multiline=bool(d.patch))
 

@@ -82,13 +82,18 @@ def _when(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat()
 
 
-def _line(item: MemoryItem, score: float | None = None) -> str:
+def _line(item: MemoryItem, score: float | None = None) -> tuple[str, str]:
+    """An item as two lines (its header, then its text on one indented line), each said on its own.
+
+    ``say`` escapes a newline inside one line (so an item's text cannot fake more rows),
+    which is why the two are not joined with one.
+    """
     head = f"{item.id}  {item.memory_type}  {item.importance:.2f}"
     if score is not None:
         head += f"  score {score:.2f}"
     tags = f"  [{', '.join(item.tags)}]" if item.tags else ""
     conflict = f"  conflicts with {', '.join(item.conflicts_with)}" if item.conflicts_with else ""
-    return f"{head}{tags}{conflict}\n    {' '.join(item.content.split())}"
+    return f"{head}{tags}{conflict}", f"    {' '.join(item.content.split())}"
 
 
 def _print_items(items: list[MemoryItem]) -> Callable[[], None]:
@@ -96,7 +101,8 @@ def _print_items(items: list[MemoryItem]) -> Callable[[], None]:
         if not items:
             say("no memories")
         for item in items:
-            say(_line(item))
+            for row in _line(item):
+                say(row)
 
     return text
 
@@ -149,7 +155,8 @@ def session_recall(state: State, query: str, k: int, workspace: Path, memory_dir
         if not results:
             say("no memories")
         for r in results:
-            say(_line(r.item, r.score))
+            for row in _line(r.item, r.score):
+                say(row)
 
     payload = [{**item_json(r.item), "score": r.score, "conflicts": [c.id for c in r.conflicts]} for r in results]
     emit({"query": query, "results": payload}, text)

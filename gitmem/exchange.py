@@ -1,0 +1,348 @@
+"""A memory's way in from a folder and out to a folder or a tarball: ``gitmem import`` and ``export``.
+
+Both ends are input, so neither trusts what it is handed:
+
+- **Export** copies a commit's tree, and a tree made with plain git may name entries
+  ``..`` or ``a/../..``, which joined to a destination would write outside it. Every
+  exported path therefore passes :func:`~gitmem.fileformat.validate_path`, the rule a
+  write applies; an entry that breaks it is skipped and listed with the rule, never
+  written. Files are created exclusively (``O_EXCL | O_NOFOLLOW``) inside a fresh
+  sibling folder that is then renamed onto the destination, so nothing is written
+  through a link and a failure leaves no half-exported folder.
+- **Import** reads a folder someone pointed at: a file's size is checked from its
+  ``lstat`` before any byte is read (and at most the limit plus one byte is read, in
+  case it grows), links are not followed, FIFOs, sockets and devices are refused
+  without being opened (opening a FIFO would block), and every entry left out is
+  listed with its reason.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitmem import ignorerules
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat, encode_text, validate_path
+
+if TYPE_CHECKING:
+    from gitmem.git.historyimport import HistoryImport
+    from gitmem.gitstore import SyncGitFileStore
+
+TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+#: Folders an import leaves out, and why.
+SKIPPED_FOLDERS = {".git": "a clone's git metadata is not memory"}
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One entry left out: its path, the spec code of the rule it broke, and a message naming it."""
+
+    path: str
+    error: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "error": self.error, "message": self.message}
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote (``files`` paths, ``bytes`` of content) and what it refused to write."""
+
+    files: list[str] = field(default_factory=list)
+    bytes: int = 0
+    refused: list[Refusal] = field(default_factory=list)
+
+
+@dataclass
+class ImportScan:
+    """A folder read for import: the accepted ``(path, text)`` pairs, the refused files, the skipped folders."""
+
+    accepted: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    skipped: list[Refusal] = field(default_factory=list)
+
+
+def _refusal(path: str, exc: MemoryStoreError) -> Refusal:
+    message = exc.message if path in exc.message else f"{path}: {exc.message}"
+    return Refusal(path, exc.code, message)
+
+
+def _exportable(files: list[tuple[str, str]], fmt: FileFormat, report: ExportReport) -> Iterator[tuple[str, str]]:
+    """The ``(path, version)`` pairs whose path a write would accept, each once; the rest go to ``report``."""
+    seen: set[str] = set()
+    for path, version in files:
+        try:
+            clean = validate_path(path, fmt)
+            if clean != path:
+                raise MemoryStoreError("invalid_path", f"{path!r} is not in NFC form (a write stores {clean!r})")
+            if clean in seen:
+                raise MemoryStoreError("invalid_path", f"{path!r}: the tree names this path twice")
+        except MemoryStoreError as exc:
+            report.refused.append(_refusal(repr(path), exc))
+            continue
+        seen.add(clean)
+        yield clean, version
+
+
+def _safe_target(destination: Path) -> None:
+    """Refuse a destination that is a link or a file, or a folder that is not empty."""
+    try:
+        info = os.lstat(destination)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot look at {destination}: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise MemoryStoreError("already_exists", f"{destination} is a symbolic link; export writes no file through one")
+    if stat.S_ISDIR(info.st_mode):
+        with os.scandir(destination) as entries:
+            if next(entries, None) is None:
+                return
+    raise MemoryStoreError("already_exists", f"{destination} exists and is not an empty folder")
+
+
+def _write_new(folder_fd: int, parts: list[str], data: bytes) -> None:
+    """Create ``parts`` (a validated path's segments) under the folder open as ``folder_fd``, never via a link."""
+    fds: list[int] = []
+    try:
+        current = folder_fd
+        for segment in parts[:-1]:
+            try:
+                os.mkdir(segment, 0o777, dir_fd=current)
+            except FileExistsError:
+                pass
+            current = os.open(segment, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=current)
+            fds.append(current)
+        fd = os.open(parts[-1], _NEW_FILE, 0o666, dir_fd=current)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def export_folder(
+    store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
+) -> ExportReport:
+    """Write ``files`` (from :meth:`~gitmem.gitstore.SyncGitFileStore.snapshot`) as a new folder at ``destination``.
+
+    ``destination`` must not exist or be an empty folder (not a link to one). With
+    ``commit`` (the snapshot's), its links and submodules are listed as not exported.
+    """
+    _safe_target(destination)
+    report = ExportReport(refused=_not_files(store, commit))
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        top = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for path, version in _exportable(files, store.format, report):
+                data = store.raw(version)
+                try:
+                    _write_new(top, path.split("/"), data)
+                except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                    # A crafted tree may hold a file and a folder of one name (or a name git folds).
+                    report.refused.append(
+                        Refusal(path, "invalid_path", f"{path}: another exported path already takes this name")
+                    )
+                    continue
+                report.files.append(path)
+                report.bytes += len(data)
+        finally:
+            os.close(top)
+        # The folder keeps mkdtemp's owner-only mode, as everything gitmem makes for a memory.
+        # rename(2) replaces an empty folder and refuses a full one or a link: no check-then-act gap.
+        os.replace(tmp, destination)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return report
+
+
+def export_tar(
+    store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
+) -> ExportReport:
+    """Write ``files`` into a new tarball at ``destination``, compressed as its suffix says (``commit``: as above)."""
+    try:
+        os.lstat(destination)
+    except FileNotFoundError:
+        pass
+    else:
+        raise MemoryStoreError("already_exists", f"{destination} already exists")
+    suffix = destination.name.rsplit(".", 1)[-1]
+    mode = {"gz": "w:gz", "tgz": "w:gz", "bz2": "w:bz2", "xz": "w:xz"}.get(suffix, "w")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    report = ExportReport(refused=_not_files(store, commit))
+    fd, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode=mode) as tar:  # type: ignore[call-overload]
+            for path, version in _exportable(files, store.format, report):
+                data = store.raw(version)
+                info = tarfile.TarInfo(path)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+                report.files.append(path)
+                report.bytes += len(data)
+        os.replace(tmp, destination)  # owner-only (mkstemp's mode), like the folder export
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return report
+
+
+def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
+    """The entries of ``commit``'s tree that are neither files nor folders (links, submodules): never exported."""
+    if commit is None:
+        return []
+    from gitmem.git.repo import translate_errors
+
+    out: list[Refusal] = []
+    with translate_errors(store.path):
+        stack = [("", str(store.repo.tree_of(commit).id))]
+        trees = []
+        while stack:
+            prefix, tree = stack.pop()
+            items = store.repo.tree_items(tree)
+            trees.append((prefix, items))
+            stack.extend((f"{prefix}{name}/", oid) for name, kind, oid in items if kind == "tree")
+    for prefix, items in trees:
+        for name, kind, _oid in items:
+            if kind == "other":
+                path = repr(f"{prefix}{name}")
+                out.append(Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported"))
+    return sorted(out, key=lambda r: r.path)
+
+
+# ---------------------------------------------------------------- import
+
+
+def _kind(mode: int) -> str | None:
+    """What a special file is, or ``None`` for a regular file or folder."""
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link (links are not followed)"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+
+
+def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a regular file, opened without following a link or blocking."""
+    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for something else since the walk
+            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise MemoryStoreError("too_large", f"{rel}: the file grew past {limit} bytes while read")
+    return data
+
+
+def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> tuple[str, str]:
+    """The file's memory path and text when it passes the rules of a store write, else ``MemoryStoreError``."""
+    path = validate_path(rel, fmt)
+    if info.st_size > fmt.max_file_bytes:
+        raise MemoryStoreError("too_large", f"{rel}: {info.st_size} bytes; the limit is {fmt.max_file_bytes}")
+    data = _read_bounded(full, rel, fmt.max_file_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"{rel}: not UTF-8 text (byte {exc.start})") from None
+    encode_text(text, fmt)
+    return path, text
+
+
+def scan_folder(
+    folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
+) -> ImportScan:
+    """Read ``folder`` for import: every entry is accepted, refused (with its rule) or skipped (with why).
+
+    Entries are looked at with ``lstat`` only; nothing but a regular file is ever opened.
+    ``exclude`` globs and, with ``gitignore``, the folder's ``.gitignore`` files leave
+    entries out (see :mod:`gitmem.ignorerules`); each one left out is listed as skipped.
+    """
+    scan = ImportScan()
+    found: list[tuple[str, Path, os.stat_result]] = []
+    top_rules = ignorerules.parse(exclude, source="--exclude")
+
+    def visit(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> None:
+        if gitignore:
+            rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError as exc:
+            scan.refused.append(Refusal(prefix or ".", "unavailable", f"{prefix or here}: cannot list: {exc.strerror}"))
+            return
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
+                continue
+            is_dir = stat.S_ISDIR(info.st_mode)
+            rule = ignorerules.ignored_by(rules, rel, is_dir)
+            if rule is not None:
+                shown = f"{rel}/" if is_dir else rel
+                scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
+                continue
+            if is_dir:
+                if entry.name in SKIPPED_FOLDERS:
+                    scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
+                else:
+                    visit(Path(entry.path), f"{rel}/", rules)
+                continue
+            kind = _kind(info.st_mode)
+            if kind is not None:
+                scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
+                continue
+            found.append((rel, Path(entry.path), info))
+
+    visit(folder, "", top_rules)
+    for rel, full, info in sorted(found, key=lambda f: f[0]):
+        try:
+            scan.accepted.append(_check_file(full, rel, info, fmt))
+        except MemoryStoreError as exc:
+            scan.refused.append(_refusal(rel, exc))
+        except OSError as exc:
+            scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot read: {exc.strerror}"))
+    scan.refused.sort(key=lambda r: r.path)
+    return scan
+
+
+def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
+    """The rules of one ``.gitignore`` (none when it is absent, not a regular file, or not text)."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return []
+        text = _read_bounded(path, str(path), 256 * 1024).decode("utf-8", errors="replace")
+    except (OSError, MemoryStoreError):
+        return []
+    source = f"{prefix}.gitignore"
+    return ignorerules.parse(text.splitlines(), base=prefix, source=source)
+
+
+def import_history(store: SyncGitFileStore, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
+    """Bring the git history of ``rev`` in the repository at ``source`` into the memory (see
+    :mod:`gitmem.git.historyimport`): commits kept as they are, each checked by the push rules."""
+    from gitmem.git.historyimport import import_history as bring
+
+    return bring(store.repo, store.format, source, rev=rev, strict=strict)

@@ -1,0 +1,201 @@
+"""Bring an existing git repository of notes into a memory with its history (``gitmem import --history``).
+
+A plain ``gitmem import`` of a folder makes one commit; a team whose notes already
+live in git wants their past too, and a later ``git push`` of that repository to work.
+So the source's commits are brought in unchanged (same ids: authors, dates and
+messages kept) and ``main`` is set to them:
+
+1. the source's ``REV`` (default ``HEAD``) is fetched into a *scratch* repository
+   that borrows the mount's objects (:func:`gitmem.git.merge.scratch_repository`);
+   nothing reaches the mount yet;
+2. every commit it brings is held to the push rules (:mod:`gitmem.git.pushcheck`),
+   one verdict per commit; a commit is taken when it passes and every parent was
+   taken, and the newest taken commit on the source's first-parent line is what
+   lands. Refused commits are listed with file and rule; the commits after them
+   (which contain them) are listed as following a refused commit. ``strict`` takes
+   nothing when anything is refused;
+3. the landing commit passes :func:`~gitmem.git.pushcheck.check_updates` for
+   ``main`` (git's strict object checks and the memory's file and byte limits);
+4. only then do the objects move into the mount, and ``main`` moves by
+   compare-and-swap under the writer lock.
+
+A new memory's ``main`` is its one "init memory" commit with an empty tree. That
+commit is replaced, not kept as an unrelated root: the memory's history *is* the
+source's, so the source repository and the memory push and pull with each other.
+A memory that already holds work takes a history only when its ``main`` is part of
+it (bringing in what the source gained since an earlier import); anything else is
+``version_mismatch`` and nothing changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pygit2
+
+from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import FileFormat
+from gitmem.git.cli import run_git
+from gitmem.git.loose import open_repository
+from gitmem.git.merge import migrate_objects, refused_by_rules, scratch_repository
+from gitmem.git.pushcheck import ZERO, CommitVerdict, RefUpdate, Refusal, check_commits, check_updates
+from gitmem.git.refs import MAIN, swap_ref
+from gitmem.git.repo import GitRepo, translate_errors
+
+_INCOMING = "refs/heads/incoming"
+
+
+@dataclass
+class HistoryImport:
+    """What an import of history did: the commit ``main`` is at, the commits taken, the ones left out."""
+
+    source: str
+    rev: str
+    before: str
+    head: str | None = None
+    imported: list[str] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    after_refused: list[str] = field(default_factory=list)
+    replaced_init: bool = False
+
+
+def _fresh(git: GitRepo, head: str) -> bool:
+    """Whether ``main`` is only a new memory's init commit (no parent, empty tree)."""
+    commit = git.repo[head].peel(pygit2.Commit)
+    return not commit.parent_ids and len(commit.tree) == 0
+
+
+def _fetch(scratch: str, source: str, rev: str) -> str:
+    """Fetch ``rev`` of the repository at ``source`` into ``scratch``; the commit it names."""
+    if rev.startswith("-") or not rev.strip() or any(c in rev for c in ": \t\n\\^~"):
+        raise MemoryStoreError("not_found", f"{rev!r} is not a branch or tag name")
+    # A folder is named absolutely (the fetch runs in the scratch folder); anything else is a URL for git.
+    where = os.path.abspath(source) if os.path.exists(source) else source
+    what = f"git fetch from {source}"
+    done = run_git(
+        [
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "fetch.writeCommitGraph=false",
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            where,
+            f"+{rev}:{_INCOMING}",
+        ],
+        cwd=scratch,
+        what=what,
+    )
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.strip().splitlines()[-3:])
+        if "does not appear to be a git repository" in done.stderr or "not a git repository" in done.stderr:
+            raise MemoryStoreError("not_found", f"{source} is not a git repository")
+        if "couldn't find remote ref" in done.stderr.lower():
+            raise MemoryStoreError("not_found", f"{source} has no {rev!r}")
+        raise MemoryStoreError("unavailable", f"{what} failed: {tail}")
+    r = open_repository(scratch)
+    try:
+        tip = str(r.references[_INCOMING].peel(pygit2.Commit).id)
+        r.references.delete(_INCOMING)  # no ref may exempt the fetched commits from the check
+        return tip
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise MemoryStoreError("unavailable", f"{what} brought no commit: {exc}") from exc
+    finally:
+        r.free()
+
+
+def _first_parents(scratch: str, tip: str) -> list[str]:
+    r = open_repository(scratch)
+    try:
+        line, at = [], r[tip].peel(pygit2.Commit)
+        while True:
+            line.append(str(at.id))
+            if not at.parent_ids:
+                return line
+            at = r[at.parent_ids[0]].peel(pygit2.Commit)
+    finally:
+        r.free()
+
+
+def _choose(verdicts: Sequence[CommitVerdict], line: list[str], hidden: set[str]) -> tuple[set[str], str | None]:
+    """The commits taken (passing, with every parent taken) and the newest of them on the first-parent line."""
+    taken: set[str] = set()
+    for v in verdicts:  # parents first
+        if not v.refusals and all(p in taken or p in hidden for p in v.parents):
+            taken.add(v.commit)
+    land = next((c for c in line if c in taken), None)
+    return taken, land
+
+
+def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
+    """Bring the history of ``rev`` in the repository at ``source`` into ``main``; see the module docstring."""
+    with translate_errors(git.path):
+        before = git.head()
+        fresh = _fresh(git, before)
+        report = HistoryImport(source, rev, before, replaced_init=False)
+        with scratch_repository(git) as scratch:
+            tip = _fetch(scratch, source, rev)
+            hidden: set[str] = set() if fresh else {str(before)}
+            if not fresh:
+                r = open_repository(scratch)
+                try:
+                    if tip != before and not r.descendant_of(pygit2.Oid(hex=tip), pygit2.Oid(hex=before)):
+                        raise MemoryStoreError(
+                            "version_mismatch",
+                            "this memory already has its own history, which the source's does not build on; "
+                            "import a history into a new memory (--create) or an empty one; main was not changed",
+                        )
+                finally:
+                    r.free()
+            verdicts = check_commits(scratch, tip, fmt, hide=sorted(hidden))
+            taken, land = _choose(verdicts, _first_parents(scratch, tip), hidden)
+            for v in verdicts:
+                report.refused.extend(v.refusals)
+                if not v.refusals and v.commit not in taken:
+                    report.after_refused.append(v.commit)
+            if strict and (report.refused or report.after_refused):
+                return report
+            if land is None or land == before:
+                report.head = before
+                return report
+            with git.lock.hold():
+                ours = git.head()
+                if ours != before:
+                    raise MemoryStoreError("version_mismatch", "main moved while the history was checked; try again")
+                r = open_repository(scratch)
+                try:
+                    if not fresh:
+                        r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
+                finally:
+                    r.free()
+                final = check_updates(
+                    scratch, [RefUpdate(MAIN, ZERO if fresh else ours, land)], fmt, strict_objects=True
+                )
+                if final[MAIN]:
+                    raise refused_by_rules(f"the history of {source}", final[MAIN])
+                migrate_objects(os.path.join(scratch, "objects"), os.path.join(git.path, "objects"))
+                if not swap_ref(
+                    git.repo,
+                    git.path,
+                    MAIN,
+                    ours,
+                    land,
+                    message=f"gitmem import history from {source}",
+                    stale_after=git.stale_lock_seconds,
+                    timeout=git.lock_timeout,
+                ):
+                    raise MemoryStoreError("version_mismatch", "main moved while the history was imported; try again")
+        reachable = _reachable(git, land)
+        report.imported = [v.commit for v in verdicts if v.commit in taken and v.commit in reachable]
+        report.head = land
+        report.replaced_init = fresh
+        return report
+
+
+def _reachable(git: GitRepo, tip: str) -> set[str]:
+    walker = git.repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.NONE)
+    return {str(c.id) for c in walker}
