@@ -70,4 +70,4 @@ def test_deeply_nested_arguments_are_refused_with_a_code(tmp_path: Path) -> None
         nested = [nested]
     tools = SessionTools(open_session_memory(tmp_path / "m"))
     answer = tools.call("memory_session_remember", {"content": "a fact", "tags": nested})
-    assert answer["error"] == "invalid_query"
+    assert answer["error"] == "invalid_text" and "tags" in answer["message"]  # a bad item's code, as the core's
