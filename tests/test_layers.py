@@ -36,7 +36,11 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
     "anthropic": ADAPTERS,
     "waitress": ADAPTERS,
     "watchdog": ADAPTERS,
-    "regex": ("gitmem/grep.py",),  # the one place agents' patterns are matched
+    "regex": ("gitmem/grep.py",),
+    # The framework adapters (the langgraph and openai-agents extras), each in its one module.
+    "langgraph": ("gitmem/adapters/langgraph_store.py",),
+    "langchain_core": ("gitmem/adapters/langgraph_store.py",),
+    "agents": ("gitmem/adapters/openai_session.py",),  # the one place agents' patterns are matched
     # The optional embeddings extra (recall-embed) is loaded only by the recall layer.
     "numpy": ("gitmem/recall/",),
     "wordllama": ("gitmem/recall/",),
@@ -74,6 +78,9 @@ FACADE_ADAPTERS = (
     "adapters.anthropic_memory",
     "adapters.anthropic_commands",
     "adapters.anthropic_tools",
+    "adapters.langgraph_items",
+    "adapters.langgraph_store",
+    "adapters.openai_session",
 )
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (PURE, (*SEAM, *HIGHER), "pure values and rules know no store, engine or facade"),
@@ -132,7 +139,15 @@ LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         "which re-export what they need of gitmem.git",
     ),
     (
-        ("adapters.anthropic_memory", "adapters.anthropic_commands", "adapters.anthropic_tools", "adapters.mcp_server"),
+        (
+            "adapters.anthropic_memory",
+            "adapters.anthropic_commands",
+            "adapters.anthropic_tools",
+            "adapters.mcp_server",
+            "adapters.langgraph_items",
+            "adapters.langgraph_store",
+            "adapters.openai_session",
+        ),
         (*INDEX, "gitstore", "gitcache", "runviews"),
         "the agent-facing adapters reach stores through the seam and the root, not a store implementation",
     ),

@@ -149,6 +149,7 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
         ],
         "fsck": ["fsck", "user"],
         "gc": ["gc", "user"],
+        "sweep": ["sweep", "user"],
         "forget": ["forget", "user", "notes/", "--yes"],
         "demo": ["demo", "demo"],
         "hooks install": ["hooks", "install", "user"],

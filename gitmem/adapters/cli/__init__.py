@@ -10,6 +10,7 @@ Layout::
     admin.py     forget, purge, fsck, gc, demo
     manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
+    frameworks.py  sweep (expired items of a LangGraph store, gitmem.adapters.langgraph_store)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
@@ -116,6 +117,7 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         "durable": {"durable": "Durable memory: namespaced nodes that reach a model only once activated."},
         "session": {"session": "Session memory: remember, recall and prune what agent sessions learned."},
         "records": {"records": "Record memory: short texts, recalled by what they say."},
+        "frameworks": {"sweep": "Delete the expired items of LangGraph store NAME, in one commit."},
     }
 )
 COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)

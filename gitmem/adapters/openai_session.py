@@ -1,0 +1,273 @@
+"""``GitMemSession``: the OpenAI Agents SDK's ``Session`` on a gitmem session mount (the ``openai-agents`` extra).
+
+``Runner.run(agent, text, session=GitMemSession.open("conv-42", "memories"))``
+keeps the conversation in git instead of SQLite: each item one JSON file, each
+``add_items`` batch one commit, so a person can read, review, restore or erase
+a conversation with gitmem's history commands. Layout::
+
+    conversations/<session id>/<sequence>.json   one item each (12 digits, in order)
+    conversations/<session id>/head.json         {"last": <newest sequence>}
+
+The session id is encoded like a record namespace (one safe path segment,
+one-to-one). Every change moves ``head.json`` by compare-and-swap in the same
+commit: ``add_items`` creates its files (expected absent) after the head it read,
+``pop_item`` deletes the newest item expecting both its version and the head's,
+and ``clear_session`` deletes everything at the versions it read. Two writers
+that read the same head cannot both commit; the loser reads again and retries, so
+concurrent adds never overwrite each other and two pops never return one item.
+
+Differences from ``SQLiteSession`` (tests/adapters/frameworks/DIFFERENCES.md): an
+item is held to the mount's file rules (at most ``max_file_bytes``, 64 KiB by
+default, and no credential-looking text, because git keeps every version), and a
+refused write raises :class:`~gitmem.errors.MemoryStoreError` with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from gitmem import aio
+from gitmem.adapters.langgraph_items import RETRIES, commit, lost_race
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Edit, FileText, Origin
+from gitmem.records.rules import encode_namespace
+from gitmem.store import FileStore
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+    from gitmem.aio import AsyncFace
+
+FOLDER: Final = "conversations"
+HEAD: Final = "head.json"
+_ITEM = re.compile(r"(?P<seq>[0-9]{12})\.json")
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """One commit's view of a conversation: its items in order and its head."""
+
+    items: list[FileText]
+    head: FileText | None
+    last: int
+
+
+def conversation_folder(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise MemoryStoreError("invalid_path", "a session id is a non-empty string")
+    try:
+        return f"{FOLDER}/{encode_namespace(session_id)}"
+    except MemoryStoreError as error:
+        raise MemoryStoreError("invalid_path", f"session id {session_id!r}: {error.message}") from None
+
+
+def _dump(value: object) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as error:
+        raise MemoryStoreError("invalid_file", f"a session item must be JSON: {error}") from None
+
+
+class GitMemSession(SessionABC):
+    """A conversation's items in a gitmem store; see the module docstring for the layout and guarantees."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: FileStore | AsyncFace[Any],
+        *,
+        origin: Origin | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.folder = conversation_folder(session_id)
+        self.store = aio.seam_of(store)
+        self.origin = origin or Origin(run_id=session_id, principal_id="openai-agents")
+        self.session_settings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
+
+    @classmethod
+    def open(
+        cls,
+        session_id: str,
+        root: str | os.PathLike[str],
+        name: str = "session",
+        *,
+        create: bool = True,
+        **options: Any,
+    ) -> GitMemSession:
+        """The session ``session_id`` in mount ``name`` (kind ``session``) of the gitmem root folder ``root``."""
+        from gitmem.root import Root
+
+        return cls(session_id, Root(root).mount(name, create=create, kind="session").sync, **options)
+
+    def close(self) -> None:
+        """Nothing to release: every call opens nothing it keeps (the store's handles are the mount's)."""
+
+    # -- the Session protocol (async: each call runs the sync one in a worker thread) --------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        return await aio.call(self.get_items_sync, limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        await aio.call(self.add_items_sync, list(items))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        return await aio.call(self.pop_item_sync)
+
+    async def clear_session(self) -> None:
+        await aio.call(self.clear_session_sync)
+
+    # -- the same calls, synchronous ---------------------------------------------------------
+
+    def get_items_sync(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The items oldest first; with ``limit`` (or the settings' limit) the newest ``limit`` of them."""
+        wanted = resolve_session_limit(limit, self.session_settings)
+        items = [item for item in map(_decode, self._read().items) if item is not None]
+        if wanted is None or wanted < 0:
+            return items
+        return items[-wanted:] if wanted > 0 else []
+
+    def add_items_sync(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` in ONE commit (nothing for an empty list); all or none land."""
+        if not items:
+            return
+        texts = [_dump(item) for item in items]
+        for attempt in range(RETRIES):
+            now = self._read_head() if attempt == 0 else self._read()  # after a loss: the whole folder
+            edits = [Edit(self._path(now.last + 1 + i), text, None) for i, text in enumerate(texts)]
+            edits.append(self._head_edit(now, now.last + len(texts)))
+            try:
+                commit(self.store, edits, "session-add", self.origin)
+            except MemoryStoreError as error:
+                if lost_race(error):
+                    continue
+                raise
+            return
+        raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this add")
+
+    def pop_item_sync(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (``None`` when empty), guarded by compare-and-swap."""
+        for attempt in range(RETRIES):
+            now = self._read_newest() if attempt == 0 else self._read()
+            if not now.items:
+                return None
+            newest = now.items[-1]
+            before = _sequence(now.items[-2].path) if len(now.items) > 1 else 0
+            edits = [Edit(newest.path, None, newest.version), self._head_edit(now, before)]
+            try:
+                commit(self.store, edits, "session-pop", self.origin)
+            except MemoryStoreError as error:
+                if lost_race(error):
+                    continue
+                raise
+            item: TResponseInputItem | None = _decode(newest)
+            if item is not None:
+                return item
+            # a file that is not an item (edited by hand) was removed; the newest real item is next
+        raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this pop")
+
+    def clear_session_sync(self) -> None:
+        """Delete every item and the head in one commit (history keeps them; ``gitmem forget`` erases)."""
+        for _ in range(RETRIES):
+            now = self._read()
+            files = [*now.items, *([now.head] if now.head else [])]
+            if not files:
+                return
+            try:
+                commit(self.store, [Edit(f.path, None, f.version) for f in files], "session-clear", self.origin)
+            except MemoryStoreError as error:
+                if lost_race(error):
+                    continue
+                raise
+            return
+        raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this clear")
+
+    # -- one snapshot of the folder ------------------------------------------------------------
+
+    def _path(self, sequence: int) -> str:
+        return f"{self.folder}/{sequence:012d}.json"
+
+    def _head_edit(self, now: _Conversation, last: int) -> Edit:
+        return Edit(f"{self.folder}/{HEAD}", _dump({"last": last}), now.head.version if now.head else None)
+
+    def _read_head(self) -> _Conversation:
+        """What an add needs: the head alone (no items), or the whole folder when there is no head.
+
+        The head is the newest sequence every writer moved by compare-and-swap; files
+        beyond it (made by hand) make the add's expected-absent creation fail, and the
+        retry then reads the whole folder.
+        """
+        try:
+            head = self.store.read(f"{self.folder}/{HEAD}")
+        except MemoryStoreError as error:
+            if error.code != "not_found":
+                raise
+            return self._read()
+        return _Conversation([], head, _head_last(head))
+
+    def _read_newest(self) -> _Conversation:
+        """What a pop needs: the head and the two newest items, read by path; the folder when they are not there."""
+        now = self._read_head()
+        if now.head is None or now.last < 1:
+            return now if now.head is None else self._read()
+        try:
+            newest = self.store.read(self._path(now.last))
+            before = self.store.read(self._path(now.last - 1)) if now.last > 1 else None
+        except MemoryStoreError as error:
+            if error.code != "not_found":
+                raise
+            return self._read()  # a gap (a file removed by hand): find the newest by listing
+        return _Conversation([*([before] if before else []), newest], now.head, now.last)
+
+    def _read(self) -> _Conversation:
+        """Items and head from ONE commit (the git store reads the folder of one tree)."""
+        prefix = self.folder + "/"
+        read_under = getattr(self.store, "read_under", None)
+        if read_under is not None:
+            files: list[FileText] = read_under(prefix)
+        else:
+            files = []
+            for entry in self.store.list():
+                if entry.path.startswith(prefix):
+                    try:
+                        files.append(self.store.read(entry.path))
+                    except MemoryStoreError as error:
+                        if error.code != "not_found":
+                            raise
+        items = sorted((f for f in files if _ITEM.fullmatch(f.path[len(prefix) :])), key=lambda f: f.path)
+        head = next((f for f in files if f.path == prefix + HEAD), None)
+        last = _head_last(head)
+        if items:
+            last = max(last, _sequence(items[-1].path))
+        return _Conversation(items, head, last)
+
+
+def _sequence(path: str) -> int:
+    return int(path.rsplit("/", 1)[1][:12])
+
+
+def _head_last(head: FileText | None) -> int:
+    if head is None:
+        return 0
+    try:
+        value = json.loads(head.text).get("last", 0)
+    except (json.JSONDecodeError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _decode(file: FileText) -> Any:
+    """The item a file holds; ``None`` for one that is not JSON (skipped, as SQLiteSession skips bad rows)."""
+    try:
+        return json.loads(file.text)
+    except json.JSONDecodeError:
+        return None
