@@ -96,7 +96,10 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         },
         "serve": {"serve": "Serve every memory under the root to git over HTTP: clone, fetch, and checked pushes."},
         "hooks": {"hooks": "Server-side git hooks that check pushes made without gitmem serve."},
-        "mcp": {"mcp": "Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools."},
+        "mcp": {
+            "mcp": "Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.",
+            "tools": "List the agent tools `gitmem mcp` would offer with the same options, and what their definitions cost.",
+        },
         "watch": {"watch": "Print every ref change of memories NAME..."},
         "remote": {
             "remote": "Where a memory is pushed to and pulled from (git remotes of its repository).",
