@@ -50,6 +50,7 @@ from dulwich.protocol import (
 from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
+from gitmem.adapters.pushaccess import PushPolicy
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import visible
 from gitmem.git.mountconfig import format_from_repo
@@ -146,6 +147,8 @@ class MountContext:
     refresher: Refresher | None = None
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES
     """The largest pack taken (``None``: no cap but the mount's ``receive.maxInputSize``)."""
+    policy: PushPolicy | None = None
+    """What the pushing token may do (:mod:`gitmem.adapters.pushaccess`); ``None``: anything pushcheck allows."""
 
 
 class GuardedReceivePack(ReceivePackHandler):
@@ -273,9 +276,24 @@ class GuardedReceivePack(ReceivePackHandler):
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
             for ref in (r for r, n in named.items() if n > 1):
                 verdicts[ref] = [Refusal(ref, "duplicate_ref", _DUPLICATE.decode())]
+            refused_by_policy = self._policy_refusals(single, quarantine)
+            if refused_by_policy is None:
+                return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
+            for ref, refusals in refused_by_policy.items():
+                verdicts[ref] = [*refusals, *verdicts.get(ref, [])] if refusals else verdicts.get(ref, [])
             return self._apply(updates, verdicts, quarantine, mark)
         finally:
             quarantine.discard()
+
+    def _policy_refusals(self, updates: list[RefUpdate], quarantine: Quarantine) -> dict[str, list[Refusal]] | None:
+        """The token's refusals per ref (access, review gate, principal); ``None`` when they cannot be checked."""
+        if self.mount.policy is None:
+            return {}
+        try:
+            return self.mount.policy(updates, [quarantine.path])
+        except MemoryStoreError as exc:
+            self._say(f"gitmem: cannot check who may push this, so it is refused: {exc}")
+            return None
 
     def _push_limit(self) -> int | None:
         """The lower of the server's cap and the mount's own ``receive.maxInputSize`` (git's setting)."""
