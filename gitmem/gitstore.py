@@ -109,6 +109,7 @@ _T = TypeVar("_T")
 _HEAD_ATTEMPTS = 3
 """Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
 
+
 class _Shared:
     """What a store and its run views share: the read cache, the index and the views.
 
@@ -131,11 +132,18 @@ class SyncGitFileStore:
     """
 
     def __init__(
-        self, repo: GitRepo, fmt: FileFormat, run: str | None = None, *, shared: _Shared | None = None
+        self,
+        repo: GitRepo,
+        fmt: FileFormat,
+        run: str | None = None,
+        *,
+        shared: _Shared | None = None,
+        propose: bool = False,
     ) -> None:
         self.repo = repo
         self.format = fmt
         self.run = run
+        self.propose = propose and run is not None
         self._shared = shared or _Shared()
 
     @classmethod
@@ -227,6 +235,15 @@ class SyncGitFileStore:
             make=lambda: SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared),
         )
 
+    def proposing(self, run_id: str) -> SyncGitFileStore:
+        """Run ``run_id``'s view whose writes always go to ``refs/heads/proposals/<run>``, gate or no gate.
+
+        For a writer that may only propose (a ``propose`` token of ``gitmem serve``):
+        nothing it writes reaches ``main`` until a reviewer approves it.
+        """
+        git_review.check_run_id(run_id)
+        return SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared, propose=True)
+
     def _read_head(self) -> str:
         return self._proposal_head() or self.repo.head()
 
@@ -247,7 +264,7 @@ class SyncGitFileStore:
 
     def _target(self, origin: Origin) -> str:
         """The ref a change lands on: ``main``, or the run's proposal when the gate is on."""
-        if origin.run_id is not None and git_review.gate_enabled(self.repo):
+        if origin.run_id is not None and (self.propose or git_review.gate_enabled(self.repo)):
             return git_review.proposal_ref(origin.run_id)
         return MAIN
 

@@ -91,7 +91,8 @@ def raw_get(url: str, token: str | None) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        with exc:
+            return exc.code, exc.read()
 
 
 def test_every_level_clones_what_it_reaches(team: Team, tmp_path: Path) -> None:
