@@ -340,6 +340,7 @@ class GitHttpApp:
         mount = MountContext(name, path, GitRepo(path), self.before_update, self._refresher, self.max_push_bytes)
         if grant is not None:
             mount.policy = push_policy(path, name, grant)
+            mount.principal = grant.principal
         handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
         dulwich_app = LimitedInputFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers))
 

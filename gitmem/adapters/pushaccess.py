@@ -8,8 +8,9 @@ refusals reach the client the same way (``remote:`` lines with the rule, the ref
 - ``read``: no update lands (rule ``access``);
 - ``propose``: only ``refs/heads/proposals/<principal>-…`` branches (rule ``access``),
   so a proposal is reviewed with ``gitmem review`` like an agent run's;
-- ``write``: anything pushcheck allows, but not ``main`` of a memory whose review
-  gate is on (rule ``review_gate``): there ``main`` moves only by approval;
+- ``write``: anything pushcheck allows, but not ``main`` (nor ``refs/for/main``,
+  which merges into it) of a memory whose review gate is on (rule ``review_gate``):
+  there ``main`` moves only by approval;
 - ``admin``: anything pushcheck allows.
 
 And every new commit must show the token's principal (rule ``principal``, see
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from gitmem.adapters.tokens import Grant
 from gitmem.git.claims import foreign_claims
 from gitmem.git.pushcheck import RefUpdate, Refusal
+from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.git.review import PROPOSALS, gate_enabled
@@ -38,6 +40,7 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
         for update in updates:
             refusals: list[Refusal] = []
             ref = update.ref
+            lands_on_main = ref in (MAIN, QUEUE_MAIN)
             if grant.access == "read":
                 refusals.append(Refusal(ref, "access", f"this token may only read memory {memory!r}"))
             elif grant.access == "propose" and not ref.startswith(PROPOSALS + grant.proposal_prefix):
@@ -50,7 +53,7 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                         "main moves when a reviewer approves it",
                     )
                 )
-            elif grant.access == "write" and ref == MAIN:
+            elif grant.access == "write" and lands_on_main:
                 if gated is None:
                     gated = gate_enabled(GitRepo(path))
                 if gated:
