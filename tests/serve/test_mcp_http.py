@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from mcp.types import CallToolResult
 
+from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.tokens import parse_token_file, token_entry
 from gitmem.git.review import PROPOSALS
 
-from .mcp_http_client import HttpMcpClient, payload
 from .support import fsck_clean, git, seed
 
 PEOPLE = {

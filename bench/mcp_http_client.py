@@ -1,4 +1,4 @@
-"""A real ``mcp`` SDK client over streamable HTTP, usable from sync tests and the load bench.
+"""A real ``mcp`` SDK client over streamable HTTP, for the load bench (bench_serve.py) and tests/serve.
 
 Each client keeps one session open on its own event loop in a background
 thread; :meth:`HttpMcpClient.call` runs one tool call and waits for its result
