@@ -150,6 +150,8 @@ class McpHttpApp:
                     with self._lock:
                         self._opening[owner] -= 1
         except MemoryStoreError as exc:
+            if exc.code == "not_found":  # the token reaches no file memory here
+                return _reply(start_response, 403, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         session.last_used = time.monotonic()
         status, headers, data = self._handle(session, _scope(environ), body)

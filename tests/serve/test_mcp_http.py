@@ -27,6 +27,7 @@ from .support import fsck_clean, git, seed
 
 PEOPLE = {
     "alice": (["notes"], "write"),
+    "nobody": (["absent-*"], "write"),
     "bob": (["notes"], "read"),
     "carol": (["notes"], "propose"),
     "eve": (["other"], "write"),
@@ -183,3 +184,55 @@ def test_tokens_sessions_and_methods_are_checked(served: Served) -> None:
     assert caught.value.code == 405
     caught.value.close()
     assert served.app.session_count() == 0  # closing a client ended its session
+
+
+def _prompt(client: HttpMcpClient) -> str:
+    assert client.session is not None
+    result = client.run(client.session.get_prompt("memory_context", {}))
+    return "".join(getattr(m.content, "text", "") for m in result.messages)
+
+
+def test_context_cursors_are_per_client_session(served: Served) -> None:
+    with served.client("alice") as first:
+        full = _prompt(first)
+        assert "seed.md" in full
+        again = _prompt(first)
+        assert "seed.md" not in again, "the same session's second context should carry only changes"
+        with served.client("alice") as second:
+            assert _prompt(second) == full  # a new session starts from the full context
+
+
+def test_a_modern_era_client_is_served_without_a_session(served: Served) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def use() -> tuple[list[str], bool]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token_of('alice')}"})
+        async with http, Client(streamable_http_client(served.mcp_url, http_client=http), mode="auto") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            done = await client.call_tool("memory_file_create", {"memory": "notes", "path": "m.md", "content": "m\n"})
+            return names, done.is_error
+
+    import asyncio
+
+    names, failed = asyncio.run(use())
+    assert "memory_file_create" in names and not failed
+    entry = served.root.mount("notes").sync.log("m.md")[0]
+    assert entry.origin.principal_id == "alice"
+
+
+def test_unreached_memories_look_like_absent_ones(served: Served) -> None:
+    with served.client("eve") as eve:
+        unreached = payload(eve.call("memory_file_view", memory="notes", path=""))
+        absent = payload(eve.call("memory_file_view", memory="nothing", path=""))
+    assert unreached["error"] == absent["error"]
+    assert unreached["message"].replace("notes", "X") == absent["message"].replace("nothing", "X")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    status, _ = post(served.mcp_url, hello, {"Authorization": f"Bearer {token_of('nobody')}"})
+    assert status == 403
