@@ -8,7 +8,15 @@ for a live memory, so pushes go through
 plain dulwich serving lacks:
 
 - **auth**: pushes need a token (HTTP basic password, or ``Authorization: Bearer``);
-  reads are public or need a token too;
+  reads are public or need a token too. A token names a principal, the memories it
+  reaches and its access (:mod:`gitmem.adapters.tokens`); a memory it does not
+  reach answers 404 like an absent one, and each ref update is held to its access
+  (:mod:`gitmem.adapters.pushaccess`);
+- **fetches while main moves**: a fetch may want any commit some ref reaches
+  (:mod:`gitmem.git.reach`), so an agent write between the ref listing and the
+  pack request does not fail it;
+- **a merge queue**: a push to ``refs/for/main`` is merged into ``main`` as it is
+  now (:mod:`gitmem.git.queue`);
 - **rules**: the pushed objects land in a quarantine directory first, every ref
   update is checked by :mod:`gitmem.git.pushcheck` (fast-forward on ``main``, paths,
   content, secrets), and only accepted objects move into the mount: a refused push
