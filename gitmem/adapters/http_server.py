@@ -61,12 +61,11 @@ from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs
 
-from dulwich.objects import ObjectID
-from dulwich.refs import Ref
 from dulwich.repo import Repo
 from dulwich.server import Backend
 from dulwich.web import HTTPGitApplication, LimitedInputFilter
 
+from gitmem.adapters.fetchwants import serve_reachable_wants, wanted
 from gitmem.adapters.pushaccess import push_policy
 from gitmem.adapters.receive_pack import (
     DEFAULT_MAX_PUSH_BYTES,
@@ -156,7 +155,7 @@ class _MountBackend(Backend):
 
     ``wants`` are the commits a fetch request asks for (read from its body before
     dulwich sees it): those some ref still reaches are served even when no ref
-    points at them any more (see :func:`_serve_reachable_wants`).
+    points at them any more (see :mod:`gitmem.adapters.fetchwants`).
     """
 
     def __init__(self, path: str, wants: Sequence[str] = ()) -> None:
@@ -168,7 +167,7 @@ class _MountBackend(Backend):
         repo = Repo(self.path)
         _bitmaps_only_when_complete(repo)
         if self.wants:
-            _serve_reachable_wants(repo, reachable_wants(self.path, self.wants))
+            serve_reachable_wants(repo, reachable_wants(self.path, self.wants))
         self.opened.append(repo)
         return repo
 
@@ -176,55 +175,6 @@ class _MountBackend(Backend):
         for repo in self.opened:
             repo.close()
         self.opened.clear()
-
-
-_REACHABLE_PREFIX = b"refs/gitmem-reachable/"
-"""Names of the refs a fetch request sees for its wanted, reachable commits (never advertised)."""
-
-
-def _serve_reachable_wants(repo: Repo, reachable: set[str]) -> None:
-    """Let dulwich's upload-pack take wanted commits that some ref reaches, not only ref tips.
-
-    dulwich refuses a ``want`` that is not the value of a ref ("Client wants
-    invalid object"): when ``main`` moved between the ref listing and the pack
-    request, every clone and fetch of that moment failed with HTTP 500. The
-    pack request's refs gain one hidden ref per such commit; the advertisement
-    is a separate request and never shows them.
-    """
-    extra = {Ref(_REACHABLE_PREFIX + sha.encode()): ObjectID(sha.encode()) for sha in reachable}
-    if not extra:
-        return
-    get_refs, get_peeled = repo.get_refs, repo.get_peeled
-
-    def refs() -> dict[Ref, ObjectID]:
-        return {**get_refs(), **extra}
-
-    def peeled(ref: Ref) -> ObjectID:
-        return extra[ref] if ref in extra else get_peeled(ref)
-
-    repo.get_refs = refs  # type: ignore[method-assign]
-    repo.get_peeled = peeled  # type: ignore[method-assign]
-
-
-def _wanted(body: bytes) -> list[str]:
-    """The hex ids on the ``want`` lines of a fetch request (pkt-lines; anything malformed ends the scan)."""
-    out: list[str] = []
-    pos = 0
-    while pos + 4 <= len(body):
-        try:
-            size = int(body[pos : pos + 4], 16)
-        except ValueError:
-            break
-        if size < 4:
-            pos += 4
-            continue
-        payload = body[pos + 4 : pos + size]
-        pos += size
-        if payload.startswith(b"want "):
-            sha = payload[5:45].decode("ascii", "replace")
-            if all(c in "0123456789abcdef" for c in sha):
-                out.append(sha)
-    return out
 
 
 def _bitmaps_only_when_complete(repo: Repo) -> None:
@@ -390,7 +340,7 @@ class GitHttpApp:
         except OSError as exc:
             return _text(start_response, "400 Bad Request", f"cannot read the request: {exc}\n")
         data = _trim_negotiation(b"".join(chunks), self.max_fetch_haves)
-        environ["gitmem.wants"] = _wanted(data)
+        environ["gitmem.wants"] = wanted(data)
         environ["wsgi.input"] = io.BytesIO(data)
         environ["CONTENT_LENGTH"] = str(len(data))
         return None
