@@ -441,9 +441,10 @@ class GuardedReceivePack(ReceivePackHandler):
             return b"the ref already exists; fetch and push again"
         if now == ZERO:
             return b"the ref was deleted meanwhile; fetch and push again"
+        queue = f"; or push to {QUEUE_MAIN} to have the server merge it" if update.ref == MAIN else ""
         return (
             f"the ref moved to {now[:12]} while this push was checked (an agent or another push wrote); "
-            "fetch, rebase or merge, and push again"
+            f"fetch, rebase or merge, and push again{queue}"
         ).encode()
 
     def _swap(self, ref: str, old: str, new: str) -> bool | bytes:
