@@ -65,7 +65,7 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """The largest MCP request taken (a tool call's arguments: a file is at most 64 KiB)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 DEFAULT_MAX_SESSIONS = 32
-"""Open sessions per token; past that a new one gets 503 until one ends or idles out."""
+"""Open sessions per token; past that a new one gets 429 until one ends or idles out."""
 DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
 _SESSION_HEADER = "mcp-session-id"
@@ -128,7 +128,6 @@ class McpHttpApp:
         owner = hash_token(token)
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        opening = False
         try:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 session = self._shared_session(owner, grant)
@@ -141,12 +140,11 @@ class McpHttpApp:
             else:
                 self._reap()
                 if not self._admit(owner):
-                    return _reply(start_response, 503, _error("this token has too many open MCP sessions"),
+                    return _reply(start_response, 429, _error("this token has too many open MCP sessions"),
                                   [("Retry-After", "5")])  # fmt: skip
-                opening = True
                 try:
-                    session = self._open(owner, grant)
-                finally:
+                    return self._serve_opening(start_response, owner, grant, environ, body)
+                finally:  # counted as opening until it is registered or given up
                     with self._lock:
                         self._opening[owner] -= 1
         except MemoryStoreError as exc:
@@ -155,18 +153,25 @@ class McpHttpApp:
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         session.last_used = time.monotonic()
         status, headers, data = self._handle(session, _scope(environ), body)
-        answered = dict((k.lower(), v) for k, v in headers)
-        if opening:
-            new_id = answered.get(_SESSION_HEADER)
-            if status < 400 and new_id:
-                session.session_id = new_id
-                with self._lock:
-                    self._sessions[new_id] = session
-            else:
-                self._stop(session)
-        elif method == "DELETE" and session_id is not None and status < 400:
+        if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
+            self._stop(session)
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
+        return [data]
+
+    def _serve_opening(
+        self, start_response: StartResponse, owner: str, grant: Grant, environ: Mapping[str, Any], body: bytes
+    ) -> list[bytes]:
+        """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
+        session = self._open(owner, grant)
+        status, headers, data = self._handle(session, _scope(environ), body)
+        new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
+        if status < 400 and new_id:
+            session.session_id = new_id
+            with self._lock:
+                self._sessions[new_id] = session
+        else:
             self._stop(session)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
@@ -364,7 +369,7 @@ class WithMcp:
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
             403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-            413: "Content Too Large", 415: "Unsupported Media Type", 500: "Internal Server Error",
+            413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
 
 

@@ -236,3 +236,19 @@ def test_unreached_memories_look_like_absent_ones(served: Served) -> None:
     }
     status, _ = post(served.mcp_url, hello, {"Authorization": f"Bearer {token_of('nobody')}"})
     assert status == 403
+
+
+def test_a_token_holds_a_bounded_number_of_sessions(served: Served) -> None:
+    served.app.max_sessions = 2
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    auth = {"Authorization": f"Bearer {token_of('alice')}"}
+    with served.client("alice"), served.client("alice"):
+        assert post(served.mcp_url, hello, auth)[0] == 429
+        with served.client("bob") as bob:  # another token is not limited by alice's sessions
+            assert bob.memories() == ["notes"]
+    assert post(served.mcp_url, hello, auth)[0] == 200
