@@ -625,6 +625,10 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
         """This memory as run ``run_id`` sees it (see :meth:`SyncGitFileStore.for_run`)."""
         return GitFileStore(self.sync.for_run(run_id))
 
+    def proposing(self, run_id: str) -> GitFileStore:
+        """Run ``run_id``'s view that always writes to its proposal (see :meth:`SyncGitFileStore.proposing`)."""
+        return GitFileStore(self.sync.proposing(run_id))
+
     def __repr__(self) -> str:
         return f"GitFileStore({self.path!r})"
 
