@@ -134,11 +134,18 @@ class SyncGitFileStore:
     """
 
     def __init__(
-        self, repo: GitRepo, fmt: FileFormat, run: str | None = None, *, shared: _Shared | None = None
+        self,
+        repo: GitRepo,
+        fmt: FileFormat,
+        run: str | None = None,
+        *,
+        shared: _Shared | None = None,
+        propose: bool = False,
     ) -> None:
         self.repo = repo
         self.format = fmt
         self.run = run
+        self.propose = propose and run is not None
         self._shared = shared or _Shared()
 
     @classmethod
@@ -230,6 +237,17 @@ class SyncGitFileStore:
             make=lambda: SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared),
         )
 
+    def proposing(self, run_id: str) -> SyncGitFileStore:
+        """Run ``run_id``'s view whose writes always go to ``refs/heads/proposals/<run>``, gate or no gate.
+
+        For a writer that may only propose (a ``propose`` token of ``gitmem serve``):
+        nothing it writes reaches ``main`` until a reviewer approves it.
+        """
+        from gitmem.git import review as git_review
+
+        git_review.check_run_id(run_id)
+        return SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared, propose=True)
+
     def _read_head(self) -> str:
         return self._proposal_head() or self.repo.head()
 
@@ -258,7 +276,7 @@ class SyncGitFileStore:
             return MAIN
         from gitmem.git import review as git_review
 
-        if git_review.gate_enabled(self.repo):
+        if self.propose or git_review.gate_enabled(self.repo):
             return git_review.proposal_ref(origin.run_id)
         return MAIN
 
@@ -636,6 +654,10 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     def for_run(self, run_id: str) -> GitFileStore:
         """This memory as run ``run_id`` sees it (see :meth:`SyncGitFileStore.for_run`)."""
         return GitFileStore(self.sync.for_run(run_id))
+
+    def proposing(self, run_id: str) -> GitFileStore:
+        """Run ``run_id``'s view that always writes to its proposal (see :meth:`SyncGitFileStore.proposing`)."""
+        return GitFileStore(self.sync.proposing(run_id))
 
     def __repr__(self) -> str:
         return f"GitFileStore({self.path!r})"
