@@ -23,6 +23,10 @@ from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
+if TYPE_CHECKING:
+    from gitmem.git.erasures import Audit, Entry
+    from gitmem.index import FindHit, IndexStatus, MountIndex
+
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import (
@@ -32,11 +36,7 @@ from gitmem.fileformat import (
     validate_directory,
     validate_path,
 )
-from gitmem.git import bulk as git_bulk
-from gitmem.git import engine, erasures
 from gitmem.git import history as git_history
-from gitmem.git import review as git_review
-from gitmem.git import rewrite as git_rewrite
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
@@ -44,7 +44,6 @@ from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
 from gitmem.gitcache import ReadCache
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
-from gitmem.index import FindHit, IndexStatus, MountIndex
 from gitmem.model import (
     Applied,
     Changes,
@@ -110,6 +109,11 @@ _T = TypeVar("_T")
 _HEAD_ATTEMPTS = 3
 """Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
 
+# The write engine, the review gate, history rewrites and the bulk reader are imported
+# by the calls that use them: a read command of the CLI (grep, log, blame, changes...)
+# opens a store in a new process each time, and need not load the code of writes.
+
+
 class _Shared:
     """What a store and its run views share: the read cache, the index and the views.
 
@@ -132,11 +136,18 @@ class SyncGitFileStore:
     """
 
     def __init__(
-        self, repo: GitRepo, fmt: FileFormat, run: str | None = None, *, shared: _Shared | None = None
+        self,
+        repo: GitRepo,
+        fmt: FileFormat,
+        run: str | None = None,
+        *,
+        shared: _Shared | None = None,
+        propose: bool = False,
     ) -> None:
         self.repo = repo
         self.format = fmt
         self.run = run
+        self.propose = propose and run is not None
         self._shared = shared or _Shared()
 
     @classmethod
@@ -233,12 +244,27 @@ class SyncGitFileStore:
             make=lambda: SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared),
         )
 
+    def proposing(self, run_id: str) -> SyncGitFileStore:
+        """Run ``run_id``'s view whose writes always go to ``refs/heads/proposals/<run>``, gate or no gate.
+
+        For a writer that may only propose (a ``propose`` token of ``gitmem serve``):
+        nothing it writes reaches ``main`` until a reviewer approves it.
+        """
+        from gitmem.git import review as git_review
+
+        git_review.check_run_id(run_id)
+        return SyncGitFileStore(self.repo, self.format, run_id, shared=self._shared, propose=True)
+
     def _read_head(self) -> str:
         return self._proposal_head() or self.repo.head()
 
     def _proposal_head(self) -> str | None:
         """The head of this run's proposal when it has one; ``None``: this view reads ``main``."""
-        if self.run is not None and git_review.names_a_proposal(self.run):
+        if self.run is None:
+            return None
+        from gitmem.git import review as git_review
+
+        if git_review.names_a_proposal(self.run):
             return git_review.proposal_head(self.repo, self.run)
         return None
 
@@ -253,7 +279,11 @@ class SyncGitFileStore:
 
     def _target(self, origin: Origin) -> str:
         """The ref a change lands on: ``main``, or the run's proposal when the gate is on."""
-        if origin.run_id is not None and git_review.gate_enabled(self.repo):
+        if origin.run_id is None:
+            return MAIN
+        from gitmem.git import review as git_review
+
+        if self.propose or git_review.gate_enabled(self.repo):
             return git_review.proposal_ref(origin.run_id)
         return MAIN
 
@@ -305,6 +335,8 @@ class SyncGitFileStore:
         derived index (recall) over thousands of files needs. A path that
         :meth:`read` would refuse (pushed by another git client) is left out.
         """
+        from gitmem.git import bulk as git_bulk
+
         folder = validate_directory(prefix, self.format)
 
         def under(commit: str) -> builtins.list[FileText]:
@@ -398,6 +430,8 @@ class SyncGitFileStore:
     # -- writes: every one is a checked batch committed by gitmem.git.engine --
 
     def _commit(self, batch: Batch, origin: Origin | None) -> Done[Decision | None]:
+        from gitmem.git import engine
+
         origin = self._origin(origin)
         return engine.commit_batch(
             self.repo, self.format, batch, origin=origin, ref=self._target(origin), size_of=self._size
@@ -450,6 +484,8 @@ class SyncGitFileStore:
         return applied(done.commit, done.result, batch, blob_version)
 
     def purge(self, origin: Origin | None = None) -> None:
+        from gitmem.git import rewrite as git_rewrite
+
         with self._erasing():
             who = self._origin(origin)
             git_rewrite.purge(self.repo, commit_message("purge", (), who), by=who.principal_id)
@@ -537,10 +573,14 @@ class SyncGitFileStore:
         return git_history.revert(self.repo, self.format, commit, origin=origin, ref=self._target(origin))
 
     def forget(self, path: str, *, origin: Origin | None = None) -> ForgetReport:
+        from gitmem.git import rewrite as git_rewrite
+
         with self._erasing():
             return git_rewrite.forget(self.repo, self.format, path, origin=origin)
 
     def fsck(self) -> FsckReport:
+        from gitmem.git import rewrite as git_rewrite
+
         return git_rewrite.fsck(self.repo)
 
     def forget_erased(self, *, origin: Origin | None = None) -> builtins.list[ForgetReport]:
@@ -550,22 +590,30 @@ class SyncGitFileStore:
         the ledger to ``gitmem serve``): the names are not readable from the ledger,
         so the paths are found by the erased blob ids. Each path is forgotten whole.
         """
+        from gitmem.git import erasures
+
         with translate_errors(self.path):
             wanted = erasures.erased_blobs(self.repo.fresh(), self.path)
             paths = erasures.paths_holding(self.path, wanted)
         return [self.forget(path, origin=origin) for path in paths]
 
-    def check_erasures(self) -> erasures.Audit:
+    def check_erasures(self) -> Audit:
         """Proof that what the erasure ledger names is gone from the mount (``gitmem fsck NAME --erasures``)."""
+        from gitmem.git import erasures
+
         with translate_errors(self.path):
             return erasures.audit(self.repo.fresh(), self.path)
 
-    def erasure_ledger(self) -> tuple[erasures.Entry, ...]:
+    def erasure_ledger(self) -> tuple[Entry, ...]:
         """The erasure ledger, oldest first: what each forget and purge erased (ids and keyed prints only)."""
+        from gitmem.git import erasures
+
         with translate_errors(self.path):
             return erasures.entries(self.repo.fresh())
 
     def gc(self) -> GcReport:
+        from gitmem.git import rewrite as git_rewrite
+
         return git_rewrite.gc(self.repo)
 
     # -- the search index (a projection of git, see gitmem.index) --
@@ -575,6 +623,8 @@ class SyncGitFileStore:
         """The mount's index, one for a store and its run-bound views (it describes ``main``)."""
         shared = self._shared
         if shared.index is None:
+            from gitmem.index import MountIndex  # searches only: other read commands never load it
+
             with shared.index_guard:
                 if shared.index is None:
                     shared.index = MountIndex(self.repo)
@@ -645,6 +695,10 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     def for_run(self, run_id: str) -> GitFileStore:
         """This memory as run ``run_id`` sees it (see :meth:`SyncGitFileStore.for_run`)."""
         return GitFileStore(self.sync.for_run(run_id))
+
+    def proposing(self, run_id: str) -> GitFileStore:
+        """Run ``run_id``'s view that always writes to its proposal (see :meth:`SyncGitFileStore.proposing`)."""
+        return GitFileStore(self.sync.proposing(run_id))
 
     def __repr__(self) -> str:
         return f"GitFileStore({self.path!r})"

@@ -27,11 +27,13 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-import regex as regex_engine
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import GrepMatch, SearchResult
+
+if TYPE_CHECKING:
+    import regex as regex_engine
 
 MAX_LIMIT = 10_000
 REGEX_BUDGET = 2.0
@@ -102,6 +104,8 @@ def compile_pattern(
 
 def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Callable[[str], bool]:
     """``line -> matched`` on the ``regex`` engine, raising ``invalid_pattern`` when the budget is spent."""
+    import regex as regex_engine  # here: a literal search (and a CLI read command's start) need not load it
+
     try:
         _compile_re(pattern, 0 if case_sensitive else re.IGNORECASE)
         compiled = _compile_regex(pattern, regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE))
@@ -158,6 +162,8 @@ def _compile_re(pattern: str, flags: int) -> re.Pattern[str]:
 
 
 def _compile_regex(pattern: str, flags: int) -> regex_engine.Pattern[str]:
+    import regex as regex_engine
+
     with _WARNINGS_GUARD, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return regex_engine.compile(pattern, flags)

@@ -245,6 +245,10 @@ def refresh_index(mount_path: str) -> None:
     """Bring the mount's search index up to date (:func:`gitmem.index.catch_up`).
 
     The index is derived from git and catches up on its own at the next search, so
-    this only moves that work off the first reader's path.
+    this only moves that work off the first reader's path. The push waits for the
+    hook, so a rebuild is left to a detached indexer (:mod:`gitmem.index.background`).
     """
-    catch_up(mount_path)
+    from gitmem.index import background
+
+    with background.detached():
+        catch_up(mount_path)

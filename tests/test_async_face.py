@@ -15,7 +15,7 @@ from gitmem.model import Edit
 
 # Members of the sync store that are no calls to run in a thread: attributes,
 # constructors, and the run view (the face wraps the view it returns instead).
-NOT_THREADED = {"init", "open", "for_run", "path", "format", "kind", "index", "repo", "run"}
+NOT_THREADED = {"init", "open", "for_run", "proposing", "path", "format", "kind", "index", "repo", "run"}
 
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
@@ -39,7 +39,7 @@ def test_the_git_face_offers_every_public_sync_method_with_the_same_signature(tm
         assert inspect.iscoroutinefunction(getattr(face, name)), name
     extra = {n for n, m in vars(GitFileStore).items() if isinstance(m, threaded)} - set(sync)
     assert extra == set(), f"the face offers calls the sync store lacks: {extra}"
-    for name in ("path", "format", "kind", "for_run", "init", "open"):
+    for name in ("path", "format", "kind", "for_run", "proposing", "init", "open"):
         assert hasattr(GitFileStore, name), name
 
 

@@ -32,6 +32,10 @@ mount, so each command is a commit that people can review, diff, blame and rever
   share the prefix (``/memories_backup/x``) and absolute paths elsewhere all get a
   :class:`~anthropic.lib.tools.ToolError` and no write. Git paths cannot point outside
   the repository anyway; refusing early gives the model a clear message.
+- every input is checked against its command's schema before the command runs
+  (:func:`gitmem.tools.schemas.check_memory_command`): the SDK builds its command
+  objects unchecked, so a wrong type, a missing argument or an unknown command is
+  a :class:`~anthropic.lib.tools.ToolError` here and reaches no store.
 - results read like the SDK's own local-filesystem memory tool (the same listing,
   line-numbered views and messages), so prompts tuned for it keep working.
 
@@ -68,9 +72,11 @@ from anthropic.types.beta import (
 from gitmem import aio
 from gitmem.adapters.anthropic_commands import ROOT, MemoryCommands, store_path
 from gitmem.aio import AsyncFace, seam_of
+from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.model import Origin
 from gitmem.store import FileStore, RunScopedStore
+from gitmem.tools.schemas import check_memory_command
 
 __all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
 
@@ -149,6 +155,14 @@ class _Shared:
     def _origin(self) -> Origin:
         return self.origin.with_tool_call(_TOOL_USE.get())
 
+    @staticmethod
+    def _checked(tool_input: object) -> dict[str, Any]:
+        """The input checked against its command's schema before any command runs (the SDK does not check it)."""
+        try:
+            return check_memory_command(tool_input)
+        except MemoryStoreError as exc:
+            raise ToolError(f"Invalid command: {exc.message}") from None
+
     def _commands(self) -> MemoryCommands:
         return MemoryCommands(self.store, fmt=self.format, retries=self.write_retries, origin=self._origin())
 
@@ -191,15 +205,15 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
     def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)
         if tool_use_id is None:
-            return super().call(input)
+            return super().call(self._checked(input))
         with self.tool_use(tool_use_id):
-            return super().call(input)
+            return super().call(self._checked(input))
 
     def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                outcome = str(super().call(block.input))
+                outcome = str(super().call(self._checked(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
         return self._result(block, outcome)
@@ -248,15 +262,15 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
     async def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)
         if tool_use_id is None:
-            return await super().call(input)
+            return await super().call(self._checked(input))
         with self.tool_use(tool_use_id):
-            return await super().call(input)
+            return await super().call(self._checked(input))
 
     async def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                outcome = str(await super().call(block.input))
+                outcome = str(await super().call(self._checked(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
         return self._result(block, outcome)

@@ -8,7 +8,15 @@ for a live memory, so pushes go through
 plain dulwich serving lacks:
 
 - **auth**: pushes need a token (HTTP basic password, or ``Authorization: Bearer``);
-  reads are public or need a token too;
+  reads are public or need a token too. A token names a principal, the memories it
+  reaches and its access (:mod:`gitmem.adapters.tokens`); a memory it does not
+  reach answers 404 like an absent one, and each ref update is held to its access
+  (:mod:`gitmem.adapters.pushaccess`);
+- **fetches while main moves**: a fetch may want any commit some ref reaches
+  (:mod:`gitmem.git.reach`), so an agent write between the ref listing and the
+  pack request does not fail it;
+- **a merge queue**: a push to ``refs/for/main`` is merged into ``main`` as it is
+  now (:mod:`gitmem.git.queue`);
 - **rules**: the pushed objects land in a quarantine directory first, every ref
   update is checked by :mod:`gitmem.git.pushcheck` (fast-forward on ``main``, paths,
   content, secrets), and only accepted objects move into the mount: a refused push
@@ -40,7 +48,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
-import hmac
 import io
 import os
 import re
@@ -50,7 +57,6 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs
@@ -59,6 +65,8 @@ from dulwich.repo import Repo
 from dulwich.server import Backend
 from dulwich.web import HTTPGitApplication, LimitedInputFilter
 
+from gitmem.adapters.fetchwants import serve_reachable_wants, wanted
+from gitmem.adapters.pushaccess import push_policy
 from gitmem.adapters.receive_pack import (
     DEFAULT_MAX_PUSH_BYTES,
     BeforeUpdate,
@@ -66,7 +74,9 @@ from gitmem.adapters.receive_pack import (
     InputTooLarge,
     MountContext,
 )
-from gitmem.errors import MemoryStoreError
+from gitmem.adapters.tokens import Grant, Tokens
+from gitmem.adapters.tokens import load_tokens as _load_tokens
+from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.root import MOUNT_NAME, Root
@@ -117,26 +127,9 @@ class _CappedReader:
 # --- tokens ----------------------------------------------------------------------
 
 
-def load_tokens(
-    token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
-) -> frozenset[str]:
-    """Access tokens (for pushes, and for reads unless public) from ``token_file`` (one per line) and ``$GITMEM_TOKENS``.
-
-    ``GITMEM_TOKENS`` holds tokens separated by commas or whitespace.
-    """
-    env = os.environ if env is None else env
-    tokens: set[str] = set()
-    if token_file is not None:
-        try:
-            text = Path(token_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise MemoryStoreError("unavailable", f"cannot read the token file {token_file}: {exc}") from exc
-        for line in text.splitlines():
-            line = line.strip()
-            if line and not line.startswith("#"):
-                tokens.add(line)
-    tokens.update(t for t in re.split(r"[\s,]+", env.get("GITMEM_TOKENS", "")) if t)
-    return frozenset(tokens)
+def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Tokens:
+    """The server's tokens: ``token_file`` (TOML, JSON or a plain list) and ``$GITMEM_TOKENS`` (see :mod:`gitmem.adapters.tokens`)."""
+    return _load_tokens(token_file, env)
 
 
 def _presented_token(environ: Mapping[str, Any]) -> str | None:
@@ -158,15 +151,23 @@ def _presented_token(environ: Mapping[str, Any]) -> str | None:
 
 
 class _MountBackend(Backend):
-    """Opens the one mount a request is for, and remembers what it opened to close it."""
+    """Opens the one mount a request is for, and remembers what it opened to close it.
 
-    def __init__(self, path: str) -> None:
+    ``wants`` are the commits a fetch request asks for (read from its body before
+    dulwich sees it): those some ref still reaches are served even when no ref
+    points at them any more (see :mod:`gitmem.adapters.fetchwants`).
+    """
+
+    def __init__(self, path: str, wants: Sequence[str] = ()) -> None:
         self.path = path
+        self.wants = wants
         self.opened: list[Repo] = []
 
     def open_repository(self, path: str) -> Repo:
         repo = Repo(self.path)
         _bitmaps_only_when_complete(repo)
+        if self.wants:
+            serve_reachable_wants(repo, reachable_wants(self.path, self.wants))
         self.opened.append(repo)
         return repo
 
@@ -207,7 +208,8 @@ class GitHttpApp:
     """The WSGI app: routing, token checks, then dulwich with the guarded receive-pack."""
 
     root: Root
-    tokens: frozenset[str] = frozenset()
+    tokens: frozenset[str] | Tokens = frozenset()
+    """Plain tokens (full access to every memory, as before) or a :class:`~gitmem.adapters.tokens.Tokens` table."""
     public_read: bool = False
     before_update: BeforeUpdate | None = None
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES
@@ -216,9 +218,15 @@ class GitHttpApp:
     anonymous_slots: int = DEFAULT_ANONYMOUS_SLOTS
     _refresher: Refresher = field(default_factory=Refresher, repr=False)
     _anonymous: threading.Semaphore = field(init=False, repr=False)
+    grants: Tokens = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._anonymous = threading.BoundedSemaphore(max(1, self.anonymous_slots))
+        self.grants = self.tokens if isinstance(self.tokens, Tokens) else Tokens.plain(self.tokens)
+
+    def grant(self, environ: Mapping[str, Any]) -> Grant | None:
+        """What the request's token may do, or ``None`` without a token the server knows."""
+        return self.grants.grant(_presented_token(environ))
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
@@ -235,12 +243,19 @@ class GitHttpApp:
         if not valid:
             return _text(start_response, "403 Forbidden", "only git's smart HTTP protocol is served\n")
         anonymous = False
-        if service == "git-receive-pack" or not self.public_read:
-            denied = self._authorize(environ, start_response, push=service == "git-receive-pack")
+        push = service == "git-receive-pack"
+        grant = self.grant(environ)
+        if push or not self.public_read:
+            denied = self._authorize(environ, start_response, grant, push=push)
             if denied is not None:
                 return denied
+            assert grant is not None
+            if not grant.reaches(name):  # answered exactly as for a memory that does not exist
+                return _text(start_response, "404 Not Found", f"no memory named {name!r} here\n")
+            if push and not grant.allows("propose"):
+                return _text(start_response, "403 Forbidden", f"this token may only read memory {name!r}\n")
         else:
-            anonymous = not self._has_token(environ)
+            anonymous = grant is None
         if anonymous and not self._anonymous.acquire(blocking=False):
             # 401, not 503: git sends no credentials to a public server until it is asked
             # for them, so this is how a token holder gets past a flood of anonymous reads.
@@ -252,7 +267,7 @@ class GitHttpApp:
             )
         release = self._anonymous.release if anonymous else None
         try:
-            return self._serve(environ, start_response, name, rest, release)
+            return self._serve(environ, start_response, name, rest, release, grant)
         except BaseException:
             if release is not None:
                 release()
@@ -265,6 +280,7 @@ class GitHttpApp:
         name: str,
         rest: str,
         release: Callable[[], None] | None,
+        grant: Grant | None = None,
     ) -> Iterable[bytes]:
         done: Callable[[], None] = release or (lambda: None)
         if not MOUNT_NAME.fullmatch(name) or not (self.root.mount_path(name) / "HEAD").is_file():
@@ -276,10 +292,13 @@ class GitHttpApp:
                 done()
                 return refused
         path = str(self.root.mount_path(name))
-        backend = _MountBackend(path)
+        backend = _MountBackend(path, environ.get("gitmem.wants", ()))
         # A GitRepo per request: its writer lock then always names the mount's current lock
         # file, even after the mount was removed and created again.
         mount = MountContext(name, path, GitRepo(path), self.before_update, self._refresher, self.max_push_bytes)
+        if grant is not None:
+            mount.policy = push_policy(path, name, grant)
+            mount.principal = grant.principal
         handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
         dulwich_app = LimitedInputFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers))
 
@@ -321,22 +340,19 @@ class GitHttpApp:
         except OSError as exc:
             return _text(start_response, "400 Bad Request", f"cannot read the request: {exc}\n")
         data = _trim_negotiation(b"".join(chunks), self.max_fetch_haves)
+        environ["gitmem.wants"] = wanted(data)
         environ["wsgi.input"] = io.BytesIO(data)
         environ["CONTENT_LENGTH"] = str(len(data))
         return None
-
-    def _has_token(self, environ: Mapping[str, Any]) -> bool:
-        token = _presented_token(environ)
-        return token is not None and any(hmac.compare_digest(token.encode(), t.encode()) for t in self.tokens)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop background index refreshes (waiting up to ``timeout`` for one in progress)."""
         self._refresher.close(timeout)
 
     def _authorize(
-        self, environ: Mapping[str, Any], start_response: StartResponse, *, push: bool
+        self, environ: Mapping[str, Any], start_response: StartResponse, grant: Grant | None, *, push: bool
     ) -> list[bytes] | None:
-        if self._has_token(environ):
+        if grant is not None:
             return None
         token = _presented_token(environ)
         what = "pushing" if push else "reading"
@@ -524,14 +540,25 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
-    tokens: frozenset[str] = frozenset(),
+    tokens: frozenset[str] | Tokens = frozenset(),
     public_read: bool = False,
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
+    mcp: bool = False,
+    threads: int = 16,
     on_ready: Callable[[GitHttpServer], None] | None = None,
 ) -> None:
-    """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size."""
-    app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
-    server = GitHttpServer(app, host, port)
+    """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size.
+
+    ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
+    (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra).
+    """
+    git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
+    app: Any = git_app
+    if mcp:
+        from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+
+        app = WithMcp(git_app, McpHttpApp(root, git_app.grants))
+    server = GitHttpServer(app, host, port, threads=threads)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.request_stop()

@@ -60,6 +60,7 @@ from gitmem.recall.vectors import (
     PartitionState,
     VectorHit,
     VectorRecord,
+    check_mutation,
     check_vector,
 )
 
@@ -261,12 +262,7 @@ class LanceVectorIndex:
         delete: Sequence[NodeRef] = (),
         expected_revision: int | None = None,
     ) -> int:
-        if not partition or not generation:
-            raise MemoryStoreError("invalid_query", "a vector mutation names its partition and generation")
-        rows = [(r.node_id, int(r.revision), r.digest, check_vector(r.vector)) for r in upsert]
-        dims = {len(v) for *_, v in rows}
-        if len(dims) > 1:
-            raise MemoryStoreError("invalid_query", "the vectors of one mutation must have one dimension")
+        rows, dims = check_mutation(partition, generation, upsert)
         for node_id, *_ in rows:
             _quote(node_id)
         where = _delete_filter(delete) if delete else ""

@@ -1,18 +1,22 @@
 """gitmem over the Model Context Protocol: the memory tools, instructions and context blocks.
 
-:class:`MemoryMcpServer` is a thin layer over a
-:class:`~gitmem.tools.FileMemoryCapability`, built on the ``mcp`` SDK's low-level
-:class:`mcp.server.Server`. The low-level server is used on purpose: it publishes the
-capability's JSON Schemas exactly as :meth:`~gitmem.tools.FileMemoryCapability.tool_definitions`
-builds them (with the ``memory`` enum naming the mounts that allow each tool), where the
-decorator-based server would derive schemas from Python signatures.
+:class:`MemoryMcpServer` is a thin layer over one
+:class:`~gitmem.tools.registry.ToolRegistry` (the tools of its file, record, session
+and durable memories, in one list), built on the ``mcp`` SDK's low-level
+:class:`mcp.server.Server`. The low-level server is used on purpose: it publishes each
+tool's JSON Schema exactly as the registry holds it (with the ``memory`` enum naming
+the mounts that allow each tool), where the decorator-based server would derive
+schemas from Python signatures. ``tools/list`` iterates the registry and
+``tools/call`` hands the call to it, which checks the arguments against the tool's
+schema before any memory sees them.
 
 What a client sees:
 
-- **tools**: the ``memory_file_*`` tools (and, given a
+- **tools**: the ``memory_file_*`` tools (history, show, search and restore among
+  them, for memories that keep history), and given a
   :class:`~gitmem.tools.records.RecordMemoryCapability`, the ``memory_record_*``
-  tools beside them) with the capabilities' names, descriptions and
-  schemas, annotated read-only or not. A call's result is the capability's JSON payload,
+  tools beside them, with their names, descriptions and schemas, annotated
+  read-only or not, the permission id in ``_meta["io.gitmem/tool-id"]``. A call's result is the capability's JSON payload,
   as text and as structured content; a failure (``{"error", "message", "current"}``) is
   the same JSON with ``isError`` set, so the model reads the file as it is now.
 - **instructions**: the capability's instructions text (every mount, its access, its guide).
@@ -26,9 +30,10 @@ What a client sees:
   the prompt is fetched it is the full context, later only what changed, and nothing
   when nothing did.
 
-- **durable tools** (when the server is given ``durable``): ``durable_recall`` and
-  ``durable_propose`` over one durable namespace (see :mod:`gitmem.durable.tools`):
-  recall of activated nodes, and proposals that are stored as candidates only.
+- **durable tools** (when the server is given ``durable``): ``durable_recall``,
+  ``durable_propose`` and ``durable_log`` over one durable namespace (see
+  :mod:`gitmem.tools.durable`): recall of activated nodes, proposals that are stored
+  as candidates only, and a node's revisions.
 
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.
@@ -73,16 +78,15 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
-from gitmem.durable.tools import DurableTools
 from gitmem.localfile import MB, load_local_json
 from gitmem.model import Origin
 from gitmem.root import Root
-from gitmem.session.tools import SessionTools
-from gitmem.session.tools import tool_definitions as session_tool_definitions
 from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
-from gitmem.tools.record_schemas import TOOL_ID_PREFIX as RECORD_TOOL_ID_PREFIX
-from gitmem.tools.record_schemas import TOOL_PREFIX as RECORD_TOOL_PREFIX
+from gitmem.tools.capability import DESTRUCTIVE
+from gitmem.tools.durable import DurableTools
 from gitmem.tools.records import RecordMemoryCapability
+from gitmem.tools.registry import Tool, ToolRegistry
+from gitmem.tools.session import SessionTools
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -137,10 +141,9 @@ class MemoryMcpServer:
             capability.cursors = MemoryCursors()
         if capability is not None and capability.cursors is not None and self.cursor_file is not None:
             capability.cursors.restore(load_cursors(self.cursor_file))
-        file_tools = capability.tool_definitions() if capability is not None else []
-        record_tools = records.tool_definitions() if records is not None else []
-        self._definitions = {d.name: d for d in [*file_tools, *record_tools]}
-        instructions = "\n\n".join(c.instructions for c in (capability, records) if c is not None)
+        # One list for every kind: what tools/list shows is what tools/call checks and runs.
+        self.registry = ToolRegistry.of(capability, records, session, durable)
+        instructions = self.registry.instructions
         self.watch_root = watch_root
         self.durable = durable
         self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
@@ -207,44 +210,7 @@ class MemoryMcpServer:
     # -- tools -----------------------------------------------------------------------
 
     def tools(self) -> list[types.Tool]:
-        out = []
-        for d in self._definitions.values():
-            read_only = d.effect == "read"
-            family = "record" if d.name.startswith(RECORD_TOOL_PREFIX) else "file"
-            out.append(
-                types.Tool(
-                    name=d.name,
-                    title=f"Memory {family} {d.tool}",
-                    description=d.description,
-                    input_schema=d.input_schema,
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=read_only,
-                        destructive_hint=None if read_only else d.tool in ("edit", "move", "delete", "update"),
-                        idempotent_hint=read_only,
-                        open_world_hint=False,
-                    ),
-                    _meta={"io.gitmem/tool-id": d.tool_id, "io.gitmem/memories": list(d.memories)},
-                )
-            )
-        if self.session is not None:
-            for s in session_tool_definitions():
-                hints = types.ToolAnnotations(read_only_hint=s.read_only, destructive_hint=False, open_world_hint=False)
-                out.append(
-                    types.Tool(name=s.name, description=s.description, input_schema=s.input_schema, annotations=hints)
-                )
-        for t in self.durable.definitions if self.durable is not None else ():
-            out.append(
-                types.Tool(
-                    name=t.name,
-                    title=t.name.replace("_", " ").capitalize(),
-                    description=t.description,
-                    input_schema=t.input_schema,
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=t.read_only, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-                    ),
-                )
-            )
-        return out
+        return [mcp_tool(t) for t in self.registry]
 
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools())
@@ -253,25 +219,11 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if self.durable is not None and self.durable.handles(params.name):
-            origin = self.origin.with_tool_call(self.tool_call_id(ctx))
-            durable = self.durable
-            found = await aio.call(durable.call, params.name, params.arguments or {}, origin=origin)
-            return tool_result(found)
-        if self.session is not None and self.session.handles(params.name):
-            origin = self.origin.with_tool_call(self.tool_call_id(ctx))
-            call = self.session.call
-            return tool_result(await aio.call(call, params.name, params.arguments or {}, origin=origin))
-        record_tool = params.name.startswith((RECORD_TOOL_PREFIX, RECORD_TOOL_ID_PREFIX))
-        target = self.records if record_tool else self.capability
-        if target is None:
-            offered = ", ".join(self._definitions)
-            payload = {"error": "forbidden", "message": f"no memory tool {params.name!r} is offered here: {offered}"}
-            return tool_result(payload)
+        # The registry checks the arguments against the tool's schema before any memory sees them.
         payload = await aio.call(
-            target.call,
+            self.registry.call,
             params.name,
-            params.arguments or {},
+            params.arguments if params.arguments is not None else {},
             tool_call_id=self.tool_call_id(ctx),
             origin=self.origin,
         )
@@ -415,6 +367,27 @@ class MemoryMcpServer:
             text, description = await self.context_text(), "Memory context"
         message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
         return types.GetPromptResult(description=description, messages=[message])
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """A registry tool as MCP lists it: its schema as is, hints from its effect, its permission id in ``_meta``."""
+    read_only = tool.effect == "read"
+    meta: dict[str, Any] = {"io.gitmem/tool-id": tool.permission}
+    if tool.memories:
+        meta["io.gitmem/memories"] = list(tool.memories)
+    return types.Tool(
+        name=tool.name,
+        title=f"Memory {tool.kind} {tool.tool}",
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=None if read_only else tool.tool in DESTRUCTIVE | {"update", "prune"},
+            idempotent_hint=read_only,
+            open_world_hint=False,
+        ),
+        _meta=meta,
+    )
 
 
 def tool_result(payload: Mapping[str, Any]) -> types.CallToolResult:

@@ -50,8 +50,10 @@ from dulwich.protocol import (
 from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
+from gitmem.adapters.pushaccess import PushPolicy
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import visible
+from gitmem.fileformat import FileFormat, visible
+from gitmem.git.merge import MergeRefused
 from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.packs import (
     PackError,
@@ -64,9 +66,11 @@ from gitmem.git.packs import (
     remove_pack,
 )
 from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates, reason
+from gitmem.git.queue import QUEUE_MAIN, land_queued
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
+from gitmem.model import Origin
 
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]
 """Called with the mount name and the accepted updates just before they are applied."""
@@ -146,6 +150,10 @@ class MountContext:
     refresher: Refresher | None = None
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES
     """The largest pack taken (``None``: no cap but the mount's ``receive.maxInputSize``)."""
+    policy: PushPolicy | None = None
+    """What the pushing token may do (:mod:`gitmem.adapters.pushaccess`); ``None``: anything pushcheck allows."""
+    principal: str | None = None
+    """The pushing token's principal: the author of a merge made for a push to ``refs/for/main``."""
 
 
 class GuardedReceivePack(ReceivePackHandler):
@@ -263,19 +271,70 @@ class GuardedReceivePack(ReceivePackHandler):
                     return {"": f"index-pack failed: {text}".encode(), **{u.ref: b"unpacker error" for u in updates}}
             named = Counter(u.ref for u in updates)
             single = [u for u in updates if named[u.ref] == 1]
+            queued = [u for u in single if u.ref == QUEUE_MAIN]
             try:
                 fmt = format_from_repo(GitRepo(self.mount.path))
                 verdicts = check_updates(
-                    self.mount.path, single, fmt, object_dirs=[quarantine.path], reached=self._reached
+                    self.mount.path,
+                    [u for u in single if u.ref != QUEUE_MAIN],
+                    fmt,
+                    object_dirs=[quarantine.path],
+                    reached=self._reached,
                 )
+                verdicts.update(_queue_refusals(queued))
             except MemoryStoreError as exc:
                 self._say(f"gitmem: cannot check this push, so it is refused: {exc}")
                 return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
             for ref in (r for r, n in named.items() if n > 1):
                 verdicts[ref] = [Refusal(ref, "duplicate_ref", _DUPLICATE.decode())]
-            return self._apply(updates, verdicts, quarantine, mark)
+            refused_by_policy = self._policy_refusals(single, quarantine)
+            if refused_by_policy is None:
+                return {u.ref: b"cannot check the push; see the remote messages" for u in updates}
+            for ref, refusals in refused_by_policy.items():
+                verdicts[ref] = [*refusals, *verdicts.get(ref, [])] if refusals else verdicts.get(ref, [])
+            merging = [u for u in queued if not verdicts[u.ref]]
+            statuses = self._apply([u for u in updates if u not in merging], verdicts, quarantine, mark)
+            statuses.update(self._land_queued(merging, quarantine, fmt, failed=any(verdicts.values())))
+            return statuses
         finally:
             quarantine.discard()
+
+    def _land_queued(
+        self, updates: list[RefUpdate], quarantine: Quarantine, fmt: FileFormat, *, failed: bool
+    ) -> dict[str, bytes]:
+        """Merge each push to ``refs/for/main`` into ``main`` as it is now (:mod:`gitmem.git.queue`)."""
+        out: dict[str, bytes] = {}
+        for update in updates:
+            if failed and self.has_capability(CAPABILITY_ATOMIC):
+                out[update.ref] = b"atomic push failed"
+                continue
+            try:
+                result = land_queued(
+                    self.mount.git, fmt, quarantine.path, update.new, origin=Origin(principal_id=self.mount.principal)
+                )
+            except MergeRefused as exc:
+                self._say(f"gitmem: {update.ref}: not merged into main: {exc.message}")
+                out[update.ref] = ("; ".join(exc.reasons[:3]) or exc.message).replace("\n", " ").encode()
+                continue
+            except MemoryStoreError as exc:
+                self._say(f"gitmem: {update.ref}: could not merge into main: {exc.message}")
+                out[update.ref] = f"could not merge: {exc.message}".replace("\n", " ").encode()
+                continue
+            self._say(f"gitmem: {update.ref}: {result.kind.replace('_', ' ')}: main is now {result.after[:12]}")
+            out[update.ref] = b"ok"
+            if self.mount.refresher is not None:
+                self.mount.refresher.request(self.mount.path)
+        return out
+
+    def _policy_refusals(self, updates: list[RefUpdate], quarantine: Quarantine) -> dict[str, list[Refusal]] | None:
+        """The token's refusals per ref (access, review gate, principal); ``None`` when they cannot be checked."""
+        if self.mount.policy is None:
+            return {}
+        try:
+            return self.mount.policy(updates, [quarantine.path])
+        except MemoryStoreError as exc:
+            self._say(f"gitmem: cannot check who may push this, so it is refused: {exc}")
+            return None
 
     def _push_limit(self) -> int | None:
         """The lower of the server's cap and the mount's own ``receive.maxInputSize`` (git's setting)."""
@@ -382,9 +441,10 @@ class GuardedReceivePack(ReceivePackHandler):
             return b"the ref already exists; fetch and push again"
         if now == ZERO:
             return b"the ref was deleted meanwhile; fetch and push again"
+        queue = f"; or push to {QUEUE_MAIN} to have the server merge it" if update.ref == MAIN else ""
         return (
             f"the ref moved to {now[:12]} while this push was checked (an agent or another push wrote); "
-            "fetch, rebase or merge, and push again"
+            f"fetch, rebase or merge, and push again{queue}"
         ).encode()
 
     def _swap(self, ref: str, old: str, new: str) -> bool | bytes:
@@ -406,6 +466,14 @@ class GuardedReceivePack(ReceivePackHandler):
 
 
 _REWRITTEN = b"the memory's history was rewritten (purge or forget) while this push was checked; clone again"
+
+
+def _queue_refusals(updates: Sequence[RefUpdate]) -> dict[str, list[Refusal]]:
+    """``refs/for/main`` takes a commit to merge, and is never a ref that could be deleted."""
+    message = (
+        f"{QUEUE_MAIN} is not a ref: push a commit to it (git push origin HEAD:{QUEUE_MAIN}) to merge it into main"
+    )
+    return {u.ref: [Refusal(u.ref, "ref_name", message)] if u.deleting else [] for u in updates}
 
 
 def _is_hex(value: bytes) -> bool:

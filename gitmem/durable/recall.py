@@ -25,6 +25,8 @@ answer is the lexical one, with ``fallback`` saying why.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
@@ -35,12 +37,15 @@ from gitmem.durable.nodefile import decode_node, node_path, nodes_prefix
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
 from gitmem.recall import PROFILE, RecallDoc, StoreRecall, SyncSource, rrf
+from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import MAX_LIMIT, check_min_score
 from gitmem.recall.related import MAX_RELATED_READS, one_hop
 from gitmem.recall.semantic import SemanticBranch
 from gitmem.recall.vectors import VectorHit
 
 FUSION: Final = "rrf-k60"
+SNAPSHOT_KEY: Final = "durable-active/1"
+"""What the recall snapshot's documents are (active nodes' content); a new meaning needs a new key."""
 Via = Literal["lexical", "fused", "related"]
 
 
@@ -106,7 +111,20 @@ class NamespaceRecall:
         # id -> (revision, digest) of the active revision the index holds, and that node
         self.indexed: dict[str, tuple[int, str]] = {}
         self.active: dict[str, Node] = {}
-        self.recall = StoreRecall(store, self._to_doc, prefix=nodes_prefix(namespace), semantic=semantic)
+        prefix = nodes_prefix(namespace)
+        # A new process resumes from the snapshot the last one saved (keyed by the commit it
+        # reflects) and catches up by tree diff. Not with an in-process semantic branch: its
+        # vectors and the revisions they were made from live in this process only.
+        snapshot = _snapshot_file(store, prefix) if semantic is None else None
+        self.recall = StoreRecall(
+            store,
+            self._to_doc,
+            prefix=prefix,
+            semantic=semantic,
+            snapshot=snapshot,
+            snapshot_key=SNAPSHOT_KEY,
+            generation=snapshots.generation_of(store) if snapshot is not None else None,
+        )
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:
         node = decode_node(file.text, file.path, self.namespace)
@@ -135,8 +153,28 @@ class NamespaceRecall:
         return read
 
     def _current(self, node_id: str) -> Node | None:
-        """The active node the index holds under ``node_id`` (``None``: not active at the head)."""
-        return self.active.get(node_id) if node_id in self.recall.index else None
+        """The active node the index holds under ``node_id`` (``None``: not active at the head).
+
+        A document resumed from a snapshot has no node value yet: the node is read
+        once, and kept only if it is still active at the revision the index holds.
+        """
+        doc = self.recall.index.get(node_id)
+        if doc is None:
+            return None
+        node = self.active.get(node_id)
+        if node is None:
+            path = node_path(self.namespace, node_id)
+            try:
+                node = decode_node(self.store.read(path).text, path, self.namespace)
+            except MemoryStoreError as exc:
+                if exc.code != "not_found":
+                    raise
+                return None
+            if node.status != "active" or node.content != doc.text:
+                return None  # changed since the index caught up: the next search sees it
+            self.active[node_id] = node
+            self.indexed[node_id] = (node.revision, node.digest)
+        return node
 
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
@@ -209,3 +247,12 @@ class NamespaceRecall:
 
         order = sorted(fused, key=lambda i: (-fused[i], -newest(i), i))[: policy.max_results]
         return {i: fused[i] for i in order}, None
+
+
+def _snapshot_file(store: object, prefix: str) -> str | None:
+    """The namespace's recall snapshot in a git store's ``gitmem/recall/`` (deleted by purge and forget); none in memory."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, str) or not os.path.isdir(os.path.join(path, "gitmem")):
+        return None
+    digest = hashlib.sha256(prefix.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(path, "gitmem", "recall", f"durable-{digest}.json")

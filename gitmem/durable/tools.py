@@ -1,28 +1,25 @@
-"""Durable memory as agent tools: recall active nodes, propose candidates.
+"""What an agent may do with durable memory: recall active nodes, propose candidates.
 
-Framework-neutral, like :mod:`gitmem.tools`: each tool has a name, a
-description and a JSON Schema for its arguments, and :meth:`DurableTools.call`
-takes a JSON object and returns one (``{"error", "message"}`` when refused). The
-MCP server offers them; any other harness can too.
+The tools themselves are registry tools (:mod:`gitmem.tools.durable`, offered by
+the MCP server); this module holds their rules, which know nothing of tool
+shapes. An agent gets exactly these powers, and none can activate anything:
 
-An agent gets exactly two powers here, and neither can activate anything:
-
-- ``durable_recall``: the active nodes of its namespace that match a query;
-- ``durable_propose``: new **candidate** nodes, checked like extraction output
+- recall: the active nodes of its namespace that match a query;
+- propose: new **candidate** nodes, checked like extraction output
   (semantic or procedural, a matching source, workspace or user scope, 20-1200
   characters of content, a 12-320 character reason saying why it matters later,
   at most 8 tags, importance >= 0.70, confidence >= 0.75; secrets are refused
   by the store). A person activates them later (``gitmem durable activate``, or
-  by approving the run's proposal).
+  by approving the run's proposal);
+- a node's log: its revisions, each with its evidence and who made it.
 
-The namespace is fixed when the tools are built (the host's choice, as A3S
+The namespace is fixed when the binding is built (the host's choice, as A3S
 binds a session to one namespace), so an agent cannot read or write another one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from gitmem.durable.binding import DurableBinding, candidate_id
@@ -37,61 +34,8 @@ SOURCES: Final[dict[str, frozenset[str]]] = {
 }
 SCOPES: Final = frozenset({"workspace", "user"})
 MAX_PROPOSALS: Final = 8
-
-
-@dataclass(frozen=True, slots=True)
-class DurableTool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only: bool
-
-
-_ITEM_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "content": {"type": "string", "minLength": 20, "maxLength": 1200},
-        "memory_type": {"enum": ["semantic", "procedural"]},
-        "source": {"enum": sorted(SOURCES["semantic"] | SOURCES["procedural"])},
-        "scope": {"enum": sorted(SCOPES)},
-        "reason": {"type": "string", "minLength": 12, "maxLength": 320},
-        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
-        "importance": {"type": "number", "minimum": 0.7, "maximum": 1.0},
-        "confidence": {"type": "number", "minimum": 0.75, "maximum": 1.0},
-    },
-    "required": ["content", "memory_type", "source", "scope", "reason", "importance", "confidence"],
-    "additionalProperties": False,
-}
-
-TOOLS: Final = (
-    DurableTool(
-        "durable_recall",
-        "Recall the durable facts, preferences and procedures that were reviewed and activated for this "
-        "workspace and match a query. Candidates and retired memories never appear.",
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-        True,
-    ),
-    DurableTool(
-        "durable_propose",
-        "Propose up to 8 durable memories (facts, preferences, decisions, workflows, failure lessons) that would "
-        "change a future answer or action. They are stored as candidates for a person to review; nothing you "
-        "propose is used until it is activated.",
-        {
-            "type": "object",
-            "properties": {"items": {"type": "array", "items": _ITEM_SCHEMA, "minItems": 1, "maxItems": MAX_PROPOSALS}},
-            "required": ["items"],
-            "additionalProperties": False,
-        },
-        False,
-    ),
+PROPOSAL_FIELDS: Final = frozenset(
+    {"content", "memory_type", "source", "scope", "reason", "tags", "importance", "confidence"}
 )
 
 
@@ -110,7 +54,7 @@ def check_proposal(raw: object, index: int) -> ExtractedItem:
     where = f"items[{index}]"
     if not isinstance(raw, Mapping):
         raise _refuse(f"{where} must be an object")
-    unknown = sorted(set(raw) - set(_ITEM_SCHEMA["properties"]))
+    unknown = sorted(set(raw) - PROPOSAL_FIELDS)
     if unknown:
         raise _refuse(f"{where} has unknown fields: {', '.join(map(str, unknown))}")
     content, reason = raw.get("content"), raw.get("reason")
@@ -142,62 +86,52 @@ def check_proposal(raw: object, index: int) -> ExtractedItem:
     )
 
 
-class DurableTools:
-    """The two durable tools over one bound namespace."""
+def recall(binding: DurableBinding, query: str, limit: int) -> dict[str, Any]:
+    """The active nodes of the binding's namespace that match ``query``, best first."""
+    base = binding.policy
+    policy = RecallPolicy(limit, base.min_score, base.related_lookups, base.semantic)
+    answer = binding.repository.recall(binding.namespace, query, policy)
+    return {
+        "memories": [
+            {
+                "id": h.node.id,
+                "revision": h.node.revision,
+                "kind": h.node.kind,
+                "content": h.node.content,
+                "score": round(h.score, 4),
+            }
+            for h in answer.hits
+        ]
+    }
 
-    def __init__(self, binding: DurableBinding) -> None:
-        self.binding = binding
 
-    @property
-    def definitions(self) -> tuple[DurableTool, ...]:
-        return TOOLS
+def propose(binding: DurableBinding, items: Sequence[object], origin: Origin | None) -> dict[str, Any]:
+    """``items`` checked one by one, then stored as candidates in one change (or none when all exist)."""
+    if not 1 <= len(items) <= MAX_PROPOSALS:
+        raise _refuse(f"pass items: a list of 1 to {MAX_PROPOSALS} proposed memories")
+    checked = [check_proposal(raw, i) for i, raw in enumerate(items)]
+    result = binding.propose(checked, origin=origin)
+    ids = list(dict.fromkeys(candidate_id(binding.namespace, item.content) for item in checked))
+    new = [] if result is None else [ref.rsplit("@", 1)[0] for ref in result.refs]
+    return {"candidates": ids, "new": new, "status": "candidate", "commit": None if result is None else result.commit}
 
-    def handles(self, name: str) -> bool:
-        return any(t.name == name for t in TOOLS)
 
-    def call(self, name: str, arguments: Mapping[str, Any], *, origin: Origin | None = None) -> dict[str, Any]:
-        """Run tool ``name``; a refusal is returned as ``{"error": code, "message": ...}``."""
-        try:
-            if name == "durable_recall":
-                return self._recall(arguments)
-            if name == "durable_propose":
-                return self._propose(arguments, origin)
-            raise MemoryStoreError("invalid_query", f"no durable tool named {name!r}")
-        except MemoryStoreError as exc:
-            return {"error": exc.code, "message": exc.message}
-
-    def _recall(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(arguments) - {"query", "limit"})
-        if unknown:
-            raise MemoryStoreError("invalid_query", f"unknown arguments: {', '.join(unknown)}")
-        limit = arguments.get("limit", 5)
-        base = self.binding.policy
-        policy = RecallPolicy(limit, base.min_score, base.related_lookups, base.semantic)
-        answer = self.binding.repository.recall(self.binding.namespace, arguments.get("query"), policy)  # type: ignore[arg-type]
-        return {
-            "memories": [
-                {
-                    "id": h.node.id,
-                    "revision": h.node.revision,
-                    "kind": h.node.kind,
-                    "content": h.node.content,
-                    "score": round(h.score, 4),
-                }
-                for h in answer.hits
-            ]
-        }
-
-    def _propose(self, arguments: Mapping[str, Any], origin: Origin | None) -> dict[str, Any]:
-        items = arguments.get("items")
-        if set(arguments) != {"items"} or not isinstance(items, list) or not 1 <= len(items) <= MAX_PROPOSALS:
-            raise _refuse(f"pass items: a list of 1 to {MAX_PROPOSALS} proposed memories")
-        checked = [check_proposal(raw, i) for i, raw in enumerate(items)]
-        result = self.binding.propose(checked, origin=origin)
-        ids = list(dict.fromkeys(candidate_id(self.binding.namespace, item.content) for item in checked))
-        new = [] if result is None else [ref.rsplit("@", 1)[0] for ref in result.refs]
-        return {
-            "candidates": ids,
-            "new": new,
-            "status": "candidate",
-            "commit": None if result is None else result.commit,
-        }
+def node_log(binding: DurableBinding, node_id: str, limit: int) -> dict[str, Any]:
+    """A node's revisions, newest first: status, content, evidence, and who made each (an activation too)."""
+    revisions = binding.repository.history(binding.namespace, node_id, limit=limit)
+    return {
+        "id": node_id,
+        "revisions": [
+            {
+                "commit": r.commit,
+                "time": r.time.isoformat(),
+                "principal": r.principal,
+                "revision": r.node.revision,
+                "change": r.node.revision_kind,
+                "status": r.node.status,
+                "content": r.node.content,
+                "evidence": [{"kind": e.kind, "uri": e.uri} for e in r.node.evidence],
+            }
+            for r in revisions
+        ],
+    }

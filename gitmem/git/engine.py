@@ -48,10 +48,10 @@ from gitmem.fileformat import FileFormat
 from gitmem.git import erasures, packwrite
 from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.repo import GitRepo
-from gitmem.git.snapshot import Done, Plan, R, Snapshot, stored_file, translate_errors
+from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
-from gitmem.store import Batch, Decision, check_batch_room, decide, file_dir_conflict
+from gitmem.store import Batch, Decision, check_batch_room, decide
 
 MAX_ATTEMPTS = 100
 """Times a plan is run again because a writer outside gitmem moved the ref."""
@@ -90,7 +90,7 @@ def commit_batch(
         writes = any(e.data is not None for e in decision.effects)
         if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):
             for effect in decision.creates:
-                _check_shape(snap, effect.path)
+                check_shape(snap, effect.path)
             files = list(snap.files())
             total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
             check_batch_room(
@@ -187,18 +187,6 @@ def _fold(repo: GitRepo) -> None:
     """
     if not repo.fold_once(False) and packwrite.pack_count(repo.path) > 2 * MAX_PACKS:
         repo.fold_once(True)
-
-
-def _check_shape(snap: Snapshot, path: str) -> None:
-    """Refuse a new file where a folder is, or below a file."""
-    entry = snap.get(path)
-    if entry is not None and entry.kind == "tree":
-        raise file_dir_conflict(path, is_file=False)
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        above = snap.get("/".join(parts[:i]))
-        if above is not None and above.kind != "tree":
-            raise file_dir_conflict(path, is_file=True)
 
 
 def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:

@@ -19,9 +19,9 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
-from gitmem.git import engine
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
+from gitmem.git.snapshot import check_shape
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
@@ -35,7 +35,7 @@ from gitmem.history import (
 )
 from gitmem.model import FileText, Origin
 from gitmem.provenance import T_REV, CommitInfo, parse_message
-from gitmem.store import check_capacity, check_expected, file_dir_conflict
+from gitmem.store import check_capacity, check_expected
 
 _STATUS = {
     pygit2.enums.DeltaStatus.ADDED: "added",
@@ -332,18 +332,6 @@ def current_file(snap: Snapshot, path: str) -> FileText | None:
     return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
 
 
-def _check_shape(snap: Snapshot, path: str) -> None:
-    """Refuse a new file where a folder is, or below a file."""
-    entry = snap.get(path)
-    if entry is not None and entry.kind == "tree":
-        raise file_dir_conflict(path, is_file=False)
-    parts = path.split("/")
-    for i in range(1, len(parts)):
-        above = snap.get("/".join(parts[:i]))
-        if above is not None and above.kind != "tree":
-            raise file_dir_conflict(path, is_file=True)
-
-
 def check_room(
     repo: GitRepo,
     fmt: FileFormat,
@@ -362,7 +350,7 @@ def check_room(
         return
     if current is None:
         # A file/folder collision is the answer even when the memory is full (as in the twin).
-        _check_shape(snap, path)
+        check_shape(snap, path)
     files = list(snap.files())
     total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
     check_capacity(
@@ -430,6 +418,8 @@ def restore(
             check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
         return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
+    from gitmem.git import engine  # a write: read commands (log, blame, diff) never load the engine
+
     return engine.transact(repo, plan, ref=ref).result
 
 
@@ -472,5 +462,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         edits = tuple((p, before) for p, before, _ in changes)
         paths = tuple(p for p, _, _ in changes)
         return Plan(edits, "revert", paths, origin, None, detail=f"undo {short}", extra=((T_REV, cid),))
+
+    from gitmem.git import engine
 
     return engine.transact(repo, plan, ref=ref).commit

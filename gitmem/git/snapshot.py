@@ -19,6 +19,7 @@ from gitmem.fileformat import decode_stored
 from gitmem.git import packwrite
 from gitmem.git.loose import raise_if_corrupt, take_corruption
 from gitmem.model import BlobVersion, CommitId, FileText, Origin
+from gitmem.store import file_dir_conflict
 
 FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -261,3 +262,15 @@ def stored_file(snap: Snapshot, path: str) -> FileText | None:
     if entry.kind != "blob":
         raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
     return StoredFile(path, entry.oid, snap)
+
+
+def check_shape(snap: Snapshot, path: str) -> None:
+    """Refuse a new file where a folder is, or below a file."""
+    entry = snap.get(path)
+    if entry is not None and entry.kind == "tree":
+        raise file_dir_conflict(path, is_file=False)
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        above = snap.get("/".join(parts[:i]))
+        if above is not None and above.kind != "tree":
+            raise file_dir_conflict(path, is_file=True)

@@ -42,6 +42,9 @@ from whoosh.searching import Searcher
 from gitmem.git.perms import make_private_dir
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
+from gitmem.index.source import Broken, Busy
+
+__all__ = ["Broken", "Busy"]  # defined without whoosh (gitmem.index.source), raised here
 
 FORMAT = 3  # bump when the schema or the signature changes: old indexes are rebuilt
 META_KEY = "meta"
@@ -80,14 +83,6 @@ def _schema() -> fields.Schema:
 
 
 SCHEMA = _schema()
-
-
-class Broken(Exception):
-    """The index files cannot be read; the fix is a rebuild."""
-
-
-class Busy(Exception):
-    """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,12 +306,21 @@ def stamp(ix: FileIndex, writer: Any, cache: SegmentCache) -> tuple[Meta | None,
     return read_meta(searcher, cache), searcher.doc_count()
 
 
-def apply(writer: Any, documents: Iterable[dict[str, Any] | str], commit: str, *, fresh: bool = False) -> None:
+def apply(
+    writer: Any,
+    documents: Iterable[dict[str, Any] | str],
+    commit: str | None,
+    *,
+    fresh: bool = False,
+    merge: bool = True,
+) -> None:
     """Apply documents (a dict to add or replace, a path to delete), stamp ``commit``, commit.
 
     Everything lands in one Whoosh commit. ``fresh`` marks a rebuild into an
     empty index (plain adds are enough). When deletions pile up in old segments
     the commit merges everything, so queries do not slow down over time.
+    ``commit=None`` writes no stamp (a rebuild's batches before the last);
+    ``merge=False`` leaves the segments as they are (each rebuild batch is one).
     """
     for doc in documents:
         if isinstance(doc, str):
@@ -325,7 +329,11 @@ def apply(writer: Any, documents: Iterable[dict[str, Any] | str], commit: str, *
             writer.add_document(**doc)
         else:
             writer.update_document(**doc)
-    writer.update_document(key=META_KEY, file=_meta_value(commit))
+    if commit is not None:
+        writer.update_document(key=META_KEY, file=_meta_value(commit))
+    if not merge:
+        writer.commit(merge=False)
+        return
     deleted = sum(segment.deleted_count() for segment in writer.segments)
     total = sum(segment.doc_count_all() for segment in writer.segments)
     writer.commit(optimize=deleted > 64 and deleted * 4 > total)
@@ -467,6 +475,9 @@ def rank_files(
     the scores are the same BM25F over the same words; no trigram signatures are
     made, as nothing greps this index.
     """
+    files = list(files)
+    if not files:  # an empty Whoosh index has no columns to read
+        return []
     ix = RamStorage().create_index(SCHEMA)
     writer = ix.writer()
     for path, version, text in files:

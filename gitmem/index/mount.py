@@ -2,20 +2,24 @@
 
 The index is a projection of git, kept in ``<repo>/gitmem/index/`` and stamped
 with the commit it reflects. Writes never touch it. A search first *tries* to
-bring it up to the head (catch-up from the tree diff, one Whoosh commit; or a
-rebuild when it is missing, unreadable, of an older format, or stamped with a
-commit that is gone or no longer an ancestor after a purge or forget). Whether
-or not that worked, the search then reads the last committed index and treats
-every path that changed between its commit and the head as a candidate, so
-answers always reflect the head exactly::
+bring it up to the head: a catch-up from the tree diff of at most
+:data:`INLINE_DOCS` files, one Whoosh commit. More work than that (a long
+catch-up, or a rebuild when the index is missing, unreadable, of an older
+format, or stamped with a commit that is gone or no longer an ancestor after a
+purge or forget) is handed off (:mod:`gitmem.index.background`): no request
+waits for a build. Whether or not the catch-up happened, the search then reads
+the last committed index and treats every path that changed between its commit
+and the head as a candidate, so answers always reflect the head exactly; with
+no usable index it picks candidates without one (:mod:`gitmem.index.fallback`)::
 
-    head ──► try index.lock ──► catch up / rebuild ──► read committed index (commit C)
-                 (busy: skip)                              │
+    head ──► try index.lock ──► catch up ≤ INLINE_DOCS ──► read committed index (commit C)
+                 (busy: skip)     (more: hand off)           │ (none, or > FAR_BEHIND: fallback)
     candidates = (signature hits not changed since C) + (paths changed C..head)
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -23,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
@@ -31,37 +35,28 @@ from gitmem.fileformat import decode_stored
 from gitmem.index.lock import IndexLock
 from gitmem.index.needles import Need, literal_need, regex_need
 from gitmem.index.results import FindHit, IndexStatus, snippet
+from gitmem.index.source import Busy, GitSource, git_order
 
 if TYPE_CHECKING:
     from whoosh.index import FileIndex
 
 log = logging.getLogger("gitmem.index")
 
-FIND_WAIT = 5.0  # ranked search waits this long for a writer before using the last commit
 REBUILD_WAIT = 120.0
 ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer before changing anything
 RETRY_AFTER_FAILURE = 30.0
 MAX_FIND_LIMIT = 1000
 KEPT_MOUNTS = 32  # indexes catch_up keeps open, most recently used first
+INLINE_DOCS = 64
+"""Documents of index work a request may do itself (about a millisecond each); more is handed off."""
+FAR_BEHIND = 1024
+"""Changed files past which an index that lags is not used: the fallback reads less than this."""
+REBUILD_BATCH = 2000
+"""Files per Whoosh commit of a rebuild: memory stays bounded and each commit costs the same."""
 
 
-class GitSource(Protocol):
-    """What the index reads from git (satisfied by :class:`gitmem.git.repo.GitRepo`)."""
-
-    path: str
-
-    def head(self) -> str: ...
-    def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]: ...
-    def blob(self, oid: str) -> bytes: ...
-    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None: ...
-    def is_commit(self, rev: str) -> bool: ...
-    def descendant_of(self, commit: str, ancestor: str) -> bool: ...
-    def changed_paths(self, old: str, new: str) -> tuple[str, ...]: ...
-
-
-def git_order(path: str) -> bytes:
-    """Sort key giving git's tree-walk order (paths from pygit2 use surrogateescape)."""
-    return path.encode("utf-8", "surrogateescape")
+class _Deferred(Exception):
+    """The catch-up is more than a request may do (:data:`INLINE_DOCS`): hand it off."""
 
 
 class MountIndex:
@@ -88,18 +83,20 @@ class MountIndex:
         A pattern the index cannot narrow gets every file.
         """
         need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
-        if need is not None:
-            trusted = self._current == head
-            self.refresh(head)
-            found = self._candidates(need, prefix, head)
-            if found is None and trusted:  # it vanished since this process last saw it: rebuild now
-                self.refresh(head)
-                found = self._candidates(need, prefix, head)
-            if found is not None:
-                return found
-        return list(self.repo.files_at(head, prefix))
+        if need is None:
+            return list(self.repo.files_at(head, prefix))
+        self.refresh(head)
+        found = self._candidates(need, prefix, head)
+        if found is None:  # missing, outdated or far behind: picked without it while it is built
+            from gitmem.index import fallback
+
+            found = fallback.grep_candidates(self.repo, need, prefix, head)
+        return found
 
     def _candidates(self, need: Need, prefix: str, head: str) -> list[tuple[str, str]] | None:
+        if not os.path.isdir(self.directory):
+            self._ix = self._current = None
+            return None
         from gitmem.index import engine
 
         try:
@@ -122,7 +119,7 @@ class MountIndex:
             return None
         if meta.commit != head:
             changed = self._changed_since(meta.commit, head)
-            if changed is None:
+            if changed is None or len(changed) > FAR_BEHIND:
                 self._current = None
                 return None
             hits = [hit for hit in hits if hit[0] not in changed]
@@ -155,21 +152,23 @@ class MountIndex:
             ix = self._ix = engine.open_index(self.directory)
         return ix
 
-    def refresh(self, head: str, *, wait: float = 0.0) -> bool:
+    def refresh(self, head: str, *, wait: float = 0.0, inline: bool = True) -> bool:
         """Bring the index to ``head`` if the index lock can be had within ``wait`` seconds.
 
         Returns whether the index now reflects ``head``. Failures never escape
-        (a search scans instead) except store errors from git itself.
+        (a search scans instead) except store errors from git itself. ``inline``
+        (a request) does at most :data:`INLINE_DOCS` documents of work; a longer
+        catch-up or a rebuild is handed to :mod:`gitmem.index.background` and
+        this returns ``False`` at once.
         """
         if self._current == head and os.path.isdir(self.directory):
             return True
         if time.monotonic() < self._retry_at:
             return False
+        deferred = False
         with self.lock.attempt(wait) as held:
             if not held:
                 return False
-            from gitmem.index import engine
-
             try:
                 # The rule of every derived file (gitmem.derived). The index lock already keeps
                 # an erasure out while this runs (see erasing); the stamp says so independently.
@@ -177,24 +176,36 @@ class MountIndex:
                 self.repo.head()  # reopens a handle that predates a forget or purge...
                 if not self.repo.is_commit(head):
                     return False  # ...whose erased history must not be indexed again
-                self._catch_up(head)
+                self._catch_up(head, INLINE_DOCS if inline else None)
                 if not seen.current():
                     self._delete()
                     return False
             except MemoryStoreError:
                 raise
-            except engine.Busy:
+            except _Deferred:
+                deferred = True
+            except Busy:
                 return False
             except Exception as exc:
                 log.warning("cannot update the index of %s: %r", self.repo.path, exc)
                 self._retry_at = time.monotonic() + RETRY_AFTER_FAILURE
                 self._ix = None
                 return False
+        if deferred:  # after the lock is let go, so the one taking over can have it
+            from gitmem.index import background
+
+            background.hand_off(self)
+            return False
         self._current = head
         return True
 
-    def _catch_up(self, head: str) -> None:
-        """Under the index lock: apply the tree diff since the index's commit, or rebuild."""
+    def _catch_up(self, head: str, budget: int | None = None) -> None:
+        """Under the index lock: apply the tree diff since the index's commit, or rebuild.
+
+        More than ``budget`` documents of work raises :class:`_Deferred` before any is done.
+        """
+        if budget is not None and not os.path.isdir(self.directory) and self._more_files_than(head, budget):
+            raise _Deferred  # a fresh clone: whoosh need not even be loaded
         from gitmem.index import engine
 
         try:
@@ -208,14 +219,21 @@ class MountIndex:
                             return
                         changed = self._changed_since(meta.commit, head)
                         if changed is not None and len(changed) <= max(256, documents // 2):
+                            if budget is not None and len(changed) > budget:
+                                raise _Deferred
                             engine.apply(writer, self._documents(head, sorted(changed)), head)
                             self._ix = ix
                             return
-        except (MemoryStoreError, engine.Busy):
+        except (MemoryStoreError, engine.Busy, _Deferred):
             raise
         except Exception as exc:
             log.warning("rebuilding the index of %s: %r", self.repo.path, exc)
+        if budget is not None and self._more_files_than(head, budget):
+            raise _Deferred
         self._rebuild(head)
+
+    def _more_files_than(self, head: str, count: int) -> bool:
+        return sum(1 for _ in itertools.islice(self.repo.files_at(head), count + 1)) > count
 
     def _documents(self, head: str, paths: list[str]) -> Iterator[dict[str, Any] | str]:
         from gitmem.index import engine
@@ -228,17 +246,29 @@ class MountIndex:
                 yield engine.file_document(path, found[0], decode_stored(found[1]))
 
     def _rebuild(self, head: str) -> None:
+        """A new index of ``head``, :data:`REBUILD_BATCH` files per Whoosh commit.
+
+        One commit of everything keeps every posting of the memory in the
+        writer's pools and merges them at the end: memory grew with the memory
+        and time faster than it (714 MB and 14-17x the time for 10x the files
+        at 100k). A segment per batch costs the same for every batch, and only
+        the last commit carries the stamp, so until it lands a reader sees an
+        index without a commit and answers without it.
+        """
         from gitmem.index import engine
 
         self._ix = None
         self._cache.clear()
         ix = engine.create_index(self.directory)
-        docs = (
-            engine.file_document(path, oid, decode_stored(self.repo.blob(oid)))
-            for path, oid in self.repo.files_at(head)
-        )
-        with engine.writing(ix) as writer:
-            engine.apply(writer, docs, head, fresh=True)
+        files = self.repo.files_at(head)
+        while True:
+            batch = list(itertools.islice(files, REBUILD_BATCH))
+            docs = (engine.file_document(path, oid, decode_stored(self.repo.blob(oid))) for path, oid in batch)
+            last = len(batch) < REBUILD_BATCH
+            with engine.writing(ix) as writer:
+                engine.apply(writer, docs, head if last else None, fresh=True, merge=False)
+            if last:
+                break
         self._ix = ix
 
     def rebuild(self) -> IndexStatus:
@@ -330,10 +360,11 @@ class MountIndex:
     def find(self, query: str, *, prefix: str = "", limit: int = 10, at: str | None = None) -> list[FindHit]:
         """Files ranked by BM25F over the words of ``query``, best first, with a snippet.
 
-        Ranked search waits up to ``FIND_WAIT`` for another indexer. If the index
-        still lags, files changed since its commit keep their old rank (deleted
-        ones are dropped, new ones are missing) while snippets and versions come
-        from the head.
+        Ranked search never waits for an indexer. If the index lags a little,
+        files changed since its commit keep their old rank (deleted ones are
+        dropped, new ones are missing) while snippets and versions come from the
+        head; missing, outdated or more than :data:`FAR_BEHIND` files behind, it
+        is not used at all (:mod:`gitmem.index.fallback`) while it is rebuilt.
 
         ``at`` ranks the files of another commit (a run's proposal) instead of the
         head. The index follows ``main`` only, so those files are read and ranked
@@ -351,25 +382,28 @@ class MountIndex:
         if at is not None:
             return self._rank_at(at, terms, prefix, limit)
         head = self.repo.head()
-        self.refresh(head, wait=FIND_WAIT)
+        self.refresh(head)
         try:
             ix = self._open()
             if ix is None:
-                raise MemoryStoreError("unavailable", "the index is not built yet; try again or run an index rebuild")
+                return self._rank_unindexed(head, terms, prefix, limit)
             with engine.searching(ix) as searcher:
                 meta = engine.read_meta(searcher, self._cache)
                 ranked = engine.ranked(searcher, terms, prefix, limit) if meta is not None else []
         except MemoryStoreError:
             raise
         except Exception as exc:
+            log.warning("index of %s unreadable, ranking without it: %r", self.repo.path, exc)
             self._ix = None
-            raise MemoryStoreError("unavailable", f"the index cannot be read: {exc!r}") from exc
+            return self._rank_unindexed(head, terms, prefix, limit)
         if meta is None or meta.format != engine.FORMAT:
-            raise MemoryStoreError("unavailable", "the index is being rebuilt; try again")
+            return self._rank_unindexed(head, terms, prefix, limit)
         changed = self._changed_since(meta.commit, head) if meta.commit != head else set()
+        if changed is None or len(changed) > FAR_BEHIND:
+            return self._rank_unindexed(head, terms, prefix, limit)
         hits: list[FindHit] = []
         for path, version, score in ranked:
-            if changed is None or path in changed:
+            if path in changed:
                 found = self.repo.read_at(head, path)
                 if found is None:
                     continue
@@ -378,6 +412,15 @@ class MountIndex:
                 data = self.repo.blob(version)
             hits.append(FindHit(path, score, snippet(decode_stored(data), terms), version))
         return hits
+
+    def _rank_unindexed(self, head: str, terms: list[str], prefix: str, limit: int) -> list[FindHit]:
+        """Rank without the index (missing, being built, or far behind): see :mod:`gitmem.index.fallback`."""
+        from gitmem.index import engine, fallback
+
+        files = fallback.find_candidates(self.repo, terms, prefix, head)
+        texts = {path: text for path, _oid, text in files}
+        ranked = engine.rank_files(files, terms, prefix, limit)
+        return [FindHit(path, score, snippet(texts[path], terms), version) for path, version, score in ranked]
 
     def _rank_at(self, commit: str, terms: list[str], prefix: str, limit: int) -> list[FindHit]:
         from gitmem.index import engine
@@ -424,14 +467,15 @@ def _index_of(mount_path: str) -> MountIndex:
     return index
 
 
-def catch_up(mount_path: str, *, wait: float = 30.0) -> bool:
-    """Bring the index of the mount at ``mount_path`` to its head (hooks, watchers).
+def catch_up(mount_path: str, *, wait: float = 30.0, inline: bool = True) -> bool:
+    """Bring the index of the mount at ``mount_path`` to its head (hooks, watchers, the background indexer).
 
     Waits up to ``wait`` seconds for another indexer; returns whether the index
-    now reflects the head.
+    now reflects the head. ``inline`` as for :meth:`MountIndex.refresh`: a hook
+    answering a push hands a rebuild off; the background indexer does it.
     """
     from gitmem.git.repo import translate_errors
 
     index = _index_of(mount_path)
     with translate_errors(index.repo.path):
-        return index.refresh(index.repo.head(), wait=wait)
+        return index.refresh(index.repo.head(), wait=wait, inline=inline)

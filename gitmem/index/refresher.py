@@ -53,7 +53,7 @@ class Refresher:
                 del self._pending[path]
                 self._busy += 1
             try:
-                catch_up(path)  # waits for another process indexing the same mount
+                catch_up(path, inline=False)  # this thread is off every request path; waits for another indexer
             except Exception:  # derived state: the next search catches up anyway
                 log.warning("the index of %s was not brought up to date", path, exc_info=True)
             finally:

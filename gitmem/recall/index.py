@@ -175,13 +175,57 @@ class RecallIndex:
         """:meth:`upsert` each of ``docs`` in turn, under one hold of the lock (a rebuild, a resumed snapshot)."""
         added: list[RecallDoc] = []
         with self._lock:
-            for doc in docs:
-                check_doc(doc)
-                self._put(doc, token_list(doc.text))
-                added.append(doc)
+            if not self._docs and not self._impacts:
+                added = self._fill(docs)
+            else:
+                for doc in docs:
+                    check_doc(doc)
+                    self._put(doc, token_list(doc.text))
+                    added.append(doc)
         if self.semantic is not None:
             for doc in added:
                 self.semantic.note(doc.id, doc.text)
+
+    def _fill(self, docs: Iterable[RecallDoc]) -> list[RecallDoc]:
+        """:meth:`_put` of every doc into an empty index, the same state in about half the time.
+
+        What a new process does first (a resumed snapshot, a rebuild), so it is
+        the cost of a first recall: no document to drop, no impact groups yet
+        (they are made on the first search), repeats counted without a
+        ``Counter`` per document. A later doc with an earlier one's id replaces
+        it, as in :meth:`_put`.
+        """
+        added: list[RecallDoc] = []
+        entries = self._docs
+        postings = self._postings
+        for doc in docs:
+            check_doc(doc)
+            doc_id = doc.id
+            if doc_id in entries:  # two files naming one id: the later one stands
+                self._put(doc, token_list(doc.text))
+                added.append(doc)
+                continue
+            listed = token_list(doc.text)
+            length = len(listed)
+            counts = dict.fromkeys(listed, 1)
+            if len(counts) < length:
+                counts = dict.fromkeys(counts, 0)
+                for token in listed:
+                    counts[token] += 1
+            updated_at = float(doc.updated_at)
+            entries[doc_id] = _Entry(counts, length, updated_at, doc.text)
+            self._keys[doc_id] = (-updated_at, doc_id)
+            self._lengths[doc_id] = length
+            self._total_length += length
+            self._slots[doc_id] = len(self._slot_ids)
+            self._slot_ids.append(doc_id)
+            for token, n in counts.items():
+                try:
+                    postings[token][doc_id] = n
+                except KeyError:
+                    postings[token] = {doc_id: n}
+            added.append(doc)
+        return added
 
     def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
@@ -71,8 +70,10 @@ class StoreRecall:
     ``snapshot`` (optional) is a file the index is saved to after a full rebuild
     and after every ``snapshot_every`` re-read files, and resumed from by a new
     process; ``snapshot_key`` names what ``to_doc`` makes of files (change it
-    when ``to_doc`` changes, and old snapshots are ignored). See
-    :mod:`gitmem.recall.snapshot`.
+    when ``to_doc`` changes, and old snapshots are ignored). ``generation``
+    reads the mount's history generation stamp: a snapshot is loaded only under
+    the stamp it was made under and published only when the stamp did not move
+    meanwhile (purge and forget erase texts). See :mod:`gitmem.recall.snapshot`.
     """
 
     def __init__(
@@ -85,6 +86,7 @@ class StoreRecall:
         snapshot: str | os.PathLike[str] | None = None,
         snapshot_key: str = "",
         snapshot_every: int = 256,
+        generation: snapshots.Generation | None = None,
     ) -> None:
         self.store = store
         self.to_doc = to_doc
@@ -104,7 +106,8 @@ class StoreRecall:
         self.snapshot_error: str | None = None
         self._unsaved = 0
         self._tried_snapshot = snapshot is None
-        self._seen = derived.UNGUARDED  # the history generation the documents were read at
+        self.generation = generation
+        self._stamp: str | None = None  # the history generation read before the documents held were
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
@@ -112,14 +115,14 @@ class StoreRecall:
     def refresh(self) -> str | None:
         """Catch up with the store's head; returns the cursor the index now reflects."""
         with self._refresh_lock:
+            stamp = self.generation() if self.generation is not None else None
             if not self._tried_snapshot:
                 self._tried_snapshot = True
-                self._resume()
-            seen = derived.Generation.read(derived.stamp_of(self.store))  # before the store is read
+                self._resume(stamp)
             answer = self.store.changes(self.cursor)
+            self._stamp = stamp
             if isinstance(answer, FullResync):
                 self._rebuild(answer.cursor)
-                self._seen = seen
                 self._save()
             else:
                 for path in answer.paths:
@@ -127,14 +130,13 @@ class StoreRecall:
                         self._reload(path)
                         self._unsaved += 1
                 self.cursor = answer.cursor
-                self._seen = seen
                 if self._unsaved >= self.snapshot_every:
                     self._save()
             return self.cursor
 
-    def _resume(self) -> None:
+    def _resume(self, stamp: str | None) -> None:
         assert self.snapshot is not None
-        found = snapshots.load(self.snapshot, key=self.snapshot_key, prefix=self.prefix)
+        found = snapshots.load(self.snapshot, key=self.snapshot_key, prefix=self.prefix, generation=stamp)
         if found is None:
             return
         for path, doc in found.docs:
@@ -164,10 +166,13 @@ class StoreRecall:
             if doc is not None:
                 docs.append((path, doc))
         state = snapshots.Snapshot(self.cursor, tuple(docs), tuple(sorted(self.skipped.items())))
-        target = self.snapshot
-        # Documents read before a forget are never published after it (gitmem.derived).
-        derived.publish(
-            self._seen, target, lambda: snapshots.save(target, state, key=self.snapshot_key, prefix=self.prefix)
+        snapshots.save(
+            self.snapshot,
+            state,
+            key=self.snapshot_key,
+            prefix=self.prefix,
+            generation=self._stamp,
+            current=self.generation,
         )
 
     def save_snapshot(self) -> None:

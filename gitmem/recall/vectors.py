@@ -149,6 +149,19 @@ class VectorIndex(Protocol):
     def close(self) -> None: ...
 
 
+def check_mutation(
+    partition: str, generation: str, upsert: Sequence[VectorRecord]
+) -> tuple[list[tuple[str, int, str, array[float]]], set[int]]:
+    """The checks every index makes before a mutation: its rows ``(id, revision, digest, vector)`` and their dimensions."""
+    if not partition or not generation:
+        raise MemoryStoreError("invalid_query", "a vector mutation names its partition and generation")
+    rows = [(r.node_id, int(r.revision), r.digest, check_vector(r.vector)) for r in upsert]
+    dims = {len(v) for *_, v in rows}
+    if len(dims) > 1:
+        raise MemoryStoreError("invalid_query", "the vectors of one mutation must have one dimension")
+    return rows, dims
+
+
 def check_vector(vector: Sequence[float], dimension: int | None = None) -> array[float]:
     """``vector`` as float32, refused unless finite and of the expected dimension."""
     try:
@@ -298,12 +311,7 @@ class SqliteVectorIndex:
         delete: Sequence[NodeRef] = (),
         expected_revision: int | None = None,
     ) -> int:
-        if not partition or not generation:
-            raise MemoryStoreError("invalid_query", "a vector mutation names its partition and generation")
-        rows = [(r.node_id, int(r.revision), r.digest, check_vector(r.vector)) for r in upsert]
-        dims = {len(v) for *_, v in rows}
-        if len(dims) > 1:
-            raise MemoryStoreError("invalid_query", "the vectors of one mutation must have one dimension")
+        rows, dims = check_mutation(partition, generation, upsert)
         with self._conn() as db:
             db.execute("BEGIN IMMEDIATE")  # the revision is read and bumped under the write lock
             try:

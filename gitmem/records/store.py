@@ -41,6 +41,7 @@ from typing import Any, Final, Literal, Protocol
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall import snapshot as snapshots
 from gitmem.records.model import MemoryRecord, RecordPage
 from gitmem.records.rules import (
     RECORD_CHARS,
@@ -258,7 +259,12 @@ class RecordStore:
         with self._recall_lock:
             if self._recall is None:
                 self._recall = StoreRecall(
-                    self.store, self._to_doc, prefix=self.folder, snapshot=self.snapshot, snapshot_key=SNAPSHOT_KEY
+                    self.store,
+                    self._to_doc,
+                    prefix=self.folder,
+                    snapshot=self.snapshot,
+                    snapshot_key=SNAPSHOT_KEY,
+                    generation=snapshots.generation_of(self.store),
                 )
             return self._recall
 

@@ -14,24 +14,24 @@ file. The snapshot is a cache like the catalogue: JSON (loading never runs code)
 written to a temporary file and renamed; anything odd about it (missing, torn,
 another format or item schema, a cursor the store no longer knows) means a
 normal rebuild. It is saved after a rebuild and after every ``save_every``
-re-read files.
+re-read files. It holds item texts, so it is loaded only under the history
+generation it was made under and published only when that did not move while
+it was made (:func:`gitmem.recall.snapshot.publish`): purge and forget erase.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
+from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import ITEM_SCHEMA, ITEMS_DIR, MemoryItem, decode_item, is_item_path
@@ -71,14 +71,16 @@ class Catalogue:
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
-        self._seen = derived.UNGUARDED  # the history generation the entries were read at
+        self._generation = snapshots.generation_of(store) if snapshot is not None else None
+        self._stamp: str | None = None  # the history generation read before the items held were
 
     def refresh(self) -> None:
+        stamp = self._generation() if self._generation is not None else None
         if not self._tried_snapshot:
             self._tried_snapshot = True
-            self._resume()
-        seen = derived.Generation.read(derived.stamp_of(self.store))  # before the store is read
+            self._resume(stamp)
         answer = self.store.changes(self.cursor)
+        self._stamp = stamp
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
@@ -91,7 +93,6 @@ class Catalogue:
                 self._reload(path)
                 self._unsaved += 1
         self.cursor = answer.cursor
-        self._seen = seen
         if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
             self._save()
 
@@ -126,7 +127,7 @@ class Catalogue:
         self._index.clear()
         self.skipped.clear()
 
-    def _resume(self) -> None:
+    def _resume(self, stamp: str | None) -> None:
         assert self.snapshot is not None
         try:
             body = load_local_json(self.snapshot, SNAPSHOT_LIMIT)
@@ -135,6 +136,7 @@ class Catalogue:
                 or body.get("format") != SNAPSHOT_FORMAT
                 or body.get("item_schema") != ITEM_SCHEMA
                 or not isinstance(body.get("cursor"), str)
+                or body.get("generation") != stamp
             ):
                 return
             docs: list[RecallDoc] = []
@@ -159,26 +161,12 @@ class Catalogue:
             "format": SNAPSHOT_FORMAT,
             "item_schema": ITEM_SCHEMA,
             "cursor": self.cursor,
+            "generation": self._stamp,
             "items": [[e.path, e.version, self._texts[e.path]] for e in self._by_path.values()],
             "skipped": [[p, r] for p, r in self.skipped.items()],
         }
-        target = self.snapshot
-
-        def write() -> None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".session-catalogue-", suffix=".tmp", dir=target.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
-                    out.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-
         try:
-            # Entries read before a forget are never published after it (gitmem.derived).
-            derived.publish(self._seen, target, write)
+            snapshots.publish(self.snapshot, body, generation=self._stamp, current=self._generation)
         except OSError as exc:  # a cache that cannot be written costs speed, never correctness
             self.snapshot_error = f"{type(exc).__name__}: {exc}"
             return

@@ -16,6 +16,9 @@ one-line description in frontmatter or as the first line.
 When something you saved is no longer true, change or remove it rather than adding a \
 contradiction. Never save passwords, keys or tokens."""
 
+#: How to use history, shown once when any file memory offers the history tools.
+HISTORY_GUIDE: Final = """Every change is kept. Before you rewrite or delete something you did not write in this conversation, look at memory_file_history for that file: who changed it last and why. When a change fails with version_mismatch, someone else changed the file first: read 'current', redo your change on top of it, and never put your older text back over theirs. To undo a mistake, find the commit in memory_file_history, check it with memory_file_show, and memory_file_restore the file from it."""
+
 
 def mount_sections(
     mounts: Iterable[tuple[str, Sequence[str], str | None]], read_tools: Collection[str], default_guide: str

@@ -18,12 +18,14 @@ from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, validate_path
 from gitmem.store import FileStore
 
 Access = Literal["read", "write"]
-ToolName = Literal["view", "grep", "create", "edit", "append", "move", "delete"]
+ToolName = Literal["view", "grep", "search", "history", "show", "create", "edit", "append", "move", "delete", "restore"]
 
 #: Every tool in the order the model sees them.
 TOOLS: Final[tuple[ToolName, ...]] = get_args(ToolName)
 #: The tools a ``read`` mount offers.
-READ_TOOLS: Final[frozenset[str]] = frozenset({"view", "grep"})
+READ_TOOLS: Final[frozenset[str]] = frozenset({"view", "grep", "search", "history", "show"})
+#: The tools only a store that keeps history offers (:class:`~gitmem.store.HistoryStore`).
+HISTORY_TOOLS: Final[frozenset[str]] = frozenset({"history", "show", "restore"})
 WRITE_TOOLS: Final[frozenset[str]] = frozenset(TOOLS) - READ_TOOLS
 
 # The same rule as a root's mount names (gitmem.root). It also keeps the name safe to
@@ -102,9 +104,7 @@ class FileMount:
         return tool in READ_TOOLS or (self.access == "write" and tool in WRITE_TOOLS)
 
 
-def check_tool_names(
-    tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = ""
-) -> frozenset[str]:
+def check_tool_names(tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = "") -> frozenset[str]:
     """The set of tools a capability offers out of ``known``; ``None`` means all of them."""
     if tools is None:
         return frozenset(known)

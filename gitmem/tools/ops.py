@@ -1,4 +1,4 @@
-"""What the seven memory tools do, over any :class:`~gitmem.store.FileStore`.
+"""What the seven editing and reading file tools do, over any :class:`~gitmem.store.FileStore` (history: ``history_ops``).
 
 Each function takes plain arguments and returns a JSON-ready ``dict``, or raises
 :class:`~gitmem.errors.MemoryStoreError`; :func:`failure_payload` turns that into
@@ -104,9 +104,7 @@ def cas_update(
         if not own_rules:
             encode_text(text, fmt)
         try:
-            version = store.write(
-                path, text, expected=current.version if current is not None else None, origin=origin
-            )
+            version = store.write(path, text, expected=current.version if current is not None else None, origin=origin)
         except MemoryStoreError as exc:
             if exc.code != "version_mismatch":
                 raise
@@ -247,9 +245,7 @@ def _written(status: str, path: str, text: str, version: str) -> Payload:
     return {"status": status, "path": path, "version": version, "size": len(text.encode("utf-8"))}
 
 
-def create(
-    store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin
-) -> Payload:
+def create(store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
     path = validate_path(path, fmt)
 
     def change(current: FileText | None) -> str:
@@ -302,9 +298,7 @@ def edit(
     return _written("edited", path, text, version)
 
 
-def append(
-    store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin
-) -> Payload:
+def append(store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
     path = validate_path(path, fmt)
     if not content:
         raise MemoryStoreError("invalid_file", "content to append is empty")
@@ -319,9 +313,7 @@ def append(
     return _written("appended", path, text, version)
 
 
-def move(
-    store: FileStore, source: str, destination: str, *, fmt: FileFormat, retries: int, origin: Origin
-) -> Payload:
+def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
     """One commit that renames a file; retried when only the source's content moved on."""
     source = validate_path(source, fmt)
     destination = validate_path(destination, fmt)

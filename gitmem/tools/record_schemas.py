@@ -1,4 +1,4 @@
-"""The arguments of the five record tools, as pydantic models and JSON Schemas.
+"""The arguments of the record tools, as pydantic models and JSON Schemas.
 
 As for the file tools (:mod:`gitmem.tools.schemas`), the models are the one source
 of both the schemas a model is shown and the validation of what it sends back; a
@@ -8,17 +8,17 @@ bad argument becomes the store error code of the field it concerns (a bad
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from gitmem.errors import ErrorCode, MemoryStoreError, MemoryToolError
+from gitmem.errors import ErrorCode
+from gitmem.tools.schemas import schema_of, validate, with_memories
 
-RecordToolName = Literal["search", "list", "add", "update", "delete"]
+RecordToolName = Literal["search", "list", "history", "add", "update", "delete"]
 RECORD_TOOLS: Final[tuple[RecordToolName, ...]] = get_args(RecordToolName)
-RECORD_READ_TOOLS: Final[frozenset[str]] = frozenset({"search", "list"})
+RECORD_READ_TOOLS: Final[frozenset[str]] = frozenset({"search", "list", "history"})
 TOOL_PREFIX: Final = "memory_record_"
 TOOL_ID_PREFIX: Final = "memory.record."
 
@@ -26,6 +26,8 @@ SEARCH_DEFAULT: Final = 5
 SEARCH_MAX: Final = 20
 LIST_DEFAULT: Final = 20
 LIST_MAX: Final = 100
+HISTORY_DEFAULT: Final = 10
+HISTORY_MAX: Final = 50
 
 
 class _Args(BaseModel):
@@ -44,6 +46,11 @@ class ListArgs(_Args):
     cursor: str | None = Field(None, description="next_cursor from the previous page; omit for the first page.")
 
 
+class HistoryArgs(_Args):
+    id: str = Field(description="Id of the record (from search or list).")
+    limit: int = Field(HISTORY_DEFAULT, ge=1, le=HISTORY_MAX, description="Most changes to return, newest first.")
+
+
 class AddArgs(_Args):
     text: str = Field(description="The record: one short fact, stored as written.")
 
@@ -60,6 +67,7 @@ class DeleteArgs(_Args):
 ARGUMENTS: Final[dict[RecordToolName, type[_Args]]] = {
     "search": SearchArgs,
     "list": ListArgs,
+    "history": HistoryArgs,
     "add": AddArgs,
     "update": UpdateArgs,
     "delete": DeleteArgs,
@@ -75,47 +83,23 @@ _FIELD_CODES: Final[dict[str, ErrorCode]] = {
 }
 
 
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
-
-
-_SCHEMAS: Final[dict[RecordToolName, dict[str, Any]]] = {
-    tool: _strip_titles(model.model_json_schema()) for tool, model in ARGUMENTS.items()
-}
+_SCHEMAS: Final[dict[RecordToolName, dict[str, Any]]] = {tool: schema_of(model) for tool, model in ARGUMENTS.items()}
 
 
 def input_schema(tool: RecordToolName, memories: Sequence[str]) -> dict[str, Any]:
-    schema = copy.deepcopy(_SCHEMAS[tool])
-    schema["properties"]["memory"]["enum"] = list(memories)
-    return schema
+    return with_memories(_SCHEMAS[tool], memories)
 
 
 def parse_arguments(tool: RecordToolName, arguments: object) -> _Args:
     """Validate a call's arguments, or raise the store error naming the problem."""
-    if not isinstance(arguments, Mapping):
-        raise MemoryToolError(
-            "unknown_memory", f"arguments must be a JSON object naming the memory, got {type(arguments).__name__}"
-        )
-    try:
-        return ARGUMENTS[tool].model_validate(dict(arguments))
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        errors.sort(key=lambda e: 0 if e["loc"][:1] == ("memory",) else 1)
-        first = errors[0]
-        name = str(first["loc"][0]) if first["loc"] else ""
-        if first["type"] == "extra_forbidden":
-            allowed = ", ".join(ARGUMENTS[tool].model_fields)
-            return _raise(
-                "invalid_query" if tool in RECORD_READ_TOOLS else "invalid_text",
-                f"{TOOL_PREFIX}{tool} has no argument {name!r}; it takes {allowed}",
-            )
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
-        return _raise(_FIELD_CODES.get(name, "invalid_query"), f"bad arguments for {TOOL_PREFIX}{tool}: {detail}")
-
-
-def _raise(code: ErrorCode, message: str) -> _Args:
-    raise MemoryStoreError(code, message)
+    args = validate(
+        ARGUMENTS[tool],
+        arguments,
+        label=f"{TOOL_PREFIX}{tool}",
+        codes=_FIELD_CODES,
+        default="invalid_query",
+        extra="invalid_query" if tool in RECORD_READ_TOOLS else "invalid_text",
+        needs_object="unknown_memory",
+    )
+    assert isinstance(args, _Args)
+    return args

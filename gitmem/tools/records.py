@@ -2,9 +2,9 @@
 
 :class:`RecordMemoryCapability` is framework-neutral, like the file capability:
 an adapter shows :attr:`~RecordMemoryCapability.instructions` and
-:meth:`~RecordMemoryCapability.tool_definitions`, passes each call to
-:meth:`~RecordMemoryCapability.call` (always a JSON-ready ``dict``: a result or
-``{"error", "message"}``), and puts :meth:`~RecordMemoryCapability.recall` at
+:meth:`~RecordMemoryCapability.offered` (registry tools, :mod:`gitmem.tools.registry`),
+passes each call to :meth:`~RecordMemoryCapability.call` (always a JSON-ready
+``dict``: a result or ``{"error", "message", "current"}``), and puts :meth:`~RecordMemoryCapability.recall` at
 the start of each run (see :mod:`gitmem.tools.recall_blocks`).
 
 Record stores and tool calls are synchronous, like the store seam; recall is
@@ -23,8 +23,8 @@ from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
 from gitmem.records import MemoryRecord, RecordPage, RecordStoreProtocol, validate_record_text
 from gitmem.records.rules import RECORD_CHARS
-from gitmem.tools.capability import ToolDefinition
 from gitmem.tools.guide import mount_sections
+from gitmem.tools.history_ops import change_payload
 from gitmem.tools.mounts import Access, check_tool_names
 from gitmem.tools.record_schemas import (
     LIST_DEFAULT,
@@ -37,6 +37,7 @@ from gitmem.tools.record_schemas import (
     TOOL_PREFIX,
     AddArgs,
     DeleteArgs,
+    HistoryArgs,
     ListArgs,
     RecordToolName,
     SearchArgs,
@@ -44,6 +45,7 @@ from gitmem.tools.record_schemas import (
     input_schema,
     parse_arguments,
 )
+from gitmem.tools.registry import Payload, Tool, ToolRegistry, short_name
 
 if TYPE_CHECKING:
     from gitmem.tools.recall_blocks import RecallReport
@@ -115,12 +117,22 @@ class RecordMount:
             raise TypeError("guide must be text or None")
 
     def allows(self, tool: str) -> bool:
+        if tool == "history" and not _keeps_history(self.store):
+            return False  # a record store without history offers no memory_record_history
         return tool in RECORD_READ_TOOLS or (self.access == "write" and tool in RECORD_TOOLS)
 
 
+def _keeps_history(store: object) -> bool:
+    """Whether a record store can list a record's changes: it has ``log``, and so does the store under it."""
+    inner = getattr(store, "store", store)
+    return callable(getattr(store, "log", None)) and callable(getattr(inner, "log", None))
+
+
 def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
-    """The record tools a capability offers; ``None`` means all five."""
-    return check_tool_names(tools, RECORD_TOOLS, "record ")
+    """The record tools a capability offers (short names, tool names or permission ids); ``None``: all."""
+    if tools is None or isinstance(tools, str):
+        return check_tool_names(tools, RECORD_TOOLS, "record ")
+    return check_tool_names([tool_from_name(t) or t for t in tools], RECORD_TOOLS, "record ")
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -134,6 +146,7 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
         f"List records oldest first, limit at a time (1 to {LIST_MAX}, default {LIST_DEFAULT}). Pass next_cursor "
         "from the previous page to get the records after it; no next_cursor means you have them all."
     ),
+    "history": "Who changed one record and when, newest first: commit, time, principal, run, op and summary.",
     "add": (
         "Save a new record. Search first: if a record already says this, update it instead of adding a copy. "
         "Fails with write_unconfirmed when the save may or may not have happened: then search before adding again."
@@ -148,14 +161,16 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
 
 def tool_from_name(name: str) -> RecordToolName | None:
     """``add`` for ``memory_record_add``, ``memory.record.add`` or ``add``; ``None`` otherwise."""
-    for prefix in (TOOL_PREFIX, TOOL_ID_PREFIX):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            break
+    found = short_name(name, (TOOL_PREFIX, TOOL_ID_PREFIX), RECORD_TOOLS)
     for tool in RECORD_TOOLS:
-        if name == tool:
+        if found == tool:
             return tool
     return None
+
+
+def _full_name(name: str) -> str:
+    tool = tool_from_name(name) if isinstance(name, str) else None
+    return TOOL_PREFIX + tool if tool is not None else name
 
 
 # --- payloads -----------------------------------------------------------------------------
@@ -174,11 +189,11 @@ def page_payload(page: RecordPage) -> dict[str, Any]:
 
 
 def failure_payload(exc: MemoryStoreError) -> dict[str, Any]:
-    """``{"error", "message"}``; an unconfirmed write tells the model to search before writing again."""
+    """``{"error", "message", "current"}``; an unconfirmed write tells the model to search before writing again."""
     message = exc.message
     if exc.code == "write_unconfirmed" and "search" not in message:
         message += UNCONFIRMED_ADVICE
-    return {"error": exc.code, "message": message}
+    return {"error": exc.code, "message": message, "current": None}
 
 
 # --- the capability -----------------------------------------------------------------------
@@ -207,6 +222,7 @@ class RecordMemoryCapability:
         self.limits = limits or RecordMemoryLimits()
         self.tools = check_record_tools(tools)
         self._by_name = {m.name: m for m in self.mounts}
+        self._registry: ToolRegistry | None = None
 
     def __repr__(self) -> str:
         return f"RecordMemoryCapability({[f'{m.name}:{m.access}' for m in self.mounts]})"
@@ -228,24 +244,40 @@ class RecordMemoryCapability:
         )
         return "\n\n".join(parts)
 
-    def tool_definitions(self) -> list[ToolDefinition]:
+    def offered(self) -> list[Tool]:
+        """The tools at least one mount offers; ``memory`` enumerates exactly those mounts."""
         out = []
         for tool in RECORD_TOOLS:
             memories = tuple(m.name for m in self.mounts if tool in self.mount_tools(m))
-            if not memories:
-                continue
-            out.append(
-                ToolDefinition(
-                    tool=tool,  # type: ignore[arg-type]
-                    name=TOOL_PREFIX + tool,
-                    tool_id=TOOL_ID_PREFIX + tool,
-                    description=DESCRIPTIONS[tool],
-                    input_schema=input_schema(tool, memories),
-                    effect="read" if tool in RECORD_READ_TOOLS else "write",
-                    memories=memories,
-                )
-            )
+            if memories:
+                out.append(self._tool(tool, memories))
         return out
+
+    def _tool(self, tool: RecordToolName, memories: tuple[str, ...]) -> Tool:
+        def parse(arguments: object) -> Any:
+            return parse_arguments(tool, arguments)
+
+        return Tool(
+            kind="record",
+            tool=tool,
+            name=TOOL_PREFIX + tool,
+            permission=TOOL_ID_PREFIX + tool,
+            description=DESCRIPTIONS[tool],
+            input_schema=input_schema(tool, memories),
+            effect="read" if tool in RECORD_READ_TOOLS else "write",
+            parse=parse,
+            handler=lambda args, who: self._handle(tool, args, who),
+            memories=memories,
+            check_memory=lambda memory: self.mount_for(tool, memory),
+            fail=failure_payload,
+        )
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """These tools alone, as the registry that checks and runs their calls (built once)."""
+        if self._registry is None:
+            self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
+        return self._registry
 
     def call(
         self,
@@ -255,22 +287,13 @@ class RecordMemoryCapability:
         tool_call_id: str | None = None,
         origin: Origin | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message"}``.
+        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message", "current"}``.
 
         ``tool_name`` may be the tool's name (``memory_record_add``) or id
         (``memory.record.add``). Synchronous, like the stores; async callers use
         ``gitmem.aio.call(capability.call, ...)``.
         """
-        try:
-            return self.run(tool_name, arguments, tool_call_id=tool_call_id, origin=origin)
-        except MemoryStoreError as exc:
-            return failure_payload(exc)
-        except Exception as exc:
-            # A store outside gitmem may raise anything; the model still gets the JSON shape.
-            log.warning("record tool %s failed unexpectedly", tool_name, exc_info=exc)
-            return failure_payload(
-                MemoryStoreError("unavailable", f"the record store failed: {type(exc).__name__}: {exc}")
-            )
+        return self.registry.call(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
 
     def run(
         self,
@@ -281,19 +304,20 @@ class RecordMemoryCapability:
         origin: Origin | None = None,
     ) -> dict[str, Any]:
         """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
-        tool = tool_from_name(tool_name) if isinstance(tool_name, str) else None
-        if tool is None or tool not in self.tools:
-            raise MemoryStoreError("forbidden", f"no record tool {tool_name!r} is offered here")
-        if isinstance(arguments, Mapping) and isinstance(arguments.get("memory"), str):
-            self.mount_for(tool, arguments["memory"])  # a wrong memory is the first thing to report
-        args = parse_arguments(tool, arguments)
+        return self.registry.run(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
+
+    def _handle(self, tool: RecordToolName, args: Any, who: Origin) -> Payload:
         mount = self.mount_for(tool, args.memory)
         store = mount.store
-        who = (origin or Origin()).with_tool_call(tool_call_id)
         if isinstance(args, SearchArgs):
             return {"records": [record_payload(r) for r in store.search(args.query, limit=args.limit)]}
         if isinstance(args, ListArgs):
             return page_payload(store.list(limit=args.limit, cursor=args.cursor))
+        if isinstance(args, HistoryArgs):
+            log = getattr(store, "log", None)
+            if not callable(log):
+                raise MemoryStoreError("unavailable", f"memory {args.memory!r} keeps no history")
+            return {"id": args.id, "changes": [change_payload(e) for e in log(args.id, limit=args.limit)]}
         if isinstance(args, AddArgs):
             text = validate_record_text(args.text, self.limits.record_chars)
             return {"record": record_payload(store.add(text, origin=who))}

@@ -780,3 +780,29 @@ def test_the_in_memory_store_renames_a_folder_in_one_change() -> None:
     run(tool, Rename(command="rename", old_path="/memories/box", new_path="/memories/crate"))
     assert [op for op, _ in memory.origins] == ["create", "create", "move"]
     assert [e.path for e in memory.list()] == ["crate/a.md", "crate/b.md"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": 5, "new_str": "x"},
+        {"command": "insert", "path": "/memories/a.md", "insert_line": "1", "insert_text": "x"},
+        {"command": "view", "path": "/memories", "view_range": "12"},
+        {"command": "view", "path": "/memories", "view_range": [1, 2, 3]},
+        {"command": "create", "path": "/memories/b.md"},
+        {"command": "teleport", "path": "/memories/a.md"},
+        {"path": "/memories/a.md"},
+        "view /memories",
+    ],
+)
+def test_every_command_is_checked_against_its_schema_before_it_runs(tmp_path: Path, bad: object) -> None:
+    """The SDK builds commands unchecked; the backend refuses a malformed one with a ToolError and writes nothing."""
+    store = Root(tmp_path / "root").mount("claude", create=True)
+    tool = GitMemoryTool(store)
+    tool.call({"command": "create", "path": "/memories/a.md", "file_text": "hello\n"})
+    head = store.sync.head()
+    with pytest.raises(ToolError, match="Invalid command"):
+        tool.call(bad)
+    with pytest.raises(ToolError, match="Invalid command"):
+        asyncio.run(AsyncGitMemoryTool(store).call(bad))
+    assert store.sync.head() == head

@@ -89,7 +89,7 @@ def test_the_mcp_client_config_launches_a_working_server(tmp_path: Path) -> None
                     return tools, prompt.text
 
     tools, context = asyncio.run(asyncio.wait_for(session(), TIMEOUT))
-    assert len(tools) == 7
+    assert len(tools) == 11  # the seven file tools, and search, history, show and restore
     assert '"path":"README.md","content":"Me.\\n"' in context
     assert (tmp_path / "memories" / "user.git" / "HEAD").exists(), "GITMEM_ROOT from the config's env"
     assert json.loads((tmp_path / "state" / "claude-desktop-cursors.json").read_text())["user"]

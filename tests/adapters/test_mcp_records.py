@@ -66,11 +66,19 @@ def test_records_round_trip_and_failures_are_flagged(client: McpClient, root: Pa
     assert store.get(new_id).text == "works in Berlin"
     (entry,) = store.log(new_id)
     assert entry.origin.principal_id == "alice" and (entry.origin.tool_call_id or "").startswith("mcp-")
+    failed, _ = record_call(client, "update", memory="facts", id=new_id, text="works in Hamburg")
+    failed, history = record_call(client, "history", memory="facts", id=new_id)
+    assert not failed and history["id"] == new_id
+    changes = history["changes"]
+    assert isinstance(changes, list) and [c["principal"] for c in changes] == ["alice", "alice"]
+    assert changes[1]["commit"] == entry.commit and changes[0]["tool_call"] != changes[1]["tool_call"]
+    failed, history = record_call(client, "history", memory="team", id=new_id)  # a read mount reads history
+    assert not failed and history["changes"] == []
     assert RecordStore(store.store, "bob").search("berlin") == []  # the server's namespace only
     failed, error = record_call(client, "add", memory="team", text="x")
     assert failed and error["error"] == "forbidden"
     failed, error = record_call(client, "update", memory="facts", id="nope", text="x")
-    assert failed and error == {"error": "record_not_found", "message": error["message"]}
+    assert failed and error == {"error": "record_not_found", "message": error["message"], "current": None}
     failed, error = client.call("view", memory="facts")
     assert failed and error["error"] in ("unknown_memory", "forbidden", "wrong_kind")
 

@@ -92,8 +92,8 @@ def test_tools_schemas_and_instructions_reach_the_client_unchanged(a: McpClient,
         ]
     )
     listed = a.run(lambda s: s.list_tools()).tools
-    assert [t.name for t in listed] == [d.name for d in expected.tool_definitions()]
-    for tool, definition in zip(listed, expected.tool_definitions(), strict=True):
+    assert [t.name for t in listed] == [d.name for d in expected.offered()]
+    for tool, definition in zip(listed, expected.offered(), strict=True):
         assert tool.input_schema == definition.input_schema
         assert tool.description == definition.description
         assert tool.annotations is not None

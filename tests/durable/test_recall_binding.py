@@ -14,11 +14,11 @@ from gitmem.durable.binding import DurableBinding, candidate_id
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
-from gitmem.durable.tools import DurableTools
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.recall.index import RecallIndex
 from gitmem.session.binding import CandidateSink, DurableRecall, ExtractedItem
+from gitmem.tools.durable import DurableTools
 
 from .support import MANUAL, NS, OTHER, TURN, activate, change, memory_store
 
@@ -264,7 +264,7 @@ def test_agent_tools_recall_and_propose_within_their_namespace() -> None:
         assert answer["error"] == "invalid_change_set", bad
     assert tools.call("durable_recall", {"query": "   "})["error"] == "invalid_query"
     assert tools.call("durable_recall", {"query": "x", "limit": 0})["error"] == "invalid_query"
-    assert tools.call("durable_delete", {})["error"] == "invalid_query"
+    assert tools.call("durable_delete", {})["error"] == "forbidden"
 
 
 def test_admission_time_and_status_rules() -> None:

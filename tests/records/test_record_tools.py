@@ -69,7 +69,7 @@ def test_failures_are_json_with_a_code_and_a_message(backend: Any) -> None:
     ]:
         answer = call(memory, tool, **args)
         assert answer["error"] == code, (tool, args, answer)
-        assert set(answer) == {"error", "message"} and answer["message"]
+        assert set(answer) == {"error", "message", "current"} and answer["message"] and answer["current"] is None
     unknown = memory.call("memory_record_list", {"memory": "nope"})
     assert unknown["error"] == "unknown_memory"
     assert memory.call("memory_file_view", {"memory": "facts"})["error"] == "forbidden"
@@ -84,14 +84,15 @@ def test_the_record_limit_of_the_capability_applies(backend: Any) -> None:
 
 def test_a_read_mount_offers_search_and_list_only(backend: Any) -> None:
     memory = cap(backend, access="read")
-    assert [d.name for d in memory.tool_definitions()] == ["memory_record_search", "memory_record_list"]
+    history = ["memory_record_history"] if callable(getattr(backend, "log", None)) else []
+    assert [d.name for d in memory.offered()] == ["memory_record_search", "memory_record_list", *history]
     assert call(memory, "memory_record_add", text="x")["error"] == "forbidden"
     assert "read only" in memory.instructions
 
 
 def test_tools_narrow_every_mount(backend: Any) -> None:
     memory = cap(backend, tools=("search", "add"))
-    definitions = memory.tool_definitions()
+    definitions = memory.offered()
     assert [d.tool_id for d in definitions] == ["memory.record.search", "memory.record.add"]
     assert definitions[0].input_schema["properties"]["memory"]["enum"] == ["facts"]
     assert definitions[0].input_schema["properties"]["limit"]["maximum"] == 20

@@ -285,7 +285,7 @@ def test_a_broken_pack_gets_an_unpack_error_report_not_a_server_error(
         "count-too-high": pack(objs, count=5),
         "missing-delta-base": pack(objs, deltas=["ab" * 20]),
         "garbage": b"PACK" + secrets.token_bytes(200),
-        "checksum": pack(objs)[:-1] + b"\0",
+        "checksum": (lambda raw: raw[:-1] + bytes([raw[-1] ^ 0xFF]))(pack(objs)),  # always a different byte
     }[damage]
     before = refs_of(mount.path)
     report = push(served, mount, [(head, new, MAIN)], data)

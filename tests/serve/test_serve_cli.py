@@ -7,6 +7,7 @@ import select
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -74,3 +75,74 @@ def test_gitmem_hooks_install_guards_file_path_pushes(tmp_path: Path) -> None:
     refused = git("push", "origin", "main", cwd=work, check=False)
     assert refused.returncode != 0 and "aws.md: secret:aws_access_key" in refused.stderr
     assert git("rev-parse", "main", cwd=root.mount_path("user")).stdout.strip() == head
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=GIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("gitmem serve ignored SIGTERM") from None
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_gitmem_token_then_serve_prints_urls_that_work_as_shown(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    seed(root.mount("user", create=True))
+    tokens = tmp_path / "tokens.toml"
+    runner = CliRunner()
+    minted = runner.invoke(cli, ["token", "alice", "--memory", "user", "--file", str(tokens), "--json"])
+    assert minted.exit_code == 0, minted.output
+    token = json.loads(minted.stdout)["token"]
+    assert token not in tokens.read_text() and "alice" in tokens.read_text()
+    plain = tmp_path / "plain"
+    plain.write_text("old-token\n")
+    refused = runner.invoke(cli, ["token", "bob", "--memory", "user", "--file", str(plain)])
+    assert refused.exit_code == 1 and plain.read_text() == "old-token\n"
+
+    proc = subprocess.Popen(
+        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=GIT_ENV,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
+        assert ready, "gitmem serve did not say where it listens"
+        lines: list[str] = []
+        while not any("MCP" in line for line in lines) and len(lines) < 20:
+            lines.append(proc.stdout.readline())  # the banner is flushed as a whole
+        assert any("MCP" in line for line in lines), lines
+        clone = next(line.split()[-1] for line in lines if "git clone" in line)
+        assert "<principal>:<token>@" in clone and clone.endswith("/user.git")
+        git("clone", "-q", clone.replace("<principal>", "alice").replace("<token>", token), str(tmp_path / "w"))
+        mcp_url = next(word for line in lines if "MCP" in line for word in line.split() if word.startswith("http"))
+        assert mcp_url.endswith("/mcp")
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        request = urllib.request.Request(mcp_url, data=json.dumps(hello).encode(), method="POST")
+        for key, value in {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }.items():
+            request.add_header(key, value)
+        with urllib.request.urlopen(request, timeout=GIT_TIMEOUT) as response:
+            answer = json.loads(response.read())
+            assert response.headers["mcp-session-id"]
+        assert answer["result"]["serverInfo"]["name"] == "gitmem"
+    finally:
+        _stop(proc)

@@ -274,7 +274,7 @@ def test_a_push_to_main_refreshes_the_index_in_the_background_and_an_index_failu
 
     # The served root is shared: a refresh queued by an earlier test's push may land here
     # too, so only this mount's refreshes count (and only they end the wait).
-    def catch_up(path: str) -> None:
+    def catch_up(path: str, *, inline: bool = True) -> None:
         calls.append(path)
         if path == str(mount.path):
             refreshed.set()
@@ -286,7 +286,7 @@ def test_a_push_to_main_refreshes_the_index_in_the_background_and_an_index_failu
     assert refreshed.wait(GIT_TIMEOUT), "no index refresh after the push"
     assert [c for c in calls if c == str(mount.path)] == [str(mount.path)]
 
-    def broken(path: str) -> None:
+    def broken(path: str, *, inline: bool = True) -> None:
         if path == str(mount.path):
             refreshed.set()
         raise RuntimeError("index is corrupt")

@@ -18,7 +18,7 @@ from gitmem.session import items
 from gitmem.session.hygiene import DAY
 from gitmem.session.location import open_session_memory
 from gitmem.session.memory import SessionMemory
-from gitmem.session.tools import SessionTools
+from gitmem.tools.session import SessionTools
 
 
 class Clock:

@@ -24,9 +24,12 @@ def mounts() -> list[FileMount]:
 
 
 def test_tool_definitions_name_id_effect_and_the_memories_that_allow_each_tool() -> None:
-    definitions = FileMemoryCapability(mounts()).tool_definitions()
-    assert [d.name for d in definitions] == [f"memory_file_{t}" for t in TOOLS]
-    assert [d.tool_id for d in definitions] == [f"memory.file.{t}" for t in TOOLS]
+    definitions = FileMemoryCapability(mounts()).offered()
+    # An in-memory store keeps no history and has no ranked index: those four tools are not offered.
+    offered = [t for t in TOOLS if t not in ("search", "history", "show", "restore")]
+    assert [d.name for d in definitions] == [f"memory_file_{t}" for t in offered]
+    assert [d.tool_id for d in definitions] == [f"memory.file.{t}" for t in offered]
+    assert [d.permission for d in definitions] == [f"memory.file.{t}" for t in offered]
     for d in definitions:
         enum = d.input_schema["properties"]["memory"]["enum"]
         if d.tool in ("view", "grep"):
@@ -42,7 +45,7 @@ def test_tool_definitions_name_id_effect_and_the_memories_that_allow_each_tool()
 
 
 def test_schemas_come_from_the_argument_models() -> None:
-    by_tool = {d.tool: d.input_schema for d in FileMemoryCapability(mounts()).tool_definitions()}
+    by_tool = {d.tool: d.input_schema for d in FileMemoryCapability(mounts()).offered()}
     assert by_tool["delete"]["required"] == ["memory", "path", "version"]
     assert by_tool["edit"]["required"] == ["memory", "path", "old_string", "new_string"]
     assert by_tool["grep"]["properties"]["limit"] == {
@@ -64,7 +67,7 @@ def test_a_capability_of_read_mounts_offers_only_view_and_grep() -> None:
     store = InMemoryFileStore()
     store.write("a.md", "A\n", expected=None)
     agent = Agent([FileMount("team", store, "read")])
-    assert [d.tool for d in agent.capability.tool_definitions()] == ["view", "grep"]
+    assert [d.tool for d in agent.capability.offered()] == ["view", "grep"]
     for tool in WRITE_TOOLS:
         failure = agent.call(
             tool,
@@ -84,7 +87,7 @@ def test_a_capability_of_read_mounts_offers_only_view_and_grep() -> None:
 
 def test_tools_narrow_every_mount() -> None:
     agent = Agent(mounts(), tools=("view", "grep"))
-    assert [d.tool for d in agent.capability.tool_definitions()] == ["view", "grep"]
+    assert [d.tool for d in agent.capability.offered()] == ["view", "grep"]
     assert agent.call("create", memory="user", path="a.md", content="x")["error"] == "forbidden"
     with pytest.raises(ValueError, match="unknown tools"):
         FileMemoryCapability(mounts(), tools=("view", "rm"))

@@ -18,7 +18,7 @@ def test_requests_for_a_waiting_mount_merge_and_a_failure_never_stops_the_queue(
     started, release = threading.Event(), threading.Event()
     done: list[str] = []
 
-    def catch_up(path: str) -> None:
+    def catch_up(path: str, *, inline: bool = True) -> None:
         if path == "first":
             started.set()
             assert release.wait(LIVENESS)
@@ -45,7 +45,7 @@ def test_close_drops_what_waits_and_later_requests(monkeypatch: pytest.MonkeyPat
     started, release = threading.Event(), threading.Event()
     done: list[str] = []
 
-    def catch_up(path: str) -> None:
+    def catch_up(path: str, *, inline: bool = True) -> None:
         started.set()
         assert release.wait(LIVENESS)
         done.append(path)

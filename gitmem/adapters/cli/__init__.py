@@ -94,9 +94,15 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
             "gc": "Pack the objects of memory NAME (git gc).",
             "demo": "Run two agents sharing memory NAME (default: demo).",
         },
-        "serve": {"serve": "Serve every memory under the root to git over HTTP: clone, fetch, and checked pushes."},
+        "serve": {
+            "serve": "Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.",
+            "token": "Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256.",
+        },
         "hooks": {"hooks": "Server-side git hooks that check pushes made without gitmem serve."},
-        "mcp": {"mcp": "Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools."},
+        "mcp": {
+            "mcp": "Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.",
+            "tools": "List the agent tools `gitmem mcp` would offer with the same options, and what their definitions cost.",
+        },
         "watch": {"watch": "Print every ref change of memories NAME..."},
         "remote": {
             "remote": "Where a memory is pushed to and pulled from (git remotes of its repository).",

@@ -13,10 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gitmem.adapters.cli.app import FOLDER, State, cli, origin_options, pass_state, root_option, say, usage_error
+from gitmem.adapters.cli.app import (
+    FOLDER,
+    State,
+    cli,
+    common_options,
+    emit,
+    origin_options,
+    pass_state,
+    root_option,
+    say,
+    usage_error,
+)
 
-if TYPE_CHECKING:  # gitmem.tools loads the tool schemas; only `gitmem mcp` itself needs them
+if TYPE_CHECKING:  # gitmem.tools loads the tool schemas; only `gitmem mcp` and `gitmem tools` need them
+    from gitmem.tools import FileMemoryCapability
+    from gitmem.tools.durable import DurableTools
     from gitmem.tools.mounts import Access
+    from gitmem.tools.records import RecordMemoryCapability
+    from gitmem.tools.session import SessionTools
 
 
 def parse_mount(spec: str) -> tuple[str, Access]:
@@ -41,6 +56,30 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
             raise usage_error(f"--always-load {spec!r}: {name!r} is not one of the --mount memories")
         out.setdefault(name, []).append(path)
     return out
+
+
+def parse_tools(spec: str | None) -> list[str] | None:
+    """``view,grep,history`` -> the names; every name must be some kind's tool."""
+    if spec is None:
+        return None
+    from gitmem.tools.catalog import unknown_tool_names
+
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise usage_error("--tools names no tool")
+    unknown = unknown_tool_names(names)
+    if unknown:
+        raise usage_error(f"--tools: no tool is called {', '.join(unknown)} (see `gitmem tools`)")
+    return names
+
+
+def known_tools(names: list[str] | None, kind: str) -> list[str] | None:
+    """The names of ``names`` that are tools of ``kind`` (all of its tools when ``names`` is None)."""
+    if names is None:
+        return None
+    from gitmem.tools.catalog import kind_names
+
+    return kind_names(names, kind)
 
 
 @cli.command()
@@ -94,6 +133,13 @@ def parse_always_load(specs: tuple[str, ...], names: list[str]) -> dict[str, lis
     metavar="TENANT PRINCIPAL SCOPE",
     help="The one namespace of --durable the tools may read and propose into.",
 )
+@click.option(
+    "--tools",
+    "tool_names",
+    metavar="NAMES",
+    help="Offer only these tools, comma-separated: short names (view,grep,history), tool names "
+    "(memory_file_search) or permission ids (memory.file.restore). Default: every tool.",
+)
 @root_option
 @origin_options
 @pass_state
@@ -107,6 +153,7 @@ def mcp(
     no_watch: bool,
     durable_name: str | None,
     durable_namespace: tuple[str, str, str] | None,
+    tool_names: str | None,
 ) -> None:
     """Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.
 
@@ -126,10 +173,41 @@ def mcp(
     import anyio
 
     from gitmem.adapters.mcp_server import MemoryMcpServer
+
+    files, records, session, durable = surface(
+        state, mounts, always_load, namespace, session_dir, durable_name, durable_namespace, tool_names
+    )
+    server = MemoryMcpServer(
+        files,
+        records=records,
+        origin=state.origin,
+        cursor_file=cursor_file,
+        watch_root=None if no_watch else state.root,
+        session=session,
+        durable=durable,
+    )
+    try:
+        anyio.run(server.run_stdio)
+    except KeyboardInterrupt:  # Ctrl-C when started by hand: stop quietly, like a closed stdin
+        pass
+
+
+def surface(
+    state: State,
+    mounts: tuple[str, ...],
+    always_load: tuple[str, ...],
+    namespace: str,
+    session_dir: Path | None,
+    durable_name: str | None,
+    durable_namespace: tuple[str, str, str] | None,
+    tool_names: str | None,
+) -> tuple[FileMemoryCapability | None, RecordMemoryCapability | None, SessionTools | None, DurableTools | None]:
+    """The memory kinds the options ask for, each narrowed by ``--tools``: what ``mcp`` serves and ``tools`` lists."""
     from gitmem.records import RecordStore
     from gitmem.tools import FileMemoryCapability, FileMount
     from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
+    narrow = parse_tools(tool_names)
     parsed = [parse_mount(spec) for spec in mounts]
     names = [name for name, _ in parsed]
     if len(set(names)) != len(names):
@@ -157,31 +235,84 @@ def mcp(
     session = None
     if session_dir is not None:
         from gitmem.session import open_session_memory
-        from gitmem.session.tools import SessionTools
+        from gitmem.tools.session import SessionTools
 
-        session = SessionTools(open_session_memory(session_dir))  # MemoryStoreError -> exit 1
+        session = SessionTools(open_session_memory(session_dir), tools=narrow)  # MemoryStoreError -> exit 1
     durable = None
     if (durable_name is None) != (durable_namespace is None):
         raise usage_error("--durable NAME and --durable-namespace TENANT PRINCIPAL SCOPE go together")
     if durable_name is not None and durable_namespace is not None:
         from gitmem.durable import DurableBinding, DurableRepository, Namespace
-        from gitmem.durable.tools import DurableTools
+        from gitmem.tools.durable import DurableTools
 
         repository = DurableRepository.open(root.path, durable_name, create=True)
-        durable = DurableTools(DurableBinding(repository, Namespace(*durable_namespace)))
-    server = MemoryMcpServer(
-        FileMemoryCapability(offered) if offered else None,
-        records=RecordMemoryCapability(record_mounts) if record_mounts else None,
-        origin=state.origin,
-        cursor_file=cursor_file,
-        watch_root=None if no_watch else root,
-        session=session,
-        durable=durable,
-    )
-    try:
-        anyio.run(server.run_stdio)
-    except KeyboardInterrupt:  # Ctrl-C when started by hand: stop quietly, like a closed stdin
-        pass
+        durable = DurableTools(DurableBinding(repository, Namespace(*durable_namespace)), tools=narrow)
+    files = FileMemoryCapability(offered, tools=known_tools(narrow, "file")) if offered else None
+    records = RecordMemoryCapability(record_mounts, tools=known_tools(narrow, "record")) if record_mounts else None
+    return files, records, session, durable
+
+
+@cli.command()
+@click.option(
+    "--mount",
+    "mounts",
+    multiple=True,
+    metavar="NAME[:read|:write]",
+    help="A memory whose tools to list (repeatable). Default: every memory under the root, with write access.",
+)
+@click.option("--session-memory", "session_dir", type=FOLDER, help="Also list the memory_session_* tools.")
+@click.option("--namespace", default="default", show_default=True, help="The namespace of the record memories.")
+@click.option("--durable", "durable_name", metavar="NAME", help="Also list the durable tools of durable memory NAME.")
+@click.option("--durable-namespace", nargs=3, metavar="TENANT PRINCIPAL SCOPE", help="The namespace of --durable.")
+@click.option("--tools", "tool_names", metavar="NAMES", help="Only these tools, as for `gitmem mcp --tools`.")
+@click.option("--schemas", is_flag=True, help="With --json, include each tool's description and input schema.")
+@common_options
+@pass_state
+def tools(
+    state: State,
+    mounts: tuple[str, ...],
+    session_dir: Path | None,
+    namespace: str,
+    durable_name: str | None,
+    durable_namespace: tuple[str, str, str] | None,
+    tool_names: str | None,
+    schemas: bool,
+) -> None:
+    """List the agent tools `gitmem mcp` would offer with the same options, and what their definitions cost.
+
+    Each tool's name, permission id (what a host's permission rules name), kind,
+    effect, the memories it may be used on, and the characters of its definition.
+    """
+    from gitmem.tools.registry import ToolRegistry
+
+    if not mounts:
+        mounts = tuple(state.root.mounts())
+    kinds = surface(state, mounts, (), namespace, session_dir, durable_name, durable_namespace, tool_names)
+    registry = ToolRegistry.of(*kinds)
+    rows = []
+    for t in registry:
+        row: dict[str, object] = {
+            "name": t.name,
+            "permission": t.permission,
+            "kind": t.kind,
+            "effect": t.effect,
+            "memories": list(t.memories),
+            "chars": t.size(),
+        }
+        if schemas:
+            row |= {"description": t.description, "input_schema": t.input_schema}
+        rows.append(row)
+    payload = {"tools": rows, "chars": registry.size(), "instructions_chars": len(registry.instructions)}
+
+    def text() -> None:
+        width = max((len(t.name) for t in registry), default=0)
+        for t in registry:
+            where = f"  ({', '.join(t.memories)})" if t.memories else ""
+            say(f"{t.name:<{width}}  {t.effect:<5}  {t.permission}{where}")
+        count = f"{len(registry)} tool{'' if len(registry) == 1 else 's'}"
+        say(f"{count}, {registry.size()} characters of definitions")
+
+    emit(payload, text)
 
 
 def _warn_missing_loads(name: str, store: Any, paths: tuple[str, ...]) -> None:

@@ -45,9 +45,13 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    result = state.files(name).search(
-        pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
-    )
+    from gitmem.index import background
+
+    files = state.files(name)
+    with background.detached():  # a missing index is built by a process that outlives this one
+        result = files.search(
+            pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
+        )
 
     def text() -> None:
         for m in result.matches:
@@ -73,7 +77,11 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     word order and case do not matter. Each hit shows its score, path and the
     line that made it match. Use grep for exact lines.
     """
-    hits = state.files(name).find(query, path=directory_arg(directory), limit=limit)
+    from gitmem.index import background
+
+    files = state.files(name)
+    with background.detached():
+        hits = files.find(query, path=directory_arg(directory), limit=limit)
 
     def text() -> None:
         width = max((len(h.path) for h in hits), default=0)

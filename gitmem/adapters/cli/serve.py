@@ -1,4 +1,8 @@
-"""``gitmem serve``: every memory under the root over git smart HTTP (see :mod:`gitmem.adapters.http_server`)."""
+"""``gitmem serve``: every memory under the root over git smart HTTP and MCP; ``gitmem token`` mints a token.
+
+See :mod:`gitmem.adapters.http_server` (git), :mod:`gitmem.adapters.mcp_http` (``/mcp``)
+and :mod:`gitmem.adapters.tokens` (who a token speaks for).
+"""
 
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="File of access tokens, one per line ('#' starts a comment); $GITMEM_TOKENS adds more. "
-    "A token is needed to push, and to clone or fetch unless --public-read.",
+    help="Token file: TOML [[token]] tables (principal, sha256, memories, access; see `gitmem token`), "
+    "JSON, or a plain list of tokens with full access; $GITMEM_TOKENS adds plain ones. "
+    "A token is needed to push and for MCP, and to clone or fetch unless --public-read.",
 )
 @click.option("--public-read", is_flag=True, help="Let anyone clone and fetch; without it reads need a token too.")
 @click.option(
@@ -32,12 +37,19 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     metavar="N",
     help="Refuse a push whose pack is larger than N bytes [default: 64 MiB; 0: no limit].",
 )
+@click.option("--no-mcp", is_flag=True, help="Do not serve MCP over streamable HTTP at /mcp.")
 @common_options
 @pass_state
 def serve(
-    state: State, host: str, port: int, token_file: Path | None, public_read: bool, max_push_bytes: int | None
+    state: State,
+    host: str,
+    port: int,
+    token_file: Path | None,
+    public_read: bool,
+    max_push_bytes: int | None,
+    no_mcp: bool,
 ) -> None:
-    """Serve every memory under the root to git over HTTP: clone, fetch, and checked pushes."""
+    """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp."""
     try:
         import waitress  # noqa: F401  (only checks the optional dependency is there)
     except ImportError:
@@ -49,32 +61,127 @@ def serve(
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 
     limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
+    mcp = not no_mcp and _has_mcp()
 
     tokens = load_tokens(token_file)
     root = state.root
 
     def ready(server: GitHttpServer) -> None:
         mounts = root.mounts()
+        url = _public_url(server.host, server.port)
         emit(
             {
-                "url": server.url,
+                "url": url,
                 "root": str(root.path),
                 "mounts": mounts,
                 "public_read": public_read,
                 "tokens": len(tokens),
+                "principals": tokens.principals(),
                 "max_push_bytes": limit,
+                "clone_url": f"{url.replace('://', '://<principal>:<token>@', 1)}/<name>.git",
+                "mcp_url": f"{url}/mcp" if mcp else None,
             },
-            lambda: _describe(server.url, root.path, mounts, public_read, len(tokens)),
+            lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
         )
         sys.stdout.flush()
 
-    run(root, host=host, port=port, tokens=tokens, public_read=public_read, max_push_bytes=limit, on_ready=ready)
+    run(
+        root,
+        host=host,
+        port=port,
+        tokens=tokens,
+        public_read=public_read,
+        max_push_bytes=limit,
+        mcp=mcp,
+        on_ready=ready,
+    )
 
 
-def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int) -> None:
-    say(f"serving {root} at {url}/<name>.git ({len(mounts)} memories now); Ctrl-C stops")
-    for name in mounts:
-        say(f"  git clone {url}/{name}.git")
+def _has_mcp() -> bool:
+    try:
+        import mcp as _sdk  # noqa: F401  (the optional dependency of /mcp)
+    except ImportError:
+        return False
+    return True
+
+
+def _public_url(host: str, port: int) -> str:
+    """The URL others use: a wildcard listen address is shown as this machine's name."""
+    import socket
+
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int, mcp: bool) -> None:
+    say(f"serving {root} at {url} ({len(mounts)} memories now); Ctrl-C stops")
+    auth = url.replace("://", "://<principal>:<token>@", 1)
+    shown = mounts[:10]
+    for name in shown:
+        say(f"  git clone {url if public_read else auth}/{name}.git")
+    if len(mounts) > len(shown):
+        say(f"  ... and {len(mounts) - len(shown)} more: git clone {auth}/<name>.git")
+    if not mounts:
+        say(f"  git clone {auth}/<name>.git")
+    say("  (the token is the HTTP password; the user name is not checked)")
+    if mcp:
+        say(f"  MCP (streamable HTTP): {url}/mcp with header 'Authorization: Bearer <token>'")
+    else:
+        say("  MCP over HTTP is off (--no-mcp, or the mcp extra is not installed)")
     reads = "anyone can clone" if public_read else "clones need a token"
-    pushes = f"{tokens} access token(s)" if tokens else "no tokens configured, so every push is refused"
+    pushes = f"{tokens} access token(s)" if tokens else "no tokens configured, so every push and MCP request is refused"
     say(f"  {reads}; {pushes}")
+    say("  plain HTTP: put a TLS reverse proxy in front of it before tokens cross a network")
+
+
+@cli.command()
+@click.argument("principal")
+@click.option(
+    "--memory",
+    "memories",
+    multiple=True,
+    required=True,
+    metavar="NAME|GLOB",
+    help="A memory the token reaches (repeatable): a name, or a glob such as 'team-*'.",
+)
+@click.option(
+    "--access",
+    type=click.Choice(["read", "propose", "write", "admin"]),
+    default="write",
+    show_default=True,
+    help="read; propose (pushes and MCP writes go to proposals); write (main, unless review-gated); admin.",
+)
+@click.option(
+    "--file",
+    "token_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append the token's entry (its hash, never the token) to this TOML token file.",
+)
+@common_options
+@pass_state
+def token(state: State, principal: str, memories: tuple[str, ...], access: str, token_file: Path | None) -> None:
+    """Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256."""
+    from gitmem.adapters.tokens import new_token, parse_token_file, token_entry
+
+    secret = new_token()
+    entry = token_entry(secret, principal, memories, access)  # type: ignore[arg-type]  # click.Choice checked it
+    if token_file is not None:
+        old = token_file.read_text(encoding="utf-8") if token_file.exists() else ""
+        parse_token_file(old + ("\n" if old and not old.endswith("\n") else "") + entry, str(token_file))
+        with token_file.open("a", encoding="utf-8") as out:
+            out.write(("\n" if old and not old.endswith("\n") else "") + entry)
+    emit(
+        {"token": secret, "principal": principal, "memories": list(memories), "access": access, "entry": entry},
+        lambda: _show_token(secret, entry, token_file),
+    )
+
+
+def _show_token(secret: str, entry: str, token_file: Path | None) -> None:
+    say(f"token: {secret}")
+    say("  (shown once: the server keeps only its hash)")
+    if token_file is None:
+        say("add this entry to the TOML token file of gitmem serve --token-file:")
+        say(entry.rstrip("\n"), multiline=True)
+    else:
+        say(f"added to {token_file}; a running server reads its token file when it starts")

@@ -1,0 +1,433 @@
+"""MCP over streamable HTTP at ``/mcp`` of ``gitmem serve``: one command, one port, for git and agents.
+
+An agent on another machine mounts the team's memories directly (Claude Code:
+``claude mcp add --transport http gitmem https://HOST/mcp --header "Authorization:
+Bearer TOKEN"``) and gets the same tools, compare-and-swap versions and errors as
+over stdio.
+
+**Why inside waitress, not on an ASGI server.** The ``mcp`` SDK's transport
+(:class:`mcp.server.streamable_http_manager.StreamableHTTPSessionManager`) is an
+ASGI app, and the git endpoint a WSGI app on waitress with its caps on request
+size, inflated bodies and anonymous load. Moving both to uvicorn would mean a
+WSGI-in-ASGI bridge for git's large streamed packs and a second set of limits; so
+the MCP side comes to waitress instead: :class:`McpHttpApp` is a WSGI app that
+hands each ``/mcp`` request to the SDK's session manager, running on one asyncio
+loop in a background thread (an anyio blocking portal), and returns its answer.
+The SDK runs in JSON-response mode: every POST is answered with one JSON body,
+which is all a tool call needs. What that costs: no server-sent-event streams, so
+``GET /mcp`` answers 405 (the spec's way to say so) and clients get no change
+notifications over HTTP; and an MCP call in progress holds one of waitress's
+worker threads (``gitmem serve`` runs 16).
+
+**Who sees what.** Every request needs ``Authorization: Bearer <token>`` (a
+:mod:`gitmem.adapters.tokens` token). A session offers exactly the file memories
+its token reaches, ``read`` tokens read-only; each write is committed with the
+token's principal (the client cannot name another) and a run id
+``<principal>-mcp-<session>``. A ``propose`` token's writes land on that run's
+proposal branch, never on ``main``; on a review-gated memory every run's do.
+
+**Sessions.** Each handshake-era session (``initialize``, then
+``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
+so the ``memory_context`` prompt's cursors are per client session; a session
+can only be used with the token that opened it (anyone else gets the same 404 as
+for an unknown session). Sessions idle for ``idle_timeout`` are closed; a token
+may hold ``max_sessions`` at once. Requests of the 2026 protocol era carry no
+session and are served by one server per token.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.from_thread
+from anyio.abc import TaskStatus
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from gitmem.adapters.mcp_server import MemoryMcpServer
+from gitmem.adapters.tokens import Grant, Tokens, hash_token
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Origin
+from gitmem.root import Root
+
+StartResponse = Callable[..., Any]
+
+MCP_PATH = "/mcp"
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+"""The largest MCP request taken (a tool call's arguments: a file is at most 64 KiB)."""
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+DEFAULT_MAX_SESSIONS = 32
+"""Open sessions per token; past that a new one gets 429 until one ends or idles out."""
+DEFAULT_CALL_TIMEOUT = 120.0
+"""The longest one MCP request may take before the client gets 504 (a liveness bound)."""
+_SESSION_HEADER = "mcp-session-id"
+
+
+@dataclass
+class _Session:
+    """One MCP server (and the SDK's session manager for it) running on the bridge's loop."""
+
+    owner: str  # the hash of the token that opened it
+    server: MemoryMcpServer
+    manager: StreamableHTTPSessionManager
+    stop: anyio.Event
+    last_used: float = field(default_factory=time.monotonic)
+    session_id: str | None = None
+
+
+class McpHttpApp:
+    """The WSGI app for ``/mcp``: bearer auth, one MCP server per client session, the SDK's transport."""
+
+    def __init__(
+        self,
+        root: Root,
+        tokens: Tokens,
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        self.root = root
+        self.tokens = tokens
+        self.max_body = max_body
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self.call_timeout = call_timeout
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _Session] = {}  # by mcp-session-id
+        self._shared: dict[str, _Session] = {}  # by token hash: the session-less (2026-era) server
+        self._opening: dict[str, int] = {}  # sessions being opened, by token hash
+        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._closed = False
+
+    # -- WSGI --------------------------------------------------------------------
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method not in ("POST", "DELETE"):
+            return _reply(start_response, 405, _error("this server answers POST (and DELETE) only: no event streams"),
+                          [("Allow", "POST, DELETE")])  # fmt: skip
+        token = _bearer(environ)
+        grant = self.tokens.grant(token)
+        if grant is None or token is None:
+            detail = "send 'Authorization: Bearer <token>'" if token is None else "that token is not accepted"
+            return _reply(start_response, 401, _error(detail), [("WWW-Authenticate", 'Bearer realm="gitmem"')])
+        body = _read_body(environ, self.max_body)
+        if body is None:
+            return _reply(start_response, 413, _error(f"an MCP request may hold {self.max_body} bytes"))
+        owner = hash_token(token)
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        try:
+            if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                session = self._shared_session(owner, grant)
+            elif session_id is not None:
+                with self._lock:
+                    found = self._sessions.get(session_id)
+                if found is None or found.owner != owner:  # another token's session does not exist for this one
+                    return _reply(start_response, 404, _error("Session not found"))
+                session = found
+            else:
+                self._reap()
+                if not self._admit(owner):
+                    return _reply(start_response, 429, _error("this token has too many open MCP sessions"),
+                                  [("Retry-After", "5")])  # fmt: skip
+                try:
+                    return self._serve_opening(start_response, owner, grant, environ, body)
+                finally:  # counted as opening until it is registered or given up
+                    with self._lock:
+                        self._opening[owner] -= 1
+        except MemoryStoreError as exc:
+            if exc.code == "not_found":  # the token reaches no file memory here
+                return _reply(start_response, 403, _error(exc.message))
+            return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
+        session.last_used = time.monotonic()
+        status, headers, data = self._handle(session, _scope(environ), body)
+        if method == "DELETE" and session_id is not None and status < 400:
+            with self._lock:
+                self._sessions.pop(session_id, None)
+            self._stop(session)
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
+        return [data]
+
+    def _serve_opening(
+        self, start_response: StartResponse, owner: str, grant: Grant, environ: Mapping[str, Any], body: bytes
+    ) -> list[bytes]:
+        """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
+        session = self._open(owner, grant)
+        status, headers, data = self._handle(session, _scope(environ), body)
+        new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
+        if status < 400 and new_id:
+            session.session_id = new_id
+            with self._lock:
+                self._sessions[new_id] = session
+        else:
+            self._stop(session)
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
+        return [data]
+
+    # -- sessions ----------------------------------------------------------------
+
+    def _admit(self, owner: str) -> bool:
+        with self._lock:
+            open_now = sum(1 for s in self._sessions.values() if s.owner == owner) + self._opening.get(owner, 0)
+            if open_now >= self.max_sessions:
+                return False
+            self._opening[owner] = self._opening.get(owner, 0) + 1
+            return True
+
+    def _shared_session(self, owner: str, grant: Grant) -> _Session:
+        with self._lock:
+            found = self._shared.get(owner)
+        if found is not None:
+            return found
+        made = self._open(owner, grant)
+        with self._lock:
+            kept = self._shared.setdefault(owner, made)
+        if kept is not made:
+            self._stop(made)
+        return kept
+
+    def _open(self, owner: str, grant: Grant) -> _Session:
+        server = self.memory_server(grant)
+        manager = StreamableHTTPSessionManager(
+            server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
+        )
+        stop = self._run(self._serve_manager, manager)
+        return _Session(owner, server, manager, stop)
+
+    def memory_server(self, grant: Grant) -> MemoryMcpServer:
+        """A fresh MCP server over the file memories ``grant`` reaches, committing as its principal."""
+        from gitmem.tools import FileMemoryCapability, FileMount
+
+        tag = secrets.token_hex(4)
+        run = f"{grant.principal}-mcp-{tag}" if grant.principal else None
+        mounts: list[FileMount] = []
+        for name in self.root.mounts():
+            if not grant.reaches(name):
+                continue
+            try:
+                store = self.root.mount(name)
+                if store.kind != "file":
+                    continue
+            except MemoryStoreError:
+                continue  # removed meanwhile, or not readable: not offered
+            seam: Any = store.sync
+            if grant.access == "propose" and run is not None:
+                seam = seam.proposing(run)
+            mounts.append(FileMount(name, seam, "read" if grant.access == "read" else "write"))
+        if not mounts:
+            raise MemoryStoreError("not_found", "this token reaches no file memory on this server")
+        return MemoryMcpServer(FileMemoryCapability(mounts), origin=Origin(run_id=run, principal_id=grant.principal))
+
+    def _reap(self) -> None:
+        """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
+        cutoff = time.monotonic() - self.idle_timeout
+        with self._lock:
+            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff]
+            stale = [self._sessions.pop(sid) for sid in idle]
+        for session in stale:
+            self._stop(session)
+
+    def session_count(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    # -- the event loop ----------------------------------------------------------
+
+    def _loop(self) -> anyio.from_thread.BlockingPortal:
+        with self._lock:
+            if self._closed:
+                raise MemoryStoreError("unavailable", "the server is stopping")
+            if self._portal is None:
+                self._portal_cm = anyio.from_thread.start_blocking_portal()
+                self._portal = self._portal_cm.__enter__()
+            return self._portal
+
+    def _run(self, serve: Callable[..., Any], manager: StreamableHTTPSessionManager) -> anyio.Event:
+        _, stop = self._loop().start_task(serve, manager)
+        assert isinstance(stop, anyio.Event)
+        return stop
+
+    @staticmethod
+    async def _serve_manager(
+        manager: StreamableHTTPSessionManager, *, task_status: TaskStatus[anyio.Event] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        stop = anyio.Event()
+        async with manager.run():
+            task_status.started(stop)
+            await stop.wait()
+
+    def _stop(self, session: _Session) -> None:
+        portal = self._portal
+        if portal is not None:
+            try:
+                portal.call(session.stop.set)
+            except RuntimeError:  # the loop is already gone
+                pass
+
+    def _handle(
+        self, session: _Session, scope: dict[str, Any], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        try:
+            answer: tuple[int, list[tuple[str, str]], bytes] = self._loop().call(
+                self._asgi, session.manager, scope, body, self.call_timeout
+            )
+            return answer
+        except TimeoutError:
+            return 504, [("Content-Type", "application/json")], _error("the MCP request took too long")
+
+    @staticmethod
+    async def _asgi(
+        manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes, timeout: float
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Run one request through the SDK and collect its whole answer (JSON mode: one body)."""
+        status = 500
+        headers: list[tuple[str, str]] = []
+        chunks: list[bytes] = []
+        done = anyio.Event()
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await done.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Mapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+                if not message.get("more_body", False):
+                    done.set()
+
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tasks:
+
+                async def run() -> None:
+                    await manager.handle_request(scope, receive, send)
+                    done.set()
+
+                tasks.start_soon(run)
+                await done.wait()
+                tasks.cancel_scope.cancel()
+        kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        return status, kept, b"".join(chunks)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """End every session and the loop."""
+        with self._lock:
+            self._closed = True
+            sessions = [*self._sessions.values(), *self._shared.values()]
+            self._sessions.clear()
+            self._shared.clear()
+            portal_cm, self._portal_cm = self._portal_cm, None
+        for session in sessions:
+            self._stop(session)
+        if portal_cm is not None:
+            portal_cm.__exit__(None, None, None)
+        self._portal = None
+
+
+class WithMcp:
+    """``/mcp`` to the MCP app, every other path to the git app; what waitress serves."""
+
+    def __init__(self, git: Any, mcp: McpHttpApp) -> None:
+        self.git = git
+        self.mcp = mcp
+        self.max_push_bytes = getattr(git, "max_push_bytes", None)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "") in (MCP_PATH, MCP_PATH + "/"):
+            return self.mcp(environ, start_response)
+        result: Iterable[bytes] = self.git(environ, start_response)
+        return result
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.mcp.close(timeout)
+        closer = getattr(self.git, "close", None)
+        if callable(closer):
+            closer(timeout)
+
+
+# -- helpers ------------------------------------------------------------------------
+
+_REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
+            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+            413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
+            503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
+
+
+def _bearer(environ: Mapping[str, Any]) -> str | None:
+    scheme, _, value = str(environ.get("HTTP_AUTHORIZATION", "")).strip().partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _read_body(environ: Mapping[str, Any], cap: int) -> bytes | None:
+    stream = environ["wsgi.input"]
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(min(64 * 1024, cap + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            return None
+
+
+def _scope(environ: Mapping[str, Any]) -> dict[str, Any]:
+    headers: list[tuple[bytes, bytes]] = []
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").lower()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        headers.append((name.encode("latin-1"), str(value).encode("latin-1")))
+    port = int(environ.get("SERVER_PORT") or 0)
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": environ.get("REQUEST_METHOD", "POST"),
+        "scheme": environ.get("wsgi.url_scheme", "http"),
+        "path": MCP_PATH,
+        "raw_path": MCP_PATH.encode(),
+        "query_string": str(environ.get("QUERY_STRING", "")).encode("latin-1"),
+        "root_path": "",
+        "headers": headers,
+        "client": (environ.get("REMOTE_ADDR", ""), int(environ.get("REMOTE_PORT") or 0)),
+        "server": (environ.get("SERVER_NAME", ""), port),
+    }
+
+
+def _error(message: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+
+
+def _reply(
+    start_response: StartResponse, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()
+) -> list[bytes]:
+    start_response(
+        f"{status} {_REASONS.get(status, 'Status')}",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers],
+    )
+    return [body]

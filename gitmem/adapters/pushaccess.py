@@ -1,0 +1,84 @@
+"""What a token may push: its access level, the review gate, and the principal its commits show.
+
+:func:`push_policy` builds the check :class:`~gitmem.adapters.receive_pack.GuardedReceivePack`
+runs on every ref update beside :mod:`gitmem.git.pushcheck`'s content rules; its
+refusals reach the client the same way (``remote:`` lines with the rule, the ref
+``[remote rejected]``), and a refused update leaves nothing in the mount.
+
+- ``read``: no update lands (rule ``access``);
+- ``propose``: only ``refs/heads/proposals/<principal>-…`` branches (rule ``access``),
+  so a proposal is reviewed with ``gitmem review`` like an agent run's;
+- ``write``: anything pushcheck allows, but not ``main`` (nor ``refs/for/main``,
+  which merges into it) of a memory whose review gate is on (rule ``review_gate``):
+  there ``main`` moves only by approval;
+- ``admin``: anything pushcheck allows.
+
+And every new commit must show the token's principal (rule ``principal``, see
+:mod:`gitmem.git.claims`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gitmem.adapters.tokens import Grant
+from gitmem.git.claims import foreign_claims
+from gitmem.git.pushcheck import RefUpdate, Refusal
+from gitmem.git.queue import QUEUE_MAIN
+from gitmem.git.refs import MAIN
+from gitmem.git.repo import GitRepo
+from gitmem.git.review import PROPOSALS, gate_enabled
+
+PushPolicy = Callable[[Sequence[RefUpdate], Sequence[str]], dict[str, list[Refusal]]]
+"""Refusals per ref for updates whose objects are in the mount plus the given object folders."""
+
+
+def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
+    def check(updates: Sequence[RefUpdate], object_dirs: Sequence[str]) -> dict[str, list[Refusal]]:
+        gated: bool | None = None
+        out: dict[str, list[Refusal]] = {}
+        for update in updates:
+            refusals: list[Refusal] = []
+            ref = update.ref
+            lands_on_main = ref in (MAIN, QUEUE_MAIN)
+            if grant.access == "read":
+                refusals.append(Refusal(ref, "access", f"this token may only read memory {memory!r}"))
+            elif grant.access == "propose" and not ref.startswith(PROPOSALS + grant.proposal_prefix):
+                branch = f"proposals/{grant.proposal_prefix}<topic>"
+                refusals.append(
+                    Refusal(
+                        ref,
+                        "access",
+                        f"a propose token pushes to {branch} (git push origin HEAD:{branch}); "
+                        "main moves when a reviewer approves it",
+                    )
+                )
+            elif grant.access == "write" and lands_on_main:
+                if gated is None:
+                    gated = gate_enabled(GitRepo(path))
+                if gated:
+                    branch = f"proposals/{grant.proposal_prefix}<topic>"
+                    refusals.append(
+                        Refusal(
+                            ref,
+                            "review_gate",
+                            f"memory {memory!r} is review-gated: only an admin token moves main; "
+                            f"push to {branch} and have it approved",
+                        )
+                    )
+            if not refusals and grant.principal is not None and not update.deleting:
+                for claim in foreign_claims(path, object_dirs, update.new, grant.principal)[:5]:
+                    refusals.append(
+                        Refusal(
+                            ref,
+                            "principal",
+                            f"commit {claim.commit[:12]} shows {claim.shown!r} as who made it, but this token "
+                            f"is {grant.principal!r}: make it with author name {grant.principal!r} "
+                            f"(git -c user.name={grant.principal} commit) and no other Gitmem-Principal",
+                            commit=claim.commit,
+                        )
+                    )
+            out[ref] = refusals
+        return out
+
+    return check

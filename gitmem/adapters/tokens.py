@@ -1,0 +1,204 @@
+"""Who a ``gitmem serve`` token speaks for, which memories it reaches and what it may do there.
+
+A team's server is reached from several machines, so a token is more than a
+password: it names a **principal** (recorded on every commit made through it,
+whatever the client claims), the **memories** it reaches (names or ``fnmatch``
+globs such as ``team-*``) and its **access**:
+
+- ``read``: clone, fetch, and the read-only MCP tools;
+- ``propose``: reads, plus pushes to ``proposals/<principal>-…`` branches and MCP
+  writes that land on the principal's proposal branch, never on ``main``;
+- ``write``: reads and writes to ``main`` (and proposals), except on a memory whose
+  review gate is on, where ``main`` moves only by approval;
+- ``admin``: everything, the review gate included.
+
+A memory a token does not reach does not exist for it: the server answers exactly
+as for a name nobody uses.
+
+The token file is TOML (``[[token]]`` tables) or JSON (``{"tokens": [...]}``),
+and holds each token only as its SHA-256 (``gitmem token`` mints one and prints
+the clear text once)::
+
+    [[token]]
+    principal = "alice"
+    sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    memories = ["notes", "team-*"]
+    access = "write"
+
+Tokens are random strings of 32+ characters, so one SHA-256 round is enough (no
+password stretching is needed to resist guessing). A file that is neither TOML
+nor JSON is the older plain list: one token per line, ``#`` comments, each with
+full access (``admin``) to every memory and no principal, as before; so is each
+token of ``$GITMEM_TOKENS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Final, Literal, cast
+
+from gitmem.errors import MemoryStoreError
+
+Access = Literal["read", "propose", "write", "admin"]
+ACCESS_LEVELS: Final[tuple[Access, ...]] = ("read", "propose", "write", "admin")
+_PRINCIPAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]{0,63}$")
+_GLOB = re.compile(r"^[A-Za-z0-9._*?\[\]!-]{1,128}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one token may do: its principal (``None`` for a plain-list token), memories and access."""
+
+    principal: str | None
+    memories: tuple[str, ...]
+    access: Access
+
+    def reaches(self, memory: str) -> bool:
+        return any(fnmatchcase(memory, pattern) for pattern in self.memories)
+
+    def allows(self, access: Access) -> bool:
+        return ACCESS_LEVELS.index(self.access) >= ACCESS_LEVELS.index(access)
+
+    @property
+    def proposal_prefix(self) -> str:
+        """The proposal branches (under ``refs/heads/proposals/``) a ``propose`` token may push."""
+        return f"{self.principal}-" if self.principal else ""
+
+
+FULL_ACCESS: Final = Grant(None, ("*",), "admin")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh random token (``gm_`` and 43 URL-safe characters: 256 bits)."""
+    return "gm_" + secrets.token_urlsafe(32)
+
+
+class Tokens:
+    """The server's tokens, by hash; :meth:`grant` answers what a presented token may do."""
+
+    def __init__(self, grants: Mapping[str, Grant] | None = None) -> None:
+        self._by_hash = dict(grants or {})
+
+    @classmethod
+    def plain(cls, tokens: Iterable[str]) -> Tokens:
+        return cls({hash_token(t): FULL_ACCESS for t in tokens if t})
+
+    def grant(self, token: str | None) -> Grant | None:
+        if not token:
+            return None
+        # A dict lookup by hash: timing can at most tell the hash of a guess, never the token.
+        return self._by_hash.get(hash_token(token))
+
+    def merged(self, other: Tokens) -> Tokens:
+        return Tokens({**self._by_hash, **other._by_hash})
+
+    def principals(self) -> list[str]:
+        return sorted({g.principal for g in self._by_hash.values() if g.principal})
+
+    def __len__(self) -> int:
+        return len(self._by_hash)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_hash)
+
+
+def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Tokens:
+    """The tokens of ``token_file`` (TOML, JSON or a plain list) and of ``$GITMEM_TOKENS`` (plain, comma- or space-separated)."""
+    env = os.environ if env is None else env
+    tokens = Tokens()
+    if token_file is not None:
+        try:
+            text = Path(token_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot read the token file {token_file}: {exc}") from exc
+        tokens = parse_token_file(text, str(token_file))
+    extra = [t for t in re.split(r"[\s,]+", env.get("GITMEM_TOKENS", "")) if t]
+    return tokens.merged(Tokens.plain(extra))
+
+
+def parse_token_file(text: str, where: str = "the token file") -> Tokens:
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            data: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _bad(where, f"not valid JSON: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+            raise _bad(where, 'a JSON token file is {"tokens": [{...}, ...]}')
+        return _grants(data["tokens"], where)
+    if re.search(r"^\s*\[\[\s*token\s*\]\]", text, re.MULTILINE):
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise _bad(where, f"not valid TOML: {exc}") from exc
+        unknown = sorted(set(data) - {"token"})
+        if unknown or not isinstance(data.get("token"), list):
+            raise _bad(where, f"a TOML token file holds only [[token]] tables (found {unknown or 'no list'})")
+        return _grants(data["token"], where)
+    lines = (line.strip() for line in text.splitlines())
+    return Tokens.plain(line for line in lines if line and not line.startswith("#"))
+
+
+def _grants(entries: list[Any], where: str) -> Tokens:
+    out: dict[str, Grant] = {}
+    for number, entry in enumerate(entries, 1):
+        here = f"token {number}"
+        if not isinstance(entry, dict):
+            raise _bad(where, f"{here} is not a table")
+        if "token" in entry:
+            raise _bad(where, f"{here}: store the token's sha256 (`gitmem token` writes it), never the token")
+        unknown = sorted(set(entry) - {"principal", "sha256", "memories", "access", "note"})
+        if unknown:
+            raise _bad(where, f"{here} has unknown keys {unknown} (principal, sha256, memories, access, note)")
+        principal, digest, memories = entry.get("principal"), entry.get("sha256"), entry.get("memories")
+        access = entry.get("access", "read")
+        if not isinstance(principal, str) or not _PRINCIPAL.fullmatch(principal):
+            raise _bad(where, f"{here}: principal must be letters, digits and ._@+=- (got {principal!r})")
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest.lower()):
+            raise _bad(where, f"{here} ({principal}): sha256 must be 64 hex digits (`gitmem token` writes it)")
+        if isinstance(memories, str):
+            memories = [memories]
+        if (
+            not isinstance(memories, list)
+            or not memories
+            or not all(isinstance(m, str) and _GLOB.fullmatch(m) for m in memories)
+        ):
+            raise _bad(where, f"{here} ({principal}): memories must be a list of names or globs such as 'team-*'")
+        if access not in ACCESS_LEVELS:
+            raise _bad(where, f"{here} ({principal}): access must be one of {', '.join(ACCESS_LEVELS)}")
+        if digest.lower() in out:
+            raise _bad(where, f"{here} ({principal}): the same token is listed twice")
+        out[digest.lower()] = Grant(principal, tuple(memories), cast(Access, access))
+    return Tokens(out)
+
+
+def token_entry(token: str, principal: str, memories: Iterable[str], access: Access) -> str:
+    """The TOML ``[[token]]`` table for ``token`` (its hash only), validated as the server will read it."""
+    names = list(memories)
+    text = (
+        "[[token]]\n"
+        f"principal = {json.dumps(principal)}\n"
+        f'sha256 = "{hash_token(token)}"\n'
+        f"memories = [{', '.join(json.dumps(m) for m in names)}]\n"
+        f'access = "{access}"\n'
+    )
+    parse_token_file(text, "the new entry")
+    return text
+
+
+def _bad(where: str, detail: str) -> MemoryStoreError:
+    return MemoryStoreError("invalid_file", f"{where}: {detail}")

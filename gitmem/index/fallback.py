@@ -1,0 +1,129 @@
+"""grep candidates and ranked search while a mount has no usable index.
+
+The index is rebuilt off the request path (:mod:`gitmem.index.background`); until
+it is there (a fresh clone, a new machine, after purge or forget, an index of an
+older format, or one too far behind), a search still has to answer exactly.
+grep's lines are always decided by :func:`gitmem.grep.scan`, so all a fallback
+has to do is pick a *superset* of the files that can match:
+
+- where git is installed, ``git grep`` picks them (:mod:`gitmem.git.gitgrep`),
+  from the same formula of literals the index narrows with
+  (:mod:`gitmem.index.needles`): each ``Lit`` becomes a fixed string matched
+  ignoring ASCII case, ``All`` an ``--and``, ``AnyOf`` an ``--or``;
+- otherwise each file under the prefix is read once and kept when its folded
+  text satisfies the formula (a file-level test, so again a superset).
+
+A literal is "the casefolded line contains it", and ``git grep -i`` folds ASCII
+only. An ASCII literal can therefore also be produced by one of the few
+characters outside ASCII whose casefold or lowercase holds ASCII letters
+(``ß`` → ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ...): a second
+``git grep``, run beside the first and case-sensitive, lists the files holding
+any of them, and every such file stays a candidate. A literal that is not plain
+ASCII is never given to git.
+
+``find`` ranks the files holding a query word (in their text or their path) with
+the index's own BM25F over an in-memory index of just those files. The set of
+files is the one the index would rank; the scores differ a little, because the
+corpus statistics are those of the matching files only, until the index is back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gitmem.fileformat import decode_stored
+from gitmem.git import gitgrep
+from gitmem.index.grams import fold
+from gitmem.index.needles import All, AnyOf, Lit, Need
+from gitmem.index.source import GitSource, git_order
+
+FOLDS_TO_ASCII = (
+    "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a"
+    "\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
+)
+"""Every character outside ASCII whose ``casefold()`` or ``lower()`` holds an ASCII one (a test checks the table)."""
+
+_FEW = 256  # up to this many candidates are looked up one by one; more: one walk of the tree
+
+
+def holds(need: Need, folded: str) -> bool:
+    """Whether ``folded`` text satisfies ``need`` (as one line, or as a whole file: a superset)."""
+    if isinstance(need, Lit):
+        return need.text in folded
+    if isinstance(need, All):
+        return all(holds(part, folded) for part in need.parts)
+    return any(holds(part, folded) for part in need.parts)
+
+
+def git_expression(need: Need) -> list[str] | None:
+    """``git grep``'s expression for ``need``; ``None`` when a literal is not plain ASCII."""
+    if isinstance(need, Lit):
+        if not need.text.isascii() or "\n" in need.text or "\0" in need.text:
+            return None
+        return ["(", "-e", need.text, ")"]
+    joiner = "--and" if isinstance(need, All) else "--or"
+    out = ["("]
+    for i, part in enumerate(need.parts):
+        inner = git_expression(part)
+        if inner is None:
+            return None
+        out += ([joiner] if i else []) + inner
+    return [*out, ")"]
+
+
+def grep_candidates(repo: GitSource, need: Need, prefix: str, head: str) -> list[tuple[str, str]]:
+    """Files under ``prefix`` at ``head`` that may hold a line satisfying ``need``, as ``(path, blob id)`` in git order."""
+    found = _ask_git(repo, head, need, prefix)
+    if found is None:
+        return _read_and_keep(repo, head, prefix, lambda path, text: holds(need, fold(text)))
+    return _regular(repo, head, prefix, found)
+
+
+def find_candidates(repo: GitSource, terms: list[str], prefix: str, head: str) -> list[tuple[str, str, str]]:
+    """Files under ``prefix`` whose text or path holds one of ``terms``, as ``(path, blob id, text)``."""
+    lowered = [t.lower() for t in terms]
+
+    def named(path: str) -> bool:
+        return any(t in path.lower() for t in lowered)
+
+    need = AnyOf(tuple(Lit(t) for t in lowered)) if len(lowered) > 1 else Lit(lowered[0])
+    found = _ask_git(repo, head, need, prefix)
+    if found is None:
+
+        def keep(path: str, text: str) -> bool:
+            return named(path) or any(t in text.lower() for t in lowered)
+
+        picked = _read_and_keep(repo, head, prefix, keep)
+    else:
+        picked = [(p, oid) for p, oid in repo.files_at(head, prefix) if p in found or named(p)]
+    return [(p, oid, decode_stored(repo.blob(oid))) for p, oid in picked]
+
+
+def _ask_git(repo: GitSource, head: str, need: Need, prefix: str) -> set[str] | None:
+    """The files ``git grep`` says may satisfy ``need``, plus those holding a character that folds to ASCII."""
+    expression = git_expression(need)
+    if expression is None:
+        return None
+    folding = [arg for char in FOLDS_TO_ASCII for arg in ("-e", char)]
+    answers = gitgrep.files_matching(repo.path, head, [(expression, True), (folding, False)], prefix)
+    return None if answers is None else answers[0] | answers[1]
+
+
+def _regular(repo: GitSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
+    """The regular files among ``paths`` at ``head``, with their blob ids, in git order."""
+    if len(paths) > _FEW:
+        return [(p, oid) for p, oid in repo.files_at(head, prefix) if p in paths]
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        if path.startswith(prefix):
+            found = repo.read_at(head, path)
+            if found is not None:
+                out.append((path, found[0]))
+    out.sort(key=lambda hit: git_order(hit[0]))
+    return out
+
+
+def _read_and_keep(
+    repo: GitSource, head: str, prefix: str, keep: Callable[[str, str], bool]
+) -> list[tuple[str, str]]:
+    return [(p, oid) for p, oid in repo.files_at(head, prefix) if keep(p, decode_stored(repo.blob(oid)))]

@@ -1,0 +1,37 @@
+"""What the index reads from git, git's path order and the index's own failures: nothing here loads whoosh.
+
+A search without an index folder (a fresh clone) never imports whoosh at all, so
+the names it must know before deciding that live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class GitSource(Protocol):
+    """What the index reads from git (satisfied by :class:`gitmem.git.repo.GitRepo`)."""
+
+    path: str
+
+    def head(self) -> str: ...
+    def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]: ...
+    def blob(self, oid: str) -> bytes: ...
+    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None: ...
+    def is_commit(self, rev: str) -> bool: ...
+    def descendant_of(self, commit: str, ancestor: str) -> bool: ...
+    def changed_paths(self, old: str, new: str) -> tuple[str, ...]: ...
+
+
+def git_order(path: str) -> bytes:
+    """Sort key giving git's tree-walk order (paths from pygit2 use surrogateescape)."""
+    return path.encode("utf-8", "surrogateescape")
+
+
+class Broken(Exception):
+    """The index files cannot be read; the fix is a rebuild."""
+
+
+class Busy(Exception):
+    """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""

@@ -1,0 +1,91 @@
+"""Durable memory as registry tools: ``durable_recall``, ``durable_propose`` and ``durable_log``.
+
+The rules live in :mod:`gitmem.durable.tools`; this module gives them the one
+tool shape (:mod:`gitmem.tools.registry`), so the registry checks every call
+against its model (:mod:`gitmem.tools.kind_schemas`) before the binding runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from gitmem.durable import tools as rules
+from gitmem.durable.binding import DurableBinding
+from gitmem.errors import ErrorCode
+from gitmem.model import Origin
+from gitmem.tools.kind_schemas import DurableRecallArgs, NodeLogArgs, ProposeArgs
+from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
+from gitmem.tools.schemas import schema_of, validate
+
+PERMISSION_PREFIX: Final = "memory.durable."
+
+DESCRIPTIONS: Final[dict[str, str]] = {
+    "recall": (
+        "Recall the durable facts, preferences and procedures that were reviewed and activated for this "
+        "workspace and match a query. Candidates and retired memories never appear."
+    ),
+    "propose": (
+        "Propose up to 8 durable memories (facts, preferences, decisions, workflows, failure lessons) that would "
+        "change a future answer or action. They are stored as candidates for a person to review; nothing you "
+        "propose is used until it is activated."
+    ),
+    "log": (
+        "The revisions of one durable memory, newest first: status, content, evidence, and who made each "
+        "change (who activated it, too)."
+    ),
+}
+MODELS: Final[dict[str, type[Any]]] = {"recall": DurableRecallArgs, "propose": ProposeArgs, "log": NodeLogArgs}
+CODES: Final[dict[str, ErrorCode]] = {
+    "recall": "invalid_query",
+    "propose": "invalid_change_set",
+    "log": "invalid_query",
+}
+
+
+class DurableTools:
+    """The durable tools over one bound namespace."""
+
+    instructions: str = ""  # the descriptions say what a model may do; nothing is mounted
+
+    def __init__(self, binding: DurableBinding, *, tools: Iterable[str] | None = None) -> None:
+        self.binding = binding
+        self.tools = chosen(tools, DESCRIPTIONS, "durable_", PERMISSION_PREFIX)
+        self.registry = ToolRegistry(self.offered())
+
+    def offered(self) -> list[Tool]:
+        return [self._tool(tool) for tool in DESCRIPTIONS if tool in self.tools]
+
+    def _tool(self, tool: str) -> Tool:
+        model, label, code = MODELS[tool], f"durable_{tool}", CODES[tool]
+
+        def parse(arguments: object) -> Any:
+            return validate(model, arguments, label=label, codes={}, default=code)
+
+        return Tool(
+            kind="durable",
+            tool=tool,
+            name=label,
+            permission=PERMISSION_PREFIX + tool,
+            description=DESCRIPTIONS[tool],
+            input_schema=schema_of(model),
+            effect="write" if tool == "propose" else "read",
+            parse=parse,
+            handler=getattr(self, f"_{tool}"),
+        )
+
+    def handles(self, name: str) -> bool:
+        return self.registry.handles(name)
+
+    def call(self, name: str, arguments: object, *, origin: Origin | None = None) -> Payload:
+        """Run tool ``name``; a refusal is ``{"error", "message", "current": null}``."""
+        return self.registry.call(name, arguments, origin=origin, tool_call_id=(origin or Origin()).tool_call_id)
+
+    def _recall(self, args: DurableRecallArgs, origin: Origin) -> Payload:
+        return rules.recall(self.binding, args.query, args.limit)
+
+    def _propose(self, args: ProposeArgs, origin: Origin) -> Payload:
+        return rules.propose(self.binding, [item.model_dump() for item in args.items], origin)
+
+    def _log(self, args: NodeLogArgs, origin: Origin) -> Payload:
+        return rules.node_log(self.binding, args.id, args.limit)

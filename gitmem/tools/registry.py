@@ -1,0 +1,200 @@
+"""One tool shape for every memory kind, and the one place a tool call is checked and run.
+
+File, record, session and durable memory each offer their tools as :class:`Tool`
+values: the name a model calls, the permission id a host's rules name
+(``memory.file.history``), the description, the JSON Schema made from the
+tool's pydantic model, the access it needs and the handler. A
+:class:`ToolRegistry` holds the tools of any mix of kinds in the order a model
+sees them; the capabilities, the MCP server and the ``gitmem tools`` listing all
+iterate that one list.
+
+:meth:`ToolRegistry.run` is the only path from a call to a handler: the tool is
+looked up (by name or permission id), the memory it names is checked, and the
+arguments are validated against the tool's model *before* the handler runs, so
+a call the schema refuses (60,000 tags where the schema says at most 64) never
+reaches the core. :meth:`ToolRegistry.call` answers every failure in the one
+JSON shape ``{"error", "message", "current"}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+
+from gitmem.errors import MemoryStoreError
+from gitmem.model import Origin
+
+log = logging.getLogger("gitmem.tools")
+
+Kind = Literal["file", "record", "session", "durable"]
+Effect = Literal["read", "write"]
+#: Every kind, in the order a model is shown their tools.
+KINDS: Final[tuple[Kind, ...]] = ("file", "record", "session", "durable")
+
+Payload = dict[str, Any]
+Handler = Callable[[Any, Origin], Payload]
+
+
+def plain_failure(exc: MemoryStoreError) -> Payload:
+    """The failure shape for kinds whose errors carry no file: ``current`` is null."""
+    return {"error": exc.code, "message": exc.message, "current": None}
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool as a model sees it, plus what the registry needs to check and run it.
+
+    ``parse`` turns the call's raw arguments into the validated value the
+    ``handler`` takes (or raises the store error naming the bad field);
+    ``check_memory``, when set, reports a wrong ``memory`` before any other
+    problem. ``memories`` are the mounts the tool may be used on (empty for kinds
+    with no mounts). ``fail`` renders a store error in the JSON failure shape.
+    """
+
+    kind: Kind
+    tool: str
+    name: str
+    permission: str
+    description: str
+    input_schema: dict[str, Any]
+    effect: Effect
+    parse: Callable[[object], Any] = field(repr=False)
+    handler: Handler = field(repr=False)
+    memories: tuple[str, ...] = ()
+    check_memory: Callable[[str], object] | None = field(default=None, repr=False)
+    fail: Callable[[MemoryStoreError], Payload] = field(default=plain_failure, repr=False)
+
+    @property
+    def tool_id(self) -> str:
+        """The permission id under its older name."""
+        return self.permission
+
+    def as_json(self) -> dict[str, Any]:
+        """``name``, ``description`` and ``input_schema``: the common shape of tool APIs (Anthropic's too)."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+    def size(self) -> int:
+        """Characters of this tool's definition as a client receives it (compact JSON)."""
+        import json
+
+        return len(json.dumps(self.as_json(), ensure_ascii=False, separators=(",", ":")))
+
+
+class ToolProvider(Protocol):
+    """What each memory kind hands the registry: its tools and the instructions for them."""
+
+    def offered(self) -> list[Tool]: ...
+
+    @property
+    def instructions(self) -> str: ...
+
+
+def short_name(name: str, prefixes: Iterable[str], known: Iterable[str]) -> str | None:
+    """``history`` for ``memory_file_history``, ``memory.file.history`` or ``history``; ``None`` otherwise."""
+    for prefix in prefixes:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name if name in set(known) else None
+
+
+def chosen(names: Iterable[str] | None, known: Iterable[str], prefix: str, permission_prefix: str) -> frozenset[str]:
+    """The short names out of ``known`` that ``names`` picks (any form of a name; ``None``: all of them).
+
+    Names of other kinds' tools are ignored, so one list narrows every kind at once.
+    """
+    everything = frozenset(known)
+    if names is None:
+        return everything
+    if isinstance(names, str):
+        raise TypeError("tools is a collection of tool names, not one string")
+    return frozenset(s for n in names if (s := short_name(n, (prefix, permission_prefix), everything)) is not None)
+
+
+class ToolRegistry:
+    """The tools of one agent surface, each name and permission id once, in order."""
+
+    def __init__(self, tools: Iterable[Tool], *, instructions: str = "") -> None:
+        self.tools: tuple[Tool, ...] = tuple(tools)
+        self.instructions = instructions
+        self._by: dict[str, Tool] = {}
+        for tool in self.tools:
+            for key in (tool.name, tool.permission):
+                if key in self._by:
+                    raise ValueError(f"two tools are named {key!r}")
+                self._by[key] = tool
+
+    @classmethod
+    def of(cls, *providers: ToolProvider | None) -> ToolRegistry:
+        """The tools and instructions of every given kind (``None`` entries are skipped), in order."""
+        present = [p for p in providers if p is not None]
+        tools = [t for p in present for t in p.offered()]
+        text = "\n\n".join(p.instructions for p in present if p.instructions)
+        return cls(tools, instructions=text)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({[t.name for t in self.tools]})"
+
+    def get(self, name: object) -> Tool | None:
+        """The tool called ``name`` (its name or permission id)."""
+        return self._by.get(name) if isinstance(name, str) else None
+
+    def handles(self, name: object) -> bool:
+        return self.get(name) is not None
+
+    def size(self) -> int:
+        """Characters of every definition together: what listing the tools costs a model's context."""
+        return sum(t.size() for t in self.tools)
+
+    def run(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | object,
+        *,
+        tool_call_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> Payload:
+        """Check and run one call; a failure raises :class:`MemoryStoreError`.
+
+        The order is fixed: the tool, then the memory it names, then every
+        argument against the tool's schema, then the handler.
+        """
+        tool = self.get(name)
+        if tool is None:
+            offered = ", ".join(t.name for t in self.tools) or "none"
+            raise MemoryStoreError("forbidden", f"no memory tool {name!r} is offered here; the tools are {offered}")
+        if tool.check_memory is not None and isinstance(arguments, Mapping):
+            memory = arguments.get("memory")
+            if isinstance(memory, str):
+                tool.check_memory(memory)  # a wrong memory is the first thing to report
+        args = tool.parse(arguments)
+        who = (origin or Origin()).with_tool_call(tool_call_id)
+        return tool.handler(args, who)
+
+    def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | object,
+        *,
+        tool_call_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> Payload:
+        """Like :meth:`run`, but always a JSON-ready dict: failures as ``{"error", "message", "current"}``."""
+        tool = self.get(name)
+        fail = tool.fail if tool is not None else plain_failure
+        try:
+            return self.run(name, arguments, tool_call_id=tool_call_id, origin=origin)
+        except MemoryStoreError as exc:
+            return fail(exc)
+        except Exception as exc:
+            # A store outside gitmem may raise anything; the model still gets the JSON shape.
+            log.warning("memory tool %s failed unexpectedly", name, exc_info=exc)
+            return fail(MemoryStoreError("unavailable", f"the memory store failed: {type(exc).__name__}: {exc}"))

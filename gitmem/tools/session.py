@@ -1,0 +1,174 @@
+"""Session memory as registry tools: remember, recall, recent, tags and prune.
+
+Each call is checked against its model (:mod:`gitmem.tools.kind_schemas`) by the
+registry before :class:`SessionTools` hands it to the
+:class:`~gitmem.session.memory.SessionMemory`, so a schema limit (64 tags of at
+most 64 characters) is never left for the core to find. Prune is offered as a
+dry run unless the adapter allows destructive tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gitmem.errors import ErrorCode, MemoryStoreError
+from gitmem.model import Origin
+from gitmem.session.items import MemoryItem
+from gitmem.session.memory import SessionMemory
+from gitmem.tools.kind_schemas import PruneArgs, RecentArgs, RememberArgs, SessionRecallArgs, TagsArgs
+from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
+from gitmem.tools.schemas import schema_of, validate
+
+_log = logging.getLogger(__name__)
+PREFIX: Final = "memory_session_"
+PERMISSION_PREFIX: Final = "memory.session."
+# A bad item (its text, its tags) is the core's invalid_text too; every other argument is invalid_query.
+_CODES: Final[dict[str, ErrorCode]] = {"content": "invalid_text", "tags": "invalid_text"}
+
+DESCRIPTIONS: Final[dict[str, str]] = {
+    "remember": (
+        "Remember a reusable fact, preference, decision or lesson for later sessions. Exact duplicates "
+        "(same text ignoring case and spacing) merge into the existing memory, whose id is returned. "
+        "Never store credentials."
+    ),
+    "recall": (
+        "Recall the memories most similar to a query (superseded ones are left out; conflicting "
+        "memories are listed with each other). Use them as supporting context, not as proof."
+    ),
+    "recent": "The newest memories, newest first.",
+    "tags": "Memories carrying any of the given tags, newest first; with no tags, every tag and its count.",
+    "prune": "List (dry_run, the default) or remove stale, low-importance, unprotected memories in one commit.",
+}
+MODELS: Final[dict[str, type[Any]]] = {
+    "remember": RememberArgs,
+    "recall": SessionRecallArgs,
+    "recent": RecentArgs,
+    "tags": TagsArgs,
+    "prune": PruneArgs,
+}
+READ: Final = frozenset({"recall", "recent", "tags"})
+
+
+def item_payload(item: MemoryItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "content": item.content,
+        "timestamp": datetime.fromtimestamp(item.timestamp, UTC).isoformat(),
+        "importance": item.importance,
+        "tags": list(item.tags),
+        "memory_type": item.memory_type,
+        "access_count": item.access_count,
+        "conflicts_with": list(item.conflicts_with),
+        "superseded": item.superseded,
+    }
+
+
+class SessionTools:
+    """The tools over one :class:`SessionMemory`; ``allow_prune`` lets ``dry_run: false`` through."""
+
+    instructions: str = ""  # the tool descriptions say it all; there are no mounts to describe
+
+    def __init__(self, memory: SessionMemory, *, allow_prune: bool = False, tools: Iterable[str] | None = None) -> None:
+        self.memory = memory
+        self.allow_prune = allow_prune
+        self.tools = chosen(tools, DESCRIPTIONS, PREFIX, PERMISSION_PREFIX)
+        self._handlers: dict[str, Callable[[Any, Origin], Payload]] = {
+            "remember": self._remember,
+            "recall": self._recall,
+            "recent": self._recent,
+            "tags": self._tags,
+            "prune": self._prune,
+        }
+        self.registry = ToolRegistry(self.offered())
+
+    def offered(self) -> list[Tool]:
+        return [self._tool(tool) for tool in DESCRIPTIONS if tool in self.tools]
+
+    def _tool(self, tool: str) -> Tool:
+        model, label = MODELS[tool], PREFIX + tool
+
+        def parse(arguments: object) -> Any:
+            return validate(model, arguments, label=label, codes=_CODES, default="invalid_query")
+
+        handler = self._handlers[tool]
+
+        def guarded(args: Any, origin: Origin) -> Payload:
+            try:
+                return handler(args, origin)
+            except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+                # The core refuses bad input with a code; anything it missed is still the caller's
+                # input, answered as a refusal (and logged with its trace) rather than raised.
+                _log.debug("session tool %s refused input the core did not check", label, exc_info=True)
+                message = f"arguments refused: {type(exc).__name__}: {exc}"[:500]
+                raise MemoryStoreError("invalid_query", message) from None
+            except OSError as exc:
+                _log.debug("session tool %s failed", label, exc_info=True)
+                message = f"the session memory could not be read or written: {exc}"[:500]
+                raise MemoryStoreError("unavailable", message) from None
+
+        return Tool(
+            kind="session",
+            tool=tool,
+            name=label,
+            permission=PERMISSION_PREFIX + tool,
+            description=DESCRIPTIONS[tool],
+            input_schema=schema_of(model),
+            effect="read" if tool in READ else "write",
+            parse=parse,
+            handler=guarded,
+        )
+
+    def handles(self, name: str) -> bool:
+        return self.registry.handles(name)
+
+    def call(self, name: str, arguments: Mapping[str, Any] | object, *, origin: Origin | None = None) -> Payload:
+        """Run tool ``name``; a refusal is ``{"error", "message", "current": null}``."""
+        return self.registry.call(name, arguments, origin=origin, tool_call_id=(origin or Origin()).tool_call_id)
+
+    def _remember(self, args: RememberArgs, origin: Origin) -> Payload:
+        item = self.memory.remember(
+            args.content, importance=args.importance, tags=args.tags, memory_type=args.memory_type, origin=origin
+        )
+        return {"item": item_payload(item), "merged": bool(item.metadata.get("duplicate_count"))}
+
+    def _recall(self, args: SessionRecallArgs, origin: Origin) -> Payload:
+        results = self.memory.recall_similar(args.query, args.k)
+        return {
+            "results": [
+                {
+                    **item_payload(r.item),
+                    "score": round(r.score, 4),
+                    "conflicts": [item_payload(c) for c in r.conflicts],
+                }
+                for r in results
+            ]
+        }
+
+    def _recent(self, args: RecentArgs, origin: Origin) -> Payload:
+        return {"items": [item_payload(i) for i in self.memory.recent(args.n)]}
+
+    def _tags(self, args: TagsArgs, origin: Origin) -> Payload:
+        if not args.tags:
+            return {"tags": self.memory.tag_counts()}
+        return {"items": [item_payload(i) for i in self.memory.recall_by_tags(args.tags, args.n)]}
+
+    def _prune(self, args: PruneArgs, origin: Origin) -> Payload:
+        if not args.dry_run and not self.allow_prune:
+            raise MemoryStoreError("forbidden", "this server offers prune as a dry run only")
+        report = self.memory.prune(
+            max_age_days=args.max_age_days,
+            min_importance=args.min_importance,
+            max_items=args.max_items,
+            dry_run=args.dry_run,
+            origin=origin,
+        )
+        return {
+            "removed": list(report.removed),
+            "reasons": report.reasons,
+            "kept_protected": report.kept_protected,
+            "remaining": report.remaining,
+            "dry_run": report.dry_run,
+        }

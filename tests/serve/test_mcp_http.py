@@ -1,0 +1,254 @@
+"""MCP over streamable HTTP at ``/mcp`` of ``gitmem serve``, with the real ``mcp`` client.
+
+The same server and port serve git; each token sees only its memories, at its
+access, and every write is committed as the token's principal.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+from mcp.types import CallToolResult
+
+from bench.mcp_http_client import HttpMcpClient, payload
+from gitmem import Root
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+from gitmem.adapters.tokens import parse_token_file, token_entry
+from gitmem.git.review import PROPOSALS
+
+from .support import fsck_clean, git, seed
+
+PEOPLE = {
+    "alice": (["notes"], "write"),
+    "nobody": (["absent-*"], "write"),
+    "bob": (["notes"], "read"),
+    "carol": (["notes"], "propose"),
+    "eve": (["other"], "write"),
+}
+
+
+def token_of(who: str) -> str:
+    return f"tok-{who}-http-0123456789abcdef01234"
+
+
+class Served:
+    def __init__(self, root: Root, server: GitHttpServer, app: McpHttpApp) -> None:
+        self.root = root
+        self.server = server
+        self.app = app
+
+    @property
+    def mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}/mcp"
+
+    def client(self, who: str) -> HttpMcpClient:
+        return HttpMcpClient(self.mcp_url, token_of(who))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    root = Root(tmp_path / "root")
+    for name in ("notes", "other"):
+        seed(root.mount(name, create=True))
+    text = "".join(token_entry(token_of(w), w, m, a) for w, (m, a) in PEOPLE.items())  # type: ignore[arg-type]
+    tokens = parse_token_file(text)
+    mcp = McpHttpApp(root, tokens)
+    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), mcp), "127.0.0.1", 0, threads=8).start()
+    try:
+        yield Served(root, server, mcp)
+    finally:
+        server.stop()
+
+
+def post(url: str, body: object, headers: dict[str, str], method: str = "POST") -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Accept", "application/json, text/event-stream")
+    for key, value in headers.items():
+        request.add_header(key, value)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()
+
+
+def test_list_view_create_edit_and_history_as_the_tokens_principal(served: Served, tmp_path: Path) -> None:
+    with served.client("alice") as alice:
+        assert alice.memories() == ["notes"]
+        assert "memory_file_create" in alice.tool_names()
+        listing = payload(alice.call("memory_file_view", memory="notes", path=""))
+        assert "seed.md" in json.dumps(listing)
+        created = alice.call("memory_file_create", memory="notes", path="team/plan.md", content="step one\n")
+        assert not created.is_error, created
+        edited = alice.call(
+            "memory_file_edit", memory="notes", path="team/plan.md", old_string="step one", new_string="step two"
+        )
+        assert not edited.is_error, edited
+        assert payload(alice.call("memory_file_view", memory="notes", path="team/plan.md"))["content"] == "step two\n"
+    store = served.root.mount("notes").sync
+    history = store.log("team/plan.md")
+    assert [e.op for e in history] == ["edit", "create"]
+    assert {e.origin.principal_id for e in history} == {"alice"}
+    assert all(e.origin.run_id and e.origin.run_id.startswith("alice-mcp-") for e in history)
+    author = git("log", "-1", "--format=%an", "main", cwd=served.root.mount_path("notes")).stdout.strip()
+    assert author == "alice"
+    # The same server and port serve git: a clone sees the MCP write.
+    url = f"http://alice:{token_of('alice')}@127.0.0.1:{served.server.port}/notes.git"
+    git("clone", "-q", url, str(tmp_path / "clone"))
+    assert (tmp_path / "clone" / "team" / "plan.md").read_text() == "step two\n"
+    fsck_clean(served.root.mount_path("notes"))
+
+
+def test_a_read_token_gets_no_write_and_is_refused_one(served: Served) -> None:
+    head = served.root.mount("notes").sync.head()
+    with served.client("bob") as bob:
+        names = bob.tool_names()
+        assert "memory_file_view" in names and "memory_file_create" not in names
+        refused = bob.call("memory_file_create", memory="notes", path="bob.md", content="no\n")
+        assert refused.is_error
+        assert payload(bob.call("memory_file_view", memory="notes", path="seed.md"))["content"].endswith("hello\n")
+    assert served.root.mount("notes").sync.head() == head
+
+
+def test_a_propose_tokens_write_lands_on_its_proposal(served: Served) -> None:
+    store = served.root.mount("notes").sync
+    head = store.head()
+    with served.client("carol") as carol:
+        done = carol.call("memory_file_create", memory="notes", path="idea.md", content="carol's idea\n")
+        assert not done.is_error, done
+        # carol reads her own proposal; main does not have it.
+        assert payload(carol.call("memory_file_view", memory="notes", path="idea.md"))["content"] == "carol's idea\n"
+    assert store.head() == head
+    branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=served.root.mount_path("notes")).stdout.split()
+    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol-mcp-")
+    shown = git("show", f"{branches[0]}:idea.md", cwd=served.root.mount_path("notes")).stdout
+    assert shown == "carol's idea\n"
+
+
+def test_two_clients_racing_on_one_file_one_wins_the_other_sees_the_file(served: Served) -> None:
+    store = served.root.mount("notes").sync
+    store.write("shared.md", "owner: nobody\n", expected=None)
+    with served.client("alice") as first, served.client("alice") as second:
+        assert first.session is not None and second.session is not None
+        calls: list[Future[CallToolResult]] = [
+            client.submit(
+                client.session.call_tool(  # type: ignore[union-attr]
+                    "memory_file_edit",
+                    {"memory": "notes", "path": "shared.md", "old_string": "nobody", "new_string": who},
+                )
+            )
+            for client, who in ((first, "first"), (second, "second"))
+        ]
+        results = [c.result(timeout=60) for c in calls]
+    errors = [r for r in results if r.is_error]
+    assert len(errors) == 1, results
+    now = store.read("shared.md").text
+    assert now in ("owner: first\n", "owner: second\n")
+    assert payload(errors[0])["current"]["content"] == now  # the loser is shown the file as it is now
+
+
+def test_tokens_sessions_and_methods_are_checked(served: Served) -> None:
+    url = served.mcp_url
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    assert post(url, hello, {})[0] == 401
+    assert post(url, hello, {"Authorization": "Bearer not-a-token"})[0] == 401
+    with served.client("eve") as eve:
+        assert eve.memories() == ["other"]  # notes does not exist for eve
+        refused = eve.call("memory_file_view", memory="notes", path="")
+        assert refused.is_error and "notes" not in eve.memories()
+    with served.client("alice") as alice:
+        assert alice.session is not None
+        sessions = list(served.app._sessions)
+        assert len(sessions) == 1
+        stolen = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                      {"Authorization": f"Bearer {token_of('bob')}", "Mcp-Session-Id": sessions[0],
+                       "MCP-Protocol-Version": "2025-06-18"})  # fmt: skip
+        assert stolen[0] == 404  # another token's session is not found
+    get = urllib.request.Request(url, headers={"Authorization": f"Bearer {token_of('alice')}"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(get, timeout=30)
+    assert caught.value.code == 405
+    caught.value.close()
+    assert served.app.session_count() == 0  # closing a client ended its session
+
+
+def _prompt(client: HttpMcpClient) -> str:
+    assert client.session is not None
+    result = client.run(client.session.get_prompt("memory_context", {}))
+    return "".join(getattr(m.content, "text", "") for m in result.messages)
+
+
+def test_context_cursors_are_per_client_session(served: Served) -> None:
+    with served.client("alice") as first:
+        full = _prompt(first)
+        assert "seed.md" in full
+        again = _prompt(first)
+        assert "seed.md" not in again, "the same session's second context should carry only changes"
+        with served.client("alice") as second:
+            assert _prompt(second) == full  # a new session starts from the full context
+
+
+def test_a_modern_era_client_is_served_without_a_session(served: Served) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def use() -> tuple[list[str], bool]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token_of('alice')}"})
+        async with http, Client(streamable_http_client(served.mcp_url, http_client=http), mode="auto") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            done = await client.call_tool("memory_file_create", {"memory": "notes", "path": "m.md", "content": "m\n"})
+            return names, done.is_error
+
+    import asyncio
+
+    names, failed = asyncio.run(use())
+    assert "memory_file_create" in names and not failed
+    entry = served.root.mount("notes").sync.log("m.md")[0]
+    assert entry.origin.principal_id == "alice"
+
+
+def test_unreached_memories_look_like_absent_ones(served: Served) -> None:
+    with served.client("eve") as eve:
+        unreached = payload(eve.call("memory_file_view", memory="notes", path=""))
+        absent = payload(eve.call("memory_file_view", memory="nothing", path=""))
+    assert unreached["error"] == absent["error"]
+    assert unreached["message"].replace("notes", "X") == absent["message"].replace("nothing", "X")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    status, _ = post(served.mcp_url, hello, {"Authorization": f"Bearer {token_of('nobody')}"})
+    assert status == 403
+
+
+def test_a_token_holds_a_bounded_number_of_sessions(served: Served) -> None:
+    served.app.max_sessions = 2
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    auth = {"Authorization": f"Bearer {token_of('alice')}"}
+    with served.client("alice"), served.client("alice"):
+        assert post(served.mcp_url, hello, auth)[0] == 429
+        with served.client("bob") as bob:  # another token is not limited by alice's sessions
+            assert bob.memories() == ["notes"]
+    assert post(served.mcp_url, hello, auth)[0] == 200
