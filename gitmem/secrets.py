@@ -41,7 +41,8 @@ class SecretRule:
         return any(needle in text for needle in self.needles)
 
 
-_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x+|\.\.\.|…|changeme)$", re.I)
+# ``[redacted`` is the first word of :data:`REDACTED`: a redacted text breaks no rule.
+_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x+|\.\.\.|…|changeme|\[redacted)$", re.I)
 
 SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
@@ -52,7 +53,11 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     ),
     SecretRule(
         "api_key_sk",
-        re.compile(r"(?<![A-Za-z0-9])sk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
+        # Either a last segment of 20+ characters (sk-proj-…, sk-ant-api03-…) or 20+
+        # characters of hyphenated segments holding a digit (sk-team-prod-1234567890).
+        re.compile(
+            r"(?<![A-Za-z0-9])sk-(?:(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}|(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,})"
+        ),
         "an 'sk-…' API key",
         needles=("sk-",),
     ),
@@ -81,6 +86,49 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         folded=True,
     ),
 )
+
+
+REDACTED = "[redacted sensitive value]"
+_KEY_BLOCK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Where the rules match ``text``: an assignment's value only, a key block up to its END line."""
+    spans = []
+    for rule in SECRET_RULES:
+        for match in rule.pattern.finditer(text):
+            value = match.groupdict().get("value")
+            if value is not None:
+                if not _PLACEHOLDER.match(value):
+                    spans.append(match.span("value"))
+                continue
+            start, end = match.span()
+            if rule.name == "private_key":
+                tail = _KEY_BLOCK_END.search(text, end)
+                end = tail.end() if tail is not None else len(text)  # no END line: the rest is key
+            spans.append((start, end))
+    return sorted(spans)
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every value a rule matches replaced by :data:`REDACTED`.
+
+    Used where a text must be passed on rather than refused: the turn a model reads
+    to extract memories, and the evidence a candidate keeps of it, never hold the
+    credential a user pasted into the prompt.
+    """
+    if find_secret(text) is None:
+        return text
+    out: list[str] = []
+    at = 0
+    for start, end in _spans(text):
+        if end <= at:
+            continue
+        out.append(text[at : max(at, start)])
+        out.append(REDACTED)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def find_secret(text: str) -> SecretRule | None:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gitmem.secrets import _PLACEHOLDER, SECRET_RULES, find_secret
+from gitmem.secrets import _PLACEHOLDER, REDACTED, SECRET_RULES, find_secret, redact_secrets
 
 CAUGHT = [
     ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----"),
@@ -17,6 +17,7 @@ CAUGHT = [
     ("api_key_sk", "OPENAI_KEY sk-abcdefghijklmnopqrstuvwx"),
     ("api_key_sk", "use sk-proj-AbCdEfGhIjKlMnOpQrStUvWx12 for the demo"),
     ("api_key_sk", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"),
+    ("api_key_sk", "Reuse sk-fixture-secret-1234567890 when testing"),  # hyphenated, with a digit
     ("github_token", "ghp_" + "A" * 36),
     ("github_token", "gho_" + "b1" * 18),
     ("github_token", "github_pat_" + "11ABCDEFG0" + "x" * 40),
@@ -52,6 +53,7 @@ NOT_SECRETS = [
     "task-sk-list and risk-management notes",
     "desk-abcdefghijklmnopqrstuvwxyz",  # 'sk-' inside a word
     "sk-short",
+    "the sk-learn-compatible-estimators-api notes",  # hyphenated words, no digit
     "ghp_tooShort",
     "AKIA1234",  # too short for an access key id
     "XAKIAIOSFODNN7EXAMPLE",  # part of a longer token
@@ -120,3 +122,25 @@ def test_case_folding_beyond_ascii_still_runs_the_pattern(text: str) -> None:
     """The long s (U+017F) matches ``s`` and the Kelvin sign ``k`` when ignoring case: lowercasing would miss them."""
     found = find_secret(text)
     assert found is not None and found.name == "password_assignment" == _by_patterns_alone(text)
+
+
+@pytest.mark.parametrize(("rule", "text"), CAUGHT)
+def test_redaction_leaves_no_credential(rule: str, text: str) -> None:
+    redacted = redact_secrets(f"before\n{text}\nafter")
+    assert REDACTED in redacted and find_secret(redacted) is None
+    assert redacted.startswith("before\n")
+    if rule != "private_key" or "-----END" in text:  # a block without its END line: the rest is key
+        assert redacted.endswith("\nafter")
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_redaction_leaves_ordinary_text_alone(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_redaction_keeps_the_name_and_drops_a_whole_key_block() -> None:
+    text = "retain it. api_key=fixture-secret-value-1234 and password = <x>"
+    assert redact_secrets(text) == f"retain it. api_key={REDACTED} and password = <x>"
+    block = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\nb"
+    assert redact_secrets(block) == f"a\n{REDACTED}\nb"
+    assert redact_secrets("x -----BEGIN PRIVATE KEY-----\nMIIE cut off") == f"x {REDACTED}"

@@ -10,8 +10,10 @@ session memory knowing anything about durable memory:
   active nodes: a model's confidence does not authorise activation. Each item
   becomes a node whose id is derived from its namespace and content, so
   proposing the same text again changes nothing; its evidence is the session
-  turn it came from, and its source, scope, reason, tags and the relations the
-  model suggested are kept as labels for the person who reviews it;
+  turn it came from (the uri names the session, percent-encoded; the digest is
+  the redacted turn's ``turn_digest`` when extraction recorded one), and its
+  source, scope, reason, tags and the relations the model suggested are kept
+  as labels for the person who reviews it;
 - ``admit`` re-reads the nodes a turn selected just before the model call,
   drops any that is no longer the current revision of an active node, and
   records an admission for the rest.
@@ -31,6 +33,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from gitmem.durable.changes import ChangeSet, Create, NodeDraft
 from gitmem.durable.ledger import AccessEvent
@@ -158,7 +161,8 @@ class DurableBinding:
         meta = dict(item.metadata)
         session = meta.get("session_id") or (origin.run_id if origin is not None else None) or "unknown"
         turn = meta.get("turn_id") or meta.get("turn")
-        uri = f"gitmem-session:{session}" + (f"/turn/{turn}" if turn is not None else "") + f"#{node_id}"
+        uri = f"gitmem-session:{quote(str(session), safe='')}"
+        uri += (f"/turn/{quote(str(turn), safe='')}" if turn is not None else "") + f"#{node_id}"
         labels = {
             "source": _label(item.source),
             "scope": _label(item.scope),
@@ -174,6 +178,9 @@ class DurableBinding:
         for key in ("workspace", "session_id"):
             if meta.get(key):
                 labels[key] = _label(meta[key])
+        # The turn's digest when extraction recorded one (the redacted turn the model
+        # read), so the evidence pins where the item came from; else its own text.
+        digest = meta.get("turn_digest") or content_digest(item.content)
         return NodeDraft(
             id=node_id,
             kind=item.memory_type,
@@ -181,7 +188,7 @@ class DurableBinding:
             status="candidate",
             confidence=item.confidence,
             importance=item.importance,
-            evidence=(Evidence(uri[:2048], content_digest(item.content), "session_turn"),),
+            evidence=(Evidence(uri[:2048], str(digest), "session_turn"),),
             labels=tuple(sorted((k, v) for k, v in labels.items() if v.strip())),
         )
 

@@ -15,22 +15,28 @@ reason code, so a malformed or over-eager answer can never write junk:
 - ``supersedes`` / ``conflicts_with`` name only ids of the related memories shown;
 - at most ``max_items`` items; an empty list is a valid answer.
 
-Accepted items get metadata recording the workspace, the session id and the
-schema ``a3s.memory.durable.v1``.
+Accepted items get metadata recording the workspace, the session id, the
+schema ``a3s.memory.durable.v1`` and ``turn_digest``: the digest of the turn as
+the model read it (:meth:`ExtractionRequest.evidence_digest`), which a durable
+candidate keeps as its session-turn evidence. A host hands the model a turn
+passed through :meth:`ExtractionRequest.redacted` (the session runner always
+does), so neither the model nor that evidence sees a credential from the prompt.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
-from gitmem.secrets import find_secret
+from gitmem.secrets import find_secret, redact_secrets
 from gitmem.session.binding import ExtractedItem, ExtractedType
 
 SCHEMA: Final = "a3s.memory.durable.v1"
+TURN_EVIDENCE_SCHEMA: Final = "gitmem.session.turn-evidence.v1"
 SOURCES: Final[dict[str, ExtractedType]] = {
     "project_fact": "semantic",
     "preference": "semantic",
@@ -80,6 +86,35 @@ class ExtractionRequest:
     def worth_extracting(self) -> bool:
         """Only turns with a non-empty prompt and response go to the model."""
         return bool(self.prompt.strip() and self.response.strip())
+
+    def redacted(self) -> ExtractionRequest:
+        """This turn with every credential in prompt, response and tool calls replaced (see
+        :func:`gitmem.secrets.redact_secrets`): what a model may read."""
+        return replace(
+            self,
+            prompt=redact_secrets(self.prompt),
+            response=redact_secrets(self.response),
+            tool_context=tuple(redact_secrets(t) for t in self.tool_context),
+        )
+
+    def evidence_payload(self) -> dict[str, str]:
+        """The turn as evidence: schema, session id, prompt, response and the tool-call transcript."""
+        return {
+            "schema": TURN_EVIDENCE_SCHEMA,
+            "session_id": self.session_id,
+            "prompt": self.prompt,
+            "response": self.response,
+            "transcript": "\n".join(self.tool_context),
+        }
+
+    def evidence_digest(self) -> str:
+        """``sha256:`` of :meth:`evidence_payload` as compact JSON with sorted keys (UTF-8).
+
+        A reviewer holding the turn recomputes it to check that a candidate came from
+        exactly that turn; with a redacted request it pins the redacted text.
+        """
+        data = json.dumps(self.evidence_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
 class Extractor(Protocol):
@@ -279,6 +314,7 @@ def validate_extraction(
     workspace: str,
     session_id: str,
     max_items: int = DEFAULT_MAX_ITEMS,
+    turn_digest: str | None = None,
 ) -> ExtractionResult:
     """The items of ``raw`` that follow every rule, and a :class:`Rejection` for each that does not."""
     try:
@@ -286,6 +322,8 @@ def validate_extraction(
     except _Refused as refused:
         return ExtractionResult((), (Rejection(None, refused.reason, refused.detail),))
     meta = {"workspace": workspace, "session_id": session_id, "schema": SCHEMA}
+    if turn_digest is not None:
+        meta["turn_digest"] = turn_digest
     accepted: list[ExtractedItem] = []
     rejected: list[Rejection] = []
     for index, entry in enumerate(entries):
@@ -306,6 +344,7 @@ def validate_for(request: ExtractionRequest, raw: object) -> ExtractionResult:
         workspace=request.workspace,
         session_id=request.session_id,
         max_items=request.max_items,
+        turn_digest=request.evidence_digest(),
     )
 
 

@@ -13,7 +13,8 @@
    are admitted first, under a new model-context id: a node that is no longer
    the current revision of an active node is dropped from the block.
 3. **Extraction** of the finished turn runs on the session's FIFO job queue: in
-   the background after a streaming turn, before returning otherwise. Accepted
+   the background after a streaming turn, before returning otherwise. The
+   extractor reads the turn with its credentials redacted. Accepted
    items are stored in session memory and, when a
    :class:`~gitmem.session.binding.CandidateSink` is bound, proposed as durable
    candidates (never activated).
@@ -258,7 +259,7 @@ class SessionRunner:
                 )[:MAX_RELATED],
                 max_items=self.max_items,
                 max_input_chars=self.max_input_chars,
-            )
+            ).redacted()  # the extraction model never reads a credential pasted into the turn
             result.extraction = self.jobs.submit(lambda: self.extract(request))
             if not stream:
                 result.extraction.result()

@@ -149,3 +149,24 @@ def test_the_lesson_extractor_reads_only_marked_response_lines() -> None:
         ("releases need PROVIDER_BASE_URL set first", "semantic"),
         ("run ./release.sh then tag", "procedural"),
     ]
+
+
+def test_a_redacted_turn_hides_credentials_and_its_digest_pins_the_turn() -> None:
+    from gitmem.session.extraction import validate_for
+
+    raw = ExtractionRequest(
+        prompt="keep this. api_key=abcdef123456",
+        response="done",
+        workspace="/w",
+        session_id="s 1",
+        tool_context=("curl -H 'Authorization' sk-team-prod-1234567890",),
+    )
+    turn = raw.redacted()
+    assert "abcdef123456" not in turn.prompt and "1234567890" not in turn.tool_context[0]
+    assert "[redacted sensitive value]" in render_turn(turn)
+    assert turn.evidence_digest() != raw.evidence_digest()
+    assert turn.evidence_digest() == turn.redacted().evidence_digest()  # redacting twice changes nothing
+    other = ExtractionRequest(prompt=turn.prompt, response="done!", workspace="/w", session_id="s 1")
+    assert other.evidence_digest() != turn.evidence_digest()
+    (item,) = validate_for(turn, {"items": [good()]}).accepted
+    assert item.metadata["turn_digest"] == turn.evidence_digest()
