@@ -159,8 +159,9 @@ class Catalogue:
                 item = item_from_row(fields)
                 by_path[path] = Entry(path, version, item)
                 by_id[item.id] = path
-                for dup in item.ids_in("duplicate_ids"):
-                    by_id.setdefault(dup, path)
+                if item.metadata:  # where a merge lists the ids it absorbed
+                    for dup in item.ids_in("duplicate_ids"):
+                        by_id.setdefault(dup, path)
                 if item.recallable:
                     docs.append(RecallDoc(item.id, item.content, item.timestamp))
             self._index.upsert_many(docs)

@@ -105,6 +105,8 @@ class MemoryItem:
     @property
     def recallable(self) -> bool:
         """Whether recall may show it: superseded and tombstoned items stay in git but not in answers."""
+        if not self.metadata:  # most items: only the tags can say so (a resume asks this of every item)
+            return "superseded" not in self.tags and "tombstoned" not in self.tags
         return not (self.superseded or self.tombstoned)
 
     def with_access(self, count: int, last: float | None) -> MemoryItem:

@@ -132,3 +132,14 @@ def test_new_ids_are_random_version_4_uuids() -> None:
 def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
     assert iso(t) == datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert iso(t + 1) == datetime.fromtimestamp(t + 1, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # the next second
+
+
+@given(
+    tags=st.lists(st.sampled_from(["superseded", "tombstoned", "keep", "x"]), max_size=3, unique=True),
+    metadata=st.sampled_from(
+        [{}, {"superseded_by": "mem-2"}, {"superseded_by": []}, {"tombstoned": True}, {"status": "tombstoned"}, {"a": 1}]
+    ),
+)
+def test_recallable_without_metadata_answers_what_the_full_rule_answers(tags: list[str], metadata: dict[str, Any]) -> None:
+    item = MemoryItem("mem-1", "text", 0.0, tags=tuple(tags), metadata=metadata)
+    assert item.recallable == (not (item.superseded or item.tombstoned))
