@@ -24,11 +24,13 @@ so the child keeps holding the lock until it exits (see ``_prune_now`` in
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:  # subprocess (and signal) load on the first git call: a read that runs none pays nothing
+    import subprocess
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one git command may run before it is stopped (a liveness bound, not a target)."""
@@ -57,6 +59,8 @@ def git_env() -> dict[str, str]:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -81,6 +85,8 @@ def run_git(
     naming ``what`` (default: the git subcommand); so is a non-zero exit with
     ``check``.
     """
+    import subprocess
+
     what = what or f"git {args[0] if args else ''}".strip()
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
     try:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -84,6 +83,8 @@ def process_token() -> str:
     """A random word fixed for the life of this process (a forked child draws its own)."""
     token = _me[1]
     if not token:
+        import secrets  # here, not at the top: a read never takes the writer lock (secrets loads hmac, random)
+
         token = _me[1] = secrets.token_hex(6)
     return str(token)
 

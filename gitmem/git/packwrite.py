@@ -32,8 +32,8 @@ import struct
 import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
 from gitmem.git import packfold
 from gitmem.git.perms import read_private, write_private
@@ -53,6 +53,9 @@ from gitmem.git.treeedit import (
     tree_bytes,
     tree_bytes_at,
 )
+
+if TYPE_CHECKING:  # the pool (and logging, which it loads) comes with the first durable write, not with a read
+    from concurrent.futures import ThreadPoolExecutor
 
 # The tree half lives in gitmem.git.treeedit; its names stay importable from here.
 __all__ = [
@@ -213,6 +216,8 @@ def fsync_together(paths: list[str]) -> None:
     ext4 and xfs commit them in one.
     """
     if not _syncer or _syncer[0][0] != os.getpid():  # a forked child has no pool threads
+        from concurrent.futures import ThreadPoolExecutor
+
         _syncer[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="gitmem-fsync"))]
     pool = _syncer[0][1]
     others = [pool.submit(_fsync_path, path) for path in paths[1:]]

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator
 
 import pygit2
 
-from gitmem.git import erasures
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_FROM, T_PATH, parse_message
 
 # The ops whose commits gitmem makes with one parent and every changed path in a trailer.
@@ -232,6 +231,8 @@ class Follower:
         if pats is None:
             key = name.encode()
             pats = (f"\n{T_PATH}: ".encode() + key + b"\n", f"\n{T_FROM}: ".encode() + key + b"\n")
+            from gitmem.git import erasures  # only a path's history needs the ledger (and hmac, secrets)
+
             printed = erasures.known_fingerprint(self._r.path, name)
             if printed is not None:  # a forget names the path it erased by its keyed fingerprint only
                 pats += (f"\n{erasures.PRINT_TRAILER}: {printed}\n".encode(),)

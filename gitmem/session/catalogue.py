@@ -11,6 +11,8 @@ With a ``snapshot`` file (the git session mount keeps one at
 ``<repo>/gitmem/session-catalogue.json``), a new process starts from the items
 saved there and catches up with ``changes(cursor)`` instead of reading every
 file. The snapshot is a cache like the catalogue: JSON (loading never runs code),
+holding each item's decoded fields (not its file text: a resume parses one JSON
+file and checks each row, instead of parsing and validating 10,000 files),
 written to a temporary file and renamed; anything odd about it (missing, torn,
 another format or item schema, a cursor the store no longer knows) means a
 normal rebuild. It is saved after a rebuild and after every ``save_every``
@@ -34,11 +36,19 @@ from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
-from gitmem.session.items import ITEM_SCHEMA, ITEMS_DIR, MemoryItem, decode_item, is_item_path
+from gitmem.session.items import (
+    ITEM_SCHEMA,
+    ITEMS_DIR,
+    MemoryItem,
+    decode_item,
+    is_item_path,
+    item_from_row,
+    item_row,
+)
 from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
-SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/1"
+SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/2"  # /2: rows of item fields, not file texts
 SNAPSHOT_LIMIT: Final = 1 << 30  # bytes read at most: a bigger file is not ours, and is rebuilt
 
 
@@ -61,13 +71,14 @@ class Catalogue:
         self.resumed = False  # whether the first refresh started from the snapshot
         self.snapshot_error: str | None = None  # the last failure to save one (never raised)
         self._tried_snapshot = snapshot is None
-        self._texts: dict[str, str] = {}  # path -> the file text the entry was parsed from
         self._unsaved = 0
         self.cursor: str | None = None
         self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
         self._by_path: dict[str, Entry] = {}
         self._by_id: dict[str, str] = {}
-        self._by_fp: dict[str, str] = {}
+        # fingerprint -> path, made on first use (writes use it, recall never does: a resume need
+        # not normalise every text); ``None`` until then.
+        self._by_fp: dict[str, str] | None = None
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
@@ -121,9 +132,8 @@ class Catalogue:
     def _clear(self) -> None:
         self._by_path.clear()
         self._by_id.clear()
-        self._by_fp.clear()
+        self._by_fp = None
         self._learned.clear()
-        self._texts.clear()
         self._index.clear()
         self.skipped.clear()
 
@@ -140,11 +150,19 @@ class Catalogue:
             ):
                 return
             docs: list[RecallDoc] = []
-            for path, version, text in body["items"]:
-                if not (isinstance(path, str) and isinstance(version, str) and isinstance(text, str)):
-                    raise ValueError("a snapshot row is not three strings")
-                item = self._add(FileText(path, text, version), index=False)
-                if item is not None and item.recallable:
+            by_path, by_id = self._by_path, self._by_id
+            for path, version, *fields in body["items"]:
+                if not (isinstance(path, str) and isinstance(version, str) and is_item_path(path)):
+                    raise ValueError("a snapshot row does not start with an item path and a version")
+                if path in by_path:
+                    raise ValueError(f"the snapshot lists {path} twice")
+                item = item_from_row(fields)
+                by_path[path] = Entry(path, version, item)
+                by_id[item.id] = path
+                if item.metadata:  # where a merge lists the ids it absorbed
+                    for dup in item.ids_in("duplicate_ids"):
+                        by_id.setdefault(dup, path)
+                if item.recallable:
                     docs.append(RecallDoc(item.id, item.content, item.timestamp))
             self._index.upsert_many(docs)
             for path, reason in body.get("skipped", []):
@@ -162,7 +180,7 @@ class Catalogue:
             "item_schema": ITEM_SCHEMA,
             "cursor": self.cursor,
             "generation": self._stamp,
-            "items": [[e.path, e.version, self._texts[e.path]] for e in self._by_path.values()],
+            "items": [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()],
             "skipped": [[p, r] for p, r in self.skipped.items()],
         }
         try:
@@ -190,22 +208,21 @@ class Catalogue:
         except ValueError as exc:
             self.skipped[path] = str(exc)
             return None
-        self._texts[path] = file.text
         self._by_path[path] = Entry(path, file.version, item)
         self._by_id[item.id] = path
         for dup in item.ids_in("duplicate_ids"):
             self._by_id.setdefault(dup, path)
-        if fp is None:
-            fp = hygiene.fingerprint(item.content)
-        if fp is not None:
-            self._by_fp.setdefault(fp, path)
+        if self._by_fp is not None:
+            if fp is None:
+                fp = hygiene.fingerprint(item.content)
+            if fp is not None:
+                self._by_fp.setdefault(fp, path)
         if index and item.recallable:
             self._index.upsert(RecallDoc(item.id, item.content, item.timestamp))
         return item
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)
-        self._texts.pop(path, None)
         old = self._by_path.pop(path, None)
         if old is None:
             return
@@ -213,9 +230,10 @@ class Catalogue:
         for key in (old.item.id, *old.item.ids_in("duplicate_ids")):
             if self._by_id.get(key) == path:
                 del self._by_id[key]
-        fp = hygiene.fingerprint(old.item.content)
-        if fp is not None and self._by_fp.get(fp) == path:
-            del self._by_fp[fp]
+        if self._by_fp is not None:
+            fp = hygiene.fingerprint(old.item.content)
+            if fp is not None and self._by_fp.get(fp) == path:
+                del self._by_fp[fp]
 
     def learn(self, file: FileText, item: MemoryItem, *, fp: str | None = None) -> None:
         """``file`` (holding ``item``) was just written by this process: know it without reading it.
@@ -269,6 +287,13 @@ class Catalogue:
         return found
 
     def path_of_fingerprint(self, fp: str) -> str | None:
+        if self._by_fp is None:
+            by_fp: dict[str, str] = {}
+            for entry in self._by_path.values():
+                known = hygiene.fingerprint(entry.item.content)
+                if known is not None:
+                    by_fp.setdefault(known, entry.path)
+            self._by_fp = by_fp
         return self._by_fp.get(fp)
 
     def search(self, query: str, *, limit: int, min_score: float, ranking: Ranking) -> list[RecallHit]:

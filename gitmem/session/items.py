@@ -105,6 +105,8 @@ class MemoryItem:
     @property
     def recallable(self) -> bool:
         """Whether recall may show it: superseded and tombstoned items stay in git but not in answers."""
+        if not self.metadata:  # most items: only the tags can say so (a resume asks this of every item)
+            return "superseded" not in self.tags and "tombstoned" not in self.tags
         return not (self.superseded or self.tombstoned)
 
     def with_access(self, count: int, last: float | None) -> MemoryItem:
@@ -421,6 +423,41 @@ def decode_item(text: str) -> MemoryItem:
             tags=tuple(str(t) for t in tags),
             memory_type=check_type(record.get("memory_type", "episodic")),
             metadata=_mapping(record.get("metadata", {})),
+        )
+    except MemoryStoreError as exc:
+        raise ValueError(exc.message) from None
+
+
+def item_row(item: MemoryItem) -> list[Any]:
+    """The item's file fields as a JSON row (see :func:`item_from_row`): what a catalogue snapshot keeps."""
+    return [item.id, item.content, item.timestamp, item.importance, list(item.tags), item.memory_type, item.metadata]
+
+
+def item_from_row(row: object) -> MemoryItem:
+    """The item in a row :func:`item_row` made; ``ValueError`` when it is not one.
+
+    A snapshot row was decoded from a file once already, so only what a spoilt
+    or foreign file could get wrong is checked, without parsing a JSON text per
+    item: every field's type, the id's form, the timestamp finite, importance
+    and memory type in range. A row that fails is not repaired: the snapshot
+    it came from is not used.
+    """
+    if not isinstance(row, list) or len(row) != 7:
+        raise ValueError("an item row holds seven fields")
+    item_id, content, timestamp, importance, tags, memory_type, metadata = row
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
+        raise ValueError(f"timestamp {timestamp!r} is not a finite number")
+    if not isinstance(tags, list) or not all(type(t) is str for t in tags):
+        raise ValueError("tags must be a list of strings")
+    try:
+        return MemoryItem(
+            id=check_id(item_id),
+            content=_text(content),
+            timestamp=float(timestamp),
+            importance=check_importance(importance),
+            tags=tuple(tags),
+            memory_type=check_type(memory_type),
+            metadata=_mapping(metadata),
         )
     except MemoryStoreError as exc:
         raise ValueError(exc.message) from None

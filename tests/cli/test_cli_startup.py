@@ -205,3 +205,29 @@ def test_the_session_cli_memory_types_are_the_session_layers() -> None:
     from gitmem.session.items import MEMORY_TYPES
 
     assert session_cli.MEMORY_TYPES == MEMORY_TYPES
+
+
+#: What a read that opens the store (pygit2) still does without: the write engine's pool, processes, the ledger.
+NOT_FOR_READS = (
+    "subprocess",
+    "signal",
+    "concurrent.futures",
+    "logging",
+    "secrets",
+    "gitmem.git.erasures",
+    "gitmem.index",
+    "whoosh",
+    "asyncio",
+)
+
+
+def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_need(root: Path) -> None:
+    """log and blame open the store (pygit2 loads), yet run no git process, take no writer lock,
+    fsync nothing and read no index: subprocess, the fsync pool (with logging), secrets, the
+    erasure ledger and Whoosh load only when a command does that work."""
+    for args in (("log", "user"), ("blame", "user", "a.md"), ("log", "user", "--json")):
+        held = modules(root, *args)
+        assert "pygit2" in held, args
+        assert {m for m in NOT_FOR_READS if m in held} == set(), args
+    # A path's log follows it through the ledger of erased paths: that one loads it.
+    assert "gitmem.git.erasures" in modules(root, "log", "user", "a.md")

@@ -161,3 +161,81 @@ def test_a_rebuild_reads_the_items_folder_in_one_walk_and_finds_what_reads_by_pa
         )
     replaced = bulk.search("daily build replaced", limit=5, min_score=0.0, ranking="coverage")
     assert hidden.id not in {h.id for h in replaced}
+
+
+def _row_spoilt(index: int, value: object) -> object:
+    """Set field ``index`` of the first snapshot row (0 path, 1 version, 2 id, 3 content, 4 timestamp, ...)."""
+
+    def spoil(p: Path) -> None:
+        body = json.loads(p.read_text())
+        body["items"][0][index] = value
+        p.write_text(json.dumps(body))
+
+    return spoil
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        _row_spoilt(0, "notes/not-an-item.md"),
+        _row_spoilt(2, "has spaces and / slashes"),
+        _row_spoilt(3, 42),
+        _row_spoilt(4, "2024-01-01T00:00:00Z"),
+        _row_spoilt(4, float("inf")),
+        _row_spoilt(5, 7.5),
+        _row_spoilt(6, ["ok", 3]),
+        _row_spoilt(7, "dream"),
+        _row_spoilt(8, ["not", "a", "mapping"]),
+        lambda p: p.write_text(
+            json.dumps({**json.loads(p.read_text()), "items": [json.loads(p.read_text())["items"][0]] * 2})
+        ),
+        lambda p: p.write_text(
+            json.dumps({**json.loads(p.read_text()), "items": [json.loads(p.read_text())["items"][0][:-1]]})
+        ),
+    ],
+)
+def test_a_snapshot_row_that_fails_an_item_check_means_a_rebuild(folder: Path, spoil: object) -> None:
+    spoil(snapshot_of(folder))  # type: ignore[operator]
+    memory = open_session_memory(folder)
+    assert len(memory) == 5 and not memory.catalogue.resumed
+    assert {i.content for i in memory.items()} == {f"a lesson worth keeping, number {n}" for n in range(5)}
+
+
+def test_a_resumed_catalogue_holds_what_the_files_hold_and_still_merges_duplicates(tmp_path: Path) -> None:
+    """The snapshot keeps decoded fields, not file texts: a resume must equal a decode of every file,
+    and the fingerprint lookup (made on first use after a resume) must still find an exact duplicate."""
+    from gitmem.session.items import decode_item
+
+    memory = open_session_memory(tmp_path / "m")
+    kept = memory.remember(
+        "the deploy key lives in the team vault, ask ops", tags=["Ops", "deploy"], importance=0.3,
+        memory_type="procedural", metadata={"source": {"ticket": 12, "seen": [1.5, None, True]}},
+    )  # fmt: skip
+    old = memory.remember("the nightly build runs at two in the morning")
+    memory.supersede(old.id, memory.remember("the nightly build runs at three in the morning").id)
+    memory.remember("ok")  # too short for a fingerprint: stored under its id
+    assert len(memory) == 4
+    resumed = open_session_memory(tmp_path / "m")
+    resumed.refresh()
+    assert resumed.catalogue.resumed
+    for entry in resumed.catalogue.entries():
+        assert entry.item == decode_item(resumed.store.read(entry.path).text)
+    assert [h.item.id for h in resumed.recall_similar("nightly build", 5)] != [old.id]
+    assert old.id not in {h.item.id for h in resumed.recall_similar("nightly build", 5)}
+    again = resumed.remember("The deploy key lives in the team VAULT, ask ops")
+    assert again.id == kept.id and len(resumed) == 4
+
+
+def test_a_resumed_catalogue_finds_a_duplicate_kept_at_a_path_of_its_own(tmp_path: Path) -> None:
+    """Only the fingerprint lookup (not the path a fingerprint names) finds an item imported elsewhere."""
+    from gitmem.session.items import encode_item, make_item
+
+    memory = open_session_memory(tmp_path / "m")
+    moved = make_item("the staging database is rebuilt every friday", now=1_700_000_000.0)
+    memory.store.write("items/00/imported.json", encode_item(moved), expected=None)
+    assert len(memory) == 1  # saves the snapshot
+    resumed = open_session_memory(tmp_path / "m")
+    resumed.refresh()
+    assert resumed.catalogue.resumed
+    assert resumed.remember("The staging database is rebuilt every Friday").id == moved.id
+    assert len(resumed) == 1 and resumed.catalogue.at("items/00/imported.json") is not None
