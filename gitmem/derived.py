@@ -29,6 +29,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitmem.localfile import open_local
+
 _STAMP_BYTES = 4096
 
 
@@ -57,7 +59,7 @@ UNGUARDED = Generation(None, None)
 def _read(path: str) -> str | None:
     """The stamp's text (``None`` before the first erasure); unreadable: a new random text, so never current."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_local(path)  # a FIFO planted as the stamp must not block a publish
     except FileNotFoundError:
         return None
     except OSError:

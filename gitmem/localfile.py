@@ -13,7 +13,7 @@ file as disposable derived state and rebuilds it, or reports it.
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import stat
 from typing import Any
@@ -21,19 +21,29 @@ from typing import Any
 MB = 1 << 20
 
 
-def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int | None:
-    """A descriptor for the regular file at ``path`` (no link followed, never blocking); ``None`` otherwise."""
+def open_local(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """A read descriptor for the regular file at ``path``: never blocking, no link followed unless ``follow``.
+
+    ``OSError`` otherwise (``FileNotFoundError`` when there is nothing; ``ELOOP``
+    for a link; ``EINVAL`` for a FIFO, socket, device or folder), so a caller
+    can tell a missing file from a planted one.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
     try:
-        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{os.fspath(path)} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: str | os.PathLike[str]) -> int | None:
+    """:func:`open_local`, or ``None`` for anything it refuses."""
+    try:
+        return open_local(path)
     except OSError:
         return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
@@ -72,6 +82,8 @@ def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
 
 def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
     """The JSON value in the file at ``path``; ``None`` when missing, unusable, not JSON or nested too deep."""
+    import json  # only callers that parse JSON pay for it (the quick `ls` path imports this module)
+
     text = read_local_text(path, limit)
     if text is None:
         return None

@@ -51,8 +51,9 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
-from gitmem.git.perms import open_private, read_private, write_private
+from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, swap_ref
+from gitmem.localfile import read_local
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 LEDGER_REF = "refs/gitmem/erasures"
@@ -138,13 +139,13 @@ def _is_oid(text: str) -> bool:
 def _key(repo_path: str) -> bytes:
     """The mount's fingerprint key, created on first use (32 random bytes, ``0600``)."""
     path = os.path.join(repo_path, *_KEY_FILE)
-    found = read_private(path, 1024)
+    found = read_local(path, 1024)
     if found is not None and len(found) >= 32:
         return found
     try:
         fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except FileExistsError:  # another process made it first
-        found = read_private(path, 1024)
+        found = read_local(path, 1024)
         if found is None or len(found) < 32:
             raise MemoryStoreError("unavailable", f"{path} is not a usable erasure key") from None
         return found
@@ -158,7 +159,7 @@ def _key(repo_path: str) -> bytes:
 
 def known_fingerprint(repo_path: str, name: str) -> str | None:
     """:func:`fingerprint` for a reader: ``None`` when the mount never made a key (it never forgot anything)."""
-    key = read_private(os.path.join(repo_path, *_KEY_FILE), 1024)
+    key = read_local(os.path.join(repo_path, *_KEY_FILE), 1024)
     if key is None or len(key) < 32:
         return None
     return hmac.new(key, name.encode("utf-8"), hashlib.sha256).hexdigest()
@@ -308,7 +309,7 @@ def drop_pending(repo_path: str, entry_id: str) -> None:
 
 
 def pending(repo_path: str) -> tuple[Entry, ...]:
-    data = read_private(os.path.join(repo_path, *_PENDING_FILE), _MAX_LEDGER_BYTES)
+    data = read_local(os.path.join(repo_path, *_PENDING_FILE), _MAX_LEDGER_BYTES)
     if data is None:
         return ()
     return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())

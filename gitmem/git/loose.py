@@ -25,9 +25,7 @@ by itself.
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import open_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
@@ -274,14 +273,8 @@ class LooseGuard(pygit2.OdbBackend):
 
 def _read_object_file(path: str) -> bytes:
     """A loose object file's bytes; ``OSError`` for anything but a regular file (a planted FIFO never blocks)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
+    with os.fdopen(open_local(path), "rb") as fh:
+        return fh.read()
 
 
 def _drop_redundant(path: str) -> bool:

@@ -36,7 +36,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from gitmem.git import packfold
-from gitmem.git.perms import read_private, write_private
+from gitmem.git.perms import write_private
 from gitmem.git.treeedit import (
     EMPTY_TREE,
     FILE_MODES,
@@ -53,6 +53,7 @@ from gitmem.git.treeedit import (
     tree_bytes,
     tree_bytes_at,
 )
+from gitmem.localfile import read_local
 
 if TYPE_CHECKING:  # the pool (and logging, which it loads) comes with the first durable write, not with a read
     from concurrent.futures import ThreadPoolExecutor
@@ -341,7 +342,7 @@ def _folded_into(repo_path: str) -> dict[str, tuple[float, str | None]]:
     pack it went into) count; anything else is dropped, and a name is never
     joined to a path before it passed that check.
     """
-    raw = read_private(os.path.join(repo_path, FOLDED), _FOLDED_LIMIT)
+    raw = read_local(os.path.join(repo_path, FOLDED), _FOLDED_LIMIT)
     if raw is None:
         return {}
     folded: dict[str, tuple[float, str | None]] = {}
@@ -360,7 +361,7 @@ def _folded_into(repo_path: str) -> dict[str, tuple[float, str | None]]:
 
 def _index_names(idx_path: str) -> tuple[bytes, int] | None:
     """A v2 pack index's bytes and object count, or ``None`` when the file is no such index."""
-    raw = read_private(idx_path, 1 << 31)
+    raw = read_local(idx_path, 1 << 31)
     if raw is None or len(raw) < _NAMES or raw[:8] != b"\xfftOc\x00\x00\x00\x02":
         return None
     count = int.from_bytes(raw[_NAMES - 4 : _NAMES], "big")

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, Final
+
+from gitmem.localfile import open_local
 
 if TYPE_CHECKING:
     from hashlib import sha1 as sha1
@@ -120,15 +121,7 @@ def _open(path: str, *, follow: bool = False) -> BinaryIO:
     object must not hang a quick ``ls``, and a link must not lead outside.
     ``OSError`` otherwise, which every caller turns into :class:`CannotPeek`.
     """
-    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(open_local(path, follow=follow), "rb")
 
 
 def _map(path: str) -> mmap.mmap:

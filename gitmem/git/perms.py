@@ -16,9 +16,6 @@ import os
 import stat
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import read_local as read_private
-
-__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dir", "open_private", "read_private", "write_private"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -17,7 +17,6 @@ crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Mapping
 from typing import Final
@@ -26,6 +25,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
+from gitmem.localfile import open_local
 from gitmem.model import CommitId, RefName
 
 MAIN: Final = RefName("refs/heads/main")
@@ -55,11 +55,11 @@ def read_ref_file(path: str) -> CommitId | None:
     machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_local(path)
     except OSError:
         return None
     try:
-        raw = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        raw = os.read(fd, 64)
     except OSError:
         return None
     finally:
@@ -170,14 +170,14 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         try:
             # No link is followed and nothing but a plain file is read: a FIFO planted as
             # the ref must not block the writer (O_NONBLOCK), a link is libgit2's business.
-            ref_fd = os.open(ref, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+            ref_fd = open_local(ref)
         except FileNotFoundError:
             current = b""
         except OSError:
             current = b"?"
         else:
             try:
-                current = os.read(ref_fd, 100).strip() if stat.S_ISREG(os.fstat(ref_fd).st_mode) else b"?"
+                current = os.read(ref_fd, 100).strip()
             finally:
                 os.close(ref_fd)
         if len(current) != 40 or current.startswith(b"ref:") or current.decode("ascii", "replace") != old:

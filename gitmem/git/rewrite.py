@@ -58,11 +58,12 @@ from gitmem.git import cli, erasures, packwrite
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
-from gitmem.git.perms import open_private, read_private
+from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
+from gitmem.localfile import read_local
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
@@ -148,7 +149,7 @@ def gc(repo: GitRepo) -> GcReport:
 
 def _mark_pending(repo: GitRepo, what: str) -> str | None:
     """Record that refs are about to lose objects; returns an earlier unfinished mark's text."""
-    earlier = read_private(repo.pending_path, 64 * 1024)
+    earlier = read_local(repo.pending_path, 64 * 1024)
     unfinished = earlier.decode("utf-8", "replace").strip() if earlier is not None else None
     with os.fdopen(open_private(repo.pending_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as mark:
         mark.write(f"{what}\n")

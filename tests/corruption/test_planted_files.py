@@ -214,3 +214,22 @@ def test_a_fifo_in_place_of_main_or_a_loose_object_is_a_store_error(tmp_path: Pa
     with pytest.raises(MemoryStoreError) as refused:
         GitRepo(str(repo)).head()
     assert refused.value.code == "unavailable" and time.monotonic() - started < 30
+
+
+def test_a_fifo_in_place_of_the_generation_stamp_never_blocks_a_derived_write(tmp_path: Path) -> None:
+    """Every writer of derived state reads the stamp first: a FIFO there reads as unreadable, never blocks."""
+    from gitmem.records import RecordStore
+
+    repo = tmp_path / "r.git"
+    RecordStore(GitFileStore.init(repo, kind="record").sync, "alice").add("prefers green tea")
+    stamp = repo / "gitmem" / "generation"
+    stamp.unlink(missing_ok=True)
+    os.mkfifo(stamp)
+    done = _in_child(
+        "from gitmem import GitFileStore\n"
+        "from gitmem.records import RecordStore\n"
+        "print([r.text for r in RecordStore(GitFileStore.open(REPO).sync, 'alice').search('tea')])\n",
+        repo,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "prefers green tea" in done.stdout
