@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 import pygit2
 
@@ -22,6 +23,7 @@ from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_d
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.snapshot import check_shape
+from gitmem.git.treediff import FileChange, file_changes
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
@@ -37,6 +39,9 @@ from gitmem.model import FileText, Origin
 from gitmem.provenance import T_REV, CommitInfo, parse_message
 from gitmem.store import check_capacity, check_expected
 
+if TYPE_CHECKING:
+    from gitmem.git import gitblame
+
 _STATUS = {
     pygit2.enums.DeltaStatus.ADDED: "added",
     pygit2.enums.DeltaStatus.DELETED: "deleted",
@@ -45,6 +50,7 @@ _STATUS = {
     pygit2.enums.DeltaStatus.TYPECHANGE: "modified",
 }
 _NO_FILE = "0" * 40
+_FILE_MODE = 0o100644
 
 
 # --- small helpers ------------------------------------------------------------------------
@@ -65,11 +71,14 @@ def resolve(repo: GitRepo, rev: object) -> str:
     return commit
 
 
-def touched_paths(commit: pygit2.Commit, info: CommitInfo) -> tuple[str, ...]:
+def touched_paths(r: pygit2.Repository, commit: pygit2.Commit, info: CommitInfo) -> tuple[str, ...]:
     """The paths a change names: its trailers, or for plain-git commits its tree diff."""
     if info.op != "unknown" or info.paths:
         return info.paths
-    diff = diff_to_parent(commit)
+    changes = _file_changes(r, commit)
+    if not _may_rename(changes):
+        return tuple(change.path for change in changes)
+    diff = diff_to_parent(commit)  # renames pair an old name with a new one: libgit2's similarity decides
     diff.find_similar()
     paths: list[str] = []
     for delta in diff.deltas:
@@ -79,12 +88,22 @@ def touched_paths(commit: pygit2.Commit, info: CommitInfo) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _entry(commit: pygit2.Commit, info: CommitInfo, paths: tuple[str, ...] | None = None) -> LogEntry:
+def _file_changes(r: pygit2.Repository, commit: pygit2.Commit) -> list[FileChange]:
+    """What a commit changed against its first parent (a root commit: against nothing)."""
+    return file_changes(r, commit.parents[0].tree_id if commit.parents else None, commit.tree_id)
+
+
+def _may_rename(changes: list[FileChange]) -> bool:
+    """Whether rename detection could pair anything: some file went and some file came."""
+    return any(c.new is None for c in changes) and any(c.old is None for c in changes)
+
+
+def _entry(r: pygit2.Repository, commit: pygit2.Commit, info: CommitInfo, paths: tuple[str, ...] | None = None) -> LogEntry:
     return LogEntry(
         commit=str(commit.id),
         time=commit_time(commit),
         op=info.op,
-        paths=touched_paths(commit, info) if paths is None else paths,
+        paths=touched_paths(r, commit, info) if paths is None else paths,
         origin=info.origin,
         summary=info.summary,
         author=commit.author.name,
@@ -151,7 +170,7 @@ def log(
             info = parse_message(commit.message)
             if not origin_matches(info.origin, want.run_id, want.principal_id, want.tool_call_id):
                 continue
-            out.append(_entry(commit, info, paths))
+            out.append(_entry(r, commit, info, paths))
             if len(out) >= limit:
                 break
         return out
@@ -193,18 +212,39 @@ def diff(
         r = repo.fresh()
         old = r[resolve(repo, a)].peel(pygit2.Commit).tree
         new = r[(head or repo.head()) if b is None else resolve(repo, b)].peel(pygit2.Commit).tree
-        d = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
-        d.find_similar()
+        changes = file_changes(r, old.id, new.id)
+        if _may_rename(changes) or any(side[0] != _FILE_MODE for c in changes for side in (c.old, c.new) if side):
+            return _libgit2_diff(old, new, exact, prefix)
         out: list[FileDiff] = []
-        for i, delta in enumerate(d.deltas):
-            names = (delta.old_file.path, delta.new_file.path)
-            if exact is not None and exact not in names:
+        for change in changes:
+            if (exact is not None and change.path != exact) or (prefix is not None and not change.path.startswith(prefix)):
                 continue
-            if prefix is not None and not any(n.startswith(prefix) for n in names):
-                continue
-            patch = d[i]
-            out.append(_file_diff(delta, patch))
+            before = r[change.old[1]].peel(pygit2.Blob) if change.old is not None else None
+            after = r[change.new[1]].peel(pygit2.Blob) if change.new is not None else None
+            patch = pygit2.Patch.create_from(
+                before, after, old_as_path=change.path, new_as_path=change.path, context_lines=3, interhunk_lines=0
+            )
+            out.append(_file_diff(patch.delta, patch))
         return out
+
+
+def _libgit2_diff(old: pygit2.Tree, new: pygit2.Tree, exact: str | None, prefix: str | None) -> list[FileDiff]:
+    """The tree diff by libgit2, for what needs its rename detection or file modes.
+
+    It visits every entry of both trees (tens of ms at 100k files), so plain
+    edits take the path above, which reads only the folders that changed.
+    """
+    d = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
+    d.find_similar()
+    out: list[FileDiff] = []
+    for i, delta in enumerate(d.deltas):
+        names = (delta.old_file.path, delta.new_file.path)
+        if exact is not None and exact not in names:
+            continue
+        if prefix is not None and not any(n.startswith(prefix) for n in names):
+            continue
+        out.append(_file_diff(delta, d[i]))
+    return out
 
 
 def _path_filter(path: str | None, fmt: FileFormat) -> tuple[str | None, str | None]:
@@ -273,32 +313,42 @@ def blame(
             lines.pop()
         if not lines:
             return []
-        result = r.blame(path, newest_commit=pygit2.Oid(hex=start))
         seen: dict[str, tuple[pygit2.Commit, CommitInfo]] = {}
         out: list[BlameLine] = []
-        for hunk in result:
-            cid = str(hunk.final_commit_id)
-            if cid not in seen:
-                commit = r[cid].peel(pygit2.Commit)
-                seen[cid] = (commit, parse_message(commit.message))
-            commit, info = seen[cid]
-            where = hunk.orig_path or path
-            for n in range(hunk.final_start_line_number, hunk.final_start_line_number + hunk.lines_in_hunk):
+        for hunk in _blame_hunks(repo, r, start, path):
+            if hunk.commit not in seen:
+                commit = r[hunk.commit].peel(pygit2.Commit)
+                seen[hunk.commit] = (commit, parse_message(commit.message))
+            commit, info = seen[hunk.commit]
+            for n in range(hunk.start, hunk.start + hunk.lines):
                 if 1 <= n <= len(lines):
                     out.append(
                         BlameLine(
                             n,
                             lines[n - 1],
-                            cid,
+                            hunk.commit,
                             commit_time(commit),
                             info.origin,
                             info.op,
                             info.summary,
-                            where,
+                            hunk.path,
                             commit.author.name,
                         )
                     )
         return out
+
+
+def _blame_hunks(repo: GitRepo, r: pygit2.Repository, start: str, path: str) -> list[gitblame.Hunk]:
+    """``git blame``'s answer where git is installed (libgit2's grows with the memory), else libgit2's."""
+    from gitmem.git import gitblame  # subprocess loads for blame only, not for every read
+
+    found = gitblame.blame(repo.path, start, path)
+    if found is not None:
+        return found
+    return [
+        gitblame.Hunk(str(h.final_commit_id), h.final_start_line_number, h.lines_in_hunk, h.orig_path or path)
+        for h in r.blame(path, newest_commit=pygit2.Oid(hex=start))
+    ]
 
 
 # --- restore and revert -----------------------------------------------------------------
@@ -439,10 +489,8 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
         cid = resolve(repo, commit)
         changes: list[tuple[str, str | None, str | None]] = []
-        for delta in diff_to_parent(repo.repo[cid].peel(pygit2.Commit)).deltas:
-            before = None if delta.status == pygit2.enums.DeltaStatus.ADDED else str(delta.old_file.id)
-            after = None if delta.status == pygit2.enums.DeltaStatus.DELETED else str(delta.new_file.id)
-            changes.append((delta.new_file.path, before, after))
+        for change in _file_changes(repo.repo, repo.repo[cid].peel(pygit2.Commit)):
+            changes.append((change.path, change.old and change.old[1], change.new and change.new[1]))
         now = {p: (f.version if f is not None else None) for p, _, _ in changes for f in [current_file(snap, p)]}
         if all(now[p] == before for p, before, _ in changes):
             return Plan.nothing(None)

@@ -35,6 +35,7 @@ from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.treediff import file_changes
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -108,8 +109,7 @@ def refused_by_rules(what: str, refusals: Sequence[Refusal]) -> MergeRefused:
 
 def _changed(r: pygit2.Repository, old: str | pygit2.Oid, new: str | pygit2.Oid) -> tuple[str, ...]:
     """Files that differ between two commits' or trees' trees: what the integration changes on main."""
-    diff = r[old].peel(pygit2.Tree).diff_to_tree(r[new].peel(pygit2.Tree))
-    return tuple(sorted({d.new_file.path for d in diff.deltas} | {d.old_file.path for d in diff.deltas}))
+    return tuple(c.path for c in file_changes(r, r[old].peel(pygit2.Tree).id, r[new].peel(pygit2.Tree).id))
 
 
 def _conflicts(index: pygit2.Index) -> list[str]:

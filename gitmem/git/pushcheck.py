@@ -51,6 +51,7 @@ from gitmem.git import erasures
 from gitmem.git.loose import open_repository
 from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN
+from gitmem.git.treediff import file_changes
 from gitmem.git.walk import contradicted_moves, unnamed_changes
 from gitmem.secrets import find_secret
 
@@ -65,7 +66,6 @@ _MODE_NAMES = {
     pygit2.GIT_FILEMODE_COMMIT: "a submodule (mode 160000)",
 }
 _FOLDER = pygit2.GIT_FILEMODE_TREE
-_DELETED = pygit2.enums.DeltaStatus.DELETED
 _BLOB_TYPE = int(pygit2.enums.ObjectType.BLOB)
 _TREE_TYPE = int(pygit2.enums.ObjectType.TREE)
 _TYPE_NAMES = {
@@ -327,19 +327,14 @@ class _Checker:
         for raw, problem in self._tree_problems(tree, [p.tree for p in parents], b""):
             bad.add(raw)
             yield _printable(raw.decode("utf-8", errors="replace")), problem
-        if parents:
-            diff = parents[0].tree.diff_to_tree(tree)
-        else:
-            diff = tree.diff_to_tree(swap=True)
         changed: list[str] = []
-        for delta in diff.deltas:
-            if delta.status == _DELETED:
-                changed.append(delta.old_file.path)
-                continue
-            new_file = delta.new_file
-            raw, oid, mode = new_file.raw_path, new_file.id, new_file.mode
+        for change in file_changes(self.repo, parents[0].tree_id if parents else None, tree.id):
+            raw = change.path.encode("utf-8", "surrogateescape")
             path = raw.decode("utf-8", errors="replace")
             changed.append(path)
+            if change.new is None:
+                continue
+            mode, oid = change.new[0], pygit2.Oid(hex=change.new[1])
             if raw in bad:
                 continue
             if len(parents) > 1 and any(_has_entry(p.tree, path, oid, mode) for p in parents[1:]):

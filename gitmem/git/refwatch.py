@@ -15,6 +15,7 @@ import pygit2
 
 from gitmem.git import refs
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.treediff import file_changes
 from gitmem.provenance import parse_message
 
 MAX_COMMITS = 50
@@ -110,11 +111,7 @@ def movement(git: GitRepo, old: str | None, new: str | None, *, base: str | None
 
 
 def _paths(r: pygit2.Repository, old: pygit2.Commit | None, new: pygit2.Commit) -> tuple[str, ...]:
-    if old is not None:
-        diff = old.tree.diff_to_tree(new.tree)
-    else:
-        diff = new.tree.diff_to_tree(swap=True)
-    return tuple(sorted({d.new_file.path for d in diff.deltas} | {d.old_file.path for d in diff.deltas}))
+    return tuple(c.path for c in file_changes(r, old.tree_id if old is not None else None, new.tree_id))
 
 
 def _commits(r: pygit2.Repository, new: pygit2.Oid, old: pygit2.Oid | None) -> tuple[tuple[CommitOrigin, ...], int]:

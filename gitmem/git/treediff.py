@@ -9,6 +9,9 @@ bytes both versions share at either end are parsed. This is what lets
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import NamedTuple
+
 import pygit2
 
 _RAW_TREE_MODE = b"40000"
@@ -68,10 +71,32 @@ def _changed_entries(a: bytes, b: bytes) -> tuple[dict[bytes, tuple[bytes, bytes
     return old, new
 
 
+class FileChange(NamedTuple):
+    """One file that differs between two trees: its path and ``(mode, id)`` on each side (``None``: absent)."""
+
+    path: str
+    old: tuple[int, str] | None
+    new: tuple[int, str] | None
+
+
 def diff_trees(
     repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str, out: list[str]
 ) -> None:
     """Append to ``out`` every non-folder path that differs between two trees (``None``: absent)."""
+    out.extend(change.path for change in _changes(repo, old, new, prefix))
+
+
+def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None) -> list[FileChange]:
+    """Every file that differs between two trees, sorted by path, like ``git diff-tree -r`` (no renames).
+
+    A file replaced by a folder of the same name (or the reverse) is two changes:
+    the file deleted or added, and each file of the folder. libgit2's tree diff
+    gives the same list, but visits every entry of both trees to find it.
+    """
+    return sorted(_changes(repo, old, new, ""), key=lambda change: change.path)
+
+
+def _changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str) -> Iterator[FileChange]:
     a, b = _changed_entries(b"" if old is None else repo[old].read_raw(), b"" if new is None else repo[new].read_raw())
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
@@ -81,12 +106,13 @@ def diff_trees(
         was_tree = was is not None and was[0] == _RAW_TREE_MODE
         now_tree = now is not None and now[0] == _RAW_TREE_MODE
         if was_tree or now_tree:
-            diff_trees(
+            yield from _changes(
                 repo,
                 pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
                 pygit2.Oid(raw=now[1]) if now is not None and now_tree else None,
                 f"{path}/",
-                out,
             )
-        if (was is not None and not was_tree) or (now is not None and not now_tree):
-            out.append(path)
+        before = None if was is None or was_tree else (int(was[0], 8), was[1].hex())
+        after = None if now is None or now_tree else (int(now[0], 8), now[1].hex())
+        if before is not None or after is not None:
+            yield FileChange(path, before, after)
