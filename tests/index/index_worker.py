@@ -61,6 +61,7 @@ def main() -> None:
         if rebuild_every and searches % rebuild_every == 0:
             store.sync.rebuild_index()
             rebuilds += 1
+            open(os.path.join(workdir, f"rebuilt-{name}"), "w").close()
     print(json.dumps({"searches": searches, "rebuilds": rebuilds, "mismatches": mismatches}))
 
 

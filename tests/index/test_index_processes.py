@@ -48,6 +48,13 @@ def test_concurrent_searches_and_rebuilds_while_writes_happen(tmp_path: os.PathL
             else:
                 current = store.sync.read(path)
                 store.sync.write(path, current.text + f"amber {n}\n", expected=current.version)
+        # On a loaded machine 60 writes can end before the rebuilder's 7th search: keep
+        # writing until one rebuild has run beside the writes.
+        deadline = time.monotonic() + 600
+        while not os.path.exists(os.path.join(workdir, "rebuilt-rebuilder")) and time.monotonic() < deadline:
+            current = store.sync.read("notes/n00.md")
+            store.sync.write("notes/n00.md", current.text + "amber again\n", expected=current.version)
+            time.sleep(0.05)
     finally:
         open(os.path.join(workdir, "stop"), "w").close()
         outputs = [w.communicate(timeout=600) for w in workers]
