@@ -297,31 +297,65 @@ def _commit_of(r: pygit2.Repository, oid: str) -> str | None:
 
 
 def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[tuple[RawCommit, set[str]]]:
-    """Each commit reachable from ``tips`` (children first) with the names to erase in it."""
+    """Each commit reachable from ``tips`` (children first) with the names to erase in it.
+
+    A commit that may have moved a name here is checked against its first
+    parent: it holds the name and the parent does not. Each commit is read once
+    (a parent read for that check is kept for when the walk reaches it), and
+    whether a tree holds a name is looked up in its raw bytes once per tree.
+    """
     walker = r.walk(None, _SORT_CHILDREN_FIRST)
     for tip in tips:
         walker.push(pygit2.Oid(hex=tip))
     odb = r.odb
+    read: dict[str, RawCommit] = {}
+    held: dict[tuple[str, str], bool] = {}
+
+    def raw_commit(oid: str) -> RawCommit:
+        found = read.pop(oid, None)
+        return found if found is not None else RawCommit(oid, bytes(odb.read(oid)[1]))
+
+    def holds(tree: str, name: str) -> bool:
+        key = (tree, name)
+        if key not in held:
+            held[key] = _tree_entry(odb, tree, name) is not None
+        return held[key]
+
     pending: dict[str, set[str]] = {}
     order: list[tuple[RawCommit, set[str]]] = []
     for commit in walker:
         oid = str(commit.id)
         names = pending.pop(oid, None) or {path}
-        raw = RawCommit(oid, bytes(odb.read(oid)[1]))
+        raw = raw_commit(oid)
         older: set[str] = set()
         for name in names:
             source = None
-            if raw.parents and may_have_moved_to(raw, name):
-                first = bytes(odb.read(raw.parents[0])[1])[5:45].decode()
-                if entry_id(r[raw.tree].peel(pygit2.Tree), name) is not None and (
-                    entry_id(r[first].peel(pygit2.Tree), name) is None
-                ):
+            if raw.parents and may_have_moved_to(raw, name) and holds(raw.tree, name):
+                first_id = raw.parents[0]
+                if first_id not in read:
+                    read[first_id] = raw_commit(first_id)
+                if not holds(read[first_id].tree, name):
                     source = moved_from(commit, name, exact=True)
             older.add(source or name)
         for parent in raw.parents:
             pending.setdefault(parent, set()).update(older)
         order.append((raw, names))
     return order
+
+
+def _tree_entry(odb: pygit2.Odb, tree: str, path: str) -> tuple[bytes, str] | None:
+    """The mode and id at ``path`` under ``tree``, read from raw trees; None when it is not there."""
+    found: tuple[bytes, str] | None = None
+    for part in path.encode().split(b"/"):
+        if found is not None:
+            if found[0] != b"40000":
+                return None
+            tree = found[1]
+        match = _entry_named(part).match(bytes(odb.read(tree)[1]))
+        if match is None:
+            return None
+        found = (match.group(1), match.group(2).hex())
+    return found
 
 
 def _carry_to_side_branches(r: pygit2.Repository, order: list[tuple[RawCommit, set[str]]], main: str) -> None:
@@ -530,7 +564,9 @@ class _Objects:
         start, end = found.start(1), found.end()
         mode, sha = found.group(1), found.group(2).hex()
         if len(parts) == 1:
-            self.erased_blobs = _blobs_under(self._r, sha, self.erased_ids)
+            self.erased_blobs = (
+                _blobs_under(self._r, sha, self.erased_ids) if mode == b"40000" else set() if mode == b"160000" else {sha}
+            )
             new_raw = raw[:start] + raw[end:]
         elif mode == b"40000":
             sub = self._erase(sha, parts[1:], at + parts[0] + b"/")
