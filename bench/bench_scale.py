@@ -19,8 +19,13 @@ times, as a user or an agent calling the CLI in a loop sees it (whole processes)
 - **blame of a recently edited file** against ``git blame``, **log** against ``git log``;
 - **session prune** of N stale items against unlinking N files.
 
-``forget`` and its pack size (the "erasure at scale" rows of issue 26) are issue
-25's and are not timed here.
+- **forget one path**: ``gitmem forget files hot.md --yes`` (``hot.md`` is edited
+  every 10th commit, and since it sits in the root tree every commit is rewritten)
+  against ``git filter-repo --invert-paths --path hot.md`` (which expires the
+  reflogs and runs ``git gc --prune=now`` as forget does), each sample on fresh
+  copies of ``files.git`` made outside the timed region, the order alternated; and
+  **the pack each leaves** (bytes of ``objects/pack``). ``git-filter-repo`` is
+  installed into this Python's environment when missing.
 
 Ratios are of medians in this run; growth factors compare a row at one size with
 the row at the size before (a row that does work proportional to the size should
@@ -37,12 +42,14 @@ Usage::
     .venv/bin/python bench/bench_scale.py                      # 1k and 10k, 5 samples
     .venv/bin/python bench/bench_scale.py --sizes 1000 --samples 3
     .venv/bin/python bench/bench_scale.py --big                # also 100k (built once, cached)
+    .venv/bin/python bench/bench_scale.py --big --rows forget --samples 3   # only forget and its pack
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import random
 import shutil
@@ -223,7 +230,11 @@ def wait_for_index(root: Path, env: dict[str, str], timeout: float = 1800) -> fl
     return time.perf_counter() - start
 
 
-def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
+ROWS = ("grep", "rebuild", "recall", "read", "history", "prune", "forget")
+"""Groups of rows ``--rows`` picks from, in the order they run."""
+
+
+def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -> dict[str, Row]:
     env = env_for(root)
     gm = gitmem_cmd()
     files = root / "files.git"
@@ -251,9 +262,11 @@ def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
         shutil.rmtree(index, ignore_errors=True)
         return run([*gm, "grep", "files", *word, "--limit", "10000"], env, root)
 
-    row("first grep, no index", first_grep, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
-    row("index rebuild", lambda: run([*gm, "index", "rebuild", "files"], env, root), None)
-    for kind in ("durable", "session", "records"):
+    if "grep" in groups:
+        row("first grep, no index", first_grep, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
+    if "rebuild" in groups:
+        row("index rebuild", lambda: run([*gm, "index", "rebuild", "files"], env, root), None)
+    for kind in ("durable", "session", "records") if "recall" in groups else ():
         recall_once(kind, root, env)  # the first process ever builds and saves the snapshot
         firsts, warms = [], []
         for _ in range(samples):
@@ -274,19 +287,74 @@ def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
         "durable recall": ["durable", "recall", "durable", "office", "-n", "bench", "agent", "repo"],
     }
     quick_ls = lambda: run([*gm, "ls", "files", "topic-000/sub-00"], env, root)  # noqa: E731
-    for name, args in reads.items():
+    for name, args in reads.items() if "read" in groups else ():
         try:
             run([*gm, *args], env, root)
         except SystemExit:
             rows[f"cli {name}"] = {"wall": float("nan"), "anchor": float("nan")}
             continue
         row(f"cli {name}", lambda a=args: run([*gm, *a], env, root), quick_ls)  # type: ignore[misc]
-    row("cli log vs git log", lambda: run([*gm, "log", "files", "--limit", "10"], env, root),
-        lambda: run(["git", "--git-dir", str(files), "log", "-10", "--name-status", "main"], env, root))
-    row("cli blame vs git blame", lambda: run([*gm, "blame", "files", hot], env, root),
-        lambda: run(["git", "--git-dir", str(files), "blame", "main", "--", hot], env, root))
-    rows["session prune of N stale items"] = prune_row(root, n)
+    if "history" in groups:
+        row("cli log vs git log", lambda: run([*gm, "log", "files", "--limit", "10"], env, root),
+            lambda: run(["git", "--git-dir", str(files), "log", "-10", "--name-status", "main"], env, root))
+        row("cli blame vs git blame", lambda: run([*gm, "blame", "files", hot], env, root),
+            lambda: run(["git", "--git-dir", str(files), "blame", "main", "--", hot], env, root))
+    if "prune" in groups:
+        rows["session prune of N stale items"] = prune_row(root, n)
+    if "forget" in groups:
+        rows.update(forget_rows(files, samples, scratch))
     return rows
+
+
+def filter_repo() -> list[str]:
+    """The ``git-filter-repo`` command of this Python's environment, installed from PyPI when missing."""
+    found = Path(sys.executable).with_name("git-filter-repo")
+    if not found.exists():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "git-filter-repo"], check=True)
+    return [str(found)]
+
+
+def pack_bytes(repo: Path) -> int:
+    """Bytes on disk of ``objects/pack`` (packs, indexes, bitmaps), and of loose objects if any."""
+    return sum(f.stat().st_size for f in (repo / "objects").rglob("*") if f.is_file() and f.parent.name != "info")
+
+
+def forget_rows(files: Path, samples: int, scratch: Path) -> dict[str, Row]:
+    """``gitmem forget`` of ``hot.md`` against ``git filter-repo``, each on its own fresh copy per sample."""
+    tool = filter_repo()
+    gm = gitmem_cmd()
+    plain_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    walls: dict[str, list[float]] = {"gitmem": [], "filter-repo": []}
+    sizes: dict[str, list[float]] = {"gitmem": [], "filter-repo": []}
+    rewritten = 0
+    for i in range(samples):
+        work = Path(tempfile.mkdtemp(prefix="forget-", dir=scratch))
+        copies = {who: work / who / "files.git" for who in walls}
+        for copy in copies.values():  # outside the timed region
+            shutil.copytree(files, copy, symlinks=True)
+        order = list(walls) if i % 2 == 0 else list(reversed(walls))
+        for who in order:
+            repo = copies[who]
+            if who == "gitmem":
+                argv, env, cwd = [*gm, "forget", "files", "hot.md", "--yes", "--json"], env_for(repo.parent), repo.parent
+            else:
+                argv, env, cwd = [*tool, "--force", "--quiet", "--invert-paths", "--path", "hot.md"], plain_env, repo
+            start = time.perf_counter()
+            done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+            walls[who].append((time.perf_counter() - start) * 1000)
+            if done.returncode != 0:
+                raise SystemExit(f"{who} failed: {done.stderr[-500:]}")
+            if who == "gitmem":
+                rewritten = json.loads(done.stdout)["commits_rewritten"]
+            left = subprocess.run(["git", "--git-dir", str(repo), "log", "--all", "--format=%H", "--", "hot.md"],
+                                  capture_output=True, text=True, check=True).stdout  # fmt: skip
+            assert left == "", f"{who} left hot.md in history"
+            sizes[who].append(pack_bytes(repo) / 1e6)
+        shutil.rmtree(work)
+    return {
+        "forget hot.md vs git filter-repo": {"wall": med(walls["gitmem"]), "anchor": med(walls["filter-repo"]), "rewritten": rewritten},
+        "pack after forget (MB) vs filter-repo's": {"wall": med(sizes["gitmem"]), "anchor": med(sizes["filter-repo"])},
+    }
 
 
 def prune_row(root: Path, n: int) -> Row:
@@ -323,9 +391,12 @@ def report(results: dict[int, dict[str, Row]]) -> None:
         cells = []
         for s in sizes:
             r = results[s][name]
-            cell = f"{r['wall']:.0f}"
+            digits = 1 if name.startswith("pack") else 0
+            cell = f"{r['wall']:.{digits}f}"
             if r.get("anchor") == r.get("anchor"):  # not NaN
-                cell += f" ({r['anchor']:.0f}, {r['wall'] / r['anchor']:.2f}x)"
+                cell += f" ({r['anchor']:.{digits}f}, {r['wall'] / r['anchor']:.2f}x)"
+            if "rewritten" in r:
+                cell += f"; {r['rewritten']:,.0f} commits rewritten"
             if "cpu" in r:
                 cell += f" cpu {r['cpu']:.0f}"
             if "after" in r:
@@ -343,6 +414,9 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also 100k (built once under --cache, then reused)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gitmem-bench-scale")
     parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="which groups of rows to run (default: all)")
+    parser.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where forget's copies are made (the file system it is measured on)")  # fmt: skip
     args = parser.parse_args()
     sizes = sorted(set(args.sizes + ([100_000] if args.big else [])))
     results: dict[int, dict[str, Row]] = {}
@@ -353,7 +427,7 @@ def main() -> None:
             start = time.perf_counter()
             build(root, n)
             print(f"built {n:,} in {time.perf_counter() - start:.0f} s at {root}", file=sys.stderr)
-        results[n] = measure(root, n, args.samples)
+        results[n] = measure(root, n, args.samples, set(args.rows), args.scratch)
         print(f"measured {n:,}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
     report(results)
