@@ -142,7 +142,9 @@ class StoreRecall:
         for path, doc in found.docs:
             self._by_path[path] = doc.id
             self._paths_of.setdefault(doc.id, set()).add(path)
-        self.index.upsert_many(doc for _, doc in found.docs)
+        docs = [doc for _, doc in found.docs]
+        if found.tokens is None or not self.index.restore(docs, found.tokens):
+            self.index.upsert_many(docs)
         self.skipped.update(found.skipped)
         self.cursor = found.cursor
         self.resumed_from_snapshot = True
@@ -165,7 +167,9 @@ class StoreRecall:
             doc = self.index.get(doc_id)
             if doc is not None:
                 docs.append((path, doc))
-        state = snapshots.Snapshot(self.cursor, tuple(docs), tuple(sorted(self.skipped.items())))
+        state = snapshots.Snapshot(
+            self.cursor, tuple(docs), tuple(sorted(self.skipped.items())), self.index.export_tokens()
+        )
         snapshots.save(
             self.snapshot,
             state,
