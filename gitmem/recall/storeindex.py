@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
+from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
 from gitmem.store import FileStore
 
@@ -118,11 +119,13 @@ class StoreRecall:
             stamp = self.generation() if self.generation is not None else None
             if not self._tried_snapshot:
                 self._tried_snapshot = True
-                self._resume(stamp)
+                with paused_gc():
+                    self._resume(stamp)
             answer = self.store.changes(self.cursor)
             self._stamp = stamp
             if isinstance(answer, FullResync):
-                self._rebuild(answer.cursor)
+                with paused_gc():
+                    self._rebuild(answer.cursor)
                 self._save()
             else:
                 for path in answer.paths:

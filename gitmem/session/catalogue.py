@@ -36,6 +36,7 @@ from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall import snapshot as snapshots
+from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
@@ -91,13 +92,15 @@ class Catalogue:
         stamp = self._generation() if self._generation is not None else None
         if not self._tried_snapshot:
             self._tried_snapshot = True
-            self._resume(stamp)
+            with paused_gc():
+                self._resume(stamp)
         answer = self.store.changes(self.cursor)
         self._stamp = stamp
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
-            paths: Iterable[str] = self._load_all(answer.cursor)
+            with paused_gc():
+                paths: Iterable[str] = self._load_all(answer.cursor)
         else:
             paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
         self._learned.clear()
