@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gitmem.errors import MemoryStoreError
-from gitmem.recall import bm25
+from gitmem.recall import bm25, postings
 from gitmem.recall.tokens import token_list, tokenize
 
 if TYPE_CHECKING:
@@ -58,10 +58,18 @@ class RecallHit:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    counts: dict[str, int]
+    counts: dict[str, int] | None  # None: restored from a snapshot, tokenised when first needed
     length: int
     updated_at: float
     text: str
+
+
+def _counted(listed: list[str]) -> dict[str, int]:
+    """Each token of ``listed`` with how often it occurs there."""
+    counts = dict.fromkeys(listed, 1)
+    if len(counts) < len(listed):  # some token repeats
+        return dict(Counter(listed))
+    return counts
 
 
 def check_query(query: object, limit: object, ranking: object = "coverage") -> frozenset[str]:
@@ -159,6 +167,14 @@ class RecallIndex:
         self._total_length = 0
         # The tie order of every ranking, kept per document so ordering a level costs no Python key calls.
         self._keys: dict[str, tuple[float, str]] = {}
+        # Postings restored from a snapshot and not decoded yet (token -> posting string over
+        # ``_raw_ids``, see :mod:`gitmem.recall.postings`). A token is in ``_raw`` or in
+        # ``_postings``, never both; ``_dead`` holds the ids of restored documents since removed
+        # or replaced, which decoding leaves out (a replacement's own tokens are decoded first).
+        self._raw: dict[str, str] = {}
+        self._raw_ids: list[str] = []
+        self._dead: set[str] = set()
+        self.restored = False  # whether the last fill came from a saved tokenised form
         self.semantic = semantic
 
     # -- writes --
@@ -229,9 +245,9 @@ class RecallIndex:
 
     def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)
-        counts = dict.fromkeys(listed, 1)
-        if len(counts) < length:  # some token repeats
-            counts = Counter(listed)
+        counts = _counted(listed)
+        if self._raw:  # decoded before anything changes: a damaged one re-tokenises first
+            self._decode_all(counts)
         doc_id = doc.id
         entry = _Entry(counts, length, float(doc.updated_at), doc.text)
         self._drop(doc_id)
@@ -279,6 +295,7 @@ class RecallIndex:
             self._free.clear()
             self._bits.clear()
             self._total_length = 0
+            self._forget_raw()
         if self.semantic is not None:
             self.semantic.forget_all()
 
@@ -293,9 +310,15 @@ class RecallIndex:
         self._slot_ids[slot] = None
         self._free.append(slot)
         keep = ~(1 << slot)
-        for token, n in old.counts.items():
-            posting = self._postings[token]
-            del posting[doc_id]
+        counts = old.counts
+        if counts is None:  # restored: left out of every decode from now on
+            counts = _counted(token_list(old.text))
+            self._dead.add(doc_id)
+        for token in counts:
+            posting = self._postings.get(token)
+            n = None if posting is None else posting.pop(doc_id, None)
+            if posting is None or n is None:  # still in ``_raw`` (or a snapshot that left it out)
+                continue
             groups = self._impacts.get(token)
             if groups is not None:
                 key = (n << 32) | old.length
@@ -308,6 +331,104 @@ class RecallIndex:
                 del self._postings[token]
                 self._impacts.pop(token, None)
                 self._bits.pop(token, None)
+
+    # -- the tokenised form (snapshots) --
+
+    def export_tokens(self) -> dict[str, object]:
+        """The index's tokenised form, JSON-ready: ``ids``, their token counts, every token's posting string.
+
+        :meth:`restore` takes it back with the same documents, and the index then
+        answers exactly as one filled from their texts would, without tokenising them.
+        """
+        with self._lock:
+            self._decode_all(list(self._raw))
+            ids = list(self._docs)
+            position = {doc_id: at for at, doc_id in enumerate(ids)}
+            lengths = [self._lengths[doc_id] for doc_id in ids]
+            encoded = {token: postings.encode(posting, position) for token, posting in self._postings.items()}
+        return {"ids": ids, "lengths": lengths, "postings": encoded}
+
+    def restore(self, docs: Iterable[RecallDoc], tokens: object) -> bool:
+        """Fill the empty index with ``docs`` and their saved tokenised form (from :meth:`export_tokens`).
+
+        Only the form's shape is checked here (the same ids as ``docs``, a whole
+        token count each, a string per token); each posting string is decoded and
+        checked when a query or a write first needs its token, and a bad one makes
+        the index tokenise every text again. ``False`` (nothing changed): the form
+        does not fit, fill the index with :meth:`upsert_many` instead.
+        """
+        if not isinstance(tokens, dict):
+            return False
+        ids, lengths, encoded = tokens.get("ids"), tokens.get("lengths"), tokens.get("postings")
+        if not (isinstance(ids, list) and isinstance(lengths, list) and isinstance(encoded, dict)):
+            return False
+        by_id: dict[str, RecallDoc] = {}
+        for doc in docs:
+            check_doc(doc)
+            by_id[doc.id] = doc  # of two docs naming one id the later stands, as in upsert_many
+        if len(ids) != len(by_id) or len(lengths) != len(ids) or len(set(ids)) != len(ids):
+            return False
+        if not all(map(by_id.__contains__, ids)):
+            return False
+        if not all(type(n) is int and n >= 0 for n in lengths):
+            return False
+        with self._lock:
+            if self._docs or self._impacts:
+                return False
+            for at, (doc_id, length) in enumerate(zip(ids, lengths, strict=True)):
+                doc = by_id[doc_id]
+                entries_at = float(doc.updated_at)
+                self._docs[doc_id] = _Entry(None, length, entries_at, doc.text)
+                self._keys[doc_id] = (-entries_at, doc_id)
+                self._lengths[doc_id] = length
+                self._slots[doc_id] = at
+            self._slot_ids = list(ids)
+            self._total_length = sum(lengths)
+            self._raw = {t: p for t, p in encoded.items() if type(t) is str}
+            self._raw_ids = list(ids)
+            self.restored = True
+        if self.semantic is not None:
+            for doc_id in ids:
+                self.semantic.note(doc_id, by_id[doc_id].text)
+        return True
+
+    def _decode_all(self, tokens: Iterable[str]) -> None:
+        """Decode the saved postings of ``tokens`` (under the lock); a bad one re-tokenises every text."""
+        try:
+            for token in tokens:
+                if token in self._raw:
+                    self._decode(token)
+        except ValueError:
+            self._retokenise()
+
+    def _decode(self, token: str) -> None:
+        """Move ``token``'s posting from ``_raw`` into ``_postings``; ``ValueError`` when it is damaged."""
+        posting = postings.decode(self._raw.pop(token), self._raw_ids)
+        dead = self._dead
+        if dead:
+            if len(dead) < len(posting):
+                for doc_id in dead:
+                    posting.pop(doc_id, None)
+            else:
+                posting = {d: n for d, n in posting.items() if d not in dead}
+        if posting:
+            self._postings[token] = posting
+
+    def _retokenise(self) -> None:
+        """Throw away the saved tokenised form and index every text again, as :meth:`upsert_many` would."""
+        docs = [RecallDoc(doc_id, e.text, e.updated_at) for doc_id, e in self._docs.items()]
+        semantic, self.semantic = self.semantic, None  # the semantic side keeps what it noted
+        try:
+            self.clear()
+            self._fill(docs)
+        finally:
+            self.semantic = semantic
+        self.restored = False
+
+    def _forget_raw(self) -> None:
+        self._raw = {}
+        self._raw_ids = []
+        self._dead = set()
 
     # -- reads --
 
@@ -328,7 +449,9 @@ class RecallIndex:
 
     def tokens_of(self, doc_id: str) -> frozenset[str] | None:
         entry = self._docs.get(doc_id)
-        return None if entry is None else frozenset(entry.counts)
+        if entry is None:
+            return None
+        return frozenset(entry.counts if entry.counts is not None else token_list(entry.text))
 
     def search(
         self,
@@ -347,6 +470,9 @@ class RecallIndex:
         """
         tokens = check_query(query, limit, ranking)
         floor = check_min_score(min_score)
+        if self._raw:
+            with self._lock:
+                self._decode_all(tokens)
         if ranking == "bm25":
             return self._bm25(tokens, limit, floor, accept)
         if ranking == "coverage":

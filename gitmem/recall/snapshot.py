@@ -6,6 +6,9 @@ loaded snapshot is only a starting point: the next refresh asks the store for
 answers ``FullResync``: the commit is gone after purge or forget, or the
 snapshot is of another memory). Anything unexpected about the file (missing,
 truncated, another format, profile, key or prefix) means "no snapshot".
+Beside the texts it keeps the index's tokenised form, so a resume need not
+tokenise them again (:mod:`gitmem.recall.postings`); a form that does not fit
+the texts is dropped and the texts are tokenised.
 
 JSON, not pickle: loading a file must never run code, whoever wrote it. Written
 to a temporary file in the same folder and renamed over the old one, so a
@@ -33,7 +36,7 @@ from gitmem.localfile import load_local_json, read_local_text
 from gitmem.recall.index import RecallDoc
 from gitmem.recall.tokens import PROFILE
 
-FORMAT = "gitmem-recall-snapshot/1"
+FORMAT = "gitmem-recall-snapshot/2"  # /2: with the index's tokenised form
 SNAPSHOT_LIMIT = 1 << 30
 """Bytes of a snapshot file read at most; a bigger file is not ours and is rebuilt."""
 
@@ -72,6 +75,8 @@ class Snapshot:
     cursor: str
     docs: tuple[tuple[str, RecallDoc], ...]  # (path, document)
     skipped: tuple[tuple[str, str], ...] = ()
+    # The index's tokenised form (:meth:`RecallIndex.export_tokens`), unchecked until restored.
+    tokens: object = None
 
 
 def save(
@@ -98,6 +103,7 @@ def save(
         "generation": generation,
         "docs": [[p, d.id, d.text, d.updated_at] for p, d in snapshot.docs],
         "skipped": [list(s) for s in snapshot.skipped],
+        "tokens": snapshot.tokens,
     }
     return publish(path, body, generation=generation, current=current, fsync=True)
 
@@ -166,6 +172,6 @@ def load(
                 return None
             docs.append((p, RecallDoc(doc_id, text, float(updated_at))))
         skipped = tuple((str(p), str(why)) for p, why in body.get("skipped", []))
-        return Snapshot(body["cursor"], tuple(docs), skipped)
+        return Snapshot(body["cursor"], tuple(docs), skipped, body.get("tokens"))
     except (OSError, ValueError, TypeError, KeyError):
         return None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
+from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
 from gitmem.store import FileStore
 
@@ -118,11 +119,13 @@ class StoreRecall:
             stamp = self.generation() if self.generation is not None else None
             if not self._tried_snapshot:
                 self._tried_snapshot = True
-                self._resume(stamp)
+                with paused_gc():
+                    self._resume(stamp)
             answer = self.store.changes(self.cursor)
             self._stamp = stamp
             if isinstance(answer, FullResync):
-                self._rebuild(answer.cursor)
+                with paused_gc():
+                    self._rebuild(answer.cursor)
                 self._save()
             else:
                 for path in answer.paths:
@@ -142,7 +145,9 @@ class StoreRecall:
         for path, doc in found.docs:
             self._by_path[path] = doc.id
             self._paths_of.setdefault(doc.id, set()).add(path)
-        self.index.upsert_many(doc for _, doc in found.docs)
+        docs = [doc for _, doc in found.docs]
+        if found.tokens is None or not self.index.restore(docs, found.tokens):
+            self.index.upsert_many(docs)
         self.skipped.update(found.skipped)
         self.cursor = found.cursor
         self.resumed_from_snapshot = True
@@ -165,7 +170,9 @@ class StoreRecall:
             doc = self.index.get(doc_id)
             if doc is not None:
                 docs.append((path, doc))
-        state = snapshots.Snapshot(self.cursor, tuple(docs), tuple(sorted(self.skipped.items())))
+        state = snapshots.Snapshot(
+            self.cursor, tuple(docs), tuple(sorted(self.skipped.items())), self.index.export_tokens()
+        )
         snapshots.save(
             self.snapshot,
             state,

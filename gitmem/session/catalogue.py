@@ -13,7 +13,9 @@ saved there and catches up with ``changes(cursor)`` instead of reading every
 file. The snapshot is a cache like the catalogue: JSON (loading never runs code),
 holding each item's decoded fields (not its file text: a resume parses one JSON
 file and checks each row, instead of parsing and validating 10,000 files),
-written to a temporary file and renamed; anything odd about it (missing, torn,
+with the recall index's tokenised form (so a resume need not tokenise
+every text again: :meth:`gitmem.recall.RecallIndex.restore`), written to a
+temporary file and renamed; anything odd about it (missing, torn,
 another format or item schema, a cursor the store no longer knows) means a
 normal rebuild. It is saved after a rebuild and after every ``save_every``
 re-read files. It holds item texts, so it is loaded only under the history
@@ -34,6 +36,7 @@ from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall import snapshot as snapshots
+from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
@@ -48,7 +51,7 @@ from gitmem.session.items import (
 from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
-SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/2"  # /2: rows of item fields, not file texts
+SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/3"  # /2: rows of item fields; /3: and the recall tokens
 SNAPSHOT_LIMIT: Final = 1 << 30  # bytes read at most: a bigger file is not ours, and is rebuilt
 
 
@@ -89,13 +92,15 @@ class Catalogue:
         stamp = self._generation() if self._generation is not None else None
         if not self._tried_snapshot:
             self._tried_snapshot = True
-            self._resume(stamp)
+            with paused_gc():
+                self._resume(stamp)
         answer = self.store.changes(self.cursor)
         self._stamp = stamp
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
-            paths: Iterable[str] = self._load_all(answer.cursor)
+            with paused_gc():
+                paths: Iterable[str] = self._load_all(answer.cursor)
         else:
             paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
         self._learned.clear()
@@ -164,7 +169,8 @@ class Catalogue:
                         by_id.setdefault(dup, path)
                 if item.recallable:
                     docs.append(RecallDoc(item.id, item.content, item.timestamp))
-            self._index.upsert_many(docs)
+            if not self._index.restore(docs, body.get("recall")):
+                self._index.upsert_many(docs)
             for path, reason in body.get("skipped", []):
                 self.skipped[str(path)] = str(reason)
         except (OSError, ValueError, TypeError, KeyError):
@@ -182,6 +188,7 @@ class Catalogue:
             "generation": self._stamp,
             "items": [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()],
             "skipped": [[p, r] for p, r in self.skipped.items()],
+            "recall": self._index.export_tokens(),
         }
         try:
             snapshots.publish(self.snapshot, body, generation=self._stamp, current=self._generation)
