@@ -361,6 +361,11 @@ class GitRepo:
             return None
         return entry.oid, self.blob(entry.oid)
 
+    def file_id_at(self, commit: str, path: str) -> str | None:
+        """The blob id of the regular file at ``path`` in ``commit``, or ``None``; the blob is not read."""
+        entry = lookup(self.tree_of(commit), path)
+        return entry.oid if entry is not None and entry.kind == "blob" else None
+
     def blob(self, oid: str) -> bytes:
         """An object's bytes, read once, from the packs first.
 

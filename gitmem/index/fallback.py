@@ -116,9 +116,9 @@ def _regular(repo: GitSource, head: str, prefix: str, paths: set[str]) -> list[t
     out: list[tuple[str, str]] = []
     for path in paths:
         if path.startswith(prefix):
-            found = repo.read_at(head, path)
-            if found is not None:
-                out.append((path, found[0]))
+            oid = repo.file_id_at(head, path)
+            if oid is not None:
+                out.append((path, oid))
     out.sort(key=lambda hit: git_order(hit[0]))
     return out
 
