@@ -218,6 +218,10 @@ NOT_FOR_READS = (
     "gitmem.index",
     "whoosh",
     "asyncio",
+    "gitmem.git.packwrite",  # the pack writer and its tree editor are a write's
+    "gitmem.git.treeedit",
+    "gitmem.git.packfold",
+    "gitmem.grep",  # a search's
 )
 
 
@@ -225,7 +229,14 @@ def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_nee
     """log and blame open the store (pygit2 loads), yet run no git process, take no writer lock,
     fsync nothing and read no index: subprocess, the fsync pool (with logging), secrets, the
     erasure ledger and Whoosh load only when a command does that work."""
-    for args in (("log", "user"), ("blame", "user", "a.md"), ("log", "user", "--json")):
+    for args in (
+        ("log", "user"),
+        ("blame", "user", "a.md"),
+        ("log", "user", "--json"),
+        ("show", "user", "main", "a.md"),
+        ("diff", "user", "main"),
+        ("changes", "user"),
+    ):
         held = modules(root, *args)
         assert "pygit2" in held, args
         assert {m for m in NOT_FOR_READS if m in held} == set(), args
