@@ -37,6 +37,7 @@ Usage::
     .venv/bin/python bench/bench_scale.py                      # 1k and 10k, 5 samples
     .venv/bin/python bench/bench_scale.py --sizes 1000 --samples 3
     .venv/bin/python bench/bench_scale.py --big                # also 100k (built once, cached)
+    .venv/bin/python bench/bench_scale.py --only cli "first grep" --sizes 10000 --cache COPY
 """
 
 from __future__ import annotations
@@ -223,14 +224,19 @@ def wait_for_index(root: Path, env: dict[str, str], timeout: float = 1800) -> fl
     return time.perf_counter() - start
 
 
-def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
+def measure(root: Path, n: int, samples: int, only: tuple[str, ...] = ()) -> dict[str, Row]:
     env = env_for(root)
     gm = gitmem_cmd()
     files = root / "files.git"
     index = files / "gitmem" / "index"
     rows: dict[str, Row] = {}
 
+    def wanted(name: str) -> bool:
+        return not only or name.startswith(only)
+
     def row(name: str, fn: Callable[[], tuple[float, float, float]], anchor: Callable[[], tuple[float, float, float]] | None, after: Callable[[], float] | None = None) -> None:
+        if not wanted(name):
+            return
         walls, cpus, rss, aw, ac, extra = [], [], [], [], [], []
         for _ in range(samples):
             w, c, r = fn()
@@ -254,6 +260,8 @@ def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
     row("first grep, no index", first_grep, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
     row("index rebuild", lambda: run([*gm, "index", "rebuild", "files"], env, root), None)
     for kind in ("durable", "session", "records"):
+        if not wanted(f"{kind} first recall, new process"):
+            continue
         recall_once(kind, root, env)  # the first process ever builds and saves the snapshot
         firsts, warms = [], []
         for _ in range(samples):
@@ -275,6 +283,8 @@ def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
     }
     quick_ls = lambda: run([*gm, "ls", "files", "topic-000/sub-00"], env, root)  # noqa: E731
     for name, args in reads.items():
+        if not wanted(f"cli {name}"):
+            continue
         try:
             run([*gm, *args], env, root)
         except SystemExit:
@@ -285,7 +295,8 @@ def measure(root: Path, n: int, samples: int) -> dict[str, Row]:
         lambda: run(["git", "--git-dir", str(files), "log", "-10", "--name-status", "main"], env, root))
     row("cli blame vs git blame", lambda: run([*gm, "blame", "files", hot], env, root),
         lambda: run(["git", "--git-dir", str(files), "blame", "main", "--", hot], env, root))
-    rows["session prune of N stale items"] = prune_row(root, n)
+    if wanted("session prune of N stale items"):
+        rows["session prune of N stale items"] = prune_row(root, n)
     return rows
 
 
@@ -343,6 +354,7 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also 100k (built once under --cache, then reused)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gitmem-bench-scale")
     parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--only", nargs="+", default=(), metavar="ROW", help="only the rows whose names start so (e.g. 'cli' 'first grep')")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes + ([100_000] if args.big else [])))
     results: dict[int, dict[str, Row]] = {}
@@ -353,7 +365,7 @@ def main() -> None:
             start = time.perf_counter()
             build(root, n)
             print(f"built {n:,} in {time.perf_counter() - start:.0f} s at {root}", file=sys.stderr)
-        results[n] = measure(root, n, args.samples)
+        results[n] = measure(root, n, args.samples, tuple(args.only))
         print(f"measured {n:,}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
     report(results)
