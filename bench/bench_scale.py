@@ -42,7 +42,7 @@ Usage::
     .venv/bin/python bench/bench_scale.py                      # 1k and 10k, 5 samples
     .venv/bin/python bench/bench_scale.py --sizes 1000 --samples 3
     .venv/bin/python bench/bench_scale.py --big                # also 100k (built once, cached)
-    .venv/bin/python bench/bench_scale.py --big --rows forget --samples 3   # only forget and its pack
+    .venv/bin/python bench/bench_scale.py --big --only forget --samples 3   # only forget and its pack
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def wait_for_index(root: Path, env: dict[str, str], timeout: float = 1800) -> fl
 
 
 ROWS = ("grep", "rebuild", "recall", "read", "history", "prune", "forget")
-"""Groups of rows ``--rows`` picks from, in the order they run."""
+"""Groups of rows ``--only`` picks from, in the order they run."""
 
 
 def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -> dict[str, Row]:
@@ -414,7 +414,7 @@ def main() -> None:
     parser.add_argument("--big", action="store_true", help="also 100k (built once under --cache, then reused)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gitmem-bench-scale")
     parser.add_argument("--samples", type=int, default=5)
-    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS), help="which groups of rows to run (default: all)")
+    parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS), help="which groups of rows to run (default: all)")
     parser.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()),
                         help="where forget's copies are made (the file system it is measured on)")  # fmt: skip
     args = parser.parse_args()
@@ -427,7 +427,7 @@ def main() -> None:
             start = time.perf_counter()
             build(root, n)
             print(f"built {n:,} in {time.perf_counter() - start:.0f} s at {root}", file=sys.stderr)
-        results[n] = measure(root, n, args.samples, set(args.rows), args.scratch)
+        results[n] = measure(root, n, args.samples, set(args.only), args.scratch)
         print(f"measured {n:,}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
     report(results)

@@ -42,7 +42,6 @@ from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
 from gitmem.gitcache import ReadCache
-from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import (
     Applied,
@@ -402,6 +401,8 @@ class SyncGitFileStore:
         path: str = "",
         limit: int = 100,
     ) -> SearchResult:
+        from gitmem.grep import check_limit, compile_pattern, scan  # a search's: other reads never load it
+
         matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
         prefix = validate_directory(path, self.format)
         limit = check_limit(limit)

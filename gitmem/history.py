@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
-from gitmem.model import Origin
+
+if TYPE_CHECKING:  # annotations only: a CLI read builds the value classes it uses, no others
+    from gitmem.model import Origin
 
 MAX_LOG_LIMIT = 1_000_000
 

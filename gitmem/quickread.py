@@ -15,10 +15,18 @@ the tree id of ``main``, the memory's limits and the code that describes files.
 
 Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 (``--rev``) go to the store.
+
+``grep`` of a mount that has no search index yet (a fresh clone, a new machine,
+after an erasure) is answered here too (:func:`search`): the store would answer
+it without the index anyway (:mod:`gitmem.index.fallback` picks the candidate
+files, :func:`gitmem.grep.scan` decides every line) and hand the build to a
+detached indexer; the same two functions run over the peek, and the same indexer
+is started, so only pygit2 and the store's imports are left out.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import TYPE_CHECKING, Final
 
@@ -34,6 +42,7 @@ from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
     from gitmem.root import Root
+    from gitmem.values import SearchResult
 
 #: The mount's folder of derived content caches (``gitstore.DERIVED_DIR``, which purge and
 #: forget delete); spelled out here because importing the store would import pygit2.
@@ -101,6 +110,68 @@ def read_file(root: Root, name: str, file: str) -> FileText:
     if found is None:
         raise MemoryStoreError("not_found", f"{file} does not exist")
     return FileText(file, decode_stored(found[1]), found[0])
+
+
+def search(
+    root: Root, name: str, pattern: str, *, regex: bool, case_sensitive: bool, path: str, limit: int
+) -> SearchResult:
+    """grep of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.search` answers it.
+
+    Without the store only while the mount has no index folder and more files than
+    a request indexes itself (:data:`gitmem.index.mount.INLINE_DOCS`): then the
+    store too would pick candidates with :func:`gitmem.index.fallback.grep_candidates`
+    (``git grep``, or reading every file) and start the detached indexer, and so does
+    this, over the peek. An index folder (current, behind, or being built: only the
+    index can say which), a small mount, or anything the peek declines goes to the store.
+    """
+    folder = root.existing_folder(name)
+    try:
+        peek = Peek(folder)
+        require_file_memory(name, kind_from_repo(peek))
+        answer = _search_unindexed(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+    except CannotPeek:
+        answer = None
+    if answer is not None:
+        return answer
+    store = root.mount(name).sync
+    require_file_memory(name, store.kind)
+    from gitmem.index import background
+
+    with background.detached():  # a missing index is built by a process that outlives this one
+        return store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+
+
+def _search_unindexed(
+    peek: Peek, pattern: str, *, regex: bool, case_sensitive: bool, path: str, limit: int
+) -> SearchResult | None:
+    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store."""
+    from gitmem.fileformat import validate_directory
+    from gitmem.grep import check_limit, compile_pattern, scan
+    from gitmem.index import mount
+    from gitmem.index.needles import literal_need, regex_need
+
+    fmt = format_from_repo(peek)
+    matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)  # the store's order of refusals
+    prefix = validate_directory(path, fmt)
+    limit = check_limit(limit)
+    if os.path.isdir(mount.index_folder(peek.path)):
+        return None
+    head = peek.head()
+    need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
+    if need is None:  # a pattern the index cannot narrow: the store reads every file too
+        return scan(((p, decode_stored(peek.blob(oid))) for p, oid in peek.files_at(head, prefix)), matcher, limit)
+    if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
+        return None  # the store builds an index this small inline
+    from gitmem.index import background, fallback
+
+    files = fallback.grep_candidates(peek, need, prefix, head)
+    answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
+    # Started once the answer is known: the indexer's start-up would take a core from git grep.
+    try:
+        background.start_indexer(peek.path)
+    except OSError:  # the lock file cannot be made here: the store says what that means
+        return None
+    return answer
 
 
 # -- the listing file --

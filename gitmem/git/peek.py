@@ -59,7 +59,9 @@ _MAX_OBJECT: Final = 64 << 20
 #: ``REF_DELTA`` bases looked up by id, nested; a cycle of them ends here instead of in a RecursionError.
 _MAX_REF_NESTING: Final = 64
 _CHUNK: Final = 1 << 20  # compressed bytes fed to zlib at a time
-_BASE_CACHE: Final = 64  # delta bases kept per reader (a listing reads neighbours of one chain)
+_BASE_CACHE: Final = 512  # delta bases kept per reader (a listing reads neighbours of one chain)
+_CACHED_BASE_MAX: Final = 1 << 20  # a larger base is inflated again when needed, never kept
+_TREE_CACHE: Final = 4096  # parsed trees kept per reader
 #: The config sections a read needs (of ``core`` only the format version); the others are skipped unparsed.
 _SECTIONS: Final = ("core", "extensions", "gitmem")
 #: Tree entry modes as libgit2 reports them, by their stored spelling; any other is left to libgit2.
@@ -226,6 +228,8 @@ class Peek:
             raise CannotPeek("objects borrowed from another repository")
         self._packs: list[_Pack] | None = None
         self._bases: dict[tuple[int, int], tuple[int, bytes]] = {}
+        self._trees: dict[str, list[tuple[str, str, str]]] = {}
+        self._last_tree: tuple[str, str] | None = None
 
     # -- refs and config --
 
@@ -332,7 +336,7 @@ class Peek:
     def _unpack(self, number: int, offset: int, nesting: int = 0) -> tuple[int, bytes]:
         """The object at ``offset`` in pack ``number``, deltas applied (an explicit stack: chains can be long)."""
         assert self._packs is not None
-        pending: list[bytes] = []
+        pending: list[tuple[int, bytes]] = []  # (offset, delta) from the wanted object down its chain
         for _ in range(_MAX_DELTA_DEPTH):
             cached = self._bases.get((number, offset))
             if cached is not None:
@@ -358,12 +362,12 @@ class Peek:
                         back = ((back + 1) << 7) | (byte & 0x7F)
                     if not 0 < back <= offset:
                         raise CannotPeek("a delta's base lies outside its pack")
-                    pending.append(_inflate(data, at, size))
+                    pending.append((offset, _inflate(data, at, size)))
                     offset -= back
                     continue
                 if kind == _REF_DELTA:
                     base_id = bytes(data[at : at + 20])
-                    pending.append(_inflate(data, at + 20, size))
+                    pending.append((offset, _inflate(data, at + 20, size)))
                     if nesting >= _MAX_REF_NESTING:
                         raise CannotPeek("a chain of REF_DELTA bases is too deep (or a cycle)")
                     found = self._packed(base_id, nesting + 1)
@@ -375,29 +379,51 @@ class Peek:
                 raise CannotPeek("a pack is cut short") from None
             body = _inflate(data, at, size)
             if pending:  # a delta base: the next reads of its neighbours need it again
-                if len(self._bases) >= _BASE_CACHE:
-                    self._bases.clear()
-                self._bases[(number, offset)] = (kind, body)
+                self._keep(number, offset, kind, body)
             break
         else:
             raise CannotPeek("a delta chain is too long")
         while pending:
-            body = apply_delta(body, pending.pop())
+            at, delta = pending.pop()
+            body = apply_delta(body, delta)
+            if pending:  # a base inside the chain: neighbours built on it start here next time
+                self._keep(number, at, kind, body)
         return kind, body
+
+    def _keep(self, number: int, offset: int, kind: int, body: bytes) -> None:
+        if len(body) > _CACHED_BASE_MAX:
+            return
+        if len(self._bases) >= _BASE_CACHE:
+            self._bases.clear()
+        self._bases[(number, offset)] = (kind, body)
 
     # -- what a read needs --
 
     def tree_of(self, commit: str) -> str:
+        if self._last_tree is not None and self._last_tree[0] == commit:  # lookups path by path ask again
+            return self._last_tree[1]
         kind, body = self.object(commit)
         if kind != "commit" or not body.startswith(b"tree ") or body[45:46] != b"\n":
             raise CannotPeek(f"{commit} is not a commit")
-        return body[5:45].decode("ascii")
+        tree = body[5:45].decode("ascii")
+        self._last_tree = (commit, tree)
+        return tree
 
     def tree_items(self, tree_id: str) -> list[tuple[str, str, str]]:
         """One folder's entries as ``(name, kind, hex id)``, in git order, kinds as :class:`GitRepo` says them."""
         return list(self._entries(tree_id))
 
-    def _entries(self, tree_id: str) -> Iterator[tuple[str, str, str]]:
+    def _entries(self, tree_id: str) -> list[tuple[str, str, str]]:
+        """A tree's entries, parsed once per reader: a grep's candidates are looked up path by path,
+        each lookup from the root tree down, and a packed tree is often a long delta chain."""
+        found = self._trees.get(tree_id)
+        if found is None:
+            if len(self._trees) >= _TREE_CACHE:
+                self._trees.clear()
+            found = self._trees[tree_id] = list(self._parse_tree(tree_id))
+        return found
+
+    def _parse_tree(self, tree_id: str) -> Iterator[tuple[str, str, str]]:
         kind, body = self.object(tree_id)
         if kind != "tree":
             raise CannotPeek(f"{tree_id} is not a tree")
@@ -423,8 +449,32 @@ class Peek:
             raise CannotPeek(f"{oid} is not a blob")
         return body
 
+    def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """Every regular file under folder ``prefix`` (``""`` or ``"dir/"``) at ``commit`` as
+        ``(path, blob id)``, in git order: what :meth:`GitRepo.files_at` yields (links and
+        submodules left out), so the grep fallback reads the same files through either."""
+        tree = self.tree_of(commit)
+        for part in prefix.rstrip("/").split("/") if prefix else ():
+            found = next(((kind, oid) for name, kind, oid in self._entries(tree) if name == part), None)
+            if found is None or found[0] != "tree":
+                return
+            tree = found[1]
+        yield from self._walk(tree, prefix)
+
+    def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
+        for name, kind, oid in self.tree_items(tree_id):
+            if kind == "tree":
+                yield from self._walk(oid, f"{prefix}{name}/")
+            elif kind == "blob":
+                yield f"{prefix}{name}", oid
+
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None`` (also for a link)."""
+        oid = self.file_id_at(commit, path)
+        return None if oid is None else (oid, self.blob(oid))
+
+    def file_id_at(self, commit: str, path: str) -> str | None:
+        """The blob id of the regular file at ``path`` in ``commit``, or ``None``; nothing else is read."""
         tree = self.tree_of(commit)
         parts = path.split("/")
         for depth, part in enumerate(parts):
@@ -433,7 +483,7 @@ class Peek:
                 return None
             kind, oid = found
             if depth == len(parts) - 1:
-                return (oid, self.blob(oid)) if kind == "blob" else None
+                return oid if kind == "blob" else None
             if kind != "tree":
                 return None
             tree = oid

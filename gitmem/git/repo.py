@@ -37,12 +37,12 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli, packwrite
+from gitmem.git import cli
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -62,6 +62,9 @@ from gitmem.git.snapshot import (
 from gitmem.git.treediff import diff_trees
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
+
+if TYPE_CHECKING:
+    from gitmem.git import packwrite
 
 __all__ = [  # names callers, tests and benchmarks reach for here (cli: tests patch cli.run_git through it)
     "DURABLE_KEY",
@@ -361,6 +364,11 @@ class GitRepo:
             return None
         return entry.oid, self.blob(entry.oid)
 
+    def file_id_at(self, commit: str, path: str) -> str | None:
+        """The blob id of the regular file at ``path`` in ``commit``, or ``None``; the blob is not read."""
+        entry = lookup(self.tree_of(commit), path)
+        return entry.oid if entry is not None and entry.kind == "blob" else None
+
     def blob(self, oid: str) -> bytes:
         """An object's bytes, read once, from the packs first.
 
@@ -486,6 +494,8 @@ class GitRepo:
 
     def tree_cache(self) -> packwrite.TreeCache:
         """This thread's parsed trees, shared by its snapshots (a folder is parsed once, not per write)."""
+        from gitmem.git import packwrite  # a write's: reads never load the pack writer
+
         cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
         if cache is None:
             cache = self._local.trees = packwrite.TreeCache()
@@ -535,6 +545,8 @@ class GitRepo:
         def run(args: list[str], stdin: bytes) -> tuple[int, str]:
             done = cli.run_git(args, git_dir=self.path, stdin=stdin, pass_fds=(self.fold_lock.held_fd(),))
             return done.returncode, done.stdout
+
+        from gitmem.git import packwrite
 
         if packwrite.compact(self.path, run):
             # libgit2 never forgets a pack it opened, even once deleted: every handle

@@ -10,16 +10,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import decode_stored
-from gitmem.git import packwrite
 from gitmem.git.loose import raise_if_corrupt, take_corruption
 from gitmem.model import BlobVersion, CommitId, FileText, Origin
 from gitmem.store import file_dir_conflict
+
+if TYPE_CHECKING:  # the pack writer is a write's: reads (log, blame, diff) never load it
+    from gitmem.git import packwrite
 
 FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -87,7 +89,11 @@ class Snapshot:
         self.head = head
         self.pending = pending
         self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
-        self._trees = trees if trees is not None else packwrite.TreeCache()
+        if trees is None:
+            from gitmem.git import packwrite
+
+            trees = packwrite.TreeCache()
+        self._trees = trees
         self._folders: dict[str, str | None] = {"": self.tree_id}
 
     @property
@@ -133,7 +139,9 @@ class Snapshot:
 
     def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
         entries = self._entries(tree_id)
-        for name, (mode, oid) in sorted(entries.items(), key=packwrite.entry_order):
+        from gitmem.git.treeedit import entry_order
+
+        for name, (mode, oid) in sorted(entries.items(), key=entry_order):
             kind = kind_of(mode)
             if kind == "tree":
                 yield from self._walk(oid.hex(), f"{prefix}{name.decode('utf-8', 'surrogateescape')}/")
@@ -151,7 +159,7 @@ class Snapshot:
 
 def kind_of(mode: bytes) -> str:
     """An entry's kind from its raw tree mode, as :func:`lookup` tells it from libgit2's."""
-    if mode in packwrite.FILE_MODES:
+    if mode in (b"100644", b"100755"):  # gitmem.git.treeedit.FILE_MODES, as stored
         return "blob"
     if mode.lstrip(b"0") == b"40000":
         return "tree"

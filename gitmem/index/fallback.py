@@ -35,7 +35,7 @@ from gitmem.fileformat import decode_stored
 from gitmem.git import gitgrep
 from gitmem.index.grams import fold
 from gitmem.index.needles import All, AnyOf, Lit, Need
-from gitmem.index.source import GitSource, git_order
+from gitmem.index.source import FileSource, git_order
 
 FOLDS_TO_ASCII = (
     "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a"
@@ -71,7 +71,7 @@ def git_expression(need: Need) -> list[str] | None:
     return [*out, ")"]
 
 
-def grep_candidates(repo: GitSource, need: Need, prefix: str, head: str) -> list[tuple[str, str]]:
+def grep_candidates(repo: FileSource, need: Need, prefix: str, head: str) -> list[tuple[str, str]]:
     """Files under ``prefix`` at ``head`` that may hold a line satisfying ``need``, as ``(path, blob id)`` in git order."""
     found = _ask_git(repo, head, need, prefix)
     if found is None:
@@ -79,7 +79,7 @@ def grep_candidates(repo: GitSource, need: Need, prefix: str, head: str) -> list
     return _regular(repo, head, prefix, found)
 
 
-def find_candidates(repo: GitSource, terms: list[str], prefix: str, head: str) -> list[tuple[str, str, str]]:
+def find_candidates(repo: FileSource, terms: list[str], prefix: str, head: str) -> list[tuple[str, str, str]]:
     """Files under ``prefix`` whose text or path holds one of ``terms``, as ``(path, blob id, text)``."""
     lowered = [t.lower() for t in terms]
 
@@ -99,7 +99,7 @@ def find_candidates(repo: GitSource, terms: list[str], prefix: str, head: str) -
     return [(p, oid, decode_stored(repo.blob(oid))) for p, oid in picked]
 
 
-def _ask_git(repo: GitSource, head: str, need: Need, prefix: str) -> set[str] | None:
+def _ask_git(repo: FileSource, head: str, need: Need, prefix: str) -> set[str] | None:
     """The files ``git grep`` says may satisfy ``need``, plus those holding a character that folds to ASCII."""
     expression = git_expression(need)
     if expression is None:
@@ -109,21 +109,21 @@ def _ask_git(repo: GitSource, head: str, need: Need, prefix: str) -> set[str] | 
     return None if answers is None else answers[0] | answers[1]
 
 
-def _regular(repo: GitSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
+def _regular(repo: FileSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
     """The regular files among ``paths`` at ``head``, with their blob ids, in git order."""
     if len(paths) > _FEW:
         return [(p, oid) for p, oid in repo.files_at(head, prefix) if p in paths]
     out: list[tuple[str, str]] = []
     for path in paths:
         if path.startswith(prefix):
-            found = repo.read_at(head, path)
-            if found is not None:
-                out.append((path, found[0]))
+            oid = repo.file_id_at(head, path)
+            if oid is not None:
+                out.append((path, oid))
     out.sort(key=lambda hit: git_order(hit[0]))
     return out
 
 
 def _read_and_keep(
-    repo: GitSource, head: str, prefix: str, keep: Callable[[str, str], bool]
+    repo: FileSource, head: str, prefix: str, keep: Callable[[str, str], bool]
 ) -> list[tuple[str, str]]:
     return [(p, oid) for p, oid in repo.files_at(head, prefix) if keep(p, decode_stored(repo.blob(oid)))]

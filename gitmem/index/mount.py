@@ -55,6 +55,16 @@ REBUILD_BATCH = 2000
 """Files per Whoosh commit of a rebuild: memory stays bounded and each commit costs the same."""
 
 
+def index_folder(repo_path: str) -> str:
+    """Where the index of the mount at ``repo_path`` lives; no folder means no index (a fresh clone)."""
+    return os.path.join(repo_path, "gitmem", "index")
+
+
+def lock_file(repo_path: str) -> str:
+    """The index writers' lock of the mount at ``repo_path``."""
+    return os.path.join(repo_path, "gitmem", "index.lock")
+
+
 class _Deferred(Exception):
     """The catch-up is more than a request may do (:data:`INLINE_DOCS`): hand it off."""
 
@@ -64,9 +74,8 @@ class MountIndex:
 
     def __init__(self, repo: GitSource) -> None:
         self.repo = repo
-        state = os.path.join(repo.path, "gitmem")
-        self.directory = os.path.join(state, "index")
-        self.lock = IndexLock(os.path.join(state, "index.lock"))
+        self.directory = index_folder(repo.path)
+        self.lock = IndexLock(lock_file(repo.path))
         self._cache: dict[str, Any] = {}  # Whoosh segment id -> decoded signatures
         self._ix: FileIndex | None = None
         self._current: str | None = None  # a head this process saw the index reach
@@ -85,8 +94,12 @@ class MountIndex:
         need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
         if need is None:
             return list(self.repo.files_at(head, prefix))
-        self.refresh(head)
-        found = self._candidates(need, prefix, head)
+        # No folder before the refresh and none made by it: any folder that appears meanwhile is
+        # the detached indexer's, with nothing committed yet, and opening it would only load whoosh.
+        absent = not os.path.isdir(self.directory)
+        found = None
+        if self.refresh(head) or not absent:
+            found = self._candidates(need, prefix, head)
         if found is None:  # missing, outdated or far behind: picked without it while it is built
             from gitmem.index import fallback
 
@@ -125,9 +138,9 @@ class MountIndex:
             hits = [hit for hit in hits if hit[0] not in changed]
             for path in changed:
                 if path.startswith(prefix):
-                    found = self.repo.read_at(head, path)
-                    if found is not None:
-                        hits.append((path, found[0]))
+                    oid = self.repo.file_id_at(head, path)
+                    if oid is not None:
+                        hits.append((path, oid))
         hits.sort(key=lambda hit: git_order(hit[0]))
         return hits
 

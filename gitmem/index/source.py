@@ -10,14 +10,24 @@ from collections.abc import Iterator
 from typing import Protocol
 
 
-class GitSource(Protocol):
-    """What the index reads from git (satisfied by :class:`gitmem.git.repo.GitRepo`)."""
+class FileSource(Protocol):
+    """What a search without the index reads (:mod:`gitmem.index.fallback`): one commit's files.
+
+    Satisfied by :class:`gitmem.git.repo.GitRepo` and by :class:`gitmem.git.peek.Peek`,
+    the CLI's pygit2-free reader.
+    """
 
     path: str
 
-    def head(self) -> str: ...
     def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]: ...
     def blob(self, oid: str) -> bytes: ...
+    def file_id_at(self, commit: str, path: str) -> str | None: ...
+
+
+class GitSource(FileSource, Protocol):
+    """What the index reads from git (satisfied by :class:`gitmem.git.repo.GitRepo`)."""
+
+    def head(self) -> str: ...
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None: ...
     def is_commit(self, rev: str) -> bool: ...
     def descendant_of(self, commit: str, ancestor: str) -> bool: ...

@@ -218,18 +218,53 @@ NOT_FOR_READS = (
     "gitmem.index",
     "whoosh",
     "asyncio",
+    "gitmem.git.packwrite",  # the pack writer and its tree editor are a write's
+    "gitmem.git.treeedit",
+    "gitmem.git.packfold",
+    "gitmem.grep",  # a search's
 )
 
 
 def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_need(root: Path) -> None:
     """log and blame open the store (pygit2 loads), yet take no writer lock, fsync nothing and
     read no index: the fsync pool, secrets, the erasure ledger and Whoosh load only when a
-    command does that work. log runs no git process either; blame asks ``git blame``
-    (libgit2's blame grows with the memory), so subprocess is what it adds."""
-    for args in (("log", "user"), ("blame", "user", "a.md"), ("log", "user", "--json")):
+    command does that work. log, show, diff and changes run no git process either; blame asks
+    ``git blame`` (libgit2's blame grows with the memory), so subprocess is what it adds."""
+    for args in (
+        ("log", "user"),
+        ("blame", "user", "a.md"),
+        ("log", "user", "--json"),
+        ("show", "user", "main", "a.md"),
+        ("diff", "user", "main"),
+        ("changes", "user"),
+    ):
         held = modules(root, *args)
         assert "pygit2" in held, args
         git_call = {"subprocess", "signal", "logging"} if args[0] == "blame" else set()
         assert {m for m in NOT_FOR_READS if m in held} - git_call == set(), args
     # A path's log follows it through the ledger of erased paths: that one loads it.
     assert "gitmem.git.erasures" in modules(root, "log", "user", "a.md")
+
+
+def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(tmp_path: Path) -> None:
+    """A fresh clone's grep is answered through the peek (gitmem.quickread.search): no store, no
+    pygit2, no whoosh (and its asyncio); with an index, or for a run, the store answers."""
+    import time
+
+    from gitmem.index.mount import INLINE_DOCS
+    from gitmem.model import Edit
+    from gitmem.root import Root
+
+    root = Root(tmp_path)
+    store = root.mount("big", create=True).sync
+    store.apply([Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(INLINE_DOCS + 20)])
+    held = modules(tmp_path, "grep", "big", "zeppelin", probe=ENTRY)
+    assert {m.split(".")[0] for m in held} & {"pygit2", "whoosh", "asyncio", "dulwich"} == set()
+    assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} <= {"gitmem.index", "gitmem.grep"}
+    assert "gitmem.index.engine" not in held and "gitmem.gitstore" not in held
+    deadline = time.monotonic() + 120
+    while store.index_status().state != "current":  # the grep started the detached indexer
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    held = modules(tmp_path, "grep", "big", "zeppelin", probe=ENTRY)
+    assert {"pygit2", "whoosh"} <= {m.split(".")[0] for m in held}  # the index is the store's to read

@@ -45,12 +45,19 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    from gitmem.index import background
+    where = directory_arg(directory)
+    if state.run:
+        from gitmem.index import background
 
-    files = state.files(name)
-    with background.detached():  # a missing index is built by a process that outlives this one
-        result = files.search(
-            pattern, regex=regex, case_sensitive=case_sensitive, path=directory_arg(directory), limit=limit
+        with background.detached():  # a missing index is built by a process that outlives this one
+            result = state.files(name).search(
+                pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit
+            )
+    else:  # main: a mount without an index is searched without opening the store
+        from gitmem import quickread
+
+        result = quickread.search(
+            state.root, name, pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit
         )
 
     def text() -> None:

@@ -1,0 +1,142 @@
+"""The CLI's grep of a mount with no index (a fresh clone) answers without the store, exactly as the store does.
+
+:func:`gitmem.quickread.search` runs the store's own fallback and scan over the
+pygit2-free peek. Here both paths answer on the same mount, with git on the
+``PATH`` and without it: in-process against the indexed store, and through whole
+``gitmem grep`` processes (text and ``--json``) before and after the detached
+indexer built the index, which the quick path must start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitmem import quickread
+from gitmem.git import gitgrep
+from gitmem.index import background
+from gitmem.index import mount as mount_index
+from gitmem.model import Edit
+from gitmem.root import Root
+from tests.index.test_index_fallback import ODD, PATTERNS
+
+FILES = 120  # more than a request indexes itself (INLINE_DOCS)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Root:
+    root = Root(tmp_path / "root")
+    store = root.mount("big", create=True).sync
+    edits = [
+        Edit(
+            f"notes/t{i % 7}/n{i:04}.md",
+            f"note {i} about the {'harbour' if i % 2 else 'airship'}\n"
+            + (f"Zeppelin sighting logged as ticket KX-{i}\n" if i % 9 == 0 else "nothing to report\n"),
+        )
+        for i in range(FILES)
+    ]
+    edits += [Edit(path, text) for path, text in ODD.items()]
+    store.apply(edits)
+    assert FILES > mount_index.INLINE_DOCS
+    return root
+
+
+def _index_dir(root: Root) -> str:
+    return mount_index.index_folder(root.mount_folder("big"))
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git-grep", "no-git"])
+def test_the_unindexed_answer_is_the_indexed_one(root: Root, git: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(background, "_spawn", started.append)
+    if not git:
+        monkeypatch.setattr(gitgrep, "available", lambda: False)
+    store = root.mount("big").sync
+    cases = [(p, o, prefix, limit) for p, o in PATTERNS for prefix in ("", "notes/t3/", "odd/") for limit in (100, 3)]
+    cases += [("sighting", {"regex": True}, "", 100), (".", {"regex": True}, "", 100)]  # "." cannot be narrowed
+    quick = []
+    for pattern, options, prefix, limit in cases:
+        assert not os.path.isdir(_index_dir(root))
+        quick.append(quickread.search(root, "big", pattern, path=prefix, limit=limit, **_options(options)))
+    assert started and set(started) == {root.mount_folder("big")}  # the build was handed off
+    assert not os.path.isdir(_index_dir(root))  # and not done here
+    store.rebuild_index()
+    assert store.index_status().state == "current"
+    for (pattern, options, prefix, limit), answer in zip(cases, quick, strict=True):
+        assert answer == store.search(pattern, path=prefix, limit=limit, **options), (pattern, options, prefix)
+    # With an index the quick path is the store's.
+    assert quickread.search(root, "big", "zeppelin", path="", limit=100, **_options({})) == store.search("zeppelin")
+
+
+def _options(options: dict[str, bool]) -> dict[str, bool]:
+    return {"regex": options.get("regex", False), "case_sensitive": options.get("case_sensitive", False)}
+
+
+def test_refusals_are_the_stores(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "_spawn", lambda path: None)
+    from gitmem.errors import MemoryStoreError
+
+    for args, code in (
+        (("big", "", "", 10), "invalid_pattern"),
+        (("big", "(", "", 10), "invalid_pattern"),
+        (("big", "zeppelin", "no-slash", 10), "invalid_path"),
+        (("big", "zeppelin", "", 0), "invalid_pattern"),
+        (("nope", "zeppelin", "", 10), "not_found"),
+    ):
+        name, pattern, prefix, limit = args
+        with pytest.raises(MemoryStoreError) as quick:
+            quickread.search(root, name, pattern, regex=pattern == "(", case_sensitive=False, path=prefix, limit=limit)
+        assert quick.value.code == code, args
+    root.mount("recs", create=True, kind="record")
+    with pytest.raises(MemoryStoreError) as wrong:
+        quickread.search(root, "recs", "zeppelin", regex=False, case_sensitive=False, path="", limit=10)
+    assert wrong.value.code == "wrong_kind"
+    assert not os.path.isdir(_index_dir(root))
+
+
+def _gitmem(root: Root, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "gitmem.adapters.cli", "--root", root.folder, *args],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    return done.stdout
+
+
+def _wait_current(root: Root) -> None:
+    store = root.mount("big").sync
+    deadline = time.monotonic() + 120
+    while store.index_status().state != "current":
+        assert time.monotonic() < deadline, "the detached indexer did not build the index"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git-grep", "no-git"])
+def test_cli_first_grep_equals_the_indexed_grep(root: Root, git: bool, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    if not git:
+        bare = tmp_path / "bin"  # a PATH without git (the interpreter is named by its full path)
+        bare.mkdir()
+        env["PATH"] = str(bare)
+        assert shutil.which("git", path=env["PATH"]) is None
+    calls = [
+        ("grep", "big", "zeppelin"),
+        ("grep", "big", "strasse", "--json"),
+        ("grep", "big", "KELVIN", "--path", "odd"),
+        ("grep", "big", "sighting", "--limit", "2"),
+        ("grep", "big", "ticket KX-1[0-9]", "-E", "--json"),
+    ]
+    first = [_gitmem(root, env, *call) for call in calls[:1]]
+    _wait_current(root)  # the first call started the indexer
+    shutil.rmtree(_index_dir(root))
+    first += [_gitmem(root, env, *call) for call in calls[1:]]
+    _wait_current(root)
+    indexed = [_gitmem(root, env, *call) for call in calls]
+    assert first == indexed
+    assert "Hauptstra\u00dfe" in json.loads(indexed[1])["matches"][0]["text"]
