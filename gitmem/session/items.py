@@ -284,7 +284,10 @@ def make_item(
 
 
 def iso(t: float) -> str:
-    """``t`` as UTC ISO 8601 to the microsecond, as ``datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")``.
+    """``t`` as UTC ISO 8601 to the microsecond (``YYYY-MM-DDTHH:MM:SS.ffffffZ``), which :func:`from_iso` reads back.
+
+    The year is always four digits (``0001``, ``0999``): ``strftime("%Y")``
+    writes years below 1000 unpadded on glibc, and ``fromisoformat`` refuses them.
 
     Formatted without ``strftime`` (which goes through the C library and the
     locale), and the date and time of the second are kept from the last call:
@@ -305,7 +308,7 @@ def iso(t: float) -> str:
     known = _iso_second
     if known[0] != second:
         d = datetime.fromtimestamp(second, UTC)
-        known = (second, f"{d.year}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}")
+        known = (second, f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}")
         _iso_second = known
     return f"{known[1]}.{micros:06d}Z"
 

@@ -233,3 +233,27 @@ def test_a_fifo_in_place_of_the_generation_stamp_never_blocks_a_derived_write(tm
     )
     assert done.returncode == 0, done.stderr
     assert "prefers green tea" in done.stdout
+
+
+def test_a_planted_tokenised_form_in_a_recall_snapshot_is_not_trusted(tmp_path: Path) -> None:
+    """The snapshot's saved postings are decoded only when a query needs them: bad ones there are dropped, never used."""
+    import json
+
+    from gitmem.records import RecordStore
+
+    repo = tmp_path / "r.git"
+    records = RecordStore(GitFileStore.init(repo, kind="record").sync, "alice")
+    for text in ("prefers green tea", "drinks black coffee", "green walls in the office"):
+        records.add(text)
+    want = sorted(r.text for r in records.search("green"))
+    snapshot = Path(records.snapshot or "")
+    body = json.loads(snapshot.read_text())
+    for bad in ("0 0", "9", "x", "1;1:1", 7):
+        body["tokens"]["postings"]["green"] = bad
+        snapshot.write_text(json.dumps(body))
+        again = RecordStore(GitFileStore.open(repo).sync, "alice")
+        assert sorted(r.text for r in again.search("green")) == want
+    body["tokens"] = {"ids": "not a list"}
+    snapshot.write_text(json.dumps(body))
+    assert sorted(r.text for r in RecordStore(GitFileStore.open(repo).sync, "alice").search("green")) == want
+    assert_fsck_clean(repo)

@@ -239,3 +239,60 @@ def test_a_resumed_catalogue_finds_a_duplicate_kept_at_a_path_of_its_own(tmp_pat
     assert resumed.catalogue.resumed
     assert resumed.remember("The staging database is rebuilt every Friday").id == moved.id
     assert len(resumed) == 1 and resumed.catalogue.at("items/00/imported.json") is not None
+
+
+WORDS = ["deploy", "key", "vault", "the", "team", "office", "build", "night", "tea", "green", "数据库", "迁移"]
+
+
+def _many(tmp_path: Path) -> Path:
+    import random
+
+    rng = random.Random(7)
+    memory = open_session_memory(tmp_path / "m")
+    for n in range(60):
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+        memory.remember(f"note {n}: {words} {words.split()[0]}", importance=rng.choice([0.2, 0.5, 0.9]))
+    assert len(memory) == 60  # saved the snapshot
+    return tmp_path / "m"
+
+
+def _answers(folder: Path) -> tuple[bool, list[list[tuple[str, float]]]]:
+    memory = open_session_memory(folder)
+    memory.refresh()
+    out = []
+    for query in ("the team office", "deploy key", "green tea night", "数据库", "vault the build key team", "note 3"):
+        for ranking in ("coverage", "bm25", "fused"):
+            hits = memory.catalogue.search(query, limit=50, min_score=0.0, ranking=ranking)  # type: ignore[arg-type]
+            out.append([(h.id, h.score) for h in hits])
+    return memory.catalogue._index.restored, out
+
+
+def test_recall_answers_the_same_from_the_snapshot_and_without_it(tmp_path: Path) -> None:
+    folder = _many(tmp_path)
+    restored, from_snapshot = _answers(folder)
+    assert restored  # the tokenised form was used, not the texts
+    snapshot_of(folder).unlink()
+    rebuilt, without = _answers(folder)
+    assert not rebuilt and snapshot_of(folder).is_file()
+    assert from_snapshot == without and any(from_snapshot)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda body: body["recall"]["postings"].__setitem__("team", "0 0"),  # found bad only when decoded
+        lambda body: body["recall"]["ids"].__setitem__(0, "mem-not-an-item"),  # does not fit the items
+        lambda body: body["recall"]["lengths"].__setitem__(0, "7"),
+        lambda body: body.__setitem__("recall", None),
+    ],
+)
+def test_a_spoilt_tokenised_form_changes_no_answer(tmp_path: Path, spoil: object) -> None:
+    folder = _many(tmp_path)
+    _, want = _answers(folder)
+    body = json.loads(snapshot_of(folder).read_text())
+    spoil(body)  # type: ignore[operator]
+    snapshot_of(folder).write_text(json.dumps(body))
+    memory = open_session_memory(folder)
+    memory.refresh()
+    assert memory.catalogue.resumed  # the items were still usable
+    assert _answers(folder)[1] == want

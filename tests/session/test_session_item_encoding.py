@@ -99,9 +99,13 @@ def test_what_json_refuses_is_refused_the_same_way(bad: object) -> None:
 
 @settings(max_examples=600)
 @given(st.floats(-62_135_596_800.0, 253_402_300_799.0, allow_nan=False))
-def test_iso_writes_what_strftime_writes(t: float) -> None:
-    expected = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    assert iso(t) == expected
+def test_iso_writes_what_strftime_writes_with_a_four_digit_year(t: float) -> None:
+    assert iso(t) == padded_strftime(t)
+
+
+def padded_strftime(t: float) -> str:
+    d = datetime.fromtimestamp(t, UTC)
+    return f"{d.year:04d}" + d.strftime("-%m-%dT%H:%M:%S.%fZ")  # glibc's %Y leaves years < 1000 unpadded
 
 
 @pytest.mark.parametrize(
@@ -130,8 +134,8 @@ def test_new_ids_are_random_version_4_uuids() -> None:
      1_700_000_000.123456, 253_402_300_798.5, -62_135_596_800.0],
 )
 def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
-    assert iso(t) == datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    assert iso(t + 1) == datetime.fromtimestamp(t + 1, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # the next second
+    assert iso(t) == padded_strftime(t)
+    assert iso(t + 1) == padded_strftime(t + 1)  # the next second
 
 
 @given(
@@ -143,3 +147,16 @@ def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
 def test_recallable_without_metadata_answers_what_the_full_rule_answers(tags: list[str], metadata: dict[str, Any]) -> None:
     item = MemoryItem("mem-1", "text", 0.0, tags=tuple(tags), metadata=metadata)
     assert item.recallable == (not (item.superseded or item.tombstoned))
+
+
+@pytest.mark.parametrize("year", [1, 9, 99, 999, 1000, 1970, 2400])
+def test_iso_pads_the_year_and_from_iso_reads_back_what_iso_wrote(year: int) -> None:
+    from datetime import UTC, datetime
+
+    from gitmem.session.items import from_iso, iso
+
+    at = datetime(year, 3, 4, 5, 6, 7, 250_000, tzinfo=UTC).timestamp()
+    written = iso(at)
+    assert written == f"{year:04d}-03-04T05:06:07.250000Z"
+    assert from_iso(written) == pytest.approx(at, abs=1e-6)
+    assert iso(from_iso(written)) == written
