@@ -417,8 +417,11 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     tips = _tips(r)
     commit_tips = {name: c for name, target in tips.items() if (c := _commit_of(r, target)) is not None}
     order = _names_per_commit(r, sorted(set(commit_tips.values())), path)
-    if MAIN in commit_tips:
-        _carry_to_side_branches(r, order, commit_tips[MAIN])
+    main_tip = commit_tips.get(MAIN)
+    if main_tip is not None and any(
+        tip != main_tip and not r.descendant_of(main_tip, tip) for tip in set(commit_tips.values())
+    ):  # some commit is off main
+        _carry_to_side_branches(r, order, main_tip)
     out = _Objects(r)
     erased: set[str] = set()
     seen_names: set[str] = set()
