@@ -23,9 +23,8 @@ from gitmem import quickread
 from gitmem.git import gitgrep
 from gitmem.index import background
 from gitmem.index import mount as mount_index
-from gitmem.model import Edit
 from gitmem.root import Root
-from tests.index.test_index_fallback import ODD, PATTERNS
+from tests.index.test_index_fallback import PATTERNS, corpus
 
 FILES = 120  # more than a request indexes itself (INLINE_DOCS)
 
@@ -34,16 +33,7 @@ FILES = 120  # more than a request indexes itself (INLINE_DOCS)
 def root(tmp_path: Path) -> Root:
     root = Root(tmp_path / "root")
     store = root.mount("big", create=True).sync
-    edits = [
-        Edit(
-            f"notes/t{i % 7}/n{i:04}.md",
-            f"note {i} about the {'harbour' if i % 2 else 'airship'}\n"
-            + (f"Zeppelin sighting logged as ticket KX-{i}\n" if i % 9 == 0 else "nothing to report\n"),
-        )
-        for i in range(FILES)
-    ]
-    edits += [Edit(path, text) for path, text in ODD.items()]
-    store.apply(edits)
+    store.apply(corpus(FILES))
     assert FILES > mount_index.INLINE_DOCS
     return root
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from gitmem import GitFileStore
+from gitmem.git.peek import apply_delta
 from gitmem.git.rewrite import _MAX_DEPTH, _delta
 
 COMMITS = 600
@@ -71,46 +72,6 @@ def test_forget_leaves_a_pack_with_deltas_and_no_trace(tmp_path: Path) -> None:
     assert len(depths) > COMMITS // 2 and max(depths) <= _MAX_DEPTH
 
 
-def _apply(base: bytes, delta: bytes) -> bytes:
-    """git's delta format, applied as ``patch-delta.c`` does (to check the writer, not to use)."""
-    at = 0
-
-    def varint() -> int:
-        nonlocal at
-        value = shift = 0
-        while True:
-            byte = delta[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    assert varint() == len(base)
-    size = varint()
-    out = bytearray()
-    while at < len(delta):
-        command = delta[at]
-        at += 1
-        if command & 0x80:
-            offset = length = 0
-            for i in range(4):
-                if command & (1 << i):
-                    offset |= delta[at] << (8 * i)
-                    at += 1
-            for i in range(3):
-                if command & (0x10 << i):
-                    length |= delta[at] << (8 * i)
-                    at += 1
-            out += base[offset : offset + (length or 0x10000)]
-        else:
-            assert command, "command 0 is reserved"
-            out += delta[at : at + command]
-            at += command
-    assert len(out) == size
-    return bytes(out)
-
-
 def test_delta_rebuilds_the_target_exactly() -> None:
     rng = random.Random(7)
     made = 0
@@ -121,7 +82,7 @@ def test_delta_rebuilds_the_target_exactly() -> None:
         delta = _delta(base, target)
         if delta is not None:
             made += 1
-            assert _apply(base, delta) == target
+            assert apply_delta(base, delta) == target  # the reader of `gitmem ls`, checked against git
             assert len(delta) < len(target)
     assert made > 100
     assert _delta(b"x" * 100, b"y" * 100) is None  # nothing shared: stored whole

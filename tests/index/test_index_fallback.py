@@ -49,17 +49,21 @@ PATTERNS: list[tuple[str, dict[str, bool]]] = [
 @pytest.fixture
 def store(tmp_path: os.PathLike[str]) -> SyncGitFileStore:
     store = SyncGitFileStore.init(os.path.join(tmp_path, "big.git"))
+    store.apply(corpus(FILES))
+    return store
+
+
+def corpus(files: int) -> list[Edit]:
+    """``files`` notes in seven folders (every 9th mentions a zeppelin), and the odd texts of :data:`ODD`."""
     edits = [
         Edit(
             f"notes/t{i % 7}/n{i:04}.md",
             f"note {i} about the {'harbour' if i % 2 else 'airship'}\n"
             + (f"Zeppelin sighting logged as ticket KX-{i}\n" if i % 9 == 0 else "nothing to report\n"),
         )
-        for i in range(FILES)
+        for i in range(files)
     ]
-    edits += [Edit(path, text) for path, text in ODD.items()]
-    store.apply(edits)
-    return store
+    return edits + [Edit(path, text) for path, text in ODD.items()]
 
 
 @pytest.fixture
