@@ -31,13 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
+from gitmem import derived
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, node_path, nodes_prefix
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
 from gitmem.recall import PROFILE, RecallDoc, StoreRecall, SyncSource, rrf
-from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import MAX_LIMIT, check_min_score
 from gitmem.recall.related import MAX_RELATED_READS, one_hop
 from gitmem.recall.semantic import SemanticBranch
@@ -123,7 +123,7 @@ class NamespaceRecall:
             semantic=semantic,
             snapshot=snapshot,
             snapshot_key=SNAPSHOT_KEY,
-            generation=snapshots.generation_of(store) if snapshot is not None else None,
+            stamp=derived.stamp_of(store) if snapshot is not None else None,
         )
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:

@@ -14,13 +14,12 @@ JSON, not pickle: loading a file must never run code, whoever wrote it. Written
 to a temporary file in the same folder and renamed over the old one, so a
 reader sees the old snapshot or the new one, never half of one.
 
-Snapshots hold texts, so they fall under the erasure rule: purge and forget
-delete them and rewrite the mount's history generation stamp. A snapshot
-records the stamp that was current when its documents were *read*; it is not
-loaded under another stamp, and it is not published when the stamp moved while
-it was made: checked before the rename and again after it (a purge or forget
-that deleted the folder in between would otherwise miss the new file, which is
-then deleted). :func:`history_generation` is that one check's input.
+Snapshots hold texts, so they fall under the erasure rule of
+:mod:`gitmem.derived`: purge and forget delete them and rewrite the mount's
+history generation stamp. A snapshot records the stamp that was current when
+its documents were *read*; it is not loaded under another stamp, and it is
+published through :func:`gitmem.derived.publish`, so never when the stamp
+moved while it was made.
 """
 
 from __future__ import annotations
@@ -28,44 +27,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitmem.localfile import load_local_json, read_local_text
+from gitmem import derived
+from gitmem.localfile import load_local_json
 from gitmem.recall.index import RecallDoc
 from gitmem.recall.tokens import PROFILE
 
 FORMAT = "gitmem-recall-snapshot/2"  # /2: with the index's tokenised form
 SNAPSHOT_LIMIT = 1 << 30
 """Bytes of a snapshot file read at most; a bigger file is not ours and is rebuilt."""
-
-
-GENERATION_FILE = os.path.join("gitmem", "generation")
-
-
-def history_generation(mount: str | os.PathLike[str]) -> str | None:
-    """The history generation stamp of the mount at ``mount`` (``None`` before the first purge or forget).
-
-    An unreadable stamp answers a new random text each time, so two readings
-    never match and no snapshot is kept or published under it.
-    """
-    path = os.path.join(os.fspath(mount), GENERATION_FILE)
-    if not os.path.lexists(path):
-        return None
-    text = read_local_text(path, 4096)
-    return text if text is not None else f"unreadable {os.urandom(8).hex()}"
-
-
-Generation = Callable[[], "str | None"]
-
-
-def generation_of(store: object) -> Generation | None:
-    """How to read the history generation of ``store``'s mount; ``None`` for a store without a folder (in memory)."""
-    path = getattr(store, "path", None)
-    if not isinstance(path, str) or not os.path.isdir(os.path.join(path, "gitmem")):
-        return None
-    return lambda: history_generation(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +58,12 @@ def save(
     *,
     key: str,
     prefix: str,
-    generation: str | None = None,
-    current: Generation | None = None,
+    seen: derived.Generation = derived.UNGUARDED,
 ) -> bool:
     """Write ``snapshot`` atomically (temporary file, fsync, rename); whether it was published.
 
-    ``generation`` is the history stamp read before the documents were;
-    ``current`` reads the stamp now. When it moved, nothing is published (and a
-    file renamed into place just as it moved is deleted again).
+    ``seen`` is the history generation read before the documents were; when it
+    moved since, nothing is left published.
     """
     body = {
         "format": FORMAT,
@@ -100,32 +71,22 @@ def save(
         "key": key,
         "prefix": prefix,
         "cursor": snapshot.cursor,
-        "generation": generation,
+        "generation": seen.value,
         "docs": [[p, d.id, d.text, d.updated_at] for p, d in snapshot.docs],
         "skipped": [list(s) for s in snapshot.skipped],
         "tokens": snapshot.tokens,
     }
-    return publish(path, body, generation=generation, current=current, fsync=True)
+    return publish(path, body, seen, fsync=True)
 
 
 def publish(
-    path: str | os.PathLike[str],
-    body: Mapping[str, object],
-    *,
-    generation: str | None,
-    current: Generation | None,
-    fsync: bool = False,
+    path: str | os.PathLike[str], body: Mapping[str, object], seen: derived.Generation, *, fsync: bool = False
 ) -> bool:
-    """Write ``body`` as JSON to ``path`` atomically unless the history generation moved; whether it did.
+    """Write ``body`` as JSON to ``path`` atomically unless history was erased since ``seen``; whether it stands."""
+    return derived.publish(seen, path, lambda: _write_json(Path(path), body, fsync))
 
-    ``generation`` is the stamp read before the texts in ``body`` were read,
-    ``current`` reads it now (``None``: a store without history to erase). It
-    is compared before the rename and after it; a file published just as a
-    purge or forget deleted the folder is deleted again.
-    """
-    if current is not None and current() != generation:
-        return False
-    target = Path(path)
+
+def _write_json(target: Path, body: Mapping[str, object], fsync: bool) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".tmp", dir=target.parent)
     try:
@@ -135,22 +96,13 @@ def publish(
             if fsync:
                 out.flush()
                 os.fsync(out.fileno())
-        if current is not None and current() != generation:
-            Path(tmp).unlink(missing_ok=True)
-            return False
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if current is not None and current() != generation:
-        target.unlink(missing_ok=True)
-        return False
-    return True
 
 
-def load(
-    path: str | os.PathLike[str], *, key: str, prefix: str, generation: str | None = None
-) -> Snapshot | None:
+def load(path: str | os.PathLike[str], *, key: str, prefix: str, generation: str | None = None) -> Snapshot | None:
     """The snapshot at ``path`` when it is one of ours for this profile, key, prefix and history generation; else ``None``."""
     try:
         body = load_local_json(path, SNAPSHOT_LIMIT)

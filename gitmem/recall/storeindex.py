@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
@@ -71,8 +72,8 @@ class StoreRecall:
     ``snapshot`` (optional) is a file the index is saved to after a full rebuild
     and after every ``snapshot_every`` re-read files, and resumed from by a new
     process; ``snapshot_key`` names what ``to_doc`` makes of files (change it
-    when ``to_doc`` changes, and old snapshots are ignored). ``generation``
-    reads the mount's history generation stamp: a snapshot is loaded only under
+    when ``to_doc`` changes, and old snapshots are ignored). ``stamp`` is the
+    mount's history generation stamp (:func:`gitmem.derived.stamp_of`): a snapshot is loaded only under
     the stamp it was made under and published only when the stamp did not move
     meanwhile (purge and forget erase texts). See :mod:`gitmem.recall.snapshot`.
     """
@@ -87,7 +88,7 @@ class StoreRecall:
         snapshot: str | os.PathLike[str] | None = None,
         snapshot_key: str = "",
         snapshot_every: int = 256,
-        generation: snapshots.Generation | None = None,
+        stamp: str | None = None,
     ) -> None:
         self.store = store
         self.to_doc = to_doc
@@ -107,8 +108,8 @@ class StoreRecall:
         self.snapshot_error: str | None = None
         self._unsaved = 0
         self._tried_snapshot = snapshot is None
-        self.generation = generation
-        self._stamp: str | None = None  # the history generation read before the documents held were
+        self.stamp = stamp
+        self._seen = derived.UNGUARDED  # the history generation read before the documents held were
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
@@ -116,13 +117,13 @@ class StoreRecall:
     def refresh(self) -> str | None:
         """Catch up with the store's head; returns the cursor the index now reflects."""
         with self._refresh_lock:
-            stamp = self.generation() if self.generation is not None else None
+            seen = derived.Generation.read(self.stamp)
             if not self._tried_snapshot:
                 self._tried_snapshot = True
                 with paused_gc():
-                    self._resume(stamp)
+                    self._resume(seen.value)
             answer = self.store.changes(self.cursor)
-            self._stamp = stamp
+            self._seen = seen
             if isinstance(answer, FullResync):
                 with paused_gc():
                     self._rebuild(answer.cursor)
@@ -178,8 +179,7 @@ class StoreRecall:
             state,
             key=self.snapshot_key,
             prefix=self.prefix,
-            generation=self._stamp,
-            current=self.generation,
+            seen=self._seen,
         )
 
     def save_snapshot(self) -> None:

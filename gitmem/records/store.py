@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
-from gitmem.recall import snapshot as snapshots
 from gitmem.records.model import MemoryRecord, RecordPage
 from gitmem.records.rules import (
     RECORD_CHARS,
@@ -264,7 +264,7 @@ class RecordStore:
                     prefix=self.folder,
                     snapshot=self.snapshot,
                     snapshot_key=SNAPSHOT_KEY,
-                    generation=snapshots.generation_of(self.store),
+                    stamp=derived.stamp_of(self.store),
                 )
             return self._recall
 

@@ -20,7 +20,7 @@ another format or item schema, a cursor the store no longer knows) means a
 normal rebuild. It is saved after a rebuild and after every ``save_every``
 re-read files. It holds item texts, so it is loaded only under the history
 generation it was made under and published only when that did not move while
-it was made (:func:`gitmem.recall.snapshot.publish`): purge and forget erase.
+it was made (:func:`gitmem.derived.publish`): purge and forget erase.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
@@ -85,17 +86,17 @@ class Catalogue:
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
-        self._generation = snapshots.generation_of(store) if snapshot is not None else None
-        self._stamp: str | None = None  # the history generation read before the items held were
+        self._stamp = derived.stamp_of(store) if snapshot is not None else None
+        self._seen = derived.UNGUARDED  # the history generation read before the items held were
 
     def refresh(self) -> None:
-        stamp = self._generation() if self._generation is not None else None
+        seen = derived.Generation.read(self._stamp)
         if not self._tried_snapshot:
             self._tried_snapshot = True
             with paused_gc():
-                self._resume(stamp)
+                self._resume(seen.value)
         answer = self.store.changes(self.cursor)
-        self._stamp = stamp
+        self._seen = seen
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
@@ -185,13 +186,13 @@ class Catalogue:
             "format": SNAPSHOT_FORMAT,
             "item_schema": ITEM_SCHEMA,
             "cursor": self.cursor,
-            "generation": self._stamp,
+            "generation": self._seen.value,
             "items": [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()],
             "skipped": [[p, r] for p, r in self.skipped.items()],
             "recall": self._index.export_tokens(),
         }
         try:
-            snapshots.publish(self.snapshot, body, generation=self._stamp, current=self._generation)
+            snapshots.publish(self.snapshot, body, self._seen)
         except OSError as exc:  # a cache that cannot be written costs speed, never correctness
             self.snapshot_error = f"{type(exc).__name__}: {exc}"
             return

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gitmem import SyncGitFileStore
+from gitmem import SyncGitFileStore, derived
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
 from gitmem.recall import snapshot as snapshots
@@ -25,31 +25,44 @@ from tests.durable.support import NS, change, create
 
 def bump(mount: str, text: str) -> None:
     """What purge and forget do to the stamp (the text is theirs to choose)."""
-    with open(os.path.join(mount, snapshots.GENERATION_FILE), "w") as f:
+    with open(os.path.join(mount, "gitmem", "generation"), "w") as f:
         f.write(text)
 
 
-def test_publish_refuses_when_the_generation_moves_before_or_after_the_rename(tmp_path: Path) -> None:
+def test_publish_refuses_when_the_generation_moves_before_or_after_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mount = tmp_path / "m.git"
+    (mount / "gitmem").mkdir(parents=True)
+    stamp = str(mount / "gitmem" / "generation")
     target = tmp_path / "snap.json"
-    stamps = iter(["g1", "g2"])
-    assert not snapshots.publish(target, {"a": 1}, generation="g1", current=lambda: next(stamps))
+    seen = derived.Generation.read(stamp)
+    bump(str(mount), "g2")  # moved before the write: nothing written
+    assert not snapshots.publish(target, {"a": 1}, seen)
     assert not target.exists()
-    stamps = iter(["g1", "g1", "g2"])  # moved between the rename and the check after it
-    assert not snapshots.publish(target, {"a": 1}, generation="g1", current=lambda: next(stamps))
-    assert not target.exists() and not list(tmp_path.iterdir())
-    assert snapshots.publish(target, {"a": 1}, generation="g1", current=lambda: "g1")
+    seen = derived.Generation.read(stamp)
+    real = snapshots._write_json
+
+    def write_then_erase(*args: object) -> None:
+        real(*args)  # type: ignore[arg-type]
+        bump(str(mount), "g3")  # moved between the rename and the check after it
+
+    monkeypatch.setattr(snapshots, "_write_json", write_then_erase)
+    assert not snapshots.publish(target, {"a": 1}, seen)
+    assert not target.exists() and [p.name for p in tmp_path.iterdir()] == ["m.git"]
+    monkeypatch.undo()
+    assert snapshots.publish(target, {"a": 1}, derived.Generation.read(stamp))
     assert target.exists()
 
 
-def test_history_generation_reads_the_stamp_and_never_matches_an_unreadable_one(tmp_path: Path) -> None:
-    mount = tmp_path / "m.git"
-    (mount / "gitmem").mkdir(parents=True)
-    assert snapshots.history_generation(mount) is None
-    bump(str(mount), "abc\n")
-    assert snapshots.history_generation(mount) == "abc\n"
-    os.unlink(mount / snapshots.GENERATION_FILE)
-    os.mkfifo(mount / snapshots.GENERATION_FILE)  # not a regular file: never opened, never equal
-    assert snapshots.history_generation(mount) != snapshots.history_generation(mount)
+def test_a_stamp_that_is_not_a_regular_file_never_matches(tmp_path: Path) -> None:
+    stamp = tmp_path / "generation"
+    assert derived.Generation.read(stamp).value is None
+    stamp.write_text("abc\n")
+    assert derived.Generation.read(stamp).value == "abc\n"
+    stamp.unlink()
+    os.mkfifo(stamp)  # never opened blocking, never equal
+    assert derived.Generation.read(stamp).value != derived.Generation.read(stamp).value
 
 
 @pytest.fixture
@@ -87,14 +100,14 @@ def test_a_record_snapshot_made_while_the_generation_moved_is_not_published(
     snapshot = RecordStore(records, "alice").snapshot
     assert snapshot is not None and os.path.exists(snapshot)
     os.unlink(snapshot)
-    real = snapshots.history_generation
+    real = derived._read
     reads = {"n": 0}
 
-    def moving(mount: str | os.PathLike[str]) -> str | None:
+    def moving(path: str) -> str | None:
         reads["n"] += 1
-        return real(mount) if reads["n"] == 1 else "erased meanwhile"  # the first read is the refresh's
+        return real(path) if reads["n"] == 1 else "erased meanwhile"  # the first read is the refresh's
 
-    monkeypatch.setattr(snapshots, "history_generation", moving)
+    monkeypatch.setattr(derived, "_read", moving)
     fresh = RecordStore(records, "alice")
     assert [r.text for r in fresh.search("tea")] == ["prefers green tea"]
     assert not os.path.exists(snapshot)
@@ -113,7 +126,7 @@ def test_a_forget_leaves_no_record_snapshot_and_the_next_one_is_of_the_new_histo
     assert not recall.resumed_from_snapshot
     with open(fresh.snapshot or "", encoding="utf-8") as f:
         saved = f.read()
-    assert "Rex" not in saved and snapshots.history_generation(records.path) is not None
+    assert "Rex" not in saved and derived.Generation.read(records.generation_file).value is not None
 
 
 def durable_repo(path: Path) -> DurableRepository:
