@@ -70,6 +70,7 @@ __all__ = [
     "commit_bytes",
     "compact",
     "deflate",
+    "entry_header",
     "entry_order",
     "fsync_together",
     "geometric_rollup",
@@ -110,7 +111,8 @@ def commit_bytes(tree: str, parents: list[str], author: bytes, committer: bytes,
 # -- packs ---------------------------------------------------------------------------
 
 
-def _entry_header(code: int, size: int) -> bytes:
+def entry_header(code: int, size: int) -> bytes:
+    """A pack entry's type and size: 3 type bits and 4 size bits, then 7 size bits a byte."""
     header = bytearray([(code << 4) | (size & 0x0F)])
     size >>= 4
     while size:
@@ -185,7 +187,7 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
     offset = 12
     index: list[tuple[bytes, int, int]] = []  # binary id, crc32, offset
     for oid, (kind, raw) in pending.objects.items():
-        entry = _entry_header(_TYPE_CODES[kind], len(raw)) + (store_tree(raw) if kind == b"tree" else deflate(raw))
+        entry = entry_header(_TYPE_CODES[kind], len(raw)) + (store_tree(raw) if kind == b"tree" else deflate(raw))
         index.append((bytes.fromhex(oid), zlib.crc32(entry), offset))
         body.append(entry)
         offset += len(entry)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitmem import GitFileStore
 from gitmem.git.peek import apply_delta
-from gitmem.git.rewrite import _MAX_DEPTH, _delta
+from gitmem.git.rewritepack import MAX_DEPTH, delta
 
 COMMITS = 600
 
@@ -69,7 +69,7 @@ def test_forget_leaves_a_pack_with_deltas_and_no_trace(tmp_path: Path) -> None:
     assert _pack_bytes(repo) <= 1.3 * _pack_bytes(best), (_pack_bytes(repo), _pack_bytes(best))
     listed = _git(repo, "verify-pack", "-v", str(next((repo / "objects" / "pack").glob("*.idx")))).stdout
     depths = [int(f[5]) for line in listed.splitlines() if len(f := line.split()) == 7 and f[1] == "tree"]
-    assert len(depths) > COMMITS // 2 and max(depths) <= _MAX_DEPTH
+    assert len(depths) > COMMITS // 2 and max(depths) <= MAX_DEPTH
 
 
 def test_delta_rebuilds_the_target_exactly() -> None:
@@ -79,10 +79,10 @@ def test_delta_rebuilds_the_target_exactly() -> None:
         base = rng.randbytes(rng.choice([3, 40, 700, 70_000, 300_000]))
         a, b = sorted(rng.randrange(len(base) + 1) for _ in range(2))
         target = base[:a] + rng.randbytes(rng.randrange(0, 300)) + base[b:]
-        delta = _delta(base, target)
-        if delta is not None:
+        diff = delta(base, target)
+        if diff is not None:
             made += 1
-            assert apply_delta(base, delta) == target  # the reader of `gitmem ls`, checked against git
-            assert len(delta) < len(target)
+            assert apply_delta(base, diff) == target  # the reader of `gitmem ls`, checked against git
+            assert len(diff) < len(target)
     assert made > 100
-    assert _delta(b"x" * 100, b"y" * 100) is None  # nothing shared: stored whole
+    assert delta(b"x" * 100, b"y" * 100) is None  # nothing shared: stored whole

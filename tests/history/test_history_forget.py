@@ -253,13 +253,13 @@ def test_forgotten_revisions_cannot_be_restored_or_reverted(store: SyncGitFileSt
 
 
 def test_tree_entries_are_found_only_at_entry_boundaries() -> None:
-    from gitmem.git.rewrite import _entry_named
+    from gitmem.git.rewritepack import entry_named
 
     decoy = b"x100644 secret.md\x00xx"  # a 20-byte id that happens to spell an entry
     assert len(decoy) == 20
     raw = b"100644 a.md\x00" + decoy + b"100644 z.md\x00" + b"\x01" * 20
-    assert _entry_named(b"secret.md").match(raw) is None
-    found = _entry_named(b"z.md").match(raw)
+    assert entry_named(b"secret.md").match(raw) is None
+    found = entry_named(b"z.md").match(raw)
     assert found is not None and found.start(1) == 32 and found.group(2) == b"\x01" * 20
 
 
