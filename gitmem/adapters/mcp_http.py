@@ -76,6 +76,7 @@ class _Session:
     """One MCP server (and the SDK's session manager for it) running on the bridge's loop."""
 
     owner: str  # the hash of the token that opened it
+    grant: Grant  # what that token could do then: a session ends when the token file changes it
     server: MemoryMcpServer
     manager: StreamableHTTPSessionManager
     stop: anyio.Event
@@ -136,6 +137,11 @@ class McpHttpApp:
                     found = self._sessions.get(session_id)
                 if found is None or found.owner != owner:  # another token's session does not exist for this one
                     return _reply(start_response, 404, _error("Session not found"))
+                if found.grant != grant:  # the token file changed what it may do: start again under the new grant
+                    with self._lock:
+                        self._sessions.pop(session_id, None)
+                    self._stop(found)
+                    return _reply(start_response, 404, _error("Session not found"))
                 session = found
             else:
                 self._reap()
@@ -189,6 +195,13 @@ class McpHttpApp:
     def _shared_session(self, owner: str, grant: Grant) -> _Session:
         with self._lock:
             found = self._shared.get(owner)
+            if found is not None and found.grant != grant:
+                del self._shared[owner]
+                stale, found = found, None
+            else:
+                stale = None
+        if stale is not None:
+            self._stop(stale)
         if found is not None:
             return found
         made = self._open(owner, grant)
@@ -204,7 +217,7 @@ class McpHttpApp:
             server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
-        return _Session(owner, server, manager, stop)
+        return _Session(owner, grant, server, manager, stop)
 
     def memory_server(self, grant: Grant) -> MemoryMcpServer:
         """A fresh MCP server over the file memories ``grant`` reaches, committing as its principal."""

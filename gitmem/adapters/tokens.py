@@ -30,15 +30,23 @@ password stretching is needed to resist guessing). A file that is neither TOML
 nor JSON is the older plain list: one token per line, ``#`` comments, each with
 full access (``admin``) to every memory and no principal, as before; so is each
 token of ``$GITMEM_TOKENS``.
+
+The file is read again whenever it changes (its size, times or inode), checked on
+each request: an admin revokes a token, narrows it or adds one by editing the
+file, without restarting the server. An edit that no longer parses grants
+nothing from the file until it is fixed (a typo must not keep a revoked token
+alive), and says so once in the log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
+import threading
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -76,6 +84,8 @@ class Grant:
 
 
 FULL_ACCESS: Final = Grant(None, ("*",), "admin")
+
+_log = logging.getLogger(__name__)
 
 
 def hash_token(token: str) -> str:
@@ -116,18 +126,79 @@ class Tokens:
         return bool(self._by_hash)
 
 
-def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Tokens:
-    """The tokens of ``token_file`` (TOML, JSON or a plain list) and of ``$GITMEM_TOKENS`` (plain, comma- or space-separated)."""
-    env = os.environ if env is None else env
-    tokens = Tokens()
-    if token_file is not None:
+class TokenFile(Tokens):
+    """The tokens of a file, read again when the file changes, plus fixed extra tokens (``$GITMEM_TOKENS``).
+
+    Every question first compares the file's ``stat`` with the one last read (a
+    system call, no read): a request is always answered by the file as it is now.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], extra: Tokens | None = None) -> None:
+        self.path = os.fspath(path)
+        self._extra = extra or Tokens()
+        self._lock = threading.Lock()
+        self._seen: tuple[int, ...] | None = None
+        super().__init__()
+        self._by_hash = self._read(strict=True)
+
+    def _read(self, *, strict: bool) -> dict[str, Grant]:
+        """The grants of the file now (and the extra tokens); ``strict``: a bad file raises, else grants nothing."""
         try:
-            text = Path(token_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MemoryStoreError("unavailable", f"cannot read the token file {token_file}: {exc}") from exc
-        tokens = parse_token_file(text, str(token_file))
-    extra = [t for t in re.split(r"[\s,]+", env.get("GITMEM_TOKENS", "")) if t]
-    return tokens.merged(Tokens.plain(extra))
+            info = os.stat(self.path)
+            self._seen = _signature(info)
+            text = Path(self.path).read_text(encoding="utf-8")
+            table = parse_token_file(text, self.path)
+        except (OSError, UnicodeDecodeError, MemoryStoreError) as exc:
+            if strict:
+                if isinstance(exc, MemoryStoreError):
+                    raise
+                raise MemoryStoreError("unavailable", f"cannot read the token file {self.path}: {exc}") from exc
+            _log.error("the token file %s no longer reads (%s): none of its tokens is accepted until it is fixed",
+                       self.path, exc)  # fmt: skip
+            table = Tokens()
+        return table.merged(self._extra)._by_hash
+
+    def _current(self) -> dict[str, Grant]:
+        try:
+            now: tuple[int, ...] | None = _signature(os.stat(self.path))
+        except OSError:
+            now = None
+        if now != self._seen:
+            with self._lock:
+                if now != self._seen:
+                    self._by_hash = self._read(strict=False)
+        return self._by_hash
+
+    def grant(self, token: str | None) -> Grant | None:
+        if not token:
+            return None
+        return self._current().get(hash_token(token))
+
+    def merged(self, other: Tokens) -> Tokens:
+        return TokenFile(self.path, self._extra.merged(other))
+
+    def principals(self) -> list[str]:
+        return sorted({g.principal for g in self._current().values() if g.principal})
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __bool__(self) -> bool:
+        return bool(self._current())
+
+
+def _signature(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Tokens:
+    """The tokens of ``token_file`` (TOML, JSON or a plain list; followed as it changes) and of
+    ``$GITMEM_TOKENS`` (plain, comma- or space-separated)."""
+    env = os.environ if env is None else env
+    extra = Tokens.plain(t for t in re.split(r"[\s,]+", env.get("GITMEM_TOKENS", "")) if t)
+    if token_file is None:
+        return extra
+    return TokenFile(token_file, extra)
 
 
 def parse_token_file(text: str, where: str = "the token file") -> Tokens:

@@ -14,13 +14,14 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
-from gitmem.adapters.tokens import parse_token_file, token_entry
+from gitmem.adapters.tokens import token_entry
 from gitmem.git.review import PROPOSALS
 
 from .support import fsck_clean, git, seed
@@ -39,10 +40,11 @@ def token_of(who: str) -> str:
 
 
 class Served:
-    def __init__(self, root: Root, server: GitHttpServer, app: McpHttpApp) -> None:
+    def __init__(self, root: Root, server: GitHttpServer, app: McpHttpApp, token_file: Path) -> None:
         self.root = root
         self.server = server
         self.app = app
+        self.token_file = token_file
 
     @property
     def mcp_url(self) -> str:
@@ -58,11 +60,13 @@ def served(tmp_path: Path) -> Iterator[Served]:
     for name in ("notes", "other"):
         seed(root.mount(name, create=True))
     text = "".join(token_entry(token_of(w), w, m, a) for w, (m, a) in PEOPLE.items())  # type: ignore[arg-type]
-    tokens = parse_token_file(text)
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(text, encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
     mcp = McpHttpApp(root, tokens)
     server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), mcp), "127.0.0.1", 0, threads=8).start()
     try:
-        yield Served(root, server, mcp)
+        yield Served(root, server, mcp, token_file)
     finally:
         server.stop()
 
@@ -252,3 +256,17 @@ def test_a_token_holds_a_bounded_number_of_sessions(served: Served) -> None:
         with served.client("bob") as bob:  # another token is not limited by alice's sessions
             assert bob.memories() == ["notes"]
     assert post(served.mcp_url, hello, auth)[0] == 200
+
+
+def test_a_session_ends_when_the_token_file_changes_what_its_token_may_do(served: Served) -> None:
+    with served.client("alice") as alice:
+        assert "memory_file_create" in alice.tool_names()
+        people = {**PEOPLE, "alice": (["notes"], "read")}
+        text = "".join(token_entry(token_of(w), w, m, a) for w, (m, a) in people.items())  # type: ignore[arg-type]
+        served.token_file.write_text(text, encoding="utf-8")
+        with pytest.raises(MCPError, match="Session not found"):  # the client starts again, as after a restart
+            alice.call("memory_file_create", memory="notes", path="late.md", content="no\n")
+    assert "late.md" not in [e.path for e in served.root.mount("notes").sync.list()]
+    with served.client("alice") as again:  # a new session, under the narrowed grant
+        names = again.tool_names()
+        assert "memory_file_view" in names and "memory_file_create" not in names

@@ -38,9 +38,10 @@ def token_of(who: str) -> str:
 
 
 class Team:
-    def __init__(self, root: Root, server: GitHttpServer) -> None:
+    def __init__(self, root: Root, server: GitHttpServer, token_file: Path) -> None:
         self.root = root
         self.server = server
+        self.token_file = token_file
 
     def url(self, who: str | None, name: str = "notes") -> str:
         auth = f"{who}:{token_of(who)}@" if who else ""
@@ -62,7 +63,7 @@ def team(tmp_path: Path) -> Iterator[Team]:
     tokens = load_tokens(token_file, env={})
     server = GitHttpServer(GitHttpApp(root, tokens=tokens), "127.0.0.1", 0).start()
     try:
-        yield Team(root, server)
+        yield Team(root, server, token_file)
     finally:
         server.stop()
 
@@ -219,3 +220,57 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
         with pytest.raises(MemoryStoreError) as caught:
             parse_token_file(text, "tokens.toml")
         assert caught.value.code == "invalid_file" and "tokens.toml" in caught.value.message
+
+
+def rewrite_tokens(team: Team, people: dict[str, tuple[list[str], str]]) -> None:
+    """What an admin does to the file: replace it (a new inode, as editors and ``mv`` do)."""
+    text = "".join(token_entry(token_of(who), who, memories, access) for who, (memories, access) in people.items())  # type: ignore[arg-type]
+    fresh = team.token_file.with_suffix(".new")
+    fresh.write_text(text, encoding="utf-8")
+    fresh.replace(team.token_file)
+
+
+def test_an_edited_token_file_takes_effect_without_a_restart(team: Team, tmp_path: Path) -> None:
+    clone(team, "bob", tmp_path / "bob-before")
+    people = {**PEOPLE, "bob": (["other"], "read"), "frank": (["notes"], "read")}
+    del people["eve"]
+    rewrite_tokens(team, people)
+    base = f"http://127.0.0.1:{team.server.port}"
+    refs = "info/refs?service=git-upload-pack"
+    assert raw_get(f"{base}/notes.git/{refs}", token_of("bob"))[0] == 404  # narrowed: notes is gone for bob
+    assert raw_get(f"{base}/other.git/{refs}", token_of("bob"))[0] == 200
+    assert raw_get(f"{base}/other.git/{refs}", token_of("eve"))[0] == 401  # revoked
+    clone(team, "frank", tmp_path / "frank")  # added
+    done = git("clone", "-q", team.url("eve", "other"), str(tmp_path / "eve"), check=False)
+    assert done.returncode != 0
+
+
+def test_a_token_file_edited_into_nonsense_grants_nothing_until_fixed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text(token_entry(token_of("alice"), "alice", ["notes"], "write"), encoding="utf-8")
+    tokens = load_tokens(path, env={"GITMEM_TOKENS": "tok-from-the-environment-0123456789"})
+    assert tokens.grant(token_of("alice")) is not None
+    path.write_text('[[token]]\nprincipal = "alice"\nsha256 = "not a hash"\n', encoding="utf-8")
+    with caplog.at_level("ERROR", logger="gitmem.adapters.tokens"):
+        assert tokens.grant(token_of("alice")) is None
+        assert tokens.grant(token_of("alice")) is None
+    assert len([r for r in caplog.records if "no longer reads" in r.getMessage()]) == 1  # said once, not per request
+    assert tokens.grant("tok-from-the-environment-0123456789") == FULL_ACCESS  # $GITMEM_TOKENS is not in the file
+    path.unlink()
+    assert tokens.grant(token_of("alice")) is None
+    path.write_text(token_entry(token_of("alice"), "alice", ["notes"], "read"), encoding="utf-8")
+    grant = tokens.grant(token_of("alice"))
+    assert grant is not None and grant.access == "read"
+    assert tokens.principals() == ["alice"]
+
+
+def test_a_token_file_that_is_bad_at_start_is_refused_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text("[[token]]\nprincipal = 3\n", encoding="utf-8")
+    with pytest.raises(MemoryStoreError):
+        load_tokens(path, env={})
+    with pytest.raises(MemoryStoreError) as missing:
+        load_tokens(tmp_path / "absent.toml", env={})
+    assert missing.value.code == "unavailable"
