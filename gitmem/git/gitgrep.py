@@ -37,57 +37,41 @@ def available() -> bool:
     return shutil.which("git") is not None
 
 
-Query = tuple[Sequence[str], bool]
-"""One ``git grep`` question: its expression and whether it ignores (ASCII) case."""
+def files_matching(git_dir: str, commit: str, expression: Sequence[str], prefix: str = "") -> set[str] | None:
+    """The paths under folder ``prefix`` at ``commit`` with a line matching ``expression``; ``None``: ask elsewhere.
 
-
-def files_matching(git_dir: str, commit: str, queries: Sequence[Query], prefix: str = "") -> list[set[str]] | None:
-    """For each query, the paths under folder ``prefix`` at ``commit`` with a line matching it; ``None``: ask elsewhere.
-
-    A query's expression is ``git grep``'s own (``-e PATTERN``, ``--and``,
-    ``--or``, ``(``, ``)``), every pattern a fixed string. The queries run side
-    by side, one ``git grep`` each (git compiles a pattern outside ASCII under
-    ``-i`` as a regex, ~40 % slower than fixed strings: such patterns are better
-    asked case-sensitively in a query of their own). Paths come back as gitmem
-    names them (bytes that are not UTF-8 as surrogates), symbolic links and
-    submodules included: the caller keeps only regular files.
+    The expression is ``git grep``'s own (``-e PATTERN``, ``--and``, ``--or``,
+    ``(``, ``)``), every pattern a fixed string, ASCII case ignored. Paths come
+    back as gitmem names them (bytes that are not UTF-8 as surrogates), symbolic
+    links and submodules included: the caller keeps only regular files.
     """
     if not available():
         return None
     env = git_env()
     env["GIT_LITERAL_PATHSPECS"] = "1"
-    base = ["git", f"--git-dir={git_dir}", "grep", "--no-color", "--text", "--fixed-strings", "--files-with-matches", "-z"]
-    where = [commit, "--", *([prefix.rstrip("/")] if prefix else [])]
-    procs: list[subprocess.Popen[bytes]] = []
-    answers: list[set[str]] = []
+    cmd = ["git", f"--git-dir={git_dir}", "grep", "--no-color", "--text", "--fixed-strings", "--ignore-case",
+           "--files-with-matches", "-z", *expression, commit, "--", *([prefix.rstrip("/")] if prefix else [])]  # fmt: skip
     try:
-        for expression, ignore_case in queries:
-            cmd = [*base, *(["--ignore-case"] if ignore_case else []), *expression, *where]
-            procs.append(
-                subprocess.Popen(
-                    cmd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
-            )
-        for proc in procs:
-            out, err = proc.communicate(timeout=TIMEOUT)
-            if proc.returncode not in (0, 1):  # 1: nothing matched
-                log.warning("git grep in %s failed (%d): %r", git_dir, proc.returncode, err[-300:])
-                return None
-            answers.append(_names(out, len(commit) + 1))
+        proc = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        log.warning("git grep in %s did not start, reading the files instead: %r", git_dir, exc)
+        return None
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         log.warning("git grep in %s did not answer, reading the files instead: %r", git_dir, exc)
         return None
     finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.kill()
-                proc.wait()
-    return answers
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode not in (0, 1):  # 1: nothing matched
+        log.warning("git grep in %s failed (%d): %r", git_dir, proc.returncode, err[-300:])
+        return None
+    return _names(out, len(commit) + 1)
 
 
 def _names(out: bytes, lead: int) -> set[str]:

@@ -228,7 +228,7 @@ class Peek:
             raise CannotPeek("objects borrowed from another repository")
         self._packs: list[_Pack] | None = None
         self._bases: dict[tuple[int, int], tuple[int, bytes]] = {}
-        self._trees: dict[str, list[tuple[str, str, str]]] = {}
+        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
         self._last_tree: tuple[str, str] | None = None
 
     # -- refs and config --
@@ -411,16 +411,22 @@ class Peek:
 
     def tree_items(self, tree_id: str) -> list[tuple[str, str, str]]:
         """One folder's entries as ``(name, kind, hex id)``, in git order, kinds as :class:`GitRepo` says them."""
-        return list(self._entries(tree_id))
+        return [(name, kind, oid) for name, (kind, oid) in self._entries(tree_id).items()]
 
-    def _entries(self, tree_id: str) -> list[tuple[str, str, str]]:
-        """A tree's entries, parsed once per reader: a grep's candidates are looked up path by path,
-        each lookup from the root tree down, and a packed tree is often a long delta chain."""
+    def _entries(self, tree_id: str) -> dict[str, tuple[str, str]]:
+        """A tree's entries by name (in git order), parsed once per reader: a grep's candidates are
+        looked up path by path, each from the root tree down, and a packed tree is often a long
+        delta chain."""
         found = self._trees.get(tree_id)
         if found is None:
             if len(self._trees) >= _TREE_CACHE:
                 self._trees.clear()
-            found = self._trees[tree_id] = list(self._parse_tree(tree_id))
+            found = {}
+            for name, kind, oid in self._parse_tree(tree_id):
+                if name in found:
+                    raise CannotPeek(f"tree {tree_id} names {name!r} twice")
+                found[name] = (kind, oid)
+            self._trees[tree_id] = found
         return found
 
     def _parse_tree(self, tree_id: str) -> Iterator[tuple[str, str, str]]:
@@ -455,14 +461,14 @@ class Peek:
         submodules left out), so the grep fallback reads the same files through either."""
         tree = self.tree_of(commit)
         for part in prefix.rstrip("/").split("/") if prefix else ():
-            found = next(((kind, oid) for name, kind, oid in self._entries(tree) if name == part), None)
+            found = self._entries(tree).get(part)
             if found is None or found[0] != "tree":
                 return
             tree = found[1]
         yield from self._walk(tree, prefix)
 
     def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
-        for name, kind, oid in self.tree_items(tree_id):
+        for name, (kind, oid) in self._entries(tree_id).items():
             if kind == "tree":
                 yield from self._walk(oid, f"{prefix}{name}/")
             elif kind == "blob":
@@ -478,7 +484,7 @@ class Peek:
         tree = self.tree_of(commit)
         parts = path.split("/")
         for depth, part in enumerate(parts):
-            found = next(((kind, oid) for name, kind, oid in self._entries(tree) if name == part), None)
+            found = self._entries(tree).get(part)
             if found is None:
                 return None
             kind, oid = found

@@ -16,10 +16,12 @@ has to do is pick a *superset* of the files that can match:
 A literal is "the casefolded line contains it", and ``git grep -i`` folds ASCII
 only. An ASCII literal can therefore also be produced by one of the few
 characters outside ASCII whose casefold or lowercase holds ASCII letters
-(``ß`` → ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ...): a second
-``git grep``, run beside the first and case-sensitive, lists the files holding
-any of them, and every such file stays a candidate. A literal that is not plain
-ASCII is never given to git.
+(``ß`` → ``ss``, the Kelvin sign → ``k``, ``ﬁ`` → ``fi``, ...). Only those that
+make a letter some literal holds can take part (every other character of a
+match is the line's own ASCII, which ``-i`` finds), and each of them is one more
+``--or`` of the same ``git grep``: a line holding one stays a candidate. One
+process reads the blobs once (two, side by side, cost twice the CPU of one at
+100k files). A literal that is not plain ASCII is never given to git.
 
 ``find`` ranks the files holding a query word (in their text or their path) with
 the index's own BM25F over an in-memory index of just those files. The set of
@@ -43,7 +45,17 @@ FOLDS_TO_ASCII = (
 )
 """Every character outside ASCII whose ``casefold()`` or ``lower()`` holds an ASCII one (a test checks the table)."""
 
-_FEW = 256  # up to this many candidates are looked up one by one; more: one walk of the tree
+
+def folding_into(need: Need) -> list[str]:
+    """The characters of :data:`FOLDS_TO_ASCII` whose fold makes an ASCII character some literal of ``need`` holds."""
+    wanted = set("".join(_literals(need)))
+    return [c for c in FOLDS_TO_ASCII if wanted.intersection(c.casefold() + c.lower())]
+
+
+def _literals(need: Need) -> list[str]:
+    if isinstance(need, Lit):
+        return [need.text]
+    return [text for part in need.parts for text in _literals(part)]
 
 
 def holds(need: Need, folded: str) -> bool:
@@ -100,19 +112,20 @@ def find_candidates(repo: FileSource, terms: list[str], prefix: str, head: str) 
 
 
 def _ask_git(repo: FileSource, head: str, need: Need, prefix: str) -> set[str] | None:
-    """The files ``git grep`` says may satisfy ``need``, plus those holding a character that folds to ASCII."""
+    """The files ``git grep`` says may satisfy ``need``, or hold a character that folds into one of its literals."""
     expression = git_expression(need)
     if expression is None:
         return None
-    folding = [arg for char in FOLDS_TO_ASCII for arg in ("-e", char)]
-    answers = gitgrep.files_matching(repo.path, head, [(expression, True), (folding, False)], prefix)
-    return None if answers is None else answers[0] | answers[1]
+    folding = [arg for char in folding_into(need) for arg in ("--or", "-e", char)]
+    return gitgrep.files_matching(repo.path, head, [*expression, *folding], prefix)
 
 
 def _regular(repo: FileSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
-    """The regular files among ``paths`` at ``head``, with their blob ids, in git order."""
-    if len(paths) > _FEW:
-        return [(p, oid) for p, oid in repo.files_at(head, prefix) if p in paths]
+    """The regular files among ``paths`` at ``head``, with their blob ids, in git order.
+
+    Looked up one by one, never by walking the whole tree: each folder on a path is
+    read once, so even every file of the memory costs about one walk.
+    """
     out: list[tuple[str, str]] = []
     for path in paths:
         if path.startswith(prefix):

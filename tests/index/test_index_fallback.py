@@ -96,6 +96,38 @@ def test_the_table_of_characters_that_fold_to_ascii_is_complete() -> None:
     assert set(fallback.FOLDS_TO_ASCII) == expected
 
 
+def test_every_character_that_folds_into_a_literal_is_asked_of_git_and_no_other() -> None:
+    from gitmem.index.needles import literal_need
+
+    for c in fallback.FOLDS_TO_ASCII:
+        made = {x for x in c.casefold() + c.lower() if x.isascii()}
+        for letter in made:
+            need = literal_need(f"qq{letter}")
+            assert need is not None and c in fallback.folding_into(need), (c, letter)
+    assert fallback.folding_into(literal_need("zeppelin")) == ["\u0130", "\u0149", "\ufb01", "\ufb02", "\ufb03", "\ufb04"]  # type: ignore[arg-type]
+    assert fallback.folding_into(literal_need("42 degrees")) == ["\u00df", "\u017f", "\u1e9e", "\ufb05", "\ufb06"]  # type: ignore[arg-type]
+    assert fallback.folding_into(literal_need("x 42")) == []  # type: ignore[arg-type]
+
+
+def test_a_literal_made_partly_by_a_folding_character_is_found_through_git(
+    tmp_path: os.PathLike[str], handed_off: list[str]
+) -> None:
+    """Each folding character between ASCII letters, and each literal its fold makes across it."""
+    store = SyncGitFileStore.init(os.path.join(tmp_path, "fold.git"))
+    texts = {f"f/{ord(c):05x}.md": f"word pre{c}post word\n" for c in fallback.FOLDS_TO_ASCII}
+    store.apply([*corpus(FILES), *(Edit(p, t) for p, t in texts.items())])
+    for path, text in texts.items():
+        folded = text.casefold()
+        start = folded.index("pre") + 2
+        end = folded.index("post") + 2
+        literal = "".join(x for x in folded[start:end] if x.isascii())  # e.g. "essp" across ß
+        if literal[1:-1] and literal in folded:
+            got = store.search(literal)
+            assert got == full_scan(store, literal), literal
+            assert path in {m.path for m in got.matches}, (path, literal)
+    assert store.index_status().state == "missing" and handed_off
+
+
 @pytest.mark.parametrize("with_git", [True, False], ids=["git-grep", "no-git"])
 def test_grep_without_an_index_answers_as_a_full_scan_and_builds_nothing(
     store: SyncGitFileStore, handed_off: list[str], monkeypatch: pytest.MonkeyPatch, with_git: bool
