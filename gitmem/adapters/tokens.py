@@ -139,13 +139,14 @@ class TokenFile(Tokens):
         self._lock = threading.Lock()
         self._seen: tuple[int, ...] | None = None
         super().__init__()
-        self._by_hash = self._read(strict=True)
+        self._seen, self._by_hash = self._read(strict=True)
 
-    def _read(self, *, strict: bool) -> dict[str, Grant]:
-        """The grants of the file now (and the extra tokens); ``strict``: a bad file raises, else grants nothing."""
+    def _read(self, *, strict: bool) -> tuple[tuple[int, ...] | None, dict[str, Grant]]:
+        """The file's ``stat`` signature and its grants now (with the extra tokens); ``strict``: a bad
+        file raises, else it grants nothing."""
+        seen: tuple[int, ...] | None = None
         try:
-            info = os.stat(self.path)
-            self._seen = _signature(info)
+            seen = _signature(os.stat(self.path))  # before the read: an edit after it is seen next time
             text = Path(self.path).read_text(encoding="utf-8")
             table = parse_token_file(text, self.path)
         except (OSError, UnicodeDecodeError, MemoryStoreError) as exc:
@@ -156,7 +157,7 @@ class TokenFile(Tokens):
             _log.error("the token file %s no longer reads (%s): none of its tokens is accepted until it is fixed",
                        self.path, exc)  # fmt: skip
             table = Tokens()
-        return table.merged(self._extra)._by_hash
+        return seen, table.merged(self._extra)._by_hash
 
     def _current(self) -> dict[str, Grant]:
         try:
@@ -166,7 +167,9 @@ class TokenFile(Tokens):
         if now != self._seen:
             with self._lock:
                 if now != self._seen:
-                    self._by_hash = self._read(strict=False)
+                    seen, table = self._read(strict=False)
+                    self._by_hash = table  # the table first: a reader that sees the new signature gets it
+                    self._seen = seen
         return self._by_hash
 
     def grant(self, token: str | None) -> Grant | None:
