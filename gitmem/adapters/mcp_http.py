@@ -20,8 +20,9 @@ notifications over HTTP; and an MCP call in progress holds one of waitress's
 worker threads (``gitmem serve`` runs 16).
 
 **Who sees what.** Every request needs ``Authorization: Bearer <token>`` (a
-:mod:`gitmem.adapters.tokens` token). A session offers exactly the file memories
-its token reaches, ``read`` tokens read-only; each write is committed with the
+:mod:`gitmem.adapters.tokens` token). A session offers exactly the file and
+record memories its token reaches (records in the principal's own namespace),
+``read`` tokens read-only; each write is committed with the
 token's principal (the client cannot name another) and a run id
 ``<principal>-mcp-<session>``. A ``propose`` token's writes land on that run's
 proposal branch, never on ``main``; on a review-gated memory every run's do.
@@ -44,7 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -57,6 +58,9 @@ from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.root import Root
+
+if TYPE_CHECKING:
+    from gitmem.tools.mounts import Access
 
 StartResponse = Callable[..., Any]
 
@@ -220,28 +224,44 @@ class McpHttpApp:
         return _Session(owner, grant, server, manager, stop)
 
     def memory_server(self, grant: Grant) -> MemoryMcpServer:
-        """A fresh MCP server over the file memories ``grant`` reaches, committing as its principal."""
+        """A fresh MCP server over the file and record memories ``grant`` reaches, committing as its principal.
+
+        A record memory is offered in the principal's own namespace (``default`` for a
+        token without one), so each person's records stay theirs in a shared memory.
+        """
+        from gitmem.records import RecordStore
         from gitmem.tools import FileMemoryCapability, FileMount
+        from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
         tag = secrets.token_hex(4)
         run = f"{grant.principal}-mcp-{tag}" if grant.principal else None
-        mounts: list[FileMount] = []
+        access: Access = "read" if grant.access == "read" else "write"
+        files: list[FileMount] = []
+        records: list[RecordMount] = []
         for name in self.root.mounts():
             if not grant.reaches(name):
                 continue
             try:
                 store = self.root.mount(name)
-                if store.kind != "file":
-                    continue
+                kind = store.kind
             except MemoryStoreError:
                 continue  # removed meanwhile, or not readable: not offered
+            if kind not in ("file", "record"):
+                continue
             seam: Any = store.sync
             if grant.access == "propose" and run is not None:
                 seam = seam.proposing(run)
-            mounts.append(FileMount(name, seam, "read" if grant.access == "read" else "write"))
-        if not mounts:
-            raise MemoryStoreError("not_found", "this token reaches no file memory on this server")
-        return MemoryMcpServer(FileMemoryCapability(mounts), origin=Origin(run_id=run, principal_id=grant.principal))
+            if kind == "file":
+                files.append(FileMount(name, seam, access))
+            else:
+                records.append(RecordMount(name, RecordStore(seam, grant.principal or "default"), access))
+        if not files and not records:
+            raise MemoryStoreError("not_found", "this token reaches no file or record memory on this server")
+        return MemoryMcpServer(
+            FileMemoryCapability(files) if files else None,
+            records=RecordMemoryCapability(records) if records else None,
+            origin=Origin(run_id=run, principal_id=grant.principal),
+        )
 
     def _reap(self) -> None:
         """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""

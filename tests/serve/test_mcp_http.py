@@ -21,7 +21,7 @@ from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
-from gitmem.adapters.tokens import token_entry
+from gitmem.adapters.tokens import parse_token_file, token_entry
 from gitmem.git.review import PROPOSALS
 
 from .support import fsck_clean, git, seed
@@ -270,3 +270,38 @@ def test_a_session_ends_when_the_token_file_changes_what_its_token_may_do(served
     with served.client("alice") as again:  # a new session, under the narrowed grant
         names = again.tool_names()
         assert "memory_file_view" in names and "memory_file_create" not in names
+
+
+def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path) -> None:
+    root = Root(tmp_path / "root")
+    root.mount("people", create=True, kind="record")
+    seed(root.mount("notes", create=True))
+    team = {"rita": (["people", "notes"], "write"), "rob": (["people"], "read")}
+    tokens = parse_token_file("".join(token_entry(token_of(w), w, m, a) for w, (m, a) in team.items()))  # type: ignore[arg-type]
+    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), McpHttpApp(root, tokens)), "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    try:
+        with HttpMcpClient(url, token_of("rita")) as rita:
+            names = rita.tool_names()
+            assert "memory_record_add" in names and "memory_file_view" in names
+            added = rita.call("memory_record_add", memory="people", text="prefers green tea")
+            assert not added.is_error, added
+            found = payload(rita.call("memory_record_search", memory="people", query="tea"))
+            assert "prefers green tea" in json.dumps(found)
+        with HttpMcpClient(url, token_of("rob")) as rob:
+            names = rob.tool_names()
+            assert "memory_record_search" in names and "memory_record_add" not in names
+            assert "memory_file_view" not in names  # rob reaches no file memory
+            theirs = payload(rob.call("memory_record_search", memory="people", query="tea"))
+            assert "green tea" not in json.dumps(theirs)  # rita's records are in rita's namespace
+            refused = rob.call("memory_record_add", memory="people", text="no")
+            assert refused.is_error
+    finally:
+        server.stop()
+    store = root.mount("people").sync
+    entry = store.log()[0]
+    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita-mcp-")
+    from gitmem.records import RecordStore
+
+    assert [r.text for r in RecordStore(store, "rita").search("tea")] == ["prefers green tea"]
+    fsck_clean(root.mount_path("people"))
