@@ -276,7 +276,7 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
     root = Root(tmp_path / "root")
     root.mount("people", create=True, kind="record")
     seed(root.mount("notes", create=True))
-    team = {"rita": (["people", "notes"], "write"), "rob": (["people"], "read")}
+    team = {"rita": (["people", "notes"], "write"), "rob": (["people"], "read"), "pam": (["people"], "propose")}
     tokens = parse_token_file("".join(token_entry(token_of(w), w, m, a) for w, (m, a) in team.items()))  # type: ignore[arg-type]
     server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), McpHttpApp(root, tokens)), "127.0.0.1", 0).start()
     url = f"http://127.0.0.1:{server.port}/mcp"
@@ -296,6 +296,13 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
             assert "green tea" not in json.dumps(theirs)  # rita's records are in rita's namespace
             refused = rob.call("memory_record_add", memory="people", text="no")
             assert refused.is_error
+        main_before = root.mount("people").sync.head()
+        with HttpMcpClient(url, token_of("pam")) as pam:
+            proposed = pam.call("memory_record_add", memory="people", text="wants a standing desk")
+            assert not proposed.is_error, proposed
+        assert root.mount("people").sync.head() == main_before  # a proposal, never main
+        branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=root.mount_path("people")).stdout.split()
+        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam-mcp-"), branches
     finally:
         server.stop()
     store = root.mount("people").sync
