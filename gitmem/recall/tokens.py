@@ -25,6 +25,7 @@ silent:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Final
@@ -44,11 +45,20 @@ def _bmp(spans: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     return tuple((lo, min(hi, 0xFFFF)) for lo, hi in spans if lo <= 0xFFFF)
 
 
-# ``re`` compiles a class of BMP characters to a bitmap but tests a class that reaches
-# past U+FFFF range by range (~10x slower), so text without astral characters, nearly
-# all of it, takes the BMP-only pattern; both give the same tokens on such text.
-_FULL: Final = _pattern(WORD_RANGES, CJK_RANGES)
-_FAST: Final = _pattern(_bmp(WORD_RANGES), _bmp(CJK_RANGES))
+@functools.cache
+def _unicode_pattern(astral: bool) -> re.Pattern[str]:
+    """The pattern for text outside ASCII, compiled on first use (~20 ms: a process that
+    recalls only ASCII text, or none, never pays it).
+
+    ``re`` compiles a class of BMP characters to a bitmap but tests a class that reaches
+    past U+FFFF range by range (~10x slower), so text without astral characters, nearly
+    all of it, takes the BMP-only pattern; both give the same tokens on such text.
+    """
+    if astral:
+        return _pattern(WORD_RANGES, CJK_RANGES)
+    return _pattern(_bmp(WORD_RANGES), _bmp(CJK_RANGES))
+
+
 _ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
 # In ASCII the word class is exactly the letters and digits (``_`` is punctuation), there is
 # no CJK, and NFC changes nothing: most stored text takes this one small class.
@@ -67,7 +77,7 @@ def token_list(text: str) -> list[str]:
         return _ASCII.findall(text.lower())
     out: list[str] = []
     text = normalise(text)
-    pattern = _FULL if _ASTRAL.search(text) else _FAST
+    pattern = _unicode_pattern(_ASTRAL.search(text) is not None)
     for word, run in pattern.findall(text):
         if word:
             out.append(word)

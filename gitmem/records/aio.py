@@ -8,10 +8,9 @@ never blocks their event loop.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from gitmem.aio import AsyncFace, threaded
+from gitmem.aio import AsyncFace, call, threaded
 from gitmem.records.store import RecordStore
 
 
@@ -37,4 +36,4 @@ class AsyncRecordStore(AsyncFace[RecordStore]):
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Any other call of the sync store on a worker thread."""
-        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
+        return await call(getattr(self.sync, name), *args, **kwargs)
