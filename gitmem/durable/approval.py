@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from gitmem import review
 from gitmem.durable.changes import Activate, ChangeSet
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Evidence
@@ -48,6 +47,8 @@ def approve_candidates(
     repository: DurableRepository, run: str, *, approver: str, origin: Origin | None = None
 ) -> Approval:
     """Merge run ``run``'s proposal and activate its candidates (see the module docstring)."""
+    from gitmem import review  # the merge machinery: only approving needs it, not recall or writes
+
     store = repository.store
     proposal = review.proposal(store, run)  # type: ignore[arg-type]
     merged = review.approve(store, run, approver=approver, origin=origin)  # type: ignore[arg-type]
