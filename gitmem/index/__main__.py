@@ -1,8 +1,5 @@
 """``python -m gitmem.index catch-up PATH``: bring one mount's index to its head, then exit.
 
-(``python -m gitmem.index documents PATH COMMIT`` is a rebuild's helper process:
-:mod:`gitmem.index.feed`.)
-
 Started detached by :mod:`gitmem.index.background` for a process that does not
 stay to do it (a CLI command). Waits for another indexer of the mount like any
 off-request catch-up; exits 0 whether or not there was work, 1 on a failure
@@ -15,14 +12,6 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 3 and argv[0] == "documents":
-        from gitmem.index.feed import produce
-
-        try:
-            produce(argv[1], argv[2], sys.stdout.buffer)
-        except BrokenPipeError:  # the rebuild that asked ended
-            return 1
-        return 0
     if len(argv) != 2 or argv[0] != "catch-up":
         print("usage: python -m gitmem.index catch-up PATH", file=sys.stderr)
         return 2

@@ -271,20 +271,20 @@ class MountIndex:
         the last commit carries the stamp, so until it lands a reader sees an
         index without a commit and answers without it.
         """
-        from gitmem.index import engine, feed
+        from gitmem.index import engine
 
         self._ix = None
         self._cache.clear()
         ix = engine.create_index(self.directory)
-        with feed.documents(self.repo, head) as docs:
-            ahead = list(itertools.islice(docs, 1))
-            while True:
-                batch = ahead + list(itertools.islice(docs, REBUILD_BATCH - len(ahead)))
-                ahead = list(itertools.islice(docs, 1))  # one past the batch: is it the last?
-                with engine.writing(ix) as writer:
-                    engine.apply(writer, batch, None if ahead else head, fresh=True, merge=False)
-                if not ahead:
-                    break
+        files = self.repo.files_at(head)
+        while True:
+            batch = list(itertools.islice(files, REBUILD_BATCH))
+            docs = (engine.file_document(path, oid, decode_stored(self.repo.blob(oid))) for path, oid in batch)
+            last = len(batch) < REBUILD_BATCH
+            with engine.writing(ix) as writer:
+                engine.apply(writer, docs, head if last else None, fresh=True, merge=False)
+            if last:
+                break
         self._ix = ix
 
     def rebuild(self) -> IndexStatus:
