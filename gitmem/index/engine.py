@@ -265,6 +265,21 @@ def read_meta(searcher: Searcher, cache: SegmentCache) -> Meta | None:
     return None
 
 
+def written(ix: FileIndex) -> Stats:
+    """The counts of a rebuild's index from its table of contents, without opening a segment.
+
+    Opening a Whoosh segment reads its postings and term table into memory (the
+    compound file's parts are copied out of its map), so the status a rebuild
+    reports must not open them all just to count: it would be the rebuild's peak.
+    The stamp document is counted out, as in :func:`stats`.
+    """
+    with _guard(ix):
+        segments = ix._segments()
+    total = sum(segment.doc_count_all() for segment in segments)
+    deleted = sum(segment.deleted_count() for segment in segments)
+    return Stats(max(0, total - deleted - 1), deleted, len(segments))
+
+
 def stats(searcher: Searcher) -> Stats:
     reader = searcher.reader()
     total = reader.doc_count_all()
@@ -330,7 +345,10 @@ def apply(
         else:
             writer.update_document(**doc)
     if commit is not None:
-        writer.update_document(key=META_KEY, file=_meta_value(commit))
+        # A fresh index has no stamp to replace: an update would look the key up in every
+        # segment a rebuild has written so far, opening (and copying into memory) each one.
+        stamp_doc = writer.add_document if fresh else writer.update_document
+        stamp_doc(key=META_KEY, file=_meta_value(commit))
     if not merge:
         writer.commit(merge=False)
         return
