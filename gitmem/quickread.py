@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 #: forget delete); spelled out here because importing the store would import pygit2.
 DERIVED_DIR: Final = "gitmem/derived"
 LISTING_FILE: Final = "listing"
+#: The mount's index folder (:func:`gitmem.index.mount.index_folder`, a test holds them equal):
+#: spelled out so that a grep with an index does not import the index's module to learn it.
+INDEX_DIR: Final = "gitmem/index"
 _GENERATION: Final = "gitmem/generation"
 _LISTING_TAG: Final = "gitmem-listing/1"
 
@@ -144,28 +147,41 @@ def search(
 def _search_unindexed(
     peek: Peek, pattern: str, *, regex: bool, case_sensitive: bool, path: str, limit: int
 ) -> SearchResult | None:
-    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store."""
+    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store.
+
+    ``git grep`` is started as soon as the need is known, before the rest of this
+    path's imports and the size check, which then run while git reads the blobs.
+    """
     from gitmem.fileformat import validate_directory
     from gitmem.grep import check_limit, compile_pattern, scan
-    from gitmem.index import mount
     from gitmem.index.needles import literal_need, regex_need
 
     fmt = format_from_repo(peek)
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)  # the store's order of refusals
     prefix = validate_directory(path, fmt)
     limit = check_limit(limit)
-    if os.path.isdir(mount.index_folder(peek.path)):
+    if os.path.isdir(os.path.join(peek.path, INDEX_DIR)):
         return None
     head = peek.head()
     need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
     if need is None:  # a pattern the index cannot narrow: the store reads every file too
         return scan(((p, decode_stored(peek.blob(oid))) for p, oid in peek.files_at(head, prefix)), matcher, limit)
-    if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
-        return None  # the store builds an index this small inline
-    from gitmem.index import background, fallback
+    from gitmem.index.fallback import GitLines
 
-    files = fallback.grep_candidates(peek, need, prefix, head)
-    answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
+    lines = GitLines.start(peek.path, head, need, prefix)
+    try:
+        from gitmem.index import background, fallback, mount
+
+        if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
+            return None  # the store builds an index this small inline
+        answer = None if lines is None else lines.answer(matcher, limit)
+        if answer is None:  # no git, or it failed (a fresh matcher: the regex budget starts again)
+            matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
+            files = fallback.grep_candidates(peek, need, prefix, head)
+            answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
+    finally:
+        if lines is not None:
+            lines.close()
     # Started once the answer is known: the indexer's start-up would take a core from git grep.
     try:
         background.start_indexer(peek.path)
