@@ -62,10 +62,16 @@ def require_file_memory(name: str, kind: MountKind) -> None:
         raise MemoryStoreError("wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories")
 
 
-def list_files(root: Root, name: str) -> list[FileEntry]:
-    """Every file of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.list` lists them.
+def list_files(root: Root, name: str, prefix: str = "") -> list[FileEntry]:
+    """Every file of file memory ``name`` at ``main`` (under folder ``prefix``, ``""`` or ``"dir/"``),
+    as :meth:`SyncGitFileStore.list` lists them (those whose path starts with ``prefix``).
 
-    The answer is read from the listing file when that was made for this very tree
+    One folder costs what the folder holds: only the trees on its path and its own
+    files are read (:func:`_list_folder`), never the listing file, which describes
+    the whole memory and takes longer to load than a folder of a large memory takes
+    to read (docs/benchmarks.md, "Cold starts and growth").
+
+    The whole memory's answer is read from the listing file when that was made for this very tree
     (a tree id names its whole content, so a new head can never be answered from an
     old listing), else built from the objects and saved for the next call; a listing
     of an earlier head still gives the size and description of every blob it holds
@@ -76,6 +82,8 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
     try:
         peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
+        if prefix:
+            return _list_folder(peek, prefix)
         seen = derived.Generation.read(os.path.join(peek.path, _GENERATION))  # before the head: see _save
         fmt = format_from_repo(peek)
         tree = peek.tree_of(peek.head())
@@ -93,7 +101,16 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
     except CannotPeek:
         store = root.mount(name).sync
         require_file_memory(name, store.kind)
-        return store.list()
+        return [e for e in store.list() if e.path.startswith(prefix)]
+
+
+def _list_folder(peek: Peek, prefix: str) -> list[FileEntry]:
+    """The files under folder ``prefix`` at ``main``: none when there is no such folder."""
+    fmt = format_from_repo(peek)
+    tree = peek.folder_at(peek.head(), prefix)
+    if tree is None:
+        return []
+    return ReadCache().listing(peek, fmt, tree, prefix)
 
 
 def read_file(root: Root, name: str, file: str) -> FileText:

@@ -63,6 +63,10 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("ls", "user", "/"), True),
     (("ls", "user", ""), True),
     (("ls", "user", "notes/deep"), True),
+    (("ls", "user", "notes/deep/"), True),
+    (("ls", "user", "notes/a.md"), True),  # a file, not a folder
+    (("ls", "user", "notes/nothing"), True),
+    (("--json", "ls", "user", "notes/deep"), True),
     (("ls", "user", "nothing-here"), True),
     (("ls", "user", "../up"), True),
     (("ls", "user", ".git"), True),

@@ -160,15 +160,19 @@ def _plain_folder(value: str) -> bool:
 
 
 class _Main:
-    """What ``ls`` and ``cat`` read without ``--run`` or ``--rev``: a memory's ``main``."""
+    """What ``ls`` and ``cat`` read without ``--run`` or ``--rev``: a memory's ``main``; an ``ls``
+    of one folder reads only that folder (``reads.ls`` keeps the files under it, and has
+    refused a bad folder before it asks)."""
 
-    def __init__(self, root: Root) -> None:
+    def __init__(self, root: Root, directory: str = "") -> None:
         self.root = root
+        self.directory = directory
 
     def listing(self, name: str) -> list[FileEntry]:
         from gitmem import quickread
+        from gitmem.adapters.cli.reads import directory_arg
 
-        return quickread.list_files(self.root, name)
+        return quickread.list_files(self.root, name, directory_arg(self.directory))
 
     def read(self, name: str, path: str, rev: str | None = None) -> FileText:
         from gitmem import quickread
@@ -185,7 +189,7 @@ def _read(call: Call) -> int:
         root = Root(default_root_folder() if call.root is None else call.root)
         if call.command == "ls":
             params = call.params()
-            reads.ls(_Main(root), params["name"], params["directory"], as_json=call.as_json)
+            reads.ls(_Main(root, params["directory"]), params["name"], params["directory"], as_json=call.as_json)
         else:
             reads.cat(_Main(root), call.arguments[0], call.arguments[1], None, as_json=call.as_json)
     except MemoryStoreError as exc:
