@@ -376,3 +376,18 @@ def test_ls_of_one_folder_reads_only_that_folder(root: Root, monkeypatch: pytest
     assert [e.path for e in folder] == ["a/b/deep.md", "a/described.md"]
     assert sorted(read) == sorted(e.version for e in folder)
     assert folder == [e for e in store.list() if e.path.startswith("a/")]
+
+
+def test_git_grep_started_but_never_read_is_ended_and_reaped(root: Root) -> None:
+    """The grep path starts git before it knows it will read it (a small mount goes to the store):
+    closing the lines then ends git, though a generator closed before its first item runs no ``finally``."""
+    from gitmem.git import gitgrep
+
+    peek = Peek(os.fspath(root.mount_path("user")))
+    lines = gitgrep.matching_lines(peek.path, peek.head(), ["-e", "line"])
+    assert lines is not None
+    proc = lines._proc
+    lines.close()
+    assert proc.returncode is not None  # killed or ended, and waited for
+    assert proc.stdout is not None and proc.stdout.closed
+    assert quickread.search(root, "user", "line", regex=False, case_sensitive=False, path="", limit=5).matches

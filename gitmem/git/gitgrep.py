@@ -92,7 +92,7 @@ def files_matching(git_dir: str, commit: str, expression: Sequence[str], prefix:
 
 def matching_lines(
     git_dir: str, commit: str, expression: Sequence[str], prefix: str = ""
-) -> Generator[tuple[str, int, bytes]] | None:
+) -> Lines | None:
     """Each line under folder ``prefix`` at ``commit`` matching ``expression``, as ``(path, number, raw bytes)``.
 
     Lines come in git's tree order, numbered from 1 by ``\\n`` (a ``\\r`` before it
@@ -103,7 +103,36 @@ def matching_lines(
     proc = _start(git_dir, commit, ["--line-number", "--no-column", *expression], prefix)
     if proc is None:
         return None
-    return _stream(proc, git_dir, len(commit) + 1)
+    return Lines(proc, _stream(proc, git_dir, len(commit) + 1))
+
+
+class Lines:
+    """The lines of :func:`matching_lines`, as an iterator that :meth:`close` ends along with git.
+
+    A generator closed before its first line was asked for never runs its ``finally``
+    (a caller that decides to answer another way before reading), so git is ended
+    here too, and reaped: never left running, never a zombie.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], lines: Generator[tuple[str, int, bytes]]) -> None:
+        self._proc = proc
+        self._lines = lines
+
+    def __iter__(self) -> Lines:
+        return self
+
+    def __next__(self) -> tuple[str, int, bytes]:
+        return next(self._lines)
+
+    def close(self) -> None:
+        self._lines.close()
+        proc = self._proc
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _start(git_dir: str, commit: str, args: Sequence[str], prefix: str) -> subprocess.Popen[bytes] | None:

@@ -31,7 +31,7 @@ corpus statistics are those of the matching files only, until the index is back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gitmem.fileformat import decode_stored
@@ -130,7 +130,7 @@ class GitLines:
     to answer another way.
     """
 
-    def __init__(self, lines: Generator[tuple[str, int, bytes]], prefix: str) -> None:
+    def __init__(self, lines: gitgrep.Lines, prefix: str) -> None:
         self._lines = lines
         self._prefix = prefix
 
