@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import os
 import selectors
-import shutil
 import subprocess
 import time
 from collections.abc import Generator, Iterator, Sequence
@@ -61,7 +60,13 @@ class GitGrepFailed(Exception):
 @functools.cache
 def available() -> bool:
     """Whether a ``git`` command is on the ``PATH`` (looked up once per process)."""
-    return shutil.which("git") is not None
+    # What shutil.which answers (and where subprocess looks); shutil itself, with the
+    # compression modules it loads, would cost a first grep more than this loop.
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
 
 
 def files_matching(git_dir: str, commit: str, expression: Sequence[str], prefix: str = "") -> set[str] | None:

@@ -208,3 +208,20 @@ def test_the_fallback_does_not_load_the_index_module() -> None:
     code = "import sys, gitmem.index.fallback; print(sorted({'gitmem.index.mount', 'logging'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_git_is_found_where_shutil_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    plain, runnable, empty = tmp_path / "plain", tmp_path / "runnable", tmp_path / "empty"
+    for folder in (plain, runnable, empty):
+        folder.mkdir()
+    (plain / "git").write_text("")
+    (runnable / "git").write_text("#!/bin/sh\n")
+    (runnable / "git").chmod(0o755)
+    (empty / "git").mkdir()  # a folder named git is not a command
+    for path in (f"{plain}:{empty}", f"{plain}:{runnable}", str(empty), "", os.environ.get("PATH", "")):
+        monkeypatch.setenv("PATH", path)
+        gitgrep.available.cache_clear()
+        assert gitgrep.available() == (shutil.which("git") is not None), path
+    gitgrep.available.cache_clear()
