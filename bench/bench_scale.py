@@ -7,7 +7,9 @@ times, as a user or an agent calling the CLI in a loop sees it (whole processes)
 - **first grep, no index** (a fresh clone, a new machine, after forget):
   ``gitmem grep`` with the index folder deleted, against ``git grep -i -F`` of the
   same word in the same repository, alternated. The detached indexer the grep
-  starts is waited for, and its time reported (``index built after``);
+  starts is waited for, and its time reported (``index built after``); the same
+  for **first find, no index** (two words, ranked);
+- **quick ls of one folder** (50 files) against ``git ls-tree -l`` of that folder;
 - **index rebuild**: ``gitmem index rebuild``, wall and peak RSS of the process;
 - **first recall in a new process** for durable, session and record memory:
   a child process opens the mount and recalls once (from the snapshot the last
@@ -262,8 +264,13 @@ def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -
         shutil.rmtree(index, ignore_errors=True)
         return run([*gm, "grep", "files", *word, "--limit", "10000"], env, root)
 
+    def first_find() -> tuple[float, float, float]:
+        shutil.rmtree(index, ignore_errors=True)
+        return run([*gm, "find", "files", "zeppelin ticket"], env, root)
+
     if "grep" in groups:
         row("first grep, no index", first_grep, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
+        row("first find, no index", first_find, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
     if "rebuild" in groups:
         row("index rebuild", lambda: run([*gm, "index", "rebuild", "files"], env, root), None)
     for kind in ("durable", "session", "records") if "recall" in groups else ():
@@ -287,6 +294,9 @@ def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -
         "durable recall": ["durable", "recall", "durable", "office", "-n", "bench", "agent", "repo"],
     }
     quick_ls = lambda: run([*gm, "ls", "files", "topic-000/sub-00"], env, root)  # noqa: E731
+    if "read" in groups:  # one folder of 50 files: what the folder costs, against git listing it
+        row("quick ls of one folder", quick_ls,
+            lambda: run(["git", "--git-dir", str(files), "ls-tree", "-l", "main", "topic-000/sub-00/"], env, root))  # fmt: skip
     for name, args in reads.items() if "read" in groups else ():
         try:
             run([*gm, *args], env, root)

@@ -68,8 +68,17 @@ class ReadCache:
             cache[oid] = info
         return info
 
-    def listing(self, repo: TreeSource, fmt: FileFormat, tree_id: str) -> builtins.list[FileEntry]:
-        """Every file under tree ``tree_id`` in path order; only folders not seen before are read."""
+    def listing(self, repo: TreeSource, fmt: FileFormat, tree_id: str, prefix: str = "") -> builtins.list[FileEntry]:
+        """Every file under tree ``tree_id`` in path order; only folders not seen before are read.
+
+        With ``prefix`` (``"dir/"``), ``tree_id`` is that folder's tree and the paths start
+        with it: the files of one folder, read without the rest of the memory. Such a
+        listing reuses the folders seen before but does not replace the cached listing.
+        """
+        if prefix:
+            found: builtins.list[FileEntry] = []
+            self._list_folder(repo, fmt, tree_id, prefix, self._folders, {}, found)
+            return found
         cached = self._listing
         if cached is not None and cached[0] == tree_id:
             return list(cached[1])

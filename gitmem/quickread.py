@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 #: forget delete); spelled out here because importing the store would import pygit2.
 DERIVED_DIR: Final = "gitmem/derived"
 LISTING_FILE: Final = "listing"
+#: The mount's index folder (:func:`gitmem.index.mount.index_folder`, a test holds them equal):
+#: spelled out so that a grep with an index does not import the index's module to learn it.
+INDEX_DIR: Final = "gitmem/index"
 _GENERATION: Final = "gitmem/generation"
 _LISTING_TAG: Final = "gitmem-listing/1"
 
@@ -59,10 +62,16 @@ def require_file_memory(name: str, kind: MountKind) -> None:
         raise MemoryStoreError("wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories")
 
 
-def list_files(root: Root, name: str) -> list[FileEntry]:
-    """Every file of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.list` lists them.
+def list_files(root: Root, name: str, prefix: str = "") -> list[FileEntry]:
+    """Every file of file memory ``name`` at ``main`` (under folder ``prefix``, ``""`` or ``"dir/"``),
+    as :meth:`SyncGitFileStore.list` lists them (those whose path starts with ``prefix``).
 
-    The answer is read from the listing file when that was made for this very tree
+    One folder costs what the folder holds: only the trees on its path and its own
+    files are read (:func:`_list_folder`), never the listing file, which describes
+    the whole memory and takes longer to load than a folder of a large memory takes
+    to read (docs/benchmarks.md, "Cold starts and growth").
+
+    The whole memory's answer is read from the listing file when that was made for this very tree
     (a tree id names its whole content, so a new head can never be answered from an
     old listing), else built from the objects and saved for the next call; a listing
     of an earlier head still gives the size and description of every blob it holds
@@ -73,6 +82,8 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
     try:
         peek = Peek(path)
         require_file_memory(name, kind_from_repo(peek))
+        if prefix:
+            return _list_folder(peek, prefix)
         seen = derived.Generation.read(os.path.join(peek.path, _GENERATION))  # before the head: see _save
         fmt = format_from_repo(peek)
         tree = peek.tree_of(peek.head())
@@ -90,7 +101,16 @@ def list_files(root: Root, name: str) -> list[FileEntry]:
     except CannotPeek:
         store = root.mount(name).sync
         require_file_memory(name, store.kind)
-        return store.list()
+        return [e for e in store.list() if e.path.startswith(prefix)]
+
+
+def _list_folder(peek: Peek, prefix: str) -> list[FileEntry]:
+    """The files under folder ``prefix`` at ``main``: none when there is no such folder."""
+    fmt = format_from_repo(peek)
+    tree = peek.folder_at(peek.head(), prefix)
+    if tree is None:
+        return []
+    return ReadCache().listing(peek, fmt, tree, prefix)
 
 
 def read_file(root: Root, name: str, file: str) -> FileText:
@@ -144,28 +164,41 @@ def search(
 def _search_unindexed(
     peek: Peek, pattern: str, *, regex: bool, case_sensitive: bool, path: str, limit: int
 ) -> SearchResult | None:
-    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store."""
+    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store.
+
+    ``git grep`` is started as soon as the need is known, before the rest of this
+    path's imports and the size check, which then run while git reads the blobs.
+    """
     from gitmem.fileformat import validate_directory
     from gitmem.grep import check_limit, compile_pattern, scan
-    from gitmem.index import mount
     from gitmem.index.needles import literal_need, regex_need
 
     fmt = format_from_repo(peek)
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)  # the store's order of refusals
     prefix = validate_directory(path, fmt)
     limit = check_limit(limit)
-    if os.path.isdir(mount.index_folder(peek.path)):
+    if os.path.isdir(os.path.join(peek.path, INDEX_DIR)):
         return None
     head = peek.head()
     need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
     if need is None:  # a pattern the index cannot narrow: the store reads every file too
         return scan(((p, decode_stored(peek.blob(oid))) for p, oid in peek.files_at(head, prefix)), matcher, limit)
-    if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
-        return None  # the store builds an index this small inline
-    from gitmem.index import background, fallback
+    from gitmem.index.fallback import GitLines
 
-    files = fallback.grep_candidates(peek, need, prefix, head)
-    answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
+    lines = GitLines.start(peek.path, head, need, prefix)
+    try:
+        from gitmem.index import background, fallback, mount
+
+        if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
+            return None  # the store builds an index this small inline
+        answer = None if lines is None else lines.answer(matcher, limit)
+        if answer is None:  # no git, or it failed (a fresh matcher: the regex budget starts again)
+            matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
+            files = fallback.grep_candidates(peek, need, prefix, head)
+            answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
+    finally:
+        if lines is not None:
+            lines.close()
     # Started once the answer is known: the indexer's start-up would take a core from git grep.
     try:
         background.start_indexer(peek.path)

@@ -44,10 +44,16 @@ def root(tmp_path: Path) -> Root:
     return root
 
 
+#: Folders an ``ls`` may name: nested, empty-named by a file (``plain.md/``), absent.
+FOLDERS = ("a/", "a/b/", "a/b/deep.md/", "plain.md/", "nothing/", "a/nothing/")
+
+
 def same(root: Root) -> None:
     """The quick path and the store agree on the listing and on every file."""
     store = root.mount("user").sync
     assert quickread.list_files(root, "user") == store.list()
+    for prefix in FOLDERS:  # one folder: its own trees and files only, the store's answer filtered
+        assert quickread.list_files(root, "user", prefix) == [e for e in store.list() if e.path.startswith(prefix)]
     for entry in store.list():
         assert quickread.read_file(root, "user", entry.path) == store.read(entry.path)
 
@@ -355,3 +361,33 @@ def test_the_quick_path_refuses_other_kinds_of_memory(root: Root) -> None:
         with pytest.raises(MemoryStoreError) as caught:
             call()
         assert caught.value.code == "wrong_kind"
+
+
+def test_ls_of_one_folder_reads_only_that_folder(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder's listing reads the trees on its path and its own blobs: not the listing file
+    of the whole memory, not another folder's files."""
+    quickread.list_files(root, "user")  # the whole memory's listing file now exists
+    store = root.mount("user").sync
+    read: list[str] = []
+    real_blob = Peek.blob
+    monkeypatch.setattr(Peek, "blob", lambda self, oid: read.append(oid) or real_blob(self, oid))
+    monkeypatch.setattr(quickread, "_load", lambda *a: pytest.fail("the listing file was read"))
+    folder = quickread.list_files(root, "user", "a/")
+    assert [e.path for e in folder] == ["a/b/deep.md", "a/described.md"]
+    assert sorted(read) == sorted(e.version for e in folder)
+    assert folder == [e for e in store.list() if e.path.startswith("a/")]
+
+
+def test_git_grep_started_but_never_read_is_ended_and_reaped(root: Root) -> None:
+    """The grep path starts git before it knows it will read it (a small mount goes to the store):
+    closing the lines then ends git, though a generator closed before its first item runs no ``finally``."""
+    from gitmem.git import gitgrep
+
+    peek = Peek(os.fspath(root.mount_path("user")))
+    lines = gitgrep.matching_lines(peek.path, peek.head(), ["-e", "line"])
+    assert lines is not None
+    proc = lines._proc
+    lines.close()
+    assert proc.returncode is not None  # killed or ended, and waited for
+    assert proc.stdout is not None and proc.stdout.closed
+    assert quickread.search(root, "user", "line", regex=False, case_sensitive=False, path="", limit=5).matches

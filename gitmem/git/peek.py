@@ -459,13 +459,20 @@ class Peek:
         """Every regular file under folder ``prefix`` (``""`` or ``"dir/"``) at ``commit`` as
         ``(path, blob id)``, in git order: what :meth:`GitRepo.files_at` yields (links and
         submodules left out), so the grep fallback reads the same files through either."""
+        tree = self.folder_at(commit, prefix)
+        if tree is not None:
+            yield from self._walk(tree, prefix)
+
+    def folder_at(self, commit: str, prefix: str) -> str | None:
+        """The tree id of folder ``prefix`` (``""`` or ``"dir/"``) at ``commit``; ``None`` when no
+        such folder exists. Only the trees on the folder's path are read."""
         tree = self.tree_of(commit)
         for part in prefix.rstrip("/").split("/") if prefix else ():
             found = self._entries(tree).get(part)
             if found is None or found[0] != "tree":
-                return
+                return None
             tree = found[1]
-        yield from self._walk(tree, prefix)
+        return tree
 
     def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
         for name, (kind, oid) in self._entries(tree_id).items():

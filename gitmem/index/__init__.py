@@ -6,9 +6,28 @@
   :mod:`gitmem.index.grams` turns text into trigram signatures,
   :mod:`gitmem.index.engine` is the only module that imports whoosh (loaded on
   first use, so ``import gitmem`` stays light).
+
+The four names below are loaded on first use: importing one of the package's
+small modules (``gitmem.index.needles``, ``fallback``) for a first grep without
+an index must not load :mod:`gitmem.index.mount` and what it imports.
 """
 
-from gitmem.index.mount import MountIndex, catch_up
-from gitmem.index.results import FindHit, IndexStatus
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitmem.index.mount import MountIndex, catch_up
+    from gitmem.index.results import FindHit, IndexStatus
 
 __all__ = ["FindHit", "IndexStatus", "MountIndex", "catch_up"]
+_HOMES = {"MountIndex": "mount", "catch_up": "mount", "FindHit": "results", "IndexStatus": "results"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"gitmem.index.{home}"), name)

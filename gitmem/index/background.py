@@ -20,7 +20,6 @@ answers exactly without it. A failure is logged, never raised.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
@@ -32,7 +31,14 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from gitmem.index.mount import MountIndex
 
-log = logging.getLogger("gitmem.index")
+
+
+def _warn(message: str, *args: object, exc_info: bool = False) -> None:
+    """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
+    a first grep without an index imports this module and usually says nothing."""
+    import logging
+
+    logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
 
 Mode = Literal["thread", "process"]
 _mode: ContextVar[Mode] = ContextVar("gitmem_index_background", default="thread")
@@ -96,7 +102,7 @@ def _catch_up(index: MountIndex) -> None:
     try:
         index.refresh(index.repo.head(), wait=REBUILD_WAIT, inline=False)
     except Exception:  # derived state: the next search answers without it and asks again
-        log.warning("the index of %s was not built", index.repo.path, exc_info=True)
+        _warn("the index of %s was not built", index.repo.path, exc_info=True)
     finally:
         with _guard:
             _running.discard(index.repo.path)
@@ -130,7 +136,7 @@ def _spawn(path: str) -> None:
             setsid=True,
         )
     except OSError as exc:
-        log.warning("cannot start an indexer for %s: %r", path, exc)
+        _warn("cannot start an indexer for %s: %r", path, exc)
         return
     _children.append(pid)
 

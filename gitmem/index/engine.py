@@ -484,6 +484,19 @@ def ranked(searcher: Searcher, terms: list[str], prefix: str, limit: int) -> lis
     return out
 
 
+class _InMemory(RamStorage):  # type: ignore[misc]
+    """A :class:`RamStorage` whose writer's temporary files stay in memory too.
+
+    Whoosh's own puts them in ``<tmp>/MAIN.tmp`` (named after the index, so the
+    same folder for every process on the machine) and deletes that folder when a
+    writer ends: two processes ranking at once (two ``find`` calls on a mount
+    without its index) failed with ``FileNotFoundError`` in whichever ended second.
+    """
+
+    def temp_storage(self, name: str | None = None) -> RamStorage:
+        return RamStorage()
+
+
 def rank_files(
     files: Iterable[tuple[str, str, str]], terms: list[str], prefix: str, limit: int
 ) -> list[tuple[str, str, float]]:
@@ -496,7 +509,7 @@ def rank_files(
     files = list(files)
     if not files:  # an empty Whoosh index has no columns to read
         return []
-    ix = RamStorage().create_index(SCHEMA)
+    ix = _InMemory().create_index(SCHEMA)
     writer = ix.writer()
     for path, version, text in files:
         shown = path_text(path)

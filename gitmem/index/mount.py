@@ -20,7 +20,6 @@ no usable index it picks candidates without one (:mod:`gitmem.index.fallback`)::
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 import time
@@ -40,7 +39,14 @@ from gitmem.index.source import Busy, GitSource, git_order
 if TYPE_CHECKING:
     from whoosh.index import FileIndex
 
-log = logging.getLogger("gitmem.index")
+
+
+def _warn(message: str, *args: object, exc_info: bool = False) -> None:
+    """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
+    a first grep without an index imports this module and usually says nothing."""
+    import logging
+
+    logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
 
 REBUILD_WAIT = 120.0
 ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer before changing anything
@@ -129,7 +135,7 @@ class MountIndex:
         except MemoryStoreError:
             raise
         except Exception as exc:
-            log.warning("index of %s unreadable, scanning instead: %r", self.repo.path, exc)
+            _warn("index of %s unreadable, scanning instead: %r", self.repo.path, exc)
             self._ix = None
             self._current = None
             return None
@@ -203,7 +209,7 @@ class MountIndex:
             except Busy:
                 return False
             except Exception as exc:
-                log.warning("cannot update the index of %s: %r", self.repo.path, exc)
+                _warn("cannot update the index of %s: %r", self.repo.path, exc)
                 self._retry_at = time.monotonic() + RETRY_AFTER_FAILURE
                 self._ix = None
                 return False
@@ -243,7 +249,7 @@ class MountIndex:
         except (MemoryStoreError, engine.Busy, _Deferred):
             raise
         except Exception as exc:
-            log.warning("rebuilding the index of %s: %r", self.repo.path, exc)
+            _warn("rebuilding the index of %s: %r", self.repo.path, exc)
         if budget is not None and self._more_files_than(head, budget):
             raise _Deferred
         self._rebuild(head)
@@ -416,7 +422,7 @@ class MountIndex:
         except MemoryStoreError:
             raise
         except Exception as exc:
-            log.warning("index of %s unreadable, ranking without it: %r", self.repo.path, exc)
+            _warn("index of %s unreadable, ranking without it: %r", self.repo.path, exc)
             self._ix = None
             return self._rank_unindexed(head, terms, prefix, limit)
         if meta is None or meta.format != engine.FORMAT:

@@ -49,7 +49,7 @@ def test_the_unindexed_answer_is_the_indexed_one(root: Root, git: bool, monkeypa
     if not git:
         monkeypatch.setattr(gitgrep, "available", lambda: False)
     store = root.mount("big").sync
-    cases = [(p, o, prefix, limit) for p, o in PATTERNS for prefix in ("", "notes/t3/", "odd/") for limit in (100, 3)]
+    cases = [(p, o, prefix, limit) for p, o in PATTERNS for prefix in ("", "notes/t3/", "odd/", "odd/\u00fcn\u00ef c\u00f3de/") for limit in (100, 3)]
     cases += [("sighting", {"regex": True}, "", 100), (".", {"regex": True}, "", 100)]  # "." cannot be narrowed
     quick = []
     for pattern, options, prefix, limit in cases:
@@ -120,6 +120,8 @@ def test_cli_first_grep_equals_the_indexed_grep(root: Root, git: bool, tmp_path:
         ("grep", "big", "strasse", "--json"),
         ("grep", "big", "KELVIN", "--path", "odd"),
         ("grep", "big", "sighting", "--limit", "2"),
+        ("grep", "big", "zeppelin", "--path", "odd/\u00fcn\u00ef c\u00f3de", "--json"),
+        ("grep", "big", "ZEPPELIN", "-s"),
         ("grep", "big", "ticket KX-1[0-9]", "-E", "--json"),
     ]
     first = [_gitmem(root, env, *call) for call in calls[:1]]

@@ -63,6 +63,10 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("ls", "user", "/"), True),
     (("ls", "user", ""), True),
     (("ls", "user", "notes/deep"), True),
+    (("ls", "user", "notes/deep/"), True),
+    (("ls", "user", "notes/a.md"), True),  # a file, not a folder
+    (("ls", "user", "notes/nothing"), True),
+    (("--json", "ls", "user", "notes/deep"), True),
     (("ls", "user", "nothing-here"), True),
     (("ls", "user", "../up"), True),
     (("ls", "user", ".git"), True),
@@ -107,6 +111,24 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("--principal=bob", "--json", "cat", "user", "notes/a.md"), True),
     (("--help",), True),
     (("-h",), True),
+    (("grep", "user", "tea"), True),
+    (("grep", "user", "TEA", "-s"), True),  # nothing matches: success, no output
+    (("grep", "user", "t.a", "-E", "--json"), True),
+    (("--json", "grep", "user", "e", "--path", "notes"), True),
+    (("grep", "user", "e", "--limit", "2"), True),  # cut: a note on stderr
+    (("grep", "user", "E", "--limit=1", "--case-sensitive", "--regex", "--json"), True),
+    (("grep", "--root", "{root}", "user", "red", "--path=notes/deep/"), True),
+    (("grep", "user", "red"), True),  # a line with escape sequences, shown visible
+    (("grep", "user", "caf\u00e9 \u4e2d", "--json"), True),
+    (("grep", "user", "tea", "--path", "/", "--limit", "10000"), True),
+    (("grep", "user", "tea", "--path", "nothing"), True),
+    (("grep", "user", "(", "-E"), True),
+    (("--json", "grep", "user", "(", "--regex"), True),
+    (("grep", "user", ""), True),
+    (("grep", "user", "tea", "--path", "../up"), True),
+    (("grep", "nope", "tea"), True),
+    (("grep", "recs", "tea"), True),
+    (("grep", "empty", "tea", "--json"), True),
     # Left to click: usage errors, other options, odd values.
     ((), False),
     (("ls",), False),
@@ -141,6 +163,21 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("--help", "ls"), False),
     (("--run", "r1", "ls", "user"), False),
     (("LS", "user"), False),
+    (("grep", "user"), False),
+    (("grep", "user", "tea", "x"), False),
+    (("grep", "user", "tea", "--limit", "0"), False),
+    (("grep", "user", "tea", "--limit", "10001"), False),
+    (("grep", "user", "tea", "--limit", "07"), False),
+    (("--json", "grep", "user", "tea", "--limit", "many"), False),
+    (("grep", "user", "tea", "--limit"), False),
+    (("grep", "user", "tea", "--path"), False),
+    (("grep", "user", "tea", "--path="), False),
+    (("grep", "user", "tea", "-Es"), False),
+    (("grep", "user", "-x"), False),
+    (("grep", "user", "--", "-tea"), False),
+    (("grep", "user", "tea", "--run", "r1"), False),
+    (("grep", "user", "tea", "--help"), False),
+    (("grep", "user", "tea", "--regex=1"), False),
     (("mounts",), False),
 ]
 
@@ -207,6 +244,7 @@ def test_run_and_principal_from_the_environment(
     monkeypatch.setenv("GITMEM_RUN", "r1")  # reads then follow the run: the store's path
     assert both(["ls", "user"], capsys)[0] is None
     assert both(["cat", "user", "notes/a.md"], capsys)[0] is None
+    assert both(["grep", "user", "tea"], capsys)[0] is None
     monkeypatch.delenv("GITMEM_RUN")
     monkeypatch.setenv("_GITMEM_COMPLETE", "bash_complete")  # shell completion is click's
     assert quick.run(["ls", "user"]) is None
@@ -218,12 +256,13 @@ def test_an_interrupt_ends_as_click_ends_it(
 ) -> None:
     from gitmem import quickread
 
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(quickread, "list_files", interrupted)
     monkeypatch.setattr(quickread, "read_file", interrupted)
-    for argv in (["ls", "user"], ["--json", "ls", "user"], ["cat", "user", "top.md", "--json"]):
+    monkeypatch.setattr(quickread, "search", interrupted)
+    for argv in (["ls", "user"], ["--json", "ls", "user"], ["cat", "user", "top.md", "--json"], ["grep", "user", "tea"]):
         answered, (code, _, err) = both(argv, capsys)
         assert answered == code == 1 and "Aborted!" in err, argv
 

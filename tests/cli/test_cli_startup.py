@@ -292,6 +292,8 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
     assert {m.split(".")[0] for m in held} & {"pygit2", "whoosh", "asyncio", "dulwich"} == set()
     assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} <= {"gitmem.index", "gitmem.grep"}
     assert "gitmem.index.engine" not in held and "gitmem.gitstore" not in held
+    assert not {m for m in held if m == "click" or m.startswith("click.")}  # the quick path parsed it
+    assert "gitmem.adapters.cli.app" not in held
     deadline = time.monotonic() + 120
     while store.index_status().state != "current":  # the grep started the detached indexer
         assert time.monotonic() < deadline

@@ -30,6 +30,8 @@ ODD = {
     "odd/ligature.md": "a \ufb01le of the zeppelin ﬂeet\n",  # ﬁ, ﬂ fold to fi, fl
     "odd/cjk.md": "飞艇 zeppelin 记录\n",
     "odd/crlf.md": "Zeppelin over the bay\r\nsecond line\r\n",
+    "odd/no newline.md": "first line\nthe last Zeppelin line",
+    "odd/\u00fcn\u00ef c\u00f3de/front.md": "---\ntitle: Zeppelin notes\n---\nbody of the zeppelin, strasse 3\n",
 }
 PATTERNS: list[tuple[str, dict[str, bool]]] = [
     ("zeppelin", {}),
@@ -135,7 +137,7 @@ def test_grep_without_an_index_answers_as_a_full_scan_and_builds_nothing(
     if not with_git:
         monkeypatch.setattr(gitgrep, "available", lambda: False)
     for pattern, kw in PATTERNS:
-        for prefix in ("", "odd/", "notes/t3/"):
+        for prefix in ("", "odd/", "notes/t3/", "odd/\u00fcn\u00ef c\u00f3de/"):
             got = store.search(pattern, path=prefix, **kw)
             assert got == full_scan(store, pattern, prefix, **kw), (pattern, kw, prefix)
     assert store.search("kelvin").matches[0].path == "odd/kelvin.md"

@@ -1,4 +1,4 @@
-"""The quick path: ``gitmem ls``, ``gitmem cat`` and ``gitmem --help`` without click.
+"""The quick path: ``gitmem ls``, ``cat``, ``grep`` and ``gitmem --help`` without click.
 
 Every CLI call is a new process. Importing click (with ``inspect``, ``uuid`` and its
 parameter types), building a command's options and running click's parser cost
@@ -8,9 +8,13 @@ these calls in loops. So the simple forms of the three are recognised here::
     gitmem --help                                  (or -h)
     gitmem [GROUP OPTIONS] ls NAME [DIRECTORY]     (options also among the arguments)
     gitmem [GROUP OPTIONS] cat NAME PATH
+    gitmem [GROUP OPTIONS] grep NAME PATTERN [-E|--regex] [-s|--case-sensitive] [--path DIR] [--limit N]
 
 where the group options are ``--json``, ``--root DIR`` and ``--principal WHO``, and
-``ls`` and ``cat`` take ``--json`` and ``--root DIR``. Everything else goes to click:
+the commands take ``--json`` and ``--root DIR``. ``grep`` is here because the first
+grep of a fresh clone is answered by ``git grep`` in about the time click takes to
+start (docs/benchmarks.md, "Cold starts and growth"); a ``--limit`` that is not a
+plain number from 1 to 10000 goes to click, which says why. Everything else goes to click:
 any other option (``--run``, ``--rev``, ``--help`` after a command, ``--``), a
 missing or extra argument, an option value that starts with ``-`` or is empty, a
 ``--root`` that click would refuse (an existing file or an unreadable folder) or
@@ -42,7 +46,11 @@ if TYPE_CHECKING:
     from gitmem.root import Root
 
 #: Commands of the quick path, with how many arguments each takes (fewest, most).
-_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2)}
+_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2), "grep": (2, 2)}
+#: ``grep``'s flags, by the parameter click gives them to, and its options that take a value.
+_GREP_FLAGS = {"-E": "regex", "--regex": "regex", "-s": "case_sensitive", "--case-sensitive": "case_sensitive"}
+_GREP_VALUED = ("--path", "--limit")
+_GREP_LIMIT = 10_000  # the click option's IntRange
 #: Options that take a value: the group accepts both, the commands only ``--root``.
 _VALUED_GROUP = ("--root", "--principal")
 _VALUED_COMMAND = ("--root",)
@@ -51,21 +59,27 @@ _COMPLETE = "_GITMEM_COMPLETE"
 
 
 class Call:
-    """One understood ``ls`` or ``cat``: its arguments, and the options that change what it prints."""
+    """One understood ``ls``, ``cat`` or ``grep``: its arguments, and the options that change what it prints."""
 
-    __slots__ = ("arguments", "as_json", "command", "root")
+    __slots__ = ("arguments", "as_json", "command", "options", "root")
 
-    def __init__(self, command: str, arguments: list[str], as_json: bool, root: str | None) -> None:
+    def __init__(
+        self, command: str, arguments: list[str], as_json: bool, root: str | None, options: dict[str, Any] | None = None
+    ) -> None:
         self.command = command
         self.arguments = arguments
         self.as_json = as_json
         self.root = root
+        self.options: dict[str, Any] = {"regex": False, "case_sensitive": False, "directory": "", "limit": 100}
+        self.options.update(options or {})
 
     def params(self) -> dict[str, Any]:
         """The command's parameters as click names them (what a refusal's hint is phrased with)."""
         if self.command == "ls":
             directory = self.arguments[1] if len(self.arguments) > 1 else ""
             return {"name": self.arguments[0], "directory": directory}
+        if self.command == "grep":
+            return {"name": self.arguments[0], "pattern": self.arguments[1], **self.options}
         return {"name": self.arguments[0], "path": self.arguments[1], "rev": None}
 
 
@@ -106,6 +120,7 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
         return None
     command = argv[at]
     arguments: list[str] = []
+    options: dict[str, Any] = {}
     at += 1
     while at < len(argv):
         arg = argv[at]
@@ -118,6 +133,21 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
             if root is None:
                 return None
             continue
+        if command == "grep" and arg in _GREP_FLAGS:
+            options[_GREP_FLAGS[arg]], at = True, at + 1
+            continue
+        taken = _value(argv, at, _GREP_VALUED) if command == "grep" else None
+        if taken is not None:
+            name, value, at = taken
+            if value is None:
+                return None
+            if name == "--path":
+                options["directory"] = value
+                continue
+            if not (value.isascii() and value.isdigit() and value[0] != "0" and int(value) <= _GREP_LIMIT):
+                return None  # click's to convert or refuse
+            options["limit"] = int(value)
+            continue
         if arg.startswith("-"):
             return None
         arguments.append(arg)
@@ -125,7 +155,7 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
     fewest, most = _ARGUMENTS[command]
     if not fewest <= len(arguments) <= most:
         return None
-    return Call(command, arguments, as_json, root)
+    return Call(command, arguments, as_json, root, options)
 
 
 def _value(argv: list[str], at: int, names: tuple[str, ...]) -> tuple[str, str | None, int] | None:
@@ -160,15 +190,19 @@ def _plain_folder(value: str) -> bool:
 
 
 class _Main:
-    """What ``ls`` and ``cat`` read without ``--run`` or ``--rev``: a memory's ``main``."""
+    """What ``ls`` and ``cat`` read without ``--run`` or ``--rev``: a memory's ``main``; an ``ls``
+    of one folder reads only that folder (``reads.ls`` keeps the files under it, and has
+    refused a bad folder before it asks)."""
 
-    def __init__(self, root: Root) -> None:
+    def __init__(self, root: Root, directory: str = "") -> None:
         self.root = root
+        self.directory = directory
 
     def listing(self, name: str) -> list[FileEntry]:
         from gitmem import quickread
+        from gitmem.adapters.cli.reads import directory_arg
 
-        return quickread.list_files(self.root, name)
+        return quickread.list_files(self.root, name, directory_arg(self.directory))
 
     def read(self, name: str, path: str, rev: str | None = None) -> FileText:
         from gitmem import quickread
@@ -185,7 +219,11 @@ def _read(call: Call) -> int:
         root = Root(default_root_folder() if call.root is None else call.root)
         if call.command == "ls":
             params = call.params()
-            reads.ls(_Main(root), params["name"], params["directory"], as_json=call.as_json)
+            reads.ls(_Main(root, params["directory"]), params["name"], params["directory"], as_json=call.as_json)
+        elif call.command == "grep":
+            o = call.options
+            name, pattern = call.arguments
+            reads.grep(root, name, pattern, o["regex"], o["case_sensitive"], o["directory"], o["limit"], as_json=call.as_json)
         else:
             reads.cat(_Main(root), call.arguments[0], call.arguments[1], None, as_json=call.as_json)
     except MemoryStoreError as exc:

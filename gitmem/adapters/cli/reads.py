@@ -8,13 +8,15 @@ same bytes whichever parsed the command line. A refusal is raised as
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_is_tty
 from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
-    from gitmem.model import FileEntry, FileText
+    from gitmem.model import FileEntry, FileText, SearchResult
+    from gitmem.root import Root
 
 
 class Reader(Protocol):
@@ -47,6 +49,27 @@ def ls(reader: Reader, name: str, directory: str, *, as_json: bool) -> None:
         return
     width = max((len(e.path) for e in entries), default=0)
     say_lines(f"{e.path:{width}}  {e.size:6d} B  {short(e.version)}  {e.description or ''}".rstrip() for e in entries)
+
+
+def grep(
+    root: Root, name: str, pattern: str, regex: bool, case_sensitive: bool, directory: str, limit: int, *, as_json: bool
+) -> None:
+    """Print the lines of memory ``name``'s ``main`` that match ``pattern`` (``gitmem grep`` without ``--run``)."""
+    from gitmem import quickread
+
+    where = directory_arg(directory)
+    result = quickread.search(root, name, pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit)
+    print_matches(name, result, limit, as_json=as_json)
+
+
+def print_matches(name: str, result: SearchResult, limit: int, *, as_json: bool) -> None:
+    """A grep's answer: ``path:line:text`` lines (and a note on stderr when cut at ``limit``), or one JSON document."""
+    if as_json:
+        say_json({"memory": name, "matches": [asdict(m) for m in result.matches], "truncated": result.truncated})
+        return
+    say_lines(f"{m.path}:{m.line}:{m.text}" for m in result.matches)
+    if result.truncated:
+        say(f"(more lines matched; raise --limit above {limit} to see them)", err=True)
 
 
 def cat(reader: Reader, name: str, path: str, rev: str | None, *, as_json: bool) -> None:

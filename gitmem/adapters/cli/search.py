@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gitmem.adapters.cli import reads
 from gitmem.adapters.cli.app import (
     State,
     cli,
@@ -45,28 +46,15 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
+    if not state.run:  # main: what the quick path runs too (a mount without an index is searched without the store)
+        reads.grep(state.root, name, pattern, regex, case_sensitive, directory, limit, as_json=state.json)
+        return
     where = directory_arg(directory)
-    if state.run:
-        from gitmem.index import background
+    from gitmem.index import background
 
-        with background.detached():  # a missing index is built by a process that outlives this one
-            result = state.files(name).search(
-                pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit
-            )
-    else:  # main: a mount without an index is searched without opening the store
-        from gitmem import quickread
-
-        result = quickread.search(
-            state.root, name, pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit
-        )
-
-    def text() -> None:
-        for m in result.matches:
-            say(f"{m.path}:{m.line}:{m.text}")
-        if result.truncated:
-            say(f"(more lines matched; raise --limit above {limit} to see them)", err=True)
-
-    emit({"memory": name, "matches": result.matches, "truncated": result.truncated}, text)
+    with background.detached():  # a missing index is built by a process that outlives this one
+        result = state.files(name).search(pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit)
+    reads.print_matches(name, result, limit, as_json=state.json)
 
 
 @cli.command()
