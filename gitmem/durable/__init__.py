@@ -18,27 +18,78 @@ commit. Recall reads active nodes only; activation needs new ``manual`` or
   activation, and agent tools.
 """
 
-from gitmem.durable.approval import Approval, approve_candidates
-from gitmem.durable.binding import DurableBinding
-from gitmem.durable.changes import (
-    Activate,
-    AddRelation,
-    ChangeSet,
-    Corroborate,
-    Create,
-    NodeDraft,
-    Operation,
-    RemoveRelation,
-    Revise,
-    SetStatus,
-    parse_change_set,
-)
-from gitmem.durable.ledger import AccessEvent, Ledger, Usage
-from gitmem.durable.namespace import Namespace
-from gitmem.durable.node import Evidence, Node, Relation
-from gitmem.durable.nodefile import DURABLE_FORMAT
-from gitmem.durable.recall import RecallAnswer, Recalled, RecallPolicy
-from gitmem.durable.repository import ChangeResult, DurableRepository, NodeRevision
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitmem.durable.approval import Approval, approve_candidates
+    from gitmem.durable.binding import DurableBinding
+    from gitmem.durable.changes import (
+        Activate,
+        AddRelation,
+        ChangeSet,
+        Corroborate,
+        Create,
+        NodeDraft,
+        Operation,
+        RemoveRelation,
+        Revise,
+        SetStatus,
+        parse_change_set,
+    )
+    from gitmem.durable.ledger import AccessEvent, Ledger, Usage
+    from gitmem.durable.namespace import Namespace
+    from gitmem.durable.node import Evidence, Node, Relation
+    from gitmem.durable.nodefile import DURABLE_FORMAT
+    from gitmem.durable.recall import RecallAnswer, Recalled, RecallPolicy
+    from gitmem.durable.repository import ChangeResult, DurableRepository, NodeRevision
+
+#: Where each public name lives, imported on first use: ``durable recall`` in a new process
+#: needs the repository and recall, not the change-set parser, staging rules or approvals.
+_LAZY: dict[str, str] = {
+    "AccessEvent": "gitmem.durable.ledger",
+    "Activate": "gitmem.durable.changes",
+    "AddRelation": "gitmem.durable.changes",
+    "Approval": "gitmem.durable.approval",
+    "ChangeResult": "gitmem.durable.repository",
+    "ChangeSet": "gitmem.durable.changes",
+    "Corroborate": "gitmem.durable.changes",
+    "Create": "gitmem.durable.changes",
+    "DURABLE_FORMAT": "gitmem.durable.nodefile",
+    "DurableBinding": "gitmem.durable.binding",
+    "DurableRepository": "gitmem.durable.repository",
+    "Evidence": "gitmem.durable.node",
+    "Ledger": "gitmem.durable.ledger",
+    "Namespace": "gitmem.durable.namespace",
+    "Node": "gitmem.durable.node",
+    "NodeDraft": "gitmem.durable.changes",
+    "NodeRevision": "gitmem.durable.repository",
+    "Operation": "gitmem.durable.changes",
+    "RecallAnswer": "gitmem.durable.recall",
+    "RecallPolicy": "gitmem.durable.recall",
+    "Recalled": "gitmem.durable.recall",
+    "Relation": "gitmem.durable.node",
+    "RemoveRelation": "gitmem.durable.changes",
+    "Revise": "gitmem.durable.changes",
+    "SetStatus": "gitmem.durable.changes",
+    "Usage": "gitmem.durable.ledger",
+    "approve_candidates": "gitmem.durable.approval",
+    "parse_change_set": "gitmem.durable.changes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gitmem.durable' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "DURABLE_FORMAT",

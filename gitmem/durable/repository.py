@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, Protocol
 
 from gitmem import derived
-from gitmem.durable.changes import Activate, ChangeSet, Create, parse_change_set
 from gitmem.durable.ledger import AccessEvent, Ledger, Usage
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.durable.node import Evidence, Node, Status, format_time
@@ -51,7 +50,6 @@ from gitmem.durable.nodefile import (
     nodes_prefix,
 )
 from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
-from gitmem.durable.rules import Staged, stage
 from gitmem.durable.staging import Known, WriteCache
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
@@ -64,8 +62,10 @@ T_NODE: Final = "Gitmem-Durable-Node"
 T_EVIDENCE: Final = "Gitmem-Durable-Evidence"
 _ATTEMPTS: Final = 50
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the change-set values and staging rules load when a change is applied, not to recall
     from gitmem.durable.binding import DurableBinding
+    from gitmem.durable.changes import ChangeSet
+    from gitmem.durable.rules import Staged
     from gitmem.durable.semantic import RefreshReceipt, SemanticHealth, SemanticMaintenance, SemanticRecall
     from gitmem.recall.vectors import Consistency
 
@@ -383,6 +383,8 @@ class DurableRepository:
         conflict under those guesses is decided again on real reads, where an
         existing record makes the call a replay; so no outcome rests on a guess.
         """
+        from gitmem.durable.changes import ChangeSet, parse_change_set
+
         if not isinstance(change, ChangeSet):
             change = parse_change_set(change)
         namespace = change.namespace
@@ -430,6 +432,9 @@ class DurableRepository:
         version). A staging refusal or a store conflict under those guesses is
         decided again with real reads, so errors never rest on them.
         """
+        from gitmem.durable.changes import Create
+        from gitmem.durable.rules import stage
+
         files: dict[str, Known | None] = {}
         namespace = change.namespace
         created = {op.node.id for op in change.operations if isinstance(op, Create)} if optimistic else set()
@@ -529,6 +534,8 @@ class DurableRepository:
         trailers: Sequence[tuple[str, str]] = (),
     ) -> ChangeResult:
         """Activate one exact candidate revision on new ``manual`` or ``verification`` evidence."""
+        from gitmem.durable.changes import Activate, ChangeSet
+
         key = idempotency_key or f"activate/{node_id}@{expected_revision}"
         change = ChangeSet(namespace, key, (Activate(node_id, expected_revision, tuple(evidence)),))
         return self.apply(change, origin=origin, trailers=trailers)
@@ -549,6 +556,8 @@ def _summary(change: ChangeSet, staged: Staged) -> str:
 
 
 def _trailers(change: ChangeSet, staged: Staged) -> builtins.list[tuple[str, str]]:
+    from gitmem.durable.changes import Activate, Create
+
     out = [(T_NAMESPACE, change.namespace.label()), (T_KEY, change.idempotency_key)]
     out += [(T_NODE, f"{n.ref} {n.status} {n.revision_kind}") for n in staged.nodes]
     final = {n.id: n for n in staged.nodes}

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +86,8 @@ def publish(
 
 
 def _write_json(target: Path, body: Mapping[str, object], fsync: bool) -> None:
+    import tempfile  # a writer's (with shutil, random and the compressors): a recall that loads a snapshot needs none
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".tmp", dir=target.parent)
     try:

@@ -29,7 +29,6 @@ from typing import Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import parse_frontmatter
-from gitmem.secrets import find_secret
 
 #: A record holds 1 to 8000 characters (code points).
 RECORD_CHARS: Final = 8000
@@ -57,6 +56,8 @@ def validate_record_text(text: object, max_chars: int = RECORD_CHARS) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise MemoryStoreError("invalid_text", "a record must be valid Unicode (it holds a lone surrogate)") from None
+    from gitmem.secrets import find_secret  # a write's check (it compiles its rules on import): a search needs none
+
     rule = find_secret(text)
     if rule is not None:
         raise MemoryStoreError(

@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
 from gitmem.errors import MemoryStoreError
-from gitmem.secrets import find_secret
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
@@ -159,6 +158,8 @@ def check_unicode(text: str, what: str) -> None:
 
 
 def check_no_secret(text: str, what: str) -> None:
+    from gitmem.secrets import find_secret  # a write's check (it compiles its rules on import): a recall needs none
+
     rule = find_secret(text)
     if rule is not None:
         raise _bad(
