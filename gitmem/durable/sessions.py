@@ -25,7 +25,6 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,6 +99,8 @@ class SessionBindings:
         if self.folder is None:
             self._memory[session_id] = json.loads(json.dumps(data))
             return
+        import tempfile  # a binding's write: every repository opens these bindings, a recall reads none
+
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
