@@ -45,6 +45,7 @@ Usage::
     .venv/bin/python bench/bench_scale.py --sizes 1000 --samples 3
     .venv/bin/python bench/bench_scale.py --big                # also 100k (built once, cached)
     .venv/bin/python bench/bench_scale.py --big --only forget --samples 3   # only forget and its pack
+    .venv/bin/python bench/bench_scale.py --sizes 10000 --only read --code ../main   # read commands: this code vs main's
 """
 
 from __future__ import annotations
@@ -236,8 +237,11 @@ ROWS = ("grep", "rebuild", "recall", "read", "history", "prune", "forget")
 """Groups of rows ``--only`` picks from, in the order they run."""
 
 
-def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -> dict[str, Row]:
+def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path, code: Path | None = None) -> dict[str, Row]:
     env = env_for(root)
+    if code is not None:  # the same entry point running another checkout's code: PYTHONPATH comes first
+        other_env = {**env, "PYTHONPATH": str(code.resolve())}
+        env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
     gm = gitmem_cmd()
     files = root / "files.git"
     index = files / "gitmem" / "index"
@@ -303,7 +307,10 @@ def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path) -
         except SystemExit:
             rows[f"cli {name}"] = {"wall": float("nan"), "anchor": float("nan")}
             continue
-        row(f"cli {name}", lambda a=args: run([*gm, *a], env, root), quick_ls)  # type: ignore[misc]
+        if code is None:
+            row(f"cli {name}", lambda a=args: run([*gm, *a], env, root), quick_ls)  # type: ignore[misc]
+        else:  # against the same command of the other code, alternated
+            row(f"cli {name} vs --code", lambda a=args: run([*gm, *a], env, root), lambda a=args: run([*gm, *a], other_env, root))  # type: ignore[misc]
     if "history" in groups:
         row("cli log vs git log", lambda: run([*gm, "log", "files", "--limit", "10"], env, root),
             lambda: run(["git", "--git-dir", str(files), "log", "-10", "--name-status", "main"], env, root))
@@ -425,6 +432,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gitmem-bench-scale")
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS), help="which groups of rows to run (default: all)")
+    parser.add_argument("--code", type=Path, help="read rows: against the same command run by another checkout's code (e.g. main), alternated")
     parser.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()),
                         help="where forget's copies are made (the file system it is measured on)")  # fmt: skip
     args = parser.parse_args()
@@ -437,7 +445,7 @@ def main() -> None:
             start = time.perf_counter()
             build(root, n)
             print(f"built {n:,} in {time.perf_counter() - start:.0f} s at {root}", file=sys.stderr)
-        results[n] = measure(root, n, args.samples, set(args.only), args.scratch)
+        results[n] = measure(root, n, args.samples, set(args.only), args.scratch, args.code)
         print(f"measured {n:,}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
     report(results)
