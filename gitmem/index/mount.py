@@ -232,6 +232,11 @@ class MountIndex:
 
         try:
             ix = engine.open_index(self.directory)
+            if ix is not None and self._stamped(ix, head):
+                # Already at head (every read of a new process asks this): no writer, whose
+                # opening makes a segment's files and reads the index a second time.
+                self._ix = ix
+                return
             if ix is not None:
                 with engine.writing(ix) as writer:
                     meta, documents = engine.stamp(ix, writer, self._cache)
@@ -253,6 +258,14 @@ class MountIndex:
         if budget is not None and self._more_files_than(head, budget):
             raise _Deferred
         self._rebuild(head)
+
+    def _stamped(self, ix: FileIndex, head: str) -> bool:
+        """Whether the committed index already reflects ``head`` (its stamp, read without a writer)."""
+        from gitmem.index import engine
+
+        with engine.searching(ix) as searcher:
+            meta = engine.read_meta(searcher, self._cache)
+        return meta is not None and meta.format == engine.FORMAT and meta.commit == head
 
     def _more_files_than(self, head: str, count: int) -> bool:
         return sum(1 for _ in itertools.islice(self.repo.files_at(head), count + 1)) > count
