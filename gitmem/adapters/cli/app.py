@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from gitmem.adapters.cli import COMMANDS, roothelp
+from gitmem.adapters.cli import COMMANDS, LONG_RUNNING, roothelp
 
 # Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
 from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
@@ -263,6 +263,13 @@ class GitmemCommand(click.Command):
     """A command whose store refusals become exit code 1 and an actionable message."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        if self.name in LONG_RUNNING:
+            from gitmem.adapters import cli as entry
+
+            if entry.DEFAULT_GC_THRESHOLDS:  # a server collects as Python does by default
+                import gc
+
+                gc.set_threshold(*entry.DEFAULT_GC_THRESHOLDS)
         try:
             return super().invoke(ctx)
         except MemoryStoreError as exc:

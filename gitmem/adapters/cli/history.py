@@ -25,7 +25,6 @@ from gitmem.adapters.cli.app import (
     say,
     short,
 )
-from gitmem.adapters.cli.files import full_version
 from gitmem.adapters.cli.reads import file_payload
 from gitmem.errors import MemoryStoreError
 
@@ -247,6 +246,9 @@ def restore(state: State, name: str, path: str, rev: str, expect: str | None, de
     """
     store = state.store(name)
     if expect is not None:
+        # Here, not at the top: log, show, diff and blame need not build every file command's options.
+        from gitmem.adapters.cli.files import full_version
+
         expected: str | None = full_version(store, path, expect)
     else:
         try:
