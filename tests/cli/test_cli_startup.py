@@ -242,6 +242,8 @@ def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_nee
         assert "pygit2" in held, args
         git_call = {"subprocess", "signal", "logging"} if args[0] == "blame" else set()
         assert {m for m in NOT_FOR_READS if m in held} - git_call == set(), args
+        if args[0] != "changes":  # the history commands build no file command's options
+            assert "gitmem.adapters.cli.files" not in held, args
     # A path's log follows it through the ledger of erased paths: that one loads it.
     assert "gitmem.git.erasures" in modules(root, "log", "user", "a.md")
 
@@ -351,3 +353,45 @@ def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_pa
         held = modules(tmp_path, *args, probe=ENTRY) - AT_START
         assert "gitmem.recall.snapshot" in held, args  # ...which the second loads
         assert held & (writes | durable_writes) == set(), args
+
+
+GC_PROBE = """
+import gc, sys
+from gitmem.adapters.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(gc.get_threshold(), file=sys.stderr)
+"""
+
+
+def test_a_cli_call_does_not_run_the_cyclic_collector_on_every_700_new_objects(root: Path) -> None:
+    """Each call is a new process: the collector's first threshold is raised for it, so it does not
+    walk the freshly imported modules' objects dozens of times (it still runs, less often)."""
+    from gitmem.adapters.cli import CALL_GC_THRESHOLD
+
+    for args in (("log", "user"), ("ls", "user"), ("grep", "user", "tea")):
+        done = subprocess.run(
+            [sys.executable, "-c", GC_PROBE, "--root", str(root), *args], capture_output=True, text=True, check=True
+        )
+        assert done.stderr.strip().splitlines()[-1].startswith(f"({CALL_GC_THRESHOLD},"), args
+
+
+def test_the_long_running_commands_collect_at_pythons_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from click.testing import CliRunner
+
+    from gitmem.adapters import cli as entry
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(entry, "DEFAULT_GC_THRESHOLDS", (700, 10, 10))
+    try:
+        gc.set_threshold(entry.CALL_GC_THRESHOLD, 10, 10)
+        CliRunner().invoke(entry.cli, ["--root", str(tmp_path), "ls", "nope"])
+        assert gc.get_threshold()[0] == entry.CALL_GC_THRESHOLD  # a one-shot command keeps the raised one
+        CliRunner().invoke(entry.cli, ["--root", str(tmp_path), "watch", "nope"])  # refused: no such memory
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
