@@ -304,25 +304,6 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
     assert {"pygit2", "whoosh"} <= {m.split(".")[0] for m in held}  # the index is the store's to read
 
 
-#: What Whoosh imports and a search never uses (gitmem.index.whooshload keeps them out).
-NOT_FOR_SEARCH = ("asyncio", "urllib.request", "http", "email", "subprocess", "signal", "concurrent")
-
-
-def test_grep_and_find_with_an_index_load_whoosh_without_asyncio_or_urllib(tmp_path: Path) -> None:
-    """A grep or find that reads the index imports Whoosh, but not what Whoosh imports for nothing:
-    asyncio (the cached_property package's) and urllib.request with http.client and email."""
-    from gitmem.model import Edit
-    from gitmem.root import Root
-
-    store = Root(tmp_path).mount("notes", create=True).sync
-    store.apply([Edit(f"n/{i:02}.md", f"note {i} about tea\n") for i in range(10)])
-    store.rebuild_index()
-    for args in (("grep", "notes", "tea"), ("find", "notes", "tea"), ("find", "notes", "tea", "--json")):
-        held = modules(tmp_path, *args, probe=ENTRY)
-        assert "gitmem.index.engine" in held and "whoosh.reading" in held, args  # the index answered
-        assert {m for m in held if m in NOT_FOR_SEARCH or m.split(".")[0] in NOT_FOR_SEARCH} == set(), args
-
-
 def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_path: Path) -> None:
     """A recall that loads a current snapshot writes nothing: no tempfile (snapshot writes), no secret
     rules (checks of writes); durable recall loads no change-set parser, staging rules or approvals."""
