@@ -248,36 +248,6 @@ def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_nee
     assert "gitmem.git.erasures" in modules(root, "log", "user", "a.md")
 
 
-def test_recall_commands_load_neither_asyncio_nor_the_review_machinery(tmp_path: Path) -> None:
-    """records search, session recall and durable recall answer from a snapshot and a tree diff:
-    no event loop, no merge or review engine, no Whoosh."""
-    from click.testing import CliRunner
-
-    from gitmem.adapters.cli import cli
-    from gitmem.durable import DurableRepository
-    from tests.durable.support import NS, change, create
-
-    DurableRepository.open(tmp_path, "facts", create=True).apply(change("k1", create("n1", "tea", status="active")))
-    runner = CliRunner()
-    base = ["--root", str(tmp_path)]
-    for args in (
-        ["records", "init", "people"],
-        ["records", "add", "people", "prefers green tea", "-n", "u1"],
-        ["session", "remember", "the build needs python 3.11", "--memory-dir", str(tmp_path / "s")],
-    ):
-        done = runner.invoke(cli, [*base, *args])
-        assert done.exit_code == 0, (args, done.output)
-    for args in (
-        ("records", "search", "people", "tea", "-n", "u1"),
-        ("session", "recall", "python build", "--memory-dir", str(tmp_path / "s")),
-        ("durable", "recall", "facts", "tea", "-n", NS.tenant, NS.principal, NS.scope),
-    ):
-        held = modules(tmp_path, *args)
-        assert "gitmem.gitstore" in held, args  # each opens its store...
-        unwanted = {"asyncio", "whoosh", "gitmem.review", "gitmem.git.review", "gitmem.git.merge", "gitmem.index"}
-        assert {m for m in held if m in unwanted or m.split(".")[0] in unwanted} == set(), args
-
-
 def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(tmp_path: Path) -> None:
     """A fresh clone's grep is answered through the peek (gitmem.quickread.search): no store, no
     pygit2, no whoosh (and its asyncio); with an index, or for a run, the store answers."""
@@ -306,7 +276,8 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
 
 def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_path: Path) -> None:
     """A recall that loads a current snapshot writes nothing: no tempfile (snapshot writes), no secret
-    rules (checks of writes); durable recall loads no change-set parser, staging rules or approvals."""
+    rules (checks of writes); durable recall loads no change-set parser, staging rules or approvals.
+    None of the three loads an event loop, the review or merge engine, or Whoosh."""
     from click.testing import CliRunner
 
     from gitmem.adapters.cli import cli
@@ -332,8 +303,10 @@ def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_pa
     ):
         modules(tmp_path, *args, probe=ENTRY)  # the first saves the snapshot (tempfile is a writer's)
         held = modules(tmp_path, *args, probe=ENTRY) - AT_START
-        assert "gitmem.recall.snapshot" in held, args  # ...which the second loads
+        assert "gitmem.recall.snapshot" in held and "gitmem.gitstore" in held, args  # ...which the second loads
         assert held & (writes | durable_writes) == set(), args
+        unwanted = {"asyncio", "whoosh", "gitmem.review", "gitmem.git.review", "gitmem.git.merge", "gitmem.index"}
+        assert {m for m in held if m in unwanted or m.split(".")[0] in unwanted} == set(), args
 
 
 GC_PROBE = """
