@@ -247,11 +247,37 @@ def create_index(directory: str) -> FileIndex:
     return FileIndex.create(storage, SCHEMA)
 
 
+def _searcher(ix: FileIndex) -> Searcher:
+    """A searcher of the last commit of ``ix``, opening each segment once.
+
+    Read without mmap, each segment reader holds its segment's file open. Whoosh's
+    own ``ix.searcher()`` retries when a segment vanishes under it (a rebuild or
+    merge elsewhere) and drops the readers it had opened without closing them:
+    here a failure closes them, and the caller answers without the index.
+    """
+    from whoosh.reading import MultiReader, SegmentReader
+
+    toc = ix._read_toc()
+    if not toc.segments:
+        return ix.searcher()  # Whoosh's empty reader: no file to hold
+    readers: list[Any] = []
+    try:
+        for segment in toc.segments:
+            readers.append(SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation))
+    except BaseException:
+        for reader in readers:
+            reader.close()
+        raise
+    if len(readers) == 1:
+        return Searcher(readers[0], fromindex=ix)
+    return Searcher(MultiReader(readers, generation=toc.generation), fromindex=ix)
+
+
 @contextmanager
 def searching(ix: FileIndex) -> Iterator[Searcher]:
     try:
         with _guard(ix):
-            searcher = ix.searcher()
+            searcher = _searcher(ix)
     except Exception as exc:
         raise Broken(f"cannot read the index: {exc!r}") from exc
     try:
