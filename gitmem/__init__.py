@@ -11,8 +11,9 @@ set ``GITMEM_PYGIT2_DEFAULTS=1`` before importing gitmem to keep libgit2's defau
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitmem.lazyexports import exports as _exports
 
 if TYPE_CHECKING:
     from gitmem.aio import AsyncFileStore
@@ -92,19 +93,6 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gitmem' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -150,3 +138,5 @@ __all__ = [
     "validate_directory",
     "validate_path",
 ]
+
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals(), __all__)

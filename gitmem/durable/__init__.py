@@ -18,8 +18,9 @@ commit. Recall reads active nodes only; activation needs new ``manual`` or
   activation, and agent tools.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitmem.lazyexports import exports as _exports
 
 if TYPE_CHECKING:
     from gitmem.durable.approval import Approval, approve_candidates
@@ -78,19 +79,6 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gitmem.durable' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "DURABLE_FORMAT",
     "AccessEvent",
@@ -121,3 +109,5 @@ __all__ = [
     "approve_candidates",
     "parse_change_set",
 ]
+
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals(), __all__)

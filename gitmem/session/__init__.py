@@ -7,8 +7,9 @@ API in :mod:`~gitmem.session.memory`; turns in :mod:`~gitmem.session.runner`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitmem.lazyexports import exports as _exports
 
 if TYPE_CHECKING:
     from gitmem.session.binding import CandidateSink, DurableRecall, ExtractedItem, RecalledNode
@@ -70,15 +71,6 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gitmem.session' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
 __all__ = [
     "AccessStats",
     "CandidateSink",
@@ -110,3 +102,5 @@ __all__ = [
     "open_session_memory",
     "validate_extraction",
 ]
+
+__getattr__, _ = _exports(__name__, _LAZY, globals(), __all__)
