@@ -290,29 +290,38 @@ class SyncGitFileStore:
         return self._shared.cache.info(self.repo, self.format, oid)[0]
 
     def _at_head(self, rev: str | None, work: Callable[[str], _T]) -> _T:
-        """``work`` on the commit ``rev`` names (default: the head), read again on a head that moved meanwhile.
+        """``work`` on the commit ``rev`` names (default: the head), read again when an object went missing.
 
         A read takes the head, then reads objects of that commit without the
-        writer lock. A purge or forget in between deletes those objects, and
-        the read would fail with ``unavailable`` although the memory is whole:
-        when the head has moved since, the read is made again on the new head
-        (a few times at most). A failure on a head that did not move, or on an
-        explicit ``rev``, is the caller's error.
+        writer lock, so two things can take objects from under it. A purge or
+        forget deletes them and moves the head: the read is made again on the
+        new head (a few times at most). A pack rewrite in another process (a
+        fold, ``git gc`` or ``git repack -ad``) deletes the packs this handle
+        knows after writing one it does not, and libgit2's rescan of the pack
+        folder can miss the new one while the old names vanish: the head did
+        not move, so the read is made once more on a reopened handle before
+        ``unavailable`` stands (what a damaged repository still gets).
         """
-        for attempt in range(_HEAD_ATTEMPTS):
+        reopened = False
+        attempt = 0
+        while True:
             with translate_errors(self.path):
                 commit = self._read_head() if rev is None else self._resolve(rev)
             try:
                 with translate_errors(self.path):
                     return work(commit)
             except MemoryStoreError as exc:
-                if rev is not None or exc.code != "unavailable" or attempt == _HEAD_ATTEMPTS - 1:
+                if exc.code != "unavailable":
                     raise
                 with translate_errors(self.path):
-                    moved = self._read_head() != commit
-                if not moved:
+                    moved = rev is None and self._read_head() != commit
+                attempt += 1
+                if moved and attempt < _HEAD_ATTEMPTS:
+                    continue
+                if reopened or moved:
                     raise
-        raise AssertionError("unreachable")
+                self.repo.reopen()
+                reopened = True
 
     def list(self) -> builtins.list[FileEntry]:
         return self._at_head(

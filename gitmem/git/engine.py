@@ -114,17 +114,28 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
     try:
         with translate_errors(repo.path), repo.lock.hold():
             durable = repo.durable()
+            reopened = False
             for _ in range(MAX_ATTEMPTS):
                 handle = repo.fresh()
                 branch = None if ref == MAIN else read_ref(handle, ref)
                 head = repo.head_in(handle) if branch is None else branch
                 pending = packwrite.PendingObjects()
-                snap = Snapshot(handle, head, pending, tree=repo.tree_id_of(head), trees=repo.tree_cache())
-                chosen = plan(snap)
-                if not chosen.edits:
-                    return Done(None, chosen.result)
+                try:
+                    snap = Snapshot(handle, head, pending, tree=repo.tree_id_of(head), trees=repo.tree_cache())
+                    chosen = plan(snap)
+                    if not chosen.edits:
+                        return Done(None, chosen.result)
+                    tree_id = packwrite.set_paths(snap.raw, pending, snap.tree_id, chosen.edits, repo.tree_cache())
+                except KeyError:
+                    # An object of the head missing: a pack rewrite in another process can hide
+                    # one from this handle's pack list for a moment (see GitFileStore._at_head).
+                    # Looked for once more on a new handle; a damaged repository fails again.
+                    if reopened:
+                        raise
+                    repo.reopen()
+                    reopened = True
+                    continue
                 author, committer, message = _signed(chosen)
-                tree_id = packwrite.set_paths(snap.raw, pending, snap.tree_id, chosen.edits, repo.tree_cache())
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
                 packwrite.write_pack(repo.path, pending, durable=durable)
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):

@@ -247,6 +247,10 @@ class GitRepo:
         _bump(self._gen_path)
         self._local.repo = None
 
+    def reopen(self) -> None:
+        """Drop this thread's handle: the next call opens a new one, which lists the packs afresh."""
+        self._local.repo = None
+
     def fresh(self) -> pygit2.Repository:
         """The thread's handle, reopened if a purge or forget deleted objects since."""
         repo = self.repo

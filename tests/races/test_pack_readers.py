@@ -129,3 +129,40 @@ def test_a_quick_git_lookup_started_before_a_fold_finds_the_folded_objects(
 def git_lines(repo: Path, *argv: str) -> list[str]:
     done = subprocess.run(["git", "--git-dir", str(repo), *argv], capture_output=True, text=True, check=True)
     return done.stdout.splitlines()
+
+
+def test_gitmem_readers_never_fail_while_git_repacks_and_gcs_without_grace(tmp_path: Path) -> None:
+    """``git repack -ad`` and ``git gc`` delete the old packs at once (no grace as a fold has).
+
+    A reader whose handle missed the new pack in its rescan must look again on a
+    new handle rather than call the memory unavailable; meanwhile a writer keeps
+    committing through the same repacks.
+    """
+    repo = tmp_path / "m.git"
+    store = GitFileStore.init(repo).sync
+    versions = {n: store.write(f"f{n}.md", "0\n", expected=None) for n in range(5)}
+    stop = tmp_path / "stop"
+    readers = [
+        subprocess.Popen(
+            [sys.executable, str(READER), "gitmem", str(repo), str(stop)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        time.sleep(0.5)
+        for value in range(1, 41):
+            for n in range(5):
+                versions[n] = store.write(f"f{n}.md", f"{value}\n", expected=versions[n])
+            command = ["gc", "--prune=now", "--quiet"] if value % 4 == 0 else ["repack", "-adq"]
+            subprocess.run(["git", "-C", str(repo), *command], check=True, capture_output=True)
+    finally:
+        stop.touch()
+    for reader in readers:
+        out, err = reader.communicate(timeout=120)
+        assert reader.returncode == 0 and out.startswith("ok "), f"{out} {err}"
+        assert int(out.split()[1]) > 0
+    assert store.read("f0.md").text == "40\n"
+    assert_fsck_clean(repo)
