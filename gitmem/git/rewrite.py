@@ -159,22 +159,39 @@ _PRUNE_ONLY = ("-c", "gc.writeCommitGraph=false", "-c", "repack.writeBitmaps=fal
 bitmap (~1.7 s) and commit-graph (~0.8 s) were a third of it, and erase nothing."""
 
 
-def _prune_now(repo: GitRepo) -> None:
+_KEEP_NOTE = "gitmem forget: every object here is reachable, the prune copies the rest\n"
+
+
+def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     """Delete every unreachable object, packed or loose, and the reflogs; writer lock held.
 
+    ``keep`` names forget's own new pack when every object in it is reachable:
+    git's repack then leaves it as it is (a ``.keep`` file for the length of
+    the ``gc``, recognised by its note and removed after a crash by the next
+    prune or forget) and writes only the objects still needed from the old
+    packs, instead of copying the 200,000 rewritten trees and commits again.
     The commit-graph, which lists the rewritten commits, is deleted (git reads
     the commits themselves without one; the next ``gc`` writes a new one).
     """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
     _drop_commit_graph(repo.path)
-    deadline = time.monotonic() + repo.lock_timeout
-    while True:
-        done = run_git(repo.path, *_PRUNE_ONLY, "gc", "--prune=now", "--quiet", check=False, lock=repo.lock)
-        if done.returncode == 0:
-            break
-        if "already running" not in done.stderr or time.monotonic() > deadline:
-            raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
-        time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
+    _drop_own_keeps(repo.path)
+    kept = os.path.join(repo.path, "objects", "pack", f"pack-{keep}.keep") if keep else None
+    if kept is not None:
+        with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
+            note.write(_KEEP_NOTE)
+    try:
+        deadline = time.monotonic() + repo.lock_timeout
+        while True:
+            done = run_git(repo.path, *_PRUNE_ONLY, "gc", "--prune=now", "--quiet", check=False, lock=repo.lock)
+            if done.returncode == 0:
+                break
+            if "already running" not in done.stderr or time.monotonic() > deadline:
+                raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
+            time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
+    finally:
+        if kept is not None:
+            os.unlink(kept)
     repo.bump_generation()
     # The erasure is done: it goes into the ledger (without what another file still holds).
     erasures.finish_pending(repo.fresh(), repo.path, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout)
@@ -182,6 +199,14 @@ def _prune_now(repo: GitRepo) -> None:
         os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
+
+
+def _drop_own_keeps(repo_path: str) -> None:
+    """Remove the ``.keep`` files a killed prune left on forget's pack (a foreign ``.keep`` stays)."""
+    packs = os.path.join(repo_path, "objects", "pack")
+    for name in os.listdir(packs) if os.path.isdir(packs) else ():
+        if name.endswith(".keep") and read_local(os.path.join(packs, name), 4096) == _KEEP_NOTE.encode():
+            os.unlink(os.path.join(packs, name))
 
 
 def _drop_commit_graph(repo_path: str) -> None:
@@ -254,7 +279,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
         mark = f"forget {erasures.fingerprint(repo.path, path)}"
         unfinished = _mark_pending(repo, mark)
         try:
-            report = _rewrite_until_stable(repo, path, origin)
+            report, keep = _rewrite_until_stable(repo, path, origin)
         except MemoryStoreError as exc:
             if unfinished is None:
                 os.unlink(repo.pending_path)
@@ -264,12 +289,13 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
                 # The same forget stopped after moving the refs: its prune is what was left.
                 return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
-        _prune_now(repo)
+        _prune_now(repo, keep)
         return _check_pruned(repo, report)
 
 
 def _check_prunable(repo: GitRepo) -> None:
     """Refuse, before changing anything, what would keep erased objects on disk after the prune."""
+    _drop_own_keeps(repo.path)
     packs = os.path.join(repo.path, "objects", "pack")
     kept = sorted(name for name in os.listdir(packs) if name.endswith(".keep")) if os.path.isdir(packs) else []
     if kept:
@@ -280,7 +306,7 @@ def _check_prunable(repo: GitRepo) -> None:
         )
 
 
-def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetReport:
+def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> tuple[ForgetReport, str | None]:
     for _ in range(5):
         try:
             return _rewrite(repo, repo.fresh(), path, origin)
@@ -446,7 +472,8 @@ def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str
     return None
 
 
-def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> ForgetReport:
+def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> tuple[ForgetReport, str | None]:
+    """The rewrite and ref swap; returns the report and the new pack, if the prune may keep it whole."""
     tips = _tips(r)
     commit_tips = {name: c for name, target in tips.items() if (c := _commit_of(r, target)) is not None}
     order = _names_per_commit(r, sorted(set(commit_tips.values())), path)
@@ -490,6 +517,8 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     pack = out.pack()
     if pack is not None:  # on disk before any ref names its objects, as git's own index-pack would fsync it
         packwrite.write_pack_files(repo.path, *pack, durable=True)
+    # A commit that lost two names passed through a tree that no commit keeps (and that still names the second).
+    keep = pack[0] if pack is not None and not out.made_unreachable else None
     main_base = updates.get(MAIN, main_old)
     author = pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
     committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
@@ -510,7 +539,7 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     except _Moved:
         erasures.drop_pending(repo.path, entry.id)
         raise
-    return ForgetReport(
+    report = ForgetReport(
         path=path,
         head=str(audit),
         names=tuple(sorted(seen_names)),
@@ -519,6 +548,7 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         erased_versions=tuple(sorted(erased)),
         erasure=entry.id,
     )
+    return report, keep
 
 
 def _audit_message(entry: erasures.Entry, printed: str, origin: Origin) -> str:

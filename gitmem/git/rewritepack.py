@@ -79,6 +79,8 @@ class RewrittenObjects:
         self._last_at: dict[bytes, str] = {}
         """The tree rewritten last at each folder path: the next one's delta base."""
         self._trees: dict[tuple[str, str], str] = {}
+        self.made_unreachable = False
+        """Whether a tree was cut from a tree made here: the first is then in no commit."""
         self.erased_blobs: set[str] = set()
         self.erased_ids: set[str] = set()
         """Long file names under an erased folder (a record's id): scrubbed from messages as well."""
@@ -104,6 +106,8 @@ class RewrittenObjects:
     def erase(self, tree: str, path: str) -> str:
         """The tree ``tree`` without ``path``; ``tree`` itself when the path is not in it."""
         key = (tree, path)
+        if tree in self._new:
+            self.made_unreachable = True
         if key not in self._trees:
             self.erased_blobs = set()
             new = self._erase(tree, path.encode().split(b"/"), b"")
