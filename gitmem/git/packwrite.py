@@ -89,6 +89,7 @@ __all__ = [
     "tree_bytes",
     "tree_bytes_at",
     "write_pack",
+    "write_pack_files",
 ]
 
 _TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3}
@@ -257,6 +258,11 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
     if not pending.objects:
         return ""
     sha, pack, idx = pack_files(pending)
+    return write_pack_files(repo_path, sha, pack, idx, durable=durable)
+
+
+def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durable: bool) -> str:
+    """Put a pack and its ``.idx`` (as :func:`pack_files` makes them) into ``objects/pack``; as :func:`write_pack`."""
     folder = os.path.join(repo_path, "objects", "pack")
     base = os.path.join(folder, f"pack-{sha}")
     tmp_idx = ""

@@ -3,7 +3,7 @@
 ``forget`` rewrites commits itself and hands deletion to the git CLI::
 
     writer lock ─► mark pending ─► names per commit ─► rewritten trees/commits/tags
-               ─► one pack (git index-pack) ─► audit commit ─► CAS every rewritten ref
+               ─► one pack and its index ─► audit commit ─► CAS every rewritten ref
                (one ref transaction) ─► git reflog expire ─► git gc --prune=now
                ─► bump generation ─► unmark ─► unlock
 
@@ -41,7 +41,9 @@ changed something when, and every other file's history keeps its shape.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import time
 
@@ -56,7 +58,7 @@ from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
-from gitmem.git.rewritepack import RewrittenObjects, entry_named
+from gitmem.git.rewritepack import PackedFirst, RewrittenObjects, entry_named
 from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.localfile import read_local
@@ -152,17 +154,44 @@ def _mark_pending(repo: GitRepo, what: str) -> str | None:
     return unfinished
 
 
-def _prune_now(repo: GitRepo) -> None:
-    """Delete every unreachable object, packed or loose, and the reflogs; writer lock held."""
+_PRUNE_ONLY = ("-c", "gc.writeCommitGraph=false", "-c", "repack.writeBitmaps=false")
+"""What the prune's ``git gc`` leaves to the next routine ``gc``: at 100k commits the reachability
+bitmap (~1.7 s) and commit-graph (~0.8 s) were a third of it, and erase nothing."""
+
+
+_KEEP_NOTE = "gitmem forget: every object here is reachable, the prune copies the rest\n"
+
+
+def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
+    """Delete every unreachable object, packed or loose, and the reflogs; writer lock held.
+
+    ``keep`` names forget's own new pack when every object in it is reachable:
+    git's repack then leaves it as it is (a ``.keep`` file for the length of
+    the ``gc``, recognised by its note and removed after a crash by the next
+    prune or forget) and writes only the objects still needed from the old
+    packs, instead of copying the 200,000 rewritten trees and commits again.
+    The commit-graph, which lists the rewritten commits, is deleted (git reads
+    the commits themselves without one; the next ``gc`` writes a new one).
+    """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
-    deadline = time.monotonic() + repo.lock_timeout
-    while True:
-        done = run_git(repo.path, "gc", "--prune=now", "--quiet", check=False, lock=repo.lock)
-        if done.returncode == 0:
-            break
-        if "already running" not in done.stderr or time.monotonic() > deadline:
-            raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
-        time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
+    _drop_commit_graph(repo.path)
+    _drop_own_keeps(repo.path)
+    kept = os.path.join(repo.path, "objects", "pack", f"pack-{keep}.keep") if keep else None
+    if kept is not None:
+        with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
+            note.write(_KEEP_NOTE)
+    try:
+        deadline = time.monotonic() + repo.lock_timeout
+        while True:
+            done = run_git(repo.path, *_PRUNE_ONLY, "gc", "--prune=now", "--quiet", check=False, lock=repo.lock)
+            if done.returncode == 0:
+                break
+            if "already running" not in done.stderr or time.monotonic() > deadline:
+                raise MemoryStoreError("unavailable", f"git gc --prune=now failed: {done.stderr.strip()[-300:]}")
+            time.sleep(0.1)  # a foreign git gc is packing; the prune must still happen
+    finally:
+        if kept is not None:
+            os.unlink(kept)
     repo.bump_generation()
     # The erasure is done: it goes into the ledger (without what another file still holds).
     erasures.finish_pending(repo.fresh(), repo.path, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout)
@@ -170,6 +199,21 @@ def _prune_now(repo: GitRepo) -> None:
         os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
+
+
+def _drop_own_keeps(repo_path: str) -> None:
+    """Remove the ``.keep`` files a killed prune left on forget's pack (a foreign ``.keep`` stays)."""
+    packs = os.path.join(repo_path, "objects", "pack")
+    for name in os.listdir(packs) if os.path.isdir(packs) else ():
+        if name.endswith(".keep") and read_local(os.path.join(packs, name), 4096) == _KEEP_NOTE.encode():
+            os.unlink(os.path.join(packs, name))
+
+
+def _drop_commit_graph(repo_path: str) -> None:
+    info = os.path.join(repo_path, "objects", "info")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(info, "commit-graph"))
+    shutil.rmtree(os.path.join(info, "commit-graphs"), ignore_errors=True)
 
 
 def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
@@ -235,7 +279,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
         mark = f"forget {erasures.fingerprint(repo.path, path)}"
         unfinished = _mark_pending(repo, mark)
         try:
-            report = _rewrite_until_stable(repo, path, origin)
+            report, keep = _rewrite_until_stable(repo, path, origin)
         except MemoryStoreError as exc:
             if unfinished is None:
                 os.unlink(repo.pending_path)
@@ -245,12 +289,13 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
                 # The same forget stopped after moving the refs: its prune is what was left.
                 return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
-        _prune_now(repo)
+        _prune_now(repo, keep)
         return _check_pruned(repo, report)
 
 
 def _check_prunable(repo: GitRepo) -> None:
     """Refuse, before changing anything, what would keep erased objects on disk after the prune."""
+    _drop_own_keeps(repo.path)
     packs = os.path.join(repo.path, "objects", "pack")
     kept = sorted(name for name in os.listdir(packs) if name.endswith(".keep")) if os.path.isdir(packs) else []
     if kept:
@@ -261,7 +306,7 @@ def _check_prunable(repo: GitRepo) -> None:
         )
 
 
-def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> ForgetReport:
+def _rewrite_until_stable(repo: GitRepo, path: str, origin: Origin) -> tuple[ForgetReport, str | None]:
     for _ in range(5):
         try:
             return _rewrite(repo, repo.fresh(), path, origin)
@@ -294,42 +339,30 @@ def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[
     """Each commit reachable from ``tips`` (children first) with the names to erase in it.
 
     A commit that may have moved a name here is checked against its first
-    parent: it holds the name and the parent does not. Each commit is read once
-    (a parent read for that check is kept for when the walk reaches it), and
-    whether a tree holds a name is looked up in its raw bytes once per tree.
+    parent: it holds the name and the parent does not. Each commit is read
+    once, raw (:func:`_children_first`), and whether a tree holds a name is
+    looked up in its raw bytes once per tree.
     """
-    walker = r.walk(None, _SORT_CHILDREN_FIRST)
-    for tip in tips:
-        walker.push(pygit2.Oid(hex=tip))
-    odb = r.odb
-    read: dict[str, RawCommit] = {}
+    read = PackedFirst(r)
     held: dict[tuple[str, str], bool] = {}
-
-    def raw_commit(oid: str) -> RawCommit:
-        found = read.pop(oid, None)
-        return found if found is not None else RawCommit(oid, bytes(odb.read(oid)[1]))
 
     def holds(tree: str, name: str) -> bool:
         key = (tree, name)
         if key not in held:
-            held[key] = _tree_entry(odb, tree, name) is not None
+            held[key] = _tree_entry(read, tree, name) is not None
         return held[key]
 
+    commits = _children_first(read, tips)
     pending: dict[str, set[str]] = {}
     order: list[tuple[RawCommit, set[str]]] = []
-    for commit in walker:
-        oid = str(commit.id)
-        names = pending.pop(oid, None) or {path}
-        raw = raw_commit(oid)
+    for raw in commits.values():
+        names = pending.pop(raw.oid, None) or {path}
         older: set[str] = set()
         for name in names:
             source = None
             if raw.parents and may_have_moved_to(raw, name) and holds(raw.tree, name):
-                first_id = raw.parents[0]
-                if first_id not in read:
-                    read[first_id] = raw_commit(first_id)
-                if not holds(read[first_id].tree, name):
-                    source = moved_from(commit, name, exact=True)
+                if not holds(commits[raw.parents[0]].tree, name):
+                    source = moved_from(r[raw.oid].peel(pygit2.Commit), name, exact=True)
             older.add(source or name)
         for parent in raw.parents:
             pending.setdefault(parent, set()).update(older)
@@ -337,7 +370,39 @@ def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[
     return order
 
 
-def _tree_entry(odb: pygit2.Odb, tree: str, path: str) -> tuple[bytes, str] | None:
+def _children_first(read: PackedFirst, tips: list[str]) -> dict[str, RawCommit]:
+    """Every commit reachable from ``tips``, read raw once each, ordered so a commit comes before its parents.
+
+    Kahn's order over the commits' parent lines: a commit is emitted once all
+    its children are. This replaces libgit2's topological walk, which parsed
+    every commit a second time.
+    """
+    commits: dict[str, RawCommit] = {}
+    children: dict[str, int] = {}
+    stack = list(dict.fromkeys(tips))
+    while stack:
+        oid = stack.pop()
+        if oid in commits:
+            continue
+        raw = commits[oid] = RawCommit(oid, read(oid))
+        for parent in raw.parents:
+            children[parent] = children.get(parent, 0) + 1
+            if parent not in commits:
+                stack.append(parent)
+    ordered: dict[str, RawCommit] = {}
+    ready = [oid for oid in dict.fromkeys(tips) if oid not in children]
+    while ready:
+        raw = commits[ready.pop()]
+        ordered[raw.oid] = raw
+        for parent in reversed(raw.parents):
+            left = children[parent] - 1
+            children[parent] = left
+            if left == 0:
+                ready.append(parent)
+    return ordered
+
+
+def _tree_entry(read: PackedFirst, tree: str, path: str) -> tuple[bytes, str] | None:
     """The mode and id at ``path`` under ``tree``, read from raw trees; None when it is not there."""
     found: tuple[bytes, str] | None = None
     for part in path.encode().split(b"/"):
@@ -345,7 +410,7 @@ def _tree_entry(odb: pygit2.Odb, tree: str, path: str) -> tuple[bytes, str] | No
             if found[0] != b"40000":
                 return None
             tree = found[1]
-        match = entry_named(part).match(bytes(odb.read(tree)[1]))
+        match = entry_named(part).match(read(tree))
         if match is None:
             return None
         found = (match.group(1), match.group(2).hex())
@@ -407,7 +472,8 @@ def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str
     return None
 
 
-def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> ForgetReport:
+def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> tuple[ForgetReport, str | None]:
+    """The rewrite and ref swap; returns the report and the new pack, if the prune may keep it whole."""
     tips = _tips(r)
     commit_tips = {name: c for name, target in tips.items() if (c := _commit_of(r, target)) is not None}
     order = _names_per_commit(r, sorted(set(commit_tips.values())), path)
@@ -449,8 +515,10 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     if main_old is None:
         raise MemoryStoreError("unavailable", f"{repo.path} has no {MAIN}")
     pack = out.pack()
-    if pack is not None:
-        run_git(repo.path, "index-pack", "--stdin", stdin=pack)
+    if pack is not None:  # on disk before any ref names its objects, as git's own index-pack would fsync it
+        packwrite.write_pack_files(repo.path, *pack, durable=True)
+    # A commit that lost two names passed through a tree that no commit keeps (and that still names the second).
+    keep = pack[0] if pack is not None and not out.made_unreachable else None
     main_base = updates.get(MAIN, main_old)
     author = pygit2.Signature(origin.principal_id or COMMITTER_NAME, COMMITTER_EMAIL)
     committer = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
@@ -471,7 +539,7 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     except _Moved:
         erasures.drop_pending(repo.path, entry.id)
         raise
-    return ForgetReport(
+    report = ForgetReport(
         path=path,
         head=str(audit),
         names=tuple(sorted(seen_names)),
@@ -480,6 +548,7 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         erased_versions=tuple(sorted(erased)),
         erasure=entry.id,
     )
+    return report, keep
 
 
 def _audit_message(entry: erasures.Entry, printed: str, origin: Origin) -> str:

@@ -3,12 +3,13 @@
 :mod:`gitmem.git.rewrite` decides *what* is rewritten (which commits hold the
 erased path, which refs move); this module makes the new bytes (a tree without
 one entry, a commit with a new tree and parents, a tag pointing at the new
-commit) and serialises them as one pack stream for ``git index-pack``.
+commit) and serialises them as one pack with its index.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import struct
 import zlib
@@ -16,11 +17,37 @@ from collections.abc import Iterable
 
 import pygit2
 
-from gitmem.git import erasures
-from gitmem.git.packwrite import entry_header
+from gitmem.git import erasures, packfold
+from gitmem.git.packwrite import deflate, entry_header, store_tree
 
 _COMMIT, _TREE, _TAG = 1, 2, 4
 _TYPE_NAMES = {_COMMIT: b"commit", _TREE: b"tree", _TAG: b"tag"}
+
+
+class PackedFirst:
+    """Raw object bytes by hex id: from the repository's own packs first, else through its guarded database.
+
+    forget reads every commit and every root tree of the history once or
+    twice (300,000 reads at 100k commits). Through the repository's object
+    database each read first asks :class:`gitmem.git.loose.LooseGuard` (a
+    Python callback and an ``access()`` call) before libgit2 looks in the
+    packs, which made a read ~2.5x as slow as asking the packs directly. The
+    guard exists for loose files cut short, which a packed object is not.
+    """
+
+    def __init__(self, r: pygit2.Repository) -> None:
+        self._odb = r.odb
+        folder = os.path.join(r.path, "objects")
+        self._pack = pygit2.OdbBackendPack(folder) if os.path.isdir(os.path.join(folder, "pack")) else None
+
+    def __call__(self, oid: str) -> bytes:
+        if self._pack is not None:
+            try:
+                return bytes(self._pack.read(oid)[1])
+            except KeyError:
+                pass  # loose, or behind an alternate
+        return bytes(self._odb.read(oid)[1])
+
 
 class RewrittenObjects:
     """Rewritten trees, commits and tags, built as raw git objects and written as one pack.
@@ -30,8 +57,9 @@ class RewrittenObjects:
     So new objects are serialised here (git's own byte formats, edited in
     place: an entry removed from a tree, the ``tree``/``parent`` lines of a
     commit replaced, every other header and the message kept byte for byte)
-    and handed to ``git index-pack`` in one stream. A commit's ``gpgsig`` is
-    dropped: it cannot sign the rewritten content.
+    and written as one pack with its index (the ids are known here, so
+    ``git index-pack`` would only hash every object again). A commit's
+    ``gpgsig`` is dropped: it cannot sign the rewritten content.
 
     The pack is compressed and each rewritten tree is stored as a delta against
     the tree rewritten before it at the same path (its parent commit's, as
@@ -44,12 +72,15 @@ class RewrittenObjects:
 
     def __init__(self, r: pygit2.Repository) -> None:
         self._r = r
+        self._read = PackedFirst(r)
         self._new: dict[str, tuple[int, bytes, str | None]] = {}
         """Each new object: its type, its bytes, and the new object it is a delta against (if any)."""
         self._depth: dict[str, int] = {}
         self._last_at: dict[bytes, str] = {}
         """The tree rewritten last at each folder path: the next one's delta base."""
         self._trees: dict[tuple[str, str], str] = {}
+        self.made_unreachable = False
+        """Whether a tree was cut from a tree made here: the first is then in no commit."""
         self.erased_blobs: set[str] = set()
         self.erased_ids: set[str] = set()
         """Long file names under an erased folder (a record's id): scrubbed from messages as well."""
@@ -70,11 +101,13 @@ class RewrittenObjects:
 
     def _raw(self, oid: str) -> bytes:
         kept = self._new.get(oid)
-        return kept[1] if kept is not None else bytes(self._r.odb.read(oid)[1])
+        return kept[1] if kept is not None else self._read(oid)
 
     def erase(self, tree: str, path: str) -> str:
         """The tree ``tree`` without ``path``; ``tree`` itself when the path is not in it."""
         key = (tree, path)
+        if tree in self._new:
+            self.made_unreachable = True
         if key not in self._trees:
             self.erased_blobs = set()
             new = self._erase(tree, path.encode().split(b"/"), b"")
@@ -109,7 +142,13 @@ class RewrittenObjects:
         but the erased names in ``scrub`` (replaced by :data:`gitmem.git.erasures.MARKER`)."""
         header, _, message = old.partition(b"\n\n")
         message = erasures.scrub(message, scrub)
-        lines: list[bytes] = []
+        if header.startswith(b"tree ") and header[45:46] == b"\n" and b"\ngpgsig" not in header:
+            pos = 46  # git's own order: the tree line, the parent lines, then the rest as it is
+            while header.startswith(b"parent ", pos):
+                pos += 48
+            lines = [b"tree " + tree.encode(), *(b"parent " + p.encode() for p in parents)]
+            return self._add(_COMMIT, b"\n".join(lines) + b"\n" + header[pos:] + b"\n\n" + message)
+        lines = []
         in_signature = False
         for line in header.split(b"\n"):
             if in_signature and line.startswith(b" "):
@@ -136,24 +175,32 @@ class RewrittenObjects:
         header, sep, message = rest.partition(b"\n\n")
         return self._add(_TAG, b"object " + inner.encode() + b"\n" + header + sep + erasures.scrub(message, scrub))
 
-    def pack(self) -> bytes | None:
-        """Every new object as one pack stream, for ``git index-pack --stdin``; ``None`` when there is none."""
+    def pack(self) -> tuple[str, bytes, bytes] | None:
+        """Every new object as ``(pack sha, .pack bytes, .idx bytes)``; ``None`` when there is none.
+
+        Whole objects (commits, the first tree of a chain) are deflated at level
+        1 (:func:`gitmem.git.packwrite.deflate`): level 6 cost three times the
+        CPU on objects this small. Deltas are stored as they are.
+        """
         if not self._new:
             return None
         pack = bytearray(b"PACK" + struct.pack(">II", 2, len(self._new)))
         offsets: dict[str, int] = {}
+        index: list[tuple[bytes, int, int]] = []  # binary id, crc32 of the entry, offset
         for oid, (kind, raw, base) in self._new.items():
-            offsets[oid] = len(pack)
+            start = offsets[oid] = len(pack)
             diff = None if base is None else delta(self._new[base][1], raw)
             if diff is None:
                 pack += entry_header(kind, len(raw))
-                pack += zlib.compress(raw)
-            else:
+                pack += deflate(raw)
+            else:  # a few dozen bytes, mostly copy instructions: stored, not deflated
                 pack += entry_header(_OFS_DELTA, len(diff))
-                _base_offset(pack, offsets[oid] - offsets[str(base)])
-                pack += zlib.compress(diff)
-        pack += hashlib.sha1(pack, usedforsecurity=False).digest()
-        return bytes(pack)
+                _base_offset(pack, start - offsets[str(base)])
+                pack += store_tree(diff)
+            index.append((bytes.fromhex(oid), zlib.crc32(memoryview(pack)[start:]), start))
+        pack_sum = hashlib.sha1(pack, usedforsecurity=False).digest()
+        pack += pack_sum
+        return pack_sum.hex(), bytes(pack), packfold.index_v2(index, pack_sum)
 
 
 _OFS_DELTA = 6
@@ -188,25 +235,17 @@ def delta(base: bytes, target: bytes) -> bytes | None:
 
     Two versions of one tree differ in a few neighbouring entries (a changed id,
     an added or removed name), so that is almost all of a good delta, found by
-    comparing slices (in C) rather than bytes. None when it would save little.
+    XOR of the two read as integers (in C) rather than byte by byte. None when
+    it would save little.
     """
     most = min(len(base), len(target))
-    lo, hi = 0, most
-    while lo < hi:  # the longest common start
-        mid = (lo + hi + 1) // 2
-        if base[:mid] == target[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    start = lo
-    lo, hi = 0, most - start
-    while lo < hi:  # the longest common end that does not overlap it
-        mid = (lo + hi + 1) // 2
-        if base[len(base) - mid :] == target[len(target) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    end = lo
+    # The longest common start: where the two (as big-endian numbers) first differ.
+    differ = int.from_bytes(base[:most], "big") ^ int.from_bytes(target[:most], "big")
+    start = most - (differ.bit_length() + 7) // 8
+    # The longest common end that does not overlap it, the same way from the other side.
+    most -= start
+    differ = int.from_bytes(base[len(base) - most :], "little") ^ int.from_bytes(target[len(target) - most :], "little")
+    end = most - (differ.bit_length() + 7) // 8
     middle = target[start : len(target) - end]
     if len(middle) + 32 > len(target) // 2:
         return None

@@ -167,7 +167,7 @@ def test_a_forget_retried_after_failing_past_the_ref_move_finishes_the_erasure(
     _indexed_secret(store)
     real_prune = rewrite._prune_now
 
-    def gc_fails(repo: object) -> None:
+    def gc_fails(repo: object, keep: str | None = None) -> None:
         raise MemoryStoreError("unavailable", "git gc --prune=now failed: disk full")
 
     monkeypatch.setattr(rewrite, "_prune_now", gc_fails)
