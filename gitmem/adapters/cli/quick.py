@@ -11,9 +11,9 @@ these calls in loops. So the simple forms of the three are recognised here::
     gitmem [GROUP OPTIONS] grep NAME PATTERN [-E|--regex] [-s|--case-sensitive] [--path DIR] [--limit N]
 
 where the group options are ``--json``, ``--root DIR`` and ``--principal WHO``, and
-the commands take ``--json`` and ``--root DIR``. ``grep`` is here because the first
-grep of a fresh clone is answered by ``git grep`` in about the time click takes to
-start (docs/benchmarks.md, "Cold starts and growth"); a ``--limit`` that is not a
+the commands take ``--json`` and ``--root DIR``. ``grep`` is here because a grep of
+a fresh clone, or of a memory with a small index, is answered by ``git grep`` in about
+the time click takes to start (docs/benchmarks.md, "Cold starts and growth"); a ``--limit`` that is not a
 plain number from 1 to 10000 goes to click, which says why. Everything else goes to click:
 any other option (``--run``, ``--rev``, ``--help`` after a command, ``--``), a
 missing or extra argument, an option value that starts with ``-`` or is empty, a

@@ -46,7 +46,7 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    if not state.run:  # main: what the quick path runs too (a mount without an index is searched without the store)
+    if not state.run:  # main: what the quick path runs too (``git grep`` answers without the store unless a large index does it faster)
         reads.grep(state.root, name, pattern, regex, case_sensitive, directory, limit, as_json=state.json)
         return
     where = directory_arg(directory)
