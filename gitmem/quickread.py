@@ -46,8 +46,8 @@ from gitmem.localfile import MB, read_local_text
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
+    from gitmem.model import SearchResult
     from gitmem.root import Root
-    from gitmem.values import SearchResult
 
 #: The mount's folder of derived content caches (``gitstore.DERIVED_DIR``, which purge and
 #: forget delete); spelled out here because importing the store would import pygit2.
