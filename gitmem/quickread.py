@@ -46,6 +46,7 @@ from gitmem.localfile import MB, read_local_text
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
+    from gitmem.index import FindHit
     from gitmem.model import SearchResult
     from gitmem.root import Root
 
@@ -238,6 +239,65 @@ def _search_over_peek(
     except OSError:  # the lock file cannot be made here: the store says what that means
         return None
     return answer
+
+
+def find(root: Root, name: str, query: str, *, path: str, limit: int) -> list[FindHit]:
+    """Ranked search of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.find` answers it.
+
+    Without the store when the mount's index is current (stamped with the head):
+    the store would then only read the committed index (:meth:`MountIndex.find`,
+    whose catch-up finds nothing to do) and the ranked blobs, which the peek reads
+    too, so pygit2 and the store's imports are left out. Any other case (no index,
+    one that lags, is being built or cannot be read, a refusal, anything the peek
+    declines) goes to the store, which catches up or ranks without the index.
+    """
+    folder = root.existing_folder(name)
+    try:
+        peek = Peek(folder)
+        require_file_memory(name, kind_from_repo(peek))
+        hits = _find_current(peek, query, path, limit)
+    except CannotPeek:
+        hits = None
+    if hits is not None:
+        return hits
+    store = root.mount(name).sync
+    require_file_memory(name, store.kind)
+    from gitmem.index import background
+
+    with background.detached():  # a missing or lagging index is caught up by a process that outlives this one
+        return store.find(query, path=path, limit=limit)
+
+
+def _find_current(peek: Peek, query: str, path: str, limit: int) -> list[FindHit] | None:
+    """:meth:`MountIndex.find` of a current index over the peek; ``None``: ask the store
+    (which also makes every refusal: anything unusual is left to it)."""
+    from gitmem.fileformat import validate_directory
+
+    if not query.strip() or not 1 <= limit <= 1000 or not os.path.isdir(os.path.join(peek.path, INDEX_DIR)):
+        return None
+    try:
+        prefix = validate_directory(path, format_from_repo(peek))
+    except MemoryStoreError:
+        return None
+    from gitmem.index import engine
+    from gitmem.index.results import FindHit, snippet
+
+    terms = engine.words(query)
+    if not terms:
+        return None
+    head = peek.head()
+    try:
+        ix = engine.open_index(os.path.join(peek.path, INDEX_DIR))
+        if ix is None:
+            return None
+        with engine.searching(ix) as searcher:
+            meta = engine.read_meta(searcher, {})
+            if meta is None or meta.format != engine.FORMAT or meta.commit != head:
+                return None
+            ranked = engine.ranked(searcher, terms, prefix, limit)
+    except Exception:  # unreadable, or replaced under us: the store says what it means
+        return None
+    return [FindHit(p, score, snippet(decode_stored(peek.blob(version)), terms), version) for p, version, score in ranked]
 
 
 # -- the listing file --

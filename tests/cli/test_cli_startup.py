@@ -351,3 +351,19 @@ def test_the_long_running_commands_collect_at_pythons_default(tmp_path: Path, mo
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def test_find_of_a_current_index_loads_whoosh_but_not_pygit2(tmp_path: Path) -> None:
+    """A find whose index is stamped with the head reads it over the peek (gitmem.quickread.find):
+    Whoosh ranks, no store, no pygit2, no click; a lagging index is the store's to catch up."""
+    from gitmem.model import Edit
+    from gitmem.root import Root
+
+    root = Root(tmp_path)
+    store = root.mount("big", create=True).sync
+    store.apply([Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(30)])
+    store.rebuild_index()
+    held = {m.split(".")[0] for m in modules(tmp_path, "find", "big", "zeppelin", probe=ENTRY)}
+    assert "whoosh" in held and not held & {"pygit2", "click", "dulwich"}
+    store.apply([Edit("n/new.md", "zeppelin\n")])
+    assert "pygit2" in {m.split(".")[0] for m in modules(tmp_path, "find", "big", "zeppelin", probe=ENTRY)}
