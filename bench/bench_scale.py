@@ -16,8 +16,10 @@ times, as a user or an agent calling the CLI in a loop sees it (whole processes)
   process saved, caught up by tree diff), then again (warm); the anchor is the warm call;
 - **read commands that open a mount** (``grep`` with a current index, ``find``,
   ``log``, ``blame``, ``show``, ``diff``, ``changes``, ``records search``,
-  ``session recall``, ``durable recall``) against the quick ``ls`` path and
-  ``git log -1``;
+  ``session recall``, ``durable recall``) against the quick ``ls`` path. A ``grep``
+  with an index under ``gitmem.quickread.GREP_INDEX_BYTES`` (1k and 10k here) is
+  answered by ``git grep`` over the peek, a larger one (100k) by the index through
+  the store; ``find`` of a current index reads it without the store;
 - **blame of a recently edited file** against ``git blame``, **log** against ``git log``;
 - **session prune** of N stale items against unlinking N files.
 

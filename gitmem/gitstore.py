@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from gitmem.git.erasures import Audit, Entry
     from gitmem.index import FindHit, IndexStatus, MountIndex
+    from gitmem.model import SearchResult  # a grep's (gitmem.grep): reads that do not search never load it
 
 from gitmem.aio import AsyncFace, threaded
 from gitmem.errors import MemoryStoreError
@@ -52,7 +53,6 @@ from gitmem.model import (
     FullResync,
     MountKind,
     Origin,
-    SearchResult,
     blob_version,
 )
 from gitmem.provenance import commit_message

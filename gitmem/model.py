@@ -5,10 +5,12 @@ hashable, and comparable, so the contract tests can compare two stores' answers
 with ``==``. Versions and cursors are opaque strings to callers; in the git store
 a version is a hex blob id and a cursor a hex commit id.
 
-The values of changes, searches and batch writes (:class:`Origin`, :class:`Edit`,
-:class:`Changes`, ...) are defined in :mod:`gitmem.values` and imported from here,
-on first use: a read (``gitmem ls``, ``gitmem cat``) then builds the two classes it
-needs, not ten, and each dataclass compiles its methods when it is defined.
+The values of changes and batch writes (:class:`Origin`, :class:`Edit`,
+:class:`Changes`, ...) are defined in :mod:`gitmem.values`, those of a grep
+(:class:`GrepMatch`, :class:`SearchResult`) in :mod:`gitmem.grep` with the scan that
+makes them, and all are imported from here on first use: a read (``gitmem ls``,
+``gitmem cat``, ``gitmem grep``) then builds the few classes it needs, not ten, and
+each dataclass compiles its methods when it is defined.
 """
 
 from __future__ import annotations
@@ -19,15 +21,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NewType, get_args
 from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
+    from gitmem.grep import GrepMatch as GrepMatch
+    from gitmem.grep import SearchResult as SearchResult
     from gitmem.values import ANY as ANY
     from gitmem.values import AnyVersion as AnyVersion
     from gitmem.values import Applied as Applied
     from gitmem.values import Changes as Changes
     from gitmem.values import Edit as Edit
     from gitmem.values import FullResync as FullResync
-    from gitmem.values import GrepMatch as GrepMatch
     from gitmem.values import Origin as Origin
-    from gitmem.values import SearchResult as SearchResult
 
 #: A file's version: the hex id of its git blob (the in-memory twin computes the same id).
 BlobVersion = NewType("BlobVersion", str)
@@ -85,17 +87,16 @@ def blob_version(data: bytes) -> BlobVersion:
     return BlobVersion(h.hexdigest())
 
 
-#: Names defined in :mod:`gitmem.values`, imported on first use.
-_VALUES: Final = frozenset(
-    {"ANY", "Applied", "AnyVersion", "Changes", "Edit", "FullResync", "GrepMatch", "Origin", "SearchResult"}
-)
+#: Names defined in :mod:`gitmem.values` or :mod:`gitmem.grep`, imported on first use.
+_VALUES: Final = frozenset({"ANY", "Applied", "AnyVersion", "Changes", "Edit", "FullResync", "Origin"})
+_GREP_VALUES: Final = frozenset({"GrepMatch", "SearchResult"})
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _VALUES:
+    if name not in _VALUES and name not in _GREP_VALUES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from gitmem import values
+    import importlib
 
-    value = getattr(values, name)
+    value = getattr(importlib.import_module("gitmem.values" if name in _VALUES else "gitmem.grep"), name)
     globals()[name] = value  # later lookups skip this function
     return value

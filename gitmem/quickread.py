@@ -16,12 +16,17 @@ the tree id of ``main``, the memory's limits and the code that describes files.
 Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 (``--rev``) go to the store.
 
-``grep`` of a mount that has no search index yet (a fresh clone, a new machine,
-after an erasure) is answered here too (:func:`search`): the store would answer
-it without the index anyway (:mod:`gitmem.index.fallback` picks the candidate
-files, :func:`gitmem.grep.scan` decides every line) and hand the build to a
-detached indexer; the same two functions run over the peek, and the same indexer
-is started, so only pygit2 and the store's imports are left out.
+``grep`` is answered here too (:func:`search`) when ``git grep`` costs the call
+less than opening the index would: always for a mount that has no search index yet
+(a fresh clone, a new machine, after an erasure), where the store would answer
+without the index anyway (:mod:`gitmem.index.fallback` picks the candidate files,
+:func:`gitmem.grep.scan` decides every line) and hand the build to a detached
+indexer; the same two functions run over the peek, and the same indexer is
+started, so only pygit2 and the store's imports are left out. With an index, a
+new process pays for importing pygit2 and Whoosh and for decoding every
+segment's signatures before the index saves it one blob, which ``git grep``
+reads faster up to a few tens of thousands of files (:data:`GREP_INDEX_BYTES`);
+the index pays in processes that keep it open (the MCP server, the Python API).
 """
 
 from __future__ import annotations
@@ -41,16 +46,24 @@ from gitmem.localfile import MB, read_local_text
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
+    from gitmem.index import FindHit
+    from gitmem.model import SearchResult
     from gitmem.root import Root
-    from gitmem.values import SearchResult
 
 #: The mount's folder of derived content caches (``gitstore.DERIVED_DIR``, which purge and
 #: forget delete); spelled out here because importing the store would import pygit2.
 DERIVED_DIR: Final = "gitmem/derived"
 LISTING_FILE: Final = "listing"
-#: The mount's index folder (:func:`gitmem.index.mount.index_folder`, a test holds them equal):
+#: The mount's index folder (:func:`gitmem.index.source.index_folder`, a test holds them equal):
 #: spelled out so that a grep with an index does not import the index's module to learn it.
 INDEX_DIR: Final = "gitmem/index"
+#: Bytes of index files from which a grep of ``main`` in a new process asks the index
+#: (through the store) rather than ``git grep``: below it, reading every blob of
+#: ``main`` costs less than importing pygit2 and Whoosh and decoding the signatures of
+#: every segment, which grows with the files too (about 1.7 kB of index a 500-byte
+#: note; the two cost the same near 50k such files, 85 MB: docs/benchmarks.md,
+#: "Cold starts and growth"). Either way the answer is the same.
+GREP_INDEX_BYTES: Final = 64 * MB
 _GENERATION: Final = "gitmem/generation"
 _LISTING_TAG: Final = "gitmem-listing/1"
 
@@ -137,18 +150,21 @@ def search(
 ) -> SearchResult:
     """grep of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.search` answers it.
 
-    Without the store only while the mount has no index folder and more files than
-    a request indexes itself (:data:`gitmem.index.mount.INLINE_DOCS`): then the
-    store too would pick candidates with :func:`gitmem.index.fallback.grep_candidates`
-    (``git grep``, or reading every file) and start the detached indexer, and so does
-    this, over the peek. An index folder (current, behind, or being built: only the
-    index can say which), a small mount, or anything the peek declines goes to the store.
+    Without the store (:func:`_search_over_peek`) when the mount has no index folder
+    and more files than a request indexes itself (:data:`gitmem.index.source.INLINE_DOCS`):
+    then the store too would pick candidates with :func:`gitmem.index.fallback.grep_candidates`
+    (``git grep``, or reading every file) and start the detached indexer, and so
+    does this, over the peek. Also without it when the mount has an index of less
+    than :data:`GREP_INDEX_BYTES` and ``git grep`` can pick the lines: the store's
+    answer does not depend on the index, only its cost does. A larger index, an index
+    with no ``git`` to ask, a small mount without an index, or anything the peek
+    declines goes to the store.
     """
     folder = root.existing_folder(name)
     try:
         peek = Peek(folder)
         require_file_memory(name, kind_from_repo(peek))
-        answer = _search_unindexed(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+        answer = _search_over_peek(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
     except CannotPeek:
         answer = None
     if answer is not None:
@@ -161,10 +177,21 @@ def search(
         return store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
 
 
-def _search_unindexed(
+def _index_bytes(repo: str) -> int | None:
+    """Bytes of the mount's index files; ``None`` when it has no index folder."""
+    try:
+        with os.scandir(os.path.join(repo, INDEX_DIR)) as entries:
+            return sum(e.stat().st_size for e in entries if e.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return None
+    except OSError:  # unreadable: the store says what that means
+        return GREP_INDEX_BYTES
+
+
+def _search_over_peek(
     peek: Peek, pattern: str, *, regex: bool, case_sensitive: bool, path: str, limit: int
 ) -> SearchResult | None:
-    """:meth:`SyncGitFileStore.search` over the peek for a mount with no index; ``None``: ask the store.
+    """:meth:`SyncGitFileStore.search` over the peek, as :func:`search` says when; ``None``: ask the store.
 
     ``git grep`` is started as soon as the need is known, before the rest of this
     path's imports and the size check, which then run while git reads the blobs.
@@ -177,7 +204,8 @@ def _search_unindexed(
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)  # the store's order of refusals
     prefix = validate_directory(path, fmt)
     limit = check_limit(limit)
-    if os.path.isdir(os.path.join(peek.path, INDEX_DIR)):
+    indexed = _index_bytes(peek.path)
+    if indexed is not None and indexed >= GREP_INDEX_BYTES:
         return None
     head = peek.head()
     need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
@@ -186,10 +214,16 @@ def _search_unindexed(
     from gitmem.index.fallback import GitLines
 
     lines = GitLines.start(peek.path, head, need, prefix)
+    if indexed is not None:  # the index narrows better than reading every file in Python
+        if lines is None:
+            return None
+        answer = lines.answer(matcher, limit)
+        return answer  # None (git failed part way): the store's index answers
     try:
-        from gitmem.index import background, fallback, mount
+        from gitmem.index import background, fallback
+        from gitmem.index.source import INLINE_DOCS
 
-        if sum(1 for _ in itertools.islice(peek.files_at(head), mount.INLINE_DOCS + 1)) <= mount.INLINE_DOCS:
+        if sum(1 for _ in itertools.islice(peek.files_at(head), INLINE_DOCS + 1)) <= INLINE_DOCS:
             return None  # the store builds an index this small inline
         answer = None if lines is None else lines.answer(matcher, limit)
         if answer is None:  # no git, or it failed (a fresh matcher: the regex budget starts again)
@@ -205,6 +239,65 @@ def _search_unindexed(
     except OSError:  # the lock file cannot be made here: the store says what that means
         return None
     return answer
+
+
+def find(root: Root, name: str, query: str, *, path: str, limit: int) -> list[FindHit]:
+    """Ranked search of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.find` answers it.
+
+    Without the store when the mount's index is current (stamped with the head):
+    the store would then only read the committed index (:meth:`MountIndex.find`,
+    whose catch-up finds nothing to do) and the ranked blobs, which the peek reads
+    too, so pygit2 and the store's imports are left out. Any other case (no index,
+    one that lags, is being built or cannot be read, a refusal, anything the peek
+    declines) goes to the store, which catches up or ranks without the index.
+    """
+    folder = root.existing_folder(name)
+    try:
+        peek = Peek(folder)
+        require_file_memory(name, kind_from_repo(peek))
+        hits = _find_current(peek, query, path, limit)
+    except CannotPeek:
+        hits = None
+    if hits is not None:
+        return hits
+    store = root.mount(name).sync
+    require_file_memory(name, store.kind)
+    from gitmem.index import background
+
+    with background.detached():  # a missing or lagging index is caught up by a process that outlives this one
+        return store.find(query, path=path, limit=limit)
+
+
+def _find_current(peek: Peek, query: str, path: str, limit: int) -> list[FindHit] | None:
+    """:meth:`MountIndex.find` of a current index over the peek; ``None``: ask the store
+    (which also makes every refusal: anything unusual is left to it)."""
+    from gitmem.fileformat import validate_directory
+
+    if not query.strip() or not 1 <= limit <= 1000 or not os.path.isdir(os.path.join(peek.path, INDEX_DIR)):
+        return None
+    try:
+        prefix = validate_directory(path, format_from_repo(peek))
+    except MemoryStoreError:
+        return None
+    from gitmem.index import engine
+    from gitmem.index.results import FindHit, snippet
+
+    terms = engine.words(query)
+    if not terms:
+        return None
+    head = peek.head()
+    try:
+        ix = engine.open_index(os.path.join(peek.path, INDEX_DIR))
+        if ix is None:
+            return None
+        with engine.searching(ix) as searcher:
+            meta = engine.read_meta(searcher, {})
+            if meta is None or meta.format != engine.FORMAT or meta.commit != head:
+                return None
+            ranked = engine.ranked(searcher, terms, prefix, limit)
+    except Exception:  # unreadable, or replaced under us: the store says what it means
+        return None
+    return [FindHit(p, score, snippet(decode_stored(peek.blob(version)), terms), version) for p, version, score in ranked]
 
 
 # -- the listing file --

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
@@ -35,10 +35,12 @@ from gitmem.model import (
     FileText,
     FullResync,
     Origin,
-    SearchResult,
     blob_version,
 )
 from gitmem.provenance import OP_WORD, RESERVED_TRAILERS
+
+if TYPE_CHECKING:
+    from gitmem.model import SearchResult  # a grep's (gitmem.grep): reads that do not search never load it
 
 
 @runtime_checkable

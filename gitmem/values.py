@@ -1,5 +1,5 @@
-"""The values of changes, searches and batch writes: who made a change, grep matches,
-change feeds, batch edits and what they did.
+"""The values of changes and batch writes: who made a change, change feeds, batch edits
+and what they did.
 
 They are frozen dataclasses like those of :mod:`gitmem.model`, which re-exports
 every one of them (import them from there). They live apart because a read does
@@ -47,27 +47,6 @@ class Origin:
 
     def with_tool_call(self, tool_call_id: str | None) -> Origin:
         return Origin(self.run_id, self.principal_id, tool_call_id)
-
-
-@dataclass(frozen=True, slots=True)
-class GrepMatch:
-    """One matching line; ``line`` counts from 1."""
-
-    __module__ = "gitmem.model"  # imported (and pickled) from there
-
-    path: str
-    line: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Matches in path and line order, and whether more lines matched than were returned."""
-
-    __module__ = "gitmem.model"  # imported (and pickled) from there
-
-    matches: tuple[GrepMatch, ...] = ()
-    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Index work a request is not allowed to wait for, done after it: in a thread or a process of its own.
 
 A request brings the index up to date itself only when that is a few documents
-of work (:data:`gitmem.index.mount.INLINE_DOCS`); a rebuild or a long catch-up
+of work (:data:`gitmem.index.source.INLINE_DOCS`); a rebuild or a long catch-up
 is handed here while the request answers without the index
 (:mod:`gitmem.index.fallback`). Where that work runs depends on the process:
 
@@ -88,7 +88,7 @@ def start_indexer(path: str) -> None:
     a caller in a loop must not start one more each time). For a caller without a store
     (the CLI's grep of a mount with no index, :func:`gitmem.quickread.search`)."""
     from gitmem.index.lock import IndexLock
-    from gitmem.index.mount import lock_file
+    from gitmem.index.source import lock_file
 
     with IndexLock(lock_file(path)).attempt(0) as free:
         pass

@@ -293,7 +293,12 @@ def read_meta(searcher: Searcher, cache: SegmentCache) -> Meta | None:
         return None
     for reader, base in searcher.reader().leaf_readers():
         if base <= docnum < base + reader.doc_count_all():
-            return _segment(reader, cache).metas.get(docnum - base)
+            data = cache.get(reader.segment().segment_id())
+            if data is not None:
+                return data.metas.get(docnum - base)
+            # One value, not the segment: a find (or a new process) may never need its signatures.
+            value = reader.column_reader("file", translate=False)[docnum - base]
+            return _read_meta_value(value) if value[:1] == b"\0" else None
     return None
 
 

@@ -34,7 +34,10 @@ from gitmem.fileformat import decode_stored
 from gitmem.index.lock import IndexLock
 from gitmem.index.needles import Need, literal_need, regex_need
 from gitmem.index.results import FindHit, IndexStatus, snippet
+from gitmem.index.source import INLINE_DOCS as INLINE_DOCS  # re-exported: tests lower it here for this module
 from gitmem.index.source import Busy, GitSource, git_order
+from gitmem.index.source import index_folder as index_folder
+from gitmem.index.source import lock_file as lock_file
 
 if TYPE_CHECKING:
     from whoosh.index import FileIndex
@@ -53,8 +56,6 @@ ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer befo
 RETRY_AFTER_FAILURE = 30.0
 MAX_FIND_LIMIT = 1000
 KEPT_MOUNTS = 32  # indexes catch_up keeps open, most recently used first
-INLINE_DOCS = 64
-"""Documents of index work a request may do itself (about a millisecond each); more is handed off."""
 FAR_BEHIND = 1024
 """Changed files past which an index that lags is not used: the fallback reads less than this."""
 REBUILD_BATCH = 2000
@@ -62,16 +63,6 @@ REBUILD_BATCH = 2000
 costs the same. Larger batches with a smaller posting pool (``limitmb=16``, one segment per
 25k files) kept memory as flat but took ~45 % more CPU: the pool then spills every posting
 to a run file and reads it back, one ``marshal`` call each."""
-
-
-def index_folder(repo_path: str) -> str:
-    """Where the index of the mount at ``repo_path`` lives; no folder means no index (a fresh clone)."""
-    return os.path.join(repo_path, "gitmem", "index")
-
-
-def lock_file(repo_path: str) -> str:
-    """The index writers' lock of the mount at ``repo_path``."""
-    return os.path.join(repo_path, "gitmem", "index.lock")
 
 
 class _Deferred(Exception):

@@ -1,4 +1,4 @@
-"""What the index reads from git, git's path order and the index's own failures: nothing here loads whoosh.
+"""Where an index lives, what it reads from git, git's path order and its own failures: nothing here loads whoosh.
 
 A search without an index folder (a fresh clone) never imports whoosh at all, so
 the names it must know before deciding that live here.
@@ -6,8 +6,22 @@ the names it must know before deciding that live here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Protocol
+
+INLINE_DOCS = 64
+"""Documents of index work a request may do itself (about a millisecond each); more is handed off."""
+
+
+def index_folder(repo_path: str) -> str:
+    """Where the index of the mount at ``repo_path`` lives; no folder means no index (a fresh clone)."""
+    return os.path.join(repo_path, "gitmem", "index")
+
+
+def lock_file(repo_path: str) -> str:
+    """The index writers' lock of the mount at ``repo_path``."""
+    return os.path.join(repo_path, "gitmem", "index.lock")
 
 
 class FileSource(Protocol):

@@ -1,10 +1,12 @@
-"""The CLI's grep of a mount with no index (a fresh clone) answers without the store, exactly as the store does.
+"""The CLI's grep answers without the store, exactly as the store does, when no index (a fresh clone) or a small one.
 
 :func:`gitmem.quickread.search` runs the store's own fallback and scan over the
 pygit2-free peek. Here both paths answer on the same mount, with git on the
 ``PATH`` and without it: in-process against the indexed store, and through whole
 ``gitmem grep`` processes (text and ``--json``) before and after the detached
-indexer built the index, which the quick path must start.
+indexer built the index, which the quick path must start. With an index, ``git grep``
+answers while the index is small (:data:`gitmem.quickread.GREP_INDEX_BYTES`) and the
+store's index otherwise, or when git is missing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,7 @@ from gitmem import quickread
 from gitmem.git import gitgrep
 from gitmem.index import background
 from gitmem.index import mount as mount_index
+from gitmem.model import Edit
 from gitmem.root import Root
 from tests.index.test_index_fallback import PATTERNS, corpus
 
@@ -61,8 +65,56 @@ def test_the_unindexed_answer_is_the_indexed_one(root: Root, git: bool, monkeypa
     assert store.index_status().state == "current"
     for (pattern, options, prefix, limit), answer in zip(cases, quick, strict=True):
         assert answer == store.search(pattern, path=prefix, limit=limit, **options), (pattern, options, prefix)
-    # With an index the quick path is the store's.
+    # With an index the quick path answers as the store does.
     assert quickread.search(root, "big", "zeppelin", path="", limit=100, **_options({})) == store.search("zeppelin")
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git-grep", "no-git"])
+@pytest.mark.parametrize("large", [False, True], ids=["small-index", "large-index"])
+def test_with_an_index_git_grep_answers_as_the_index_does(
+    root: Root, git: bool, large: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A current or a lagging index: ``git grep`` answers while the index is small and git is there,
+    the store (its index) otherwise; the answers are the store's, and no indexer is started."""
+    started: list[str] = []
+    monkeypatch.setattr(background, "_spawn", started.append)
+    if not git:
+        monkeypatch.setattr(gitgrep, "available", lambda: False)
+    if large:
+        monkeypatch.setattr(quickread, "GREP_INDEX_BYTES", 1)
+    store = root.mount("big").sync
+    store.rebuild_index()
+    mount = Root.mount
+    asked: list[bool] = []  # per call: whether it opened the store
+
+    def counted(self: Root, name: str, **kwargs: Any) -> Any:
+        asked[-1] = True
+        return mount(self, name, **kwargs)
+
+    cases = [(p, o, prefix, limit) for p, o in PATTERNS for prefix in ("", "notes/t3/", "odd/") for limit in (100, 3)]
+    cases += [(".", {"regex": True}, "", 100), ("\u98de\u8247", {}, "", 100)]  # cannot be narrowed: every file is read
+    cases += [("\u8247 zeppelin", {}, "", 100)]  # a literal that is not ASCII: git is not asked
+    stored: set[str] = set()  # the patterns that went to the store
+    for lagging in (False, True):
+        if lagging:  # files the index has not seen yet, and one it holds that is gone
+            store.apply([Edit(f"notes/new{i}.md", f"zeppelin number {i}\n") for i in range(3)] + [Edit("notes/t0/n0000.md", None)])
+        for pattern, options, prefix, limit in cases:
+            expected = store.search(pattern, path=prefix, limit=limit, **options)
+            asked.append(False)
+            monkeypatch.setattr(Root, "mount", counted)
+            answer = quickread.search(root, "big", pattern, path=prefix, limit=limit, **_options(options))
+            monkeypatch.setattr(Root, "mount", mount)
+            assert answer == expected, (pattern, options, prefix, lagging)
+            if asked[-1]:
+                stored.add(pattern)
+    everything = {c[0] for c in cases}
+    if large:
+        assert stored == everything
+    elif git:  # git is given ASCII literals only
+        assert stored == {"\u8247 zeppelin"}
+    else:  # without git the index narrows; a pattern it cannot narrow reads every file either way
+        assert stored == everything - {".", "\u98de\u8247"}
+    assert started == []
 
 
 def _options(options: dict[str, bool]) -> dict[str, bool]:

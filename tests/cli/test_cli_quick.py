@@ -129,6 +129,19 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("grep", "nope", "tea"), True),
     (("grep", "recs", "tea"), True),
     (("grep", "empty", "tea", "--json"), True),
+    (("find", "user", "tea"), True),  # the first builds the small index (the store), the rest read it
+    (("find", "user", "tea"), True),
+    (("find", "user", "red tea", "--json"), True),
+    (("--json", "find", "user", "tea", "--path", "notes", "--limit", "1"), True),
+    (("find", "user", "tea", "--limit=1000", "--path=/"), True),
+    (("find", "user", "caf\u00e9 \u4e2d"), True),
+    (("find", "user", "   "), True),  # refused: no words
+    (("find", "user", "the"), True),  # a stop word only: nothing to rank
+    (("find", "user", "tea", "--path", "../up"), True),
+    (("find", "user", "tea", "--path", "nothing"), True),
+    (("find", "nope", "tea"), True),
+    (("find", "recs", "tea", "--json"), True),
+    (("find", "empty", "tea"), True),
     # Left to click: usage errors, other options, odd values.
     ((), False),
     (("ls",), False),
@@ -178,6 +191,12 @@ FORMS: list[tuple[tuple[str, ...], bool]] = [
     (("grep", "user", "tea", "--run", "r1"), False),
     (("grep", "user", "tea", "--help"), False),
     (("grep", "user", "tea", "--regex=1"), False),
+    (("find", "user"), False),
+    (("find", "user", "tea", "--limit", "1001"), False),
+    (("find", "user", "tea", "--limit", "0"), False),
+    (("find", "user", "tea", "-E"), False),
+    (("find", "user", "tea", "--run", "r1"), False),
+    (("find", "user", "tea", "--help"), False),
     (("mounts",), False),
 ]
 
@@ -245,6 +264,7 @@ def test_run_and_principal_from_the_environment(
     assert both(["ls", "user"], capsys)[0] is None
     assert both(["cat", "user", "notes/a.md"], capsys)[0] is None
     assert both(["grep", "user", "tea"], capsys)[0] is None
+    assert both(["find", "user", "tea"], capsys)[0] is None
     monkeypatch.delenv("GITMEM_RUN")
     monkeypatch.setenv("_GITMEM_COMPLETE", "bash_complete")  # shell completion is click's
     assert quick.run(["ls", "user"]) is None
@@ -262,7 +282,8 @@ def test_an_interrupt_ends_as_click_ends_it(
     monkeypatch.setattr(quickread, "list_files", interrupted)
     monkeypatch.setattr(quickread, "read_file", interrupted)
     monkeypatch.setattr(quickread, "search", interrupted)
-    for argv in (["ls", "user"], ["--json", "ls", "user"], ["cat", "user", "top.md", "--json"], ["grep", "user", "tea"]):
+    monkeypatch.setattr(quickread, "find", interrupted)
+    for argv in (["ls", "user"], ["--json", "ls", "user"], ["cat", "user", "top.md", "--json"], ["grep", "user", "tea"], ["find", "user", "tea"]):
         answered, (code, _, err) = both(argv, capsys)
         assert answered == code == 1 and "Aborted!" in err, argv
 

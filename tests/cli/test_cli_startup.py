@@ -250,7 +250,8 @@ def test_log_and_blame_load_the_store_but_not_what_only_writes_and_git_calls_nee
 
 def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(tmp_path: Path) -> None:
     """A fresh clone's grep is answered through the peek (gitmem.quickread.search): no store, no
-    pygit2, no whoosh (and its asyncio); with an index, or for a run, the store answers."""
+    pygit2, no whoosh (and its asyncio); so is a grep with a small index (git grep reads it faster
+    than a new process opens the index); with a large index, or for a run, the store answers."""
     import time
 
     from gitmem.index.mount import INLINE_DOCS
@@ -271,7 +272,8 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
         assert time.monotonic() < deadline
         time.sleep(0.05)
     held = modules(tmp_path, "grep", "big", "zeppelin", probe=ENTRY)
-    assert {"pygit2", "whoosh"} <= {m.split(".")[0] for m in held}  # the index is the store's to read
+    assert {m.split(".")[0] for m in held} & {"pygit2", "whoosh", "asyncio", "dulwich"} == set()
+    assert "gitmem.index.mount" not in held and "gitmem.index.lock" not in held  # no indexer to start
 
 
 def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_path: Path) -> None:
@@ -349,3 +351,19 @@ def test_the_long_running_commands_collect_at_pythons_default(tmp_path: Path, mo
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def test_find_of_a_current_index_loads_whoosh_but_not_pygit2(tmp_path: Path) -> None:
+    """A find whose index is stamped with the head reads it over the peek (gitmem.quickread.find):
+    Whoosh ranks, no store, no pygit2, no click; a lagging index is the store's to catch up."""
+    from gitmem.model import Edit
+    from gitmem.root import Root
+
+    root = Root(tmp_path)
+    store = root.mount("big", create=True).sync
+    store.apply([Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(30)])
+    store.rebuild_index()
+    held = {m.split(".")[0] for m in modules(tmp_path, "find", "big", "zeppelin", probe=ENTRY)}
+    assert "whoosh" in held and not held & {"pygit2", "click", "dulwich"}
+    store.apply([Edit("n/new.md", "zeppelin\n")])
+    assert "pygit2" in {m.split(".")[0] for m in modules(tmp_path, "find", "big", "zeppelin", probe=ENTRY)}

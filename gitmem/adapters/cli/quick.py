@@ -1,4 +1,4 @@
-"""The quick path: ``gitmem ls``, ``cat``, ``grep`` and ``gitmem --help`` without click.
+"""The quick path: ``gitmem ls``, ``cat``, ``grep``, ``find`` and ``gitmem --help`` without click.
 
 Every CLI call is a new process. Importing click (with ``inspect``, ``uuid`` and its
 parameter types), building a command's options and running click's parser cost
@@ -9,12 +9,14 @@ these calls in loops. So the simple forms of the three are recognised here::
     gitmem [GROUP OPTIONS] ls NAME [DIRECTORY]     (options also among the arguments)
     gitmem [GROUP OPTIONS] cat NAME PATH
     gitmem [GROUP OPTIONS] grep NAME PATTERN [-E|--regex] [-s|--case-sensitive] [--path DIR] [--limit N]
+    gitmem [GROUP OPTIONS] find NAME QUERY [--path DIR] [--limit N]
 
 where the group options are ``--json``, ``--root DIR`` and ``--principal WHO``, and
-the commands take ``--json`` and ``--root DIR``. ``grep`` is here because the first
-grep of a fresh clone is answered by ``git grep`` in about the time click takes to
-start (docs/benchmarks.md, "Cold starts and growth"); a ``--limit`` that is not a
-plain number from 1 to 10000 goes to click, which says why. Everything else goes to click:
+the commands take ``--json`` and ``--root DIR``. ``grep`` is here because a grep of
+a fresh clone, or of a memory with a small index, is answered by ``git grep`` in about
+the time click takes to start (docs/benchmarks.md, "Cold starts and growth"), and
+``find`` because a current index is read without the store; a ``--limit`` that is not a
+plain number in the command's range (1 to 10000, 1 to 1000) goes to click, which says why. Everything else goes to click:
 any other option (``--run``, ``--rev``, ``--help`` after a command, ``--``), a
 missing or extra argument, an option value that starts with ``-`` or is empty, a
 ``--root`` that click would refuse (an existing file or an unreadable folder) or
@@ -46,11 +48,12 @@ if TYPE_CHECKING:
     from gitmem.root import Root
 
 #: Commands of the quick path, with how many arguments each takes (fewest, most).
-_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2), "grep": (2, 2)}
+_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2), "grep": (2, 2), "find": (2, 2)}
 #: ``grep``'s flags, by the parameter click gives them to, and its options that take a value.
 _GREP_FLAGS = {"-E": "regex", "--regex": "regex", "-s": "case_sensitive", "--case-sensitive": "case_sensitive"}
 _GREP_VALUED = ("--path", "--limit")
-_GREP_LIMIT = 10_000  # the click option's IntRange
+#: The most lines or files ``--limit`` may ask for (the click options' IntRange), and its default.
+_LIMITS = {"grep": (10_000, 100), "find": (1_000, 10)}
 #: Options that take a value: the group accepts both, the commands only ``--root``.
 _VALUED_GROUP = ("--root", "--principal")
 _VALUED_COMMAND = ("--root",)
@@ -59,7 +62,7 @@ _COMPLETE = "_GITMEM_COMPLETE"
 
 
 class Call:
-    """One understood ``ls``, ``cat`` or ``grep``: its arguments, and the options that change what it prints."""
+    """One understood ``ls``, ``cat``, ``grep`` or ``find``: its arguments, and the options that change what it prints."""
 
     __slots__ = ("arguments", "as_json", "command", "options", "root")
 
@@ -70,7 +73,8 @@ class Call:
         self.arguments = arguments
         self.as_json = as_json
         self.root = root
-        self.options: dict[str, Any] = {"regex": False, "case_sensitive": False, "directory": "", "limit": 100}
+        self.options: dict[str, Any] = {"regex": False, "case_sensitive": False, "directory": ""}
+        self.options["limit"] = _LIMITS[command][1] if command in _LIMITS else 100
         self.options.update(options or {})
 
     def params(self) -> dict[str, Any]:
@@ -80,6 +84,9 @@ class Call:
             return {"name": self.arguments[0], "directory": directory}
         if self.command == "grep":
             return {"name": self.arguments[0], "pattern": self.arguments[1], **self.options}
+        if self.command == "find":
+            o = self.options
+            return {"name": self.arguments[0], "query": self.arguments[1], "directory": o["directory"], "limit": o["limit"]}
         return {"name": self.arguments[0], "path": self.arguments[1], "rev": None}
 
 
@@ -136,7 +143,7 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
         if command == "grep" and arg in _GREP_FLAGS:
             options[_GREP_FLAGS[arg]], at = True, at + 1
             continue
-        taken = _value(argv, at, _GREP_VALUED) if command == "grep" else None
+        taken = _value(argv, at, _GREP_VALUED) if command in _LIMITS else None
         if taken is not None:
             name, value, at = taken
             if value is None:
@@ -144,7 +151,7 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
             if name == "--path":
                 options["directory"] = value
                 continue
-            if not (value.isascii() and value.isdigit() and value[0] != "0" and int(value) <= _GREP_LIMIT):
+            if not (value.isascii() and value.isdigit() and value[0] != "0" and int(value) <= _LIMITS[command][0]):
                 return None  # click's to convert or refuse
             options["limit"] = int(value)
             continue
@@ -224,6 +231,10 @@ def _read(call: Call) -> int:
             o = call.options
             name, pattern = call.arguments
             reads.grep(root, name, pattern, o["regex"], o["case_sensitive"], o["directory"], o["limit"], as_json=call.as_json)
+        elif call.command == "find":
+            o = call.options
+            name, query = call.arguments
+            reads.find(root, name, query, o["directory"], o["limit"], as_json=call.as_json)
         else:
             reads.cat(_Main(root), call.arguments[0], call.arguments[1], None, as_json=call.as_json)
     except MemoryStoreError as exc:

@@ -1,4 +1,4 @@
-"""What ``ls`` and ``cat`` do once their arguments are known, without click.
+"""What ``ls``, ``cat``, ``grep`` and ``find`` do once their arguments are known, without click.
 
 The click commands (:mod:`gitmem.adapters.cli.files`) and the quick path
 (:mod:`gitmem.adapters.cli.quick`) both call these, so a listing or a file prints the
@@ -15,6 +15,7 @@ from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_i
 from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
+    from gitmem.index import FindHit
     from gitmem.model import FileEntry, FileText, SearchResult
     from gitmem.root import Root
 
@@ -60,6 +61,23 @@ def grep(
     where = directory_arg(directory)
     result = quickread.search(root, name, pattern, regex=regex, case_sensitive=case_sensitive, path=where, limit=limit)
     print_matches(name, result, limit, as_json=as_json)
+
+
+def find(root: Root, name: str, query: str, directory: str, limit: int, *, as_json: bool) -> None:
+    """Print the files of memory ``name``'s ``main`` that best match ``query`` (``gitmem find`` without ``--run``)."""
+    from gitmem import quickread
+
+    hits = quickread.find(root, name, query, path=directory_arg(directory), limit=limit)
+    print_hits(name, query, hits, as_json=as_json)
+
+
+def print_hits(name: str, query: str, hits: list[FindHit], *, as_json: bool) -> None:
+    """A find's answer: ``score  path  snippet`` lines, or one JSON document."""
+    if as_json:
+        say_json({"memory": name, "query": query, "hits": [asdict(h) for h in hits]})
+        return
+    width = max((len(h.path) for h in hits), default=0)
+    say_lines(f"{h.score:7.2f}  {h.path:{width}}  {h.snippet}".rstrip() for h in hits)
 
 
 def print_matches(name: str, result: SearchResult, limit: int, *, as_json: bool) -> None:

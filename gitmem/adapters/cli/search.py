@@ -19,7 +19,6 @@ from gitmem.adapters.cli.app import (
     pass_state,
     progress,
     read_run_option,
-    say,
     short,
     to_json,
 )
@@ -46,7 +45,7 @@ def grep(state: State, name: str, pattern: str, regex: bool, case_sensitive: boo
     expression) or -s (case-sensitive) is given. Finding nothing is not an
     error: the exit code is 0.
     """
-    if not state.run:  # main: what the quick path runs too (a mount without an index is searched without the store)
+    if not state.run:  # main: what the quick path runs too (``git grep`` answers without the store unless a large index does it faster)
         reads.grep(state.root, name, pattern, regex, case_sensitive, directory, limit, as_json=state.json)
         return
     where = directory_arg(directory)
@@ -72,18 +71,15 @@ def find(state: State, name: str, query: str, directory: str, limit: int) -> Non
     word order and case do not matter. Each hit shows its score, path and the
     line that made it match. Use grep for exact lines.
     """
+    if not state.run:  # main: what the quick path runs too (a current index is read without the store)
+        reads.find(state.root, name, query, directory, limit, as_json=state.json)
+        return
     from gitmem.index import background
 
     files = state.files(name)
     with background.detached():
         hits = files.find(query, path=directory_arg(directory), limit=limit)
-
-    def text() -> None:
-        width = max((len(h.path) for h in hits), default=0)
-        for h in hits:
-            say(f"{h.score:7.2f}  {h.path:{width}}  {h.snippet}".rstrip())
-
-    emit({"memory": name, "query": query, "hits": hits}, text)
+    reads.print_hits(name, query, hits, as_json=state.json)
 
 
 @cli.group()
