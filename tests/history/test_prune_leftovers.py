@@ -1,0 +1,132 @@
+"""What may keep an erased version on disk past forget's or purge's prune, and what finishes it after.
+
+git's own ways to keep a pack out of a repack (a ``.keep`` file, the
+``gc.bigPackThreshold`` setting) keep every object in it, erased or not; a
+``.keep`` forget itself writes must never outlive it as something gitmem no
+longer recognises. When a prune could not delete everything, the erasure stays
+pending, so the next ``gc``, ``forget`` or ``purge`` prunes again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitmem import SyncGitFileStore
+from gitmem.errors import MemoryStoreError
+from gitmem.git import erasures, rewrite
+from gitmem.git.loose import open_repository
+
+from .conftest import Git
+
+
+def _history(store: SyncGitFileStore) -> list[str]:
+    versions = [store.write("secret.md", "token 0\n", expected=None)]
+    for i in range(1, 6):
+        store.write(f"notes/n{i}.md", f"note {i}\n", expected=None)
+        versions.append(store.write("secret.md", f"token {i}\n", expected=versions[-1]))
+    return versions
+
+
+def _on_disk(git: Git, blobs: list[str]) -> list[str]:
+    return [b for b in blobs if git("cat-file", "-e", b, check=False).returncode == 0]
+
+
+def _the_pack(store: SyncGitFileStore) -> Path:
+    [pack] = Path(store.path, "objects", "pack").glob("*.pack")
+    return pack
+
+
+def test_a_big_pack_threshold_in_gits_config_does_not_keep_erased_versions(store: SyncGitFileStore, git: Git) -> None:
+    versions = _history(store)
+    git("gc", "--quiet")
+    git("config", "gc.bigPackThreshold", "1")  # a setting for big repositories: keep every pack of 1 byte or more
+
+    store.forget("secret.md")
+
+    assert _on_disk(git, versions) == []
+
+
+def test_a_keep_that_appears_during_a_forget_leaves_the_erasure_pending_until_a_prune_deletes_it(
+    store: SyncGitFileStore, git: Git, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    versions = _history(store)
+    git("gc", "--quiet")
+    keep = _the_pack(store).with_suffix(".keep")
+    real = rewrite.run_git
+
+    def keep_appears(path: str, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+        if "gc" in args and not keep.exists():
+            keep.write_text("another tool's\n")  # after forget's check, before its prune
+        return real(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rewrite, "run_git", keep_appears)
+    with pytest.raises(MemoryStoreError) as err:
+        store.forget("secret.md")
+    assert err.value.code == "unavailable" and "could not be pruned" in err.value.message
+    assert _on_disk(git, versions) == versions  # the other tool's pack keeps them, as it asked
+    monkeypatch.setattr(rewrite, "run_git", real)
+
+    keep.unlink()  # what the error asks for; then any prune finishes the erasure
+    store.gc()
+
+    assert _on_disk(git, versions) == []
+    assert not os.path.exists(os.path.join(store.path, "gitmem", "forget-pending"))
+    [entry] = [e for e in erasures.entries(open_repository(store.path)) if e.kind == "forget"]
+    assert set(entry.blobs) == set(versions)
+
+
+def test_purge_refuses_a_kept_pack_before_changing_anything(store: SyncGitFileStore, git: Git) -> None:
+    versions = _history(store)
+    git("gc", "--quiet")
+    keep = _the_pack(store).with_suffix(".keep")
+    keep.write_text("another tool's\n")
+    head = store.head()
+
+    with pytest.raises(MemoryStoreError) as err:
+        store.purge()
+
+    assert err.value.code == "unavailable" and ".keep" in err.value.message
+    assert store.head() == head and store.read("secret.md").text == "token 5\n"
+    keep.unlink()
+    store.purge()
+    assert _on_disk(git, versions) == []
+
+
+# forget in a process of its own, killed the moment it has created the file that is to be
+# its pack's .keep, before gitmem's note is in it.
+KILLED_AT_THE_KEEP = """
+import os, signal, sys
+from gitmem import GitFileStore
+
+real = os.fdopen
+
+def fdopen(fd, *args, **kw):
+    if "keep" in os.path.basename(os.readlink(f"/proc/self/fd/{fd}")):  # the file that is to be the .keep
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(fd, *args, **kw)
+
+os.fdopen = fdopen
+GitFileStore.open(sys.argv[1]).sync.forget("secret.md")
+"""
+
+
+def test_a_forget_killed_as_it_creates_its_keep_leaves_nothing_that_blocks_the_next(
+    store: SyncGitFileStore, git: Git
+) -> None:
+    versions = _history(store)
+    git("gc", "--quiet")
+    done = subprocess.run([sys.executable, "-c", KILLED_AT_THE_KEEP, store.path], capture_output=True, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+    store.gc()  # finishes the interrupted prune
+    store.forget("notes/n1.md")  # and a later forget is not refused over what the kill left
+
+    assert _on_disk(git, versions) == []
+    assert not [n for n in os.listdir(Path(store.path, "objects", "pack")) if "keep" in n]
+    assert git("fsck", "--strict", "--no-dangling").returncode == 0
