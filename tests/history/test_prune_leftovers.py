@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,44 @@ def test_a_forget_killed_as_it_creates_its_keep_leaves_nothing_that_blocks_the_n
     assert _on_disk(git, versions) == []
     assert not [n for n in os.listdir(Path(store.path, "objects", "pack")) if "keep" in n]
     assert git("fsck", "--strict", "--no-dangling").returncode == 0
+
+
+FORGET = """
+import shutil
+import sys
+import time
+from gitmem import GitFileStore
+GitFileStore.open(sys.argv[1]).sync.forget("secret.md")
+"""
+
+
+@pytest.mark.slow
+def test_a_forget_killed_while_its_gc_runs_with_the_keep_in_place_is_finished_by_the_next_gc(
+    store: SyncGitFileStore, git: Git, tmp_path: Path
+) -> None:
+    """The pruning git outlives gitmem (it holds the writer lock); its ``.keep`` stays behind."""
+    versions = _history(store)
+    git("gc", "--quiet")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    slow_gc = bin_dir / "git"  # the prune's gc starts a second late: gitmem is killed before it ends
+    slow_gc.write_text(f'#!/bin/sh\ncase " $* " in *" gc "*) sleep 1;; esac\nexec {shutil.which("git")} "$@"\n')
+    slow_gc.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    packs = Path(store.path, "objects", "pack")
+    proc = subprocess.Popen([sys.executable, "-c", FORGET, store.path], env=env)
+    deadline = time.monotonic() + 30
+    while not list(packs.glob("*.keep")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert list(packs.glob("*.keep")), "forget never wrote its .keep"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    store.gc()  # waits for the pruning git to let go of the writer lock, then prunes again
+
+    assert _on_disk(git, versions) == []
+    assert not [n for n in os.listdir(packs) if "keep" in n]
+    assert not os.path.exists(os.path.join(store.path, "gitmem", "forget-pending"))
+    assert git("fsck", "--strict", "--no-dangling").returncode == 0
+    assert store.read("notes/n1.md").text == "note 1\n"
+    store.forget("notes/n2.md")
