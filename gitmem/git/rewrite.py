@@ -178,7 +178,6 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     the commits themselves without one; the next ``gc`` writes a new one).
     """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
-    _drop_commit_graph(repo.path)
     _drop_own_keeps(repo.path)
     kept = _write_own_keep(repo.path, keep) if keep else None
     try:
@@ -193,6 +192,7 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     finally:
         if kept is not None:
             os.unlink(kept)
+    _drop_commit_graph(repo.path)  # after the gc: a foreign gc it waited for may have written one meanwhile
     repo.bump_generation()
     _check_pruned(repo)
     # The erasure is done: it goes into the ledger (without what another file still holds).

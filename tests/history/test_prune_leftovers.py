@@ -10,9 +10,10 @@ pending, so the next ``gc``, ``forget`` or ``purge`` prunes again.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import shutil
+import signal
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -173,3 +174,34 @@ def test_a_forget_killed_while_its_gc_runs_with_the_keep_in_place_is_finished_by
     assert git("fsck", "--strict", "--no-dangling").returncode == 0
     assert store.read("notes/n1.md").text == "note 1\n"
     store.forget("notes/n2.md")
+
+
+def test_a_commit_graph_a_foreign_gc_writes_while_the_prune_waits_for_it_does_not_survive(
+    store: SyncGitFileStore, git: Git, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph lists the old commits and their trees; left behind, ``git fsck`` fails on it."""
+    _history(store)
+    git("gc", "--quiet")
+    graph = Path(store.path, "objects", "info", "commit-graph")
+    old_graph = graph.read_bytes()  # what a gc that read the refs before forget moved them writes
+    running = subprocess.Popen(["sleep", "60"])  # that gc's process, named by its gc.pid
+    Path(store.path, "gc.pid").write_text(f"{running.pid} {socket.gethostname()}")
+    real = rewrite.run_git
+
+    def foreign_gc_finishes(path: str, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+        done = real(path, *args, **kw)  # type: ignore[arg-type]
+        if "gc" in args and "already running" in done.stderr:
+            graph.write_bytes(old_graph)  # it writes its graph last, then lets go of gc.pid
+            running.kill()
+            running.wait()
+            os.unlink(os.path.join(store.path, "gc.pid"))
+        return done
+
+    monkeypatch.setattr(rewrite, "run_git", foreign_gc_finishes)
+    try:
+        store.forget("secret.md")
+    finally:
+        running.kill()
+
+    assert not graph.exists()
+    assert git("fsck", "--strict", "--no-dangling", check=False).returncode == 0
