@@ -46,6 +46,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 
 import pygit2
 
@@ -615,14 +616,4 @@ def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], upda
 def _with_shared(repo: GitRepo, report: ForgetReport) -> ForgetReport:
     """The report with the erased versions still on disk: another file holds the same content (the prune checked)."""
     odb = repo.fresh().odb
-    survivors = [oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in odb]
-    return ForgetReport(
-        path=report.path,
-        head=report.head,
-        names=report.names,
-        commits_rewritten=report.commits_rewritten,
-        refs_updated=report.refs_updated,
-        erased_versions=report.erased_versions,
-        shared_versions=tuple(survivors),
-        erasure=report.erasure,
-    )
+    return replace(report, shared_versions=tuple(oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in odb))
