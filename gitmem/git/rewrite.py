@@ -235,9 +235,15 @@ def _write_own_keep(repo_path: str, pack: str) -> str:
             note.write(_KEEP_NOTE)
             note.flush()
             os.fsync(note.fileno())
-        os.link(tmp, kept)
+        try:
+            os.link(tmp, kept)  # refuses a .keep already there, as O_EXCL would
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links
+            os.rename(tmp, kept)
     finally:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return kept
 
 
