@@ -195,26 +195,29 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
             os.unlink(kept)
     _drop_commit_graph(repo.path)  # after the gc: a foreign gc it waited for may have written one meanwhile
     repo.bump_generation()
-    _check_pruned(repo)
+    survivors = _check_pruned(repo)
     # The erasure is done: it goes into the ledger (without what another file still holds).
-    erasures.finish_pending(repo.fresh(), repo.path, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout)
+    erasures.finish_pending(
+        repo.fresh(), repo.path, survivors, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+    )
     try:
         os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
 
 
-def _check_pruned(repo: GitRepo) -> None:
-    """Refuse to call an erasure done while a version it erases is still on disk and no ref reaches it.
+def _check_pruned(repo: GitRepo) -> frozenset[str]:
+    """The pending erasures' versions still on disk, each reached from some ref (another file holds it).
 
-    A ``.keep`` made by another tool after forget's check, for one, keeps its
-    pack. The erasure then stays pending (the mark and its ledger entry), so
-    the next ``gc``, ``forget`` or ``purge`` prunes again once the pack is free.
+    ``unavailable`` for one that no ref reaches: a ``.keep`` made by another
+    tool after forget's check, say, keeps its pack. The erasure then stays
+    pending (the mark and its ledger entry), so the next ``gc``, ``forget`` or
+    ``purge`` prunes again once the pack is free.
     """
     odb = repo.fresh().odb
-    survivors = {b for e in erasures.pending(repo.path) for b in e.blobs if pygit2.Oid(hex=b) in odb}
+    survivors = frozenset(b for e in erasures.pending(repo.path) for b in e.blobs if pygit2.Oid(hex=b) in odb)
     if not survivors:
-        return
+        return survivors
     listed = run_git(repo.path, "rev-list", "--objects", "--all").stdout
     stuck = sorted(survivors - {line.split(" ", 1)[0] for line in listed.splitlines()})
     if stuck:
@@ -223,6 +226,7 @@ def _check_pruned(repo: GitRepo) -> None:
             f"history was rewritten but {len(stuck)} old version(s) could not be pruned "
             f"(e.g. {stuck[0]}; a .keep pack?); the next gc prunes them again",
         )
+    return survivors
 
 
 def _write_own_keep(repo_path: str, pack: str) -> str:
