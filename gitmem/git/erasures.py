@@ -315,12 +315,13 @@ def pending(repo_path: str) -> tuple[Entry, ...]:
     return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())
 
 
-def finish_pending(r: pygit2.Repository, repo_path: str, *, stale_after: float, timeout: float) -> tuple[Entry, ...]:
+def finish_pending(
+    r: pygit2.Repository, repo_path: str, survivors: frozenset[str], *, stale_after: float, timeout: float
+) -> tuple[Entry, ...]:
     """After a prune: record the pending entries without the blobs that survived it (another file holds them)."""
-    odb = r.odb
     done = []
     for entry in pending(repo_path):
-        gone = tuple(b for b in entry.blobs if pygit2.Oid(hex=b) not in odb)
+        gone = tuple(b for b in entry.blobs if b not in survivors)
         done.append(Entry(entry.id, entry.kind, entry.at, entry.by, entry.names, gone, entry.tips))
         append(r, repo_path, done[-1], stale_after=stale_after, timeout=timeout)
     try:

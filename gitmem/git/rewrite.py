@@ -5,7 +5,7 @@
     writer lock ─► mark pending ─► names per commit ─► rewritten trees/commits/tags
                ─► one pack and its index ─► audit commit ─► CAS every rewritten ref
                (one ref transaction) ─► git reflog expire ─► git gc --prune=now
-               ─► bump generation ─► unmark ─► unlock
+               ─► bump generation ─► check nothing erased is left ─► unmark ─► unlock
 
 The mark (``gitmem/forget-pending``) covers a crash between moving the refs and
 pruning: the next ``forget``, ``purge`` or ``gc`` sees it and finishes the prune.
@@ -13,7 +13,7 @@ pruning: the next ``forget``, ``purge`` or ``gc`` sees it and finishes the prune
 empty root, every other ref is deleted)::
 
     writer lock ─► mark pending ─► CAS main to an empty root ─► delete other refs
-               ─► git reflog expire ─► git gc --prune=now ─► bump generation ─► unmark
+               ─► git reflog expire ─► git gc --prune=now ─► bump generation ─► check ─► unmark
 
 Why the git CLI for pruning: after a rewrite the old objects can sit in loose
 files *and* inside packs (after ``gc()`` or a push). Deleting them from packs
@@ -46,6 +46,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 
 import pygit2
 
@@ -154,9 +155,13 @@ def _mark_pending(repo: GitRepo, what: str) -> str | None:
     return unfinished
 
 
-_PRUNE_ONLY = ("-c", "gc.writeCommitGraph=false", "-c", "repack.writeBitmaps=false")
+_PRUNE_ONLY = (
+    *("-c", "gc.writeCommitGraph=false", "-c", "repack.writeBitmaps=false"),
+    *("-c", "gc.bigPackThreshold=0", "-c", "gc.keepLargestPack=false"),
+)
 """What the prune's ``git gc`` leaves to the next routine ``gc``: at 100k commits the reachability
-bitmap (~1.7 s) and commit-graph (~0.8 s) were a third of it, and erase nothing."""
+bitmap (~1.7 s) and commit-graph (~0.8 s) were a third of it, and erase nothing. And no pack is
+kept whole for its size (settings meant for big repositories): it would keep every erased version in it."""
 
 
 _KEEP_NOTE = "gitmem forget: every object here is reachable, the prune copies the rest\n"
@@ -174,12 +179,8 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     the commits themselves without one; the next ``gc`` writes a new one).
     """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
-    _drop_commit_graph(repo.path)
     _drop_own_keeps(repo.path)
-    kept = os.path.join(repo.path, "objects", "pack", f"pack-{keep}.keep") if keep else None
-    if kept is not None:
-        with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
-            note.write(_KEEP_NOTE)
+    kept = _write_own_keep(repo.path, keep) if keep else None
     try:
         deadline = time.monotonic() + repo.lock_timeout
         while True:
@@ -192,13 +193,62 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     finally:
         if kept is not None:
             os.unlink(kept)
+    _drop_commit_graph(repo.path)  # after the gc: a foreign gc it waited for may have written one meanwhile
     repo.bump_generation()
+    survivors = _check_pruned(repo)
     # The erasure is done: it goes into the ledger (without what another file still holds).
-    erasures.finish_pending(repo.fresh(), repo.path, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout)
+    erasures.finish_pending(
+        repo.fresh(), repo.path, survivors, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+    )
     try:
         os.unlink(repo.pending_path)
     except FileNotFoundError:
         pass
+
+
+def _check_pruned(repo: GitRepo) -> frozenset[str]:
+    """The pending erasures' versions still on disk, each reached from some ref (another file holds it).
+
+    ``unavailable`` for one that no ref reaches: a ``.keep`` made by another
+    tool after forget's check, say, keeps its pack. The erasure then stays
+    pending (the mark and its ledger entry), so the next ``gc``, ``forget`` or
+    ``purge`` prunes again once the pack is free.
+    """
+    odb = repo.fresh().odb
+    survivors = frozenset(b for e in erasures.pending(repo.path) for b in e.blobs if pygit2.Oid(hex=b) in odb)
+    if not survivors:
+        return survivors
+    listed = run_git(repo.path, "rev-list", "--objects", "--all").stdout
+    stuck = sorted(survivors - {line.split(" ", 1)[0] for line in listed.splitlines()})
+    if stuck:
+        raise MemoryStoreError(
+            "unavailable",
+            f"history was rewritten but {len(stuck)} old version(s) could not be pruned "
+            f"(e.g. {stuck[0]}; a .keep pack?); the next gc prunes them again",
+        )
+    return survivors
+
+
+def _write_own_keep(repo_path: str, pack: str) -> str:
+    """A ``.keep`` on forget's pack that is gitmem's from the moment it exists (written whole, then linked)."""
+    folder = os.path.join(repo_path, "objects", "pack")
+    kept = os.path.join(folder, f"pack-{pack}.keep")
+    tmp = os.path.join(folder, f"tmp_keep_gitmem_{os.urandom(6).hex()}")  # git's prune deletes a tmp_ leftover
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
+            note.write(_KEEP_NOTE)
+            note.flush()
+            os.fsync(note.fileno())
+        try:
+            os.link(tmp, kept)  # refuses a .keep already there, as O_EXCL would
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links
+            os.rename(tmp, kept)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return kept
 
 
 def _drop_own_keeps(repo_path: str) -> None:
@@ -225,6 +275,7 @@ def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
     alone survives, :mod:`gitmem.git.erasures`). Returns the new root commit.
     """
     with translate_errors(repo.path), repo.maintenance("purge"):
+        _check_prunable(repo)
         r = repo.fresh()
         tree = r.TreeBuilder().write()
         sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
@@ -290,7 +341,7 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
                 return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
         _prune_now(repo, keep)
-        return _check_pruned(repo, report)
+        return _with_shared(repo, report)
 
 
 def _check_prunable(repo: GitRepo) -> None:
@@ -301,8 +352,8 @@ def _check_prunable(repo: GitRepo) -> None:
     if kept:
         raise MemoryStoreError(
             "unavailable",
-            f"{os.path.join(packs, kept[0])} keeps its pack from pruning, so forget could not erase "
-            "old versions; nothing was changed (remove the .keep file and try again)",
+            f"{os.path.join(packs, kept[0])} keeps its pack from pruning, so old versions could not be erased; "
+            "nothing was changed (remove the .keep file and try again)",
         )
 
 
@@ -572,27 +623,7 @@ def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], upda
         raise _Moved(", ".join(sorted(updates)))
 
 
-def _check_pruned(repo: GitRepo, report: ForgetReport) -> ForgetReport:
-    """Confirm every erased version is gone unless another file still holds the same content."""
-    r = repo.fresh()
-    survivors = [oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in r.odb]
-    if survivors:
-        listed = run_git(repo.path, "rev-list", "--objects", "--all").stdout
-        reachable = {line.split(" ", 1)[0] for line in listed.splitlines()}
-        stuck = [oid for oid in survivors if oid not in reachable]
-        if stuck:
-            raise MemoryStoreError(
-                "unavailable",
-                f"forget rewrote history but {len(stuck)} old version(s) could not be pruned "
-                f"(e.g. {stuck[0]}; a .keep pack?)",
-            )
-    return ForgetReport(
-        path=report.path,
-        head=report.head,
-        names=report.names,
-        commits_rewritten=report.commits_rewritten,
-        refs_updated=report.refs_updated,
-        erased_versions=report.erased_versions,
-        shared_versions=tuple(survivors),
-        erasure=report.erasure,
-    )
+def _with_shared(repo: GitRepo, report: ForgetReport) -> ForgetReport:
+    """The report with the erased versions still on disk: another file holds the same content (the prune checked)."""
+    odb = repo.fresh().odb
+    return replace(report, shared_versions=tuple(oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in odb))
