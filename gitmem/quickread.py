@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
@@ -46,6 +46,9 @@ from gitmem.localfile import MB, read_local_text
 from gitmem.model import FileEntry, FileText, MountKind
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gitmem.gitstore import SyncGitFileStore
     from gitmem.index import FindHit
     from gitmem.model import SearchResult
     from gitmem.root import Root
@@ -66,6 +69,7 @@ INDEX_DIR: Final = "gitmem/index"
 GREP_INDEX_BYTES: Final = 64 * MB
 _GENERATION: Final = "gitmem/generation"
 _LISTING_TAG: Final = "gitmem-listing/1"
+_A = TypeVar("_A")
 
 
 def require_file_memory(name: str, kind: MountKind) -> None:
@@ -160,11 +164,27 @@ def search(
     with no ``git`` to ask, a small mount without an index, or anything the peek
     declines goes to the store.
     """
+    return _peek_or_store(
+        root,
+        name,
+        lambda peek: _search_over_peek(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit),
+        lambda store: store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit),
+    )
+
+
+def _peek_or_store(
+    root: Root, name: str, over_peek: Callable[[Peek], _A | None], in_store: Callable[[SyncGitFileStore], _A]
+) -> _A:
+    """``over_peek``'s answer for file memory ``name``; when it (or the peek) declines, ``in_store``'s.
+
+    The store's call runs with the detached indexer allowed: a missing or lagging index
+    is built or caught up by a process that outlives this one.
+    """
     folder = root.existing_folder(name)
     try:
         peek = Peek(folder)
         require_file_memory(name, kind_from_repo(peek))
-        answer = _search_over_peek(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+        answer = over_peek(peek)
     except CannotPeek:
         answer = None
     if answer is not None:
@@ -173,8 +193,8 @@ def search(
     require_file_memory(name, store.kind)
     from gitmem.index import background
 
-    with background.detached():  # a missing index is built by a process that outlives this one
-        return store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit)
+    with background.detached():
+        return in_store(store)
 
 
 def _index_bytes(repo: str) -> int | None:
@@ -251,21 +271,12 @@ def find(root: Root, name: str, query: str, *, path: str, limit: int) -> list[Fi
     one that lags, is being built or cannot be read, a refusal, anything the peek
     declines) goes to the store, which catches up or ranks without the index.
     """
-    folder = root.existing_folder(name)
-    try:
-        peek = Peek(folder)
-        require_file_memory(name, kind_from_repo(peek))
-        hits = _find_current(peek, query, path, limit)
-    except CannotPeek:
-        hits = None
-    if hits is not None:
-        return hits
-    store = root.mount(name).sync
-    require_file_memory(name, store.kind)
-    from gitmem.index import background
-
-    with background.detached():  # a missing or lagging index is caught up by a process that outlives this one
-        return store.find(query, path=path, limit=limit)
+    return _peek_or_store(
+        root,
+        name,
+        lambda peek: _find_current(peek, query, path, limit),
+        lambda store: store.find(query, path=path, limit=limit),
+    )
 
 
 def _find_current(peek: Peek, query: str, path: str, limit: int) -> list[FindHit] | None:

@@ -39,3 +39,12 @@ def worktree(tmp_path: Path, store: SyncGitFileStore) -> Callable[..., str]:
 
     run.path = work  # type: ignore[attr-defined]
     return run
+
+
+def secret_history(store: SyncGitFileStore, edits: int) -> list[str]:
+    """``secret.md`` written ``edits`` + 1 times, a new note between each two: its versions, oldest first."""
+    versions = [store.write("secret.md", "token 0\n", expected=None)]
+    for i in range(1, edits + 1):
+        store.write(f"notes/n{i}.md", f"note {i}\n", expected=None)
+        versions.append(store.write("secret.md", f"token {i}\n", expected=versions[-1]))
+    return versions

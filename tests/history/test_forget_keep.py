@@ -13,15 +13,7 @@ from gitmem.git import packwrite, rewrite
 from gitmem.git.loose import open_repository
 from gitmem.git.rewritepack import RewrittenObjects
 
-from .conftest import Git
-
-
-def _history(store: SyncGitFileStore) -> list[str]:
-    versions = [store.write("secret.md", "token 0\n", expected=None)]
-    for i in range(1, 8):
-        store.write(f"notes/n{i}.md", f"note {i}\n", expected=None)
-        versions.append(store.write("secret.md", f"token {i}\n", expected=versions[-1]))
-    return versions
+from .conftest import Git, secret_history
 
 
 def _packs(store: SyncGitFileStore) -> list[str]:
@@ -31,7 +23,7 @@ def _packs(store: SyncGitFileStore) -> list[str]:
 def test_the_rewritten_pack_survives_the_prune_whole(
     store: SyncGitFileStore, git: Git, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    versions = _history(store)
+    versions = secret_history(store, 7)
     git("gc", "--quiet")  # one pack, a bitmap and a commit-graph naming every old commit
     written: list[str] = []
     real_write = packwrite.write_pack_files
@@ -57,7 +49,7 @@ def test_the_rewritten_pack_survives_the_prune_whole(
 
 
 def test_a_keep_left_by_a_killed_prune_is_removed_by_the_next_gc(store: SyncGitFileStore, git: Git) -> None:
-    _history(store)
+    secret_history(store, 7)
     git("gc", "--quiet")
     (pack,) = [name for name in _packs(store) if name.endswith(".pack")]
     keep = Path(store.path, "objects", "pack", pack).with_suffix(".keep")

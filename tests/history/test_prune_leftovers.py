@@ -25,15 +25,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import erasures, rewrite
 from gitmem.git.loose import open_repository
 
-from .conftest import Git
-
-
-def _history(store: SyncGitFileStore) -> list[str]:
-    versions = [store.write("secret.md", "token 0\n", expected=None)]
-    for i in range(1, 6):
-        store.write(f"notes/n{i}.md", f"note {i}\n", expected=None)
-        versions.append(store.write("secret.md", f"token {i}\n", expected=versions[-1]))
-    return versions
+from .conftest import Git, secret_history
 
 
 def _on_disk(git: Git, blobs: list[str]) -> list[str]:
@@ -46,7 +38,7 @@ def _the_pack(store: SyncGitFileStore) -> Path:
 
 
 def test_a_big_pack_threshold_in_gits_config_does_not_keep_erased_versions(store: SyncGitFileStore, git: Git) -> None:
-    versions = _history(store)
+    versions = secret_history(store, 5)
     git("gc", "--quiet")
     git("config", "gc.bigPackThreshold", "1")  # a setting for big repositories: keep every pack of 1 byte or more
 
@@ -58,7 +50,7 @@ def test_a_big_pack_threshold_in_gits_config_does_not_keep_erased_versions(store
 def test_a_keep_that_appears_during_a_forget_leaves_the_erasure_pending_until_a_prune_deletes_it(
     store: SyncGitFileStore, git: Git, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    versions = _history(store)
+    versions = secret_history(store, 5)
     git("gc", "--quiet")
     keep = _the_pack(store).with_suffix(".keep")
     real = rewrite.run_git
@@ -85,7 +77,7 @@ def test_a_keep_that_appears_during_a_forget_leaves_the_erasure_pending_until_a_
 
 
 def test_purge_refuses_a_kept_pack_before_changing_anything(store: SyncGitFileStore, git: Git) -> None:
-    versions = _history(store)
+    versions = secret_history(store, 5)
     git("gc", "--quiet")
     keep = _the_pack(store).with_suffix(".keep")
     keep.write_text("another tool's\n")
@@ -122,7 +114,7 @@ GitFileStore.open(sys.argv[1]).sync.forget("secret.md")
 def test_a_forget_killed_as_it_creates_its_keep_leaves_nothing_that_blocks_the_next(
     store: SyncGitFileStore, git: Git
 ) -> None:
-    versions = _history(store)
+    versions = secret_history(store, 5)
     git("gc", "--quiet")
     done = subprocess.run([sys.executable, "-c", KILLED_AT_THE_KEEP, store.path], capture_output=True, check=False)
     assert done.returncode == -signal.SIGKILL, done.stderr
@@ -149,7 +141,7 @@ def test_a_forget_killed_while_its_gc_runs_with_the_keep_in_place_is_finished_by
     store: SyncGitFileStore, git: Git, tmp_path: Path
 ) -> None:
     """The pruning git outlives gitmem (it holds the writer lock); its ``.keep`` stays behind."""
-    versions = _history(store)
+    versions = secret_history(store, 5)
     git("gc", "--quiet")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -180,7 +172,7 @@ def test_a_commit_graph_a_foreign_gc_writes_while_the_prune_waits_for_it_does_no
     store: SyncGitFileStore, git: Git, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The graph lists the old commits and their trees; left behind, ``git fsck`` fails on it."""
-    _history(store)
+    secret_history(store, 5)
     git("gc", "--quiet")
     graph = Path(store.path, "objects", "info", "commit-graph")
     old_graph = graph.read_bytes()  # what a gc that read the refs before forget moved them writes
