@@ -60,19 +60,36 @@ def _entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]] | None:
 
 
 def index_v2(index: list[tuple[bytes, int, int]], pack_sum: bytes) -> bytes:
-    """A version-2 ``.idx`` for a pack under 2 GiB: ``index`` is ``(binary id, crc32, offset)`` per object (sorted here)."""
+    """A version-2 ``.idx``: ``index`` is ``(binary id, crc32, offset)`` per object (sorted here).
+
+    An offset from 2 GiB up does not fit the 31 bits of the offset table; its
+    entry there is the high bit plus its place in the 64-bit table that follows,
+    as git writes it (a rewrite of a long history can pass that size).
+    """
     index.sort()
+    small: list[int] = []
+    large: list[int] = []
+    for _, _, off in index:
+        if off < _LARGE:
+            small.append(off)
+        else:
+            small.append(_LARGE | len(large))
+            large.append(off)
     idx = b"".join(
         (
             b"\xfftOc" + struct.pack(">I", 2),
             _fanout(index),
             *(oid for oid, _, _ in index),
             struct.pack(f">{len(index)}I", *(crc for _, crc, _ in index)),
-            struct.pack(f">{len(index)}I", *(off for _, _, off in index)),
+            struct.pack(f">{len(index)}I", *small),
+            struct.pack(f">{len(large)}Q", *large),
             pack_sum,
         )
     )
     return idx + hashlib.sha1(idx, usedforsecurity=False).digest()
+
+
+_LARGE = 1 << 31  # offsets from here on go to the 64-bit table
 
 
 def _fanout(index: list[tuple[bytes, int, int]]) -> bytes:

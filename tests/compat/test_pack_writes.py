@@ -9,9 +9,11 @@ tree must come out the same.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import struct
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -119,6 +121,18 @@ def test_the_index_fan_out_counts_ids_by_first_byte(count: int) -> None:
     idx = packfold.index_v2([(oid, 0, 0) for oid in ids], b"\x01" * 20)
     fanout = struct.unpack_from(">256I", idx, 8)
     assert list(fanout) == [sum(1 for oid in ids if oid[0] <= byte) for byte in range(256)]
+
+
+def test_offsets_from_2_gib_up_go_to_the_64_bit_table_git_reads() -> None:
+    rng = random.Random(7)
+    offsets = [12, 4_000, (1 << 31) - 1, 1 << 31, (1 << 33) + 5, 7 << 40]
+    entries = [(rng.randbytes(20), rng.getrandbits(32), off) for off in offsets]
+    idx = packfold.index_v2(list(entries), b"\x01" * 20)
+    shown = subprocess.run(["git", "show-index"], input=idx, capture_output=True, check=True).stdout.decode()
+    read = {line.split()[1]: (int(line.split()[0]), line.split()[2]) for line in shown.splitlines()}
+    assert read == {oid.hex(): (off, f"({crc:08x})") for oid, crc, off in entries}
+    assert len(idx) == 8 + 1024 + 28 * len(entries) + 8 * 3 + 40  # three offsets in the 64-bit table
+    assert idx[-20:] == hashlib.sha1(idx[:-20], usedforsecurity=False).digest()
 
 
 def test_a_folder_tree_over_one_stored_block_reads_back_in_git(tmp_path: Path) -> None:
