@@ -15,7 +15,8 @@ it needs the ``recall-embed`` extra (numpy plus the model's packages). The rules
   item's current text still has the digest its vector was made from;
 - **vectors can outlive the process**: with ``cache_file`` they are saved (numpy
   ``.npz``, loaded without pickle, tagged with the provider's name) whenever the
-  queue empties, and a new process starts from them;
+  queue empties, and a new process starts from them. The file is the caller's:
+  ``forget`` does not know where it is, so the caller deletes it after an erasure;
 - **a provider failure is reported, never raised**: the branch answers ``None``,
   the index ranks lexically alone, and :meth:`EmbeddingBranch.status` (and a log
   warning) says why.
