@@ -55,7 +55,7 @@ from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli, erasures, packwrite
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
-from gitmem.git.loose import damaged_loose_objects
+from gitmem.git.loose import damaged_loose_objects, object_dirs
 from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
@@ -345,7 +345,20 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
 
 
 def _check_prunable(repo: GitRepo) -> None:
-    """Refuse, before changing anything, what would keep erased objects on disk after the prune."""
+    """Refuse, before changing anything, what would keep erased objects on disk after the prune.
+
+    Two things do: a ``.keep`` file (git's repack leaves its pack alone) and
+    objects borrowed from another repository (``objects/info/alternates``, as
+    ``git clone --shared`` makes), which no prune of this mount can reach.
+    """
+    borrowed = object_dirs(os.path.join(repo.path, "objects"))[1:]
+    if borrowed:
+        raise MemoryStoreError(
+            "unavailable",
+            f"{repo.path} borrows objects from {borrowed[0]} (objects/info/alternates), and old versions "
+            "held there cannot be erased from here; nothing was changed (copy them in with "
+            "`git repack -a -d`, delete objects/info/alternates, and try again)",
+        )
     _drop_own_keeps(repo.path)
     packs = os.path.join(repo.path, "objects", "pack")
     kept = sorted(name for name in os.listdir(packs) if name.endswith(".keep")) if os.path.isdir(packs) else []

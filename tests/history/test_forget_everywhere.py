@@ -226,6 +226,32 @@ def test_forget_refuses_a_kept_pack_before_changing_anything(store: SyncGitFileS
     _nothing_left(store, git, "secret.md")
 
 
+def test_forget_refuses_a_mount_that_borrows_objects_before_changing_anything(tmp_path: Path) -> None:
+    origin = SyncGitFileStore.init(tmp_path / "origin.git")
+    origin.write("secret.md", f"{SECRET}\n", expected=None)
+    subprocess.run(["git", "clone", "-q", "--bare", "--shared", origin.path, tmp_path / "shared.git"], check=True)
+    shared = SyncGitFileStore.open(tmp_path / "shared.git")
+    head = shared.head()
+
+    for erase in (lambda: shared.forget("secret.md"), shared.purge):
+        with pytest.raises(MemoryStoreError) as err:
+            erase()
+        assert err.value.code == "unavailable" and "alternates" in err.value.message
+        assert shared.head() == head and shared.read("secret.md").text == f"{SECRET}\n"
+
+    # As the message says: copy the borrowed objects in, stop borrowing, and the erasure goes through.
+    subprocess.run(["git", "-C", shared.path, "repack", "-q", "-a", "-d"], check=True)
+    Path(shared.path, "objects", "info", "alternates").unlink()
+    shared.forget("secret.md")
+
+    def in_shared(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        command = ["git", f"--git-dir={shared.path}", *args]
+        return subprocess.run(command, capture_output=True, text=True, check=check, input=input)
+
+    _nothing_left(shared, in_shared, "secret.md")
+    assert origin.read("secret.md").text == f"{SECRET}\n"  # the repository it borrowed from is its own
+
+
 # A search that read the head just before the prune can find a version gone mid-read:
 # it answers unavailable (the next one reads the new history), never the erased text.
 SEARCH_LOOP = """
