@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -445,7 +446,13 @@ def main() -> None:
         if not (root / ".built").exists():
             shutil.rmtree(root, ignore_errors=True)
             start = time.perf_counter()
-            build(root, n)
+            # In a child: a bench process grown by the build would pass its size on to every
+            # child it starts (a forked child's peak RSS counts the pages it shares until exec).
+            child = multiprocessing.get_context("spawn").Process(target=build, args=(root, n))
+            child.start()
+            child.join()
+            if child.exitcode != 0:
+                raise SystemExit(f"building {n:,} failed")
             print(f"built {n:,} in {time.perf_counter() - start:.0f} s at {root}", file=sys.stderr)
         results[n] = measure(root, n, args.samples, set(args.only), args.scratch, args.code)
         print(f"measured {n:,}", file=sys.stderr)
