@@ -226,7 +226,7 @@ def test_forget_refuses_a_kept_pack_before_changing_anything(store: SyncGitFileS
     _nothing_left(store, git, "secret.md")
 
 
-def test_forget_refuses_a_mount_that_borrows_objects_before_changing_anything(tmp_path: Path) -> None:
+def test_forget_and_purge_refuse_a_mount_that_borrows_objects_before_changing_anything(tmp_path: Path) -> None:
     origin = SyncGitFileStore.init(tmp_path / "origin.git")
     origin.write("secret.md", f"{SECRET}\n", expected=None)
     subprocess.run(["git", "clone", "-q", "--bare", "--shared", origin.path, tmp_path / "shared.git"], check=True)
