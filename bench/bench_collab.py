@@ -37,13 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from bench.gitenv import isolated_git_env
 from gitmem import Origin, Root, remotes, review
 from gitmem.adapters.watch import RefChange, Watcher
 
 ENV = {
     **os.environ,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
+    **isolated_git_env(),
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",

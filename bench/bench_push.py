@@ -45,6 +45,8 @@ def _code_dir() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
+from gitenv import isolated_git_env  # noqa: E402 (this folder, before --code puts another checkout first)
+
 CODE = _code_dir()
 sys.path.insert(0, CODE)
 os.environ["PYTHONPATH"] = CODE + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
@@ -61,8 +63,7 @@ from gitmem.hooks import install_hooks  # noqa: E402
 TOKEN = "bench-token"
 ENV = {
     **os.environ,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
+    **isolated_git_env(),
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",

@@ -24,6 +24,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 
+from bench.gitenv import isolated_git_env
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import encode_text, validate_path
 from gitmem.model import Origin
@@ -42,8 +43,7 @@ class GitCliStore:
             **os.environ,
             "GIT_DIR": self.repo,
             "GIT_INDEX_FILE": os.path.join(self.repo, "bench-cli.index"),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
+            **isolated_git_env(),
             "GIT_AUTHOR_NAME": "bench",
             "GIT_AUTHOR_EMAIL": "bench@localhost",
             "GIT_COMMITTER_NAME": "gitmem",

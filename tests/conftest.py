@@ -5,13 +5,16 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Tests drive the real git CLI; give it an identity and keep user config out.
+from bench.gitenv import dev_null_is_device, isolated_git_env
+
+# Tests drive the real git CLI; give it an identity and keep the user's and the machine's
+# config out: global and system config are a fresh empty file in a temporary HOME (never
+# /dev/null, which a `git config --global` would replace with a regular file).
 os.environ.setdefault("GIT_AUTHOR_NAME", "tester")
 os.environ.setdefault("GIT_AUTHOR_EMAIL", "tester@example.com")
 os.environ.setdefault("GIT_COMMITTER_NAME", "tester")
 os.environ.setdefault("GIT_COMMITTER_EMAIL", "tester@example.com")
-os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-os.environ.setdefault("GIT_CONFIG_GLOBAL", os.devnull)
+os.environ.update(isolated_git_env())
 
 # Hypothesis profiles, chosen with HYPOTHESIS_PROFILE: "ci" (the default) is derandomised
 # and small so every run checks the same examples quickly; "dev" explores more, randomly;
@@ -39,3 +42,13 @@ for _name in [n for n in os.environ if n.startswith("GITMEM_")] + ["XDG_DATA_HOM
 def _no_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A test that forgets --root writes under a temporary home, not the real one."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run loudly if something in it replaced the machine's /dev/null."""
+    if not dev_null_is_device():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        raise pytest.UsageError(
+            f"{os.devnull} is no longer a character device: a command in this run replaced it "
+            "(a git config write pointed at it?); every later git call on this machine will fail"
+        )

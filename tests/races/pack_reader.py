@@ -18,8 +18,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from bench.gitenv import isolated_git_env
+
 FILES = 5
-ENV = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": os.devnull}
+ENV = {**os.environ, **isolated_git_env()}
 
 
 def git(repo: str, *argv: str, data: bytes | None = None) -> bytes:
