@@ -155,7 +155,7 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
     ]
     payload: dict[str, Any] = {
         "memory": name,
-        "source": source,
+        "source": done.source,  # credentials in a URL hidden
         "rev": rev,
         "head": done.head,
         "imported": done.imported,
@@ -180,7 +180,7 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
         payload["message"] = f"{left_out} commit(s) refused; nothing imported (--strict)"
         emit(payload, text(payload["message"]))
         raise click.exceptions.Exit(1)
-    message = f"imported {len(done.imported)} commit(s) of {source} into {name!r}"
+    message = f"imported {len(done.imported)} commit(s) of {done.source} into {name!r}"
     if done.head:
         message += f": main at {done.head[:12]}"
     if left_out:
