@@ -268,7 +268,7 @@ def _scrubbed_usage_errors(parse: Callable[[click.Context, list[str]], list[str]
         if "://" in exc.message:
             from gitmem.secrets import scrub_credentials
 
-            exc.message = scrub_credentials(exc.message)
+            vars(exc)["message"] = scrub_credentials(exc.message)  # click types it Final; it is a plain attribute
         raise
 
 
