@@ -223,3 +223,29 @@ logging.getLogger("other.library").error("fetch of https://x:{PASSWORD}@h/r fail
     assert "RuntimeError: POST https://***@api.example.com/embed returned 401" in done.stderr
     assert "fetch of https://***@h/r failed" in done.stderr
     assert not any(s in done.stderr for s in SECRETS), done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp", "watch"])
+def test_the_serving_commands_install_the_log_scrub(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    import click
+    from click.testing import CliRunner
+
+    from gitmem.adapters.cli import LONG_RUNNING, cli
+
+    assert command in LONG_RUNNING
+    found = cli.get_command(click.Context(cli), command)
+    assert found is not None
+    monkeypatch.setattr(found, "callback", lambda *args, **kwargs: None)  # start, but serve nothing
+    made = logging.getLogRecordFactory()
+    try:
+        extra = {"serve": [], "mcp": ["--mount", "x"], "watch": ["x"]}[command]
+        done = CliRunner().invoke(cli, ["--root", str(tmp_path), command, *extra])
+        assert done.exit_code == 0, done.output
+        installed = logging.getLogRecordFactory()
+        assert getattr(installed, "scrubs_credentials", False)
+        record = installed("gitmem.x", logging.WARNING, __file__, 1, "from %s", (f"https://a:{PASSWORD}@h/r",), None)
+        assert record.getMessage() == "from https://***@h/r"
+    finally:
+        logging.setLogRecordFactory(made)
