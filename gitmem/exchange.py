@@ -13,7 +13,9 @@ Both ends are input, so neither trusts what it is handed:
   ``lstat`` before any byte is read (and at most the limit plus one byte is read, in
   case it grows), links are not followed, FIFOs, sockets and devices are refused
   without being opened (opening a FIFO would block), and every entry left out is
-  listed with its reason.
+  listed with its reason. Into a memory (:func:`scan_for`), a file whose content a
+  ``forget`` erased there is refused and listed the same way, so the write's own
+  refusal of erased content never turns one such file into the refusal of all.
 """
 
 from __future__ import annotations
@@ -325,6 +327,50 @@ def scan_folder(
             scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot read: {exc.strerror}"))
     scan.refused.sort(key=lambda r: r.path)
     return scan
+
+
+def scan_for(
+    store: SyncGitFileStore, folder: Path, *, exclude: Sequence[str] = (), gitignore: bool = False
+) -> ImportScan:
+    """:func:`scan_folder` for an import into ``store``: also refused, file by file, is a file
+    whose content a ``forget`` erased from that memory (rule ``erased``, code ``forbidden``).
+
+    The write would refuse that content anyway ("erased stays erased"), but for the
+    whole batch: one erased file in a folder of notes would keep every other note
+    out. Found here, it is listed like any other refused file and the rest comes in.
+    The check is by content (the version a write would store), whatever the file's
+    path; the write itself still checks again, under its lock.
+    """
+    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED
+    from gitmem.git.treeedit import object_id
+
+    scan = scan_folder(folder, store.format, exclude=exclude, gitignore=gitignore)
+    if scan.accepted:
+        erased = _erased_by_forget(store)
+        if erased:
+            kept: list[tuple[str, str]] = []
+            for path, text in scan.accepted:
+                version = object_id(b"blob", encode_text(text, store.format))
+                if version in erased:
+                    message = (
+                        f"{path}: {RULE_ERASED}: this content ({version[:12]}) was erased from this memory "
+                        f"by forget and stays out; an admin can write it again with the {OVERRIDE_TRAILER} trailer"
+                    )
+                    scan.refused.append(Refusal(path, "forbidden", message))
+                else:
+                    kept.append((path, text))
+            scan.accepted = kept
+            scan.refused.sort(key=lambda r: r.path)
+    return scan
+
+
+def _erased_by_forget(store: SyncGitFileStore) -> frozenset[str]:
+    """The versions a write of ``store`` refuses: what a ``forget`` erased (not what a purge did)."""
+    from gitmem.git.erasures import erased_blobs
+    from gitmem.git.repo import translate_errors
+
+    with translate_errors(store.path):
+        return erased_blobs(store.repo.fresh(), store.path, purged=False)
 
 
 def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:

@@ -44,13 +44,18 @@ from gitmem.git.merge import migrate_objects, refused_by_rules, scratch_reposito
 from gitmem.git.pushcheck import ZERO, CommitVerdict, RefUpdate, Refusal, check_commits, check_updates
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.secrets import scrub_credentials
 
 _INCOMING = "refs/heads/incoming"
 
 
 @dataclass
 class HistoryImport:
-    """What an import of history did: the commit ``main`` is at, the commits taken, the ones left out."""
+    """What an import of history did: the commit ``main`` is at, the commits taken, the ones left out.
+
+    ``source`` is the repository as shown: a URL's credentials hidden
+    (:func:`gitmem.secrets.scrub_credentials`), since reports are printed.
+    """
 
     source: str
     rev: str
@@ -137,7 +142,7 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
     with translate_errors(git.path):
         before = git.head()
         fresh = _fresh(git, before)
-        report = HistoryImport(source, rev, before, replaced_init=False)
+        report = HistoryImport(scrub_credentials(source), rev, before, replaced_init=False)
         with scratch_repository(git) as scratch:
             tip = _fetch(scratch, source, rev)
             lent = open_repository(scratch)
@@ -190,7 +195,7 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
                     MAIN,
                     ours,
                     land,
-                    message=f"gitmem import history from {source}",
+                    message=f"gitmem import history from {report.source}",
                     stale_after=git.stale_lock_seconds,
                     timeout=git.lock_timeout,
                 ):

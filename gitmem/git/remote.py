@@ -41,26 +41,27 @@ from gitmem.git.refs import MAIN, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
 from gitmem.model import Origin
+from gitmem.secrets import scrub_credentials
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
 
-_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@", re.I)
 
 
-def redact(text: str) -> str:
-    """``text`` with any password or token inside a URL replaced by ``***``."""
-    return _CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", text)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Remote:
+    """A remote of a mount. ``url`` is what git is given (credentials and all); anything
+    shown or logged uses ``shown_url``, and the repr shows only that."""
+
     name: str
     url: str
 
     @property
     def shown_url(self) -> str:
-        return redact(self.url)
+        return scrub_credentials(self.url)
+
+    def __repr__(self) -> str:
+        return f"Remote(name={self.name!r}, url={self.shown_url!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def get_remote(git: GitRepo, name: str) -> Remote:
 
 def _tail(stderr: str, lines: int = 6) -> str:
     kept = [line for line in stderr.strip().splitlines() if line.strip()][-lines:]
-    return redact(" | ".join(kept)) or "no message"
+    return scrub_credentials(" | ".join(kept)) or "no message"
 
 
 # --- push ---------------------------------------------------------------------------

@@ -562,19 +562,21 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     if not seen_names:
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
     # Then the commits: a new tree, a rewritten parent or a message naming an erased
-    # path (replaced by the marker: "create ops/wifi.md" must not survive either).
-    scrub_names = seen_names | {path} | out.erased_ids
+    # path in any form (replaced by the marker: "create ops/wifi.md" must not survive,
+    # nor "wifi.md" or "wifi" in a body; the rule is erasures.NameScrub's).
+    scrub_names = seen_names | {path} | out.erased_files
+    scrub = erasures.NameScrub(scrub_names)
     mapped: dict[str, str] = {}
     for (commit, _), tree_id in zip(reversed(order), trees, strict=True):
         parents = [mapped.get(p, p) for p in commit.parents]
-        names_it = any(n.encode() in commit.data for n in scrub_names)
+        names_it = scrub.names(commit.data.partition(b"\n\n")[2])
         if tree_id != commit.tree or parents != commit.parents or names_it:
-            mapped[commit.oid] = out.commit(commit.data, tree_id, parents, scrub=scrub_names if names_it else ())
+            mapped[commit.oid] = out.commit(commit.data, tree_id, parents, scrub=scrub if names_it else None)
     updates: dict[str, str] = {}
     for name, target in tips.items():
         commit_id = commit_tips.get(name)
         if commit_id is not None and commit_id in mapped:
-            updates[name] = out.retarget(target, mapped, scrub_names)
+            updates[name] = out.retarget(target, mapped, scrub)
     main_old = tips.get(MAIN)
     if main_old is None:
         raise MemoryStoreError("unavailable", f"{repo.path} has no {MAIN}")
