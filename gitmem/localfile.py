@@ -78,6 +78,31 @@ def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
         os.close(fd)
 
 
+def read_local_head(path: str | os.PathLike[str], size: int, *, offset: int = 0) -> bytes | None:
+    """At most ``size`` bytes from ``offset`` of the regular file at ``path`` (a prefix, never refused for length).
+
+    ``None`` for anything :func:`open_local` refuses or cannot read: for callers
+    that look into a file (an index's header, ids in a cache) without loading all of it.
+    """
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
+        chunks: list[bytes] = []
+        got = 0
+        while got < size:
+            chunk = os.pread(fd, min(MB, size - got), offset + got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
     """:func:`read_local` decoded as UTF-8 (newlines kept as they are); ``None`` when it is not UTF-8."""
     raw = read_local(path, limit)
