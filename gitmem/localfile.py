@@ -284,7 +284,9 @@ def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
         fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise MemoryStoreError("unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it") from None
+            raise MemoryStoreError(
+                "unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it"
+            ) from None
         raise
     try:
         info = os.fstat(fd)
@@ -364,7 +366,7 @@ def connect_local_sqlite(
 
     name = os.fspath(path)
     _check_no_links(name, None if within is None else os.fspath(within))
-    db = sqlite3.connect(name, **options)
+    db: sqlite3.Connection = sqlite3.connect(name, **options)
     try:
         db.execute("PRAGMA schema_version").fetchone()  # opens (or creates) the file now
         _check_no_links(name, None if within is None else os.fspath(within))

@@ -234,7 +234,10 @@ def test_frontmatter_nesting_is_refused_by_the_yaml_loader() -> None:
     from gitmem.fileformat import FileFormat, parse_frontmatter
 
     roomy = FileFormat(max_frontmatter_bytes=1 << 22)
-    for block in ("x: " + "[" * 30_000 + "]" * 30_000, "".join(" " * i + "a:\n" for i in range(1200)) + " " * 1200 + "b: 1"):
+    for block in (
+        "x: " + "[" * 30_000 + "]" * 30_000,
+        "".join(" " * i + "a:\n" for i in range(1200)) + " " * 1200 + "b: 1",
+    ):
         with pytest.raises(MemoryStoreError) as refused:
             parse_frontmatter(f"---\n{block}\n---\nbody", roomy)
         assert refused.value.code == "invalid_file"

@@ -160,7 +160,9 @@ def check_ttl(ttl_minutes: object) -> float | None:
         or not math.isfinite(ttl_minutes)
         or abs(ttl_minutes) > MAX_TTL_MINUTES
     ):
-        raise MemoryStoreError("invalid_file", f"a TTL is a number of minutes up to {MAX_TTL_MINUTES:.0e}, not {ttl_minutes!r}")
+        raise MemoryStoreError(
+            "invalid_file", f"a TTL is a number of minutes up to {MAX_TTL_MINUTES:.0e}, not {ttl_minutes!r}"
+        )
     return float(ttl_minutes)
 
 
@@ -229,7 +231,8 @@ def parse(file: FileText) -> StoredItem:
         if not isinstance(index, list) or not all(isinstance(field, str) for field in index):
             raise ValueError(f"{file.path}: its index is not true, false or a list of field names")
     try:
-        created, updated = _parse_time(record.get("created_at"), "created_at"), _parse_time(record.get("updated_at"), "updated_at")
+        created = _parse_time(record.get("created_at"), "created_at")
+        updated = _parse_time(record.get("updated_at"), "updated_at")
         expires_at = _parse_time(expires, "expires_at") if expires is not None else None
     except (ValueError, OverflowError) as error:
         raise ValueError(f"{file.path}: {error}") from None

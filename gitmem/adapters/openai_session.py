@@ -289,7 +289,10 @@ def _head_last(head: FileText) -> int | None:
 
 
 def _decode(file: FileText) -> Any:
-    """The item a file holds; ``None`` for one that is not JSON nested at most ``JSON_DEPTH`` (skipped, as SQLiteSession skips bad rows)."""
+    """The item a file holds; ``None`` for one that is not JSON nested at most ``JSON_DEPTH``.
+
+    Such a file is skipped, as SQLiteSession skips bad rows.
+    """
     try:
         return parse_json(file.text, what=file.path)
     except MemoryStoreError:

@@ -84,7 +84,8 @@ class SessionBindings:
             data = load_local_json_strict(self._path(session_id), RECORD_LIMIT)
         except MemoryStoreError as exc:  # a link, FIFO, huge, not JSON or nested too deep: fails closed
             raise MemoryStoreError(
-                "forbidden", f"session {session_id!r} has a binding record that cannot be read ({exc.message}); not resumed"
+                "forbidden",
+                f"session {session_id!r} has a binding record that cannot be read ({exc.message}); not resumed",
             ) from None
         except OSError as exc:
             raise MemoryStoreError(

@@ -41,9 +41,9 @@ def mount(repo: DurableRepository) -> Path:
 
 def test_a_deep_node_file_is_skipped_by_recall_and_a_clear_error_by_id(repo: DurableRepository) -> None:
     good = repo.store.read(node_path(NS, "tabs")).text
-    bad = "\n".join(
-        f"labels: {DEEP}" if line.startswith("labels: ") else line for line in good.split("\n")
-    ).replace("tabs", "spaces")
+    bad = "\n".join(f"labels: {DEEP}" if line.startswith("labels: ") else line for line in good.split("\n")).replace(
+        "tabs", "spaces"
+    )
     repo.store.write(node_path(NS, "spaces"), bad, expected=None)
     fresh = DurableRepository.open(mount(repo).parent, "durable")
     assert [hit.node.id for hit in fresh.recall(NS, "indent go code").hits] == ["tabs"]

@@ -41,7 +41,9 @@ def test_a_record_file_with_an_alias_bomb_for_an_id_is_a_clear_error_at_once() -
     store = RecordStore(backend, "alice")
     good = store.add("prefers green tea")
     bad = store.add("placeholder")
-    levels = "".join(f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    levels = "".join(
+        f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
     bomb = "---\na: &a [x, x, x, x, x, x, x, x, x]\n" + levels + "id: *i\n---\nplaceholder\n"
     path = record_path("alice", bad.id)
     backend.write(path, bomb, expected=backend.read(path).version)
