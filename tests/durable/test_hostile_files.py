@@ -134,3 +134,38 @@ def test_a_planted_ledger_is_refused_and_nothing_outside_changes(tmp_path: Path,
     assert time.monotonic() - started < 5
     assert (outside.read_bytes() if outside.exists() else None) == before
     assert [hit.node.id for hit in fresh.recall(NS, "rebase").hits] == ["n"]  # the memory itself still answers
+
+
+def test_recall_passes_over_a_damaged_related_node(tmp_path: Path) -> None:
+    from gitmem.durable.recall import RecallPolicy
+
+    from .support import MANUAL, TURN
+
+    repo = DurableRepository.open(tmp_path, "durable", create=True)
+    repo.apply(
+        change(
+            "seed",
+            create(
+                "spaces",
+                "Python code is indented with four spaces.",
+                status="active",
+                evidence=[TURN, MANUAL],
+                relations=[{"kind": "related_to", "target": "tabs"}],
+            ),
+            create(
+                "tabs",
+                "Indent Go code with tabs.",
+                status="active",
+                evidence=[TURN, MANUAL],
+                relations=[{"kind": "related_to", "target": "spaces"}],
+            ),
+        )
+    )
+    policy = RecallPolicy(related_lookups=5)
+    assert {hit.node.id for hit in repo.recall(NS, "indent go code", policy).hits} == {"tabs", "spaces"}
+    path = node_path(NS, "spaces")
+    good = repo.store.read(path).text
+    bad = "\n".join(f"labels: {DEEP}" if line.startswith("labels: ") else line for line in good.split("\n"))
+    repo.store.write(path, bad, expected=repo.store.read(path).version)
+    fresh = DurableRepository.open(tmp_path, "durable")
+    assert [hit.node.id for hit in fresh.recall(NS, "indent go code", policy).hits] == ["tabs"]
