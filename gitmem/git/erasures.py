@@ -117,7 +117,9 @@ class Entry:
                 tips=tuple(str(t) for t in data.get("tips", ())),
             )
         except MemoryStoreError as exc:
-            raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc.message})") from None
+            raise MemoryStoreError(
+                "unavailable", f"the erasure ledger holds an unreadable entry ({exc.message})"
+            ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc})") from exc
         if not all(_is_oid(b) for b in (*entry.blobs, *entry.tips)):
