@@ -20,6 +20,7 @@ Both ends are input, so neither trusts what it is handed:
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.localfile import open_local
 
 if TYPE_CHECKING:
     from gitmem.git.historyimport import HistoryImport
@@ -247,10 +249,13 @@ def _kind(mode: int) -> str | None:
 
 def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
     """At most ``limit + 1`` bytes of a regular file, opened without following a link or blocking."""
-    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = open_local(full)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:  # swapped for something else since the walk
+            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file") from None
+        raise
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for something else since the walk
-            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file")
         data = f.read(limit + 1)
     if len(data) > limit:
         raise MemoryStoreError("too_large", f"{rel}: the file grew past {limit} bytes while read")

@@ -54,7 +54,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, swap_ref
-from gitmem.localfile import read_local
+from gitmem.localfile import parse_json, read_local, read_local_head
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 LEDGER_REF = "refs/gitmem/erasures"
@@ -107,7 +107,7 @@ class Entry:
     @classmethod
     def from_json(cls, line: str) -> Entry:
         try:
-            data = json.loads(line)
+            data = parse_json(line, what="an erasure ledger entry")
             entry = cls(
                 id=str(data["id"]),
                 kind=str(data["kind"]),
@@ -117,6 +117,10 @@ class Entry:
                 blobs=tuple(str(b) for b in data.get("blobs", ())),
                 tips=tuple(str(t) for t in data.get("tips", ())),
             )
+        except MemoryStoreError as exc:
+            raise MemoryStoreError(
+                "unavailable", f"the erasure ledger holds an unreadable entry ({exc.message})"
+            ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc})") from exc
         if not all(_is_oid(b) for b in (*entry.blobs, *entry.tips)):
@@ -535,11 +539,7 @@ def _reached_from(repo_path: str, oid: str) -> str:
 
 
 def _ids_in(path: str, wanted: set[str]) -> list[str]:
-    if not wanted or os.path.islink(path) or not os.path.isfile(path):
-        return []
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_DERIVED_READ)
-    except OSError:
+    data = read_local_head(path, _DERIVED_READ) if wanted else None  # a link or FIFO holds none
+    if data is None:
         return []
     return sorted({m.group(0).decode() for m in _HEX_ID.finditer(data)} & wanted)

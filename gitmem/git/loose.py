@@ -33,11 +33,12 @@ from collections.abc import Callable, Iterator, Sequence
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import open_local
+from gitmem.localfile import open_local, read_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
 _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
+_ALTERNATES_LIMIT = 1 << 20  # an alternates file lists a few folders
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
 _CHECKED: dict[str, set[bytes]] = {}
@@ -120,11 +121,10 @@ def object_dirs(objects: str) -> list[str]:
         if folder in found or depth > _MAX_ALTERNATE_DEPTH:
             return
         found.append(folder)
-        try:
-            with open(os.path.join(folder, "info", "alternates"), encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
+        raw = read_local(os.path.join(folder, "info", "alternates"), _ALTERNATES_LIMIT)
+        if raw is None:  # none, or a link, FIFO or huge file: no alternates are read from it
             return
+        lines = raw.decode("utf-8", errors="replace").splitlines()
         for line in lines:
             line = line.strip()
             if line and not line.startswith("#"):

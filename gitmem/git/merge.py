@@ -36,6 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import file_changes
+from gitmem.localfile import write_private
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -142,8 +143,7 @@ def scratch_repository(git: GitRepo) -> Iterator[str]:
             pygit2.init_repository(path, bare=True)
             info = os.path.join(path, "objects", "info")
             os.makedirs(info, exist_ok=True)
-            with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
-                fh.write(os.path.join(git.path, "objects") + "\n")
+            write_private(os.path.join(info, "alternates"), os.path.join(git.path, "objects") + "\n")
         except (pygit2.GitError, OSError) as exc:
             raise MemoryStoreError("unavailable", f"cannot prepare a scratch repository in {path}: {exc}") from exc
         yield path

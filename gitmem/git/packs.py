@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 import pygit2
 
 from gitmem.git.cli import git_env
+from gitmem.localfile import read_local
 
 _CHUNK = 64 * 1024
 TIMEOUT = 600.0
@@ -291,8 +292,9 @@ def remove_pack(files: Sequence[str]) -> None:
 
 def pack_ids(idx_path: str) -> list[bytes]:
     """The raw object ids a version-2 pack index lists."""
-    with open(idx_path, "rb") as f:
-        data = f.read()
+    data = read_local(idx_path, 1 << 31)
+    if data is None:
+        raise PackError(f"{idx_path} is not a regular file gitmem can read (a link, FIFO or over 2 GiB)")
     if data[:4] != b"\xfftOc" or int.from_bytes(data[4:8], "big") != 2:
         raise PackError(f"{idx_path} is not a version-2 pack index")
     count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")

@@ -235,7 +235,7 @@ def _write_own_keep(repo_path: str, pack: str) -> str:
     kept = os.path.join(folder, f"pack-{pack}.keep")
     tmp = os.path.join(folder, f"tmp_keep_gitmem_{os.urandom(6).hex()}")  # git's prune deletes a tmp_ leftover
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
             note.write(_KEEP_NOTE)
             note.flush()
             os.fsync(note.fileno())
