@@ -116,4 +116,3 @@ class AsyncFileStore(AsyncFace[FileStore]):
     changes = threaded(FileStore.changes)
     head = threaded(FileStore.head)
     purge = threaded(FileStore.purge)
-

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 
 Op = Literal[
@@ -42,6 +43,7 @@ T_REJECTED_BY = "Gitmem-Rejected-By"
 #: list: a commit from outside may carry each at most once, written exactly as gitmem
 #: writes it, and (pushed through a token) only naming the pusher. Add new ones here.
 IDENTITY_TRAILERS: Final[tuple[str, ...]] = (T_PRINCIPAL, T_APPROVED_BY, T_REJECTED_BY)
+_IDENTITY_KEYS: Final = {k.lower(): k for k in IDENTITY_TRAILERS}
 #: The trailers gitmem writes itself; a batch's extra trailers may not reuse them.
 RESERVED_TRAILERS: Final[frozenset[str]] = frozenset(
     k.lower() for k in (T_OP, T_PATH, T_FROM, T_RUN, T_PRINCIPAL, T_TOOL_CALL, T_REV)
@@ -108,6 +110,7 @@ def commit_message(
     each file is now, and the n-th ``From`` belongs to the n-th ``Path``.
     ``summary`` replaces the derived summary line (a batch may name its change).
     """
+    _check_identity_extras(extra, origin)
     lines = [f"{T_OP}: {op}"]
     if op == "move" and paths and len(paths) % 2 == 0:
         for source, destination in zip(paths[0::2], paths[1::2], strict=True):
@@ -123,6 +126,28 @@ def commit_message(
         lines.append(f"{T_TOOL_CALL}: {origin.tool_call_id}")
     lines.extend(f"{k}: {v}" for k, v in extra)
     return (summary or summary_line(op, paths, detail)) + "\n\n" + "\n".join(lines) + "\n"
+
+
+def _check_identity_extras(extra: tuple[tuple[str, str], ...], origin: Origin) -> None:
+    """A commit gitmem writes names one person: an identity trailer it carries names its principal.
+
+    ``forbidden`` otherwise (nothing is written): an approval recorded for
+    someone who did not make the commit is exactly what a push may not bring.
+    """
+    seen: set[str] = set()
+    for key, value in extra:
+        canonical = _IDENTITY_KEYS.get(key.lower())
+        if canonical is None:
+            continue
+        if key != canonical or canonical in seen:
+            raise MemoryStoreError("forbidden", f"{canonical} is written once, spelled so")
+        seen.add(canonical)
+        if origin.principal_id is None or value != origin.principal_id:
+            raise MemoryStoreError(
+                "forbidden",
+                f"{key}: {value!r} names someone other than who makes this change ({origin.principal_id!r}); "
+                "a commit names only its own principal",
+            )
 
 
 def parse_message(message: str) -> CommitInfo:
@@ -363,8 +388,6 @@ def _plain_trailers(message: str) -> tuple[tuple[str, str], ...] | None:
 
 
 # --- who a message names ------------------------------------------------------------------
-
-_IDENTITY_KEYS: Final = {k.lower(): k for k in IDENTITY_TRAILERS}
 
 
 @dataclass(frozen=True, slots=True)
