@@ -151,6 +151,7 @@ _FORGED_MOVE = commit_message("move", ("seed.md", "innocent.md"), _ALICE).replac
     "Gitmem-Path: innocent.md", "Gitmem-Path: innocent.md\nGitmem-Path: prefs/language.md"
 )
 
+
 def _identity_message(message: str) -> Callable[[Path], str]:
     """A plain commit whose message names someone in a way git and a reader could see differently."""
 
