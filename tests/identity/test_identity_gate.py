@@ -277,3 +277,27 @@ def test_a_store_write_names_only_its_own_principal(tmp_path: Path) -> None:
     sync.apply([Edit("a.md", "a\n")], origin=alice, trailers=((T_APPROVED_BY, "alice"),))
     assert git_names(Path(sync.path), sync.head(), T_APPROVED_BY) == ["alice"]
     fsck_clean(sync.path)
+
+
+def test_a_history_import_refuses_a_commit_whose_names_are_ambiguous(tmp_path: Path) -> None:
+    """``gitmem import --history`` (its own way in) lists the commit with rule identity and keeps what came before."""
+    from gitmem.exchange import import_history
+
+    source = tmp_path / "src"
+    source.mkdir()
+    git("init", "-q", "-b", "main", str(source))
+    env = {"GIT_AUTHOR_NAME": "ann", "GIT_COMMITTER_NAME": "ann"}
+    write(source, "a.md", "alpha\n")
+    git("add", "-A", cwd=source)
+    git("commit", "-q", "-m", "alpha", cwd=source, env=env)
+    good = git("rev-parse", "HEAD", cwd=source).stdout.strip()
+    for key in IDENTITY_TRAILERS:
+        write(source, f"{key}.md", "beta\n")
+        git("add", "-A", cwd=source)
+        message = f"beta\n\n{key}: ann\n{key.upper()}: bob\n"
+        git("commit", "-q", "--cleanup=verbatim", "-m", message, cwd=source, env=env)
+    store = Root(tmp_path / "root").mount("m", create=True).sync
+    report = import_history(store, str(source))
+    assert store.head() == good
+    assert "identity" in {r.rule for r in report.refused}
+    fsck_clean(store.path)
