@@ -52,13 +52,41 @@ class Claim:
 
 def commit_message(data: bytes) -> str:
     """The message of a raw commit object, as text (bytes that are not UTF-8 kept as surrogates)."""
-    at = data.find(b"\n\n")
-    return data[at + 2 :].decode("utf-8", "surrogateescape") if at >= 0 else ""
+    return _message_bytes(data).decode("utf-8", "surrogateescape")
 
 
 def identity_problems(data: bytes) -> list[str]:
-    """Why who the raw commit ``data`` names could be read more than one way (rule ``identity``)."""
-    return [f"who this commit names is ambiguous: {p}" for p in identity_claims(commit_message(data)).problems]
+    """Why who the raw commit ``data`` names could be read more than one way (rule ``identity``).
+
+    A commit that declares another ``encoding`` than UTF-8 is shown by ``git log``
+    re-encoded from it: its names must read the same that way too.
+    """
+    claims = identity_claims(commit_message(data))
+    out = [f"who this commit names is ambiguous: {p}" for p in claims.problems]
+    encoding = _declared_encoding(data)
+    if encoding is not None and encoding.lower().replace("-", "").replace("_", "") not in ("utf8",):
+        try:
+            other = identity_claims(_message_bytes(data).decode(encoding, "replace"))
+        except (LookupError, ValueError):
+            out.append(f"the commit declares encoding {encoding!r}, which gitmem cannot read as git may")
+        else:
+            if other.names != claims.names or other.problems:
+                out.append(f"re-encoded from its declared encoding {encoding!r}, the commit names someone else")
+    return out
+
+
+def _declared_encoding(data: bytes) -> str | None:
+    """The value of the commit's ``encoding`` header, if it has one."""
+    head = data.split(b"\n\n", 1)[0]
+    for line in head.split(b"\n"):
+        if line.startswith(b"encoding "):
+            return line[9:].decode("ascii", "replace").strip()
+    return None
+
+
+def _message_bytes(data: bytes) -> bytes:
+    at = data.find(b"\n\n")
+    return data[at + 2 :] if at >= 0 else b""
 
 
 def _names(names: Sequence[tuple[str, str]], author: str, commit: str) -> list[Claim]:

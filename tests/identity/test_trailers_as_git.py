@@ -126,3 +126,15 @@ def test_identity_claims_flag_every_reading_but_the_canonical_one() -> None:
         ]
         for text in ambiguous:
             assert identity_claims(text).problems, text
+
+
+def test_a_declared_encoding_cannot_hide_a_name_git_log_would_show() -> None:
+    from gitmem.git.claims import identity_problems
+
+    head = b"tree " + b"0" * 40 + b"\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n"
+    text = "sum\n\nGitmem-Approved-By: carol\n"
+    assert identity_problems(head + b"\n" + text.encode()) == []
+    assert identity_problems(head + b"encoding ISO-8859-1\n\n" + text.encode("latin-1")) == []
+    # Bytes that read as nothing in UTF-8 but as an approval once re-encoded from EBCDIC.
+    assert identity_problems(head + b"encoding IBM037\n\n" + text.encode("cp037"))
+    assert identity_problems(head + b"encoding no-such-charset\n\n" + text.encode())
