@@ -110,7 +110,7 @@ def commit_message(
     each file is now, and the n-th ``From`` belongs to the n-th ``Path``.
     ``summary`` replaces the derived summary line (a batch may name its change).
     """
-    _check_identity_extras(extra, origin)
+    check_identity_extras(extra, origin)
     lines = [f"{T_OP}: {op}"]
     if op == "move" and paths and len(paths) % 2 == 0:
         for source, destination in zip(paths[0::2], paths[1::2], strict=True):
@@ -128,7 +128,7 @@ def commit_message(
     return (summary or summary_line(op, paths, detail)) + "\n\n" + "\n".join(lines) + "\n"
 
 
-def _check_identity_extras(extra: tuple[tuple[str, str], ...], origin: Origin) -> None:
+def check_identity_extras(extra: tuple[tuple[str, str], ...], origin: Origin) -> None:
     """A commit gitmem writes names one person: an identity trailer it carries names its principal.
 
     ``forbidden`` otherwise (nothing is written): an approval recorded for

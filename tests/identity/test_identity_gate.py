@@ -301,3 +301,13 @@ def test_a_history_import_refuses_a_commit_whose_names_are_ambiguous(tmp_path: P
     assert store.head() == good
     assert "identity" in {r.rule for r in report.refused}
     fsck_clean(store.path)
+
+
+def test_the_in_memory_twin_refuses_the_same_identity_trailers() -> None:
+    from gitmem.memstore import InMemoryFileStore
+
+    twin = InMemoryFileStore()
+    with pytest.raises(MemoryStoreError) as caught:
+        twin.apply([Edit("a.md", "a\n")], origin=Origin(principal_id="alice"), trailers=((T_APPROVED_BY, "carol"),))
+    assert caught.value.code == "forbidden"
+    twin.apply([Edit("a.md", "a\n")], origin=Origin(principal_id="alice"), trailers=((T_APPROVED_BY, "alice"),))
