@@ -116,3 +116,4 @@ class AsyncFileStore(AsyncFace[FileStore]):
     changes = threaded(FileStore.changes)
     head = threaded(FileStore.head)
     purge = threaded(FileStore.purge)
+

@@ -222,9 +222,7 @@ def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
         for name, kind, _oid in items:
             if kind == "other":
                 path = repr(f"{prefix}{name}")
-                out.append(
-                    Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported")
-                )
+                out.append(Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported"))
     return sorted(out, key=lambda r: r.path)
 
 
@@ -271,7 +269,9 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
     return path, text
 
 
-def scan_folder(folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False) -> ImportScan:
+def scan_folder(
+    folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
+) -> ImportScan:
     """Read ``folder`` for import: every entry is accepted, refused (with its rule) or skipped (with why).
 
     Entries are looked at with ``lstat`` only; nothing but a regular file is ever opened.

@@ -30,7 +30,6 @@ def _yaml() -> tuple[Any, type[yaml.SafeLoader]]:
 
     return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-
 KIB = 1024
 
 
@@ -93,7 +92,9 @@ def invisible(ch: str) -> bool:
     cp = ord(ch)
     if cp < 0x7F:
         return cp < 0x20
-    return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or cp in _BLANK_LETTERS or _selector(cp)
+    return (
+        unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") or cp in _BLANK_LETTERS or _selector(cp)
+    )
 
 
 def _visible_script(ch: str) -> bool:

@@ -24,7 +24,6 @@ class TreeSource(Protocol):
 
     def tree_items(self, tree_id: str) -> builtins.list[tuple[str, str, str]]: ...
 
-
 BLOB_INFO_LIMIT: Final = 200_000
 """Blobs whose size and description are kept; the table starts over beyond it."""
 

@@ -575,14 +575,7 @@ class SyncGitFileStore:
         origin = self._origin(origin)
         ref = self._target(origin)
         return git_history.restore(
-            self.repo,
-            self.format,
-            path,
-            rev,
-            expected=expected,
-            origin=origin,
-            ref=ref,
-            size_of=self._size,
+            self.repo, self.format, path, rev, expected=expected, origin=origin, ref=ref, size_of=self._size,
             delete=delete,
         )
 

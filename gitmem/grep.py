@@ -35,7 +35,6 @@ from gitmem.errors import MemoryStoreError
 if TYPE_CHECKING:
     import regex as regex_engine
 
-
 @dataclass(frozen=True, slots=True)
 class GrepMatch:
     """One matching line; ``line`` counts from 1."""

@@ -148,7 +148,9 @@ class InMemoryFileStore:
     def delete(self, path: str, *, expected: str, origin: Origin | None = None) -> None:
         self.delete_many([(path, expected)], origin=origin)
 
-    def move_many(self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None) -> builtins.list[str]:
+    def move_many(
+        self, pairs: Sequence[tuple[str, str, str]], *, origin: Origin | None = None
+    ) -> builtins.list[str]:
         """Move each ``(source, destination, expected)`` at once, or none of them."""
         return moved(self._commit(move_batch(pairs, self.format), origin)[1])
 

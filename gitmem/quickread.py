@@ -76,9 +76,7 @@ def require_file_memory(name: str, kind: MountKind) -> None:
     """``wrong_kind`` unless memory ``name`` is a file memory: record, session and durable
     memories keep files with rules of their own, so the file commands leave them alone."""
     if kind != "file":
-        raise MemoryStoreError(
-            "wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories"
-        )
+        raise MemoryStoreError("wrong_kind", f"memory {name!r} is a {kind} memory; the file commands only use file memories")
 
 
 def list_files(root: Root, name: str, prefix: str = "") -> list[FileEntry]:
@@ -169,9 +167,7 @@ def search(
     return _peek_or_store(
         root,
         name,
-        lambda peek: _search_over_peek(
-            peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit
-        ),
+        lambda peek: _search_over_peek(peek, pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit),
         lambda store: store.search(pattern, regex=regex, case_sensitive=case_sensitive, path=path, limit=limit),
     )
 
@@ -312,9 +308,7 @@ def _find_current(peek: Peek, query: str, path: str, limit: int) -> list[FindHit
             ranked = engine.ranked(searcher, terms, prefix, limit)
     except Exception:  # unreadable, or replaced under us: the store says what it means
         return None
-    return [
-        FindHit(p, score, snippet(decode_stored(peek.blob(version)), terms), version) for p, version, score in ranked
-    ]
+    return [FindHit(p, score, snippet(decode_stored(peek.blob(version)), terms), version) for p, version, score in ranked]
 
 
 # -- the listing file --
@@ -374,9 +368,7 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: deriv
     # is marked "+" (``None`` is empty). A description with a NUL is rare enough not to keep.
     if any(e.description is not None and "\0" in e.description for e in entries):
         return
-    body = "".join(
-        f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries
-    )
+    body = "".join(f"{e.path}\0{e.version}\0{e.size}\0{'' if e.description is None else '+' + e.description}\0" for e in entries)
     try:
         checksum = sha1(f"{tree}\n{body}".encode()).hexdigest()
     except UnicodeEncodeError:

@@ -524,9 +524,7 @@ def check_batch_room(
         total_bytes += len(effect.data) - old
 
 
-def applied(
-    commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], BlobVersion]
-) -> Applied:
+def applied(commit: str | None, decision: Decision | None, batch: Batch, version_of: Callable[[bytes], BlobVersion]) -> Applied:
     """The value ``apply`` returns; for a no-op every version is what the file already holds."""
     if decision is not None:
         return Applied(commit, decision.versions)

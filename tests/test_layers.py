@@ -53,19 +53,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 # The layers of docs/architecture.md, bottom to top.
-PURE = (
-    "errors",
-    "lazyexports",
-    "model",
-    "values",
-    "fileformat",
-    "secrets",
-    "grep",
-    "provenance",
-    "history",
-    "config",
-    "ignorerules",
-)
+PURE = ("errors", "lazyexports", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
 SEAM = ("store", "memstore", "aio", "localfile", "derived")
 GIT = ("git",)
 INDEX = ("index",)
@@ -100,11 +88,7 @@ FACADE_ADAPTERS = (
 LAYER_RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (PURE, (*SEAM, *HIGHER), "pure values and rules know no store, engine or facade"),
     (SEAM, HIGHER, "the store seam stays free of engines, facades and what is built on it"),
-    (
-        GIT,
-        (*INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL),
-        "git/ is the bottom engine: it imports no index, facade, tool or adapter",
-    ),
+    (GIT, (*INDEX, *FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL), "git/ is the bottom engine: it imports no index, facade, tool or adapter"),
     (INDEX, (*FACADE, *TOOLS, *ALL_ADAPTERS, *RECALL), "the index reads git; it imports no facade, tool or adapter"),
     (FACADE, (*TOOLS, *ALL_ADAPTERS, *RECALL), "facades sit under the agent surface and the adapters"),
     (

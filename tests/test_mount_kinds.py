@@ -43,9 +43,7 @@ def test_the_kind_given_at_creation_is_kept_and_checked_on_open(tmp_path, kind):
 def test_a_mount_made_before_kinds_existed_is_a_file_mount(tmp_path):
     root = Root(tmp_path)
     root.mount("old", create=True)
-    subprocess.run(
-        ["git", "config", "--file", str(tmp_path / "old.git" / "config"), "--unset", "gitmem.kind"], check=True
-    )
+    subprocess.run(["git", "config", "--file", str(tmp_path / "old.git" / "config"), "--unset", "gitmem.kind"], check=True)
     assert root.mount("old", kind="file").kind == "file"
 
 

@@ -99,9 +99,7 @@ def test_packs_with_ref_deltas(root: Root) -> None:
     repo = root.mount_path("user")
     objects = git(repo, "rev-list", "--objects", "--all")
     # Without --delta-base-offset, pack-objects names each delta's base by id (REF_DELTA).
-    name = git(
-        repo, "pack-objects", "--window=50", "--depth=50", str(repo / "objects" / "pack" / "pack"), stdin=objects
-    )
+    name = git(repo, "pack-objects", "--window=50", "--depth=50", str(repo / "objects" / "pack" / "pack"), stdin=objects)
     keep = name.decode().strip()
     for pack in (repo / "objects" / "pack").iterdir():
         if keep not in pack.name:
@@ -140,13 +138,7 @@ def test_a_link_pushed_with_git_reads_as_the_store_reads_it(root: Root, tmp_path
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "-b", "main", str(root.mount_path("user")), str(clone)], check=True)
     (clone / "link.md").symlink_to("plain.md")
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@x",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@x",
-    }
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
     subprocess.run(["git", "-C", str(clone), "add", "link.md"], check=True, env=env)
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "link"], check=True, env=env)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True, env=env)
@@ -219,12 +211,7 @@ def test_parse_config() -> None:
         "gitmem.maxdescriptionchars": "64k",
         "gitmem.kind": "records",
     }
-    for bad in (
-        '[gitmem]\n\tkind = "file"\n',
-        "[gitmem]\n\tkind\n",
-        '[includeIf "gitdir:x"]\n\tpath = y\n',
-        "[a]\n\tb = c \\\n",
-    ):
+    for bad in ('[gitmem]\n\tkind = "file"\n', "[gitmem]\n\tkind\n", "[includeIf \"gitdir:x\"]\n\tpath = y\n", "[a]\n\tb = c \\\n"):
         with pytest.raises(CannotPeek):
             parse_config(bad)
 
@@ -236,8 +223,7 @@ def test_apply_delta() -> None:
         bytes([0x80, 0xD8, 0x04])  # source size 76,800 as a varint
         + bytes([0x92, 0x80, 0x04])  # target size 65,536 + 2 + 16 = 65,554
         + bytes([0x80])  # copy, no offset or size bytes: offset 0, size 0x10000
-        + bytes([2])
-        + b"xy"
+        + bytes([2]) + b"xy"
         + bytes([0x80 | 0x02 | 0x10, 0x01, 16])  # copy: offset byte 1 = 1 (256), size 16
     )
     out = apply_delta(base, delta)
@@ -305,9 +291,7 @@ def _write_pack(repo: Path, entries: list[tuple[bytes, bytes]]) -> None:
     ids = sorted(offsets)
     fanout = b"".join(struct.pack(">I", sum(1 for i in ids if i[0] <= b)) for b in range(256))
     idx = b"\xfftOc" + struct.pack(">I", 2) + fanout + b"".join(ids)
-    idx += b"".join(struct.pack(">I", zlib.crc32(b"")) for _ in ids) + b"".join(
-        struct.pack(">I", offsets[i]) for i in ids
-    )
+    idx += b"".join(struct.pack(">I", zlib.crc32(b"")) for _ in ids) + b"".join(struct.pack(">I", offsets[i]) for i in ids)
     idx += body[-20:]
     idx += hashlib.sha1(idx).digest()
     name = hashlib.sha1(body).hexdigest()

@@ -138,9 +138,7 @@ class MemoryCommands:
     def _missing(self, rel: str, shown: str) -> ToolError:
         if rel and self._files_under(rel):
             return ToolError(f"The path {shown} is not a file.")
-        return self._link_error(rel, shown) or ToolError(
-            f"The path {shown} does not exist. Please provide a valid path."
-        )
+        return self._link_error(rel, shown) or ToolError(f"The path {shown} does not exist. Please provide a valid path.")
 
     def _link_error(self, rel: str, shown: str, *, view: bool = False) -> ToolError | None:
         """The SDK's symlink refusal when ``rel``, or a folder above it, is a link entry in git.
@@ -168,7 +166,9 @@ class MemoryCommands:
     def _update(self, rel: str, shown: str, change: Callable[[FileText | None], str]) -> str:
         """One CAS commit of ``change`` applied to the file as it is, re-read after a conflict."""
         try:
-            text, _ = ops.cas_update(self.store, rel, change, fmt=self.fmt, retries=self.retries, origin=self.origin)
+            text, _ = ops.cas_update(
+                self.store, rel, change, fmt=self.fmt, retries=self.retries, origin=self.origin
+            )
         except _NotAFile:
             raise self._missing(rel, shown) from None
         except MemoryStoreError as exc:
@@ -419,7 +419,9 @@ class MemoryCommands:
         """
         store = self.store
         if not isinstance(store, BatchFileStore):
-            self._each(under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted")
+            self._each(
+                under, shown, lambda e: self._delete_file(e.path, e.version, f"{ROOT}/{e.path}"), "deleted"
+            )
             return
         for _ in range(self.retries + 1):
             try:

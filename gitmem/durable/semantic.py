@@ -429,11 +429,7 @@ class SemanticRecall:
         if not seen.current():
             # A purge or forget overtook the publish: its vectors may be of erased nodes. Take them out again.
             index.mutate(
-                partition,
-                generation=generation,
-                commit=commit,
-                upsert=[],
-                delete=[NodeRef(r.node_id, r.revision) for r in records],
+                partition, generation=generation, commit=commit, upsert=[], delete=[NodeRef(r.node_id, r.revision) for r in records]
             )
             raise MemoryStoreError("unavailable", "the memory's history was erased during the refresh; refresh again")
         return RefreshReceipt(

@@ -225,9 +225,7 @@ def lend_ledger(mount: pygit2.Repository, scratch: pygit2.Repository) -> None:
         scratch.references.create(LEDGER_REF, pygit2.Oid(hex=tip), force=True)
 
 
-def refuse_erased(
-    r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]
-) -> bool:
+def refuse_erased(r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]) -> bool:
     """Refuse (``forbidden``, rule ``erased``) a write of a blob a ``forget`` erased, unless overridden.
 
     What a ``purge`` erased is refused on every way old history comes back (a
@@ -280,9 +278,7 @@ def append(r: pygit2.Repository, repo_path: str, entry: Entry, *, stale_after: f
     raise MemoryStoreError("unavailable", "the erasure ledger kept moving; try again")
 
 
-def merge_entries(
-    r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float
-) -> int:
+def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float) -> int:
     """Add the entries of another copy's ledger (a pull's remote) that this one lacks; returns how many."""
     added = 0
     known = {e.id for e in entries(r)}
@@ -301,7 +297,9 @@ def write_pending(repo_path: str, entry: Entry) -> None:
     its entry until the next prune, which records both.
     """
     earlier = pending(repo_path)
-    write_private(os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in (*earlier, entry)))
+    write_private(
+        os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in (*earlier, entry))
+    )
 
 
 def drop_pending(repo_path: str, entry_id: str) -> None:
@@ -391,14 +389,10 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
     holders: list[str] = []
     for oid, entry in sorted(forgotten.items()):
         if oid in present:
-            holders.append(
-                f"object {oid} (erasure {entry}) is still in the object store{_reached_from(repo_path, oid)}"
-            )
+            holders.append(f"object {oid} (erasure {entry}) is still in the object store{_reached_from(repo_path, oid)}")
     for oid, entry in sorted(tips.items()):
         if oid in present:
-            holders.append(
-                f"commit {oid} from before erasure {entry} is still in the object store{_reached_from(repo_path, oid)}"
-            )
+            holders.append(f"commit {oid} from before erasure {entry} is still in the object store{_reached_from(repo_path, oid)}")
     logs = os.path.join(repo_path, "logs")
     for folder, _, files in os.walk(logs):
         for name in files:

@@ -78,7 +78,9 @@ def _parse(out: bytes) -> list[Hunk] | None:
             name = line[len(b"filename ") :]
             if name.startswith(b'"'):
                 return None
-            hunks.append(Hunk(head[1].decode(), int(head[3]), int(head[4]), name.decode("utf-8", "surrogateescape")))
+            hunks.append(
+                Hunk(head[1].decode(), int(head[3]), int(head[4]), name.decode("utf-8", "surrogateescape"))
+            )
             head = None
     if head is not None:
         return None

@@ -95,7 +95,9 @@ def files_matching(git_dir: str, commit: str, expression: Sequence[str], prefix:
     return _names(out, len(commit) + 1)
 
 
-def matching_lines(git_dir: str, commit: str, expression: Sequence[str], prefix: str = "") -> Lines | None:
+def matching_lines(
+    git_dir: str, commit: str, expression: Sequence[str], prefix: str = ""
+) -> Lines | None:
     """Each line under folder ``prefix`` at ``commit`` matching ``expression``, as ``(path, number, raw bytes)``.
 
     Lines come in git's tree order, numbered from 1 by ``\\n`` (a ``\\r`` before it

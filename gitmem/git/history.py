@@ -98,9 +98,7 @@ def _may_rename(changes: list[FileChange]) -> bool:
     return any(c.new is None for c in changes) and any(c.old is None for c in changes)
 
 
-def _entry(
-    r: pygit2.Repository, commit: pygit2.Commit, info: CommitInfo, paths: tuple[str, ...] | None = None
-) -> LogEntry:
+def _entry(r: pygit2.Repository, commit: pygit2.Commit, info: CommitInfo, paths: tuple[str, ...] | None = None) -> LogEntry:
     return LogEntry(
         commit=str(commit.id),
         time=commit_time(commit),
@@ -219,9 +217,7 @@ def diff(
             return _libgit2_diff(old, new, exact, prefix)
         out: list[FileDiff] = []
         for change in changes:
-            if (exact is not None and change.path != exact) or (
-                prefix is not None and not change.path.startswith(prefix)
-            ):
+            if (exact is not None and change.path != exact) or (prefix is not None and not change.path.startswith(prefix)):
                 continue
             before = r[change.old[1]].peel(pygit2.Blob) if change.old is not None else None
             after = r[change.new[1]].peel(pygit2.Blob) if change.new is not None else None

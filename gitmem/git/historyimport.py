@@ -132,9 +132,7 @@ def _choose(verdicts: Sequence[CommitVerdict], line: list[str], hidden: set[str]
     return taken, land
 
 
-def import_history(
-    git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HEAD", strict: bool = False
-) -> HistoryImport:
+def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
     """Bring the history of ``rev`` in the repository at ``source`` into ``main``; see the module docstring."""
     with translate_errors(git.path):
         before = git.head()

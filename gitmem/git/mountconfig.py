@@ -25,7 +25,6 @@ class ConfigSource(Protocol):
 
     def config_get(self, key: str) -> str | None: ...
 
-
 #: ``FileFormat`` field -> config key.
 CONFIG_KEYS: Final[dict[str, str]] = {
     "max_file_bytes": "gitmem.maxFileBytes",
@@ -45,7 +44,9 @@ _UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 def new_mount_config(fmt: FileFormat, kind: MountKind) -> dict[str, str]:
     """The config of a new mount: its kind, and each limit that differs from the default."""
     if kind not in MOUNT_KINDS:
-        raise MemoryStoreError("invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}")
+        raise MemoryStoreError(
+            "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
+        )
     return {**format_to_config(fmt), KIND_KEY: kind}
 
 

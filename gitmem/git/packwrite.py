@@ -549,9 +549,7 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
             folded.update((name, (done, made)) for name in chosen if name != made)
     if chosen or deleted:
         tmp = os.path.join(repo_path, FOLDED + ".tmp")
-        lines = (
-            f"{name} {when} {into}\n" if into else f"{name} {when}\n" for name, (when, into) in sorted(folded.items())
-        )
+        lines = (f"{name} {when} {into}\n" if into else f"{name} {when}\n" for name, (when, into) in sorted(folded.items()))
         write_private(tmp, "".join(lines))
         os.replace(tmp, os.path.join(repo_path, FOLDED))
         if made is not None:

@@ -55,9 +55,7 @@ def open_private(path: str | os.PathLike[str], flags: int) -> int:
         fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise MemoryStoreError(
-                "unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it"
-            ) from None
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it") from None
         raise
     try:
         info = os.fstat(fd)

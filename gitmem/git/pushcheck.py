@@ -271,14 +271,8 @@ class _Checker:
             return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
         try:
             commit = self.repo[update.new].peel(pygit2.Commit)
-            if (
-                update.old != ZERO
-                and str(commit.id) != update.old
-                and not self.repo.descendant_of(commit.id, update.old)
-            ):
-                return [
-                    Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)
-                ]
+            if update.old != ZERO and str(commit.id) != update.old and not self.repo.descendant_of(commit.id, update.old):
+                return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
             entries = erasures.entries_at(self.repo, str(commit.id))
             old = erasures.entries_at(self.repo, update.old) if update.old != ZERO else ()
         except MemoryStoreError as exc:

@@ -139,14 +139,7 @@ def _tail(stderr: str, lines: int = 6) -> str:
 
 # --- push ---------------------------------------------------------------------------
 
-_PORCELAIN_FLAGS: dict[str, str] = {
-    " ": "ok",
-    "+": "forced",
-    "-": "deleted",
-    "*": "new",
-    "!": "rejected",
-    "=": "up_to_date",
-}
+_PORCELAIN_FLAGS: dict[str, str] = {" ": "ok", "+": "forced", "-": "deleted", "*": "new", "!": "rejected", "=": "up_to_date"}
 
 
 def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:

@@ -580,3 +580,6 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     remove_crashed_locks(path, holder.written_ns)
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+
+
+

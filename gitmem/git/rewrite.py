@@ -282,9 +282,7 @@ def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
         commit = str(r.create_commit(None, sig, sig, message, tree, []))
         _mark_pending(repo, "purge")
         tips_before = [t for n in r.references if n != erasures.LEDGER_REF and (t := read_ref(r, n)) is not None]
-        erasures.write_pending(
-            repo.path, erasures.new_entry("purge", by or COMMITTER_NAME, (), _all_blobs(repo), tips_before)
-        )
+        erasures.write_pending(repo.path, erasures.new_entry("purge", by or COMMITTER_NAME, (), _all_blobs(repo), tips_before))
         for _ in range(MAX_ATTEMPTS):
             # main to the new root and every other ref deleted, in one compare-and-swap;
             # a foreign writer that moved a ref meanwhile makes it read the refs again.
@@ -294,18 +292,11 @@ def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
             }
             moves[MAIN] = (repo.head(), commit)
             if swap_refs(
-                r,
-                repo.path,
-                moves,
-                message="gitmem: purge",
-                stale_after=repo.stale_lock_seconds,
-                timeout=repo.lock_timeout,
+                r, repo.path, moves, message="gitmem: purge", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
             ):
                 break
         else:
-            raise MemoryStoreError(
-                "unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)"
-            )
+            raise MemoryStoreError("unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)")
         _prune_now(repo)
         return commit
 

@@ -125,11 +125,7 @@ class RewrittenObjects:
         mode, sha = found.group(1), found.group(2).hex()
         if len(parts) == 1:
             self.erased_blobs = (
-                blobs_under(self._r, sha, self.erased_ids)
-                if mode == b"40000"
-                else set()
-                if mode == b"160000"
-                else {sha}
+                blobs_under(self._r, sha, self.erased_ids) if mode == b"40000" else set() if mode == b"160000" else {sha}
             )
             new_raw = raw[:start] + raw[end:]
         elif mode == b"40000":

@@ -96,9 +96,7 @@ def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oi
     return sorted(_changes(repo, old, new, ""), key=lambda change: change.path)
 
 
-def _changes(
-    repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str
-) -> Iterator[FileChange]:
+def _changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str) -> Iterator[FileChange]:
     a, b = _changed_entries(b"" if old is None else repo[old].read_raw(), b"" if new is None else repo[new].read_raw())
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)

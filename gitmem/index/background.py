@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from gitmem.index.mount import MountIndex
 
 
+
 def _warn(message: str, *args: object, exc_info: bool = False) -> None:
     """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
     a first grep without an index imports this module and usually says nothing."""
     import logging
 
     logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
-
 
 Mode = Literal["thread", "process"]
 _mode: ContextVar[Mode] = ContextVar("gitmem_index_background", default="thread")

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from gitmem.model import SearchResult
 
 FOLDS_TO_ASCII = (
-    "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
+    "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a"
+    "\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
 )
 """Every character outside ASCII whose ``casefold()`` or ``lower()`` holds an ASCII one (a test checks the table)."""
 
@@ -95,7 +96,9 @@ def grep_candidates(repo: FileSource, need: Need, prefix: str, head: str) -> lis
     return _regular(repo, head, prefix, found)
 
 
-def grep_lines(git_dir: str, head: str, need: Need, matcher: Matcher, prefix: str, limit: int) -> SearchResult | None:
+def grep_lines(
+    git_dir: str, head: str, need: Need, matcher: Matcher, prefix: str, limit: int
+) -> SearchResult | None:
     """:func:`gitmem.grep.scan` of every file under ``prefix`` at ``head``, from the lines ``git grep`` prints.
 
     ``None`` when git cannot answer (missing, failed, a literal that is not plain
@@ -236,5 +239,7 @@ def _regular(repo: FileSource, head: str, prefix: str, paths: set[str]) -> list[
     return out
 
 
-def _read_and_keep(repo: FileSource, head: str, prefix: str, keep: Callable[[str, str], bool]) -> list[tuple[str, str]]:
+def _read_and_keep(
+    repo: FileSource, head: str, prefix: str, keep: Callable[[str, str], bool]
+) -> list[tuple[str, str]]:
     return [(p, oid) for p, oid in repo.files_at(head, prefix) if keep(p, decode_stored(repo.blob(oid)))]

@@ -95,6 +95,7 @@ def signature(grams: Iterable[str], count: int) -> bytes:
     return bytes(out)
 
 
+
 def probe(grams: Iterable[str], nbytes: int) -> tuple[tuple[int, int], ...]:
     """The ``(byte index, bit mask)`` pairs a signature of ``nbytes`` must have set
     for a file to possibly contain all of ``grams``."""

@@ -43,13 +43,13 @@ if TYPE_CHECKING:
     from whoosh.index import FileIndex
 
 
+
 def _warn(message: str, *args: object, exc_info: bool = False) -> None:
     """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
     a first grep without an index imports this module and usually says nothing."""
     import logging
 
     logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
-
 
 REBUILD_WAIT = 120.0
 ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer before changing anything
@@ -384,7 +384,9 @@ class MountIndex:
             state = "current"
         else:
             state = "behind" if self._changed_since(meta.commit, head) is not None else "outdated"
-        return IndexStatus(self.directory, state, head, meta.commit, counts.documents, counts.deleted, counts.segments)
+        return IndexStatus(
+            self.directory, state, head, meta.commit, counts.documents, counts.deleted, counts.segments
+        )
 
     # -- ranked search --
 

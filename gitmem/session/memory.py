@@ -306,14 +306,7 @@ class SessionMemory:
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
     def _write_item(
-        self,
-        path: str,
-        item: MemoryItem,
-        expected: str | None,
-        op: str,
-        origin: Origin | None,
-        *,
-        fp: str | None = None,
+        self, path: str, item: MemoryItem, expected: str | None, op: str, origin: Origin | None, *, fp: str | None = None
     ) -> None:
         """One item file in one commit; the catalogue learns it, so remembering the same text
         again merges with one commit instead of being refused first (the store's answer names

@@ -162,7 +162,9 @@ def test_a_hostile_grep_neither_freezes_the_server_nor_runs_without_bound(a: Mcp
     """
     failed, _ = a.call("create", memory="user", path="hostile/line.md", content="a" * 40 + "b\n")
     assert not failed
-    grep = a.submit(lambda s: s.call_tool("memory_file_grep", {"memory": "user", "pattern": "(a|aa)+$", "regex": True}))
+    grep = a.submit(
+        lambda s: s.call_tool("memory_file_grep", {"memory": "user", "pattern": "(a|aa)+$", "regex": True})
+    )
     time.sleep(0.5)  # let the server get into the match
     a.run(lambda s: s.send_ping())
     assert not grep.done(), "the ping was only answered once the grep had finished"

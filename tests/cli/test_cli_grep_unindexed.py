@@ -53,12 +53,7 @@ def test_the_unindexed_answer_is_the_indexed_one(root: Root, git: bool, monkeypa
     if not git:
         monkeypatch.setattr(gitgrep, "available", lambda: False)
     store = root.mount("big").sync
-    cases = [
-        (p, o, prefix, limit)
-        for p, o in PATTERNS
-        for prefix in ("", "notes/t3/", "odd/", "odd/\u00fcn\u00ef c\u00f3de/")
-        for limit in (100, 3)
-    ]
+    cases = [(p, o, prefix, limit) for p, o in PATTERNS for prefix in ("", "notes/t3/", "odd/", "odd/\u00fcn\u00ef c\u00f3de/") for limit in (100, 3)]
     cases += [("sighting", {"regex": True}, "", 100), (".", {"regex": True}, "", 100)]  # "." cannot be narrowed
     quick = []
     for pattern, options, prefix, limit in cases:
@@ -102,10 +97,7 @@ def test_with_an_index_git_grep_answers_as_the_index_does(
     stored: set[str] = set()  # the patterns that went to the store
     for lagging in (False, True):
         if lagging:  # files the index has not seen yet, and one it holds that is gone
-            store.apply(
-                [Edit(f"notes/new{i}.md", f"zeppelin number {i}\n") for i in range(3)]
-                + [Edit("notes/t0/n0000.md", None)]
-            )
+            store.apply([Edit(f"notes/new{i}.md", f"zeppelin number {i}\n") for i in range(3)] + [Edit("notes/t0/n0000.md", None)])
         for pattern, options, prefix, limit in cases:
             expected = store.search(pattern, path=prefix, limit=limit, **options)
             asked.append(False)
@@ -154,10 +146,7 @@ def test_refusals_are_the_stores(root: Root, monkeypatch: pytest.MonkeyPatch) ->
 def _gitmem(root: Root, env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "gitmem.adapters.cli", "--root", root.folder, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
+        capture_output=True, text=True, env=env, check=True,
     )
     return done.stdout
 

@@ -56,11 +56,7 @@ def crafted_commit(repo: Path) -> tuple[str, list[str]]:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
     env["GIT_COMMITTER_EMAIL"] = "t@e"
     commit = subprocess.run(
-        ["git", "-C", str(repo), "commit-tree", top, "-m", "crafted"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
+        ["git", "-C", str(repo), "commit-tree", top, "-m", "crafted"], capture_output=True, text=True, env=env, check=True
     ).stdout.strip()
     return commit, [blob, inner, up1, up2, dot_git, top, commit]
 

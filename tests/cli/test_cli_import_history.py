@@ -139,9 +139,7 @@ def vault(tmp_path: Path) -> Path:
 def test_import_exclude_and_gitignore_leave_paths_out_and_list_them(gm: Run, root: Path, tmp_path: Path) -> None:
     folder = vault(tmp_path)
     assert gm("init", "vault").exit_code == 0
-    done = gm(
-        "import", "vault", str(folder), "--exclude", ".obsidian/", "--exclude", "*.canvas", "--gitignore", "--json"
-    )
+    done = gm("import", "vault", str(folder), "--exclude", ".obsidian/", "--exclude", "*.canvas", "--gitignore", "--json")
     assert done.exit_code == 0, done.output
     out = as_json(done)
     assert sorted(f["path"] for f in out["imported"]) == [".gitignore", "daily/2024-01-01.md", "index.md"]

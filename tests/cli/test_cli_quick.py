@@ -283,13 +283,7 @@ def test_an_interrupt_ends_as_click_ends_it(
     monkeypatch.setattr(quickread, "read_file", interrupted)
     monkeypatch.setattr(quickread, "search", interrupted)
     monkeypatch.setattr(quickread, "find", interrupted)
-    for argv in (
-        ["ls", "user"],
-        ["--json", "ls", "user"],
-        ["cat", "user", "top.md", "--json"],
-        ["grep", "user", "tea"],
-        ["find", "user", "tea"],
-    ):
+    for argv in (["ls", "user"], ["--json", "ls", "user"], ["cat", "user", "top.md", "--json"], ["grep", "user", "tea"], ["find", "user", "tea"]):
         answered, (code, _, err) = both(argv, capsys)
         assert answered == code == 1 and "Aborted!" in err, argv
 

@@ -79,6 +79,7 @@ def test_purge_needs_yes_and_erases_one_namespace(gm: Run) -> None:
     assert as_json(gm("records", "log", "facts", "-n", "alice", "--json"))["entries"] == []
 
 
+
 def test_the_file_commands_refuse_a_record_session_or_durable_memory(gm: Run, root: Path) -> None:
     """As the memory_file_* tools do: those memories' files follow their own rules, not a file memory's."""
     from gitmem.durable import DurableRepository

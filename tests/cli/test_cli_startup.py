@@ -139,12 +139,7 @@ AT_START: set[str] = set(
 
 
 def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
-    for args in (
-        ("ls", "user"),
-        ("cat", "user", "a.md"),
-        ("--json", "cat", "user", "nope.md"),
-        ("ls", "user", "--json"),
-    ):
+    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--json", "cat", "user", "nope.md"), ("ls", "user", "--json")):
         held = modules(root, *args, probe=ENTRY)
         assert not {m for m in held if m == "click" or m.startswith("click.")}, args
         assert "gitmem.adapters.cli.app" not in held, args
@@ -155,11 +150,9 @@ def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
         assert "_hashlib" not in held - AT_START, args
         assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
         assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
-    held = (
-        subprocess.run([sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True)
-        .stderr.strip()
-        .splitlines()[-1]
-    )
+    held = subprocess.run(
+        [sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True
+    ).stderr.strip().splitlines()[-1]
     assert '"click"' not in held and '"gitmem.adapters.cli.files"' not in held
     assert '"dataclasses"' not in held and '"gitmem.fileformat"' not in held  # the help page needs no rules
     # A form the quick path leaves to click: click parses it (and the store reads the run's view).
@@ -267,9 +260,7 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
 
     root = Root(tmp_path)
     store = root.mount("big", create=True).sync
-    store.apply(
-        [Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(INLINE_DOCS + 20)]
-    )
+    store.apply([Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(INLINE_DOCS + 20)])
     held = modules(tmp_path, "grep", "big", "zeppelin", probe=ENTRY)
     assert {m.split(".")[0] for m in held} & {"pygit2", "whoosh", "asyncio", "dulwich"} == set()
     assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} <= {"gitmem.index", "gitmem.grep"}
@@ -306,12 +297,7 @@ def test_recall_commands_load_no_write_rules_once_their_snapshot_is_saved(tmp_pa
         done = runner.invoke(cli, [*base, *args])
         assert done.exit_code == 0, (args, done.output)
     writes = {"tempfile", "gitmem.secrets"}
-    durable_writes = {
-        "gitmem.durable.changes",
-        "gitmem.durable.rules",
-        "gitmem.durable.approval",
-        "gitmem.durable.binding",
-    }
+    durable_writes = {"gitmem.durable.changes", "gitmem.durable.rules", "gitmem.durable.approval", "gitmem.durable.binding"}
     for args in (
         ("records", "search", "people", "tea", "-n", "u1"),
         ("session", "recall", "python build", "--memory-dir", str(tmp_path / "s")),

@@ -88,9 +88,7 @@ def test_human_output_shows_escapes_instead_of_running_them(mem: GitFileStore, g
 
 def test_what_the_escapes_look_like(mem: GitFileStore, gm: Run) -> None:
     shown = gm("cat", "user", "notes.md").stdout_bytes.decode()  # .stdout would turn CRLF into LF
-    assert (
-        "line one \\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\x1b[8m\\x9b31m\\u202e\\u200b\\x08\\x08\\x7f\\rforged line" in shown
-    )
+    assert "line one \\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\x1b[8m\\x9b31m\\u202e\\u200b\\x08\\x08\\x7f\\rforged line" in shown
     assert "\t" in shown and shown.endswith("line\r\n")  # tabs and CRLF line ends are text, kept as they are
     listed = gm("ls", "user").stdout
     assert "tea \\x1b[2J\\x1b[H\\x1b[8mhidden" in listed

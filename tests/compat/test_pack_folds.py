@@ -27,9 +27,7 @@ def _listing(repo: Path) -> list[str]:
     return sorted(os.listdir(repo / "objects" / "pack"))
 
 
-def test_the_write_that_finds_a_fold_due_folds_before_it_returns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_write_that_finds_a_fold_due_folds_before_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "MAX_PACKS", 3)
     for attempt in range(5):
         repo = tmp_path / f"m{attempt}.git"

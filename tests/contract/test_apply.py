@@ -178,12 +178,7 @@ def test_the_commit_names_the_change_and_every_path(git_store: Subject) -> None:
     v = store.create("r/1.md", "one\n")
     store.create("r/old.md", "old\n")
     done = store.apply(
-        [
-            Edit("r/1.md", "one again\n", expected=v),
-            Edit("r/2.md", "two\n"),
-            Edit("r/old.md", None),
-            Edit("x.md", None),
-        ],
+        [Edit("r/1.md", "one again\n", expected=v), Edit("r/2.md", "two\n"), Edit("r/old.md", None), Edit("x.md", None)],
         origin=WHO,
         op="record-put",
         summary="put records 1 and 2",

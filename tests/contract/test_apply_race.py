@@ -48,9 +48,7 @@ def race_once(monkeypatch: pytest.MonkeyPatch, foreign: Callable[[], str]) -> li
     real = engine.decide
     done: list[str] = []
 
-    def decide_then_race(
-        batch: Batch, current: Callable[..., object], version_of: Callable[..., object]
-    ) -> Decision | None:
+    def decide_then_race(batch: Batch, current: Callable[..., object], version_of: Callable[..., object]) -> Decision | None:
         decision = real(batch, current, version_of)  # type: ignore[arg-type]
         if not done:
             done.append(foreign())

@@ -122,9 +122,7 @@ def test_purge_destroys_git_history(git_store: Subject) -> None:
     assert git(repo, "rev-list", f"--exclude={ledger}", "--all").stdout.split() == [git_store.head()]
     assert git(repo, "ls-tree", "-r", "main").stdout == ""
     assert git(repo, "for-each-ref", "--format=%(refname)").stdout.split() == [ledger, "refs/heads/main"]
-    found = git(
-        repo, "grep", "-I", "-e", "forget", "-e", "edited", *git(repo, "rev-list", "--all").stdout.split(), check=False
-    )
+    found = git(repo, "grep", "-I", "-e", "forget", "-e", "edited", *git(repo, "rev-list", "--all").stdout.split(), check=False)
     assert found.stdout == ""
     assert v in git(repo, "show", f"{ledger}:entries.jsonl").stdout
     assert_fsck_clean(repo)

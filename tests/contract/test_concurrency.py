@@ -21,15 +21,9 @@ def test_two_writers_editing_different_files_both_remain(store: Subject) -> None
     with ThreadPoolExecutor(2) as pool:  # both writes at once
         done = [
             pool.submit(
-                alice.write,
-                "prefs/language.md",
-                "Chinese\n",
-                expected=lang.version,
-                origin=Origin(principal_id="alice"),
+                alice.write, "prefs/language.md", "Chinese\n", expected=lang.version, origin=Origin(principal_id="alice")
             ),
-            pool.submit(
-                bob.write, "prefs/style.md", "long\n", expected=style.version, origin=Origin(principal_id="bob")
-            ),
+            pool.submit(bob.write, "prefs/style.md", "long\n", expected=style.version, origin=Origin(principal_id="bob")),
         ]
         for future in done:
             future.result()

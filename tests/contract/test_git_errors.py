@@ -108,12 +108,7 @@ def test_a_write_onto_a_symlink_or_submodule_pushed_by_plain_git_is_refused(git_
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [
-        ("gitmem.maxFiles", "lots"),
-        ("gitmem.maxFileBytes", "0"),
-        ("gitmem.maxMemoryBytes", "-5"),
-        ("gitmem.maxPathBytes", ""),
-    ],
+    [("gitmem.maxFiles", "lots"), ("gitmem.maxFileBytes", "0"), ("gitmem.maxMemoryBytes", "-5"), ("gitmem.maxPathBytes", "")],
 )
 def test_a_bad_limit_in_the_config_is_unavailable_naming_the_key(git_store: Subject, key: str, value: str) -> None:
     assert git_store.repo is not None

@@ -124,9 +124,7 @@ def test_the_folded_pack_list_is_names_not_paths_and_never_deletes_a_live_pack(
     assert_fsck_clean(repo)
 
 
-def test_a_listed_pack_whose_objects_another_pack_holds_is_still_deleted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_listed_pack_whose_objects_another_pack_holds_is_still_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "MAX_PACKS", 1_000)
     monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)
     repo, store = _store(tmp_path)

@@ -208,6 +208,7 @@ def test_the_ledger_ref_moves_forward_only(store: GitFileStore, tmp_path: Path) 
     assert len(_ledger(store.path)) == 1
 
 
+
 def test_an_erasure_killed_before_its_prune_keeps_its_entry_through_the_next_forget(
     store: GitFileStore, tmp_path: Path
 ) -> None:

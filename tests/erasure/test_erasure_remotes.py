@@ -53,10 +53,9 @@ def test_push_after_forget_replaces_the_remote_history_with_a_lease_and_sends_th
     assert {p.ref for p in pushed} >= {"refs/heads/main", LEDGER_REF}
     assert git("rev-parse", "main", cwd=origin).stdout.strip() == team.sync.head()
     assert not _reaches(origin, team.secret)
-    assert (
-        git("rev-parse", LEDGER_REF, cwd=origin).stdout.strip()
-        == git("rev-parse", LEDGER_REF, cwd=team.store.path).stdout.strip()
-    )
+    assert git("rev-parse", LEDGER_REF, cwd=origin).stdout.strip() == git(
+        "rev-parse", LEDGER_REF, cwd=team.store.path
+    ).stdout.strip()
 
 
 def test_the_lease_never_overwrites_work_pushed_to_the_remote_since(tmp_path: Path) -> None:

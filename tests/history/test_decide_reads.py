@@ -49,3 +49,4 @@ def test_a_refusal_still_carries_the_whole_file_as_a_plain_file_text(tmp_path: P
     with pytest.raises(MemoryStoreError) as again:
         store.move("b.md", "a.md", expected=store.read("b.md").version)
     assert again.value.code == "already_exists" and type(again.value.current) is FileText
+

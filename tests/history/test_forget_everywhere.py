@@ -40,13 +40,8 @@ def _files_holding(root: str, needle: str) -> list[str]:
 def _objects_holding(git: Git, needle: str) -> list[str]:
     """Every object in the repository (reachable or not) whose content holds ``needle``."""
     done = subprocess.run(
-        [
-            "git",
-            f"--git-dir={git('rev-parse', '--git-dir').stdout.strip()}",
-            "cat-file",
-            "--batch-all-objects",
-            "--batch",
-        ],
+        ["git", f"--git-dir={git('rev-parse', '--git-dir').stdout.strip()}", "cat-file", "--batch-all-objects",
+         "--batch"],
         capture_output=True,
         check=True,
     )
@@ -60,7 +55,9 @@ def _nothing_left(store: SyncGitFileStore, git: Git, *names: str) -> None:
     assert git("fsck", "--strict", "--no-dangling").returncode == 0
 
 
-def test_forget_of_a_moved_file_reaches_a_proposal_that_edited_its_old_name(store: SyncGitFileStore, git: Git) -> None:
+def test_forget_of_a_moved_file_reaches_a_proposal_that_edited_its_old_name(
+    store: SyncGitFileStore, git: Git
+) -> None:
     version = store.write("secret.md", f"{SECRET} one\n", expected=None)
     store.write("keep.md", "keep\n", expected=None)
     review.enable(store)
@@ -279,10 +276,7 @@ def test_a_process_searching_throughout_a_forget_leaves_no_erased_words(store: S
         store.write(f"other-{i}.md", f"other words {i}\n", expected=None)
     _indexed_secret(store)
     searcher = subprocess.Popen(
-        [sys.executable, "-c", SEARCH_LOOP, store.path, SECRET],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", SEARCH_LOOP, store.path, SECRET], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert searcher.stdin is not None and searcher.stdout is not None
     assert searcher.stdout.readline() == "ready\n"

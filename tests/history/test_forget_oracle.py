@@ -72,9 +72,7 @@ def test_forget_gives_each_commit_of_a_plain_git_history_the_id_filter_branch_gi
     )  # fmt: skip
 
     def at(repo: str | Path, rev: str) -> str:
-        done = subprocess.run(
-            ["git", f"--git-dir={repo}", "rev-parse", rev], capture_output=True, text=True, check=True
-        )
+        done = subprocess.run(["git", f"--git-dir={repo}", "rev-parse", rev], capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
     store.forget("secret.md")

@@ -94,9 +94,7 @@ def test_a_mode_change_or_a_rename_takes_libgit2s_diff(store: SyncGitFileStore, 
     assert "old mode 100644" in diffs["run.sh"].patch and "new mode 100755" in diffs["run.sh"].patch
 
 
-def test_log_names_what_plain_git_commits_changed(
-    store: SyncGitFileStore, worktree: Callable[..., str], git: Git
-) -> None:
+def test_log_names_what_plain_git_commits_changed(store: SyncGitFileStore, worktree: Callable[..., str], git: Git) -> None:
     store.write("keep.md", "k\n", expected=None)
     store.write("notes/old.md", "moved text\n", expected=None)
     work = Path(worktree.path)  # type: ignore[attr-defined]

@@ -21,23 +21,14 @@ from gitmem.fileformat import decode_stored
 from gitmem.grep import compile_pattern, scan
 from gitmem.model import SearchResult
 
-QUERIES = [
-    ("amber", False, False),
-    ("Teal", False, True),
-    ("note 1", False, False),
-    (r"colou?r is (amber|teal)", True, False),
-]
+QUERIES = [("amber", False, False), ("Teal", False, True), ("note 1", False, False), (r"colou?r is (amber|teal)", True, False)]
 
 
 def commits_between(repo_path: str, old: str, new: str) -> list[str]:
     if old == new:
         return [old]
     out = subprocess.run(
-        ["git", "rev-list", "--ancestry-path", f"{old}..{new}"],
-        cwd=repo_path,
-        capture_output=True,
-        text=True,
-        check=True,
+        ["git", "rev-list", "--ancestry-path", f"{old}..{new}"], cwd=repo_path, capture_output=True, text=True, check=True
     ).stdout.split()
     return [*out, old]
 
@@ -61,9 +52,7 @@ def main() -> None:
         before = store.sync.head()
         got = store.sync.search(pattern, regex=regex, case_sensitive=case_sensitive, limit=1000)
         after = store.sync.head()
-        if all(
-            got != scanned(store, c, pattern, regex, case_sensitive) for c in commits_between(repo_path, before, after)
-        ):
+        if all(got != scanned(store, c, pattern, regex, case_sensitive) for c in commits_between(repo_path, before, after)):
             mismatches += 1
             print(f"mismatch for {pattern!r} between {before} and {after}: {got}", file=sys.stderr)
         searches += 1

@@ -64,10 +64,7 @@ piece = st.one_of(
 )
 regex_atom = st.one_of(
     st.tuples(st.just("lit"), piece),
-    st.tuples(
-        st.just("raw"),
-        st.sampled_from([".", "[ab]", "[^a]", r"\w", r"\s", "\u00df", "\u017f", "\u0130", "k", "I", r"\b"]),
-    ),
+    st.tuples(st.just("raw"), st.sampled_from([".", "[ab]", "[^a]", r"\w", r"\s", "\u00df", "\u017f", "\u0130", "k", "I", r"\b"])),
 )
 regex_tree = st.recursive(
     regex_atom,
@@ -127,9 +124,7 @@ def pattern_of(spec: tuple[object, ...], texts: list[str]) -> tuple[str, bool]:
     return str(spec[1]), True
 
 
-def scanned(
-    store: GitFileStore, pattern: str, regex: bool, case_sensitive: bool, prefix: str, limit: int
-) -> SearchResult:
+def scanned(store: GitFileStore, pattern: str, regex: bool, case_sensitive: bool, prefix: str, limit: int) -> SearchResult:
     repo = store.sync.repo
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
     all_files = [(p, decode_stored(repo.blob(oid))) for p, oid in repo.files_at(repo.head(), prefix)]

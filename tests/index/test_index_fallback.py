@@ -106,14 +106,7 @@ def test_every_character_that_folds_into_a_literal_is_asked_of_git_and_no_other(
         for letter in made:
             need = literal_need(f"qq{letter}")
             assert need is not None and c in fallback.folding_into(need), (c, letter)
-    assert fallback.folding_into(literal_need("zeppelin")) == [
-        "\u0130",
-        "\u0149",
-        "\ufb01",
-        "\ufb02",
-        "\ufb03",
-        "\ufb04",
-    ]  # type: ignore[arg-type]
+    assert fallback.folding_into(literal_need("zeppelin")) == ["\u0130", "\u0149", "\ufb01", "\ufb02", "\ufb03", "\ufb04"]  # type: ignore[arg-type]
     assert fallback.folding_into(literal_need("42 degrees")) == ["\u00df", "\u017f", "\u1e9e", "\ufb05", "\ufb06"]  # type: ignore[arg-type]
     assert fallback.folding_into(literal_need("x 42")) == []  # type: ignore[arg-type]
 

@@ -103,9 +103,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Peek, str]:
 
 
 @pytest.mark.parametrize(("pattern", "options"), PATTERNS)
-def test_the_lines_git_prints_give_the_scans_answer(
-    repo: tuple[Peek, str], pattern: str, options: dict[str, bool]
-) -> None:
+def test_the_lines_git_prints_give_the_scans_answer(repo: tuple[Peek, str], pattern: str, options: dict[str, bool]) -> None:
     peek, head = repo
     for prefix in PREFIXES:
         for limit in (1, 2, 49, 100):
@@ -136,10 +134,7 @@ def test_the_odd_files_are_found(repo: tuple[Peek, str]) -> None:
 
 def test_a_literal_that_is_not_ascii_is_not_given_to_git(repo: tuple[Peek, str]) -> None:
     peek, head = repo
-    assert (
-        fallback.grep_lines(peek.path, head, _need("\u98de\u8247 z", {}), compile_pattern("\u98de\u8247 z"), "", 10)
-        is None
-    )
+    assert fallback.grep_lines(peek.path, head, _need("\u98de\u8247 z", {}), compile_pattern("\u98de\u8247 z"), "", 10) is None
 
 
 def test_without_git_there_is_no_answer_from_git(repo: tuple[Peek, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,9 +165,7 @@ def test_an_answer_known_early_stops_git(tmp_path: Path, monkeypatch: pytest.Mon
     files = {f"n/{i:05}.md": b"zeppelin\n" * 200 for i in range(400)}  # ~1.3 MB of output
     head = _build(tmp_path / "big.git", files)
     monkeypatch.setattr(gitgrep.subprocess, "Popen", popen)
-    got = fallback.grep_lines(
-        str(tmp_path / "big.git"), head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 3
-    )
+    got = fallback.grep_lines(str(tmp_path / "big.git"), head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 3)
     assert got is not None and got.truncated and [(m.path, m.line) for m in got.matches] == [
         ("n/00000.md", 1), ("n/00000.md", 2), ("n/00000.md", 3),
     ]  # fmt: skip

@@ -42,9 +42,7 @@ def index_dir(store: GitFileStore) -> str:
 
 def fill(store: GitFileStore, count: int = 12) -> None:
     for n in range(count):
-        store.sync.write(
-            f"notes/n{n:02}.md", f"note {n}\nthe colour is {'teal' if n % 3 else 'amber'}\n", expected=None
-        )
+        store.sync.write(f"notes/n{n:02}.md", f"note {n}\nthe colour is {'teal' if n % 3 else 'amber'}\n", expected=None)
 
 
 def test_the_first_search_builds_the_index_and_status_names_its_commit(store: GitFileStore) -> None:
@@ -323,11 +321,9 @@ def test_catch_up_keeps_a_path_that_is_not_utf8(store: GitFileStore) -> None:
     old = git(store.path, "rev-parse", "main")
     listing = subprocess.run(["git", "ls-tree", "main"], cwd=store.path, capture_output=True, check=True).stdout
     entry = f"100644 blob {blob}\t".encode() + b"\xff\xfeodd.md\n"
-    tree = (
-        subprocess.run(["git", "mktree"], cwd=store.path, input=listing + entry, capture_output=True, check=True)
-        .stdout.decode()
-        .strip()
-    )
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=store.path, input=listing + entry, capture_output=True, check=True
+    ).stdout.decode().strip()
     commit = git(store.path, "commit-tree", tree, "-p", old, "-m", "odd name")
     git(store.path, "update-ref", "refs/heads/main", commit, old)
     result = store.sync.search("oddly named")
@@ -395,9 +391,7 @@ def test_catch_up_keeps_one_index_per_mount(store: GitFileStore) -> None:
     gc.collect()
     before = open_fds()
     for n in range(50):
-        store.sync.write(
-            "notes/extra.md", f"amber {n}\n", expected=None if n == 0 else store.sync.read("notes/extra.md").version
-        )
+        store.sync.write("notes/extra.md", f"amber {n}\n", expected=None if n == 0 else store.sync.read("notes/extra.md").version)
         assert catch_up(store.path) is True
     gc.collect()
     assert open_fds() == before

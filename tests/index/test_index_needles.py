@@ -19,10 +19,7 @@ ALL_CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE0
 
 def test_casefold_maps_each_character_on_its_own() -> None:
     # The whole index rests on folding commuting with substrings and line splits.
-    sample = (
-        "".join(ALL_CHARS[::97])
-        + "\u03a3\u03c3\u03c2\u0391\u03a3 \u00df \u1e9e \u0130 \u0131 \ufb01 \u0149 \u01c5 \u0345"
-    )
+    sample = "".join(ALL_CHARS[::97]) + "\u03a3\u03c3\u03c2\u0391\u03a3 \u00df \u1e9e \u0130 \u0131 \ufb01 \u0149 \u01c5 \u0345"
     assert sample.casefold() == "".join(c.casefold() for c in sample)
     folded = "".join(c.casefold() for c in ALL_CHARS)
     assert folded.count("\n") == 1 and folded.count("\r") == 1  # only from themselves
@@ -40,9 +37,7 @@ def test_ignorecase_literals_are_used_only_when_re_agrees_with_casefold() -> Non
     characters need checking, against every character ``re`` itself accepts.
     """
     # Only ASCII letters are both safe and cased; everything else safe is an exact literal.
-    assert [
-        c for c in ALL_CHARS if not c.isascii() and safe_when_ignoring_case(c) and _sre.unicode_iscased(ord(c))
-    ] == []
+    assert [c for c in ALL_CHARS if not c.isascii() and safe_when_ignoring_case(c) and _sre.unicode_iscased(ord(c))] == []
     letters = [c for c in map(chr, range(128)) if safe_when_ignoring_case(c) and _sre.unicode_iscased(ord(c))]
     any_letter = re.compile("[" + "".join(letters) + "]", re.IGNORECASE).fullmatch
     bad = [

@@ -23,9 +23,7 @@ def test_concurrent_searches_and_rebuilds_while_writes_happen(tmp_path: os.PathL
     workdir = os.fspath(tmp_path)
     store = GitFileStore.init(os.path.join(workdir, "shared.git"))
     for n in range(30):
-        store.sync.write(
-            f"notes/n{n:02}.md", f"note {n}\nthe colour is {'teal' if n % 3 else 'amber'}\n", expected=None
-        )
+        store.sync.write(f"notes/n{n:02}.md", f"note {n}\nthe colour is {'teal' if n % 3 else 'amber'}\n", expected=None)
     workers = [
         subprocess.Popen(
             [sys.executable, WORKER, store.path, workdir, name, every],

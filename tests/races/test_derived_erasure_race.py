@@ -289,11 +289,7 @@ def test_semantic_vectors_read_before_a_forget_are_not_published_after_it(tmp_pa
 
     root = tmp_path / "root"
     repo = DurableRepository.open(root, "team", create=True)
-    repo.apply(
-        change(
-            "seed", create("dana-address", SECRET, status="active"), create("bo-tea", "Bo likes tea", status="active")
-        )
-    )
+    repo.apply(change("seed", create("dana-address", SECRET, status="active"), create("bo-tea", "Bo likes tea", status="active")))
     store = repo.store
 
     def erase() -> None:

@@ -44,9 +44,7 @@ def gitmem(root: Path, *args: str, **kw: object) -> subprocess.Popen[str]:
 
 
 def init(root: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CLI, "--root", str(root), "init", "team"], capture_output=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", CLI, "--root", str(root), "init", "team"], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 

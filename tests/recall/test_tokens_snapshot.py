@@ -66,11 +66,7 @@ def test_a_restored_index_answers_as_a_fresh_one_through_later_writes(
         assert fresh.tokens_of(doc_id) == restored.tokens_of(doc_id)
     # A form saved again from the restored index restores to the same answers too.
     again = RecallIndex()
-    again._bucketed, again._bitmaps_from, again._count_after = (
-        restored._bucketed,
-        restored._bitmaps_from,
-        restored._count_after,
-    )
+    again._bucketed, again._bitmaps_from, again._count_after = restored._bucketed, restored._bitmaps_from, restored._count_after
     assert again.restore([restored.get(d) for d in restored.ids()], restored.export_tokens())  # type: ignore[misc]
     for query in asked:
         same_answers(fresh, again, query)

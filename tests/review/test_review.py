@@ -356,8 +356,5 @@ def test_review_list_credits_each_commit_to_its_own_author(store: GitFileStore, 
     shown = CliRunner().invoke(cli, ["--root", root, "review", "show", "user", RUN], catch_exceptions=False)
     assert "Alice Person  fix the agent's note" in shown.output and "claude  create notes/a.md" in shown.output
     as_json = json.loads(CliRunner().invoke(cli, ["--root", root, "review", "list", "user", "--json"]).output)
-    assert as_json["proposals"][0]["authors"] == [
-        {"who": "Alice Person", "commits": 1},
-        {"who": "claude", "commits": 1},
-    ]
+    assert as_json["proposals"][0]["authors"] == [{"who": "Alice Person", "commits": 1}, {"who": "claude", "commits": 1}]
     fsck_clean(store.path)

@@ -61,10 +61,9 @@ def test_a_served_remote_takes_the_ledger_and_is_reported_while_its_own_history_
     # gitmem serve never lets main be rewound, so its history keeps the version; the ledger
     # went in, so nothing erased can be pushed there again, and the report names main.
     assert report.remote == "team" and report.holding == ("refs/heads/main",) and not report.clean
-    assert (
-        git("rev-parse", LEDGER_REF, cwd=mount.path).stdout.strip()
-        == git("rev-parse", LEDGER_REF, cwd=local.path).stdout.strip()
-    )
+    assert git("rev-parse", LEDGER_REF, cwd=mount.path).stdout.strip() == git(
+        "rev-parse", LEDGER_REF, cwd=local.path
+    ).stdout.strip()
     assert erased in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=mount.path).stdout
     assert not mount.store.sync.check_erasures().ok
 

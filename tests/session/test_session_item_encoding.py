@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gitmem.session.items import MemoryItem, decode_item, encode_item, iso, new_item_id
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
-    ["", 'a"b', "back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "é中😀", "\u2028\u2029"]
+    ["", "a\"b", "back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "é中😀", "\u2028\u2029"]
 )
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT
 JSON_VALUES = st.recursive(
@@ -130,18 +130,8 @@ def test_new_ids_are_random_version_4_uuids() -> None:
 
 @pytest.mark.parametrize(
     "t",
-    [
-        0.0,
-        -0.0000005,
-        -1.5,
-        1_700_000_000.0000005,
-        1_700_000_000.0000015,
-        1_700_000_000.9999995,
-        1_699_999_999.9999996,
-        1_700_000_000.123456,
-        253_402_300_798.5,
-        -62_135_596_800.0,
-    ],
+    [0.0, -0.0000005, -1.5, 1_700_000_000.0000005, 1_700_000_000.0000015, 1_700_000_000.9999995, 1_699_999_999.9999996,
+     1_700_000_000.123456, 253_402_300_798.5, -62_135_596_800.0],
 )
 def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
     assert iso(t) == padded_strftime(t)
@@ -151,19 +141,10 @@ def test_iso_rounds_the_microseconds_as_fromtimestamp_does(t: float) -> None:
 @given(
     tags=st.lists(st.sampled_from(["superseded", "tombstoned", "keep", "x"]), max_size=3, unique=True),
     metadata=st.sampled_from(
-        [
-            {},
-            {"superseded_by": "mem-2"},
-            {"superseded_by": []},
-            {"tombstoned": True},
-            {"status": "tombstoned"},
-            {"a": 1},
-        ]
+        [{}, {"superseded_by": "mem-2"}, {"superseded_by": []}, {"tombstoned": True}, {"status": "tombstoned"}, {"a": 1}]
     ),
 )
-def test_recallable_without_metadata_answers_what_the_full_rule_answers(
-    tags: list[str], metadata: dict[str, Any]
-) -> None:
+def test_recallable_without_metadata_answers_what_the_full_rule_answers(tags: list[str], metadata: dict[str, Any]) -> None:
     item = MemoryItem("mem-1", "text", 0.0, tags=tuple(tags), metadata=metadata)
     assert item.recallable == (not (item.superseded or item.tombstoned))
 

@@ -57,7 +57,7 @@ class Agent:
         result = self.capability.call(
             f"memory_file_{tool}", arguments, tool_call_id=f"call-{self.calls}", origin=self.origin
         )
-
+        
         json.dumps(result)  # every answer must be JSON-ready
         return result
 

@@ -55,12 +55,7 @@ def test_concurrent_edits_of_different_lines_all_remain(tmp_path: Path) -> None:
     memory = FileMemoryCapability([FileMount("user", store)], limits=FileMemoryLimits(write_retries=20))
 
     def edit(i: int) -> dict[str, Any]:
-        arguments = {
-            "memory": "user",
-            "path": "list.md",
-            "old_string": f"item {i}: open",
-            "new_string": f"item {i}: closed",
-        }
+        arguments = {"memory": "user", "path": "list.md", "old_string": f"item {i}: open", "new_string": f"item {i}: closed"}
         return memory.call("memory_file_edit", arguments, tool_call_id=f"c{i}")
 
     with ThreadPoolExecutor(8) as pool:  # eight tool calls at once, as an async server runs them

@@ -56,10 +56,7 @@ def purge(state: State, name: str, yes: bool) -> None:
 @click.argument("path", required=False)
 @click.option("--yes", is_flag=True, help="Confirm: PATH and all its past versions are erased for good.")
 @click.option(
-    "--from-ledger",
-    "from_ledger",
-    is_flag=True,
-    help="Instead of PATH: forget every path holding a version the ledger names.",
+    "--from-ledger", "from_ledger", is_flag=True, help="Instead of PATH: forget every path holding a version the ledger names."
 )
 @click.option(
     "--remotes", "on_remotes", is_flag=True, help="Then push the rewritten history to every remote and check each."
@@ -115,9 +112,7 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
         done = remotes.erase(store)
     lines = [message]
     for item in done:
-        state_text = (
-            "clean" if item.clean else ("still reached from " + ", ".join(item.holding) if item.holding else "")
-        )
+        state_text = "clean" if item.clean else ("still reached from " + ", ".join(item.holding) if item.holding else "")
         lines.append(f"{item.remote}: {state_text}" + (f" ({item.error})" if item.error else ""))
     payload["remotes"] = [
         {"remote": i.remote, "clean": i.clean, "holding": list(i.holding), "error": i.error} for i in done
@@ -130,10 +125,7 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
 @cli.command()
 @click.argument("name")
 @click.option(
-    "--erasures",
-    "check_erasures",
-    is_flag=True,
-    help="Prove every forget and purge: nothing of the mount holds what they erased.",
+    "--erasures", "check_erasures", is_flag=True, help="Prove every forget and purge: nothing of the mount holds what they erased."
 )
 @common_options
 @pass_state

@@ -94,12 +94,7 @@ def _log_line(e: LogEntry) -> str:
 @cli.command()
 @click.argument("name")
 @click.argument("path", required=False)
-@click.option(
-    "--run",
-    "run",
-    metavar="RUN_ID",
-    help="Only changes made by this run, including those on its proposal under review.",
-)
+@click.option("--run", "run", metavar="RUN_ID", help="Only changes made by this run, including those on its proposal under review.")
 @click.option("--principal", "principal", metavar="WHO", help="Only changes made by this principal.")
 @click.option(
     "--tool-call", "tool_call", metavar="ID", help="Only changes made by this tool call (`cli` for this CLI)."

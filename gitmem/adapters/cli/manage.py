@@ -150,7 +150,9 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
     from gitmem.exchange import import_history
 
     done = import_history(store, source, rev=rev, strict=strict)
-    refused = [{"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in done.refused]
+    refused = [
+        {"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in done.refused
+    ]
     payload: dict[str, Any] = {
         "memory": name,
         "source": source,

@@ -86,12 +86,7 @@ class Call:
             return {"name": self.arguments[0], "pattern": self.arguments[1], **self.options}
         if self.command == "find":
             o = self.options
-            return {
-                "name": self.arguments[0],
-                "query": self.arguments[1],
-                "directory": o["directory"],
-                "limit": o["limit"],
-            }
+            return {"name": self.arguments[0], "query": self.arguments[1], "directory": o["directory"], "limit": o["limit"]}
         return {"name": self.arguments[0], "path": self.arguments[1], "rev": None}
 
 
@@ -235,9 +230,7 @@ def _read(call: Call) -> int:
         elif call.command == "grep":
             o = call.options
             name, pattern = call.arguments
-            reads.grep(
-                root, name, pattern, o["regex"], o["case_sensitive"], o["directory"], o["limit"], as_json=call.as_json
-            )
+            reads.grep(root, name, pattern, o["regex"], o["case_sensitive"], o["directory"], o["limit"], as_json=call.as_json)
         elif call.command == "find":
             o = call.options
             name, query = call.arguments

@@ -103,11 +103,4 @@ def cat(reader: Reader, name: str, path: str, rev: str | None, *, as_json: bool)
 
 def file_payload(name: str, found: FileText, rev: str | None) -> dict[str, Any]:
     """The JSON document of one file of memory ``name`` (``cat --json``, ``show --json``)."""
-    return {
-        "memory": name,
-        "path": found.path,
-        "version": found.version,
-        "size": found.size,
-        "rev": rev,
-        "content": found.text,
-    }
+    return {"memory": name, "path": found.path, "version": found.version, "size": found.size, "rev": rev, "content": found.text}

@@ -21,7 +21,9 @@ class CharacterEmbeddings(Embeddings):
         self.dims = dims
         # Create projection vector for each character lazily
         self._char_projections: defaultdict[str, list[float]] = defaultdict(
-            lambda: [self._rng.gauss(0, 1 / math.sqrt(self.dims)) for _ in range(self.dims)]
+            lambda: [
+                self._rng.gauss(0, 1 / math.sqrt(self.dims)) for _ in range(self.dims)
+            ]
         )
 
     def _embed_one(self, text: str) -> list[float]:

@@ -338,7 +338,9 @@ async def test_cannot_put_empty_namespace() -> None:
 
     await store.aput(("foo", "langgraph", "foo"), "bar", doc)
     assert (await store.aget(("foo", "langgraph", "foo"), "bar")).value == doc  # type: ignore[union-attr]
-    assert (await store.asearch(("foo", "langgraph", "foo"), query="bar"))[0].value == doc
+    assert (await store.asearch(("foo", "langgraph", "foo"), query="bar"))[
+        0
+    ].value == doc
     await store.adelete(("foo", "langgraph", "foo"), "bar")
     assert (await store.aget(("foo", "langgraph", "foo"), "bar")) is None
     store.put(("foo", "langgraph", "foo"), "bar", doc)
@@ -379,7 +381,9 @@ async def test_cannot_put_empty_namespace() -> None:
     assert val is not None
     assert val.value == doc
     assert (await async_store.asearch(("foo", "langgraph", "foo")))[0].value == doc
-    assert (await async_store.asearch(("foo", "langgraph", "foo"), query="bar"))[0].value == doc
+    assert (await async_store.asearch(("foo", "langgraph", "foo"), query="bar"))[
+        0
+    ].value == doc
     await async_store.adelete(("foo", "langgraph", "foo"), "bar")
     assert (await async_store.aget(("foo", "langgraph", "foo"), "bar")) is None
 
@@ -399,7 +403,9 @@ def fake_embeddings() -> CharacterEmbeddings:
 
 def test_vector_store_initialization(fake_embeddings: CharacterEmbeddings) -> None:
     """Test store initialization with embedding config."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     assert store.index_config is not None
     assert store.index_config["dims"] == fake_embeddings.dims
     assert store.index_config["embed"] == fake_embeddings
@@ -409,7 +415,9 @@ def test_vector_insert_with_auto_embedding(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test inserting items that get auto-embedded."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     docs = [
         ("doc1", {"text": "short text"}),
         ("doc2", {"text": "longer text document"}),
@@ -434,7 +442,9 @@ async def test_async_vector_insert_with_auto_embedding(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test inserting items that get auto-embedded using async methods."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     docs = [
         ("doc1", {"text": "short text"}),
         ("doc2", {"text": "longer text document"}),
@@ -457,7 +467,9 @@ async def test_async_vector_insert_with_auto_embedding(
 
 def test_vector_update_with_embedding(fake_embeddings: CharacterEmbeddings) -> None:
     """Test that updating items properly updates their embeddings."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     store.put(("test",), "doc1", {"text": "zany zebra Xerxes"})
     store.put(("test",), "doc2", {"text": "something about dogs"})
     store.put(("test",), "doc3", {"text": "text about birds"})
@@ -490,7 +502,9 @@ async def test_async_vector_update_with_embedding(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test that updating items properly updates their embeddings using async methods."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     await store.aput(("test",), "doc1", {"text": "zany zebra Xerxes"})
     await store.aput(("test",), "doc2", {"text": "something about dogs"})
     await store.aput(("test",), "doc3", {"text": "text about birds"})
@@ -521,7 +535,9 @@ async def test_async_vector_update_with_embedding(
 
 def test_vector_search_with_filters(fake_embeddings: CharacterEmbeddings) -> None:
     """Test combining vector search with filters."""
-    inmem_store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    inmem_store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     # Insert test documents
     docs = [
         ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
@@ -541,12 +557,16 @@ def test_vector_search_with_filters(fake_embeddings: CharacterEmbeddings) -> Non
     assert len(results) == 2
     assert results[0].key == "doc2"
 
-    results = inmem_store.search(("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}})
+    results = inmem_store.search(
+        ("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}}
+    )
     assert len(results) == 3
     assert results[0].key == "doc4"
 
     # Multiple filters
-    results = inmem_store.search(("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"})
+    results = inmem_store.search(
+        ("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"}
+    )
     assert len(results) == 1
     assert results[0].key == "doc3"
 
@@ -555,7 +575,9 @@ async def test_async_vector_search_with_filters(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test combining vector search with filters using async methods."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     # Insert test documents
     docs = [
         ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
@@ -575,12 +597,16 @@ async def test_async_vector_search_with_filters(
     assert len(results) == 2
     assert results[0].key == "doc2"
 
-    results = await store.asearch(("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}})
+    results = await store.asearch(
+        ("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}}
+    )
     assert len(results) == 3
     assert results[0].key == "doc4"
 
     # Multiple filters
-    results = await store.asearch(("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"})
+    results = await store.asearch(
+        ("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"}
+    )
     assert len(results) == 1
     assert results[0].key == "doc3"
 
@@ -589,7 +615,9 @@ async def test_async_batched_vector_search_concurrent(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test concurrent vector search operations using async batched store."""
-    store = MockAsyncBatchedStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = MockAsyncBatchedStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
 
     colors = ["red", "blue", "green", "yellow", "purple"]
     items = ["apple", "car", "house", "book", "phone"]
@@ -627,7 +655,10 @@ async def test_async_batched_vector_search_concurrent(
     ]
 
     all_results = await asyncio.gather(
-        *[store.asearch(("test",), query=query, filter=filter_) for query, filter_ in search_queries]
+        *[
+            store.asearch(("test",), query=query, filter=filter_)
+            for query, filter_ in search_queries
+        ]
     )
 
     for results, (query, filter_) in zip(all_results, search_queries, strict=False):
@@ -664,7 +695,9 @@ async def test_async_batched_vector_search_concurrent(
 
 def test_vector_search_pagination(fake_embeddings: CharacterEmbeddings) -> None:
     """Test pagination with vector search."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     for i in range(5):
         store.put(("test",), f"doc{i}", {"text": f"test document number {i}"})
 
@@ -683,7 +716,9 @@ async def test_async_vector_search_pagination(
     fake_embeddings: CharacterEmbeddings,
 ) -> None:
     """Test pagination with vector search using async methods."""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     for i in range(5):
         await store.aput(("test",), f"doc{i}", {"text": f"test document number {i}"})
 
@@ -806,7 +841,9 @@ async def test_embed_with_path(fake_embeddings: CharacterEmbeddings) -> None:
 
 def test_non_ascii(fake_embeddings: CharacterEmbeddings) -> None:
     """Test support for non-ascii characters"""
-    store = InMemoryStore(index={"dims": fake_embeddings.dims, "embed": fake_embeddings})
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
     store.put(("user_123", "memories"), "1", {"text": "这是中文"})  # Chinese
     store.put(("user_123", "memories"), "2", {"text": "これは日本語です"})  # Japanese
     store.put(("user_123", "memories"), "3", {"text": "이건 한국어야"})  # Korean

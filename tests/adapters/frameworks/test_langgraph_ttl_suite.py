@@ -55,7 +55,9 @@ def test_ttl_basic(temp_db_file: str) -> None:
     ttl_seconds = 1
     ttl_minutes = ttl_seconds / 60
 
-    with SqliteStore.from_conn_string(temp_db_file, ttl={"default_ttl": ttl_minutes}) as store:
+    with SqliteStore.from_conn_string(
+        temp_db_file, ttl={"default_ttl": ttl_minutes}
+    ) as store:
         store.setup()
 
         store.put(("test",), "item1", {"value": "test"})
@@ -78,7 +80,9 @@ def test_ttl_refresh(temp_db_file: str) -> None:
     ttl_seconds = 1
     ttl_minutes = ttl_seconds / 60
 
-    with SqliteStore.from_conn_string(temp_db_file, ttl={"default_ttl": ttl_minutes, "refresh_on_read": True}) as store:
+    with SqliteStore.from_conn_string(
+        temp_db_file, ttl={"default_ttl": ttl_minutes, "refresh_on_read": True}
+    ) as store:
         store.setup()
 
         # Store an item with TTL
@@ -227,7 +231,9 @@ def test_search_with_ttl(temp_db_file: str) -> None:
     ttl_seconds = 1
     ttl_minutes = ttl_seconds / 60
 
-    with SqliteStore.from_conn_string(temp_db_file, ttl={"default_ttl": ttl_minutes}) as store:
+    with SqliteStore.from_conn_string(
+        temp_db_file, ttl={"default_ttl": ttl_minutes}
+    ) as store:
         store.setup()
 
         # Store items
@@ -254,7 +260,9 @@ async def test_async_ttl_basic(temp_db_file: str) -> None:
     ttl_seconds = 1
     ttl_minutes = ttl_seconds / 60
 
-    async with AsyncSqliteStore.from_conn_string(temp_db_file, ttl={"default_ttl": ttl_minutes}) as store:
+    async with AsyncSqliteStore.from_conn_string(
+        temp_db_file, ttl={"default_ttl": ttl_minutes}
+    ) as store:
         await store.setup()
 
         # Store an item with TTL
@@ -362,7 +370,9 @@ async def test_async_search_with_ttl(temp_db_file: str) -> None:
     ttl_seconds = 1
     ttl_minutes = ttl_seconds / 60
 
-    async with AsyncSqliteStore.from_conn_string(temp_db_file, ttl={"default_ttl": ttl_minutes}) as store:
+    async with AsyncSqliteStore.from_conn_string(
+        temp_db_file, ttl={"default_ttl": ttl_minutes}
+    ) as store:
         await store.setup()
 
         # Store items
@@ -406,7 +416,9 @@ async def test_async_asearch_refresh_ttl(temp_db_file: str) -> None:
         # Perform asearch with refresh_ttl=True for item1.
         # item1's TTL should be refreshed. New expiry: t=3.0s + 4.0s = t=7.0s.
         # item2's TTL is not affected. Expires at t=4.0s.
-        searched_items = await store.asearch(namespace, filter={"id": 1}, refresh_ttl=True)
+        searched_items = await store.asearch(
+            namespace, filter={"id": 1}, refresh_ttl=True
+        )
         assert len(searched_items) == 1
         assert searched_items[0].key == "item1"
 
@@ -420,12 +432,16 @@ async def test_async_asearch_refresh_ttl(temp_db_file: str) -> None:
 
         # Check item1 (should exist due to asearch refresh)
         item1_check1 = await store.aget(namespace, "item1", refresh_ttl=False)
-        assert item1_check1 is not None, "Item1 should exist after asearch refresh and first sweep"
+        assert item1_check1 is not None, (
+            "Item1 should exist after asearch refresh and first sweep"
+        )
         assert item1_check1.value["text"] == "content1"
 
         # Check item2 (should be gone)
         item2_check1 = await store.aget(namespace, "item2", refresh_ttl=False)
-        assert item2_check1 is None, "Item2 should be gone after its original TTL expired"
+        assert item2_check1 is None, (
+            "Item2 should be gone after its original TTL expired"
+        )
 
         # t=7.5s: (after sleep ttl_seconds * 0.625 = 2.5s more. Total elapsed: 5s + 2.5s = 7.5s)
         await _asleep(ttl_seconds * 0.625)
@@ -436,4 +452,6 @@ async def test_async_asearch_refresh_ttl(temp_db_file: str) -> None:
 
         # Check item1 again (should be gone now)
         item1_final_check = await store.aget(namespace, "item1", refresh_ttl=False)
-        assert item1_final_check is None, "Item1 should be gone after its refreshed TTL expired"
+        assert item1_final_check is None, (
+            "Item1 should be gone after its refreshed TTL expired"
+        )

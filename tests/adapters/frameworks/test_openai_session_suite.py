@@ -570,7 +570,9 @@ async def test_sqlite_session_concurrent_access():
         session = SQLiteSession(session_id, db_path)
 
         # Add initial item
-        items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(10)]
+        items: list[TResponseInputItem] = [
+            {"role": "user", "content": f"Message {i}"} for i in range(10)
+        ]
 
         # Use ThreadPoolExecutor to simulate concurrent writes
         def add_item(item):
@@ -584,7 +586,12 @@ async def test_sqlite_session_concurrent_access():
 
         # Retrieve all items and verify all are present
         retrieved = await session.get_items()
-        contents = {content for item in retrieved for content in [item.get("content")] if isinstance(content, str)}
+        contents = {
+            content
+            for item in retrieved
+            for content in [item.get("content")]
+            if isinstance(content, str)
+        }
         expected = {f"Message {i}" for i in range(10)}
         assert contents == expected
         session.close()
@@ -675,10 +682,14 @@ async def test_get_items_uses_session_settings_limit():
 
     with tempfile.TemporaryDirectory() as temp_dir:
         db_path = Path(temp_dir) / "test_settings_limit.db"
-        session = SQLiteSession("uses_settings_limit_test", db_path, session_settings=SessionSettings(limit=3))
+        session = SQLiteSession(
+            "uses_settings_limit_test", db_path, session_settings=SessionSettings(limit=3)
+        )
 
         # Add 5 items
-        items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(5)]
+        items: list[TResponseInputItem] = [
+            {"role": "user", "content": f"Message {i}"} for i in range(5)
+        ]
         await session.add_items(items)
 
         # get_items() with no limit should use session_settings.limit=3
@@ -699,10 +710,14 @@ async def test_get_items_explicit_limit_overrides_session_settings():
 
     with tempfile.TemporaryDirectory() as temp_dir:
         db_path = Path(temp_dir) / "test_override.db"
-        session = SQLiteSession("explicit_override_test", db_path, session_settings=SessionSettings(limit=5))
+        session = SQLiteSession(
+            "explicit_override_test", db_path, session_settings=SessionSettings(limit=5)
+        )
 
         # Add 10 items
-        items: list[TResponseInputItem] = [{"role": "user", "content": f"Message {i}"} for i in range(10)]
+        items: list[TResponseInputItem] = [
+            {"role": "user", "content": f"Message {i}"} for i in range(10)
+        ]
         await session.add_items(items)
 
         # Explicit limit=2 should override session_settings.limit=5
@@ -741,10 +756,14 @@ async def test_runner_with_session_settings_override():
         db_path = Path(temp_dir) / "test_runner_override.db"
 
         # Session with default limit=100
-        session = SQLiteSession("runner_override_test", db_path, session_settings=SessionSettings(limit=100))
+        session = SQLiteSession(
+            "runner_override_test", db_path, session_settings=SessionSettings(limit=100)
+        )
 
         # Add some history
-        items: list[TResponseInputItem] = [{"role": "user", "content": f"Turn {i}"} for i in range(10)]
+        items: list[TResponseInputItem] = [
+            {"role": "user", "content": f"Turn {i}"} for i in range(10)
+        ]
         await session.add_items(items)
 
         model = ScriptedModel()
@@ -768,3 +787,5 @@ async def test_runner_with_session_settings_override():
         assert len(history_items) == 2
 
         session.close()
+
+
