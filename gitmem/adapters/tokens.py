@@ -6,7 +6,7 @@ whatever the client claims), the **memories** it reaches (names or ``fnmatch``
 globs such as ``team-*``) and its **access**:
 
 - ``read``: clone, fetch, and the read-only MCP tools;
-- ``propose``: reads, plus pushes to ``proposals/<principal>-…`` branches and MCP
+- ``propose``: reads, plus pushes to ``proposals/<principal>/…`` branches and MCP
   writes that land on the principal's proposal branch, never on ``main``;
 - ``write``: reads and writes to ``main`` (and proposals), except on a memory whose
   review gate is on, where ``main`` moves only by approval;
@@ -76,11 +76,6 @@ class Grant:
 
     def allows(self, access: Access) -> bool:
         return ACCESS_LEVELS.index(self.access) >= ACCESS_LEVELS.index(access)
-
-    @property
-    def proposal_prefix(self) -> str:
-        """The proposal branches (under ``refs/heads/proposals/``) a ``propose`` token may push."""
-        return f"{self.principal}-" if self.principal else ""
 
 
 FULL_ACCESS: Final = Grant(None, ("*",), "admin")

@@ -89,8 +89,8 @@ def _refusal_code(rule: str) -> ErrorCode:
         return rule  # type: ignore[return-value]
     if rule == "missing_object":
         return "unavailable"
-    if rule == "erased":
-        return "forbidden"  # content the erasure ledger names
+    if rule in ("erased", "identity"):
+        return "forbidden"  # content the erasure ledger names; who a commit names, ambiguous
     return "invalid_file"  # secrets, file modes, anything else about content
 
 

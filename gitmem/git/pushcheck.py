@@ -23,6 +23,12 @@ same rules as a store write:
 - a commit whose message carries ``Gitmem-*`` trailers must name in them every
   path its tree diff changes (``provenance``): history reads trust those trailers
   to skip commits, so a pushed commit cannot hide a change behind them;
+- every identity trailer a commit carries (who made it, who approved it: the
+  list is :data:`gitmem.provenance.IDENTITY_TRAILERS`) is read as git reads it,
+  appears once, written as gitmem writes it, and no other line of the message
+  starts with one of those keys (``identity``, :mod:`gitmem.git.claims`), so
+  ``gitmem log`` and ``git log`` name the same person; that the names are the
+  pusher's is checked where the pusher is known (:mod:`gitmem.adapters.pushaccess`);
 - on ``main``, the memory's file and byte limits hold for the new head (unless it
   shrinks the memory);
 - no tree the push brings in holds a blob the mount's erasure ledger names
@@ -48,6 +54,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.git import erasures
+from gitmem.git.claims import RULE_IDENTITY, identity_problems
 from gitmem.git.loose import open_repository
 from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN
@@ -319,8 +326,12 @@ class _Checker:
             walker.hide(known)
         yield from walker
 
-    def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str, tuple[str, str]]]:
-        """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule."""
+    def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str | None, tuple[str, str]]]:
+        """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule
+        (``path`` ``None``: the commit's message)."""
+        data = bytes(self.repo.odb.read(commit.id)[1])
+        for message in identity_problems(data):
+            yield None, (RULE_IDENTITY, message)
         parents = commit.parents
         tree = commit.tree
         bad: set[bytes] = set()
@@ -342,7 +353,7 @@ class _Checker:
             found = self._path_problem(raw) or self._content_problem(oid, mode)
             if found is not None:
                 yield _printable(path), found
-        unnamed = unnamed_changes(bytes(self.repo.odb.read(commit.id)[1]), changed)
+        unnamed = unnamed_changes(data, changed)
         if unnamed:
             yield (
                 _printable(unnamed[0]),

@@ -102,7 +102,7 @@ def test_list_view_create_edit_and_history_as_the_tokens_principal(served: Serve
     history = store.log("team/plan.md")
     assert [e.op for e in history] == ["edit", "create"]
     assert {e.origin.principal_id for e in history} == {"alice"}
-    assert all(e.origin.run_id and e.origin.run_id.startswith("alice-mcp-") for e in history)
+    assert all(e.origin.run_id and e.origin.run_id.startswith("alice/mcp-") for e in history)
     author = git("log", "-1", "--format=%an", "main", cwd=served.root.mount_path("notes")).stdout.strip()
     assert author == "alice"
     # The same server and port serve git: a clone sees the MCP write.
@@ -133,7 +133,7 @@ def test_a_propose_tokens_write_lands_on_its_proposal(served: Served) -> None:
         assert payload(carol.call("memory_file_view", memory="notes", path="idea.md"))["content"] == "carol's idea\n"
     assert store.head() == head
     branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=served.root.mount_path("notes")).stdout.split()
-    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol-mcp-")
+    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol/mcp-")
     shown = git("show", f"{branches[0]}:idea.md", cwd=served.root.mount_path("notes")).stdout
     assert shown == "carol's idea\n"
 
@@ -302,12 +302,12 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
             assert not proposed.is_error, proposed
         assert root.mount("people").sync.head() == main_before  # a proposal, never main
         branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=root.mount_path("people")).stdout.split()
-        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam-mcp-"), branches
+        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam/mcp-"), branches
     finally:
         server.stop()
     store = root.mount("people").sync
     entry = store.log()[0]
-    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita-mcp-")
+    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita/mcp-")
     from gitmem.records import RecordStore
 
     assert [r.text for r in RecordStore(store, "rita").search("tea")] == ["prefers green tea"]

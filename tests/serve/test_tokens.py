@@ -163,12 +163,13 @@ def test_propose_lands_only_on_its_proposal_branch(team: Team, tmp_path: Path) -
     write(work, "idea.md", "carol's idea\n")
     proposed = commit_all(work, "carol proposes")
     done = git("push", "origin", "main", cwd=work, check=False)
-    assert done.returncode != 0 and "proposals/carol-" in done.stderr, done.stderr
-    refused = git("push", "origin", "HEAD:proposals/alice-hers", cwd=work, check=False)
-    assert refused.returncode != 0, refused.stderr
-    git("push", "-q", "origin", "HEAD:proposals/carol-idea", cwd=work)
+    assert done.returncode != 0 and "proposals/carol/" in done.stderr, done.stderr
+    for theirs in ("alice/hers", "carol-idea", "carol"):
+        refused = git("push", "origin", f"HEAD:proposals/{theirs}", cwd=work, check=False)
+        assert refused.returncode != 0, refused.stderr
+    git("push", "-q", "origin", "HEAD:proposals/carol/idea", cwd=work)
     mount = team.root.mount_path("notes")
-    assert git("rev-parse", PROPOSALS + "carol-idea", cwd=mount).stdout.strip() == proposed
+    assert git("rev-parse", PROPOSALS + "carol/idea", cwd=mount).stdout.strip() == proposed
     assert team.head() == before
     fsck_clean(mount)
 
@@ -182,7 +183,7 @@ def test_review_gate_refuses_direct_pushes_to_main_but_an_admins(team: Team, tmp
     done = git("push", "origin", "main", cwd=work, check=False)
     assert done.returncode != 0 and "review_gate" in done.stderr, done.stderr
     assert team.head() == before
-    git("push", "-q", "origin", "HEAD:proposals/alice-direct", cwd=work)  # a writer may still propose
+    git("push", "-q", "origin", "HEAD:proposals/alice/direct", cwd=work)  # a writer may still propose
     admin = clone(team, "dave", tmp_path / "dave")
     write(admin, "admin.md", "the admin may\n")
     pushed = commit_all(admin, "dave, directly")
