@@ -294,7 +294,9 @@ MAX_PUSHED_ENTRIES = 1000
 """Ledger commits one push may add (each is one forget or purge made elsewhere); bounds the check's work."""
 
 _SIGNATURE = re.compile(
-    rb"(author|committer) " + re.escape(f"{COMMITTER_NAME} <{COMMITTER_EMAIL}>".encode()) + rb" [0-9]{1,12} [+-][0-9]{4}"
+    rb"(author|committer) "
+    + re.escape(f"{COMMITTER_NAME} <{COMMITTER_EMAIL}>".encode())
+    + rb" [0-9]{1,12} [+-][0-9]{4}"
 )
 
 
@@ -490,7 +492,8 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
         dirs[:] = [
             d
             for d in dirs
-            if not os.path.islink(os.path.join(folder, d)) and not (folder == gitmem_dir and quarantine.is_quarantine(d))
+            if not os.path.islink(os.path.join(folder, d))
+            and not (folder == gitmem_dir and quarantine.is_quarantine(d))
         ]
         for name in files:
             if folder == gitmem_dir and name in _NOT_DERIVED:

@@ -285,6 +285,4 @@ def unindexed(objects: str) -> bool:
     except OSError:
         return False
     indexed = {n[: -len(".idx")] for n in names if n.endswith(".idx")}
-    return any(
-        n.startswith("tmp_") or (n.endswith(".pack") and n[: -len(".pack")] not in indexed) for n in names
-    )
+    return any(n.startswith("tmp_") or (n.endswith(".pack") and n[: -len(".pack")] not in indexed) for n in names)

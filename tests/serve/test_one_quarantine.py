@@ -65,22 +65,25 @@ def _hash(cwd: Path | str, data: bytes, kind: str = "blob") -> str:
 
 
 def _tree(cwd: Path | str, *entries: tuple[str, str, str]) -> str:
-    raw = b"".join(f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid) for mode, name, oid in sorted(entries, key=lambda e: e[1]))
+    raw = b"".join(
+        f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid)
+        for mode, name, oid in sorted(entries, key=lambda e: e[1])
+    )
     return _hash(cwd, raw, "tree")
 
 
-def _unique(work: Path | str) -> tuple[str, str]:
-    """A note no one else has: its text and its blob id (written into ``work``'s objects)."""
-    text = f"a note only this attempt carries {secrets.token_hex(8)}\n"
-    return text, _hash(work, text.encode())
+def _unique() -> str:
+    """The text of a note no one else has: only the attempt that carries it can bring its blob."""
+    return f"a note only this attempt carries {secrets.token_hex(8)}\n"
 
 
 def _refused_commit(work: Path) -> tuple[str, list[str]]:
     """A commit on ``work``'s main that brings the erased text back beside a unique note; its new objects."""
-    text, note = _unique(work)
+    text = _unique()
     write(work, "people/dana.md", SECRET)
     write(work, "notes/unique.md", text)
     pushed = commit_all(work, "bring it back")
+    note = git("rev-parse", f"{pushed}:notes/unique.md", cwd=work).stdout.strip()
     tree = git("rev-parse", f"{pushed}^{{tree}}", cwd=work).stdout.strip()
     return pushed, [pushed, tree, note]
 
@@ -92,7 +95,7 @@ def _ledger_with_a_passenger(repo: Path | str) -> tuple[str, list[str]]:
     entry = {"at": "2026-01-01T00:00:00Z", "blobs": [], "by": "mallory", "id": secrets.token_hex(8),
              "kind": "forget", "names": [], "tips": []}  # fmt: skip
     entries = _hash(repo, (lines + json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode())
-    text, note = _unique(repo)
+    note = _hash(repo, _unique().encode())
     secret = _hash(repo, SECRET.encode())
     tree = _tree(repo, ("100644", "entries.jsonl", entries), ("100644", "dana.md", secret), ("100644", "note.md", note))
     message = f"erasure {entry['id']} (forget)\n"
@@ -123,7 +126,6 @@ def push_main(served: Served, mount: Mount, tmp_path: Path) -> Attempt:
 
 
 def push_queue(served: Served, mount: Mount, tmp_path: Path) -> Attempt:
-    head = mount.store.sync.head()
     work = _clone(served, mount, tmp_path)
     mount.store.sync.write("agent.md", "an agent wrote meanwhile\n", expected=None)  # so the server must merge
     _, carried = _refused_commit(work)
@@ -169,7 +171,7 @@ def import_history(served: Served, mount: Mount, tmp_path: Path) -> Attempt:
     write(source, "notes/good.md", "a good note\n")
     good = commit_all(source, "a good note")
     # The refused commit: a link, a ".git" folder and the erased text, which plain git never commits itself.
-    text, note = _unique(source)
+    note = _hash(source, _unique().encode())
     link = _hash(source, b"../../../etc/passwd")
     config = _hash(source, b"[core]\n\thooksPath = /tmp\n")
     dotgit = _tree(source, ("100644", "config", config))
@@ -181,10 +183,8 @@ def import_history(served: Served, mount: Mount, tmp_path: Path) -> Attempt:
                  ("100644", "unique.md", note), ("040000", "people", people))  # fmt: skip
     bad = git("commit-tree", tree, "-p", good, "-m", "bring it back", cwd=source).stdout.strip()
     git("update-ref", "refs/heads/main", bad, cwd=source)
-    write_after = _unique(source)
     report = exchange.import_history(mount.store.sync, str(source), rev="main")
     assert report.head == good and {r.rule for r in report.refused} >= {"erased", "file_mode", "invalid_path"}
-    assert write_after  # the commit after the refused one is not made: the refused one is the tip
     return Attempt([bad, tree, dotgit, config, link, note], good, landed=[good])
 
 
