@@ -159,3 +159,22 @@ def test_a_ledger_commit_unlike_gitmem_own_is_refused(
     assert foreign_ledger(repo, tip, made) is not None
     (refusal,) = check_updates(repo.path, [RefUpdate(LEDGER_REF, tip, made)], FileFormat())[LEDGER_REF]
     assert refusal.rule == "erasure_ledger"
+
+
+def test_fsck_erasures_names_the_ledger_ref_when_an_erased_version_rides_on_it(tmp_path: Path) -> None:
+    """Planted by plain git, past every gate: ``fsck --erasures`` must say which ref reaches it, not "unreachable"."""
+    store = GitFileStore.init(tmp_path / "user.git")
+    store.sync.write("keep.md", "keep\n", expected=None)
+    erased = store.sync.write("people/dana.md", "Dana's phone is 555 0142\n", expected=None)
+    store.sync.forget("people/dana.md")
+    assert store.sync.check_erasures().ok
+    repo = pygit2.Repository(store.path)
+    tip = str(repo.references[LEDGER_REF].target)
+    entries = _text(entries_at(repo, tip))
+    tree = _tree(repo, (b"100644", b"dana.md", b"Dana's phone is 555 0142\n"), (b"100644", b"entries.jsonl", entries))
+    repo.references[LEDGER_REF].set_target(_commit(repo, tree, [tip], b"erasure planted (forget)\n"))
+
+    audit = store.sync.check_erasures()
+    assert not audit.ok
+    (line,) = [h for h in audit.holders if erased in h]
+    assert line.endswith(f"reachable from {LEDGER_REF}"), line
