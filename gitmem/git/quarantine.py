@@ -43,11 +43,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pygit2
-
 from gitmem.errors import MemoryStoreError
 from gitmem.git.packs import PackError, index_pack, install_pack, only_needed, pack_ids, pack_reachable, ref_tips
-from gitmem.git.perms import make_private_dir
+from gitmem.git.perms import make_private_dir, write_private
 
 PREFIX = "quarantine-"
 """Folder names of quarantines inside a mount's ``gitmem/`` state folder."""
@@ -81,13 +79,8 @@ class Quarantine:
         self.objects = os.path.join(self.path, "objects")
         self._admitted = 0
         try:
-            pygit2.init_repository(self.path, bare=True)
-            info = os.path.join(self.objects, "info")
-            os.makedirs(os.path.join(self.objects, "pack"), exist_ok=True)
-            os.makedirs(info, exist_ok=True)
-            with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
-                fh.write(self.mount_objects + "\n")
-        except (pygit2.GitError, OSError) as exc:
+            _init_bare(self.path, self.mount_objects)
+        except (MemoryStoreError, OSError) as exc:
             self.close()
             raise MemoryStoreError("unavailable", f"cannot prepare a quarantine in {self.path}: {exc}") from exc
 
@@ -139,6 +132,19 @@ def open_quarantine(repo_path: str) -> Iterator[Quarantine]:
         yield quarantine
     finally:
         quarantine.close()
+
+
+def _init_bare(path: str, borrowed: str) -> None:
+    """The few files git and libgit2 need to open ``path`` as a bare repository that borrows ``borrowed``.
+
+    Written by hand: ``git init`` or libgit2's also copy templates (hooks,
+    description, exclude), and every file made is one more to delete per push.
+    """
+    for folder in ("objects", "objects/pack", "objects/info", "refs"):
+        os.mkdir(os.path.join(path, folder), 0o700)
+    write_private(os.path.join(path, "HEAD"), "ref: refs/heads/main\n")
+    write_private(os.path.join(path, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
+    write_private(os.path.join(path, "objects", "info", "alternates"), borrowed + "\n")
 
 
 def _make_locked(state: str) -> tuple[str, int]:
