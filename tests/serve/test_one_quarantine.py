@@ -261,3 +261,39 @@ def test_nothing_refused_enters_the_mount_by_any_way_in(
     fsck_clean(mount.path)
     audit = sync.check_erasures()
     assert audit.ok, audit.holders
+
+
+# --- the next way in --------------------------------------------------------------------
+
+PACKAGE = Path(__file__).resolve().parents[2] / "gitmem"
+MOVERS = {"install_pack", "index_pack", "only_needed", "pack_reachable"}
+"""What puts objects into an object folder: only the quarantine may call them."""
+TRANSFERS = {"fetch", "clone", "index-pack", "unpack-objects", "receive-pack"}
+"""git commands that bring objects in: a module running one must hold a quarantine for it."""
+
+
+def test_no_module_brings_objects_in_beside_the_quarantine() -> None:
+    """Read with ``ast``: a new way in that skips the quarantine fails here, before any hostile test finds it."""
+    import ast
+
+    movers: list[str] = []
+    transfers: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+        if rel not in ("gitmem/git/packs.py", "gitmem/git/quarantine.py") and names & MOVERS:
+            movers.append(rel)
+        listed = {
+            e.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.List)
+            for e in n.elts
+            if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        }
+        if listed & TRANSFERS and rel != "gitmem/git/packs.py" and "open_quarantine" not in names:
+            transfers.append(rel)
+    assert movers == [], f"objects moved into a mount outside gitmem/git/quarantine.py: {movers}"
+    assert transfers == [], f"git transfers without a quarantine: {transfers}"
