@@ -338,10 +338,11 @@ class GuardedReceivePack(ReceivePackHandler):
         out = {u.ref: self._stale_reason(u, current[u.ref]) for u in accepted if u.ref in stale}
         movable = [u for u in accepted if u.ref not in stale]
         known = ref_tips(self.mount.path)
+        durable = self.mount.git.durable()
         try:
             landing = [u for u in movable if not u.deleting]
             reached = set().union(*(self._reached.get(u.ref, set()) for u in landing)) if landing else set()
-            landed = quarantine.admit([u.new for u in landing], known=known, reached=reached)
+            landed = quarantine.admit([u.new for u in landing], known=known, reached=reached, durable=durable)
         except (PackError, OSError) as exc:
             text = str(exc).replace("\n", " ")
             return {**out, **{u.ref: f"could not store the pushed objects: {text}".encode() for u in movable}}
@@ -351,7 +352,7 @@ class GuardedReceivePack(ReceivePackHandler):
             # A foreign git moved a ref between our read and the CAS: keep only what landed needs.
             kept = [u.new for u in movable if out[u.ref] == b"ok" and not u.deleting]
             try:
-                quarantine.admit(kept, known=known)
+                quarantine.admit(kept, known=known, durable=durable)
             except (PackError, OSError):
                 return out  # the objects stay unreferenced; gc prunes them
             remove_pack(landed)

@@ -189,7 +189,7 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
                 if final[MAIN]:
                     raise refused_by_rules(f"the history of {source}", final[MAIN])
                 try:
-                    held.admit([land])
+                    held.admit([land], durable=git.durable())
                 except (PackError, OSError) as exc:
                     raise MemoryStoreError("unavailable", f"cannot store the history of {source}: {exc}") from exc
                 if not swap_ref(

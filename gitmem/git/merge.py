@@ -193,7 +193,7 @@ def integrate(
             finally:
                 r.free()
             try:
-                scratch.admit([result.after])
+                scratch.admit([result.after], durable=git.durable())
             except (PackError, OSError) as exc:
                 raise MemoryStoreError("unavailable", f"cannot store the objects of {what}: {exc}") from exc
             message = f"gitmem {result.kind.replace('_', '-')} from {what}"

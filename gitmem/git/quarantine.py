@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.packs import PackError, index_pack, install_pack, only_needed, pack_ids, pack_reachable, ref_tips
+from gitmem.git.packwrite import fsync_together
 from gitmem.git.perms import make_private_dir, write_private
 
 PREFIX = "quarantine-"
@@ -89,7 +90,12 @@ class Quarantine:
         return index_pack(self.repo_path, self.objects, read, max_size)
 
     def admit(
-        self, tips: Sequence[str], *, known: Sequence[str] | None = None, reached: set[bytes] | None = None
+        self,
+        tips: Sequence[str],
+        *,
+        known: Sequence[str] | None = None,
+        reached: set[bytes] | None = None,
+        durable: bool = False,
     ) -> list[str]:
         """Move into the mount one pack of what ``tips`` reach beyond ``known``; returns the files added.
 
@@ -98,20 +104,25 @@ class Quarantine:
         of the mount points at. When ``reached`` (the objects the checks saw the
         tips reach) covers every object of a single received pack the mount
         lacks, that pack moves in as it is instead of being packed again.
+        ``durable`` (the mount's ``gitmem.durable``): the pack and its folder are
+        on disk before this returns, so a ref moved after it never names objects
+        a power cut took back.
         """
         wanted = [t for t in tips if t.strip("0")]
         if not wanted:
             return []
+        received = None
         if reached is not None and self._admitted == 0:
             received = only_needed(self.repo_path, self.objects, reached)
-            if received is not None:
-                self._admitted += 1
-                return install_pack(received, self.mount_objects)
         self._admitted += 1
-        dest = os.path.join(self.path, f"admit{self._admitted}")
-        known = ref_tips(self.repo_path) if known is None else known
-        files = pack_reachable(self.repo_path, [self.objects], dest, wanted, known)
-        return install_pack(files, self.mount_objects)
+        if received is None:
+            dest = os.path.join(self.path, f"admit{self._admitted}")
+            known = ref_tips(self.repo_path) if known is None else known
+            received = pack_reachable(self.repo_path, [self.objects], dest, wanted, known)
+        added = install_pack(received, self.mount_objects)
+        if durable and added:
+            fsync_together([*added, os.path.join(self.mount_objects, "pack")])
+        return added
 
     def close(self) -> None:
         """Delete the folder, then let its lock go (a sweeper never sees it half deleted and unlocked)."""

@@ -297,3 +297,28 @@ def test_no_module_brings_objects_in_beside_the_quarantine() -> None:
             transfers.append(rel)
     assert movers == [], f"objects moved into a mount outside gitmem/git/quarantine.py: {movers}"
     assert transfers == [], f"git transfers without a quarantine: {transfers}"
+
+
+def test_on_a_durable_mount_what_is_admitted_is_on_disk_before_main_moves(
+    served: Served, mount: Mount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.git import quarantine
+
+    synced: list[tuple[list[str], str]] = []
+
+    def fsync_together(paths: list[str]) -> None:
+        assert all(os.path.exists(p) for p in paths)
+        synced.append((paths, mount.store.sync.head()))
+
+    monkeypatch.setattr(quarantine, "fsync_together", fsync_together)
+    before = mount.store.sync.head()
+    mount.store.sync.repo.config_set("gitmem.durable", "true")
+    work = _clone(served, mount, tmp_path)
+    write(work, "notes/pushed.md", "pushed\n")
+    pushed = commit_all(work, "a push")
+    git("push", "-q", "origin", "HEAD:main", cwd=work)
+    assert mount.store.sync.head() == pushed
+    ((paths, head_then),) = synced
+    assert head_then == before, "main moved before the admitted pack was on disk"
+    assert paths[-1] == str(mount.path / "objects" / "pack") and any(p.endswith(".pack") for p in paths)
+    fsck_clean(mount.path)
