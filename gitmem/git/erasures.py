@@ -295,6 +295,80 @@ def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry],
     return added
 
 
+MAX_PUSHED_ENTRIES = 1000
+"""Ledger commits one push may add (each is one forget or purge made elsewhere); bounds the check's work."""
+
+_SIGNATURE = re.compile(
+    rb"(author|committer) "
+    + re.escape(f"{COMMITTER_NAME} <{COMMITTER_EMAIL}>".encode())
+    + rb" [0-9]{1,12} [+-][0-9]{4}"
+)
+
+
+def _ledger_text(found: Iterable[Entry]) -> bytes:
+    return "".join(e.to_json() + "\n" for e in found).encode()
+
+
+def _tree_of(blob: str) -> str:
+    """The id of the one tree :func:`append` writes: ``entries.jsonl`` (mode 100644) pointing at ``blob``."""
+    body = b"100644 " + LEDGER_FILE.encode() + b"\x00" + bytes.fromhex(blob)
+    return hashlib.sha1(b"tree %d\x00" % len(body) + body).hexdigest()
+
+
+def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | None:
+    """Why the ledger line from ``old`` (``None``: none yet) to ``new`` is not one gitmem writes, or ``None``.
+
+    The ledger is a ref gitmem owns: whatever another copy sends for it (a
+    ``gitmem push`` of its ledger) must be exactly what :func:`append` would
+    have written there, byte for byte, or anything could ride in on it. Each
+    new commit has at most one parent, the commit before it; its tree holds one
+    file, ``entries.jsonl`` (mode 100644), whose text is the entries of its
+    parent plus one more, each in :meth:`Entry.to_json`'s form; its message is
+    ``erasure <id> (<kind>)``, gitmem is its author and committer, and it has
+    no other header. ``unavailable`` when an object cannot be read.
+    """
+    chain: list[pygit2.Commit] = []
+    at = r[new]
+    if not isinstance(at, pygit2.Commit):
+        return "the erasure ledger must point at a commit"
+    while str(at.id) != old:
+        chain.append(at)
+        if len(chain) > MAX_PUSHED_ENTRIES:
+            return f"a push may add at most {MAX_PUSHED_ENTRIES} erasures to the ledger"
+        if len(at.parent_ids) > 1:
+            return f"ledger commit {str(at.id)[:12]} has more than one parent; gitmem never writes a merge there"
+        if not at.parent_ids:
+            if old is not None:
+                return "the new erasure ledger does not build on the current one"
+            break
+        at = r[at.parent_ids[0]]
+    earlier = entries_at(r, old) if old is not None else ()
+    latest = entries_at(r, new)
+    if latest[: len(earlier)] != earlier or len(latest) != len(earlier) + len(chain):
+        return "each new ledger commit must keep every entry before it and add exactly one"
+    if len({e.id for e in latest}) != len(latest):
+        return "the erasure ledger names one erasure twice"
+    for count, commit in enumerate(reversed(chain), start=len(earlier) + 1):
+        entry = latest[count - 1]
+        blob = str(pygit2.hash(_ledger_text(latest[:count])))
+        parent = [] if count == 1 else [b"parent " + str(commit.parent_ids[0]).encode()]
+        lines = [b"tree " + _tree_of(blob).encode(), *parent]
+        header, _, message = bytes(r.odb.read(commit.id)[1]).partition(b"\n\n")
+        rows = header.split(b"\n")
+        if (
+            rows[: len(lines)] != lines
+            or len(rows) != len(lines) + 2
+            or not all(_SIGNATURE.fullmatch(row) for row in rows[len(lines) :])
+            or not rows[len(lines)].startswith(b"author ")
+            or message != f"erasure {entry.id} ({entry.kind})\n".encode()
+        ):
+            return (
+                f"ledger commit {str(commit.id)[:12]} is not one gitmem writes (one file, entries.jsonl, holding "
+                "the entries before it and one more; gitmem's message and signature)"
+            )
+    return None
+
+
 def write_pending(repo_path: str, entry: Entry) -> None:
     """Keep ``entry`` beside the repository until the prune that completes it has run.
 
@@ -513,9 +587,28 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
             path = os.path.join(folder, name)
             for oid in _ids_in(path, set(tips) | set(forgotten)):
                 holders.append(f"reflog {os.path.relpath(path, repo_path)} names {oid} from before an erasure")
+    from gitmem.git import quarantine  # the audit only: writes and reads of the ledger never load it
+
+    for left in quarantine.leftovers(repo_path):
+        where = os.path.relpath(left.path, repo_path)
+        for oid in quarantine.holds(left.objects, sorted({*forgotten, *tips})):
+            holders.append(
+                f"object {oid} is in {where}, the quarantine of a push, pull or import that was killed "
+                "(not in the object store); the next one or gitmem gc NAME deletes it"
+            )
+        if found and quarantine.unindexed(left.objects):
+            holders.append(
+                f"{where}, the quarantine of a push, pull or import that was killed, holds a partly received "
+                "pack whose objects cannot be listed; the next one or gitmem gc NAME deletes it"
+            )
     gitmem_dir = os.path.join(repo_path, "gitmem")
     for folder, dirs, files in os.walk(gitmem_dir):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not os.path.islink(os.path.join(folder, d))
+            and not (folder == gitmem_dir and quarantine.is_quarantine(d))
+        ]
         for name in files:
             if folder == gitmem_dir and name in _NOT_DERIVED:
                 continue
@@ -527,15 +620,19 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
 
 
 def _reached_from(repo_path: str, oid: str) -> str:
-    """``", reachable from <ref>"`` for the first ref that reaches ``oid`` (``""``: none, an unpruned leftover)."""
+    """Where ``oid`` is reachable from: the first ref (the ledger counts: clones fetch it), else the reflogs, else none."""
     refs = cli.run_git(["for-each-ref", "--format=%(refname)"], git_dir=repo_path, check=True).stdout.split()
     for ref in refs:
-        if ref == LEDGER_REF:
-            continue
         listed = cli.run_git(["rev-list", "--objects", ref], git_dir=repo_path, check=True).stdout
         if any(line[:40] == oid for line in listed.splitlines()):
             return f", reachable from {ref}"
-    return ", unreachable (run gitmem gc NAME after a forget that did not finish)"
+    listed = cli.run_git(["rev-list", "--objects", "--reflog"], git_dir=repo_path, check=False).stdout
+    if any(line[:40] == oid for line in listed.splitlines()):
+        return ", reachable from no ref, only from a reflog"
+    return (
+        ", reachable from no ref or reflog (only a prune deletes it: gitmem gc NAME runs one "
+        "when an erasure did not finish)"
+    )
 
 
 def _ids_in(path: str, wanted: set[str]) -> list[str]:

@@ -22,9 +22,7 @@ some. So a push is held to git's strict rules by git itself:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 
 import pygit2
@@ -176,15 +174,17 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
     """git's strict object rules on what ``tips`` bring beyond ``known``; ``None`` or why not.
 
     For objects already sitting in a quarantine (``objects``): they are packed and
-    read back by ``git index-pack --strict`` in a scratch directory that is
-    removed afterwards, so nothing is written to the mount or the quarantine.
+    read back by ``git index-pack --strict`` in a quarantine of their own
+    (:mod:`gitmem.git.quarantine`) that is removed afterwards, so nothing is
+    written to the mount or to ``objects``.
     """
     if not tips:
         return None
+    from gitmem.git.quarantine import open_quarantine  # it builds on this module
+
     mount_objects = os.path.join(os.path.abspath(repo_path), "objects")
-    scratch = tempfile.mkdtemp(prefix="tmp_objdir-gitmem-check-", dir=mount_objects)
-    try:
-        os.mkdir(os.path.join(scratch, "pack"))
+    with open_quarantine(repo_path) as held:
+        scratch = held.objects
         sources = [*objects, mount_objects]
         reader = quarantine_env(repo_path, sources[0], sources[1:])
         packer = subprocess.Popen(
@@ -220,8 +220,6 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
         indexes = [os.path.join(scratch, "pack", n) for n in os.listdir(os.path.join(scratch, "pack"))]
         reached = {i for path in indexes if path.endswith(".idx") for i in pack_ids(path)}
         return _unreached(repo_path, objects, reached)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> str | None:

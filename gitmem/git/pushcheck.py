@@ -35,8 +35,11 @@ same rules as a store write:
   (``erased``, :mod:`gitmem.git.erasures`): a stale clone cannot push back what
   ``forget`` or ``purge`` erased, and neither can a pull or an approval, which
   run this same check;
-- the ledger ref itself (``refs/gitmem/erasures``) can be pushed, only forward:
-  a new ledger keeps every entry of the old one, so it can be sent, never undone.
+- the ledger ref itself (``refs/gitmem/erasures``) can be pushed, only forward
+  and only as gitmem writes it (:func:`gitmem.git.erasures.foreign_ledger`): a
+  new ledger keeps every entry of the old one, so it can be sent, never undone,
+  and carries nothing but its entries. Every other ref under ``refs/gitmem/``
+  is gitmem's own and refused.
 
 The check only reads objects. The objects of a push in flight sit in a
 quarantine directory until the push is accepted; pass it as ``object_dirs``.
@@ -265,22 +268,28 @@ class _Checker:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
 
     def _check_ledger(self, update: RefUpdate) -> list[Refusal]:
-        """The erasure ledger moves forward only, and holds entries gitmem can read."""
+        """The erasure ledger moves forward only, and only by commits exactly as gitmem writes them.
+
+        It is a ref gitmem owns: a file beside ``entries.jsonl``, an extra header
+        or a merge would make it carry anything (an erased version, say) into
+        every clone that fetches it (:func:`gitmem.git.erasures.foreign_ledger`).
+        """
         ref = update.ref
         if update.deleting:
             return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
         try:
-            commit = self.repo[update.new].peel(pygit2.Commit)
+            commit = self.repo[update.new]
+            if not isinstance(commit, pygit2.Commit):
+                return [Refusal(ref, RULE_LEDGER, "the erasure ledger must point at a commit", update.new)]
             if update.old != ZERO and str(commit.id) != update.old and not self.repo.descendant_of(commit.id, update.old):
                 return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
-            entries = erasures.entries_at(self.repo, str(commit.id))
-            old = erasures.entries_at(self.repo, update.old) if update.old != ZERO else ()
+            problem = erasures.foreign_ledger(self.repo, None if update.old == ZERO else update.old, update.new)
         except MemoryStoreError as exc:
             return [Refusal(ref, RULE_LEDGER, exc.message, update.new)]
         except (KeyError, ValueError, pygit2.GitError) as exc:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
-        if not {e.id for e in old} <= {e.id for e in entries}:
-            return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
+        if problem is not None:
+            return [Refusal(ref, RULE_LEDGER, problem, update.new)]
         for c in self.repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL):
             self.reached.update((c.id.raw, c.tree_id.raw, *(e.id.raw for e in c.tree)))
             if update.old != ZERO and str(c.id) == update.old:

@@ -578,6 +578,9 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     make a cycle that keeps every store's lock descriptors open until a GC pass.
     """
     remove_crashed_locks(path, holder.written_ns)
+    from gitmem.git.quarantine import sweep  # only after a crash: reads never load it
+
+    sweep(path)  # what it was bringing in (a pull, an import, a push) never enters: its quarantine goes
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
 

@@ -52,7 +52,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, erasures, packwrite
+from gitmem.git import cli, erasures, packwrite, quarantine
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects, object_dirs
@@ -130,12 +130,14 @@ def gc(repo: GitRepo) -> GcReport:
     """Pack loose objects with ``git gc``, under the writer lock; unreferenced objects keep git's grace.
 
     A forget or purge that stopped between moving refs and pruning is finished
-    here (its prune runs instead of the plain ``git gc``).
+    here (its prune runs instead of the plain ``git gc``), and the quarantines
+    killed processes left (:func:`gitmem.git.quarantine.sweep`) are deleted.
     """
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
     before = count_objects(repo)
     with translate_errors(repo.path), repo.maintenance("gc"):
+        quarantine.sweep(repo.path)  # what killed pushes, pulls and imports left, refused objects and all
         if os.path.exists(repo.pending_path):
             _prune_now(repo)
         else:
@@ -179,6 +181,7 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     the commits themselves without one; the next ``gc`` writes a new one).
     """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
+    quarantine.sweep(repo.path)  # a killed process's quarantine may hold what is being erased
     _drop_own_keeps(repo.path)
     kept = _write_own_keep(repo.path, keep) if keep else None
     try:
