@@ -91,3 +91,62 @@ def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+def read_control(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> bytes | None:
+    """The bytes of a control file (a token file, a config), or ``None`` when nothing is at ``path``.
+
+    Control files say who may do what, so unlike the derived files above a bad
+    one is never read as missing: it raises ``MemoryStoreError`` saying why (a
+    link, a FIFO or device, more than ``limit`` bytes, unreadable), and the
+    caller grants nothing until it is fixed. Opened as :func:`open_local` opens
+    (no link followed unless ``follow``, never blocking), read bounded.
+    """
+    from gitmem.errors import MemoryStoreError
+
+    shown = os.fspath(path)
+    try:
+        fd = open_local(path, follow=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is a symbolic link: control files are read without following links"
+            ) from None
+        if exc.errno == errno.EINVAL:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is not a regular file ({_kind(shown, follow)})"
+            ) from None
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise MemoryStoreError("too_large", f"{shown} is larger than {limit} bytes, more than a control file holds")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(MB, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise MemoryStoreError("too_large", f"{shown} grew past {limit} bytes while it was read")
+    return b"".join(chunks)
+
+
+def _kind(path: str, follow: bool) -> str:
+    """What stands at ``path`` instead of a regular file, in words (for a refusal)."""
+    try:
+        mode = (os.stat if follow else os.lstat)(path).st_mode
+    except OSError:
+        return "gone"
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link")):  # fmt: skip
+        if test(mode):
+            return word
+    return "not a plain file"

@@ -35,7 +35,8 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, Final
 
-from gitmem.localfile import open_local
+from gitmem.errors import MemoryStoreError
+from gitmem.localfile import open_local, read_control
 
 if TYPE_CHECKING:
     from hashlib import sha1 as sha1
@@ -523,16 +524,18 @@ def config_files(git_dir: str) -> list[str]:
 def _read_config(git_dir: str) -> dict[str, str]:
     """``section.key`` (lowercase) -> value over every config file, for sections without a subsection."""
     values: dict[str, str] = {}
+    own = os.path.join(git_dir, "config")
     for path in config_files(git_dir):
         try:
-            with _open(path, follow=True) as fh:  # a user's ~/.gitconfig is often a link
-                if os.fstat(fh.fileno()).st_size > _MAX_CONFIG:
-                    raise CannotPeek(f"{path} is larger than a config file gitmem reads")
-                text = fh.read().decode("utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"{path}: {exc}") from None
+            # The mount's own config is a control file: no link followed. The user's and the
+            # system's (outside every mount, which git and libgit2 read following links) may be
+            # links, as dotfile managers make ~/.gitconfig; all are bounded and never block.
+            raw = read_control(path, _MAX_CONFIG, follow=path != own)
+            if raw is None:
+                continue
+            text = raw.decode("utf-8")
+        except (MemoryStoreError, UnicodeDecodeError) as exc:
+            raise CannotPeek(f"{path}: {exc}") from None  # the full store then refuses it, saying why
         values.update(parse_config(text))
     return values
 
