@@ -93,18 +93,21 @@ def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
         return None
 
 
-def read_control(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> bytes | None:
+def read_control(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = False, name: str | None = None
+) -> bytes | None:
     """The bytes of a control file (a token file, a config), or ``None`` when nothing is at ``path``.
 
     Control files say who may do what, so unlike the derived files above a bad
     one is never read as missing: it raises ``MemoryStoreError`` saying why (a
     link, a FIFO or device, more than ``limit`` bytes, unreadable), and the
     caller grants nothing until it is fixed. Opened as :func:`open_local` opens
-    (no link followed unless ``follow``, never blocking), read bounded.
+    (no link followed unless ``follow``, never blocking), read bounded; messages
+    call the file ``name`` (default: its path).
     """
     from gitmem.errors import MemoryStoreError
 
-    shown = os.fspath(path)
+    shown = name or os.fspath(path)
     try:
         fd = open_local(path, follow=follow)
     except FileNotFoundError:
@@ -116,7 +119,7 @@ def read_control(path: str | os.PathLike[str], limit: int, *, follow: bool = Fal
             ) from None
         if exc.errno == errno.EINVAL:
             raise MemoryStoreError(
-                "invalid_file", f"{shown} is not a regular file ({_kind(shown, follow)})"
+                "invalid_file", f"{shown} is not a regular file ({_kind(path, follow)})"
             ) from None
         raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
@@ -139,7 +142,7 @@ def read_control(path: str | os.PathLike[str], limit: int, *, follow: bool = Fal
     return b"".join(chunks)
 
 
-def _kind(path: str, follow: bool) -> str:
+def _kind(path: str | os.PathLike[str], follow: bool) -> str:
     """What stands at ``path`` instead of a regular file, in words (for a refusal)."""
     try:
         mode = (os.stat if follow else os.lstat)(path).st_mode

@@ -32,12 +32,27 @@ CONTROL_FILES: Final = (("config", CONFIG_LIMIT), (os.path.join("objects", "info
 
 
 def check_control_files(git_dir: str) -> None:
-    """``unavailable`` when a control file of the mount at ``git_dir`` is a link, not a regular file, or too large.
+    """``unavailable`` when a control file of the mount at ``git_dir`` is a link, not a regular file, or too
+    large, or when its config holds a NUL byte (libgit2 would stop reading there and take the rest for absent).
 
-    A missing file passes: libgit2 and git have their defaults for it.
+    A missing file passes: libgit2 and git have their defaults for it. What the
+    config says is then parsed by libgit2, which refuses what it cannot parse.
     """
     for name, limit in CONTROL_FILES:
         check_control_file(os.path.join(git_dir, name), limit)
+    check_config_text(os.path.join(git_dir, "config"))
+
+
+def check_config_text(path: str) -> None:
+    """``unavailable`` when the config at ``path`` cannot be read as a control file or holds a NUL byte."""
+    try:
+        raw = read_control(path, CONFIG_LIMIT)
+    except MemoryStoreError as exc:
+        raise MemoryStoreError("unavailable", exc.message) from None
+    if raw is not None and b"\0" in raw:
+        raise MemoryStoreError(
+            "unavailable", f"{path} holds a NUL byte, which no git config has: the mount is not used until it is fixed"
+        )
 
 
 def check_control_file(path: str, limit: int) -> None:

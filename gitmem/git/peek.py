@@ -550,6 +550,9 @@ def parse_config(text: str) -> dict[str, str]:
     """
     values: dict[str, str] = {}
     section: str | None = None
+    headed = False  # a section header was seen: a key before any is an error to git, so not read here
+    if "\0" in text:
+        raise CannotPeek("a NUL byte in a config file")
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in "#;":
@@ -565,7 +568,10 @@ def parse_config(text: str) -> dict[str, str]:
             if name.startswith("include"):
                 raise CannotPeek("a config file includes another")
             section = name if name in _SECTIONS else None  # `[remote "x"]`, `[a.b]`: not one of ours
+            headed = True
             continue
+        if not headed:
+            raise CannotPeek("a config line before any section")
         if section is None:
             continue
         key, eq, value = line.partition("=")

@@ -43,7 +43,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
-from gitmem.git.control import CONFIG_LIMIT, check_control_file
+from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -285,6 +285,7 @@ class GitRepo:
         if known is not None and known[0] == stamp:
             return known[1]
         check_control_file(self._config_path, CONFIG_LIMIT)  # a FIFO or link there: unavailable, not a hang
+        check_config_text(self._config_path)
         try:  # the file alone, not through a handle: opening one asks this first
             raw = pygit2.Config(self._config_path)[DURABLE_KEY]
         except (KeyError, pygit2.GitError, OSError, ValueError):

@@ -222,7 +222,7 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
     for text in ('{"tokens": "nope"}', '{"tokens": [], "admins": []}', "[" * 100_000):
         with pytest.raises(MemoryStoreError) as caught:
             parse_token_file(text, "tokens.json", "json")
-        assert caught.value.code == "invalid_file" and "tokens.toml" in caught.value.message
+        assert caught.value.code == "invalid_file" and "tokens.json" in caught.value.message
 
 
 def rewrite_tokens(team: Team, people: dict[str, tuple[list[str], str]]) -> None:
