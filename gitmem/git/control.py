@@ -88,5 +88,14 @@ def read_alternates(objects: str) -> list[str]:
         raise MemoryStoreError("unavailable", exc.message) from None
     if raw is None:
         return []
-    lines = (line.strip() for line in raw.decode("utf-8", errors="replace").splitlines())
+    try:
+        if b"\0" in raw:
+            raise ValueError("a NUL byte")
+        text = raw.decode("utf-8")
+    except ValueError as exc:  # folder names gitmem cannot read as libgit2 does: it must not guess them
+        reason = "a NUL byte" if b"\0" in raw else f"text that is not UTF-8 (byte {getattr(exc, 'start', 0)})"
+        raise MemoryStoreError(
+            "unavailable", f"{path} holds {reason}, not a list of folders: the mount is not used until it is fixed"
+        ) from None
+    lines = (line.strip() for line in text.splitlines())
     return [line for line in lines if line and not line.startswith("#")]
