@@ -253,7 +253,13 @@ class GitRepo:
         self._local.repo = None
 
     def fresh(self) -> pygit2.Repository:
-        """The thread's handle, reopened if a purge or forget deleted objects since."""
+        """The thread's handle, reopened if a purge or forget deleted objects since.
+
+        Every operation starts here, so the config's stamp is compared here too (one
+        ``lstat``): libgit2 re-reads a changed config with a blocking read that follows
+        links, so a FIFO or link planted there is refused (``unavailable``) before it can.
+        """
+        self.durable()
         repo = self.repo
         if self._local.gen != self._marks():
             self._local.repo = None
@@ -261,11 +267,13 @@ class GitRepo:
         return repo
 
     def config_get(self, key: str) -> str | None:
+        self.durable()  # libgit2 re-reads a changed config, blocking: a FIFO or link there is refused first
         with translate_errors(self.path):
             cfg = self.repo.config
             return cfg[key] if key in cfg else None
 
     def config_set(self, key: str, value: str) -> None:
+        self.durable()
         with translate_errors(self.path):
             self.repo.config[key] = value
         self._durable = None

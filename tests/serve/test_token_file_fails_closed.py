@@ -138,3 +138,60 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
     assert ALICE not in err
     assert root.mount("notes").sync.head() == head
     fsck_clean(root.mount_path("notes"))
+
+
+def test_a_mount_config_planted_while_serving_is_refused_at_once_and_served_again_when_fixed(tmp_path: Path) -> None:
+    """The server's git and MCP paths check a mount's control files before dulwich or libgit2 reads them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.mcp_http_client import HttpMcpClient
+
+    root = Root(tmp_path / "root")
+    head = seed(root.mount("notes", create=True))
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(ALICE, "alice", ["notes"], "write"))
+    config = root.mount_path("notes") / "config"
+    saved = config.read_bytes()
+    proc = subprocess.Popen(
+        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=GIT_ENV,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
+        assert ready, "gitmem serve did not start"
+        info = json.loads(proc.stdout.readline())
+        refs = f"{info['url']}/notes.git/info/refs?service=git-upload-pack"
+        with HttpMcpClient(info["mcp_url"], ALICE) as client:
+            assert not client.call("memory_file_view", memory="notes", path="seed.md").is_error
+            for planted in ("fifo", "link"):
+                config.unlink()
+                if planted == "fifo":
+                    os.mkfifo(config)
+                else:
+                    config.symlink_to("/dev/zero")
+                assert _request(refs, ALICE) == 503, planted
+                started = time.monotonic()
+                viewed = client.call("memory_file_view", memory="notes", path="seed.md")
+                created = client.call("memory_file_create", memory="notes", path="new.md", content="x\n")
+                assert time.monotonic() - started < ANSWER_SECONDS
+                for answer in (viewed, created):
+                    assert answer.is_error and json.loads(answer.content[0].text)["error"] == "unavailable"
+            config.unlink()
+            config.write_bytes(saved)
+            assert _request(refs, ALICE) == 200
+            assert not client.call("memory_file_view", memory="notes", path="seed.md").is_error
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("gitmem serve ignored SIGTERM") from None
+    assert proc.returncode == 0, err
+    assert "memory notes is not served" in err and "FIFO" in err and "symbolic link" in err
+    assert root.mount("notes").sync.head() == head  # the refused create wrote nothing
+    fsck_clean(root.mount_path("notes"))
