@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
-from gitmem.localfile import open_local
+from gitmem.localfile import open_local, read_control
 
 if TYPE_CHECKING:
     from gitmem.git.historyimport import HistoryImport
@@ -45,6 +45,8 @@ TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 #: Folders an import leaves out, and why.
 SKIPPED_FOLDERS = {".git": "a clone's git metadata is not memory"}
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+#: A `.gitignore` larger than this is refused, not read (it decides what an import leaves out).
+_GITIGNORE_LIMIT = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,13 @@ def scan_folder(
 
     def visit(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> None:
         if gitignore:
-            rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
+            try:
+                rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
+            except MemoryStoreError as exc:  # what it leaves out is unknown: leave out the whole folder
+                where = f"{prefix}.gitignore"
+                why = f"{exc.message}; nothing under {prefix or './'} is imported"
+                scan.refused.append(Refusal(where, exc.code, why))
+                return
         try:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError as exc:
@@ -379,15 +387,20 @@ def _erased_by_forget(store: SyncGitFileStore) -> frozenset[str]:
 
 
 def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
-    """The rules of one ``.gitignore`` (none when it is absent, not a regular file, or not text)."""
-    try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return []
-        text = _read_bounded(path, str(path), 256 * 1024).decode("utf-8", errors="replace")
-    except (OSError, MemoryStoreError):
-        return []
+    """The rules of one ``.gitignore`` (none when it is absent).
+
+    It decides what an import leaves out, so it is read as a control file (no
+    link followed, never blocking, bounded, UTF-8): one that cannot be read
+    raises ``MemoryStoreError`` instead of reading as "leaves out nothing".
+    """
     source = f"{prefix}.gitignore"
+    raw = read_control(path, _GITIGNORE_LIMIT, name=source)
+    if raw is None:
+        return []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"{source} is not UTF-8 text (byte {exc.start})") from None
     return ignorerules.parse(text.splitlines(), base=prefix, source=source)
 
 

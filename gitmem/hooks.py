@@ -36,7 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
-from gitmem.localfile import open_private, read_local, write_private
+from gitmem.localfile import open_private, read_control, write_private
 
 MARKER = "# gitmem-hook"
 HOOK_NAMES = ("pre-receive", "post-receive")
@@ -75,10 +75,7 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
     targets = [folder / name for name in HOOK_NAMES]
     try:
         for target in targets:
-            if force or not os.path.lexists(target):
-                continue
-            found = read_local(target, _HOOK_LIMIT)  # a link, FIFO or huge file is not gitmem's hook
-            if found is None or MARKER not in found.decode("utf-8", errors="replace"):
+            if os.path.lexists(target) and not force and not _written_by_gitmem(target):
                 raise MemoryStoreError(
                     "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
                 )
@@ -94,6 +91,16 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
+
+
+def _written_by_gitmem(hook: Path) -> bool:
+    """Whether the hook file is one gitmem wrote: read as a control file (a link, a FIFO or a
+    large file is someone else's, never followed, waited on or loaded)."""
+    try:
+        raw = read_control(hook, 1 << 20)
+    except MemoryStoreError:
+        return False
+    return raw is not None and MARKER.encode() in raw
 
 
 def _read_updates(stdin: TextIO) -> list[RefUpdate]:

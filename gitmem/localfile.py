@@ -374,3 +374,58 @@ def connect_local_sqlite(
         db.close()
         raise
     return db
+
+
+def read_control(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = False, name: str | None = None
+) -> bytes | None:
+    """The bytes of a control file (a token file, a config), or ``None`` when nothing is at ``path``.
+
+    Control files say who may do what, so unlike the derived files above a bad
+    one is never read as missing: it raises ``MemoryStoreError`` saying why (a
+    link, a FIFO or device, more than ``limit`` bytes, unreadable), and the
+    caller grants nothing until it is fixed. Opened as :func:`open_local` opens
+    (no link followed unless ``follow``, never blocking), read bounded; messages
+    call the file ``name`` (default: its path).
+    """
+    from gitmem.errors import MemoryStoreError
+
+    shown = name or os.fspath(path)
+    try:
+        fd = open_local(path, follow=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is a symbolic link: control files are read without following links"
+            ) from None
+        if exc.errno == errno.EINVAL:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is not a regular file ({_kind(path, follow)})"
+            ) from None
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise MemoryStoreError("too_large", f"{shown} is larger than {limit} bytes, more than a control file holds")
+        data = _read_all(fd, limit)
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if data is None:
+        raise MemoryStoreError("too_large", f"{shown} grew past {limit} bytes while it was read")
+    return data
+
+
+def _kind(path: str | os.PathLike[str], follow: bool) -> str:
+    """What stands at ``path`` instead of a regular file, in words (for a refusal)."""
+    try:
+        mode = (os.stat if follow else os.lstat)(path).st_mode
+    except OSError:
+        return "gone"
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link")):  # fmt: skip
+        if test(mode):
+            return word
+    return "not a plain file"

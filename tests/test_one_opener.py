@@ -66,23 +66,15 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "frontmatter text already read through the store, at most max_frontmatter_bytes; libyaml's safe loader "
         "refuses deep flow and block nesting itself ('while increasing flow level', tested below)"
     ),
+    ("gitmem/adapters/tokens.py", "parse_token_file", "tomllib.loads"): (
+        "a token file's text already read through localfile.read_control (bounded, no link, never blocking); "
+        "tomllib's nesting errors are caught and refuse the file"
+    ),
     ("gitmem/recall/embed.py", "EmbeddingBranch._load_cache", "numpy.load"): (
         "the caller's own vector cache file (cache_file, documented as theirs and outside forget), "
         "loaded with allow_pickle=False"
     ),
 }
-
-# TEMP: tokens branch - the token file and configuration files move to localfile.py there; the lead removes
-# these entries at merge.
-ALLOWED.update(
-    {
-        ("gitmem/adapters/cli/serve.py", "token", "Path.read_text"): "TEMP: tokens branch",
-        ("gitmem/adapters/cli/serve.py", "token", "Path.open"): "TEMP: tokens branch",
-        ("gitmem/adapters/tokens.py", "TokenFile._read", "Path.read_text"): "TEMP: tokens branch",
-        ("gitmem/adapters/tokens.py", "parse_token_file", "json.loads"): "TEMP: tokens branch",
-        ("gitmem/adapters/tokens.py", "parse_token_file", "tomllib.loads"): "TEMP: tokens branch",
-    }
-)
 
 # TEMP: planted branch - durable semantic's refresh log and lock and the vector databases move to localfile.py
 # there (open_local, open_private, connect_local_sqlite); the lead removes these entries at merge.

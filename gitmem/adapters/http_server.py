@@ -49,6 +49,7 @@ import base64
 import binascii
 import gzip
 import io
+import logging
 import os
 import re
 import signal
@@ -76,6 +77,8 @@ from gitmem.adapters.receive_pack import (
 )
 from gitmem.adapters.tokens import Grant, Tokens
 from gitmem.adapters.tokens import load_tokens as _load_tokens
+from gitmem.errors import MemoryStoreError
+from gitmem.git.control import check_control_files
 from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
@@ -292,6 +295,17 @@ class GitHttpApp:
                 done()
                 return refused
         path = str(self.root.mount_path(name))
+        try:  # dulwich and git read the config and alternates blocking, following links: check them first
+            check_control_files(path)
+        except MemoryStoreError as exc:
+            done()
+            logging.getLogger(__name__).warning("memory %s is not served: %s", name, exc.message)
+            return _text(
+                start_response,
+                "503 Service Unavailable",
+                f"memory {name!r} is unavailable: its config or alternates file is not a plain file "
+                "(the server's log says which)\n",
+            )
         backend = _MountBackend(path, environ.get("gitmem.wants", ()))
         # A GitRepo per request: its writer lock then always names the mount's current lock
         # file, even after the mount was removed and created again.

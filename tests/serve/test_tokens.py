@@ -201,9 +201,9 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
     as_json = json.dumps(
         {"tokens": [{"principal": "bob", "sha256": hash_token("t2"), "memories": ["*"], "access": "read"}]}
     )
-    bob = parse_token_file(as_json).grant("t2")
+    bob = parse_token_file(as_json, "tokens.json", "json").grant("t2")
     assert bob is not None and bob.access == "read" and not bob.allows("propose")
-    plain = parse_token_file("# old style\nalpha\n\nbeta\n")
+    plain = parse_token_file("# old style\nalpha\n\nbeta\n", "tokens", "plain")
     assert plain.grant("alpha") == FULL_ACCESS and plain.grant("beta") == FULL_ACCESS
     assert plain.grant("gamma") is None and plain.grant("") is None
     env = load_tokens(None, env={"GITMEM_TOKENS": "x1, x2"})
@@ -214,13 +214,16 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
         f'[[token]]\nprincipal = "a b\\n"\nsha256 = "{hash_token("z")}"\nmemories = ["n"]\n',
         '[[token]]\nprincipal = "a"\nsha256 = "abc"\nmemories = ["n"]\n',
         f'[[token]]\nprincipal = "a"\nsha256 = "{hash_token("z")}"\nmemories = []\n',
-        '{"tokens": "nope"}',
         "[[token]]\nprincipal = ",
     ]
     for text in bad:
         with pytest.raises(MemoryStoreError) as caught:
-            parse_token_file(text, "tokens.toml")
+            parse_token_file(text, "tokens.toml", "toml")
         assert caught.value.code == "invalid_file" and "tokens.toml" in caught.value.message
+    for text in ('{"tokens": "nope"}', '{"tokens": [], "admins": []}', "[" * 100_000):
+        with pytest.raises(MemoryStoreError) as caught:
+            parse_token_file(text, "tokens.json", "json")
+        assert caught.value.code == "invalid_file" and "tokens.json" in caught.value.message
 
 
 def rewrite_tokens(team: Team, people: dict[str, tuple[list[str], str]]) -> None:
