@@ -36,7 +36,9 @@ NODES = 20
 
 def bound_binding(max_results: int = 3, min_score: float = 0.0) -> DurableBinding:
     repo = DurableRepository(memory_store())
-    ops = [create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)]
+    ops = [
+        create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)
+    ]
     repo.apply(change("seed", *ops))
     return repo.binding(NS, RecallPolicy(max_results, min_score))
 
@@ -113,7 +115,10 @@ def test_one_place_makes_a_policy_from_a_binding() -> None:
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "RecallPolicy":
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "RecallPolicy"
+            ):
                 found.append(str(path.relative_to(PACKAGE)))
     assert found and set(found) <= allowed, sorted(set(found) - allowed)
 
@@ -125,9 +130,20 @@ def test_an_mcp_server_process_answers_within_the_hosts_policy(tmp_path: Path) -
     root = tmp_path / "root"
     Root(root).mount("notes", create=True)
     repo = DurableRepository.open(root, "team", create=True)
-    ops = [create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)]
+    ops = [
+        create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)
+    ]
     repo.apply(change("seed", *ops))
-    args = ("--mount", "notes", "--durable", "team", "--durable-namespace", *NS.as_dict().values(), "--principal", "agent")
+    args = (
+        "--mount",
+        "notes",
+        "--durable",
+        "team",
+        "--durable-namespace",
+        *NS.as_dict().values(),
+        "--principal",
+        "agent",
+    )
     with McpClient(root, *args, errlog=tmp_path / "stderr") as client:
 
         async def work(session: Any) -> Any:
