@@ -76,6 +76,7 @@ from gitmem.adapters.receive_pack import (
 )
 from gitmem.adapters.tokens import Grant, Tokens
 from gitmem.adapters.tokens import load_tokens as _load_tokens
+from gitmem.adapters.upload_pack import GuardedUploadPack
 from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
@@ -299,7 +300,10 @@ class GitHttpApp:
         if grant is not None:
             mount.policy = push_policy(path, name, grant)
             mount.principal = grant.principal
-        handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
+        handlers: dict[bytes, Callable[..., Any]] = {
+            b"git-receive-pack": partial(GuardedReceivePack, mount=mount),
+            b"git-upload-pack": partial(GuardedUploadPack, wants=environ.get("gitmem.wants", ())),
+        }
         dulwich_app = LimitedInputFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers))
 
         def close() -> None:
