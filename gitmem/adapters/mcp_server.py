@@ -130,6 +130,11 @@ class MemoryMcpServer:
     ) -> None:
         if capability is None and records is None and session is None and durable is None:
             raise ValueError("an MCP server needs file or record mounts, a session memory or a durable binding")
+        if session is not None and origin is not None and origin.run_id:
+            # A host-named run over a session memory is a session: resumed only with the binding it had.
+            from gitmem.session.resume import resume_session
+
+            resume_session(session.memory, origin.run_id, durable.binding if durable is not None else None)
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
         self.records = records
