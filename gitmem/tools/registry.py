@@ -91,8 +91,9 @@ def bound_echoes(text: str, arguments: object) -> str:
             if form in text:
                 text = text.replace(form, shorten(form))
     if len(text) > MAX_REPLY_TEXT:
-        keep = MAX_REPLY_TEXT // 2
-        text = f"{text[:keep]}… ({len(text) - 2 * keep} characters left out) …{text[-keep:]}"
+        marker = f"… ({len(text)} characters, most left out) …"
+        keep = (MAX_REPLY_TEXT - len(marker)) // 2
+        text = f"{text[:keep]}{marker}{text[-keep:]}"
     return text
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,4 +181,31 @@ def test_bound_echoes_leaves_short_texts_and_caps_any_other_repetition() -> None
     assert bound_echoes("short message", {"path": "x" * MB}) == "short message"
     changed = "path " + ("X" * MB) + " refused"  # repeats the argument changed (upper-cased)
     out = bound_echoes(changed, {"path": "x" * MB})
-    assert len(out) <= MAX_REPLY_TEXT + 60 and out.startswith("path XXX") and out.endswith("X refused")
+    assert len(out) <= MAX_REPLY_TEXT and out.startswith("path XXX") and out.endswith("X refused")
+
+
+def test_the_anthropic_memory_tool_bounds_what_its_refusals_repeat(tmp_path: Path) -> None:
+    """The memory tool's commands are not registry tools; their refusals are bounded the same way."""
+    pytest.importorskip("anthropic")
+    from anthropic.lib.tools import ToolError
+
+    from gitmem.adapters.anthropic_memory import GitMemoryTool
+
+    store = Root(tmp_path / "root").mount("claude", create=True)
+    tool = GitMemoryTool(store)
+    tool.call({"command": "create", "path": "/memories/a.md", "file_text": "hello\n"})
+    huge = "x" * MB
+    commands = [
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": huge, "new_str": "y"},
+        {"command": "view", "path": "/memories/" + huge},
+        {"command": "create", "path": "/memories/" + "\x01" * (MB // 4), "file_text": "x"},
+        {"command": "rename", "old_path": "/memories/a.md", "new_path": "/elsewhere/" + huge},
+        {"command": "insert", "path": "/memories/" + huge, "insert_line": 0, "insert_text": "x"},
+    ]
+    for command in commands:
+        with pytest.raises(ToolError) as raised:
+            tool.call(command)
+        text = str(raised.value.content)
+        assert len(text) <= MAX_REPLY_TEXT, (command["command"], len(text))
+        assert huge[: MAX_ECHO + 1] not in text
+    assert store.sync.read("a.md").text == "hello\n"
