@@ -209,3 +209,23 @@ def test_the_anthropic_memory_tool_bounds_what_its_refusals_repeat(tmp_path: Pat
         assert len(text) <= MAX_REPLY_TEXT, (command["command"], len(text))
         assert huge[: MAX_ECHO + 1] not in text
     assert store.sync.read("a.md").text == "hello\n"
+
+
+def test_the_mcp_servers_own_refusals_are_bounded(tmp_path: Path) -> None:
+    """Resources and prompts are answered by the MCP server itself, outside the registry: bounded too."""
+    pytest.importorskip("mcp")
+    from adapters.mcp_support import McpClient
+    from mcp.shared.exceptions import MCPError
+
+    Root(tmp_path / "root").mount("user", create=True)
+    huge = "z" * (256 * 1024)
+    with McpClient(tmp_path / "root", "--mount", "user", errlog=tmp_path / "stderr") as client:
+        for ask in (
+            lambda s: s.read_resource(f"memory://{huge}/context"),
+            lambda s: s.read_resource(f"memory://user/{huge}"),
+            lambda s: s.get_prompt(huge),
+        ):
+            with pytest.raises(MCPError) as raised:
+                client.run(ask)
+            message = str(raised.value)
+            assert len(message) < 1000 and huge[: MAX_ECHO + 1] not in message, message[:300]
