@@ -102,14 +102,16 @@ class Serve:
     def refs(self, **headers: str) -> tuple[int, str]:
         return self.request("GET", "/notes.git/info/refs?service=git-upload-pack", **headers)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.communicate(timeout=GIT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
+    def stop(self) -> str:
+        """Stop the server; its stderr (the server log)."""
+        if self.proc.poll() is not None:
+            return ""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.communicate(timeout=GIT_TIMEOUT)[1]
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.communicate()[1]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +130,9 @@ def default(setup: tuple[Root, Path]) -> Iterator[Serve]:
     try:
         yield served
     finally:
-        served.stop()
+        log = served.stop()
+    assert "Traceback" not in log, log[-3000:]
+    assert "refused POST /mcp: Origin 'http://evil.example'" in log  # each refusal is logged
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +218,21 @@ def test_a_bad_allow_origin_is_a_usage_error(setup: tuple[Root, Path]) -> None:
         capture_output=True, text=True, timeout=GIT_TIMEOUT, env=GIT_ENV,
     )  # fmt: skip
     assert done.returncode == 2 and "is not an origin" in done.stderr, done.stderr
+
+
+def test_a_hand_built_fetch_to_the_process_gets_git_s_answer(default: Serve) -> None:
+    """The real process answers a want it cannot serve with git's ERR line (see test_upload_pack.py)."""
+    missing = "1" * 40
+    line = f"want {missing} ofs-delta\n".encode()
+    body = b"%04x" % (len(line) + 4) + line + b"0000" + b"0009done\n"
+    conn = http.client.HTTPConnection("127.0.0.1", default.port, timeout=GIT_TIMEOUT)
+    try:
+        conn.request("POST", "/notes.git/git-upload-pack", body=body, headers={
+            "Content-Type": "application/x-git-upload-pack-request", "Authorization": f"Bearer {ALICE}"})  # fmt: skip
+        reply = conn.getresponse()
+        status, data = reply.status, reply.read()
+    finally:
+        conn.close()
+    message = f"ERR upload-pack: not our ref {missing}".encode()
+    assert (status, data) == (200, b"%04x" % (len(message) + 4) + message)
+    assert default.proc.poll() is None
