@@ -39,6 +39,22 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="Refuse a push whose pack is larger than N bytes [default: 64 MiB; 0: no limit].",
 )
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP over streamable HTTP at /mcp.")
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web origin (scheme://host[:port]) whose pages may send requests (repeatable). "
+    "Requests without an Origin header (git, MCP clients) always pass; other origins get 403.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name the server answers to in the Host header (repeatable), e.g. a reverse proxy's. "
+    "On a loopback address only loopback names are answered otherwise (403).",
+)
 @common_options
 @pass_state
 def serve(
@@ -49,8 +65,15 @@ def serve(
     public_read: bool,
     max_push_bytes: int | None,
     no_mcp: bool,
+    allow_origins: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
 ) -> None:
-    """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp."""
+    """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.
+
+    Requests from web pages are refused (403) unless their origin is allowed, and on
+    a loopback address the Host header must name the server: DNS rebinding cannot
+    turn a page into a client.
+    """
     try:
         import waitress  # noqa: F401  (only checks the optional dependency is there)
     except ImportError:
@@ -59,8 +82,15 @@ def serve(
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
     from gitmem.adapters.http_server import GitHttpServer, load_tokens
     from gitmem.adapters.http_server import serve as run
+    from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 
+    for origin in allow_origins:
+        if normalize_origin(origin) is None:
+            raise click.BadParameter(
+                f"{origin!r} is not an origin: give scheme://host[:port], such as https://app.example",
+                param_hint="--allow-origin",
+            )
     limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
     mcp = not no_mcp and _has_mcp()
 
@@ -95,6 +125,8 @@ def serve(
         max_push_bytes=limit,
         mcp=mcp,
         on_ready=ready,
+        allowed_origins=allow_origins,
+        allowed_hosts=allow_hosts,
     )
 
 
