@@ -16,7 +16,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
 
 MB = 1 << 20
 
@@ -91,3 +94,91 @@ def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+# -- SQLite databases and lock files under a mount: opened for writing, still no planted link followed --
+
+
+def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> str:
+    """Folder ``path`` below ``root``, its missing folders created ``0700``; ``OSError`` when one is a link.
+
+    Every folder from ``root`` down must be a real folder: a link planted as
+    ``gitmem/derived`` would otherwise put whatever is written "in the mount"
+    somewhere else. ``root`` itself may be reached through links (the user chose it).
+    """
+    path, top = os.path.abspath(path), os.path.abspath(root)
+    rel = os.path.relpath(path, top)
+    if rel == os.curdir:
+        return path
+    if rel.split(os.sep)[0] == os.pardir:
+        raise OSError(errno.EINVAL, f"{path} is not inside {top}")
+    here = top
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        try:
+            os.mkdir(here, 0o700)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(here).st_mode):
+            raise OSError(errno.ELOOP, f"{here} is a link or not a folder; gitmem does not follow it")
+    return path
+
+
+def open_local_lock(path: str | os.PathLike[str]) -> int:
+    """A read-write descriptor of the lock file at ``path`` (created ``0600``), for ``flock``.
+
+    No link followed, never blocking (a FIFO planted as a lock must not hang its
+    taker), nothing but a regular file: ``OSError`` otherwise, as :func:`open_local`.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{os.fspath(path)} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _plain_file_or_none(path: str) -> None:
+    """``OSError`` unless ``path`` is missing or a regular file with one name (a hard link writes elsewhere too)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, f"{path} is a symbolic link; gitmem does not follow it")
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    if info.st_nlink > 1:
+        raise OSError(errno.EMLINK, f"{path} has another name (a hard link)")
+
+
+def connect_local_sqlite(
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, **options: Any
+) -> sqlite3.Connection:
+    """``sqlite3.connect(path, **options)`` for a database gitmem keeps in a mount; ``OSError`` when planted.
+
+    SQLite follows a link at the database or its ``-wal``, ``-shm`` and
+    ``-journal`` files and would write its tables (and switch the journal mode)
+    of a database elsewhere, and it blocks on a FIFO: each of the four must be
+    missing or a regular file with one name. With ``root``, the folders from
+    ``root`` down to the database are created as by :func:`local_folder`.
+    The file is checked again once SQLite has opened it, so a swap in between is
+    refused too (the database is returned only when it is still the plain file).
+    """
+    import sqlite3  # the quick `ls` path imports this module without SQLite
+
+    name = os.path.abspath(path)
+    if root is not None:
+        local_folder(os.path.dirname(name), root=root)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        _plain_file_or_none(name + suffix)
+    db: sqlite3.Connection = sqlite3.connect(name, **options)
+    try:
+        _plain_file_or_none(name)
+    except BaseException:
+        db.close()
+        raise
+    return db

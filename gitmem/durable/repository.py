@@ -250,7 +250,11 @@ class DurableRepository:
 
         where = getattr(self.store, "path", None)
         folder = os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None
-        index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+        index = (
+            SqliteVectorIndex(":memory:")
+            if folder is None
+            else SqliteVectorIndex(os.path.join(folder, "vectors.sqlite3"), root=where)
+        )
         try:
             return semantic_health(self.store, namespace, index, RefreshLog(folder))
         finally:
