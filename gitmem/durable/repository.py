@@ -152,7 +152,7 @@ class DurableRepository:
         where = getattr(store, "path", None)
         if ledger is None:
             ledger = (
-                Ledger(f"{where}/gitmem/durable-ledger.sqlite3", stamp=derived.stamp_of(store))
+                Ledger(f"{where}/gitmem/durable-ledger.sqlite3", stamp=derived.stamp_of(store), root=where)
                 if isinstance(where, str)
                 else Ledger(":memory:")
             )

@@ -224,3 +224,27 @@ def test_a_fifo_as_the_lance_write_lock_never_blocks(tmp_path: Path) -> None:
     got = in_child(tmp_path / "root", "lance")
     assert got["refresh"].startswith("unavailable: ") and "not a regular file" in got["refresh"]
     assert got["health"] == "failing"
+
+
+@pytest.mark.parametrize("victim_bytes", [b"", b"precious\n"])
+def test_a_linked_ledger_gets_no_database_written_through_it(tmp_path: Path, victim_bytes: bytes) -> None:
+    """The admissions ledger is a SQLite file of the mount too: a link there is refused, an empty target stays empty."""
+    from datetime import UTC, datetime
+
+    from gitmem.durable.ledger import AccessEvent
+
+    repo = repo_with(tmp_path)
+    seed(repo)
+    victim = tmp_path / "outside" / "ledger"
+    victim.parent.mkdir()
+    victim.write_bytes(victim_bytes)
+    ledger = tmp_path / "root" / "team.git" / "gitmem" / "durable-ledger.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(ledger) + suffix).unlink(missing_ok=True)
+    ledger.symlink_to(victim)
+    fresh = DurableRepository.open(tmp_path / "root", "team")
+    node = fresh.node(NS, "a")
+    with pytest.raises(MemoryStoreError) as refused:
+        fresh.record_admission(AccessEvent("e1", NS, "a", node.revision, datetime.now(UTC)))
+    assert refused.value.code == "unavailable" and "symbolic link" in refused.value.message
+    assert victim.read_bytes() == victim_bytes and [p.name for p in victim.parent.iterdir()] == ["ledger"]
