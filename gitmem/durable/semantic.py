@@ -539,7 +539,11 @@ def semantic_health(
     head = store.head()
     lag: int | None = None
     if state is not None:
-        moved = store.changes(state.commit)
+        try:
+            moved: Changes | object = store.changes(state.commit)
+        except MemoryStoreError as exc:  # the index names a commit the memory cannot start from
+            problem = problem or f"the index reflects commit {state.commit[:80]!r}, which the memory cannot read: {exc.message}"[:500]
+            moved = None
         if isinstance(moved, Changes):
             prefix = nodes_prefix(namespace)
             lag = sum(1 for p in moved.paths if p.startswith(prefix))

@@ -41,6 +41,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes: a fork server and a few hundred children
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PARTS = ["files", "records", "session", "durable", "langgraph", "agents", "mcp", "cli"]
@@ -386,9 +388,3 @@ def test_known_failures_of_other_readers(matrix: Matrix) -> None:
     failed = [o for o in matrix.jobs if o.problems and known(o) is not None]
     assert not failed, report(failed) + "\n" + "\n".join(sorted({known(o) or "" for o in failed}))
 
-
-def test_summary(matrix: Matrix) -> None:
-    """Not a check: prints what was planted (run with ``-s``), for a reader of the CI log."""
-    for job in matrix.jobs:
-        state = "ok" if not job.problems else ("KNOWN" if known(job) else "FAIL")
-        print(f"{state:5} {job.plant:14} {job.rel} {'(reached)' if job.reached else '(not reached)'}")
