@@ -71,6 +71,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ("<mount>.git/objects/info/alternates", "sparse_100mb"): "git/loose.py object_dirs(): alternates read unbounded",
     ("<mount>.git/objects/pack/pack-*.idx", "fifo"): "git/repo.py blob(): libgit2 opens a FIFO planted as a pack index",
     ("<mount>.git/refs/heads/main", "sparse_100mb"): "git/refs.py read_ref(): a 100 MB ref is read whole (and then hangs)",
+    ("<mount>.git/refs/heads/main.lock", "*"): "git/refs.py swap_ref(): a planted main.lock is taken for a live git's "
+    "lock: a write waits 30 s (stale_after) before breaking it, and 60 s for a link, then `unavailable`",
     ("<mount>.git/refs/heads/proposals/planted", "fifo"): "git/refs.py read_ref(): a FIFO as a proposal ref blocks",
 }
 
