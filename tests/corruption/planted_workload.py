@@ -10,8 +10,9 @@ answering one JSON line each on stdout (``test_planted_everywhere.py`` drives it
   writes it was told succeeded (``acks``) and every path under ``R`` it opened
   (``opened``: ``open``, ``os.open`` and ``sqlite3.connect`` audit events). The
   answer says whether the child ended in time, and its peak memory.
-- ``{"cmd": "verify", "root": R, "acks": [...], "out": F, "timeout": S}`` reads
-  every acknowledged write back, each by its own kind's reader, in a fresh child.
+- ``{"cmd": "verify", "root": R, "acks": [...], "fsck": M, "out": F, "timeout": S}`` reads
+  every acknowledged write back, each by its own kind's reader, in a fresh child,
+  after ``git fsck --strict`` of mount folder ``M`` (when given).
 - ``{"cmd": "batch", "jobs": [...], "parallel": N}`` runs those commands, up to
   ``N`` children at a time (a child hung on a FIFO costs no CPU, only its time-out),
   and answers with the list of their answers.
@@ -422,6 +423,14 @@ def child_run(cmd: dict[str, Any]) -> None:
     faulthandler.dump_traceback_later(max(0.5, float(cmd.get("timeout", 10)) - 0.7), file=stacks)
     background._spawn = lambda path: None  # type: ignore[assignment]  # the CLI's detached indexer: not here
     if cmd["cmd"] == "verify":
+        if cmd.get("fsck"):
+            import subprocess
+
+            done = subprocess.run(
+                ["git", "--git-dir", os.path.join(root, cmd["fsck"]), "fsck", "--strict", "--no-dangling"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            out.write(json.dumps({"fsck": done.returncode, "output": (done.stdout + done.stderr)[-400:]}) + "\n")
         for ack in cmd["acks"]:
             line: dict[str, Any] = {"ack": ack}
             try:

@@ -19,7 +19,8 @@ step must succeed or fail with a store error carrying a code (or skip); the
 child must end in time without reading the big file into memory; nothing may
 be written outside the root (the link's target and the folder around it are
 unchanged); and every write the workload was told succeeded must read back
-afterwards, by its own kind's reader, once the plant is gone.
+afterwards, by its own kind's reader, once the plant is gone, from a mount that
+``git fsck --strict`` still finds clean.
 
 Failures that live in readers another change owns are listed in ``KNOWN`` with
 the reason; they are checked by a separate, non-strict ``xfail`` test, so this
@@ -266,7 +267,7 @@ def prepare(m: Matrix, job: Job) -> dict[str, Any]:
             "out": str(out), "timeout": TIMEOUT}  # fmt: skip
 
 
-def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any] | None:
+def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any]:
     """The checks after a planted run; the plant taken away; what to read back (a verify command) if anything."""
     lines = _lines(job.folder / "run.jsonl")
     steps = [line for line in lines if "step" in line]
@@ -296,9 +297,8 @@ def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any] | None:
         if os.path.lexists(m.template / job.rel):
             shutil.copy2(m.template / job.rel, path, follow_symlinks=False)
     job.acks = [ack for s in steps for ack in s["acks"]]
-    if not job.acks or answer["timeout"]:
-        return None
-    return {"cmd": "verify", "root": str(job.folder / "root"), "acks": job.acks,
+    mount = job.rel.split("/")[0] if job.rel.split("/")[0].endswith(".git") else None
+    return {"cmd": "verify", "root": str(job.folder / "root"), "acks": job.acks, "fsck": mount,
             "out": str(job.folder / "verify.jsonl"), "timeout": 6 * TIMEOUT}  # fmt: skip
 
 
@@ -306,6 +306,8 @@ def read_back(job: Job, answer: dict[str, Any]) -> None:
     if answer["timeout"]:
         job.problems.append("reading the acknowledged writes back hung")
     for line in _lines(job.folder / "verify.jsonl"):
+        if line.get("fsck"):
+            job.problems.append(f"git fsck --strict of the mount failed afterwards: {line['output'][-200:]}")
         if "lost" in line:
             job.problems.append(f"acknowledged write lost: {line['ack'][:3]}: {line['lost'][:200]}")
 
@@ -342,9 +344,8 @@ def matrix(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
     for job in m.jobs:
         job.folder.mkdir()
     runs = server.batch([prepare(m, job) for job in m.jobs])
-    verifies = [(job, judge(m, job, answer)) for job, answer in zip(m.jobs, runs, strict=True)]
-    wanted = [(job, cmd) for job, cmd in verifies if cmd is not None]
-    for (job, _), answer in zip(wanted, server.batch([cmd for _, cmd in wanted]), strict=True):
+    checks = [judge(m, job, answer) for job, answer in zip(m.jobs, runs, strict=True)]
+    for job, answer in zip(m.jobs, server.batch(checks), strict=True):
         read_back(job, answer)
     for job in m.jobs:
         shutil.rmtree(job.folder, ignore_errors=True)
@@ -385,7 +386,7 @@ def test_every_planted_file_ends_in_a_clear_error_or_a_skip(matrix: Matrix) -> N
     assert not failed, f"{len(failed)} planted runs failed:\n" + report(failed)
 
 
-@pytest.mark.xfail(strict=False, reason="readers owned by other changes (see KNOWN); fixed in branch opener")
+@pytest.mark.xfail(strict=False, reason="readers outside this branch (see KNOWN): session stats (branch opener), search index, git engine")
 def test_known_failures_of_other_readers(matrix: Matrix) -> None:
     failed = [o for o in matrix.jobs if o.problems and known(o) is not None]
     assert not failed, report(failed) + "\n" + "\n".join(sorted({known(o) or "" for o in failed}))
