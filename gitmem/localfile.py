@@ -116,16 +116,12 @@ def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
 
 def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
     """The JSON value in the file at ``path``; ``None`` when missing, unusable, not JSON or nested too deep."""
-    import json  # only callers that parse JSON pay for it (the quick `ls` path imports this module)
-
     text = read_local_text(path, limit)
     if text is None:
         return None
-    if not json_nesting_within(text):
-        return None
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return parse_json(text)
+    except MemoryStoreError:
         return None
 
 
@@ -205,6 +201,7 @@ JSON_DEPTH: Final = 100
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 _PAIRS = re.compile(r"\[\]|\{\}")
+_OPENS_NESTING = re.compile(r"[ \t\r\n]*[\[{]")  # JSON nests only in an array or object at its top
 
 
 def json_nesting_within(text: str, depth: int = JSON_DEPTH) -> bool:
@@ -246,7 +243,7 @@ def parse_json(text: str | bytes, *, limit: int | None = None, depth: int = JSON
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise MemoryStoreError("invalid_file", f"{what} is not UTF-8 text") from None
-    if not json_nesting_within(text, depth):
+    if _OPENS_NESTING.match(text) and not json_nesting_within(text, depth):  # else nothing can nest: no scan
         raise MemoryStoreError("invalid_file", f"{what} is not JSON nested at most {depth} levels deep")
     try:
         return json.loads(text)
@@ -349,7 +346,7 @@ def _check_no_links(path: str, within: str | None) -> None:
 
 
 def connect_local_sqlite(
-    path: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None, **options: Any
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, **options: Any
 ) -> sqlite3.Connection:
     """``sqlite3.connect`` for a database file under a mount, refusing what SQLite would follow.
 
@@ -357,7 +354,8 @@ def connect_local_sqlite(
     ``vectors.sqlite3`` link made a refresh write its tables into a database
     outside the mount. So the file and its ``-journal``, ``-wal`` and ``-shm``
     companions must be regular files with one name (or absent), and no folder
-    from ``within`` (default: the file's own folder) down to it a link; the file
+    from ``root`` (default: the file's own folder) down to it a link (with
+    ``root``, missing folders are made as :func:`local_folder` makes them); the file
     is opened at once and checked again to be the one examined. ``options`` go
     to ``sqlite3.connect``. A refusal is :class:`RefusedFile` (``unavailable``);
     SQLite's own errors stay ``sqlite3.Error``.
@@ -365,15 +363,63 @@ def connect_local_sqlite(
     import sqlite3
 
     name = os.fspath(path)
-    _check_no_links(name, None if within is None else os.fspath(within))
+    within = None if root is None else os.fspath(root)
+    if within is not None:
+        try:
+            local_folder(os.path.dirname(os.path.abspath(name)), root=within)
+        except OSError as exc:
+            raise RefusedFile(name, f"cannot have its folder: {exc.strerror or exc}") from None
+    _check_no_links(name, within)
     db: sqlite3.Connection = sqlite3.connect(name, **options)
     try:
         db.execute("PRAGMA schema_version").fetchone()  # opens (or creates) the file now
-        _check_no_links(name, None if within is None else os.fspath(within))
+        _check_no_links(name, within)
     except BaseException:
         db.close()
         raise
     return db
+
+
+def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> str:
+    """Folder ``path`` below ``root``, its missing folders created ``0700``; ``OSError`` when one is a link.
+
+    Every folder from ``root`` down must be a real folder: a link planted as
+    ``gitmem/derived`` would otherwise put whatever is written "in the mount"
+    somewhere else. ``root`` itself may be reached through links (the user chose it).
+    """
+    path, top = os.path.abspath(path), os.path.abspath(root)
+    rel = os.path.relpath(path, top)
+    if rel == os.curdir:
+        return path
+    if rel.split(os.sep)[0] == os.pardir:
+        raise OSError(errno.EINVAL, f"{path} is not inside {top}")
+    here = top
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        try:
+            os.mkdir(here, 0o700)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(here).st_mode):
+            raise OSError(errno.ELOOP, f"{here} is a link or not a folder; gitmem does not follow it")
+    return path
+
+
+def open_local_lock(path: str | os.PathLike[str]) -> int:
+    """A read-write descriptor of the lock file at ``path`` (created ``0600``), for ``flock``.
+
+    No link followed, never blocking (a FIFO planted as a lock must not hang its
+    taker), nothing but a regular file: ``OSError`` otherwise, as :func:`open_local`.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{os.fspath(path)} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_control(

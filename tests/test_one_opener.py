@@ -70,25 +70,15 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a token file's text already read through localfile.read_control (bounded, no link, never blocking); "
         "tomllib's nesting errors are caught and refuse the file"
     ),
+    ("gitmem/adapters/lance_vectors.py", "LanceVectorIndex._connect", "lancedb.connect"): (
+        "LanceDB (Rust) opens its dataset folder itself; in a mount that folder and every folder above it "
+        "up to the mount are made and checked by localfile.local_folder first (no link on the way)"
+    ),
     ("gitmem/recall/embed.py", "EmbeddingBranch._load_cache", "numpy.load"): (
         "the caller's own vector cache file (cache_file, documented as theirs and outside forget), "
         "loaded with allow_pickle=False"
     ),
 }
-
-# TEMP: planted branch - durable semantic's refresh log and lock and the vector databases move to localfile.py
-# there (open_local, open_private, connect_local_sqlite); the lead removes these entries at merge.
-ALLOWED.update(
-    {
-        ("gitmem/durable/semantic.py", "RefreshLog.read", "open"): "TEMP: planted branch",
-        ("gitmem/durable/semantic.py", "RefreshLog.read", "json.load"): "TEMP: planted branch",
-        ("gitmem/durable/semantic.py", "RefreshLog.record", "open"): "TEMP: planted branch",
-        ("gitmem/recall/vectors.py", "SqliteVectorIndex._open", "sqlite3.connect"): "TEMP: planted branch",
-        ("gitmem/adapters/lance_vectors.py", "LanceVectorIndex._open", "sqlite3.connect"): "TEMP: planted branch",
-        ("gitmem/adapters/lance_vectors.py", "LanceVectorIndex._connect", "lancedb.connect"): "TEMP: planted branch",
-        ("gitmem/adapters/lance_vectors.py", "LanceVectorIndex._writer", "os.open"): "TEMP: planted branch",
-    }
-)
 
 
 class _Finder(ast.NodeVisitor):

@@ -53,6 +53,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import connect_local_sqlite, local_folder, open_local_lock
 from gitmem.recall.vectors import (
     Consistency,
     IndexStatus,
@@ -113,8 +114,11 @@ class LanceVectorIndex:
         uri: str | None = None,
         connect_options: Mapping[str, Any] | None = None,
         busy_timeout: float = 10.0,
+        root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.folder = os.fspath(folder)
+        #: The mount folder holding ``folder``, if any: no folder from it down may be a link.
+        self.root = None if root is None else os.fspath(root)
         self.path = os.path.join(self.folder, "revisions.sqlite3")
         self.uri = uri if uri is not None else os.path.join(self.folder, "lance")
         self.connect_options = dict(connect_options or {})
@@ -139,7 +143,7 @@ class LanceVectorIndex:
     def _conn(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             try:
-                st = os.stat(self.path)
+                st = os.lstat(self.path)
                 ino: tuple[int, int] | None = (st.st_dev, st.st_ino)
             except FileNotFoundError:
                 ino = None
@@ -160,14 +164,28 @@ class LanceVectorIndex:
     def _open(self) -> None:
         self.close()
         try:
-            os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+            if self.root is not None:
+                local_folder(self.folder, root=self.root)
+                if self.uri == os.path.join(self.folder, "lance"):
+                    local_folder(self.uri, root=self.root)  # LanceDB writes there itself: it must be the mount's
+            else:
+                os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            # a link, FIFO or hard link planted as the side table (or its -wal/-shm) is refused, never written through
+            db = connect_local_sqlite(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.folder}: {exc}") from exc
+        try:
             db.execute("PRAGMA journal_mode=WAL")
             if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'partitions')").fetchone()[0] < 2:
                 db.executescript(_SCHEMA)  # a write: only when the side table is new, so opening never queues
-            st = os.stat(self.path)
+            st = os.lstat(self.path)
         except (OSError, sqlite3.Error) as exc:
-            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.folder}: {exc}") from exc
+            db.close()
+            raise MemoryStoreError(
+                "unavailable", f"cannot open the vector index {self.folder}: {exc} (it is derived: delete it and refresh)"
+            ) from exc
         self._db, self._ino = db, (st.st_dev, st.st_ino)
 
     def _connect(self) -> Any:
@@ -250,6 +268,26 @@ class LanceVectorIndex:
         scored.sort(key=lambda s: (-s[0], s[1]))  # ties by id: deterministic, like the embedded default
         return [VectorHit(i, r, g, s) for s, i, r, g in scored if s >= min_score and s > 0.0]
 
+    def check(self, partition: str) -> str | None:
+        try:
+            with self._conn() as db:
+                damage = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall() if r[0] != "ok"]
+                if damage:
+                    return f"the vector index's side table {self.path} is damaged: {'; '.join(damage)}"[:500]
+                row = self._row(db, partition)
+                if row is None or not row[6]:
+                    return None
+                handle = self._reader(row[5], int(row[6]))
+                count = int(handle.count_rows())
+                field = handle.schema.field("vector").type
+        except MemoryStoreError as exc:
+            return exc.message[:500]
+        if count != int(row[7]):
+            return f"the LanceDB table of partition {partition!r} holds {count} vectors, its bookkeeping {int(row[7])}"
+        if getattr(field, "list_size", None) != int(row[3]):
+            return f"the LanceDB table of partition {partition!r} does not hold {int(row[3])}-dimensional vectors"
+        return None
+
     # -- the one mutation --
 
     def mutate(
@@ -281,7 +319,7 @@ class LanceVectorIndex:
         """Writers queue on a ``flock`` first: a Lance commit holds the lock for a while, and SQLite's
         busy wait (polling) can starve a writer behind others that take it back at once."""
         try:
-            fd = os.open(os.path.join(self.folder, "write.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = open_local_lock(os.path.join(self.folder, "write.lock"))  # no link followed, a FIFO never blocks
         except OSError as exc:
             raise MemoryStoreError(
                 "unavailable", f"cannot open the vector index's lock in {self.folder}: {exc}"
@@ -424,4 +462,6 @@ def lance_index_in(folder: str | None) -> LanceVectorIndex:
     """
     if folder is None:
         raise MemoryStoreError("unavailable", "the LanceDB vector index needs a folder (a git mount)")
-    return LanceVectorIndex(os.path.join(folder, "lancedb"))
+    from gitmem.durable.semantic import mount_of
+
+    return LanceVectorIndex(os.path.join(folder, "lancedb"), root=mount_of(folder))

@@ -83,9 +83,10 @@ def _ns_key(namespace: Namespace) -> str:
 class Ledger:
     """Admission and use events in one SQLite file (``":memory:"`` for a process-local one)."""
 
-    def __init__(self, path: str | Path, *, stamp: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, stamp: str | None = None, root: str | None = None) -> None:
         self.path = str(path)
         self.stamp = stamp  # the mount's generation stamp (gitmem.derived); None: nothing erases history
+        self.root = root  # the mount holding the file: no folder from it down may be a link
         self._local = threading.local()
         self._memory: sqlite3.Connection | None = None
         if self.path == ":memory:":
@@ -104,11 +105,17 @@ class Ledger:
         if db is None:
             self._local.seen = derived.Generation.read(self.stamp)
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-                db = connect_local_sqlite(self.path, timeout=30.0, isolation_level=None)  # no link followed
-                db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(_SCHEMA)
-            except sqlite3.Error as exc:
+                if self.root is None:
+                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # a link, FIFO or hard link planted as the ledger (or its -wal/-shm) is refused, never written through
+                db = connect_local_sqlite(self.path, root=self.root, timeout=30.0, isolation_level=None)
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.executescript(_SCHEMA)
+                except BaseException:
+                    db.close()
+                    raise
+            except (OSError, sqlite3.Error) as exc:
                 raise MemoryStoreError("unavailable", f"cannot open the durable ledger {self.path}: {exc}") from exc
             self._local.db = db
         return db

@@ -152,7 +152,7 @@ class DurableRepository:
         where = getattr(store, "path", None)
         if ledger is None:
             ledger = (
-                Ledger(f"{where}/gitmem/durable-ledger.sqlite3", stamp=derived.stamp_of(store))
+                Ledger(f"{where}/gitmem/durable-ledger.sqlite3", stamp=derived.stamp_of(store), root=where)
                 if isinstance(where, str)
                 else Ledger(":memory:")
             )
@@ -250,7 +250,11 @@ class DurableRepository:
 
         where = getattr(self.store, "path", None)
         folder = os.path.join(where, *SEMANTIC_DIR) if isinstance(where, str) else None
-        index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+        index = (
+            SqliteVectorIndex(":memory:")
+            if folder is None
+            else SqliteVectorIndex(os.path.join(folder, "vectors.sqlite3"), root=where)
+        )
         try:
             return semantic_health(self.store, namespace, index, RefreshLog(folder))
         finally:

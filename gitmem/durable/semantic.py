@@ -31,6 +31,7 @@ small JSON file per namespace beside the index (derived state too).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -48,11 +49,14 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import MB, load_local_json, local_folder, open_local_lock
 from gitmem.model import Changes
 from gitmem.recall.vectors import (
     CONSISTENCY_ORDER,
     Consistency,
+    IndexStatus,
     NodeRef,
+    PartitionState,
     VectorHit,
     VectorIndex,
     VectorRecord,
@@ -66,6 +70,7 @@ FUSION_PROFILE: Final = "gitmem.durable.hybrid.rrf-k60.v1"
 #: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
 SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
 _SNAPSHOT_ATTEMPTS: Final = 5
+_LOG_BYTES: Final = MB  # a refresh log holds five small fields
 Outcome = Literal["published", "unchanged", "failed"]
 
 
@@ -177,8 +182,10 @@ class SemanticHealth:
     ``state``: ``ready`` (the partition reflects the head), ``lagging`` (node
     files changed since), ``stale_generation`` (built for another embedding
     identity), ``missing`` (never refreshed), ``failing`` (the last refresh
-    failed). ``lag`` counts node files of the namespace changed since the indexed
-    commit (``None`` when the change cursor cannot tell).
+    failed), ``damaged`` (the index cannot be opened or read, or holds damaged
+    vectors: ``problem`` says why; it is derived state, so deleting it and
+    refreshing rebuilds it). ``lag`` counts node files of the namespace changed
+    since the indexed commit (``None`` when the change cursor cannot tell).
     """
 
     namespace: Namespace
@@ -198,6 +205,7 @@ class SemanticHealth:
     last_error: str | None
     failures: int
     refreshes: int
+    problem: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -209,11 +217,15 @@ class RefreshLog:
     """The last refresh outcome per namespace: a JSON file each in ``folder`` (else in memory).
 
     Updates are read-modify-write under an exclusive ``flock`` of the file's lock
-    file, so two processes refreshing at once do not lose a failure count.
+    file, so two processes refreshing at once do not lose a failure count. The
+    files are derived state in a folder others may write (``root``: the mount):
+    read through :mod:`gitmem.localfile` (bounded, no link, never blocking), and
+    a planted log or lock reads as no log and is never written through.
     """
 
-    def __init__(self, folder: str | None) -> None:
+    def __init__(self, folder: str | None, *, root: str | None = None) -> None:
         self.folder = folder
+        self.root = root if root is not None else mount_of(folder)
         self._memory: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -225,12 +237,8 @@ class RefreshLog:
         if self.folder is None:
             with self._lock:
                 return dict(self._memory.get(partition, {}))
-        try:
-            with open(self._path(partition), encoding="utf-8") as fh:
-                data = json.load(fh)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}  # derived state: unreadable is as good as never refreshed
+        # derived state: unreadable (a link, a FIFO, too big, not JSON) is as good as never refreshed
+        return _log_fields(load_local_json(self._path(partition), _LOG_BYTES))
 
     def record(self, partition: str, outcome: Outcome, error: str | None, at: float) -> None:
         def update(prior: dict[str, Any]) -> dict[str, Any]:
@@ -248,17 +256,60 @@ class RefreshLog:
                 self._memory[partition] = update(self._memory.get(partition, {}))
             return
         try:
-            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            if self.root is not None:
+                local_folder(self.folder, root=self.root)
+            else:
+                os.makedirs(self.folder, mode=0o700, exist_ok=True)
             path = self._path(partition)
-            with open(path + ".lock", "a") as lock:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            lock = open_local_lock(path + ".lock")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
                 data = update(self.read(partition))
-                fd, tmp = tempfile.mkstemp(prefix=".refresh-", dir=self.folder)
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    json.dump(data, out)
-                os.replace(tmp, path)
+                fd, tmp = tempfile.mkstemp(prefix=".refresh-", dir=self.folder)  # created exclusively: no link
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8") as out:
+                        json.dump(data, out)
+                    os.replace(tmp, path)  # replaces a planted file or link itself, never its target
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                    raise
+            finally:
+                os.close(lock)
         except OSError:
             pass  # health is advisory; the refresh itself already succeeded or failed
+
+
+def _log_fields(data: Any) -> dict[str, Any]:
+    """The fields of a refresh log that have the types health reports; anything else is dropped."""
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    at = data.get("last_refresh_at")
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at):
+        out["last_refresh_at"] = float(at)
+    if data.get("last_outcome") in ("published", "unchanged", "failed"):
+        out["last_outcome"] = data["last_outcome"]
+    if isinstance(data.get("last_error"), str):
+        out["last_error"] = data["last_error"][:500]
+    for key in ("failures", "refreshes"):
+        n = data.get(key)
+        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 62:
+            out[key] = n
+    return out
+
+
+def mount_of(folder: str | None) -> str | None:
+    """The mount folder holding a semantic ``folder`` (``<mount>/gitmem/derived/semantic``), else ``None``.
+
+    From the mount down no folder may be a link (:func:`gitmem.localfile.local_folder`).
+    """
+    if folder is None:
+        return None
+    parts = os.path.normpath(os.path.abspath(folder)).split(os.sep)
+    if tuple(parts[-len(SEMANTIC_DIR) :]) != SEMANTIC_DIR:
+        return None
+    return os.sep.join(parts[: -len(SEMANTIC_DIR)]) or os.sep
 
 
 def partition_of(namespace: Namespace) -> str:
@@ -320,7 +371,11 @@ class SemanticRecall:
         if self.index is None:
             from gitmem.recall.vectors import SqliteVectorIndex
 
-            self.index = SqliteVectorIndex(":memory:" if folder is None else os.path.join(folder, "vectors.sqlite3"))
+            self.index = (
+                SqliteVectorIndex(":memory:")
+                if folder is None
+                else SqliteVectorIndex(os.path.join(folder, "vectors.sqlite3"), root=mount_of(folder))
+            )
         if self.log is None:
             self.log = RefreshLog(folder)
         return self
@@ -472,17 +527,29 @@ def semantic_health(
 ) -> SemanticHealth:
     """The partition of ``namespace`` against the head (``generation``: the one a binding serves)."""
     partition = partition_of(namespace)
-    status = index.status()
-    state = index.partition(partition)
+    status: IndexStatus | None = None
+    state: PartitionState | None = None
+    try:  # an index that cannot be opened or read is reported, with why, not raised
+        status = index.status()
+        state = index.partition(partition)
+        problem = index.check(partition)
+    except MemoryStoreError as exc:
+        problem = exc.message[:500]
     last = log.read(partition)
     head = store.head()
     lag: int | None = None
     if state is not None:
-        moved = store.changes(state.commit)
+        try:
+            moved: Changes | object = store.changes(state.commit)
+        except MemoryStoreError as exc:  # the index names a commit the memory cannot start from
+            problem = problem or f"the index reflects commit {state.commit[:80]!r}, which the memory cannot read: {exc.message}"[:500]
+            moved = None
         if isinstance(moved, Changes):
             prefix = nodes_prefix(namespace)
             lag = sum(1 for p in moved.paths if p.startswith(prefix))
-    if state is None:
+    if problem is not None:
+        verdict = "damaged"
+    elif state is None:
         verdict = "missing"
     elif generation is not None and state.generation != generation:
         verdict = "stale_generation"
@@ -498,7 +565,7 @@ def semantic_health(
         head=head,
         index=index.name,
         consistency=index.consistency,
-        index_revision=status.revision,
+        index_revision=0 if status is None else status.revision,
         generation=generation,
         partition_generation=None if state is None else state.generation,
         indexed_commit=None if state is None else state.commit,
@@ -510,6 +577,7 @@ def semantic_health(
         last_error=last.get("last_error"),
         failures=int(last.get("failures", 0)),
         refreshes=int(last.get("refreshes", 0)),
+        problem=problem,
     )
 
 

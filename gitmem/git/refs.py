@@ -17,6 +17,7 @@ crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Mapping
 from typing import Final
@@ -32,18 +33,40 @@ MAIN: Final = RefName("refs/heads/main")
 """The ref that holds a memory's live state; every module imports it from here."""
 
 
+_REF_FILE_LIMIT: Final = 4096  # an id or a "ref: <name>" line; git's own refs are far smaller
+
+
 class _Moved(Exception):
     """A ref no longer holds the value the caller expected."""
 
 
 def read_ref(repo: pygit2.Repository, name: str) -> CommitId | None:
     """The commit id ``name`` points at, or ``None`` when it does not exist: the one ref reader."""
+    _check_loose_ref(repo.path, name)
     ref = repo.references.get(name)
     if ref is None:
         return None
     if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
         ref = ref.resolve()  # libgit2 looks a direct ref up again to "resolve" it: only for symbolic ones
     return CommitId(str(ref.target))
+
+
+def _check_loose_ref(git_dir: str, name: str) -> None:
+    """``unavailable`` when the loose file of ref ``name`` is there but is no regular file.
+
+    libgit2 opens a loose ref with a blocking read that follows links and reads
+    it whole: a FIFO planted as ``refs/heads/proposals/x`` would hang the call for
+    good, a 100 MB file be read and parsed.
+    """
+    path = os.path.join(git_dir, *name.split("/"))
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return  # none (packed, or absent): libgit2 answers
+    if not stat.S_ISREG(info.st_mode):
+        raise MemoryStoreError("unavailable", f"{path} is not a regular file (a link, FIFO or folder); remove it")
+    if info.st_size > _REF_FILE_LIMIT:
+        raise MemoryStoreError("unavailable", f"{path} is larger than any ref ({info.st_size} bytes); remove it")
 
 
 def read_ref_file(path: str) -> CommitId | None:
@@ -119,6 +142,11 @@ def swap_refs(
                     raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
                 raise MemoryStoreError("unavailable", f"cannot update {', '.join(names)}: {exc}") from exc
             locks = [os.path.join(repo_path, *name.split("/")) + ".lock" for name in names]
+            planted = [lock for lock in locks if _is_special(lock)]
+            if planted:  # git makes its locks as regular files: no git holds this one, and none will release it
+                raise MemoryStoreError(
+                    "unavailable", f"{planted[0]} is not a lock git made (a link, FIFO or folder); remove it"
+                ) from None
             if any([remove_if_stale(lock, stale_after) for lock in locks]):  # a list: try every lock
                 continue
             if not wait or time.monotonic() > deadline:
@@ -206,3 +234,10 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         finally:
             os.close(folder)
     return True
+
+
+def _is_special(path: str) -> bool:
+    try:
+        return not stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False

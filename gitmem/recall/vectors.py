@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import connect_local_sqlite
 
 #: How a backend orders mutations: ``partition_atomic`` (each mutation is all or
 #: nothing) or ``index_revision_cas`` (also a compare-and-swap on the index revision).
@@ -146,6 +147,14 @@ class VectorIndex(Protocol):
         """The best ``limit`` entries of the partition at ``generation`` by dot product, at least ``min_score``."""
         ...
 
+    def check(self, partition: str) -> str | None:
+        """Why the partition cannot be served as published (a damaged or unreadable index), else ``None``.
+
+        Health calls it, so a damaged index is never reported ``ready``; it reads
+        the whole partition (and may check the whole file), so queries do not.
+        """
+        ...
+
     def close(self) -> None: ...
 
 
@@ -210,9 +219,13 @@ class _Loaded:
 class SqliteVectorIndex:
     """The embedded :class:`VectorIndex`: one SQLite file, shared by processes (module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0, root: str | os.PathLike[str] | None = None
+    ) -> None:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
+        #: The mount folder holding ``path``, if any: no folder from it down may be a link (``connect_local_sqlite``).
+        self.root = None if root is None else os.fspath(root)
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
         self._ino: tuple[int, int] | None = None
@@ -234,7 +247,7 @@ class SqliteVectorIndex:
             ino: tuple[int, int] | None = (0, 0)
             if self.path != ":memory:":
                 try:
-                    st = os.stat(self.path)
+                    st = os.lstat(self.path)
                     ino = (st.st_dev, st.st_ino)
                 except FileNotFoundError:
                     ino = None
@@ -252,20 +265,28 @@ class SqliteVectorIndex:
         self._db = None
         self._loaded.clear()
         memory = self.path == ":memory:"
+        options: dict[str, Any] = {"timeout": self.busy_timeout, "isolation_level": None, "check_same_thread": False}
         try:
-            if not memory:
-                os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+            if memory:
+                db = sqlite3.connect(":memory:", **options)
+            else:
+                if self.root is None:
+                    os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
+                # a link, FIFO or hard link planted as the file (or its -wal/-shm) is refused, never written through
+                db = connect_local_sqlite(self.path, root=self.root, **options)
+        except (OSError, sqlite3.Error) as exc:
+            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.path}: {exc}") from exc
+        try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost last mutation is a refresh away
             db.executescript(_SCHEMA)
+            st = None if memory else os.lstat(self.path)
         except (OSError, sqlite3.Error) as exc:
-            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.path}: {exc}") from exc
-        if memory:
-            self._db, self._ino = db, (0, 0)
-            return
-        st = os.stat(self.path)
-        self._db, self._ino = db, (st.st_dev, st.st_ino)
+            db.close()
+            raise MemoryStoreError(
+                "unavailable", f"cannot open the vector index {self.path}: {exc} (it is derived: delete it and refresh)"
+            ) from exc
+        self._db, self._ino = db, (0, 0) if st is None else (st.st_dev, st.st_ino)
 
     def close(self) -> None:
         with self._lock:
@@ -298,6 +319,27 @@ class SqliteVectorIndex:
         with self._conn() as db:
             rows = db.execute("SELECT node_id, revision, digest FROM vectors WHERE partition=?", (partition,))
             return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    def check(self, partition: str) -> str | None:
+        try:
+            with self._conn() as db:
+                damage = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall() if r[0] != "ok"]
+                if damage:
+                    return f"the vector index {self.path} is damaged: {'; '.join(damage)}"[:500]
+                row = db.execute("SELECT dimension FROM partitions WHERE name=?", (partition,)).fetchone()
+                if row is None:
+                    return None
+                bad = db.execute(
+                    "SELECT count(*) FROM vectors WHERE partition=? AND (typeof(vector) != 'blob' OR length(vector) != ?)",
+                    (partition, 4 * int(row[0])),
+                ).fetchone()[0]
+        except MemoryStoreError as exc:
+            return exc.message[:500]
+        except (TypeError, ValueError) as exc:
+            return f"the vector index {self.path} is damaged: {exc}"[:500]
+        if bad:
+            return f"the vector index {self.path} holds {bad} vectors of partition {partition!r} that are not {row[0]}-dimensional"
+        return None
 
     # -- the one mutation --
 

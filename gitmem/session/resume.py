@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
@@ -140,6 +139,8 @@ class SessionBindings:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
                 raise OSError(f"{self.folder} is not a folder")
+            import tempfile  # a writer's: a resume that only reads its record loads none
+
             fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc

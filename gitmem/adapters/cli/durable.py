@@ -234,6 +234,8 @@ def durable_health(state: State, name: str, namespace: tuple[str, str, str]) -> 
 
     def text() -> None:
         say(f"state           {health.state}")
+        if health.problem:
+            say(f"problem         {health.problem}")
         say(f"head            {health.head}")
         say(f"indexed commit  {health.indexed_commit or '-'}")
         say(f"index           {health.index} ({health.consistency}), revision {health.index_revision}")
