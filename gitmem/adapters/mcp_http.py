@@ -31,14 +31,22 @@ proposal branch, never on ``main``; on a review-gated memory every run's do.
 ``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
 so the ``memory_context`` prompt's cursors are per client session; a session
 can only be used with the token that opened it (anyone else gets the same 404 as
-for an unknown session). Sessions idle for ``idle_timeout`` are closed; a token
-may hold ``max_sessions`` at once. Requests of the 2026 protocol era carry no
+for an unknown session). Most clients never end a session (``DELETE /mcp``): a
+health check or a bridge's restart just opens another. So a token keeps at most
+``max_sessions`` (``gitmem serve --mcp-sessions``), and a new session past that
+closes the token's least recently used idle one instead of being refused; the
+closed session's client gets 404 on its next request and, as the protocol says,
+starts a new session. Only when every one of the token's sessions has a request
+in flight is a new one refused, with 429 and a ``Retry-After`` by which those
+requests are over (each is bounded by ``call_timeout``). Sessions idle for
+``idle_timeout`` are closed anyway. Requests of the 2026 protocol era carry no
 session and are served by one server per token.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 import time
@@ -69,7 +77,7 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """The largest MCP request taken (a tool call's arguments: a file is at most 64 KiB)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 DEFAULT_MAX_SESSIONS = 32
-"""Open sessions per token; past that a new one gets 429 until one ends or idles out."""
+"""Sessions kept per token; past that a new one closes the token's least recently used idle one."""
 DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
 _SESSION_HEADER = "mcp-session-id"
@@ -86,6 +94,7 @@ class _Session:
     stop: anyio.Event
     last_used: float = field(default_factory=time.monotonic)
     session_id: str | None = None
+    in_flight: list[float] = field(default_factory=list)  # when each request being served began
 
 
 class McpHttpApp:
@@ -110,7 +119,7 @@ class McpHttpApp:
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}  # by mcp-session-id
         self._shared: dict[str, _Session] = {}  # by token hash: the session-less (2026-era) server
-        self._opening: dict[str, int] = {}  # sessions being opened, by token hash
+        self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
@@ -149,20 +158,27 @@ class McpHttpApp:
                 session = found
             else:
                 self._reap()
-                if not self._admit(owner):
-                    return _reply(start_response, 429, _error("this token has too many open MCP sessions"),
-                                  [("Retry-After", "5")])  # fmt: skip
+                began, wait = self._admit(owner)
+                if wait is not None:
+                    return _reply(
+                        start_response,
+                        429,
+                        _error(
+                            f"every one of this token's {self.max_sessions} MCP sessions has a request in flight; "
+                            f"retry in {wait} s"
+                        ),
+                        [("Retry-After", str(wait))],
+                    )
                 try:
                     return self._serve_opening(start_response, owner, grant, environ, body)
                 finally:  # counted as opening until it is registered or given up
                     with self._lock:
-                        self._opening[owner] -= 1
+                        self._opened(owner, began)
         except MemoryStoreError as exc:
             if exc.code == "not_found":  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        session.last_used = time.monotonic()
-        status, headers, data = self._handle(session, _scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, _scope(environ), body)
         if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -179,6 +195,7 @@ class McpHttpApp:
         new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
         if status < 400 and new_id:
             session.session_id = new_id
+            session.last_used = time.monotonic()
             with self._lock:
                 self._sessions[new_id] = session
         else:
@@ -188,13 +205,62 @@ class McpHttpApp:
 
     # -- sessions ----------------------------------------------------------------
 
-    def _admit(self, owner: str) -> bool:
+    def _admit(self, owner: str) -> tuple[float, int | None]:
+        """Make room for one more session of ``owner``: (when it began, ``None``), or (0, seconds to wait).
+
+        Past ``max_sessions`` the token's least recently used sessions with no
+        request in flight are closed. When none is idle, the answer is the time by
+        which the first in-flight request (or session being opened) is over: each
+        is cut off at ``call_timeout``.
+        """
+        evicted: list[_Session] = []
+        try:
+            with self._lock:
+                now = time.monotonic()
+                mine = sorted((s for s in self._sessions.values() if s.owner == owner), key=lambda s: s.last_used)
+                opening = self._opening.get(owner, [])
+                excess = len(mine) + len(opening) + 1 - self.max_sessions
+                for session in mine:
+                    if excess <= 0:
+                        break
+                    if not session.in_flight and session.session_id is not None:
+                        evicted.append(self._sessions.pop(session.session_id))
+                        excess -= 1
+                if excess > 0:
+                    ends = [max(s.in_flight) for s in mine if s.in_flight] + list(opening)
+                    first_free = min(ends, default=now) + self.call_timeout
+                    return 0.0, max(1, math.ceil(first_free - now))
+                self._opening.setdefault(owner, []).append(now)
+                return now, None
+        finally:
+            for session in evicted:
+                self._stop(session)
+
+    def _opened(self, owner: str, began: float) -> None:
+        """The session ``owner`` began opening at ``began`` is registered or given up (hold the lock)."""
+        opening = self._opening.get(owner, [])
+        if began in opening:
+            opening.remove(began)
+        if not opening:
+            self._opening.pop(owner, None)
+
+    def _handle_in_flight(
+        self, session: _Session, scope: dict[str, Any], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
+        began = time.monotonic()
         with self._lock:
-            open_now = sum(1 for s in self._sessions.values() if s.owner == owner) + self._opening.get(owner, 0)
-            if open_now >= self.max_sessions:
-                return False
-            self._opening[owner] = self._opening.get(owner, 0) + 1
-            return True
+            if session.session_id is not None and self._sessions.get(session.session_id) is not session:
+                # closed meanwhile (evicted, or its DELETE): answered as any ended session is
+                return 404, [("Content-Type", "application/json")], _error("Session not found")
+            session.last_used = began
+            session.in_flight.append(began)
+        try:
+            return self._handle(session, scope, body)
+        finally:
+            with self._lock:
+                session.in_flight.remove(began)
+                session.last_used = time.monotonic()
 
     def _shared_session(self, owner: str, grant: Grant) -> _Session:
         with self._lock:
@@ -267,7 +333,7 @@ class McpHttpApp:
         """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
-            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff]
+            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight]
             stale = [self._sessions.pop(sid) for sid in idle]
         for session in stale:
             self._stop(session)

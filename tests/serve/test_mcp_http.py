@@ -251,11 +251,13 @@ def test_a_token_holds_a_bounded_number_of_sessions(served: Served) -> None:
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
     auth = {"Authorization": f"Bearer {token_of('alice')}"}
-    with served.client("alice"), served.client("alice"):
-        assert post(served.mcp_url, hello, auth)[0] == 429
-        with served.client("bob") as bob:  # another token is not limited by alice's sessions
-            assert bob.memories() == ["notes"]
-    assert post(served.mcp_url, hello, auth)[0] == 200
+    with served.client("alice") as older, served.client("alice") as newer:
+        with served.client("bob") as bob:  # another token's sessions do not count against alice's
+            assert post(served.mcp_url, hello, auth)[0] == 200  # past the limit: the oldest idle one gives way
+            assert served.app.session_count() == 3
+            assert bob.memories() == ["notes"] and newer.memories() == ["notes"]
+            with pytest.raises(MCPError, match="Session not found"):
+                older.memories()
 
 
 def test_a_session_ends_when_the_token_file_changes_what_its_token_may_do(served: Served) -> None:

@@ -38,6 +38,14 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="Refuse a push whose pack is larger than N bytes [default: 64 MiB; 0: no limit].",
 )
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP over streamable HTTP at /mcp.")
+@click.option(
+    "--mcp-sessions",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    metavar="N",
+    help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
+)
 @common_options
 @pass_state
 def serve(
@@ -48,6 +56,7 @@ def serve(
     public_read: bool,
     max_push_bytes: int | None,
     no_mcp: bool,
+    mcp_sessions: int,
 ) -> None:
     """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp."""
     try:
@@ -80,6 +89,7 @@ def serve(
                 "max_push_bytes": limit,
                 "clone_url": f"{url.replace('://', '://<principal>:<token>@', 1)}/<name>.git",
                 "mcp_url": f"{url}/mcp" if mcp else None,
+                "mcp_sessions": mcp_sessions if mcp else None,
             },
             lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
         )
@@ -93,6 +103,7 @@ def serve(
         public_read=public_read,
         max_push_bytes=limit,
         mcp=mcp,
+        mcp_sessions=mcp_sessions,
         on_ready=ready,
     )
 
