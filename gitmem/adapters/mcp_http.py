@@ -134,8 +134,7 @@ class McpHttpApp:
         token = _bearer(environ)
         grant = self.tokens.grant(token)
         if grant is None or token is None:
-            detail = "send 'Authorization: Bearer <token>'" if token is None else "that token is not accepted"
-            return _reply(start_response, 401, _error(detail), [("WWW-Authenticate", 'Bearer realm="gitmem"')])
+            return _unauthorized(start_response, token is None)
         body = _read_body(environ, self.max_body)
         if body is None:
             return _reply(start_response, 413, _error(f"an MCP request may hold {self.max_body} bytes"))
@@ -327,6 +326,7 @@ class McpHttpApp:
             FileMemoryCapability(files) if files else None,
             records=RecordMemoryCapability(records) if records else None,
             origin=Origin(run_id=run, principal_id=grant.principal),
+            session_tag=tag,  # the run id and every tool call id name the same session
         )
 
     def _reap(self) -> None:
@@ -452,8 +452,11 @@ class WithMcp:
         self.max_push_bytes = getattr(git, "max_push_bytes", None)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "") in (MCP_PATH, MCP_PATH + "/"):
+        path = environ.get("PATH_INFO", "")
+        if path in (MCP_PATH, MCP_PATH + "/"):
             return self.mcp(environ, start_response)
+        if path.startswith(_DISCOVERY) or path in _OAUTH_ENDPOINTS:
+            return no_oauth(start_response)
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
 
@@ -466,10 +469,55 @@ class WithMcp:
 
 # -- helpers ------------------------------------------------------------------------
 
+_DISCOVERY = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+"""Where OAuth clients look for metadata (with or without a path such as ``/mcp`` after it)."""
+_OAUTH_ENDPOINTS = frozenset({"/register", "/authorize", "/token"})
+"""Where an OAuth client without metadata goes next (the protocol's defaults); never a git path (``NAME.git``)."""
+_NO_OAUTH = (
+    "this gitmem server uses bearer tokens, not OAuth: an OAuth sign-in is tried only after /mcp refused the "
+    "token sent (401: missing, unknown or revoked). Send 'Authorization: Bearer <token>' with a token of the "
+    "server's token file (made with 'gitmem token')"
+)
+
+
+def no_oauth(start_response: StartResponse) -> list[bytes]:
+    """The answer to OAuth discovery and endpoints: a JSON 404 that says bearer tokens are used instead.
+
+    An OAuth-aware client such as ``mcp-remote`` answers a 401 from ``/mcp`` by
+    looking for OAuth (metadata, then the default ``/register``) and shows what it
+    got there, not the 401: a git-flavoured "no such repository" hid why it failed.
+    This body says the token was refused, in the OAuth error fields such clients print.
+    """
+    body = json.dumps({"error": "not_found", "error_description": _NO_OAUTH}).encode()
+    return _reply(start_response, 404, body)
+
+
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
             403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
             413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
+
+
+def _unauthorized(start_response: StartResponse, missing: bool) -> list[bytes]:
+    """401 with ``WWW-Authenticate: Bearer`` and a JSON body whose message says what to send.
+
+    The body is a JSON-RPC error (what an MCP client reads) that also carries the
+    OAuth error fields (what an OAuth-aware client such as ``mcp-remote`` prints);
+    the header names the same error (RFC 6750).
+    """
+    if missing:
+        code, detail = "invalid_request", "this MCP server needs 'Authorization: Bearer <token>' on every request"
+    else:
+        code, detail = "invalid_token", "that bearer token is not accepted by this gitmem server (unknown or revoked)"
+    detail += "; tokens are made with 'gitmem token' and listed in the server's token file (it does not use OAuth)"
+    body = json.loads(_error(detail))
+    body.update({"error_description": detail, "error_code": code})
+    challenge = f'Bearer realm="gitmem", error="{code}", error_description="{detail.replace(chr(34), chr(39))}"'
+    return _reply(start_response, 401, json.dumps(body).encode(), [("WWW-Authenticate", challenge)])
 
 
 def _bearer(environ: Mapping[str, Any]) -> str | None:

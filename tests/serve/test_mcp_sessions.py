@@ -37,7 +37,11 @@ HELLO = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "never-closes", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "never-closes", "version": "1"},
+    },
 }
 
 
@@ -66,9 +70,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
-def post(
-    url: str, body: object, token: str = TOKEN, session: str | None = None
-) -> tuple[int, dict[str, str], bytes]:
+def post(url: str, body: object, token: str = TOKEN, session: str | None = None) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
     request.add_header("Accept", "application/json, text/event-stream")
