@@ -76,7 +76,7 @@ MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """The largest MCP request taken (a tool call's arguments: a file is at most 64 KiB)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
-DEFAULT_MAX_SESSIONS = 32
+DEFAULT_MAX_SESSIONS = 64
 """Sessions kept per token; past that a new one closes the token's least recently used idle one."""
 DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""

@@ -41,7 +41,7 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
 @click.option(
     "--mcp-sessions",
     type=click.IntRange(min=1),
-    default=32,
+    default=64,  # mcp_http.DEFAULT_MAX_SESSIONS (not imported: it would load the mcp SDK for every command)
     show_default=True,
     metavar="N",
     help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
