@@ -1,9 +1,9 @@
 """MCP over streamable HTTP at ``/mcp`` of ``gitmem serve``: one command, one port, for git and agents.
 
 An agent on another machine mounts the team's memories directly (Claude Code:
-``claude mcp add --transport http gitmem https://HOST/mcp --header "Authorization:
-Bearer TOKEN"``) and gets the same tools, compare-and-swap versions and errors as
-over stdio.
+``claude mcp add --scope project --transport http gitmem https://HOST/mcp --header
+'Authorization: Bearer ${GITMEM_TOKEN}'``, the token left in the environment) and
+gets the same tools, compare-and-swap versions and errors as over stdio.
 
 **Why inside waitress, not on an ASGI server.** The ``mcp`` SDK's transport
 (:class:`mcp.server.streamable_http_manager.StreamableHTTPSessionManager`) is an
