@@ -33,7 +33,7 @@ from gitmem.adapters.tokens import token_entry
 
 PACKAGES = {"@modelcontextprotocol/inspector": "2.12.0", "mcp-remote": "0.15.1"}
 CACHE = Path(__file__).resolve().parents[2] / ".cache" / "interop-npm"
-INSTALL_SECONDS = 150
+INSTALL_SECONDS = 110
 CLIENT_SECONDS = 180
 TOKEN = "tok-interop-alice-0123456789abcdef0123"
 SERVER = [sys.executable, "-m", "gitmem.adapters.cli"]
