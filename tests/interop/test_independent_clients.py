@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve.support import fsck_clean
 
 from gitmem import Root
 from gitmem.adapters.tokens import token_entry
@@ -189,6 +190,7 @@ def test_over_stdio(node_modules: Path, root: Root) -> None:
     server = [*SERVER, "mcp", "--root", str(root.path), "--mount", "notes", "--mount", "facts"]
     check_inspector(node_modules, [*_git_env_args(), *server], root, "stdio")
     check_ts_client(node_modules, ["stdio", *server], 3, http=False)  # each stdio connect starts a process
+    fsck_clean(root.mount_path("notes"))
 
 
 class Serve:
@@ -248,6 +250,7 @@ def test_over_http(node_modules: Path, root: Root, served: Serve) -> None:
     origin = root.mount("notes").sync.log("inspector-http.md")[0].origin
     assert origin.principal_id == "alice" and origin.run_id and origin.tool_call_id
     assert origin.tool_call_id.startswith("mcp-" + origin.run_id.partition("-mcp-")[2] + "-")
+    fsck_clean(root.mount_path("notes"))
 
 
 def remote_answer(modules: Path, url: str, token: str) -> tuple[str, str]:
