@@ -84,6 +84,11 @@ class MemoryStoreError(GitmemError):
 
     ``current`` is only meaningful for ``version_mismatch`` and ``already_exists``:
     it is the file the caller collided with, or ``None`` when no file is there.
+
+    The message never holds a credential: every error passes through
+    :func:`gitmem.secrets.scrub_credentials` here, so a remote's URL (or git's own
+    stderr repeating it) can be named in a message without its password or token,
+    whichever surface prints, logs or sends the error on.
     """
 
     code: str
@@ -94,6 +99,10 @@ class MemoryStoreError(GitmemError):
         if code not in STORE_ERROR_CODES and code not in TOOL_ERROR_CODES:
             raise ValueError(f"unknown error code {code!r}")
         self.code = code
+        if "://" in message:  # a URL, perhaps with a password or token in it
+            from gitmem.secrets import scrub_credentials
+
+            message = scrub_credentials(message)
         self.message = message or code.replace("_", " ")
         self.current = current
         super().__init__(f"{code}: {self.message}")

@@ -13,11 +13,14 @@ Both ends are input, so neither trusts what it is handed:
   ``lstat`` before any byte is read (and at most the limit plus one byte is read, in
   case it grows), links are not followed, FIFOs, sockets and devices are refused
   without being opened (opening a FIFO would block), and every entry left out is
-  listed with its reason.
+  listed with its reason. Into a memory (:func:`scan_for`), a file whose content a
+  ``forget`` erased there is refused and listed the same way, so the write's own
+  refusal of erased content never turns one such file into the refusal of all.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.localfile import open_local, read_control
 
 if TYPE_CHECKING:
     from gitmem.git.historyimport import HistoryImport
@@ -41,6 +45,8 @@ TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 #: Folders an import leaves out, and why.
 SKIPPED_FOLDERS = {".git": "a clone's git metadata is not memory"}
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+#: A `.gitignore` larger than this is refused, not read (it decides what an import leaves out).
+_GITIGNORE_LIMIT = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -245,10 +251,13 @@ def _kind(mode: int) -> str | None:
 
 def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
     """At most ``limit + 1`` bytes of a regular file, opened without following a link or blocking."""
-    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = open_local(full)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:  # swapped for something else since the walk
+            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file") from None
+        raise
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for something else since the walk
-            raise MemoryStoreError("invalid_file", f"{rel}: not a regular file")
         data = f.read(limit + 1)
     if len(data) > limit:
         raise MemoryStoreError("too_large", f"{rel}: the file grew past {limit} bytes while read")
@@ -284,7 +293,13 @@ def scan_folder(
 
     def visit(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> None:
         if gitignore:
-            rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
+            try:
+                rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
+            except MemoryStoreError as exc:  # what it leaves out is unknown: leave out the whole folder
+                where = f"{prefix}.gitignore"
+                why = f"{exc.message}; nothing under {prefix or './'} is imported"
+                scan.refused.append(Refusal(where, exc.code, why))
+                return
         try:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError as exc:
@@ -327,16 +342,65 @@ def scan_folder(
     return scan
 
 
+def scan_for(
+    store: SyncGitFileStore, folder: Path, *, exclude: Sequence[str] = (), gitignore: bool = False
+) -> ImportScan:
+    """:func:`scan_folder` for an import into ``store``: also refused, file by file, is a file
+    whose content a ``forget`` erased from that memory (rule ``erased``, code ``forbidden``).
+
+    The write would refuse that content anyway ("erased stays erased"), but for the
+    whole batch: one erased file in a folder of notes would keep every other note
+    out. Found here, it is listed like any other refused file and the rest comes in.
+    The check is by content (the version a write would store), whatever the file's
+    path; the write itself still checks again, under its lock.
+    """
+    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED
+    from gitmem.git.treeedit import object_id
+
+    scan = scan_folder(folder, store.format, exclude=exclude, gitignore=gitignore)
+    if scan.accepted:
+        erased = _erased_by_forget(store)
+        if erased:
+            kept: list[tuple[str, str]] = []
+            for path, text in scan.accepted:
+                version = object_id(b"blob", encode_text(text, store.format))
+                if version in erased:
+                    message = (
+                        f"{path}: {RULE_ERASED}: this content ({version[:12]}) was erased from this memory "
+                        f"by forget and stays out; an admin can write it again with the {OVERRIDE_TRAILER} trailer"
+                    )
+                    scan.refused.append(Refusal(path, "forbidden", message))
+                else:
+                    kept.append((path, text))
+            scan.accepted = kept
+            scan.refused.sort(key=lambda r: r.path)
+    return scan
+
+
+def _erased_by_forget(store: SyncGitFileStore) -> frozenset[str]:
+    """The versions a write of ``store`` refuses: what a ``forget`` erased (not what a purge did)."""
+    from gitmem.git.erasures import erased_blobs
+    from gitmem.git.repo import translate_errors
+
+    with translate_errors(store.path):
+        return erased_blobs(store.repo.fresh(), store.path, purged=False)
+
+
 def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
-    """The rules of one ``.gitignore`` (none when it is absent, not a regular file, or not text)."""
-    try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return []
-        text = _read_bounded(path, str(path), 256 * 1024).decode("utf-8", errors="replace")
-    except (OSError, MemoryStoreError):
-        return []
+    """The rules of one ``.gitignore`` (none when it is absent).
+
+    It decides what an import leaves out, so it is read as a control file (no
+    link followed, never blocking, bounded, UTF-8): one that cannot be read
+    raises ``MemoryStoreError`` instead of reading as "leaves out nothing".
+    """
     source = f"{prefix}.gitignore"
+    raw = read_control(path, _GITIGNORE_LIMIT, name=source)
+    if raw is None:
+        return []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"{source} is not UTF-8 text (byte {exc.start})") from None
     return ignorerules.parse(text.splitlines(), base=prefix, source=source)
 
 

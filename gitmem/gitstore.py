@@ -55,7 +55,7 @@ from gitmem.model import (
     Origin,
     blob_version,
 )
-from gitmem.provenance import commit_message
+from gitmem.provenance import check_identity_extras, commit_message
 from gitmem.runviews import RunViews
 from gitmem.store import (
     Batch,
@@ -490,6 +490,7 @@ class SyncGitFileStore:
         a ``Gitmem-Path`` per changed file, the origin, then ``trailers``.
         """
         batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
+        check_identity_extras(batch.trailers, origin or Origin())  # before any I/O; commit_message checks again
         done = self._commit(batch, origin)
         return applied(done.commit, done.result, batch, blob_version)
 

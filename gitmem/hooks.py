@@ -36,6 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
+from gitmem.localfile import open_private, read_control, write_private
 
 MARKER = "# gitmem-hook"
 HOOK_NAMES = ("pre-receive", "post-receive")
@@ -74,7 +75,7 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
     targets = [folder / name for name in HOOK_NAMES]
     try:
         for target in targets:
-            if target.exists() and not force and MARKER not in target.read_text(encoding="utf-8", errors="replace"):
+            if os.path.lexists(target) and not force and not _written_by_gitmem(target):
                 raise MemoryStoreError(
                     "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
                 )
@@ -82,7 +83,7 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
         for target in targets:
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             try:
-                tmp.write_text(hook_script(target.name, python or sys.executable), encoding="utf-8")
+                write_private(tmp, hook_script(target.name, python or sys.executable))
                 tmp.chmod(0o755)
                 os.replace(tmp, target)
             finally:
@@ -90,6 +91,16 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
+
+
+def _written_by_gitmem(hook: Path) -> bool:
+    """Whether the hook file is one gitmem wrote: read as a control file (a link, a FIFO or a
+    large file is someone else's, never followed, waited on or loaded)."""
+    try:
+        raw = read_control(hook, 1 << 20)
+    except MemoryStoreError:
+        return False
+    return raw is not None and MARKER.encode() in raw
 
 
 def _read_updates(stdin: TextIO) -> list[RefUpdate]:
@@ -167,6 +178,7 @@ def post_receive_main(
 
 
 LOG_NAME = "hooks.log"
+_HOOK_LIMIT = 1024 * 1024  # an existing hook is read to see whether gitmem wrote it
 _LOG_LIMIT = 1024 * 1024
 """Past this size ``hooks.log`` is moved to ``hooks.log.1`` (one old generation is kept)."""
 
@@ -185,7 +197,7 @@ def _open_log(path: str) -> int:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    return open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # a FIFO there must not hang a push
 
 
 def log_line(mount_path: str, text: str, *, path: str | None = None) -> None:
@@ -197,7 +209,7 @@ def log_line(mount_path: str, text: str, *, path: str | None = None) -> None:
             os.write(fd, f"{stamp} {text}\n".encode("utf-8", "replace"))
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, MemoryStoreError):  # MemoryStoreError: a link or FIFO planted as the log
         pass
 
 

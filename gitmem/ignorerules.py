@@ -66,8 +66,9 @@ def _translate(glob: str) -> str:
                 out.append(re.escape(c))
                 i += 1
             else:
-                body = glob[i + 1 : end].replace("\\", "\\\\")
-                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+                body = glob[i + 1 : end]
+                negate = body[:1] in ("!", "^")
+                out.append("[^" + _class_body(body[1:]) + "]" if negate else "[" + _class_body(body) + "]")
                 i = end + 1
         elif c == "\\" and i + 1 < len(glob):
             out.append(re.escape(glob[i + 1]))
@@ -75,6 +76,16 @@ def _translate(glob: str) -> str:
         else:
             out.append(re.escape(c))
             i += 1
+    return "".join(out)
+
+
+def _class_body(body: str) -> str:
+    """A glob class's characters as a regex class: every character literal but a ``-`` between two
+    others (a range), so ``[[x]``, ``[a&&b]`` or ``[--]`` never reads as a nested set or set operation."""
+    out = []
+    for at, char in enumerate(body):
+        ranged = char == "-" and 0 < at < len(body) - 1 and body[at - 1] != "-" and body[at + 1] != "-"
+        out.append("-" if ranged else re.escape(char))
     return "".join(out)
 
 

@@ -1,22 +1,41 @@
-"""Reading the files gitmem keeps inside a mount's folder, as input from whoever can write that folder.
+"""The one opener of files under a mount, and the one parser of the JSON they and memory files hold.
 
-Lock records, lists, recall snapshots, derived caches, refs read by hand: a
-mount's folder may be shared, synced or tampered with, so none of it is
-trusted. Every such read here follows no symbolic link (a planted link must not
-make gitmem read or write outside the mount), opens nothing but a regular file
-without blocking (a FIFO planted in place of a cache must not hang a call),
-reads at most a stated number of bytes (a sparse 6 GiB file is refused, not
-loaded), and parses JSON with its nesting bounded by the parser's recursion
-guard. A file that breaks any rule reads as *missing*: every caller treats its
-file as disposable derived state and rebuilds it, or reports it.
+Lock records, lists, recall snapshots, derived caches, refs read by hand,
+SQLite side tables, session and binding records: a mount's folder may be
+shared, synced or tampered with, so none of it is trusted. Every read here
+follows no symbolic link (a planted link must not make gitmem read or write
+outside the mount), opens nothing but a regular file without blocking (a FIFO
+planted in place of a cache must not hang a call), reads at most a stated
+number of bytes (a sparse 6 GiB file is refused, not loaded), and parses JSON
+with its nesting bounded at :data:`JSON_DEPTH` before the decoder runs.
+
+Memory files (item, node and record files read through a store) are input
+from whoever can push to the memory, so every kind parses their JSON with
+:func:`parse_json` too: one exception type (``invalid_file``), which each kind
+turns into a skip it reports or a clear error, never a ``RecursionError``.
+
+The lenient readers (:func:`read_local`, :func:`load_local_json`) answer
+*missing* for a file that breaks a rule: their callers keep disposable derived
+state and rebuild it. The strict ones (:func:`read_local_strict`,
+:func:`load_local_json_strict`) raise :class:`RefusedFile` naming the file, for
+state that must not silently start over. Files gitmem creates are opened by
+:func:`open_private`, SQLite databases by :func:`connect_local_sqlite`.
+``tests/test_one_opener.py`` fails when code anywhere else in gitmem opens,
+``json.load``s or ``sqlite3.connect``s a file.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
+
+from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 MB = 1 << 20
 
@@ -52,17 +71,32 @@ def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
     if fd is None:
         return None
     try:
-        if os.fstat(fd).st_size > limit:
-            return None
+        return None if os.fstat(fd).st_size > limit else _read_all(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_local_head(path: str | os.PathLike[str], size: int, *, offset: int = 0) -> bytes | None:
+    """At most ``size`` bytes from ``offset`` of the regular file at ``path`` (a prefix, never refused for length).
+
+    ``None`` for anything :func:`open_local` refuses or cannot read: for callers
+    that look into a file (an index's header, ids in a cache) without loading all of it.
+    """
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
         chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(MB, limit + 1 - size))
+        got = 0
+        while got < size:
+            chunk = os.pread(fd, min(MB, size - got), offset + got)
             if not chunk:
                 break
             chunks.append(chunk)
-            size += len(chunk)
-        return None if size > limit else b"".join(chunks)
+            got += len(chunk)
+        return b"".join(chunks)
     except OSError:
         return None
     finally:
@@ -87,7 +121,311 @@ def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
     text = read_local_text(path, limit)
     if text is None:
         return None
+    if not json_nesting_within(text):
+        return None
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+# -- the strict forms: a refusal is an error naming the file, not a silent *missing* -------------------
+
+
+class RefusedFile(MemoryStoreError):
+    """A file under a mount that the opener would not read (a link, a FIFO, a device, too large).
+
+    Its code is ``unavailable`` (the memory is fine; a planted or damaged local
+    file is in the way) and its message names the file and what is wrong, so the
+    kind that met it can report it or skip it. ``path`` and ``reason`` keep both.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        super().__init__("unavailable", f"{self.path} {reason}; gitmem reads only regular files under a mount")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, self.reason))
+
+
+def _refusal(path: str | os.PathLike[str], exc: OSError) -> RefusedFile | None:
+    if exc.errno == errno.ELOOP:
+        return RefusedFile(path, "is a symbolic link")
+    if exc.errno == errno.EINVAL:
+        return RefusedFile(path, "is not a regular file (a FIFO, socket, device or folder)")
+    return None
+
+
+def read_local_strict(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of the regular file at ``path``: ``None`` when there is none, :class:`RefusedFile` otherwise.
+
+    For the callers that must not take a planted file for a missing one (a
+    binding record whose loss would let a session resume unbound, a statistics
+    log that would start again from zero). Other I/O errors stay ``OSError``.
+    """
+    try:
+        fd = open_local(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refusal(path, exc) or exc from None
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise RefusedFile(path, f"is larger than {limit} bytes")
+        data = _read_all(fd, limit)
+        if data is None:
+            raise RefusedFile(path, f"is larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, min(MB, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return None if size > limit else b"".join(chunks)
+
+
+# -- JSON with its nesting bounded ---------------------------------------------------------------
+
+#: How deep JSON read from under a mount may nest (objects and arrays). Python's
+#: decoder recurses once per level and only stops near the interpreter's
+#: recursion limit (~1,000), after a lot of work and with a ``RecursionError``
+#: that no kind expects; every JSON gitmem writes nests a few levels, and a
+#: LangGraph item's value at most ``JSON_DEPTH - 1``.
+JSON_DEPTH: Final = 100
+
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_PAIRS = re.compile(r"\[\]|\{\}")
+
+
+def json_nesting_within(text: str, depth: int = JSON_DEPTH) -> bool:
+    """Whether every bracket of ``text`` (outside strings) is closed within ``depth`` levels.
+
+    A cheap pre-scan in C-speed regular expressions: strings are cut out, every
+    character but a bracket dropped, and the innermost ``[]``/``{}`` pairs
+    removed once per level; text whose brackets are all gone after ``depth``
+    rounds nests at most ``depth`` deep. Unbalanced brackets never empty out, so
+    they fail too (such text is not JSON anyway), and the decoder never sees a
+    prefix nested deeper than ``depth``: its strings are lexed the same way.
+    """
+    rest = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    if re.search(r"[\[{]{" + str(depth + 1) + "}", rest):
+        return False  # the usual way to nest deep, answered without a round per level
+    for _ in range(depth):
+        if not rest:
+            return True
+        rest, removed = _PAIRS.subn("", rest)
+        if not removed:
+            return False
+    return not rest
+
+
+def parse_json(text: str | bytes, *, limit: int | None = None, depth: int = JSON_DEPTH, what: str = "the file") -> Any:
+    """The JSON value in ``text`` (a file's content read through a store, or from the mount's folder).
+
+    ``limit`` bounds its size in characters (bytes for ``bytes``), ``depth`` its
+    nesting. Anything else - too large, not UTF-8, not JSON, nested too deep, a
+    number too long to convert - is ``invalid_file`` naming ``what``, so every
+    kind meets one exception type and can skip or report the file.
+    """
+    import json  # only callers that parse JSON pay for it (the quick `ls` path imports this module)
+
+    if limit is not None and len(text) > limit:
+        raise MemoryStoreError("invalid_file", f"{what} is {len(text)} long; at most {limit} is read")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MemoryStoreError("invalid_file", f"{what} is not UTF-8 text") from None
+    if not json_nesting_within(text, depth):
+        raise MemoryStoreError("invalid_file", f"{what} is not JSON nested at most {depth} levels deep")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: never past the scan, kept as a last guard
+        raise MemoryStoreError("invalid_file", f"{what} is not JSON: {str(exc)[:200]}") from None
+
+
+def load_local_json_strict(path: str | os.PathLike[str], limit: int, *, depth: int = JSON_DEPTH) -> Any:
+    """:func:`load_local_json` for callers that must tell a planted or broken file from a missing one.
+
+    ``None`` when nothing is there; :class:`RefusedFile` for a link, FIFO or file
+    over ``limit``; ``invalid_file`` when it is not JSON nested at most ``depth``.
+    """
+    raw = read_local_strict(path, limit)
+    if raw is None:
+        return None
+    return parse_json(raw, depth=depth, what=os.fspath(path))
+
+
+# -- files gitmem creates or appends to under a mount ---------------------------------------------
+
+FILE_MODE: Final = 0o600
+
+
+def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` creating the file ``mode`` (``0600`` unless told; the umask can only narrow it); close-on-exec.
+
+    Files under a mount are input from whoever can write its folder, so no link
+    is followed (a planted link must not make gitmem write outside the mount),
+    nothing but a regular file is opened (a FIFO must not block, a device is
+    refused: ``O_NONBLOCK``), and a file with a second name is refused before
+    anything is written through it. Each is ``unavailable`` naming the file.
+    """
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryStoreError(
+                "unavailable", f"{os.fspath(path)} is a symbolic link; gitmem does not follow it"
+            ) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} is not a regular file; remove it")
+        if info.st_nlink > 1 and flags & (os.O_WRONLY | os.O_RDWR):
+            raise MemoryStoreError("unavailable", f"{os.fspath(path)} has another name (a hard link); remove it")
+        if flags & os.O_NONBLOCK == 0:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_private(path: str | os.PathLike[str], text: str) -> None:
+    """Create or replace ``path`` with ``text``, created ``0600``."""
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def open_folder(path: str | os.PathLike[str]) -> int:
+    """A descriptor of the folder at ``path`` (for ``fsync`` or ``dir_fd``), no link followed; ``OSError`` else."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+
+
+# -- SQLite databases under a mount ---------------------------------------------------------------
+
+_SQLITE_COMPANIONS: Final = ("", "-journal", "-wal", "-shm")
+
+
+def _check_no_links(path: str, within: str | None) -> None:
+    """Refuse a link or special file at ``path`` (and its SQLite companions), or a linked folder up to ``within``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    stop = os.path.abspath(within) if within is not None else folder
+    if os.path.commonpath([folder, stop]) != stop:
+        raise RefusedFile(path, f"is not inside {stop}")
+    while True:
+        try:
+            info = os.lstat(folder)
+        except FileNotFoundError:
+            info = None
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            raise RefusedFile(path, f"has {folder} on its way, which is a link or not a folder")
+        if folder == stop:
+            break
+        folder = os.path.dirname(folder)
+    for suffix in _SQLITE_COMPANIONS:
+        try:
+            info = os.lstat(path + suffix)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise RefusedFile(path + suffix, "is a symbolic link")
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFile(path + suffix, "is not a regular file (a FIFO, socket, device or folder)")
+        if info.st_nlink > 1:
+            raise RefusedFile(path + suffix, "has another name (a hard link)")
+
+
+def connect_local_sqlite(
+    path: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None, **options: Any
+) -> sqlite3.Connection:
+    """``sqlite3.connect`` for a database file under a mount, refusing what SQLite would follow.
+
+    SQLite opens its file, journal and WAL by name and follows links: a planted
+    ``vectors.sqlite3`` link made a refresh write its tables into a database
+    outside the mount. So the file and its ``-journal``, ``-wal`` and ``-shm``
+    companions must be regular files with one name (or absent), and no folder
+    from ``within`` (default: the file's own folder) down to it a link; the file
+    is opened at once and checked again to be the one examined. ``options`` go
+    to ``sqlite3.connect``. A refusal is :class:`RefusedFile` (``unavailable``);
+    SQLite's own errors stay ``sqlite3.Error``.
+    """
+    import sqlite3
+
+    name = os.fspath(path)
+    _check_no_links(name, None if within is None else os.fspath(within))
+    db: sqlite3.Connection = sqlite3.connect(name, **options)
+    try:
+        db.execute("PRAGMA schema_version").fetchone()  # opens (or creates) the file now
+        _check_no_links(name, None if within is None else os.fspath(within))
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def read_control(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = False, name: str | None = None
+) -> bytes | None:
+    """The bytes of a control file (a token file, a config), or ``None`` when nothing is at ``path``.
+
+    Control files say who may do what, so unlike the derived files above a bad
+    one is never read as missing: it raises ``MemoryStoreError`` saying why (a
+    link, a FIFO or device, more than ``limit`` bytes, unreadable), and the
+    caller grants nothing until it is fixed. Opened as :func:`open_local` opens
+    (no link followed unless ``follow``, never blocking), read bounded; messages
+    call the file ``name`` (default: its path).
+    """
+    from gitmem.errors import MemoryStoreError
+
+    shown = name or os.fspath(path)
+    try:
+        fd = open_local(path, follow=follow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is a symbolic link: control files are read without following links"
+            ) from None
+        if exc.errno == errno.EINVAL:
+            raise MemoryStoreError(
+                "invalid_file", f"{shown} is not a regular file ({_kind(path, follow)})"
+            ) from None
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise MemoryStoreError("too_large", f"{shown} is larger than {limit} bytes, more than a control file holds")
+        data = _read_all(fd, limit)
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if data is None:
+        raise MemoryStoreError("too_large", f"{shown} grew past {limit} bytes while it was read")
+    return data
+
+
+def _kind(path: str | os.PathLike[str], follow: bool) -> str:
+    """What stands at ``path`` instead of a regular file, in words (for a refusal)."""
+    try:
+        mode = (os.stat if follow else os.lstat)(path).st_mode
+    except OSError:
+        return "gone"
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISLNK, "a link")):  # fmt: skip
+        if test(mode):
+            return word
+    return "not a plain file"

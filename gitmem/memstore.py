@@ -24,6 +24,7 @@ from gitmem.fileformat import (
 )
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin, SearchResult, blob_version
+from gitmem.provenance import check_identity_extras
 from gitmem.store import (
     Batch,
     BatchFileStore,
@@ -168,6 +169,7 @@ class InMemoryFileStore:
     ) -> Applied:
         """Every edit at once, or none (see :meth:`gitmem.store.BatchFileStore.apply`); the commit is a cursor."""
         batch = apply_batch(edits, self.format, op=op, summary=summary, trailers=trailers)
+        check_identity_extras(batch.trailers, origin or Origin())  # as the git store's commit message does
         cursor, decision = self._commit(batch, origin)
         return applied(cursor, decision, batch, blob_version)
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 from gitmem.git import history as git_history
 from gitmem.git import review as engine
 from gitmem.git.merge import MergeRefused, MergeResult
-from gitmem.git.review import PROPOSALS, REVIEWS, T_APPROVED_BY, T_REJECTED_BY, Proposal, Rejection
+from gitmem.git.review import PROPOSALS, REVIEWS, Proposal, Rejection
 from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.history import FileDiff
 from gitmem.model import Origin
+from gitmem.provenance import T_APPROVED_BY, T_REJECTED_BY
 
 __all__ = [
     "PROPOSALS",

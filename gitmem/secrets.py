@@ -162,3 +162,67 @@ _QUICK: tuple[tuple[str, bool], ...] = tuple(
 """Every needle with whether it is looked for in the lowercased text: an ASCII text holding none
 breaks no rule (each rule has needles; one without would have to run on every text)."""
 assert all(rule.needles for rule in SECRET_RULES), "a rule without needles must run on every text"
+
+
+# --- credentials in URLs ------------------------------------------------------------
+
+HIDDEN = "***"
+"""What a credential inside a URL becomes in anything gitmem shows or logs."""
+_URL = re.compile(r"\b(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>\S*)")
+_SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
+_QUERY_VALUE = re.compile(r"(?P<name>[^=&;]*)(?P<value>=[^&;]*)?")
+_QUERY_END = re.compile(r"[#'\"<>()\[\]{}`]")
+
+
+def _hide_query(query: str) -> str:
+    """Every parameter value of a query string (and a bare parameter) replaced by :data:`HIDDEN`."""
+
+    def one(match: re.Match[str]) -> str:
+        name, value = match.group("name"), match.group("value")
+        if value is not None:
+            return f"{name}={HIDDEN}"
+        return HIDDEN if name else ""
+
+    return _QUERY_VALUE.sub(one, query)
+
+
+def _hide_url(match: re.Match[str]) -> str:
+    scheme, rest = match.group("scheme"), match.group("rest")
+    at = rest.rfind("@")
+    if at >= 0:
+        userinfo, rest = rest[:at], rest[at + 1 :]
+        if scheme.lower() in _SSH_SCHEMES and ":" not in userinfo:
+            shown = userinfo  # a login name (``ssh://git@host``); ssh takes no password in a URL
+        else:
+            shown = HIDDEN
+        rest = f"{shown}@{rest}"
+    # The query string: a token there (``?access_token=…``) is as secret as a password.
+    # It ends at a fragment or at what closes a quoted or bracketed URL in a message.
+    cut = rest.find("?")
+    if cut >= 0:
+        end = _QUERY_END.search(rest, cut + 1)
+        stop = end.start() if end is not None else len(rest)
+        rest = rest[: cut + 1] + _hide_query(rest[cut + 1 : stop]) + rest[stop:]
+    return f"{scheme}://{rest}"
+
+
+def scrub_credentials(text: str) -> str:
+    """``text`` with every credential inside a URL replaced by :data:`HIDDEN`: the one rule for
+    whatever gitmem shows or logs that may hold a remote's URL (messages, errors, git's own stderr).
+
+    What counts as a credential, and why so much:
+
+    - the whole user part (``https://user:pass@host`` and ``https://TOKEN@host`` both become
+      ``https://***@host``): hosting services take a token as the user name as readily as
+      the password (``https://<token>:x-oauth-basic@…``), so neither half is safe to show.
+      The user part ends at the *last* ``@`` of the URL, so a password holding an ``@``
+      or an unencoded ``/`` is hidden whole. The one exception is a lone login name of
+      an ssh URL (``ssh://git@host/…``): ssh never takes a password in a URL;
+    - every value of the query string (``?access_token=…&sig=…``), and a bare parameter.
+
+    Anything that is not a ``scheme://`` URL is left alone (an scp-like ``git@host:path``
+    or a local path holds no password). Applying it twice changes nothing more.
+    """
+    if "://" not in text:
+        return text
+    return _URL.sub(_hide_url, text)

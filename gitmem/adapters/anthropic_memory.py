@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -76,6 +76,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.model import Origin
 from gitmem.store import FileStore, RunScopedStore
+from gitmem.tools.registry import bound_echoes
 from gitmem.tools.schemas import check_memory_command
 
 __all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
@@ -156,6 +157,21 @@ class _Shared:
         return self.origin.with_tool_call(_TOOL_USE.get())
 
     @staticmethod
+    @contextmanager
+    def _bounded(tool_input: object) -> Iterator[None]:
+        """A refusal repeats at most a bounded part of the command's arguments, as every tool's does
+        (:func:`~gitmem.tools.registry.bound_echoes`): a 1 MB ``old_str`` not found is not sent back whole."""
+        try:
+            yield
+        except ToolError as exc:
+            content = exc.content
+            if isinstance(content, str):
+                bounded = bound_echoes(content, tool_input)
+                if bounded != content:
+                    raise ToolError(bounded) from None
+            raise
+
+    @staticmethod
     def _checked(tool_input: object) -> dict[str, Any]:
         """The input checked against its command's schema before any command runs (the SDK does not check it)."""
         try:
@@ -204,16 +220,16 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
 
     def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)
-        if tool_use_id is None:
-            return super().call(self._checked(input))
-        with self.tool_use(tool_use_id):
+        named = self.tool_use(tool_use_id) if tool_use_id is not None else nullcontext()
+        with named, self._bounded(input):
             return super().call(self._checked(input))
 
     def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                outcome = str(super().call(self._checked(block.input)))
+                with self._bounded(block.input):
+                    outcome = str(super().call(self._checked(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
         return self._result(block, outcome)
@@ -261,16 +277,16 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
 
     async def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)
-        if tool_use_id is None:
-            return await super().call(self._checked(input))
-        with self.tool_use(tool_use_id):
+        named = self.tool_use(tool_use_id) if tool_use_id is not None else nullcontext()
+        with named, self._bounded(input):
             return await super().call(self._checked(input))
 
     async def run_tool_use(self, block: BetaToolUseBlock) -> BetaToolResultBlockParam:
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                outcome = str(await super().call(self._checked(block.input)))
+                with self._bounded(block.input):
+                    outcome = str(await super().call(self._checked(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
         return self._result(block, outcome)

@@ -49,6 +49,7 @@ import base64
 import binascii
 import gzip
 import io
+import logging
 import os
 import re
 import signal
@@ -66,6 +67,7 @@ from dulwich.server import Backend
 from dulwich.web import HTTPGitApplication, LimitedInputFilter
 
 from gitmem.adapters.fetchwants import serve_reachable_wants, wanted
+from gitmem.adapters.origins import OriginGate
 from gitmem.adapters.pushaccess import push_policy
 from gitmem.adapters.receive_pack import (
     DEFAULT_MAX_PUSH_BYTES,
@@ -76,6 +78,9 @@ from gitmem.adapters.receive_pack import (
 )
 from gitmem.adapters.tokens import Grant, Tokens
 from gitmem.adapters.tokens import load_tokens as _load_tokens
+from gitmem.adapters.upload_pack import GuardedUploadPack
+from gitmem.errors import MemoryStoreError
+from gitmem.git.control import check_control_files
 from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
@@ -292,6 +297,17 @@ class GitHttpApp:
                 done()
                 return refused
         path = str(self.root.mount_path(name))
+        try:  # dulwich and git read the config and alternates blocking, following links: check them first
+            check_control_files(path)
+        except MemoryStoreError as exc:
+            done()
+            logging.getLogger(__name__).warning("memory %s is not served: %s", name, exc.message)
+            return _text(
+                start_response,
+                "503 Service Unavailable",
+                f"memory {name!r} is unavailable: its config or alternates file is not a plain file "
+                "(the server's log says which)\n",
+            )
         backend = _MountBackend(path, environ.get("gitmem.wants", ()))
         # A GitRepo per request: its writer lock then always names the mount's current lock
         # file, even after the mount was removed and created again.
@@ -299,7 +315,10 @@ class GitHttpApp:
         if grant is not None:
             mount.policy = push_policy(path, name, grant)
             mount.principal = grant.principal
-        handlers: dict[bytes, Callable[..., Any]] = {b"git-receive-pack": partial(GuardedReceivePack, mount=mount)}
+        handlers: dict[bytes, Callable[..., Any]] = {
+            b"git-receive-pack": partial(GuardedReceivePack, mount=mount),
+            b"git-upload-pack": partial(GuardedUploadPack, wants=environ.get("gitmem.wants", ())),
+        }
         dulwich_app = LimitedInputFilter(HTTPGitApplication(backend, dumb=False, handlers=handlers))
 
         def close() -> None:
@@ -467,13 +486,26 @@ class GitHttpServer:
     """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
     The event loop runs in one thread and checks a stop flag between polls, so
-    ``stop()`` from any thread (or a signal) shuts it down cleanly.
+    ``stop()`` from any thread (or a signal) shuts it down cleanly. Every request
+    passes the ``Origin``/``Host`` check of :mod:`gitmem.adapters.origins` before
+    the app sees it (``allowed_origins``, ``allowed_hosts``: ``--allow-origin``,
+    ``--allow-host``).
     """
 
-    def __init__(self, app: WSGIApp, host: str = "127.0.0.1", port: int = 0, *, threads: int = 4) -> None:
+    def __init__(
+        self,
+        app: WSGIApp,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        threads: int = 4,
+        allowed_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         from waitress.server import create_server
 
         self.app = app
+        gate = OriginGate(app, host, port, allowed_origins, allowed_hosts)
         self._map: dict[int, Any] = {}
         # waitress buffers a whole request body (to a temp file) before the app runs: cap it
         # near the app's own pack cap (without one, waitress's default of 1 GiB stays).
@@ -482,8 +514,9 @@ class GitHttpServer:
         if cap:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
         self._server = create_server(
-            app, map=self._map, host=host, port=port, threads=threads, ident="gitmem", **limits
+            gate, map=self._map, host=host, port=port, threads=threads, ident="gitmem", **limits
         )
+        gate.port = self.port
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -547,12 +580,16 @@ def serve(
     mcp_sessions: int | None = None,
     threads: int = 16,
     on_ready: Callable[[GitHttpServer], None] | None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
     """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size.
 
     ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
     (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra); ``mcp_sessions`` is
-    the MCP sessions each token keeps (its default when ``None``).
+    the MCP sessions each token keeps (its default when ``None``). ``allowed_origins``
+    and ``allowed_hosts`` are the web origins and host names requests may carry
+    besides the server's own (:mod:`gitmem.adapters.origins`).
     """
     git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
     app: Any = git_app
@@ -560,7 +597,9 @@ def serve(
         from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, McpHttpApp, WithMcp
 
         app = WithMcp(git_app, McpHttpApp(root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS))
-    server = GitHttpServer(app, host, port, threads=threads)
+    server = GitHttpServer(
+        app, host, port, threads=threads, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
+    )
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.request_stop()

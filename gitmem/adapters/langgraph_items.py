@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import JSON_DEPTH, parse_json
 from gitmem.model import Changes, Edit, FileText, FullResync, Origin
 from gitmem.recall.index import RecallIndex
 from gitmem.recall.semantic import SemanticBranch
@@ -118,29 +119,61 @@ def _parse_time(value: object, what: str) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"{what} is not a time")
     moment = datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:
+        raise ValueError(f"{what} is out of range") from None
+
+
+#: How deep a value may nest: its file wraps it in one more object, and files are read at most JSON_DEPTH deep.
+VALUE_DEPTH: Final = JSON_DEPTH - 1
 
 
 def check_value(value: object) -> dict[str, Any]:
-    """An item value is a JSON object (string keys, finite numbers); anything else is ``invalid_file``."""
+    """An item value is a JSON object (string keys, finite numbers, nested at most :data:`VALUE_DEPTH`).
+
+    Anything else is ``invalid_file``: what a write accepts, every read of its file takes back.
+    """
     if not isinstance(value, Mapping):
         raise MemoryStoreError(
             "invalid_file", f"an item value is a mapping (a JSON object), not {type(value).__name__}"
         )
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:
         raise MemoryStoreError("invalid_file", f"an item value must be JSON: {error}") from None
-    decoded: dict[str, Any] = json.loads(text)
+    decoded: dict[str, Any] = parse_json(text, depth=VALUE_DEPTH, what="an item value")
     return decoded
 
 
-def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:
+#: The largest TTL in minutes (about 1,900 years): any larger one would overflow a date.
+MAX_TTL_MINUTES: Final = 1e9
+
+
+def check_ttl(ttl_minutes: object) -> float | None:
+    """A TTL is ``None`` or a finite number of minutes of at most :data:`MAX_TTL_MINUTES`; else ``invalid_file``."""
     if ttl_minutes is None:
         return None
-    if not isinstance(ttl_minutes, int | float) or isinstance(ttl_minutes, bool) or not math.isfinite(ttl_minutes):
-        raise MemoryStoreError("invalid_file", f"a TTL is a number of minutes, not {ttl_minutes!r}")
-    return now + timedelta(minutes=ttl_minutes)
+    if (
+        not isinstance(ttl_minutes, int | float)
+        or isinstance(ttl_minutes, bool)
+        or not math.isfinite(ttl_minutes)
+        or abs(ttl_minutes) > MAX_TTL_MINUTES
+    ):
+        raise MemoryStoreError(
+            "invalid_file", f"a TTL is a number of minutes up to {MAX_TTL_MINUTES:.0e}, not {ttl_minutes!r}"
+        )
+    return float(ttl_minutes)
+
+
+def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:
+    ttl = check_ttl(ttl_minutes)
+    if ttl is None:
+        return None
+    try:
+        return now + timedelta(minutes=ttl)
+    except OverflowError:
+        raise MemoryStoreError("invalid_file", f"a TTL of {ttl_minutes!r} minutes runs past the last date") from None
 
 
 def render(item: StoredItem) -> str:
@@ -162,34 +195,56 @@ def render(item: StoredItem) -> str:
 
 
 def parse(file: FileText) -> StoredItem:
-    """Read an item file back; ``ValueError`` when it is not one (a hand edit gone wrong, another file)."""
+    """Read an item file back; ``ValueError`` when it is not one (a hand edit gone wrong, another file).
+
+    The file is anyone's who can push to the memory, so every field's type is
+    checked here (``namespace`` a list of strings, ``key`` a string, ``index``
+    a boolean or a list of strings, times ISO strings, the TTL a finite
+    number) and the JSON is parsed by the one bounded parser: whatever the file
+    holds, the catalogue gets this one exception type and skips the file.
+    """
     where = parse_path(file.path)
     if where is None:
         raise ValueError(f"{file.path} is not an item path")
     try:
-        record = json.loads(file.text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{file.path}: not JSON ({error})") from None
+        record = parse_json(file.text, what=file.path)
+    except MemoryStoreError as error:
+        raise ValueError(error.message) from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise ValueError(f"{file.path}: not a {FORMAT} file")
     namespace, key = where
-    if tuple(record.get("namespace", ())) != namespace or record.get("key") != key:
+    labels = record.get("namespace")
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        raise ValueError(f"{file.path}: its namespace is not a list of strings")
+    if tuple(labels) != namespace or record.get("key") != key:
         raise ValueError(f"{file.path}: its namespace or key does not match its path")
     value = record.get("value")
     if not isinstance(value, dict):
         raise ValueError(f"{file.path}: its value is not an object")
-    ttl = record.get("ttl_minutes")
+    try:
+        ttl = check_ttl(record.get("ttl_minutes"))
+    except MemoryStoreError as error:
+        raise ValueError(f"{file.path}: {error.message}") from None
     expires = record.get("expires_at")
     index = record.get("index")
+    if index is not None and not isinstance(index, bool):
+        if not isinstance(index, list) or not all(isinstance(field, str) for field in index):
+            raise ValueError(f"{file.path}: its index is not true, false or a list of field names")
+    try:
+        created = _parse_time(record.get("created_at"), "created_at")
+        updated = _parse_time(record.get("updated_at"), "updated_at")
+        expires_at = _parse_time(expires, "expires_at") if expires is not None else None
+    except (ValueError, OverflowError) as error:
+        raise ValueError(f"{file.path}: {error}") from None
     return StoredItem(
         namespace,
         key,
         value,
-        _parse_time(record.get("created_at"), "created_at"),
-        _parse_time(record.get("updated_at"), "updated_at"),
-        float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None,
-        _parse_time(expires, "expires_at") if expires is not None else None,
-        tuple(str(f) for f in index) if isinstance(index, list) else (index if isinstance(index, bool) else None),
+        created,
+        updated,
+        ttl,
+        expires_at,
+        tuple(index) if isinstance(index, list) else index,
         file.path,
         file.version,
     )

@@ -24,8 +24,9 @@ worker threads (``gitmem serve`` runs 16).
 record memories its token reaches (records in the principal's own namespace),
 ``read`` tokens read-only; each write is committed with the
 token's principal (the client cannot name another) and a run id
-``<principal>-mcp-<session>``. A ``propose`` token's writes land on that run's
-proposal branch, never on ``main``; on a review-gated memory every run's do.
+``<principal>/mcp-<session>``. A ``propose`` token's writes land on that run's
+proposal branch (``proposals/<principal>/mcp-<session>``, in the principal's own
+folder), never on ``main``; on a review-gated memory every run's do.
 
 **Sessions.** Each handshake-era session (``initialize``, then
 ``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
@@ -64,6 +65,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
+from gitmem.git.review import principal_run
 from gitmem.model import Origin
 from gitmem.root import Root
 
@@ -299,7 +301,7 @@ class McpHttpApp:
         from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
         tag = secrets.token_hex(4)
-        run = f"{grant.principal}-mcp-{tag}" if grant.principal else None
+        run = principal_run(grant.principal, f"mcp-{tag}") if grant.principal else None
         access: Access = "read" if grant.access == "read" else "write"
         files: list[FileMount] = []
         records: list[RecordMount] = []

@@ -85,7 +85,7 @@ from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
 from gitmem.tools.capability import DESTRUCTIVE
 from gitmem.tools.durable import DurableTools
 from gitmem.tools.records import RecordMemoryCapability
-from gitmem.tools.registry import Tool, ToolRegistry
+from gitmem.tools.registry import Tool, ToolRegistry, shorten
 from gitmem.tools.session import SessionTools
 
 log = logging.getLogger("gitmem.mcp")
@@ -155,6 +155,11 @@ class MemoryMcpServer:
     ) -> None:
         if capability is None and records is None and session is None and durable is None:
             raise ValueError("an MCP server needs file or record mounts, a session memory or a durable binding")
+        if session is not None and origin is not None and origin.run_id:
+            # A host-named run over a session memory is a session: resumed only with the binding it had.
+            from gitmem.session.resume import resume_session
+
+            resume_session(session.memory, origin.run_id, durable.binding if durable is not None else None)
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
         self.records = records
@@ -248,9 +253,8 @@ class MemoryMcpServer:
         if self.registry.get(params.name) is None:
             # The protocol's answer to a tool the server does not have: JSON-RPC invalid params, not a
             # tool result (arguments a tool refuses are a tool result, invalid_arguments, for the model).
-            shown = params.name if len(params.name) <= 80 else params.name[:80] + "…"
             offered = ", ".join(t.name for t in self.registry) or "none"
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shown!r}; the tools are {offered}")
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shorten(repr(params.name))}; the tools are {offered}")
         # The registry checks the arguments against the tool's schema before any memory sees them.
         payload = await aio.call(
             self.registry.call,
@@ -283,19 +287,21 @@ class MemoryMcpServer:
         """A mount's full context block, built now (no cursor is read or moved)."""
         mount = next((m for m in self.file_mounts if m.name == memory), None)
         if mount is None or self.capability is None:
-            raise MCPError(types.INVALID_PARAMS, f"there is no file memory {memory!r}")
+            raise MCPError(types.INVALID_PARAMS, f"there is no file memory {shorten(repr(memory))}")
         one = FileMemoryCapability([mount], limits=self.capability.limits, tools=self.capability.tools)
         built = await aio.call(one.context, record=False)
         if built.skipped:
             reason = "; ".join(built.skipped.values())
-            raise MCPError(types.INTERNAL_ERROR, f"the context of memory {memory!r} could not be built: {reason}")
+            raise MCPError(
+                types.INTERNAL_ERROR, f"the context of memory {shorten(repr(memory))} could not be built: {reason}"
+            )
         return built.text
 
     async def _read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         memory = uri[len(RESOURCE_SCHEME) : -len("/context")] if uri.startswith(RESOURCE_SCHEME) else ""
         if not uri.endswith("/context") or not memory:
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see resources/list")
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {shorten(repr(uri))}; see resources/list")
         text = await self.mount_context(memory)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
@@ -305,7 +311,7 @@ class MemoryMcpServer:
 
     def _known_uri(self, uri: str) -> str:
         if uri not in {context_uri(m.name) for m in self.file_mounts}:
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; see resources/list")
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {shorten(repr(uri))}; see resources/list")
         return uri
 
     async def _subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -389,7 +395,9 @@ class MemoryMcpServer:
     async def _get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         offered = [name for name, on in ((CONTEXT_PROMPT, self.capability), (RECALL_PROMPT, self.records)) if on]
         if params.name not in offered:
-            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; the prompts are {offered}")
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown prompt {shorten(repr(params.name))}; the prompts are {offered}"
+            )
         if params.name == RECALL_PROMPT:
             given = (params.arguments or {}).get("input")
             if not isinstance(given, str):

@@ -36,6 +36,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from gitmem import aio
 from gitmem.adapters.langgraph_items import RETRIES, commit, lost_race
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import json_nesting_within, parse_json
 from gitmem.model import Edit, FileText, Origin
 from gitmem.records.rules import encode_namespace
 from gitmem.store import FileStore
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
 FOLDER: Final = "conversations"
 HEAD: Final = "head.json"
 _ITEM = re.compile(r"(?P<seq>[0-9]{12})\.json")
+#: The newest sequence an item name can hold (12 digits). A head beyond it is not
+#: believed: items written past it would get names the reader never lists.
+MAX_SEQUENCE: Final = 10**12 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +73,14 @@ def conversation_folder(session_id: str) -> str:
 
 
 def _dump(value: object) -> str:
+    """The file of an item; ``invalid_file`` for what a read would not take back (not JSON, nested too deep)."""
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    except (TypeError, ValueError) as error:
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError, RecursionError) as error:
         raise MemoryStoreError("invalid_file", f"a session item must be JSON: {error}") from None
+    if not json_nesting_within(text):
+        raise MemoryStoreError("invalid_file", "a session item nests deeper than gitmem reads back; flatten it")
+    return text
 
 
 class GitMemSession(SessionABC):
@@ -143,6 +151,12 @@ class GitMemSession(SessionABC):
         texts = [_dump(item) for item in items]
         for attempt in range(RETRIES):
             now = self._read_head() if attempt == 0 else self._read()  # after a loss: the whole folder
+            if now.last + len(texts) > MAX_SEQUENCE:
+                if attempt == 0:
+                    continue  # a head edited by hand: the items listed say where the next goes
+                raise MemoryStoreError(
+                    "memory_full", f"session {self.session_id!r} has no sequence numbers left after {now.last}"
+                )
             edits = [Edit(self._path(now.last + 1 + i), text, None) for i, text in enumerate(texts)]
             edits.append(self._head_edit(now, now.last + len(texts)))
             try:
@@ -212,7 +226,10 @@ class GitMemSession(SessionABC):
             if error.code != "not_found":
                 raise
             return self._read()
-        return _Conversation([], head, _head_last(head))
+        last = _head_last(head)
+        if last is None:
+            return self._read()  # a head that is not one: the listed items decide
+        return _Conversation([], head, last)
 
     def _read_newest(self) -> _Conversation:
         """What a pop needs: the head and the two newest items, read by path; the folder when they are not there."""
@@ -245,29 +262,38 @@ class GitMemSession(SessionABC):
                             raise
         items = sorted((f for f in files if _ITEM.fullmatch(f.path[len(prefix) :])), key=lambda f: f.path)
         head = next((f for f in files if f.path == prefix + HEAD), None)
-        last = _head_last(head)
-        if items:
-            last = max(last, _sequence(items[-1].path))
-        return _Conversation(items, head, last)
+        # What the reader lists bounds the head: a head beyond the newest item (edited by hand) is not
+        # believed, so no write lands under a name no read lists.
+        newest = _sequence(items[-1].path) if items else 0
+        return _Conversation(items, head, newest)
 
 
 def _sequence(path: str) -> int:
     return int(path.rsplit("/", 1)[1][:12])
 
 
-def _head_last(head: FileText | None) -> int:
-    if head is None:
-        return 0
+def _head_last(head: FileText) -> int | None:
+    """The newest sequence ``head.json`` names: an int from 0 to :data:`MAX_SEQUENCE`; ``None`` when it is not one.
+
+    The head is anyone's who can push to the memory; a file that is not JSON, nests
+    too deep, or names no usable ``last`` is not believed, and the caller lists the items.
+    """
     try:
-        value = json.loads(head.text).get("last", 0)
-    except (json.JSONDecodeError, AttributeError):
-        return 0
-    return value if isinstance(value, int) and value >= 0 else 0
+        record = parse_json(head.text, limit=1024, what=head.path)
+    except MemoryStoreError:
+        return None
+    value = record.get("last", 0) if isinstance(record, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQUENCE:
+        return None
+    return value
 
 
 def _decode(file: FileText) -> Any:
-    """The item a file holds; ``None`` for one that is not JSON (skipped, as SQLiteSession skips bad rows)."""
+    """The item a file holds; ``None`` for one that is not JSON nested at most ``JSON_DEPTH``.
+
+    Such a file is skipped, as SQLiteSession skips bad rows.
+    """
     try:
-        return json.loads(file.text)
-    except json.JSONDecodeError:
+        return parse_json(file.text, what=file.path)
+    except MemoryStoreError:
         return None

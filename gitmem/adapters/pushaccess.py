@@ -6,15 +6,18 @@ refusals reach the client the same way (``remote:`` lines with the rule, the ref
 ``[remote rejected]``), and a refused update leaves nothing in the mount.
 
 - ``read``: no update lands (rule ``access``);
-- ``propose``: only ``refs/heads/proposals/<principal>-…`` branches (rule ``access``),
+- ``propose``: only the principal's own proposal branches,
+  ``refs/heads/proposals/<principal>/<topic>`` (rule ``access``; see
+  :func:`gitmem.git.review.principal_owns`: no principal's folder holds another's),
   so a proposal is reviewed with ``gitmem review`` like an agent run's;
 - ``write``: anything pushcheck allows, but not ``main`` (nor ``refs/for/main``,
   which merges into it) of a memory whose review gate is on (rule ``review_gate``):
   there ``main`` moves only by approval;
 - ``admin``: anything pushcheck allows.
 
-And every new commit must show the token's principal (rule ``principal``, see
-:mod:`gitmem.git.claims`).
+And every new commit must show the token's principal as who made it, and every
+identity trailer it carries (``Gitmem-Approved-By``, ...) must name that principal
+too (rule ``principal``, see :mod:`gitmem.git.claims`, the identity gate).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from gitmem.git.pushcheck import RefUpdate, Refusal
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
-from gitmem.git.review import PROPOSALS, gate_enabled
+from gitmem.git.review import gate_enabled, principal_owns
+from gitmem.provenance import T_PRINCIPAL
 
 PushPolicy = Callable[[Sequence[RefUpdate], Sequence[str]], dict[str, list[Refusal]]]
 """Refusals per ref for updates whose objects are in the mount plus the given object folders."""
@@ -43,8 +47,8 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
             lands_on_main = ref in (MAIN, QUEUE_MAIN)
             if grant.access == "read":
                 refusals.append(Refusal(ref, "access", f"this token may only read memory {memory!r}"))
-            elif grant.access == "propose" and not ref.startswith(PROPOSALS + grant.proposal_prefix):
-                branch = f"proposals/{grant.proposal_prefix}<topic>"
+            elif grant.access == "propose" and (grant.principal is None or not principal_owns(grant.principal, ref)):
+                branch = f"proposals/{grant.principal}/<topic>"
                 refusals.append(
                     Refusal(
                         ref,
@@ -57,7 +61,7 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                 if gated is None:
                     gated = gate_enabled(GitRepo(path))
                 if gated:
-                    branch = f"proposals/{grant.proposal_prefix}<topic>"
+                    branch = f"proposals/{grant.principal}/<topic>" if grant.principal else "proposals/<topic>"
                     refusals.append(
                         Refusal(
                             ref,
@@ -68,15 +72,19 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                     )
             if not refusals and grant.principal is not None and not update.deleting:
                 for claim in foreign_claims(path, object_dirs, update.new, grant.principal)[:5]:
-                    refusals.append(
-                        Refusal(
-                            ref,
-                            "principal",
-                            f"commit {claim.commit[:12]} shows {claim.shown!r} as who made it, but this token "
-                            f"is {grant.principal!r}: make it with author name {grant.principal!r} "
-                            f"(git -c user.name={grant.principal} commit) and no other Gitmem-Principal",
-                            commit=claim.commit,
+                    if claim.key == T_PRINCIPAL:
+                        what = (
+                            f"shows {claim.shown!r} as who made it, but this token is {grant.principal!r}: make it "
+                            f"with author name {grant.principal!r} (git -c user.name={grant.principal} commit) "
+                            f"and no other {T_PRINCIPAL}"
                         )
+                    else:
+                        what = (
+                            f"names {claim.shown!r} in {claim.key}, but this token is {grant.principal!r}: a pushed "
+                            f"commit may name only its pusher (remove the {claim.key} trailer)"
+                        )
+                    refusals.append(
+                        Refusal(ref, "principal", f"commit {claim.commit[:12]} {what}", commit=claim.commit)
                     )
             out[ref] = refusals
         return out

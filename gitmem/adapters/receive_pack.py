@@ -8,16 +8,16 @@ dropped, checks nothing, and stores whatever objects it is sent):
    lines first; dulwich failed on them), and a ref named twice in one push is
    refused rather than half applied;
 2. the pack is streamed into ``git index-pack --strict --fix-thin`` inside a
-   quarantine directory of the mount (:class:`Quarantine`): git itself checks every
-   object with fsck's rules and resolves deltas against the mount. A broken,
-   truncated or incomplete pack is an ``unpack`` error in the report, never a
-   server error;
+   quarantine of the mount (:class:`gitmem.git.quarantine.Quarantine`, the one
+   every way in uses): git itself checks every object with fsck's rules and
+   resolves deltas against the mount. A broken, truncated or incomplete pack is
+   an ``unpack`` error in the report, never a server error;
 3. :func:`gitmem.git.pushcheck.check_updates` decides every ref update; refusals
    are sent to the client as ``remote:`` lines and ``ng`` statuses;
 4. under the mount's writer lock (so it serialises with store writes), refs whose
    value moved since the client read them are reported failed, a new pack of
-   exactly the objects the remaining updates reach is written
-   (:func:`gitmem.git.packs.pack_reachable`) and moved in, and each ref moves by
+   exactly the objects the remaining updates reach is moved in
+   (:meth:`~gitmem.git.quarantine.Quarantine.admit`), and each ref moves by
    compare-and-swap through :func:`gitmem.git.refs.swap_ref` like every store
    write. Nothing a refused or failed update carried, nor any object no update
    reaches, enters the mount; if a CAS still fails (a foreign git raced), the pack
@@ -32,9 +32,6 @@ nothing of it stays, and the pusher is told the limit.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,17 +52,9 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, visible
 from gitmem.git.merge import MergeRefused
 from gitmem.git.mountconfig import format_from_repo
-from gitmem.git.packs import (
-    PackError,
-    PackTooLarge,
-    index_pack,
-    install_pack,
-    only_needed,
-    pack_reachable,
-    ref_tips,
-    remove_pack,
-)
+from gitmem.git.packs import PackError, PackTooLarge, ref_tips, remove_pack
 from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates, reason
+from gitmem.git.quarantine import Quarantine
 from gitmem.git.queue import QUEUE_MAIN, land_queued
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
@@ -90,50 +79,6 @@ class InputTooLarge(OSError):
 
 
 _DUPLICATE = b"this ref is named more than once in the push; nothing was done to it"
-
-
-# --- quarantine --------------------------------------------------------------------
-
-
-class Quarantine:
-    """A temporary object directory inside the mount that receives a push's pack.
-
-    Like git's own receive-pack quarantine: objects become part of the mount only
-    when an update that needs them is accepted, and then only those objects.
-    """
-
-    def __init__(self, repo_path: str) -> None:
-        self.repo_path = repo_path
-        self.objects = os.path.join(repo_path, "objects")
-        # git gc/prune clean up "tmp_*" leftovers if this process dies here.
-        self.path = tempfile.mkdtemp(prefix="tmp_objdir-gitmem-", dir=self.objects)
-        os.mkdir(os.path.join(self.path, "pack"))
-        self.received = 0
-        self._packs = 0
-
-    def receive(self, read: Callable[[int], bytes], max_size: int | None) -> None:
-        """Stream the pack through ``git index-pack --strict`` (:func:`gitmem.git.packs.index_pack`)."""
-        self.received = index_pack(self.repo_path, self.path, read, max_size)
-
-    def land(self, tips: Sequence[str], known: Sequence[str], reached: set[bytes] | None = None) -> list[str]:
-        """Move in one new pack of what ``tips`` reach beyond ``known``; returns the files added.
-
-        When ``reached`` (what the checks saw the tips reach) covers every object
-        of the received pack that the mount lacks, that pack moves in as it is.
-        """
-        if not tips:
-            return []
-        if reached is not None and self._packs == 0:
-            received = only_needed(self.repo_path, self.path, reached)
-            if received is not None:
-                self._packs += 1
-                return install_pack(received, self.objects)
-        self._packs += 1
-        files = pack_reachable(self.repo_path, [self.path], os.path.join(self.path, f"out{self._packs}"), tips, known)
-        return install_pack(files, self.objects)
-
-    def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
 
 
 # --- receive-pack --------------------------------------------------------------------
@@ -251,7 +196,11 @@ class GuardedReceivePack(ReceivePackHandler):
     def _decide_and_apply(self, updates: list[RefUpdate]) -> dict[str, bytes]:
         """Status per ref (``b"ok"`` or a reason); key ``""`` holds an unpack failure."""
         mark = _history_mark(self.mount.git)
-        quarantine = Quarantine(self.mount.path)
+        try:
+            quarantine = Quarantine(self.mount.path)
+        except MemoryStoreError as exc:
+            self._say(f"gitmem: push refused: {exc.message}")
+            return {"": b"cannot receive the pack", **{u.ref: b"cannot receive the pack" for u in updates}}
         try:
             if any(not u.deleting for u in updates):
                 limit = self._push_limit()
@@ -278,7 +227,7 @@ class GuardedReceivePack(ReceivePackHandler):
                     self.mount.path,
                     [u for u in single if u.ref != QUEUE_MAIN],
                     fmt,
-                    object_dirs=[quarantine.path],
+                    object_dirs=[quarantine.objects],
                     reached=self._reached,
                 )
                 verdicts.update(_queue_refusals(queued))
@@ -297,7 +246,7 @@ class GuardedReceivePack(ReceivePackHandler):
             statuses.update(self._land_queued(merging, quarantine, fmt, failed=any(verdicts.values())))
             return statuses
         finally:
-            quarantine.discard()
+            quarantine.close()
 
     def _land_queued(
         self, updates: list[RefUpdate], quarantine: Quarantine, fmt: FileFormat, *, failed: bool
@@ -310,7 +259,7 @@ class GuardedReceivePack(ReceivePackHandler):
                 continue
             try:
                 result = land_queued(
-                    self.mount.git, fmt, quarantine.path, update.new, origin=Origin(principal_id=self.mount.principal)
+                    self.mount.git, fmt, quarantine, update.new, origin=Origin(principal_id=self.mount.principal)
                 )
             except MergeRefused as exc:
                 self._say(f"gitmem: {update.ref}: not merged into main: {exc.message}")
@@ -331,7 +280,7 @@ class GuardedReceivePack(ReceivePackHandler):
         if self.mount.policy is None:
             return {}
         try:
-            return self.mount.policy(updates, [quarantine.path])
+            return self.mount.policy(updates, [quarantine.objects])
         except MemoryStoreError as exc:
             self._say(f"gitmem: cannot check who may push this, so it is refused: {exc}")
             return None
@@ -389,10 +338,11 @@ class GuardedReceivePack(ReceivePackHandler):
         out = {u.ref: self._stale_reason(u, current[u.ref]) for u in accepted if u.ref in stale}
         movable = [u for u in accepted if u.ref not in stale]
         known = ref_tips(self.mount.path)
+        durable = self.mount.git.durable()
         try:
             landing = [u for u in movable if not u.deleting]
             reached = set().union(*(self._reached.get(u.ref, set()) for u in landing)) if landing else set()
-            landed = quarantine.land([u.new for u in landing], known, reached)
+            landed = quarantine.admit([u.new for u in landing], known=known, reached=reached, durable=durable)
         except (PackError, OSError) as exc:
             text = str(exc).replace("\n", " ")
             return {**out, **{u.ref: f"could not store the pushed objects: {text}".encode() for u in movable}}
@@ -402,7 +352,7 @@ class GuardedReceivePack(ReceivePackHandler):
             # A foreign git moved a ref between our read and the CAS: keep only what landed needs.
             kept = [u.new for u in movable if out[u.ref] == b"ok" and not u.deleting]
             try:
-                quarantine.land(kept, known)
+                quarantine.admit(kept, known=known, durable=durable)
             except (PackError, OSError):
                 return out  # the objects stay unreferenced; gc prunes them
             remove_pack(landed)

@@ -6,7 +6,7 @@ whatever the client claims), the **memories** it reaches (names or ``fnmatch``
 globs such as ``team-*``) and its **access**:
 
 - ``read``: clone, fetch, and the read-only MCP tools;
-- ``propose``: reads, plus pushes to ``proposals/<principal>-…`` branches and MCP
+- ``propose``: reads, plus pushes to ``proposals/<principal>/…`` branches and MCP
   writes that land on the principal's proposal branch, never on ``main``;
 - ``write``: reads and writes to ``main`` (and proposals), except on a memory whose
   review gate is on, where ``main`` moves only by approval;
@@ -15,9 +15,10 @@ globs such as ``team-*``) and its **access**:
 A memory a token does not reach does not exist for it: the server answers exactly
 as for a name nobody uses.
 
-The token file is TOML (``[[token]]`` tables) or JSON (``{"tokens": [...]}``),
-and holds each token only as its SHA-256 (``gitmem token`` mints one and prints
-the clear text once)::
+The token file's format is named by its extension, never guessed from its text:
+``*.toml`` holds ``[[token]]`` tables, ``*.json`` holds ``{"tokens": [...]}``, and
+each token only as its SHA-256 (``gitmem token`` mints one and prints the clear
+text once)::
 
     [[token]]
     principal = "alice"
@@ -26,16 +27,24 @@ the clear text once)::
     access = "write"
 
 Tokens are random strings of 32+ characters, so one SHA-256 round is enough (no
-password stretching is needed to resist guessing). A file that is neither TOML
-nor JSON is the older plain list: one token per line, ``#`` comments, each with
-full access (``admin``) to every memory and no principal, as before; so is each
-token of ``$GITMEM_TOKENS``.
+password stretching is needed to resist guessing). A file of any other name is
+the older plain list: one token per line, ``#`` comments, each with full access
+(``admin``) to every memory and no principal, as before; so is each token of
+``$GITMEM_TOKENS``. Because a plain token grants everything, a plain list is
+read strictly: every line that is not blank or a comment must be one token
+(letters, digits and ``-._~+/``, ``=`` at its end), so a TOML or JSON file under
+another name (``access = "read"``, ``{``) is refused whole rather than read as a
+list of admin tokens. A byte-order mark, text that is not UTF-8, an unknown key,
+a ``[[tokens]]`` typo: the file is refused.
 
-The file is read again whenever it changes (its size, times or inode), checked on
-each request: an admin revokes a token, narrows it or adds one by editing the
-file, without restarting the server. An edit that no longer parses grants
-nothing from the file until it is fixed (a typo must not keep a revoked token
-alive), and says so once in the log.
+The file is a control file: read without following a link, opened without
+blocking (a FIFO there is refused, not waited on) and at most
+:data:`TOKEN_FILE_LIMIT` bytes (:func:`gitmem.localfile.read_control`). It is
+read again whenever it changes (its size, times or inode, taken without
+following a link), checked on each request: an admin revokes a token, narrows it
+or adds one by editing the file, without restarting the server. An edit that no
+longer reads or parses grants nothing from the file until it is fixed (a typo
+must not keep a revoked token alive), and the log says why once per change.
 """
 
 from __future__ import annotations
@@ -51,16 +60,21 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import parse_json, read_control
 
 Access = Literal["read", "propose", "write", "admin"]
 ACCESS_LEVELS: Final[tuple[Access, ...]] = ("read", "propose", "write", "admin")
 _PRINCIPAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]{0,63}$")
 _GLOB = re.compile(r"^[A-Za-z0-9._*?\[\]!-]{1,128}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+#: One token of a plain list: RFC 6750's ``b64token`` (what a bearer token may be), nothing TOML or JSON needs.
+_PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
+TokenFormat = Literal["toml", "json", "plain"]
+#: A token file is read up to this size (about 6,000 TOML entries); a larger one grants nothing.
+TOKEN_FILE_LIMIT: Final = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -76,11 +90,6 @@ class Grant:
 
     def allows(self, access: Access) -> bool:
         return ACCESS_LEVELS.index(self.access) >= ACCESS_LEVELS.index(access)
-
-    @property
-    def proposal_prefix(self) -> str:
-        """The proposal branches (under ``refs/heads/proposals/``) a ``propose`` token may push."""
-        return f"{self.principal}-" if self.principal else ""
 
 
 FULL_ACCESS: Final = Grant(None, ("*",), "admin")
@@ -135,6 +144,7 @@ class TokenFile(Tokens):
 
     def __init__(self, path: str | os.PathLike[str], extra: Tokens | None = None) -> None:
         self.path = os.fspath(path)
+        self.format = token_format(self.path)
         self._extra = extra or Tokens()
         self._lock = threading.Lock()
         self._seen: tuple[int, ...] | None = None
@@ -142,26 +152,29 @@ class TokenFile(Tokens):
         self._seen, self._by_hash = self._read(strict=True)
 
     def _read(self, *, strict: bool) -> tuple[tuple[int, ...] | None, dict[str, Grant]]:
-        """The file's ``stat`` signature and its grants now (with the extra tokens); ``strict``: a bad
-        file raises, else it grants nothing."""
+        """The file's ``lstat`` signature and its grants now (with the extra tokens); ``strict``: a bad
+        file raises, else it grants nothing and the log says why."""
         seen: tuple[int, ...] | None = None
         try:
-            seen = _signature(os.stat(self.path))  # before the read: an edit after it is seen next time
-            text = Path(self.path).read_text(encoding="utf-8")
-            table = parse_token_file(text, self.path)
-        except (OSError, UnicodeDecodeError, MemoryStoreError) as exc:
+            try:
+                seen = _signature(os.lstat(self.path))  # before the read: an edit after it is seen next time
+            except FileNotFoundError:
+                raise MemoryStoreError("unavailable", f"the token file {self.path} does not exist") from None
+            table = parse_token_file(read_token_file(self.path), self.path, self.format)
+        except (OSError, MemoryStoreError) as exc:
+            reason = exc.message if isinstance(exc, MemoryStoreError) else f"cannot read {self.path}: {exc}"
             if strict:
                 if isinstance(exc, MemoryStoreError):
                     raise
-                raise MemoryStoreError("unavailable", f"cannot read the token file {self.path}: {exc}") from exc
+                raise MemoryStoreError("unavailable", reason) from exc
             _log.error("the token file %s no longer reads (%s): none of its tokens is accepted until it is fixed",
-                       self.path, exc)  # fmt: skip
+                       self.path, reason)  # fmt: skip
             table = Tokens()
         return seen, table.merged(self._extra)._by_hash
 
     def _current(self) -> dict[str, Grant]:
         try:
-            now: tuple[int, ...] | None = _signature(os.stat(self.path))
+            now: tuple[int, ...] | None = _signature(os.lstat(self.path))
         except OSError:
             now = None
         if now != self._seen:
@@ -195,7 +208,7 @@ def _signature(info: os.stat_result) -> tuple[int, ...]:
 
 
 def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Tokens:
-    """The tokens of ``token_file`` (TOML, JSON or a plain list; followed as it changes) and of
+    """The tokens of ``token_file`` (TOML, JSON or a plain list, by its name; followed as it changes) and of
     ``$GITMEM_TOKENS`` (plain, comma- or space-separated)."""
     env = os.environ if env is None else env
     extra = Tokens.plain(t for t in re.split(r"[\s,]+", env.get("GITMEM_TOKENS", "")) if t)
@@ -204,27 +217,63 @@ def load_tokens(token_file: str | os.PathLike[str] | None = None, env: Mapping[s
     return TokenFile(token_file, extra)
 
 
-def parse_token_file(text: str, where: str = "the token file") -> Tokens:
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
+def token_format(path: str | os.PathLike[str]) -> TokenFormat:
+    """The format of the token file at ``path``, by its extension alone: ``.toml``, ``.json``, else plain."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    return "toml" if suffix == ".toml" else "json" if suffix == ".json" else "plain"
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The text of the token file at ``path``: no link followed, never blocking, bounded, UTF-8.
+
+    ``MemoryStoreError`` naming the reason otherwise (absent: ``unavailable``).
+    """
+    raw = read_control(path, TOKEN_FILE_LIMIT)
+    if raw is None:
+        raise MemoryStoreError("unavailable", f"the token file {os.fspath(path)} does not exist")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(os.fspath(path), f"not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_token_file(text: str, where: str = "the token file", fmt: TokenFormat = "toml") -> Tokens:
+    """The tokens of a token file's ``text`` in format ``fmt`` (see :func:`token_format`); ``invalid_file``
+    for anything else: the text is never looked at to choose a format, so nothing is read as a plain list
+    (full access) that was not named one."""
+    if text.startswith("\ufeff"):
+        raise _bad(where, "starts with a byte-order mark: save it as UTF-8 without one")
+    if fmt == "json":
         try:
-            data: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _bad(where, f"not valid JSON: {exc}") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise _bad(where, 'a JSON token file is {"tokens": [{...}, ...]}')
+            data: Any = parse_json(text, limit=TOKEN_FILE_LIMIT, what=where)
+        except MemoryStoreError as exc:
+            raise _bad(where, f"not valid JSON: {exc.message}") from None
+        if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(data["tokens"], list):
+            raise _bad(where, 'a JSON token file is {"tokens": [{...}, ...]} and nothing else')
         return _grants(data["tokens"], where)
-    if re.search(r"^\s*\[\[\s*token\s*\]\]", text, re.MULTILINE):
+    if fmt == "toml":
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise _bad(where, f"not valid TOML: {exc}") from exc
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            raise _bad(where, f"not valid TOML: {exc}") from None
         unknown = sorted(set(data) - {"token"})
         if unknown or not isinstance(data.get("token"), list):
             raise _bad(where, f"a TOML token file holds only [[token]] tables (found {unknown or 'no list'})")
         return _grants(data["token"], where)
-    lines = (line.strip() for line in text.splitlines())
-    return Tokens.plain(line for line in lines if line and not line.startswith("#"))
+    tokens: list[str] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not _PLAIN_TOKEN.fullmatch(line):
+            # The line is not repeated: it may be a token with a typo.
+            raise _bad(
+                where,
+                f"line {number} is not a token: a file not named *.toml or *.json is a plain list, one token "
+                "(letters, digits, -._~+/ and a trailing =) per line; name a TOML token file *.toml, a JSON one *.json",
+            )
+        tokens.append(line)
+    return Tokens.plain(tokens)
 
 
 def _grants(entries: list[Any], where: str) -> Tokens:
@@ -270,7 +319,7 @@ def token_entry(token: str, principal: str, memories: Iterable[str], access: Acc
         f"memories = [{', '.join(json.dumps(m) for m in names)}]\n"
         f'access = "{access}"\n'
     )
-    parse_token_file(text, "the new entry")
+    parse_token_file(text, "the new entry", "toml")
     return text
 
 

@@ -69,5 +69,6 @@ def approve_candidates(
     results = []
     for namespace, ops in sorted(by_namespace.items()):
         change = ChangeSet(namespace, f"approve/{run}/{commit}", tuple(ops))
-        results.append(repository.apply(change, origin=who, trailers=((review.T_APPROVED_BY, approver),)))
+        # The approver as the activation's principal names it (the same cleaned name), one person per commit.
+        results.append(repository.apply(change, origin=who, trailers=((review.T_APPROVED_BY, who.principal_id or ""),)))
     return Approval(commit, tuple(results))

@@ -114,11 +114,26 @@ class DurableBinding:
         filled["namespace"] = {**bound, **dict(given)}
         return self.repository.apply(filled, origin=origin)
 
+    def recall_policy(self, limit: int | None = None) -> RecallPolicy:
+        """The policy one recall through this binding runs under: the host's, with at most ``limit`` results.
+
+        Every recall made through a binding (a session turn's, the ``durable_recall``
+        tool's) takes its policy here, so a caller - an agent choosing a tool
+        argument - may ask for fewer results than the host's policy allows, never
+        more, and never another minimum score, related reads or semantic branch.
+        """
+        base = self.policy
+        if limit is None:
+            return base
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise MemoryStoreError("invalid_query", "limit must be a whole number")
+        bound = max(1, min(limit, base.max_results))
+        return RecallPolicy(bound, base.min_score, base.related_lookups, base.semantic)
+
     # -- gitmem.session.binding.DurableRecall --
 
     def recall_active(self, query: str, limit: int) -> Sequence[RecalledNode]:
-        bound = max(1, min(int(limit), self.policy.max_results))
-        policy = RecallPolicy(bound, self.policy.min_score, self.policy.related_lookups, self.policy.semantic)
+        policy = self.recall_policy(limit)
         try:
             answer = self.repository.recall(self.namespace, query, policy)
         except MemoryStoreError as exc:

@@ -33,6 +33,7 @@ from gitmem import derived
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.durable.node import format_time, parse_time
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import connect_local_sqlite
 
 AccessKind = Literal["admission", "use"]
 _SCHEMA: Final = """
@@ -104,7 +105,7 @@ class Ledger:
             self._local.seen = derived.Generation.read(self.stamp)
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                db = connect_local_sqlite(self.path, timeout=30.0, isolation_level=None)  # no link followed
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
             except sqlite3.Error as exc:

@@ -41,6 +41,7 @@ from gitmem.durable.namespace import Namespace, folder_name
 from gitmem.durable.node import Evidence, Node, Relation, check_labels, format_time, parse_time
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import KIB, FileFormat
+from gitmem.localfile import parse_json
 
 #: Limits a durable mount is created with: a node holds up to 64 KiB of content
 #: plus its evidence, relations and labels, all in the frontmatter.
@@ -135,7 +136,7 @@ def decode_node(text: str, path: str, namespace: Namespace | None = None) -> Nod
             key, sep, raw = line.partition(": ")
             if not sep or key not in _FIELDS or key in fields:
                 raise _corrupt(path, f"unexpected field line {line[:60]!r}")
-            fields[key] = json.loads(raw)
+            fields[key] = parse_json(raw, what=f"{path} field {key}")
         if set(fields) != set(_FIELDS):
             raise _corrupt(path, f"missing {', '.join(sorted(set(_FIELDS) - set(fields)))}")
         content = text[len(HEADER) : end]
@@ -155,7 +156,7 @@ def decode_node(text: str, path: str, namespace: Namespace | None = None) -> Nod
             relations=tuple(Relation.from_dict(r) for r in fields["relations"]),
             labels=check_labels(fields["labels"]),
         ).validate()
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise _corrupt(path, str(exc)) from None
     except MemoryStoreError as exc:
         if exc.code == "invalid_file":
@@ -191,10 +192,13 @@ class KeyRecord:
     @classmethod
     def decode(cls, text: str, path: str) -> KeyRecord:
         try:
-            data = json.loads(text)
-            record = cls(
-                str(data["key"]), str(data["digest"]), str(data["occurred_at"]), tuple(map(str, data["nodes"]))
-            )
+            data = parse_json(text, what=path)
+            nodes = data["nodes"]
+            if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+                raise ValueError("its nodes are not a list of strings")
+            record = cls(str(data["key"]), str(data["digest"]), str(data["occurred_at"]), tuple(nodes))
+        except MemoryStoreError as exc:
+            raise MemoryStoreError("invalid_file", f"{path} is not an idempotency record: {exc.message}") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryStoreError("invalid_file", f"{path} is not an idempotency record: {exc}") from None
         return record

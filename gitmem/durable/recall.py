@@ -145,7 +145,7 @@ class NamespaceRecall:
                 try:
                     seen[node_id] = decode_node(self.store.read(path).text, path, self.namespace)
                 except MemoryStoreError as exc:
-                    if exc.code != "not_found":
+                    if exc.code not in ("not_found", "invalid_file"):  # a damaged node is passed over
                         raise
                     seen[node_id] = None
             return seen[node_id]
@@ -167,7 +167,7 @@ class NamespaceRecall:
             try:
                 node = decode_node(self.store.read(path).text, path, self.namespace)
             except MemoryStoreError as exc:
-                if exc.code != "not_found":
+                if exc.code not in ("not_found", "invalid_file"):  # damaged since indexed: the next refresh skips it
                     raise
                 return None
             if node.status != "active" or node.content != doc.text:

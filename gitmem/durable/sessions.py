@@ -32,10 +32,13 @@ from typing import Any, Final
 
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import MB, load_local_json_strict, open_private, parse_json
 
 BINDING_SCHEMA: Final = "gitmem.durable.binding.v1"
 CONTEXT_PROFILE: Final = "gitmem.durable.context.session-sequence-sha256.v1"
 SESSIONS_DIR: Final = ("gitmem", "durable-sessions")
+#: A binding record is a few hundred bytes; a larger file is not one.
+RECORD_LIMIT: Final = MB
 
 
 def context_id(session_id: str, sequence: int) -> str:
@@ -64,26 +67,32 @@ class SessionBindings:
                 return
             try:
                 os.makedirs(self.folder, mode=0o700, exist_ok=True)
-                lock = open(self._path(session_id) + ".lock", "a")
+                lock = open_private(self._path(session_id) + ".lock", os.O_RDWR | os.O_CREAT)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot lock the session binding: {exc}") from exc
-            with lock:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
                 yield
+            finally:
+                os.close(lock)
 
     def _read(self, session_id: str) -> dict[str, Any] | None:
         if self.folder is None:
             found = self._memory.get(session_id)
-            return None if found is None else json.loads(json.dumps(found))
+            return None if found is None else parse_json(json.dumps(found))  # a copy as a file would give it
         try:
-            with open(self._path(session_id), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
+            data = load_local_json_strict(self._path(session_id), RECORD_LIMIT)
+        except MemoryStoreError as exc:  # a link, FIFO, huge, not JSON or nested too deep: fails closed
+            raise MemoryStoreError(
+                "forbidden",
+                f"session {session_id!r} has a binding record that cannot be read ({exc.message}); not resumed",
+            ) from None
+        except OSError as exc:
             raise MemoryStoreError(
                 "forbidden", f"session {session_id!r} has a binding record that cannot be read ({exc}); not resumed"
             ) from exc
+        if data is None:
+            return None
         if (
             not isinstance(data, dict)
             or data.get("session_id") != session_id
@@ -97,7 +106,7 @@ class SessionBindings:
 
     def _write(self, session_id: str, data: dict[str, Any]) -> None:
         if self.folder is None:
-            self._memory[session_id] = json.loads(json.dumps(data))
+            self._memory[session_id] = parse_json(json.dumps(data))
             return
         import tempfile  # a binding's write: every repository opens these bindings, a recall reads none
 

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from gitmem.durable.binding import DurableBinding, candidate_id
-from gitmem.durable.recall import RecallPolicy
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.session.binding import ExtractedItem
@@ -87,10 +86,11 @@ def check_proposal(raw: object, index: int) -> ExtractedItem:
 
 
 def recall(binding: DurableBinding, query: str, limit: int) -> dict[str, Any]:
-    """The active nodes of the binding's namespace that match ``query``, best first."""
-    base = binding.policy
-    policy = RecallPolicy(limit, base.min_score, base.related_lookups, base.semantic)
-    answer = binding.repository.recall(binding.namespace, query, policy)
+    """The active nodes of the binding's namespace that match ``query``, best first.
+
+    ``limit`` is the agent's; the host's policy caps it (:meth:`DurableBinding.recall_policy`).
+    """
+    answer = binding.repository.recall(binding.namespace, query, binding.recall_policy(limit))
     return {
         "memories": [
             {

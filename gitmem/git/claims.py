@@ -1,11 +1,26 @@
-"""Who the commits of a push say made them, checked against who pushed them.
+"""Who a commit from outside names, checked at one rule: the identity gate.
 
 ``gitmem log`` shows a commit's ``Gitmem-Principal`` trailer as who made it, or,
-without one, its git author's name. A push through a token that names a
-principal may only bring commits that show that principal: otherwise anyone with
-a token could make their change look like someone else's. Commits already in the
-mount (an agent's, merged by the person pushing) are not the pusher's claim and
-are not checked.
+without one, its git author's name; ``Gitmem-Approved-By`` says who let a change
+into ``main``. Every trailer that names a person or a decision is listed once, in
+:data:`gitmem.provenance.IDENTITY_TRAILERS`, and read once, as git reads it
+(:func:`gitmem.provenance.identity_claims`). :func:`identity_problems` is the rule
+every way in applies to a commit the mount does not hold yet:
+
+- **always** (a push over HTTP, ssh or a file path, a pull, an approval, a push
+  to ``refs/for/main``, a history import; :mod:`gitmem.git.pushcheck` asks): each
+  identity trailer appears at most once, written exactly as gitmem writes it,
+  and no other line of the message starts with one of those keys: otherwise
+  gitmem, ``git log`` and a person reading the message could see different
+  names (rule ``identity``);
+- **when the pusher is known** (a ``gitmem serve`` token that names a principal;
+  :func:`foreign_claims`, asked by :mod:`gitmem.adapters.pushaccess`): the commit
+  shows the pusher as who made it, and every identity trailer names the pusher:
+  nobody can push an approval, or a change, in someone else's name (rule
+  ``principal``).
+
+Commits already reachable from a ref of the mount were checked when they came
+in (or were written by gitmem) and are not checked again.
 """
 
 from __future__ import annotations
@@ -17,19 +32,73 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.loose import open_repository
-from gitmem.provenance import parse_message
+from gitmem.provenance import T_PRINCIPAL, identity_claims
+
+RULE_IDENTITY = "identity"
+"""A commit whose identity trailers could be read more than one way."""
+RULE_PRINCIPAL = "principal"
+"""A pushed commit that names someone other than the pusher."""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A new commit of a push that shows someone other than the pusher."""
+    """A name a new commit of a push shows that is not the pusher's: where it is shown, and the name."""
 
     commit: str
     shown: str
+    key: str = T_PRINCIPAL
+    """The trailer that names it (``Gitmem-Principal`` also when the git author names it)."""
+
+
+def commit_message(data: bytes) -> str:
+    """The message of a raw commit object, as text (bytes that are not UTF-8 kept as surrogates)."""
+    return _message_bytes(data).decode("utf-8", "surrogateescape")
+
+
+def identity_problems(data: bytes) -> list[str]:
+    """Why who the raw commit ``data`` names could be read more than one way (rule ``identity``).
+
+    A commit that declares another ``encoding`` than UTF-8 is shown by ``git log``
+    re-encoded from it: its names must read the same that way too.
+    """
+    claims = identity_claims(commit_message(data))
+    out = [f"who this commit names is ambiguous: {p}" for p in claims.problems]
+    encoding = _declared_encoding(data)
+    if encoding is not None and encoding.lower().replace("-", "").replace("_", "") not in ("utf8",):
+        try:
+            other = identity_claims(_message_bytes(data).decode(encoding, "replace"))
+        except (LookupError, ValueError):
+            out.append(f"the commit declares encoding {encoding!r}, which gitmem cannot read as git may")
+        else:
+            if other.names != claims.names or other.problems:
+                out.append(f"re-encoded from its declared encoding {encoding!r}, the commit names someone else")
+    return out
+
+
+def _declared_encoding(data: bytes) -> str | None:
+    """The value of the commit's ``encoding`` header, if it has one."""
+    head = data.split(b"\n\n", 1)[0]
+    for line in head.split(b"\n"):
+        if line.startswith(b"encoding "):
+            return line[9:].decode("ascii", "replace").strip()
+    return None
+
+
+def _message_bytes(data: bytes) -> bytes:
+    at = data.find(b"\n\n")
+    return data[at + 2 :] if at >= 0 else b""
+
+
+def _names(names: Sequence[tuple[str, str]], author: str, commit: str) -> list[Claim]:
+    """Every name a commit shows: its principal (the trailer, else the author) and each identity trailer."""
+    shown = [Claim(commit, v, k) for k, v in names]
+    if not any(k == T_PRINCIPAL for k, _ in names):
+        shown.insert(0, Claim(commit, author, T_PRINCIPAL))
+    return shown
 
 
 def foreign_claims(path: str, object_dirs: Sequence[str], new: str, principal: str) -> list[Claim]:
-    """The commits ``new`` brings (beyond every ref of the mount) that do not show ``principal``."""
+    """The names that the commits ``new`` brings (beyond every ref of the mount) show and that are not ``principal``."""
     try:
         repo = open_repository(path, extra_objects=object_dirs)
         walker = repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
@@ -41,10 +110,10 @@ def foreign_claims(path: str, object_dirs: Sequence[str], new: str, principal: s
                     continue
         out: list[Claim] = []
         for commit in walker:
-            origin = parse_message(commit.message).origin
-            shown = origin.principal_id or commit.author.name
-            if shown != principal:
-                out.append(Claim(str(commit.id), shown))
+            data = bytes(repo.odb.read(commit.id)[1])
+            claims = identity_claims(commit_message(data))
+            commit_id = str(commit.id)
+            out.extend(c for c in _names(claims.names, commit.author.name, commit_id) if c.shown != principal)
         return out
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the pushed commits: {exc}") from exc

@@ -44,6 +44,7 @@ import os
 import re
 import secrets
 import time
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, swap_ref
-from gitmem.localfile import read_local
+from gitmem.localfile import parse_json, read_local, read_local_head
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 LEDGER_REF = "refs/gitmem/erasures"
@@ -106,7 +107,7 @@ class Entry:
     @classmethod
     def from_json(cls, line: str) -> Entry:
         try:
-            data = json.loads(line)
+            data = parse_json(line, what="an erasure ledger entry")
             entry = cls(
                 id=str(data["id"]),
                 kind=str(data["kind"]),
@@ -116,6 +117,10 @@ class Entry:
                 blobs=tuple(str(b) for b in data.get("blobs", ())),
                 tips=tuple(str(t) for t in data.get("tips", ())),
             )
+        except MemoryStoreError as exc:
+            raise MemoryStoreError(
+                "unavailable", f"the erasure ledger holds an unreadable entry ({exc.message})"
+            ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc})") from exc
         if not all(_is_oid(b) for b in (*entry.blobs, *entry.tips)):
@@ -290,6 +295,80 @@ def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry],
     return added
 
 
+MAX_PUSHED_ENTRIES = 1000
+"""Ledger commits one push may add (each is one forget or purge made elsewhere); bounds the check's work."""
+
+_SIGNATURE = re.compile(
+    rb"(author|committer) "
+    + re.escape(f"{COMMITTER_NAME} <{COMMITTER_EMAIL}>".encode())
+    + rb" [0-9]{1,12} [+-][0-9]{4}"
+)
+
+
+def _ledger_text(found: Iterable[Entry]) -> bytes:
+    return "".join(e.to_json() + "\n" for e in found).encode()
+
+
+def _tree_of(blob: str) -> str:
+    """The id of the one tree :func:`append` writes: ``entries.jsonl`` (mode 100644) pointing at ``blob``."""
+    body = b"100644 " + LEDGER_FILE.encode() + b"\x00" + bytes.fromhex(blob)
+    return hashlib.sha1(b"tree %d\x00" % len(body) + body).hexdigest()
+
+
+def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | None:
+    """Why the ledger line from ``old`` (``None``: none yet) to ``new`` is not one gitmem writes, or ``None``.
+
+    The ledger is a ref gitmem owns: whatever another copy sends for it (a
+    ``gitmem push`` of its ledger) must be exactly what :func:`append` would
+    have written there, byte for byte, or anything could ride in on it. Each
+    new commit has at most one parent, the commit before it; its tree holds one
+    file, ``entries.jsonl`` (mode 100644), whose text is the entries of its
+    parent plus one more, each in :meth:`Entry.to_json`'s form; its message is
+    ``erasure <id> (<kind>)``, gitmem is its author and committer, and it has
+    no other header. ``unavailable`` when an object cannot be read.
+    """
+    chain: list[pygit2.Commit] = []
+    at = r[new]
+    if not isinstance(at, pygit2.Commit):
+        return "the erasure ledger must point at a commit"
+    while str(at.id) != old:
+        chain.append(at)
+        if len(chain) > MAX_PUSHED_ENTRIES:
+            return f"a push may add at most {MAX_PUSHED_ENTRIES} erasures to the ledger"
+        if len(at.parent_ids) > 1:
+            return f"ledger commit {str(at.id)[:12]} has more than one parent; gitmem never writes a merge there"
+        if not at.parent_ids:
+            if old is not None:
+                return "the new erasure ledger does not build on the current one"
+            break
+        at = r[at.parent_ids[0]]
+    earlier = entries_at(r, old) if old is not None else ()
+    latest = entries_at(r, new)
+    if latest[: len(earlier)] != earlier or len(latest) != len(earlier) + len(chain):
+        return "each new ledger commit must keep every entry before it and add exactly one"
+    if len({e.id for e in latest}) != len(latest):
+        return "the erasure ledger names one erasure twice"
+    for count, commit in enumerate(reversed(chain), start=len(earlier) + 1):
+        entry = latest[count - 1]
+        blob = str(pygit2.hash(_ledger_text(latest[:count])))
+        parent = [] if count == 1 else [b"parent " + str(commit.parent_ids[0]).encode()]
+        lines = [b"tree " + _tree_of(blob).encode(), *parent]
+        header, _, message = bytes(r.odb.read(commit.id)[1]).partition(b"\n\n")
+        rows = header.split(b"\n")
+        if (
+            rows[: len(lines)] != lines
+            or len(rows) != len(lines) + 2
+            or not all(_SIGNATURE.fullmatch(row) for row in rows[len(lines) :])
+            or not rows[len(lines)].startswith(b"author ")
+            or message != f"erasure {entry.id} ({entry.kind})\n".encode()
+        ):
+            return (
+                f"ledger commit {str(commit.id)[:12]} is not one gitmem writes (one file, entries.jsonl, holding "
+                "the entries before it and one more; gitmem's message and signature)"
+            )
+    return None
+
+
 def write_pending(repo_path: str, entry: Entry) -> None:
     """Keep ``entry`` beside the repository until the prune that completes it has run.
 
@@ -331,13 +410,122 @@ def finish_pending(
     return tuple(done)
 
 
-def scrub(message: bytes, names: Iterable[str]) -> bytes:
-    """``message`` with every erased name replaced by :data:`MARKER` (longest names first)."""
-    for name in sorted(set(names), key=len, reverse=True):
-        raw = name.encode("utf-8")
-        if raw and raw in message:
-            message = message.replace(raw, MARKER.encode())
-    return message
+MIN_STEM = 3
+"""A file name without its extension counts as a name of the file from this many characters
+(``dana`` of ``people/dana.md``); a shorter one (``a`` of ``a.md``) is a word, not a name."""
+_WORDS = re.compile(r"\w+")
+_GIT_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
+
+
+def _git_quoted(name: str) -> str:
+    """``name`` as git shows a path with special characters (``core.quotePath``), without the quotes:
+    ``"people/b\\303\\266b.md"`` for ``people/böb.md``."""
+    out = []
+    for byte in name.encode("utf-8", "surrogateescape"):
+        if byte in _GIT_ESCAPES:
+            out.append(_GIT_ESCAPES[byte])
+        elif byte < 0x20 or byte >= 0x7F:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(chr(byte))
+    return "".join(out)
+
+
+def name_forms(name: str) -> set[str]:
+    """Every way a commit message can carry the erased path ``name``; see :class:`NameScrub`."""
+    from urllib.parse import quote
+
+    parts = [p for p in name.split("/") if p]
+    if not parts:
+        return set()
+    names = {"/".join(parts[i:]) for i in range(len(parts))}  # the path, ..., the file's own name
+    base = parts[-1]
+    stem = base.rsplit(".", 1)[0]
+    if stem != base and len(stem) >= MIN_STEM:
+        names.add(stem)
+    forms: set[str] = set()
+    for form in names:
+        forms.update(
+            {
+                form,
+                unicodedata.normalize("NFD", form),
+                _git_quoted(form),
+                quote(form, safe="/"),
+                form.replace(" ", "%20"),
+            }
+        )
+    return {f for f in forms if f}
+
+
+class NameScrub:
+    """Finds and replaces the names of erased paths in commit and tag messages (by :data:`MARKER`).
+
+    The rule: a message names an erased path when it holds, as a whole token (not
+    inside a longer word: the characters around it are no letter, digit or ``_``)
+    and in any letter case,
+
+    - the path, or any trailing part of it down to the file's own name
+      (``people/dana.md``, ``dana.md``), or that name without its extension
+      (``dana``) when it has at least :data:`MIN_STEM` characters;
+    - any of those as git quotes a path with special characters (``b\\303\\266b.md``),
+      percent-encoded as in a link (``dana%20smith.md``), or decomposed (NFD, as
+      macOS writes names).
+
+    The erased paths are every name the forgotten file or folder had, and every
+    path below an erased folder. The longest form found is replaced first, so
+    ``people/dana.md`` becomes one marker, not ``people/[erased]``. Erring towards
+    replacing too much is deliberate: a message is an audit note, and a name in
+    it is personal data that the forget promised to remove.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._by_word: dict[str, set[str]] = {}
+        self._always: set[str] = set()
+        for name in names:
+            for form in name_forms(name):
+                word = _WORDS.search(form.lower())
+                if word is None:
+                    self._always.add(form)
+                else:
+                    self._by_word.setdefault(word.group(), set()).add(form)
+        self._patterns: dict[frozenset[str], re.Pattern[str]] = {}
+        # Most forgets erase one file: a handful of words, looked for in an ASCII message
+        # (most are) as bytes first, so a walk of 100k commits decodes almost none.
+        few = not self._always and len(self._by_word) <= 64
+        self._quick = tuple(w.encode("utf-8", "surrogateescape") for w in self._by_word) if few else None
+
+    def _found(self, message: bytes) -> tuple[str, frozenset[str]]:
+        """The message as text, and the forms that may be in it: those whose first word
+        (as lowercase) it holds as a whole word."""
+        if self._quick is not None and message.isascii():
+            lowered = message.lower()
+            if not any(word in lowered for word in self._quick):
+                return "", frozenset()
+        text = message.decode("utf-8", "surrogateescape")
+        words = set(_WORDS.findall(text.lower()))
+        found = set(self._always)
+        for word in words & self._by_word.keys():
+            found |= self._by_word[word]
+        return text, frozenset(found)
+
+    def _pattern(self, forms: frozenset[str]) -> re.Pattern[str]:
+        pattern = self._patterns.get(forms)
+        if pattern is None:
+            alternatives = "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
+            pattern = self._patterns[forms] = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+        return pattern
+
+    def names(self, message: bytes) -> bool:
+        """Whether ``message`` names an erased path (then :meth:`__call__` changes it)."""
+        text, forms = self._found(message)
+        return bool(forms) and self._pattern(forms).search(text) is not None
+
+    def __call__(self, message: bytes) -> bytes:
+        """``message`` with every erased name replaced by :data:`MARKER`; other bytes kept as they are."""
+        text, forms = self._found(message)
+        if not forms:
+            return message
+        return self._pattern(forms).sub(MARKER, text).encode("utf-8", "surrogateescape")
 
 
 def paths_holding(repo_path: str, blobs: frozenset[str]) -> list[str]:
@@ -399,9 +587,28 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
             path = os.path.join(folder, name)
             for oid in _ids_in(path, set(tips) | set(forgotten)):
                 holders.append(f"reflog {os.path.relpath(path, repo_path)} names {oid} from before an erasure")
+    from gitmem.git import quarantine  # the audit only: writes and reads of the ledger never load it
+
+    for left in quarantine.leftovers(repo_path):
+        where = os.path.relpath(left.path, repo_path)
+        for oid in quarantine.holds(left.objects, sorted({*forgotten, *tips})):
+            holders.append(
+                f"object {oid} is in {where}, the quarantine of a push, pull or import that was killed "
+                "(not in the object store); the next one or gitmem gc NAME deletes it"
+            )
+        if found and quarantine.unindexed(left.objects):
+            holders.append(
+                f"{where}, the quarantine of a push, pull or import that was killed, holds a partly received "
+                "pack whose objects cannot be listed; the next one or gitmem gc NAME deletes it"
+            )
     gitmem_dir = os.path.join(repo_path, "gitmem")
     for folder, dirs, files in os.walk(gitmem_dir):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not os.path.islink(os.path.join(folder, d))
+            and not (folder == gitmem_dir and quarantine.is_quarantine(d))
+        ]
         for name in files:
             if folder == gitmem_dir and name in _NOT_DERIVED:
                 continue
@@ -413,23 +620,23 @@ def audit(r: pygit2.Repository, repo_path: str) -> Audit:
 
 
 def _reached_from(repo_path: str, oid: str) -> str:
-    """``", reachable from <ref>"`` for the first ref that reaches ``oid`` (``""``: none, an unpruned leftover)."""
+    """Where ``oid`` is reachable from: the first ref (the ledger counts: clones fetch it), else the reflogs, else none."""
     refs = cli.run_git(["for-each-ref", "--format=%(refname)"], git_dir=repo_path, check=True).stdout.split()
     for ref in refs:
-        if ref == LEDGER_REF:
-            continue
         listed = cli.run_git(["rev-list", "--objects", ref], git_dir=repo_path, check=True).stdout
         if any(line[:40] == oid for line in listed.splitlines()):
             return f", reachable from {ref}"
-    return ", unreachable (run gitmem gc NAME after a forget that did not finish)"
+    listed = cli.run_git(["rev-list", "--objects", "--reflog"], git_dir=repo_path, check=False).stdout
+    if any(line[:40] == oid for line in listed.splitlines()):
+        return ", reachable from no ref, only from a reflog"
+    return (
+        ", reachable from no ref or reflog (only a prune deletes it: gitmem gc NAME runs one "
+        "when an erasure did not finish)"
+    )
 
 
 def _ids_in(path: str, wanted: set[str]) -> list[str]:
-    if not wanted or os.path.islink(path) or not os.path.isfile(path):
-        return []
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_DERIVED_READ)
-    except OSError:
+    data = read_local_head(path, _DERIVED_READ) if wanted else None  # a link or FIFO holds none
+    if data is None:
         return []
     return sorted({m.group(0).decode() for m in _HEX_ID.finditer(data)} & wanted)

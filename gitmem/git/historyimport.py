@@ -5,9 +5,9 @@ live in git wants their past too, and a later ``git push`` of that repository to
 So the source's commits are brought in unchanged (same ids: authors, dates and
 messages kept) and ``main`` is set to them:
 
-1. the source's ``REV`` (default ``HEAD``) is fetched into a *scratch* repository
-   that borrows the mount's objects (:func:`gitmem.git.merge.scratch_repository`);
-   nothing reaches the mount yet;
+1. the source's ``REV`` (default ``HEAD``) is fetched into a quarantine that
+   borrows the mount's objects (:mod:`gitmem.git.quarantine`); nothing reaches
+   the mount yet;
 2. every commit it brings is held to the push rules (:mod:`gitmem.git.pushcheck`),
    one verdict per commit; a commit is taken when it passes and every parent was
    taken, and the newest taken commit on the source's first-parent line is what
@@ -16,7 +16,9 @@ messages kept) and ``main`` is set to them:
    nothing when anything is refused;
 3. the landing commit passes :func:`~gitmem.git.pushcheck.check_updates` for
    ``main`` (git's strict object checks and the memory's file and byte limits);
-4. only then do the objects move into the mount, and ``main`` moves by
+4. only then do objects move into the mount: exactly those the landing commit
+   reaches (:meth:`~gitmem.git.quarantine.Quarantine.admit`), never a refused
+   commit's nor anything else the fetch brought; ``main`` then moves by
    compare-and-swap under the writer lock.
 
 A new memory's ``main`` is its one "init memory" commit with an empty tree. That
@@ -40,17 +42,24 @@ from gitmem.fileformat import FileFormat
 from gitmem.git import erasures
 from gitmem.git.cli import run_git
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import migrate_objects, refused_by_rules, scratch_repository
+from gitmem.git.merge import refused_by_rules
+from gitmem.git.packs import PackError
 from gitmem.git.pushcheck import ZERO, CommitVerdict, RefUpdate, Refusal, check_commits, check_updates
+from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.secrets import scrub_credentials
 
 _INCOMING = "refs/heads/incoming"
 
 
 @dataclass
 class HistoryImport:
-    """What an import of history did: the commit ``main`` is at, the commits taken, the ones left out."""
+    """What an import of history did: the commit ``main`` is at, the commits taken, the ones left out.
+
+    ``source`` is the repository as shown: a URL's credentials hidden
+    (:func:`gitmem.secrets.scrub_credentials`), since reports are printed.
+    """
 
     source: str
     rev: str
@@ -137,8 +146,9 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
     with translate_errors(git.path):
         before = git.head()
         fresh = _fresh(git, before)
-        report = HistoryImport(source, rev, before, replaced_init=False)
-        with scratch_repository(git) as scratch:
+        report = HistoryImport(scrub_credentials(source), rev, before, replaced_init=False)
+        with open_quarantine(git.path) as held:
+            scratch = held.path
             tip = _fetch(scratch, source, rev)
             lent = open_repository(scratch)
             try:
@@ -183,14 +193,17 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
                 )
                 if final[MAIN]:
                     raise refused_by_rules(f"the history of {source}", final[MAIN])
-                migrate_objects(os.path.join(scratch, "objects"), os.path.join(git.path, "objects"))
+                try:
+                    held.admit([land], durable=git.durable())
+                except (PackError, OSError) as exc:
+                    raise MemoryStoreError("unavailable", f"cannot store the history of {source}: {exc}") from exc
                 if not swap_ref(
                     git.repo,
                     git.path,
                     MAIN,
                     ours,
                     land,
-                    message=f"gitmem import history from {source}",
+                    message=f"gitmem import history from {report.source}",
                     stale_after=git.stale_lock_seconds,
                     timeout=git.lock_timeout,
                 ):

@@ -33,11 +33,13 @@ from collections.abc import Callable, Iterator, Sequence
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.control import check_control_files, read_alternates
 from gitmem.localfile import open_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
 _MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
+_ALTERNATES_LIMIT = 1 << 20  # an alternates file lists a few folders
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
 _CHECKED: dict[str, set[bytes]] = {}
@@ -120,15 +122,8 @@ def object_dirs(objects: str) -> list[str]:
         if folder in found or depth > _MAX_ALTERNATE_DEPTH:
             return
         found.append(folder)
-        try:
-            with open(os.path.join(folder, "info", "alternates"), encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
-            return
-        for line in lines:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                visit(os.path.join(folder, line), depth + 1)  # join keeps an absolute line as it is
+        for line in read_alternates(folder):  # a control file: a link or FIFO there is refused, not skipped
+            visit(os.path.join(folder, line), depth + 1)  # join keeps an absolute line as it is
 
     visit(objects, 0)
     return found
@@ -324,6 +319,7 @@ def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.R
 
     ``extra_objects`` are object folders added as alternates (a push's quarantine).
     """
+    check_control_files(path)  # before libgit2 reads them, blocking and following links
     repo = Handle(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     odb = repo.odb
     for folder in extra_objects:

@@ -7,23 +7,20 @@ wait, and a foreign push is caught by the compare-and-swap)::
                                                        │ conflict: refuse, list the paths
                   pushcheck(main: old ─► new) ◄────────┘ clean: merge commit, two parents
                          │ refused: nothing moves
-                  objects in (scratch ─► mount) ──► CAS main (retry on a foreign move)
+                  admit what main reaches (quarantine ─► mount) ──► CAS main (retry on a foreign move)
 
 The new commits are held to the rules of a push (:mod:`gitmem.git.pushcheck`):
 every file they bring in must be one a store write would accept, and the memory's
 limits must hold. Objects made here (merged trees, the merge commit) and a pull's
-fetched objects are written to a *scratch* repository that borrows the mount's
-objects, so a refused integration leaves nothing in the mount.
+fetched objects are written to a quarantine (:mod:`gitmem.git.quarantine`) that
+borrows the mount's objects; only the objects the new ``main`` reaches move into
+the mount, so a refused integration leaves nothing there, and an accepted one
+nothing it does not use.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -32,7 +29,9 @@ from gitmem.errors import ErrorCode, MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
+from gitmem.git.packs import PackError
 from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
+from gitmem.git.quarantine import Quarantine, open_quarantine
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import file_changes
@@ -43,9 +42,6 @@ MAX_ATTEMPTS = 8
 """Foreign pushes that may move ``main`` under one integration before it gives up."""
 
 MAX_LISTED = 50
-SCRATCH_PREFIX = "scratch-"
-SCRATCH_STALE_SECONDS = 3600.0
-"""A scratch repository older than this belongs to a process that died (git transfers stop after 600 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +84,8 @@ def _refusal_code(rule: str) -> ErrorCode:
         return rule  # type: ignore[return-value]
     if rule == "missing_object":
         return "unavailable"
-    if rule == "erased":
-        return "forbidden"  # content the erasure ledger names
+    if rule in ("erased", "identity"):
+        return "forbidden"  # content the erasure ledger names; who a commit names, ambiguous
     return "invalid_file"  # secrets, file modes, anything else about content
 
 
@@ -125,47 +121,6 @@ def _conflicts(index: pygit2.Index) -> list[str]:
     return sorted(found)
 
 
-@contextmanager
-def scratch_repository(git: GitRepo) -> Iterator[str]:
-    """A bare repository inside the mount's ``gitmem/`` folder that borrows the mount's objects.
-
-    Objects that may or may not land (a pull's fetched commits, merged trees, a
-    merge commit) are written here, outside the mount, and move in by rename
-    (same filesystem) only once accepted. The folder is deleted afterwards
-    whatever happened; ones left by a killed process are swept on the next use.
-    """
-    state = os.path.join(git.path, "gitmem")
-    _sweep(state)
-    path = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=state)
-    try:
-        try:
-            pygit2.init_repository(path, bare=True)
-            info = os.path.join(path, "objects", "info")
-            os.makedirs(info, exist_ok=True)
-            with open(os.path.join(info, "alternates"), "w", encoding="utf-8") as fh:
-                fh.write(os.path.join(git.path, "objects") + "\n")
-        except (pygit2.GitError, OSError) as exc:
-            raise MemoryStoreError("unavailable", f"cannot prepare a scratch repository in {path}: {exc}") from exc
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _sweep(state: str) -> None:
-    """Delete scratch repositories that no live process can still be using."""
-    try:
-        names = [n for n in os.listdir(state) if n.startswith(SCRATCH_PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        folder = os.path.join(state, name)
-        try:
-            if time.time() - os.stat(folder).st_mtime > SCRATCH_STALE_SECONDS:
-                shutil.rmtree(folder, ignore_errors=True)
-        except OSError:
-            continue
-
-
 def integrate(
     git: GitRepo,
     fmt: FileFormat,
@@ -176,7 +131,7 @@ def integrate(
     detail: str,
     extra: tuple[tuple[str, str], ...] = (),
     fast_forward: bool = True,
-    scratch: str | None = None,
+    scratch: Quarantine | None = None,
     precheck: Callable[[], None] | None = None,
     after_swap: Callable[[MergeResult], None] | None = None,
     strict_objects: bool = False,
@@ -186,19 +141,20 @@ def integrate(
     ``what`` names the other side in messages (``"origin/main"``, ``"proposal run-1"``).
     ``fast_forward=False`` always records a merge commit (with ``extra`` trailers),
     even when ``main`` could simply move: an approval must be written down.
-    ``scratch`` (see :func:`scratch_repository`) holds ``theirs`` when the mount
-    does not (a pull); one is made otherwise. ``precheck`` runs under the lock
+    ``scratch`` (a :class:`~gitmem.git.quarantine.Quarantine`) holds ``theirs``
+    when the mount does not (a pull, a push); one is made otherwise. Only what
+    the landed ``main`` reaches moves from it into the mount. ``precheck`` runs under the lock
     before each attempt (raise to abort); ``after_swap`` runs under the lock
     once ``main`` moved (or was already up to date). ``strict_objects`` also holds
     every object ``theirs`` brings to git's strict object rules, as a push is held
     (:func:`gitmem.git.packs.strict_check`): a pull brings objects from outside.
 
     Every commit that ``main`` does not hold yet is checked, including ones other
-    refs of the mount already point at: the check runs in the scratch repository,
+    refs of the mount already point at: the check runs in the quarantine,
     whose only ref is ``main``.
     """
     if scratch is None:
-        with scratch_repository(git) as own:
+        with open_quarantine(git.path) as own:
             return integrate(
                 git,
                 fmt,
@@ -217,7 +173,7 @@ def integrate(
         for _ in range(MAX_ATTEMPTS):
             if precheck is not None:
                 precheck()
-            r = open_repository(scratch)
+            r = open_repository(scratch.path)
             try:
                 ours = git.head()
                 for name in list(r.references):
@@ -230,13 +186,16 @@ def integrate(
                         after_swap(result)
                     return result
                 verdict = check_updates(
-                    scratch, [RefUpdate(MAIN, ours, result.after)], fmt, strict_objects=strict_objects
+                    scratch.path, [RefUpdate(MAIN, ours, result.after)], fmt, strict_objects=strict_objects
                 )
                 if verdict[MAIN]:
                     raise refused_by_rules(what, verdict[MAIN])
             finally:
                 r.free()
-            migrate_objects(os.path.join(scratch, "objects"), os.path.join(git.path, "objects"))
+            try:
+                scratch.admit([result.after], durable=git.durable())
+            except (PackError, OSError) as exc:
+                raise MemoryStoreError("unavailable", f"cannot store the objects of {what}: {exc}") from exc
             message = f"gitmem {result.kind.replace('_', '-')} from {what}"
             if swap_ref(
                 git.repo,
@@ -298,31 +257,3 @@ def _plan(
     message = commit_message("merge", paths, origin, detail=detail, extra=extra)
     commit = r.create_commit(None, author, committer, message, tree, [ours_id, theirs_id])
     return MergeResult("merged", ours, str(commit), paths)
-
-
-def migrate_objects(source: str, target: str) -> None:
-    """Move every object under ``source`` into the object directory ``target``.
-
-    Packs go in before their indexes (as git does), so a reader never finds an
-    index whose pack is missing; loose objects are renamed into place.
-    """
-    pack_src = os.path.join(source, "pack")
-    if os.path.isdir(pack_src):
-        pack_dst = os.path.join(target, "pack")
-        os.makedirs(pack_dst, exist_ok=True)
-        order = {".pack": 0, ".rev": 1, ".idx": 2}
-        names = [n for n in os.listdir(pack_src) if os.path.splitext(n)[1] in order]
-        for name in sorted(names, key=lambda n: (order[os.path.splitext(n)[1]], n)):
-            dest = os.path.join(pack_dst, name)
-            if not os.path.exists(dest):
-                os.replace(os.path.join(pack_src, name), dest)
-    for entry in os.listdir(source):
-        folder = os.path.join(source, entry)
-        if len(entry) != 2 or not os.path.isdir(folder):
-            continue
-        dest_folder = os.path.join(target, entry)
-        os.makedirs(dest_folder, exist_ok=True)
-        for name in os.listdir(folder):
-            dest = os.path.join(dest_folder, name)
-            if not os.path.exists(dest):
-                os.replace(os.path.join(folder, name), dest)

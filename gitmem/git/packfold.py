@@ -26,18 +26,21 @@ import os
 import struct
 import zlib
 
+from gitmem.localfile import open_folder, open_private, read_local
+
 MAX_BYTES = 1 << 20
 """Largest total size of the packs folded in-process; bigger folds go to ``git pack-objects`` (deltas)."""
+_READ_LIMIT = 1 << 31  # a pack or index file read whole (the fold's own size check comes before)
 
 _WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag: entries that need no other object
 
 
 def _entries(folder: str, name: str) -> list[tuple[bytes, int, bytes]] | None:
     """``(binary id, crc32, entry bytes)`` of every object in pack ``name``; ``None`` when not foldable here."""
-    with open(os.path.join(folder, name + ".idx"), "rb") as fh:
-        idx = fh.read()
-    with open(os.path.join(folder, name + ".pack"), "rb") as fh:
-        pack = fh.read()
+    idx = read_local(os.path.join(folder, name + ".idx"), _READ_LIMIT)
+    pack = read_local(os.path.join(folder, name + ".pack"), _READ_LIMIT)
+    if idx is None or pack is None:
+        return None  # a link, FIFO or huge file in place of a pack: git decides
     if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:8] != b"PACK\x00\x00\x00\x02":
         return None
     count = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
@@ -150,7 +153,7 @@ def fold(folder: str, names: list[str]) -> str | None:
     tmp_pack, tmp_idx = os.path.join(folder, f"tmp_pack_fold_{tag}"), os.path.join(folder, f"tmp_idx_fold_{tag}")
     try:
         for path, data in ((tmp_pack, pack + pack_sum), (tmp_idx, idx)):
-            with open(path, "xb") as fh:
+            with os.fdopen(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -170,7 +173,7 @@ def fold(folder: str, names: list[str]) -> str | None:
 
 def fsync_folder(folder: str) -> None:
     """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    dir_fd = open_folder(folder)
     try:
         os.fsync(dir_fd)
     finally:

@@ -22,14 +22,13 @@ some. So a push is held to git's strict rules by git itself:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 
 import pygit2
 
 from gitmem.git.cli import git_env
+from gitmem.localfile import read_local
 
 _CHUNK = 64 * 1024
 TIMEOUT = 600.0
@@ -175,15 +174,17 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
     """git's strict object rules on what ``tips`` bring beyond ``known``; ``None`` or why not.
 
     For objects already sitting in a quarantine (``objects``): they are packed and
-    read back by ``git index-pack --strict`` in a scratch directory that is
-    removed afterwards, so nothing is written to the mount or the quarantine.
+    read back by ``git index-pack --strict`` in a quarantine of their own
+    (:mod:`gitmem.git.quarantine`) that is removed afterwards, so nothing is
+    written to the mount or to ``objects``.
     """
     if not tips:
         return None
+    from gitmem.git.quarantine import open_quarantine  # it builds on this module
+
     mount_objects = os.path.join(os.path.abspath(repo_path), "objects")
-    scratch = tempfile.mkdtemp(prefix="tmp_objdir-gitmem-check-", dir=mount_objects)
-    try:
-        os.mkdir(os.path.join(scratch, "pack"))
+    with open_quarantine(repo_path) as held:
+        scratch = held.objects
         sources = [*objects, mount_objects]
         reader = quarantine_env(repo_path, sources[0], sources[1:])
         packer = subprocess.Popen(
@@ -219,8 +220,6 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
         indexes = [os.path.join(scratch, "pack", n) for n in os.listdir(os.path.join(scratch, "pack"))]
         reached = {i for path in indexes if path.endswith(".idx") for i in pack_ids(path)}
         return _unreached(repo_path, objects, reached)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> str | None:
@@ -291,8 +290,9 @@ def remove_pack(files: Sequence[str]) -> None:
 
 def pack_ids(idx_path: str) -> list[bytes]:
     """The raw object ids a version-2 pack index lists."""
-    with open(idx_path, "rb") as f:
-        data = f.read()
+    data = read_local(idx_path, 1 << 31)
+    if data is None:
+        raise PackError(f"{idx_path} is not a regular file gitmem can read (a link, FIFO or over 2 GiB)")
     if data[:4] != b"\xfftOc" or int.from_bytes(data[4:8], "big") != 2:
         raise PackError(f"{idx_path} is not a version-2 pack index")
     count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")

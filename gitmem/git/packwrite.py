@@ -24,6 +24,7 @@ reads do not search an ever-growing list of indexes.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -53,7 +54,7 @@ from gitmem.git.treeedit import (
     tree_bytes,
     tree_bytes_at,
 )
-from gitmem.localfile import read_local
+from gitmem.localfile import open_local, open_private, read_local, read_local_head
 
 if TYPE_CHECKING:  # the pool (and logging, which it loads) comes with the first durable write, not with a read
     from concurrent.futures import ThreadPoolExecutor
@@ -199,7 +200,7 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
 
 
 def _write_file(path: str, data: bytes, durable: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o444)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
         view = memoryview(data)
         while view:
@@ -233,7 +234,7 @@ def fsync_together(paths: list[str]) -> None:
 
 
 def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_local(path)
     try:
         os.fsync(fd)
     finally:
@@ -431,9 +432,10 @@ def pack_count(repo_path: str) -> int:
 
 
 def _objects_in(idx_path: str) -> int:
-    with open(idx_path, "rb") as fh:
-        fh.seek(8 + 255 * 4)
-        return int.from_bytes(fh.read(4), "big")
+    raw = read_local_head(idx_path, 4, offset=8 + 255 * 4)
+    if raw is None or len(raw) != 4:  # gone meanwhile, or a link or FIFO in its place: not a pack to count
+        raise FileNotFoundError(errno.ENOENT, f"{idx_path} is not a pack index gitmem reads")
+    return int.from_bytes(raw, "big")
 
 
 def geometric_rollup(sizes: dict[str, int], factor: int = 2) -> list[str]:

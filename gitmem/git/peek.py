@@ -35,7 +35,8 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, Final
 
-from gitmem.localfile import open_local
+from gitmem.errors import MemoryStoreError
+from gitmem.localfile import open_local, read_control
 
 if TYPE_CHECKING:
     from hashlib import sha1 as sha1
@@ -523,16 +524,18 @@ def config_files(git_dir: str) -> list[str]:
 def _read_config(git_dir: str) -> dict[str, str]:
     """``section.key`` (lowercase) -> value over every config file, for sections without a subsection."""
     values: dict[str, str] = {}
+    own = os.path.join(git_dir, "config")
     for path in config_files(git_dir):
         try:
-            with _open(path, follow=True) as fh:  # a user's ~/.gitconfig is often a link
-                if os.fstat(fh.fileno()).st_size > _MAX_CONFIG:
-                    raise CannotPeek(f"{path} is larger than a config file gitmem reads")
-                text = fh.read().decode("utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"{path}: {exc}") from None
+            # The mount's own config is a control file: no link followed. The user's and the
+            # system's (outside every mount, which git and libgit2 read following links) may be
+            # links, as dotfile managers make ~/.gitconfig; all are bounded and never block.
+            raw = read_control(path, _MAX_CONFIG, follow=path != own)
+            if raw is None:
+                continue
+            text = raw.decode("utf-8")
+        except (MemoryStoreError, UnicodeDecodeError) as exc:
+            raise CannotPeek(f"{path}: {exc}") from None  # the full store then refuses it, saying why
         values.update(parse_config(text))
     return values
 
@@ -547,6 +550,9 @@ def parse_config(text: str) -> dict[str, str]:
     """
     values: dict[str, str] = {}
     section: str | None = None
+    headed = False  # a section header was seen: a key before any is an error to git, so not read here
+    if "\0" in text:
+        raise CannotPeek("a NUL byte in a config file")
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in "#;":
@@ -562,7 +568,10 @@ def parse_config(text: str) -> dict[str, str]:
             if name.startswith("include"):
                 raise CannotPeek("a config file includes another")
             section = name if name in _SECTIONS else None  # `[remote "x"]`, `[a.b]`: not one of ours
+            headed = True
             continue
+        if not headed:
+            raise CannotPeek("a config line before any section")
         if section is None:
             continue
         key, eq, value = line.partition("=")

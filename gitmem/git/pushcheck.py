@@ -23,14 +23,23 @@ same rules as a store write:
 - a commit whose message carries ``Gitmem-*`` trailers must name in them every
   path its tree diff changes (``provenance``): history reads trust those trailers
   to skip commits, so a pushed commit cannot hide a change behind them;
+- every identity trailer a commit carries (who made it, who approved it: the
+  list is :data:`gitmem.provenance.IDENTITY_TRAILERS`) is read as git reads it,
+  appears once, written as gitmem writes it, and no other line of the message
+  starts with one of those keys (``identity``, :mod:`gitmem.git.claims`), so
+  ``gitmem log`` and ``git log`` name the same person; that the names are the
+  pusher's is checked where the pusher is known (:mod:`gitmem.adapters.pushaccess`);
 - on ``main``, the memory's file and byte limits hold for the new head (unless it
   shrinks the memory);
 - no tree the push brings in holds a blob the mount's erasure ledger names
   (``erased``, :mod:`gitmem.git.erasures`): a stale clone cannot push back what
   ``forget`` or ``purge`` erased, and neither can a pull or an approval, which
   run this same check;
-- the ledger ref itself (``refs/gitmem/erasures``) can be pushed, only forward:
-  a new ledger keeps every entry of the old one, so it can be sent, never undone.
+- the ledger ref itself (``refs/gitmem/erasures``) can be pushed, only forward
+  and only as gitmem writes it (:func:`gitmem.git.erasures.foreign_ledger`): a
+  new ledger keeps every entry of the old one, so it can be sent, never undone,
+  and carries nothing but its entries. Every other ref under ``refs/gitmem/``
+  is gitmem's own and refused.
 
 The check only reads objects. The objects of a push in flight sit in a
 quarantine directory until the push is accepted; pass it as ``object_dirs``.
@@ -48,6 +57,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.git import erasures
+from gitmem.git.claims import RULE_IDENTITY, identity_problems
 from gitmem.git.loose import open_repository
 from gitmem.git.packs import strict_check
 from gitmem.git.refs import MAIN
@@ -258,22 +268,28 @@ class _Checker:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
 
     def _check_ledger(self, update: RefUpdate) -> list[Refusal]:
-        """The erasure ledger moves forward only, and holds entries gitmem can read."""
+        """The erasure ledger moves forward only, and only by commits exactly as gitmem writes them.
+
+        It is a ref gitmem owns: a file beside ``entries.jsonl``, an extra header
+        or a merge would make it carry anything (an erased version, say) into
+        every clone that fetches it (:func:`gitmem.git.erasures.foreign_ledger`).
+        """
         ref = update.ref
         if update.deleting:
             return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
         try:
-            commit = self.repo[update.new].peel(pygit2.Commit)
+            commit = self.repo[update.new]
+            if not isinstance(commit, pygit2.Commit):
+                return [Refusal(ref, RULE_LEDGER, "the erasure ledger must point at a commit", update.new)]
             if update.old != ZERO and str(commit.id) != update.old and not self.repo.descendant_of(commit.id, update.old):
                 return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
-            entries = erasures.entries_at(self.repo, str(commit.id))
-            old = erasures.entries_at(self.repo, update.old) if update.old != ZERO else ()
+            problem = erasures.foreign_ledger(self.repo, None if update.old == ZERO else update.old, update.new)
         except MemoryStoreError as exc:
             return [Refusal(ref, RULE_LEDGER, exc.message, update.new)]
         except (KeyError, ValueError, pygit2.GitError) as exc:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
-        if not {e.id for e in old} <= {e.id for e in entries}:
-            return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
+        if problem is not None:
+            return [Refusal(ref, RULE_LEDGER, problem, update.new)]
         for c in self.repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL):
             self.reached.update((c.id.raw, c.tree_id.raw, *(e.id.raw for e in c.tree)))
             if update.old != ZERO and str(c.id) == update.old:
@@ -319,8 +335,12 @@ class _Checker:
             walker.hide(known)
         yield from walker
 
-    def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str, tuple[str, str]]]:
-        """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule."""
+    def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str | None, tuple[str, str]]]:
+        """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule
+        (``path`` ``None``: the commit's message)."""
+        data = bytes(self.repo.odb.read(commit.id)[1])
+        for message in identity_problems(data):
+            yield None, (RULE_IDENTITY, message)
         parents = commit.parents
         tree = commit.tree
         bad: set[bytes] = set()
@@ -342,7 +362,7 @@ class _Checker:
             found = self._path_problem(raw) or self._content_problem(oid, mode)
             if found is not None:
                 yield _printable(path), found
-        unnamed = unnamed_changes(bytes(self.repo.odb.read(commit.id)[1]), changed)
+        unnamed = unnamed_changes(data, changed)
         if unnamed:
             yield (
                 _printable(unnamed[0]),

@@ -25,7 +25,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
-from gitmem.localfile import open_local
+from gitmem.localfile import open_folder, open_local, open_private
 from gitmem.model import CommitId, RefName
 
 MAIN: Final = RefName("refs/heads/main")
@@ -163,7 +163,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         return None
     lock = ref + ".lock"
     try:
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = open_private(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except (FileExistsError, FileNotFoundError):
         return None
     try:
@@ -200,7 +200,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             pass
         raise
     if durable:
-        folder = os.open(os.path.dirname(ref), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        folder = open_folder(os.path.dirname(ref))
         try:
             os.fsync(folder)
         finally:

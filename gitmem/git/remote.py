@@ -4,17 +4,18 @@ The transport is the real git client (``git push``, ``git fetch``): it speaks
 every protocol a hosting service offers, with the user's credential helpers.
 What gitmem adds is on the receiving side of a pull:
 
-1. the remote's ``main`` is fetched into a *scratch* bare repository inside the
-   mount's ``gitmem/`` folder (:func:`gitmem.git.merge.scratch_repository`),
-   which borrows the mount's objects through ``objects/info/alternates``;
-   nothing reaches the mount yet;
+1. the remote's ``main`` is fetched into a quarantine, a bare repository inside
+   the mount's ``gitmem/`` folder (:mod:`gitmem.git.quarantine`), which borrows
+   the mount's objects through ``objects/info/alternates``; nothing reaches the
+   mount yet;
 2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
    clean three-way merge commit when agents wrote meanwhile, or a refusal naming
    the conflicting files), after every commit brought in passed the push rules
    (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits,
    and every object git's strict checks (``index-pack --strict``, as for a push);
-3. only then do the fetched objects move into the mount, and ``main`` moves by
-   compare-and-swap under the writer lock.
+3. only then do objects move into the mount, exactly those the new ``main``
+   reaches (not the remote's erasure ledger, not anything else the fetch
+   brought), and ``main`` moves by compare-and-swap under the writer lock.
 
 Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
 mount keeps no remote-tracking refs. Every pulled commit that ``main`` does not
@@ -36,31 +37,33 @@ from gitmem.git import erasures
 from gitmem.git.cli import run_git
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeResult, integrate, scratch_repository
+from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import MAIN, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import PROPOSALS, drop_merged
 from gitmem.model import Origin
+from gitmem.secrets import scrub_credentials
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
 
-_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@", re.I)
 
 
-def redact(text: str) -> str:
-    """``text`` with any password or token inside a URL replaced by ``***``."""
-    return _CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", text)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Remote:
+    """A remote of a mount. ``url`` is what git is given (credentials and all); anything
+    shown or logged uses ``shown_url``, and the repr shows only that."""
+
     name: str
     url: str
 
     @property
     def shown_url(self) -> str:
-        return redact(self.url)
+        return scrub_credentials(self.url)
+
+    def __repr__(self) -> str:
+        return f"Remote(name={self.name!r}, url={self.shown_url!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,7 @@ def get_remote(git: GitRepo, name: str) -> Remote:
 
 def _tail(stderr: str, lines: int = 6) -> str:
     kept = [line for line in stderr.strip().splitlines() if line.strip()][-lines:]
-    return redact(" | ".join(kept)) or "no message"
+    return scrub_credentials(" | ".join(kept)) or "no message"
 
 
 # --- push ---------------------------------------------------------------------------
@@ -213,7 +216,7 @@ def _parse_porcelain(out: str) -> list[PushedRef]:
 
 
 def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
-    """Fetch the remote's ``main`` into ``scratch``; returns the commit id it points at."""
+    """Fetch the remote's ``main`` into the quarantine at ``scratch``; returns the commit id it points at."""
     what = f"git fetch from {remote.name}"
     done = run_git(
         [
@@ -288,9 +291,9 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
     who = origin or Origin()
     target = get_remote(git, remote)
     mark = git.history_mark()
-    with scratch_repository(git) as scratch:
-        incoming = fetch_main(git, scratch, target)
-        _adopt_ledger(git, scratch, target)
+    with open_quarantine(git.path) as held:
+        incoming = fetch_main(git, held.path, target)
+        _adopt_ledger(git, held.path, target)
 
         def history_unchanged() -> None:
             if git.history_mark() != mark:
@@ -311,7 +314,7 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
             what=f"{remote}/main",
             origin=who,
             detail=f"pull {remote}",
-            scratch=scratch,
+            scratch=held,
             precheck=history_unchanged,
             after_swap=close_merged_proposals,
             strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
@@ -363,15 +366,17 @@ def erase_on_remotes(git: GitRepo, names: list[str] | None = None, *, proposals:
 def remote_holdings(git: GitRepo, target: Remote) -> tuple[str, ...]:
     """The refs of ``target`` from which a blob the ledger names is reachable.
 
-    Every ref of the remote is fetched into a scratch repository (deleted after,
-    with whatever erased objects it brought) and walked with ``git rev-list --objects``.
+    Every ref of the remote is fetched into a quarantine (deleted after, with
+    whatever erased objects it brought; nothing of it is admitted) and walked with
+    ``git rev-list --objects``.
     """
     with translate_errors(git.path):
         erased = erasures.erased_blobs(git.fresh(), git.path)
     if not erased:
         return ()
     what = f"git fetch from {target.name}"
-    with scratch_repository(git) as scratch:
+    with open_quarantine(git.path) as held:
+        scratch = held.path
         done = run_git(
             ["-c", "gc.auto=0", "fetch", "--no-tags", "--no-write-fetch-head", target.url, "+refs/*:refs/check/*"],
             cwd=scratch,

@@ -43,6 +43,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
+from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -252,7 +253,13 @@ class GitRepo:
         self._local.repo = None
 
     def fresh(self) -> pygit2.Repository:
-        """The thread's handle, reopened if a purge or forget deleted objects since."""
+        """The thread's handle, reopened if a purge or forget deleted objects since.
+
+        Every operation starts here, so the config's stamp is compared here too (one
+        ``lstat``): libgit2 re-reads a changed config with a blocking read that follows
+        links, so a FIFO or link planted there is refused (``unavailable``) before it can.
+        """
+        self.durable()
         repo = self.repo
         if self._local.gen != self._marks():
             self._local.repo = None
@@ -260,11 +267,13 @@ class GitRepo:
         return repo
 
     def config_get(self, key: str) -> str | None:
+        self.durable()  # libgit2 re-reads a changed config, blocking: a FIFO or link there is refused first
         with translate_errors(self.path):
             cfg = self.repo.config
             return cfg[key] if key in cfg else None
 
     def config_set(self, key: str, value: str) -> None:
+        self.durable()
         with translate_errors(self.path):
             self.repo.config[key] = value
         self._durable = None
@@ -276,13 +285,15 @@ class GitRepo:
         a ``gitmem config`` made by another process applies to the next write here.
         """
         try:
-            st = os.stat(self._config_path)
+            st = os.lstat(self._config_path)
         except OSError:
             return False
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         known = self._durable
         if known is not None and known[0] == stamp:
             return known[1]
+        check_control_file(self._config_path, CONFIG_LIMIT)  # a FIFO or link there: unavailable, not a hang
+        check_config_text(self._config_path)
         try:  # the file alone, not through a handle: opening one asks this first
             raw = pygit2.Config(self._config_path)[DURABLE_KEY]
         except (KeyError, pygit2.GitError, OSError, ValueError):
@@ -578,6 +589,9 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     make a cycle that keeps every store's lock descriptors open until a GC pass.
     """
     remove_crashed_locks(path, holder.written_ns)
+    from gitmem.git.quarantine import sweep  # only after a crash: reads never load it
+
+    sweep(path)  # what it was bringing in (a pull, an import, a push) never enters: its quarantine goes
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
 

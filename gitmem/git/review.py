@@ -15,6 +15,16 @@ to a hosting service and open a pull request from it, or decide here:
   ``refs/gitmem/reviews`` (:func:`rejections` reads them back). The record's tree
   is empty and it names the rejected head only as text, so the rejected content
   stays unreachable and ``git gc`` prunes it; ``main`` is not touched.
+
+**Whose proposal is whose.** A proposal is named by a run id: one ref component
+(``proposals/<run>``, an agent run's), or a principal's folder and a topic
+(``proposals/<principal>/<topic>``, what a ``gitmem serve`` token of that
+principal pushes or writes). A principal owns exactly the branches under its own
+folder (:func:`principal_owns`): ``/`` cannot occur in a principal's name, so
+``alice``'s folder never holds a branch of ``alice-x`` (or of anyone else),
+whatever other characters names hold. Branches named before this rule
+(``proposals/alice-topic``) stay readable, and are listed, shown, approved and
+rejected as before; no token owns them.
 """
 
 from __future__ import annotations
@@ -32,12 +42,17 @@ from gitmem.git.merge import MergeResult, integrate
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.model import Origin
-from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_RUN, parse_message
+from gitmem.provenance import (
+    COMMITTER_EMAIL,
+    COMMITTER_NAME,
+    T_APPROVED_BY,
+    T_REJECTED_BY,
+    T_RUN,
+    parse_message,
+)
 
 PROPOSALS = "refs/heads/proposals/"
 REVIEW_KEY = "gitmem.review"
-T_APPROVED_BY = "Gitmem-Approved-By"
-T_REJECTED_BY = "Gitmem-Rejected-By"
 T_REJECTED_HEAD = "Gitmem-Rejected-Head"
 REVIEWS = "refs/gitmem/reviews"
 """The chain of review records (one commit per rejection, empty tree)."""
@@ -96,15 +111,40 @@ def set_gate(git: GitRepo, enabled: bool) -> None:
     git.config_set(REVIEW_KEY, "true" if enabled else "false")
 
 
-def names_a_proposal(run: object) -> bool:
-    """Whether ``run`` can name a branch of its own (one ref component)."""
+def _component(name: str) -> bool:
     return (
-        isinstance(run, str)
-        and _RUN_ID.fullmatch(run) is not None
-        and ".." not in run
-        and not run.endswith((".", ".lock"))
-        and pygit2.reference_is_valid_name(PROPOSALS + run)
+        _RUN_ID.fullmatch(name) is not None
+        and ".." not in name
+        and not name.endswith((".", ".lock"))
+        and pygit2.reference_is_valid_name(PROPOSALS + name)
     )
+
+
+def names_a_proposal(run: object) -> bool:
+    """Whether ``run`` can name a branch of its own: ``<run>``, or ``<principal>/<topic>``."""
+    if not isinstance(run, str) or len(run) > 128:
+        return False
+    return all(_component(part) for part in run.split("/")) and run.count("/") <= 1
+
+
+def principal_run(principal: str, topic: str) -> str:
+    """The run id of ``principal``'s proposal ``topic``: ``<principal>/<topic>``, in the principal's folder.
+
+    Not checked here (a run that never proposes needs no branch name);
+    :func:`check_run_id` refuses it where a branch is made.
+    """
+    return f"{principal}/{topic}"
+
+
+def principal_owns(principal: str, ref: str) -> bool:
+    """Whether ``ref`` is one of ``principal``'s proposal branches (``refs/heads/proposals/<principal>/<topic>``).
+
+    A principal's name holds no ``/``, so no two principals' folders overlap:
+    ``alice`` owns nothing of ``alice-x`` (nor of ``alice.x``, ``alice@x``, ...).
+    """
+    if "/" in principal or not ref.startswith(f"{PROPOSALS}{principal}/"):
+        return False
+    return names_a_proposal(ref[len(PROPOSALS) :])
 
 
 def check_run_id(run: object) -> str:
@@ -113,7 +153,7 @@ def check_run_id(run: object) -> str:
         raise MemoryStoreError(
             "forbidden",
             f"run id {run!r} cannot name a proposal branch, and this memory sends agent writes to review: "
-            "use letters, digits and . _ @ + = - (at most 128, no '..')",
+            "use letters, digits and . _ @ + = - (at most 128, no '..'), or <principal>/<topic>",
         )
     assert isinstance(run, str)
     return run
@@ -207,7 +247,7 @@ def proposals(git: GitRepo) -> list[Proposal]:
                 continue
             run = name[len(PROPOSALS) :]
             head = git.ref_target(name)
-            if head is None or not _RUN_ID.fullmatch(run):
+            if head is None or not names_a_proposal(run):
                 continue
             found.append(_describe(git, run, name, head))
     return sorted(found, key=lambda p: (p.updated, p.run))
@@ -216,16 +256,18 @@ def proposals(git: GitRepo) -> list[Proposal]:
 def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: Origin | None = None) -> MergeResult:
     """Merge the proposal of ``run`` into ``main`` and delete it; see the module docstring.
 
-    ``approver`` goes into the ``Gitmem-Approved-By`` trailer (and is the merge
-    commit's author unless ``origin`` names a principal). Commits the run added
-    after this call read the branch stay on it, as a new proposal.
+    ``approver`` goes into the ``Gitmem-Approved-By`` trailer and is the merge
+    commit's principal and author (``origin`` gives its run and tool call): a
+    commit names one person, so an approval is on record only as given by the
+    one who made it. Commits the run added after this call read the branch stay
+    on it, as a new proposal.
     """
     if not isinstance(approver, str) or not approver.strip() or "\n" in approver:
         raise MemoryStoreError("forbidden", "an approval must name who approves it")
     ref, head = _require(git, run)
-    who = origin or Origin()
-    if who.principal_id is None:
-        who = Origin(who.run_id, approver, who.tool_call_id)
+    who = Origin(origin.run_id if origin else None, approver.strip(), origin.tool_call_id if origin else None)
+    if who.principal_id != approver.strip():
+        raise MemoryStoreError("forbidden", f"{approver!r} cannot name an approver: one line, without < or >")
 
     def still_there() -> None:
         if git.ref_target(ref) is None:
@@ -242,7 +284,7 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
         what=f"proposal {run}",
         origin=who,
         detail=f"approve proposal {run}",
-        extra=((T_APPROVED_BY, approver.strip()),),
+        extra=((T_APPROVED_BY, who.principal_id),),
         fast_forward=False,
         precheck=still_there,
         after_swap=drop_branch,

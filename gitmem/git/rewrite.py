@@ -52,7 +52,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
-from gitmem.git import cli, erasures, packwrite
+from gitmem.git import cli, erasures, packwrite, quarantine
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects, object_dirs
@@ -130,12 +130,14 @@ def gc(repo: GitRepo) -> GcReport:
     """Pack loose objects with ``git gc``, under the writer lock; unreferenced objects keep git's grace.
 
     A forget or purge that stopped between moving refs and pruning is finished
-    here (its prune runs instead of the plain ``git gc``).
+    here (its prune runs instead of the plain ``git gc``), and the quarantines
+    killed processes left (:func:`gitmem.git.quarantine.sweep`) are deleted.
     """
     if not os.path.isdir(os.path.join(repo.path, "objects")):
         raise MemoryStoreError("memory_deleted", f"the memory at {repo.path} no longer exists")
     before = count_objects(repo)
     with translate_errors(repo.path), repo.maintenance("gc"):
+        quarantine.sweep(repo.path)  # what killed pushes, pulls and imports left, refused objects and all
         if os.path.exists(repo.pending_path):
             _prune_now(repo)
         else:
@@ -179,6 +181,7 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     the commits themselves without one; the next ``gc`` writes a new one).
     """
     run_git(repo.path, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all", lock=repo.lock)
+    quarantine.sweep(repo.path)  # a killed process's quarantine may hold what is being erased
     _drop_own_keeps(repo.path)
     kept = _write_own_keep(repo.path, keep) if keep else None
     try:
@@ -235,7 +238,7 @@ def _write_own_keep(repo_path: str, pack: str) -> str:
     kept = os.path.join(folder, f"pack-{pack}.keep")
     tmp = os.path.join(folder, f"tmp_keep_gitmem_{os.urandom(6).hex()}")  # git's prune deletes a tmp_ leftover
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), "w") as note:
             note.write(_KEEP_NOTE)
             note.flush()
             os.fsync(note.fileno())
@@ -562,19 +565,21 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     if not seen_names:
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
     # Then the commits: a new tree, a rewritten parent or a message naming an erased
-    # path (replaced by the marker: "create ops/wifi.md" must not survive either).
-    scrub_names = seen_names | {path} | out.erased_ids
+    # path in any form (replaced by the marker: "create ops/wifi.md" must not survive,
+    # nor "wifi.md" or "wifi" in a body; the rule is erasures.NameScrub's).
+    scrub_names = seen_names | {path} | out.erased_files
+    scrub = erasures.NameScrub(scrub_names)
     mapped: dict[str, str] = {}
     for (commit, _), tree_id in zip(reversed(order), trees, strict=True):
         parents = [mapped.get(p, p) for p in commit.parents]
-        names_it = any(n.encode() in commit.data for n in scrub_names)
+        names_it = scrub.names(commit.data.partition(b"\n\n")[2])
         if tree_id != commit.tree or parents != commit.parents or names_it:
-            mapped[commit.oid] = out.commit(commit.data, tree_id, parents, scrub=scrub_names if names_it else ())
+            mapped[commit.oid] = out.commit(commit.data, tree_id, parents, scrub=scrub if names_it else None)
     updates: dict[str, str] = {}
     for name, target in tips.items():
         commit_id = commit_tips.get(name)
         if commit_id is not None and commit_id in mapped:
-            updates[name] = out.retarget(target, mapped, scrub_names)
+            updates[name] = out.retarget(target, mapped, scrub)
     main_old = tips.get(MAIN)
     if main_old is None:
         raise MemoryStoreError("unavailable", f"{repo.path} has no {MAIN}")

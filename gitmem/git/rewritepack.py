@@ -13,7 +13,6 @@ import os
 import re
 import struct
 import zlib
-from collections.abc import Iterable
 
 import pygit2
 
@@ -82,8 +81,8 @@ class RewrittenObjects:
         self.made_unreachable = False
         """Whether a tree was cut from a tree made here: the first is then in no commit."""
         self.erased_blobs: set[str] = set()
-        self.erased_ids: set[str] = set()
-        """Long file names under an erased folder (a record's id): scrubbed from messages as well."""
+        self.erased_files: set[str] = set()
+        """The paths under an erased folder (its files and folders): scrubbed from messages as well."""
 
     def _add(self, kind: int, raw: bytes, at: bytes | None = None) -> str:
         """Keep a new object; a tree (``at``: its folder path) is based on the last one there."""
@@ -124,8 +123,13 @@ class RewrittenObjects:
         start, end = found.start(1), found.end()
         mode, sha = found.group(1), found.group(2).hex()
         if len(parts) == 1:
+            under = (at + parts[0]).decode("utf-8", "surrogateescape")
             self.erased_blobs = (
-                blobs_under(self._r, sha, self.erased_ids) if mode == b"40000" else set() if mode == b"160000" else {sha}
+                blobs_under(self._r, sha, self.erased_files, under)
+                if mode == b"40000"
+                else set()
+                if mode == b"160000"
+                else {sha}
             )
             new_raw = raw[:start] + raw[end:]
         elif mode == b"40000":
@@ -137,11 +141,12 @@ class RewrittenObjects:
             return tree
         return self._add(_TREE, new_raw, at) if new_raw else None
 
-    def commit(self, old: bytes, tree: str, parents: list[str], scrub: Iterable[str] = ()) -> str:
+    def commit(self, old: bytes, tree: str, parents: list[str], scrub: erasures.NameScrub | None = None) -> str:
         """A copy of the raw commit ``old`` with a new tree and parents, all else byte for byte
-        but the erased names in ``scrub`` (replaced by :data:`gitmem.git.erasures.MARKER`)."""
+        but the erased names ``scrub`` finds (replaced by :data:`gitmem.git.erasures.MARKER`)."""
         header, _, message = old.partition(b"\n\n")
-        message = erasures.scrub(message, scrub)
+        if scrub is not None:
+            message = scrub(message)
         if header.startswith(b"tree ") and header[45:46] == b"\n" and b"\ngpgsig" not in header:
             pos = 46  # git's own order: the tree line, the parent lines, then the rest as it is
             while header.startswith(b"parent ", pos):
@@ -163,7 +168,7 @@ class RewrittenObjects:
             lines.append(line)
         return self._add(_COMMIT, b"\n".join(lines) + b"\n\n" + message)
 
-    def retarget(self, target: str, mapped: dict[str, str], scrub: Iterable[str] = ()) -> str:
+    def retarget(self, target: str, mapped: dict[str, str], scrub: erasures.NameScrub | None = None) -> str:
         """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
         if target in mapped:
             return mapped[target]
@@ -173,7 +178,9 @@ class RewrittenObjects:
         first, _, rest = bytes(raw).partition(b"\n")
         inner = self.retarget(first.split(b" ", 1)[1].decode(), mapped, scrub)
         header, sep, message = rest.partition(b"\n\n")
-        return self._add(_TAG, b"object " + inner.encode() + b"\n" + header + sep + erasures.scrub(message, scrub))
+        if scrub is not None:
+            message = scrub(message)
+        return self._add(_TAG, b"object " + inner.encode() + b"\n" + header + sep + message)
 
     def pack(self) -> tuple[str, bytes, bytes] | None:
         """Every new object as ``(pack sha, .pack bytes, .idx bytes)``; ``None`` when there is none.
@@ -296,18 +303,15 @@ def entry_named(name: bytes) -> re.Pattern[bytes]:
     return pattern
 
 
-_ID_CHARS = 16
-"""A file name stem this long under an erased folder is an id (a record's), not a word."""
-
-
-def blobs_under(r: pygit2.Repository, oid: str, ids: set[str]) -> set[str]:
+def blobs_under(r: pygit2.Repository, oid: str, paths: set[str], at: str) -> set[str]:
+    """The blobs of tree or blob ``oid`` (the folder ``at``); every path below it goes into ``paths``."""
     obj = r[oid]
     if obj.type == pygit2.enums.ObjectType.BLOB:
         return {oid}
     out: set[str] = set()
     for entry in obj.peel(pygit2.Tree):
-        stem = (entry.name or "").rsplit(".", 1)[0]
-        if len(stem) >= _ID_CHARS:
-            ids.add(stem)
-        out.update(blobs_under(r, str(entry.id), ids))
+        below = f"{at}/{entry.name}"
+        paths.add(below)
+        if entry.filemode != pygit2.enums.FileMode.COMMIT:  # a submodule's commit is not here
+            out.update(blobs_under(r, str(entry.id), paths, below))
     return out

@@ -21,6 +21,7 @@ a pass over in-memory signatures, not a pass over the index files.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -34,15 +35,18 @@ from typing import Any
 from whoosh import columns, fields
 from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
 from whoosh.filedb.filestore import FileStorage, RamStorage
+from whoosh.filedb.structfile import StructFile
 from whoosh.index import EmptyIndexError, FileIndex
 from whoosh.index import LockError as WhooshLockError
 from whoosh.query import Or, Prefix, Query, Term
 from whoosh.searching import Searcher
+from whoosh.util.filelock import FcntlLock
 
 from gitmem.git.perms import make_private_dir
 from gitmem.index.grams import grams_of, probe, signature, text_grams
 from gitmem.index.needles import All, AnyOf, Lit, Need
 from gitmem.index.source import Broken, Busy
+from gitmem.localfile import open_local, open_private
 
 __all__ = ["Broken", "Busy"]  # defined without whoosh (gitmem.index.source), raised here
 
@@ -187,11 +191,20 @@ class _Storage(FileStorage):  # type: ignore[misc]
         self._opened = threading.local()
 
     def open_file(self, name: str, **kwargs: Any) -> Any:
-        handle = super().open_file(name, **kwargs)
+        # Through the one opener: a link or FIFO planted among the segments is refused (OSError),
+        # the index reads as broken and is rebuilt, instead of a read outside the mount or a hang.
+        handle = StructFile(os.fdopen(open_local(self._fpath(name)), "rb"), name=name, **kwargs)
         opened: list[Any] | None = getattr(self._opened, "files", None)
         if opened is not None:
             opened.append(handle)
         return handle
+
+    def create_file(self, name: str, excl: bool = False, mode: str = "wb", **kwargs: Any) -> Any:
+        flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if excl else os.O_TRUNC)
+        return StructFile(os.fdopen(open_private(self._fpath(name), flags), mode), name=name, **kwargs)
+
+    def lock(self, name: str) -> Any:
+        return _IndexFileLock(self._fpath(name))
 
     @contextmanager
     def guard(self) -> Iterator[None]:
@@ -208,6 +221,24 @@ class _Storage(FileStorage):  # type: ignore[misc]
             raise
         finally:
             self._opened.files = outer
+
+
+class _IndexFileLock(FcntlLock):  # type: ignore[misc]
+    """Whoosh's write lock, its file opened without following a link or blocking on a FIFO."""
+
+    def acquire(self, blocking: bool = False) -> bool:
+        import fcntl
+
+        fd = open_private(self.filename, os.O_CREAT | os.O_WRONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            return False
+        self.fd, self.locked = fd, True
+        return True
 
 
 def _guard(ix: FileIndex) -> AbstractContextManager[None]:

@@ -309,7 +309,9 @@ def parse_record(record_id: str, content: str) -> RecordFile:
         except MemoryStoreError as error:
             raise ValueError(f"record {record_id}: {error.message}") from None
         meta = meta or {}
-        rid = str(meta.get("id", record_id))
+        rid = meta.get("id", record_id)
+        if not isinstance(rid, str):  # never str() a pushed value: YAML aliases can make it huge
+            raise ValueError(f"record file {record_id} names its id as {type(rid).__name__}, not text")
         created, updated = parse_time(meta.get("created")), parse_time(meta.get("updated"))
     if rid != record_id:
         raise ValueError(f"record file {record_id} says it holds {rid}")

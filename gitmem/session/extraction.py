@@ -32,6 +32,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
+from gitmem.errors import MemoryStoreError
+from gitmem.localfile import parse_json
 from gitmem.secrets import find_secret, redact_secrets
 from gitmem.session.binding import ExtractedItem, ExtractedType
 
@@ -216,9 +218,9 @@ class _Refused(Exception):
 def _items_of(raw: object) -> list[object]:
     if isinstance(raw, str | bytes):
         try:
-            raw = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _Refused("malformed_output", f"the answer is not JSON: {exc}") from None
+            raw = parse_json(raw, what="the answer")  # bounded nesting: a model's 30,000 brackets are refused too
+        except MemoryStoreError as exc:
+            raise _Refused("malformed_output", exc.message) from None
     if isinstance(raw, Mapping):
         if "items" not in raw:
             raise _Refused("malformed_output", "the answer has no 'items' list")

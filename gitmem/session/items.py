@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import parse_json
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
@@ -250,7 +251,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         raise _bad(f"metadata is {len(text)} characters as JSON; the limit is {MAX_METADATA_CHARS}")
     check_unicode(text, "metadata")
     check_no_secret(text, "metadata")
-    loaded: dict[str, Any] = json.loads(text)
+    loaded: dict[str, Any] = parse_json(text, what="metadata")  # as a read of its file will parse it
     return loaded
 
 
@@ -405,11 +406,16 @@ def _canonical(value: object, pad: str) -> str:
 
 
 def decode_item(text: str) -> MemoryItem:
-    """Parse an item file; ``ValueError`` says what is wrong (recall skips such a file, never crashes)."""
+    """Parse an item file; ``ValueError`` says what is wrong (recall skips such a file, never crashes).
+
+    The file is anyone's who can push to the memory: it is parsed by the one
+    bounded parser (nesting at most ``JSON_DEPTH``) and every field's type is
+    checked, so whatever it holds ends here as ``ValueError``.
+    """
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
+        record = parse_json(text, what="the item file")
+    except MemoryStoreError as exc:
+        raise ValueError(exc.message) from None
     if not isinstance(record, dict):
         raise ValueError("an item file holds a JSON object")
     schema = record.get("schema")
@@ -430,6 +436,8 @@ def decode_item(text: str) -> MemoryItem:
         )
     except MemoryStoreError as exc:
         raise ValueError(exc.message) from None
+    except OverflowError as exc:  # a timestamp out of range
+        raise ValueError(f"timestamp: {exc}") from None
 
 
 def item_row(item: MemoryItem) -> list[Any]:

@@ -43,6 +43,7 @@ from gitmem.session.items import (
     path_for_id,
     to_micros,
 )
+from gitmem.session.resume import SessionBindings
 from gitmem.session.stats import AccessStats, MemoryAccessStats
 from gitmem.store import BatchFileStore
 
@@ -111,7 +112,9 @@ class SessionMemory:
     ``clock`` gives "now" in seconds (tests pass a fixed one); ``origin`` is used
     for every commit unless a call passes its own. ``catalogue_file`` (optional) is
     where the parsed items are cached between processes (see
-    :mod:`gitmem.session.catalogue`).
+    :mod:`gitmem.session.catalogue`). ``bindings`` records what each session run
+    over this memory was bound to (:mod:`gitmem.session.resume`), beside the
+    store's repository when it has one.
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class SessionMemory:
         self.origin = origin
         self._lock = threading.RLock()
         self.catalogue = Catalogue(store, snapshot=catalogue_file)
+        self.bindings = SessionBindings.of_store(store)
 
     # -- the catalogue -----------------------------------------------------------------
 
@@ -306,7 +310,14 @@ class SessionMemory:
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes to {path}")
 
     def _write_item(
-        self, path: str, item: MemoryItem, expected: str | None, op: str, origin: Origin | None, *, fp: str | None = None
+        self,
+        path: str,
+        item: MemoryItem,
+        expected: str | None,
+        op: str,
+        origin: Origin | None,
+        *,
+        fp: str | None = None,
     ) -> None:
         """One item file in one commit; the catalogue learns it, so remembering the same text
         again merges with one commit instead of being refused first (the store's answer names

@@ -18,6 +18,10 @@
    items are stored in session memory and, when a
    :class:`~gitmem.session.binding.CandidateSink` is bound, proposed as durable
    candidates (never activated).
+
+A session id that once ran bound to durable memory can only be resumed with an
+equivalent binding: the runner refuses to start otherwise (``forbidden``, see
+:mod:`gitmem.session.resume`), rather than run its turns without durable memory.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from gitmem.session.extraction import (
 from gitmem.session.hygiene import normalize_text
 from gitmem.session.jobs import CLOSE_TIMEOUT, JobQueue
 from gitmem.session.memory import MemoryStore
+from gitmem.session.resume import resume_session
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +150,8 @@ class SessionRunner:
         max_items: int = DEFAULT_MAX_ITEMS,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
     ) -> None:
+        # Before anything starts: a session bound to durable memory resumes only with an equivalent binding.
+        resume_session(memory, session_id, durable, candidates, admission)
         self.memory = memory
         self.model = model
         self.workspace = workspace

@@ -29,9 +29,13 @@ from typing import Final, Protocol
 
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import MB, RefusedFile, open_local, open_private, write_private
 
 #: Fold the log once it is this big (bytes); a line per recall is ~60 bytes plus ids.
 COMPACT_BYTES: Final = 256 * 1024
+#: The most of the log one look reads: far past what compaction lets it grow to. A larger
+#: file was not written by gitmem and is refused (``unavailable``, naming it), not loaded.
+READ_LIMIT: Final = 32 * MB
 
 Counts = Mapping[str, tuple[int, float]]
 
@@ -103,7 +107,7 @@ class FileAccessStats:
 
     def _locked(self, mode: int) -> int:
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_private(self.lock_path, os.O_RDWR | os.O_CREAT)  # no link followed, no FIFO
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot open {self.lock_path}: {exc}") from exc
         fcntl.flock(fd, mode)
@@ -158,7 +162,7 @@ class FileAccessStats:
         fd = self._locked(fcntl.LOCK_SH)
         try:
             try:
-                out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                out = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot write {self.path}: {exc}") from exc
             try:
@@ -180,7 +184,7 @@ class FileAccessStats:
                 self._catch_up()
                 lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
                 tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text("".join(lines), encoding="utf-8")
+                write_private(tmp, "".join(lines))
                 os.replace(tmp, self.path)
                 self._inode = None
                 self._catch_up()
@@ -192,15 +196,21 @@ class FileAccessStats:
     def _catch_up(self) -> None:
         """Read what was appended since the last look (all of it when the file was swapped)."""
         try:
-            with open(self.path, "rb") as f:
-                inode = os.fstat(f.fileno()).st_ino
-                if inode != self._inode:
-                    self._counts, self._offset, self._inode = {}, 0, inode
-                f.seek(self._offset)
-                data = f.read()
+            fd = open_local(self.path)  # a regular file, no link followed, never blocking
         except FileNotFoundError:
             self._counts, self._offset, self._inode = {}, 0, None
             return
+        except OSError as exc:
+            raise RefusedFile(self.path, f"cannot be read ({exc.strerror})") from None
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != self._inode:
+                self._counts, self._offset, self._inode = {}, 0, st.st_ino
+            if st.st_size - self._offset > READ_LIMIT:
+                raise RefusedFile(self.path, f"has more than {READ_LIMIT} bytes to read")
+            data = os.pread(fd, READ_LIMIT, self._offset)
+        finally:
+            os.close(fd)
         end = data.rfind(b"\n") + 1  # a line still being written waits for the next look
         for raw in data[:end].decode("utf-8", errors="replace").splitlines():
             _apply_line(self._counts, raw.split())

@@ -14,6 +14,11 @@ arguments are validated against the tool's model *before* the handler runs, so
 a call the schema refuses (60,000 tags where the schema says at most 64) never
 reaches the core. :meth:`ToolRegistry.call` answers every failure in the one
 JSON shape ``{"error", "message", "current"}``.
+
+It is also where what a reply repeats of its call is bounded: a message or hint
+that quotes an argument (a grep's pattern, a refused path) quotes at most
+:data:`MAX_ECHO` characters of it, whichever tool and code built the text, so a
+1 MB pattern does not come back as a 1 MB hint (:func:`bound_echoes`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,72 @@ KINDS: Final[tuple[Kind, ...]] = ("file", "record", "session", "durable")
 
 Payload = dict[str, Any]
 Handler = Callable[[Any, Origin], Payload]
+
+MAX_ECHO: Final = 200
+"""The most characters of one argument a reply's message or hint repeats."""
+MAX_REPLY_TEXT: Final = 2000
+"""The longest message or hint a reply carries (whatever it holds: a last bound)."""
+_TEXT_FIELDS: Final = ("message", "hint")
+_MAX_WALK: Final = 10_000  # argument values looked at for long strings (a call's size is bounded upstream)
+
+
+def _long_strings(arguments: object) -> list[str]:
+    """The strings of ``arguments`` (values and keys, nested) longer than :data:`MAX_ECHO`, longest first."""
+    found: set[str] = set()
+    stack: list[object] = [arguments]
+    seen = 0
+    while stack and seen < _MAX_WALK:
+        value = stack.pop()
+        seen += 1
+        if isinstance(value, str):
+            if len(value) > MAX_ECHO:
+                found.add(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def shorten(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis and its full length, when longer."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def bound_echoes(text: str, arguments: object) -> str:
+    """``text`` with every long argument it repeats cut to :data:`MAX_ECHO` characters, then capped whole.
+
+    An argument is found as given, quoted as Python quotes it (``{x!r}``) or as
+    JSON; a text that repeats it some other way (changed, partly) is caught by
+    the overall cap of :data:`MAX_REPLY_TEXT`, which keeps its start and end.
+    """
+    if len(text) <= MAX_ECHO:
+        return text
+    import json
+
+    for value in _long_strings(arguments):
+        for form in (repr(value), json.dumps(value, ensure_ascii=False), json.dumps(value), value):
+            if form in text:
+                text = text.replace(form, shorten(form))
+    if len(text) > MAX_REPLY_TEXT:
+        marker = f"… ({len(text)} characters, most left out) …"
+        keep = (MAX_REPLY_TEXT - len(marker)) // 2
+        text = f"{text[:keep]}{marker}{text[-keep:]}"
+    return text
+
+
+def _bounded(exc: MemoryStoreError, arguments: object) -> MemoryStoreError:
+    """``exc`` itself when its message is short, else the same error (class, code, file) with it bounded."""
+    message = bound_echoes(exc.message, arguments)
+    if message == exc.message:
+        return exc
+    bounded = MemoryStoreError.__new__(type(exc))
+    bounded.__dict__.update(exc.__dict__)
+    MemoryStoreError.__init__(bounded, exc.code, message, exc.current)  # type: ignore[arg-type]
+    return bounded
 
 
 def plain_failure(exc: MemoryStoreError) -> Payload:
@@ -165,8 +236,25 @@ class ToolRegistry:
         """Check and run one call; a failure raises :class:`MemoryStoreError`.
 
         The order is fixed: the tool, then the memory it names, then every
-        argument against the tool's schema, then the handler.
+        argument against the tool's schema, then the handler. Whatever the
+        answer or the error repeats of the arguments is bounded (:func:`bound_echoes`).
         """
+        try:
+            payload = self._run(name, arguments, tool_call_id=tool_call_id, origin=origin)
+        except MemoryStoreError as exc:
+            bounded = _bounded(exc, (name, arguments))
+            if bounded is exc:
+                raise
+            raise bounded from exc.__cause__
+        for key in _TEXT_FIELDS:
+            text = payload.get(key)
+            if isinstance(text, str) and len(text) > MAX_ECHO:
+                payload[key] = bound_echoes(text, arguments)
+        return payload
+
+    def _run(
+        self, name: str, arguments: Mapping[str, Any] | object, *, tool_call_id: str | None, origin: Origin | None
+    ) -> Payload:
         tool = self.get(name)
         if tool is None:
             offered = ", ".join(t.name for t in self.tools) or "none"
@@ -196,5 +284,6 @@ class ToolRegistry:
             return fail(exc)
         except Exception as exc:
             # A store outside gitmem may raise anything; the model still gets the JSON shape.
-            log.warning("memory tool %s failed unexpectedly", name, exc_info=exc)
-            return fail(MemoryStoreError("unavailable", f"the memory store failed: {type(exc).__name__}: {exc}"))
+            log.warning("memory tool %s failed unexpectedly", shorten(str(name)), exc_info=exc)
+            failed = MemoryStoreError("unavailable", f"the memory store failed: {type(exc).__name__}: {exc}")
+            return fail(_bounded(failed, (name, arguments)))

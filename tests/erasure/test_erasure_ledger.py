@@ -131,7 +131,13 @@ def test_import_of_erased_content_is_refused(store: GitFileStore, tmp_path: Path
     (folder / "wifi.md").write_text(SECRET)
     head = store.sync.head()
     done = CliRunner().invoke(cli, ["--root", str(root.path), "import", "user", str(folder), "--json"])
-    assert done.exit_code != 0 and "erased" in done.output, done.output
+    # Refused and listed as any refused file is (the rest of a folder would come in: tests/cli).
+    assert done.exit_code == 0, done.output
+    refused = json.loads(done.stdout)["refused"]
+    assert [(r["path"], r["error"]) for r in refused] == [("wifi.md", "forbidden")] and "erased" in refused[0]["message"]
+    assert store.sync.head() == head
+    done = CliRunner().invoke(cli, ["--root", str(root.path), "import", "user", str(folder), "--strict"])
+    assert done.exit_code == 1 and "erased" in done.output, done.output
     assert store.sync.head() == head
 
 

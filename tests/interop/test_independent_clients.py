@@ -249,7 +249,7 @@ def test_over_http(node_modules: Path, root: Root, served: Serve) -> None:
     assert grown < 64 * 1024, f"gitmem serve grew by {grown} KiB over 100 connects"
     origin = root.mount("notes").sync.log("inspector-http.md")[0].origin
     assert origin.principal_id == "alice" and origin.run_id and origin.tool_call_id
-    assert origin.tool_call_id.startswith("mcp-" + origin.run_id.partition("-mcp-")[2] + "-")
+    assert origin.tool_call_id.startswith("mcp-" + origin.run_id.partition("/mcp-")[2] + "-")
     fsck_clean(root.mount_path("notes"))
 
 

@@ -216,7 +216,7 @@ def test_remote_names_urls_and_missing_remotes(team: Team, tmp_path: Path) -> No
             remotes.add(team.store, bad, str(tmp_path))
     remotes.add(team.store, "hub", "https://me:s3cret@git.example.com/user.git")
     shown = {r.name: r.shown_url for r in remotes.list_remotes(team.store)}
-    assert shown == {"hub": "https://me:***@git.example.com/user.git", "origin": str(team.hosting)}
+    assert shown == {"hub": "https://***@git.example.com/user.git", "origin": str(team.hosting)}
     with pytest.raises(MemoryStoreError) as missing:
         remotes.pull(team.store, "nowhere")
     assert missing.value.code == "not_found"

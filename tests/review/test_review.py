@@ -215,7 +215,8 @@ def test_reject_removes_the_proposal(store: GitFileStore) -> None:
 def test_a_run_id_that_cannot_name_a_branch_is_refused_not_written_to_main(store: GitFileStore) -> None:
     sync = store.sync
     main = sync.head()
-    for bad in ("a..b", "x/y", "-lead", "end.lock", "sp ace"):
+    # one component, or a principal's folder and a topic (x/y): never deeper, never an empty part
+    for bad in ("a..b", "x/y/z", "/y", "x/", "x//y", "-lead", "end.lock", "sp ace", "x/-y"):
         with pytest.raises(MemoryStoreError) as caught:
             sync.write("n.md", "x\n", expected=None, origin=Origin(run_id=bad))
         assert caught.value.code == "forbidden"

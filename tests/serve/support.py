@@ -16,7 +16,7 @@ from pathlib import Path
 from gitmem import GitFileStore, Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
 from gitmem.model import Origin
-from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
+from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, IDENTITY_TRAILERS, commit_message
 
 TOKEN = "tok-3f9a1c2e"
 
@@ -151,6 +151,31 @@ _FORGED_MOVE = commit_message("move", ("seed.md", "innocent.md"), _ALICE).replac
     "Gitmem-Path: innocent.md", "Gitmem-Path: innocent.md\nGitmem-Path: prefs/language.md"
 )
 
+
+def _identity_message(message: str) -> Callable[[Path], str]:
+    """A plain commit whose message names someone in a way git and a reader could see differently."""
+
+    def make(work: Path) -> str:
+        write(work, "who.md", "who did this?\n")
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "--cleanup=verbatim", "-m", message, cwd=work)
+        return "main"
+
+    return make
+
+
+# Every identity trailer, written the ways a reader could take for a name other than the one trailer.
+IDENTITY_PUSHES = [
+    BadPush(f"{variant}-{key.lower()}", "identity", key, _identity_message(text))
+    for key in IDENTITY_TRAILERS
+    for variant, text in (
+        ("duplicated", f"who\n\nGitmem-Op: edit\nGitmem-Path: who.md\n{key}: agent\n{key}: agent\n"),
+        ("no-space", f"who\n\nGitmem-Op: edit\nGitmem-Path: who.md\n{key}:agent\n"),
+        ("case-variant", f"who\n\nGitmem-Op: edit\nGitmem-Path: who.md\n{key.upper()}: agent\n"),
+        ("in-the-body", f"who\n\n{key}: mallory\nsaid so\n\nGitmem-Op: edit\nGitmem-Path: who.md\n"),
+    )
+]
+
 LONG_PATH = "/".join(["a-rather-long-folder-name-" + str(i) for i in range(10)]) + "/note.md"
 
 BAD_PUSHES = [
@@ -179,6 +204,7 @@ BAD_PUSHES = [
     BadPush("delete-main", "delete_main", "cannot be deleted", lambda work: ":main"),
     BadPush("trailers-hide-a-change", "provenance", "prefs/language.md", _forged_trailers(_HIDES_A_CHANGE)),
     BadPush("forged-move-trailer", "provenance", "seed.md moved here", _forged_trailers(_FORGED_MOVE)),
+    *IDENTITY_PUSHES,
 ]
 
 

@@ -103,7 +103,7 @@ def test_list_view_create_edit_and_history_as_the_tokens_principal(served: Serve
     history = store.log("team/plan.md")
     assert [e.op for e in history] == ["edit", "create"]
     assert {e.origin.principal_id for e in history} == {"alice"}
-    assert all(e.origin.run_id and e.origin.run_id.startswith("alice-mcp-") for e in history)
+    assert all(e.origin.run_id and e.origin.run_id.startswith("alice/mcp-") for e in history)
     author = git("log", "-1", "--format=%an", "main", cwd=served.root.mount_path("notes")).stdout.strip()
     assert author == "alice"
     # The same server and port serve git: a clone sees the MCP write.
@@ -135,7 +135,7 @@ def test_a_propose_tokens_write_lands_on_its_proposal(served: Served) -> None:
         assert payload(carol.call("memory_file_view", memory="notes", path="idea.md"))["content"] == "carol's idea\n"
     assert store.head() == head
     branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=served.root.mount_path("notes")).stdout.split()
-    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol-mcp-")
+    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol/mcp-")
     shown = git("show", f"{branches[0]}:idea.md", cwd=served.root.mount_path("notes")).stdout
     assert shown == "carol's idea\n"
 
@@ -307,12 +307,12 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
             assert not proposed.is_error, proposed
         assert root.mount("people").sync.head() == main_before  # a proposal, never main
         branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=root.mount_path("people")).stdout.split()
-        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam-mcp-"), branches
+        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam/mcp-"), branches
     finally:
         server.stop()
     store = root.mount("people").sync
     entry = store.log()[0]
-    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita-mcp-")
+    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita/mcp-")
     from gitmem.records import RecordStore
 
     assert [r.text for r in RecordStore(store, "rita").search("tea")] == ["prefers green tea"]
@@ -341,7 +341,7 @@ def test_capabilities_are_truthful_and_a_writes_ids_name_one_session(served: Ser
     assert not caps.resources.subscribe  # no event streams over HTTP, so nothing to subscribe to
     origin = served.root.mount("notes").sync.log(f"{mode}.md")[0].origin
     assert origin.run_id is not None and origin.tool_call_id is not None
-    principal, _, run_tag = origin.run_id.partition("-mcp-")
+    principal, _, run_tag = origin.run_id.partition("/mcp-")
     assert principal == "alice" and run_tag
     assert origin.tool_call_id.startswith(f"mcp-{run_tag}-"), (origin.run_id, origin.tool_call_id)
 

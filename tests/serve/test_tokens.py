@@ -163,12 +163,13 @@ def test_propose_lands_only_on_its_proposal_branch(team: Team, tmp_path: Path) -
     write(work, "idea.md", "carol's idea\n")
     proposed = commit_all(work, "carol proposes")
     done = git("push", "origin", "main", cwd=work, check=False)
-    assert done.returncode != 0 and "proposals/carol-" in done.stderr, done.stderr
-    refused = git("push", "origin", "HEAD:proposals/alice-hers", cwd=work, check=False)
-    assert refused.returncode != 0, refused.stderr
-    git("push", "-q", "origin", "HEAD:proposals/carol-idea", cwd=work)
+    assert done.returncode != 0 and "proposals/carol/" in done.stderr, done.stderr
+    for theirs in ("alice/hers", "carol-idea", "carol"):
+        refused = git("push", "origin", f"HEAD:proposals/{theirs}", cwd=work, check=False)
+        assert refused.returncode != 0, refused.stderr
+    git("push", "-q", "origin", "HEAD:proposals/carol/idea", cwd=work)
     mount = team.root.mount_path("notes")
-    assert git("rev-parse", PROPOSALS + "carol-idea", cwd=mount).stdout.strip() == proposed
+    assert git("rev-parse", PROPOSALS + "carol/idea", cwd=mount).stdout.strip() == proposed
     assert team.head() == before
     fsck_clean(mount)
 
@@ -182,7 +183,7 @@ def test_review_gate_refuses_direct_pushes_to_main_but_an_admins(team: Team, tmp
     done = git("push", "origin", "main", cwd=work, check=False)
     assert done.returncode != 0 and "review_gate" in done.stderr, done.stderr
     assert team.head() == before
-    git("push", "-q", "origin", "HEAD:proposals/alice-direct", cwd=work)  # a writer may still propose
+    git("push", "-q", "origin", "HEAD:proposals/alice/direct", cwd=work)  # a writer may still propose
     admin = clone(team, "dave", tmp_path / "dave")
     write(admin, "admin.md", "the admin may\n")
     pushed = commit_all(admin, "dave, directly")
@@ -200,9 +201,9 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
     as_json = json.dumps(
         {"tokens": [{"principal": "bob", "sha256": hash_token("t2"), "memories": ["*"], "access": "read"}]}
     )
-    bob = parse_token_file(as_json).grant("t2")
+    bob = parse_token_file(as_json, "tokens.json", "json").grant("t2")
     assert bob is not None and bob.access == "read" and not bob.allows("propose")
-    plain = parse_token_file("# old style\nalpha\n\nbeta\n")
+    plain = parse_token_file("# old style\nalpha\n\nbeta\n", "tokens", "plain")
     assert plain.grant("alpha") == FULL_ACCESS and plain.grant("beta") == FULL_ACCESS
     assert plain.grant("gamma") is None and plain.grant("") is None
     env = load_tokens(None, env={"GITMEM_TOKENS": "x1, x2"})
@@ -213,13 +214,16 @@ def test_token_files_hold_hashes_and_are_checked(tmp_path: Path) -> None:
         f'[[token]]\nprincipal = "a b\\n"\nsha256 = "{hash_token("z")}"\nmemories = ["n"]\n',
         '[[token]]\nprincipal = "a"\nsha256 = "abc"\nmemories = ["n"]\n',
         f'[[token]]\nprincipal = "a"\nsha256 = "{hash_token("z")}"\nmemories = []\n',
-        '{"tokens": "nope"}',
         "[[token]]\nprincipal = ",
     ]
     for text in bad:
         with pytest.raises(MemoryStoreError) as caught:
-            parse_token_file(text, "tokens.toml")
+            parse_token_file(text, "tokens.toml", "toml")
         assert caught.value.code == "invalid_file" and "tokens.toml" in caught.value.message
+    for text in ('{"tokens": "nope"}', '{"tokens": [], "admins": []}', "[" * 100_000):
+        with pytest.raises(MemoryStoreError) as caught:
+            parse_token_file(text, "tokens.json", "json")
+        assert caught.value.code == "invalid_file" and "tokens.json" in caught.value.message
 
 
 def rewrite_tokens(team: Team, people: dict[str, tuple[list[str], str]]) -> None:

@@ -259,13 +259,31 @@ def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
     show_refusal(exc, as_json=state.json, command=ctx.command.name or "", params=ctx.params)
 
 
+def _scrubbed_usage_errors(parse: Callable[[click.Context, list[str]], list[str]], ctx: click.Context, args: list[str]) -> list[str]:
+    """Parse ``args``; a usage error repeating an argument (``Directory 'https://u:pw@…' does not
+    exist``) is shown with a URL's credentials hidden, as every other message is."""
+    try:
+        return parse(ctx, args)
+    except click.ClickException as exc:
+        if "://" in exc.message:
+            from gitmem.secrets import scrub_credentials
+
+            vars(exc)["message"] = scrub_credentials(exc.message)  # click types it Final; it is a plain attribute
+        raise
+
+
 class GitmemCommand(click.Command):
     """A command whose store refusals become exit code 1 and an actionable message."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return _scrubbed_usage_errors(super().parse_args, ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         if self.name in LONG_RUNNING:
             from gitmem.adapters import cli as entry
+            from gitmem.adapters.cli.output import scrub_log_records
 
+            scrub_log_records()  # what a server logs never holds a URL's credentials
             if entry.DEFAULT_GC_THRESHOLDS:  # a server collects as Python does by default
                 import gc
 
@@ -289,6 +307,9 @@ class GitmemGroup(click.Group):
     command_class = GitmemCommand
     group_class = type  # sub-groups are GitmemGroups too
     lazy: Mapping[str, str] = MappingProxyType({})
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return _scrubbed_usage_errors(super().parse_args, ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = self.lazy.get(cmd_name)

@@ -21,11 +21,17 @@ def sweep(state: State, name: str) -> None:
 
     An item put with a TTL is hidden from reads once it expires; this deletes the
     file (history keeps it; gitmem forget erases it). An item refreshed or
-    rewritten while the sweep runs is kept.
+    rewritten while the sweep runs is kept. A file that is not an item (edited by
+    hand or pushed) is skipped and listed with the reason.
     """
     from gitmem.adapters.langgraph_items import ItemCatalogue
     from gitmem.adapters.langgraph_items import sweep as sweep_items
 
     store = state.files(name)
-    deleted = sweep_items(ItemCatalogue(store), origin=state.origin)
-    emit({"memory": name, "deleted": deleted, "head": store.head()}, f"{name}: {deleted} expired item(s) deleted")
+    catalogue = ItemCatalogue(store)
+    deleted = sweep_items(catalogue, origin=state.origin)
+    skipped = dict(sorted(catalogue.skipped.items()))  # item files that do not parse, with the reason
+    text = f"{name}: {deleted} expired item(s) deleted" + "".join(
+        f"\nskipped {path}: {reason}" for path, reason in skipped.items()
+    )
+    emit({"memory": name, "deleted": deleted, "head": store.head(), "skipped": skipped}, text)

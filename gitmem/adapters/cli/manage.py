@@ -89,7 +89,7 @@ def import_(
     are listed with file and rule, and what lands is the newest commit whose
     whole history passed (--strict: all or nothing).
     """
-    from gitmem.exchange import scan_folder
+    from gitmem.exchange import scan_for
     from gitmem.model import ANY, Edit
 
     if (directory is None) == (history is None):
@@ -101,7 +101,7 @@ def import_(
         _import_history(state, name, store, history, rev, strict)
         return
     assert directory is not None
-    scan = scan_folder(directory, store.format, exclude=exclude, gitignore=gitignore)
+    scan = scan_for(store, directory, exclude=exclude, gitignore=gitignore)
     accepted = [Edit(path, text, ANY) for path, text in scan.accepted]
     refused = [r.as_dict() for r in scan.refused]
     payload: dict[str, Any] = {
@@ -155,7 +155,7 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
     ]
     payload: dict[str, Any] = {
         "memory": name,
-        "source": source,
+        "source": done.source,  # credentials in a URL hidden
         "rev": rev,
         "head": done.head,
         "imported": done.imported,
@@ -180,7 +180,7 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
         payload["message"] = f"{left_out} commit(s) refused; nothing imported (--strict)"
         emit(payload, text(payload["message"]))
         raise click.exceptions.Exit(1)
-    message = f"imported {len(done.imported)} commit(s) of {source} into {name!r}"
+    message = f"imported {len(done.imported)} commit(s) of {done.source} into {name!r}"
     if done.head:
         message += f": main at {done.head[:12]}"
     if left_out:

@@ -221,3 +221,38 @@ def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name:
     if "revision" in lowered or "commit" in lowered or params.get("rev"):
         return f"check the revision with `gitmem log {name}` (a commit id of 7+ digits, main, main~3)"
     return f"check the path with `gitmem ls {name}`"
+
+
+def scrub_log_records() -> None:
+    """From now on, every log record of this process says what it says with a URL's
+    credentials hidden (:func:`gitmem.secrets.scrub_credentials`), its traceback too.
+
+    Installed by the commands that serve (``serve``, ``mcp``, ``watch``): their logs
+    are the server's, and a message from any library (an embedding service's error
+    naming its URL and key) may repeat a credential. The CLI owns its process, so
+    the record factory is its to set; gitmem used as a library leaves logging alone.
+    """
+    import logging
+
+    from gitmem.secrets import scrub_credentials
+
+    made = logging.getLogRecordFactory()
+    if getattr(made, "scrubs_credentials", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = made(*args, **kwargs)
+        try:
+            said = record.getMessage()
+        except Exception:  # a bad format string: logging itself reports it when the record is handled
+            return record
+        clean = scrub_credentials(said)
+        if clean != said:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = scrub_credentials(text)  # what every Formatter prints for the traceback
+        return record
+
+    factory.scrubs_credentials = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)

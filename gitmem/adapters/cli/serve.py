@@ -25,9 +25,10 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
 )
 @click.option(
     "--token-file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Token file: TOML [[token]] tables (principal, sha256, memories, access; see `gitmem token`), "
-    "JSON, or a plain list of tokens with full access; $GITMEM_TOKENS adds plain ones. "
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Token file, its format named by its extension: *.toml holds [[token]] tables (principal, sha256, "
+    "memories, access; see `gitmem token`), *.json the same as JSON, any other name a plain list of tokens with "
+    "full access; $GITMEM_TOKENS adds plain ones. "
     "A token is needed to push and for MCP, and to clone or fetch unless --public-read.",
 )
 @click.option("--public-read", is_flag=True, help="Let anyone clone and fetch; without it reads need a token too.")
@@ -46,6 +47,22 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     metavar="N",
     help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
 )
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web origin (scheme://host[:port]) whose pages may send requests (repeatable). "
+    "Requests without an Origin header (git, MCP clients) always pass; other origins get 403.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name the server answers to in the Host header (repeatable), e.g. a reverse proxy's. "
+    "On a loopback address only loopback names are answered otherwise (403).",
+)
 @common_options
 @pass_state
 def serve(
@@ -57,8 +74,15 @@ def serve(
     max_push_bytes: int | None,
     no_mcp: bool,
     mcp_sessions: int,
+    allow_origins: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
 ) -> None:
-    """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp."""
+    """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.
+
+    Requests from web pages are refused (403) unless their origin is allowed, and on
+    a loopback address the Host header must name the server: DNS rebinding cannot
+    turn a page into a client.
+    """
     try:
         import waitress  # noqa: F401  (only checks the optional dependency is there)
     except ImportError:
@@ -67,8 +91,15 @@ def serve(
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
     from gitmem.adapters.http_server import GitHttpServer, load_tokens
     from gitmem.adapters.http_server import serve as run
+    from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 
+    for origin in allow_origins:
+        if normalize_origin(origin) is None:
+            raise click.BadParameter(
+                f"{origin!r} is not an origin: give scheme://host[:port], such as https://app.example",
+                param_hint="--allow-origin",
+            )
     limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
     mcp = not no_mcp and _has_mcp()
 
@@ -105,6 +136,8 @@ def serve(
         mcp=mcp,
         mcp_sessions=mcp_sessions,
         on_ready=ready,
+        allowed_origins=allow_origins,
+        allowed_hosts=allow_hosts,
     )
 
 
@@ -167,25 +200,57 @@ def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens
     "--file",
     "token_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Append the token's entry (its hash, never the token) to this TOML token file.",
+    help="Append the token's entry (its hash, never the token) to this TOML token file (named *.toml).",
 )
 @common_options
 @pass_state
 def token(state: State, principal: str, memories: tuple[str, ...], access: str, token_file: Path | None) -> None:
     """Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256."""
-    from gitmem.adapters.tokens import new_token, parse_token_file, token_entry
+    from gitmem.adapters.tokens import new_token, token_entry
 
     secret = new_token()
     entry = token_entry(secret, principal, memories, access)  # type: ignore[arg-type]  # click.Choice checked it
     if token_file is not None:
-        old = token_file.read_text(encoding="utf-8") if token_file.exists() else ""
-        parse_token_file(old + ("\n" if old and not old.endswith("\n") else "") + entry, str(token_file))
-        with token_file.open("a", encoding="utf-8") as out:
-            out.write(("\n" if old and not old.endswith("\n") else "") + entry)
+        _append_entry(token_file, entry)
     emit(
         {"token": secret, "principal": principal, "memories": list(memories), "access": access, "entry": entry},
         lambda: _show_token(secret, entry, token_file),
     )
+
+
+def _append_entry(token_file: Path, entry: str) -> None:
+    """Append ``entry`` to a TOML token file, after checking the file with it reads as the server will read it.
+
+    The file is read as a control file (no link followed, never blocking,
+    bounded); nothing is written when the file, or the file with the entry, would
+    not be accepted.
+    """
+    import os
+
+    from gitmem.adapters.tokens import parse_token_file, read_token_file, token_format
+    from gitmem.errors import MemoryStoreError
+    from gitmem.localfile import open_private
+
+    if token_format(token_file) != "toml":
+        raise MemoryStoreError(
+            "invalid_file",
+            f"{token_file}: `gitmem token --file` appends to a TOML token file, named *.toml "
+            "(a file of another name is a plain list of full-access tokens)",
+        )
+    try:
+        old = read_token_file(token_file)
+    except MemoryStoreError as exc:
+        if exc.code != "unavailable" or os.path.lexists(token_file):
+            raise
+        old = ""
+    joined = "\n" if old and not old.endswith("\n") else ""
+    parse_token_file(old + joined + entry, str(token_file), "toml")
+    try:
+        fd = open_private(token_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    except OSError as exc:
+        raise MemoryStoreError("unavailable", f"cannot write {token_file}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(joined + entry)
 
 
 def _show_token(secret: str, entry: str, token_file: Path | None) -> None:
@@ -195,4 +260,4 @@ def _show_token(secret: str, entry: str, token_file: Path | None) -> None:
         say("add this entry to the TOML token file of gitmem serve --token-file:")
         say(entry.rstrip("\n"), multiline=True)
     else:
-        say(f"added to {token_file}; a running server reads its token file when it starts")
+        say(f"added to {token_file}; a running server accepts it from its next request")
