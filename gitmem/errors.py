@@ -59,9 +59,17 @@ ToolErrorCode = Literal[
     "no_match",
     "ambiguous_match",
     "conflict_retries_exhausted",
+    # A tool call's arguments do not fit the tool's schema (one missing, one the tool does
+    # not take, a wrong type, a value out of range), for every tool of every kind. The
+    # store's own codes keep their meaning: a path that breaks the path rules is still
+    # invalid_path, a memory the call may not use unknown_memory.
+    "invalid_arguments",
 ]
 
 ErrorCode = StoreErrorCode | ToolErrorCode
+
+INVALID_ARGUMENTS: Final = "invalid_arguments"
+"""The one code of a tool call whose arguments its schema refuses (the message names the field and why)."""
 
 STORE_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(StoreErrorCode))
 TOOL_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(ToolErrorCode))

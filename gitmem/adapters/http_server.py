@@ -577,6 +577,7 @@ def serve(
     public_read: bool = False,
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
     mcp: bool = False,
+    mcp_sessions: int | None = None,
     threads: int = 16,
     on_ready: Callable[[GitHttpServer], None] | None = None,
     allowed_origins: Iterable[str] = (),
@@ -585,16 +586,17 @@ def serve(
     """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size.
 
     ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
-    (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra). ``allowed_origins``
+    (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra); ``mcp_sessions`` is
+    the MCP sessions each token keeps (its default when ``None``). ``allowed_origins``
     and ``allowed_hosts`` are the web origins and host names requests may carry
     besides the server's own (:mod:`gitmem.adapters.origins`).
     """
     git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
     app: Any = git_app
     if mcp:
-        from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, McpHttpApp, WithMcp
 
-        app = WithMcp(git_app, McpHttpApp(root, git_app.grants))
+        app = WithMcp(git_app, McpHttpApp(root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS))
     server = GitHttpServer(
         app, host, port, threads=threads, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
     )

@@ -1,9 +1,9 @@
 """MCP over streamable HTTP at ``/mcp`` of ``gitmem serve``: one command, one port, for git and agents.
 
 An agent on another machine mounts the team's memories directly (Claude Code:
-``claude mcp add --transport http gitmem https://HOST/mcp --header "Authorization:
-Bearer TOKEN"``) and gets the same tools, compare-and-swap versions and errors as
-over stdio.
+``claude mcp add --scope project --transport http gitmem https://HOST/mcp --header
+'Authorization: Bearer ${GITMEM_TOKEN}'``, the token left in the environment) and
+gets the same tools, compare-and-swap versions and errors as over stdio.
 
 **Why inside waitress, not on an ASGI server.** The ``mcp`` SDK's transport
 (:class:`mcp.server.streamable_http_manager.StreamableHTTPSessionManager`) is an
@@ -32,14 +32,22 @@ folder), never on ``main``; on a review-gated memory every run's do.
 ``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
 so the ``memory_context`` prompt's cursors are per client session; a session
 can only be used with the token that opened it (anyone else gets the same 404 as
-for an unknown session). Sessions idle for ``idle_timeout`` are closed; a token
-may hold ``max_sessions`` at once. Requests of the 2026 protocol era carry no
+for an unknown session). Most clients never end a session (``DELETE /mcp``): a
+health check or a bridge's restart just opens another. So a token keeps at most
+``max_sessions`` (``gitmem serve --mcp-sessions``), and a new session past that
+closes the token's least recently used idle one instead of being refused; the
+closed session's client gets 404 on its next request and, as the protocol says,
+starts a new session. Only when every one of the token's sessions has a request
+in flight is a new one refused, with 429 and a ``Retry-After`` by which those
+requests are over (each is bounded by ``call_timeout``). Sessions idle for
+``idle_timeout`` are closed anyway. Requests of the 2026 protocol era carry no
 session and are served by one server per token.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 import time
@@ -70,8 +78,8 @@ MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 """The largest MCP request taken (a tool call's arguments: a file is at most 64 KiB)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
-DEFAULT_MAX_SESSIONS = 32
-"""Open sessions per token; past that a new one gets 429 until one ends or idles out."""
+DEFAULT_MAX_SESSIONS = 64
+"""Sessions kept per token; past that a new one closes the token's least recently used idle one."""
 DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
 _SESSION_HEADER = "mcp-session-id"
@@ -88,6 +96,7 @@ class _Session:
     stop: anyio.Event
     last_used: float = field(default_factory=time.monotonic)
     session_id: str | None = None
+    in_flight: list[float] = field(default_factory=list)  # when each request being served began
 
 
 class McpHttpApp:
@@ -112,7 +121,7 @@ class McpHttpApp:
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}  # by mcp-session-id
         self._shared: dict[str, _Session] = {}  # by token hash: the session-less (2026-era) server
-        self._opening: dict[str, int] = {}  # sessions being opened, by token hash
+        self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
@@ -127,8 +136,7 @@ class McpHttpApp:
         token = _bearer(environ)
         grant = self.tokens.grant(token)
         if grant is None or token is None:
-            detail = "send 'Authorization: Bearer <token>'" if token is None else "that token is not accepted"
-            return _reply(start_response, 401, _error(detail), [("WWW-Authenticate", 'Bearer realm="gitmem"')])
+            return _unauthorized(start_response, token is None)
         body = _read_body(environ, self.max_body)
         if body is None:
             return _reply(start_response, 413, _error(f"an MCP request may hold {self.max_body} bytes"))
@@ -151,20 +159,27 @@ class McpHttpApp:
                 session = found
             else:
                 self._reap()
-                if not self._admit(owner):
-                    return _reply(start_response, 429, _error("this token has too many open MCP sessions"),
-                                  [("Retry-After", "5")])  # fmt: skip
+                began, wait = self._admit(owner)
+                if wait is not None:
+                    return _reply(
+                        start_response,
+                        429,
+                        _error(
+                            f"every one of this token's {self.max_sessions} MCP sessions has a request in flight; "
+                            f"retry in {wait} s"
+                        ),
+                        [("Retry-After", str(wait))],
+                    )
                 try:
                     return self._serve_opening(start_response, owner, grant, environ, body)
                 finally:  # counted as opening until it is registered or given up
                     with self._lock:
-                        self._opening[owner] -= 1
+                        self._opened(owner, began)
         except MemoryStoreError as exc:
             if exc.code == "not_found":  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        session.last_used = time.monotonic()
-        status, headers, data = self._handle(session, _scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, _scope(environ), body)
         if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -181,6 +196,7 @@ class McpHttpApp:
         new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
         if status < 400 and new_id:
             session.session_id = new_id
+            session.last_used = time.monotonic()
             with self._lock:
                 self._sessions[new_id] = session
         else:
@@ -190,13 +206,62 @@ class McpHttpApp:
 
     # -- sessions ----------------------------------------------------------------
 
-    def _admit(self, owner: str) -> bool:
+    def _admit(self, owner: str) -> tuple[float, int | None]:
+        """Make room for one more session of ``owner``: (when it began, ``None``), or (0, seconds to wait).
+
+        Past ``max_sessions`` the token's least recently used sessions with no
+        request in flight are closed. When none is idle, the answer is the time by
+        which the first in-flight request (or session being opened) is over: each
+        is cut off at ``call_timeout``.
+        """
+        evicted: list[_Session] = []
+        try:
+            with self._lock:
+                now = time.monotonic()
+                mine = sorted((s for s in self._sessions.values() if s.owner == owner), key=lambda s: s.last_used)
+                opening = self._opening.get(owner, [])
+                excess = len(mine) + len(opening) + 1 - self.max_sessions
+                for session in mine:
+                    if excess <= 0:
+                        break
+                    if not session.in_flight and session.session_id is not None:
+                        evicted.append(self._sessions.pop(session.session_id))
+                        excess -= 1
+                if excess > 0:
+                    ends = [max(s.in_flight) for s in mine if s.in_flight] + list(opening)
+                    first_free = min(ends, default=now) + self.call_timeout
+                    return 0.0, max(1, math.ceil(first_free - now))
+                self._opening.setdefault(owner, []).append(now)
+                return now, None
+        finally:
+            for session in evicted:
+                self._stop(session)
+
+    def _opened(self, owner: str, began: float) -> None:
+        """The session ``owner`` began opening at ``began`` is registered or given up (hold the lock)."""
+        opening = self._opening.get(owner, [])
+        if began in opening:
+            opening.remove(began)
+        if not opening:
+            self._opening.pop(owner, None)
+
+    def _handle_in_flight(
+        self, session: _Session, scope: dict[str, Any], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
+        began = time.monotonic()
         with self._lock:
-            open_now = sum(1 for s in self._sessions.values() if s.owner == owner) + self._opening.get(owner, 0)
-            if open_now >= self.max_sessions:
-                return False
-            self._opening[owner] = self._opening.get(owner, 0) + 1
-            return True
+            if session.session_id is not None and self._sessions.get(session.session_id) is not session:
+                # closed meanwhile (evicted, or its DELETE): answered as any ended session is
+                return 404, [("Content-Type", "application/json")], _error("Session not found")
+            session.last_used = began
+            session.in_flight.append(began)
+        try:
+            return self._handle(session, scope, body)
+        finally:
+            with self._lock:
+                session.in_flight.remove(began)
+                session.last_used = time.monotonic()
 
     def _shared_session(self, owner: str, grant: Grant) -> _Session:
         with self._lock:
@@ -263,13 +328,14 @@ class McpHttpApp:
             FileMemoryCapability(files) if files else None,
             records=RecordMemoryCapability(records) if records else None,
             origin=Origin(run_id=run, principal_id=grant.principal),
+            session_tag=tag,  # the run id and every tool call id name the same session
         )
 
     def _reap(self) -> None:
         """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
-            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff]
+            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight]
             stale = [self._sessions.pop(sid) for sid in idle]
         for session in stale:
             self._stop(session)
@@ -388,8 +454,11 @@ class WithMcp:
         self.max_push_bytes = getattr(git, "max_push_bytes", None)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "") in (MCP_PATH, MCP_PATH + "/"):
+        path = environ.get("PATH_INFO", "")
+        if path in (MCP_PATH, MCP_PATH + "/"):
             return self.mcp(environ, start_response)
+        if path.startswith(_DISCOVERY) or path in _OAUTH_ENDPOINTS:
+            return no_oauth(start_response)
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
 
@@ -402,10 +471,55 @@ class WithMcp:
 
 # -- helpers ------------------------------------------------------------------------
 
+_DISCOVERY = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+)
+"""Where OAuth clients look for metadata (with or without a path such as ``/mcp`` after it)."""
+_OAUTH_ENDPOINTS = frozenset({"/register", "/authorize", "/token"})
+"""Where an OAuth client without metadata goes next (the protocol's defaults); never a git path (``NAME.git``)."""
+_NO_OAUTH = (
+    "this gitmem server uses bearer tokens, not OAuth: an OAuth sign-in is tried only after /mcp refused the "
+    "token sent (401: missing, unknown or revoked). Send 'Authorization: Bearer <token>' with a token of the "
+    "server's token file (made with 'gitmem token')"
+)
+
+
+def no_oauth(start_response: StartResponse) -> list[bytes]:
+    """The answer to OAuth discovery and endpoints: a JSON 404 that says bearer tokens are used instead.
+
+    An OAuth-aware client such as ``mcp-remote`` answers a 401 from ``/mcp`` by
+    looking for OAuth (metadata, then the default ``/register``) and shows what it
+    got there, not the 401: a git-flavoured "no such repository" hid why it failed.
+    This body says the token was refused, in the OAuth error fields such clients print.
+    """
+    body = json.dumps({"error": "not_found", "error_description": _NO_OAUTH}).encode()
+    return _reply(start_response, 404, body)
+
+
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
             403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
             413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
+
+
+def _unauthorized(start_response: StartResponse, missing: bool) -> list[bytes]:
+    """401 with ``WWW-Authenticate: Bearer`` and a JSON body whose message says what to send.
+
+    The body is a JSON-RPC error (what an MCP client reads) that also carries the
+    OAuth error fields (what an OAuth-aware client such as ``mcp-remote`` prints);
+    the header names the same error (RFC 6750).
+    """
+    if missing:
+        code, detail = "invalid_request", "this MCP server needs 'Authorization: Bearer <token>' on every request"
+    else:
+        code, detail = "invalid_token", "that bearer token is not accepted by this gitmem server (unknown or revoked)"
+    detail += "; tokens are made with 'gitmem token' and listed in the server's token file (it does not use OAuth)"
+    body = json.loads(_error(detail))
+    body.update({"error_description": detail, "error_code": code})
+    challenge = f'Bearer realm="gitmem", error="{code}", error_description="{detail.replace(chr(34), chr(39))}"'
+    return _reply(start_response, 401, json.dumps(body).encode(), [("WWW-Authenticate", challenge)])
 
 
 def _bearer(environ: Mapping[str, Any]) -> str | None:

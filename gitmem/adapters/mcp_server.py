@@ -47,8 +47,8 @@ protocol era uses: ``notifications/resources/updated`` after ``resources/subscri
 (handshake era; the ``subscribe`` capability is declared), or an event on a
 ``subscriptions/listen`` stream (2026-era connections). The watcher calls back on its
 own thread; the URI is handed to the event loop and sent from there. The mounts are
-fixed for the server's life, so the resource list never changes and
-``list_changed`` is not declared.
+fixed for the server's life, so no list (tools, prompts, resources) ever changes
+and ``listChanged`` is false in every protocol era (see :class:`_Server`).
 """
 
 from __future__ import annotations
@@ -104,11 +104,35 @@ def context_uri(memory: str) -> str:
     return f"{RESOURCE_SCHEME}{memory}/context"
 
 
+class _Server(Server[Any]):
+    """The SDK's low-level server, declaring the capabilities gitmem honours in every protocol era.
+
+    The SDK derives ``listChanged`` from how the server is set up, differently per
+    era: false in a handshake-era ``initialize``, but true in a 2026-era
+    ``server/discover`` whenever ``subscriptions/listen`` is served (``gitmem mcp``
+    serves it for resource updates). gitmem never sends a list-changed
+    notification (the tools, prompts and resources are fixed for a server's life),
+    so every era, both transports, is told ``listChanged: false``; ``subscribe``
+    stays true exactly where resource updates are sent.
+    """
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        declared = super().get_capabilities(*args, **kwargs)
+        fixed: dict[str, Any] = {}
+        for name in ("tools", "prompts", "resources"):
+            capability = getattr(declared, name)
+            if capability is not None:
+                fixed[name] = capability.model_copy(update={"list_changed": False})
+        return declared.model_copy(update=fixed)
+
+
 class MemoryMcpServer:
     """The file-memory capability as an MCP server; :meth:`run_stdio` serves one client.
 
     ``origin`` is the run and principal recorded on every change (its tool call id is
-    replaced per call). ``cursor_file`` keeps the prompt's cursors between sessions.
+    replaced per call, ``mcp-<session_tag>-<request id>``; the run id, when
+    ``origin`` has none, is ``mcp-<session_tag>``: pass the tag a given run id
+    names, so both carry the same session). ``cursor_file`` keeps the prompt's cursors between sessions.
     ``watch_root`` is the root folder holding the mounts (same names as the
     capability's): given, clients may subscribe to the context resources and are told
     when a mount's ``main`` moves; ``None`` offers no subscriptions. Subscriptions
@@ -127,6 +151,7 @@ class MemoryMcpServer:
         watch_root: Root | str | os.PathLike[str] | None = None,
         session: SessionTools | None = None,
         durable: DurableTools | None = None,
+        session_tag: str | None = None,
     ) -> None:
         if capability is None and records is None and session is None and durable is None:
             raise ValueError("an MCP server needs file or record mounts, a session memory or a durable binding")
@@ -138,7 +163,8 @@ class MemoryMcpServer:
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
         self.records = records
-        self.session_tag = secrets.token_hex(4)
+        # One tag names this server's session in its run id and in every tool call id it makes.
+        self.session_tag = session_tag or secrets.token_hex(4)
         base = origin or Origin()
         self.origin = Origin(base.run_id or f"mcp-{self.session_tag}", base.principal_id)
         self.cursor_file = Path(cursor_file) if cursor_file is not None else None
@@ -154,7 +180,7 @@ class MemoryMcpServer:
         self._subscribers: dict[str, ServerSession] = {}  # resources/subscribe: uri -> how to reach the client
         self._bus = InMemorySubscriptionBus()  # subscriptions/listen streams
         watching = watch_root is not None
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _Server(
             name,
             version=__version__,
             title="gitmem memory",
@@ -224,6 +250,11 @@ class MemoryMcpServer:
         return f"mcp-{self.session_tag}-{ctx.request_id}"
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if self.registry.get(params.name) is None:
+            # The protocol's answer to a tool the server does not have: JSON-RPC invalid params, not a
+            # tool result (arguments a tool refuses are a tool result, invalid_arguments, for the model).
+            offered = ", ".join(t.name for t in self.registry) or "none"
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shorten(repr(params.name))}; the tools are {offered}")
         # The registry checks the arguments against the tool's schema before any memory sees them.
         payload = await aio.call(
             self.registry.call,

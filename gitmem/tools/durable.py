@@ -12,7 +12,6 @@ from typing import Any, Final
 
 from gitmem.durable import tools as rules
 from gitmem.durable.binding import DurableBinding
-from gitmem.errors import ErrorCode
 from gitmem.model import Origin
 from gitmem.tools.kind_schemas import DurableRecallArgs, NodeLogArgs, ProposeArgs
 from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
@@ -36,11 +35,6 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     ),
 }
 MODELS: Final[dict[str, type[Any]]] = {"recall": DurableRecallArgs, "propose": ProposeArgs, "log": NodeLogArgs}
-CODES: Final[dict[str, ErrorCode]] = {
-    "recall": "invalid_query",
-    "propose": "invalid_change_set",
-    "log": "invalid_query",
-}
 
 
 class DurableTools:
@@ -57,10 +51,10 @@ class DurableTools:
         return [self._tool(tool) for tool in DESCRIPTIONS if tool in self.tools]
 
     def _tool(self, tool: str) -> Tool:
-        model, label, code = MODELS[tool], f"durable_{tool}", CODES[tool]
+        model, label = MODELS[tool], f"durable_{tool}"
 
         def parse(arguments: object) -> Any:
-            return validate(model, arguments, label=label, codes={}, default=code)
+            return validate(model, arguments, label=label)
 
         return Tool(
             kind="durable",

@@ -1,9 +1,9 @@
 """The arguments of the record tools, as pydantic models and JSON Schemas.
 
 As for the file tools (:mod:`gitmem.tools.schemas`), the models are the one source
-of both the schemas a model is shown and the validation of what it sends back; a
-bad argument becomes the store error code of the field it concerns (a bad
-``text`` is ``invalid_text``, a bad ``cursor`` ``invalid_cursor``, ...).
+of both the schemas a model is shown and the validation of what it sends back;
+arguments they refuse are ``invalid_arguments`` naming the field and why, and
+the record rules (a text too long, a cursor that is not one) keep their codes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gitmem.errors import ErrorCode
 from gitmem.tools.schemas import schema_of, validate, with_memories
 
 RecordToolName = Literal["search", "list", "history", "add", "update", "delete"]
@@ -73,16 +72,6 @@ ARGUMENTS: Final[dict[RecordToolName, type[_Args]]] = {
     "delete": DeleteArgs,
 }
 
-_FIELD_CODES: Final[dict[str, ErrorCode]] = {
-    "memory": "unknown_memory",
-    "query": "invalid_query",
-    "limit": "invalid_query",
-    "cursor": "invalid_cursor",
-    "text": "invalid_text",
-    "id": "record_not_found",
-}
-
-
 _SCHEMAS: Final[dict[RecordToolName, dict[str, Any]]] = {tool: schema_of(model) for tool, model in ARGUMENTS.items()}
 
 
@@ -91,15 +80,7 @@ def input_schema(tool: RecordToolName, memories: Sequence[str]) -> dict[str, Any
 
 
 def parse_arguments(tool: RecordToolName, arguments: object) -> _Args:
-    """Validate a call's arguments, or raise the store error naming the problem."""
-    args = validate(
-        ARGUMENTS[tool],
-        arguments,
-        label=f"{TOOL_PREFIX}{tool}",
-        codes=_FIELD_CODES,
-        default="invalid_query",
-        extra="invalid_query" if tool in RECORD_READ_TOOLS else "invalid_text",
-        needs_object="unknown_memory",
-    )
+    """Validate a call's arguments, or raise ``invalid_arguments`` naming the problem."""
+    args = validate(ARGUMENTS[tool], arguments, label=f"{TOOL_PREFIX}{tool}")
     assert isinstance(args, _Args)
     return args

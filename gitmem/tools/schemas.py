@@ -1,11 +1,17 @@
 """The arguments of the file-memory tools, as pydantic models and JSON Schemas, and the one validator.
 
 The models are the single source of both the schemas a model is shown and the
-validation of what it sends back. A bad argument becomes a store error code the
-model already knows, chosen by the field it concerns (a bad ``path`` is
-``invalid_path``, a bad ``pattern`` is ``invalid_pattern``, …), so adapters never
-see a pydantic exception. :func:`schema_of` and :func:`validate` serve every
-memory kind's models (:mod:`gitmem.tools.registry` calls them for each tool call).
+validation of what it sends back. Arguments the schema refuses (one missing, one
+the tool does not take, a wrong type, a value out of range) are one error,
+``invalid_arguments``, whose message names each field and why, for every tool of
+every kind and over every transport: a client or model learns from the code that
+it called the tool wrongly, and from the message how. (A code per field, such as
+``invalid_path`` for an argument the tool does not take, sent models looking for
+a bad path.) The rules of the values themselves stay the store's, with its codes:
+a path the schema takes but the path rules refuse is ``invalid_path``.
+:func:`schema_of` and :func:`validate` serve every memory kind's models
+(:mod:`gitmem.tools.registry` calls them for each tool call), so adapters never
+see a pydantic exception.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any, Final, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gitmem.errors import ErrorCode, MemoryStoreError, MemoryToolError
+from gitmem.errors import INVALID_ARGUMENTS, MemoryStoreError, MemoryToolError
 from gitmem.tools.mounts import ToolName
 
 GREP_DEFAULT_LIMIT: Final = 50
@@ -122,26 +128,6 @@ ARGUMENTS: Final[dict[ToolName, type[_Args]]] = {
     "restore": RestoreArgs,
 }
 
-# Which error code a bad value of each field is reported as.
-_FIELD_CODES: Final[dict[str, ErrorCode]] = {
-    "memory": "unknown_memory",
-    "path": "invalid_path",
-    "source": "invalid_path",
-    "destination": "invalid_path",
-    "content": "invalid_file",
-    "new_string": "invalid_file",
-    "old_string": "no_match",
-    "pattern": "invalid_pattern",
-    "regex": "invalid_pattern",
-    "case_sensitive": "invalid_pattern",
-    "limit": "invalid_pattern",
-    "version": "version_mismatch",
-    "query": "invalid_pattern",
-    "cursor": "invalid_cursor",
-    "revision": "not_found",
-}
-
-
 def _strip_titles(node: Any) -> Any:
     """Drop pydantic's auto-generated titles: they repeat the field names and cost tokens."""
     if isinstance(node, dict):
@@ -163,26 +149,16 @@ def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
     return node
 
 
-def _nullable(node: Any) -> Any:
-    """``anyOf: [X, null]`` (pydantic's ``X | None``) as ``X`` with ``null`` in its type: shorter, same meaning."""
-    if isinstance(node, dict):
-        node = {k: _nullable(v) for k, v in node.items()}
-        options = node.get("anyOf")
-        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-            other = next(o for o in options if o != {"type": "null"})
-            if isinstance(other, dict) and isinstance(other.get("type"), str) and len(other) == 1:
-                del node["anyOf"]
-                node["type"] = [other["type"], "null"]
-        return node
-    if isinstance(node, list):
-        return [_nullable(v) for v in node]
-    return node
-
-
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema a model is shown for ``model``: no titles, no references."""
+    """The JSON Schema a model is shown for ``model``: no titles, no references.
+
+    An optional value stays pydantic's ``anyOf: [{"type": X}, {"type": "null"}]``:
+    the shorter ``type: [X, "null"]`` is the same JSON Schema, but strict schema
+    checkers (the MCP Inspector's) warn about it and OpenAPI-style clients (Gemini's
+    function declarations) do not take a list of types.
+    """
     raw = model.model_json_schema()
-    return cast(dict[str, Any], _nullable(_strip_titles(_inline(raw, raw.get("$defs", {})))))
+    return cast(dict[str, Any], _strip_titles(_inline(raw, raw.get("$defs", {}))))
 
 
 _SCHEMAS: Final[dict[ToolName, dict[str, Any]]] = {tool: schema_of(model) for tool, model in ARGUMENTS.items()}
@@ -200,72 +176,58 @@ def with_memories(schema: Mapping[str, Any], memories: Sequence[str]) -> dict[st
     return out
 
 
-def validate(
-    model: type[BaseModel],
-    arguments: object,
-    *,
-    label: str,
-    codes: Mapping[str, ErrorCode],
-    default: ErrorCode,
-    extra: ErrorCode | None = None,
-    needs_object: ErrorCode | None = None,
-) -> BaseModel:
-    """``arguments`` checked against ``model``, or the store error naming the problem.
-
-    ``codes`` maps a field to the code of a bad value (``default`` for the rest),
-    ``extra`` is the code of an argument the tool does not take (``default``
-    when not given), ``needs_object`` that of arguments that are not an object.
-    """
+def validate(model: type[BaseModel], arguments: object, *, label: str) -> BaseModel:
+    """``arguments`` checked against ``model``, or ``invalid_arguments`` naming each bad field and why."""
     if not isinstance(arguments, Mapping):
         raise MemoryToolError(
-            needs_object or default, f"{label}: arguments must be a JSON object, got {type(arguments).__name__}"
+            INVALID_ARGUMENTS, f"{label}: the arguments must be a JSON object, got {type(arguments).__name__}"
         )
     try:
         return model.model_validate(dict(arguments))
     except ValidationError as exc:
-        raise _translate(model, exc, label, codes, default, extra) from None
+        raise _translate(model, exc, label) from None
     except RecursionError:  # arguments nested past what validation can walk
-        raise MemoryToolError(default, f"{label}: the arguments are nested too deeply") from None
+        raise MemoryToolError(INVALID_ARGUMENTS, f"{label}: the arguments are nested too deeply") from None
 
 
 def parse_arguments(tool: ToolName, arguments: object) -> _Args:
-    """Validate a file tool call's arguments, or raise the store error that names the problem."""
-    extra: ErrorCode = "invalid_pattern" if tool in ("grep", "search") else "invalid_path"
-    args = validate(
-        ARGUMENTS[tool],
-        arguments,
-        label=f"memory_file_{tool}",
-        codes=_FIELD_CODES,
-        default="invalid_path",
-        extra=extra,
-        needs_object="unknown_memory",
-    )
+    """Validate a file tool call's arguments, or raise ``invalid_arguments`` naming the problem."""
+    args = validate(ARGUMENTS[tool], arguments, label=f"memory_file_{tool}")
     assert isinstance(args, _Args)
     return args
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    return f"{'.'.join(str(p) for p in loc)}: " if loc else ""
+_SHOWN_ERRORS: Final = 5
 
 
-def _translate(
-    model: type[BaseModel],
-    exc: ValidationError,
-    label: str,
-    codes: Mapping[str, ErrorCode],
-    default: ErrorCode,
-    extra: ErrorCode | None,
-) -> MemoryStoreError:
+def _problem(error: Any) -> str:
+    """One refused argument: its name (a dotted path inside lists and objects) and why."""
+    loc = error["loc"]
+    name = ".".join(str(p) for p in loc)
+    if error["type"] == "missing":
+        return f"{name!r} is required"
+    if error["type"] == "extra_forbidden":
+        return f"{name!r} is not an argument of this tool" if len(loc) == 1 else f"{name!r} is not allowed"
+    return f"{name!r}: {error['msg']}" if name else str(error["msg"])
+
+
+def _translate(model: type[BaseModel], exc: ValidationError, label: str) -> MemoryStoreError:
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
-    # Report the memory first: nothing else matters when the memory is wrong.
+    # The memory first: a client that got the memory wrong should fix that before anything else.
     errors.sort(key=lambda e: 0 if e["loc"][:1] == ("memory",) else 1)
-    first = errors[0]
-    name = str(first["loc"][0]) if first["loc"] else ""
-    if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
-        allowed = ", ".join(model.model_fields)
-        return MemoryToolError(extra or default, f"{label} has no argument {name!r}; it takes {allowed}")
-    detail = "; ".join(_where(e["loc"]) + e["msg"] for e in errors[:5])
-    return MemoryToolError(codes.get(name, default), f"bad arguments for {label}: {detail}")
+    shown = "; ".join(_problem(e) for e in errors[:_SHOWN_ERRORS])
+    more = f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
+    return MemoryToolError(INVALID_ARGUMENTS, f"bad arguments for {label}: {shown}{more}. {_takes(model)}")
+
+
+def _takes(model: type[BaseModel]) -> str:
+    """What the tool takes, for a caller that sent something else: ``It takes memory, path (optional: limit)``."""
+    needed = [name for name, field in model.model_fields.items() if field.is_required()]
+    optional = [name for name, field in model.model_fields.items() if not field.is_required()]
+    if not needed and not optional:
+        return "It takes no arguments."
+    text = f"It takes {', '.join(needed)}" if needed else "It takes only optional arguments"
+    return f"{text} (optional: {', '.join(optional)})." if optional else f"{text}."
 
 
 def check_memory_command(arguments: object) -> dict[str, Any]:
@@ -276,6 +238,6 @@ def check_memory_command(arguments: object) -> dict[str, Any]:
     """
     from gitmem.tools.kind_schemas import MemoryCommand
 
-    checked = validate(MemoryCommand, arguments, label="memory", codes={}, default="invalid_path")
+    checked = validate(MemoryCommand, arguments, label="memory")
     assert isinstance(checked, MemoryCommand)
     return cast(dict[str, Any], checked.model_dump(exclude_none=True))

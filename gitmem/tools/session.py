@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gitmem.errors import ErrorCode, MemoryStoreError
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.session.items import MemoryItem
 from gitmem.session.memory import SessionMemory
@@ -25,8 +25,6 @@ from gitmem.tools.schemas import schema_of, validate
 _log = logging.getLogger(__name__)
 PREFIX: Final = "memory_session_"
 PERMISSION_PREFIX: Final = "memory.session."
-# A bad item (its text, its tags) is the core's invalid_text too; every other argument is invalid_query.
-_CODES: Final[dict[str, ErrorCode]] = {"content": "invalid_text", "tags": "invalid_text"}
 
 DESCRIPTIONS: Final[dict[str, str]] = {
     "remember": (
@@ -91,7 +89,7 @@ class SessionTools:
         model, label = MODELS[tool], PREFIX + tool
 
         def parse(arguments: object) -> Any:
-            return validate(model, arguments, label=label, codes=_CODES, default="invalid_query")
+            return validate(model, arguments, label=label)
 
         handler = self._handlers[tool]
 

@@ -78,7 +78,7 @@ def test_the_sdk_runner_calls_history_and_restore_with_tool_use_ids(tmp_path: Pa
     assert stale["current"]["content"] == "Reply in German.\n"
     assert json.loads(results["toolu_r"]["content"])["status"] == "restored"
     refused = json.loads(results["toolu_x"]["content"])
-    assert results["toolu_x"]["is_error"] is True and refused["error"] == "invalid_pattern"
+    assert results["toolu_x"]["is_error"] is True and refused["error"] == "invalid_arguments"
     assert store.sync.read("prefs.md").text == "Reply in French.\n"
     last = store.sync.log("prefs.md", limit=1)[0]
     assert last.op == "restore" and last.origin == Origin("run-1", "claude", "toolu_r")

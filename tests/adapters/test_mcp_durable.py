@@ -82,14 +82,14 @@ def test_proposals_are_candidates_until_a_person_activates_them(client: McpClien
     failed, found = call(client, "durable_recall", {"query": "make itest tagging release"})
     assert not failed and [m["id"] for m in found["memories"]] == [node_id]
     failed, refused = call(client, "durable_propose", {"items": [{**ITEM, "importance": 0.2}]})
-    assert failed and refused["error"] == "invalid_change_set"
+    assert failed and refused["error"] == "invalid_arguments" and "importance" in refused["message"]
     # The node's log: the activation on top, with its evidence and who made it; the proposal under it.
     failed, log = call(client, "durable_log", {"id": node_id})
     assert not failed and [r["status"] for r in log["revisions"]] == ["active", "candidate"]
     assert log["revisions"][0]["evidence"][-1] == {"kind": "manual", "uri": "review://1"}
     assert log["revisions"][1]["principal"] == "agent"
     failed, refused = call(client, "durable_log", {"id": node_id, "limit": 0})
-    assert failed and refused["error"] == "invalid_query"
+    assert failed and refused["error"] == "invalid_arguments"
 
 
 def test_durable_needs_its_namespace(tmp_path: Path) -> None:

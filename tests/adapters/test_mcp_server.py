@@ -146,8 +146,20 @@ def test_failures_are_flagged_errors_carrying_the_json_and_the_current_file(a: M
     failed, error = a.call("view", memory="nobody")
     assert failed and error["error"] == "unknown_memory"
 
-    result = a.run(lambda s: s.call_tool("memory_file_launch", {"memory": "user"}))
-    assert result.is_error and payload(result)["error"] == "forbidden"
+    # A tool the server does not have is the protocol's invalid-params error, not a tool result.
+    with pytest.raises(MCPError) as unknown:
+        a.run(lambda s: s.call_tool("memory_file_launch", {"memory": "user"}))
+    assert unknown.value.error.code == -32602 and "Unknown tool: 'memory_file_launch'" in unknown.value.error.message
+    assert "memory_file_view" in unknown.value.error.message
+
+    # Arguments the schema refuses are one code, whatever is wrong, with the field and why.
+    for arguments, why in (
+        ({"memory": "user", "path": "x.md"}, "'content' is required"),
+        ({"memory": "user", "path": "x.md", "content": "x", "mode": "w"}, "'mode' is not an argument"),
+        ({"memory": "user", "path": 7, "content": "x"}, "'path': Input should be a valid string"),
+    ):
+        failed, error = a.call("create", **arguments)
+        assert failed and error["error"] == "invalid_arguments" and why in error["message"], error
 
     failed, docs = a.call("view", memory="docs", path="guide/style.md")
     assert not failed and docs["content"] == "Use short sentences.\n"

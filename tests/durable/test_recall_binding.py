@@ -249,21 +249,23 @@ def test_agent_tools_recall_and_propose_within_their_namespace() -> None:
     repo.apply(change("ok", activate(out["candidates"][0], 1)))
     (memory,) = tools.call("durable_recall", {"query": "integration suite tagging"})["memories"]
     assert memory["revision"] == 2
-    refusals: Sequence[dict[str, Any]] = [
-        {**item, "memory_type": "episodic"},
-        {**item, "source": "preference"},  # not a procedural source
-        {**item, "importance": 0.5},
-        {**item, "confidence": 0.7},
-        {**item, "content": "too short"},
-        {**item, "reason": "because"},
-        {**item, "tags": [f"t{i}" for i in range(9)]},
-        {**item, "status": "active"},
+    # What the tool's schema refuses is invalid_arguments (naming the field); the proposal rules beyond it
+    # are the change set's.
+    refusals: Sequence[tuple[dict[str, Any], str]] = [
+        ({**item, "memory_type": "episodic"}, "invalid_arguments"),
+        ({**item, "source": "preference"}, "invalid_change_set"),  # not a procedural source
+        ({**item, "importance": 0.5}, "invalid_arguments"),
+        ({**item, "confidence": 0.7}, "invalid_arguments"),
+        ({**item, "content": "too short"}, "invalid_arguments"),
+        ({**item, "reason": "because"}, "invalid_arguments"),
+        ({**item, "tags": [f"t{i}" for i in range(9)]}, "invalid_arguments"),
+        ({**item, "status": "active"}, "invalid_arguments"),
     ]
-    for bad in refusals:
+    for bad, code in refusals:
         answer = tools.call("durable_propose", {"items": [bad]})
-        assert answer["error"] == "invalid_change_set", bad
+        assert answer["error"] == code, bad
     assert tools.call("durable_recall", {"query": "   "})["error"] == "invalid_query"
-    assert tools.call("durable_recall", {"query": "x", "limit": 0})["error"] == "invalid_query"
+    assert tools.call("durable_recall", {"query": "x", "limit": 0})["error"] == "invalid_arguments"
     assert tools.call("durable_delete", {})["error"] == "forbidden"
 
 

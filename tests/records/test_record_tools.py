@@ -47,9 +47,9 @@ def test_limits_of_search_and_list(backend: Any) -> None:
     assert len(call(memory, "memory_record_search", query="tea fact", limit=20)["records"]) == 20
     assert len(call(memory, "memory_record_list")["records"]) == 20
     for bad in (0, 21):
-        assert call(memory, "memory_record_search", query="tea", limit=bad)["error"] == "invalid_query"
+        assert call(memory, "memory_record_search", query="tea", limit=bad)["error"] == "invalid_arguments"
     for bad in (0, 101):
-        assert call(memory, "memory_record_list", limit=bad)["error"] == "invalid_query"
+        assert call(memory, "memory_record_list", limit=bad)["error"] == "invalid_arguments"
     page = call(memory, "memory_record_list", limit=100)
     assert len(page["records"]) == 25 and page["next_cursor"] is None
     assert call(memory, "memory_record_list", cursor="nope")["error"] == "invalid_cursor"
@@ -61,11 +61,12 @@ def test_failures_are_json_with_a_code_and_a_message(backend: Any) -> None:
         ("memory_record_add", {"text": ""}, "invalid_text"),
         ("memory_record_add", {"text": "x" * 8001}, "invalid_text"),
         ("memory_record_add", {"text": "key sk-abcdefghijklmnopqrstuvwxyz123456"}, "invalid_text"),
-        ("memory_record_add", {}, "invalid_text"),
+        ("memory_record_add", {}, "invalid_arguments"),
         ("memory_record_update", {"id": "01JDQ6Z5V6R7XKQ3M8T2B4N9CW", "text": "x"}, "record_not_found"),
         ("memory_record_delete", {"id": "../other/record"}, "record_not_found"),
-        ("memory_record_search", {"query": ""}, "invalid_query"),
-        ("memory_record_search", {"query": "tea", "extra": 1}, "invalid_query"),
+        ("memory_record_search", {"query": ""}, "invalid_arguments"),
+        ("memory_record_search", {"query": "tea", "extra": 1}, "invalid_arguments"),
+        ("memory_record_add", {"text": 5}, "invalid_arguments"),
     ]:
         answer = call(memory, tool, **args)
         assert answer["error"] == code, (tool, args, answer)

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -117,8 +118,9 @@ def test_a_read_token_gets_no_write_and_is_refused_one(served: Served) -> None:
     with served.client("bob") as bob:
         names = bob.tool_names()
         assert "memory_file_view" in names and "memory_file_create" not in names
-        refused = bob.call("memory_file_create", memory="notes", path="bob.md", content="no\n")
-        assert refused.is_error
+        with pytest.raises(MCPError) as refused:  # a tool this session does not offer: the protocol's error
+            bob.call("memory_file_create", memory="notes", path="bob.md", content="no\n")
+        assert refused.value.error.code == -32602
         assert payload(bob.call("memory_file_view", memory="notes", path="seed.md"))["content"].endswith("hello\n")
     assert served.root.mount("notes").sync.head() == head
 
@@ -251,11 +253,13 @@ def test_a_token_holds_a_bounded_number_of_sessions(served: Served) -> None:
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
     auth = {"Authorization": f"Bearer {token_of('alice')}"}
-    with served.client("alice"), served.client("alice"):
-        assert post(served.mcp_url, hello, auth)[0] == 429
-        with served.client("bob") as bob:  # another token is not limited by alice's sessions
-            assert bob.memories() == ["notes"]
-    assert post(served.mcp_url, hello, auth)[0] == 200
+    with served.client("alice") as older, served.client("alice") as newer:
+        with served.client("bob") as bob:  # another token's sessions do not count against alice's
+            assert post(served.mcp_url, hello, auth)[0] == 200  # past the limit: the oldest idle one gives way
+            assert served.app.session_count() == 3
+            assert bob.memories() == ["notes"] and newer.memories() == ["notes"]
+            with pytest.raises(MCPError, match="Session not found"):
+                older.memories()
 
 
 def test_a_session_ends_when_the_token_file_changes_what_its_token_may_do(served: Served) -> None:
@@ -294,8 +298,9 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
             assert "memory_file_view" not in names  # rob reaches no file memory
             theirs = payload(rob.call("memory_record_search", memory="people", query="tea"))
             assert "green tea" not in json.dumps(theirs)  # rita's records are in rita's namespace
-            refused = rob.call("memory_record_add", memory="people", text="no")
-            assert refused.is_error
+            with pytest.raises(MCPError) as refused:
+                rob.call("memory_record_add", memory="people", text="no")
+            assert refused.value.error.code == -32602
         main_before = root.mount("people").sync.head()
         with HttpMcpClient(url, token_of("pam")) as pam:
             proposed = pam.call("memory_record_add", memory="people", text="wants a standing desk")
@@ -312,3 +317,71 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
 
     assert [r.text for r in RecordStore(store, "rita").search("tea")] == ["prefers green tea"]
     fsck_clean(root.mount_path("people"))
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_capabilities_are_truthful_and_a_writes_ids_name_one_session(served: Served, mode: str) -> None:
+    """No list-changed notifications and no subscriptions over HTTP; the run id and the tool call id agree."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def use() -> tuple[str, Any, bool]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token_of('alice')}"})
+        async with http, Client(streamable_http_client(served.mcp_url, http_client=http), mode=mode) as client:
+            done = await client.call_tool("memory_file_create", {"memory": "notes", "path": f"{mode}.md", "content": "x\n"})
+            return client.protocol_version, client.server_capabilities, done.is_error
+
+    version, caps, failed = asyncio.run(use())
+    assert not failed and (version == "2026-07-28") is (mode == "auto")
+    for declared in (caps.tools, caps.prompts, caps.resources):
+        assert declared is not None and declared.list_changed is False
+    assert not caps.resources.subscribe  # no event streams over HTTP, so nothing to subscribe to
+    origin = served.root.mount("notes").sync.log(f"{mode}.md")[0].origin
+    assert origin.run_id is not None and origin.tool_call_id is not None
+    principal, _, run_tag = origin.run_id.partition("/mcp-")
+    assert principal == "alice" and run_tag
+    assert origin.tool_call_id.startswith(f"mcp-{run_tag}-"), (origin.run_id, origin.tool_call_id)
+
+
+def test_oauth_discovery_and_a_bad_token_say_that_bearer_tokens_are_used(served: Served) -> None:
+    """What ``mcp-remote`` and other OAuth-aware clients probe gets a JSON answer about tokens, not git's 404."""
+    base = f"http://127.0.0.1:{served.server.port}"
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+        "/register",
+    ):
+        method = "POST" if path == "/register" else "GET"
+        status, body = post(base + path, {}, {}, method=method) if method == "POST" else get(base + path)
+        assert status == 404, path
+        answer = json.loads(body)
+        assert answer["error"] == "not_found" and "bearer tokens, not OAuth" in answer["error_description"], path
+        assert "repository" not in answer["error_description"]
+    assert get(base + "/nothing.git/info/refs?service=git-upload-pack")[0] in (401, 404)  # git's paths are git's
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    for headers, word in (({}, "needs 'Authorization: Bearer <token>'"), ({"Authorization": "Bearer nope"}, "not accepted")):
+        request = urllib.request.Request(served.mcp_url, data=json.dumps(hello).encode(), method="POST")
+        for key, value in {"Content-Type": "application/json", **headers}.items():
+            request.add_header(key, value)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        with refused.value as response:
+            assert response.code == 401
+            assert response.headers["WWW-Authenticate"].startswith("Bearer ")
+            answer = json.loads(response.read())
+        assert word in answer["error"]["message"] and answer["error_description"] == answer["error"]["message"]
+
+
+def get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()

@@ -40,6 +40,9 @@ def test_gitmem_serve_serves_clones_takes_token_pushes_and_stops_on_sigterm(tmp_
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         assert info["mounts"] == ["user"] and info["tokens"] == 2 and info["public_read"] is False
+        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS
+
+        assert info["mcp_sessions"] == DEFAULT_MAX_SESSIONS  # --mcp-sessions' default is the app's
         url = info["url"].replace("http://", "http://me:ci-token-2@") + "/user.git"
         work = tmp_path / "work"
         git("clone", "-q", url, str(work))

@@ -110,7 +110,7 @@ def test_session_tools_answer_every_refusal_as_an_error(memory: SessionMemory, a
     name = "memory_session_recall" if "query" in arguments else "memory_session_remember"
     answer = SessionTools(memory).call(name, arguments)
     if name == "memory_session_remember":
-        assert answer.get("error") == "invalid_text", answer
+        assert answer.get("error") in ("invalid_text", "invalid_arguments"), answer  # the core's rule, or the schema's
     else:  # a query is only read: an odd one may simply match nothing
         assert "error" in answer or answer.get("results") == [], answer
     assert state(memory) == before

@@ -97,14 +97,21 @@ def test_unknown_memory_and_bad_arguments_are_named() -> None:
     agent = Agent(mounts())
     unknown = agent.call("view", memory="nobody")
     assert unknown["error"] == "unknown_memory" and "user, team, scratch" in unknown["message"]
-    assert agent.call("view")["error"] == "unknown_memory"
-    assert agent.call("view", memory=3)["error"] == "unknown_memory"
-    assert agent.call("create", memory="user", path=5, content="x")["error"] == "invalid_path"
-    assert agent.call("create", memory="user", path="a.md")["error"] == "invalid_file"
-    assert agent.call("delete", memory="user", path="a.md")["error"] == "version_mismatch"
+    # Arguments the schema refuses are one code, whatever the field: the message names it and why.
+    missing = agent.call("view")
+    assert missing["error"] == "invalid_arguments" and "'memory' is required" in missing["message"]
+    assert agent.call("view", memory=3)["error"] == "invalid_arguments"
+    typed = agent.call("create", memory="user", path=5, content="x")
+    assert typed["error"] == "invalid_arguments" and "'path'" in typed["message"]
+    absent = agent.call("create", memory="user", path="a.md")
+    assert absent["error"] == "invalid_arguments" and "'content' is required" in absent["message"]
+    assert agent.call("delete", memory="user", path="a.md")["error"] == "invalid_arguments"
     extra = agent.call("view", memory="user", path="", recursive=True)
-    assert extra["error"] == "invalid_path" and "recursive" in extra["message"]
-    assert agent.capability.call("memory_file_view", ["user"])["error"] == "unknown_memory"
+    assert extra["error"] == "invalid_arguments" and "'recursive' is not an argument" in extra["message"]
+    assert "It takes memory (optional: path)" in extra["message"]
+    assert agent.capability.call("memory_file_view", ["user"])["error"] == "invalid_arguments"
+    # The values' own rules keep their codes.
+    assert agent.call("create", memory="user", path="../a.md", content="x")["error"] == "invalid_path"
     assert agent.capability.call("memory_file_rm", {"memory": "user"})["error"] == "forbidden"
 
 

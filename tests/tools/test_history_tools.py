@@ -33,13 +33,13 @@ def test_refusals_name_the_problem_and_change_nothing(memory: FileMemoryCapabili
     cases = [
         ("history", {"cursor": "main~1"}, "invalid_cursor"),
         ("history", {"cursor": "ab" * 20}, "not_found"),
-        ("history", {"limit": 51}, "invalid_pattern"),
+        ("history", {"limit": 51}, "invalid_arguments"),
         ("show", {"revision": "nope"}, "not_found"),
         ("show", {"revision": "main", "path": "../x"}, "invalid_path"),
         ("show", {"revision": "main", "path": "missing.md"}, "not_found"),
-        ("search", {"query": ""}, "invalid_pattern"),
+        ("search", {"query": ""}, "invalid_arguments"),
         ("restore", {"path": "tea.md", "revision": "main", "version": None}, "version_mismatch"),
-        ("restore", {"path": "tea.md", "revision": "main"}, "version_mismatch"),
+        ("restore", {"path": "tea.md", "revision": "main"}, "invalid_arguments"),
     ]
     for tool, args, code in cases:
         answer = memory.call(tool, {"memory": "notes", **args})

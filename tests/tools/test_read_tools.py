@@ -151,7 +151,7 @@ def test_grep_refuses_a_bad_pattern(store: Any) -> None:
     agent = seeded(store)
     assert agent.call("grep", memory="user", pattern="(", regex=True)["error"] == "invalid_pattern"
     assert agent.call("grep", memory="user", pattern="")["error"] == "invalid_pattern"
-    assert agent.call("grep", memory="user", pattern="x", limit=0)["error"] == "invalid_pattern"
+    assert agent.call("grep", memory="user", pattern="x", limit=0)["error"] == "invalid_arguments"
     assert agent.call("grep", memory="user", pattern="x", path="../")["error"] == "invalid_path"
 
 

@@ -37,7 +37,7 @@ def test_no_handler_runs_for_a_call_the_schema_refuses(tmp_path: Path) -> None:
     started = time.process_time()
     for tags in (["t"] * 60_000, ["x" * 65], [""], "one string", [1]):
         answer = spy.call("memory_session_remember", {"content": "a fact", "tags": tags})
-        assert answer["error"] == "invalid_text" and "tags" in answer["message"], tags
+        assert answer["error"] == "invalid_arguments" and "tags" in answer["message"], tags
         assert answer["current"] is None
     assert time.process_time() - started < 2.0  # linear checks, not the core's per-tag work
     assert ran == [] and tools.memory.store.head() == head
@@ -49,10 +49,11 @@ def test_no_handler_runs_for_a_call_the_schema_refuses(tmp_path: Path) -> None:
     ("arguments", "code"),
     [
         ({"memory": "nope", "path": "a.md"}, "unknown_memory"),
-        ({"memory": "user", "path": "a.md", "bogus": 1}, "invalid_path"),
-        ({"memory": "user", "path": 7}, "invalid_path"),
-        ("not an object", "unknown_memory"),
-        ({"memory": "user", "path": "a.md", **{f"k{i}": i for i in range(3)}}, "invalid_path"),
+        ({"memory": "user", "path": "a.md", "bogus": 1}, "invalid_arguments"),
+        ({"memory": "user", "path": 7}, "invalid_arguments"),
+        ("not an object", "invalid_arguments"),
+        ({"memory": "user", "path": "a.md", **{f"k{i}": i for i in range(3)}}, "invalid_arguments"),
+        ({"path": "a.md"}, "invalid_arguments"),
     ],
 )
 def test_file_tool_refusals_have_the_json_failure_shape(arguments: object, code: str) -> None:
@@ -70,4 +71,4 @@ def test_deeply_nested_arguments_are_refused_with_a_code(tmp_path: Path) -> None
         nested = [nested]
     tools = SessionTools(open_session_memory(tmp_path / "m"))
     answer = tools.call("memory_session_remember", {"content": "a fact", "tags": nested})
-    assert answer["error"] == "invalid_text" and "tags" in answer["message"]  # a bad item's code, as the core's
+    assert answer["error"] == "invalid_arguments" and "tags" in answer["message"]

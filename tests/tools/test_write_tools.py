@@ -73,7 +73,8 @@ def test_edit_fails_with_no_match_or_ambiguous_match_and_shows_the_file(store: A
     agent = Agent([one(store)])
     agent.call("create", memory="user", path="p.md", content="aaa\ntea tea\n")
     version = store.read("p.md").version
-    for old, code in (("coffee", "no_match"), ("tea", "ambiguous_match"), ("aa", "ambiguous_match"), ("", "no_match")):
+    cases = (("coffee", "no_match"), ("tea", "ambiguous_match"), ("aa", "ambiguous_match"), ("", "invalid_arguments"))
+    for old, code in cases:
         failure = agent.call("edit", memory="user", path="p.md", old_string=old, new_string="x")
         assert failure["error"] == code, old
         if old:
@@ -107,7 +108,7 @@ def test_append_needs_an_existing_file_and_some_text(store: Any) -> None:
     agent = Agent([one(store)])
     assert agent.call("append", memory="user", path="none.md", content="x")["error"] == "not_found"
     store.write("log.md", "a\n", expected=None)
-    assert agent.call("append", memory="user", path="log.md", content="")["error"] == "invalid_file"
+    assert agent.call("append", memory="user", path="log.md", content="")["error"] == "invalid_arguments"
     assert files(store) == {"log.md": "a\n"}
 
 

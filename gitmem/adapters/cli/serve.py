@@ -40,6 +40,14 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
 )
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP over streamable HTTP at /mcp.")
 @click.option(
+    "--mcp-sessions",
+    type=click.IntRange(min=1),
+    default=64,  # mcp_http.DEFAULT_MAX_SESSIONS (not imported: it would load the mcp SDK for every command)
+    show_default=True,
+    metavar="N",
+    help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
+)
+@click.option(
     "--allow-origin",
     "allow_origins",
     multiple=True,
@@ -65,6 +73,7 @@ def serve(
     public_read: bool,
     max_push_bytes: int | None,
     no_mcp: bool,
+    mcp_sessions: int,
     allow_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
 ) -> None:
@@ -111,6 +120,7 @@ def serve(
                 "max_push_bytes": limit,
                 "clone_url": f"{url.replace('://', '://<principal>:<token>@', 1)}/<name>.git",
                 "mcp_url": f"{url}/mcp" if mcp else None,
+                "mcp_sessions": mcp_sessions if mcp else None,
             },
             lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
         )
@@ -124,6 +134,7 @@ def serve(
         public_read=public_read,
         max_push_bytes=limit,
         mcp=mcp,
+        mcp_sessions=mcp_sessions,
         on_ready=ready,
         allowed_origins=allow_origins,
         allowed_hosts=allow_hosts,
