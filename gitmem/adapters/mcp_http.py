@@ -516,8 +516,7 @@ def _unauthorized(start_response: StartResponse, missing: bool) -> list[bytes]:
     else:
         code, detail = "invalid_token", "that bearer token is not accepted by this gitmem server (unknown or revoked)"
     detail += "; tokens are made with 'gitmem token' and listed in the server's token file (it does not use OAuth)"
-    body = json.loads(_error(detail))
-    body.update({"error_description": detail, "error_code": code})
+    body = {**_error_body(detail), "error_description": detail, "error_code": code}
     challenge = f'Bearer realm="gitmem", error="{code}", error_description="{detail.replace(chr(34), chr(39))}"'
     return _reply(start_response, 401, json.dumps(body).encode(), [("WWW-Authenticate", challenge)])
 
@@ -568,8 +567,12 @@ def _scope(environ: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _error_body(message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+
+
 def _error(message: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+    return json.dumps(_error_body(message)).encode()
 
 
 def _reply(
