@@ -99,3 +99,40 @@ def read_alternates(objects: str) -> list[str]:
         ) from None
     lines = (line.strip() for line in text.splitlines())
     return [line for line in lines if line and not line.startswith("#")]
+
+
+class PackFolder:
+    """A mount's ``objects/pack``, checked before libgit2 scans it: no pack or index that is not a regular file.
+
+    libgit2 lists the folder when an object is not where it looked and opens every
+    index it has not seen, with a blocking open that follows links: a FIFO planted
+    as ``pack-*.idx`` would hang that read for good. The folder is listed again only
+    when its ``mtime`` moved (every new pack moves it); the listing's entry types
+    come with it, so no entry costs a call of its own.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._seen: tuple[int, int] | None = None
+
+    def check(self) -> None:
+        """``unavailable`` naming the first planted entry; nothing when the folder is absent."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return
+        stamp = (info.st_ino, info.st_mtime_ns)
+        if stamp == self._seen:
+            return
+        try:
+            with os.scandir(self.path) as entries:
+                for entry in entries:
+                    if entry.name.endswith((".idx", ".pack")) and not entry.is_file(follow_symlinks=False):
+                        raise MemoryStoreError(
+                            "unavailable",
+                            f"{entry.path} is not a regular file (a link, FIFO or folder), which git would block "
+                            "or follow on: remove it",
+                        )
+        except FileNotFoundError:
+            return
+        self._seen = stamp

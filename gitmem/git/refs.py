@@ -17,6 +17,7 @@ crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
-from gitmem.localfile import open_folder, open_local, open_private
+from gitmem.localfile import open_folder, open_local, open_private, read_local
 from gitmem.model import CommitId, RefName
 
 MAIN: Final = RefName("refs/heads/main")
@@ -142,10 +143,10 @@ def swap_refs(
                     raise MemoryStoreError("memory_deleted", f"the memory at {repo_path} no longer exists") from None
                 raise MemoryStoreError("unavailable", f"cannot update {', '.join(names)}: {exc}") from exc
             locks = [os.path.join(repo_path, *name.split("/")) + ".lock" for name in names]
-            planted = [lock for lock in locks if _is_special(lock)]
-            if planted:  # git makes its locks as regular files: no git holds this one, and none will release it
+            planted = [lock for lock in locks if not _may_be_gits_lock(lock)]
+            if planted:  # no git holds this one, and none will release it: waiting could only time out
                 raise MemoryStoreError(
-                    "unavailable", f"{planted[0]} is not a lock git made (a link, FIFO or folder); remove it"
+                    "unavailable", f"{planted[0]} is not a lock git made (not a plain file holding a ref); remove it"
                 ) from None
             if any([remove_if_stale(lock, stale_after) for lock in locks]):  # a list: try every lock
                 continue
@@ -236,8 +237,13 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     return True
 
 
-def _is_special(path: str) -> bool:
-    try:
-        return not stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
+_GITS_LOCK = re.compile(rb"([0-9a-f]{40}|ref: refs/[^\0\n]{1,4000})\n?")
+
+
+def _may_be_gits_lock(path: str) -> bool:
+    """Whether the ref lock at ``path`` can be a git's in flight: a regular file, empty (just made) or holding
+    the ref's next value. A link, a FIFO or other content is planted: git writes nothing else there."""
+    raw = read_local(path, _REF_FILE_LIMIT)
+    if raw is None:
+        return not os.path.lexists(path)  # gone meanwhile: whatever it was, the next attempt sees
+    return not raw or _GITS_LOCK.fullmatch(raw) is not None
