@@ -405,23 +405,6 @@ def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) 
     return path
 
 
-def open_local_lock(path: str | os.PathLike[str]) -> int:
-    """A read-write descriptor of the lock file at ``path`` (created ``0600``), for ``flock``.
-
-    No link followed, never blocking (a FIFO planted as a lock must not hang its
-    taker), nothing but a regular file: ``OSError`` otherwise, as :func:`open_local`.
-    """
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
-    fd = os.open(path, flags, 0o600)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, f"{os.fspath(path)} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def read_control(
     path: str | os.PathLike[str], limit: int, *, follow: bool = False, name: str | None = None
 ) -> bytes | None:

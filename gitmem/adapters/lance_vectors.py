@@ -53,7 +53,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import connect_local_sqlite, local_folder, open_local_lock
+from gitmem.localfile import connect_local_sqlite, local_folder, open_private
 from gitmem.recall.vectors import (
     Consistency,
     IndexStatus,
@@ -319,7 +319,9 @@ class LanceVectorIndex:
         """Writers queue on a ``flock`` first: a Lance commit holds the lock for a while, and SQLite's
         busy wait (polling) can starve a writer behind others that take it back at once."""
         try:
-            fd = open_local_lock(os.path.join(self.folder, "write.lock"))  # no link followed, a FIFO never blocks
+            fd = open_private(os.path.join(self.folder, "write.lock"), os.O_RDWR | os.O_CREAT)  # no link, no FIFO
+        except MemoryStoreError:
+            raise
         except OSError as exc:
             raise MemoryStoreError(
                 "unavailable", f"cannot open the vector index's lock in {self.folder}: {exc}"

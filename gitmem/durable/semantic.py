@@ -49,7 +49,7 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import MB, load_local_json, local_folder, open_local_lock
+from gitmem.localfile import MB, load_local_json, local_folder, open_private
 from gitmem.model import Changes
 from gitmem.recall.vectors import (
     CONSISTENCY_ORDER,
@@ -261,7 +261,7 @@ class RefreshLog:
             else:
                 os.makedirs(self.folder, mode=0o700, exist_ok=True)
             path = self._path(partition)
-            lock = open_local_lock(path + ".lock")
+            lock = open_private(path + ".lock", os.O_RDWR | os.O_CREAT)  # a FIFO or link there is refused
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 data = update(self.read(partition))
@@ -276,7 +276,7 @@ class RefreshLog:
                     raise
             finally:
                 os.close(lock)
-        except OSError:
+        except (OSError, MemoryStoreError):
             pass  # health is advisory; the refresh itself already succeeded or failed
 
 
