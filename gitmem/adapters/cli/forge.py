@@ -43,9 +43,7 @@ def check(state: State, repository: str, rev_range: str) -> None:
         "tip": report.tip,
         "commits": report.commits,
         "ok": report.ok,
-        "refused": [
-            {"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in report.refused
-        ],
+        "refused": [{"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in report.refused],
         "refused_commits": [commit for commit, _ in groups],
     }
 
