@@ -63,6 +63,7 @@ _REBUILT = ("missing",)
     "--rewrite", is_flag=True, help="With --history: rewrite the commits without refused or excluded entries."
 )
 @click.option("--create", is_flag=True, help="Create memory NAME first when it does not exist.")
+@click.option("--no-hooks", "no_hooks", is_flag=True, help="With --create: do not install gitmem's checking hooks.")
 @click.option("--exclude", "exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
 @click.option("--gitignore", is_flag=True, help="Leave out what the folder's .gitignore files ignore.")
 @origin_options
@@ -79,6 +80,7 @@ def import_(
     exclude: tuple[str, ...],
     gitignore: bool,
     rewrite: bool = False,
+    no_hooks: bool = False,
 ) -> None:
     """Copy the files of DIRECTORY into memory NAME as one commit.
 
@@ -109,7 +111,7 @@ def import_(
         raise usage_error("--exclude and --gitignore apply to a DIRECTORY, or to a history with --rewrite")
     if history is None and rewrite:
         raise usage_error("--rewrite applies to --history REPO")
-    store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
+    store = state.root.mount(name, create=True, kind="file", hooks=not no_hooks).sync if create else state.files(name)
     if history is not None:
         _import_history(state, name, store, history, rev, strict, rewrite, exclude, gitignore)
         return
