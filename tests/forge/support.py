@@ -27,11 +27,14 @@ def git(*args: str, cwd: Path | str | None = None, check: bool = True, env: dict
     return done.stdout.strip()
 
 
-def gitmem(root: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def gitmem(
+    root: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """``gitmem ARGS`` as a separate process, on memories under ``root``."""
     return subprocess.run(
         [GITMEM, *args],
         cwd=cwd,
+        input=stdin if stdin is not None else "",
         capture_output=True,
         text=True,
         env={**os.environ, "GITMEM_ROOT": str(root), **(env or {})},
