@@ -198,7 +198,8 @@ class _Rewriter:
             assert name is not None
             raw = prefix + name
             shown = raw.decode("utf-8", "replace")
-            mode, oid = entry.filemode, entry.id
+            mode: int = int(entry.filemode)
+            oid = entry.id
             rule = ignorerules.ignored_by(rules, raw.decode("utf-8", "surrogateescape"), mode == _FOLDER)
             if rule is not None:
                 folder = "/" if mode == _FOLDER else ""

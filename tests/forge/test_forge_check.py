@@ -138,15 +138,25 @@ def test_a_clone_over_git_daemon_is_checked_like_any_checkout(forge: Forge, tmp_
     git("push", "-q", "origin", "main", cwd=forge.work)
     port = _free_port()
     daemon = subprocess.Popen(
-        ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={forge.bare.parent}", f"--port={port}",
-         "--listen=127.0.0.1", str(forge.bare.parent)],
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            f"--base-path={forge.bare.parent}",
+            f"--port={port}",
+            "--listen=127.0.0.1",
+            str(forge.bare.parent),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         ci = tmp_path / "ci"
         for _ in range(100):
-            done = subprocess.run(["git", "clone", "-q", f"git://127.0.0.1:{port}/team.git", str(ci)], capture_output=True)
+            done = subprocess.run(
+                ["git", "clone", "-q", f"git://127.0.0.1:{port}/team.git", str(ci)], capture_output=True
+            )
             if done.returncode == 0:
                 break
             time.sleep(0.1)

@@ -28,20 +28,34 @@ class Vault:
         self.ids = [commit(p, {"daily/mon.md": "monday\n"}, "monday", "2024-01-01T09:00:00Z")]
         self.ids.append(commit(p, {"daily/tue.md": "tuesday\n"}, "tuesday", "2024-01-02T09:00:00Z"))
         self.ids.append(
-            commit(p, {".obsidian/app.json": "{}\n", "daily/mon.md": "monday, edited\n"}, "obsidian", "2024-01-03T09:00:00Z")
+            commit(
+                p,
+                {".obsidian/app.json": "{}\n", "daily/mon.md": "monday, edited\n"},
+                "obsidian",
+                "2024-01-03T09:00:00Z",
+            )
         )
-        self.ids.append(commit(p, {"assets/logo.png": PNG, "daily/wed.md": "wednesday\n"}, "logo", "2024-01-04T09:00:00Z"))
+        self.ids.append(
+            commit(p, {"assets/logo.png": PNG, "daily/wed.md": "wednesday\n"}, "logo", "2024-01-04T09:00:00Z")
+        )
         (p / "daily" / "link.md").symlink_to("mon.md")
         (p / "tool.md").write_text("# a script kept as text\n")
         (p / "tool.md").chmod(0o755)
         self.ids.append(commit(p, {"daily/thu.md": "thursday\n"}, "link and tool", "2024-01-05T09:00:00Z"))
         self.ids.append(commit(p, {"keys.md": SECRET, "daily/fri.md": "friday\n"}, "keys", "2024-01-06T09:00:00Z"))
         self.ids.append(
-            commit(p, {".obsidian/app.json": '{"theme": 1}\n', "daily/sat.md": "saturday\n"}, "sat", "2024-01-07T09:00:00Z")
+            commit(
+                p, {".obsidian/app.json": '{"theme": 1}\n', "daily/sat.md": "saturday\n"}, "sat", "2024-01-07T09:00:00Z"
+            )
         )
         self.ids.append(commit(p, {"keys.md": None, "assets/logo.png": None}, "cleanup", "2024-01-08T09:00:00Z"))
         self.ids.append(
-            commit(p, {"daily/sun.md": "sunday\n"}, "sunday\n\nSigned-off-by: Ann Notes <ann@example.com>", "2024-01-09T09:00:00Z")
+            commit(
+                p,
+                {"daily/sun.md": "sunday\n"},
+                "sunday\n\nSigned-off-by: Ann Notes <ann@example.com>",
+                "2024-01-09T09:00:00Z",
+            )
         )
         self.logo = git("rev-parse", f"{self.ids[3]}:assets/logo.png", cwd=p)
         self.secret = git("rev-parse", f"{self.ids[5]}:keys.md", cwd=p)
@@ -72,9 +86,22 @@ def test_without_rewrite_every_refused_commit_is_listed_and_rewrite_is_offered(v
     assert "--rewrite brings every commit in" in text.stdout
 
 
-def test_rewrite_brings_every_plain_edit_with_author_date_message_and_the_original_id(vault: Vault, tmp_path: Path) -> None:
+def test_rewrite_brings_every_plain_edit_with_author_date_message_and_the_original_id(
+    vault: Vault, tmp_path: Path
+) -> None:
     root = tmp_path / "mem"
-    done = gitmem(root, "import", "notes", "--history", str(vault.path), "--create", "--rewrite", "--exclude", ".obsidian/", "--json")
+    done = gitmem(
+        root,
+        "import",
+        "notes",
+        "--history",
+        str(vault.path),
+        "--create",
+        "--rewrite",
+        "--exclude",
+        ".obsidian/",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     out = as_json(done)
     mount = root / "notes.git"
@@ -113,7 +140,9 @@ def test_gitignore_of_each_commit_leaves_paths_out(vault: Vault, tmp_path: Path)
     commit(vault.path, {"scratch.tmp": "draft\n"}, "a draft")  # tracked before the .gitignore came
     commit(vault.path, {".gitignore": "*.tmp\n.obsidian/\n", "daily/mon.md": "monday!\n"}, "ignore")
     root = tmp_path / "mem"
-    out = as_json(gitmem(root, "import", "notes", "--history", str(vault.path), "--create", "--rewrite", "--gitignore", "--json"))
+    out = as_json(
+        gitmem(root, "import", "notes", "--history", str(vault.path), "--create", "--rewrite", "--gitignore", "--json")
+    )
     mount = root / "notes.git"
     listed = git("ls-tree", "-r", "--name-only", "main", cwd=mount).splitlines()
     assert "scratch.tmp" not in listed and ".gitignore" in listed and not any(p.startswith(".obsidian") for p in listed)

@@ -1,6 +1,6 @@
 """``gitmem check``: the memory rules as a forge's required status check (see docs/forge.md).
 
-One call into :mod:`gitmem.git.forgecheck`, which judges every commit with the
+One call into :func:`gitmem.hooks.check_repository` (:mod:`gitmem.git.forgecheck`), which judges every commit with the
 checks a push to gitmem meets; this module only renders the verdict. Exit code 0
 when every commit passes, 1 when one is refused (or the repository cannot be
 read), 2 for a usage mistake: what a CI job needs to fail the status.
@@ -32,9 +32,9 @@ def check(state: State, repository: str, rev_range: str) -> None:
     in REPO's gitmem.* config. Prints one line per refused commit with each file
     and rule; exit code 0 when all hold, 1 when any is refused.
     """
-    from gitmem.git.forgecheck import check_range
+    from gitmem.hooks import check_repository
 
-    report = check_range(repository, rev_range)
+    report = check_repository(repository, rev_range)
     groups = report.refused_commits()
     payload: dict[str, Any] = {
         "repository": repository,
