@@ -213,7 +213,7 @@ def _import_history(
     if done.head:
         message += f": main at {done.head[:12]}"
     if done.rewritten:
-        message += f"; {len(done.rewritten)} rewritten, {len(done.dropped)} entr(ies) left out"
+        message += f"; {len(done.rewritten)} rewritten, {len(done.dropped)} entries left out"
     if left_out:
         message += f" ({left_out} commit(s) left out"
         message += ")" if rewrite else "; --rewrite brings every commit in without the refused files)"
