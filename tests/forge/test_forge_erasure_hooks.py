@@ -84,6 +84,14 @@ def test_forget_names_the_remotes_and_reaches_them_after_the_local_forget(tmp_pa
     fsck(forge)
     fsck(mount)
 
+    # The forge now carries the erasure ledger, so `gitmem check` there refuses the text coming back.
+    person = tmp_path / "person"
+    git("clone", "-q", str(forge), str(person))
+    commit(person, {"people/dana.md": "Dana's home address\n"}, "put it back")
+    git("push", "-q", "origin", "HEAD:refs/heads/revived", cwd=person)  # a plain forge takes anything
+    out = as_json(gitmem(root, "check", str(forge), "main..revived", "--json"))
+    assert [(r["path"], r["rule"]) for r in out["refused"]] == [("people/dana.md", "erased")]
+
     # The stale clone cannot put the erased text back: the memory's own hooks refuse it.
     git("config", "user.name", "Ann", cwd=stale)
     (stale / "people" / "dana.md").write_text("Dana's home address\n")
