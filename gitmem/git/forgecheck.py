@@ -21,6 +21,7 @@ disk, which may be read-only for the job.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import pygit2
@@ -31,6 +32,8 @@ from gitmem.git.loose import open_repository
 from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.pushcheck import ZERO, Refusal, check_commits, tip_limits
 from gitmem.git.refs import MAIN
+
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass
@@ -82,8 +85,10 @@ def _resolve(repo: pygit2.Repository, rev: str) -> str:
 def resolve_range(repo: pygit2.Repository, spec: str) -> tuple[str | None, str]:
     """``(base, tip)`` of ``REV`` (the whole history of REV) or ``BASE..TIP``.
 
-    A ``BASE`` of all zeros (a forge's "before" for a branch that did not exist)
-    or an empty one means the whole history of ``TIP``; an empty ``TIP`` is ``HEAD``.
+    A ``BASE`` of all zeros (a forge's "before" for a branch that did not exist),
+    an empty one, or a full commit id the repository does not have (a "before" that
+    a force push left behind) means the whole history of ``TIP``; an empty ``TIP``
+    is ``HEAD``.
     """
     if "..." in spec:
         raise MemoryStoreError("not_found", f"{spec!r}: give BASE..TIP (two dots), not a symmetric range")
@@ -93,7 +98,14 @@ def resolve_range(repo: pygit2.Repository, spec: str) -> tuple[str | None, str]:
     tip = _resolve(repo, right or "HEAD")
     if not left or left.strip("0") == "":
         return None, tip
-    return _resolve(repo, left), tip
+    try:
+        return _resolve(repo, left), tip
+    except MemoryStoreError:
+        if _FULL_ID.fullmatch(left) is None:
+            raise
+        # A forge's "before" that the checkout lacks (main was force-pushed past it):
+        # checking TIP's whole history instead is stricter, never looser.
+        return None, tip
 
 
 def check_range(path: str, spec: str = "HEAD", fmt: FileFormat | None = None) -> RangeCheck:

@@ -85,6 +85,9 @@ def test_bad_then_fixed_the_history_stays_refused_and_the_fix_alone_passes(forge
     assert whole["commits"] == 4 and whole["refused_commits"] == [bad]  # the tip passes, its history does not
     assert forge.check(str(forge.bare), f"{ZEROS}..main").returncode == 1  # a new branch's "before": all of it
     assert forge.check(str(forge.bare), f"{bad}..{fix}").returncode == 0
+    # A "before" the checkout does not have (a force push left it behind): the whole history, never less.
+    unknown = as_json(forge.check(str(forge.bare), f"{'ab' * 20}..main", "--json"))
+    assert unknown["base"] is None and unknown["refused_commits"] == [bad]
     fsck(forge.bare)
 
 
