@@ -404,9 +404,26 @@ def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
     return ignorerules.parse(text.splitlines(), base=prefix, source=source)
 
 
-def import_history(store: SyncGitFileStore, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
+def import_history(
+    store: SyncGitFileStore,
+    source: str,
+    *,
+    rev: str = "HEAD",
+    strict: bool = False,
+    rewrite: bool = False,
+    exclude: Sequence[str] = (),
+    gitignore: bool = False,
+) -> HistoryImport:
     """Bring the git history of ``rev`` in the repository at ``source`` into the memory (see
-    :mod:`gitmem.git.historyimport`): commits kept as they are, each checked by the push rules."""
+    :mod:`gitmem.git.historyimport`): commits kept as they are, each checked by the push rules;
+    with ``rewrite``, rewritten without what the rules refuse or ``exclude``/``gitignore`` leave
+    out (:mod:`gitmem.git.historyrewrite`)."""
     from gitmem.git.historyimport import import_history as bring
 
-    return bring(store.repo, store.format, source, rev=rev, strict=strict)
+    if (exclude or gitignore) and not rewrite:
+        raise MemoryStoreError(
+            "invalid_pattern", "--exclude and --gitignore leave entries out of a history only with --rewrite"
+        )
+    return bring(
+        store.repo, store.format, source, rev=rev, strict=strict, rewrite=rewrite, exclude=exclude, gitignore=gitignore
+    )

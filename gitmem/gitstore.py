@@ -608,6 +608,18 @@ class SyncGitFileStore:
             paths = erasures.paths_holding(self.path, wanted)
         return [self.forget(path, origin=origin) for path in paths]
 
+    def was_forgotten(self, path: str) -> bool:
+        """Whether the erasure ledger records a forget of ``path`` here (by its keyed fingerprint).
+
+        ``forget --remotes`` run after the local forget: the path is no longer in
+        history, but the ledger knows it was erased, so only the remotes are left.
+        """
+        from gitmem.git import erasures
+
+        with translate_errors(self.path):
+            mark = erasures.known_fingerprint(self.path, path)
+            return mark is not None and mark in erasures.erased_names(self.repo.fresh())
+
     def check_erasures(self) -> Audit:
         """Proof that what the erasure ledger names is gone from the mount (``gitmem fsck NAME --erasures``)."""
         from gitmem.git import erasures

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import visible
@@ -37,6 +37,9 @@ from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
 from gitmem.localfile import open_private, read_control, write_private
+
+if TYPE_CHECKING:
+    from gitmem.git.forgecheck import RangeCheck
 
 MARKER = "# gitmem-hook"
 HOOK_NAMES = ("pre-receive", "post-receive")
@@ -91,6 +94,18 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
+
+
+def check_repository(path: str, rev_range: str = "HEAD") -> RangeCheck:
+    """The ``pre-receive`` hook's rules for a forge that runs no gitmem (``gitmem check``).
+
+    Every commit of ``rev_range`` in the plain git repository at ``path`` is judged
+    by the checks a push meets (:mod:`gitmem.git.forgecheck`); a CI job turns the
+    verdict into a required status check.
+    """
+    from gitmem.git.forgecheck import check_range
+
+    return check_range(path, rev_range)
 
 
 def _written_by_gitmem(hook: Path) -> bool:

@@ -119,15 +119,24 @@ class Root:
         return MemoryStoreError("not_found", f"no memory named {name!r} under {self.folder}")
 
     def mount(
-        self, name: str, *, create: bool = False, fmt: FileFormat | None = None, kind: MountKind | None = None
+        self,
+        name: str,
+        *,
+        create: bool = False,
+        fmt: FileFormat | None = None,
+        kind: MountKind | None = None,
+        hooks: bool = True,
     ) -> GitFileStore:
         """Open mount ``name``; with ``create=True`` make it first when it does not exist.
 
         ``kind`` (when given) is the kind a new mount gets and the kind an existing
         one must have (``wrong_kind`` otherwise); ``None`` opens any kind and creates
-        a ``file`` mount.
+        a ``file`` mount. A mount made here gets gitmem's ``pre-receive`` and
+        ``post-receive`` hooks (:func:`gitmem.hooks.install_hooks`) unless ``hooks``
+        is false: a push to it over a file path or ssh then meets the memory's rules
+        (and the erasure ledger) from its first day, not only after ``gitmem hooks install``.
         """
-        store = self._mount(name, create=create, fmt=fmt, kind=kind or "file")
+        store = self._mount(name, create=create, fmt=fmt, kind=kind or "file", hooks=hooks)
         if kind is not None:
             check_kind(name, store.kind, kind)
         return store
@@ -136,7 +145,9 @@ class Root:
         """What mount ``name`` holds; ``not_found`` when there is no such memory."""
         return self.mount(name).kind
 
-    def _mount(self, name: str, *, create: bool, fmt: FileFormat | None, kind: MountKind) -> GitFileStore:
+    def _mount(
+        self, name: str, *, create: bool, fmt: FileFormat | None, kind: MountKind, hooks: bool = True
+    ) -> GitFileStore:
         from gitmem.gitstore import GitFileStore
 
         path = self.mount_path(name)
@@ -161,6 +172,14 @@ class Root:
 
             shutil.rmtree(tmp, ignore_errors=True)
             GitFileStore.init(tmp, fmt, kind=kind)
+            if hooks:
+                from gitmem.hooks import install_hooks
+
+                try:
+                    install_hooks(tmp)
+                except MemoryStoreError:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
             try:
                 os.replace(tmp, path)
             except OSError as exc:  # e.g. a foreign process left a partial folder there

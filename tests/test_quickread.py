@@ -33,7 +33,7 @@ def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
 @pytest.fixture
 def root(tmp_path: Path) -> Root:
     root = Root(tmp_path / "root")
-    store = root.mount("user", create=True).sync
+    store = root.mount("user", create=True, hooks=False).sync  # plain git pushes what the tests plant
     store.write("plain.md", "no frontmatter here\nsecond line\n", expected=None)
     store.write("a/described.md", "---\ndescription: a described note\n---\nbody\n", expected=None)
     store.write("a/b/deep.md", "deep\n", expected=None)

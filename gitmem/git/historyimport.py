@@ -41,6 +41,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import erasures
 from gitmem.git.cli import run_git
+from gitmem.git.historyrewrite import Dropped, imported_ids, rewrite_history
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import refused_by_rules
 from gitmem.git.packs import PackError
@@ -69,6 +70,8 @@ class HistoryImport:
     refused: list[Refusal] = field(default_factory=list)
     after_refused: list[str] = field(default_factory=list)
     replaced_init: bool = False
+    rewritten: dict[str, str] = field(default_factory=dict)
+    dropped: list[Dropped] = field(default_factory=list)
 
 
 def _fresh(git: GitRepo, head: str) -> bool:
@@ -141,8 +144,23 @@ def _choose(verdicts: Sequence[CommitVerdict], line: list[str], hidden: set[str]
     return taken, land
 
 
-def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HEAD", strict: bool = False) -> HistoryImport:
-    """Bring the history of ``rev`` in the repository at ``source`` into ``main``; see the module docstring."""
+def import_history(
+    git: GitRepo,
+    fmt: FileFormat,
+    source: str,
+    *,
+    rev: str = "HEAD",
+    strict: bool = False,
+    rewrite: bool = False,
+    exclude: Sequence[str] = (),
+    gitignore: bool = False,
+) -> HistoryImport:
+    """Bring the history of ``rev`` in the repository at ``source`` into ``main``; see the module docstring.
+
+    ``rewrite`` first rewrites the fetched commits without the entries the rules
+    refuse or ``exclude`` and ``gitignore`` leave out (:mod:`gitmem.git.historyrewrite`),
+    in the quarantine; the rewritten history is then checked and lands as above.
+    """
     with translate_errors(git.path):
         before = git.head()
         fresh = _fresh(git, before)
@@ -156,6 +174,10 @@ def import_history(git: GitRepo, fmt: FileFormat, source: str, *, rev: str = "HE
             finally:
                 lent.free()
             hidden: set[str] = set() if fresh else {str(before)}
+            if rewrite:
+                done = {} if fresh else imported_ids(git.repo, before)
+                result = rewrite_history(scratch, tip, fmt, exclude=exclude, gitignore=gitignore, done=done)
+                tip, report.rewritten, report.dropped = result.tip, result.rewritten, result.dropped
             if not fresh:
                 r = open_repository(scratch)
                 try:

@@ -238,6 +238,45 @@ def check_commits(
         repo.free()
 
 
+def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, ref: str = MAIN) -> list[Refusal]:
+    """The memory's file and byte limits for ``tip`` as a new ``main`` (``base``: the one it replaces).
+
+    The last rule :func:`check_updates` applies to ``main``, for a history checked
+    commit by commit (``gitmem check``): empty when the limits hold.
+    """
+    path = os.path.abspath(repo_path)
+    try:
+        repo = open_repository(path)
+    except (pygit2.GitError, OSError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
+    try:
+        target = repo[tip].peel(pygit2.Commit)
+        return _Checker(repo, fmt)._capacity(ref, base or ZERO, target)
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the tree of {tip[:12]}: {exc}") from exc
+    finally:
+        repo.free()
+
+
+class EntryRules:
+    """The push rules for one tree entry, for a caller that drops what they refuse (``import --rewrite``).
+
+    The very checks a pushed tree entry and a pushed file meet (path, mode, type,
+    erased content, UTF-8, size, frontmatter, secrets), cached by path and blob,
+    so a rewrite keeps exactly what a push would have let in.
+    """
+
+    def __init__(self, repo: pygit2.Repository, fmt: FileFormat) -> None:
+        self._checker = _Checker(repo, fmt)
+
+    def problem(self, raw: bytes, mode: int, oid: pygit2.Oid) -> tuple[str, str] | None:
+        """``(rule, message)`` when the entry at path ``raw`` may not be in a memory, else ``None``."""
+        found = self._checker._entry_problem(raw, mode, oid)
+        if found is None and mode != _FOLDER:
+            found = self._checker._content_problem(oid, mode)
+        return found
+
+
 class _Checker:
     """Checks updates against one repository, caching verdicts by path and blob."""
 

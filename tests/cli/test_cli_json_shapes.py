@@ -153,6 +153,7 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
         "forget": ["forget", "user", "notes/", "--yes"],
         "demo": ["demo", "demo"],
         "hooks install": ["hooks", "install", "user"],
+        "check": ["check", str(root / "user.git")],
         "token": ["token", "alice", "--memory", "user", "--file", str(tmp_path / "tokens.toml")],
         "remote add": ["remote", "add", "user", "other", str(bare)],
         "remote list": ["remote", "list", "user"],

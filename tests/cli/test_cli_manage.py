@@ -92,6 +92,7 @@ def test_export_copies_bytes_a_text_read_would_replace(user: Run, root: Path, tm
     # A file pushed with plain git need not be UTF-8; export goes through the store's byte
     # seam (snapshot + raw), so the copy is exact, not the replacement characters `cat` shows.
     raw = b"caf\xe9 latin-1\n"
+    (root / "user.git" / "hooks" / "pre-receive").unlink()  # as a memory made with --no-hooks
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "-b", "main", str(root / "user.git"), str(clone)], check=True)
     (clone / "latin.md").write_bytes(raw)

@@ -12,6 +12,7 @@ Layout::
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
     frameworks.py  sweep (expired items of a LangGraph store, gitmem.adapters.langgraph_store)
     serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    forge.py     check (the memory rules on any git repository: a forge's CI status check)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
     quick.py     ls, cat and --help without click (see below); output.py, reads.py and
@@ -99,6 +100,7 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
             "token": "Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256.",
         },
         "hooks": {"hooks": "Server-side git hooks that check pushes made without gitmem serve."},
+        "forge": {"check": "Check the commits of git repository REPO against the memory rules."},
         "mcp": {
             "mcp": "Serve memories to an MCP client over stdio: the memory_file_* and memory_record_* tools.",
             "tools": "List the agent tools `gitmem mcp` would offer with the same options, and what their definitions cost.",

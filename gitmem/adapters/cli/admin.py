@@ -6,7 +6,7 @@ without ``--yes``: that is a usage error (exit code 2), not a refusal by the sto
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,7 @@ from gitmem.adapters.cli.app import (
     to_json,
     usage_error,
 )
+from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
     from gitmem.history import ObjectCounts
@@ -56,7 +57,10 @@ def purge(state: State, name: str, yes: bool) -> None:
 @click.argument("path", required=False)
 @click.option("--yes", is_flag=True, help="Confirm: PATH and all its past versions are erased for good.")
 @click.option(
-    "--from-ledger", "from_ledger", is_flag=True, help="Instead of PATH: forget every path holding a version the ledger names."
+    "--from-ledger",
+    "from_ledger",
+    is_flag=True,
+    help="Instead of PATH: forget every path holding a version the ledger names.",
 )
 @click.option(
     "--remotes", "on_remotes", is_flag=True, help="Then push the rewritten history to every remote and check each."
@@ -74,8 +78,12 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
     their copy unless --remotes reaches them: every configured remote gets the
     rewritten history (with a lease) and the erasure ledger, and is then checked
     for any ref that still reaches an erased version (exit code 1 if one does).
-    With --from-ledger (and no PATH), every path whose history holds a version
-    the erasure ledger names is forgotten: an erasure made on another copy.
+    Without --remotes the remotes that may still hold the text are named.
+    --remotes works after the local forget too: with PATH already forgotten
+    here (the erasure ledger records it), or with no PATH, only the remotes
+    are reached. With --from-ledger (and no PATH), every path whose history
+    holds a version the erasure ledger names is forgotten: an erasure made on
+    another copy.
     """
     if from_ledger:
         if path is not None:
@@ -89,30 +97,51 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
             f"forgot {len(names)} path(s) holding erased versions" + (f": {', '.join(names)}" if names else ""),
         )
         return
-    if path is None:
-        raise usage_error("give the PATH to forget (or --from-ledger)")
-    _confirm(yes, f"forgetting {path!r}")
-    if path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
+    if path is None and not on_remotes:
+        raise usage_error("give the PATH to forget (or --from-ledger, or --remotes alone to reach the remotes)")
+    if path is not None and path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
         path = path.rstrip("/")
+    _confirm(yes, f"forgetting {path!r}" if path is not None else "rewriting the remotes' history")
     store = state.store(name)
-    with progress(f"forgetting {path}"):
-        report = store.forget(path, origin=state.origin)
-    kept = f"; {len(report.shared_versions)} version(s) kept because another file holds the same content"
-    message = (
-        f"forgot {', '.join(report.names)}: {report.commits_rewritten} commit(s) rewritten, "
-        f"{len(report.erased_versions)} version(s) erased" + (kept if report.shared_versions else "")
-    )
-    payload = {"memory": name, **to_json(report)}
-    if not on_remotes:
-        emit(payload, message)
-        return
+    lines: list[str] = []
+    payload: dict[str, Any] = {"memory": name}
+    if path is not None:
+        try:
+            with progress(f"forgetting {path}"):
+                report = store.forget(path, origin=state.origin)
+        except MemoryStoreError as exc:
+            # Already forgotten here (the ledger records it): what is left is to reach the remotes.
+            if not (exc.code == "not_found" and on_remotes and store.was_forgotten(path)):
+                raise
+            lines.append(f"{path} was already forgotten here (the erasure ledger records it); reaching the remotes")
+        else:
+            kept = f"; {len(report.shared_versions)} version(s) kept because another file holds the same content"
+            lines.append(
+                f"forgot {', '.join(report.names)}: {report.commits_rewritten} commit(s) rewritten, "
+                f"{len(report.erased_versions)} version(s) erased" + (kept if report.shared_versions else "")
+            )
+            payload.update(to_json(report))
     from gitmem import remotes
 
+    if not on_remotes:
+        held = remotes.list_remotes(store)
+        payload["remotes_may_hold"] = [r.name for r in held]
+        if held:
+            shown = ", ".join(f"{r.name} ({r.shown_url})" for r in held)
+            lines.append(
+                f"the remotes {shown} may still hold the erased text: run `gitmem forget {name} --remotes --yes` "
+                "to push the rewritten history and the erasure ledger there and check them (see docs/forge.md)"
+            )
+        emit(payload, "\n".join(lines))
+        return
     with progress("pushing to remotes"):
         done = remotes.erase(store)
-    lines = [message]
+    if not done:
+        lines.append(f"{name} has no remotes; nothing else to reach")
     for item in done:
-        state_text = "clean" if item.clean else ("still reached from " + ", ".join(item.holding) if item.holding else "")
+        state_text = (
+            "clean" if item.clean else ("still reached from " + ", ".join(item.holding) if item.holding else "")
+        )
         lines.append(f"{item.remote}: {state_text}" + (f" ({item.error})" if item.error else ""))
     payload["remotes"] = [
         {"remote": i.remote, "clean": i.clean, "holding": list(i.holding), "error": i.error} for i in done
@@ -125,7 +154,10 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
 @cli.command()
 @click.argument("name")
 @click.option(
-    "--erasures", "check_erasures", is_flag=True, help="Prove every forget and purge: nothing of the mount holds what they erased."
+    "--erasures",
+    "check_erasures",
+    is_flag=True,
+    help="Prove every forget and purge: nothing of the mount holds what they erased.",
 )
 @common_options
 @pass_state

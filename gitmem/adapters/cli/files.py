@@ -54,16 +54,19 @@ def full_version(store: SyncGitFileStore, path: str, given: str) -> str:
 
 @cli.command()
 @click.argument("name")
+@click.option("--no-hooks", "no_hooks", is_flag=True, help="Do not install gitmem's pre-receive/post-receive hooks.")
 @common_options
 @pass_state
-def init(state: State, name: str) -> None:
+def init(state: State, name: str, no_hooks: bool) -> None:
     """Create memory NAME.
 
-    NAME becomes the bare repository <root>/NAME.git with an empty first commit.
+    NAME becomes the bare repository <root>/NAME.git with an empty first commit,
+    and gets gitmem's pre-receive and post-receive hooks, so a push to it over a
+    file path or ssh meets the memory's rules (--no-hooks: without them).
     Running it again on an existing memory changes nothing.
     """
     existed = (state.root.mount_path(name) / "HEAD").exists()
-    store = state.root.mount(name, create=True).sync
+    store = state.root.mount(name, create=True, hooks=not no_hooks).sync
     payload = {"memory": name, "path": store.path, "head": store.head(), "created": not existed, "kind": store.kind}
     emit(payload, f"{'memory' if existed else 'created memory'} {name!r} at {store.path}")
 

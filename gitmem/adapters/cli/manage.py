@@ -59,7 +59,11 @@ _REBUILT = ("missing",)
 @click.option("--history", "history", metavar="REPO", help="Bring in the commits of git repository REPO instead.")
 @click.option("--rev", default="HEAD", show_default=True, help="With --history: the branch or tag of REPO.")
 @click.option("--strict", is_flag=True, help="Write nothing when any file (or commit) is refused.")
+@click.option(
+    "--rewrite", is_flag=True, help="With --history: rewrite the commits without refused or excluded entries."
+)
 @click.option("--create", is_flag=True, help="Create memory NAME first when it does not exist.")
+@click.option("--no-hooks", "no_hooks", is_flag=True, help="With --create: do not install gitmem's checking hooks.")
 @click.option("--exclude", "exclude", multiple=True, metavar="GLOB", help="Leave out paths matching GLOB (repeatable).")
 @click.option("--gitignore", is_flag=True, help="Leave out what the folder's .gitignore files ignore.")
 @origin_options
@@ -75,6 +79,8 @@ def import_(
     create: bool,
     exclude: tuple[str, ...],
     gitignore: bool,
+    rewrite: bool = False,
+    no_hooks: bool = False,
 ) -> None:
     """Copy the files of DIRECTORY into memory NAME as one commit.
 
@@ -86,19 +92,28 @@ def import_(
 
     With --history REPO the commits of a git repository come in as they are
     (authors, dates, ids), each checked by the rules of a push; refused commits
-    are listed with file and rule, and what lands is the newest commit whose
-    whole history passed (--strict: all or nothing).
+    are listed with file and rule (every one of them), and what lands is the
+    newest commit whose whole history passed (--strict: all or nothing).
+
+    With --history REPO --rewrite every commit comes in, rewritten without the
+    entries the rules refuse (binaries, secrets, links...) and those --exclude
+    GLOB and --gitignore (the .gitignore files of each commit's tree) leave out:
+    author, date and message stay, a rewritten commit records the original's id
+    in an Imported-From trailer, and commits nothing was dropped from keep
+    their ids. Each entry left out is listed with its commit and rule.
     """
     from gitmem.exchange import scan_for
     from gitmem.model import ANY, Edit
 
     if (directory is None) == (history is None):
         raise usage_error("give a DIRECTORY to copy, or --history REPO to bring in a git history (not both)")
-    store = state.root.mount(name, create=True, kind="file").sync if create else state.files(name)
+    if history is not None and (exclude or gitignore) and not rewrite:
+        raise usage_error("--exclude and --gitignore apply to a DIRECTORY, or to a history with --rewrite")
+    if history is None and rewrite:
+        raise usage_error("--rewrite applies to --history REPO")
+    store = state.root.mount(name, create=True, kind="file", hooks=not no_hooks).sync if create else state.files(name)
     if history is not None:
-        if exclude or gitignore:
-            raise usage_error("--exclude and --gitignore apply to a DIRECTORY; a history comes in as it is")
-        _import_history(state, name, store, history, rev, strict)
+        _import_history(state, name, store, history, rev, strict, rewrite, exclude, gitignore)
         return
     assert directory is not None
     scan = scan_for(store, directory, exclude=exclude, gitignore=gitignore)
@@ -145,11 +160,21 @@ def import_(
     emit(payload, lambda: text_report(message))
 
 
-def _import_history(state: State, name: str, store: Any, source: str, rev: str, strict: bool) -> None:
+def _import_history(
+    state: State,
+    name: str,
+    store: Any,
+    source: str,
+    rev: str,
+    strict: bool,
+    rewrite: bool,
+    exclude: tuple[str, ...],
+    gitignore: bool,
+) -> None:
     """``import --history``: one call into the core, then the report (exit 1 when --strict refused)."""
     from gitmem.exchange import import_history
 
-    done = import_history(store, source, rev=rev, strict=strict)
+    done = import_history(store, source, rev=rev, strict=strict, rewrite=rewrite, exclude=exclude, gitignore=gitignore)
     refused = [
         {"commit": r.commit, "path": r.path, "rule": r.rule, "message": r.message} for r in done.refused
     ]
@@ -162,11 +187,15 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
         "refused": refused,
         "after_refused": done.after_refused,
         "replaced_init": done.replaced_init,
+        "rewritten": [{"from": a, "to": b} for a, b in done.rewritten.items()],
+        "left_out": [{"commit": d.commit, "path": d.path, "rule": d.rule, "message": d.message} for d in done.dropped],
     }
     left_out = len(done.after_refused) + len({r.commit for r in done.refused})
 
     def text(head: str) -> Any:
         def show() -> None:
+            for d in done.dropped:
+                say(f"left out {d.path} in {d.commit[:12]} [{d.rule}]: {d.message}", err=True)
             for r in done.refused:
                 where = f"{r.path} in " if r.path else ""
                 say(f"refused {where}{(r.commit or '')[:12]} [{r.rule}]: {r.message}", err=True)
@@ -183,8 +212,11 @@ def _import_history(state: State, name: str, store: Any, source: str, rev: str, 
     message = f"imported {len(done.imported)} commit(s) of {done.source} into {name!r}"
     if done.head:
         message += f": main at {done.head[:12]}"
+    if done.rewritten:
+        message += f"; {len(done.rewritten)} rewritten, {len(done.dropped)} entries left out"
     if left_out:
-        message += f" ({left_out} commit(s) left out)"
+        message += f" ({left_out} commit(s) left out"
+        message += ")" if rewrite else "; --rewrite brings every commit in without the refused files)"
     emit(payload, text(message))
 
 
