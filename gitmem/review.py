@@ -19,8 +19,10 @@ Writes without a run id (people, the CLI without ``--run``) still go to ``main``
 
 from __future__ import annotations
 
+from gitmem.git import conflict as conflicts
 from gitmem.git import history as git_history
 from gitmem.git import review as engine
+from gitmem.git.conflict import Draft
 from gitmem.git.merge import MergeRefused, MergeResult
 from gitmem.git.review import PROPOSALS, REVIEWS, Proposal, Rejection
 from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
@@ -33,11 +35,13 @@ __all__ = [
     "REVIEWS",
     "T_APPROVED_BY",
     "T_REJECTED_BY",
+    "Draft",
     "MergeRefused",
     "MergeResult",
     "Proposal",
     "Rejection",
     "approve",
+    "conflict",
     "diff",
     "enable",
     "enabled",
@@ -45,6 +49,7 @@ __all__ = [
     "proposals",
     "reject",
     "rejections",
+    "resolve",
 ]
 
 Store = GitFileStore | SyncGitFileStore
@@ -101,3 +106,21 @@ def reject(store: Store, run: str, *, rejecter: str, reason: str | None = None) 
 def rejections(store: Store) -> list[Rejection]:
     """Every rejected proposal on record, newest first."""
     return engine.rejections(as_sync(store).repo)
+
+
+def conflict(store: Store, run: str) -> Draft | None:
+    """The conflict proposal ``run`` (both sides, files unresolved), or ``None`` for an ordinary proposal."""
+    sync = as_sync(store)
+    found = engine.describe(sync.repo, run)
+    return conflicts.read_draft(sync.repo.repo, found.head)
+
+
+def resolve(store: Store, run: str, path: str, *, side: str | None = None, text: str | None = None) -> Draft:
+    """Settle ``path`` of conflict proposal ``run`` (opened by ``pull --propose``).
+
+    ``side`` ``"ours"`` keeps this memory's version, ``"theirs"`` the remote's;
+    or ``text`` is the merged content (held to a store write's rules). When no
+    file is left unresolved, :func:`approve` lands the merge on ``main``.
+    """
+    sync = as_sync(store)
+    return conflicts.resolve(sync.repo, sync.format, run, path, side=side, text=text)

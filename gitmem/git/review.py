@@ -38,9 +38,13 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
+from gitmem.git import conflict
+from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.treediff import file_changes
 from gitmem.model import Origin
 from gitmem.provenance import (
     COMMITTER_EMAIL,
@@ -277,6 +281,29 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
         # Deleted only if the run did not write to it again since it was read.
         swap_ref(git.repo, git.path, ref, head, None, message="gitmem approve", stale_after=git.stale_lock_seconds)
 
+    with translate_errors(git.path):
+        draft = conflict.read_draft(git.repo, head)
+    if draft is not None:
+        # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
+        with open_quarantine(git.path) as held:
+            r = open_repository(held.path)
+            try:
+                landing = conflict.approved_commit(r, draft, who, run)
+            finally:
+                r.free()
+            return integrate(
+                git,
+                fmt,
+                landing,
+                what=f"conflict proposal {run}",
+                origin=who,
+                detail=f"approve proposal {run}",
+                extra=((T_APPROVED_BY, who.principal_id),),
+                scratch=held,
+                precheck=still_there,
+                after_swap=drop_branch,
+            )
+
     return integrate(
         git,
         fmt,
@@ -292,24 +319,56 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
 
 
 def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
-    """Delete the proposals whose head ``main`` now holds; returns their run ids.
+    """Delete the proposals whose work ``main`` now holds; returns their run ids.
 
     After a pull brings back a pull request that was opened from a proposal and
-    merged on the hosting service, the proposal is done. Call under the writer
-    lock; a proposal the run wrote to meanwhile is kept (its CAS fails).
+    merged on the hosting service, the proposal is done, whichever way the forge
+    merged it: a merge commit or a fast-forward (``main`` holds the proposal's
+    head), a squash or a rebase (new commits: every file the proposal changes
+    since it forked is, on ``main``, exactly as the proposal has it). Call under
+    the writer lock; a proposal the run wrote to meanwhile is kept (its CAS fails).
     """
     r = git.repo
     closed: list[str] = []
+    main_id = pygit2.Oid(hex=main)
+    main_tree = r[main_id].peel(pygit2.Tree)
     for name in sorted(r.references):
         if not name.startswith(PROPOSALS):
             continue
         head = read_ref(r, name)
         if head is None:
             continue
-        if head == main or r.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=head)):
+        if head == main or r.descendant_of(main_id, pygit2.Oid(hex=head)) or _landed(r, main_id, main_tree, head):
             if swap_ref(r, git.path, name, head, None, message="gitmem pull: merged upstream"):
                 closed.append(name[len(PROPOSALS) :])
     return tuple(closed)
+
+
+def _landed(r: pygit2.Repository, main: pygit2.Oid, main_tree: pygit2.Tree, head: str) -> bool:
+    """Whether every change of the proposal at ``head`` (since it forked from ``main``) is on ``main``.
+
+    A squash or rebase merge makes new commits, so the proposal's own commits
+    never appear on ``main``; its changes do. A proposal that changes nothing
+    is never closed this way.
+    """
+    tip = r[head].peel(pygit2.Commit)
+    base = r.merge_base(main, tip.id)
+    if base is None:
+        return False
+    changes = file_changes(r, r[base].peel(pygit2.Tree).id, tip.tree_id)
+    if not changes:
+        return False
+    for change in changes:
+        try:
+            entry = main_tree[change.path]
+        except KeyError:
+            entry = None
+        if change.new is None:
+            if entry is not None:
+                return False
+        elif entry is None or str(entry.id) != change.new[1] or entry.filemode != change.new[0]:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
