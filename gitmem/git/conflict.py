@@ -173,22 +173,23 @@ def resolve(
         if head is None or draft is None:
             raise MemoryStoreError("not_found", f"{run!r} is not an open conflict proposal (see the review list)")
         if path not in draft.unresolved:
-            left = ", ".join(draft.unresolved) or "none"
-            raise MemoryStoreError("not_found", f"{path} is not an unresolved file of {run} (unresolved: {left})")
+            listed = ", ".join(draft.unresolved) or "none"
+            raise MemoryStoreError("not_found", f"{path} is not an unresolved file of {run} (unresolved: {listed})")
         with open_quarantine(git.path) as held:
             r = open_repository(held.path)
             try:
                 index = pygit2.Index()
                 index.read_tree(r[head].peel(pygit2.Tree))
                 if data is not None:
-                    index.add(pygit2.IndexEntry(path, r.create_blob(data), pygit2.GIT_FILEMODE_BLOB))
+                    index.add(pygit2.IndexEntry(path, r.create_blob(data), pygit2.enums.FileMode.BLOB))
                 else:
                     _set(index, r[draft.ours if side == "ours" else draft.theirs].peel(pygit2.Tree), path)
                 tree = index.write_tree(r)
                 old = r[head].peel(pygit2.Commit)
                 left = [p for p in draft.unresolved if p != path]
                 parents = [pygit2.Oid(hex=draft.ours), pygit2.Oid(hex=draft.theirs)]
-                new = str(r.create_commit(None, old.author, old.committer, _message(draft.remote, draft.theirs, left), tree, parents))
+                message = _message(draft.remote, draft.theirs, left)
+                new = str(r.create_commit(None, old.author, old.committer, message, tree, parents))
             finally:
                 r.free()
             _admit(git, held, new)
@@ -210,9 +211,7 @@ def approved_commit(r: pygit2.Repository, draft: Draft, who: Origin, run: str) -
             tuple(f"unresolved: {p}" for p in draft.unresolved),
         )
     commit = r[draft.commit].peel(pygit2.Commit)
-    paths = tuple(
-        c.path for c in file_changes(r, r[draft.ours].peel(pygit2.Tree).id, commit.tree_id)
-    )
+    paths = tuple(c.path for c in file_changes(r, r[draft.ours].peel(pygit2.Tree).id, commit.tree_id))
     assert who.principal_id is not None
     message = commit_message(
         "merge",

@@ -123,7 +123,8 @@ def _hand_password_to_helper(git: GitRepo, url: str) -> str:
         return url
     user = urllib.parse.unquote(parts.username or "")
     host = parts.netloc.rpartition("@")[2]
-    fields = {"protocol": parts.scheme, "host": host, "username": user, "password": urllib.parse.unquote(parts.password)}
+    password = urllib.parse.unquote(parts.password)
+    fields = {"protocol": parts.scheme, "host": host, "username": user, "password": password}
     if any("\n" in v or "\0" in v for v in fields.values()):
         return url
     feed = "".join(f"{k}={v}\n" for k, v in fields.items()) + "\n"
@@ -265,7 +266,8 @@ def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
         _forget_pushed(git, target, [run for run in recorded if run not in open_here])
     if not open_here:
         return ()
-    listed = run_git(["ls-remote", "--heads", target.url, f"{PROPOSALS}*"], cwd=git.path, what=f"git ls-remote {target.name}")
+    what = f"git ls-remote {target.name}"
+    listed = run_git(["ls-remote", "--heads", target.url, f"{PROPOSALS}*"], cwd=git.path, what=what)
     if listed.returncode != 0:
         return ()  # the pull itself reached the remote; a failed listing reports nothing rather than guess
     there = {line.partition("\t")[2][len(PROPOSALS) :] for line in listed.stdout.splitlines()}

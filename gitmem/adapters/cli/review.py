@@ -133,7 +133,8 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
     sides: list[dict[str, object]] = []
     if draft is not None:
         for path in draft.unresolved:
-            sides.append({"path": path, "ours": _side(store, draft.ours, path), "theirs": _side(store, draft.theirs, path)})
+            ours, theirs = _side(store, draft.ours, path), _side(store, draft.theirs, path)
+            sides.append({"path": path, "ours": ours, "theirs": theirs})
 
     def text() -> None:
         say(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {_who(found)}")
@@ -201,10 +202,14 @@ def review_resolve(state: State, name: str, proposal_id: str, path: str, side: s
     draft = api.resolve(state.store(name), proposal_id, path, side=side, text=text)
     left = list(draft.unresolved)
     how = side or "merged text"
+    then = (
+        f"still unresolved: {', '.join(left)}"
+        if left
+        else f"approve it with `gitmem review approve {name} {proposal_id}`"
+    )
     emit(
         {"memory": name, "run": proposal_id, "path": path, "resolved": how, "unresolved": left, "head": draft.commit},
-        f"{name}: {path} settled ({how}) in {proposal_id}; "
-        + (f"still unresolved: {', '.join(left)}" if left else f"approve it with `gitmem review approve {name} {proposal_id}`"),
+        f"{name}: {path} settled ({how}) in {proposal_id}; {then}",
     )
 
 
