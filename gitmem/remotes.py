@@ -112,7 +112,10 @@ def clone(
         add(store, remote, url)
         result = pull(store, remote, origin=origin)
     except BaseException:
-        root.remove(chosen)
+        try:
+            root.remove(chosen)
+        except MemoryStoreError:
+            pass  # the error that matters is the clone's
         raise
     return store, result
 
