@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,3 +122,42 @@ def new_repo(forge: Forge, name: str) -> Path:
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "config", "http.receivepack", "true"], check=True)
     return repo
+
+
+@contextmanager
+def running_daemon(path: Path) -> Iterator[str]:
+    """``git daemon`` serving the repositories under ``path`` with pushes on; yields ``git://127.0.0.1:<port>``."""
+    path.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--enable=receive-pack",
+            "--informative-errors",
+            f"--base-path={path}",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            str(path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    raise RuntimeError("git daemon did not start") from None
+                time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        daemon.terminate()
+        daemon.wait(10)

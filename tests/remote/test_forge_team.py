@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from remote.forge import Forge, new_repo, running_forge
+from remote.forge import Forge, new_repo, running_daemon, running_forge
 
 PASSWORD = "s3cret-forge-pass"
 
@@ -269,3 +269,27 @@ def test_a_clone_of_history_the_memory_refuses_lists_each_file_and_rule_and_crea
     assert not a.mount("team").exists()
     assert a.json("mounts")["mounts"] == []
     fsck(forge.repo("team"))
+
+
+def test_the_same_team_works_over_git_daemon(tmp_path: Path) -> None:
+    forge = tmp_path / "daemon"
+    with running_daemon(forge) as base:
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(forge / "team.git")], check=True)
+        seed = tmp_path / "seed"
+        git("init", "-q", "-b", "main", str(seed))
+        (seed / "a.md").write_text("one\n")
+        git("add", "-A", cwd=seed)
+        git("commit", "-q", "-m", "seed", cwd=seed)
+        git("push", "-q", f"{base}/team.git", "main", cwd=seed)
+        a, b = Machine(tmp_path / "a"), Machine(tmp_path / "b")
+        a("clone", f"{base}/team.git")
+        b("clone", f"{base}/team.git", "mine")
+        a("write", "team", "a2.md", "--create", input="from a\n")
+        b("edit", "mine", "a.md", "--old", "one", "--new", "one, from b")
+        a("push", "team")
+        assert b.json("pull", "mine")["result"] == "merged"
+        b("push", "mine")
+        assert a.json("pull", "team")["result"] == "fast_forward"
+        assert a.head("team") == b.head("mine") == git("rev-parse", "main", cwd=forge / "team.git").strip()
+        assert a.cat("team", "a.md") == "one, from b\n" and b.cat("mine", "a2.md") == "from a\n"
+        fsck(a.mount("team"), b.mount("mine"), forge / "team.git")

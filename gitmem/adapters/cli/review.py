@@ -248,12 +248,17 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
     try:
         result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
     except api.MergeRefused as exc:
-        report_refused(
-            state,
-            exc,
-            f"main and the proposal were not changed; edit {', '.join(exc.paths[:3]) or 'the files'} on main or "
-            f"reject the proposal (`gitmem review reject {name} {proposal_id}`)",
-        )
+        if any(r.startswith("unresolved: ") for r in exc.reasons):
+            hint = (
+                f"main was not changed; settle each file with `gitmem review resolve {name} {proposal_id} PATH "
+                "--ours | --theirs | --file MERGED` (see both versions with `gitmem review show`), then approve again"
+            )
+        else:
+            hint = (
+                f"main and the proposal were not changed; edit {', '.join(exc.paths[:3]) or 'the files'} on main or "
+                f"reject the proposal (`gitmem review reject {name} {proposal_id}`)"
+            )
+        report_refused(state, exc, hint)
     emit(
         {
             "memory": name,
