@@ -32,6 +32,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeRefused, conflicts, refused_by_rules
 from gitmem.git.packs import PackError
@@ -111,6 +112,7 @@ def open_draft(
             for name in list(r.references):
                 r.references.delete(name)
             r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
+            lend_ledger(git.repo, r)  # what this memory erased is refused here too
             verdict = check_updates(held.path, [RefUpdate(ref, ZERO, theirs)], fmt, strict_objects=True)
             if verdict[ref]:
                 raise refused_by_rules(f"{remote}/main", verdict[ref])

@@ -128,3 +128,18 @@ def test_clone_refuses_a_taken_name_and_leaves_nothing_when_the_remote_is_unreac
     assert result.kind in ("fast_forward", "joined") and store.sync.head() == pair.sync.head()
     assert result.paths == ("notes/a.md", "notes/b.md")
     assert [(r.name, r.url) for r in remotes.list_remotes(store)] == [("origin", str(pair.hosting))]
+
+
+def test_a_conflict_proposal_never_brings_back_what_this_memory_erased(pair: Pair) -> None:
+    pair.sync.forget("notes/b.md")  # the forge still holds it: a copy pushed before the erasure
+    pair.person("notes/a.md", "theirs\n")
+    pair.agent("notes/a.md", "ours\n")
+    head = pair.sync.head()
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(pair.store, propose=True)
+    assert caught.value.code == "forbidden" and "notes/b.md" in caught.value.paths
+    assert any("erased" in r for r in caught.value.reasons)
+    assert pair.sync.head() == head and review.proposals(pair.store) == []
+    blob = git("rev-parse", "HEAD:notes/b.md", cwd=pair.work).stdout.strip()
+    assert not has_object(pair.store.path, blob)
+    fsck_clean(pair.store.path)
