@@ -77,6 +77,11 @@ def test_theirs_takes_a_deletion_and_approval_keeps_what_agents_wrote_meanwhile(
     with pytest.raises(MemoryStoreError) as caught:
         review.resolve(pair.store, "merge-origin", "notes/b.md", side="ours")
     assert caught.value.code == "not_found"
+    # The draft is this memory's own unfinished merge: push --proposals never sends it.
+    with pytest.raises(MemoryStoreError) as behind:
+        remotes.push(pair.store, proposals=True)
+    assert behind.value.code == "version_mismatch"
+    assert "merge-origin" not in git("ls-remote", "--heads", str(pair.hosting)).stdout
     settled = review.resolve(pair.store, "merge-origin", "notes/a.md", side="theirs")
     assert settled.unresolved == ()
     pair.sync.write("notes/agent.md", "written meanwhile\n", expected=None, origin=Origin("run-1", "bot"))
