@@ -202,7 +202,7 @@ def pull(state: State, name: str, remote_name: str, propose: bool) -> None:
     if result.kind == "up_to_date":
         message = f"{name} is up to date with {remote_name}/main ({short(result.after)})"
     else:
-        how = "fast-forward" if result.kind == "fast_forward" else "merge commit"
+        how = {"fast_forward": "fast-forward", "joined": "joined its history"}.get(result.kind, "merge commit")
         files = f"{len(result.paths)} file{'' if len(result.paths) == 1 else 's'} changed"
         message = f"{name}: main {short(result.before)} -> {short(result.after)} ({how}); {files}"
         for path in result.paths:
