@@ -19,10 +19,10 @@ Writes without a run id (people, the CLI without ``--run``) still go to ``main``
 
 from __future__ import annotations
 
-from gitmem.git import conflict as conflicts
+from typing import TYPE_CHECKING
+
 from gitmem.git import history as git_history
 from gitmem.git import review as engine
-from gitmem.git.conflict import Draft
 from gitmem.git.merge import MergeRefused, MergeResult
 from gitmem.git.review import PROPOSALS, REVIEWS, Proposal, Rejection
 from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
@@ -30,12 +30,14 @@ from gitmem.history import FileDiff
 from gitmem.model import Origin
 from gitmem.provenance import T_APPROVED_BY, T_REJECTED_BY
 
+if TYPE_CHECKING:
+    from gitmem.git.conflict import Draft
+
 __all__ = [
     "PROPOSALS",
     "REVIEWS",
     "T_APPROVED_BY",
     "T_REJECTED_BY",
-    "Draft",
     "MergeRefused",
     "MergeResult",
     "Proposal",
@@ -110,9 +112,11 @@ def rejections(store: Store) -> list[Rejection]:
 
 def conflict(store: Store, run: str) -> Draft | None:
     """The conflict proposal ``run`` (both sides, files unresolved), or ``None`` for an ordinary proposal."""
+    from gitmem.git.conflict import read_draft
+
     sync = as_sync(store)
     found = engine.describe(sync.repo, run)
-    return conflicts.read_draft(sync.repo.repo, found.head)
+    return read_draft(sync.repo.repo, found.head)
 
 
 def resolve(store: Store, run: str, path: str, *, side: str | None = None, text: str | None = None) -> Draft:
@@ -122,5 +126,7 @@ def resolve(store: Store, run: str, path: str, *, side: str | None = None, text:
     or ``text`` is the merged content (held to a store write's rules). When no
     file is left unresolved, :func:`approve` lands the merge on ``main``.
     """
+    from gitmem.git.conflict import resolve as settle
+
     sync = as_sync(store)
-    return conflicts.resolve(sync.repo, sync.format, run, path, side=side, text=text)
+    return settle(sync.repo, sync.format, run, path, side=side, text=text)

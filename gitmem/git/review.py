@@ -38,10 +38,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import conflict
-from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeResult, integrate
-from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import file_changes
@@ -280,6 +277,10 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
     def drop_branch(result: MergeResult) -> None:
         # Deleted only if the run did not write to it again since it was read.
         swap_ref(git.repo, git.path, ref, head, None, message="gitmem approve", stale_after=git.stale_lock_seconds)
+
+    from gitmem.git import conflict  # approvals only: reads need none of the write machinery
+    from gitmem.git.loose import open_repository
+    from gitmem.git.quarantine import open_quarantine
 
     with translate_errors(git.path):
         draft = conflict.read_draft(git.repo, head)
