@@ -41,7 +41,7 @@ from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
-from gitmem.git.treediff import file_changes
+from gitmem.git.treediff import FileChange, file_changes
 from gitmem.model import Origin
 from gitmem.provenance import (
     COMMITTER_EMAIL,
@@ -345,12 +345,19 @@ def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
     return tuple(closed)
 
 
+LANDED_WALK = 2000
+"""Commits of ``main`` since a proposal forked that a pull reads to find where its changes landed."""
+
+
 def _landed(r: pygit2.Repository, main: pygit2.Oid, main_tree: pygit2.Tree, head: str) -> bool:
-    """Whether every change of the proposal at ``head`` (since it forked from ``main``) is on ``main``.
+    """Whether the changes of the proposal at ``head`` (since it forked) landed on ``main``.
 
     A squash or rebase merge makes new commits, so the proposal's own commits
-    never appear on ``main``; its changes do. A proposal that changes nothing
-    is never closed this way.
+    never appear on ``main``; its changes do: some commit of ``main`` since the
+    fork (``main`` itself first, then back to at most :data:`LANDED_WALK` commits,
+    so a later edit of the same files does not hide the merge) has every file the
+    proposal changed exactly as the proposal has it. A proposal that changes
+    nothing is never closed this way.
     """
     tip = r[head].peel(pygit2.Commit)
     base = r.merge_base(main, tip.id)
@@ -359,9 +366,23 @@ def _landed(r: pygit2.Repository, main: pygit2.Oid, main_tree: pygit2.Tree, head
     changes = file_changes(r, r[base].peel(pygit2.Tree).id, tip.tree_id)
     if not changes:
         return False
+    if _holds(main_tree, changes):
+        return True
+    walker = r.walk(main, pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(base)
+    for seen, commit in enumerate(walker):
+        if seen >= LANDED_WALK:
+            return False
+        if _holds(commit.tree, changes):
+            return True
+    return False
+
+
+def _holds(tree: pygit2.Tree, changes: list[FileChange]) -> bool:
+    """Whether ``tree`` has every change's new side (an entry with its id and mode, or no entry)."""
     for change in changes:
         try:
-            entry = main_tree[change.path]
+            entry = tree[change.path]
         except KeyError:
             entry = None
         if change.new is None:

@@ -148,3 +148,23 @@ def test_a_conflict_proposal_never_brings_back_what_this_memory_erased(pair: Pai
     blob = git("rev-parse", "HEAD:notes/b.md", cwd=pair.work).stdout.strip()
     assert not has_object(pair.store.path, blob)
     fsck_clean(pair.store.path)
+
+
+def test_a_squashed_proposal_is_closed_even_when_main_edited_its_files_since(pair: Pair) -> None:
+    review.enable(pair.store)
+    pair.sync.for_run("r1").write("notes/a.md", "proposed\n", expected=pair.sync.read("notes/a.md").version)
+    pair.sync.for_run("r1").write("notes/new.md", "also proposed\n", expected=None)
+    pair.sync.for_run("r2").write("notes/other.md", "still open\n", expected=None)
+    remotes.push(pair.store, proposals=True)
+    git("fetch", "-q", "origin", cwd=pair.work)
+    git("merge", "-q", "--squash", "origin/proposals/r1", cwd=pair.work)
+    git("commit", "-q", "-m", "Squashed pull request #1", cwd=pair.work)
+    git("push", "-q", "origin", "main", cwd=pair.work)
+    pair.person("notes/a.md", "edited after the merge\n")  # main no longer holds the proposal's version
+    pulled = remotes.pull(pair.store)
+    assert pulled.closed == ("r1",) and pulled.abandoned == ()
+    assert [p.run for p in review.proposals(pair.store)] == ["r2"]
+    assert pair.sync.read("notes/a.md").text == "edited after the merge\n"
+    pushed = {p.ref for p in remotes.push(pair.store, proposals=True)}
+    assert pushed == {"refs/heads/main", "refs/heads/proposals/r2"}
+    fsck_clean(pair.store.path)
