@@ -261,7 +261,7 @@ def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
     recorded = _pushed(git, target)
     if not recorded:
         return ()
-    with translate_errors(git.path):
+    with translate_errors(git.path), git.lock.hold():
         open_here = {run for run in recorded if git.ref_target(PROPOSALS + run) is not None}
         _forget_pushed(git, target, [run for run in recorded if run not in open_here])
     if not open_here:
