@@ -19,6 +19,8 @@ Writes without a run id (people, the CLI without ``--run``) still go to ``main``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gitmem.git import history as git_history
 from gitmem.git import review as engine
 from gitmem.git.merge import MergeRefused, MergeResult
@@ -27,6 +29,9 @@ from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
 from gitmem.history import FileDiff
 from gitmem.model import Origin
 from gitmem.provenance import T_APPROVED_BY, T_REJECTED_BY
+
+if TYPE_CHECKING:
+    from gitmem.git.conflict import Draft
 
 __all__ = [
     "PROPOSALS",
@@ -38,6 +43,7 @@ __all__ = [
     "Proposal",
     "Rejection",
     "approve",
+    "conflict",
     "diff",
     "enable",
     "enabled",
@@ -45,6 +51,7 @@ __all__ = [
     "proposals",
     "reject",
     "rejections",
+    "resolve",
 ]
 
 Store = GitFileStore | SyncGitFileStore
@@ -101,3 +108,25 @@ def reject(store: Store, run: str, *, rejecter: str, reason: str | None = None) 
 def rejections(store: Store) -> list[Rejection]:
     """Every rejected proposal on record, newest first."""
     return engine.rejections(as_sync(store).repo)
+
+
+def conflict(store: Store, run: str) -> Draft | None:
+    """The conflict proposal ``run`` (both sides, files unresolved), or ``None`` for an ordinary proposal."""
+    from gitmem.git.conflict import read_draft
+
+    sync = as_sync(store)
+    found = engine.describe(sync.repo, run)
+    return read_draft(sync.repo.repo, found.head)
+
+
+def resolve(store: Store, run: str, path: str, *, side: str | None = None, text: str | None = None) -> Draft:
+    """Settle ``path`` of conflict proposal ``run`` (opened by ``pull --propose``).
+
+    ``side`` ``"ours"`` keeps this memory's version, ``"theirs"`` the remote's;
+    or ``text`` is the merged content (held to a store write's rules). When no
+    file is left unresolved, :func:`approve` lands the merge on ``main``.
+    """
+    from gitmem.git.conflict import resolve as settle
+
+    sync = as_sync(store)
+    return settle(sync.repo, sync.format, run, path, side=side, text=text)

@@ -30,7 +30,7 @@ from gitmem.fileformat import FileFormat
 from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
 from gitmem.git.packs import PackError
-from gitmem.git.pushcheck import RefUpdate, Refusal, check_updates
+from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates
 from gitmem.git.quarantine import Quarantine, open_quarantine
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
@@ -46,13 +46,17 @@ MAX_LISTED = 50
 
 @dataclass(frozen=True, slots=True)
 class MergeResult:
-    """How ``main`` moved: ``up_to_date``, ``fast_forward`` or ``merged`` (a new merge commit)."""
+    """How ``main`` moved: ``up_to_date``, ``fast_forward``, ``merged`` (a new merge commit),
+    ``joined`` (a new, empty memory took the other history whole) or ``conflict`` (``main``
+    did not move; ``proposal`` names the conflict proposal a pull opened to finish it)."""
 
     kind: str
     before: str
     after: str
     paths: tuple[str, ...]
     closed: tuple[str, ...] = ()  # review proposals main now holds, deleted (runs' ids)
+    abandoned: tuple[str, ...] = ()  # proposals pushed to the remote, gone there, not on main
+    proposal: str | None = None  # the conflict proposal of a ``conflict`` result
 
 
 class MergeRefused(MemoryStoreError):
@@ -108,12 +112,18 @@ def _changed(r: pygit2.Repository, old: str | pygit2.Oid, new: str | pygit2.Oid)
     return tuple(c.path for c in file_changes(r, r[old].peel(pygit2.Tree).id, r[new].peel(pygit2.Tree).id))
 
 
-def _conflicts(index: pygit2.Index) -> list[str]:
+def _fresh(r: pygit2.Repository, head: str) -> bool:
+    """Whether ``head`` is only a new memory's "init memory" commit: no parent, no file."""
+    commit = r[head].peel(pygit2.Commit)
+    return not commit.parent_ids and len(commit.tree) == 0
+
+
+def conflicts(index: pygit2.Index) -> list[str]:
     found: set[str] = set()
-    conflicts = index.conflicts
-    if conflicts is None:
+    held = index.conflicts
+    if held is None:
         return []
-    for ancestor, ours, theirs in conflicts:
+    for ancestor, ours, theirs in held:
         for entry in (ours, theirs, ancestor):
             if entry is not None:
                 found.add(entry.path)
@@ -135,6 +145,7 @@ def integrate(
     precheck: Callable[[], None] | None = None,
     after_swap: Callable[[MergeResult], None] | None = None,
     strict_objects: bool = False,
+    join: bool = False,
 ) -> MergeResult:
     """Land commit ``theirs`` on ``main``; see the module docstring.
 
@@ -152,6 +163,11 @@ def integrate(
     Every commit that ``main`` does not hold yet is checked, including ones other
     refs of the mount already point at: the check runs in the quarantine,
     whose only ref is ``main``.
+
+    ``join`` (a pull) lets a new memory take an unrelated history: when ``main``
+    is only the "init memory" commit (no parent, no file) and ``theirs`` shares no
+    history with it, ``main`` is set to ``theirs`` (kind ``joined``), every commit
+    of it held to the same rules, as if pushed to an empty repository.
     """
     if scratch is None:
         with open_quarantine(git.path) as own:
@@ -168,6 +184,7 @@ def integrate(
                 precheck=precheck,
                 after_swap=after_swap,
                 strict_objects=strict_objects,
+                join=join,
             )
     with translate_errors(git.path), git.lock.hold():
         for _ in range(MAX_ATTEMPTS):
@@ -180,13 +197,16 @@ def integrate(
                     r.references.delete(name)
                 r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
                 lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
-                result = _plan(r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward)
+                result = _plan(
+                    r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward, join=join
+                )
                 if result.kind == "up_to_date":
                     if after_swap is not None:
                         after_swap(result)
                     return result
+                old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
                 verdict = check_updates(
-                    scratch.path, [RefUpdate(MAIN, ours, result.after)], fmt, strict_objects=strict_objects
+                    scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects
                 )
                 if verdict[MAIN]:
                     raise refused_by_rules(what, verdict[MAIN])
@@ -223,6 +243,7 @@ def _plan(
     detail: str,
     extra: tuple[tuple[str, str], ...],
     ff: bool,
+    join: bool = False,
 ) -> MergeResult:
     """Decide how ``theirs`` lands on ``ours``; writes the merged trees and commit (not the ref)."""
     ours_id, theirs_id = pygit2.Oid(hex=ours), pygit2.Oid(hex=theirs)
@@ -234,21 +255,22 @@ def _plan(
         tree = r[theirs].peel(pygit2.Tree).id
     else:
         base = r.merge_base(ours_id, theirs_id)
+        if base is None and join and _fresh(r, ours):
+            return MergeResult("joined", ours, theirs, _changed(r, ours, theirs))
         if base is None:
             raise MergeRefused(
                 "version_mismatch",
                 f"{what} shares no history with main, so it cannot be merged; main was not changed "
-                "(push this memory to an empty repository instead)",
+                "(clone it into a new memory with `gitmem clone`, or push this memory to an empty repository)",
             )
         index = r.merge_trees(r[base].peel(pygit2.Tree), r[ours].peel(pygit2.Tree), r[theirs].peel(pygit2.Tree))
-        conflicts = _conflicts(index)
-        if conflicts:
+        found = conflicts(index)
+        if found:
             raise MergeRefused(
                 "version_mismatch",
-                f"{what} and main both changed {_listing(conflicts)}, so main was not changed; "
-                "resolve the conflict where the other side lives and try again",
-                conflicts,
-                tuple(f"conflict: {p}" for p in conflicts),
+                f"{what} and main both changed {_listing(found)}, so main was not changed",
+                found,
+                tuple(f"conflict: {p}" for p in found),
             )
         tree = index.write_tree(r)
     paths = _changed(r, ours, tree)

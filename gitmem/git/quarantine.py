@@ -4,7 +4,9 @@ Objects reach a mount from outside on several paths: a push to ``gitmem serve``
 (:mod:`gitmem.adapters.receive_pack`), a push to ``refs/for/main`` that the
 server merges (:mod:`gitmem.git.queue`), a pull (:mod:`gitmem.git.remote`),
 ``gitmem import --history`` (:mod:`gitmem.git.historyimport`), a proposal's
-approval (the merge commit :func:`gitmem.git.merge.integrate` writes), and the
+approval (the merge commit :func:`gitmem.git.merge.integrate` writes), a
+conflict proposal opened by ``pull --propose`` and each resolution written into
+it (:mod:`gitmem.git.conflict`), and the
 installed hooks' re-check of git's own receive quarantine
 (:func:`gitmem.git.packs.strict_check`). Each opens a :class:`Quarantine`, the
 way git's own receive-pack works:

@@ -27,17 +27,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import erasures
+from gitmem.git import conflict, erasures
 from gitmem.git.cli import run_git
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.merge import MergeRefused, MergeResult, integrate
 from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import MAIN, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
@@ -93,15 +94,45 @@ def _url(url: object) -> str:
 
 
 def add_remote(git: GitRepo, name: str, url: str) -> Remote:
-    """Record remote ``name`` at ``url`` (a hosting URL or a local path); ``already_exists`` if taken."""
+    """Record remote ``name`` at ``url`` (a hosting URL or a local path); ``already_exists`` if taken.
+
+    A password in an http(s) URL goes to the user's git credential helper when
+    one is configured (``credential.helper``), and the URL is recorded without
+    it: the helper serves it to every later push and pull, and the mount's
+    config never holds it in clear. With no helper the URL is kept as given
+    (the config file is the user's own, mode 0600), and only ever shown scrubbed.
+    """
     name = check_remote_name(name)
     url = _url(url)
     key = f"remote.{name}.url"
     with translate_errors(git.path), git.lock.hold():
         if git.config_get(key) is not None:
             raise MemoryStoreError("already_exists", f"this memory already has a remote named {name!r}")
+        url = _hand_password_to_helper(git, url)
         git.config_set(key, url)
     return Remote(name, url)
+
+
+def _hand_password_to_helper(git: GitRepo, url: str) -> str:
+    """``url`` without its password once a credential helper holds it (``git credential approve``); else ``url``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or parts.password is None or parts.hostname is None:
+        return url
+    helpers = run_git(["config", "--get-all", "credential.helper"], cwd=git.path, what="git config credential.helper")
+    if helpers.returncode != 0 or not any(line.strip() for line in helpers.stdout.splitlines()):
+        return url
+    user = urllib.parse.unquote(parts.username or "")
+    host = parts.netloc.rpartition("@")[2]
+    password = urllib.parse.unquote(parts.password)
+    fields = {"protocol": parts.scheme, "host": host, "username": user, "password": password}
+    if any("\n" in v or "\0" in v for v in fields.values()):
+        return url
+    feed = "".join(f"{k}={v}\n" for k, v in fields.items()) + "\n"
+    done = run_git(["credential", "approve"], cwd=git.path, stdin=feed.encode(), what="git credential approve")
+    if done.returncode != 0:
+        return url
+    userinfo = urllib.parse.quote(user, safe="") + "@" if user else ""
+    return urllib.parse.urlunsplit((parts.scheme, userinfo + host, parts.path, parts.query, parts.fragment))
 
 
 def remove_remote(git: GitRepo, name: str) -> None:
@@ -159,7 +190,8 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
     target = get_remote(git, remote)
     specs = ["refs/heads/main:refs/heads/main"]
     if proposals:
-        specs.append(f"{PROPOSALS}*:{PROPOSALS}*")
+        # Every proposal but conflict proposals, which are this memory's own unfinished merges.
+        specs += [f"{PROPOSALS}*:{PROPOSALS}*", f"^{conflict.BRANCHES}*"]
     leases: list[str] = []
     with translate_errors(git.path):
         handle = git.fresh()
@@ -182,7 +214,64 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
         raise MemoryStoreError("unavailable", f"{remote} refused the push: {listing}; {_tail(done.stderr)}")
     if done.returncode != 0:
         raise MemoryStoreError("unavailable", f"git push to {remote} failed: {_tail(done.stderr)}")
+    _remember_pushed(git, target, [p.ref[len(PROPOSALS) :] for p in pushed if p.ref.startswith(PROPOSALS)])
     return pushed
+
+
+# A proposal pushed to a remote is recorded (its run id, in the mount's git config) so that a
+# later pull can tell a pull request closed there without merging from one never pushed.
+_PUSHED_KEY = "gitmemproposal"
+
+
+def _remember_pushed(git: GitRepo, target: Remote, runs: list[str]) -> None:
+    if not runs:
+        return
+    key = f"remote.{target.name}.{_PUSHED_KEY}"
+    with translate_errors(git.path), git.lock.hold():
+        known = set(_pushed(git, target))
+        config = git.repo.config
+        for run in runs:
+            if run not in known:
+                config.set_multivar(key, "^" + re.escape(run) + "$", run)
+
+
+def _pushed(git: GitRepo, target: Remote) -> list[str]:
+    try:
+        return [str(v) for v in git.repo.config.get_multivar(f"remote.{target.name}.{_PUSHED_KEY}")]
+    except (KeyError, pygit2.GitError):
+        return []
+
+
+def _forget_pushed(git: GitRepo, target: Remote, runs: list[str]) -> None:
+    key = f"remote.{target.name}.{_PUSHED_KEY}"
+    for run in runs:
+        try:
+            git.repo.config.delete_multivar(key, "^" + re.escape(run) + "$")
+        except (KeyError, pygit2.GitError):
+            continue
+
+
+def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
+    """Proposals pushed to ``target`` and still open here whose branch is gone there (closed unmerged).
+
+    Run after merged ones were closed (a pull request merged on the forge and its
+    branch deleted is closed, not reported). Records of proposals no longer open
+    here are dropped.
+    """
+    recorded = _pushed(git, target)
+    if not recorded:
+        return ()
+    with translate_errors(git.path), git.lock.hold():
+        open_here = {run for run in recorded if git.ref_target(PROPOSALS + run) is not None}
+        _forget_pushed(git, target, [run for run in recorded if run not in open_here])
+    if not open_here:
+        return ()
+    what = f"git ls-remote {target.name}"
+    listed = run_git(["ls-remote", "--heads", target.url, f"{PROPOSALS}*"], cwd=git.path, what=what)
+    if listed.returncode != 0:
+        return ()  # the pull itself reached the remote; a failed listing reports nothing rather than guess
+    there = {line.partition("\t")[2][len(PROPOSALS) :] for line in listed.stdout.splitlines()}
+    return tuple(sorted(run for run in open_here if run not in there))
 
 
 def _erasure_leases(git: GitRepo, target: Remote, handle: pygit2.Repository, *, proposals: bool) -> list[str]:
@@ -278,15 +367,25 @@ def _adopt_ledger(git: GitRepo, scratch: str, remote: Remote) -> int:
         )
 
 
-def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None) -> MergeResult:
+def pull(
+    git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None, propose: bool = False
+) -> MergeResult:
     """Fetch ``remote``'s ``main`` and integrate it into this memory's ``main``.
 
     Fast-forward when ``main`` has not moved since; a merge commit when agents
     wrote other files meanwhile; :class:`gitmem.git.merge.MergeRefused` listing
     the files when both sides changed the same file, or when what the remote
     brings breaks the memory's rules. ``main`` is untouched by a refusal.
-    Review proposals that ``main`` now holds (pull requests merged upstream)
-    are deleted and named in ``closed``.
+    Review proposals whose work ``main`` now holds (pull requests merged upstream
+    by a merge commit, a squash or a rebase) are deleted and named in ``closed``;
+    proposals pushed to ``remote`` whose branch is gone there unmerged are named
+    in ``abandoned``.
+
+    A new memory (``main`` only its "init memory" commit) takes the remote's
+    ``main`` whole (kind ``joined``): that is how ``gitmem clone`` and ``init``
+    + ``remote add`` + ``pull`` join a memory kept on a forge. With ``propose``,
+    a conflict opens a conflict proposal (:mod:`gitmem.git.conflict`) and the
+    result's kind is ``conflict``: ``main`` still does not move.
     """
     who = origin or Origin()
     target = get_remote(git, remote)
@@ -307,19 +406,28 @@ def pull(git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin:
         def close_merged_proposals(result: MergeResult) -> None:
             closed.extend(drop_merged(git, result.after))
 
-        result = integrate(
-            git,
-            fmt,
-            incoming,
-            what=f"{remote}/main",
-            origin=who,
-            detail=f"pull {remote}",
-            scratch=held,
-            precheck=history_unchanged,
-            after_swap=close_merged_proposals,
-            strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
-        )
-        return dataclasses.replace(result, closed=tuple(closed))
+        try:
+            result = integrate(
+                git,
+                fmt,
+                incoming,
+                what=f"{remote}/main",
+                origin=who,
+                detail=f"pull {remote}",
+                scratch=held,
+                precheck=history_unchanged,
+                after_swap=close_merged_proposals,
+                strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
+                join=True,
+            )
+        except MergeRefused as exc:
+            if not (propose and exc.code == "version_mismatch" and exc.paths):
+                raise
+            ours = git.head()
+            run, paths = conflict.open_draft(git, fmt, held, ours, incoming, target.name, who)
+            return MergeResult("conflict", ours, ours, paths, proposal=run)
+        abandoned = _abandoned(git, target)
+        return dataclasses.replace(result, closed=tuple(closed), abandoned=abandoned)
 
 
 # --- erasure on remotes ---------------------------------------------------------------

@@ -41,6 +41,7 @@ from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.treediff import FileChange, file_changes
 from gitmem.model import Origin
 from gitmem.provenance import (
     COMMITTER_EMAIL,
@@ -277,6 +278,33 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
         # Deleted only if the run did not write to it again since it was read.
         swap_ref(git.repo, git.path, ref, head, None, message="gitmem approve", stale_after=git.stale_lock_seconds)
 
+    from gitmem.git import conflict  # approvals only: reads need none of the write machinery
+    from gitmem.git.loose import open_repository
+    from gitmem.git.quarantine import open_quarantine
+
+    with translate_errors(git.path):
+        draft = conflict.read_draft(git.repo, head)
+    if draft is not None:
+        # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
+        with open_quarantine(git.path) as held:
+            r = open_repository(held.path)
+            try:
+                landing = conflict.approved_commit(r, draft, who, run)
+            finally:
+                r.free()
+            return integrate(
+                git,
+                fmt,
+                landing,
+                what=f"conflict proposal {run}",
+                origin=who,
+                detail=f"approve proposal {run}",
+                extra=((T_APPROVED_BY, who.principal_id),),
+                scratch=held,
+                precheck=still_there,
+                after_swap=drop_branch,
+            )
+
     return integrate(
         git,
         fmt,
@@ -292,24 +320,77 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
 
 
 def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
-    """Delete the proposals whose head ``main`` now holds; returns their run ids.
+    """Delete the proposals whose work ``main`` now holds; returns their run ids.
 
     After a pull brings back a pull request that was opened from a proposal and
-    merged on the hosting service, the proposal is done. Call under the writer
-    lock; a proposal the run wrote to meanwhile is kept (its CAS fails).
+    merged on the hosting service, the proposal is done, whichever way the forge
+    merged it: a merge commit or a fast-forward (``main`` holds the proposal's
+    head), a squash or a rebase (new commits: every file the proposal changes
+    since it forked is, on ``main``, exactly as the proposal has it). Call under
+    the writer lock; a proposal the run wrote to meanwhile is kept (its CAS fails).
     """
     r = git.repo
     closed: list[str] = []
+    main_id = pygit2.Oid(hex=main)
+    main_tree = r[main_id].peel(pygit2.Tree)
     for name in sorted(r.references):
         if not name.startswith(PROPOSALS):
             continue
         head = read_ref(r, name)
         if head is None:
             continue
-        if head == main or r.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=head)):
+        if head == main or r.descendant_of(main_id, pygit2.Oid(hex=head)) or _landed(r, main_id, main_tree, head):
             if swap_ref(r, git.path, name, head, None, message="gitmem pull: merged upstream"):
                 closed.append(name[len(PROPOSALS) :])
     return tuple(closed)
+
+
+LANDED_WALK = 2000
+"""Commits of ``main`` since a proposal forked that a pull reads to find where its changes landed."""
+
+
+def _landed(r: pygit2.Repository, main: pygit2.Oid, main_tree: pygit2.Tree, head: str) -> bool:
+    """Whether the changes of the proposal at ``head`` (since it forked) landed on ``main``.
+
+    A squash or rebase merge makes new commits, so the proposal's own commits
+    never appear on ``main``; its changes do: some commit of ``main`` since the
+    fork (``main`` itself first, then back to at most :data:`LANDED_WALK` commits,
+    so a later edit of the same files does not hide the merge) has every file the
+    proposal changed exactly as the proposal has it. A proposal that changes
+    nothing is never closed this way.
+    """
+    tip = r[head].peel(pygit2.Commit)
+    base = r.merge_base(main, tip.id)
+    if base is None:
+        return False
+    changes = file_changes(r, r[base].peel(pygit2.Tree).id, tip.tree_id)
+    if not changes:
+        return False
+    if _holds(main_tree, changes):
+        return True
+    walker = r.walk(main, pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(base)
+    for seen, commit in enumerate(walker):
+        if seen >= LANDED_WALK:
+            return False
+        if _holds(commit.tree, changes):
+            return True
+    return False
+
+
+def _holds(tree: pygit2.Tree, changes: list[FileChange]) -> bool:
+    """Whether ``tree`` has every change's new side (an entry with its id and mode, or no entry)."""
+    for change in changes:
+        try:
+            entry = tree[change.path]
+        except KeyError:
+            entry = None
+        if change.new is None:
+            if entry is not None:
+                return False
+        elif entry is None or str(entry.id) != change.new[1] or entry.filemode != change.new[0]:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,18 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     user("remote", "add", "user", "origin", str(bare))
+    # Two copies of memory "cf" that changed the same file: a conflict proposal to resolve.
+    shared = tmp_path / "shared.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(shared)], check=True)
+    user("init", "cf")
+    user("write", "cf", "a.md", "--create", input="one\n")
+    user("remote", "add", "cf", "origin", str(shared))
+    user("push", "cf")
+    user("clone", str(shared), "cf2")
+    user("edit", "cf2", "a.md", "--old", "one", "--new", "two")
+    user("push", "cf2")
+    user("edit", "cf", "a.md", "--old", "one", "--new", "three")
+    assert user("pull", "cf", "--propose").exit_code == 1
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "x.md").write_text("x\n")
@@ -160,6 +172,8 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
         "remote remove": ["remote", "remove", "user", "other"],
         "push": ["push", "user"],
         "pull": ["pull", "user"],
+        "clone": ["clone", str(bare), "cloned"],
+        "review resolve": ["review", "resolve", "cf", "merge-origin", "a.md", "--ours"],
         "review list": ["review", "list", "rev"],
         "review show": ["review", "show", "rev", "r1"],
         "review approve": ["review", "approve", "rev", "r1", "--principal", "alice"],

@@ -286,10 +286,15 @@ def test_no_module_brings_objects_in_beside_the_quarantine() -> None:
         }
         if rel not in ("gitmem/git/packs.py", "gitmem/git/quarantine.py") and names & MOVERS:
             movers.append(rel)
+        exported = {  # names a module exports (``__all__``) are not git commands
+            id(n.value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+        }
         listed = {
             e.value
             for n in ast.walk(tree)
-            if isinstance(n, ast.List)
+            if isinstance(n, ast.List) and id(n) not in exported
             for e in n.elts
             if isinstance(e, ast.Constant) and isinstance(e.value, str)
         }

@@ -107,6 +107,7 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         },
         "watch": {"watch": "Print every ref change of memories NAME..."},
         "remote": {
+            "clone": "Make memory NAME from the main branch of the git repository at URL, with URL as its remote origin.",
             "remote": "Where a memory is pushed to and pulled from (git remotes of its repository).",
             "push": "Push main of memory NAME to REMOTE (default: origin); never forced.",
             "pull": "Bring main of REMOTE (default: origin) into memory NAME: fast-forward, or merge.",

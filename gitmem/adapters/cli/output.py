@@ -186,6 +186,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
             return "another writer holds the memory's lock; retry shortly"
         if "config" in lowered:
             return f"fix the value named above (`gitmem config {name} KEY VALUE`, or `--unset`)"
+        if command in ("clone", "pull", "push") and lowered.startswith(("git fetch", "git push", "git ls-remote")):
+            return "the remote did not answer as git expects: check its URL (`gitmem remote list`), the network and your access"
         return "check the --root folder and the memory's files: do they exist, and may this user read and write them?"
     if code == "forbidden":
         return "this memory does not allow that change"

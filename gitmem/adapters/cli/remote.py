@@ -21,7 +21,7 @@ from gitmem.adapters.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from gitmem.remotes import MergeRefused
+    from gitmem.remotes import MergeRefused, MergeResult
 
 
 def report_refused(state: State, exc: MergeRefused, hint: str) -> NoReturn:
@@ -120,43 +120,100 @@ def push(state: State, name: str, remote_name: str, proposals: bool) -> None:
 
 
 @cli.command()
-@click.argument("name")
-@click.argument("remote_name", metavar="[REMOTE]", default="origin")
+@click.argument("url")
+@click.argument("name", required=False)
 @origin_options
 @common_options
 @pass_state
-def pull(state: State, name: str, remote_name: str) -> None:
-    """Bring main of REMOTE (default: origin) into memory NAME: fast-forward, or merge.
+def clone(state: State, url: str, name: str | None) -> None:
+    """Make memory NAME from the main branch of the git repository at URL, with URL as its remote origin.
 
-    What the remote brings must pass the memory's rules. When agents changed
-    other files meanwhile a merge commit keeps both sides; when both sides
-    changed the same file nothing changes and the files are listed.
+    Every commit comes in as it is (same ids), each checked by the memory's
+    rules; when one is refused nothing is created and each refused file is
+    listed with its rule. NAME defaults to the last part of URL without .git.
+    Afterwards `gitmem pull NAME` and `gitmem push NAME` work with no more
+    set-up. A password in URL goes to git's credential helper when one is
+    configured, and is never printed.
     """
     from gitmem import remotes
 
     try:
-        result = remotes.pull(state.store(name), remote_name, origin=state.origin)
+        store, result = remotes.clone(state.root, url, name, origin=state.origin)
+    except remotes.MergeRefused as exc:
+        report_refused(
+            state,
+            exc,
+            "nothing was created; the forge's main holds commits the memory refuses: fix them there "
+            "(see `gitmem check`), or bring the history in without them (`gitmem import --history`)",
+        )
+    chosen = name or remotes.clone_name(url)
+    shown = remotes.list_remotes(store)[0].shown_url
+    files = len(result.paths)
+    emit(
+        {"memory": chosen, "remote": "origin", "url": shown, "head": result.after, "files": files},
+        f"cloned {shown} into memory {chosen!r}: main at {short(result.after)}, {files} file"
+        f"{'' if files == 1 else 's'}; `gitmem pull {chosen}` and `gitmem push {chosen}` sync with origin",
+    )
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("remote_name", metavar="[REMOTE]", default="origin")
+@click.option(
+    "--propose",
+    is_flag=True,
+    help="When both sides changed a file, open conflict proposal merge-REMOTE to resolve and approve.",
+)
+@origin_options
+@common_options
+@pass_state
+def pull(state: State, name: str, remote_name: str, propose: bool) -> None:
+    """Bring main of REMOTE (default: origin) into memory NAME: fast-forward, or merge.
+
+    What the remote brings must pass the memory's rules. When agents changed
+    other files meanwhile a merge commit keeps both sides; when both sides
+    changed the same file nothing changes and the files are listed: pull again
+    with --propose to finish it as a conflict proposal (`gitmem review resolve`,
+    then `gitmem review approve`, then `gitmem push`). A new, empty memory takes
+    the remote's history whole. Proposals merged on the remote (merge commit,
+    squash or rebase) are closed; pushed ones closed there unmerged are named.
+    """
+    from gitmem import remotes
+
+    try:
+        result = remotes.pull(state.store(name), remote_name, origin=state.origin, propose=propose)
     except remotes.MergeRefused as exc:
         if exc.code == "version_mismatch" and exc.paths:
             hint = (
-                f"main was not changed; resolve it on {remote_name} (pull its main into a clone, fix "
-                f"{', '.join(exc.paths[:3])}, push) or change the files here, then pull again"
+                f"main was not changed; run `gitmem pull {name} {remote_name} --propose` to open conflict "
+                f"proposal merge-{remote_name} holding both versions, settle each file with `gitmem review resolve`, "
+                f"approve it, then push"
             )
         elif exc.code == "version_mismatch":
-            hint = f"main was not changed; {remote_name}/main shares no history with this memory"
+            hint = (
+                f"main was not changed; {remote_name}/main shares no history with this memory "
+                f"(join it with `gitmem clone URL` into a new memory)"
+            )
         else:
             hint = f"main was not changed; fix the listed files on {remote_name} (rewrite the commits that add them) and pull again"
         report_refused(state, exc, hint)
+    if result.kind == "conflict":
+        _report_conflict(state, name, remote_name, result)
     if result.kind == "up_to_date":
         message = f"{name} is up to date with {remote_name}/main ({short(result.after)})"
     else:
-        how = "fast-forward" if result.kind == "fast_forward" else "merge commit"
+        how = {"fast_forward": "fast-forward", "joined": "joined its history"}.get(result.kind, "merge commit")
         files = f"{len(result.paths)} file{'' if len(result.paths) == 1 else 's'} changed"
         message = f"{name}: main {short(result.before)} -> {short(result.after)} ({how}); {files}"
         for path in result.paths:
             message += f"\n  {path}"
     if result.closed:
         message += f"\nreview proposals merged upstream and closed: {', '.join(result.closed)}"
+    for run in result.abandoned:
+        message += (
+            f"\nproposal {run} was closed on {remote_name} without being merged; "
+            f"reject it here with `gitmem review reject {name} {run}` (or push it again to reopen it)"
+        )
     emit(
         {
             "memory": name,
@@ -166,6 +223,37 @@ def pull(state: State, name: str, remote_name: str) -> None:
             "after": result.after,
             "paths": list(result.paths),
             "closed": list(result.closed),
+            "abandoned": list(result.abandoned),
         },
         message,
     )
+
+
+def _report_conflict(state: State, name: str, remote_name: str, result: MergeResult) -> NoReturn:
+    """A pull --propose that met a conflict: main did not move; the proposal and the way to finish it."""
+    run = result.proposal
+    steps = [
+        f"gitmem review show {name} {run}",
+        *(f"gitmem review resolve {name} {run} {p} --ours | --theirs | --file MERGED" for p in result.paths),
+        f"gitmem review approve {name} {run}",
+        f"gitmem push {name} {remote_name}",
+    ]
+    if state.json:
+        say_json(
+            {
+                "memory": name,
+                "remote": remote_name,
+                "result": "conflict",
+                "before": result.before,
+                "after": result.after,
+                "paths": list(result.paths),
+                "proposal": run,
+                "next": steps,
+            }
+        )
+    else:
+        say(f"{name} and {remote_name}/main both changed {', '.join(result.paths)}; main was not changed", err=True)
+        say(f"conflict proposal {run} holds both versions; finish with:", err=True)
+        for step in steps:
+            say(f"  {step}", err=True)
+    raise click.exceptions.Exit(EXIT_REFUSED)

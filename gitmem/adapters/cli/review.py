@@ -129,6 +129,12 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
     store = state.store(name)
     found = api.proposal(store, proposal_id)
     diffs = api.diff(store, proposal_id)
+    draft = api.conflict(store, proposal_id)
+    sides: list[dict[str, object]] = []
+    if draft is not None:
+        for path in draft.unresolved:
+            ours, theirs = _side(store, draft.ours, path), _side(store, draft.theirs, path)
+            sides.append({"path": path, "ours": ours, "theirs": theirs})
 
     def text() -> None:
         say(f"proposal {found.run} ({found.ref}) at {short(found.head)}, {found.commits} commits by {_who(found)}")
@@ -137,8 +143,95 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
             say(f"  {short(commit)}  {author}  {summary}")
         for d in diffs:
             say(d.patch.rstrip("\n") if d.patch else f"{d.status} {d.path}", multiline=bool(d.patch))
+        if draft is not None:
+            say(f"conflict with {draft.remote}/main ({short(draft.theirs)}): {len(sides)} file(s) unresolved")
+            for side in sides:
+                for label in ("ours", "theirs"):
+                    body = side[label]
+                    say(f"--- {side['path']} ({label}{', deleted' if body is None else ''})")
+                    if isinstance(body, str):
+                        say(body.rstrip("\n"), multiline=True)
 
-    emit({"memory": name, "proposal": _proposal_json(found), "diff": to_json(diffs)}, text)
+    payload: dict[str, object] = {"memory": name, "proposal": _proposal_json(found), "diff": to_json(diffs)}
+    if draft is not None:
+        payload["conflict"] = {"remote": draft.remote, "ours": draft.ours, "theirs": draft.theirs, "unresolved": sides}
+    emit(payload, text)
+
+
+def _side(store: object, rev: str, path: str) -> str | None:
+    """The text of ``path`` at ``rev`` (one side of a conflict), ``None`` when that side deleted it."""
+    from gitmem.errors import MemoryStoreError
+
+    try:
+        return str(store.read(path, rev).text)  # type: ignore[attr-defined]
+    except MemoryStoreError as exc:
+        if exc.code == "not_found":
+            return None
+        raise
+
+
+@review.command("resolve")
+@click.argument("name")
+@click.argument("proposal_id", metavar="ID")
+@click.argument("path")
+@click.option("--ours", "side", flag_value="ours", help="Keep this memory's version (main's).")
+@click.option("--theirs", "side", flag_value="theirs", help="Take the remote's version.")
+@click.option(
+    "--file",
+    "merged",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=str),
+    help="Write the merged text from this file ('-': stdin).",
+)
+@common_options
+@pass_state
+def review_resolve(state: State, name: str, proposal_id: str, path: str, side: str | None, merged: str | None) -> None:
+    """Settle file PATH of conflict proposal ID: --ours, --theirs, or --file with the merged text.
+
+    A conflict proposal is what `gitmem pull NAME REMOTE --propose` opens when
+    both sides changed a file. Once every file is settled, `gitmem review
+    approve NAME ID` lands the merge on main (a merge commit of main and the
+    remote's main), and `gitmem push NAME REMOTE` sends it as a fast-forward.
+    """
+    from gitmem import review as api
+
+    if (side is None) == (merged is None):
+        raise usage_error("give exactly one of --ours, --theirs or --file MERGED")
+    text = None
+    if merged is not None:
+        text = _read_merged(merged)
+    draft = api.resolve(state.store(name), proposal_id, path, side=side, text=text)
+    left = list(draft.unresolved)
+    how = side or "merged text"
+    then = (
+        f"still unresolved: {', '.join(left)}"
+        if left
+        else f"approve it with `gitmem review approve {name} {proposal_id}`"
+    )
+    emit(
+        {"memory": name, "run": proposal_id, "path": path, "resolved": how, "unresolved": left, "head": draft.commit},
+        f"{name}: {path} settled ({how}) in {proposal_id}; {then}",
+    )
+
+
+def _read_merged(source: str) -> str:
+    """The merged text: stdin for ``-``, else a regular file read through the one local-file gate."""
+    import sys
+
+    from gitmem.errors import MemoryStoreError
+    from gitmem.localfile import read_local_strict
+
+    limit = 64 * 1024 * 1024  # far above any memory file; the store's own size rule decides
+    if source == "-":
+        data: bytes | None = sys.stdin.buffer.read(limit + 1)
+    else:
+        data = read_local_strict(source, limit)
+        if data is None:
+            raise MemoryStoreError("not_found", f"{source} does not exist")
+    assert data is not None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"the merged text is not UTF-8 (at byte {exc.start})") from exc
 
 
 @review.command("approve")
@@ -155,12 +248,17 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
     try:
         result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
     except api.MergeRefused as exc:
-        report_refused(
-            state,
-            exc,
-            f"main and the proposal were not changed; edit {', '.join(exc.paths[:3]) or 'the files'} on main or "
-            f"reject the proposal (`gitmem review reject {name} {proposal_id}`)",
-        )
+        if any(r.startswith("unresolved: ") for r in exc.reasons):
+            hint = (
+                f"main was not changed; settle each file with `gitmem review resolve {name} {proposal_id} PATH "
+                "--ours | --theirs | --file MERGED` (see both versions with `gitmem review show`), then approve again"
+            )
+        else:
+            hint = (
+                f"main and the proposal were not changed; edit {', '.join(exc.paths[:3]) or 'the files'} on main or "
+                f"reject the proposal (`gitmem review reject {name} {proposal_id}`)"
+            )
+        report_refused(state, exc, hint)
     emit(
         {
             "memory": name,
