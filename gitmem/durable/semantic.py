@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from gitmem import derived
+from gitmem.durable.identifiers import FUSION_PROFILE, SEMANTIC_BINDING_SCHEMA
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
@@ -61,8 +62,6 @@ from gitmem.recall.vectors import (
 if TYPE_CHECKING:
     from gitmem.durable.repository import DurableStore
 
-SEMANTIC_BINDING_SCHEMA: Final = "gitmem.durable.semantic-binding.v1"
-FUSION_PROFILE: Final = "gitmem.durable.hybrid.rrf-k60.v1"
 #: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
 SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
 _SNAPSHOT_ATTEMPTS: Final = 5

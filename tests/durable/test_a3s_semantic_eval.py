@@ -18,6 +18,7 @@ import pytest
 
 from gitmem.adapters.lance_vectors import lance_index_in
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.identifiers import same_profile
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticPolicy, SemanticRecall, partition_of
 from gitmem.recall.vectors import VectorRecord
 from gitmem.session.location import open_session_memory
@@ -133,7 +134,9 @@ def test_semantic_v1_gates(tmp_path: Path, kind: str) -> None:
     assert record is not None and record["semantic"] is not None
     assert record["semantic"]["embedding"] == fx["embedding"]
     assert record["semantic"]["policy"] == {"candidate_limit": 4, "min_score": 0.9}
-    assert record["semantic"]["fusion"].endswith("rrf-k60.v1")
+    # the fixture names the fusion and the binding schema A3S's way; gitmem writes its own (identifiers.py)
+    assert same_profile(record["semantic"]["fusion"], fx["fusion_profile"])
+    assert same_profile(record["semantic"]["schema"], fx["semantic_binding_schema"])
     assert record["namespace"] == NS.as_dict()
     fsck(tmp_path / "root" / "team.git")
 
