@@ -1,5 +1,6 @@
 # Copied from openai-agents 0.24.0 (its source distribution): tests/model_test_helpers.py
 # (MIT, see LICENSE-openai-agents beside this file). A helper of the copied SDK tests, unchanged but for its imports.
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 from __future__ import annotations

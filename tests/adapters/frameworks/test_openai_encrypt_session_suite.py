@@ -1,6 +1,7 @@
 # Copied from openai-agents 0.24.0 (its source distribution): tests/extensions/memory/test_encrypt_session.py
 # (MIT, see LICENSE-openai-agents beside this file). Changed on purpose, and why: DIFFERENCES.md.
 # The session under test is GitMemSession: SQLiteSession below is tests/adapters/frameworks/shims.py's.
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 from __future__ import annotations
