@@ -177,6 +177,35 @@ COPIES: tuple[Copy, ...] = (
               "test_encrypted_pop_preserves_sqlalchemy_history",
               "test_encrypted_session_scan_budget_does_not_turn_redis_negative_limit_into_history"),
     ),
+    Copy(
+        "openai-agents", "tests/memory/test_session.py", "test_openai_session_suite.py", note=SESSION_NOTE,
+        replace=(
+            ("from agents import Agent, RunConfig, Runner, SessionSettings, SQLiteSession, TResponseInputItem\n",
+             "from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem\n"),
+            ("from agents.memory.sqlite_session import _await_mutation\n", ""),
+            ("from tests.test_responses import get_text_message\n",
+             "from tests.adapters.frameworks.agents_helpers import get_text_message\n"
+             "from tests.adapters.frameworks.shims import SQLiteSession\n"),
+        ),
+        drop=(  # SQLite's connections, transactions, locks and corrupt rows, and the SDK's private _await_mutation
+            "test_await_mutation_cancellation_hides_later_failure_without_loop_error",
+            "test_sqlite_session_close_closes_worker_thread_connections",
+            "test_sqlite_session_close_retries_quarantined_connection",
+            "test_sqlite_session_closes_retired_connections_before_the_next_allocation",
+            "test_sqlite_session_failed_add_items_releases_write_lock",
+            "test_sqlite_session_failed_clear_session_rolls_back",
+            "test_sqlite_session_failed_pop_item_releases_write_lock",
+            "test_sqlite_session_file_lock_is_shared_across_instances",
+            "test_sqlite_session_get_items_limit_skips_corrupt_newest_rows",
+            "test_sqlite_session_get_items_session_settings_limit_skips_corrupt_rows",
+            "test_sqlite_session_keeps_connections_of_live_worker_threads",
+            "test_sqlite_session_pop_item_returns_none_after_dropping_only_corrupt_rows",
+            "test_sqlite_session_pop_item_skips_corrupt_most_recent",
+            "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome",
+            "test_sqlite_session_reaps_connections_from_exited_worker_threads",
+            "test_sqlite_session_rollback_failure_evicts_connection",
+        ),
+    ),
     # -- langgraph: the SQLite store's suites ----------------------------------------------------
     Copy(
         "langgraph-checkpoint", "tests/embed_test_utils.py", "embed_test_utils.py",
@@ -267,6 +296,24 @@ COPIES: tuple[Copy, ...] = (
         ),
         regex=((r"\bawait asyncio\.sleep\(", "await _asleep("), (r"\btime\.sleep\(", "_sleep(")),
     ),
+    Copy(
+        "langgraph-checkpoint", "tests/test_store.py", "test_langgraph_memory_store_suite.py", note=STORE_NOTE,
+        replace=(
+            ("from pytest_mock import MockerFixture\n", ""),
+            ("from langgraph.store.memory import InMemoryStore\nfrom tests.embed_test_utils import CharacterEmbeddings\n",
+             "from tests.adapters.frameworks.embed_test_utils import CharacterEmbeddings\n"
+             "from tests.adapters.frameworks.shims import InMemoryStore\n"),
+        ),
+        drop=(
+            # LangGraph's own helpers, no store
+            "test_dedupe_ops_maps_repeated_reads_and_puts_to_one_op", "test_get_text_at_path",
+            "test_get_text_at_path_with_non_dict_mapping", "test_validate_op_namespace_rejects_invalid_labels",
+            "test_validate_op_namespace_allows_empty_prefix_and_wildcards",
+            # through pytest-mock, which gitmem does not install
+            "test_async_batch_store", "test_async_batch_store_deduplication", "test_rejects_invalid_namespace_labels",
+            "test_async_rejects_invalid_namespace_labels",
+        ),
+    ),
 )  # fmt: skip
 
 
@@ -283,8 +330,19 @@ def _drop(text: str, name: str, *, method: bool) -> str:
     if at is None:
         raise RuleMismatch(f"no test {name!r} to leave out")
     start = at
-    while start > 0 and lines[start - 1].startswith(indent + "@"):
-        start -= 1
+    while start > 0:  # back over its decorators, a multi-line one (ending in a bare ")") included
+        above = lines[start - 1]
+        if above.startswith(indent + "@"):
+            start -= 1
+        elif above == indent + ")":
+            head = start - 2
+            while head >= 0 and not lines[head].startswith(indent + "@"):
+                head -= 1
+            if head < 0:
+                break
+            start = head
+        else:
+            break
     end = at + 1
     while end < len(lines):
         line = lines[end]
