@@ -16,6 +16,19 @@ and ``clear_session`` deletes everything at the versions it read. Two writers
 that read the same head cannot both commit; the loser reads again and retries, so
 concurrent adds never overwrite each other and two pops never return one item.
 
+Compaction: ``OpenAIResponsesCompactionSession(id, GitMemSession(...))`` (and either
+order of it and ``EncryptedSession`` around it) replaces the compacted part of the
+history in ONE commit, as it does for the SDK's SQLite session: the session offers
+the SDK's ``_get_compaction_snapshot`` (the newest items and an atomic "replace the
+suffix if it is still the newest" that also drops an expired prefix the encrypted
+wrapper can authenticate) and ``_atomic_replace_items`` (a manual compaction's whole
+history swap). Without them the SDK fell back to a clear then an add, which skipped
+automatic compaction and, under the encrypted wrapper, deleted items written under
+another key. Both hooks are the SDK's private names; the ``openai-agents`` extra pins
+the release range they are tested on (tests/adapters/frameworks copies its tests).
+A subclass that overrides how items are read or written gets neither (the SDK would
+bypass its transform), exactly as a subclass of ``SQLiteSession`` does.
+
 Differences from ``SQLiteSession`` (tests/adapters/frameworks/DIFFERENCES.md): an
 item is held to the mount's file rules (at most ``max_file_bytes``, 64 KiB by
 default, and no credential-looking text, because git keeps every version), and a
@@ -27,10 +40,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from agents.memory.session import SessionABC
+# _CompactionSnapshot and _await_mutation are the SDK's private compaction protocol (see
+# "Compaction" in the module docstring): pyproject's openai-agents extra pins the releases it is tested on.
+from agents.memory.session import SessionABC, _await_mutation, _CompactionSnapshot
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from gitmem import aio
@@ -52,6 +68,11 @@ _ITEM = re.compile(r"(?P<seq>[0-9]{12})\.json")
 #: The newest sequence an item name can hold (12 digits). A head beyond it is not
 #: believed: items written past it would get names the reader never lists.
 MAX_SEQUENCE: Final = 10**12 - 1
+#: The methods a subclass overrides to transform items; one that does gets no compaction hooks.
+_ITEM_HOOKS: Final = (
+    "get_items", "add_items", "pop_item", "clear_session",
+    "get_items_sync", "add_items_sync", "pop_item_sync", "clear_session_sync",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +225,105 @@ class GitMemSession(SessionABC):
                 raise
             return
         raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this clear")
+
+    # -- the SDK's compaction hooks (private SDK protocol: see the module docstring) ----------
+
+    def _owns_item_hooks(self) -> bool:
+        """True unless a subclass changes how items are read or written (the hooks would bypass it)."""
+        cls = type(self)
+        return all(getattr(cls, name) is getattr(GitMemSession, name) for name in _ITEM_HOOKS)
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> _CompactionSnapshot | None:
+        """The newest ``limit`` items and a replacement of their suffix that lands only if they are still the newest.
+
+        ``None`` (the SDK then needs the whole history) for a subclass that transforms
+        items, or when a file in the window is not an item (as SQLite's hook does for a
+        corrupt row).
+        """
+        if not self._owns_item_hooks():
+            return None
+        now = await aio.call(self._read)
+        window = now.items[-limit:] if limit > 0 else []
+        items = [_decode(file) for file in window]
+        if any(item is None for item in items):
+            return None
+        complete = len(now.items) <= len(window)
+
+        async def replace_suffix(start: int, output: list[TResponseInputItem]) -> bool:
+            expected = window[start:]
+            if not expected:
+                return False
+            texts = [_dump(item) for item in output]  # refused before any write
+            return await _await_mutation(aio.call(self._replace_tail_sync, expected, texts, prune_prefix))
+
+        return _CompactionSnapshot(items, complete, replace_suffix)
+
+    async def _atomic_replace_items(self, items: list[TResponseInputItem]) -> bool:
+        """Replace the whole history in ONE commit (a manual compaction); ``False`` for a transforming subclass."""
+        if not self._owns_item_hooks():
+            return False
+        texts = [_dump(item) for item in items]
+        await aio.call(self._replace_all_sync, texts)
+        return True
+
+    def _replace_tail_sync(
+        self, expected: list[FileText], texts: list[str], prune_prefix: Callable[[Any], bool] | None
+    ) -> bool:
+        """Delete ``expected`` (still the newest files, same versions) and append ``texts``, in one commit.
+
+        ``False``, with nothing written, when the newest items are no longer ``expected``
+        (a write landed since the snapshot). With ``prune_prefix``, the oldest items it
+        accepts, up to the first it does not, go in the same commit.
+        """
+        want = [(f.path, f.version) for f in expected]
+        for _ in range(RETRIES):
+            now = self._read()
+            tail = now.items[len(now.items) - len(expected) :] if len(now.items) >= len(expected) else []
+            if [(f.path, f.version) for f in tail] != want:
+                return False
+            kept = now.items[: len(now.items) - len(expected)]
+            pruned: list[FileText] = []
+            if prune_prefix is not None:
+                for file in kept:
+                    item = _decode(file)
+                    if item is None or not prune_prefix(item):
+                        break
+                    pruned.append(file)
+            try:
+                commit(self.store, self._replacement(now, [*pruned, *tail], texts), "session-compact", self.origin)
+            except MemoryStoreError as error:
+                if lost_race(error):
+                    continue
+                raise
+            return True
+        raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this compaction")
+
+    def _replace_all_sync(self, texts: list[str]) -> None:
+        for _ in range(RETRIES):
+            now = self._read()
+            try:
+                commit(self.store, self._replacement(now, now.items, texts), "session-compact", self.origin)
+            except MemoryStoreError as error:
+                if lost_race(error):
+                    continue
+                raise
+            return
+        raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this compaction")
+
+    def _replacement(self, now: _Conversation, removed: list[FileText], texts: list[str]) -> list[Edit]:
+        """The edits that delete ``removed`` and append ``texts`` after the newest item, moving the head."""
+        last = now.last
+        if last + len(texts) > MAX_SEQUENCE:
+            raise MemoryStoreError("memory_full", f"session {self.session_id!r} has no sequence numbers left")
+        gone = {f.path for f in removed}
+        survivors = [f for f in now.items if f.path not in gone]
+        newest = last + len(texts) if texts else (_sequence(survivors[-1].path) if survivors else 0)
+        edits = [Edit(f.path, None, f.version) for f in removed]
+        edits += [Edit(self._path(last + 1 + i), text, None) for i, text in enumerate(texts)]
+        edits.append(self._head_edit(now, newest))
+        return edits
 
     # -- one snapshot of the folder ------------------------------------------------------------
 

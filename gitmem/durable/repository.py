@@ -260,20 +260,15 @@ class DurableRepository:
         finally:
             index.close()
 
-    def semantic_maintenance(
-        self,
-        namespaces: Sequence[Namespace],
-        *,
-        interval: float,
-        consistency: Consistency = "partition_atomic",
-    ) -> SemanticMaintenance:
-        """Refresh ``namespaces`` every ``interval`` seconds on a background thread (``close()`` it)."""
+    def semantic_maintenance(self, namespaces: Sequence[Namespace], *, interval: float) -> SemanticMaintenance:
+        """Refresh ``namespaces`` every ``interval`` seconds on a background thread (``close()`` it).
+
+        Every scheduled refresh requires the index-revision CAS: an index without it
+        is refused (``unavailable``) before anything starts (:class:`~gitmem.durable.semantic.SemanticMaintenance`).
+        """
         from gitmem.durable.semantic import SemanticMaintenance
 
-        self._semantic()
-        return SemanticMaintenance(
-            lambda ns: self.refresh_semantic_recall(ns, consistency=consistency), namespaces, interval=interval
-        )
+        return SemanticMaintenance(self._semantic(), self.store, namespaces, interval=interval)
 
     def record_admission(self, event: AccessEvent) -> bool:
         """Record that ``event.revision`` of an active node went into a model's context.

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from gitmem import derived
+from gitmem.durable.identifiers import FUSION_PROFILE, SEMANTIC_BINDING_SCHEMA
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
@@ -65,8 +66,6 @@ from gitmem.recall.vectors import (
 if TYPE_CHECKING:
     from gitmem.durable.repository import DurableStore
 
-SEMANTIC_BINDING_SCHEMA: Final = "gitmem.durable.semantic-binding.v1"
-FUSION_PROFILE: Final = "gitmem.durable.hybrid.rrf-k60.v1"
 #: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
 SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
 _SNAPSHOT_ATTEMPTS: Final = 5
@@ -514,6 +513,10 @@ class SemanticRecall:
         return semantic_health(store, namespace, index, log, self.generation(namespace))
 
 
+#: What a scheduled refresh (:class:`SemanticMaintenance`) always requires of the index.
+SCHEDULED_CONSISTENCY: Final[Consistency] = "index_revision_cas"
+
+
 def _unit(vector: Iterable[float]) -> tuple[float, ...]:
     values = tuple(float(x) for x in vector)
     norm = math.sqrt(sum(x * x for x in values))
@@ -584,20 +587,34 @@ def semantic_health(
 class SemanticMaintenance:
     """Refresh some namespaces every ``interval`` seconds on a daemon thread, until :meth:`close`.
 
+    A scheduled refresh runs with nobody watching it, so it always requires the
+    index's revision compare-and-swap (:data:`SCHEDULED_CONSISTENCY`): an index that
+    offers only ``partition_atomic`` is refused here, before the thread starts
+    (``unavailable``), and every round asks :meth:`SemanticRecall.refresh` for the
+    CAS again. Refreshing such an index on demand keeps the caller's choice.
     Each round refreshes each namespace once; a failure is recorded in the
     refresh log (see :meth:`SemanticRecall.health`) and retried next round.
     """
 
     def __init__(
         self,
-        refresh: Callable[[Namespace], RefreshReceipt],
+        recall: SemanticRecall,
+        store: DurableStore,
         namespaces: Sequence[Namespace],
         *,
         interval: float,
     ) -> None:
         if not isinstance(interval, (int, float)) or not 0.01 <= interval <= 86400:
             raise MemoryStoreError("invalid_query", "the refresh interval is 0.01 to 86400 seconds")
-        self.refresh = refresh
+        index, _ = recall._parts()
+        if index.consistency != SCHEDULED_CONSISTENCY:
+            raise MemoryStoreError(
+                "unavailable",
+                f"a scheduled semantic refresh requires {SCHEDULED_CONSISTENCY}; the vector index {index.name} "
+                f"offers only {index.consistency} (refresh it on demand, or use an index with the revision CAS)",
+            )
+        self.recall = recall
+        self.store = store
         self.namespaces = tuple(namespaces)
         self.interval = float(interval)
         self.rounds = 0
@@ -605,6 +622,10 @@ class SemanticMaintenance:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gitmem-semantic-refresh", daemon=True)
         self._thread.start()
+
+    def refresh(self, namespace: Namespace) -> RefreshReceipt:
+        """One scheduled refresh: always with the index-revision CAS."""
+        return self.recall.refresh(self.store, namespace, consistency=SCHEDULED_CONSISTENCY)
 
     def _run(self) -> None:
         while not self._stop.is_set():

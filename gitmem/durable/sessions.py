@@ -8,6 +8,8 @@ host that resumes the session must supply the binding again, and resume **fails
 closed** (``forbidden``, nothing changed) unless what it supplies is equivalent
 to the record - another namespace, another policy, another embedding model or no
 semantic recall where there was one. A record that cannot be read fails closed too.
+Profile names compare by :mod:`gitmem.durable.identifiers`: a record naming the
+fusion or the semantic binding schema A3S's way equals one naming them gitmem's way.
 
 The record also counts the session's model contexts. Each context gets the next
 number under an exclusive lock, so the context ids admissions are keyed by
@@ -30,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
+from gitmem.durable.identifiers import canonical_record
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json_strict, open_private, parse_json
@@ -144,9 +147,10 @@ class SessionBindings:
             if data is None:
                 self._write(session_id, {"session_id": session_id, "binding": binding, "contexts": 0})
                 return False
-            saved = data["binding"]
-            if saved != binding:
-                differ = sorted(k for k in set(saved) | set(binding) if saved.get(k) != binding.get(k))
+            # compared by canonical names: a record an A3S host wrote names the same profiles A3S's way
+            saved, given = canonical_record(data["binding"]), canonical_record(binding)
+            if saved != given:
+                differ = sorted(k for k in set(saved) | set(given) if saved.get(k) != given.get(k))
                 raise MemoryStoreError(
                     "forbidden",
                     f"session {session_id!r} was bound otherwise ({', '.join(differ)} differ); "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,46 @@ def test_a_weaker_index_fails_a_cas_refresh_before_any_work(tmp_path: Path, kind
         repo.refresh_semantic_recall(NS, consistency="index_revision_cas")
     assert raised.value.code == "unavailable" and embedder.calls == 0
     assert repo.refresh_semantic_recall(NS).outcome == "published"  # no CAS asked: partition-atomic is enough
+
+
+@KINDS
+def test_a_schedule_is_refused_on_an_index_without_the_revision_cas(tmp_path: Path, kind: str) -> None:
+    """The scheduled refresh always requires index-revision CAS; on-demand keeps the caller's choice."""
+    weak = type("Weak", (INDEX_CLASSES[kind],), {"consistency": property(lambda self: "partition_atomic")})
+    embedder = FixtureEmbedder(TEXTS, IDENT)
+    repo = repo_with(tmp_path, embedder, index=make_index(kind, tmp_path / "weak", weak))
+    seed(repo)
+    threads = threading.active_count()
+    with pytest.raises(MemoryStoreError) as raised:
+        repo.semantic_maintenance([NS], interval=0.05)
+    assert raised.value.code == "unavailable" and "index_revision_cas" in raised.value.message
+    assert embedder.calls == 0 and threading.active_count() == threads  # nothing embedded, no thread started
+    assert repo.semantic_health(NS).state == "missing"
+    assert repo.refresh_semantic_recall(NS).outcome == "published"  # on demand: partition-atomic was asked
+
+
+@KINDS
+def test_every_scheduled_round_publishes_with_the_revision_cas(tmp_path: Path, kind: str) -> None:
+    """Each round's publish carries the revision it started from (a stale round cannot overwrite a newer index)."""
+    expected: list[int | None] = []
+    base = INDEX_CLASSES[kind]
+
+    def mutate(self: Any, partition: str, **options: Any) -> int:
+        expected.append(options.get("expected_revision"))
+        result: int = base.mutate(self, partition, **options)
+        return result
+
+    spying = type("Spying", (base,), {"mutate": mutate})
+    repo = repo_with(tmp_path, index=make_index(kind, tmp_path / "spy", spying))
+    seed(repo)
+    maintenance = repo.semantic_maintenance([NS], interval=0.05)
+    try:
+        deadline = time.monotonic() + 10
+        while not expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        maintenance.close()
+    assert expected and all(isinstance(revision, int) for revision in expected), expected
 
 
 @KINDS

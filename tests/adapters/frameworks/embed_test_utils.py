@@ -1,5 +1,6 @@
-# Copied from langchain-ai/langgraph@f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f:libs/checkpoint/tests/embed_test_utils.py (MIT, see LICENSE-langgraph beside this file).
-# Changed on purpose, and why: DIFFERENCES.md. The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Copied from langgraph-checkpoint 4.3.2 (its source distribution): tests/embed_test_utils.py
+# (MIT, see LICENSE-langgraph beside this file). A helper of the copied store tests, unchanged.
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 """Embedding utilities for testing."""

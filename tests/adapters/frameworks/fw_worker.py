@@ -1,9 +1,12 @@
 """A separate process for the framework race tests.
 
-Usage: ``python fw_worker.py '{"mode": "put" | "add" | "pop", "root": ..., "tag": ..., "count": N, "out": ...}'``.
+Usage: ``python fw_worker.py '{"mode": "put" | "add" | "pop" | "compact", "root": ..., "tag": ..., "count": N, "out": ...}'``.
 ``put`` puts N LangGraph items under its tag; ``add`` appends N items to one Agents SDK
-session; ``pop`` pops until the session is empty. Each acknowledged key or popped item
-is one line in ``out``, written after the call returned. All start when ``go`` exists.
+session; ``pop`` pops until the session is empty; ``compact`` N times adds a pair of
+items (acknowledged as ``<tag>-<i>-added``) and replaces that pair with a summary
+through the SDK's compaction snapshot.
+Each acknowledged key, popped item or summary is one line in ``out``, written after
+the call returned. All start when ``go`` exists.
 """
 
 from __future__ import annotations
@@ -39,6 +42,24 @@ def main() -> None:
         for i in range(args["count"]):
             asyncio.run(session.add_items([{"role": "user", "content": f"{args['tag']}-{i}"}]))
             out.write(f"{args['tag']}-{i}\n")
+        return
+    if args["mode"] == "compact":
+
+        async def compact(i: int) -> bool:
+            snapshot = await session._get_compaction_snapshot(2)
+            assert snapshot is not None
+            summary = {"type": "compaction", "id": f"{args['tag']}-s{i}", "encrypted_content": "summary"}
+            return await snapshot.replace_suffix(0, [summary])
+
+        for i in range(args["count"]):
+            pair = [
+                {"role": "user", "content": f"{args['tag']}-{i}-a"},
+                {"role": "assistant", "content": f"{args['tag']}-{i}-b"},
+            ]
+            asyncio.run(session.add_items(pair))
+            out.write(f"{args['tag']}-{i}-added\n")
+            assert asyncio.run(compact(i))
+            out.write(f"{args['tag']}-s{i}\n")
         return
     while True:
         item = asyncio.run(session.pop_item())

@@ -128,12 +128,24 @@ def InMemoryStore(**options: Any) -> GitMemStore:
     return GitMemStore.open(root_for(":memory:"), **options)
 
 
-def SQLiteSession(
-    session_id: str, db_path: str | os.PathLike[str] = ":memory:", session_settings: Any = None
-) -> GitMemSession:
+class SQLiteSession(GitMemSession):
     """``SQLiteSession(id, db_path)`` of the copies: a GitMemSession in a root named after the database file.
 
     Two sessions on one database file share one mount, as they share one SQLite file.
+    A class (not a factory) so the copies' own subclasses of ``SQLiteSession`` subclass
+    GitMemSession, and get what a subclass of it gets.
     """
-    root = root_for(":memory:") if str(db_path) == ":memory:" else str(Path(db_path)) + ".gitmem"
-    return GitMemSession.open(session_id, root, session_settings=session_settings)
+
+    def __init__(
+        self, session_id: str, db_path: str | os.PathLike[str] = ":memory:", session_settings: Any = None
+    ) -> None:
+        from gitmem.root import Root
+
+        self.db_path = db_path
+        root = root_for(":memory:") if str(db_path) == ":memory:" else str(Path(db_path)) + ".gitmem"
+        store = Root(root).mount("session", create=True, kind="session").sync
+        super().__init__(session_id, store, session_settings=session_settings)
+
+
+class AsyncSQLiteSession:
+    """Never built: the copies' ``isinstance(backend, AsyncSQLiteSession)`` branches are for the SDK's second SQLite store."""

@@ -1,11 +1,15 @@
-# Copied from langchain-ai/langgraph@f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f:libs/checkpoint/tests/test_store.py (MIT, see LICENSE-langgraph beside this file).
-# Changed on purpose, and why: DIFFERENCES.md. The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Copied from langgraph-checkpoint 4.3.2 (its source distribution): tests/test_store.py
+# (MIT, see LICENSE-langgraph beside this file). Changed on purpose, and why: DIFFERENCES.md.
+# The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 import asyncio
 import json
-from collections.abc import Iterable
+from collections import UserDict
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -14,12 +18,16 @@ from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
     Item,
+    ListNamespacesOp,
+    MatchCondition,
     Op,
     PutOp,
     Result,
+    SearchOp,
     get_text_at_path,
+    validate_op_namespace,
 )
-from langgraph.store.base.batch import AsyncBatchedBaseStore
+from langgraph.store.base.batch import AsyncBatchedBaseStore, _dedupe_ops
 from tests.adapters.frameworks.embed_test_utils import CharacterEmbeddings
 from tests.adapters.frameworks.shims import InMemoryStore
 
@@ -301,6 +309,43 @@ def test_list_namespaces_no_conditions() -> None:
     assert sorted(result) == sorted(expected)
 
 
+def test_search_pages_match_full_listing() -> None:
+    store = InMemoryStore()
+    items_per_namespace = 7
+    for ns in [("a",), ("a", "b"), ("ab",), ("a", "c", "d")]:
+        for i in range(items_per_namespace):
+            store.put(ns, f"k{i}", {"i": i, "even": i % 2 == 0})
+
+    def keys(items: list) -> list[tuple[tuple[str, ...], str]]:
+        return [(item.namespace, item.key) for item in items]
+
+    full = keys(store.search(("a",), limit=100))
+    assert {ns for ns, _ in full} == {("a",), ("a", "b"), ("a", "c", "d")}
+    assert len(full) == 3 * items_per_namespace
+    paged = [
+        key
+        for offset in range(0, len(full), 4)
+        for key in keys(store.search(("a",), limit=4, offset=offset))
+    ]
+    assert paged == full
+    even = keys(store.search(("a",), filter={"even": True}, limit=100))
+    assert (
+        keys(store.search(("a",), filter={"even": True}, limit=3, offset=2))
+        == even[2:5]
+    )
+
+
+def test_vector_search_scores_every_item(fake_embeddings: CharacterEmbeddings) -> None:
+    store = InMemoryStore(
+        index={"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    )
+    for i in range(4):
+        store.put(("test",), f"other{i}", {"text": f"zzz qqq {i}"})
+    store.put(("test",), "match", {"text": "apple pie"})
+    results = store.search(("test",), query="apple pie", limit=1)
+    assert [r.key for r in results] == ["match"]
+
+
 def test_list_namespaces_empty_store() -> None:
     store = InMemoryStore()
 
@@ -394,6 +439,42 @@ async def test_cannot_put_empty_namespace() -> None:
     assert (await async_store.asearch(("valid", "namespace")))[0].value == doc
     await async_store.adelete(("valid", "namespace"), "key")
     assert (await async_store.aget(("valid", "namespace"), "key")) is None
+
+
+INVALID_NAMESPACES = [("foo.bar",), ("foo\x00",), ("foo", ""), (123,)]
+NAMESPACE_METHODS = ["get", "delete", "search", "prefix", "suffix"]
+
+
+def test_search_and_listing_keep_empty_prefixes_and_wildcards() -> None:
+    store = InMemoryStore()
+    store.put(("tenant", "a_%"), "key", {"v": 1})
+    store.put(("tenant", "b", "child"), "key", {"v": 1})
+
+    assert len(store.search(())) == 2
+    assert [item.namespace for item in store.search(("tenant", "a_%"))] == [
+        ("tenant", "a_%")
+    ]
+    assert sorted(store.list_namespaces(prefix=("tenant", "*"), suffix=("*",))) == [
+        ("tenant", "a_%"),
+        ("tenant", "b", "child"),
+    ]
+
+
+@pytest.mark.parametrize("batched", [False, True])
+async def test_async_search_and_listing_keep_empty_prefixes_and_wildcards(
+    batched: bool,
+) -> None:
+    store = MockAsyncBatchedStore() if batched else InMemoryStore()
+    await store.aput(("tenant", "a_%"), "key", {"v": 1})
+    await store.aput(("tenant", "b", "child"), "key", {"v": 1})
+
+    assert len(await store.asearch(())) == 2
+    assert [item.namespace for item in await store.asearch(("tenant", "a_%"))] == [
+        ("tenant", "a_%")
+    ]
+    assert sorted(
+        await store.alist_namespaces(prefix=("tenant", "*"), suffix=("*",))
+    ) == [("tenant", "a_%"), ("tenant", "b", "child")]
 
 
 @pytest.fixture

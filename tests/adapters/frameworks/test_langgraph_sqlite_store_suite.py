@@ -1,5 +1,7 @@
-# Copied from langchain-ai/langgraph@f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f:libs/checkpoint-sqlite/tests/test_store.py (MIT, see LICENSE-langgraph beside this file).
-# Changed on purpose, and why: DIFFERENCES.md. The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Copied from langgraph-checkpoint-sqlite 3.1.2 (its source distribution): tests/test_store.py
+# (MIT, see LICENSE-langgraph beside this file). Changed on purpose, and why: DIFFERENCES.md.
+# The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 import math
@@ -18,6 +20,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -78,7 +81,7 @@ class CharacterEmbeddings(Embeddings):
         return isinstance(other, CharacterEmbeddings) and self.dims == other.dims
 
 
-@pytest.fixture(scope="function", params=["memory"])  # gitmem: one kind of store (a mount in a temporary folder)
+@pytest.fixture(scope="function", params=["memory"])
 def store(request: Any) -> Generator[SqliteStore, None, None]:
     """Create a SqliteStore for testing."""
     if request.param == "memory":
@@ -477,7 +480,7 @@ def test_vector_store_initialization(fake_embeddings: CharacterEmbeddings) -> No
 
 
 @pytest.mark.parametrize("distance_type", VECTOR_TYPES)
-@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
+@pytest.mark.parametrize("conn_type", ["memory"])
 def test_vector_insert_with_auto_embedding(
     fake_embeddings: CharacterEmbeddings,
     distance_type: str,
@@ -508,7 +511,7 @@ def test_vector_insert_with_auto_embedding(
 
 
 @pytest.mark.parametrize("distance_type", VECTOR_TYPES)
-@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
+@pytest.mark.parametrize("conn_type", ["memory"])
 def test_vector_update_with_embedding(
     fake_embeddings: CharacterEmbeddings,
     distance_type: str,
@@ -787,7 +790,7 @@ def _cosine_similarity(X: list[float], Y: list[list[float]]) -> list[float]:
 
 
 @pytest.mark.parametrize("query", ["aaa", "bbb", "ccc", "abcd", "poisson"])
-@pytest.mark.parametrize("conn_type", ["memory"])  # gitmem: one kind of store
+@pytest.mark.parametrize("conn_type", ["memory"])
 def test_scores(
     fake_embeddings: CharacterEmbeddings,
     query: str,
@@ -1379,3 +1382,51 @@ def test_list_namespaces_metacharacter_labels(store: SqliteStore) -> None:
         assert set(store.list_namespaces(prefix=[label, "child"], limit=100)) == {
             (label, "child"),
         }
+
+
+@pytest.mark.parametrize("namespace", [("foo.bar",), ("foo", ""), ("foo", 1)])
+@pytest.mark.parametrize(
+    "kind", ["get", "put", "delete", "search", "list_prefix", "list_suffix"]
+)
+def test_batch_rejects_invalid_namespace_labels(
+    store: SqliteStore, namespace: tuple, kind: str
+) -> None:
+    """Ops passed straight to `batch` must not reach another namespace.
+
+    Namespaces are stored dot-joined, so `("foo.bar",)` flattens to the same
+    text as `("foo", "bar")`. `BaseStore` methods validate labels themselves,
+    but `batch` takes ops as given.
+    """
+    op = {
+        "get": GetOp(namespace, "key"),
+        "put": PutOp(namespace, "key", {"changed": True}),
+        "delete": PutOp(namespace, "key", None),
+        "search": SearchOp(namespace),
+        "list_prefix": ListNamespacesOp((MatchCondition("prefix", namespace),)),
+        "list_suffix": ListNamespacesOp((MatchCondition("suffix", namespace),)),
+    }[kind]
+    store.put(("foo", "bar"), "key", {"original": True})
+
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("valid",), "key", {}), op])
+
+    item = store.get(("foo", "bar"), "key")
+    assert item is not None and item.value == {"original": True}
+    # The whole batch is rejected before any SQL runs.
+    assert store.get(("valid",), "key") is None
+
+
+def test_batch_allows_empty_search_prefix_and_listing_wildcards(
+    store: SqliteStore,
+) -> None:
+    store.put(("foo", "bar"), "key", {"v": 1})
+
+    found, listed = store.batch(
+        [
+            SearchOp(()),
+            ListNamespacesOp((MatchCondition("prefix", ("foo", "*")),)),
+        ]
+    )
+
+    assert [item.namespace for item in found] == [("foo", "bar")]
+    assert listed == [("foo", "bar")]

@@ -1,7 +1,9 @@
-# Copied from langchain-ai/langgraph@f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f:libs/checkpoint-sqlite/tests/test_ttl.py (MIT, see LICENSE-langgraph beside this file).
-# Changed on purpose, and why: DIFFERENCES.md. The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
+# Copied from langgraph-checkpoint-sqlite 3.1.2 (its source distribution): tests/test_ttl.py
+# (MIT, see LICENSE-langgraph beside this file). Changed on purpose, and why: DIFFERENCES.md.
+# The store under test is GitMemStore (tests/adapters/frameworks/shims.py).
 # The waits for a TTL to run out advance a fake clock (shims.FakeClock) instead of sleeping,
 # except in the two sweeper-thread tests, which wait for the real thread.
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 """Test SQLite store Time-To-Live (TTL) functionality."""
@@ -19,17 +21,13 @@ from tests.adapters.frameworks.shims import AsyncSqliteStore, FakeClock, SqliteS
 
 
 def _sleep(seconds: float) -> None:
-    if SqliteStore.clock is not None:
-        SqliteStore.clock.sleep(seconds)
-    else:
-        time.sleep(seconds)
+    clock = SqliteStore.clock
+    (clock.sleep if clock is not None else time.sleep)(seconds)
 
 
 async def _asleep(seconds: float) -> None:
-    if AsyncSqliteStore.clock is not None:
-        await AsyncSqliteStore.clock.asleep(seconds)
-    else:
-        await asyncio.sleep(seconds)
+    clock = AsyncSqliteStore.clock
+    await (clock.asleep if clock is not None else asyncio.sleep)(seconds)
 
 
 @pytest.fixture(autouse=True)

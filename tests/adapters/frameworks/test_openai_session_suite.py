@@ -1,6 +1,7 @@
-# Copied from openai/openai-agents-python@7f7a44f8dc0650296bd5ab6c745c9bcbaa6ac3b7:tests/memory/test_session.py
+# Copied from openai-agents 0.24.0 (its source distribution): tests/memory/test_session.py
 # (MIT, see LICENSE-openai-agents beside this file). Changed on purpose, and why: DIFFERENCES.md.
 # The session under test is GitMemSession: SQLiteSession below is tests/adapters/frameworks/shims.py's.
+# Written by refresh_upstream.py: change the rules there, not this file.
 # ruff: noqa
 # mypy: ignore-errors
 """Tests for session memory functionality."""
@@ -788,4 +789,26 @@ async def test_runner_with_session_settings_override():
 
         session.close()
 
+
+def _drop_sqlite_table(db_path: Path, table: str) -> None:
+    """Drop a table from an independent connection to make a later statement fail."""
+    helper = sqlite3.connect(str(db_path))
+    try:
+        helper.execute(f"DROP TABLE {table}")
+        helper.commit()
+    finally:
+        helper.close()
+
+
+def _sqlite_write_lock_is_free(db_path: Path) -> bool:
+    """Return whether an independent writer can take the SQLite write lock."""
+    probe = sqlite3.connect(str(db_path), timeout=0)
+    try:
+        probe.execute("CREATE TABLE IF NOT EXISTS probe_lock (x INTEGER)")
+        probe.commit()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
 
