@@ -139,7 +139,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
                 packwrite.write_pack(repo.path, pending, durable=durable)
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
-                    repo.remember_tree(commit, tree_id)
+                    repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)
                     return Done(CommitId(commit), chosen.result)
     finally:
