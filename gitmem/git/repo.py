@@ -389,7 +389,7 @@ class GitRepo:
         """
         tree = self._commit_trees.get(commit)
         if tree is not None:
-            found = self.written.find(tree, path, getattr(self._local, "gen", (None,))[0])
+            found = self.written.find(tree, path, self.history_mark())  # a purge since: not served
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
