@@ -51,7 +51,12 @@ def index_files(path: str) -> int:
 
 
 def open_store(kind: str, path: str) -> object:
-    return GitFileStore.open(path).sync if kind == "git" else DirStore(path)
+    """``git``: gitmem; ``git-off``: gitmem keeping nothing it wrote or read from new packs; ``dir``: the baseline."""
+    if kind == "dir":
+        return DirStore(path)
+    store = GitFileStore.open(path).sync
+    store.repo.written.enabled = kind == "git"
+    return store
 
 
 def timed(call: object, *args: object, **kwargs: object) -> Sample:
@@ -118,14 +123,11 @@ def measure(git_path: str, dir_path: str, files: int, rounds: int, seed: int) ->
     rng = random.Random(seed)
     corpus = bulk.Corpus(seed=seed)
     paths = [bulk.layout_path(i) for i in range(files)]
-    stores = {
-        "git": open_store("git", git_path),
-        "git-off": open_store("git", git_path),
-        "dir": open_store("dir", dir_path),
-    }
-    stores["git-off"].repo.written.enabled = False  # type: ignore[attr-defined]
-    git_reader = Reader("git", git_path)
-    readers = {"git": git_reader, "git-off": git_reader, "dir": Reader("dir", dir_path)}
+    off_path = git_path[: -len(".git")] + "-off.git"  # its own copy: the other store's packs must not mix in
+    shutil.copytree(git_path, off_path)
+    where = {"git": git_path, "git-off": off_path, "dir": dir_path}
+    stores = {kind: open_store(kind, path) for kind, path in where.items()}
+    readers = {kind: Reader(kind, path) for kind, path in where.items()}
     names = ("write", "after write, same process", "after write, other process")
     names += ("just written, same process", "just written, other process")
     out: dict[str, dict[str, list[Sample]]] = {name: {k: [] for k in stores} for name in names}
@@ -134,7 +136,7 @@ def measure(git_path: str, dir_path: str, files: int, rounds: int, seed: int) ->
             a, b, c = rng.choice(paths), rng.choice(paths), rng.choice(paths)
             text_a, text_c = corpus.fresh(), corpus.fresh()
             for kind in rng.sample(list(stores), len(stores)):
-                store: object = stores[kind]  # "git-off": the same memory, its writer keeping nothing
+                store: object = stores[kind]
                 s = out["write"][kind]
                 s.append(timed(store.write, a, text_a, expected=store.read(a).version))  # type: ignore[attr-defined]
                 out["after write, same process"][kind].append(timed(store.read, b))  # type: ignore[attr-defined]
@@ -145,9 +147,8 @@ def measure(git_path: str, dir_path: str, files: int, rounds: int, seed: int) ->
                 out["after write, other process"][kind].append(readers[kind].read(b))
     finally:
         for reader in readers.values():
-            if reader is not git_reader:
-                reader.close()
-        git_reader.close()
+            reader.close()
+    shutil.rmtree(off_path, ignore_errors=True)
     return out
 
 

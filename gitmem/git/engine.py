@@ -45,7 +45,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import erasures, packwrite
+from gitmem.git import erasures, packwrite, written
 from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
@@ -137,7 +137,9 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                     continue
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
-                packwrite.write_pack(repo.path, pending, durable=durable)
+                sha = packwrite.write_pack(repo.path, pending, durable=durable)
+                if repo.written.enabled:
+                    written.name_pack(repo.path, sha)  # before the ref moves: a reader of the new head finds it
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
                     repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)

@@ -388,6 +388,8 @@ class GitRepo:
         folder again to find its new pack.
         """
         tree = self._commit_trees.get(commit)
+        if tree is None and self.written.enabled:
+            tree = self._kept_tree(commit)
         if tree is not None:
             found = self.written.find(tree, path, self.history_mark())  # a purge since: not served
             if found is not None:
@@ -404,6 +406,23 @@ class GitRepo:
         if entry is None or entry.kind != "blob":
             return None
         return entry.oid, self.blob(entry.oid)
+
+    def _kept_tree(self, commit: str) -> str | None:
+        """The tree id of a ``commit`` another process just made, from its pack read here; ``None``: libgit2's.
+
+        Asked once per head this process did not make: the pack its writer named
+        is read once (:meth:`gitmem.git.written.Written.adopt`); libgit2 reads the rest.
+        """
+        raw = self.written.raw(commit)
+        if raw is None:
+            if not self.written.adopt(self.path, self.history_mark(), commit):
+                return None
+            raw = self.written.raw(commit)
+        if raw is None or not raw.startswith(b"tree ") or len(raw) < 46:
+            return None
+        tree = raw[5:45].decode("ascii", "replace")
+        self.remember_tree(commit, tree)
+        return tree
 
     def file_id_at(self, commit: str, path: str) -> str | None:
         """The blob id of the regular file at ``path`` in ``commit``, or ``None``; the blob is not read."""
