@@ -1,15 +1,18 @@
-"""A read of a head this process just committed answers from the objects it wrote (gitmem.git.written).
+"""A read of a head just committed answers from the objects its writer made (gitmem.git.written).
 
-Each answer must be the one a handle that never wrote gives (another process
-reading the memory from its packs): a file just written, its neighbours, a
-file in another folder, a missing path, a path through a file, a folder asked
-as a file, a deleted or moved file. And what a forget erased is never served
-from what the writer kept.
+In the writing process from what it kept; in another process from the pack the
+writer named in ``gitmem/last-pack``. Each answer must be the one a new process
+gives (reading the memory through libgit2 alone): a file just written, its
+neighbours, a file in another folder, a missing path, a path through a file, a
+folder asked as a file, a deleted or moved file. A planted or stale name changes
+no answer and fails no write, a pack is kept under the ids its bytes hash to,
+and what a forget erased is never served from what the writer kept.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from gitmem import GitFileStore, MemoryStoreError, Origin
+from gitmem.git import packwrite, written
 
 ADMIN = Origin("run-1", "admin", "call-1")
 
@@ -106,3 +110,75 @@ def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path
     with pytest.raises(MemoryStoreError):  # the commit it made is gone with the history that named the secret
         writer.read("ops/secret.md", rev=written_at)
     assert writer.read("keep.md").text == "kept\n"
+
+
+_WRITER = """
+import sys
+from gitmem import GitFileStore
+store = GitFileStore.open(sys.argv[1]).sync
+for arg in sys.argv[2:]:
+    path, text = arg.split("=", 1)
+    try:
+        version = store.read(path).version
+    except Exception:
+        version = None
+    store.write(path, text + "\\n", expected=version)
+"""
+
+
+def _write_elsewhere(path: str, *edits: str) -> None:
+    subprocess.run([sys.executable, "-c", _WRITER, path, *edits], check=True, capture_output=True)
+
+
+def test_a_reader_answers_a_head_another_process_just_committed_as_a_new_process_does(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/d.md=one", "a/e.md=two", "x/y/z.md=three")
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+    for round_ in range(3):
+        _write_elsewhere(path, f"a/b/c.md=round {round_}")
+        mine = _answers(reader, PATHS)
+        assert mine["a/b/c.md"][0] == f"round {round_}\n"  # type: ignore[index]
+        assert mine == _in_another_process(path, PATHS)
+    assert reader.repo.written.raw(reader.repo.head()) is not None  # the named pack was read, not listed for
+
+
+@pytest.mark.parametrize("planted", ["garbage", "missing pack", "link", "fifo", "folded pack"])
+def test_a_planted_or_stale_pack_name_changes_no_answer_and_fails_no_write(tmp_path: Path, planted: str) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/d.md=one")
+    hint = Path(path) / written.LAST_PACK
+    older = hint.read_text()
+    _write_elsewhere(path, "a/b/c.md=two")
+    hint.unlink()
+    if planted == "garbage":
+        hint.write_bytes(b"pack-../../etc/passwd\n\xff")
+    elif planted == "missing pack":
+        hint.write_text("pack-" + "0" * 40 + "\n")
+    elif planted == "link":
+        hint.symlink_to(tmp_path / "elsewhere")
+    elif planted == "fifo":
+        os.mkfifo(hint)
+    else:
+        hint.write_text(older)  # a pack that does not hold the head
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+    _write_elsewhere(path, "a/b/c.md=three")  # the name cannot be written: the write still lands
+    assert reader.read("a/b/c.md").text == "three\n"
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0
+
+
+def test_a_pack_whose_index_lies_about_an_id_is_kept_under_the_ids_its_bytes_hash_to(tmp_path: Path) -> None:
+    pending = packwrite.PendingObjects()
+    pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
+    true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
+    sha, pack, _ = packwrite.pack_files(pending)
+    target = tmp_path / f"pack-{sha}.pack"
+    target.write_bytes(pack)
+    found = written._small_pack(str(target))
+    assert found is not None and set(found) == {true_id}
+    target.write_bytes(pack[:-21] + bytes([pack[-21] ^ 1]) + pack[-20:])  # damaged: its trailer no longer matches
+    assert written._small_pack(str(target)) is None
