@@ -137,9 +137,10 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                     continue
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
-                sha = packwrite.write_pack(repo.path, pending, durable=durable)
+                sha, pack, idx = packwrite.pack_files(pending)
+                packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:
-                    written.name_pack(repo.path, sha)  # before the ref moves: a reader of the new head finds it
+                    written.publish(repo.path, pack)  # before the ref moves: a reader of the new head finds it
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
                     repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)

@@ -388,10 +388,11 @@ class GitRepo:
         folder again to find its new pack.
         """
         tree = self._commit_trees.get(commit)
+        mark = self.history_mark()  # a purge since: nothing kept is served
         if tree is None and self.written.enabled:
-            tree = self._kept_tree(commit)
+            tree = self._kept_tree(commit, mark)
         if tree is not None:
-            found = self.written.find(tree, path, self.history_mark())  # a purge since: not served
+            found = self.written.find(tree, path, mark)
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -407,15 +408,15 @@ class GitRepo:
             return None
         return entry.oid, self.blob(entry.oid)
 
-    def _kept_tree(self, commit: str) -> str | None:
+    def _kept_tree(self, commit: str, mark: tuple[int, int]) -> str | None:
         """The tree id of a ``commit`` another process just made, from its pack read here; ``None``: libgit2's.
 
-        Asked once per head this process did not make: the pack its writer named
-        is read once (:meth:`gitmem.git.written.Written.adopt`); libgit2 reads the rest.
+        Asked once per head this process did not make: the copy of its pack the
+        writer left is read (:meth:`gitmem.git.written.Written.adopt`); libgit2 reads the rest.
         """
         raw = self.written.raw(commit)
         if raw is None:
-            if not self.written.adopt(self.path, self.history_mark(), commit):
+            if not self.written.adopt(self.path, mark, commit):
                 return None
             raw = self.written.raw(commit)
         if raw is None or not raw.startswith(b"tree ") or len(raw) < 46:

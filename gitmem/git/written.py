@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 import threading
 import zlib
@@ -41,9 +40,9 @@ ADOPT_BYTES = 1 << 16
 ADOPT_PACKS = 16
 """New packs read here at most at once; with more (a reader idle through many writes) libgit2 lists them."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
-"""The pack of the latest commit, named by its writer before the ref moves: a hint, checked like any input."""
-_PACK_NAME = re.compile(rb"pack-(?:[0-9a-f]{40}|[0-9a-f]{64})")
+"""A copy of the latest commit's pack, left by its writer before the ref moves: a hint, checked like any input."""
 
+_LENGTH = struct.Struct(">I")
 _TREE = b"40000"
 _FILES = (b"100644", b"100755")
 
@@ -63,7 +62,7 @@ class Written:
         self._bytes = 0
         self._mark: Mark | None = None
         self._lock = threading.Lock()
-        self._seen: set[bytes] = set()  # packs named by LAST_PACK and read here already
+        self._seen: set[bytes] = set()  # trailers of the LAST_PACK copies read here already
 
     def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
         """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
@@ -87,27 +86,29 @@ class Written:
         return None if found is None else found[1]
 
     def adopt(self, repo_path: str, mark: Mark, want: str) -> bool:
-        """Keep the objects of the pack the latest writer named, if it holds commit ``want``; whether it did.
+        """Keep the objects of the latest commit's pack, if it holds commit ``want``; whether it did.
 
         A commit another process made is in a pack this process has not seen.
         libgit2 finds it by listing ``objects/pack`` (~0.15 ms for a folder of a
         few hundred names on the benchmark machine), then opening and mapping its
-        index and pack. Here the pack named in :data:`LAST_PACK` is read whole,
-        once (two small reads, no listing), and every object in it is checked
-        against the id its bytes hash to. A pack that is big, deltified, torn
-        or damaged, or a name that is stale (a writer outside gitmem), is left
-        to libgit2, which reads as before.
+        index and pack. Here the copy of that pack its writer left in
+        :data:`LAST_PACK` is read instead (one small read), its trailer and every
+        object checked against their hashes. A copy that is torn, damaged,
+        deltified or of another commit (a writer outside gitmem moved the head)
+        is left alone, and libgit2 reads as before.
         """
-        hint = _read_small(os.path.join(repo_path, LAST_PACK), 128)
-        name = hint.split(b"\n", 1)[0] if hint else b""
-        if not _PACK_NAME.fullmatch(name) or name in self._seen:
+        held = _read_small(os.path.join(repo_path, LAST_PACK), ADOPT_BYTES + _LENGTH.size)
+        if held is None or len(held) < _LENGTH.size:
+            return False
+        pack = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
+        if len(pack) < 32 or pack[-20:] in self._seen:
+            return False
+        found = _small_pack(pack)
+        if not found:
             return False
         if len(self._seen) > LIMIT_OBJECTS:
             self._seen = set()
-        self._seen.add(name)
-        found = _small_pack(os.path.join(repo_path, "objects", "pack", name.decode() + ".pack"))
-        if not found:
-            return False
+        self._seen.add(pack[-20:])
         self.add(found, mark)
         return want in found
 
@@ -152,18 +153,23 @@ Found = tuple[str, str, "bytes | str | None"]
 _GONE: Found = ("gone", "", None)
 
 
-def name_pack(repo_path: str, sha: str) -> None:
-    """Name ``pack-<sha>`` as the latest commit's in :data:`LAST_PACK` (rewritten in place; never fails a write).
+def publish(repo_path: str, pack: bytes) -> None:
+    """Put the latest commit's ``pack`` in :data:`LAST_PACK` too (rewritten in place; never fails a write).
 
-    Another process reading the new head reads this instead of listing the pack
-    folder (:meth:`Written.adopt`). A torn or stale name only sends it to the listing.
+    Another process reading the new head reads this one file instead of listing
+    the pack folder and opening the new pack (:meth:`Written.adopt`). The file is
+    the pack's length (4 bytes) and the pack, overwritten in place (what lies past
+    the length is an older copy's tail); a pack over :data:`ADOPT_BYTES` is
+    published as length 0. A reader that meets the file mid-rewrite finds its
+    hash wrong and reads through libgit2.
     """
+    data = _LENGTH.pack(len(pack)) + pack if len(pack) <= ADOPT_BYTES else _LENGTH.pack(0)
     try:
         fd = open_private(os.path.join(repo_path, LAST_PACK), os.O_WRONLY | os.O_CREAT)
     except (OSError, MemoryStoreError):
         return
     try:
-        os.pwrite(fd, f"pack-{sha}\n".encode(), 0)
+        os.pwrite(fd, data, 0)  # never truncated: freeing and allocating blocks per commit cost ~2 ms on root
     except OSError:
         pass
     finally:
@@ -187,14 +193,13 @@ def _read_small(path: str, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def _small_pack(path: str) -> dict[str, tuple[bytes, bytes]] | None:
-    """Every object of the pack at ``path`` (id to type and bytes), or ``None`` unless small, sound and undeltified.
+def _small_pack(pack: bytes) -> dict[str, tuple[bytes, bytes]] | None:
+    """Every object of ``pack`` (id to type and bytes), or ``None`` unless sound and undeltified.
 
-    The index is not needed: the entries are read in order, each id is the hash
-    of its bytes, and the pack's own trailer (the hash of all before it) is checked.
+    No index is needed: the entries are read in order, each id is the hash of
+    its bytes, and the pack's own trailer (the hash of all before it) is checked.
     """
-    pack = _read_small(path, ADOPT_BYTES)
-    if pack is None or len(pack) < 32 or pack[:8] != b"PACK\x00\x00\x00\x02":
+    if len(pack) < 32 or pack[:8] != b"PACK\x00\x00\x00\x02":
         return None
     body = memoryview(pack)[:-20]
     if hashlib.sha1(body, usedforsecurity=False).digest() != pack[-20:]:
