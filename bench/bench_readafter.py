@@ -17,7 +17,10 @@ of another random file (*read after write*); a write and a read of that same fil
 (*read of the file just written*); each read made in the writing process and by
 a reader process that has the store open and is told what to read over a pipe
 (what another agent sees). The write's own time is reported too, and a read in
-the reader process with no write since its last read (the floor).
+the reader process with no write since its last read (the floor). Last, the write
+alone on one memory, the mechanism switched on and off write by write (two copies
+of a memory sit in different folders, and on some file systems a create's cost
+depends on the folder).
 
 Each size is measured on two copies of the memory in the same rounds: one as
 gitmem runs (``git``), one with :attr:`gitmem.git.repo.GitRepo.written` switched
@@ -138,6 +141,7 @@ def measure(git_path: str, dir_path: str, files: int, rounds: int, seed: int) ->
     names = ("write", "after write, same process", "after write, other process")
     names += ("just written, same process", "just written, other process", "no write between, other process")
     out: dict[str, dict[str, list[Sample]]] = {name: {k: [] for k in stores} for name in names}
+    out["write, one memory"] = {"git": [], "git-off": [], "dir": out["write"]["dir"]}
     try:
         for _ in range(rounds):
             a, b, c = rng.choice(paths), rng.choice(paths), rng.choice(paths)
@@ -157,6 +161,17 @@ def measure(git_path: str, dir_path: str, files: int, rounds: int, seed: int) ->
         for reader in readers.values():
             reader.close()
     shutil.rmtree(off_path, ignore_errors=True)
+    # The writer's own cost, on one memory: the same store with what it keeps (and the copy it
+    # leaves for readers) switched on and off write by write, in random order.
+    git = stores["git"]
+    for _ in range(rounds):
+        for on in rng.sample([True, False], 2):
+            git.repo.written.enabled = on  # type: ignore[attr-defined]
+            a = rng.choice(paths)
+            version = git.read(a).version  # type: ignore[attr-defined]
+            sample = timed(git.write, a, corpus.fresh(), expected=version)  # type: ignore[attr-defined]
+            out["write, one memory"]["git" if on else "git-off"].append(sample)
+    git.repo.written.enabled = True  # type: ignore[attr-defined]
     return out
 
 

@@ -103,6 +103,10 @@ class Written:
         pack = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
         if len(pack) < 32 or pack[-20:] in self._seen:
             return False
+        # Only a copy of a pack the store still holds (a pack is named by its trailer): one that a
+        # fold, gc or unpack removed since, or a copy of no pack at all, is not served from here.
+        if not os.access(os.path.join(repo_path, "objects", "pack", f"pack-{pack[-20:].hex()}.idx"), os.F_OK):
+            return False
         found = _small_pack(pack)
         if not found:
             return False
