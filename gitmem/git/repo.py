@@ -388,11 +388,12 @@ class GitRepo:
         folder again to find its new pack.
         """
         tree = self._commit_trees.get(commit)
-        mark = self.history_mark()  # a purge since: nothing kept is served
+        mark = None
         if tree is None and self.written.enabled:
+            mark = self.history_mark()  # a purge since: nothing kept is served
             tree = self._kept_tree(commit, mark)
-        if tree is not None:
-            found = self.written.find(tree, path, mark)
+        if tree is not None and self.written.holds(tree):
+            found = self.written.find(tree, path, mark or self.history_mark())
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):

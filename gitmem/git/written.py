@@ -1,28 +1,33 @@
-"""What this process just committed, kept so its next reads need not look for the new packs.
+"""What the latest commits wrote, kept so the next reads need not look for the new packs.
 
 Every commit is one new pack (:mod:`gitmem.git.packwrite`), and libgit2 finds a
 pack it has not seen only by listing ``objects/pack`` again when an object is
 missing from the packs it knows, then opening and mapping the new index and
-pack: ~0.3 ms on the benchmark machine, against ~0.03 ms for a whole read of
-a file from packs already open. An agent edits as read, write, read another
-file, write, so every read of the head paid it: the head's root tree is always
-in the newest pack. The writer made those objects a moment ago and has their
-bytes in memory; :class:`Written` keeps the objects of the last commits this
-process made, and :meth:`Written.find` walks a path through them, handing over
-to libgit2 at the first folder or file that an earlier commit holds (in a
-pack libgit2 already opened, most of the time).
+pack: ~0.3 ms on the benchmark machine, against ~0.1 ms for a whole read with
+no write since. An agent edits as read, write, read another file, write, so
+every read of the head paid it: the head's root tree is always in the newest
+pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py``:
 
-Only commits this process made are walked (their tree ids are known because
-it wrote them), and the objects are the ones it hashed itself, so nothing read
-here can differ from what libgit2 would read. A purge or forget deletes
-objects and changes the history mark: everything kept under an older mark is
-dropped before it could be served.
+- **In the writing process**, :class:`Written` keeps the objects of the last
+  commits it made (it hashed them itself) and :meth:`Written.find` walks a path
+  through them, handing over to libgit2 at the first folder or file an earlier
+  commit holds (in a pack libgit2 already opened, most of the time).
+- **In another process**, the writer leaves a copy of its commit's pack in
+  :data:`LAST_PACK` before the ref moves (:func:`publish`), and a reader of a
+  head it did not make reads that one file (:meth:`Written.adopt`): the pack's
+  trailer and every object are checked against their hashes, and the copy is
+  used only while the store still holds the pack it copies. A torn copy, one of
+  another commit (a writer outside gitmem), a big pack: libgit2 reads as before.
+
+A purge or forget deletes objects and changes the history mark: everything kept
+under an older mark is dropped before it could be served.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import struct
 import threading
 import zlib
@@ -63,6 +68,7 @@ class Written:
         self._mark: Mark | None = None
         self._lock = threading.Lock()
         self._seen: set[bytes] = set()  # trailers of the LAST_PACK copies read here already
+        self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
 
     def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
         """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
@@ -79,6 +85,9 @@ class Written:
             if len(kept) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
                 for old in list(kept)[: len(kept) // 2]:
                     self._bytes -= len(kept.pop(old)[1])
+                self._parsed = {}
+            if kept is not self._objects:
+                self._parsed = {}
             self._objects, self._mark = kept, mark
 
     def raw(self, oid: str) -> bytes | None:
@@ -118,7 +127,10 @@ class Written:
 
     def clear(self) -> None:
         with self._lock:
-            self._objects, self._bytes, self._mark = {}, 0, None
+            self._objects, self._bytes, self._mark, self._parsed = {}, 0, None, {}
+
+    def holds(self, oid: str) -> bool:
+        return oid in self._objects
 
     def find(self, tree: str, path: str, mark: Mark | None) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
@@ -132,6 +144,7 @@ class Written:
         objects = self._objects
         if mark != self._mark or tree not in objects:
             return None
+        parsed = self._parsed
         names = path.split("/")
         oid = tree
         last = len(names) - 1
@@ -139,10 +152,13 @@ class Written:
             found = objects.get(oid)
             if found is None:
                 return ("tree", oid, "/".join(names[depth:]))
-            entry = _entry(found[1], name.encode())
+            entries = parsed.get(oid)
+            if entries is None:
+                entries = parsed[oid] = _parse(found[1])
+            entry = entries.get(name.encode())
             if entry is None:
                 return _GONE
-            mode, oid = entry
+            mode, oid = entry[0], entry[1].hex()
             if depth == last:
                 if mode not in _FILES:
                     return _GONE
@@ -238,14 +254,26 @@ def _small_pack(pack: bytes) -> dict[str, tuple[bytes, bytes]] | None:
     return found if pos == end else None
 
 
-def _entry(raw: bytes, name: bytes) -> tuple[bytes, str] | None:
-    """``(mode, hex id)`` of entry ``name`` of raw tree ``raw``, or ``None``; stops at the entry's place."""
+_ENTRIES = re.compile(rb"([0-7]{5,6}) ([^\x00]+)\x00(.{20})", re.DOTALL)
+
+
+def _parse(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
+    """A raw tree's entries, name to ``(mode, 20-byte id)``, parsed by one regular expression.
+
+    The matches must tile the tree exactly (each entry starts where the last one's
+    id ended); a tree that does not is parsed entry by entry, as git lays it out.
+    """
+    found = _ENTRIES.findall(raw)
+    if sum(len(mode) + len(name) for mode, name, _ in found) + 22 * len(found) == len(raw):
+        return {name: (mode, oid) for mode, name, oid in found}
+    entries: dict[bytes, tuple[bytes, bytes]] = {}
     pos, end = 0, len(raw)
-    find = raw.index
+    find = raw.find
     while pos < end:
         space = find(b" ", pos)
         nul = find(b"\x00", space)
-        if raw[space + 1 : nul] == name:
-            return raw[pos:space], raw[nul + 1 : nul + 21].hex()
+        if space < 0 or nul < 0 or nul + 21 > end:
+            break  # damaged: what parsed so far stands, the rest is libgit2's to refuse
+        entries[raw[space + 1 : nul]] = (raw[pos:space], raw[nul + 1 : nul + 21])
         pos = nul + 21
-    return None
+    return entries
