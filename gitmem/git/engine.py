@@ -18,7 +18,9 @@ own. Both run the same steps, in this order, in this module::
 4. **Trees**: only the folders on the changed paths are re-encoded
    (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files change.
 5. **Pack**: blobs, trees and the commit land as one small pack, fsynced with
-   its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack`).
+   its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack_files`);
+   a copy goes to ``gitmem/last-pack`` for readers in other processes, and after the
+   CAS the objects are kept for this process's reads (:mod:`gitmem.git.written`).
 6. **CAS**: the ref moves only if it still holds the head read in step 2
    (:mod:`gitmem.git.refs`). gitmem writers cannot race each other (they hold the
    lock); a foreign git can, and then the plan runs again on the new head, so a
