@@ -391,7 +391,9 @@ class GitRepo:
         mark = None
         if tree is None and self.written.enabled:
             mark = self.history_mark()  # a purge since: nothing kept is served
-            tree = self._kept_tree(commit, mark)
+            tree = self.written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
+            if tree is not None:
+                self.remember_tree(commit, tree)
         if tree is not None and self.written.holds(tree):
             found = self.written.find(tree, path, mark or self.history_mark())
             if found is not None:
@@ -408,23 +410,6 @@ class GitRepo:
         if entry is None or entry.kind != "blob":
             return None
         return entry.oid, self.blob(entry.oid)
-
-    def _kept_tree(self, commit: str, mark: tuple[int, int]) -> str | None:
-        """The tree id of a ``commit`` another process just made, from its pack read here; ``None``: libgit2's.
-
-        Asked once per head this process did not make: the copy of its pack the
-        writer left is read (:meth:`gitmem.git.written.Written.adopt`); libgit2 reads the rest.
-        """
-        raw = self.written.raw(commit)
-        if raw is None:
-            if not self.written.adopt(self.path, mark, commit):
-                return None
-            raw = self.written.raw(commit)
-        if raw is None or not raw.startswith(b"tree ") or len(raw) < 46:
-            return None
-        tree = raw[5:45].decode("ascii", "replace")
-        self.remember_tree(commit, tree)
-        return tree
 
     def file_id_at(self, commit: str, path: str) -> str | None:
         """The blob id of the regular file at ``path`` in ``commit``, or ``None``; the blob is not read."""

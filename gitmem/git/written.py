@@ -125,6 +125,20 @@ class Written:
         self.add(found, mark)
         return want in found
 
+    def commit_tree(self, repo_path: str, commit: str, mark: Mark) -> str | None:
+        """The tree id of ``commit``, another process's, from its pack's copy; ``None``: libgit2's to read.
+
+        Asked once per head this process did not make (its tree id is remembered after).
+        """
+        raw = self.raw(commit)
+        if raw is None:
+            if not self.adopt(repo_path, mark, commit):
+                return None
+            raw = self.raw(commit)
+        if raw is None or not raw.startswith(b"tree ") or len(raw) < 46:
+            return None
+        return raw[5:45].decode("ascii", "replace")
+
     def clear(self) -> None:
         with self._lock:
             self._objects, self._bytes, self._mark, self._parsed = {}, 0, None, {}
