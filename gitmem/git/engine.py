@@ -18,7 +18,9 @@ own. Both run the same steps, in this order, in this module::
 4. **Trees**: only the folders on the changed paths are re-encoded
    (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files change.
 5. **Pack**: blobs, trees and the commit land as one small pack, fsynced with
-   its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack`).
+   its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack_files`);
+   a copy goes to ``gitmem/last-pack`` for readers in other processes, and after the
+   CAS the objects are kept for this process's reads (:mod:`gitmem.git.written`).
 6. **CAS**: the ref moves only if it still holds the head read in step 2
    (:mod:`gitmem.git.refs`). gitmem writers cannot race each other (they hold the
    lock); a foreign git can, and then the plan runs again on the new head, so a
@@ -45,7 +47,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import erasures, packwrite
+from gitmem.git import erasures, packwrite, written
 from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
@@ -137,9 +139,12 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                     continue
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
-                packwrite.write_pack(repo.path, pending, durable=durable)
+                sha, pack, idx = packwrite.pack_files(pending)
+                packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
+                if repo.written.enabled:
+                    written.publish(repo.path, pack)  # before the ref moves: a reader of the new head finds it
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
-                    repo.remember_tree(commit, tree_id)
+                    repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)
                     return Done(CommitId(commit), chosen.result)
     finally:

@@ -61,6 +61,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
+from gitmem.git.written import Written
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -151,6 +152,8 @@ class GitRepo:
         self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
         self._pack_folder = PackFolder(os.path.join(self.path, "objects", "pack"))
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
+        self.written = Written()
+        """The objects of this process's latest commits: a read of its own head needs no pack rescan."""
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
         """Held by a pack fold, and after the writer lock by what deletes objects (see :meth:`maintenance`)."""
 
@@ -364,6 +367,11 @@ class GitRepo:
         self.remember_tree(commit, str(tree.id))
         return tree
 
+    def remember_commit(self, commit: str, tree: str, objects: dict[str, tuple[bytes, bytes]]) -> None:
+        """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`)."""
+        self.remember_tree(commit, tree)
+        self.written.add(objects, self._local.gen[0])
+
     def remember_tree(self, commit: str, tree: str) -> None:
         """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""
         trees = self._commit_trees
@@ -377,7 +385,31 @@ class GitRepo:
         return known if known is not None else str(self.tree_of(commit).id)
 
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
-        """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``."""
+        """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
+
+        A commit this process just made is walked through the objects it wrote
+        (:mod:`gitmem.git.written`) as far as they go: libgit2 would list the pack
+        folder again to find its new pack.
+        """
+        tree = self._commit_trees.get(commit)
+        mark = None
+        if tree is None and self.written.enabled:
+            mark = self.history_mark()  # a purge since: nothing kept is served
+            tree = self.written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
+            if tree is not None:
+                self.remember_tree(commit, tree)
+        if tree is not None and self.written.holds(tree):
+            found = self.written.find(tree, path, mark or self.history_mark())
+            if found is not None:
+                kind, oid, rest = found
+                if kind == "blob" and isinstance(rest, bytes):
+                    return oid, rest
+                if kind == "file":
+                    return oid, self.blob(oid)
+                if kind != "tree" or not isinstance(rest, str):
+                    return None
+                entry = lookup(self.repo[oid].peel(pygit2.Tree), rest)
+                return None if entry is None or entry.kind != "blob" else (entry.oid, self.blob(entry.oid))
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None

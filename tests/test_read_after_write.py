@@ -1,0 +1,184 @@
+"""A read of a head just committed answers from the objects its writer made (gitmem.git.written).
+
+In the writing process from what it kept; in another process from the pack the
+writer left a copy of in ``gitmem/last-pack``. Each answer must be the one a new process
+gives (reading the memory through libgit2 alone): a file just written, its
+neighbours, a file in another folder, a missing path, a path through a file, a
+folder asked as a file, a deleted or moved file. A planted, torn or stale copy changes
+no answer and fails no write, a pack is kept under the ids its bytes hash to,
+and what a forget erased is never served from what the writer kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitmem import GitFileStore, MemoryStoreError, Origin
+from gitmem.git import packwrite, written
+
+ADMIN = Origin("run-1", "admin", "call-1")
+
+_READER = """
+import json, sys
+from gitmem import GitFileStore, MemoryStoreError
+store = GitFileStore.open(sys.argv[1]).sync
+out = {}
+for path in json.loads(sys.argv[2]):
+    try:
+        found = store.read(path)
+        out[path] = [found.text, found.version]
+    except MemoryStoreError as exc:
+        out[path] = exc.code
+print(json.dumps(out))
+"""
+
+
+def _answers(store: object, paths: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for path in paths:
+        try:
+            found = store.read(path)  # type: ignore[attr-defined]
+            out[path] = [found.text, found.version]
+        except MemoryStoreError as exc:
+            out[path] = exc.code
+    return out
+
+
+def _in_another_process(path: str, paths: list[str]) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _READER, path, json.dumps(paths)], capture_output=True, text=True, check=True
+    )
+    answers: dict[str, object] = json.loads(done.stdout)
+    return answers
+
+
+PATHS = [
+    "a/b/c.md",
+    "a/b/d.md",
+    "a/e.md",
+    "x/y/z.md",
+    "a/b/missing.md",
+    "a/b/c.md/under",
+    "a/b",
+    "a",
+    "gone.md",
+    "old/name.md",
+    "new/name.md",
+    "q.md",
+]
+
+
+def test_every_read_in_the_writing_process_answers_as_another_process_does(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    sync = GitFileStore.open(path).sync
+    for name in ("a/b/d.md", "a/e.md", "x/y/z.md", "gone.md", "old/name.md", "q.md"):
+        sync.write(name, f"first {name}\n", expected=None)
+    sync.write("a/b/c.md", "just written\n", expected=None)
+    assert sync.repo.written.find(sync.repo.tree_id_of(sync.repo.head()), "a/b/c.md", sync.repo.history_mark())
+    mine = _answers(sync, PATHS)
+    assert mine["a/b/c.md"] == ["just written\n", mine["a/b/c.md"][1]]  # type: ignore[index]
+    assert mine == _in_another_process(path, PATHS)
+    sync.delete("gone.md", expected=sync.read("gone.md").version)
+    sync.move("old/name.md", "new/name.md", expected=sync.read("old/name.md").version)
+    sync.write("q.md", "second\n", expected=sync.read("q.md").version)
+    mine = _answers(sync, PATHS)
+    assert mine["gone.md"] == "not_found" and mine["old/name.md"] == "not_found"
+    assert mine["q.md"][0] == "second\n"  # type: ignore[index]
+    assert mine == _in_another_process(path, PATHS)
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0
+
+
+def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    writer = GitFileStore.open(path).sync
+    writer.write("keep.md", "kept\n", expected=None)
+    writer.write("ops/secret.md", "the code is 4711\n", expected=None)
+    written_at = writer.repo.head()
+    assert writer.read("ops/secret.md", rev=written_at).text == "the code is 4711\n"
+    GitFileStore.open(path).sync.forget("ops/secret.md", origin=ADMIN)
+    with pytest.raises(MemoryStoreError):
+        writer.read("ops/secret.md")
+    with pytest.raises(MemoryStoreError):  # the commit it made is gone with the history that named the secret
+        writer.read("ops/secret.md", rev=written_at)
+    assert writer.read("keep.md").text == "kept\n"
+
+
+_WRITER = """
+import sys
+from gitmem import GitFileStore
+store = GitFileStore.open(sys.argv[1]).sync
+for arg in sys.argv[2:]:
+    path, text = arg.split("=", 1)
+    try:
+        version = store.read(path).version
+    except Exception:
+        version = None
+    store.write(path, text + "\\n", expected=version)
+"""
+
+
+def _write_elsewhere(path: str, *edits: str) -> None:
+    subprocess.run([sys.executable, "-c", _WRITER, path, *edits], check=True, capture_output=True)
+
+
+def test_a_reader_answers_a_head_another_process_just_committed_as_a_new_process_does(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/d.md=one", "a/e.md=two", "x/y/z.md=three")
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+    for round_ in range(3):
+        _write_elsewhere(path, f"a/b/c.md=round {round_}")
+        mine = _answers(reader, PATHS)
+        assert mine["a/b/c.md"][0] == f"round {round_}\n"  # type: ignore[index]
+        assert mine == _in_another_process(path, PATHS)
+    assert reader.repo.written.raw(reader.repo.head()) is not None  # the copy was read: no listing of objects/pack
+
+
+@pytest.mark.parametrize("planted", ["garbage", "torn", "link", "fifo", "older commit"])
+def test_a_planted_torn_or_stale_pack_copy_changes_no_answer_and_fails_no_write(tmp_path: Path, planted: str) -> None:
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/d.md=one")
+    hint = Path(path) / written.LAST_PACK
+    older = hint.read_bytes()
+    _write_elsewhere(path, "a/b/c.md=two")
+    latest = hint.read_bytes()
+    hint.unlink()
+    if planted == "garbage":
+        hint.write_bytes(b"\x00\x00\x00\xd0PACK\x00\x00\x00\x02" + os.urandom(200))
+    elif planted == "torn":
+        hint.write_bytes(latest[: len(latest) // 2] + older[len(latest) // 2 :])
+    elif planted == "link":
+        hint.symlink_to(tmp_path / "elsewhere")
+    elif planted == "fifo":
+        os.mkfifo(hint)
+    else:
+        hint.write_bytes(older)  # a pack that does not hold the head
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+    _write_elsewhere(path, "a/b/c.md=three")  # the copy cannot be written: the write still lands
+    assert reader.read("a/b/c.md").text == "three\n"
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0
+
+
+def test_a_pack_whose_index_lies_about_an_id_is_kept_under_the_ids_its_bytes_hash_to() -> None:
+    pending = packwrite.PendingObjects()
+    pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
+    true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
+    _, pack, _ = packwrite.pack_files(pending)
+    found = written._small_pack(pack)
+    assert found is not None and set(found) == {true_id}
+    assert (
+        written._small_pack(pack[:-21] + bytes([pack[-21] ^ 1]) + pack[-20:]) is None
+    )  # its trailer no longer matches
