@@ -1,0 +1,250 @@
+"""What do ``gitmem push`` and ``gitmem pull`` of one changed file cost against plain git on a forge?
+
+A team keeps its memory on a forge that runs no gitmem code. This run answers
+one question against its baseline, measured in the same run: on a memory of
+``--files`` files and ``--commits`` commits, what does sending one changed file
+from one machine to another cost through gitmem, and what does the same change
+cost through ``git push`` / ``git pull`` of a plain clone of the same forge?
+
+Set-up (untimed): the history is made with ``git fast-import`` into a memory
+gitmem created (commit i adds the next ``files / commits`` notes of
+:mod:`bench.bulk`'s layout, or edits one when there are more commits than
+files), packed, and pushed to a bare **forge** repository (plain ``git init
+--bare``, no hooks, reached by file path). Two gitmem roots ``gitmem clone`` it
+(every commit checked by the memory's rules; the time of each clone is printed)
+and two plain ``git clone`` s of it get a work tree.
+
+Each round runs three sequences, the order rotated every round so background
+load hits all alike:
+
+- **gitmem CLI**: root A writes one note (library, untimed), then ``gitmem push
+  NAME`` in A and ``gitmem pull NAME`` in B are timed, each a whole process;
+- **gitmem library**: the same through :func:`gitmem.remotes.push` and
+  :func:`gitmem.remotes.pull` in this process (no interpreter start-up);
+- **git**: clone A writes the same kind of note, ``git add`` + ``git commit``
+  (untimed), then ``git push`` in A and ``git pull --ff-only`` in B are timed.
+
+Each pull must bring exactly the one new commit (checked). Reported: p50 and
+p95 of each row and the ratio of medians gitmem / git (the target is at most 2x).
+
+Usage::
+
+    .venv/bin/python bench/bench_forge.py                  # 1k files, 1k commits, 9 rounds (< 1 min)
+    .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21
+    .venv/bin/python bench/bench_forge.py --dir /mnt/ext4 --files 10000 --commits 10000 --rounds 21
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bulk
+from bench.gitenv import isolated_git_env
+
+ISOLATED = {
+    **isolated_git_env(),
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+os.environ.update(ISOLATED)  # the library's git children (fetch, push) get it too
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+NAME = "team"
+
+from gitmem import Root, remotes  # noqa: E402 (after the environment is isolated)
+
+
+def git(*args: str, cwd: Path | str | None = None) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True, timeout=600
+    ).stdout.strip()
+
+
+def gitmem_cmd() -> list[str]:
+    script = Path(sys.executable).with_name("gitmem")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gitmem.adapters.cli"]
+
+
+def gitmem(root: Path, *args: str) -> float:
+    """Wall seconds of one ``gitmem`` process over ``root``."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*gitmem_cmd(), "--root", str(root), *args], env=ENV, capture_output=True, text=True, timeout=1800
+    )
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"gitmem {' '.join(args)} failed: {done.stderr.strip()}")
+    return took
+
+
+def timed_git(*args: str, cwd: Path) -> float:
+    start = time.perf_counter()
+    git(*args, cwd=cwd)
+    return time.perf_counter() - start
+
+
+# -- building the forge -----------------------------------------------------------------
+
+
+def history(files: int, commits: int) -> Iterator[bytes]:
+    """A ``git fast-import`` stream: ``commits`` commits that together add ``files`` notes."""
+    corpus = bulk.Corpus()
+    stamp = 1_700_000_000
+    for i in range(commits):
+        lo, hi = i * files // commits, (i + 1) * files // commits
+        touched = range(lo, hi) if hi > lo else [i % files]
+        msg = f"write {bulk.layout_path(touched[0])}\n".encode()
+        yield b"commit refs/heads/main\n"
+        yield b"committer bench <bench@example.com> %d +0000\n" % (stamp + i)
+        yield b"data %d\n%s" % (len(msg), msg)
+        if i == 0:
+            yield b"from refs/heads/main^0\n"
+        for k in touched:
+            data = corpus.text(k, salt="" if hi > lo else f"@{i}").encode()
+            yield b"M 100644 inline %s\ndata %d\n%s\n" % (bulk.layout_path(k).encode(), len(data), data)
+
+
+def build_forge(tmp: Path, files: int, commits: int) -> Path:
+    from gitmem import SyncGitFileStore
+
+    seed = tmp / "seed.git"
+    SyncGitFileStore.init(seed)
+    proc = subprocess.Popen(
+        ["git", "--git-dir", str(seed), "fast-import", "--quiet", "--force"], stdin=subprocess.PIPE, env=ENV
+    )
+    assert proc.stdin is not None
+    for chunk in history(files, commits):
+        proc.stdin.write(chunk)
+    proc.stdin.close()
+    if proc.wait() != 0:
+        raise SystemExit("git fast-import failed")
+    git("--git-dir", str(seed), "repack", "-adq")
+    forge = tmp / "forge.git"
+    git("init", "-q", "--bare", "-b", "main", str(forge))
+    git("--git-dir", str(seed), "push", "-q", str(forge), "main")
+    return forge
+
+
+# -- the rounds -------------------------------------------------------------------------
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+
+    def add(self, row: str, seconds: float) -> None:
+        self.samples.setdefault(row, []).append(seconds)
+
+    def p(self, row: str, q: float) -> float:
+        s = sorted(self.samples[row])
+        return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))] * 1000
+
+    def show(self, op: str) -> None:
+        base = f"{op}: git"
+        print(f"{base:<22} p50 {self.p(base, 0.5):8.1f} ms  p95 {self.p(base, 0.95):8.1f} ms")
+        for side in ("gitmem CLI", "gitmem library"):
+            row = f"{op}: {side}"
+            ratio = statistics.median(self.samples[row]) / statistics.median(self.samples[base])
+            print(f"{row:<22} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--commits", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--dir", help="make the forge, roots and clones in a temporary folder under DIR")
+    args = parser.parse_args()
+    if args.files < 1 or args.commits < 1 or args.rounds < 1:
+        parser.error("--files, --commits and --rounds must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="gitmem-bench-forge-", dir=args.dir) as name:
+        tmp = Path(name)
+        t = time.perf_counter()
+        forge = build_forge(tmp, args.files, args.commits)
+        print(
+            f"forge: {args.files} files, {git('rev-list', '--count', 'main', cwd=forge)} commits, "
+            f"built in {time.perf_counter() - t:.1f} s ({tmp})",
+            flush=True,
+        )
+        root_a, root_b = tmp / "root-a", tmp / "root-b"
+        took = [gitmem(root, "clone", str(forge), NAME) for root in (root_a, root_b)]
+        plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
+        git_took = [timed_git("clone", "-q", str(forge), str(p), cwd=tmp) for p in (plain_a, plain_b)]
+        print(f"clone: gitmem clone {min(took):.2f} s, git clone {min(git_took):.2f} s (best of 2)", flush=True)
+
+        store_a = Root(root_a).mount(NAME)
+        store_b = Root(root_b).mount(NAME)
+        rows = Rows()
+        n = 0
+
+        def note() -> tuple[str, str]:
+            nonlocal n
+            n += 1
+            return (
+                f"forge-bench/note-{n:05d}.md",
+                f"---\ndescription: round note {n}\n---\nthe user prefers short answers ({n})\n",
+            )
+
+        def expect_head(path: Path | None, want: str) -> None:
+            got = git("rev-parse", "main", cwd=path) if path else store_b.sync.head()
+            assert got == want, f"pull brought {got}, forge has {want}"
+
+        def via_cli() -> None:
+            store_a.sync.write(*note(), expected=None)
+            rows.add("push: gitmem CLI", gitmem(root_a, "push", NAME))
+            rows.add("pull: gitmem CLI", gitmem(root_b, "pull", NAME))
+            expect_head(None, git("rev-parse", "main", cwd=forge))
+
+        def via_library() -> None:
+            store_a.sync.write(*note(), expected=None)
+            t = time.perf_counter()
+            remotes.push(store_a)
+            rows.add("push: gitmem library", time.perf_counter() - t)
+            t = time.perf_counter()
+            remotes.pull(store_b)
+            rows.add("pull: gitmem library", time.perf_counter() - t)
+            expect_head(None, git("rev-parse", "main", cwd=forge))
+
+        def via_git() -> None:
+            path, text = note()
+            (plain_a / path).parent.mkdir(exist_ok=True)
+            (plain_a / path).write_text(text)
+            git("add", path, cwd=plain_a)
+            git("commit", "-q", "-m", f"write {path}", cwd=plain_a)
+            rows.add("push: git", timed_git("push", "-q", "origin", "main", cwd=plain_a))
+            rows.add("pull: git", timed_git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b))
+            expect_head(plain_b, git("rev-parse", "main", cwd=forge))
+
+        # gitmem's pulls bring the git clones' commits too (and the other way round): keep
+        # every side at the forge's head before its own round, untimed.
+        def catch_up() -> None:
+            remotes.pull(store_a)
+            remotes.pull(store_b)
+            git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_a)
+            git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b)
+
+        order: list[Callable[[], None]] = [via_cli, via_library, via_git]
+        for r in range(args.rounds):
+            for step in order[r % 3 :] + order[: r % 3]:
+                catch_up()
+                step()
+        print(f"one changed file, {args.rounds} rounds of each (p95: nearest rank):")
+        rows.show("push")
+        rows.show("pull")
+        git("fsck", "--strict", "--no-progress", cwd=forge)
+
+
+if __name__ == "__main__":
+    main()
