@@ -14,7 +14,8 @@ files), packed, and pushed to a bare **forge** repository (plain ``git init
 (every commit checked by the memory's rules; the time of each clone is printed)
 and two plain ``git clone`` s of it get a work tree.
 
-Each round runs three sequences, the order rotated every round so background
+Each round runs three sequences (and a ``gitmem --version`` process, the floor
+under every CLI row), the order rotated every round so background
 load hits all alike:
 
 - **gitmem CLI**: root A writes one note (library, untimed), then ``gitmem push
@@ -235,14 +236,18 @@ def main() -> None:
             git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_a)
             git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b)
 
-        order: list[Callable[[], None]] = [via_cli, via_library, via_git]
+        def start_up() -> None:  # the floor under every CLI row: a process that imports the CLI and exits
+            rows.add("gitmem --version", gitmem(root_a, "--version"))
+
+        order: list[Callable[[], None]] = [via_cli, via_library, via_git, start_up]
         for r in range(args.rounds):
-            for step in order[r % 3 :] + order[: r % 3]:
+            for step in order[r % 4 :] + order[: r % 4]:
                 catch_up()
                 step()
         print(f"one changed file, {args.rounds} rounds of each (p95: nearest rank):")
         rows.show("push")
         rows.show("pull")
+        print(f"{'gitmem --version':<22} p50 {rows.p('gitmem --version', 0.5):8.1f} ms  (a CLI process, no work)")
         git("fsck", "--strict", "--no-progress", cwd=forge)
 
 
