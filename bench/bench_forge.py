@@ -10,7 +10,8 @@ Set-up (untimed): the history is made with ``git fast-import`` into a memory
 gitmem created (commit i adds the next ``files / commits`` notes of
 :mod:`bench.bulk`'s layout, or edits one when there are more commits than
 files), packed, and pushed to a bare **forge** repository (plain ``git init
---bare``, no hooks, reached by file path). Two gitmem roots ``gitmem clone`` it
+--bare``, no hooks), reached by file path, or with ``--daemon`` through ``git
+daemon`` on 127.0.0.1 (``git://``, pushes enabled). Two gitmem roots ``gitmem clone`` it
 (every commit checked by the memory's rules; the time of each clone is printed)
 and two plain ``git clone`` s of it get a work tree.
 
@@ -32,13 +33,16 @@ Usage::
 
     .venv/bin/python bench/bench_forge.py                  # 1k files, 1k commits, 9 rounds (< 1 min)
     .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21
+    .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21 --daemon
     .venv/bin/python bench/bench_forge.py --dir /mnt/ext4 --files 10000 --commits 10000 --rounds 21
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -161,11 +165,109 @@ class Rows:
             print(f"{row:<22} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git")
 
 
+@contextlib.contextmanager
+def git_daemon(base: Path) -> Iterator[str]:
+    """``git daemon`` serving ``base`` on a free port of 127.0.0.1, pushes allowed; stopped on exit."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1",
+         f"--port={port}", f"--base-path={base}", str(base)],
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        url = f"git://127.0.0.1:{port}/forge.git"
+        deadline = time.monotonic() + 30
+        while subprocess.run(["git", "ls-remote", url], env=ENV, capture_output=True).returncode != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("git daemon did not start")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
+    """Clone the forge at ``url`` twice each way, then run ``rounds`` rounds and print the rows."""
+    root_a, root_b = tmp / "root-a", tmp / "root-b"
+    took = [gitmem(root, "clone", url, NAME) for root in (root_a, root_b)]
+    plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
+    git_took = [timed_git("clone", "-q", url, str(p), cwd=tmp) for p in (plain_a, plain_b)]
+    print(f"clone: gitmem clone {min(took):.2f} s, git clone {min(git_took):.2f} s (best of 2)", flush=True)
+
+    store_a = Root(root_a).mount(NAME)
+    store_b = Root(root_b).mount(NAME)
+    rows = Rows()
+    n = 0
+
+    def note() -> tuple[str, str]:
+        nonlocal n
+        n += 1
+        return (
+            f"forge-bench/note-{n:05d}.md",
+            f"---\ndescription: round note {n}\n---\nthe user prefers short answers ({n})\n",
+        )
+
+    def expect_head(path: Path | None, want: str) -> None:
+        got = git("rev-parse", "main", cwd=path) if path else store_b.sync.head()
+        assert got == want, f"pull brought {got}, forge has {want}"
+
+    def via_cli() -> None:
+        store_a.sync.write(*note(), expected=None)
+        rows.add("push: gitmem CLI", gitmem(root_a, "push", NAME))
+        rows.add("pull: gitmem CLI", gitmem(root_b, "pull", NAME))
+        expect_head(None, git("rev-parse", "main", cwd=forge))
+
+    def via_library() -> None:
+        store_a.sync.write(*note(), expected=None)
+        t = time.perf_counter()
+        remotes.push(store_a)
+        rows.add("push: gitmem library", time.perf_counter() - t)
+        t = time.perf_counter()
+        remotes.pull(store_b)
+        rows.add("pull: gitmem library", time.perf_counter() - t)
+        expect_head(None, git("rev-parse", "main", cwd=forge))
+
+    def via_git() -> None:
+        path, text = note()
+        (plain_a / path).parent.mkdir(exist_ok=True)
+        (plain_a / path).write_text(text)
+        git("add", path, cwd=plain_a)
+        git("commit", "-q", "-m", f"write {path}", cwd=plain_a)
+        rows.add("push: git", timed_git("push", "-q", "origin", "main", cwd=plain_a))
+        rows.add("pull: git", timed_git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b))
+        expect_head(plain_b, git("rev-parse", "main", cwd=forge))
+
+    # gitmem's pulls bring the git clones' commits too (and the other way round): keep
+    # every side at the forge's head before its own round, untimed.
+    def catch_up() -> None:
+        remotes.pull(store_a)
+        remotes.pull(store_b)
+        git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_a)
+        git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b)
+
+    def start_up() -> None:  # the floor under every CLI row: a process that imports the CLI and exits
+        rows.add("gitmem --version", gitmem(root_a, "--version"))
+
+    order: list[Callable[[], None]] = [via_cli, via_library, via_git, start_up]
+    for r in range(rounds):
+        for step in order[r % 4 :] + order[: r % 4]:
+            catch_up()
+            step()
+    print(f"one changed file, {rounds} rounds of each (p95: nearest rank):")
+    rows.show("push")
+    rows.show("pull")
+    print(f"{'gitmem --version':<22} p50 {rows.p('gitmem --version', 0.5):8.1f} ms  (a CLI process, no work)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--daemon", action="store_true", help="reach the forge through git daemon (git://127.0.0.1)")
     parser.add_argument("--dir", help="make the forge, roots and clones in a temporary folder under DIR")
     args = parser.parse_args()
     if args.files < 1 or args.commits < 1 or args.rounds < 1:
@@ -179,75 +281,10 @@ def main() -> None:
             f"built in {time.perf_counter() - t:.1f} s ({tmp})",
             flush=True,
         )
-        root_a, root_b = tmp / "root-a", tmp / "root-b"
-        took = [gitmem(root, "clone", str(forge), NAME) for root in (root_a, root_b)]
-        plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
-        git_took = [timed_git("clone", "-q", str(forge), str(p), cwd=tmp) for p in (plain_a, plain_b)]
-        print(f"clone: gitmem clone {min(took):.2f} s, git clone {min(git_took):.2f} s (best of 2)", flush=True)
-
-        store_a = Root(root_a).mount(NAME)
-        store_b = Root(root_b).mount(NAME)
-        rows = Rows()
-        n = 0
-
-        def note() -> tuple[str, str]:
-            nonlocal n
-            n += 1
-            return (
-                f"forge-bench/note-{n:05d}.md",
-                f"---\ndescription: round note {n}\n---\nthe user prefers short answers ({n})\n",
-            )
-
-        def expect_head(path: Path | None, want: str) -> None:
-            got = git("rev-parse", "main", cwd=path) if path else store_b.sync.head()
-            assert got == want, f"pull brought {got}, forge has {want}"
-
-        def via_cli() -> None:
-            store_a.sync.write(*note(), expected=None)
-            rows.add("push: gitmem CLI", gitmem(root_a, "push", NAME))
-            rows.add("pull: gitmem CLI", gitmem(root_b, "pull", NAME))
-            expect_head(None, git("rev-parse", "main", cwd=forge))
-
-        def via_library() -> None:
-            store_a.sync.write(*note(), expected=None)
-            t = time.perf_counter()
-            remotes.push(store_a)
-            rows.add("push: gitmem library", time.perf_counter() - t)
-            t = time.perf_counter()
-            remotes.pull(store_b)
-            rows.add("pull: gitmem library", time.perf_counter() - t)
-            expect_head(None, git("rev-parse", "main", cwd=forge))
-
-        def via_git() -> None:
-            path, text = note()
-            (plain_a / path).parent.mkdir(exist_ok=True)
-            (plain_a / path).write_text(text)
-            git("add", path, cwd=plain_a)
-            git("commit", "-q", "-m", f"write {path}", cwd=plain_a)
-            rows.add("push: git", timed_git("push", "-q", "origin", "main", cwd=plain_a))
-            rows.add("pull: git", timed_git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b))
-            expect_head(plain_b, git("rev-parse", "main", cwd=forge))
-
-        # gitmem's pulls bring the git clones' commits too (and the other way round): keep
-        # every side at the forge's head before its own round, untimed.
-        def catch_up() -> None:
-            remotes.pull(store_a)
-            remotes.pull(store_b)
-            git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_a)
-            git("pull", "-q", "--ff-only", "origin", "main", cwd=plain_b)
-
-        def start_up() -> None:  # the floor under every CLI row: a process that imports the CLI and exits
-            rows.add("gitmem --version", gitmem(root_a, "--version"))
-
-        order: list[Callable[[], None]] = [via_cli, via_library, via_git, start_up]
-        for r in range(args.rounds):
-            for step in order[r % 4 :] + order[: r % 4]:
-                catch_up()
-                step()
-        print(f"one changed file, {args.rounds} rounds of each (p95: nearest rank):")
-        rows.show("push")
-        rows.show("pull")
-        print(f"{'gitmem --version':<22} p50 {rows.p('gitmem --version', 0.5):8.1f} ms  (a CLI process, no work)")
+        with contextlib.ExitStack() as stack:
+            url = stack.enter_context(git_daemon(tmp)) if args.daemon else str(forge)
+            print(f"forge URL: {url}", flush=True)
+            measure(tmp, forge, url, args.rounds)
         git("fsck", "--strict", "--no-progress", cwd=forge)
 
 
