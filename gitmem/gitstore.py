@@ -743,6 +743,7 @@ class GitFileStore(AsyncFace[SyncGitFileStore]):
     purge = threaded(SyncGitFileStore.purge)
     search = threaded(SyncGitFileStore.search)
     find = threaded(SyncGitFileStore.find)
+    was_forgotten = threaded(SyncGitFileStore.was_forgotten)
     index_status = threaded(SyncGitFileStore.index_status)
     rebuild_index = threaded(SyncGitFileStore.rebuild_index)
     log = threaded(SyncGitFileStore.log)

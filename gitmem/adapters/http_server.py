@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import gzip
 import io
 import logging
@@ -550,7 +551,8 @@ class GitHttpServer:
     def request_stop(self) -> None:
         """Ask the loop to end; safe from any thread and from a signal handler."""
         self._stop.set()
-        self._server.pull_trigger()
+        with contextlib.suppress(OSError):  # a trigger already closed: the loop sees the flag within its 1 s poll
+            self._server.pull_trigger()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and wait (up to ``timeout`` seconds) for the loop thread to end."""
