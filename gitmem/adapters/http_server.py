@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import gzip
 import io
 import logging
@@ -551,8 +550,10 @@ class GitHttpServer:
     def request_stop(self) -> None:
         """Ask the loop to end; safe from any thread and from a signal handler."""
         self._stop.set()
-        with contextlib.suppress(OSError):  # a trigger already closed: the loop sees the flag within its 1 s poll
+        try:
             self._server.pull_trigger()
+        except OSError as exc:  # the loop sees the flag within its 1 s poll anyway; say so, since it means a bug
+            logging.getLogger(__name__).warning("the serving loop's wake-up pipe was already closed: %s", exc)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and wait (up to ``timeout`` seconds) for the loop thread to end."""

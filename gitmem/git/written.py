@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Mapping
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import open_private, open_regular
+from gitmem.localfile import open_private, read_local
 
 LIMIT_OBJECTS = 4096
 """Objects kept at most (a commit of one file in a 3-deep folder adds five); past it the older half goes."""
@@ -106,7 +106,7 @@ class Written:
         deltified or of another commit (a writer outside gitmem moved the head)
         is left alone, and libgit2 reads as before.
         """
-        held = _read_small(os.path.join(repo_path, LAST_PACK), ADOPT_BYTES + _LENGTH.size)
+        held = read_local(os.path.join(repo_path, LAST_PACK), ADOPT_BYTES + _LENGTH.size)
         if held is None or len(held) < _LENGTH.size:
             return False
         pack = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
@@ -211,20 +211,6 @@ def publish(repo_path: str, pack: bytes) -> None:
 
 
 _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-
-
-def _read_small(path: str, limit: int) -> bytes | None:
-    """The regular file at ``path`` if it holds at most ``limit`` bytes (one read; the opener's checks)."""
-    fd = open_regular(path)
-    if fd is None:
-        return None
-    try:
-        data = os.read(fd, limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) <= limit else None
 
 
 def _small_pack(pack: bytes) -> dict[str, tuple[bytes, bytes]] | None:

@@ -48,7 +48,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PARTS = ["files", "records", "session", "durable", "langgraph", "agents", "mcp", "cli"]
 PLANTS = ["fifo", "link_out", "sparse_100mb", "deep_json", "garbage", "empty"]
-TIMEOUT = 6.0  # seconds a planted run may take (a clean one takes well under one)
+TIMEOUT = 20.0  # seconds a planted run may take: a clean one takes well under one, a hang forever; the
+# margin is for a loaded CI machine (four children at once, 100 MB plants read under load took over 6 s)
 PARALLEL = 4  # planted runs at a time: one hung on a FIFO waits without using a core
 SENTINEL = b"SENTINEL: a file outside the root that gitmem must never write\n"
 GARBAGE = bytes((i * 151 + 7) % 256 for i in range(4096))
