@@ -304,8 +304,16 @@ def _parse_porcelain(out: str) -> list[PushedRef]:
 # --- pull ---------------------------------------------------------------------------
 
 
+_INCOMING_LEDGER = "refs/incoming-ledger"
+
+
 def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
-    """Fetch the remote's ``main`` into the quarantine at ``scratch``; returns the commit id it points at."""
+    """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``; returns ``main``'s commit id.
+
+    One connection brings both: the ledger's refspec is a pattern, so a remote
+    without a ledger fails nothing (an exact refspec would fail the fetch).
+    :func:`_adopt_ledger` reads what it brought.
+    """
     what = f"git fetch from {remote.name}"
     done = run_git(
         [
@@ -318,6 +326,7 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
             "--no-write-fetch-head",
             remote.url,
             "+refs/heads/main:refs/heads/incoming",
+            f"+{LEDGER_REF}*:{_INCOMING_LEDGER}*",
         ],
         cwd=scratch,
         what=what,
@@ -338,25 +347,20 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
         raise MemoryStoreError("unavailable", f"{what} brought no usable main: {exc}") from exc
 
 
-def _adopt_ledger(git: GitRepo, scratch: str, remote: Remote) -> int:
+def _adopt_ledger(git: GitRepo, scratch: str) -> int:
     """Add the remote's erasure ledger entries this memory lacks, before what it brings is checked.
 
     An erasure made on another copy then holds here too: the pull (and every
     later push, pull and write) refuses what it erased. Returns how many entries
     were added (none when the remote has no ledger).
     """
-    done = run_git(
-        ["fetch", "--no-tags", "--no-write-fetch-head", remote.url, f"+{LEDGER_REF}:refs/incoming-ledger"],
-        cwd=scratch,
-        what=f"git fetch of the erasure ledger from {remote.name}",
-    )
-    if done.returncode != 0:
-        return 0  # a remote without a ledger: nothing was ever erased there
     r = open_repository(scratch)
     try:
-        tip = r.references["refs/incoming-ledger"].target
-        theirs = erasures.entries_at(r, str(tip))
-        r.references.delete("refs/incoming-ledger")
+        brought = [name for name in r.references if name.startswith(_INCOMING_LEDGER)]
+        tip = r.references[_INCOMING_LEDGER].target if _INCOMING_LEDGER in brought else None
+        theirs = erasures.entries_at(r, str(tip)) if tip is not None else ()
+        for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
+            r.references.delete(name)
     finally:
         r.free()
     if not theirs:
@@ -392,7 +396,7 @@ def pull(
     mark = git.history_mark()
     with open_quarantine(git.path) as held:
         incoming = fetch_main(git, held.path, target)
-        _adopt_ledger(git, held.path, target)
+        _adopt_ledger(git, held.path)
 
         def history_unchanged() -> None:
             if git.history_mark() != mark:
