@@ -288,6 +288,7 @@ class _Checker:
         self._blobs: dict[pygit2.Oid, tuple[str, str] | None] = {}
         self._headers: dict[pygit2.Oid, tuple[int, int]] = {}
         self._trees: set[tuple[pygit2.Oid, bytes]] = set()
+        self._stored: dict[pygit2.Oid, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
         self.reached: set[bytes] = set()
         self._erased = frozenset(bytes.fromhex(b) for b in erasures.erased_blobs(repo, repo.path))
 
@@ -427,7 +428,9 @@ class _Checker:
         """Name, mode and type of every entry of ``tree`` and its subtrees that no parent has as is.
 
         A subtree with the same id at the same path in a parent was checked when
-        that parent came in (or is the mount's own), so only what changed is read.
+        that parent came in (or is the mount's own), so only what changed is read:
+        an entry whose raw bytes (mode, name, id) a parent's tree holds is passed
+        over without building its Python object, which is most of a tree.
         """
         if any(old is not None and old.id == tree.id for old in olds) or (tree.id, prefix) in self._trees:
             return
@@ -436,19 +439,35 @@ class _Checker:
         if not len(tree) and prefix:
             yield prefix[:-1], ("invalid_path", "an empty folder; a memory holds files and the folders they need")
             return
-        for entry in tree:
+        known: set[bytes] = set()
+        for old in olds:
+            if old is not None:
+                known.update(self._entries(old))
+        for entry, stored in zip(tree, self._entries(tree), strict=True):
+            if stored in known:
+                continue
             name = entry.raw_name
             assert name is not None
             raw = prefix + name
+            mode = entry.filemode
             self.reached.add(entry.id.raw)
-            problem = self._entry_problem(raw, entry.filemode, entry.id)
+            problem = self._entry_problem(raw, mode, entry.id)
             if problem is not None:
                 yield raw, problem
-            elif entry.filemode == _FOLDER:
+            elif mode == _FOLDER:
                 subtree = self.repo[entry.id]
                 assert isinstance(subtree, pygit2.Tree)
                 below = [_subtree(old, raw[len(prefix) :].decode("utf-8")) for old in olds]
                 yield from self._tree_problems(subtree, below, raw + b"/")
+
+    def _entries(self, tree: pygit2.Tree) -> list[bytes]:
+        """The raw entries of ``tree``, kept a while: a commit's trees are its child's parent trees."""
+        found = self._stored.get(tree.id)
+        if found is None:
+            if len(self._stored) >= 4096:
+                self._stored.clear()
+            found = self._stored[tree.id] = list(_raw_entries(tree.read_raw()))
+        return found
 
     def _entry_problem(self, raw: bytes, mode: int, oid: pygit2.Oid) -> tuple[str, str] | None:
         problem = self._path_problem(raw)
@@ -573,6 +592,15 @@ def _blob_ids(tree: pygit2.Tree) -> Iterator[pygit2.Oid]:
             yield from _blob_ids(entry)
         elif entry.filemode in (_REGULAR, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
             yield entry.id
+
+
+def _raw_entries(data: bytes) -> Iterator[bytes]:
+    """Each entry of a raw tree object as stored: ``<octal mode> <name>\\0<20-byte id>``, in order."""
+    pos, end = 0, len(data)
+    while pos < end:
+        stop = data.index(b"\0", pos) + 21
+        yield data[pos:stop]
+        pos = stop
 
 
 def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
