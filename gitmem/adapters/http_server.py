@@ -519,6 +519,10 @@ class GitHttpServer:
         gate.port = self.port
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
+        # must not write to the pipe's descriptor, which the process may already have reused.
+        self._closing = threading.Lock()
+        self._closed = False
 
     @property
     def host(self) -> str:
@@ -539,8 +543,10 @@ class GitHttpServer:
             while not self._stop.is_set():
                 wasyncore.loop(timeout=1.0, map=self._map, use_poll=True, count=1)
         finally:
-            self._server.task_dispatcher.shutdown()
-            wasyncore.close_all(self._map)
+            with self._closing:
+                self._closed = True
+                self._server.task_dispatcher.shutdown()
+                wasyncore.close_all(self._map)
 
     def start(self) -> GitHttpServer:
         self._thread = threading.Thread(target=self.serve_forever, name="gitmem-serve", daemon=True)
@@ -550,10 +556,14 @@ class GitHttpServer:
     def request_stop(self) -> None:
         """Ask the loop to end; safe from any thread and from a signal handler."""
         self._stop.set()
+        # Not blocking: a signal handler may run on the loop's own thread while it closes.
+        if not self._closing.acquire(blocking=False):
+            return  # the loop is closing: it needs no wake-up
         try:
-            self._server.pull_trigger()
-        except OSError as exc:  # the loop sees the flag within its 1 s poll anyway; say so, since it means a bug
-            logging.getLogger(__name__).warning("the serving loop's wake-up pipe was already closed: %s", exc)
+            if not self._closed:
+                self._server.pull_trigger()
+        finally:
+            self._closing.release()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and wait (up to ``timeout`` seconds) for the loop thread to end."""

@@ -12,6 +12,7 @@ Loopback only; every wait is bounded.
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
@@ -192,3 +193,28 @@ def test_a_killed_server_loses_nothing_acknowledged_and_serves_again(server: Ser
         assert not bob.call("memory_file_create", memory="notes", path="bob.md", content="bob\n").is_error
     assert store.read("after.md").text == "after the kill\n" and store.read("bob.md").text == "bob\n"
     fsck_clean(mount)
+
+
+def test_a_second_stop_writes_to_no_descriptor_the_first_one_freed(tmp_path: Path) -> None:
+    """After the loop closed its wake-up pipe, a stop must not write to that descriptor number:
+    the process may have given it to another file meanwhile (a test teardown once hit EBADF)."""
+    from gitmem import Root
+    from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+
+    server = GitHttpServer(GitHttpApp(Root(tmp_path / "root"))).start()
+    server.stop()
+    readers, writers = [], []
+    for _ in range(8):  # likely to be handed the numbers the loop's pipe and sockets had
+        r, w = os.pipe()
+        readers.append(r)
+        writers.append(w)
+    try:
+        server.stop()
+        server.request_stop()
+        for r in readers:
+            os.set_blocking(r, False)
+            with pytest.raises(BlockingIOError):
+                os.read(r, 1)
+    finally:
+        for fd in readers + writers:
+            os.close(fd)
