@@ -23,14 +23,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from gitmem.index.mount import MountIndex
-
+from typing import Literal
 
 
 def _warn(message: str, *args: object, exc_info: bool = False) -> None:
@@ -60,9 +56,12 @@ def detached() -> Iterator[None]:
         _mode.reset(token)
 
 
-def hand_off(index: MountIndex) -> None:
-    """Bring ``index`` to its mount's head off the request path; returns at once."""
-    path = index.repo.path
+def hand_off(path: str, catch_up: Callable[[], object]) -> None:
+    """Bring the index of the mount at ``path`` to its head off the request path; returns at once.
+
+    In a thread, ``catch_up`` (from :mod:`gitmem.index.mount`, which calls this module and is
+    not imported by it) does the work; in a process, the indexer started here does.
+    """
     with _guard:
         if path in _running:
             return
@@ -74,7 +73,7 @@ def hand_off(index: MountIndex) -> None:
             with _guard:
                 _running.discard(path)
         return
-    thread = threading.Thread(target=_catch_up, args=(index,), name="gitmem-index-build", daemon=True)
+    thread = threading.Thread(target=_catch_up, args=(path, catch_up), name="gitmem-index-build", daemon=True)
     try:
         thread.start()
     except RuntimeError:  # interpreter shutting down, or no threads left
@@ -96,16 +95,14 @@ def start_indexer(path: str) -> None:
         _spawn(path)
 
 
-def _catch_up(index: MountIndex) -> None:
-    from gitmem.index.mount import REBUILD_WAIT
-
+def _catch_up(path: str, catch_up: Callable[[], object]) -> None:
     try:
-        index.refresh(index.repo.head(), wait=REBUILD_WAIT, inline=False)
+        catch_up()
     except Exception:  # derived state: the next search answers without it and asks again
-        _warn("the index of %s was not built", index.repo.path, exc_info=True)
+        _warn("the index of %s was not built", path, exc_info=True)
     finally:
         with _guard:
-            _running.discard(index.repo.path)
+            _running.discard(path)
 
 
 _children: list[int] = []  # indexers this process started, reaped when the next one starts

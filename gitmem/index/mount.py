@@ -207,10 +207,14 @@ class MountIndex:
         if deferred:  # after the lock is let go, so the one taking over can have it
             from gitmem.index import background
 
-            background.hand_off(self)
+            background.hand_off(self.repo.path, self._catch_up_off_request)
             return False
         self._current = head
         return True
+
+    def _catch_up_off_request(self) -> None:
+        """What :mod:`gitmem.index.background` runs in its thread: the whole catch-up, waiting for the lock."""
+        self.refresh(self.repo.head(), wait=REBUILD_WAIT, inline=False)
 
     def _catch_up(self, head: str, budget: int | None = None) -> None:
         """Under the index lock: apply the tree diff since the index's commit, or rebuild.

@@ -72,7 +72,7 @@ def corpus(files: int) -> list[Edit]:
 def handed_off(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record hand-offs instead of building, so the index stays missing."""
     calls: list[str] = []
-    monkeypatch.setattr(background, "hand_off", lambda index: calls.append(index.repo.path))
+    monkeypatch.setattr(background, "hand_off", lambda path, catch_up: calls.append(path))
     return calls
 
 
