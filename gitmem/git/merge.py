@@ -158,7 +158,7 @@ def integrate(
     before each attempt (raise to abort); ``after_swap`` runs under the lock
     once ``main`` moved (or was already up to date). ``strict_objects`` also holds
     every object ``theirs`` brings to git's strict object rules, as a push is held
-    (:func:`gitmem.git.packs.strict_check`): a pull brings objects from outside.
+    (:func:`gitmem.git.quarantine.strict_check`): a pull brings objects from outside.
 
     Every commit that ``main`` does not hold yet is checked, including ones other
     refs of the mount already point at: the check runs in the quarantine,

@@ -11,9 +11,9 @@ some. So a push is held to git's strict rules by git itself:
   alternate): every object is checked with fsck's rules, deltas are resolved
   against the mount, and a truncated pack, a wrong object count or a missing
   delta base is a :class:`PackError` with git's own message, never a crash;
-- :func:`strict_check` does the same for objects that are already in a
-  quarantine (git's own receive-pack, running gitmem's ``pre-receive`` hook): the
-  objects a push brings are re-packed and fed through ``index-pack --strict``;
+- :func:`gitmem.git.quarantine.strict_check` does the same for objects that are
+  already in a quarantine (git's own receive-pack, running gitmem's ``pre-receive``
+  hook), with this module's pieces and a quarantine of its own;
 - :func:`pack_reachable` writes a new pack of exactly the objects the accepted
   updates reach and the mount lacks. Only that pack moves into the mount, so
   nothing a refused update (or a garbage object in a crafted pack) carried stays.
@@ -57,7 +57,8 @@ def quarantine_env(repo_path: str, objects: str, alternates: Sequence[str] = ())
     return env
 
 
-def _said(stderr: bytes, fallback: str) -> str:
+def git_said(stderr: bytes, fallback: str) -> str:
+    """What git said on ``stderr`` (its last three lines, shortened), or ``fallback`` when it said nothing."""
     lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     text = " / ".join(lines[-3:]) or fallback
     return text[:400]
@@ -115,7 +116,7 @@ def index_pack(repo_path: str, quarantine: str, read: Callable[[int], bytes], ma
         _clear(quarantine)
         if max_bytes is not None and b"pack exceeds maximum allowed size" in err:
             raise PackTooLarge(max_bytes)
-        raise PackError(_said(err, f"git index-pack exited with {proc.returncode}"))
+        raise PackError(git_said(err, f"git index-pack exited with {proc.returncode}"))
     return received
 
 
@@ -129,7 +130,8 @@ def _clear(objects: str) -> None:
             pass
 
 
-def _revs(tips: Iterable[str], known: Iterable[str]) -> bytes:
+def rev_lines(tips: Iterable[str], known: Iterable[str]) -> bytes:
+    """``git pack-objects --revs`` input: the objects ``tips`` reach and ``known`` do not."""
     lines = [*list(tips), "--not", *known]
     return ("\n".join(lines) + "\n").encode("ascii")
 
@@ -151,13 +153,13 @@ def pack_reachable(
         ["git", "pack-objects", "--revs", "--quiet", "--delta-base-offset", base],
         cwd=repo_path,
         env=env,
-        input=_revs(tips, known),
+        input=rev_lines(tips, known),
         capture_output=True,
         timeout=TIMEOUT,
         check=False,
     )
     if done.returncode != 0:
-        raise PackError(_said(done.stderr, f"git pack-objects exited with {done.returncode}"))
+        raise PackError(git_said(done.stderr, f"git pack-objects exited with {done.returncode}"))
     name = done.stdout.decode("ascii", "replace").strip().splitlines()
     if not name:
         return []
@@ -168,79 +170,6 @@ def pack_reachable(
             os.unlink(path)
         return []
     return files
-
-
-def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], known: Sequence[str]) -> str | None:
-    """git's strict object rules on what ``tips`` bring beyond ``known``; ``None`` or why not.
-
-    For objects already sitting in a quarantine (``objects``): they are packed and
-    read back by ``git index-pack --strict`` in a quarantine of their own
-    (:mod:`gitmem.git.quarantine`) that is removed afterwards, so nothing is
-    written to the mount or to ``objects``.
-    """
-    if not tips:
-        return None
-    from gitmem.git.quarantine import open_quarantine  # it builds on this module
-
-    mount_objects = os.path.join(os.path.abspath(repo_path), "objects")
-    with open_quarantine(repo_path) as held:
-        scratch = held.objects
-        sources = [*objects, mount_objects]
-        reader = quarantine_env(repo_path, sources[0], sources[1:])
-        packer = subprocess.Popen(
-            ["git", "pack-objects", "--revs", "--stdout", "--quiet"],
-            cwd=repo_path,
-            env=reader,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        assert packer.stdout is not None and packer.stdin is not None
-        packer.stdin.write(_revs(tips, known))
-        packer.stdin.close()
-        checker = subprocess.run(
-            ["git", "index-pack", "--stdin", "--strict"],
-            cwd=repo_path,
-            env=quarantine_env(repo_path, scratch, sources),
-            stdin=packer.stdout,
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        packer.stdout.close()
-        packer.wait(timeout=TIMEOUT)
-        assert packer.stderr is not None
-        packer_err = packer.stderr.read()
-        packer.stderr.close()
-        if packer.returncode != 0:
-            return _said(packer_err, f"git pack-objects exited with {packer.returncode}")
-        if checker.returncode != 0:
-            return _said(checker.stderr, f"git index-pack exited with {checker.returncode}")
-        indexes = [os.path.join(scratch, "pack", n) for n in os.listdir(os.path.join(scratch, "pack"))]
-        reached = {i for path in indexes if path.endswith(".idx") for i in pack_ids(path)}
-        return _unreached(repo_path, objects, reached)
-
-
-def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> str | None:
-    """Why the quarantine ``objects`` hold something no update reaches and the mount lacks, or ``None``.
-
-    git moves a whole quarantine into the mount once the hooks accept, so an
-    object that no pushed ref reaches (a crafted pack can carry any) would stay
-    readable with ``git cat-file`` without ever having been checked.
-    """
-    if not objects:
-        return None
-    repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-    try:
-        mount = repo.odb
-        for folder in objects:
-            for oid in pygit2.Odb(os.path.abspath(folder)):
-                if oid.raw not in reached and not mount.exists(oid):
-                    return f"the push carries object {oid} that none of its refs reaches"
-        return None
-    finally:
-        repo.free()
 
 
 def ref_tips(repo_path: str) -> list[str]:

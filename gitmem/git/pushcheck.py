@@ -59,7 +59,7 @@ from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.git import erasures
 from gitmem.git.claims import RULE_IDENTITY, identity_problems
 from gitmem.git.loose import open_repository
-from gitmem.git.packs import strict_check
+from gitmem.git.quarantine import strict_check
 from gitmem.git.refs import MAIN
 from gitmem.git.treediff import file_changes
 from gitmem.git.walk import contradicted_moves, unnamed_changes
@@ -164,7 +164,7 @@ def check_updates(
 
     ``object_dirs`` are extra object directories to read from (a push's
     quarantine). ``strict_objects`` also runs git's strict object checks on what
-    the push brings (:func:`gitmem.git.packs.strict_check`); ``gitmem serve``
+    the push brings (:func:`gitmem.git.quarantine.strict_check`); ``gitmem serve``
     leaves it off because ``git index-pack --strict`` already read every object.
     ``reached``, when given, is filled with the raw ids of objects the check
     saw reachable from each ref's new value (its new commits, the trees that

@@ -8,7 +8,7 @@ approval (the merge commit :func:`gitmem.git.merge.integrate` writes), a
 conflict proposal opened by ``pull --propose`` and each resolution written into
 it (:mod:`gitmem.git.conflict`), and the
 installed hooks' re-check of git's own receive quarantine
-(:func:`gitmem.git.packs.strict_check`). Each opens a :class:`Quarantine`, the
+(:func:`strict_check`). Each opens a :class:`Quarantine`, the
 way git's own receive-pack works:
 
 - a bare repository ``<mount>/gitmem/quarantine-XXXX/`` whose object folder
@@ -39,14 +39,29 @@ import fcntl
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import pygit2
+
 from gitmem.errors import MemoryStoreError
-from gitmem.git.packs import PackError, index_pack, install_pack, only_needed, pack_ids, pack_reachable, ref_tips
+from gitmem.git.packs import (
+    TIMEOUT,
+    PackError,
+    git_said,
+    index_pack,
+    install_pack,
+    only_needed,
+    pack_ids,
+    pack_reachable,
+    quarantine_env,
+    ref_tips,
+    rev_lines,
+)
 from gitmem.git.packwrite import fsync_together
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.localfile import open_folder
@@ -306,3 +321,76 @@ def unindexed(objects: str) -> bool:
         return False
     indexed = {n[: -len(".idx")] for n in names if n.endswith(".idx")}
     return any(n.startswith("tmp_") or (n.endswith(".pack") and n[: -len(".pack")] not in indexed) for n in names)
+
+
+# --- git's strict object rules on what sits in git's own receive quarantine ---------------
+
+
+def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], known: Sequence[str]) -> str | None:
+    """git's strict object rules on what ``tips`` bring beyond ``known``; ``None`` or why not.
+
+    For objects already sitting in a quarantine (``objects``): they are packed and
+    read back by ``git index-pack --strict`` in a quarantine of their own that is
+    removed afterwards, so nothing is written to the mount or to ``objects``.
+    """
+    if not tips:
+        return None
+    mount_objects = os.path.join(os.path.abspath(repo_path), "objects")
+    with open_quarantine(repo_path) as held:
+        scratch = held.objects
+        sources = [*objects, mount_objects]
+        reader = quarantine_env(repo_path, sources[0], sources[1:])
+        packer = subprocess.Popen(
+            ["git", "pack-objects", "--revs", "--stdout", "--quiet"],
+            cwd=repo_path,
+            env=reader,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert packer.stdout is not None and packer.stdin is not None
+        packer.stdin.write(rev_lines(tips, known))
+        packer.stdin.close()
+        checker = subprocess.run(
+            ["git", "index-pack", "--stdin", "--strict"],
+            cwd=repo_path,
+            env=quarantine_env(repo_path, scratch, sources),
+            stdin=packer.stdout,
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        packer.stdout.close()
+        packer.wait(timeout=TIMEOUT)
+        assert packer.stderr is not None
+        packer_err = packer.stderr.read()
+        packer.stderr.close()
+        if packer.returncode != 0:
+            return git_said(packer_err, f"git pack-objects exited with {packer.returncode}")
+        if checker.returncode != 0:
+            return git_said(checker.stderr, f"git index-pack exited with {checker.returncode}")
+        indexes = [os.path.join(scratch, "pack", n) for n in os.listdir(os.path.join(scratch, "pack"))]
+        reached = {i for path in indexes if path.endswith(".idx") for i in pack_ids(path)}
+        return _unreached(repo_path, objects, reached)
+
+
+def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> str | None:
+    """Why the quarantine ``objects`` hold something no update reaches and the mount lacks, or ``None``.
+
+    git moves a whole quarantine into the mount once the hooks accept, so an
+    object that no pushed ref reaches (a crafted pack can carry any) would stay
+    readable with ``git cat-file`` without ever having been checked.
+    """
+    if not objects:
+        return None
+    repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    try:
+        mount = repo.odb
+        for folder in objects:
+            for oid in pygit2.Odb(os.path.abspath(folder)):
+                if oid.raw not in reached and not mount.exists(oid):
+                    return f"the push carries object {oid} that none of its refs reaches"
+        return None
+    finally:
+        repo.free()
