@@ -23,7 +23,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from gitmem.adapters.cli import COMMANDS, cli, quick, roothelp
+from gitmem.adapters.cli import cli, quick, roothelp
+from gitmem.adapters.cli.commandtable import COMMANDS
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import gitmem
-from gitmem.adapters.cli import COMMANDS
+from gitmem.adapters.cli.commandtable import COMMANDS
 
 #: Libraries the CLI must load only in the commands that use them.
 HEAVY = (
@@ -122,7 +122,12 @@ def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
 
 
 #: The click-free modules every click command prints through (the quick path uses them too).
-SHARED = {"gitmem.adapters.cli.output", "gitmem.adapters.cli.reads", "gitmem.adapters.cli.roothelp"}
+SHARED = {
+    "gitmem.adapters.cli.commandtable",
+    "gitmem.adapters.cli.output",
+    "gitmem.adapters.cli.reads",
+    "gitmem.adapters.cli.roothelp",
+}
 
 
 #: What the interpreter holds before any gitmem code runs (site, and .pth files such as an editable install's).
@@ -325,7 +330,7 @@ print(gc.get_threshold(), file=sys.stderr)
 def test_a_cli_call_does_not_run_the_cyclic_collector_on_every_700_new_objects(root: Path) -> None:
     """Each call is a new process: the collector's first threshold is raised for it, so it does not
     walk the freshly imported modules' objects dozens of times (it still runs, less often)."""
-    from gitmem.adapters.cli import CALL_GC_THRESHOLD
+    from gitmem.adapters.cli.commandtable import CALL_GC_THRESHOLD
 
     for args in (("log", "user"), ("ls", "user"), ("grep", "user", "tea")):
         done = subprocess.run(
@@ -339,15 +344,15 @@ def test_the_long_running_commands_collect_at_pythons_default(tmp_path: Path, mo
 
     from click.testing import CliRunner
 
-    from gitmem.adapters import cli as entry
+    from gitmem.adapters.cli import cli, commandtable
 
     before = gc.get_threshold()
-    monkeypatch.setattr(entry, "DEFAULT_GC_THRESHOLDS", (700, 10, 10))
+    monkeypatch.setattr(commandtable, "DEFAULT_GC_THRESHOLDS", (700, 10, 10))
     try:
-        gc.set_threshold(entry.CALL_GC_THRESHOLD, 10, 10)
-        CliRunner().invoke(entry.cli, ["--root", str(tmp_path), "ls", "nope"])
-        assert gc.get_threshold()[0] == entry.CALL_GC_THRESHOLD  # a one-shot command keeps the raised one
-        CliRunner().invoke(entry.cli, ["--root", str(tmp_path), "watch", "nope"])  # refused: no such memory
+        gc.set_threshold(commandtable.CALL_GC_THRESHOLD, 10, 10)
+        CliRunner().invoke(cli, ["--root", str(tmp_path), "ls", "nope"])
+        assert gc.get_threshold()[0] == commandtable.CALL_GC_THRESHOLD  # a one-shot command keeps the raised one
+        CliRunner().invoke(cli, ["--root", str(tmp_path), "watch", "nope"])  # refused: no such memory
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)

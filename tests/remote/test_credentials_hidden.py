@@ -232,7 +232,8 @@ def test_the_serving_commands_install_the_log_scrub(command: str, tmp_path: Path
     import click
     from click.testing import CliRunner
 
-    from gitmem.adapters.cli import LONG_RUNNING, cli
+    from gitmem.adapters.cli import cli
+    from gitmem.adapters.cli.commandtable import LONG_RUNNING
 
     assert command in LONG_RUNNING
     found = cli.get_command(click.Context(cli), command)

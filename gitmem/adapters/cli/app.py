@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from gitmem.adapters.cli import COMMANDS, LONG_RUNNING, roothelp
+from gitmem.adapters.cli import roothelp
+from gitmem.adapters.cli.commandtable import COMMANDS, LONG_RUNNING, collect_as_python
 
 # Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
 from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
@@ -280,14 +281,10 @@ class GitmemCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         if self.name in LONG_RUNNING:
-            from gitmem.adapters import cli as entry
             from gitmem.adapters.cli.output import scrub_log_records
 
             scrub_log_records()  # what a server logs never holds a URL's credentials
-            if entry.DEFAULT_GC_THRESHOLDS:  # a server collects as Python does by default
-                import gc
-
-                gc.set_threshold(*entry.DEFAULT_GC_THRESHOLDS)
+            collect_as_python()  # a server collects as Python does by default
         try:
             return super().invoke(ctx)
         except MemoryStoreError as exc:

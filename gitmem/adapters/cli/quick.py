@@ -244,7 +244,8 @@ def _read(call: Call) -> int:
 
 
 def _help() -> int | None:
-    from gitmem.adapters.cli import COMMANDS, roothelp
+    from gitmem.adapters.cli import roothelp
+    from gitmem.adapters.cli.commandtable import COMMANDS
 
     text = roothelp.page("gitmem", (item for names in COMMANDS.values() for item in names.items()))
     if text is None:

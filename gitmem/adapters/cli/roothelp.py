@@ -2,7 +2,7 @@
 
 The root group (:data:`gitmem.adapters.cli.app.cli`) takes its help and its options'
 help from the constants here, and the quick path renders the page from the same
-constants and the command summaries of :data:`gitmem.adapters.cli.COMMANDS`:
+constants and the command summaries of :data:`gitmem.adapters.cli.commandtable.COMMANDS`:
 one source for both. The layout follows click's help formatter (a terminal
 width clamped to 50-78 columns, paragraphs re-wrapped, a two-column list for
 options and commands, each command's first sentence shortened to fit);
