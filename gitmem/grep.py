@@ -29,32 +29,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitmem import model as _model  # noqa: F401 - loaded before the values below, which name it as their module
 from gitmem.errors import MemoryStoreError
+from gitmem.model import GrepMatch, SearchResult
 
 if TYPE_CHECKING:
     import regex as regex_engine
-
-@dataclass(frozen=True, slots=True)
-class GrepMatch:
-    """One matching line; ``line`` counts from 1."""
-
-    __module__ = "gitmem.model"  # imported (and pickled) from there; defined with the scan that makes them
-
-    path: str
-    line: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Matches in path and line order, and whether more lines matched than were returned."""
-
-    __module__ = "gitmem.model"  # imported (and pickled) from there; defined with the scan that makes them
-
-    matches: tuple[GrepMatch, ...] = ()
-    truncated: bool = False
-
 
 MAX_LIMIT = 10_000
 REGEX_BUDGET = 2.0

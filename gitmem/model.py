@@ -5,31 +5,18 @@ hashable, and comparable, so the contract tests can compare two stores' answers
 with ``==``. Versions and cursors are opaque strings to callers; in the git store
 a version is a hex blob id and a cursor a hex commit id.
 
-The values of changes and batch writes (:class:`Origin`, :class:`Edit`,
-:class:`Changes`, ...) are defined in :mod:`gitmem.values`, those of a grep
-(:class:`GrepMatch`, :class:`SearchResult`) in :mod:`gitmem.grep` with the scan that
-makes them, and all are imported from here on first use: a read (``gitmem ls``,
-``gitmem cat``, ``gitmem grep``) then builds the few classes it needs, not ten, and
-each dataclass compiles its methods when it is defined.
+Every value of a read, a change feed, a batch write and a grep is defined here, so a
+class's ``__module__`` is the module it is imported and pickled from. (They were once
+split over three modules so that a read would build fewer classes: that bought about
+5 ms of a 250 ms ``gitmem ls``, see docs/benchmarks.md.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, NewType, get_args
+from dataclasses import dataclass, field
+from typing import Final, Literal, NewType, get_args
 
 from gitmem.errors import MemoryStoreError
-
-if TYPE_CHECKING:
-    from gitmem.grep import GrepMatch as GrepMatch
-    from gitmem.grep import SearchResult as SearchResult
-    from gitmem.values import ANY as ANY
-    from gitmem.values import AnyVersion as AnyVersion
-    from gitmem.values import Applied as Applied
-    from gitmem.values import Changes as Changes
-    from gitmem.values import Edit as Edit
-    from gitmem.values import FullResync as FullResync
-    from gitmem.values import Origin as Origin
 
 #: A file's version: the hex id of its git blob (the in-memory twin computes the same id).
 BlobVersion = NewType("BlobVersion", str)
@@ -87,16 +74,119 @@ def blob_version(data: bytes) -> BlobVersion:
     return BlobVersion(h.hexdigest())
 
 
-#: Names defined in :mod:`gitmem.values` or :mod:`gitmem.grep`, imported on first use.
-_VALUES: Final = frozenset({"ANY", "Applied", "AnyVersion", "Changes", "Edit", "FullResync", "Origin"})
-_GREP_VALUES: Final = frozenset({"GrepMatch", "SearchResult"})
+# --- changes and batch writes -------------------------------------------------------------
+
+_TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _VALUES and name not in _GREP_VALUES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+def _clean(value: str | None) -> str | None:
+    """Make an origin field safe for a commit trailer or a git identity.
 
-    value = getattr(importlib.import_module("gitmem.values" if name in _VALUES else "gitmem.grep"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    Trailers are line-based and git identities cannot hold ``<``, ``>`` or
+    newlines; such characters become spaces instead of refusing the change.
+    """
+    if value is None:
+        return None
+    cleaned = " ".join(value.translate(_TRAILER_BAD).split())[:200]
+    return cleaned or None
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who made a change: the run, the principal and the tool call (all optional)."""
+
+    run_id: str | None = None
+    principal_id: str | None = None
+    tool_call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run_id", _clean(self.run_id))
+        object.__setattr__(self, "principal_id", _clean(self.principal_id))
+        object.__setattr__(self, "tool_call_id", _clean(self.tool_call_id))
+
+    def with_tool_call(self, tool_call_id: str | None) -> Origin:
+        return Origin(self.run_id, self.principal_id, tool_call_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The paths changed after a cursor, and the cursor to pass next time."""
+
+    cursor: str
+    paths: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class FullResync:
+    """The store cannot list what changed since the cursor: treat everything as changed."""
+
+    cursor: str
+
+
+# --- batch writes (``apply``) -------------------------------------------------------------
+
+
+class AnyVersion:
+    """The type of :data:`ANY`: an edit that takes whatever version the file has."""
+
+    __slots__ = ()
+    _instance: AnyVersion | None = None
+
+    def __new__(cls) -> AnyVersion:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self) -> str:
+        return "ANY"
+
+
+#: ``Edit(expected=ANY)``: no version check (last write wins, the ref still moves by CAS).
+ANY: Final = AnyVersion()
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One path of an atomic batch: new ``text``, or ``None`` to delete the file.
+
+    ``expected`` is what the file must be for the batch to go ahead: ``ANY`` (no
+    check), ``None`` (the path holds no file) or a version (the file is at it).
+    """
+
+    path: str
+    text: str | None
+    expected: str | AnyVersion | None = ANY
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a batch did: the commit (``None`` when nothing changed) and each edit's version.
+
+    ``versions[i]`` is the version ``edits[i]`` left (``None`` for a delete).
+    """
+
+    commit: str | None
+    versions: tuple[BlobVersion | None, ...] = ()
+
+
+# --- grep -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatch:
+    """One matching line; ``line`` counts from 1."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Matches in path and line order, and whether more lines matched than were returned."""
+
+    matches: tuple[GrepMatch, ...] = ()
+    truncated: bool = False

@@ -53,7 +53,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 }
 
 # The layers of docs/architecture.md, bottom to top.
-PURE = ("errors", "lazyexports", "model", "values", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
+PURE = ("errors", "lazyexports", "model", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
 SEAM = ("store", "memstore", "aio", "localfile", "derived")
 GIT = ("git",)
 INDEX = ("index",)
