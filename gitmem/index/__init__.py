@@ -14,20 +14,20 @@ an index must not load :mod:`gitmem.index.mount` and what it imports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gitmem.lazyexports import exports as _exports
 
 if TYPE_CHECKING:
     from gitmem.index.mount import MountIndex, catch_up
     from gitmem.index.results import FindHit, IndexStatus
 
 __all__ = ["FindHit", "IndexStatus", "MountIndex", "catch_up"]
-_HOMES = {"MountIndex": "mount", "catch_up": "mount", "FindHit": "results", "IndexStatus": "results"}
+_LAZY = {
+    "MountIndex": "gitmem.index.mount",
+    "catch_up": "gitmem.index.mount",
+    "FindHit": "gitmem.index.results",
+    "IndexStatus": "gitmem.index.results",
+}
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"gitmem.index.{home}"), name)
+__getattr__, __dir__ = _exports(__name__, _LAZY, globals(), __all__)
