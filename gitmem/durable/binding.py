@@ -18,7 +18,7 @@ session memory knowing anything about durable memory:
   drops any that is no longer the current revision of an active node, and
   records an admission for the rest.
 
-A binding made by :meth:`DurableRepository.bind_session` also persists (see
+A binding made by :meth:`DurableBinding.for_session` also persists (see
 :mod:`gitmem.durable.sessions`): its secret-free record is checked on resume
 (fail closed), each model context gets a distinct persisted id
 (:meth:`DurableBinding.admit_context`), and :meth:`DurableBinding.apply` fills a
@@ -78,6 +78,20 @@ class DurableBinding:
         self.namespace = namespace
         self.policy = policy or RecallPolicy()
         self.session_id = session_id
+
+    @classmethod
+    def for_session(
+        cls, repository: DurableRepository, session_id: str, namespace: Namespace, policy: RecallPolicy | None = None
+    ) -> DurableBinding:
+        """Bind session ``session_id`` to ``namespace``, persisting the binding's secret-free record.
+
+        The session's first binding is recorded; binding it again (a resume, maybe in
+        another process) must be equivalent - same namespace, recall policy and
+        semantic identity - or fails closed with ``forbidden`` (:mod:`gitmem.durable.sessions`).
+        """
+        binding = cls(repository, namespace, policy, session_id=session_id)
+        repository.sessions.bind(session_id, binding.record())
+        return binding
 
     # -- the persisted binding --
 
@@ -227,7 +241,9 @@ class DurableBinding:
     def next_context(self) -> str:
         """A new model-context id for this session, distinct across restarts (persisted counter)."""
         if self.session_id is None:
-            raise MemoryStoreError("forbidden", "only a session binding (bind_session) numbers its contexts")
+            raise MemoryStoreError(
+                "forbidden", "only a session binding (DurableBinding.for_session) numbers its contexts"
+            )
         return context_id(self.session_id, self.repository.sessions.next_context(self.session_id))
 
     def admit_context(self, recalled: Sequence[RecalledNode]) -> tuple[str, list[RecalledNode]]:

@@ -1,6 +1,6 @@
 """Durable memory as registry tools: ``durable_recall``, ``durable_propose`` and ``durable_log``.
 
-The rules live in :mod:`gitmem.durable.tools`; this module gives them the one
+The rules live in :mod:`gitmem.durable.agent`; this module gives them the one
 tool shape (:mod:`gitmem.tools.registry`), so the registry checks every call
 against its model (:mod:`gitmem.tools.kind_schemas`) before the binding runs it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from gitmem.durable import tools as rules
+from gitmem.durable import agent as rules
 from gitmem.durable.binding import DurableBinding
 from gitmem.model import Origin
 from gitmem.tools.kind_schemas import DurableRecallArgs, NodeLogArgs, ProposeArgs

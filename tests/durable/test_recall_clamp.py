@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gitmem.durable import tools as rules
+from gitmem.durable import agent as rules
 from gitmem.durable.binding import DurableBinding
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
@@ -40,7 +40,7 @@ def bound_binding(max_results: int = 3, min_score: float = 0.0) -> DurableBindin
         create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)
     ]
     repo.apply(change("seed", *ops))
-    return repo.binding(NS, RecallPolicy(max_results, min_score))
+    return DurableBinding(repo, NS, RecallPolicy(max_results, min_score))
 
 
 def via_rules(binding: DurableBinding, limit: int) -> int:
