@@ -14,18 +14,17 @@ async because it searches every mount at once under one timeout.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
-from gitmem.records import MemoryRecord, RecordPage, RecordStoreProtocol, validate_record_text
-from gitmem.records.rules import RECORD_CHARS
+from gitmem.records import RecordPage, validate_record_text
 from gitmem.tools.guide import mount_sections
 from gitmem.tools.history_ops import change_payload
-from gitmem.tools.mounts import Access, check_tool_names
+from gitmem.tools.mounts import check_tool_names
+from gitmem.tools.recall_blocks import RecallReport, build_recall
+from gitmem.tools.record_mounts import RecordMemoryLimits, RecordMount, record_payload
 from gitmem.tools.record_schemas import (
     LIST_DEFAULT,
     LIST_MAX,
@@ -47,9 +46,6 @@ from gitmem.tools.record_schemas import (
 )
 from gitmem.tools.registry import Payload, Tool, ToolRegistry, short_name
 
-if TYPE_CHECKING:
-    from gitmem.tools.recall_blocks import RecallReport
-
 log = logging.getLogger("gitmem.tools")
 
 
@@ -63,69 +59,6 @@ UNCONFIRMED_ADVICE: Final = (
     " The change may or may not have been saved: search the records before you write it again, "
     "so you do not save it twice."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RecordMemoryLimits:
-    """The record size and each run's recall.
-
-    ``recall_limit`` records at most per memory and block, ``recall_bytes`` per
-    block (UTF-8, wrapper included), ``recall_seconds`` for all mounts together.
-    """
-
-    record_chars: int = RECORD_CHARS
-    recall_limit: int = 5
-    recall_bytes: int = 8192
-    recall_seconds: float = 2.0
-
-    def __post_init__(self) -> None:
-        for name in ("record_chars", "recall_limit", "recall_bytes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer")
-        if self.recall_limit > SEARCH_MAX:
-            raise ValueError(f"recall_limit must be at most {SEARCH_MAX}")
-        if not isinstance(self.recall_seconds, int | float) or not self.recall_seconds > 0:
-            raise ValueError("recall_seconds must be a positive number")
-
-
-_MOUNT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
-
-
-@dataclass(frozen=True, slots=True)
-class RecordMount:
-    """One record store as the model sees it: ``name``, ``access``, an optional guide, and recall on/off.
-
-    ``guide=None`` shows :data:`DEFAULT_RECORD_GUIDE`, ``""`` none; ``recall=False``
-    leaves the mount out of the recall blocks (its tools stay).
-    """
-
-    name: str
-    store: RecordStoreProtocol
-    access: Access = "write"
-    guide: str | None = None
-    recall: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"
-            )
-        if self.access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
-        if self.guide is not None and not isinstance(self.guide, str):
-            raise TypeError("guide must be text or None")
-
-    def allows(self, tool: str) -> bool:
-        if tool == "history" and not _keeps_history(self.store):
-            return False  # a record store without history offers no memory_record_history
-        return tool in RECORD_READ_TOOLS or (self.access == "write" and tool in RECORD_TOOLS)
-
-
-def _keeps_history(store: object) -> bool:
-    """Whether a record store can list a record's changes: it has ``log``, and so does the store under it."""
-    inner = getattr(store, "store", store)
-    return callable(getattr(store, "log", None)) and callable(getattr(inner, "log", None))
 
 
 def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
@@ -174,14 +107,6 @@ def _full_name(name: str) -> str:
 
 
 # --- payloads -----------------------------------------------------------------------------
-
-
-def record_payload(record: MemoryRecord) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": record.id, "text": record.text}
-    if record.score is not None:
-        out["score"] = round(record.score, 4)
-    out["updated_at"] = record.updated_at.isoformat().replace("+00:00", "Z") if record.updated_at else None
-    return out
 
 
 def page_payload(page: RecordPage) -> dict[str, Any]:
@@ -334,8 +259,6 @@ class RecordMemoryCapability:
         Async because the mounts are searched in parallel under one timeout; sync
         callers use ``asyncio.run(capability.recall(text))``.
         """
-        from gitmem.tools.recall_blocks import build_recall
-
         return await build_recall(self.mounts, text, self.limits)
 
     def mount_for(self, tool: RecordToolName, memory: str) -> RecordMount:
