@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -44,6 +45,7 @@ from gitmem.durable.repository import ChangeResult, DurableRepository
 from gitmem.durable.sessions import binding_record, context_id
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
+from gitmem.recall.index import MAX_LIMIT
 from gitmem.session.binding import ExtractedItem, RecalledNode
 
 SCHEMA = "a3s.memory.durable.v1"
@@ -135,14 +137,17 @@ class DurableBinding:
         tool's) takes its policy here, so a caller - an agent choosing a tool
         argument - may ask for fewer results than the host's policy allows, never
         more, and never another minimum score, related reads or semantic branch.
+        A limit outside 1-100 is refused (``invalid_query``) as every recall refuses
+        it, never quietly raised to one.
         """
         base = self.policy
         if limit is None:
             return base
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise MemoryStoreError("invalid_query", "limit must be a whole number")
-        bound = max(1, min(limit, base.max_results))
-        return RecallPolicy(bound, base.min_score, base.related_lookups, base.semantic)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise MemoryStoreError(
+                "invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}"
+            )
+        return replace(base, max_results=min(limit, base.max_results))
 
     # -- gitmem.session.binding.DurableRecall --
 
