@@ -13,18 +13,19 @@ async because it searches every mount at once under one timeout.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, cast
 
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.records import RecordPage, validate_record_text
 from gitmem.tools.guide import mount_sections
 from gitmem.tools.history_ops import change_payload
 from gitmem.tools.mounts import check_tool_names
 from gitmem.tools.recall_blocks import RecallReport, build_recall
-from gitmem.tools.record_mounts import RecordMemoryLimits, RecordMount, record_payload
+from gitmem.tools.record_mounts import RecordMemoryLimits as RecordMemoryLimits  # the capability's own names too
+from gitmem.tools.record_mounts import RecordMount as RecordMount
+from gitmem.tools.record_mounts import record_payload
 from gitmem.tools.record_schemas import (
     LIST_DEFAULT,
     LIST_MAX,
@@ -44,10 +45,7 @@ from gitmem.tools.record_schemas import (
     input_schema,
     parse_arguments,
 )
-from gitmem.tools.registry import Payload, Tool, ToolRegistry, short_name
-
-log = logging.getLogger("gitmem.tools")
-
+from gitmem.tools.registry import MountedTools, Payload, short_name
 
 DEFAULT_RECORD_GUIDE: Final = """\
 Keep one short fact per record, in plain words that a later search would use: \
@@ -101,11 +99,6 @@ def tool_from_name(name: str) -> RecordToolName | None:
     return None
 
 
-def _full_name(name: str) -> str:
-    tool = tool_from_name(name) if isinstance(name, str) else None
-    return TOOL_PREFIX + tool if tool is not None else name
-
-
 # --- payloads -----------------------------------------------------------------------------
 
 
@@ -124,12 +117,18 @@ def failure_payload(exc: MemoryStoreError) -> dict[str, Any]:
 # --- the capability -----------------------------------------------------------------------
 
 
-class RecordMemoryCapability:
+class RecordMemoryCapability(MountedTools[RecordMount]):
     """Record mounts offered to a model as the ``memory_record_*`` tools and recall blocks.
 
     A ``read`` mount offers search and list only; ``tools`` narrows the tools of
     every mount (``("search", "add")``).
     """
+
+    kind = "record"
+    prefix = TOOL_PREFIX
+    permission_prefix = TOOL_ID_PREFIX
+    descriptions = DESCRIPTIONS
+    read = RECORD_READ_TOOLS
 
     def __init__(
         self,
@@ -138,22 +137,9 @@ class RecordMemoryCapability:
         limits: RecordMemoryLimits | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        self.mounts: tuple[RecordMount, ...] = tuple(mounts)
-        if not self.mounts:
-            raise ValueError("a record memory capability needs at least one mount")
-        names = [m.name for m in self.mounts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"mount names must be unique: {names}")
+        super().__init__(mounts)
         self.limits = limits or RecordMemoryLimits()
         self.tools = check_record_tools(tools)
-        self._by_name = {m.name: m for m in self.mounts}
-        self._registry: ToolRegistry | None = None
-
-    def __repr__(self) -> str:
-        return f"RecordMemoryCapability({[f'{m.name}:{m.access}' for m in self.mounts]})"
-
-    def mount_tools(self, mount: RecordMount) -> tuple[RecordToolName, ...]:
-        return tuple(t for t in RECORD_TOOLS if t in self.tools and mount.allows(t))
 
     @property
     def instructions(self) -> str:
@@ -169,70 +155,16 @@ class RecordMemoryCapability:
         )
         return "\n\n".join(parts)
 
-    def offered(self) -> list[Tool]:
-        """The tools at least one mount offers; ``memory`` enumerates exactly those mounts."""
-        out = []
-        for tool in RECORD_TOOLS:
-            memories = tuple(m.name for m in self.mounts if tool in self.mount_tools(m))
-            if memories:
-                out.append(self._tool(tool, memories))
-        return out
+    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
+        return input_schema(cast(RecordToolName, tool), memories)
 
-    def _tool(self, tool: RecordToolName, memories: tuple[str, ...]) -> Tool:
-        def parse(arguments: object) -> Any:
-            return parse_arguments(tool, arguments)
+    def check_arguments(self, tool: str, arguments: object) -> Any:
+        return parse_arguments(cast(RecordToolName, tool), arguments)
 
-        return Tool(
-            kind="record",
-            tool=tool,
-            name=TOOL_PREFIX + tool,
-            permission=TOOL_ID_PREFIX + tool,
-            description=DESCRIPTIONS[tool],
-            input_schema=input_schema(tool, memories),
-            effect="read" if tool in RECORD_READ_TOOLS else "write",
-            parse=parse,
-            handler=lambda args, who: self._handle(tool, args, who),
-            memories=memories,
-            check_memory=lambda memory: self.mount_for(tool, memory),
-            fail=failure_payload,
-        )
+    def fail(self, exc: MemoryStoreError) -> Payload:
+        return failure_payload(exc)
 
-    @property
-    def registry(self) -> ToolRegistry:
-        """These tools alone, as the registry that checks and runs their calls (built once)."""
-        if self._registry is None:
-            self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
-        return self._registry
-
-    def call(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message", "current"}``.
-
-        ``tool_name`` may be the tool's name (``memory_record_add``) or id
-        (``memory.record.add``). Synchronous, like the stores; async callers use
-        ``gitmem.aio.call(capability.call, ...)``.
-        """
-        return self.registry.call(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def run(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
-        return self.registry.run(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def _handle(self, tool: RecordToolName, args: Any, who: Origin) -> Payload:
-        mount = self.mount_for(tool, args.memory)
+    def handle_on(self, tool: str, args: Any, mount: RecordMount, who: Origin) -> Payload:
         store = mount.store
         if isinstance(args, SearchArgs):
             return {"records": [record_payload(r) for r in store.search(args.query, limit=args.limit)]}
@@ -260,19 +192,3 @@ class RecordMemoryCapability:
         callers use ``asyncio.run(capability.recall(text))``.
         """
         return await build_recall(self.mounts, text, self.limits)
-
-    def mount_for(self, tool: RecordToolName, memory: str) -> RecordMount:
-        mount = self._by_name.get(memory)
-        if mount is None:
-            raise MemoryToolError(
-                "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
-            )
-        kind = getattr(mount.store, "kind", "record")
-        if kind != "record":
-            raise MemoryStoreError(
-                "wrong_kind",
-                f"memory {memory!r} is a {kind} memory; the memory_record_* tools only use record memories",
-            )
-        if not mount.allows(tool):
-            raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; {TOOL_PREFIX}{tool} cannot change it")
-        return mount
