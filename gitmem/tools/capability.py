@@ -36,6 +36,7 @@ from gitmem.tools.mounts import (
 )
 from gitmem.tools.registry import MountedTools, Payload, short_name
 from gitmem.tools.schemas import (
+    ARGUMENTS,
     AppendArgs,
     CreateArgs,
     DeleteArgs,
@@ -47,8 +48,6 @@ from gitmem.tools.schemas import (
     SearchArgs,
     ShowArgs,
     ViewArgs,
-    input_schema,
-    parse_arguments,
 )
 
 TOOL_PREFIX: Final = "memory_file_"
@@ -118,6 +117,7 @@ class FileMemoryCapability(MountedTools[FileMount]):
     permission_prefix = TOOL_ID_PREFIX
     descriptions = DESCRIPTIONS
     read = READ_TOOLS
+    models = ARGUMENTS
 
     def __init__(
         self,
@@ -164,12 +164,6 @@ class FileMemoryCapability(MountedTools[FileMount]):
             ((m.name, self.mount_tools(m), m.guide) for m in self.mounts), READ_TOOLS, DEFAULT_FILE_GUIDE
         )
         return "\n\n".join(parts)
-
-    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
-        return input_schema(cast(ToolName, tool), memories)
-
-    def check_arguments(self, tool: str, arguments: object) -> Any:
-        return parse_arguments(cast(ToolName, tool), arguments)
 
     def fail(self, exc: MemoryStoreError) -> Payload:
         return ops.failure_payload(exc, self.limits.format)

@@ -7,7 +7,7 @@ against its model (:mod:`gitmem.tools.kind_schemas`) before the binding runs it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
 
 from gitmem.durable import agent as rules
@@ -15,7 +15,6 @@ from gitmem.durable.binding import DurableBinding
 from gitmem.model import Origin
 from gitmem.tools.kind_schemas import DurableRecallArgs, NodeLogArgs, ProposeArgs
 from gitmem.tools.registry import KindTools, Payload, chosen
-from gitmem.tools.schemas import schema_of, validate
 
 PERMISSION_PREFIX: Final = "memory.durable."
 
@@ -45,20 +44,11 @@ class DurableTools(KindTools):
     permission_prefix = PERMISSION_PREFIX
     descriptions = DESCRIPTIONS
     read = frozenset({"recall", "log"})
+    models = MODELS
 
     def __init__(self, binding: DurableBinding, *, tools: Iterable[str] | None = None) -> None:
         self.binding = binding
         self.tools = chosen(tools, DESCRIPTIONS, "durable_", PERMISSION_PREFIX)
-
-    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
-        return schema_of(MODELS[tool])
-
-    def parse(self, tool: str, arguments: object) -> Any:
-        return validate(MODELS[tool], arguments, label=f"durable_{tool}")
-
-    def handle(self, tool: str, args: Any, who: Origin) -> Payload:
-        handler: Callable[[Any, Origin], Payload] = getattr(self, f"_{tool}")
-        return handler(args, who)
 
     def _recall(self, args: DurableRecallArgs, origin: Origin) -> Payload:
         return rules.recall(self.binding, args.query, args.limit)

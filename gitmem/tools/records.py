@@ -14,7 +14,7 @@ async because it searches every mount at once under one timeout.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
@@ -27,6 +27,7 @@ from gitmem.tools.record_mounts import RecordMemoryLimits as RecordMemoryLimits 
 from gitmem.tools.record_mounts import RecordMount as RecordMount
 from gitmem.tools.record_mounts import record_payload
 from gitmem.tools.record_schemas import (
+    ARGUMENTS,
     LIST_DEFAULT,
     LIST_MAX,
     RECORD_READ_TOOLS,
@@ -42,8 +43,6 @@ from gitmem.tools.record_schemas import (
     RecordToolName,
     SearchArgs,
     UpdateArgs,
-    input_schema,
-    parse_arguments,
 )
 from gitmem.tools.registry import MountedTools, Payload, short_name
 
@@ -129,6 +128,7 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
     permission_prefix = TOOL_ID_PREFIX
     descriptions = DESCRIPTIONS
     read = RECORD_READ_TOOLS
+    models = ARGUMENTS
 
     def __init__(
         self,
@@ -154,12 +154,6 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
             ((m.name, self.mount_tools(m), m.guide) for m in self.mounts), RECORD_READ_TOOLS, DEFAULT_RECORD_GUIDE
         )
         return "\n\n".join(parts)
-
-    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
-        return input_schema(cast(RecordToolName, tool), memories)
-
-    def check_arguments(self, tool: str, arguments: object) -> Any:
-        return parse_arguments(cast(RecordToolName, tool), arguments)
 
     def fail(self, exc: MemoryStoreError) -> Payload:
         return failure_payload(exc)

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
 from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
+from gitmem.tools.schemas import schema_of, validate, with_memories
 
 log = logging.getLogger("gitmem.tools")
 
@@ -290,9 +291,9 @@ class KindTools:
     """One memory kind's tools: which are offered, their registry (built once), and the one way a call runs.
 
     A kind names its tools in the order a model sees them (the keys of
-    ``descriptions``), their name and permission prefixes and which of them only
-    read, and says how a call's arguments are parsed (:meth:`parse`) and handled
-    (:meth:`handle`); every call then goes through :attr:`registry`. Kinds whose
+    ``descriptions``), their name and permission prefixes, which of them only
+    read and each one's argument model, and handles a checked call in its
+    ``_<tool>`` method; every call goes through :attr:`registry`. Kinds whose
     tools act on named mounts (file, record) build on :class:`MountedTools`.
     """
 
@@ -301,6 +302,7 @@ class KindTools:
     permission_prefix: ClassVar[str]
     descriptions: ClassVar[Mapping[Any, str]]
     read: ClassVar[frozenset[str]]
+    models: ClassVar[Mapping[Any, Any]]  # each tool's argument model
     tools: frozenset[str]
     _registry: ToolRegistry | None = None
 
@@ -312,13 +314,15 @@ class KindTools:
         return [self._tool(tool, ()) for tool in self.descriptions if tool in self.tools]
 
     def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
-        raise NotImplementedError
+        return with_memories(schema_of(self.models[tool]), memories)
 
     def parse(self, tool: str, arguments: object) -> Any:
-        raise NotImplementedError
+        return validate(self.models[tool], arguments, label=self.prefix + tool)
 
     def handle(self, tool: str, args: Any, who: Origin) -> Payload:
-        raise NotImplementedError
+        """Runs the kind's ``_<tool>`` method."""
+        handler: Handler = getattr(self, f"_{tool}")
+        return handler(args, who)
 
     def fail(self, exc: MemoryStoreError) -> Payload:
         return plain_failure(exc)
@@ -445,13 +449,10 @@ class MountedTools(KindTools, Generic[M]):
                 out.append(self._tool(tool, memories))
         return out
 
-    def check_arguments(self, tool: str, arguments: object) -> Any:
-        raise NotImplementedError
-
     def parse(self, tool: str, arguments: object) -> tuple[Any, M]:
         memory = arguments.get("memory") if isinstance(arguments, Mapping) else None
         mount = self.mount_for(tool, memory) if isinstance(memory, str) else None
-        args = self.check_arguments(tool, arguments)
+        args = super().parse(tool, arguments)
         return args, mount if mount is not None else self.mount_for(tool, args.memory)
 
     def handle(self, tool: str, args: Any, who: Origin) -> Payload:

@@ -10,7 +10,7 @@ dry run unless the adapter allows destructive tools.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -20,7 +20,6 @@ from gitmem.session.items import MemoryItem
 from gitmem.session.memory import SessionMemory
 from gitmem.tools.kind_schemas import PruneArgs, RecentArgs, RememberArgs, SessionRecallArgs, TagsArgs
 from gitmem.tools.registry import KindTools, Payload, chosen
-from gitmem.tools.schemas import schema_of, validate
 
 _log = logging.getLogger(__name__)
 PREFIX: Final = "memory_session_"
@@ -72,22 +71,16 @@ class SessionTools(KindTools):
     permission_prefix = PERMISSION_PREFIX
     descriptions = DESCRIPTIONS
     read = READ
+    models = MODELS
 
     def __init__(self, memory: SessionMemory, *, allow_prune: bool = False, tools: Iterable[str] | None = None) -> None:
         self.memory = memory
         self.allow_prune = allow_prune
         self.tools = chosen(tools, DESCRIPTIONS, PREFIX, PERMISSION_PREFIX)
 
-    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
-        return schema_of(MODELS[tool])
-
-    def parse(self, tool: str, arguments: object) -> Any:
-        return validate(MODELS[tool], arguments, label=PREFIX + tool)
-
     def handle(self, tool: str, args: Any, who: Origin) -> Payload:
-        handler: Callable[[Any, Origin], Payload] = getattr(self, f"_{tool}")
         try:
-            return handler(args, who)
+            return super().handle(tool, args, who)
         except (ValueError, TypeError, RecursionError, OverflowError) as exc:
             # The core refuses bad input with a code; anything it missed is still the caller's
             # input, answered as a refusal (and logged with its trace) rather than raised.
