@@ -32,7 +32,6 @@ from gitmem.tools.mounts import (
     FileMemoryLimits,
     FileMount,
     ToolName,
-    check_tool_names,
 )
 from gitmem.tools.registry import MountedTools, Payload, short_name
 from gitmem.tools.schemas import (
@@ -127,15 +126,12 @@ class FileMemoryCapability(MountedTools[FileMount]):
         cursors: MemoryCursors | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(mounts)
+        super().__init__(mounts, tools)
         keys = [m.key for m in self.mounts]
         if len(set(keys)) != len(keys):
             raise ValueError(f"cursor keys must be unique: {keys}")
         self.limits = limits or FileMemoryLimits()
         self.cursors = cursors
-        if isinstance(tools, str):
-            raise TypeError("tools is a collection of tool names, not one string")
-        self.tools = check_tool_names(None if tools is None else [tool_from_name(t) or t for t in tools])
 
     # -- what the model is shown ---------------------------------------------------------
 

@@ -21,7 +21,6 @@ from gitmem.model import Origin
 from gitmem.records import RecordPage, validate_record_text
 from gitmem.tools.guide import mount_sections
 from gitmem.tools.history_ops import change_payload
-from gitmem.tools.mounts import check_tool_names
 from gitmem.tools.recall_blocks import RecallReport, build_recall
 from gitmem.tools.record_mounts import RecordMemoryLimits as RecordMemoryLimits  # the capability's own names too
 from gitmem.tools.record_mounts import RecordMount as RecordMount
@@ -31,7 +30,6 @@ from gitmem.tools.record_schemas import (
     LIST_DEFAULT,
     LIST_MAX,
     RECORD_READ_TOOLS,
-    RECORD_TOOLS,
     SEARCH_DEFAULT,
     SEARCH_MAX,
     TOOL_ID_PREFIX,
@@ -44,7 +42,7 @@ from gitmem.tools.record_schemas import (
     SearchArgs,
     UpdateArgs,
 )
-from gitmem.tools.registry import MountedTools, Payload, short_name
+from gitmem.tools.registry import MountedTools, Payload
 
 DEFAULT_RECORD_GUIDE: Final = """\
 Keep one short fact per record, in plain words that a later search would use: \
@@ -56,13 +54,6 @@ UNCONFIRMED_ADVICE: Final = (
     " The change may or may not have been saved: search the records before you write it again, "
     "so you do not save it twice."
 )
-
-
-def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
-    """The record tools a capability offers (short names, tool names or permission ids); ``None``: all."""
-    if tools is None or isinstance(tools, str):
-        return check_tool_names(tools, RECORD_TOOLS, "record ")
-    return check_tool_names([tool_from_name(t) or t for t in tools], RECORD_TOOLS, "record ")
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -87,15 +78,6 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
     ),
     "delete": "Delete a record by id. It is then never returned by search or list.",
 }
-
-
-def tool_from_name(name: str) -> RecordToolName | None:
-    """``add`` for ``memory_record_add``, ``memory.record.add`` or ``add``; ``None`` otherwise."""
-    found = short_name(name, (TOOL_PREFIX, TOOL_ID_PREFIX), RECORD_TOOLS)
-    for tool in RECORD_TOOLS:
-        if found == tool:
-            return tool
-    return None
 
 
 # --- payloads -----------------------------------------------------------------------------
@@ -137,9 +119,8 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
         limits: RecordMemoryLimits | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(mounts)
+        super().__init__(mounts, tools)
         self.limits = limits or RecordMemoryLimits()
-        self.tools = check_record_tools(tools)
 
     @property
     def instructions(self) -> str:

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
 from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
+from gitmem.tools.mounts import check_tool_names
 from gitmem.tools.schemas import schema_of, validate, with_memories
 
 log = logging.getLogger("gitmem.tools")
@@ -349,13 +350,15 @@ class KindTools:
             self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
         return self._registry
 
+    def short_name(self, name: object) -> str | None:
+        """``view`` for ``memory_file_view``, ``memory.file.view`` or ``view``; ``None`` for other names."""
+        if not isinstance(name, str):
+            return None
+        return short_name(name, (self.prefix, self.permission_prefix), self.descriptions)
+
     def full_name(self, name: Any) -> Any:
-        """``memory_file_view`` for ``view``, ``memory.file.view`` or itself; other names as they are."""
-        found = (
-            short_name(name, (self.prefix, self.permission_prefix), self.descriptions)
-            if isinstance(name, str)
-            else None
-        )
+        """``memory_file_view`` for any name :meth:`short_name` knows; other names as they are."""
+        found = self.short_name(name)
         return self.prefix + found if found is not None else name
 
     def handles(self, name: str) -> bool:
@@ -421,7 +424,12 @@ class MountedTools(KindTools, Generic[M]):
 
     mounts: tuple[M, ...]
 
-    def __init__(self, mounts: Iterable[M]) -> None:
+    def __init__(self, mounts: Iterable[M], tools: Iterable[str] | None) -> None:
+        """``tools`` narrows the tools of every mount, by short name, tool name or permission id (unknown: ``ValueError``)."""
+        if isinstance(tools, str):
+            raise TypeError("tools is a collection of tool names, not one string")
+        named = None if tools is None else [self.short_name(t) or t for t in tools]
+        self.tools = check_tool_names(named, tuple(self.descriptions), "" if self.kind == "file" else f"{self.kind} ")
         self.mounts = tuple(mounts)
         if not self.mounts:
             raise ValueError(f"a {self.kind} memory capability needs at least one mount")
