@@ -14,8 +14,8 @@ commit. Recall reads active nodes only; activation needs new ``manual`` or
 - :mod:`~gitmem.durable.recall`, :mod:`~gitmem.durable.ledger`: active-only recall,
   admissions and uses (kept off ``main``);
 - :mod:`~gitmem.durable.binding`, :mod:`~gitmem.durable.approval`,
-  :mod:`~gitmem.durable.tools`: a session's binding, the review path to
-  activation, and agent tools.
+  :mod:`~gitmem.durable.agent`: a session's binding, the review path to
+  activation, and what an agent may do (the rules of its tools).
 """
 
 from typing import TYPE_CHECKING

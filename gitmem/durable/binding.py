@@ -18,7 +18,7 @@ session memory knowing anything about durable memory:
   drops any that is no longer the current revision of an active node, and
   records an admission for the rest.
 
-A binding made by :meth:`DurableRepository.bind_session` also persists (see
+A binding made by :meth:`DurableBinding.for_session` also persists (see
 :mod:`gitmem.durable.sessions`): its secret-free record is checked on resume
 (fail closed), each model context gets a distinct persisted id
 (:meth:`DurableBinding.admit_context`), and :meth:`DurableBinding.apply` fills a
@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -44,6 +45,7 @@ from gitmem.durable.repository import ChangeResult, DurableRepository
 from gitmem.durable.sessions import binding_record, context_id
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
+from gitmem.recall.index import MAX_LIMIT
 from gitmem.session.binding import ExtractedItem, RecalledNode
 
 SCHEMA = "a3s.memory.durable.v1"
@@ -78,6 +80,20 @@ class DurableBinding:
         self.namespace = namespace
         self.policy = policy or RecallPolicy()
         self.session_id = session_id
+
+    @classmethod
+    def for_session(
+        cls, repository: DurableRepository, session_id: str, namespace: Namespace, policy: RecallPolicy | None = None
+    ) -> DurableBinding:
+        """Bind session ``session_id`` to ``namespace``, persisting the binding's secret-free record.
+
+        The session's first binding is recorded; binding it again (a resume, maybe in
+        another process) must be equivalent - same namespace, recall policy and
+        semantic identity - or fails closed with ``forbidden`` (:mod:`gitmem.durable.sessions`).
+        """
+        binding = cls(repository, namespace, policy, session_id=session_id)
+        repository.sessions.bind(session_id, binding.record())
+        return binding
 
     # -- the persisted binding --
 
@@ -121,14 +137,17 @@ class DurableBinding:
         tool's) takes its policy here, so a caller - an agent choosing a tool
         argument - may ask for fewer results than the host's policy allows, never
         more, and never another minimum score, related reads or semantic branch.
+        A limit outside 1-100 is refused (``invalid_query``) as every recall refuses
+        it, never quietly raised to one.
         """
         base = self.policy
         if limit is None:
             return base
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise MemoryStoreError("invalid_query", "limit must be a whole number")
-        bound = max(1, min(limit, base.max_results))
-        return RecallPolicy(bound, base.min_score, base.related_lookups, base.semantic)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise MemoryStoreError(
+                "invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}"
+            )
+        return replace(base, max_results=min(limit, base.max_results))
 
     # -- gitmem.session.binding.DurableRecall --
 
@@ -227,7 +246,9 @@ class DurableBinding:
     def next_context(self) -> str:
         """A new model-context id for this session, distinct across restarts (persisted counter)."""
         if self.session_id is None:
-            raise MemoryStoreError("forbidden", "only a session binding (bind_session) numbers its contexts")
+            raise MemoryStoreError(
+                "forbidden", "only a session binding (DurableBinding.for_session) numbers its contexts"
+            )
         return context_id(self.session_id, self.repository.sessions.next_context(self.session_id))
 
     def admit_context(self, recalled: Sequence[RecalledNode]) -> tuple[str, list[RecalledNode]]:

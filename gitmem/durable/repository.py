@@ -63,7 +63,6 @@ T_EVIDENCE: Final = "Gitmem-Durable-Evidence"
 _ATTEMPTS: Final = 50
 
 if TYPE_CHECKING:  # the change-set values and staging rules load when a change is applied, not to recall
-    from gitmem.durable.binding import DurableBinding
     from gitmem.durable.changes import ChangeSet
     from gitmem.durable.rules import Staged
     from gitmem.durable.semantic import RefreshReceipt, SemanticHealth, SemanticMaintenance, SemanticRecall
@@ -191,25 +190,6 @@ class DurableRepository:
         return DurableRepository(
             view, clock=self.clock, ledger=self.ledger, semantic=self.semantic, semantic_recall=self.semantic_recall
         )
-
-    def binding(self, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
-        """A session's view of ``namespace`` (session memory's ``DurableRecall`` and ``CandidateSink``)."""
-        from gitmem.durable.binding import DurableBinding
-
-        return DurableBinding(self, namespace, policy)
-
-    def bind_session(self, session_id: str, namespace: Namespace, policy: RecallPolicy | None = None) -> DurableBinding:
-        """Bind session ``session_id`` to ``namespace``, persisting the binding's secret-free record.
-
-        The session's first binding is recorded; binding it again (a resume, maybe in
-        another process) must be equivalent - same namespace, recall policy and
-        semantic identity - or fails closed with ``forbidden`` (:mod:`gitmem.durable.sessions`).
-        """
-        from gitmem.durable.binding import DurableBinding
-
-        binding = DurableBinding(self, namespace, policy, session_id=session_id)
-        self.sessions.bind(session_id, binding.record())
-        return binding
 
     # -- recall (active nodes only) and the ledger of admissions and uses --
 

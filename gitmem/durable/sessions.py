@@ -1,6 +1,6 @@
 """Session bindings that persist: what a session was bound to, and its model-context counter.
 
-A session bound to durable memory (:meth:`DurableRepository.bind_session`) leaves a
+A session bound to durable memory (:meth:`DurableBinding.for_session`) leaves a
 **secret-free** record beside the repository: the namespace, the recall policy,
 and - with semantic recall - the embedding, index and fusion identity and the
 semantic policy. Nothing in it can call a provider (no keys, no endpoints): a

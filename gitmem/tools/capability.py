@@ -14,11 +14,10 @@ run. Calls are checked and run by the capability's
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, cast
 
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.store import HistoryStore, RunScopedStore
 from gitmem.tools import history_ops, ops
@@ -33,10 +32,10 @@ from gitmem.tools.mounts import (
     FileMemoryLimits,
     FileMount,
     ToolName,
-    check_tool_names,
 )
-from gitmem.tools.registry import Payload, Tool, ToolRegistry, short_name
+from gitmem.tools.registry import MountedTools, Payload, short_name
 from gitmem.tools.schemas import (
+    ARGUMENTS,
     AppendArgs,
     CreateArgs,
     DeleteArgs,
@@ -48,11 +47,7 @@ from gitmem.tools.schemas import (
     SearchArgs,
     ShowArgs,
     ViewArgs,
-    input_schema,
-    parse_arguments,
 )
-
-log = logging.getLogger("gitmem.tools")
 
 TOOL_PREFIX: Final = "memory_file_"
 TOOL_ID_PREFIX: Final = "memory.file."
@@ -106,22 +101,7 @@ def tool_from_name(name: str) -> ToolName | None:
     return cast(ToolName, found) if found is not None else None
 
 
-def _full_name(name: str) -> str:
-    """``memory_file_view`` for any name :func:`tool_from_name` knows; other names as they are."""
-    tool = tool_from_name(name) if isinstance(name, str) else None
-    return TOOL_PREFIX + tool if tool is not None else name
-
-
-def _offers(store: object, tool: str) -> bool:
-    """Whether a store can serve ``tool``: history needs a store that keeps it, search a ranked index."""
-    if tool in HISTORY_TOOLS:
-        return isinstance(store, HistoryStore)
-    if tool == "search":
-        return isinstance(store, RankedStore)
-    return True
-
-
-class FileMemoryCapability:
+class FileMemoryCapability(MountedTools[FileMount]):
     """Mounts offered to a model as the ``memory_file_*`` tools and a context per run.
 
     ``tools`` narrows the tools of every mount, by short name, tool name or
@@ -131,6 +111,13 @@ class FileMemoryCapability:
     store keeps history and has a ranked index (gitmem's git stores do).
     """
 
+    kind = "file"
+    prefix = TOOL_PREFIX
+    permission_prefix = TOOL_ID_PREFIX
+    descriptions = DESCRIPTIONS
+    read = READ_TOOLS
+    models = ARGUMENTS
+
     def __init__(
         self,
         mounts: Sequence[FileMount],
@@ -139,30 +126,22 @@ class FileMemoryCapability:
         cursors: MemoryCursors | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        self.mounts: tuple[FileMount, ...] = tuple(mounts)
-        if not self.mounts:
-            raise ValueError("a file memory capability needs at least one mount")
-        names = [m.name for m in self.mounts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"mount names must be unique: {names}")
+        super().__init__(mounts, tools)
         keys = [m.key for m in self.mounts]
         if len(set(keys)) != len(keys):
             raise ValueError(f"cursor keys must be unique: {keys}")
         self.limits = limits or FileMemoryLimits()
         self.cursors = cursors
-        if isinstance(tools, str):
-            raise TypeError("tools is a collection of tool names, not one string")
-        self.tools = check_tool_names(None if tools is None else [tool_from_name(t) or t for t in tools])
-        self._by_name = {m.name: m for m in self.mounts}
-        self._registry: ToolRegistry | None = None
-
-    def __repr__(self) -> str:
-        return f"FileMemoryCapability({[f'{m.name}:{m.access}' for m in self.mounts]})"
 
     # -- what the model is shown ---------------------------------------------------------
 
-    def mount_tools(self, mount: FileMount) -> tuple[ToolName, ...]:
-        return tuple(t for t in TOOLS if t in self.tools and mount.allows(t) and _offers(mount.store, t))
+    def offers(self, mount: FileMount, tool: str) -> bool:
+        """Whether a store can serve ``tool``: history needs a store that keeps it, search a ranked index."""
+        if tool in HISTORY_TOOLS:
+            return isinstance(mount.store, HistoryStore)
+        if tool == "search":
+            return isinstance(mount.store, RankedStore)
+        return True
 
     @property
     def instructions(self) -> str:
@@ -182,76 +161,12 @@ class FileMemoryCapability:
         )
         return "\n\n".join(parts)
 
-    def offered(self) -> list[Tool]:
-        """The tools at least one mount offers; ``memory`` enumerates exactly those mounts."""
-        out = []
-        for tool in TOOLS:
-            memories = tuple(m.name for m in self.mounts if tool in self.mount_tools(m))
-            if memories:
-                out.append(self._tool(tool, memories))
-        return out
-
-    def _tool(self, tool: ToolName, memories: tuple[str, ...]) -> Tool:
-        fmt = self.limits.format
-
-        def parse(arguments: object) -> Any:
-            return parse_arguments(tool, arguments)
-
-        def handler(args: Any, who: Origin) -> Payload:
-            return self._handle(tool, args, who)
-
-        return Tool(
-            kind="file",
-            tool=tool,
-            name=TOOL_PREFIX + tool,
-            permission=TOOL_ID_PREFIX + tool,
-            description=DESCRIPTIONS[tool],
-            input_schema=input_schema(tool, memories),
-            effect="read" if tool in READ_TOOLS else "write",
-            parse=parse,
-            handler=handler,
-            memories=memories,
-            check_memory=lambda memory: self._mount_for(tool, memory),
-            fail=lambda exc: ops.failure_payload(exc, fmt),
-        )
-
-    @property
-    def registry(self) -> ToolRegistry:
-        """These tools alone, as the registry that checks and runs their calls (built once)."""
-        if self._registry is None:
-            self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
-        return self._registry
+    def fail(self, exc: MemoryStoreError) -> Payload:
+        return ops.failure_payload(exc, self.limits.format)
 
     # -- running a tool call -------------------------------------------------------------
 
-    def call(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message", "current"}``.
-
-        ``tool_name`` may be the tool's name (``memory_file_edit``) or id
-        (``memory.file.edit``). The commit's origin is ``origin`` with ``tool_call_id``.
-        """
-        return self.registry.call(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def run(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
-        return self.registry.run(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def _handle(self, tool: ToolName, args: Any, who: Origin) -> Payload:
-        mount = self._mount_for(tool, args.memory)
+    def handle_on(self, tool: str, args: Any, mount: FileMount, who: Origin) -> Payload:
         fmt, retries, store = self.limits.format, self.limits.write_retries, mount.store
         if who.run_id is not None and isinstance(store, RunScopedStore):
             store = store.for_run(who.run_id)  # a run under review reads its own proposal (gitmem.review)
@@ -287,23 +202,6 @@ class FileMemoryCapability:
             return history_ops.show(store, args.revision, args.path, fmt)
         assert isinstance(args, RestoreArgs)
         return history_ops.restore(store, args.path, args.revision, args.version, fmt, who)
-
-    def _mount_for(self, tool: ToolName, memory: str) -> FileMount:
-        mount = self._by_name.get(memory)
-        if mount is None:
-            raise MemoryToolError(
-                "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
-            )
-        kind = getattr(mount.store, "kind", "file")  # a store without kinds holds files
-        if kind != "file":
-            raise MemoryStoreError(
-                "wrong_kind", f"memory {memory!r} is a {kind} memory; the memory_file_* tools only use file memories"
-            )
-        if not mount.allows(tool):
-            raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; memory_file_{tool} cannot change it")
-        if not _offers(mount.store, tool):
-            raise MemoryStoreError("unavailable", f"memory {memory!r} does not offer memory_file_{tool}")
-        return mount
 
     # -- typed helpers (raise MemoryStoreError on failure) ---------------------------------
 

@@ -1,6 +1,6 @@
 """Durable memory as registry tools: ``durable_recall``, ``durable_propose`` and ``durable_log``.
 
-The rules live in :mod:`gitmem.durable.tools`; this module gives them the one
+The rules live in :mod:`gitmem.durable.agent`; this module gives them the one
 tool shape (:mod:`gitmem.tools.registry`), so the registry checks every call
 against its model (:mod:`gitmem.tools.kind_schemas`) before the binding runs it.
 """
@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from gitmem.durable import tools as rules
+from gitmem.durable import agent as rules
 from gitmem.durable.binding import DurableBinding
 from gitmem.model import Origin
 from gitmem.tools.kind_schemas import DurableRecallArgs, NodeLogArgs, ProposeArgs
-from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
-from gitmem.tools.schemas import schema_of, validate
+from gitmem.tools.registry import KindTools, Payload, chosen
 
 PERMISSION_PREFIX: Final = "memory.durable."
 
@@ -37,43 +36,19 @@ DESCRIPTIONS: Final[dict[str, str]] = {
 MODELS: Final[dict[str, type[Any]]] = {"recall": DurableRecallArgs, "propose": ProposeArgs, "log": NodeLogArgs}
 
 
-class DurableTools:
+class DurableTools(KindTools):
     """The durable tools over one bound namespace."""
 
-    instructions: str = ""  # the descriptions say what a model may do; nothing is mounted
+    kind = "durable"
+    prefix = "durable_"
+    permission_prefix = PERMISSION_PREFIX
+    descriptions = DESCRIPTIONS
+    read = frozenset({"recall", "log"})
+    models = MODELS
 
     def __init__(self, binding: DurableBinding, *, tools: Iterable[str] | None = None) -> None:
         self.binding = binding
         self.tools = chosen(tools, DESCRIPTIONS, "durable_", PERMISSION_PREFIX)
-        self.registry = ToolRegistry(self.offered())
-
-    def offered(self) -> list[Tool]:
-        return [self._tool(tool) for tool in DESCRIPTIONS if tool in self.tools]
-
-    def _tool(self, tool: str) -> Tool:
-        model, label = MODELS[tool], f"durable_{tool}"
-
-        def parse(arguments: object) -> Any:
-            return validate(model, arguments, label=label)
-
-        return Tool(
-            kind="durable",
-            tool=tool,
-            name=label,
-            permission=PERMISSION_PREFIX + tool,
-            description=DESCRIPTIONS[tool],
-            input_schema=schema_of(model),
-            effect="write" if tool == "propose" else "read",
-            parse=parse,
-            handler=getattr(self, f"_{tool}"),
-        )
-
-    def handles(self, name: str) -> bool:
-        return self.registry.handles(name)
-
-    def call(self, name: str, arguments: object, *, origin: Origin | None = None) -> Payload:
-        """Run tool ``name``; a refusal is ``{"error", "message", "current": null}``."""
-        return self.registry.call(name, arguments, origin=origin, tool_call_id=(origin or Origin()).tool_call_id)
 
     def _recall(self, args: DurableRecallArgs, origin: Origin) -> Payload:
         return rules.recall(self.binding, args.query, args.limit)

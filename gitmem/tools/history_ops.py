@@ -146,7 +146,6 @@ def restore(
     store: HistoryStore, path: str, revision: str, version: str | None, fmt: FileFormat, origin: Any
 ) -> Payload:
     """``path`` put back as it was at ``revision``, in one new commit, if the file is still at ``version``."""
-    path = validate_path(path, fmt)
     new = store.restore(path, revision, expected=version, origin=origin)
     if new is None:
         return {"status": "deleted", "path": path, "revision": revision, "version": None}

@@ -2,7 +2,10 @@
 
 Each function takes plain arguments and returns a JSON-ready ``dict``, or raises
 :class:`~gitmem.errors.MemoryStoreError`; :func:`failure_payload` turns that into
-the JSON a model gets back. Every write follows one rule (:func:`cas_update`):
+the JSON a model gets back. A path is the store's to check: every surface reaches
+the store, whose checks run before any I/O with its codes, so the write tools do
+not check it again (only ``move`` does, to report its two paths in order); a
+reply names a path as the caller gave it. Every write follows one rule (:func:`cas_update`):
 read the file, check the tool's condition against what was read, validate the
 result, then write expecting the version that was read. When another writer
 changed the file in between, the store refuses with ``version_mismatch`` and the
@@ -246,8 +249,6 @@ def _written(status: str, path: str, text: str, version: str) -> Payload:
 
 
 def create(store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
-    path = validate_path(path, fmt)
-
     def change(current: FileText | None) -> str:
         if current is not None:
             raise MemoryStoreError(
@@ -269,7 +270,6 @@ def edit(
     retries: int,
     origin: Origin,
 ) -> Payload:
-    path = validate_path(path, fmt)
     if not old_string:
         raise MemoryToolError("no_match", "old_string is empty; give the exact text to replace")
 
@@ -299,7 +299,6 @@ def edit(
 
 
 def append(store: FileStore, path: str, content: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
-    path = validate_path(path, fmt)
     if not content:
         raise MemoryStoreError("invalid_file", "content to append is empty")
 
@@ -314,7 +313,11 @@ def append(store: FileStore, path: str, content: str, *, fmt: FileFormat, retrie
 
 
 def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, retries: int, origin: Origin) -> Payload:
-    """One commit that renames a file; retried when only the source's content moved on."""
+    """One commit that renames a file; retried when only the source's content moved on.
+
+    Both paths are checked before either is read, so a bad destination is reported
+    before a missing source (the store's checks come after the reads).
+    """
     source = validate_path(source, fmt)
     destination = validate_path(destination, fmt)
     latest: FileText | None = None
@@ -342,7 +345,6 @@ def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, re
 
 def delete(store: FileStore, path: str, version: str, *, fmt: FileFormat, origin: Origin) -> Payload:
     """Delete ``path`` only at ``version``; a lost race is reported, never retried."""
-    path = validate_path(path, fmt)
     try:
         store.delete(path, expected=version, origin=origin)
     except MemoryStoreError as exc:

@@ -30,7 +30,7 @@ from typing import Final, Literal, TypeVar
 from gitmem.errors import MemoryStoreError
 from gitmem.records import MemoryRecord
 from gitmem.tools.budget import escape_json, nbytes
-from gitmem.tools.records import RecordMemoryLimits, RecordMount, record_payload
+from gitmem.tools.record_mounts import RecordMemoryLimits, RecordMount, record_payload
 
 log = logging.getLogger("gitmem.tools")
 T = TypeVar("T")

@@ -8,12 +8,9 @@ the record rules (a text too long, a cursor that is not one) keep their codes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from gitmem.tools.schemas import schema_of, validate, with_memories
 
 RecordToolName = Literal["search", "list", "history", "add", "update", "delete"]
 RECORD_TOOLS: Final[tuple[RecordToolName, ...]] = get_args(RecordToolName)
@@ -71,16 +68,3 @@ ARGUMENTS: Final[dict[RecordToolName, type[_Args]]] = {
     "update": UpdateArgs,
     "delete": DeleteArgs,
 }
-
-_SCHEMAS: Final[dict[RecordToolName, dict[str, Any]]] = {tool: schema_of(model) for tool, model in ARGUMENTS.items()}
-
-
-def input_schema(tool: RecordToolName, memories: Sequence[str]) -> dict[str, Any]:
-    return with_memories(_SCHEMAS[tool], memories)
-
-
-def parse_arguments(tool: RecordToolName, arguments: object) -> _Args:
-    """Validate a call's arguments, or raise ``invalid_arguments`` naming the problem."""
-    args = validate(ARGUMENTS[tool], arguments, label=f"{TOOL_PREFIX}{tool}")
-    assert isinstance(args, _Args)
-    return args

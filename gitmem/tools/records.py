@@ -13,24 +13,23 @@ async because it searches every mount at once under one timeout.
 
 from __future__ import annotations
 
-import logging
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
-from gitmem.records import MemoryRecord, RecordPage, RecordStoreProtocol, validate_record_text
-from gitmem.records.rules import RECORD_CHARS
+from gitmem.records import RecordPage, validate_record_text
 from gitmem.tools.guide import mount_sections
 from gitmem.tools.history_ops import change_payload
-from gitmem.tools.mounts import Access, check_tool_names
+from gitmem.tools.recall_blocks import RecallReport, build_recall
+from gitmem.tools.record_mounts import RecordMemoryLimits as RecordMemoryLimits  # the capability's own names too
+from gitmem.tools.record_mounts import RecordMount as RecordMount
+from gitmem.tools.record_mounts import record_payload
 from gitmem.tools.record_schemas import (
+    ARGUMENTS,
     LIST_DEFAULT,
     LIST_MAX,
     RECORD_READ_TOOLS,
-    RECORD_TOOLS,
     SEARCH_DEFAULT,
     SEARCH_MAX,
     TOOL_ID_PREFIX,
@@ -42,16 +41,8 @@ from gitmem.tools.record_schemas import (
     RecordToolName,
     SearchArgs,
     UpdateArgs,
-    input_schema,
-    parse_arguments,
 )
-from gitmem.tools.registry import Payload, Tool, ToolRegistry, short_name
-
-if TYPE_CHECKING:
-    from gitmem.tools.recall_blocks import RecallReport
-
-log = logging.getLogger("gitmem.tools")
-
+from gitmem.tools.registry import MountedTools, Payload
 
 DEFAULT_RECORD_GUIDE: Final = """\
 Keep one short fact per record, in plain words that a later search would use: \
@@ -63,76 +54,6 @@ UNCONFIRMED_ADVICE: Final = (
     " The change may or may not have been saved: search the records before you write it again, "
     "so you do not save it twice."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RecordMemoryLimits:
-    """The record size and each run's recall.
-
-    ``recall_limit`` records at most per memory and block, ``recall_bytes`` per
-    block (UTF-8, wrapper included), ``recall_seconds`` for all mounts together.
-    """
-
-    record_chars: int = RECORD_CHARS
-    recall_limit: int = 5
-    recall_bytes: int = 8192
-    recall_seconds: float = 2.0
-
-    def __post_init__(self) -> None:
-        for name in ("record_chars", "recall_limit", "recall_bytes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer")
-        if self.recall_limit > SEARCH_MAX:
-            raise ValueError(f"recall_limit must be at most {SEARCH_MAX}")
-        if not isinstance(self.recall_seconds, int | float) or not self.recall_seconds > 0:
-            raise ValueError("recall_seconds must be a positive number")
-
-
-_MOUNT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
-
-
-@dataclass(frozen=True, slots=True)
-class RecordMount:
-    """One record store as the model sees it: ``name``, ``access``, an optional guide, and recall on/off.
-
-    ``guide=None`` shows :data:`DEFAULT_RECORD_GUIDE`, ``""`` none; ``recall=False``
-    leaves the mount out of the recall blocks (its tools stay).
-    """
-
-    name: str
-    store: RecordStoreProtocol
-    access: Access = "write"
-    guide: str | None = None
-    recall: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"
-            )
-        if self.access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
-        if self.guide is not None and not isinstance(self.guide, str):
-            raise TypeError("guide must be text or None")
-
-    def allows(self, tool: str) -> bool:
-        if tool == "history" and not _keeps_history(self.store):
-            return False  # a record store without history offers no memory_record_history
-        return tool in RECORD_READ_TOOLS or (self.access == "write" and tool in RECORD_TOOLS)
-
-
-def _keeps_history(store: object) -> bool:
-    """Whether a record store can list a record's changes: it has ``log``, and so does the store under it."""
-    inner = getattr(store, "store", store)
-    return callable(getattr(store, "log", None)) and callable(getattr(inner, "log", None))
-
-
-def check_record_tools(tools: Iterable[str] | None) -> frozenset[str]:
-    """The record tools a capability offers (short names, tool names or permission ids); ``None``: all."""
-    if tools is None or isinstance(tools, str):
-        return check_tool_names(tools, RECORD_TOOLS, "record ")
-    return check_tool_names([tool_from_name(t) or t for t in tools], RECORD_TOOLS, "record ")
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -159,29 +80,7 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
 }
 
 
-def tool_from_name(name: str) -> RecordToolName | None:
-    """``add`` for ``memory_record_add``, ``memory.record.add`` or ``add``; ``None`` otherwise."""
-    found = short_name(name, (TOOL_PREFIX, TOOL_ID_PREFIX), RECORD_TOOLS)
-    for tool in RECORD_TOOLS:
-        if found == tool:
-            return tool
-    return None
-
-
-def _full_name(name: str) -> str:
-    tool = tool_from_name(name) if isinstance(name, str) else None
-    return TOOL_PREFIX + tool if tool is not None else name
-
-
 # --- payloads -----------------------------------------------------------------------------
-
-
-def record_payload(record: MemoryRecord) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": record.id, "text": record.text}
-    if record.score is not None:
-        out["score"] = round(record.score, 4)
-    out["updated_at"] = record.updated_at.isoformat().replace("+00:00", "Z") if record.updated_at else None
-    return out
 
 
 def page_payload(page: RecordPage) -> dict[str, Any]:
@@ -199,12 +98,19 @@ def failure_payload(exc: MemoryStoreError) -> dict[str, Any]:
 # --- the capability -----------------------------------------------------------------------
 
 
-class RecordMemoryCapability:
+class RecordMemoryCapability(MountedTools[RecordMount]):
     """Record mounts offered to a model as the ``memory_record_*`` tools and recall blocks.
 
     A ``read`` mount offers search and list only; ``tools`` narrows the tools of
     every mount (``("search", "add")``).
     """
+
+    kind = "record"
+    prefix = TOOL_PREFIX
+    permission_prefix = TOOL_ID_PREFIX
+    descriptions = DESCRIPTIONS
+    read = RECORD_READ_TOOLS
+    models = ARGUMENTS
 
     def __init__(
         self,
@@ -213,22 +119,8 @@ class RecordMemoryCapability:
         limits: RecordMemoryLimits | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        self.mounts: tuple[RecordMount, ...] = tuple(mounts)
-        if not self.mounts:
-            raise ValueError("a record memory capability needs at least one mount")
-        names = [m.name for m in self.mounts]
-        if len(set(names)) != len(names):
-            raise ValueError(f"mount names must be unique: {names}")
+        super().__init__(mounts, tools)
         self.limits = limits or RecordMemoryLimits()
-        self.tools = check_record_tools(tools)
-        self._by_name = {m.name: m for m in self.mounts}
-        self._registry: ToolRegistry | None = None
-
-    def __repr__(self) -> str:
-        return f"RecordMemoryCapability({[f'{m.name}:{m.access}' for m in self.mounts]})"
-
-    def mount_tools(self, mount: RecordMount) -> tuple[RecordToolName, ...]:
-        return tuple(t for t in RECORD_TOOLS if t in self.tools and mount.allows(t))
 
     @property
     def instructions(self) -> str:
@@ -244,70 +136,10 @@ class RecordMemoryCapability:
         )
         return "\n\n".join(parts)
 
-    def offered(self) -> list[Tool]:
-        """The tools at least one mount offers; ``memory`` enumerates exactly those mounts."""
-        out = []
-        for tool in RECORD_TOOLS:
-            memories = tuple(m.name for m in self.mounts if tool in self.mount_tools(m))
-            if memories:
-                out.append(self._tool(tool, memories))
-        return out
+    def fail(self, exc: MemoryStoreError) -> Payload:
+        return failure_payload(exc)
 
-    def _tool(self, tool: RecordToolName, memories: tuple[str, ...]) -> Tool:
-        def parse(arguments: object) -> Any:
-            return parse_arguments(tool, arguments)
-
-        return Tool(
-            kind="record",
-            tool=tool,
-            name=TOOL_PREFIX + tool,
-            permission=TOOL_ID_PREFIX + tool,
-            description=DESCRIPTIONS[tool],
-            input_schema=input_schema(tool, memories),
-            effect="read" if tool in RECORD_READ_TOOLS else "write",
-            parse=parse,
-            handler=lambda args, who: self._handle(tool, args, who),
-            memories=memories,
-            check_memory=lambda memory: self.mount_for(tool, memory),
-            fail=failure_payload,
-        )
-
-    @property
-    def registry(self) -> ToolRegistry:
-        """These tools alone, as the registry that checks and runs their calls (built once)."""
-        if self._registry is None:
-            self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
-        return self._registry
-
-    def call(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message", "current"}``.
-
-        ``tool_name`` may be the tool's name (``memory_record_add``) or id
-        (``memory.record.add``). Synchronous, like the stores; async callers use
-        ``gitmem.aio.call(capability.call, ...)``.
-        """
-        return self.registry.call(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def run(
-        self,
-        tool_name: str,
-        arguments: Mapping[str, Any] | object,
-        *,
-        tool_call_id: str | None = None,
-        origin: Origin | None = None,
-    ) -> dict[str, Any]:
-        """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
-        return self.registry.run(_full_name(tool_name), arguments, tool_call_id=tool_call_id, origin=origin)
-
-    def _handle(self, tool: RecordToolName, args: Any, who: Origin) -> Payload:
-        mount = self.mount_for(tool, args.memory)
+    def handle_on(self, tool: str, args: Any, mount: RecordMount, who: Origin) -> Payload:
         store = mount.store
         if isinstance(args, SearchArgs):
             return {"records": [record_payload(r) for r in store.search(args.query, limit=args.limit)]}
@@ -334,22 +166,4 @@ class RecordMemoryCapability:
         Async because the mounts are searched in parallel under one timeout; sync
         callers use ``asyncio.run(capability.recall(text))``.
         """
-        from gitmem.tools.recall_blocks import build_recall
-
         return await build_recall(self.mounts, text, self.limits)
-
-    def mount_for(self, tool: RecordToolName, memory: str) -> RecordMount:
-        mount = self._by_name.get(memory)
-        if mount is None:
-            raise MemoryToolError(
-                "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
-            )
-        kind = getattr(mount.store, "kind", "record")
-        if kind != "record":
-            raise MemoryStoreError(
-                "wrong_kind",
-                f"memory {memory!r} is a {kind} memory; the memory_record_* tools only use record memories",
-            )
-        if not mount.allows(tool):
-            raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; {TOOL_PREFIX}{tool} cannot change it")
-        return mount

@@ -26,10 +26,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, MemoryToolError
 from gitmem.model import Origin
+from gitmem.tools.mounts import check_tool_names
+from gitmem.tools.schemas import schema_of, validate, with_memories
 
 log = logging.getLogger("gitmem.tools")
 
@@ -118,10 +120,11 @@ class Tool:
     """One tool as a model sees it, plus what the registry needs to check and run it.
 
     ``parse`` turns the call's raw arguments into the validated value the
-    ``handler`` takes (or raises the store error naming the bad field);
-    ``check_memory``, when set, reports a wrong ``memory`` before any other
-    problem. ``memories`` are the mounts the tool may be used on (empty for kinds
-    with no mounts). ``fail`` renders a store error in the JSON failure shape.
+    ``handler`` takes (or raises the store error naming the bad field; a mounted
+    kind's reports a wrong ``memory`` before any other problem and hands the
+    handler the mount it found). ``memories`` are the mounts the tool may be used
+    on (empty for kinds with no mounts). ``fail`` renders a store error in the
+    JSON failure shape.
     """
 
     kind: Kind
@@ -134,7 +137,6 @@ class Tool:
     parse: Callable[[object], Any] = field(repr=False)
     handler: Handler = field(repr=False)
     memories: tuple[str, ...] = ()
-    check_memory: Callable[[str], object] | None = field(default=None, repr=False)
     fail: Callable[[MemoryStoreError], Payload] = field(default=plain_failure, repr=False)
 
     @property
@@ -235,8 +237,9 @@ class ToolRegistry:
     ) -> Payload:
         """Check and run one call; a failure raises :class:`MemoryStoreError`.
 
-        The order is fixed: the tool, then the memory it names, then every
-        argument against the tool's schema, then the handler. Whatever the
+        The order is fixed: the tool, then the memory it names (a mounted kind's
+        ``parse``, :class:`MountedTools`), then every argument against the tool's
+        schema, then the handler. Whatever the
         answer or the error repeats of the arguments is bounded (:func:`bound_echoes`).
         """
         try:
@@ -259,10 +262,6 @@ class ToolRegistry:
         if tool is None:
             offered = ", ".join(t.name for t in self.tools) or "none"
             raise MemoryStoreError("forbidden", f"no memory tool {name!r} is offered here; the tools are {offered}")
-        if tool.check_memory is not None and isinstance(arguments, Mapping):
-            memory = arguments.get("memory")
-            if isinstance(memory, str):
-                tool.check_memory(memory)  # a wrong memory is the first thing to report
         args = tool.parse(arguments)
         who = (origin or Origin()).with_tool_call(tool_call_id)
         return tool.handler(args, who)
@@ -287,3 +286,205 @@ class ToolRegistry:
             log.warning("memory tool %s failed unexpectedly", shorten(str(name)), exc_info=exc)
             failed = MemoryStoreError("unavailable", f"the memory store failed: {type(exc).__name__}: {exc}")
             return fail(_bounded(failed, (name, arguments)))
+
+
+class KindTools:
+    """One memory kind's tools: which are offered, their registry (built once), and the one way a call runs.
+
+    A kind names its tools in the order a model sees them (the keys of
+    ``descriptions``), their name and permission prefixes, which of them only
+    read and each one's argument model, and handles a checked call in its
+    ``_<tool>`` method; every call goes through :attr:`registry`. Kinds whose
+    tools act on named mounts (file, record) build on :class:`MountedTools`.
+    """
+
+    kind: ClassVar[Kind]
+    prefix: ClassVar[str]
+    permission_prefix: ClassVar[str]
+    descriptions: ClassVar[Mapping[Any, str]]
+    read: ClassVar[frozenset[str]]
+    models: ClassVar[Mapping[Any, Any]]  # each tool's argument model
+    tools: frozenset[str]
+    _registry: ToolRegistry | None = None
+
+    @property
+    def instructions(self) -> str:
+        return ""  # the tool descriptions say it all; there are no mounts to describe
+
+    def offered(self) -> list[Tool]:
+        return [self._tool(tool, ()) for tool in self.descriptions if tool in self.tools]
+
+    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
+        return with_memories(schema_of(self.models[tool]), memories)
+
+    def parse(self, tool: str, arguments: object) -> Any:
+        return validate(self.models[tool], arguments, label=self.prefix + tool)
+
+    def handle(self, tool: str, args: Any, who: Origin) -> Payload:
+        """Runs the kind's ``_<tool>`` method."""
+        handler: Handler = getattr(self, f"_{tool}")
+        return handler(args, who)
+
+    def fail(self, exc: MemoryStoreError) -> Payload:
+        return plain_failure(exc)
+
+    def _tool(self, tool: str, memories: tuple[str, ...]) -> Tool:
+        return Tool(
+            kind=self.kind,
+            tool=tool,
+            name=self.prefix + tool,
+            permission=self.permission_prefix + tool,
+            description=self.descriptions[tool],
+            input_schema=self.schema(tool, memories),
+            effect="read" if tool in self.read else "write",
+            parse=lambda arguments: self.parse(tool, arguments),
+            handler=lambda args, who: self.handle(tool, args, who),
+            memories=memories,
+            fail=self.fail,
+        )
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """These tools alone, as the registry that checks and runs their calls (built once)."""
+        if self._registry is None:
+            self._registry = ToolRegistry(self.offered(), instructions=self.instructions)
+        return self._registry
+
+    def short_name(self, name: object) -> str | None:
+        """``view`` for ``memory_file_view``, ``memory.file.view`` or ``view``; ``None`` for other names."""
+        if not isinstance(name, str):
+            return None
+        return short_name(name, (self.prefix, self.permission_prefix), self.descriptions)
+
+    def full_name(self, name: Any) -> Any:
+        """``memory_file_view`` for any name :meth:`short_name` knows; other names as they are."""
+        found = self.short_name(name)
+        return self.prefix + found if found is not None else name
+
+    def handles(self, name: str) -> bool:
+        return self.registry.handles(self.full_name(name))
+
+    def call(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | object,
+        *,
+        tool_call_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> Payload:
+        """Run one tool call; always a JSON-ready dict, failures as ``{"error", "message", "current"}``.
+
+        ``tool_name`` may be the tool's name, its permission id or its short name;
+        the change's origin is ``origin`` with ``tool_call_id`` (default: the origin's own).
+        """
+        return self.registry.call(self.full_name(tool_name), arguments, **_ids(tool_call_id, origin))
+
+    def run(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | object,
+        *,
+        tool_call_id: str | None = None,
+        origin: Origin | None = None,
+    ) -> Payload:
+        """Like :meth:`call`, but a failure raises :class:`MemoryStoreError`."""
+        return self.registry.run(self.full_name(tool_name), arguments, **_ids(tool_call_id, origin))
+
+
+def _ids(tool_call_id: str | None, origin: Origin | None) -> dict[str, Any]:
+    if tool_call_id is None and origin is not None:
+        tool_call_id = origin.tool_call_id
+    return {"tool_call_id": tool_call_id, "origin": origin}
+
+
+class Mount(Protocol):
+    """What a mounted kind needs of its mounts: a name, a store and the tools its access allows."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def store(self) -> Any: ...
+
+    @property
+    def access(self) -> str: ...
+
+    def allows(self, tool: str) -> bool: ...
+
+
+M = TypeVar("M", bound=Mount)
+
+
+class MountedTools(KindTools, Generic[M]):
+    """A kind whose tools act on named mounts: each tool's ``memory`` names the mounts offering it.
+
+    :meth:`parse` looks the call's mount up once - before its other arguments, so
+    a wrong memory is the first thing reported - and hands it to :meth:`handle_on`.
+    """
+
+    mounts: tuple[M, ...]
+
+    def __init__(self, mounts: Iterable[M], tools: Iterable[str] | None) -> None:
+        """``tools`` narrows the tools of every mount, by short name, tool name or permission id (unknown: ``ValueError``)."""
+        if isinstance(tools, str):
+            raise TypeError("tools is a collection of tool names, not one string")
+        named = None if tools is None else [self.short_name(t) or t for t in tools]
+        self.tools = check_tool_names(named, tuple(self.descriptions), "" if self.kind == "file" else f"{self.kind} ")
+        self.mounts = tuple(mounts)
+        if not self.mounts:
+            raise ValueError(f"a {self.kind} memory capability needs at least one mount")
+        names = [m.name for m in self.mounts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"mount names must be unique: {names}")
+        self._by_name = {m.name: m for m in self.mounts}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({[f'{m.name}:{m.access}' for m in self.mounts]})"
+
+    def offers(self, mount: M, tool: str) -> bool:
+        """Whether ``mount``'s store can serve ``tool`` at all (its access aside)."""
+        return True
+
+    def mount_tools(self, mount: M) -> tuple[str, ...]:
+        return tuple(t for t in self.descriptions if t in self.tools and mount.allows(t) and self.offers(mount, t))
+
+    def offered(self) -> list[Tool]:
+        """The tools at least one mount offers; ``memory`` enumerates exactly those mounts."""
+        out = []
+        for tool in self.descriptions:
+            memories = tuple(m.name for m in self.mounts if tool in self.mount_tools(m))
+            if memories:
+                out.append(self._tool(tool, memories))
+        return out
+
+    def parse(self, tool: str, arguments: object) -> tuple[Any, M]:
+        memory = arguments.get("memory") if isinstance(arguments, Mapping) else None
+        mount = self.mount_for(tool, memory) if isinstance(memory, str) else None
+        args = super().parse(tool, arguments)
+        return args, mount if mount is not None else self.mount_for(tool, args.memory)
+
+    def handle(self, tool: str, args: Any, who: Origin) -> Payload:
+        checked, mount = args
+        return self.handle_on(tool, checked, mount, who)
+
+    def handle_on(self, tool: str, args: Any, mount: M, who: Origin) -> Payload:
+        raise NotImplementedError
+
+    def mount_for(self, tool: str, memory: str) -> M:
+        """The mount called ``memory``, if it holds this kind and offers ``tool``; else the error saying why not."""
+        mount = self._by_name.get(memory)
+        if mount is None:
+            raise MemoryToolError(
+                "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
+            )
+        kind = getattr(mount.store, "kind", self.kind)  # a store without kinds holds this kind
+        if kind != self.kind:
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"memory {memory!r} is a {kind} memory; the {self.prefix}* tools only use {self.kind} memories",
+            )
+        if not mount.allows(tool):
+            raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; {self.prefix}{tool} cannot change it")
+        if not self.offers(mount, tool):
+            raise MemoryStoreError("unavailable", f"memory {memory!r} does not offer {self.prefix}{tool}")
+        return mount

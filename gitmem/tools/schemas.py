@@ -17,6 +17,7 @@ see a pydantic exception.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -128,6 +129,7 @@ ARGUMENTS: Final[dict[ToolName, type[_Args]]] = {
     "restore": RestoreArgs,
 }
 
+
 def _strip_titles(node: Any) -> Any:
     """Drop pydantic's auto-generated titles: they repeat the field names and cost tokens."""
     if isinstance(node, dict):
@@ -149,30 +151,25 @@ def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
     return node
 
 
+@functools.cache
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema a model is shown for ``model``: no titles, no references.
 
     An optional value stays pydantic's ``anyOf: [{"type": X}, {"type": "null"}]``:
     the shorter ``type: [X, "null"]`` is the same JSON Schema, but strict schema
     checkers (the MCP Inspector's) warn about it and OpenAPI-style clients (Gemini's
-    function declarations) do not take a list of types.
+    function declarations) do not take a list of types. Made once per model; a
+    tool gets a copy (:func:`with_memories`).
     """
     raw = model.model_json_schema()
     return cast(dict[str, Any], _strip_titles(_inline(raw, raw.get("$defs", {}))))
 
 
-_SCHEMAS: Final[dict[ToolName, dict[str, Any]]] = {tool: schema_of(model) for tool, model in ARGUMENTS.items()}
-
-
-def input_schema(tool: ToolName, memories: Sequence[str]) -> dict[str, Any]:
-    """The JSON Schema of ``tool``'s arguments; ``memory`` is an enum of ``memories``."""
-    return with_memories(_SCHEMAS[tool], memories)
-
-
 def with_memories(schema: Mapping[str, Any], memories: Sequence[str]) -> dict[str, Any]:
-    """A copy of ``schema`` whose ``memory`` property is an enum of ``memories``."""
+    """A copy of ``schema`` whose ``memory`` property is an enum of ``memories`` (if any: kinds with no mounts)."""
     out = copy.deepcopy(dict(schema))
-    out["properties"]["memory"]["enum"] = list(memories)
+    if memories:
+        out["properties"]["memory"]["enum"] = list(memories)
     return out
 
 
@@ -188,13 +185,6 @@ def validate(model: type[BaseModel], arguments: object, *, label: str) -> BaseMo
         raise _translate(model, exc, label) from None
     except RecursionError:  # arguments nested past what validation can walk
         raise MemoryToolError(INVALID_ARGUMENTS, f"{label}: the arguments are nested too deeply") from None
-
-
-def parse_arguments(tool: ToolName, arguments: object) -> _Args:
-    """Validate a file tool call's arguments, or raise ``invalid_arguments`` naming the problem."""
-    args = validate(ARGUMENTS[tool], arguments, label=f"memory_file_{tool}")
-    assert isinstance(args, _Args)
-    return args
 
 
 _SHOWN_ERRORS: Final = 5

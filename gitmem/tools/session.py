@@ -10,7 +10,7 @@ dry run unless the adapter allows destructive tools.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -19,8 +19,7 @@ from gitmem.model import Origin
 from gitmem.session.items import MemoryItem
 from gitmem.session.memory import SessionMemory
 from gitmem.tools.kind_schemas import PruneArgs, RecentArgs, RememberArgs, SessionRecallArgs, TagsArgs
-from gitmem.tools.registry import Payload, Tool, ToolRegistry, chosen
-from gitmem.tools.schemas import schema_of, validate
+from gitmem.tools.registry import KindTools, Payload, chosen
 
 _log = logging.getLogger(__name__)
 PREFIX: Final = "memory_session_"
@@ -64,67 +63,34 @@ def item_payload(item: MemoryItem) -> dict[str, Any]:
     }
 
 
-class SessionTools:
+class SessionTools(KindTools):
     """The tools over one :class:`SessionMemory`; ``allow_prune`` lets ``dry_run: false`` through."""
 
-    instructions: str = ""  # the tool descriptions say it all; there are no mounts to describe
+    kind = "session"
+    prefix = PREFIX
+    permission_prefix = PERMISSION_PREFIX
+    descriptions = DESCRIPTIONS
+    read = READ
+    models = MODELS
 
     def __init__(self, memory: SessionMemory, *, allow_prune: bool = False, tools: Iterable[str] | None = None) -> None:
         self.memory = memory
         self.allow_prune = allow_prune
         self.tools = chosen(tools, DESCRIPTIONS, PREFIX, PERMISSION_PREFIX)
-        self._handlers: dict[str, Callable[[Any, Origin], Payload]] = {
-            "remember": self._remember,
-            "recall": self._recall,
-            "recent": self._recent,
-            "tags": self._tags,
-            "prune": self._prune,
-        }
-        self.registry = ToolRegistry(self.offered())
 
-    def offered(self) -> list[Tool]:
-        return [self._tool(tool) for tool in DESCRIPTIONS if tool in self.tools]
-
-    def _tool(self, tool: str) -> Tool:
-        model, label = MODELS[tool], PREFIX + tool
-
-        def parse(arguments: object) -> Any:
-            return validate(model, arguments, label=label)
-
-        handler = self._handlers[tool]
-
-        def guarded(args: Any, origin: Origin) -> Payload:
-            try:
-                return handler(args, origin)
-            except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-                # The core refuses bad input with a code; anything it missed is still the caller's
-                # input, answered as a refusal (and logged with its trace) rather than raised.
-                _log.debug("session tool %s refused input the core did not check", label, exc_info=True)
-                message = f"arguments refused: {type(exc).__name__}: {exc}"[:500]
-                raise MemoryStoreError("invalid_query", message) from None
-            except OSError as exc:
-                _log.debug("session tool %s failed", label, exc_info=True)
-                message = f"the session memory could not be read or written: {exc}"[:500]
-                raise MemoryStoreError("unavailable", message) from None
-
-        return Tool(
-            kind="session",
-            tool=tool,
-            name=label,
-            permission=PERMISSION_PREFIX + tool,
-            description=DESCRIPTIONS[tool],
-            input_schema=schema_of(model),
-            effect="read" if tool in READ else "write",
-            parse=parse,
-            handler=guarded,
-        )
-
-    def handles(self, name: str) -> bool:
-        return self.registry.handles(name)
-
-    def call(self, name: str, arguments: Mapping[str, Any] | object, *, origin: Origin | None = None) -> Payload:
-        """Run tool ``name``; a refusal is ``{"error", "message", "current": null}``."""
-        return self.registry.call(name, arguments, origin=origin, tool_call_id=(origin or Origin()).tool_call_id)
+    def handle(self, tool: str, args: Any, who: Origin) -> Payload:
+        try:
+            return super().handle(tool, args, who)
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+            # The core refuses bad input with a code; anything it missed is still the caller's
+            # input, answered as a refusal (and logged with its trace) rather than raised.
+            _log.debug("session tool %s%s refused input the core did not check", PREFIX, tool, exc_info=True)
+            message = f"arguments refused: {type(exc).__name__}: {exc}"[:500]
+            raise MemoryStoreError("invalid_query", message) from None
+        except OSError as exc:
+            _log.debug("session tool %s%s failed", PREFIX, tool, exc_info=True)
+            message = f"the session memory could not be read or written: {exc}"[:500]
+            raise MemoryStoreError("unavailable", message) from None
 
     def _remember(self, args: RememberArgs, origin: Origin) -> Payload:
         item = self.memory.remember(

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.session.binding import RecalledNode
 from gitmem.session.location import open_session_memory
 from gitmem.session.runner import SessionRunner, TurnContext
@@ -48,7 +49,7 @@ def run_epoch(args: dict[str, Any]) -> dict[str, Any]:
     for agent in fx["agents"]:
         session = agent["session_id"]
         resumed += repo.sessions.load(session) is not None
-        binding = repo.bind_session(session, NS, RecallPolicy(3, 0.2))
+        binding = DurableBinding.for_session(repo, session, NS, RecallPolicy(3, 0.2))
         if "stale_admission" in sabotage:
             binding.admit = lambda recalled, *, turn_id: list(recalled)  # type: ignore[method-assign]
 

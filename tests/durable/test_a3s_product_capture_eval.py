@@ -38,6 +38,7 @@ from urllib.parse import quote
 import pytest
 
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.session.extraction import INSTRUCTIONS, ExtractionRequest, render_turn
 from gitmem.session.location import open_session_memory
 from gitmem.session.runner import SessionRunner, TurnContext
@@ -107,7 +108,7 @@ def run_capture(tmp_path: Path, *, recall_limit: int = 5) -> dict[str, Any]:
     )
     ns = Namespace("capture-tenant", "capture-principal", "capture-workspace")
     repo = DurableRepository.open(tmp_path / "root", "team", create=True)
-    binding = repo.bind_session(capture["session_id"], ns, RecallPolicy(8, 0.0))
+    binding = DurableBinding.for_session(repo, capture["session_id"], ns, RecallPolicy(8, 0.0))
     client = CaptureClient(capture["main_response"], capture["items"], old.id)
     runner = SessionRunner(
         memory,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.session.location import open_session_memory
 from gitmem.session.runner import SessionRunner
 
@@ -83,7 +84,7 @@ def run_arm(tmp_path: Path, arm: str, *, seed_active: bool = False) -> dict[str,
             history = [r.node for r in repo.history(ns, n["id"])]  # newest first
             if history[0].status == "active" and any(h.status == "candidate" for h in history[1:]):
                 activated.append(n["id"])
-        binding = repo.bind_session(f"product-{arm}", ns, policy)
+        binding = DurableBinding.for_session(repo, f"product-{arm}", ns, policy)
     model = Model(expected)
     successes = 0
     context_tokens = []
@@ -173,7 +174,7 @@ def test_multi_agent_v1(tmp_path: Path) -> None:
     runners = []
     for agent in fx["agents"]:  # independent agents: their own repository handle, the same binding
         repo = DurableRepository.open(root, "team")
-        binding = repo.bind_session(agent["session_id"], ns, policy)
+        binding = DurableBinding.for_session(repo, agent["session_id"], ns, policy)
         runners.append(
             SessionRunner(
                 open_session_memory(tmp_path / agent["id"]),

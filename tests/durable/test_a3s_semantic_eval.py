@@ -21,6 +21,7 @@ import pytest
 
 from gitmem.adapters.lance_vectors import lance_index_in
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.durable.identifiers import same_profile
 from gitmem.durable.ledger import AccessEvent
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticPolicy, SemanticRecall, partition_of
@@ -101,7 +102,7 @@ def run_eval(tmp_path: Path, fx: dict[str, Any], repo: DurableRepository) -> dic
     gates = fx["thresholds"]
     lexical_hits = sum(len(repo.recall(NS, q["query"], lexical).hits) for q in fx["queries"])
 
-    binding = repo.bind_session("semantic-eval", NS, fused)
+    binding = DurableBinding.for_session(repo, "semantic-eval", NS, fused)
     expected = {
         q["query"]: next(n["content"] for n in fx["nodes"] if n["id"] == q["relevant_node_id"]) for q in fx["queries"]
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gitmem.durable.binding import DurableBinding
 from gitmem.durable.ledger import AccessEvent
 from gitmem.durable.node import Evidence
 from gitmem.durable.nodefile import key_path, node_path
@@ -74,7 +75,7 @@ def record_of(repo: DurableRepository, session_id: str) -> Path:
 
 @pytest.mark.parametrize("kind", ["fifo", "link", "deep", "huge"])
 def test_a_planted_binding_record_fails_closed_at_once(repo: DurableRepository, tmp_path: Path, kind: str) -> None:
-    repo.bind_session("s-1", NS)  # creates the folder
+    DurableBinding.for_session(repo, "s-1", NS)  # creates the folder
     path = record_of(repo, "s-2")
     outside = tmp_path / "outside.json"
     outside.write_text("{}")
@@ -89,19 +90,19 @@ def test_a_planted_binding_record_fails_closed_at_once(repo: DurableRepository, 
             out.truncate(100 << 20)
     started = time.monotonic()
     with pytest.raises(MemoryStoreError) as refused:
-        repo.bind_session("s-2", NS)
+        DurableBinding.for_session(repo, "s-2", NS)
     assert refused.value.code == "forbidden"
     assert time.monotonic() - started < 5
     assert outside.read_text() == "{}"
-    assert repo.bind_session("s-1", NS) is not None  # the other session resumes as before
+    assert DurableBinding.for_session(repo, "s-1", NS) is not None  # the other session resumes as before
 
 
 def test_a_planted_binding_lock_is_refused_not_followed(repo: DurableRepository, tmp_path: Path) -> None:
-    repo.bind_session("s-1", NS)
+    DurableBinding.for_session(repo, "s-1", NS)
     outside = tmp_path / "outside.lock"
     Path(str(record_of(repo, "s-3")) + ".lock").symlink_to(outside)
     with pytest.raises(MemoryStoreError) as refused:
-        repo.bind_session("s-3", NS)
+        DurableBinding.for_session(repo, "s-3", NS)
     assert refused.value.code == "unavailable" and not outside.exists()
 
 

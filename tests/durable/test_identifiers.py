@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitmem.durable import DurableRepository, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.durable.identifiers import (
     A3S_ALIASES,
     FUSION_PROFILE,
@@ -56,18 +57,18 @@ def _semantic() -> SemanticRecall:
 def test_a_binding_an_a3s_host_wrote_with_its_names_resumes(tmp_path: Path) -> None:
     repo = DurableRepository.open(tmp_path / "root", "team", create=True, semantic_recall=_semantic())
     policy = RecallPolicy(3, 0.2, 0, semantic=True)
-    repo.bind_session("s-1", NS, policy)
+    DurableBinding.for_session(repo, "s-1", NS, policy)
     (path,) = (tmp_path / "root" / "team.git" / "gitmem" / "durable-sessions").glob("*.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     data["binding"]["semantic"]["schema"] = "a3s.code.memory.semantic-recall-binding.v1"
     data["binding"]["semantic"]["fusion"] = "a3s.code.memory.hybrid.rrf-k60.v1"
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert repo.bind_session("s-1", NS, policy).session_id == "s-1"  # equivalent: resumed
+    assert DurableBinding.for_session(repo, "s-1", NS, policy).session_id == "s-1"  # equivalent: resumed
     # a record naming another fusion is not the same binding: resume fails closed, the record unchanged
     data["binding"]["semantic"]["fusion"] = "a3s.code.memory.hybrid.rrf-k30.v1"
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(MemoryStoreError) as raised:
-        repo.bind_session("s-1", NS, policy)
+        DurableBinding.for_session(repo, "s-1", NS, policy)
     assert raised.value.code == "forbidden" and "semantic" in raised.value.message
     assert json.loads(path.read_text(encoding="utf-8")) == data
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gitmem.durable import tools as rules
+from gitmem.durable import agent as rules
 from gitmem.durable.binding import DurableBinding
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
@@ -40,7 +40,7 @@ def bound_binding(max_results: int = 3, min_score: float = 0.0) -> DurableBindin
         create(f"n{i:02d}", f"deploy checklist step {i} for the release train", status="active") for i in range(NODES)
     ]
     repo.apply(change("seed", *ops))
-    return repo.binding(NS, RecallPolicy(max_results, min_score))
+    return DurableBinding(repo, NS, RecallPolicy(max_results, min_score))
 
 
 def via_rules(binding: DurableBinding, limit: int) -> int:
@@ -97,10 +97,18 @@ def test_the_policys_other_fields_are_the_hosts() -> None:
     query = {"query": "deploy zebra quokka walrus", "limit": 100}  # a quarter of it is in every node
     assert DurableTools(binding).call("durable_recall", query)["memories"] == []  # the host's minimum score holds
     assert len(DurableTools(bound_binding(4)).call("durable_recall", query)["memories"]) == 4
-    for bad in (True, "5", 2.5):
+    for bad in (True, "5", 2.5, 0, -3, 101):
         with pytest.raises(MemoryStoreError) as raised:
             binding.recall_policy(bad)  # type: ignore[arg-type]
         assert raised.value.code == "invalid_query"
+    with pytest.raises(MemoryStoreError) as raised:
+        binding.recall_active("deploy checklist release", 0)  # refused, never raised to one result
+    assert raised.value.code == "invalid_query"
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_every_path_takes_one_result_when_asked_for_one(path: str) -> None:
+    assert PATHS[path](bound_binding(max_results=50), 1) == 1
 
 
 def test_one_place_makes_a_policy_from_a_binding() -> None:

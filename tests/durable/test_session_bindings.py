@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall
 from gitmem.errors import MemoryStoreError
 
@@ -22,12 +23,12 @@ def semantic(revision: str = "r1") -> SemanticRecall:
 def test_resume_needs_an_equivalent_binding(tmp_path: Path) -> None:
     repo = DurableRepository.open(tmp_path / "root", "team", create=True, semantic_recall=semantic())
     policy = RecallPolicy(3, 0.2, 0, semantic=True)
-    repo.bind_session("s-1", NS, policy)
+    DurableBinding.for_session(repo, "s-1", NS, policy)
     saved = repo.sessions.load("s-1")
     assert saved is not None and saved["semantic"]["embedding"]["revision"] == "r1"
     assert "key" not in str(saved).lower()  # identities only
     again = DurableRepository.open(tmp_path / "root", "team", semantic_recall=semantic())
-    assert again.bind_session("s-1", NS, policy).session_id == "s-1"  # an equivalent binding resumes
+    assert DurableBinding.for_session(again, "s-1", NS, policy).session_id == "s-1"  # an equivalent binding resumes
     refusals = [
         (again, OTHER, policy),  # another namespace
         (again, NS, RecallPolicy(5, 0.2, 0, semantic=True)),  # another policy
@@ -36,18 +37,18 @@ def test_resume_needs_an_equivalent_binding(tmp_path: Path) -> None:
     ]
     for repository, namespace, p in refusals:
         with pytest.raises(MemoryStoreError) as raised:
-            repository.bind_session("s-1", namespace, p)
+            DurableBinding.for_session(repository, "s-1", namespace, p)
         assert raised.value.code == "forbidden"
     assert repo.sessions.load("s-1") == saved  # nothing was changed by the refusals
 
 
 def test_an_unreadable_record_fails_closed(tmp_path: Path) -> None:
     repo = DurableRepository.open(tmp_path / "root", "team", create=True)
-    repo.bind_session("s-1", NS)
+    DurableBinding.for_session(repo, "s-1", NS)
     (record,) = (tmp_path / "root" / "team.git" / "gitmem" / "durable-sessions").glob("*.json")
     record.write_text("{not json", encoding="utf-8")
     with pytest.raises(MemoryStoreError) as raised:
-        repo.bind_session("s-1", NS)
+        DurableBinding.for_session(repo, "s-1", NS)
     assert raised.value.code == "forbidden"
     record.write_text('{"session_id": "s-2", "binding": {}, "contexts": 0}', encoding="utf-8")
     with pytest.raises(MemoryStoreError):
@@ -58,16 +59,16 @@ def test_context_ids_stay_distinct_across_reopens(tmp_path: Path) -> None:
     ids = []
     for _ in range(3):
         repo = DurableRepository.open(tmp_path / "root", "team", create=True)
-        binding = repo.bind_session("s-1", NS)
+        binding = DurableBinding.for_session(repo, "s-1", NS)
         ids += [binding.next_context(), binding.next_context()]
     assert len(set(ids)) == 6
     with pytest.raises(MemoryStoreError):
-        DurableRepository.open(tmp_path / "root", "team").binding(NS).next_context()  # no session: no ids
+        DurableBinding(DurableRepository.open(tmp_path / "root", "team"), NS).next_context()  # no session: no ids
 
 
 def test_change_sets_take_the_bindings_namespace(tmp_path: Path) -> None:
     repo = DurableRepository.open(tmp_path / "root", "team", create=True)
-    binding = repo.bind_session("s-1", NS)
+    binding = DurableBinding.for_session(repo, "s-1", NS)
     done = binding.apply({"idempotency_key": "k1", "operations": [create("a", "filled from the binding")]})
     assert done.refs == ("a@1",) and repo.node(NS, "a").namespace == NS
     partial = {"namespace": {"scope": NS.scope}, "idempotency_key": "k2", "operations": [create("b", "partly given")]}

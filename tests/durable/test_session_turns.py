@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitmem.durable import DurableRepository, Evidence, RecallPolicy
+from gitmem.durable.binding import DurableBinding
 from gitmem.session.extraction import LessonExtractor
 from gitmem.session.location import open_session_memory
 from gitmem.session.runner import ModelReply, SessionRunner, TurnContext
@@ -31,7 +32,7 @@ class Model:
 
 def test_candidates_from_extraction_reach_the_model_only_after_activation(tmp_path: Path) -> None:
     repo = DurableRepository.open(tmp_path / "root", "team", create=True)
-    binding = repo.binding(NS, RecallPolicy(max_results=5, min_score=0.3))
+    binding = DurableBinding(repo, NS, RecallPolicy(max_results=5, min_score=0.3))
     model = Model(f"The release failed.\nLesson: {LESSON}", "ok", "ok")
     runner = SessionRunner(
         open_session_memory(tmp_path / "session"),

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root
-from gitmem.durable import DurableRepository, Namespace, RecallPolicy
+from gitmem.durable import DurableBinding, DurableRepository, Namespace, RecallPolicy
 from gitmem.errors import MemoryStoreError
 from gitmem.memstore import InMemoryFileStore
 from gitmem.session import SessionMemory, open_session_memory
@@ -57,7 +57,7 @@ def start_runner(root: Path, session_dir: Path, binding: Binding, calls: list[st
     memory = open_session_memory(session_dir)
     bound = None
     if binding is not None:
-        bound = DurableRepository.open(root, "team", create=True).bind_session("s-1", *binding)
+        bound = DurableBinding.for_session(DurableRepository.open(root, "team", create=True), "s-1", *binding)
     runner = SessionRunner(
         memory, model(calls), workspace="w", session_id="s-1", durable=bound, candidates=bound, admission=bound
     )
@@ -69,7 +69,6 @@ def start_runner(root: Path, session_dir: Path, binding: Binding, calls: list[st
 
 def start_mcp_in_process(root: Path, session_dir: Path, binding: Binding, calls: list[str]) -> None:
     from gitmem.adapters.mcp_server import MemoryMcpServer
-    from gitmem.durable import DurableBinding
     from gitmem.model import Origin
     from gitmem.tools.durable import DurableTools
     from gitmem.tools.session import SessionTools
@@ -100,13 +99,13 @@ def start_mcp_process(root: Path, session_dir: Path, binding: Binding, calls: li
 
 RESUMER = """
 import sys
-from gitmem.durable import DurableRepository, Namespace
+from gitmem.durable import DurableBinding, DurableRepository, Namespace
 from gitmem.errors import MemoryStoreError
 from gitmem.session import open_session_memory
 from gitmem.session.runner import SessionRunner
 root, session_dir, bind = sys.argv[1:4]
 try:
-    bound = DurableRepository.open(root, "team").bind_session("s-1", Namespace(*bind.split("/"))) if bind else None
+    bound = DurableBinding.for_session(DurableRepository.open(root, "team"), "s-1", Namespace(*bind.split("/"))) if bind else None
     runner = SessionRunner(open_session_memory(session_dir), lambda ctx: "done", workspace="w",
                            session_id="s-1", durable=bound, candidates=bound, admission=bound)
 except MemoryStoreError as exc:
@@ -200,7 +199,7 @@ def test_a_session_first_run_unbound_may_be_bound_later_and_then_stays_bound(tmp
 def test_the_in_memory_twin_keeps_the_record_for_its_memory() -> None:
     memory = SessionMemory(InMemoryFileStore())
     repo = DurableRepository(InMemoryFileStore())
-    bound = repo.binding(NS)
+    bound = DurableBinding(repo, NS)
     SessionRunner(memory, lambda ctx: "ok", workspace="w", session_id="s-1", durable=bound).close()
     with pytest.raises(MemoryStoreError) as raised:
         SessionRunner(memory, lambda ctx: "ok", workspace="w", session_id="s-1")

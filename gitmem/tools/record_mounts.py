@@ -1,0 +1,87 @@
+"""How a record store is offered to an agent: a named mount, its access, and each run's recall limits.
+
+The record capability (:mod:`gitmem.tools.records`) and its recall blocks
+(:mod:`gitmem.tools.recall_blocks`) both build on these values, so neither needs the other's module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gitmem.records import MemoryRecord, RecordStoreProtocol
+from gitmem.records.rules import RECORD_CHARS
+from gitmem.tools.mounts import Access
+from gitmem.tools.record_schemas import RECORD_READ_TOOLS, RECORD_TOOLS, SEARCH_MAX
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMemoryLimits:
+    """The record size and each run's recall.
+
+    ``recall_limit`` records at most per memory and block, ``recall_bytes`` per
+    block (UTF-8, wrapper included), ``recall_seconds`` for all mounts together.
+    """
+
+    record_chars: int = RECORD_CHARS
+    recall_limit: int = 5
+    recall_bytes: int = 8192
+    recall_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("record_chars", "recall_limit", "recall_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer")
+        if self.recall_limit > SEARCH_MAX:
+            raise ValueError(f"recall_limit must be at most {SEARCH_MAX}")
+        if not isinstance(self.recall_seconds, int | float) or not self.recall_seconds > 0:
+            raise ValueError("recall_seconds must be a positive number")
+
+
+_MOUNT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMount:
+    """One record store as the model sees it: ``name``, ``access``, an optional guide, and recall on/off.
+
+    ``guide=None`` shows :data:`DEFAULT_RECORD_GUIDE`, ``""`` none; ``recall=False``
+    leaves the mount out of the recall blocks (its tools stay).
+    """
+
+    name: str
+    store: RecordStoreProtocol
+    access: Access = "write"
+    guide: str | None = None
+    recall: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"
+            )
+        if self.access not in ("read", "write"):
+            raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
+        if self.guide is not None and not isinstance(self.guide, str):
+            raise TypeError("guide must be text or None")
+
+    def allows(self, tool: str) -> bool:
+        if tool == "history" and not _keeps_history(self.store):
+            return False  # a record store without history offers no memory_record_history
+        return tool in RECORD_READ_TOOLS or (self.access == "write" and tool in RECORD_TOOLS)
+
+
+def _keeps_history(store: object) -> bool:
+    """Whether a record store can list a record's changes: it has ``log``, and so does the store under it."""
+    inner = getattr(store, "store", store)
+    return callable(getattr(store, "log", None)) and callable(getattr(inner, "log", None))
+
+
+def record_payload(record: MemoryRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": record.id, "text": record.text}
+    if record.score is not None:
+        out["score"] = round(record.score, 4)
+    out["updated_at"] = record.updated_at.isoformat().replace("+00:00", "Z") if record.updated_at else None
+    return out
