@@ -127,30 +127,12 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
     }
 )
 COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
-
-
-#: The cyclic garbage collector's first threshold during one CLI call (Python's default: 700).
-#: A call is a new process that imports a few hundred modules and reads one answer: at the
-#: default, the collector ran 40-80 times per read command, walking the same just-imported
-#: classes and functions again and again (10-40 ms of each ``log``, ``grep`` or recall at 10k,
-#: more than some commands' work), and found next to nothing to free. It still runs, after
-#: every 200k new container objects, so a long command's garbage stays bounded; the
-#: long-running commands (:data:`LONG_RUNNING`) go back to the default when they start.
-CALL_GC_THRESHOLD = 200_000
-#: Commands that serve until stopped: they collect as any Python server does.
+#: Commands that serve until stopped: what they log never holds a URL's credentials.
 LONG_RUNNING = frozenset({"serve", "mcp", "watch"})
-#: The collector's thresholds before :func:`main` raised the first one.
-DEFAULT_GC_THRESHOLDS: tuple[int, ...] = ()
 
 
 def main() -> None:
     """The ``gitmem`` entry point: the quick path when it understands the command line, else click."""
-    import gc
-
-    global DEFAULT_GC_THRESHOLDS
-    if not DEFAULT_GC_THRESHOLDS:  # main() run twice in one process keeps the first default
-        DEFAULT_GC_THRESHOLDS = gc.get_threshold()
-    gc.set_threshold(CALL_GC_THRESHOLD, *DEFAULT_GC_THRESHOLDS[1:])
     from gitmem.adapters.cli.quick import run
 
     code = run(sys.argv[1:])
@@ -173,4 +155,4 @@ def __getattr__(name: str) -> Any:
 
 cli: GitmemGroup
 
-__all__ = ["CALL_GC_THRESHOLD", "COMMANDS", "COMMAND_MODULES", "DEFAULT_GC_THRESHOLDS", "LONG_RUNNING", "cli", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "LONG_RUNNING", "cli", "main"]

@@ -280,14 +280,9 @@ class GitmemCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         if self.name in LONG_RUNNING:
-            from gitmem.adapters import cli as entry
             from gitmem.adapters.cli.output import scrub_log_records
 
             scrub_log_records()  # what a server logs never holds a URL's credentials
-            if entry.DEFAULT_GC_THRESHOLDS:  # a server collects as Python does by default
-                import gc
-
-                gc.set_threshold(*entry.DEFAULT_GC_THRESHOLDS)
         try:
             return super().invoke(ctx)
         except MemoryStoreError as exc:
