@@ -99,8 +99,10 @@ OPERATIONS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "cat": (["cat", "{m}", "hot.md"], ("quick", "peek", "gc", ALL)),
     "grep": (["grep", "{m}", "zeppelin", "--limit", "10000"], ("quick", "peek", "gc", "index", ALL)),
     "grep -E": (["grep", "{m}", "-E", "z.p+elin", "--limit", "10000"], ("peek",)),
+    "grep, no index": (["grep", "bare", "zeppelin", "--limit", "10000"], ("peek",)),
     "find": (["find", "{m}", "zeppelin ticket"], ("quick", "peek", "gc", "index", ALL)),
     "log": (["log", "{m}", "--limit", "10"], ("gc",)),
+    "help": (["--help"], ("quick",)),
 }
 
 
@@ -139,16 +141,19 @@ def measure(
     env["GITMEM_ROOT"] = str(root)
     rows = []
     for op, (args, mechanisms) in OPERATIONS.items():
-        if op.split()[0] not in only:
+        if op.split()[0].rstrip(",") not in only:
             continue
         for mech in mechanisms if other is None else ("code",):
-            on_argv = [python, "-c", CHILD, "", *(a.format(m="files") for a in args)]
+            # A memory without an index keeps none: no indexer is started in either arm.
+            on_argv = [python, "-c", CHILD, "index" if "bare" in args else "", *(a.format(m="files") for a in args)]
             if mech == "code":
                 off_argv = [other, "-c", CHILD, on_argv[3], *on_argv[4:]]
             elif mech == "index":  # no index, and none started: the next call finds none either
                 off_argv = [python, "-c", CHILD, "index", *(a.format(m="bare") for a in args)]
             else:
                 off_argv = [python, "-c", CHILD, ",".join(filter(None, [mech, on_argv[3]])), *on_argv[4:]]
+            if "index" in on_argv[3]:
+                shutil.rmtree(root / "bare.git" / "gitmem" / "index", ignore_errors=True)
             for argv in (on_argv, off_argv):  # warm: .pyc files, the saved listing, page cache
                 run(argv, env, root)
             on: list[tuple[float, float]] = []
