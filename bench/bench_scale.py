@@ -6,9 +6,9 @@ times, as a user or an agent calling the CLI in a loop sees it (whole processes)
 
 - **first grep, no index** (a fresh clone, a new machine, after forget):
   ``gitmem grep`` with the index folder deleted, against ``git grep -i -F`` of the
-  same word in the same repository, alternated. The detached indexer the grep
-  starts is waited for, and its time reported (``index built after``); the same
-  for **first find, no index** (two words, ranked);
+  same word in the same repository, alternated; the same for **first find, no
+  index** (two words, ranked), whose detached indexer is waited for, and its time
+  reported (``index built after``);
 - **quick ls of one folder** (50 files) against ``git ls-tree -l`` of that folder;
 - **index rebuild**: ``gitmem index rebuild``, wall and peak RSS of the process;
 - **first recall in a new process** for durable, session and record memory:
@@ -276,7 +276,7 @@ def measure(root: Path, n: int, samples: int, groups: set[str], scratch: Path, c
         return run([*gm, "find", "files", "zeppelin ticket"], env, root)
 
     if "grep" in groups:
-        row("first grep, no index", first_grep, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
+        row("first grep, no index", first_grep, lambda: run(git_grep, env, root))  # starts no indexer
         row("first find, no index", first_find, lambda: run(git_grep, env, root), after=lambda: wait_for_index(root, env))
     if "rebuild" in groups:
         row("index rebuild", lambda: run([*gm, "index", "rebuild", "files"], env, root), None)

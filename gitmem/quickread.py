@@ -16,22 +16,17 @@ the tree id of ``main``, the memory's limits and the code that describes files.
 Only ``main`` is read here: a run's proposal (``--run``) and older revisions
 (``--rev``) go to the store.
 
-``grep`` is answered here too (:func:`search`) when ``git grep`` costs the call
-less than opening the index would: always for a mount that has no search index yet
-(a fresh clone, a new machine, after an erasure), where the store would answer
-without the index anyway (:mod:`gitmem.index.fallback` picks the candidate files,
-:func:`gitmem.grep.scan` decides every line) and hand the build to a detached
-indexer; the same two functions run over the peek, and the same indexer is
-started, so only pygit2 and the store's imports are left out. With an index, a
-new process pays for importing pygit2 and Whoosh and for decoding every
-segment's signatures before the index saves it one blob, which ``git grep``
-reads faster up to a few tens of thousands of files (:data:`GREP_INDEX_BYTES`);
-the index pays in processes that keep it open (the MCP server, the Python API).
+``grep`` is answered here too (:func:`search`) by ``git grep`` over the peek while
+the mount's index is small (:data:`GREP_INDEX_BYTES`) or absent: a new process that
+asked the index would pay for importing pygit2 and Whoosh and decoding every
+segment's signatures before the index saved it one blob, which ``git grep`` reads
+faster up to a few tens of thousands of files; the index pays in processes that keep
+it open (the MCP server, the Python API). A grep never starts an indexer: ``find``,
+which ranks with the index, builds it (see :func:`find`).
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -154,15 +149,10 @@ def search(
 ) -> SearchResult:
     """grep of file memory ``name`` at ``main``, as :meth:`SyncGitFileStore.search` answers it.
 
-    Without the store (:func:`_search_over_peek`) when the mount has no index folder
-    and more files than a request indexes itself (:data:`gitmem.index.source.INLINE_DOCS`):
-    then the store too would pick candidates with :func:`gitmem.index.fallback.grep_candidates`
-    (``git grep``, or reading every file) and start the detached indexer, and so
-    does this, over the peek. Also without it when the mount has an index of less
-    than :data:`GREP_INDEX_BYTES` and ``git grep`` can pick the lines: the store's
-    answer does not depend on the index, only its cost does. A larger index, an index
-    with no ``git`` to ask, a small mount without an index, or anything the peek
-    declines goes to the store.
+    Without the store (:func:`_search_over_peek`) when the mount's index is absent or
+    smaller than :data:`GREP_INDEX_BYTES` and ``git grep`` can print the lines: the
+    store's answer does not depend on the index, only its cost does. A larger index,
+    no ``git`` to ask, or anything the peek declines goes to the store.
     """
     return _peek_or_store(
         root,
@@ -213,12 +203,14 @@ def _search_over_peek(
 ) -> SearchResult | None:
     """:meth:`SyncGitFileStore.search` over the peek, as :func:`search` says when; ``None``: ask the store.
 
-    ``git grep`` is started as soon as the need is known, before the rest of this
-    path's imports and the size check, which then run while git reads the blobs.
+    ``git grep`` prints the lines that may match (every line, for a pattern the index
+    cannot narrow) and the store's own matcher decides each
+    (:class:`gitmem.index.fallback.GitLines`), so no blob is read in Python. No git,
+    git failing part way, or a literal that is not plain ASCII: the store answers.
     """
     from gitmem.fileformat import validate_directory
-    from gitmem.grep import check_limit, compile_pattern, scan
-    from gitmem.index.needles import literal_need, regex_need
+    from gitmem.grep import check_limit, compile_pattern
+    from gitmem.index.needles import Lit, literal_need, regex_need
 
     fmt = format_from_repo(peek)
     matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)  # the store's order of refusals
@@ -227,38 +219,11 @@ def _search_over_peek(
     indexed = _index_bytes(peek.path)
     if indexed is not None and indexed >= GREP_INDEX_BYTES:
         return None
-    head = peek.head()
-    need = regex_need(pattern, case_sensitive) if regex else literal_need(pattern)
-    if need is None:  # a pattern the index cannot narrow: the store reads every file too
-        return scan(((p, decode_stored(peek.blob(oid))) for p, oid in peek.files_at(head, prefix)), matcher, limit)
+    need = (regex_need(pattern, case_sensitive) if regex else literal_need(pattern)) or Lit("")
     from gitmem.index.fallback import GitLines
 
-    lines = GitLines.start(peek.path, head, need, prefix)
-    if indexed is not None:  # the index narrows better than reading every file in Python
-        if lines is None:
-            return None
-        answer = lines.answer(matcher, limit)
-        return answer  # None (git failed part way): the store's index answers
-    try:
-        from gitmem.index import background, fallback
-        from gitmem.index.source import INLINE_DOCS
-
-        if sum(1 for _ in itertools.islice(peek.files_at(head), INLINE_DOCS + 1)) <= INLINE_DOCS:
-            return None  # the store builds an index this small inline
-        answer = None if lines is None else lines.answer(matcher, limit)
-        if answer is None:  # no git, or it failed (a fresh matcher: the regex budget starts again)
-            matcher = compile_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
-            files = fallback.grep_candidates(peek, need, prefix, head)
-            answer = scan(((p, decode_stored(peek.blob(oid))) for p, oid in files), matcher, limit)
-    finally:
-        if lines is not None:
-            lines.close()
-    # Started once the answer is known: the indexer's start-up would take a core from git grep.
-    try:
-        background.start_indexer(peek.path)
-    except OSError:  # the lock file cannot be made here: the store says what that means
-        return None
-    return answer
+    lines = GitLines.start(peek.path, peek.head(), need, prefix)
+    return None if lines is None else lines.answer(matcher, limit)
 
 
 def find(root: Root, name: str, query: str, *, path: str, limit: int) -> list[FindHit]:

@@ -456,14 +456,6 @@ class Peek:
             raise CannotPeek(f"{oid} is not a blob")
         return body
 
-    def files_at(self, commit: str, prefix: str = "") -> Iterator[tuple[str, str]]:
-        """Every regular file under folder ``prefix`` (``""`` or ``"dir/"``) at ``commit`` as
-        ``(path, blob id)``, in git order: what :meth:`GitRepo.files_at` yields (links and
-        submodules left out), so the grep fallback reads the same files through either."""
-        tree = self.folder_at(commit, prefix)
-        if tree is not None:
-            yield from self._walk(tree, prefix)
-
     def folder_at(self, commit: str, prefix: str) -> str | None:
         """The tree id of folder ``prefix`` (``""`` or ``"dir/"``) at ``commit``; ``None`` when no
         such folder exists. Only the trees on the folder's path are read."""
@@ -474,13 +466,6 @@ class Peek:
                 return None
             tree = found[1]
         return tree
-
-    def _walk(self, tree_id: str, prefix: str) -> Iterator[tuple[str, str]]:
-        for name, (kind, oid) in self._entries(tree_id).items():
-            if kind == "tree":
-                yield from self._walk(oid, f"{prefix}{name}/")
-            elif kind == "blob":
-                yield f"{prefix}{name}", oid
 
     def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None`` (also for a link)."""

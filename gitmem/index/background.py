@@ -81,20 +81,6 @@ def hand_off(path: str, catch_up: Callable[[], object]) -> None:
             _running.discard(path)
 
 
-def start_indexer(path: str) -> None:
-    """Start the detached indexer of the mount at ``path``, as :func:`hand_off` does in a
-    :func:`detached` block, unless an indexer holds the index lock (it is building already:
-    a caller in a loop must not start one more each time). For a caller without a store
-    (the CLI's grep of a mount with no index, :func:`gitmem.quickread.search`)."""
-    from gitmem.index.lock import IndexLock
-    from gitmem.index.source import lock_file
-
-    with IndexLock(lock_file(path)).attempt(0) as free:
-        pass
-    if free:
-        _spawn(path)
-
-
 def _catch_up(path: str, catch_up: Callable[[], object]) -> None:
     try:
         catch_up()

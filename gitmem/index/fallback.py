@@ -96,23 +96,6 @@ def grep_candidates(repo: FileSource, need: Need, prefix: str, head: str) -> lis
     return _regular(repo, head, prefix, found)
 
 
-def grep_lines(
-    git_dir: str, head: str, need: Need, matcher: Matcher, prefix: str, limit: int
-) -> SearchResult | None:
-    """:func:`gitmem.grep.scan` of every file under ``prefix`` at ``head``, from the lines ``git grep`` prints.
-
-    ``None`` when git cannot answer (missing, failed, a literal that is not plain
-    ASCII): ask :func:`grep_candidates`. See :class:`GitLines`, which this starts and reads.
-    """
-    lines = GitLines.start(git_dir, head, need, prefix)
-    if lines is None:
-        return None
-    try:
-        return lines.answer(matcher, limit)
-    finally:
-        lines.close()
-
-
 class GitLines:
     """A ``git grep`` printing the lines that may satisfy a need, started now and read later.
 
@@ -123,11 +106,8 @@ class GitLines:
     trailing ``\\r`` as :func:`gitmem.grep.split_lines` drops it, and is decided by the
     scan's matcher. Git numbers lines as the scan does and prints them in git order,
     so the answer is the scan's, limit and truncation included; git is stopped once
-    the answer is known. No tree or blob is read in Python.
-
-    Started before the caller's remaining work (imports, checks) so that git's
-    reading of the blobs overlaps it: :meth:`close` stops git if that work decides
-    to answer another way.
+    the answer is known. No tree or blob is read in Python. The CLI's grep of ``main``
+    (:func:`gitmem.quickread.search`) is its one caller.
     """
 
     def __init__(self, lines: gitgrep.Lines, prefix: str) -> None:

@@ -27,8 +27,7 @@ def lock_file(repo_path: str) -> str:
 class FileSource(Protocol):
     """What a search without the index reads (:mod:`gitmem.index.fallback`): one commit's files.
 
-    Satisfied by :class:`gitmem.git.repo.GitRepo` and by :class:`gitmem.git.peek.Peek`,
-    the CLI's pygit2-free reader.
+    Satisfied by :class:`gitmem.git.repo.GitRepo`.
     """
 
     path: str

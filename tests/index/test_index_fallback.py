@@ -288,23 +288,26 @@ def test_an_erasure_deletes_a_built_index_and_the_next_search_answers_without_it
     shutil.rmtree(os.path.join(store.path, "gitmem", "index"), ignore_errors=True)
 
 
-def test_the_cli_grep_answers_at_once_and_a_detached_indexer_builds_the_index(
+def test_the_cli_grep_answers_at_once_and_a_find_starts_the_detached_indexer(
     store: SyncGitFileStore, tmp_path: os.PathLike[str]
 ) -> None:
+    """A grep needs no index (git grep over the peek) and starts none; a find ranks with the
+    index, answers without it meanwhile, and leaves a detached indexer building it."""
     import subprocess
 
     env = {**os.environ, "GITMEM_ROOT": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "gitmem.adapters.cli", "grep", "big", "zeppelin", "--limit", "1000"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+
+    def gitmem(*args: str) -> str:
+        argv = [sys.executable, "-m", "gitmem.adapters.cli", *args]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+
+    done = gitmem("grep", "big", "zeppelin", "--limit", "1000")
     expected = [f"{m.path}:{m.line}:{m.text}" for m in full_scan(store, "zeppelin").matches]
-    assert done.stdout.splitlines() == expected
+    assert done.splitlines() == expected
+    assert store.index_status().state == "missing"
+    assert gitmem("find", "big", "zeppelin").strip()
     deadline = time.monotonic() + 120
-    while store.index_status().state != "current":  # the grep's process has exited; its indexer has not
+    while store.index_status().state != "current":  # the find's process has exited; its indexer has not
         assert time.monotonic() < deadline, "no detached indexer built the index"
         time.sleep(0.1)
     assert background._mode.get() == "thread"

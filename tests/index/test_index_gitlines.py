@@ -1,6 +1,6 @@
 """grep without an index from the lines ``git grep`` prints: the scan's answer, byte for byte.
 
-:func:`gitmem.index.fallback.grep_lines` never reads a tree or a blob in Python;
+:class:`gitmem.index.fallback.GitLines` (the CLI's grep of ``main``) never reads a tree or a blob in Python;
 each line git prints is decoded and decided by the scan's own rule. Here it is
 held to :func:`gitmem.grep.scan` over every file of a repository built with git
 itself (so it can hold what gitmem would never write: bytes that are not UTF-8,
@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from gitmem.fileformat import decode_stored
 from gitmem.git import gitgrep
 from gitmem.git.peek import Peek
-from gitmem.grep import compile_pattern, scan, split_lines
+from gitmem.git.repo import GitRepo
+from gitmem.grep import Matcher, compile_pattern, scan, split_lines
 from gitmem.index import fallback
-from gitmem.index.needles import Need, literal_need, regex_need
+from gitmem.index.needles import Lit, Need, literal_need, regex_need
 from gitmem.model import SearchResult
 
 LONG = b"x" * 300_000 + b" zeppelin at the end of a long line\n"  # arrives in many pipe reads
@@ -58,6 +59,7 @@ PATTERNS: list[tuple[str, dict[str, bool]]] = [
     ("zeppelin (one|two|at)", {"regex": True}),
     ("zeppelin \\d+$", {"regex": True}),
     ("title: .*notes", {"regex": True}),
+    ("t.t", {"regex": True}),  # the index cannot narrow it: git prints every line
     ("nothing like this", {}),
 ]
 PREFIXES = ("", "fold/", "sp ace/", "\u98de\u8247/", "nope/")
@@ -82,7 +84,8 @@ def _build(path: Path, files: dict[str, bytes], links: dict[str, bytes] | None =
 
 
 def _scan(peek: Peek, head: str, pattern: str, prefix: str, limit: int, **options: bool) -> SearchResult:
-    files = ((p, decode_stored(peek.blob(oid))) for p, oid in peek.files_at(head, prefix))
+    repo = GitRepo(peek.path)  # the store's reader: what its scan reads
+    files = ((p, decode_stored(repo.blob(oid))) for p, oid in repo.files_at(head, prefix))
     return scan(files, compile_pattern(pattern, **options), limit)
 
 
@@ -91,8 +94,13 @@ def _need(pattern: str, options: dict[str, bool]) -> Need:
         need = regex_need(pattern, options.get("case_sensitive", False))
     else:
         need = literal_need(pattern)
-    assert need is not None, pattern
-    return need
+    return Lit("") if need is None else need  # as gitmem.quickread asks: every line
+
+
+def _grep_lines(git_dir: str, head: str, need: Need, matcher: Matcher, prefix: str, limit: int) -> SearchResult | None:
+    """What the CLI's grep does with :class:`fallback.GitLines`: ``None`` when git cannot answer."""
+    lines = fallback.GitLines.start(git_dir, head, need, prefix)
+    return None if lines is None else lines.answer(matcher, limit)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +116,7 @@ def test_the_lines_git_prints_give_the_scans_answer(repo: tuple[Peek, str], patt
     for prefix in PREFIXES:
         for limit in (1, 2, 49, 100):
             matcher = compile_pattern(pattern, **options)
-            got = fallback.grep_lines(peek.path, head, _need(pattern, options), matcher, prefix, limit)
+            got = _grep_lines(peek.path, head, _need(pattern, options), matcher, prefix, limit)
             assert got is not None, (pattern, prefix)  # every literal here is ASCII: git answered
             assert got == _scan(peek, head, pattern, prefix, limit, **options), (pattern, prefix, limit)
 
@@ -116,7 +124,7 @@ def test_the_lines_git_prints_give_the_scans_answer(repo: tuple[Peek, str], patt
 def test_the_odd_files_are_found(repo: tuple[Peek, str]) -> None:
     """The comparison above is not empty-handed: each odd file gives the line it should."""
     peek, head = repo
-    got = fallback.grep_lines(peek.path, head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 1000)
+    got = _grep_lines(peek.path, head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 1000)
     assert got is not None
     lines = {(m.path, m.line): m.text for m in got.matches}
     assert lines[("crlf.md", 1)] == "Zeppelin one"  # the \r dropped
@@ -128,25 +136,25 @@ def test_the_odd_files_are_found(repo: tuple[Peek, str]) -> None:
     assert lines[("new\nline.md", 1)].startswith("zeppelin")
     assert lines[("long.md", 1)] == LONG[:-1].decode()
     assert ("fold/ligature.md", 1) in lines and "link.md" not in {m.path for m in got.matches}
-    strasse = fallback.grep_lines(peek.path, head, _need("strasse", {}), compile_pattern("strasse"), "", 10)
+    strasse = _grep_lines(peek.path, head, _need("strasse", {}), compile_pattern("strasse"), "", 10)
     assert strasse is not None and [m.text for m in strasse.matches] == ["Hauptstra\u00dfe 5, STRASSE 6"]
 
 
 def test_a_literal_that_is_not_ascii_is_not_given_to_git(repo: tuple[Peek, str]) -> None:
     peek, head = repo
-    assert fallback.grep_lines(peek.path, head, _need("\u98de\u8247 z", {}), compile_pattern("\u98de\u8247 z"), "", 10) is None
+    assert _grep_lines(peek.path, head, _need("\u98de\u8247 z", {}), compile_pattern("\u98de\u8247 z"), "", 10) is None
 
 
 def test_without_git_there_is_no_answer_from_git(repo: tuple[Peek, str], monkeypatch: pytest.MonkeyPatch) -> None:
     peek, head = repo
     monkeypatch.setattr(gitgrep, "available", lambda: False)
-    assert fallback.grep_lines(peek.path, head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 10) is None
+    assert _grep_lines(peek.path, head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 10) is None
 
 
 def test_git_failing_gives_no_answer(repo: tuple[Peek, str]) -> None:
     peek, _head = repo
     missing = "1" * 40
-    assert fallback.grep_lines(peek.path, missing, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 10) is None
+    assert _grep_lines(peek.path, missing, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 10) is None
     lines = gitgrep.matching_lines(peek.path, missing, ["-e", "zeppelin"])
     assert lines is not None
     with pytest.raises(gitgrep.GitGrepFailed):
@@ -165,7 +173,7 @@ def test_an_answer_known_early_stops_git(tmp_path: Path, monkeypatch: pytest.Mon
     files = {f"n/{i:05}.md": b"zeppelin\n" * 200 for i in range(400)}  # ~1.3 MB of output
     head = _build(tmp_path / "big.git", files)
     monkeypatch.setattr(gitgrep.subprocess, "Popen", popen)
-    got = fallback.grep_lines(str(tmp_path / "big.git"), head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 3)
+    got = _grep_lines(str(tmp_path / "big.git"), head, _need("zeppelin", {}), compile_pattern("zeppelin"), "", 3)
     assert got is not None and got.truncated and [(m.path, m.line) for m in got.matches] == [
         ("n/00000.md", 1), ("n/00000.md", 2), ("n/00000.md", 3),
     ]  # fmt: skip

@@ -54,16 +54,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gitmem.adapters.cli.commandtable import collect_less
-
 if TYPE_CHECKING:
     from gitmem.adapters.cli.app import GitmemGroup
 
 
-
 def main() -> None:
     """The ``gitmem`` entry point: the quick path when it understands the command line, else click."""
-    collect_less()
     from gitmem.adapters.cli.quick import run
 
     code = run(sys.argv[1:])

@@ -38,7 +38,7 @@ import click
 from click.core import ParameterSource
 
 from gitmem.adapters.cli import roothelp
-from gitmem.adapters.cli.commandtable import COMMANDS, LONG_RUNNING, collect_as_python
+from gitmem.adapters.cli.commandtable import COMMANDS, LONG_RUNNING
 
 # Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
 from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
@@ -284,7 +284,6 @@ class GitmemCommand(click.Command):
             from gitmem.adapters.cli.output import scrub_log_records
 
             scrub_log_records()  # what a server logs never holds a URL's credentials
-            collect_as_python()  # a server collects as Python does by default
         try:
             return super().invoke(ctx)
         except MemoryStoreError as exc:

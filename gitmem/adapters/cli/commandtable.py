@@ -1,15 +1,14 @@
 """The CLI's table of commands, read by the entry point, the quick path and the click group alike.
 
 Which module registers each command and each command's summary (``gitmem --help``
-lists them without importing the modules), which commands serve until stopped, and
-the collector setting of one call that depends on it. A leaf module: the entry point
+lists them without importing the modules) and which commands serve until stopped.
+A leaf module: the entry point
 (:mod:`gitmem.adapters.cli`), :mod:`.quick` and :mod:`.app` all import it and it
 imports none of them.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -84,29 +83,5 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
 COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 
 
-#: The cyclic garbage collector's first threshold during one CLI call (Python's default: 700).
-#: A call is a new process that imports a few hundred modules and reads one answer: at the
-#: default, the collector ran 40-80 times per read command, walking the same just-imported
-#: classes and functions again and again (10-40 ms of each ``log``, ``grep`` or recall at 10k,
-#: more than some commands' work), and found next to nothing to free. It still runs, after
-#: every 200k new container objects, so a long command's garbage stays bounded; the
-#: long-running commands (:data:`LONG_RUNNING`) go back to the default when they start.
-CALL_GC_THRESHOLD = 200_000
-#: Commands that serve until stopped: they collect as any Python server does.
+#: Commands that serve until stopped: what they log never holds a URL's credentials.
 LONG_RUNNING = frozenset({"serve", "mcp", "watch"})
-#: The collector's thresholds before :func:`collect_less` raised the first one.
-DEFAULT_GC_THRESHOLDS: tuple[int, ...] = ()
-
-
-def collect_less() -> None:
-    """Raise the collector's first threshold for this call (the entry point, before anything else)."""
-    global DEFAULT_GC_THRESHOLDS
-    if not DEFAULT_GC_THRESHOLDS:  # called twice in one process, it keeps the first default
-        DEFAULT_GC_THRESHOLDS = gc.get_threshold()
-    gc.set_threshold(CALL_GC_THRESHOLD, *DEFAULT_GC_THRESHOLDS[1:])
-
-
-def collect_as_python() -> None:
-    """Python's own thresholds again, for a command in :data:`LONG_RUNNING` (a server)."""
-    if DEFAULT_GC_THRESHOLDS:
-        gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
