@@ -15,7 +15,7 @@ Layout::
     forge.py     check (the memory rules on any git repository: a forge's CI status check)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
-    commandtable.py  every command's module and summary, the long-running ones, the collector setting
+    commandtable.py  every command's module and summary, the long-running ones
     quick.py     ls, cat and --help without click (see below); output.py, reads.py and
                  roothelp.py are the click-free printing both paths share
 
