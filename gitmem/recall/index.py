@@ -203,6 +203,8 @@ class RecallIndex:
         self._raw_ids: list[str] = []
         self._dead: set[str] = set()
         self.restored = False  # whether the last fill came from a saved tokenised form
+        # Conversation profile: item id -> the ids of the items that follow it (whose context it is).
+        self._followers: dict[str, set[str]] = {}
         self.semantic = semantic
 
     # -- writes --
@@ -212,25 +214,33 @@ class RecallIndex:
         listed = self._listed(doc)  # outside the lock: searches need not wait for it
         with self._lock:
             self._put(doc, listed)
+            if self._followers:
+                self._refollow(doc.id)
         if self.semantic is not None:
             self.semantic.note(doc.id, doc.text)
 
     def upsert_many(self, docs: Iterable[RecallDoc]) -> None:
         """:meth:`upsert` each of ``docs`` in turn, under one hold of the lock (a rebuild, a resumed snapshot)."""
         added: list[RecallDoc] = []
+        ahead: dict[str, str] = {}
+        if self._conversation:  # an item may come before the one it follows
+            docs = list(docs)
+            ahead = {doc.id: doc.text for doc in docs if isinstance(doc, RecallDoc)}
         with self._lock:
             if not self._docs and not self._impacts:
-                added = self._fill(docs)
+                added = self._fill(docs, ahead)
             else:
                 for doc in docs:
                     check_doc(doc)
-                    self._put(doc, self._listed(doc))
+                    self._put(doc, self._listed(doc, ahead))
                     added.append(doc)
+                for doc in added if self._followers else ():
+                    self._refollow(doc.id)
         if self.semantic is not None:
             for doc in added:
                 self.semantic.note(doc.id, doc.text)
 
-    def _fill(self, docs: Iterable[RecallDoc]) -> list[RecallDoc]:
+    def _fill(self, docs: Iterable[RecallDoc], ahead: dict[str, str] | None = None) -> list[RecallDoc]:
         """:meth:`_put` of every doc into an empty index, the same state in about half the time.
 
         What a new process does first (a resumed snapshot, a rebuild), so it is
@@ -242,10 +252,6 @@ class RecallIndex:
         added: list[RecallDoc] = []
         entries = self._docs
         postings = self._postings
-        ahead: dict[str, str] = {}
-        if self._conversation:  # an item may come before the one it follows
-            docs = list(docs)
-            ahead = {doc.id: doc.text for doc in docs if isinstance(doc, RecallDoc)}
         for doc in docs:
             check_doc(doc)
             doc_id = doc.id
@@ -253,7 +259,7 @@ class RecallIndex:
                 self._put(doc, self._listed(doc))
                 added.append(doc)
                 continue
-            listed = self._listed(doc, ahead) if ahead else token_list(doc.text)
+            listed = self._listed(doc, ahead) if self._conversation else token_list(doc.text)
             length = len(listed)
             counts = dict.fromkeys(listed, 1)
             if len(counts) < length:
@@ -262,6 +268,8 @@ class RecallIndex:
                     counts[token] += 1
             updated_at = float(doc.updated_at)
             entries[doc_id] = _Entry(counts, length, updated_at, doc.text, doc.follows)
+            if doc.follows is not None and self._conversation:
+                self._followers.setdefault(doc.follows, set()).add(doc_id)
             self._keys[doc_id] = (-updated_at, doc_id)
             self._lengths[doc_id] = length
             self._total_length += length
@@ -285,12 +293,20 @@ class RecallIndex:
             return token_list(doc.text)
         context = ""
         if doc.follows is not None and doc.follows != doc.id:
-            followed = self._docs.get(doc.follows)
-            if followed is not None:
-                context = followed.text
-            elif ahead:
-                context = ahead.get(doc.follows, "")
+            if ahead and doc.follows in ahead:
+                context = ahead[doc.follows]
+            else:
+                followed = self._docs.get(doc.follows)
+                context = "" if followed is None else followed.text
         return convo.doc_tokens(doc.text, context, doc.updated_at)
+
+    def _refollow(self, doc_id: str) -> None:
+        """Index again the items that follow ``doc_id`` (its text is their context, and it changed or came late)."""
+        for follower in sorted(self._followers.get(doc_id, ())):
+            entry = self._docs.get(follower)
+            if entry is not None and follower != doc_id:
+                doc = RecallDoc(follower, entry.text, entry.updated_at, entry.follows)
+                self._put(doc, self._listed(doc))
 
     def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)
@@ -301,6 +317,8 @@ class RecallIndex:
         entry = _Entry(counts, length, float(doc.updated_at), doc.text, doc.follows)
         self._drop(doc_id)
         self._docs[doc_id] = entry
+        if doc.follows is not None and self._conversation:
+            self._followers.setdefault(doc.follows, set()).add(doc_id)
         self._keys[doc_id] = (-entry.updated_at, doc_id)
         self._lengths[doc_id] = length
         self._total_length += length
@@ -343,6 +361,7 @@ class RecallIndex:
             self._slot_ids.clear()
             self._free.clear()
             self._bits.clear()
+            self._followers.clear()
             self._total_length = 0
             self._forget_raw()
         if self.semantic is not None:
@@ -352,6 +371,11 @@ class RecallIndex:
         old = self._docs.pop(doc_id, None)
         if old is None:
             return
+        if old.follows is not None and old.follows in self._followers:
+            followers = self._followers[old.follows]
+            followers.discard(doc_id)
+            if not followers:
+                del self._followers[old.follows]
         del self._keys[doc_id]
         del self._lengths[doc_id]
         self._total_length -= old.length
