@@ -8,6 +8,8 @@
 - ``fused``: reciprocal-rank fusion (``1/(60 + rank)``) of the coverage ranking
   with a semantic ranking when an embedder is attached and working; otherwise the
   coverage ranking alone, scored the same way, and the fallback is reported.
+  Under the ``conversation`` profile (:mod:`gitmem.recall.convo`), ``fused`` is
+  BM25 with the semantic branch added lexical-led (:mod:`gitmem.recall.fusion`).
 
 The index is derived data: it is never the source of truth, and the property
 tests check it against a full scan of the same documents.
@@ -734,7 +736,15 @@ class RecallIndex:
         elif self.semantic is not None:  # a branch that ranks without scores: rank 1 counts as cosine 1
             ids = self.semantic.rank(query, depth, accept, self)
             semantic = None if ids is None else [(d, 1.0 / (1 + at)) for at, d in enumerate(ids)]
-        return fusion.lexical_led(lexical, semantic or [])
+        with self._lock:  # the score of a document holding every query token, each as often as its own words
+            n_docs = len(self._docs)
+            params = self._params
+            ideal = sum(
+                bm25.idf_weight(n_docs, len(p), params.k1) * 2 / (2 + params.k1)
+                for p in (self._postings.get(t) for t in tokens)
+                if p
+            )
+        return fusion.lexical_led(lexical, semantic or [], ideal=ideal)
 
     def _rrf(
         self, query: str, tokens: frozenset[str], depth: int, floor: float, accept: Callable[[str], bool] | None

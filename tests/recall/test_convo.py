@@ -68,9 +68,12 @@ def test_an_item_is_found_by_its_month_though_its_text_never_says_it() -> None:
 
 
 def test_a_weak_semantic_hit_never_passes_a_strong_lexical_answer() -> None:
-    fused = lexical_led([("exact", 9.0), ("partial", 3.0)], [("vague", 0.15), ("close", 0.99), ("exact", 0.1)])
+    lexical = [("exact", 9.0), ("weak", 0.5)]
+    fused = lexical_led(lexical, [("vague", 0.15), ("close", 0.99), ("exact", 0.1)], ideal=10.0)
     assert "vague" not in fused  # below the confidence gate: no effect at all
-    assert fused["exact"] > fused["close"] > fused["partial"]
+    assert fused["exact"] > fused["close"] > fused["weak"]  # a close vector passes only a weak lexical match
+    strong = lexical_led([("exact", 9.0)], [(f"near{i}", 1.0) for i in range(10)], ideal=10.0)
+    assert max(strong, key=strong.__getitem__) == "exact"
 
 
 def test_the_profile_is_checked() -> None:
