@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 
+from bench.convdata import DATA, generate
 from gitmem.memstore import InMemoryFileStore
 from gitmem.recall import RecallDoc, RecallIndex
 from gitmem.recall.convo import query_tokens, stem
@@ -107,3 +109,11 @@ def test_session_memory_links_each_remembered_item_to_the_one_before() -> None:
     assert booked.metadata["follows"]
     hits = [r.item.id for r in memory.recall_similar("airline for the conference", k=2, ranking="bm25")]
     assert booked.id in hits
+
+
+def test_the_shipped_conversation_data_is_what_its_generator_writes() -> None:
+    for seed in (1, 7):
+        shipped = json.loads((DATA / f"conversations-v1-seed{seed}.json").read_text(encoding="utf-8"))
+        assert shipped == json.loads(json.dumps(generate(seed)))
+        turns = {item["id"] for item in shipped["items"]}
+        assert all(q["answers"] and set(q["answers"]) <= turns for q in shipped["questions"])
