@@ -38,7 +38,8 @@ from gitmem.durable.nodefile import decode_node, node_path, nodes_prefix
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
 from gitmem.recall import PROFILE, RecallDoc, StoreRecall, SyncSource, rrf
-from gitmem.recall.index import MAX_LIMIT, check_min_score
+from gitmem.recall.convo import PROFILE as CONVERSATION_PROFILE
+from gitmem.recall.index import MAX_LIMIT, Profile, check_min_score
 from gitmem.recall.related import MAX_RELATED_READS, one_hop
 from gitmem.recall.semantic import SemanticBranch
 from gitmem.recall.vectors import VectorHit
@@ -104,7 +105,11 @@ class NamespaceRecall:
         namespace: Namespace,
         semantic: SemanticBranch | None = None,
         vectors: VectorSearch | None = None,
+        profile: Profile = "word-cjk-bigram",
     ) -> None:
+        # ``profile``: the lexical profile, A3S's by default; "conversation" (gitmem.recall.convo)
+        # is offered for nodes that are turns of a conversation. min_score stays a coverage.
+        self.profile = profile
         self.store = store
         self.namespace = namespace
         self.vectors = vectors
@@ -122,8 +127,9 @@ class NamespaceRecall:
             prefix=prefix,
             semantic=semantic,
             snapshot=snapshot,
-            snapshot_key=SNAPSHOT_KEY,
+            snapshot_key=SNAPSHOT_KEY if profile == "word-cjk-bigram" else f"{SNAPSHOT_KEY}+{profile}",
             stamp=derived.stamp_of(store) if snapshot is not None else None,
+            profile=profile,
         )
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:
@@ -204,7 +210,8 @@ class NamespaceRecall:
                 limit=policy.max_results,
             )
             hits += [Recalled(self.active[i], 0.0, "related") for i in grown[len(seeds) :]]
-        return RecallAnswer(tuple(hits[: policy.max_results]), fused=fused, fallback=fallback)
+        profile = PROFILE if self.profile == "word-cjk-bigram" else CONVERSATION_PROFILE
+        return RecallAnswer(tuple(hits[: policy.max_results]), profile, fused=fused, fallback=fallback)
 
     def _fuse(
         self, query: str, policy: RecallPolicy, read: Callable[[str], Node | None]
@@ -230,7 +237,9 @@ class NamespaceRecall:
         if semantic is None:
             return None, "semantic branch could not answer (provider failure)"
         for node_id in semantic:
-            node = read(node_id)
+            # The node the index caught up to at this query's head (read once per change, kept);
+            # only a hit the index does not hold as active is read here.
+            node = self._current(node_id) or read(node_id)
             if node is None or node.status != "active":
                 return None, f"semantic hit {node_id!r} is not an active node"
             if made_from.get(node_id) != (node.revision, node.digest):

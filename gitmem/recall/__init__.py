@@ -4,6 +4,8 @@ A layer beside the whoosh index engine and above the store seam: pure Python,
 no git or whoosh. Record, session and durable memory build on it.
 
 - :mod:`~gitmem.recall.tokens`: the ``word-cjk-bigram`` lexical profile.
+- :mod:`~gitmem.recall.convo`: the ``conversation`` profile (neighbour context, query
+  stop-words, light stems, dates), and :mod:`~gitmem.recall.fusion`, its lexical-led fusion.
 - :mod:`~gitmem.recall.index`: an in-memory inverted index with coverage, BM25
   and reciprocal-rank-fused rankings.
 - :mod:`~gitmem.recall.storeindex`: that index kept caught up with a store

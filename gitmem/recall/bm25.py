@@ -53,6 +53,16 @@ LEVEL_VISIT = 512
 # Relative slack on a bound summed in another order than the scores it bounds (≥ 12 ulps).
 _SLACK = 1.0 + 1e-12
 
+
+class Params(NamedTuple):
+    """BM25's two knobs: ``k1`` (how fast repeats of a token stop adding) and ``b`` (how much length counts)."""
+
+    k1: float = BM25_K1
+    b: float = BM25_B
+
+
+DEFAULT = Params()
+
 Buckets = defaultdict[int, list[str]]  # impact key (tf << 32 | length) -> documents
 
 
@@ -126,20 +136,21 @@ def count_levels(masks: list[int], size: int) -> dict[int, int]:
     return out
 
 
-def idf_weight(n_docs: int, df: int) -> float:
+def idf_weight(n_docs: int, df: int, k1: float = BM25_K1) -> float:
     """The per-token factor ``idf * (k1 + 1)`` (the same expression on every path)."""
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1.0)
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
 
 
 class _Norms(dict[int, float]):
     """The length norm ``k1 * (1 - b + b * length / avg)`` per length, computed once per length."""
 
-    def __init__(self, avg: float) -> None:
+    def __init__(self, avg: float, params: Params = DEFAULT) -> None:
         super().__init__()
         self.avg = avg
+        self.k1, self.b = params
 
     def __missing__(self, length: int) -> float:
-        norm = self[length] = BM25_K1 * (1.0 - BM25_B + BM25_B * length / self.avg)
+        norm = self[length] = self.k1 * (1.0 - self.b + self.b * length / self.avg)
         return norm
 
 
@@ -149,15 +160,16 @@ def exhaustive_scores(
     lengths: Mapping[str, int],
     n_docs: int,
     avg: float,
+    params: Params = DEFAULT,
 ) -> dict[str, float]:
     """Every document holding a query token, scored by walking every posting."""
-    norms = _Norms(avg)
+    norms = _Norms(avg, params)
     scores: dict[str, float] = defaultdict(float)
     for token in tokens:
         posting = postings.get(token)
         if not posting:
             continue
-        weight = idf_weight(n_docs, len(posting))
+        weight = idf_weight(n_docs, len(posting), params.k1)
         for doc_id, tf in posting.items():
             scores[doc_id] += weight * tf / (tf + norms[lengths[doc_id]])
     return scores
@@ -177,6 +189,7 @@ def pruned_scores(
     *,
     count_after: int = COUNT_AFTER,
     level_visit: int = LEVEL_VISIT,
+    params: Params = DEFAULT,
 ) -> dict[str, float]:
     """Exact scores of a set of documents that contains the top ``limit`` (accepted, ``>= floor``, ``> 0``).
 
@@ -184,7 +197,7 @@ def pruned_scores(
     accepted one, or below ``floor``. ``accept`` is asked only about documents
     that would enter the running top ``limit`` (the caller remembers its answers).
     """
-    norms = _Norms(avg)
+    norms = _Norms(avg, params)
     # Per query token, in the query's order: its posting, weight, and groups by contribution, best first.
     terms: list[tuple[Mapping[str, int], float]] = []
     queues: list[list[tuple[float, list[str]]]] = []
@@ -193,7 +206,7 @@ def pruned_scores(
         posting = postings.get(token)
         if not posting:
             continue
-        weight = idf_weight(n_docs, len(posting))
+        weight = idf_weight(n_docs, len(posting), params.k1)
         groups = impacts.get(token)
         if groups is None:
             groups = buckets_of(posting, lengths)

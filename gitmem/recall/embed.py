@@ -351,12 +351,19 @@ class EmbeddingBranch:
         self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
     ) -> list[str] | None:
         """Doc ids by cosine to ``query``, best first; ``None`` when the provider fails."""
+        scored = self.scored(query, depth, accept, index)
+        return None if scored is None else [doc_id for doc_id, _ in scored]
+
+    def scored(
+        self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
+    ) -> list[tuple[str, float]] | None:
+        """:meth:`rank` with each id's cosine (what a fusion gated on confidence needs)."""
         try:
             cached = self._query_vector(query)
         except Exception as error:  # any provider failure: report and keep the lexical path
             self._record_failure(error)
             return None
-        out: list[str] = []
+        out: list[tuple[str, float]] = []
         want = depth * 2
         seen: set[int] = set()  # rows already looked at (ties may come back in another order when widening)
         while True:
@@ -386,7 +393,7 @@ class EmbeddingBranch:
                 doc = index.get(doc_id)
                 if doc is None or digest(doc.text) != held:
                     continue
-                out.append(doc_id)
+                out.append((doc_id, similarity))
                 if len(out) == depth:
                     return out
             if top >= rows:

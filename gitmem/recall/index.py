@@ -8,6 +8,8 @@
 - ``fused``: reciprocal-rank fusion (``1/(60 + rank)``) of the coverage ranking
   with a semantic ranking when an embedder is attached and working; otherwise the
   coverage ranking alone, scored the same way, and the fallback is reported.
+  Under the ``conversation`` profile (:mod:`gitmem.recall.convo`), ``fused`` is
+  BM25 with the semantic branch added lexical-led (:mod:`gitmem.recall.fusion`).
 
 The index is derived data: it is never the source of truth, and the property
 tests check it against a full scan of the same documents.
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from gitmem.errors import MemoryStoreError
-from gitmem.recall import bm25, postings
+from gitmem.recall import bm25, convo, fusion, postings
 from gitmem.recall.tokens import token_list, tokenize
 
 if TYPE_CHECKING:
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 
 Ranking = Literal["coverage", "bm25", "fused"]
 RANKINGS: tuple[Ranking, ...] = ("coverage", "bm25", "fused")
+#: The lexical profiles an index can use: the exact A3S one, and :mod:`gitmem.recall.convo`.
+Profile = Literal["word-cjk-bigram", "conversation"]
+PROFILES: tuple[Profile, ...] = ("word-cjk-bigram", "conversation")
 MAX_LIMIT = 100
 RRF_K = 60
 # Coverage counts a query's tokens per document on bitmaps from this many postings on.
@@ -40,11 +45,17 @@ COUNT_ON_BITMAPS = 1024
 
 @dataclass(frozen=True, slots=True)
 class RecallDoc:
-    """One thing to find: the caller's id, its text, and when it last changed (epoch seconds)."""
+    """One thing to find: the caller's id, its text, and when it last changed (epoch seconds).
+
+    ``follows`` names the item this one came after in its conversation or run (the
+    ``conversation`` profile indexes the head of that item's text with it; the
+    ``word-cjk-bigram`` profile ignores it).
+    """
 
     id: str
     text: str
     updated_at: float
+    follows: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,7 @@ class _Entry:
     length: int
     updated_at: float
     text: str
+    follows: str | None = None
 
 
 def _counted(listed: list[str]) -> dict[str, int]:
@@ -72,8 +84,10 @@ def _counted(listed: list[str]) -> dict[str, int]:
     return counts
 
 
-def check_query(query: object, limit: object, ranking: object = "coverage") -> frozenset[str]:
-    """The query's tokens, or ``invalid_query`` naming what is wrong with the request."""
+def check_query(
+    query: object, limit: object, ranking: object = "coverage", profile: Profile = "word-cjk-bigram"
+) -> frozenset[str]:
+    """The query's tokens under ``profile``, or ``invalid_query`` naming what is wrong with the request."""
     if not isinstance(query, str):
         raise MemoryStoreError("invalid_query", f"a query is a string, not {type(query).__name__}")
     if not query.strip():
@@ -82,7 +96,7 @@ def check_query(query: object, limit: object, ranking: object = "coverage") -> f
         raise MemoryStoreError("invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
     if ranking not in RANKINGS:
         raise MemoryStoreError("invalid_query", f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
-    tokens = tokenize(query)
+    tokens = tokenize(query) if profile == "word-cjk-bigram" else convo.query_tokens(query)
     if not tokens:
         raise MemoryStoreError("invalid_query", "the query has no word or CJK token to look for")
     return tokens
@@ -91,12 +105,14 @@ def check_query(query: object, limit: object, ranking: object = "coverage") -> f
 def check_doc(doc: object) -> None:
     """Refuse what would corrupt the index: not a :class:`RecallDoc`, non-string id or text, a time that is not finite."""
     if type(doc) is RecallDoc and type(doc.id) is str and type(doc.text) is str and type(doc.updated_at) is float:
-        if math.isfinite(doc.updated_at):
+        if math.isfinite(doc.updated_at) and (doc.follows is None or type(doc.follows) is str):
             return  # the common case, checked without the general tests below
     if not isinstance(doc, RecallDoc):
         raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
     if not isinstance(doc.id, str) or not isinstance(doc.text, str):
         raise TypeError("a RecallDoc's id and text are strings")
+    if doc.follows is not None and not isinstance(doc.follows, str):
+        raise TypeError("a RecallDoc's follows is an id (a string) or None")
     at = doc.updated_at
     if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
         # A NaN time would make the tie order (newest first) undefined.
@@ -144,7 +160,21 @@ class RecallIndex:
     would not pay for itself.
     """
 
-    def __init__(self, semantic: SemanticBranch | None = None) -> None:
+    def __init__(
+        self,
+        semantic: SemanticBranch | None = None,
+        *,
+        profile: Profile = "word-cjk-bigram",
+        k1: float | None = None,
+        b: float | None = None,
+    ) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+        self.profile: Profile = profile
+        self._conversation = profile == "conversation"
+        # BM25's parameters: the profile's own unless given.
+        default = bm25.Params(convo.BM25_K1, convo.BM25_B) if self._conversation else bm25.DEFAULT
+        self._params = bm25.Params(default.k1 if k1 is None else k1, default.b if b is None else b)
         self._lock = threading.RLock()
         self._docs: dict[str, _Entry] = {}
         # token -> {doc id: occurrences}; coverage reads the keys, BM25 the counts.
@@ -175,34 +205,44 @@ class RecallIndex:
         self._raw_ids: list[str] = []
         self._dead: set[str] = set()
         self.restored = False  # whether the last fill came from a saved tokenised form
+        # Conversation profile: item id -> the ids of the items that follow it (whose context it is).
+        self._followers: dict[str, set[str]] = {}
         self.semantic = semantic
 
     # -- writes --
 
     def upsert(self, doc: RecallDoc) -> None:
         check_doc(doc)
-        listed = token_list(doc.text)  # outside the lock: searches need not wait for it
+        listed = self._listed(doc)  # outside the lock: searches need not wait for it
         with self._lock:
             self._put(doc, listed)
+            if self._followers:
+                self._refollow(doc.id)
         if self.semantic is not None:
             self.semantic.note(doc.id, doc.text)
 
     def upsert_many(self, docs: Iterable[RecallDoc]) -> None:
         """:meth:`upsert` each of ``docs`` in turn, under one hold of the lock (a rebuild, a resumed snapshot)."""
         added: list[RecallDoc] = []
+        ahead: dict[str, str] = {}
+        if self._conversation:  # an item may come before the one it follows
+            docs = list(docs)
+            ahead = {doc.id: doc.text for doc in docs if isinstance(doc, RecallDoc)}
         with self._lock:
             if not self._docs and not self._impacts:
-                added = self._fill(docs)
+                added = self._fill(docs, ahead)
             else:
                 for doc in docs:
                     check_doc(doc)
-                    self._put(doc, token_list(doc.text))
+                    self._put(doc, self._listed(doc, ahead))
                     added.append(doc)
+                for doc in added if self._followers else ():
+                    self._refollow(doc.id)
         if self.semantic is not None:
             for doc in added:
                 self.semantic.note(doc.id, doc.text)
 
-    def _fill(self, docs: Iterable[RecallDoc]) -> list[RecallDoc]:
+    def _fill(self, docs: Iterable[RecallDoc], ahead: dict[str, str] | None = None) -> list[RecallDoc]:
         """:meth:`_put` of every doc into an empty index, the same state in about half the time.
 
         What a new process does first (a resumed snapshot, a rebuild), so it is
@@ -218,10 +258,10 @@ class RecallIndex:
             check_doc(doc)
             doc_id = doc.id
             if doc_id in entries:  # two files naming one id: the later one stands
-                self._put(doc, token_list(doc.text))
+                self._put(doc, self._listed(doc))
                 added.append(doc)
                 continue
-            listed = token_list(doc.text)
+            listed = self._listed(doc, ahead) if self._conversation else token_list(doc.text)
             length = len(listed)
             counts = dict.fromkeys(listed, 1)
             if len(counts) < length:
@@ -229,7 +269,9 @@ class RecallIndex:
                 for token in listed:
                     counts[token] += 1
             updated_at = float(doc.updated_at)
-            entries[doc_id] = _Entry(counts, length, updated_at, doc.text)
+            entries[doc_id] = _Entry(counts, length, updated_at, doc.text, doc.follows)
+            if doc.follows is not None and self._conversation:
+                self._followers.setdefault(doc.follows, set()).add(doc_id)
             self._keys[doc_id] = (-updated_at, doc_id)
             self._lengths[doc_id] = length
             self._total_length += length
@@ -243,15 +285,42 @@ class RecallIndex:
             added.append(doc)
         return added
 
+    def _listed(self, doc: RecallDoc, ahead: dict[str, str] | None = None) -> list[str]:
+        """Every token occurrence of ``doc`` under the index's profile.
+
+        The conversation profile adds the head of the followed item's text as the
+        index holds it now (else as ``ahead`` has it: a fill's other documents).
+        """
+        if not self._conversation:
+            return token_list(doc.text)
+        context = ""
+        if doc.follows is not None and doc.follows != doc.id:
+            if ahead and doc.follows in ahead:
+                context = ahead[doc.follows]
+            else:
+                followed = self._docs.get(doc.follows)
+                context = "" if followed is None else followed.text
+        return convo.doc_tokens(doc.text, context, doc.updated_at)
+
+    def _refollow(self, doc_id: str) -> None:
+        """Index again the items that follow ``doc_id`` (its text is their context, and it changed or came late)."""
+        for follower in sorted(self._followers.get(doc_id, ())):
+            entry = self._docs.get(follower)
+            if entry is not None and follower != doc_id:
+                doc = RecallDoc(follower, entry.text, entry.updated_at, entry.follows)
+                self._put(doc, self._listed(doc))
+
     def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)
         counts = _counted(listed)
         if self._raw:  # decoded before anything changes: a damaged one re-tokenises first
             self._decode_all(counts)
         doc_id = doc.id
-        entry = _Entry(counts, length, float(doc.updated_at), doc.text)
+        entry = _Entry(counts, length, float(doc.updated_at), doc.text, doc.follows)
         self._drop(doc_id)
         self._docs[doc_id] = entry
+        if doc.follows is not None and self._conversation:
+            self._followers.setdefault(doc.follows, set()).add(doc_id)
         self._keys[doc_id] = (-entry.updated_at, doc_id)
         self._lengths[doc_id] = length
         self._total_length += length
@@ -294,6 +363,7 @@ class RecallIndex:
             self._slot_ids.clear()
             self._free.clear()
             self._bits.clear()
+            self._followers.clear()
             self._total_length = 0
             self._forget_raw()
         if self.semantic is not None:
@@ -303,6 +373,11 @@ class RecallIndex:
         old = self._docs.pop(doc_id, None)
         if old is None:
             return
+        if old.follows is not None and old.follows in self._followers:
+            followers = self._followers[old.follows]
+            followers.discard(doc_id)
+            if not followers:
+                del self._followers[old.follows]
         del self._keys[doc_id]
         del self._lengths[doc_id]
         self._total_length -= old.length
@@ -357,7 +432,8 @@ class RecallIndex:
         the index tokenise every text again. ``False`` (nothing changed): the form
         does not fit, fill the index with :meth:`upsert_many` instead.
         """
-        if not isinstance(tokens, dict):
+        if not isinstance(tokens, dict) or self._conversation:
+            # (the conversation profile's tokens depend on neighbours: its index is filled from texts)
             return False
         ids, lengths, encoded = tokens.get("ids"), tokens.get("lengths"), tokens.get("postings")
         if not (isinstance(ids, list) and isinstance(lengths, list) and isinstance(encoded, dict)):
@@ -451,6 +527,8 @@ class RecallIndex:
         entry = self._docs.get(doc_id)
         if entry is None:
             return None
+        if entry.counts is None and self._conversation:  # never: a conversation index is not restored
+            return None
         return frozenset(entry.counts if entry.counts is not None else token_list(entry.text))
 
     def search(
@@ -468,7 +546,7 @@ class RecallIndex:
         (coverage 0..1, BM25 raw) and for ``fused`` gates the lexical branch.
         Bad input raises ``invalid_query``.
         """
-        tokens = check_query(query, limit, ranking)
+        tokens = check_query(query, limit, ranking, self.profile)
         floor = check_min_score(min_score)
         if self._raw:
             with self._lock:
@@ -602,9 +680,10 @@ class RecallIndex:
                     accept,
                     count_after=self._count_after,
                     level_visit=self._level_visit,
+                    params=self._params,
                 )
             else:
-                scores = bm25.exhaustive_scores(tokens, self._postings, self._lengths, n_docs, avg)
+                scores = bm25.exhaustive_scores(tokens, self._postings, self._lengths, n_docs, avg, self._params)
             keys = self._keys
             ranked = [((-s, *keys[d]), d) for d, s in scores.items() if s > 0.0 and s >= floor]
             return self._take(ranked, limit, accept)
@@ -636,14 +715,45 @@ class RecallIndex:
         self, query: str, tokens: frozenset[str], limit: int, floor: float, accept: Callable[[str], bool] | None
     ) -> list[RecallHit]:
         depth = max(limit * 4, 20)
+        if self._conversation:
+            fused = self._lexical_led(query, tokens, depth, floor, accept)
+        else:
+            fused = self._rrf(query, tokens, depth, floor, accept)
+        with self._lock:
+            docs = self._docs
+            ranked = sorted((order_key(s, docs[d].updated_at, d), d) for d, s in fused.items() if d in docs)
+            return [RecallHit(d, -neg, docs[d].updated_at) for (neg, _, _), d in ranked[:limit]]
+
+    def _lexical_led(
+        self, query: str, tokens: frozenset[str], depth: int, floor: float, accept: Callable[[str], bool] | None
+    ) -> dict[str, float]:
+        """BM25 under the conversation profile, with the semantic branch added past a confidence."""
+        lexical = [(h.id, h.score) for h in self._bm25(tokens, min(depth, MAX_LIMIT), floor, accept)]
+        scored = getattr(self.semantic, "scored", None)
+        semantic: list[tuple[str, float]] | None = None
+        if scored is not None:
+            semantic = scored(query, depth, accept, self)
+        elif self.semantic is not None:  # a branch that ranks without scores: rank 1 counts as cosine 1
+            ids = self.semantic.rank(query, depth, accept, self)
+            semantic = None if ids is None else [(d, 1.0 / (1 + at)) for at, d in enumerate(ids)]
+        with self._lock:  # the score of a document holding every query token, each as often as its own words
+            n_docs = len(self._docs)
+            params = self._params
+            ideal = sum(
+                bm25.idf_weight(n_docs, len(p), params.k1) * 2 / (2 + params.k1)
+                for p in (self._postings.get(t) for t in tokens)
+                if p
+            )
+        return fusion.lexical_led(lexical, semantic or [], ideal=ideal)
+
+    def _rrf(
+        self, query: str, tokens: frozenset[str], depth: int, floor: float, accept: Callable[[str], bool] | None
+    ) -> dict[str, float]:
+        """Reciprocal-rank fusion of coverage with the semantic ranking (the A3S profile's fused)."""
         lexical = [h.id for h in self._coverage(tokens, min(depth, MAX_LIMIT), floor, accept)]
         rankings = [lexical]
         if self.semantic is not None:
             semantic = self.semantic.rank(query, depth, accept, self)
             if semantic is not None:
                 rankings.append(semantic)
-        fused = rrf(rankings)
-        with self._lock:
-            docs = self._docs
-            ranked = sorted((order_key(s, docs[d].updated_at, d), d) for d, s in fused.items() if d in docs)
-            return [RecallHit(d, -neg, docs[d].updated_at) for (neg, _, _), d in ranked[:limit]]
+        return rrf(rankings)

@@ -21,7 +21,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.gcpause import paused_gc
-from gitmem.recall.index import Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
+from gitmem.recall.index import Profile, Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
 from gitmem.store import FileStore
 
 if TYPE_CHECKING:
@@ -89,11 +89,12 @@ class StoreRecall:
         snapshot_key: str = "",
         snapshot_every: int = 256,
         stamp: str | None = None,
+        profile: Profile = "word-cjk-bigram",
     ) -> None:
         self.store = store
         self.to_doc = to_doc
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        self.index = RecallIndex(semantic)
+        self.index = RecallIndex(semantic, profile=profile)
         self.cursor: str | None = None
         self.skipped: dict[str, str] = {}
         self.full_rebuilds = 0

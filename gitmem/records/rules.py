@@ -278,18 +278,23 @@ class RecordFile:
     text: str
     created: datetime
     updated: datetime
+    #: The record added just before this one in its namespace, when the add knew it (the
+    #: conversation profile indexes a record with the head of that one's text).
+    follows: str | None = None
 
 
 def render_record(record: RecordFile) -> str:
     """The file content for a record: fixed frontmatter, then the text verbatim and one newline."""
+    follows = f"follows: {record.follows}\n" if record.follows else ""
     return (
         f'---\nid: {record.id}\ncreated: "{format_time(record.created)}"\n'
-        f'updated: "{format_time(record.updated)}"\n---\n{record.text}\n'
+        f'updated: "{format_time(record.updated)}"\n{follows}---\n{record.text}\n'
     )
 
 
 _HEAD = re.compile(
-    r'---\nid: (?P<id>[0-9A-Z]{26})\ncreated: "(?P<created>[^"\n]+)"\nupdated: "(?P<updated>[^"\n]+)"\n---\n'
+    r'---\nid: (?P<id>[0-9A-Z]{26})\ncreated: "(?P<created>[^"\n]+)"\nupdated: "(?P<updated>[^"\n]+)"\n'
+    r"(?:follows: (?P<follows>[0-9A-Z]{26})\n)?---\n"
 )
 
 
@@ -302,6 +307,7 @@ def parse_record(record_id: str, content: str) -> RecordFile:
     match = _HEAD.match(content)
     if match is not None:
         rid, created, updated = match["id"], parse_time(match["created"]), parse_time(match["updated"])
+        follows = match["follows"]
         body = content[match.end() :]
     else:
         try:
@@ -313,10 +319,12 @@ def parse_record(record_id: str, content: str) -> RecordFile:
         if not isinstance(rid, str):  # never str() a pushed value: YAML aliases can make it huge
             raise ValueError(f"record file {record_id} names its id as {type(rid).__name__}, not text")
         created, updated = parse_time(meta.get("created")), parse_time(meta.get("updated"))
+        named = meta.get("follows")
+        follows = named if is_record_id(named) else None
     if rid != record_id:
         raise ValueError(f"record file {record_id} says it holds {rid}")
     text = body[:-1] if body.endswith("\n") else body
     if not text.strip():
         raise ValueError(f"record {record_id} has no text")
     created = created or id_time(record_id)
-    return RecordFile(record_id, text, created, updated or created)
+    return RecordFile(record_id, text, created, updated or created, follows)

@@ -42,6 +42,7 @@ from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall.index import PROFILES, Profile
 from gitmem.records.model import MemoryRecord, RecordPage
 from gitmem.records.rules import (
     RECORD_CHARS,
@@ -136,9 +137,12 @@ class RecordStore:
         record_chars: int = RECORD_CHARS,
         ranking: Literal["bm25", "coverage"] = "bm25",
         snapshot_dir: str | os.PathLike[str] | None = None,
+        profile: Profile = "word-cjk-bigram",
     ) -> None:
         if ranking not in ("bm25", "coverage"):
             raise ValueError(f"ranking must be 'bm25' or 'coverage', not {ranking!r}")
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         # Checked where the store is opened, not only by the tools and CLI: records written into
         # a file (or session, durable) memory would be files its own commands cannot read.
         kind = getattr(store, "kind", "record")
@@ -153,6 +157,9 @@ class RecordStore:
         self.folder = encode_namespace(namespace)
         self.record_chars = record_chars
         self.ranking: Literal["bm25", "coverage"] = ranking
+        # "conversation": each add records the record it follows, and search uses the conversation
+        # profile (see gitmem.recall.convo); files of either profile read the same.
+        self.profile: Profile = profile
         self.snapshot = _snapshot_file(store, self.folder, snapshot_dir)
         self._recall: StoreRecall | None = None
         self._recall_lock = threading.Lock()
@@ -200,7 +207,7 @@ class RecordStore:
         if record_id is None:
             return None
         record = parse_record(record_id, file.text)
-        return RecallDoc(record_id, record.text, record.updated.timestamp())
+        return RecallDoc(record_id, record.text, record.updated.timestamp(), record.follows)
 
     # -- reads --
 
@@ -263,8 +270,11 @@ class RecordStore:
                     self._to_doc,
                     prefix=self.folder,
                     snapshot=self.snapshot,
-                    snapshot_key=SNAPSHOT_KEY,
+                    snapshot_key=SNAPSHOT_KEY
+                    if self.profile == "word-cjk-bigram"
+                    else f"{SNAPSHOT_KEY}+{self.profile}",
                     stamp=derived.stamp_of(self.store),
+                    profile=self.profile,
                 )
             return self._recall
 
@@ -298,7 +308,8 @@ class RecordStore:
                 last, seen = self._last_id(marker)
             record_id = _IDS.next(after=last)
             moment = _now()
-            record = RecordFile(record_id, text, moment, moment)
+            follows = last if self.profile == "conversation" else None
+            record = RecordFile(record_id, text, moment, moment, follows)
             path = record_path(self.folder, record_id)
             changes = [_Change(path, render_record(record), None)]
             if ordered:
@@ -347,7 +358,7 @@ class RecordStore:
             old = self._record(record_id, current)
             if old.text == text:
                 return self._public(old)  # nothing to change: no commit
-            record = RecordFile(record_id, text, old.created, max(_now(), old.updated))
+            record = RecordFile(record_id, text, old.created, max(_now(), old.updated), old.follows)
             try:
                 self._commit(
                     [_Change(path, render_record(record), current.version)], "record-update", record_id, origin

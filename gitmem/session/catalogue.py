@@ -38,7 +38,7 @@ from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.gcpause import paused_gc
-from gitmem.recall.index import Ranking
+from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
     ITEM_SCHEMA,
@@ -67,7 +67,12 @@ class Entry:
 
 class Catalogue:
     def __init__(
-        self, store: FileStore, *, snapshot: str | os.PathLike[str] | None = None, save_every: int = 256
+        self,
+        store: FileStore,
+        *,
+        snapshot: str | os.PathLike[str] | None = None,
+        save_every: int = 256,
+        profile: Profile = "word-cjk-bigram",
     ) -> None:
         self.store = store
         self.snapshot = Path(snapshot) if snapshot is not None else None
@@ -85,7 +90,7 @@ class Catalogue:
         self._by_fp: dict[str, str] | None = None
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
-        self._index = RecallIndex()  # recallable items only: superseded/tombstoned are never found
+        self._index = RecallIndex(profile=profile)  # recallable items only: superseded/tombstoned are never found
         self._stamp = derived.stamp_of(store) if snapshot is not None else None
         self._seen = derived.UNGUARDED  # the history generation read before the items held were
 
@@ -130,7 +135,7 @@ class Catalogue:
             if is_item_path(file.path):
                 item = self._add(file, index=False)
                 if item is not None and item.recallable:
-                    docs.append(RecallDoc(item.id, item.content, item.timestamp))
+                    docs.append(_doc(item))
                 self._unsaved += 1
         self._index.upsert_many(docs)
         return []
@@ -169,7 +174,7 @@ class Catalogue:
                     for dup in item.ids_in("duplicate_ids"):
                         by_id.setdefault(dup, path)
                 if item.recallable:
-                    docs.append(RecallDoc(item.id, item.content, item.timestamp))
+                    docs.append(_doc(item))
             if not self._index.restore(docs, body.get("recall")):
                 self._index.upsert_many(docs)
             for path, reason in body.get("skipped", []):
@@ -226,7 +231,7 @@ class Catalogue:
             if fp is not None:
                 self._by_fp.setdefault(fp, path)
         if index and item.recallable:
-            self._index.upsert(RecallDoc(item.id, item.content, item.timestamp))
+            self._index.upsert(_doc(item))
         return item
 
     def _drop(self, path: str) -> None:
@@ -306,3 +311,9 @@ class Catalogue:
 
     def search(self, query: str, *, limit: int, min_score: float, ranking: Ranking) -> list[RecallHit]:
         return self._index.search(query, limit=limit, min_score=min_score, ranking=ranking)
+
+
+def _doc(item: MemoryItem) -> RecallDoc:
+    """An item as recall indexes it; ``metadata.follows`` names the item it came after in its run."""
+    follows = item.ids_in("follows")
+    return RecallDoc(item.id, item.content, item.timestamp, follows[0] if follows else None)

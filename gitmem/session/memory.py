@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Applied, Edit, FileText, Origin
-from gitmem.recall.index import Ranking
+from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
 from gitmem.session.binding import ExtractedItem
 from gitmem.session.catalogue import Catalogue
@@ -125,13 +125,18 @@ class SessionMemory:
         clock: Callable[[], float] = time.time,
         origin: Origin | None = None,
         catalogue_file: str | os.PathLike[str] | None = None,
+        profile: Profile = "word-cjk-bigram",
     ) -> None:
         self.store = store
         self.stats: AccessStats = stats if stats is not None else MemoryAccessStats()
         self.clock = clock
         self.origin = origin
         self._lock = threading.RLock()
-        self.catalogue = Catalogue(store, snapshot=catalogue_file)
+        self.catalogue = Catalogue(store, snapshot=catalogue_file, profile=profile)
+        # "conversation": each item this handle remembers names the one it remembered before
+        # (``metadata.follows``), and recall uses the conversation profile (gitmem.recall.convo).
+        self.profile: Profile = profile
+        self._last_remembered: str | None = None
         self.bindings = SessionBindings.of_store(store)
 
     # -- the catalogue -----------------------------------------------------------------
@@ -246,6 +251,8 @@ class SessionMemory:
         origin: Origin | None = None,
     ) -> MemoryItem:
         """Store one item and return the canonical one (an exact duplicate merges into it)."""
+        if self.profile == "conversation" and self._last_remembered and "follows" not in (metadata or {}):
+            metadata = {**(metadata or {}), "follows": self._last_remembered}
         item = make_item(
             content,
             now=self.clock(),
@@ -255,7 +262,9 @@ class SessionMemory:
             metadata=metadata,
             item_id=item_id,
         )
-        return self.store_item(item, origin=origin)
+        stored = self.store_item(item, origin=origin)
+        self._last_remembered = stored.id
+        return stored
 
     def remember_success(self, prompt: str, tools: Sequence[str], result: str) -> MemoryItem:
         """A host's record of what worked: procedural, importance 0.8, tagged success + each tool."""
