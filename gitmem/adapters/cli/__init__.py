@@ -11,7 +11,7 @@ Layout::
     manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
     frameworks.py  sweep (expired items of a LangGraph store, gitmem.adapters.langgraph_store)
-    serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    serve.py, tokens.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
     forge.py     check (the memory rules on any git repository: a forge's CI status check)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete
@@ -97,8 +97,8 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         },
         "serve": {
             "serve": "Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.",
-            "token": "Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256.",
         },
+        "tokens": {"token": "Tokens of `gitmem serve`: add, list, revoke, rotate; the file keeps only their SHA-256."},
         "hooks": {"hooks": "Server-side git hooks that check pushes made without gitmem serve."},
         "forge": {"check": "Check the commits of git repository REPO against the memory rules."},
         "mcp": {
