@@ -63,6 +63,13 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="Another name the server answers to in the Host header (repeatable), e.g. a reverse proxy's. "
     "On a loopback address only loopback names are answered otherwise (403).",
 )
+@click.option(
+    "--base-path",
+    default="",
+    metavar="PATH",
+    help="Serve every route under PATH (e.g. /memories: PATH/NAME.git, PATH/mcp, PATH/health), as a reverse "
+    "proxy forwards it; requests outside it get 404.",
+)
 @common_options
 @pass_state
 def serve(
@@ -76,6 +83,7 @@ def serve(
     mcp_sessions: int,
     allow_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
+    base_path: str,
 ) -> None:
     """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.
 
@@ -89,10 +97,11 @@ def serve(
         from gitmem.config import install_hint
 
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
-    from gitmem.adapters.http_server import GitHttpServer, load_tokens
+    from gitmem.adapters.http_server import GitHttpServer, load_tokens, normalize_base_path
     from gitmem.adapters.http_server import serve as run
     from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
+    from gitmem.errors import MemoryStoreError
 
     for origin in allow_origins:
         if normalize_origin(origin) is None:
@@ -100,6 +109,10 @@ def serve(
                 f"{origin!r} is not an origin: give scheme://host[:port], such as https://app.example",
                 param_hint="--allow-origin",
             )
+    try:
+        base = normalize_base_path(base_path)
+    except MemoryStoreError as exc:
+        raise click.BadParameter(exc.message, param_hint="--base-path") from None
     limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
     mcp = not no_mcp and _has_mcp()
 
@@ -108,7 +121,7 @@ def serve(
 
     def ready(server: GitHttpServer) -> None:
         mounts = root.mounts()
-        url = _public_url(server.host, server.port)
+        url = _public_url(server.host, server.port) + base
         emit(
             {
                 "url": url,
@@ -121,6 +134,7 @@ def serve(
                 "clone_url": f"{url.replace('://', '://<principal>:<token>@', 1)}/<name>.git",
                 "mcp_url": f"{url}/mcp" if mcp else None,
                 "mcp_sessions": mcp_sessions if mcp else None,
+                "base_path": base or "/",
             },
             lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
         )
@@ -138,6 +152,7 @@ def serve(
         on_ready=ready,
         allowed_origins=allow_origins,
         allowed_hosts=allow_hosts,
+        base_path=base,
     )
 
 
