@@ -639,6 +639,7 @@ def serve(
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
     mcp: bool = False,
     mcp_sessions: int | None = None,
+    mcp_streams: int | None = None,
     threads: int = 16,
     on_ready: Callable[[GitHttpServer], None] | None = None,
     allowed_origins: Iterable[str] = (),
@@ -649,7 +650,8 @@ def serve(
 
     ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
     (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra); ``mcp_sessions`` is
-    the MCP sessions each token keeps (its default when ``None``). ``allowed_origins``
+    the MCP sessions each token keeps, ``mcp_streams`` the event streams open at once
+    (each holds a worker of its own, beside the ``threads`` for requests). ``allowed_origins``
     and ``allowed_hosts`` are the web origins and host names requests may carry
     besides the server's own (:mod:`gitmem.adapters.origins`). ``base_path`` (``/memories``)
     puts every route under that prefix (:class:`FrontApp`).
@@ -657,9 +659,14 @@ def serve(
     git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
     app: Any = git_app
     if mcp:
-        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, McpHttpApp, WithMcp
+        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STREAMS, McpHttpApp, WithMcp
 
-        app = WithMcp(git_app, McpHttpApp(root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS))
+        streams = DEFAULT_MAX_STREAMS if mcp_streams is None else mcp_streams
+        mcp_app = McpHttpApp(
+            root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS, max_streams=streams
+        )
+        app = WithMcp(git_app, mcp_app)
+        threads += streams
     app = FrontApp(app, base_path)
     server = GitHttpServer(
         app, host, port, threads=threads, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts

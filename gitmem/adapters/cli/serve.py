@@ -48,6 +48,14 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
 )
 @click.option(
+    "--mcp-streams",
+    type=click.IntRange(min=0),
+    default=16,  # mcp_http.DEFAULT_MAX_STREAMS
+    show_default=True,
+    metavar="N",
+    help="MCP event streams (GET /mcp: change notifications) open at once; each holds a worker thread of its own.",
+)
+@click.option(
     "--allow-origin",
     "allow_origins",
     multiple=True,
@@ -81,6 +89,7 @@ def serve(
     max_push_bytes: int | None,
     no_mcp: bool,
     mcp_sessions: int,
+    mcp_streams: int,
     allow_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
     base_path: str,
@@ -149,6 +158,7 @@ def serve(
         max_push_bytes=limit,
         mcp=mcp,
         mcp_sessions=mcp_sessions,
+        mcp_streams=mcp_streams,
         on_ready=ready,
         allowed_origins=allow_origins,
         allowed_hosts=allow_hosts,
