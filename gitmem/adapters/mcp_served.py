@@ -3,7 +3,8 @@
 :func:`served_server` builds the MCP server of one client session of
 ``gitmem serve`` (:mod:`gitmem.adapters.mcp_http` routes requests to it): the
 file and record memories the token reaches, read-only for ``read``; records in
-the principal's own namespace. The tool registry decides the tools; this module
+the principal's own namespace; and the first session memory it reaches
+(:func:`_session_tools`). The tool registry decides the tools; this module
 only chooses the memories and the identity.
 
 **One proposal per principal and topic.** Every change is committed with run
@@ -38,6 +39,7 @@ from gitmem.root import Root
 
 if TYPE_CHECKING:
     from gitmem.tools.mounts import Access
+    from gitmem.tools.session import SessionTools
 
 DEFAULT_TOPIC: Final = "mcp"
 TOPIC_HEADER: Final = "HTTP_GITMEM_TOPIC"
@@ -96,6 +98,7 @@ def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watch
     access: Access = "read" if grant.access == "read" else "write"
     files: list[FileMount] = []
     records: list[RecordMount] = []
+    sessions: list[str] = []
     targets: dict[str, Callable[[], str]] = {}
     for name in root.mounts():
         if not grant.reaches(name):
@@ -105,6 +108,9 @@ def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watch
             kind = store.kind
         except MemoryStoreError:
             continue  # removed meanwhile, or not readable: not offered
+        if kind == "session":
+            sessions.append(name)
+            continue
         if kind not in ("file", "record"):
             continue
         seam: Any = store.sync
@@ -116,16 +122,40 @@ def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watch
             files.append(FileMount(name, seam, access))
         else:
             records.append(RecordMount(name, RecordStore(seam, grant.principal or "default"), access))
-    if not files and not records:
-        raise MemoryStoreError("not_found", "this token reaches no file or record memory on this server")
+    session = _session_tools(root, sorted(sessions), grant)
+    if not files and not records and session is None:
+        raise MemoryStoreError("not_found", "this token reaches no file, record or session memory on this server")
     return ServedMcpServer(
         FileMemoryCapability(files) if files else None,
         records=RecordMemoryCapability(records) if records else None,
+        session=session,
         origin=Origin(run_id=run, principal_id=grant.principal),
         session_tag=tag,  # every tool call id names this session: mcp-<tag>-<request id>
         watch_root=root if watched else None,
         targets=targets,
     )
+
+
+def _session_tools(root: Root, names: list[str], grant: Grant) -> SessionTools | None:
+    """The ``memory_session_*`` tools over the first session memory ``grant`` reaches, at its access.
+
+    A session memory has no proposal path, so ``read`` and ``propose`` tokens get its
+    read tools (recall, recent, tags) only; ``write`` also remembers and dry-runs a
+    prune, ``admin`` prunes. Its tools take no memory name: one session memory per
+    MCP server, the first by name when a token reaches several.
+    """
+    if not names:
+        return None
+    from gitmem.session import open_session_memory
+    from gitmem.tools.session import PREFIX, READ, SessionTools
+
+    try:
+        memory = open_session_memory(root.path, mount=names[0], create=False)
+    except MemoryStoreError:
+        return None  # removed meanwhile, or not readable: not offered
+    if grant.access in ("read", "propose"):
+        return SessionTools(memory, tools=[PREFIX + tool for tool in sorted(READ)])
+    return SessionTools(memory, allow_prune=grant.access == "admin")
 
 
 def _target(seam: Any, run: str | None, proposing: bool) -> Callable[[], str]:
