@@ -41,8 +41,9 @@ The file is a control file: read without following a link, opened without
 blocking (a FIFO there is refused, not waited on) and at most
 :data:`TOKEN_FILE_LIMIT` bytes (:func:`gitmem.localfile.read_control`). It is
 read again whenever it changes (its size, times or inode, taken without
-following a link), checked on each request: an admin revokes a token, narrows it
-or adds one by editing the file, without restarting the server. An edit that no
+following a link), checked on each request: an admin revokes, rotates or adds a
+token with ``gitmem token`` (:mod:`gitmem.adapters.tokenadmin`, which replaces the
+file in one rename) or by editing it, without restarting the server. An edit that no
 longer reads or parses grants nothing from the file until it is fixed (a typo
 must not keep a revoked token alive), and the log says why once per change.
 """
