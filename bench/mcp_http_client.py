@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import threading
+import time
+import warnings
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -17,18 +20,26 @@ from typing import Any, TypeVar
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import CallToolResult, TextContent
+from mcp_types import ResourceUpdatedNotification
 
 T = TypeVar("T")
 TIMEOUT = 60.0
 
 
 class HttpMcpClient:
-    """One MCP session to ``url`` with ``Authorization: Bearer <token>``."""
+    """One MCP session to ``url`` with ``Authorization: Bearer <token>``.
 
-    def __init__(self, url: str, token: str) -> None:
+    ``updates`` receives ``(uri, time.perf_counter())`` for each resource-updated
+    notification the server sends (on the GET event stream the client opens).
+    """
+
+    def __init__(self, url: str, token: str, headers: dict[str, str] | None = None) -> None:
         self.url = url
         self.token = token
+        self.headers = headers or {}
+        self.updates: queue.Queue[tuple[str, float]] = queue.Queue()
         self.session: ClientSession | None = None
         self.init: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -59,9 +70,16 @@ class HttpMcpClient:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"})
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}", **self.headers})
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, ResourceUpdatedNotification):
+                self.updates.put((str(message.params.uri), time.perf_counter()))
+
         async with http, streamable_http_client(self.url, http_client=http) as streams:
-            async with ClientSession(streams[0], streams[1], read_timeout_seconds=TIMEOUT) as session:
+            async with ClientSession(
+                streams[0], streams[1], read_timeout_seconds=TIMEOUT, message_handler=on_message
+            ) as session:
                 self.init = await session.initialize()
                 self.session = session
                 self._ready.set_result(None)
@@ -78,6 +96,12 @@ class HttpMcpClient:
     def call(self, tool: str, **arguments: Any) -> CallToolResult:
         assert self.session is not None
         return self.run(self.session.call_tool(tool, arguments))
+
+    def subscribe(self, uri: str) -> None:
+        assert self.session is not None
+        with warnings.catch_warnings():  # the handshake era's subscribe, which gitmem serve answers
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.run(self.session.subscribe_resource(uri))
 
     def tool_names(self) -> list[str]:
         assert self.session is not None

@@ -306,6 +306,36 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
         out.write(text)
 
 
+def replace_private(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text`` at once (``0600``): a reader sees the old file or the new, never half.
+
+    The text goes to a fresh file beside it (opened by :func:`open_private`),
+    is synced, and is renamed over ``path``; ``rename`` replaces a link there
+    itself, never its target. The folder is synced so the rename survives a crash.
+    """
+    target = os.fspath(path)
+    folder = os.path.dirname(target) or "."
+    tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dir_fd = open_folder(folder)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def open_folder(path: str | os.PathLike[str]) -> int:
     """A descriptor of the folder at ``path`` (for ``fsync`` or ``dir_fd``), no link followed; ``OSError`` else."""
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)

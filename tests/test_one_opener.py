@@ -66,7 +66,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "frontmatter text already read through the store, at most max_frontmatter_bytes; libyaml's safe loader "
         "refuses deep flow and block nesting itself ('while increasing flow level', tested below)"
     ),
-    ("gitmem/adapters/tokens.py", "parse_token_file", "tomllib.loads"): (
+    ("gitmem/adapters/tokens.py", "token_entries", "tomllib.loads"): (
         "a token file's text already read through localfile.read_control (bounded, no link, never blocking); "
         "tomllib's nesting errors are caught and refuse the file"
     ),

@@ -479,6 +479,64 @@ class _ClosingBody:
             done()
 
 
+# --- the front: base path and health ---------------------------------------------------
+
+_BASE_PATH = re.compile(r"^(/[A-Za-z0-9._~-]+)+$")
+HEALTH_PATH = "/health"
+
+
+def normalize_base_path(base: str | None) -> str:
+    """``--base-path`` as served: ``""`` for the root, else ``/a/b`` (one leading slash, none trailing).
+
+    ``invalid_arguments`` for anything a proxy could not forward as one path prefix
+    (a query, ``..``, characters that would need escaping).
+    """
+    text = (base or "").strip()
+    if text in ("", "/"):
+        return ""
+    text = "/" + text.strip("/")
+    if not _BASE_PATH.fullmatch(text) or any(part in (".", "..") for part in text.split("/")):
+        raise MemoryStoreError(
+            "invalid_arguments",
+            f"the base path {base!r} is not a path prefix: give segments of letters, digits and ._~- such as /memories",
+        )
+    return text
+
+
+class FrontApp:
+    """What waitress serves before the git and MCP apps: the base path, and ``GET /health``.
+
+    With a base path every route (git's ``NAME.git/...``, ``/mcp``, OAuth discovery,
+    ``/health``) answers only under it, as a reverse proxy forwards ``/base/...``
+    unchanged; the prefix is moved to ``SCRIPT_NAME`` so the apps see their usual
+    paths, and anything outside it is 404. ``/health`` needs no token and says
+    nothing about the memories: it is for a proxy's or orchestrator's liveness check.
+    """
+
+    def __init__(self, app: WSGIApp, base_path: str = "") -> None:
+        self.app = app
+        self.base_path = normalize_base_path(base_path)
+        self.max_push_bytes = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        base = self.base_path
+        if base:
+            if path != base and not path.startswith(base + "/"):
+                return _text(start_response, "404 Not Found", f"this server answers under {base}/ only\n")
+            environ["SCRIPT_NAME"] = str(environ.get("SCRIPT_NAME", "")) + base
+            path = path[len(base) :] or "/"
+            environ["PATH_INFO"] = path
+        if path == HEALTH_PATH and environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+            return _text(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
+        return self.app(environ, start_response)
+
+    def close(self, timeout: float = 10.0) -> None:
+        closer = getattr(self.app, "close", None)
+        if callable(closer):
+            closer(timeout)
+
+
 # --- the server --------------------------------------------------------------------
 
 
@@ -591,25 +649,35 @@ def serve(
     max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
     mcp: bool = False,
     mcp_sessions: int | None = None,
+    mcp_streams: int | None = None,
     threads: int = 16,
     on_ready: Callable[[GitHttpServer], None] | None = None,
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
+    base_path: str = "",
 ) -> None:
     """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size.
 
     ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
     (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra); ``mcp_sessions`` is
-    the MCP sessions each token keeps (its default when ``None``). ``allowed_origins``
+    the MCP sessions each token keeps, ``mcp_streams`` the event streams open at once
+    (each holds a worker of its own, beside the ``threads`` for requests). ``allowed_origins``
     and ``allowed_hosts`` are the web origins and host names requests may carry
-    besides the server's own (:mod:`gitmem.adapters.origins`).
+    besides the server's own (:mod:`gitmem.adapters.origins`). ``base_path`` (``/memories``)
+    puts every route under that prefix (:class:`FrontApp`).
     """
     git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
     app: Any = git_app
     if mcp:
-        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, McpHttpApp, WithMcp
+        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STREAMS, McpHttpApp, WithMcp
 
-        app = WithMcp(git_app, McpHttpApp(root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS))
+        streams = DEFAULT_MAX_STREAMS if mcp_streams is None else mcp_streams
+        mcp_app = McpHttpApp(
+            root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS, max_streams=streams
+        )
+        app = WithMcp(git_app, mcp_app)
+        threads += streams
+    app = FrontApp(app, base_path)
     server = GitHttpServer(
         app, host, port, threads=threads, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
     )

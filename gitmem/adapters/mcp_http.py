@@ -14,19 +14,16 @@ the MCP side comes to waitress instead: :class:`McpHttpApp` is a WSGI app that
 hands each ``/mcp`` request to the SDK's session manager, running on one asyncio
 loop in a background thread (an anyio blocking portal), and returns its answer.
 The SDK runs in JSON-response mode: every POST is answered with one JSON body,
-which is all a tool call needs. What that costs: no server-sent-event streams, so
-``GET /mcp`` answers 405 (the spec's way to say so) and clients get no change
-notifications over HTTP; and an MCP call in progress holds one of waitress's
-worker threads (``gitmem serve`` runs 16).
+which is all a tool call needs. ``GET /mcp`` opens the session's event stream,
+where change notifications come (:mod:`gitmem.adapters.mcp_stream`). An MCP call
+in progress holds one of waitress's worker threads (``gitmem serve`` runs 16,
+plus one per allowed event stream).
 
 **Who sees what.** Every request needs ``Authorization: Bearer <token>`` (a
-:mod:`gitmem.adapters.tokens` token). A session offers exactly the file and
-record memories its token reaches (records in the principal's own namespace),
-``read`` tokens read-only; each write is committed with the
-token's principal (the client cannot name another) and a run id
-``<principal>/mcp-<session>``. A ``propose`` token's writes land on that run's
-proposal branch (``proposals/<principal>/mcp-<session>``, in the principal's own
-folder), never on ``main``; on a review-gated memory every run's do.
+:mod:`gitmem.adapters.tokens` token), checked against the token file as it is
+now. What a session offers, the run its writes carry (one proposal per principal
+and topic) and the ``branch`` its write replies name are
+:mod:`gitmem.adapters.mcp_served`'s.
 
 **Sessions.** Each handshake-era session (``initialize``, then
 ``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
@@ -48,13 +45,12 @@ from __future__ import annotations
 
 import json
 import math
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -62,15 +58,12 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
 from gitmem.adapters.mcp_server import MemoryMcpServer
+from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
-from gitmem.git.review import principal_run
-from gitmem.model import Origin
 from gitmem.root import Root
-
-if TYPE_CHECKING:
-    from gitmem.tools.mounts import Access
 
 StartResponse = Callable[..., Any]
 
@@ -82,6 +75,8 @@ DEFAULT_MAX_SESSIONS = 64
 """Sessions kept per token; past that a new one closes the token's least recently used idle one."""
 DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
+DEFAULT_MAX_STREAMS = 16
+"""GET event streams open at once (each holds a worker thread: ``gitmem serve`` adds this many)."""
 _SESSION_HEADER = "mcp-session-id"
 
 
@@ -97,6 +92,8 @@ class _Session:
     last_used: float = field(default_factory=time.monotonic)
     session_id: str | None = None
     in_flight: list[float] = field(default_factory=list)  # when each request being served began
+    topic: str = DEFAULT_TOPIC
+    streams: int = 0  # open GET event streams (0 or 1: the SDK allows one per session)
 
 
 class McpHttpApp:
@@ -111,8 +108,11 @@ class McpHttpApp:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_streams: int = DEFAULT_MAX_STREAMS,
     ) -> None:
         self.root = root
+        self.max_streams = max_streams
+        self._streams = 0
         self.tokens = tokens
         self.max_body = max_body
         self.idle_timeout = idle_timeout
@@ -120,23 +120,32 @@ class McpHttpApp:
         self.call_timeout = call_timeout
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}  # by mcp-session-id
-        self._shared: dict[str, _Session] = {}  # by token hash: the session-less (2026-era) server
+        self._shared: dict[
+            tuple[str, str], _Session
+        ] = {}  # by token hash and topic: the session-less (2026-era) server
         self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
+        self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
+
+    def _servers(self) -> list[MemoryMcpServer]:
+        with self._lock:
+            return [s.server for s in (*self._sessions.values(), *self._shared.values())]
 
     # -- WSGI --------------------------------------------------------------------
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
-        if method not in ("POST", "DELETE"):
-            return _reply(start_response, 405, _error("this server answers POST (and DELETE) only: no event streams"),
-                          [("Allow", "POST, DELETE")])  # fmt: skip
+        if method not in ("POST", "DELETE", "GET"):
+            return _reply(start_response, 405, _error("this server answers POST, GET (an event stream) and DELETE"),
+                          [("Allow", "POST, GET, DELETE")])  # fmt: skip
         token = _bearer(environ)
         grant = self.tokens.grant(token)
         if grant is None or token is None:
             return _unauthorized(start_response, token is None)
+        if method == "GET":
+            return self._get(environ, start_response, hash_token(token), grant)
         body = _read_body(environ, self.max_body)
         if body is None:
             return _reply(start_response, 413, _error(f"an MCP request may hold {self.max_body} bytes"))
@@ -145,16 +154,12 @@ class McpHttpApp:
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         try:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                session = self._shared_session(owner, grant)
+                session = self._shared_session(owner, grant, session_topic(environ))
             elif session_id is not None:
                 with self._lock:
                     found = self._sessions.get(session_id)
-                if found is None or found.owner != owner:  # another token's session does not exist for this one
-                    return _reply(start_response, 404, _error("Session not found"))
-                if found.grant != grant:  # the token file changed what it may do: start again under the new grant
-                    with self._lock:
-                        self._sessions.pop(session_id, None)
-                    self._stop(found)
+                found = self._current(session_id, owner, grant)
+                if found is None:
                     return _reply(start_response, 404, _error("Session not found"))
                 session = found
             else:
@@ -171,15 +176,18 @@ class McpHttpApp:
                         [("Retry-After", str(wait))],
                     )
                 try:
-                    return self._serve_opening(start_response, owner, grant, environ, body)
+                    topic = session_topic(environ)
+                    return self._serve_opening(start_response, owner, grant, environ, body, topic)
                 finally:  # counted as opening until it is registered or given up
                     with self._lock:
                         self._opened(owner, began)
         except MemoryStoreError as exc:
             if exc.code == "not_found":  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
+            if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
+                return _reply(start_response, 400, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        status, headers, data = self._handle_in_flight(session, _scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, asgi_scope(environ), body)
         if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -187,12 +195,83 @@ class McpHttpApp:
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
+    def _current(self, session_id: str, owner: str, grant: Grant) -> _Session | None:
+        """Session ``session_id`` if ``owner`` opened it and its token still grants what it did, else ``None``.
+
+        Another token's session does not exist for this one; a session whose
+        token the file changed (narrowed, widened) ends, and its client starts again.
+        """
+        with self._lock:
+            found = self._sessions.get(session_id)
+        if found is None or found.owner != owner:
+            return None
+        if found.grant != grant:
+            with self._lock:
+                self._sessions.pop(session_id, None)
+            self._stop(found)
+            return None
+        return found
+
+    def _get(self, environ: dict[str, Any], start_response: StartResponse, owner: str, grant: Grant) -> Iterable[bytes]:
+        """``GET /mcp``: the session's event stream (:mod:`gitmem.adapters.mcp_stream`)."""
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if session_id is None:  # the 2026 era has no GET stream; the protocol's way to say so
+            return _reply(start_response, 405, _error("an event stream belongs to a session: send mcp-session-id"),
+                          [("Allow", "POST, GET, DELETE")])  # fmt: skip
+        session = self._current(session_id, owner, grant)
+        if session is None:
+            return _reply(start_response, 404, _error("Session not found"))
+        with self._lock:
+            if self._streams >= self.max_streams:
+                full = True
+            else:
+                full = False
+                self._streams += 1
+                session.streams += 1
+        if full:
+            return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open "
+                                                      "and all are taken: no change notifications for now"),
+                          [("Allow", "POST, DELETE")])  # fmt: skip
+        token = _bearer(environ)
+
+        def alive() -> bool:
+            with self._lock:
+                live = self._sessions.get(session_id) is session
+            return live and self.tokens.grant(token) == session.grant
+
+        def closed() -> None:
+            with self._lock:
+                self._streams -= 1
+                session.streams -= 1
+                session.last_used = time.monotonic()
+
+        try:
+            status, headers, body = event_stream(
+                self._loop(),
+                session.manager,
+                asgi_scope(environ),
+                timeout=self.call_timeout,
+                alive=alive,
+                on_close=closed,
+            )
+        except BaseException:
+            closed()
+            raise
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", headers)
+        return body
+
     def _serve_opening(
-        self, start_response: StartResponse, owner: str, grant: Grant, environ: Mapping[str, Any], body: bytes
+        self,
+        start_response: StartResponse,
+        owner: str,
+        grant: Grant,
+        environ: Mapping[str, Any],
+        body: bytes,
+        topic: str = DEFAULT_TOPIC,
     ) -> list[bytes]:
         """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
-        session = self._open(owner, grant)
-        status, headers, data = self._handle(session, _scope(environ), body)
+        session = self._open(owner, grant, topic)
+        status, headers, data = self._handle(session, asgi_scope(environ), body)
         new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
         if status < 400 and new_id:
             session.session_id = new_id
@@ -263,11 +342,12 @@ class McpHttpApp:
                 session.in_flight.remove(began)
                 session.last_used = time.monotonic()
 
-    def _shared_session(self, owner: str, grant: Grant) -> _Session:
+    def _shared_session(self, owner: str, grant: Grant, topic: str) -> _Session:
+        key = (owner, topic)
         with self._lock:
-            found = self._shared.get(owner)
+            found = self._shared.get(key)
             if found is not None and found.grant != grant:
-                del self._shared[owner]
+                del self._shared[key]
                 stale, found = found, None
             else:
                 stale = None
@@ -275,67 +355,37 @@ class McpHttpApp:
             self._stop(stale)
         if found is not None:
             return found
-        made = self._open(owner, grant)
+        made = self._open(owner, grant, topic, watched=False)
         with self._lock:
-            kept = self._shared.setdefault(owner, made)
+            kept = self._shared.setdefault(key, made)
         if kept is not made:
             self._stop(made)
         return kept
 
-    def _open(self, owner: str, grant: Grant) -> _Session:
-        server = self.memory_server(grant)
+    def _open(self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> _Session:
+        server = self.memory_server(grant, topic, watched=watched)
         manager = StreamableHTTPSessionManager(
             server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
-        return _Session(owner, grant, server, manager, stop)
+        self._changes.start()
+        return _Session(owner, grant, server, manager, stop, topic=topic)
 
-    def memory_server(self, grant: Grant) -> MemoryMcpServer:
-        """A fresh MCP server over the file and record memories ``grant`` reaches, committing as its principal.
+    def memory_server(self, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> MemoryMcpServer:
+        """A fresh MCP server over what ``grant`` reaches (:func:`gitmem.adapters.mcp_served.served_server`).
 
-        A record memory is offered in the principal's own namespace (``default`` for a
-        token without one), so each person's records stay theirs in a shared memory.
+        ``watched=False`` for the 2026 era's session-less requests: they have no GET
+        stream, so nothing is offered to subscribe to.
         """
-        from gitmem.records import RecordStore
-        from gitmem.tools import FileMemoryCapability, FileMount
-        from gitmem.tools.records import RecordMemoryCapability, RecordMount
-
-        tag = secrets.token_hex(4)
-        run = principal_run(grant.principal, f"mcp-{tag}") if grant.principal else None
-        access: Access = "read" if grant.access == "read" else "write"
-        files: list[FileMount] = []
-        records: list[RecordMount] = []
-        for name in self.root.mounts():
-            if not grant.reaches(name):
-                continue
-            try:
-                store = self.root.mount(name)
-                kind = store.kind
-            except MemoryStoreError:
-                continue  # removed meanwhile, or not readable: not offered
-            if kind not in ("file", "record"):
-                continue
-            seam: Any = store.sync
-            if grant.access == "propose" and run is not None:
-                seam = seam.proposing(run)
-            if kind == "file":
-                files.append(FileMount(name, seam, access))
-            else:
-                records.append(RecordMount(name, RecordStore(seam, grant.principal or "default"), access))
-        if not files and not records:
-            raise MemoryStoreError("not_found", "this token reaches no file or record memory on this server")
-        return MemoryMcpServer(
-            FileMemoryCapability(files) if files else None,
-            records=RecordMemoryCapability(records) if records else None,
-            origin=Origin(run_id=run, principal_id=grant.principal),
-            session_tag=tag,  # the run id and every tool call id name the same session
-        )
+        return served_server(self.root, grant, topic, watched=watched)
 
     def _reap(self) -> None:
         """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
-            idle = [sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight]
+            idle = [
+                sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight and not s.streams
+            ]
             stale = [self._sessions.pop(sid) for sid in idle]
         for session in stale:
             self._stop(session)
@@ -382,53 +432,11 @@ class McpHttpApp:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         try:
             answer: tuple[int, list[tuple[str, str]], bytes] = self._loop().call(
-                self._asgi, session.manager, scope, body, self.call_timeout
+                asgi_answer, session.manager, scope, body, self.call_timeout
             )
             return answer
         except TimeoutError:
             return 504, [("Content-Type", "application/json")], _error("the MCP request took too long")
-
-    @staticmethod
-    async def _asgi(
-        manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes, timeout: float
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """Run one request through the SDK and collect its whole answer (JSON mode: one body)."""
-        status = 500
-        headers: list[tuple[str, str]] = []
-        chunks: list[bytes] = []
-        done = anyio.Event()
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await done.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: Mapping[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                headers.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                chunks.append(bytes(message.get("body", b"")))
-                if not message.get("more_body", False):
-                    done.set()
-
-        with anyio.fail_after(timeout):
-            async with anyio.create_task_group() as tasks:
-
-                async def run() -> None:
-                    await manager.handle_request(scope, receive, send)
-                    done.set()
-
-                tasks.start_soon(run)
-                await done.wait()
-                tasks.cancel_scope.cancel()
-        kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
-        return status, kept, b"".join(chunks)
 
     def close(self, timeout: float = 10.0) -> None:
         """End every session and the loop."""
@@ -440,6 +448,7 @@ class McpHttpApp:
             portal_cm, self._portal_cm = self._portal_cm, None
         for session in sessions:
             self._stop(session)
+        self._changes.close(timeout)
         if portal_cm is not None:
             portal_cm.__exit__(None, None, None)
         self._portal = None
@@ -538,33 +547,6 @@ def _read_body(environ: Mapping[str, Any], cap: int) -> bytes | None:
         total += len(chunk)
         if total > cap:
             return None
-
-
-def _scope(environ: Mapping[str, Any]) -> dict[str, Any]:
-    headers: list[tuple[bytes, bytes]] = []
-    for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            name = key[5:].replace("_", "-").lower()
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            name = key.replace("_", "-").lower()
-        else:
-            continue
-        headers.append((name.encode("latin-1"), str(value).encode("latin-1")))
-    port = int(environ.get("SERVER_PORT") or 0)
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": environ.get("REQUEST_METHOD", "POST"),
-        "scheme": environ.get("wsgi.url_scheme", "http"),
-        "path": MCP_PATH,
-        "raw_path": MCP_PATH.encode(),
-        "query_string": str(environ.get("QUERY_STRING", "")).encode("latin-1"),
-        "root_path": "",
-        "headers": headers,
-        "client": (environ.get("REMOTE_ADDR", ""), int(environ.get("REMOTE_PORT") or 0)),
-        "server": (environ.get("SERVER_NAME", ""), port),
-    }
 
 
 def _error_body(message: str) -> dict[str, Any]:

@@ -41,8 +41,9 @@ The file is a control file: read without following a link, opened without
 blocking (a FIFO there is refused, not waited on) and at most
 :data:`TOKEN_FILE_LIMIT` bytes (:func:`gitmem.localfile.read_control`). It is
 read again whenever it changes (its size, times or inode, taken without
-following a link), checked on each request: an admin revokes a token, narrows it
-or adds one by editing the file, without restarting the server. An edit that no
+following a link), checked on each request: an admin revokes, rotates or adds a
+token with ``gitmem token`` (:mod:`gitmem.adapters.tokenadmin`, which replaces the
+file in one rename) or by editing it, without restarting the server. An edit that no
 longer reads or parses grants nothing from the file until it is fixed (a typo
 must not keep a revoked token alive), and the log says why once per change.
 """
@@ -241,6 +242,29 @@ def parse_token_file(text: str, where: str = "the token file", fmt: TokenFormat 
     """The tokens of a token file's ``text`` in format ``fmt`` (see :func:`token_format`); ``invalid_file``
     for anything else: the text is never looked at to choose a format, so nothing is read as a plain list
     (full access) that was not named one."""
+    return Tokens({entry.sha256: entry.grant for entry in token_entries(text, where, fmt)})
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    """One entry of a token file as written: the token's hash, what it grants, and its ``note``."""
+
+    sha256: str
+    grant: Grant
+    note: str | None = None
+
+    @property
+    def id(self) -> str:
+        """What ``gitmem token list`` shows and ``revoke``/``rotate`` take: the hash's first 12 hex digits."""
+        return self.sha256[:TOKEN_ID_LENGTH]
+
+
+#: Hex digits of a token's hash that name it (48 bits: a clash among a file's entries is refused, not guessed).
+TOKEN_ID_LENGTH: Final = 12
+
+
+def token_entries(text: str, where: str = "the token file", fmt: TokenFormat = "toml") -> list[TokenEntry]:
+    """The entries of a token file's ``text`` in file order, checked as :func:`parse_token_file` checks them."""
     if text.startswith("\ufeff"):
         raise _bad(where, "starts with a byte-order mark: save it as UTF-8 without one")
     if fmt == "json":
@@ -250,7 +274,7 @@ def parse_token_file(text: str, where: str = "the token file", fmt: TokenFormat 
             raise _bad(where, f"not valid JSON: {exc.message}") from None
         if not isinstance(data, dict) or set(data) != {"tokens"} or not isinstance(data["tokens"], list):
             raise _bad(where, 'a JSON token file is {"tokens": [{...}, ...]} and nothing else')
-        return _grants(data["tokens"], where)
+        return _entries(data["tokens"], where)
     if fmt == "toml":
         try:
             data = tomllib.loads(text)
@@ -259,7 +283,7 @@ def parse_token_file(text: str, where: str = "the token file", fmt: TokenFormat 
         unknown = sorted(set(data) - {"token"})
         if unknown or not isinstance(data.get("token"), list):
             raise _bad(where, f"a TOML token file holds only [[token]] tables (found {unknown or 'no list'})")
-        return _grants(data["token"], where)
+        return _entries(data["token"], where)
     tokens: list[str] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -273,11 +297,15 @@ def parse_token_file(text: str, where: str = "the token file", fmt: TokenFormat 
                 "(letters, digits, -._~+/ and a trailing =) per line; name a TOML token file *.toml, a JSON one *.json",
             )
         tokens.append(line)
-    return Tokens.plain(tokens)
+    plain: dict[str, TokenEntry] = {}
+    for token in tokens:
+        digest = hash_token(token)
+        plain.setdefault(digest, TokenEntry(digest, FULL_ACCESS))
+    return list(plain.values())
 
 
-def _grants(entries: list[Any], where: str) -> Tokens:
-    out: dict[str, Grant] = {}
+def _entries(entries: list[Any], where: str) -> list[TokenEntry]:
+    out: dict[str, TokenEntry] = {}
     for number, entry in enumerate(entries, 1):
         here = f"token {number}"
         if not isinstance(entry, dict):
@@ -288,6 +316,9 @@ def _grants(entries: list[Any], where: str) -> Tokens:
         if unknown:
             raise _bad(where, f"{here} has unknown keys {unknown} (principal, sha256, memories, access, note)")
         principal, digest, memories = entry.get("principal"), entry.get("sha256"), entry.get("memories")
+        note = entry.get("note")
+        if note is not None and not isinstance(note, str):
+            raise _bad(where, f"{here}: note must be text")
         access = entry.get("access", "read")
         if not isinstance(principal, str) or not _PRINCIPAL.fullmatch(principal):
             raise _bad(where, f"{here}: principal must be letters, digits and ._@+=- (got {principal!r})")
@@ -305,11 +336,11 @@ def _grants(entries: list[Any], where: str) -> Tokens:
             raise _bad(where, f"{here} ({principal}): access must be one of {', '.join(ACCESS_LEVELS)}")
         if digest.lower() in out:
             raise _bad(where, f"{here} ({principal}): the same token is listed twice")
-        out[digest.lower()] = Grant(principal, tuple(memories), cast(Access, access))
-    return Tokens(out)
+        out[digest.lower()] = TokenEntry(digest.lower(), Grant(principal, tuple(memories), cast(Access, access)), note)
+    return list(out.values())
 
 
-def token_entry(token: str, principal: str, memories: Iterable[str], access: Access) -> str:
+def token_entry(token: str, principal: str, memories: Iterable[str], access: Access, note: str | None = None) -> str:
     """The TOML ``[[token]]`` table for ``token`` (its hash only), validated as the server will read it."""
     names = list(memories)
     text = (
@@ -317,7 +348,7 @@ def token_entry(token: str, principal: str, memories: Iterable[str], access: Acc
         f"principal = {json.dumps(principal)}\n"
         f'sha256 = "{hash_token(token)}"\n'
         f"memories = [{', '.join(json.dumps(m) for m in names)}]\n"
-        f'access = "{access}"\n'
+        f'access = "{access}"\n' + (f"note = {json.dumps(note)}\n" if note is not None else "")
     )
     parse_token_file(text, "the new entry", "toml")
     return text

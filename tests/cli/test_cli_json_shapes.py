@@ -21,7 +21,7 @@ from .test_cli_docs import sections, walk
 #: Commands whose JSON is not one document per call (a stream, or a long-running server/protocol).
 NOT_ONE_DOCUMENT = {"watch", "serve", "mcp"}
 #: Commands that print no JSON of their own (groups).
-GROUPS = {"index", "hooks", "remote", "review", "records", "session", "durable"}
+GROUPS = {"token", "index", "hooks", "remote", "review", "records", "session", "durable"}
 #: Named in an earlier plan for durable memory but not commands of the CLI (yet): no shape to check.
 NOT_YET_COVERED = {
     "durable init",
@@ -166,7 +166,10 @@ def world(user: Run, root: Path, tmp_path: Path) -> dict[str, list[str]]:
         "demo": ["demo", "demo"],
         "hooks install": ["hooks", "install", "user"],
         "check": ["check", str(root / "user.git")],
-        "token": ["token", "alice", "--memory", "user", "--file", str(tmp_path / "tokens.toml")],
+        "token add": ["token", "add", "alice", "--memory", "user", "--file", str(tmp_path / "tokens.toml")],
+        "token list": ["token", "list", "--file", str(tmp_path / "tokens.toml")],
+        "token rotate": ["token", "rotate", "alice", "--file", str(tmp_path / "tokens.toml")],
+        "token revoke": ["token", "revoke", "alice", "--file", str(tmp_path / "tokens.toml")],
         "remote add": ["remote", "add", "user", "other", str(bare)],
         "remote list": ["remote", "list", "user"],
         "remote remove": ["remote", "remove", "user", "other"],

@@ -7,6 +7,7 @@ access, and every write is committed as the token's principal.
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -103,7 +104,7 @@ def test_list_view_create_edit_and_history_as_the_tokens_principal(served: Serve
     history = store.log("team/plan.md")
     assert [e.op for e in history] == ["edit", "create"]
     assert {e.origin.principal_id for e in history} == {"alice"}
-    assert all(e.origin.run_id and e.origin.run_id.startswith("alice/mcp-") for e in history)
+    assert {e.origin.run_id for e in history} == {"alice/mcp"}  # one run per principal and topic
     author = git("log", "-1", "--format=%an", "main", cwd=served.root.mount_path("notes")).stdout.strip()
     assert author == "alice"
     # The same server and port serve git: a clone sees the MCP write.
@@ -131,11 +132,12 @@ def test_a_propose_tokens_write_lands_on_its_proposal(served: Served) -> None:
     with served.client("carol") as carol:
         done = carol.call("memory_file_create", memory="notes", path="idea.md", content="carol's idea\n")
         assert not done.is_error, done
+        assert payload(done)["branch"] == "proposals/carol/mcp"  # the reply says where the write went
         # carol reads her own proposal; main does not have it.
         assert payload(carol.call("memory_file_view", memory="notes", path="idea.md"))["content"] == "carol's idea\n"
     assert store.head() == head
     branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=served.root.mount_path("notes")).stdout.split()
-    assert len(branches) == 1 and branches[0].startswith(PROPOSALS + "carol/mcp-")
+    assert branches == [PROPOSALS + "carol/mcp"]
     shown = git("show", f"{branches[0]}:idea.md", cwd=served.root.mount_path("notes")).stdout
     assert shown == "carol's idea\n"
 
@@ -305,14 +307,15 @@ def test_record_memories_are_served_in_each_principals_namespace(tmp_path: Path)
         with HttpMcpClient(url, token_of("pam")) as pam:
             proposed = pam.call("memory_record_add", memory="people", text="wants a standing desk")
             assert not proposed.is_error, proposed
+            assert payload(proposed)["branch"] == "proposals/pam/mcp"
         assert root.mount("people").sync.head() == main_before  # a proposal, never main
         branches = git("for-each-ref", "--format=%(refname)", PROPOSALS, cwd=root.mount_path("people")).stdout.split()
-        assert len(branches) == 1 and branches[0].startswith(f"{PROPOSALS}pam/mcp-"), branches
+        assert branches == [f"{PROPOSALS}pam/mcp"], branches
     finally:
         server.stop()
     store = root.mount("people").sync
     entry = store.log()[0]
-    assert entry.origin.principal_id == "rita" and entry.origin.run_id and entry.origin.run_id.startswith("rita/mcp-")
+    assert entry.origin.principal_id == "rita" and entry.origin.run_id == "rita/mcp"
     from gitmem.records import RecordStore
 
     assert [r.text for r in RecordStore(store, "rita").search("tea")] == ["prefers green tea"]
@@ -338,12 +341,12 @@ def test_capabilities_are_truthful_and_a_writes_ids_name_one_session(served: Ser
     assert not failed and (version == "2026-07-28") is (mode == "auto")
     for declared in (caps.tools, caps.prompts, caps.resources):
         assert declared is not None and declared.list_changed is False
-    assert not caps.resources.subscribe  # no event streams over HTTP, so nothing to subscribe to
+    # A session (handshake era) has a GET event stream to be told on; the 2026 era's requests have none.
+    assert caps.resources.subscribe is (mode == "legacy")
     origin = served.root.mount("notes").sync.log(f"{mode}.md")[0].origin
     assert origin.run_id is not None and origin.tool_call_id is not None
-    principal, _, run_tag = origin.run_id.partition("/mcp-")
-    assert principal == "alice" and run_tag
-    assert origin.tool_call_id.startswith(f"mcp-{run_tag}-"), (origin.run_id, origin.tool_call_id)
+    assert origin.run_id == "alice/mcp"
+    assert re.fullmatch(r"mcp-[0-9a-f]{8}-\S+", origin.tool_call_id), origin.tool_call_id  # names the session
 
 
 def test_oauth_discovery_and_a_bad_token_say_that_bearer_tokens_are_used(served: Served) -> None:

@@ -111,8 +111,8 @@ def test_a_thousand_connects_that_never_close_all_succeed_with_bounded_memory(se
     made: weakref.WeakSet[MemoryMcpServer] = weakref.WeakSet()
     build = served.app.memory_server
 
-    def tracked(grant: Grant) -> MemoryMcpServer:
-        server = build(grant)
+    def tracked(grant: Grant, topic: str = "mcp", *, watched: bool = True) -> MemoryMcpServer:
+        server = build(grant, topic, watched=watched)
         made.add(server)
         return server
 

@@ -11,7 +11,7 @@ Layout::
     manage.py    status, import, export, delete, config (a memory's way in and out, and its limits)
     records.py   records init|add|list|search|update|rm|purge|log (record memory)
     frameworks.py  sweep (expired items of a LangGraph store, gitmem.adapters.langgraph_store)
-    serve.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
+    serve.py, tokens.py, hooks.py, mcp.py, watch.py, remote.py, review.py   (collaboration and agents)
     forge.py     check (the memory rules on any git repository: a forge's CI status check)
     durable.py   durable memory: apply, show, log, recall, activate, approve
     session.py   session memory: remember, recall, recent, tags, prune, delete

@@ -51,8 +51,8 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         },
         "serve": {
             "serve": "Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.",
-            "token": "Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256.",
         },
+        "tokens": {"token": "Tokens of `gitmem serve`: add, list, revoke, rotate; the file keeps only their SHA-256."},
         "hooks": {"hooks": "Server-side git hooks that check pushes made without gitmem serve."},
         "forge": {"check": "Check the commits of git repository REPO against the memory rules."},
         "mcp": {

@@ -143,6 +143,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
     name = params.get("name") or "NAME"
     path = params.get("path") or params.get("source") or "PATH"
     code = exc.code
+    if command in ("revoke", "rotate") and code in ("not_found", "ambiguous_match"):
+        return "`gitmem token list --file FILE` shows each token's id and principal"
     if code == "version_mismatch" and command == "revert":
         where = exc.current.path if exc.current is not None else "a file it changed"
         return (

@@ -1,4 +1,4 @@
-"""``gitmem serve``: every memory under the root over git smart HTTP and MCP; ``gitmem token`` mints a token.
+"""``gitmem serve``: every memory under the root over git smart HTTP and MCP (``gitmem token`` manages its tokens).
 
 See :mod:`gitmem.adapters.http_server` (git), :mod:`gitmem.adapters.mcp_http` (``/mcp``)
 and :mod:`gitmem.adapters.tokens` (who a token speaks for).
@@ -48,6 +48,14 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="MCP sessions kept per token; a new one past N closes that token's least recently used idle session.",
 )
 @click.option(
+    "--mcp-streams",
+    type=click.IntRange(min=0),
+    default=16,  # mcp_http.DEFAULT_MAX_STREAMS
+    show_default=True,
+    metavar="N",
+    help="MCP event streams (GET /mcp: change notifications) open at once; each holds a worker thread of its own.",
+)
+@click.option(
     "--allow-origin",
     "allow_origins",
     multiple=True,
@@ -63,6 +71,13 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="Another name the server answers to in the Host header (repeatable), e.g. a reverse proxy's. "
     "On a loopback address only loopback names are answered otherwise (403).",
 )
+@click.option(
+    "--base-path",
+    default="",
+    metavar="PATH",
+    help="Serve every route under PATH (e.g. /memories: PATH/NAME.git, PATH/mcp, PATH/health), as a reverse "
+    "proxy forwards it; requests outside it get 404.",
+)
 @common_options
 @pass_state
 def serve(
@@ -74,8 +89,10 @@ def serve(
     max_push_bytes: int | None,
     no_mcp: bool,
     mcp_sessions: int,
+    mcp_streams: int,
     allow_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
+    base_path: str,
 ) -> None:
     """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.
 
@@ -89,10 +106,11 @@ def serve(
         from gitmem.config import install_hint
 
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
-    from gitmem.adapters.http_server import GitHttpServer, load_tokens
+    from gitmem.adapters.http_server import GitHttpServer, load_tokens, normalize_base_path
     from gitmem.adapters.http_server import serve as run
     from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
+    from gitmem.errors import MemoryStoreError
 
     for origin in allow_origins:
         if normalize_origin(origin) is None:
@@ -100,6 +118,10 @@ def serve(
                 f"{origin!r} is not an origin: give scheme://host[:port], such as https://app.example",
                 param_hint="--allow-origin",
             )
+    try:
+        base = normalize_base_path(base_path)
+    except MemoryStoreError as exc:
+        raise click.BadParameter(exc.message, param_hint="--base-path") from None
     limit = DEFAULT_MAX_PUSH_BYTES if max_push_bytes is None else max_push_bytes or None
     mcp = not no_mcp and _has_mcp()
 
@@ -108,7 +130,7 @@ def serve(
 
     def ready(server: GitHttpServer) -> None:
         mounts = root.mounts()
-        url = _public_url(server.host, server.port)
+        url = _public_url(server.host, server.port) + base
         emit(
             {
                 "url": url,
@@ -121,6 +143,7 @@ def serve(
                 "clone_url": f"{url.replace('://', '://<principal>:<token>@', 1)}/<name>.git",
                 "mcp_url": f"{url}/mcp" if mcp else None,
                 "mcp_sessions": mcp_sessions if mcp else None,
+                "base_path": base or "/",
             },
             lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
         )
@@ -135,9 +158,11 @@ def serve(
         max_push_bytes=limit,
         mcp=mcp,
         mcp_sessions=mcp_sessions,
+        mcp_streams=mcp_streams,
         on_ready=ready,
         allowed_origins=allow_origins,
         allowed_hosts=allow_hosts,
+        base_path=base,
     )
 
 
@@ -177,87 +202,3 @@ def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens
     pushes = f"{tokens} access token(s)" if tokens else "no tokens configured, so every push and MCP request is refused"
     say(f"  {reads}; {pushes}")
     say("  plain HTTP: put a TLS reverse proxy in front of it before tokens cross a network")
-
-
-@cli.command()
-@click.argument("principal")
-@click.option(
-    "--memory",
-    "memories",
-    multiple=True,
-    required=True,
-    metavar="NAME|GLOB",
-    help="A memory the token reaches (repeatable): a name, or a glob such as 'team-*'.",
-)
-@click.option(
-    "--access",
-    type=click.Choice(["read", "propose", "write", "admin"]),
-    default="write",
-    show_default=True,
-    help="read; propose (pushes and MCP writes go to proposals); write (main, unless review-gated); admin.",
-)
-@click.option(
-    "--file",
-    "token_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Append the token's entry (its hash, never the token) to this TOML token file (named *.toml).",
-)
-@common_options
-@pass_state
-def token(state: State, principal: str, memories: tuple[str, ...], access: str, token_file: Path | None) -> None:
-    """Mint a token for `gitmem serve`: prints it once; the token file keeps only its SHA-256."""
-    from gitmem.adapters.tokens import new_token, token_entry
-
-    secret = new_token()
-    entry = token_entry(secret, principal, memories, access)  # type: ignore[arg-type]  # click.Choice checked it
-    if token_file is not None:
-        _append_entry(token_file, entry)
-    emit(
-        {"token": secret, "principal": principal, "memories": list(memories), "access": access, "entry": entry},
-        lambda: _show_token(secret, entry, token_file),
-    )
-
-
-def _append_entry(token_file: Path, entry: str) -> None:
-    """Append ``entry`` to a TOML token file, after checking the file with it reads as the server will read it.
-
-    The file is read as a control file (no link followed, never blocking,
-    bounded); nothing is written when the file, or the file with the entry, would
-    not be accepted.
-    """
-    import os
-
-    from gitmem.adapters.tokens import parse_token_file, read_token_file, token_format
-    from gitmem.errors import MemoryStoreError
-    from gitmem.localfile import open_private
-
-    if token_format(token_file) != "toml":
-        raise MemoryStoreError(
-            "invalid_file",
-            f"{token_file}: `gitmem token --file` appends to a TOML token file, named *.toml "
-            "(a file of another name is a plain list of full-access tokens)",
-        )
-    try:
-        old = read_token_file(token_file)
-    except MemoryStoreError as exc:
-        if exc.code != "unavailable" or os.path.lexists(token_file):
-            raise
-        old = ""
-    joined = "\n" if old and not old.endswith("\n") else ""
-    parse_token_file(old + joined + entry, str(token_file), "toml")
-    try:
-        fd = open_private(token_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    except OSError as exc:
-        raise MemoryStoreError("unavailable", f"cannot write {token_file}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(joined + entry)
-
-
-def _show_token(secret: str, entry: str, token_file: Path | None) -> None:
-    say(f"token: {secret}")
-    say("  (shown once: the server keeps only its hash)")
-    if token_file is None:
-        say("add this entry to the TOML token file of gitmem serve --token-file:")
-        say(entry.rstrip("\n"), multiline=True)
-    else:
-        say(f"added to {token_file}; a running server accepts it from its next request")

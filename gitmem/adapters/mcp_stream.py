@@ -1,0 +1,270 @@
+"""The bridge from waitress to the SDK's ASGI transport, and change notifications over ``/mcp``.
+
+:func:`asgi_scope` and :func:`asgi_answer` run one WSGI request through the
+SDK's session manager on the bridge's event loop and collect its whole answer
+(JSON mode: one body). The rest of this module is the one answer that is not
+whole: the GET event stream.
+
+The MCP streamable HTTP transport lets a client open ``GET /mcp`` (with its
+session id): a server-sent-event stream on which the server sends what no
+request asked for. ``gitmem serve`` sends there what a stdio agent is sent:
+after ``resources/subscribe`` to ``memory://NAME/context``, a
+``notifications/resources/updated`` each time ``main`` of memory ``NAME`` moves,
+whoever moved it (an agent over ``/mcp`` or stdio, a push, ``git update-ref``).
+
+- :class:`ChangeFanout`: one :class:`~gitmem.adapters.watch.Watcher` over the
+  root for the whole server (not one per session), started with the first
+  session; each move of a ``main`` is handed to every live session's server
+  that offers that memory, on the bridge's event loop.
+- :func:`event_stream`: runs the SDK's GET handler on that loop and hands its
+  body, chunk by chunk, to the waitress worker that serves the request. An open
+  stream holds that worker (``gitmem serve`` adds one per allowed stream, so
+  tool calls never wait for them). The stream ends when the client goes (seen
+  at the SDK's 15 s ping at the latest), when the session ends, or when the
+  token is revoked or changed in the token file: it is checked before every
+  event and every second, so a revoked token is told nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
+
+import anyio
+import anyio.from_thread
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from gitmem.adapters.mcp_server import MemoryMcpServer, context_uri
+from gitmem.adapters.watch import RefChange, Watcher
+from gitmem.root import Root
+
+log = logging.getLogger(__name__)
+
+#: How long the watcher lets a burst of writes settle before it reads the refs (the stdio server's is 50 ms).
+NOTIFY_DEBOUNCE: Final = 0.005
+#: How often an open stream checks that its token still holds.
+GRANT_CHECK: Final = 1.0
+
+Portal = anyio.from_thread.BlockingPortal
+
+
+class ChangeFanout:
+    """One watcher over ``root``; each move of a memory's ``main`` goes to every server in ``servers()``."""
+
+    def __init__(
+        self,
+        root: Root,
+        servers: Callable[[], Iterable[MemoryMcpServer]],
+        portal: Callable[[], Portal | None],
+        debounce: float = NOTIFY_DEBOUNCE,
+    ) -> None:
+        self.root = root
+        self._servers = servers
+        self._portal = portal
+        self._debounce = debounce
+        self._lock = threading.Lock()
+        self._watcher: Watcher | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        """Start watching, once (later calls return at once)."""
+        with self._lock:
+            if self._watcher is not None or self._closed:
+                return
+            watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False)
+            try:
+                watcher.start()
+            except Exception:  # notifications are a hint: a root that cannot be watched still serves tools
+                log.warning("memory changes are not watched: /mcp clients get no change notifications", exc_info=True)
+                return
+            self._watcher = watcher
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            self._closed = True
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop(timeout)
+
+    def _changed(self, change: RefChange) -> None:  # on the watcher's thread
+        if not change.is_main:
+            return
+        portal = self._portal()
+        if portal is None:
+            return
+        uri = context_uri(change.mount)
+        for server in self._servers():
+            if any(m.name == change.mount for m in server.file_mounts):
+                try:
+                    portal.start_task_soon(server.resource_updated, uri)
+                except RuntimeError:  # the loop is stopping
+                    return
+
+
+async def asgi_answer(
+    manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes, timeout: float
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Run one request through the SDK and collect its whole answer (JSON mode: one body)."""
+    status = 500
+    headers: list[tuple[str, str]] = []
+    chunks: list[bytes] = []
+    done = anyio.Event()
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Mapping[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            headers.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(bytes(message.get("body", b"")))
+            if not message.get("more_body", False):
+                done.set()
+
+    with anyio.fail_after(timeout):
+        async with anyio.create_task_group() as tasks:
+
+            async def run() -> None:
+                await manager.handle_request(scope, receive, send)
+                done.set()
+
+            tasks.start_soon(run)
+            await done.wait()
+            tasks.cancel_scope.cancel()
+    kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
+    return status, kept, b"".join(chunks)
+
+
+def asgi_scope(environ: Mapping[str, Any]) -> dict[str, Any]:
+    headers: list[tuple[bytes, bytes]] = []
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").lower()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        headers.append((name.encode("latin-1"), str(value).encode("latin-1")))
+    port = int(environ.get("SERVER_PORT") or 0)
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": environ.get("REQUEST_METHOD", "POST"),
+        "scheme": environ.get("wsgi.url_scheme", "http"),
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": str(environ.get("QUERY_STRING", "")).encode("latin-1"),
+        "root_path": "",
+        "headers": headers,
+        "client": (environ.get("REMOTE_ADDR", ""), int(environ.get("REMOTE_PORT") or 0)),
+        "server": (environ.get("SERVER_NAME", ""), port),
+    }
+
+
+def event_stream(
+    portal: Portal,
+    manager: StreamableHTTPSessionManager,
+    scope: dict[str, Any],
+    *,
+    timeout: float,
+    alive: Callable[[], bool],
+    on_close: Callable[[], None],
+) -> tuple[int, list[tuple[str, str]], Iterable[bytes]]:
+    """Run the SDK's answer to a ``GET /mcp`` and return its status, headers and body as it comes.
+
+    A refusal (no ``text/event-stream`` accepted, a second stream of one
+    session) is a whole answer as any other. ``alive()`` is asked every
+    :data:`GRANT_CHECK` seconds: once false the stream ends. ``on_close`` runs
+    once, when the stream is over whichever way.
+    """
+    chunks: queue.Queue[tuple[str, Any]] = queue.Queue()
+    gone: anyio.Event = portal.call(anyio.Event)
+
+    async def run() -> None:
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if not given:  # a GET has no body: the SDK reads it before it answers
+                given = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Mapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])]
+                chunks.put(("start", (int(message["status"]), pairs)))
+            elif message["type"] == "http.response.body":
+                chunks.put(("body", bytes(message.get("body", b""))))
+                if not message.get("more_body", False):
+                    chunks.put(("end", None))
+
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            chunks.put(("end", None))
+
+    def close() -> None:
+        try:
+            portal.call(gone.set)
+        except RuntimeError:  # the loop is gone already
+            pass
+        on_close()
+
+    portal.start_task_soon(run).add_done_callback(_log_failure)
+    try:
+        kind, value = chunks.get(timeout=timeout)
+    except queue.Empty:
+        close()
+        return 504, [("Content-Type", "application/json")], [b'{"error": "the event stream did not start"}']
+    if kind != "start":
+        close()
+        return 500, [("Content-Type", "application/json")], [b'{"error": "the event stream ended at once"}']
+    status, headers = value
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-length", "connection")]
+    return status, kept, _Body(chunks, alive, close)
+
+
+def _log_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("an MCP event stream failed", exc_info=future.exception())
+
+
+class _Body:
+    """The stream's body for waitress: each chunk as the SDK sends it; ``close`` ends the SDK's side."""
+
+    def __init__(self, chunks: queue.Queue[tuple[str, Any]], alive: Callable[[], bool], close: Callable[[], None]):
+        self._chunks = chunks
+        self._alive = alive
+        self._close: Callable[[], None] | None = close
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            try:
+                kind, value = self._chunks.get(timeout=GRANT_CHECK)
+            except queue.Empty:
+                kind, value = "", None
+            # The token is asked about before every event (a stat of the token file) and every second.
+            if kind == "end" or not self._alive():
+                break
+            if kind == "body" and value:
+                yield value
+        self.close()
+
+    def close(self) -> None:
+        done, self._close = self._close, None
+        if done is not None:
+            done()

@@ -1,0 +1,123 @@
+"""``gitmem serve --base-path /memories``: every route under the prefix, as a reverse proxy forwards it.
+
+A real server process, the real git client (clone, push) and the official
+``mcp`` client, all through the prefix; nothing answers outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bench.mcp_http_client import HttpMcpClient, payload
+from gitmem import Root
+from gitmem.adapters.cli import cli
+from gitmem.adapters.tokens import token_entry
+
+from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed, write
+
+GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
+TOKEN = "tok-base-path-0123456789abcdef0123"
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=GIT_TIMEOUT) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()
+
+
+def test_git_mcp_discovery_and_health_answer_under_the_base_path_only(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    store = root.mount("team", create=True)
+    seed(store)
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(TOKEN, "alice", ["team"], "write"))
+    proc = subprocess.Popen(
+        [
+            *GITMEM,
+            "serve",
+            "--root",
+            str(root.path),
+            "--port",
+            "0",
+            "--token-file",
+            str(tokens),
+            "--base-path",
+            "/memories/",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=GIT_ENV,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
+        assert ready, "gitmem serve did not say where it listens"
+        info = json.loads(proc.stdout.readline())
+        url = info["url"]
+        origin = url[: -len("/memories")]
+        assert url.endswith("/memories") and info["mcp_url"] == url + "/mcp" and info["base_path"] == "/memories"
+        assert info["clone_url"].endswith("/memories/<name>.git")
+
+        # git: clone and push through the prefix.
+        work = tmp_path / "work"
+        git("clone", "-q", url.replace("http://", f"http://alice:{TOKEN}@") + "/team.git", str(work))
+        write(work, "from-git.md", "pushed under a base path\n")
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "-m", "under /memories", cwd=work, env={"GIT_AUTHOR_NAME": "alice"})
+        pushed = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        git("push", "-q", "origin", "main", cwd=work)
+        assert store.sync.head() == pushed
+
+        # MCP: the official client through the prefix sees what git pushed, and writes.
+        with HttpMcpClient(info["mcp_url"], TOKEN) as agent:
+            shown = payload(agent.call("memory_file_view", memory="team", path="from-git.md"))
+            assert shown["content"] == "pushed under a base path\n"
+            made = agent.call("memory_file_create", memory="team", path="from-mcp.md", content="hello\n")
+            assert not made.is_error, made
+        git("pull", "-q", cwd=work)
+        assert (work / "from-mcp.md").read_text() == "hello\n"
+
+        # Health and OAuth discovery under the prefix.
+        assert get(url + "/health") == (200, b"ok\n")
+        status, body = get(url + "/.well-known/oauth-protected-resource/mcp")
+        assert status == 404 and "bearer tokens, not OAuth" in json.loads(body)["error_description"]
+
+        # Outside the prefix nothing answers, not even with a good token.
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        for path in ("/health", "/team.git/info/refs?service=git-upload-pack", "/mcp", "/memoriesx/health",
+                     "/.well-known/oauth-protected-resource"):  # fmt: skip
+            status, body = get(origin + path, bearer)
+            assert status == 404 and b"under /memories/" in body, (path, status, body)
+        refused = git("ls-remote", origin.replace("http://", f"http://alice:{TOKEN}@") + "/team.git", check=False)
+        assert refused.returncode != 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("gitmem serve ignored SIGTERM") from None
+    assert proc.returncode == 0, err
+    fsck_clean(root.mount_path("team"))
+
+
+def test_a_base_path_that_is_not_a_prefix_is_a_usage_error(tmp_path: Path) -> None:
+    for bad in ("/a/../b", "/a b", "/a?x=1"):
+        done = CliRunner().invoke(cli, ["--root", str(tmp_path), "serve", "--base-path", bad])
+        assert done.exit_code == 2 and "--base-path" in done.output, (bad, done.output)
