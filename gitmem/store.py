@@ -210,14 +210,20 @@ def check_existing(path: str, current: FileText | None, expected: object) -> Fil
 
 
 def mismatch(path: str, current: FileText | None, expected: str | None) -> MemoryStoreError:
-    """The ``version_mismatch`` for a file that is not at ``expected``, carrying the file as it is."""
+    """The refusal of a write whose expectation does not hold, named for what the caller finds.
+
+    One rule for every surface (the CLI, the agent tools, the Python API): a path that
+    is taken when nothing was expected is ``already_exists``, a file that is gone when a
+    version was expected is ``not_found``, and a file at another version is
+    ``version_mismatch``; the first and last carry the file as it is now.
+    """
     have = current.version if current is not None else None
-    if expected is None:
+    if expected is None and current is not None:
         message = f"{path} already exists (version {have}); read it and edit instead of creating"
-    elif current is None:
-        message = f"{path} does not exist (expected version {expected})"
-    else:
-        message = f"{path} changed: expected version {expected}, it is now {have}"
+        return MemoryStoreError("already_exists", message, current=plain(current))
+    if current is None:
+        return MemoryStoreError("not_found", f"{path} does not exist (expected version {expected})")
+    message = f"{path} changed: expected version {expected}, it is now {have}"
     return MemoryStoreError("version_mismatch", message, current=plain(current))
 
 

@@ -283,7 +283,7 @@ class MemoryCommands:
         try:
             self.store.write(rel, file_text, expected=None, origin=self.origin)
         except MemoryStoreError as exc:
-            if exc.code == "version_mismatch" and exc.current is not None:
+            if exc.code == "already_exists":
                 raise exists from None
             if exc.code in ("invalid_file", "too_large", "memory_full"):
                 # A file that is there is the first answer, whatever the text (as when read first).
@@ -382,7 +382,7 @@ class MemoryCommands:
         try:
             self.store.delete(rel, expected=version, origin=self.origin)
         except MemoryStoreError as exc:
-            if exc.code == "not_found" or (exc.code == "version_mismatch" and exc.current is None):
+            if exc.code == "not_found":
                 return False  # another writer deleted it first: the goal is met
             if exc.code == "version_mismatch":
                 raise ToolError(
@@ -428,7 +428,7 @@ class MemoryCommands:
                 store.delete_many([(e.path, e.version) for e in under], origin=self.origin)
                 return
             except MemoryStoreError as exc:
-                if exc.code != "version_mismatch":
+                if exc.code not in ("version_mismatch", "not_found"):
                     raise self._fail(exc, shown) from None
                 if exc.current is not None:
                     raise ToolError(
@@ -499,7 +499,7 @@ class MemoryCommands:
         try:
             store.move_many(moves, origin=self.origin)
         except MemoryStoreError as exc:
-            if exc.code == "version_mismatch":
+            if exc.code in ("version_mismatch", "not_found"):
                 what = f"{ROOT}/{exc.current.path} changed" if exc.current is not None else "a file was removed"
                 raise ToolError(
                     f"{what} while {old_shown} was being renamed, so nothing was moved. "
@@ -524,7 +524,7 @@ class MemoryCommands:
                     self.store.move(source, destination, expected=current.version, origin=self.origin)
                     return
                 except MemoryStoreError as exc:
-                    if exc.code != "version_mismatch":
+                    if exc.code not in ("version_mismatch", "not_found"):
                         raise
                 found = ops.read_or_none(self.store, source)
                 if found is None:

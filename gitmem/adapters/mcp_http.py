@@ -176,7 +176,7 @@ class McpHttpApp:
                     with self._lock:
                         self._opened(owner, began)
         except MemoryStoreError as exc:
-            if exc.code == "not_found":  # the token reaches no file memory here
+            if exc.code in ("not_found", "unknown_memory"):  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         status, headers, data = self._handle_in_flight(session, _scope(environ), body)

@@ -53,11 +53,11 @@ def test_apply_returns_versions_the_reads_agree_with(store: Subject) -> None:
 @pytest.mark.parametrize(
     ("edit", "code", "carries"),
     [
-        (Edit("a.md", "x\n", expected=None), "version_mismatch", "a.md"),  # must not exist, but does
+        (Edit("a.md", "x\n", expected=None), "already_exists", "a.md"),  # must not exist, but does
         (Edit("a.md", "x\n", expected="0" * 40), "version_mismatch", "a.md"),  # stale version
         (Edit("a.md", None, expected="0" * 40), "version_mismatch", "a.md"),  # delete at a stale version
-        (Edit("gone.md", None, expected="0" * 40), "version_mismatch", None),  # delete of a missing file
-        (Edit("gone.md", "x\n", expected="0" * 40), "version_mismatch", None),  # edit of a missing file
+        (Edit("gone.md", None, expected="0" * 40), "not_found", None),  # delete of a missing file
+        (Edit("gone.md", "x\n", expected="0" * 40), "not_found", None),  # edit of a missing file
         (Edit("dir", "x\n"), "invalid_path", None),  # a file where a folder is
         (Edit("a.md/x.md", "x\n"), "invalid_path", None),  # a file under a file
     ],
@@ -68,7 +68,7 @@ def test_one_failed_check_refuses_the_whole_batch(store: Subject, edit: Edit, co
     with unchanged(store):
         exc = error_of(store.apply, [Edit("first.md", "written first\n"), edit, Edit("last.md", "last\n")])
     assert exc.code == code, exc
-    if code == "version_mismatch":
+    if code in ("version_mismatch", "already_exists"):
         assert exc.current == (store.read(carries) if carries is not None else None)
 
 
@@ -90,7 +90,7 @@ def test_any_takes_whatever_is_there_and_none_asserts_absence(store: Subject) ->
     # expected=None on a delete: "the path holds no file" — a check that changes nothing.
     assert store.apply([Edit("never.md", None, expected=None)]).commit is None
     exc = error_of(store.apply, [Edit("a.md", None, expected=None)])
-    assert exc.code == "version_mismatch" and exc.current == store.read("a.md")
+    assert exc.code == "already_exists" and exc.current == store.read("a.md")
 
 
 def test_a_batch_that_changes_nothing_makes_no_change(store: Subject) -> None:

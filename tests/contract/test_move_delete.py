@@ -45,9 +45,9 @@ def test_move_from_a_stale_source_fails_with_the_current_file(store: Subject) ->
     assert store.files() == {"a.md": "2\n"}
 
 
-def test_move_of_a_missing_source_fails_with_current_none(store: Subject) -> None:
+def test_move_of_a_missing_source_is_not_found(store: Subject) -> None:
     exc = error_of(store.move, "a.md", "b.md", expected="0" * 40)
-    assert exc.code == "version_mismatch" and exc.current is None
+    assert exc.code == "not_found" and exc.current is None
 
 
 def test_move_checks_the_source_before_the_destination(store: Subject) -> None:
@@ -90,15 +90,15 @@ def test_delete_at_a_stale_version_fails_with_the_current_file(store: Subject) -
     assert store.files() == {"a.md": "2\n"}
 
 
-def test_delete_of_a_missing_file_fails_with_current_none(store: Subject) -> None:
+def test_delete_of_a_missing_file_is_not_found(store: Subject) -> None:
     exc = error_of(store.delete, "gone.md", expected="0" * 40)
-    assert exc.code == "version_mismatch" and exc.current is None
+    assert exc.code == "not_found" and exc.current is None
 
 
 def test_delete_of_a_folder_is_refused(store: Subject) -> None:
     store.create("dir/a.md", "a\n")
     exc = error_of(store.delete, "dir", expected="0" * 40)
-    assert exc.code == "version_mismatch" and exc.current is None
+    assert exc.code == "not_found" and exc.current is None
     assert store.files() == {"dir/a.md": "a\n"}
 
 

@@ -58,13 +58,13 @@ def test_stale_expected_fails_and_carries_the_current_file(store: Subject) -> No
 def test_create_over_an_existing_file_fails_with_the_current_file(store: Subject) -> None:
     v1 = store.create("a.md", "one\n")
     exc = error_of(store.write, "a.md", "other\n", expected=None)
-    assert exc.code == "version_mismatch"
+    assert exc.code == "already_exists"
     assert exc.current == FileText("a.md", "one\n", v1)
 
 
-def test_expecting_a_version_of_a_missing_file_fails_with_current_none(store: Subject) -> None:
+def test_expecting_a_version_of_a_missing_file_is_not_found(store: Subject) -> None:
     exc = error_of(store.write, "a.md", "x\n", expected=blob_version(b"x\n"))
-    assert exc.code == "version_mismatch"
+    assert exc.code == "not_found"
     assert exc.current is None
     assert store.list() == []
 
@@ -73,7 +73,7 @@ def test_a_deleted_file_cannot_be_edited_at_its_old_version(store: Subject) -> N
     v1 = store.create("a.md", "one\n")
     store.delete("a.md", expected=v1)
     exc = error_of(store.write, "a.md", "two\n", expected=v1)
-    assert exc.code == "version_mismatch" and exc.current is None
+    assert exc.code == "not_found" and exc.current is None
 
 
 def test_writing_the_same_content_is_a_no_op(store: Subject) -> None:
