@@ -227,6 +227,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
 def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str, path: object) -> str:
     """``not_found`` has many causes; the hint follows the one the message names."""
     lowered = message.lower()
+    if command == "import" and params.get("history"):
+        return "check --history REPO (a git repository: a folder or a URL) and --rev (one of its branches or tags)"
     if params.get("since") and ("since" in lowered or str(params.get("since")) in message):
         return "--since takes a date (2025-01-31, 2025-01-31T12:00), a relative one (yesterday, 2.weeks, '3 days ago') or a revision"
     if "proposal" in lowered or (command in ("approve", "reject", "show") and params.get("id")):
