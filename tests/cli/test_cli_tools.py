@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli.conftest import Run, as_json
-
 from gitmem.root import Root
 
 
