@@ -13,8 +13,13 @@ at the point where they enter gitmem.
           └── MemoryToolError          (codes only the agent tools produce)
 
 A conflict is an expected outcome, not a crash: ``version_mismatch`` and
-``already_exists`` carry ``current``, the file as it is now (or ``None`` when it
-is gone), so the caller can re-read nothing and decide again.
+``already_exists`` carry ``current``, the file as it is now, so the caller can
+re-read nothing and decide again; a file that is gone is ``not_found``.
+
+One situation has one code on every surface (the CLI, the agent tools, the Python
+API): the store's one refusal rule (:func:`gitmem.store.mismatch`) names a
+compare-and-swap that failed, and :data:`CODES` says what each code means and what
+to do about it (docs/errors.md is that table).
 """
 
 from __future__ import annotations
