@@ -262,10 +262,23 @@ class ToolRegistry:
         if tool.check_memory is not None and isinstance(arguments, Mapping):
             memory = arguments.get("memory")
             if isinstance(memory, str):
+                self._check_kind(tool, memory)
                 tool.check_memory(memory)  # a wrong memory is the first thing to report
         args = tool.parse(arguments)
         who = (origin or Origin()).with_tool_call(tool_call_id)
         return tool.handler(args, who)
+
+    def _check_kind(self, tool: Tool, memory: str) -> None:
+        """``wrong_kind`` for a memory this surface serves as another kind, as the CLI and the stores say it."""
+        if any(memory in t.memories for t in self.tools if t.kind == tool.kind):
+            return
+        other = next((t.kind for t in self.tools if memory in t.memories), None)
+        if other is not None:
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"memory {memory!r} is a {other} memory; {tool.name} is a {tool.kind} tool: "
+                f"use the memory_{other}_* tools for it",
+            )
 
     def call(
         self,

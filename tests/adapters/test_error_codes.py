@@ -19,8 +19,11 @@ from click.testing import CliRunner
 
 from gitmem.adapters.cli import cli
 from gitmem.errors import CODES, MemoryStoreError
+from gitmem.records import RecordStore
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, FileMount
+from gitmem.tools.records import RecordMemoryCapability, RecordMount
+from gitmem.tools.registry import ToolRegistry
 
 from .mcp_support import McpClient
 
@@ -129,6 +132,13 @@ SITUATIONS = [
         stdin=ERASED,
     ),
     Situation(
+        "a file call on a record memory",
+        "wrong_kind",
+        ("cat", "facts", "a.md"),
+        ("view", {"memory": "facts", "path": "a.md"}),
+        lambda r: r.mount("facts", kind="file"),
+    ),
+    Situation(
         "text to replace that is not in the file",
         "no_match",
         ("edit", "user", "a.md", "--old", "omega", "--new", "x"),
@@ -144,6 +154,12 @@ def _capability(root: Root) -> FileMemoryCapability:
     return FileMemoryCapability([FileMount("user", root.mount("user").sync, "write")])
 
 
+def _registry(root: Root) -> ToolRegistry:
+    """The tools of both kinds, as ``gitmem mcp --mount user --mount facts`` offers them."""
+    facts = RecordMount("facts", RecordStore(root.mount("facts").sync, "default"), "write")
+    return ToolRegistry.of(_capability(root), RecordMemoryCapability([facts]))
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, McpClient]]:
     folder = tmp_path_factory.mktemp("codes") / "root"
@@ -152,8 +168,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, McpC
     store.write("b.md", "beta\n", expected=None)
     store.write("gone.md", ERASED, expected=None)
     store.forget("gone.md")
+    Root(folder).mount("facts", create=True, kind="record")
     errlog = folder.parent / "mcp.log"
-    with McpClient(folder, "--mount", "user", "--no-watch", errlog=errlog) as client:
+    with McpClient(folder, "--mount", "user", "--mount", "facts", "--no-watch", errlog=errlog) as client:
         yield folder, client
 
 
@@ -181,7 +198,7 @@ def _python_code(folder: Path, situation: Situation) -> str:
 def _python_tool_code(folder: Path, situation: Situation) -> str:
     tool, arguments = situation.tool
     with pytest.raises(MemoryStoreError) as refused:
-        _capability(Root(folder)).run(tool, arguments)
+        _registry(Root(folder)).run(f"memory_file_{tool}", arguments)
     return refused.value.code
 
 
