@@ -468,7 +468,7 @@ class RecordStore:
             try:
                 restore(path, rev, expected=current.version if current else None, origin=origin, delete=delete)
             except MemoryStoreError as error:
-                if error.code in LOST_RACE:
+                if error.code in ("version_mismatch", "already_exists"):  # not_found: the record is not at rev
                     continue
                 raise
             now = self._read(path)

@@ -116,7 +116,7 @@ def test_a_missing_source_moves_nothing(store: SyncGitFileStore) -> None:
     head = store.head()
     with pytest.raises(MemoryStoreError) as caught:
         store.move_many([("box/a.md", "x/a.md", v["box/a.md"]), ("box/b.md", "x/b.md", v["box/b.md"])])
-    assert caught.value.code == "version_mismatch" and caught.value.current is None
+    assert caught.value.code == "not_found" and caught.value.current is None
     assert store.head() == head
 
 

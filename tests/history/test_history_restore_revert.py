@@ -71,7 +71,7 @@ def test_restore_is_compare_and_swap(store: SyncGitFileStore) -> None:
     assert err.value.current is not None and err.value.current.version == v2
     with pytest.raises(MemoryStoreError) as err:
         store.restore("a.md", old, expected=None)
-    assert err.value.code == "version_mismatch"
+    assert err.value.code == "already_exists"
     assert store.head() == head
     # Restoring the state the file is already in commits nothing.
     assert store.restore("a.md", "main", expected=v2) == v2
