@@ -64,7 +64,7 @@ def test_a_face_call_runs_in_a_worker_thread_and_raises_store_errors(tmp_path: P
         assert [e.path for e in await face.list()] == ["a.md"]
         with pytest.raises(MemoryStoreError) as caught:
             await face.write("a.md", "b\n", expected=None)
-        assert caught.value.code == "version_mismatch"
+        assert caught.value.code == "already_exists"
 
     asyncio.run(script())
     assert seen and seen[0] != threading.main_thread().name

@@ -161,9 +161,9 @@ def test_a_plain_git_push_is_seen_by_the_store(mem: Subject, tmp_path: Path) -> 
     assert isinstance(changes, Changes)
     assert changes.paths == ("keep.md", "people/alice.md", "prefs/style/language.md")
     assert mem.head() == git(clone, "rev-parse", "HEAD").stdout.strip()
-    # a store write based on the pre-push content fails and shows the pushed file
+    # a store write based on the pre-push content fails: the push removed the file
     exc = error_of(mem.write, "keep.md", "stale edit\n", expected=keep)
-    assert exc.code == "version_mismatch" and exc.current is None
+    assert exc.code == "not_found" and exc.current is None
     pushed = mem.read("prefs/style/language.md")
     assert pushed == FileText("prefs/style/language.md", "Reply in French.\n", pushed.version)
     # the store builds on the pushed commit, and the clone fast-forwards to it
