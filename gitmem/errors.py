@@ -13,13 +13,18 @@ at the point where they enter gitmem.
           └── MemoryToolError          (codes only the agent tools produce)
 
 A conflict is an expected outcome, not a crash: ``version_mismatch`` and
-``already_exists`` carry ``current``, the file as it is now (or ``None`` when it
-is gone), so the caller can re-read nothing and decide again.
+``already_exists`` carry ``current``, the file as it is now, so the caller can
+re-read nothing and decide again; a file that is gone is ``not_found``.
+
+One situation has one code on every surface (the CLI, the agent tools, the Python
+API): the store's one refusal rule (:func:`gitmem.store.mismatch`) names a
+compare-and-swap that failed, and :data:`CODES` says what each code means and what
+to do about it (docs/errors.md is that table).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, get_args
 
 if TYPE_CHECKING:
     from gitmem.model import FileText
@@ -36,6 +41,8 @@ StoreErrorCode = Literal[
     "memory_deleted",
     "forbidden",
     "unavailable",
+    # No memory of that name under the root (or none the caller may use).
+    "unknown_memory",
     # A mount's kind (file, record, session, durable) is fixed at init; a call meant
     # for another kind is refused rather than reading items as files or vice versa.
     "wrong_kind",
@@ -55,14 +62,13 @@ StoreErrorCode = Literal[
 ]
 
 ToolErrorCode = Literal[
-    "unknown_memory",
     "no_match",
     "ambiguous_match",
     "conflict_retries_exhausted",
     # A tool call's arguments do not fit the tool's schema (one missing, one the tool does
     # not take, a wrong type, a value out of range), for every tool of every kind. The
     # store's own codes keep their meaning: a path that breaks the path rules is still
-    # invalid_path, a memory the call may not use unknown_memory.
+    # invalid_path, a memory that is not there unknown_memory.
     "invalid_arguments",
 ]
 
@@ -71,8 +77,115 @@ ErrorCode = StoreErrorCode | ToolErrorCode
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 """The one code of a tool call whose arguments its schema refuses (the message names the field and why)."""
 
+LOST_RACE: Final[frozenset[str]] = frozenset({"version_mismatch", "already_exists", "not_found"})
+"""The codes of a compare-and-swap that found something other than it expected (another
+writer changed, created or removed the file first): nothing was written, so a caller
+that retries re-reads and decides again."""
+
 STORE_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(StoreErrorCode))
 TOOL_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(ToolErrorCode))
+
+
+class Meaning(NamedTuple):
+    """What one code says happened, and what a caller (person, script or agent) does next."""
+
+    meaning: str
+    what_to_do: str
+
+
+#: Every code, with its meaning and what to do: the one place a code's sense is decided.
+#: docs/errors.md shows this table; a test holds the two equal and checks that every
+#: surface (CLI ``--json``, agent tools over MCP, the Python API) gives one situation one code.
+CODES: Final[dict[str, Meaning]] = {
+    "not_found": Meaning(
+        "The file, folder, commit, remote or proposal named does not exist (or is gone since you read it).",
+        "List what is there (`ls`, `log`, `remote list`) and use a name that exists; create the file if it should.",
+    ),
+    "already_exists": Meaning(
+        "The path (or remote, hook, destination) is taken: a create or a move found something there. "
+        "`current` is the file that is there.",
+        "Edit the file that is there (at `current.version`), or choose another path.",
+    ),
+    "version_mismatch": Meaning(
+        "Someone changed the file (or the branch) after the version you hold. `current` is the file as it is now. "
+        "For a push or pull: the two sides have changes the other lacks.",
+        "Read `current`, redo your change on top of it and write expecting its version; "
+        "for a push, pull first.",
+    ),
+    "invalid_path": Meaning(
+        "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long, `.git`), "
+        "or runs into a folder or through a file.",
+        "Fix the path. Nothing was written.",
+    ),
+    "invalid_file": Meaning(
+        "The content is refused: not UTF-8, broken frontmatter, a credential in the text, or a bad setting.",
+        "Fix the content (remove the credential) or the value. Nothing was written.",
+    ),
+    "invalid_pattern": Meaning("The regular expression does not compile.", "Fix it, or search for the text literally."),
+    "too_large": Meaning(
+        "The file (or its frontmatter or description) is over the memory's limit.",
+        "Shorten it, or raise the limit (`gitmem config NAME gitmem.maxFileBytes ...`). Nothing was written.",
+    ),
+    "memory_full": Meaning(
+        "The memory holds as many files or bytes as its limits allow.",
+        "Delete or shorten files, or raise `gitmem.maxFiles` / `gitmem.maxMemoryBytes`.",
+    ),
+    "memory_deleted": Meaning("The memory was purged or removed while in use.", "Create it again (`gitmem init NAME`)."),
+    "forbidden": Meaning(
+        "This caller may not do that here: a read-only memory, a tool not offered, a protected file, "
+        "a token without access.",
+        "Use a memory or access that allows it; ask its owner.",
+    ),
+    "unavailable": Meaning(
+        "The store could not do the work now: a lock held too long, a remote that did not answer, "
+        "a file system or configuration problem.",
+        "Read the message; retry later, or fix the named folder, remote or setting.",
+    ),
+    "unknown_memory": Meaning(
+        "There is no memory of that name under the root (or none offered to this caller).",
+        "Check the name (`gitmem mounts`, or the memories the tools list) or create it (`gitmem init NAME`).",
+    ),
+    "wrong_kind": Meaning(
+        "The memory is of another kind (file, record, session, durable) than the call is for.",
+        "Use the commands or tools of the memory's kind (`gitmem status` shows it).",
+    ),
+    "invalid_query": Meaning("A recall query with no word to search for, or a bad limit.", "Give words to look for."),
+    "record_not_found": Meaning("No record with that id in this namespace.", "List the namespace's records; ids are per namespace."),
+    "invalid_text": Meaning("A record's text is empty, too long or holds a credential.", "Fix the text. Nothing was written."),
+    "invalid_cursor": Meaning("The list cursor is not one this store gave out.", "List again without a cursor."),
+    "write_unconfirmed": Meaning(
+        "The change may or may not have landed (the store failed after writing).",
+        "Read or search before retrying, so the change is not made twice.",
+    ),
+    "node_not_found": Meaning("No durable node with that id in the namespace.", "Check the id; it may have been deleted."),
+    "revision_mismatch": Meaning(
+        "The durable node changed after the revision you hold.", "Read the node again and redo the change on top of it."
+    ),
+    "invalid_transition": Meaning(
+        "The durable node cannot move from its state to the one asked (e.g. approve a deleted node).",
+        "Read the node's state and ask for a change it allows.",
+    ),
+    "invalid_change_set": Meaning("A durable change set is malformed or breaks a rule.", "Fix the change set as the message says."),
+    "idempotency_conflict": Meaning(
+        "The idempotency key was used before for a different change set.", "Use a new key for a new change."
+    ),
+    "no_match": Meaning(
+        "The text to replace does not occur in the file (perhaps someone changed it). `current` is the file now.",
+        "Read `current` and give text that is in it.",
+    ),
+    "ambiguous_match": Meaning(
+        "The text to replace occurs more than once. `current` is the file now.",
+        "Include more of the surrounding text so it occurs exactly once.",
+    ),
+    "conflict_retries_exhausted": Meaning(
+        "Other writers kept changing the file while the change was retried; nothing was written.",
+        "Wait, read the file again and retry if the change is still needed.",
+    ),
+    "invalid_arguments": Meaning(
+        "A tool call's arguments do not fit its schema (missing, unknown, wrong type, out of range).",
+        "Call the tool again with the arguments its schema names.",
+    ),
+}
 
 
 class GitmemError(Exception):
@@ -110,6 +223,39 @@ class MemoryStoreError(GitmemError):
     def __reduce__(self) -> tuple[object, ...]:
         # Keep the error picklable across process pools with its fields intact.
         return (type(self), (self.code, self.message, self.current))
+
+
+class VersionMismatch(MemoryStoreError):
+    """A failed version check: ``version_mismatch`` by the store's contract, knowing what the caller found.
+
+    The store's contract names every failed check alike (``current`` the file now,
+    ``None`` when it is gone). A person or an agent is told the situation instead
+    (:func:`situation`): ``already_exists`` when a create found a file there,
+    ``not_found`` when the file expected is gone.
+    """
+
+    situation: str
+
+    def __init__(
+        self, code: ErrorCode, message: str = "", current: FileText | None = None, situation: str = "version_mismatch"
+    ) -> None:
+        super().__init__(code, message, current)
+        self.situation = situation
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.code, self.message, self.current, self.situation))
+
+
+def situation(exc: MemoryStoreError) -> MemoryStoreError:
+    """The refusal as every surface reports it (the CLI, the agent tools): one code per situation.
+
+    The one rule between the store's contract and what callers of the adapters see;
+    anything but a :class:`VersionMismatch` that knows better is returned as it is.
+    """
+    if not isinstance(exc, VersionMismatch) or exc.situation == exc.code:
+        return exc
+    current = exc.current if exc.situation == "already_exists" else None
+    return MemoryStoreError(exc.situation, exc.message, current=current)  # type: ignore[arg-type]
 
 
 class MemoryToolError(MemoryStoreError):

@@ -103,7 +103,7 @@ class Root:
         return f"{self.folder}{'' if self.folder.endswith('/') else '/'}{check_mount_name(name)}.git"
 
     def existing(self, name: str) -> Path:
-        """The folder of memory ``name``; ``not_found`` when there is no such memory."""
+        """The folder of memory ``name``; ``unknown_memory`` when there is no such memory."""
         from pathlib import Path
 
         return Path(self.existing_folder(name))
@@ -116,7 +116,7 @@ class Root:
         return folder
 
     def _missing(self, name: str) -> MemoryStoreError:
-        return MemoryStoreError("not_found", f"no memory named {name!r} under {self.folder}")
+        return MemoryStoreError("unknown_memory", f"no memory named {name!r} under {self.folder}")
 
     def mount(
         self,
@@ -142,7 +142,7 @@ class Root:
         return store
 
     def kind(self, name: str) -> MountKind:
-        """What mount ``name`` holds; ``not_found`` when there is no such memory."""
+        """What mount ``name`` holds; ``unknown_memory`` when there is no such memory."""
         return self.mount(name).kind
 
     def _mount(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, VersionMismatch
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
 from gitmem.model import (
@@ -210,15 +210,20 @@ def check_existing(path: str, current: FileText | None, expected: object) -> Fil
 
 
 def mismatch(path: str, current: FileText | None, expected: str | None) -> MemoryStoreError:
-    """The ``version_mismatch`` for a file that is not at ``expected``, carrying the file as it is."""
+    """The ``version_mismatch`` for a file that is not at ``expected``, carrying the file as it is.
+
+    The store's contract names every failed version check so, with the file as it is
+    now (``None`` when it is gone); a surface that knows what its caller meant names the
+    situation (:func:`gitmem.errors.situation`: a create over a file, a gone file).
+    """
     have = current.version if current is not None else None
     if expected is None:
-        message = f"{path} already exists (version {have}); read it and edit instead of creating"
+        message, found = f"{path} already exists (version {have}); read it and edit instead of creating", "already_exists"
     elif current is None:
-        message = f"{path} does not exist (expected version {expected})"
+        message, found = f"{path} does not exist (expected version {expected})", "not_found"
     else:
-        message = f"{path} changed: expected version {expected}, it is now {have}"
-    return MemoryStoreError("version_mismatch", message, current=plain(current))
+        message, found = f"{path} changed: expected version {expected}, it is now {have}", "version_mismatch"
+    return VersionMismatch("version_mismatch", message, current=plain(current), situation=found)
 
 
 def check_destination(destination: str, current: FileText | None) -> None:

@@ -128,7 +128,7 @@ def test_errors_are_the_stores(root: Root) -> None:
         assert (quick.value.code, quick.value.message) == (full.value.code, full.value.message), path
     with pytest.raises(MemoryStoreError) as nothing:
         quickread.list_files(root, "nobody")
-    assert nothing.value.code == "not_found"
+    assert nothing.value.code == "unknown_memory"
     with pytest.raises(MemoryStoreError) as bad:
         quickread.read_file(root, "Bad Name", "x.md")
     assert bad.value.code == "invalid_path"

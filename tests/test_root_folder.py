@@ -66,7 +66,7 @@ def test_existing_folder_is_existing(tmp_path: Path) -> None:
     assert root.existing_folder("user") == str(root.existing("user")) == os.fspath(tmp_path / "user.git")
     with pytest.raises(MemoryStoreError) as missing:
         root.existing_folder("nope")
-    assert missing.value.code == "not_found" and str(tmp_path) in missing.value.message
+    assert missing.value.code == "unknown_memory" and str(tmp_path) in missing.value.message
     with pytest.raises(MemoryStoreError):
         root.existing_folder("Bad")
 

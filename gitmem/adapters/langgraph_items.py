@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError
 from gitmem.localfile import JSON_DEPTH, parse_json
 from gitmem.model import Changes, Edit, FileText, FullResync, Origin
 from gitmem.recall.index import RecallIndex
@@ -512,7 +512,7 @@ def commit(store: FileStore, edits: Sequence[Edit], op: str, origin: Origin | No
 
 def lost_race(error: MemoryStoreError) -> bool:
     """A refusal that means "someone else changed it first": read again and retry."""
-    return error.code in ("version_mismatch", "already_exists", "not_found")
+    return error.code in LOST_RACE
 
 
 def sweep(catalogue: ItemCatalogue, *, now: datetime | None = None, origin: Origin | None = None) -> int:

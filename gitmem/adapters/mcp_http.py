@@ -182,7 +182,7 @@ class McpHttpApp:
                     with self._lock:
                         self._opened(owner, began)
         except MemoryStoreError as exc:
-            if exc.code == "not_found":  # the token reaches no file memory here
+            if exc.code in ("not_found", "unknown_memory"):  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
             if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
                 return _reply(start_response, 400, _error(exc.message))

@@ -198,7 +198,7 @@ class Watcher:
             for name in self.names:
                 path = self.root.mount_path(name)
                 if not (path / "HEAD").is_file():
-                    raise MemoryStoreError("not_found", f"no memory named {name!r} under {self.root.path}")
+                    raise MemoryStoreError("unknown_memory", f"no memory named {name!r} under {self.root.path}")
 
     # -- lifecycle --
 

@@ -51,7 +51,7 @@ from gitmem.durable.nodefile import (
 )
 from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
 from gitmem.durable.staging import Known, WriteCache
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall.semantic import SemanticBranch
 
@@ -393,7 +393,7 @@ class DurableRepository:
                     trailers=(*_trailers(change, staged), *trailers),
                 )
             except MemoryStoreError as exc:
-                if exc.code in ("version_mismatch", "already_exists"):
+                if exc.code in LOST_RACE:
                     self._cache.clear()  # someone else wrote: what this handle knew may be stale
                     optimistic = False
                     continue  # something this change read moved: stage again on the new head

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem import derived
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.recall.index import PROFILES, Profile
@@ -317,7 +317,7 @@ class RecordStore:
             try:
                 applied = self._commit(changes, "record-add", record_id, origin)
             except MemoryStoreError as error:
-                if error.code in ("version_mismatch", "already_exists"):
+                if error.code in LOST_RACE:
                     self._forget_marker()
                     continue  # another add took the id or moved the marker first
                 raise
@@ -364,7 +364,7 @@ class RecordStore:
                     [_Change(path, render_record(record), current.version)], "record-update", record_id, origin
                 )
             except MemoryStoreError as error:
-                if error.code == "version_mismatch":
+                if error.code in LOST_RACE:
                     continue  # someone changed this record meanwhile: re-read, the last write wins
                 raise
             return self._public(record)
@@ -380,7 +380,7 @@ class RecordStore:
             try:
                 self._commit([_Change(path, None, current.version)], "record-delete", record_id, origin)
             except MemoryStoreError as error:
-                if error.code == "version_mismatch":
+                if error.code in LOST_RACE:
                     continue
                 raise
             return
@@ -479,7 +479,7 @@ class RecordStore:
             try:
                 restore(path, rev, expected=current.version if current else None, origin=origin, delete=delete)
             except MemoryStoreError as error:
-                if error.code == "version_mismatch":
+                if error.code in ("version_mismatch", "already_exists"):  # not_found: the record is not at rev
                     continue
                 raise
             now = self._read(path)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError
 from gitmem.model import Applied, Edit, FileText, Origin
 from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
@@ -303,7 +303,7 @@ class SessionMemory:
                 self._write_item(path, merged, known[0], "session-merge", origin)
                 return self._with_stats([merged])[0]
             except MemoryStoreError as exc:
-                if exc.code not in ("already_exists", "version_mismatch"):
+                if exc.code not in LOST_RACE:
                     raise
                 # Another writer got there first (or the catalogue was behind): merge into what is there.
                 current = exc.current
@@ -437,7 +437,7 @@ class SessionMemory:
                 self._commit(edits, "session-relate", None, origin, summary=summary)
                 return
             except MemoryStoreError as exc:
-                if exc.code != "version_mismatch":
+                if exc.code not in LOST_RACE:
                     raise
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes ({summary})")
 
@@ -533,7 +533,7 @@ class SessionMemory:
                     self._commit(edits, "session-remember" if entry is None else "session-merge", stored, origin)
                     return self._with_stats([stored])[0]
                 except MemoryStoreError as exc:
-                    if exc.code not in ("version_mismatch", "already_exists"):
+                    if exc.code not in LOST_RACE:
                         raise
         raise MemoryStoreError("unavailable", f"gave up after {WRITE_ATTEMPTS} colliding writes of an extracted item")
 

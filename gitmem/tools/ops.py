@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import LOST_RACE, MemoryStoreError, MemoryToolError
 from gitmem.fileformat import FileFormat, encode_text, validate_directory, validate_path
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.model import FileText, Origin, SearchResult
@@ -91,9 +91,9 @@ def cas_update(
     """Read ``path``, compute its new text with ``change``, write it expecting what was read.
 
     ``change`` sees the file as it is now (``None`` when absent) and raises a store
-    error when the tool's condition does not hold. On ``version_mismatch`` the whole
-    read-check-write starts again, up to ``retries`` more times; then the call fails
-    with ``conflict_retries_exhausted`` carrying the file as the last refusal saw it.
+    error when the tool's condition does not hold. When another writer got in first
+    (:data:`~gitmem.errors.LOST_RACE`) the whole read-check-write starts again, up to
+    ``retries`` more times; then the call fails with ``conflict_retries_exhausted`` carrying the file as the last refusal saw it.
     Returns the new text and its version.
     """
     latest: FileText | None = None
@@ -109,9 +109,9 @@ def cas_update(
         try:
             version = store.write(path, text, expected=current.version if current is not None else None, origin=origin)
         except MemoryStoreError as exc:
-            if exc.code != "version_mismatch":
+            if exc.code not in LOST_RACE:
                 raise
-            latest = exc.current
+            latest = exc.current or latest
             continue
         return text, version
     raise MemoryToolError(
@@ -331,9 +331,9 @@ def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, re
         try:
             version = store.move(source, destination, expected=current.version, origin=origin)
         except MemoryStoreError as exc:
-            if exc.code != "version_mismatch":
+            if exc.code not in LOST_RACE:
                 raise
-            latest = exc.current
+            latest = exc.current or latest
             continue
         return {"status": "moved", "source": source, "destination": destination, "version": version}
     raise MemoryToolError(
@@ -348,10 +348,10 @@ def delete(store: FileStore, path: str, version: str, *, fmt: FileFormat, origin
     try:
         store.delete(path, expected=version, origin=origin)
     except MemoryStoreError as exc:
+        if exc.code == "not_found" or (exc.code == "version_mismatch" and exc.current is None):
+            raise _not_found(path) from None
         if exc.code != "version_mismatch":
             raise
-        if exc.current is None:
-            raise _not_found(path) from None
         raise MemoryStoreError(
             "version_mismatch",
             f"{path} is no longer at version {version}; nothing was deleted. 'current' shows the file as it is "

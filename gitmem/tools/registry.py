@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar
 
-from gitmem.errors import MemoryStoreError, MemoryToolError
+from gitmem.errors import MemoryStoreError, MemoryToolError, situation
 from gitmem.model import Origin
 from gitmem.tools.mounts import check_tool_names
 from gitmem.tools.schemas import schema_of, validate, with_memories
@@ -245,7 +245,7 @@ class ToolRegistry:
         try:
             payload = self._run(name, arguments, tool_call_id=tool_call_id, origin=origin)
         except MemoryStoreError as exc:
-            bounded = _bounded(exc, (name, arguments))
+            bounded = _bounded(situation(exc), (name, arguments))
             if bounded is exc:
                 raise
             raise bounded from exc.__cause__
@@ -262,9 +262,23 @@ class ToolRegistry:
         if tool is None:
             offered = ", ".join(t.name for t in self.tools) or "none"
             raise MemoryStoreError("forbidden", f"no memory tool {name!r} is offered here; the tools are {offered}")
+        if isinstance(arguments, Mapping) and isinstance(arguments.get("memory"), str):
+            self._check_kind(tool, arguments["memory"])  # a memory of another kind is the first thing to report
         args = tool.parse(arguments)
         who = (origin or Origin()).with_tool_call(tool_call_id)
         return tool.handler(args, who)
+
+    def _check_kind(self, tool: Tool, memory: str) -> None:
+        """``wrong_kind`` for a memory this surface serves as another kind, as the CLI and the stores say it."""
+        if any(memory in t.memories for t in self.tools if t.kind == tool.kind):
+            return
+        other = next((t.kind for t in self.tools if memory in t.memories), None)
+        if other is not None:
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"memory {memory!r} is a {other} memory; {tool.name} is a {tool.kind} tool: "
+                f"use the memory_{other}_* tools for it",
+            )
 
     def call(
         self,

@@ -339,7 +339,7 @@ def test_a_server_without_a_run_id_gives_its_session_one() -> None:
         (["--mount", "user", "--mount", "user:read"], 2, "twice"),
         (["--mount", "user", "--always-load", "other:README.md"], 2, "not one of the --mount"),
         (["--mount", "user", "--always-load", "README.md"], 2, "NAME:PATH"),
-        (["--mount", "absent:read"], 1, "not_found"),
+        (["--mount", "absent:read"], 1, "unknown_memory"),
         (["--mount", "Bad_Name"], 1, "invalid_path"),
         ([], 2, "--mount"),
     ],

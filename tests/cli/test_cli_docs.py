@@ -69,3 +69,28 @@ def test_every_command_has_help_and_a_section_in_the_docs() -> None:
 def test_docs_describe_no_command_that_does_not_exist() -> None:
     commands = {name for name, _ in walk(cli)}
     assert set(sections()) <= commands
+
+
+def _tools_in_row(label: str) -> list[str]:
+    """The tool names the ``| label | ...`` row of the MCP table in docs/cli.md lists (``_x`` is short for the first's prefix)."""
+    text = DOCS.read_text(encoding="utf-8")
+    row = re.search(rf"^\| {re.escape(label)} \| (.*)$", text, flags=re.M)
+    assert row is not None, f"docs/cli.md has no `{label}` row"
+    names = re.findall(r"`(memory_[a-z]+_[a-z]+|_[a-z]+)`", row.group(1))
+    prefix = names[0].rsplit("_", 1)[0]
+    return [name if name.startswith("memory_") else prefix + name for name in names]
+
+
+def test_the_mcp_table_lists_every_tool_of_the_registry(tmp_path: Path) -> None:
+    from gitmem.records import RecordStore
+    from gitmem.root import Root
+    from gitmem.tools import FileMemoryCapability, FileMount
+    from gitmem.tools.records import RecordMemoryCapability, RecordMount
+
+    root = Root(tmp_path)
+    files = FileMemoryCapability([FileMount("user", root.mount("user", create=True).sync, "write")])
+    records = RecordMemoryCapability(
+        [RecordMount("facts", RecordStore(root.mount("facts", create=True, kind="record").sync, "alice"), "write")]
+    )
+    assert _tools_in_row("tools") == [t.name for t in files.offered()]
+    assert _tools_in_row("record tools") == [t.name for t in records.offered()]

@@ -97,7 +97,10 @@ def test_stale_write_is_a_conflict_naming_the_current_version(user: Run) -> None
 
 def test_create_over_an_existing_file_is_refused(user: Run) -> None:
     result = user("write", "user", "prefs/style.md", "--create", "--json", input="x\n")
-    assert result.exit_code == 1 and as_json(result)["error"] == "version_mismatch"
+    refused = as_json(result)
+    assert result.exit_code == 1 and refused["error"] == "already_exists"
+    version = refused["current"]["version"]
+    assert "gitmem edit user prefs/style.md" in refused["hint"] and f"--expect {version}" in refused["hint"]
 
 
 @pytest.mark.parametrize(
@@ -240,10 +243,10 @@ def test_changes_gives_a_cursor_then_the_changed_paths(user: Run) -> None:
     assert text.strip() == f"cursor {delta['cursor']}"
 
 
-def test_unknown_memory_is_not_found(gm: Run) -> None:
+def test_unknown_memory_is_unknown_memory(gm: Run) -> None:
     result = gm("ls", "nobody", "--json")
     assert result.exit_code == 1
-    assert as_json(result)["error"] == "not_found" and "gitmem mounts" in as_json(result)["hint"]
+    assert as_json(result)["error"] == "unknown_memory" and "gitmem mounts" in as_json(result)["hint"]
 
 
 def test_options_work_before_the_command_too(user: Run) -> None:

@@ -98,4 +98,4 @@ def test_refusals_are_the_stores(root: Root, monkeypatch: pytest.MonkeyPatch) ->
     assert wrong.value.code == "wrong_kind"
     with pytest.raises(MemoryStoreError) as missing:
         quickread.find(root, "nope", "zeppelin", path="", limit=10)
-    assert missing.value.code == "not_found"
+    assert missing.value.code == "unknown_memory"

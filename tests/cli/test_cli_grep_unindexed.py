@@ -131,7 +131,7 @@ def test_refusals_are_the_stores(root: Root, monkeypatch: pytest.MonkeyPatch) ->
         (("big", "(", "", 10), "invalid_pattern"),
         (("big", "zeppelin", "no-slash", 10), "invalid_path"),
         (("big", "zeppelin", "", 0), "invalid_pattern"),
-        (("nope", "zeppelin", "", 10), "not_found"),
+        (("nope", "zeppelin", "", 10), "unknown_memory"),
     ):
         name, pattern, prefix, limit = args
         with pytest.raises(MemoryStoreError) as quick:

@@ -214,3 +214,30 @@ def test_rev_names_a_branch_of_the_source(gm: Run, root: Path, source: Path) -> 
         refused = gm("import", "two", "--history", str(source), "--rev", bad, "--json")
         assert refused.exit_code == 1 and as_json(refused)["error"] == "not_found", bad
     assert git(root / "two.git", "rev-parse", "main") == drafts
+
+
+def test_a_refused_import_leaves_no_memory_behind(gm: Run, root: Path, source: Path, tmp_path: Path) -> None:
+    # Every way the command can refuse, found before or after --create made the memory:
+    # the root is as it was, and a second try with the mistake fixed starts clean.
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "key.md").write_text("aws AKIAABCDEFGHIJKLMNOP\n")
+    for args, code, exit_code in [
+        (("--history", str(source), "--exclude", "drafts/*"), "usage", 2),  # --exclude needs --rewrite
+        (("--history", str(tmp_path / "nowhere")), "not_found", 1),
+        (("--history", str(source), "--rev", "no-such-branch"), "not_found", 1),
+        ((str(tmp_path / "notes"), "--strict"), None, 1),  # every file refused, nothing written
+    ]:
+        result = gm("import", "notes", *args, "--create", "--json")
+        assert result.exit_code == exit_code, (args, result.output)
+        if code is not None:
+            assert as_json(result)["error"] == code, args
+        assert not (root / "notes.git").exists(), args
+        assert as_json(gm("mounts", "--json"))["mounts"] == []
+    missing = as_json(gm("import", "notes", "--history", str(tmp_path / "nowhere"), "--create", "--json"))
+    assert "--history REPO" in missing["hint"], missing
+    no_hooks = gm("import", "notes", "--history", str(source), "--no-hooks")
+    assert no_hooks.exit_code == 2 and "--no-hooks" in no_hooks.stderr
+    # A memory that was there before a refused import stays.
+    assert gm("init", "kept").exit_code == 0
+    assert gm("import", "kept", "--history", str(tmp_path / "nowhere"), "--create").exit_code == 1
+    assert as_json(gm("mounts", "--json"))["mounts"] == ["kept"]

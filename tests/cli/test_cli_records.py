@@ -48,7 +48,7 @@ def test_refusals_name_their_code_and_change_nothing(gm: Run) -> None:
         (("add", "facts", "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"), "invalid_text"),
         (("update", "facts", "01JDQ6Z5V6R7XKQ3M8T2B4N9CW", "x"), "record_not_found"),
         (("rm", "facts", "../../x"), "record_not_found"),
-        (("list", "nope"), "not_found"),
+        (("list", "nope"), "unknown_memory"),
     ]:
         result = gm("records", *args, "--json")
         assert result.exit_code == 1 and as_json(result)["error"] == code, (args, result.stdout)

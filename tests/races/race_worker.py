@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from gitmem import GitFileStore, MemoryStoreError, Origin, Root
+from gitmem.errors import LOST_RACE
 
 PARENT = os.getppid()
 
@@ -439,7 +440,7 @@ def mode_churn(args: dict[str, Any]) -> None:
                 version = store.write(path, f"{wid} {seq % 7}\n", expected=current)
                 break
             except MemoryStoreError as exc:
-                if exc.code not in ("version_mismatch", "already_exists"):
+                if exc.code not in LOST_RACE:  # another writer (or a purge) got there first
                     raise
         ack(path, version, seq)
 

@@ -185,10 +185,10 @@ def test_remove_makes_open_handles_answer_memory_deleted(tmp_path: Path) -> None
         assert info.value.code == "memory_deleted"
     with pytest.raises(MemoryStoreError) as info:
         root.mount("doomed")
-    assert info.value.code == "not_found"
+    assert info.value.code == "unknown_memory"
     with pytest.raises(MemoryStoreError) as info:
         root.remove("doomed")
-    assert info.value.code == "not_found"
+    assert info.value.code == "unknown_memory"
     assert root.mounts() == []
 
 

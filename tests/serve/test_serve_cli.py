@@ -69,7 +69,7 @@ def test_gitmem_hooks_install_guards_file_path_pushes(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert [Path(p).name for p in json.loads(done.stdout)["hooks"]] == ["pre-receive", "post-receive"]
     missing = runner.invoke(cli, ["--root", str(root.path), "hooks", "install", "nobody"])
-    assert missing.exit_code == 1 and "not_found" in missing.stderr
+    assert missing.exit_code == 1 and "unknown_memory" in missing.stderr
 
     work = tmp_path / "work"
     git("clone", "-q", str(root.mount_path("user")), str(work))

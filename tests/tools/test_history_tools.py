@@ -38,7 +38,7 @@ def test_refusals_name_the_problem_and_change_nothing(memory: FileMemoryCapabili
         ("show", {"revision": "main", "path": "../x"}, "invalid_path"),
         ("show", {"revision": "main", "path": "missing.md"}, "not_found"),
         ("search", {"query": ""}, "invalid_arguments"),
-        ("restore", {"path": "tea.md", "revision": "main", "version": None}, "version_mismatch"),
+        ("restore", {"path": "tea.md", "revision": "main", "version": None}, "already_exists"),
         ("restore", {"path": "tea.md", "revision": "main"}, "invalid_arguments"),
     ]
     for tool, args, code in cases:

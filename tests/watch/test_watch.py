@@ -164,7 +164,7 @@ def test_iteration_ends_after_the_timeout_and_unknown_mounts_are_refused(root: R
         assert list(changes) == []
     with pytest.raises(MemoryStoreError) as caught:
         Watcher(root, ["nobody"])
-    assert caught.value.code == "not_found"
+    assert caught.value.code == "unknown_memory"
 
 
 def test_the_cli_prints_one_json_line_per_change(root: Root) -> None:

@@ -89,7 +89,7 @@ class State:
         return Origin(run_id=self.run, principal_id=self.principal or login_name(), tool_call_id=CLI_TOOL_CALL)
 
     def store(self, name: str) -> SyncGitFileStore:
-        """The sync store of mount ``name`` as ``--run`` sees it; ``not_found`` when there is no such memory.
+        """The sync store of mount ``name`` as ``--run`` sees it; ``unknown_memory`` when there is no such memory.
 
         With a run id the store reads (and writes) that run's proposal while the
         review gate holds one, as the run's agent does; everyone else reads ``main``.

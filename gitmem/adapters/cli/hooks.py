@@ -21,7 +21,7 @@ def install(state: State, name: str, force: bool) -> None:
     """Install the pre-receive and post-receive hooks into memory NAME."""
     from gitmem.hooks import install_hooks
 
-    path = state.store(name).path  # not_found when there is no such memory
+    path = state.store(name).path  # unknown_memory when there is no such memory
     written = install_hooks(path, force=force)
     emit(
         {"memory": name, "hooks": [str(p) for p in written]},

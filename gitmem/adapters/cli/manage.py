@@ -11,8 +11,10 @@ either end does with hostile input (crafted trees, FIFOs, huge files) is
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +30,9 @@ from gitmem.adapters.cli.app import (
     usage_error,
 )
 from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.gitstore import SyncGitFileStore
 
 #: The limit keys ``gitmem config`` reads and sets (git config of the mount), with what each bounds.
 LIMIT_KEYS: dict[str, str] = {
@@ -102,20 +107,54 @@ def import_(
     in an Imported-From trailer, and commits nothing was dropped from keep
     their ids. Each entry left out is listed with its commit and rule.
     """
-    from gitmem.exchange import scan_for
-    from gitmem.model import ANY, Edit
-
     if (directory is None) == (history is None):
         raise usage_error("give a DIRECTORY to copy, or --history REPO to bring in a git history (not both)")
     if history is not None and (exclude or gitignore) and not rewrite:
         raise usage_error("--exclude and --gitignore apply to a DIRECTORY, or to a history with --rewrite")
     if history is None and rewrite:
         raise usage_error("--rewrite applies to --history REPO")
-    store = state.root.mount(name, create=True, kind="file", hooks=not no_hooks).sync if create else state.files(name)
-    if history is not None:
-        _import_history(state, name, store, history, rev, strict, rewrite, exclude, gitignore)
+    if no_hooks and not create:
+        raise usage_error("--no-hooks applies to a memory --create makes")
+    with _made_for(state, name, create, hooks=not no_hooks) as store:
+        if history is not None:
+            _import_history(state, name, store, history, rev, strict, rewrite, exclude, gitignore)
+        else:
+            assert directory is not None
+            _import_folder(state, name, store, directory, strict, exclude, gitignore)
+
+
+@contextmanager
+def _made_for(state: State, name: str, create: bool, *, hooks: bool) -> Iterator[SyncGitFileStore]:
+    """Memory ``name`` (made first with ``create``); a memory made here is removed again when
+    the import is refused before it wrote anything, so a refused import leaves the root as it was."""
+    if not create:
+        yield state.files(name)
         return
-    assert directory is not None
+    made = not state.root.mount_path(name).exists()
+    store = state.root.mount(name, create=True, kind="file", hooks=hooks).sync
+    first = store.head()
+    try:
+        yield store
+    except BaseException as exc:
+        refused = not isinstance(exc, click.exceptions.Exit) or exc.exit_code != 0
+        if made and refused and store.head() == first:
+            state.root.remove(name)
+        raise
+
+
+def _import_folder(
+    state: State,
+    name: str,
+    store: SyncGitFileStore,
+    directory: Path,
+    strict: bool,
+    exclude: tuple[str, ...],
+    gitignore: bool,
+) -> None:
+    """``import DIRECTORY``: the files that pass the rules in one commit, then the report."""
+    from gitmem.exchange import scan_for
+    from gitmem.model import ANY, Edit
+
     scan = scan_for(store, directory, exclude=exclude, gitignore=gitignore)
     accepted = [Edit(path, text, ANY) for path, text in scan.accepted]
     refused = [r.as_dict() for r in scan.refused]

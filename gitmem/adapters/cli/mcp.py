@@ -227,7 +227,7 @@ def surface(
             elif kind == "file":
                 offered.append(FileMount(name, store, access, always_load=tuple(loads.get(name, ()))))
             else:
-                raise usage_error(f"--mount {name}: a {kind} memory cannot be served over MCP yet")
+                raise usage_error(f"--mount {name}: {not_by_mount(name, kind)}")
         except (ValueError, TypeError) as exc:
             raise usage_error(f"--mount {name}: {exc}") from None
     for offer in offered:
@@ -252,13 +252,36 @@ def surface(
     return files, records, session, durable
 
 
+def not_by_mount(name: str, kind: str) -> str:
+    """Why memory ``name`` of ``kind`` is not offered through ``--mount``, and how it is offered instead."""
+    if kind == "durable":
+        return f"a durable memory is offered with --durable {name} --durable-namespace TENANT PRINCIPAL SCOPE"
+    if kind == "session":
+        return "a session memory is offered with --session-memory DIRECTORY (the folder that holds it)"
+    return f"a {kind} memory has no MCP tools"
+
+
+def servable(state: State) -> tuple[tuple[str, ...], list[dict[str, str]]]:
+    """The memories under the root that ``--mount`` can offer, and the others with how each is offered."""
+    names: list[str] = []
+    others: list[dict[str, str]] = []
+    for name in state.root.mounts():
+        kind = state.root.mount(name).sync.kind
+        if kind in ("file", "record"):
+            names.append(name)
+        else:
+            others.append({"memory": name, "kind": kind, "how": not_by_mount(name, kind)})
+    return tuple(names), others
+
+
 @cli.command()
 @click.option(
     "--mount",
     "mounts",
     multiple=True,
     metavar="NAME[:read|:write]",
-    help="A memory whose tools to list (repeatable). Default: every memory under the root, with write access.",
+    help="A memory whose tools to list (repeatable). Default: every file and record memory under the root, "
+    "with write access (the others are named, with the option that offers them).",
 )
 @click.option("--session-memory", "session_dir", type=FOLDER, help="Also list the memory_session_* tools.")
 @click.option("--namespace", default="default", show_default=True, help="The namespace of the record memories.")
@@ -285,8 +308,9 @@ def tools(
     """
     from gitmem.tools.registry import ToolRegistry
 
+    others: list[dict[str, str]] = []
     if not mounts:
-        mounts = tuple(state.root.mounts())
+        mounts, others = servable(state)
     kinds = surface(state, mounts, (), namespace, session_dir, durable_name, durable_namespace, tool_names)
     registry = ToolRegistry.of(*kinds)
     rows = []
@@ -302,7 +326,12 @@ def tools(
         if schemas:
             row |= {"description": t.description, "input_schema": t.input_schema}
         rows.append(row)
-    payload = {"tools": rows, "chars": registry.size(), "instructions_chars": len(registry.instructions)}
+    payload = {
+        "tools": rows,
+        "chars": registry.size(),
+        "instructions_chars": len(registry.instructions),
+        "not_listed": others,
+    }
 
     def text() -> None:
         width = max((len(t.name) for t in registry), default=0)
@@ -311,6 +340,8 @@ def tools(
             say(f"{t.name:<{width}}  {t.effect:<5}  {t.permission}{where}")
         count = f"{len(registry)} tool{'' if len(registry) == 1 else 's'}"
         say(f"{count}, {registry.size()} characters of definitions")
+        for other in others:
+            say(f"not listed: {other['memory']} ({other['kind']}): {other['how']}")
 
     emit(payload, text)
 

@@ -128,6 +128,9 @@ def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:
 
 def show_refusal(exc: MemoryStoreError, *, as_json: bool, command: str, params: Mapping[str, Any]) -> None:
     """Print a refused store call: one JSON document on stdout, or the code, message and hint on stderr."""
+    from gitmem.errors import situation
+
+    exc = situation(exc)  # the code every surface gives this situation
     what_to_do = hint(exc, command, params)
     if as_json:
         say_json(error_json(exc, what_to_do))
@@ -139,31 +142,51 @@ def show_refusal(exc: MemoryStoreError, *, as_json: bool, command: str, params: 
 
 
 def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
-    """What the user can do about a refusal, phrased with the command's own arguments."""
+    """What the user can do about a refusal, phrased with the command's own arguments.
+
+    A code names a situation, and some codes span several (``version_mismatch`` is a
+    file that moved on, or a remote ahead of this memory): a hint about a file is only
+    given when the refusal carries one or the command names one, one about a remote
+    only to the remote commands. Anything else gets the code's own advice from
+    :data:`gitmem.errors.CODES`, true in every situation the code is used for.
+    """
+    from gitmem.errors import CODES
+
     name = params.get("name") or "NAME"
-    path = params.get("path") or params.get("source") or "PATH"
+    path = params.get("path") or params.get("source")
     code = exc.code
     if command in ("revoke", "rotate") and code in ("not_found", "ambiguous_match"):
         return "`gitmem token list --file FILE` shows each token's id and principal"
+    current = exc.current
+    remote = command in ("push", "pull", "clone", "fetch")
     if code == "version_mismatch" and command == "revert":
-        where = exc.current.path if exc.current is not None else "a file it changed"
+        where = current.path if current is not None else "a file it changed"
         return (
             f"a later change touched {where}; see `gitmem log {name} {where}` and put the old content back "
             f"with `gitmem restore {name} {where} --rev REV`, or edit it by hand"
         )
-    if code == "version_mismatch":
-        if exc.current is None:
-            return f"the file does not exist now; create it with `gitmem write {name} {path} --create`"
+    if code == "version_mismatch" and remote:
+        other = params.get("remote_name") or "origin"
+        return f"nothing was pushed; run `gitmem pull {name} {other}`, then push again"
+    if code == "version_mismatch" and current is not None:
         return (
-            f"the file is now at version {exc.current.version}; re-read it "
-            f"(`gitmem cat {name} {exc.current.path}`) and retry with --expect {exc.current.version}"
+            f"the file is now at version {current.version}; re-read it "
+            f"(`gitmem cat {name} {current.path}`) and retry with --expect {current.version}"
         )
-    if code == "already_exists":
-        where = exc.current.path if exc.current is not None else "the destination"
-        version = f" --expect {exc.current.version}" if exc.current is not None else ""
-        return f"choose another path, or remove {where} first (`gitmem rm {name} {where}{version}`)"
+    if code == "already_exists" and current is not None:
+        if command == "write":
+            return (
+                f"{current.path} is there (version {current.version}); change it with `gitmem edit {name} "
+                f"{current.path}`, or replace it with `gitmem write {name} {current.path} --expect {current.version}`"
+            )
+        return (
+            f"choose another path, or remove {current.path} first "
+            f"(`gitmem rm {name} {current.path} --expect {current.version}`)"
+        )
+    if code == "unknown_memory":
+        return "check the memory name with `gitmem mounts` (or create it with `gitmem init NAME`)"
     if code == "not_found":
-        return _not_found_hint(exc.message, command, params, name)
+        return _not_found_hint(exc.message, command, params, name, path)
     if code == "too_large":
         return (
             f"nothing was written; shorten the file, or raise the limit: `gitmem config {name}` shows the limits, "
@@ -188,21 +211,13 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
             return "another writer holds the memory's lock; retry shortly"
         if "config" in lowered:
             return f"fix the value named above (`gitmem config {name} KEY VALUE`, or `--unset`)"
-        if command in ("clone", "pull", "push") and lowered.startswith(("git fetch", "git push", "git ls-remote")):
+        if remote and lowered.startswith(("git fetch", "git push", "git ls-remote")):
             return "the remote did not answer as git expects: check its URL (`gitmem remote list`), the network and your access"
         return "check the --root folder and the memory's files: do they exist, and may this user read and write them?"
-    if code == "forbidden":
-        return "this memory does not allow that change"
-    if code == "no_match":
+    if code == "no_match" and path:
         return f"the --old text is not in the file; check it with `gitmem cat {name} {path}`"
-    if code == "ambiguous_match":
-        return "the --old text occurs more than once; include more surrounding text so it is unique"
-    if code == "conflict_retries_exhausted":
-        return "other writers keep changing this file; wait and run the command again"
     if code == "record_not_found":
         return f"list the namespace's records with `gitmem records list {name} -n NS` (ids are per namespace)"
-    if code in ("invalid_text", "invalid_cursor"):
-        return "nothing was written; fix the text (1-8000 characters, no credentials) or list again without --cursor"
     if code == "write_unconfirmed":
         return f"the change may or may not have happened; check with `gitmem records search {name} ...` before retrying"
     if code == "wrong_kind":
@@ -210,21 +225,28 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
             "file memories use the file commands; record, session and durable memories "
             "`gitmem records|session|durable ...` (history: `gitmem log` works on every kind)"
         )
-    return "see docs/cli.md"
+    known = CODES.get(code)
+    return known.what_to_do if known is not None else "see docs/errors.md"
 
 
-def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str) -> str:
+def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str, path: object) -> str:
     """``not_found`` has many causes; the hint follows the one the message names."""
     lowered = message.lower()
-    if "no memory named" in lowered:
-        return "check the memory name with `gitmem mounts` (or create it with `gitmem init NAME`)"
+    if command == "import" and params.get("history"):
+        return "check --history REPO (a git repository: a folder or a URL) and --rev (one of its branches or tags)"
     if params.get("since") and ("since" in lowered or str(params.get("since")) in message):
         return "--since takes a date (2025-01-31, 2025-01-31T12:00), a relative one (yesterday, 2.weeks, '3 days ago') or a revision"
     if "proposal" in lowered or (command in ("approve", "reject", "show") and params.get("id")):
         return f"no such open proposal: it may be approved or rejected already; see `gitmem review list {name}`"
     if "revision" in lowered or "commit" in lowered or params.get("rev"):
         return f"check the revision with `gitmem log {name}` (a commit id of 7+ digits, main, main~3)"
-    return f"check the path with `gitmem ls {name}`"
+    if "remote" in lowered:
+        return f"check the remote's name with `gitmem remote list {name}`"
+    if path:
+        return f"check the path with `gitmem ls {name}`"
+    from gitmem.errors import CODES
+
+    return CODES["not_found"].what_to_do
 
 
 def scrub_log_records() -> None:

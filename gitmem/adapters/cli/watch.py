@@ -49,7 +49,7 @@ def watch(
     from gitmem.adapters.watch import watch as start_watch
 
     for name in names:
-        state.store(name)  # not_found now, before anything is printed
+        state.store(name)  # unknown_memory now, before anything is printed
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
