@@ -10,16 +10,19 @@ at the point where they enter gitmem.
 
     GitmemError
      └── MemoryStoreError(code, message, current=None)
+          ├── VersionMismatch          (a failed version check, knowing its situation)
           └── MemoryToolError          (codes only the agent tools produce)
 
 A conflict is an expected outcome, not a crash: ``version_mismatch`` and
 ``already_exists`` carry ``current``, the file as it is now, so the caller can
-re-read nothing and decide again; a file that is gone is ``not_found``.
+re-read nothing and decide again.
 
-One situation has one code on every surface (the CLI, the agent tools, the Python
-API): the store's one refusal rule (:func:`gitmem.store.mismatch`) names a
-compare-and-swap that failed, and :data:`CODES` says what each code means and what
-to do about it (docs/errors.md is that table).
+The store's contract names every failed version check ``version_mismatch``
+(:func:`gitmem.store.mismatch` raises it, as a :class:`VersionMismatch` that knows
+the situation); the surfaces a person or an agent meets (the CLI, the agent tools)
+report one code per situation through :func:`situation`: a create over a file is
+``already_exists``, a version of a file that is gone ``not_found``. :data:`CODES`
+says what each code means and what to do about it (docs/errors.md is that table).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 MCP (a real ``gitmem mcp`` process and client), and the Python API (the store, and the
 tools' capability) are driven into the same situations and must answer the same code.
 
-The code each situation gets is decided once: the store's refusal rule
-(:func:`gitmem.store.mismatch`), the error tree and :data:`gitmem.errors.CODES`.
+The code each situation gets is decided once: :func:`gitmem.errors.situation`, between the
+store's contract (a failed version check is ``version_mismatch``) and what the surfaces report.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from gitmem.adapters.cli import cli
-from gitmem.errors import CODES, MemoryStoreError
+from gitmem.errors import CODES, MemoryStoreError, VersionMismatch
+from gitmem.errors import situation as named
 from gitmem.records import RecordStore
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, FileMount
@@ -190,9 +191,13 @@ def _tool_code(client: McpClient, situation: Situation) -> str:
 
 
 def _python_code(folder: Path, situation: Situation) -> str:
+    """The store keeps its contract (every failed version check is ``version_mismatch``, with the
+    file now or none) and knows the situation, which :func:`gitmem.errors.situation` names."""
     with pytest.raises(MemoryStoreError) as refused:
         situation.python(Root(folder))
-    return refused.value.code
+    if isinstance(refused.value, VersionMismatch):
+        assert refused.value.code == "version_mismatch"
+    return named(refused.value).code
 
 
 def _python_tool_code(folder: Path, situation: Situation) -> str:

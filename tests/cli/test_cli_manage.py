@@ -139,11 +139,11 @@ def test_status_shows_root_mounts_kind_head_size_review_index(user: Run, root: P
     assert "user  file  head" in text and "review on" in text
     assert user("init", "fresh").exit_code == 0  # a new memory: no search yet, so no index
     fresh = user("status", "fresh").stdout
-    assert "index not built yet" in fresh and "the next search builds it" in fresh
-    user("grep", "user", "tea")  # the first search builds it
+    assert "index not built yet" in fresh and "the next `find` builds it" in fresh
+    user("find", "user", "tea")  # the first ranked search builds it
     assert as_json(user("status", "user", "--json"))["mounts"][0]["index"] == "current"
     text = user("status", "user").stdout
-    assert "index current" in text and "next search builds" not in text
+    assert "index current" in text and "next `find` builds" not in text
 
 
 def test_config_reads_sets_checks_and_unsets_limits(user: Run) -> None:

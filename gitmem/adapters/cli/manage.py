@@ -371,7 +371,7 @@ def status(state: State, names: tuple[str, ...]) -> None:
                 f" ({m['disk_bytes']} B on disk)  {review}  {_INDEX_STATES.get(m['index'], 'index ' + m['index'])}"
             )
         if any(m["index"] in _REBUILT for m in mounts):
-            say("(the search index is derived from git: the next search builds it; `gitmem index rebuild NAME` now)")
+            say("(the search index is derived from git: the next `find` builds it; `gitmem index rebuild NAME` now)")
 
     emit(payload, text)
 
