@@ -11,8 +11,6 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
 - ``walk``: :func:`gitmem.git.walk.walk` (raw commit bytes from the odb) against
   pygit2's ``Walker`` (a ``Commit`` object per step), timed on ``log`` of one path
   across the whole history (a file edited every 10th commit of ``size`` store writes).
-- ``swap``: :func:`gitmem.git.refs.swap_loose_ref` against libgit2's ref
-  transaction (:func:`gitmem.git.refs.swap_ref`), timed on a store write.
 - ``fold``: :mod:`gitmem.git.packfold` against ``git pack-objects --stdin-packs``,
   timed on store writes (the mean: one write in 25 folds).
 - ``blob``: the pack shortcut of :meth:`gitmem.git.repo.GitRepo.blob` against
@@ -28,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import os
 import random
@@ -47,7 +46,7 @@ import pygit2
 
 from bench import bulk
 from gitmem import GitFileStore, Origin
-from gitmem.git import engine, history, packfold
+from gitmem.git import history, packfold
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
 from gitmem.recall import storeindex
@@ -82,7 +81,6 @@ def library_blob(self: GitRepo, oid: str) -> bytes:
 
 SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "walk": [(history, "walk", walker_walk)],
-    "swap": [(engine, "swap_loose_ref", lambda *a, **k: None)],
     "fold": [(packfold, "fold", lambda *a, **k: None)],
     "blob": [(GitRepo, "blob", library_blob)],
     "gcpause": [(storeindex, "paused_gc", contextlib.nullcontext)],
@@ -153,7 +151,7 @@ def bench_writes(name: str, base: str, size: int, rounds: int, rng: random.Rando
             version = store.read(p).version
             text = corpus.fresh()
             with off(name, not on):
-                out[on].append(timed(lambda: store.write(p, text, expected=version)))
+                out[on].append(timed(functools.partial(store.write, p, text, expected=version)))
     shutil.rmtree(path, ignore_errors=True)
     return out
 
@@ -223,11 +221,10 @@ def main() -> int:
         for size in args.sizes:
             if "walk" in args.only:
                 report("walk", size, "log of one path, whole history", bench_walk(base, size, 9, rng))
-            for name in ("swap", "fold"):
-                if name in args.only:
-                    out = bench_writes(name, base, size, args.rounds, rng)
-                    report(name, size, "write of one file", out)
-                    report(name, size, "write of one file", out, mean=True)
+            if "fold" in args.only:
+                out = bench_writes("fold", base, size, args.rounds, rng)
+                report("fold", size, "write of one file", out)
+                report("fold", size, "write of one file", out, mean=True)
             if "blob" in args.only:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
             if "gcpause" in args.only:
