@@ -15,6 +15,9 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
   timed on store writes (the mean: one write in 25 folds).
 - ``blob``: the pack shortcut of :meth:`gitmem.git.repo.GitRepo.blob` against
   ``repo[oid].read_raw()``, timed on a store read with no write since.
+- ``packcheck``: the pack folder checked for planted entries where it is listed
+  (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
+  read of another file right after a write in the writing process.
 - ``gcpause``: :func:`gitmem.recall.gcpause.paused_gc` against nothing paused,
   timed on a first recall refresh (the index built from ``size`` item files).
 
@@ -46,7 +49,7 @@ import pygit2
 
 from bench import bulk
 from gitmem import GitFileStore, Origin
-from gitmem.git import history, packfold
+from gitmem.git import control, history, packfold
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
 from gitmem.recall import storeindex
@@ -79,10 +82,20 @@ def library_blob(self: GitRepo, oid: str) -> bytes:
     return bytes(self.repo[oid].read_raw())
 
 
+_fresh = GitRepo.fresh
+
+
+def fresh_checking_packs(self: GitRepo) -> Any:
+    """The pack folder checked at every read, as before it was checked only where it is listed."""
+    control.check_packs_of(self.path)
+    return _fresh(self)
+
+
 SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "walk": [(history, "walk", walker_walk)],
     "fold": [(packfold, "fold", lambda *a, **k: None)],
     "blob": [(GitRepo, "blob", library_blob)],
+    "packcheck": [(GitRepo, "fresh", fresh_checking_packs)],
     "gcpause": [(storeindex, "paused_gc", contextlib.nullcontext)],
 }
 
@@ -171,6 +184,22 @@ def bench_blob(base: str, size: int, rounds: int, rng: random.Random) -> dict[bo
     return out
 
 
+def bench_packcheck(base: str, size: int, rounds: int, rng: random.Random) -> dict[bool, list[Sample]]:
+    """A read of another file right after a write, in the writing process."""
+    path, paths = memory(base, size, "packcheck")
+    store = GitFileStore.open(path).sync
+    corpus = bulk.Corpus(seed=size)
+    out: dict[bool, list[Sample]] = {True: [], False: []}
+    for _ in range(rounds):
+        for on in rng.sample([True, False], 2):
+            a, b = rng.choice(paths), rng.choice(paths)
+            with off("packcheck", not on):
+                store.write(a, corpus.fresh(), expected=store.read(a).version)
+                out[on].append(timed(functools.partial(store.read, b)))
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
 def bench_gcpause(base: str, size: int, rounds: int, rng: random.Random) -> dict[bool, list[Sample]]:
     from gitmem.recall import RecallDoc, StoreRecall
 
@@ -227,6 +256,8 @@ def main() -> int:
                 report("fold", size, "write of one file", out, mean=True)
             if "blob" in args.only:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
+            if "packcheck" in args.only:
+                report("packcheck", size, "read right after a write", bench_packcheck(base, size, args.rounds, rng))
             if "gcpause" in args.only:
                 report("gcpause", size, "first recall refresh", bench_gcpause(base, size, 5, rng))
     finally:
