@@ -18,8 +18,6 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
 - ``packcheck``: the pack folder checked for planted entries where it is listed
   (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
   read of another file right after a write in the writing process.
-- ``gcpause``: :func:`gitmem.recall.gcpause.paused_gc` against nothing paused,
-  timed on a first recall refresh (the index built from ``size`` item files).
 
 Times are the calling thread's CPU time plus its ``git`` children's (wall beside); ``on / off`` is the result,
 below 1 meaning the mechanism pays.
@@ -30,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import gc
 import os
 import random
 import resource
@@ -52,7 +49,6 @@ from gitmem import GitFileStore, Origin
 from gitmem.git import control, history, packfold
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
-from gitmem.recall import storeindex
 
 Sample = tuple[float, float]
 
@@ -96,7 +92,6 @@ SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "fold": [(packfold, "fold", lambda *a, **k: None)],
     "blob": [(GitRepo, "blob", library_blob)],
     "packcheck": [(GitRepo, "fresh", fresh_checking_packs)],
-    "gcpause": [(storeindex, "paused_gc", contextlib.nullcontext)],
 }
 
 
@@ -200,30 +195,6 @@ def bench_packcheck(base: str, size: int, rounds: int, rng: random.Random) -> di
     return out
 
 
-def bench_gcpause(base: str, size: int, rounds: int, rng: random.Random) -> dict[bool, list[Sample]]:
-    from gitmem.recall import RecallDoc, StoreRecall
-
-    path = os.path.join(base, f"recall{size}.git")
-    GitFileStore.init(path)
-    bulk.import_files(path, ((f"items/{i % 100:02d}/{i}.md", bulk.Corpus().text(i).encode()) for i in range(size)))
-    store = GitFileStore.open(path).sync
-
-    def to_doc(file: Any) -> RecallDoc:
-        return RecallDoc(id=file.path, text=file.text, updated_at=0.0)
-
-    def first() -> None:
-        StoreRecall(store, to_doc, prefix="items").refresh()
-
-    out: dict[bool, list[Sample]] = {True: [], False: []}
-    for _ in range(rounds):
-        for on in rng.sample([True, False], 2):
-            gc.collect()
-            with off("gcpause", not on):
-                out[on].append(timed(first))
-    shutil.rmtree(path, ignore_errors=True)
-    return out
-
-
 def report(name: str, size: int, what: str, out: dict[bool, list[Sample]], mean: bool = False) -> None:
     agg = statistics.fmean if mean else statistics.median
     on = [agg(s[i] for s in out[True]) * 1e3 for i in (0, 1)]
@@ -239,7 +210,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--only", nargs="+", default=list(SWITCHES), choices=list(SWITCHES))
-    parser.add_argument("--rounds", type=int, default=200, help="write and read rounds (walk and recall: fewer)")
+    parser.add_argument("--rounds", type=int, default=200, help="write and read rounds (walk: 9)")
     parser.add_argument("--dir", help="build the memories under this folder (another file system)")
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="gitmem-bench-mech-", dir=args.dir)
@@ -258,8 +229,6 @@ def main() -> int:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
             if "packcheck" in args.only:
                 report("packcheck", size, "read right after a write", bench_packcheck(base, size, args.rounds, rng))
-            if "gcpause" in args.only:
-                report("gcpause", size, "first recall refresh", bench_gcpause(base, size, 5, rng))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
