@@ -46,15 +46,6 @@ def test_every_store_write_reaches_the_engine_in_one_call() -> None:
     assert "transact" not in calls
 
 
-def test_only_the_engine_writes_a_commits_pack_and_swaps_main_by_hand() -> None:
-    writers = {
-        path.relative_to(PACKAGE).as_posix()
-        for path in PACKAGE.rglob("*.py")
-        if {"write_pack", "swap_loose_ref"} & _calls(path)
-    }
-    assert writers == {"git/engine.py"}
-
-
 def test_the_repository_handle_does_not_import_the_engine() -> None:
     for module in ("repo.py", "snapshot.py", "packwrite.py", "refs.py", "locks.py", "treeedit.py"):
         assert not {name for name in _imports(PACKAGE / "git" / module) if name.startswith("gitmem.git.engine")}, module

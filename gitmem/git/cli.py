@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.control import check_packs_of
 
 if TYPE_CHECKING:  # subprocess (and signal) load on the first git call: a read that runs none pays nothing
     import subprocess
@@ -88,6 +89,9 @@ def run_git(
     import subprocess
 
     what = what or f"git {args[0] if args else ''}".strip()
+    for repo in (git_dir, cwd):
+        if repo is not None and os.path.isdir(os.path.join(repo, "objects")):
+            check_packs_of(repo)  # git opens every pack index it lists, blocking
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
     try:
         proc = subprocess.Popen(

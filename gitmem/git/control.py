@@ -101,38 +101,46 @@ def read_alternates(objects: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-class PackFolder:
-    """A mount's ``objects/pack``, checked before libgit2 scans it: no pack or index that is not a regular file.
+_PACK_STAMPS: dict[str, tuple[int, int]] = {}  # pack folder -> the stamp it had when last found clean
 
-    libgit2 lists the folder when an object is not where it looked and opens every
-    index it has not seen, with a blocking open that follows links: a FIFO planted
-    as ``pack-*.idx`` would hang that read for good. The folder is listed again only
-    when its ``mtime`` moved (every new pack moves it); the listing's entry types
-    come with it, so no entry costs a call of its own.
+
+def check_pack_folder(folder: str) -> None:
+    """``unavailable`` naming the first pack or index in ``folder`` (an ``objects/pack``) that is no regular file.
+
+    libgit2 and git open every index they list there with a blocking open that
+    follows links: a FIFO planted as ``pack-*.idx`` would hang that read for good.
+    So this runs right before anything lists the folder: a handle opening
+    (:func:`gitmem.git.loose.open_repository`), libgit2 listing it again because an
+    object was in none of the packs it knew (:class:`gitmem.git.loose.LooseGuard`
+    is asked first), a git process started on the repository. Not before every
+    read: every commit adds a pack, and listing the folder after each one was
+    most of the cost of a read right after a write. The folder is listed again
+    only when its ``mtime`` moved; the listing's entry types come with it, so no
+    entry costs a call of its own. Nothing when the folder is absent.
     """
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return
+    stamp = (info.st_ino, info.st_mtime_ns)
+    if _PACK_STAMPS.get(folder) == stamp:
+        return
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith((".idx", ".pack")) and not entry.is_file(follow_symlinks=False):
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"{entry.path} is not a regular file (a link, FIFO or folder), which git would block "
+                        "or follow on: remove it",
+                    )
+    except FileNotFoundError:
+        return
+    if len(_PACK_STAMPS) >= 4096:
+        _PACK_STAMPS.clear()
+    _PACK_STAMPS[folder] = stamp
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._seen: tuple[int, int] | None = None
 
-    def check(self) -> None:
-        """``unavailable`` naming the first planted entry; nothing when the folder is absent."""
-        try:
-            info = os.stat(self.path)
-        except OSError:
-            return
-        stamp = (info.st_ino, info.st_mtime_ns)
-        if stamp == self._seen:
-            return
-        try:
-            with os.scandir(self.path) as entries:
-                for entry in entries:
-                    if entry.name.endswith((".idx", ".pack")) and not entry.is_file(follow_symlinks=False):
-                        raise MemoryStoreError(
-                            "unavailable",
-                            f"{entry.path} is not a regular file (a link, FIFO or folder), which git would block "
-                            "or follow on: remove it",
-                        )
-        except FileNotFoundError:
-            return
-        self._seen = stamp
+def check_packs_of(git_dir: str) -> None:
+    """:func:`check_pack_folder` for the repository at ``git_dir``."""
+    check_pack_folder(os.path.join(git_dir, "objects", "pack"))

@@ -48,7 +48,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import erasures, packwrite, written
-from gitmem.git.refs import MAIN, read_ref, swap_loose_ref, swap_ref
+from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
 from gitmem.model import CommitId, Origin
@@ -143,7 +143,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:
                     written.publish(repo.path, pack)  # before the ref moves: a reader of the new head finds it
-                if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
+                if _move(repo, handle, ref, branch, head, commit, op=chosen.op):
                     repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)
                     return Done(CommitId(commit), chosen.result)
@@ -166,15 +166,10 @@ def _move(
     head: str,
     commit: str,
     *,
-    durable: bool,
     op: str,
 ) -> bool:
     """Compare-and-swap ``ref`` from what the plan saw to ``commit``; ``False`` when someone moved it first."""
     old = head if ref == MAIN else branch
-    if old is not None:
-        moved = swap_loose_ref(repo.path, ref, old, commit, durable=durable)
-        if moved is not None:
-            return moved
     return swap_ref(
         handle,
         repo.path,

@@ -24,6 +24,7 @@ import subprocess
 from typing import NamedTuple
 
 from gitmem.git.cli import git_env
+from gitmem.git.control import check_packs_of
 from gitmem.git.gitgrep import available
 
 log = logging.getLogger("gitmem.history")
@@ -47,6 +48,7 @@ def blame(git_dir: str, commit: str, path: str) -> list[Hunk] | None:
     """The hunks of ``path`` at ``commit``, ordered by line; ``None``: ask libgit2 instead."""
     if not available():
         return None
+    check_packs_of(git_dir)  # git opens every pack index it lists, blocking
     env = git_env()
     env["GIT_LITERAL_PATHSPECS"] = "1"
     cmd = [

@@ -40,6 +40,7 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 
 from gitmem.git.cli import git_env
+from gitmem.git.control import check_packs_of
 
 
 def _warn(message: str, *args: object) -> None:
@@ -143,6 +144,7 @@ class Lines:
 def _start(git_dir: str, commit: str, args: Sequence[str], prefix: str) -> subprocess.Popen[bytes] | None:
     if not available():
         return None
+    check_packs_of(git_dir)  # git opens every pack index it lists, blocking
     env = git_env()
     env["GIT_LITERAL_PATHSPECS"] = "1"
     cmd = ["git", f"--git-dir={git_dir}", "grep", "--threads=1", "--no-color", "--no-recurse-submodules", "--text",

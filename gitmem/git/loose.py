@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.control import check_control_files, read_alternates
+from gitmem.git.control import check_control_files, check_pack_folder, check_packs_of, read_alternates
 from gitmem.localfile import open_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -245,7 +245,17 @@ class LooseGuard(pygit2.OdbBackend):
         raise KeyError(prefix)
 
     def refresh_cb(self) -> None:
+        """libgit2 is about to list the pack folders again (an object was in none of the packs it knew).
+
+        Asked before libgit2's pack backend lists: a planted entry stops the listing
+        (``KeyError`` ends libgit2's refresh; the read finds nothing, and the next
+        handle opened names the entry, see :func:`gitmem.git.control.check_pack_folder`).
+        """
         self._packs = None
+        try:
+            check_pack_folder(os.path.join(self._objects, "pack"))
+        except MemoryStoreError:
+            raise KeyError("objects/pack holds an entry that is not a regular file") from None
 
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
         """libgit2 writes to the first backend that accepts: hand the object to an ordinary one.
@@ -320,6 +330,7 @@ def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.R
     ``extra_objects`` are object folders added as alternates (a push's quarantine).
     """
     check_control_files(path)  # before libgit2 reads them, blocking and following links
+    check_packs_of(path)  # libgit2 lists the pack folder as the handle's object database loads
     repo = Handle(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     odb = repo.odb
     for folder in extra_objects:

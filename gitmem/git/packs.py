@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 import pygit2
 
 from gitmem.git.cli import git_env
+from gitmem.git.control import check_packs_of
 from gitmem.localfile import read_local
 
 _CHUNK = 64 * 1024
@@ -49,6 +50,7 @@ class PackTooLarge(PackError):
 
 def quarantine_env(repo_path: str, objects: str, alternates: Sequence[str] = ()) -> dict[str, str]:
     """git's environment for working in object directory ``objects`` that borrows the mount's objects."""
+    check_packs_of(repo_path)  # git opens every pack index it lists, blocking
     env = git_env()
     env["GIT_DIR"] = os.path.abspath(repo_path)
     env["GIT_OBJECT_DIRECTORY"] = os.path.abspath(objects)

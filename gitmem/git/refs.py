@@ -27,7 +27,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
-from gitmem.localfile import open_folder, open_local, open_private, read_local
+from gitmem.localfile import open_local, read_local
 from gitmem.model import CommitId, RefName
 
 MAIN: Final = RefName("refs/heads/main")
@@ -171,70 +171,6 @@ def swap_ref(
     """:func:`swap_refs` for one ref."""
     moves = {name: (old, new)}
     return swap_refs(repo, repo_path, moves, message=message, stale_after=stale_after, timeout=timeout, wait=wait)
-
-
-def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bool) -> bool | None:
-    """The common case of :func:`swap_ref`, done by hand: ``name`` is a loose ref file without a reflog.
-
-    git's own protocol, as libgit2's transaction follows it: create ``<ref>.lock``
-    exclusively (every git client honours it), read the ref while holding it,
-    write the new id, ``rename`` the lock over the ref (fsynced first, and the
-    folder after, when ``durable``). libgit2's transaction makes the same file
-    changes but measured 4-6x slower per update. Returns ``None``, having
-    changed nothing, when this path does not apply: the lock is taken (a
-    foreign git, or a crash's leftover), the ref is not a plain loose file
-    holding an id (packed, symbolic, a link, absent) or it keeps a reflog; the
-    caller then uses :func:`swap_ref`, which waits, breaks stale locks and
-    writes reflogs. Call while holding the mount's writer lock.
-    """
-    ref = os.path.join(repo_path, *name.split("/"))
-    if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
-        return None
-    lock = ref + ".lock"
-    try:
-        fd = open_private(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except (FileExistsError, FileNotFoundError):
-        return None
-    try:
-        try:
-            # No link is followed and nothing but a plain file is read: a FIFO planted as
-            # the ref must not block the writer (O_NONBLOCK), a link is libgit2's business.
-            ref_fd = open_local(ref)
-        except FileNotFoundError:
-            current = b""
-        except OSError:
-            current = b"?"
-        else:
-            try:
-                current = os.read(ref_fd, 100).strip()
-            finally:
-                os.close(ref_fd)
-        if len(current) != 40 or current.startswith(b"ref:") or current.decode("ascii", "replace") != old:
-            os.close(fd)
-            fd = -1
-            os.unlink(lock)
-            return None if len(current) != 40 or current.startswith(b"ref:") else False
-        os.write(fd, new.encode("ascii") + b"\n")
-        if durable:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.rename(lock, ref)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        folder = open_folder(os.path.dirname(ref))
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-    return True
 
 
 _GITS_LOCK = re.compile(rb"([0-9a-f]{40}|ref: refs/[^\0\n]{1,4000})\n?")

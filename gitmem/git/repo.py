@@ -43,7 +43,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
-from gitmem.git.control import CONFIG_LIMIT, PackFolder, check_config_text, check_control_file
+from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -150,7 +150,6 @@ class GitRepo:
         )
         self._config_path = os.path.join(self.path, "config")
         self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
-        self._pack_folder = PackFolder(os.path.join(self.path, "objects", "pack"))
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
         self.written = Written()
         """The objects of this process's latest commits: a read of its own head needs no pack rescan."""
@@ -262,11 +261,10 @@ class GitRepo:
         Every operation starts here, so the config's stamp is compared here too (one
         ``lstat``): libgit2 re-reads a changed config with a blocking read that follows
         links, so a FIFO or link planted there is refused (``unavailable``) before it can.
-        The pack folder likewise (one ``stat``, a listing when it changed): libgit2 opens
-        each pack index it finds there, blocking.
+        The pack folder is checked where it is listed, not here (see
+        :func:`gitmem.git.control.check_pack_folder`).
         """
         self.durable()
-        self._pack_folder.check()
         repo = self.repo
         if self._local.gen != self._marks():
             self._local.repo = None

@@ -20,7 +20,6 @@ from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
-from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Profile, Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
 from gitmem.store import FileStore
 
@@ -121,13 +120,11 @@ class StoreRecall:
             seen = derived.Generation.read(self.stamp)
             if not self._tried_snapshot:
                 self._tried_snapshot = True
-                with paused_gc():
-                    self._resume(seen.value)
+                self._resume(seen.value)
             answer = self.store.changes(self.cursor)
             self._seen = seen
             if isinstance(answer, FullResync):
-                with paused_gc():
-                    self._rebuild(answer.cursor)
+                self._rebuild(answer.cursor)
                 self._save()
             else:
                 for path in answer.paths:

@@ -37,7 +37,6 @@ from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
 from gitmem.recall import snapshot as snapshots
-from gitmem.recall.gcpause import paused_gc
 from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
@@ -98,15 +97,13 @@ class Catalogue:
         seen = derived.Generation.read(self._stamp)
         if not self._tried_snapshot:
             self._tried_snapshot = True
-            with paused_gc():
-                self._resume(seen.value)
+            self._resume(seen.value)
         answer = self.store.changes(self.cursor)
         self._seen = seen
         rebuilt = isinstance(answer, FullResync)
         if isinstance(answer, FullResync):
             self._clear()
-            with paused_gc():
-                paths: Iterable[str] = self._load_all(answer.cursor)
+            paths: Iterable[str] = self._load_all(answer.cursor)
         else:
             paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
         self._learned.clear()

@@ -257,3 +257,41 @@ def test_a_planted_tokenised_form_in_a_recall_snapshot_is_not_trusted(tmp_path: 
     snapshot.write_text(json.dumps(body))
     assert sorted(r.text for r in RecordStore(GitFileStore.open(repo).sync, "alice").search("green")) == want
     assert_fsck_clean(repo)
+
+
+
+def test_a_fifo_planted_as_a_pack_index_is_refused_before_anything_lists_the_pack_folder(tmp_path: Path) -> None:
+    """The pack folder is checked where it is listed, not at every read: a reader whose handle is open and
+    must list the folder again to find another process's commit, a handle that opens, a write and a git
+    process all refuse a FIFO planted as ``pack-*.idx`` with ``unavailable`` naming it, instead of blocking."""
+    repo, store = _store(tmp_path)
+    planted = str(repo / "objects" / "pack" / ("pack-" + "ab" * 20))
+    done = _in_child(
+        "import os\n"
+        "from gitmem import GitFileStore, MemoryStoreError\n"
+        "reader = GitFileStore.open(REPO).sync\n"
+        "reader.repo.written.enabled = False\n"  # no copy of the new pack: libgit2 must list the folder
+        "print(reader.read('a.md').text.strip())\n"
+        "GitFileStore.open(REPO).sync.write('b.md', 'two\\n', expected=None)\n"  # another handle's new pack
+        f"open({planted + '.pack'!r}, 'wb').close()\n"
+        f"os.mkfifo({planted + '.idx'!r})\n"
+        "calls = [lambda: reader.read('b.md'), lambda: reader.log('b.md'), lambda: GitFileStore.open(REPO).sync.list(),\n"
+        "         lambda: GitFileStore.open(REPO).sync.write('c.md', 'x', expected=None)]\n"
+        "for call in calls:\n"
+        "    try:\n"
+        "        print(call())\n"
+        "    except MemoryStoreError as exc:\n"
+        "        print(exc.code, 'pack-abab' in str(exc))\n",
+        repo,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["one"] + ["unavailable True"] * 4, done.stdout
+    from gitmem.git import cli
+
+    with pytest.raises(MemoryStoreError) as refused:
+        cli.run_git(["count-objects"], git_dir=str(repo))
+    assert refused.value.code == "unavailable"
+    os.unlink(planted + ".idx")
+    os.unlink(planted + ".pack")
+    assert store.sync.read("b.md").text == "two\n"
+    assert_fsck_clean(repo)
