@@ -140,7 +140,8 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
                 sha, pack, idx = packwrite.pack_files(pending)
-                packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
+                with repo.pack_folder.adding():
+                    packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:
                     written.publish(repo.path, pack)  # before the ref moves: a reader of the new head finds it
                 if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
