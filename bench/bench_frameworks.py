@@ -111,12 +111,11 @@ def report(title: str, results: dict[str, dict[str, list[float]]], ours: str) ->
 
 
 def bench_langgraph(folder: Path, items: int, samples: int, rng: random.Random) -> None:
+    from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
     from langgraph.store.sqlite import SqliteStore
 
     from gitmem.adapters.langgraph_store import GitMemStore
-
-    from langgraph.store.base import PutOp
 
     sqlite_cm = SqliteStore.from_conn_string(str(folder / "store.sqlite"))
     sqlite = sqlite_cm.__enter__()
