@@ -180,6 +180,8 @@ class GitMemStore(BaseStore):
                 puts[(op.namespace, op.key)] = op
             else:
                 raise MemoryStoreError("invalid_query", f"unknown store operation {type(op).__name__}")
+        if not puts and not touched:
+            return results  # reads only: no origin to look up (outside a graph that costs an exception)
         origin = _run_origin(self.origin)
         planned = [self._plan(put, now) for put in puts.values()]  # every put checked before the first commits
         if touched:
