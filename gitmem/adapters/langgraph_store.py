@@ -33,7 +33,6 @@ Semantics, where LangGraph leaves a choice to the store:
 from __future__ import annotations
 
 import concurrent.futures
-import copy
 import heapq
 import os
 import threading
@@ -63,7 +62,7 @@ from gitmem.adapters import langgraph_items as rules
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import encode_text, validate_path
-from gitmem.model import Edit, Origin
+from gitmem.model import Edit, FileText, Origin
 from gitmem.recall.index import MAX_LIMIT
 from gitmem.store import FileStore
 
@@ -181,6 +180,8 @@ class GitMemStore(BaseStore):
                 puts[(op.namespace, op.key)] = op
             else:
                 raise MemoryStoreError("invalid_query", f"unknown store operation {type(op).__name__}")
+        if not puts and not touched:
+            return results  # reads only: no origin to look up (outside a graph that costs an exception)
         origin = _run_origin(self.origin)
         planned = [self._plan(put, now) for put in puts.values()]  # every put checked before the first commits
         if touched:
@@ -203,7 +204,7 @@ class GitMemStore(BaseStore):
                 return None
             raise
         try:
-            item = rules.parse(file)
+            item = self.catalogue.item(file)
         except ValueError as error:
             raise MemoryStoreError("invalid_file", f"item {op.namespace}/{op.key}: {error}") from None
         if item.expired(now):
@@ -216,12 +217,10 @@ class GitMemStore(BaseStore):
         wanted = rules.check_filter(op.filter)
         limit, offset = _page(op.limit, op.offset)
         self.catalogue.refresh()
-        prefix = tuple(op.namespace_prefix)
-        found = {
-            item.path: item
-            for item in self.catalogue.under(prefix)
-            if not item.expired(now) and rules.matches(item.value, wanted)
-        }
+        items = self.catalogue.under(tuple(op.namespace_prefix))
+        if wanted:
+            items = [item for item in items if rules.matches(item.value, wanted)]
+        found = {item.path: item for item in items if item.expires_at is None or item.expires_at > now}
         query = op.query if isinstance(op.query, str) and op.query.strip() else None
         page: list[tuple[StoredItem, float | None]]
         if query is None:
@@ -327,15 +326,14 @@ class GitMemStore(BaseStore):
                 kept = current is not None and current.key and not current.expired(now)
                 item = replace(planned, created_at=current.created_at) if kept and current else planned
                 expected = current.version if current is not None else None
-                (version,) = rules.commit(
-                    self.store, [Edit(path, rules.render(item), expected)], "langgraph-put", origin
-                )
+                text = rules.render(item)
+                (version,) = rules.commit(self.store, [Edit(path, text, expected)], "langgraph-put", origin)
             except MemoryStoreError as error:
                 if rules.lost_race(error):
                     continue
                 raise
             if version:
-                self.catalogue.note(replace(item, version=version))
+                self.catalogue.note(FileText(path, text, version))
             return
         raise MemoryStoreError("version_mismatch", f"item {op.namespace}/{op.key} kept changing under this put")
 
@@ -348,7 +346,7 @@ class GitMemStore(BaseStore):
                 return None
             raise
         try:
-            return rules.parse(file)
+            return self.catalogue.item(file)
         except ValueError:
             epoch = datetime.fromtimestamp(0, UTC)
             return StoredItem((), "", {}, epoch, epoch, path=path, version=file.version)
@@ -437,8 +435,9 @@ def _page(limit: object, offset: object) -> tuple[int, int]:
 
 
 def _item(item: StoredItem) -> Item:
+    # a copy: the catalogue's value must not change when a caller edits what it got
     return Item(
-        value=item.value,
+        value=rules.copy_value(item.value),
         key=item.key,
         namespace=item.namespace,
         created_at=item.created_at,
@@ -447,5 +446,4 @@ def _item(item: StoredItem) -> Item:
 
 
 def _search_item(item: StoredItem, score: float | None) -> SearchItem:
-    # a copy: the catalogue's value must not change when a caller edits what it got
-    return SearchItem(item.namespace, item.key, copy.deepcopy(item.value), item.created_at, item.updated_at, score)
+    return SearchItem(item.namespace, item.key, rules.copy_value(item.value), item.created_at, item.updated_at, score)

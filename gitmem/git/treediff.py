@@ -9,7 +9,7 @@ bytes both versions share at either end are parsed. This is what lets
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import pygit2
@@ -80,10 +80,14 @@ class FileChange(NamedTuple):
 
 
 def diff_trees(
-    repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str, out: list[str]
+    read: Callable[[pygit2.Oid], bytes], old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str, out: list[str]
 ) -> None:
-    """Append to ``out`` every non-folder path that differs between two trees (``None``: absent)."""
-    out.extend(change.path for change in _changes(repo, old, new, prefix))
+    """Append to ``out`` every non-folder path that differs between two trees (``None``: absent).
+
+    ``read`` gives a tree's raw bytes: the repository's own reader can serve the
+    trees of a commit this process just made without libgit2 looking for its pack.
+    """
+    out.extend(change.path for change in _changes(read, old, new, prefix))
 
 
 def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None) -> list[FileChange]:
@@ -93,11 +97,13 @@ def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oi
     the file deleted or added, and each file of the folder. libgit2's tree diff
     gives the same list, but visits every entry of both trees to find it.
     """
-    return sorted(_changes(repo, old, new, ""), key=lambda change: change.path)
+    return sorted(_changes(lambda oid: repo[oid].read_raw(), old, new, ""), key=lambda change: change.path)
 
 
-def _changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str) -> Iterator[FileChange]:
-    a, b = _changed_entries(b"" if old is None else repo[old].read_raw(), b"" if new is None else repo[new].read_raw())
+def _changes(
+    read: Callable[[pygit2.Oid], bytes], old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str
+) -> Iterator[FileChange]:
+    a, b = _changed_entries(b"" if old is None else read(old), b"" if new is None else read(new))
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
         if was == now:
@@ -107,7 +113,7 @@ def _changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | 
         now_tree = now is not None and now[0] == _RAW_TREE_MODE
         if was_tree or now_tree:
             yield from _changes(
-                repo,
+                read,
                 pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
                 pygit2.Oid(raw=now[1]) if now is not None and now_tree else None,
                 f"{path}/",

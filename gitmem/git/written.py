@@ -94,6 +94,15 @@ class Written:
         found = self._objects.get(oid)
         return None if found is None else found[1]
 
+    def object_under(self, oid: str, mark: Mark) -> tuple[bytes, bytes] | None:
+        """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``."""
+        return self._objects.get(oid) if mark == self._mark else None
+
+    def raw_under(self, oid: str, mark: Mark) -> bytes | None:
+        """:meth:`raw`, only while nothing was deleted since it was kept (history ``mark``): else libgit2's to read."""
+        found = self.object_under(oid, mark)
+        return None if found is None else found[1]
+
     def adopt(self, repo_path: str, mark: Mark, want: str) -> bool:
         """Keep the objects of the latest commit's pack, if it holds commit ``want``; whether it did.
 

@@ -9,7 +9,10 @@ tokens without memory, admissions >= successes and no uses in V2. V2's nodes are
 written as candidates and the corpus's active ones activated on a decision, so its
 gate proves candidate activation (nothing served before it, exactly the activated
 nodes after); an arm that writes them active at once fails that gate. The p95
-latency gate is a benchmark's, not a timed test's.
+latency gate is a benchmark's, not a timed test's: each arm records how long each
+task's turn took (``latencies_ms``), :func:`latency_gate` judges them, and
+``bench/bench_a3s_product.py`` runs the arms and applies it; here only a run
+whose clock says each turn took 11 s shows that gate failing.
 
 Multi-agent: two independent agents (their own repository handles) share one
 namespace binding; they run concurrently, then one continues after the other
@@ -20,7 +23,10 @@ survive reopening the repository.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,9 @@ def tokens(text: str) -> int:
     return max(1, -(-len(text) // 4))  # the fixture's estimate: characters / 4, rounded up
 
 
-def run_arm(tmp_path: Path, arm: str, *, seed_active: bool = False) -> dict[str, Any]:
+def run_arm(
+    tmp_path: Path, arm: str, *, seed_active: bool = False, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, Any]:
     """One arm of the product evaluation; every number in its report is counted from the run.
 
     The V2 arm proves candidate activation: every node is written as a candidate (as
@@ -88,11 +96,14 @@ def run_arm(tmp_path: Path, arm: str, *, seed_active: bool = False) -> dict[str,
     model = Model(expected)
     successes = 0
     context_tokens = []
+    latencies_ms = []  # each task's turn: recall, the model call, extraction
     for q in corpus["queries"]:
         runner = SessionRunner(
             memory, model, workspace="/w", session_id=f"product-{arm}-{q['id']}", durable=binding, admission=binding
         )
+        started = clock()
         successes += runner.turn(q["query"]).response == "PASS"
+        latencies_ms.append((clock() - started) * 1000)
         block = model.calls[-1].memory_block
         context_tokens.append(sum(tokens(c) for c in content.values() if c in block))
         assert runner.close() == 0
@@ -115,7 +126,24 @@ def run_arm(tmp_path: Path, arm: str, *, seed_active: bool = False) -> dict[str,
         "served_before_activation": served_before_activation,
         "activated": sorted(activated),
         "should_activate": sorted(n["id"] for n in corpus["nodes"] if n["status"] == "active"),
+        "latencies_ms": latencies_ms,
     }
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile, nearest rank (of 10 tasks: the slowest)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def latency_gate(arms: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Each arm's p95 task latency in ms, from the turns its run timed; the gate holds when all are within the fixture's."""
+    return {arm: p95(r["latencies_ms"]) for arm, r in arms.items()}
+
+
+def latency_holds(p95s: dict[str, float]) -> bool:
+    limit = fixture("durable-memory-product-v1")["thresholds"]["maximum_p95_latency_ms"]
+    return bool(p95s) and all(v <= limit for v in p95s.values())
 
 
 def product_gates(arms: dict[str, dict[str, Any]]) -> dict[str, bool]:
@@ -151,6 +179,15 @@ def test_product_v1_fails_a_v2_arm_that_skips_activation(tmp_path: Path) -> None
     arms["v2"] = run_arm(tmp_path, "v2", seed_active=True)
     held = product_gates(arms)
     assert held["task_success"] and not held["candidate_activation"]
+
+
+def test_product_v1_latency_gate_fails_a_run_whose_turns_took_11_s(tmp_path: Path) -> None:
+    """The gate reads the latencies the run recorded: a clock on which every turn takes 11 s fails it."""
+    ticks = iter(range(0, 10_000, 11))
+    arms = {"v2": run_arm(tmp_path, "v2", clock=lambda: float(next(ticks)))}
+    p95s = latency_gate(arms)
+    assert p95s == {"v2": 11_000.0} and not latency_holds(p95s)
+    assert latency_holds({"v2": 10_000.0}) and not latency_holds({})
 
 
 def test_multi_agent_v1(tmp_path: Path) -> None:

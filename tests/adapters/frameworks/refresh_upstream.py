@@ -34,12 +34,14 @@ HERE = Path(__file__).resolve().parent
 
 #: The releases the copies come from: the one place their versions are pinned.
 RELEASES: dict[str, str] = {
+    "langgraph": "1.2.24",
     "langgraph-checkpoint": "4.3.2",
     "langgraph-checkpoint-sqlite": "3.1.2",
     "openai-agents": "0.24.0",
 }
 #: The licence file each distribution's LICENSE is copied to.
 LICENSES: dict[str, str] = {
+    "langgraph": "LICENSE-langgraph",
     "langgraph-checkpoint": "LICENSE-langgraph",
     "langgraph-checkpoint-sqlite": "LICENSE-langgraph",
     "openai-agents": "LICENSE-openai-agents",
@@ -59,6 +61,8 @@ class Copy:
     drop: tuple[str, ...] = ()  # top-level tests (with their decorators) left out
     drop_methods: tuple[str, ...] = ()  # test methods of a class left out
     helper: bool = False  # a helper module, not a test file
+    keep: tuple[str, ...] = ()  # only these top-level tests (with their decorators), after ``prelude``
+    prelude: str = ""  # with ``keep``: the imports and fixtures in place of the file's own header
 
     def header(self) -> str:
         licence = LICENSES[self.dist]
@@ -88,7 +92,60 @@ SDK_HELPERS = (
 ONE_SQLITE_KIND = (r'params=\["memory", "file"\]', 'params=["memory"]')
 ONE_CONN_TYPE = (r'parametrize\("conn_type", \["memory", "file"\]\)', 'parametrize("conn_type", ["memory"])')
 
+GRAPH_NOTE = (
+    "Only the tests that run a store inside a graph; the rest of the file is langgraph's runtime.\n"
+    "# The store under test is GitMemStore, the checkpointer LangGraph's InMemorySaver (the prelude's fixtures)."
+)
+GRAPH_PRELUDE = '''import operator
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.func import entrypoint, task
+from langgraph.graph import StateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import StreamWriter
+from typing_extensions import TypedDict
+
+from gitmem.adapters.langgraph_store import GitMemStore
+from tests.adapters.frameworks.support import fsck
+
+NEEDS_CONTEXTVARS = pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.11+ is required")
+
+
+@pytest.fixture
+def sync_checkpointer() -> BaseCheckpointSaver:
+    return InMemorySaver()
+
+
+@pytest.fixture
+def async_checkpointer() -> BaseCheckpointSaver:
+    return InMemorySaver()
+
+
+@pytest.fixture
+def sync_store(tmp_path: Path) -> Iterator[GitMemStore]:
+    store = GitMemStore.open(tmp_path / "root")
+    yield store
+    store.close()
+    fsck(tmp_path / "root" / "langgraph.git")  # every commit the graph made
+
+
+async_store = sync_store'''
+
 COPIES: tuple[Copy, ...] = (
+    # -- langgraph: a store inside a compiled graph (pregel) ----------------------------------------
+    Copy("langgraph", "tests/test_pregel.py", "test_langgraph_graph_store_suite.py", note=GRAPH_NOTE,
+         keep=("test_store_injected", "test_overriding_injectable_args_with_tasks"), prelude=GRAPH_PRELUDE),
+    Copy("langgraph", "tests/test_pregel_async.py", "test_langgraph_graph_store_async_suite.py", note=GRAPH_NOTE,
+         keep=("test_store_injected_async", "test_overriding_injectable_args_with_async_task"),
+         prelude=GRAPH_PRELUDE),
     # -- openai-agents: the session, its compaction and its encryption --------------------------
     Copy("openai-agents", "tests/test_responses.py", "sdk_test_responses.py",
          note="A helper of the copied SDK tests, unchanged but for its imports.", replace=(), helper=True),
@@ -323,6 +380,23 @@ class RuleMismatch(Exception):
 
 def _drop(text: str, name: str, *, method: bool) -> str:
     """``text`` without test ``name``: its decorators, signature and body, up to the next statement at its level."""
+    start, end = _span(text, name, method=method)
+    lines = text.split("\n")
+    return "\n".join(lines[:start] + lines[end:])
+
+
+def _keep(text: str, names: tuple[str, ...]) -> str:
+    """Only the top-level tests ``names`` of ``text`` (each with its decorators), two blank lines apart."""
+    lines = text.split("\n")
+    kept = []
+    for name in names:
+        start, end = _span(text, name, method=False)
+        kept.append("\n".join(lines[start:end]).strip("\n"))
+    return "\n\n\n".join(kept) + "\n"
+
+
+def _span(text: str, name: str, *, method: bool) -> tuple[int, int]:
+    """The lines of test ``name``: from its first decorator to the next statement at its level."""
     indent = "    " if method else ""
     lines = text.split("\n")
     start_re = re.compile(rf"^{indent}(?:async )?def {re.escape(name)}\(")
@@ -351,7 +425,7 @@ def _drop(text: str, name: str, *, method: bool) -> str:
             end += 1
             continue
         break
-    return "\n".join(lines[:start] + lines[end:])
+    return start, end
 
 
 def transform(copy: Copy, text: str) -> str:
@@ -367,6 +441,8 @@ def transform(copy: Copy, text: str) -> str:
         text = _drop(text, name, method=False)
     for name in copy.drop_methods:
         text = _drop(text, name, method=True)
+    if copy.keep:
+        text = copy.prelude + "\n\n" + _keep(text, copy.keep)
     for old, new in SDK_HELPERS:
         text = text.replace(old, new)
     return copy.header() + text

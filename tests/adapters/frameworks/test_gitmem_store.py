@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +22,7 @@ from gitmem.adapters.langgraph_store import GitMemStore
 from gitmem.errors import MemoryStoreError
 from gitmem.memstore import InMemoryFileStore
 from gitmem.model import Origin
-from tests.adapters.frameworks.support import commits, fsck, git, run_workers
+from tests.adapters.frameworks.support import WORKER, commits, fsck, git, run_workers
 
 
 class Clock:
@@ -217,4 +222,32 @@ def test_concurrent_puts_from_processes_lose_nothing(tmp_path: Path, repo: Path)
     assert sum(1 for s in commits(repo) if s.startswith("langgraph-put")) == 30  # one commit per put
     runs = git(repo, "log", "--format=%(trailers:key=Gitmem-Run,valueonly)", "main").split()
     assert sorted(set(runs)) == ["w0", "w1", "w2"]
+    fsck(repo)
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_put_loses_nothing_it_acknowledged(tmp_path: Path, repo: Path) -> None:
+    """SIGKILL a process that keeps putting: every put it was told landed is there, whole, and the store goes on."""
+    Root(tmp_path).mount("langgraph", create=True)
+    out = tmp_path / "out"
+    out.touch()
+    (tmp_path / "go").touch()
+    args = {"mode": "put", "root": str(tmp_path), "tag": "k", "count": 10_000, "out": str(out), "go": str(tmp_path / "go")}
+    proc = subprocess.Popen([sys.executable, WORKER, json.dumps(args)])
+    deadline = time.monotonic() + 120
+    while len(out.read_text().split()) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    acknowledged = out.read_text().split()
+    assert len(acknowledged) >= 20
+    store = GitMemStore.open(tmp_path)
+    found = {item.key: item.value for item in store.search(("race",), limit=100_000)}
+    assert set(acknowledged) <= set(found) and len(found) - len(acknowledged) <= 1  # at most the one in flight
+    for key, value in found.items():  # each item file whole: what its put wrote
+        assert value == {"text": f"note {int(key.split('-')[1])} from k"}
+    assert sum(1 for s in commits(repo) if s.startswith("langgraph-put")) == len(found)  # one commit per put
+    store.put(("race", "after"), "after", {"text": "after"})
+    item = store.get(("race", "after"), "after")
+    assert item is not None and item.value == {"text": "after"}
     fsck(repo)

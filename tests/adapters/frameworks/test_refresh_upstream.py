@@ -55,3 +55,12 @@ def test_every_copy_names_a_pinned_release_in_its_header() -> None:
         assert copy.dist in RELEASES
         header = transform(Copy(copy.dist, copy.source, copy.target), "")
         assert f"{copy.dist} {RELEASES[copy.dist]}" in header and "LICENSE-" in header
+
+
+def test_a_kept_selection_is_the_prelude_and_those_tests_whole() -> None:
+    text = transform(Copy("langgraph", "x.py", "x.py", keep=("test_gone",), prelude="import os"), SOURCE)
+    assert "import os\n" in text and "import pytest" not in text
+    assert '@pytest.mark.parametrize(\n    "kind", ["a", "b"]\n)\ndef test_gone(kind: str)' in text
+    assert "test_kept" not in text and "TestThing" not in text
+    with pytest.raises(RuleMismatch, match="no test"):
+        transform(Copy("langgraph", "x.py", "x.py", keep=("test_missing",)), SOURCE)
