@@ -102,3 +102,41 @@ def new_subject(kind: str, where: Path, fmt: FileFormat | None = None) -> Subjec
         return Subject(kind, InMemoryFileStore(fmt) if fmt else InMemoryFileStore())
     repo = where / "memory.git"
     return Subject(kind, SyncGitFileStore.init(repo, fmt), repo)
+
+
+def traced_syncs(code: str, log: Path) -> list[tuple[str, str]] | None:
+    """The fsyncs (``("fsync", path)``) and renames (``("rename", destination)``) of ``python -c code``,
+    in order, seen by strace: what libgit2 does in C is out of reach of a Python hook on ``os.fsync``.
+
+    ``None`` where the machine has no strace or forbids tracing.
+    """
+    import shutil
+    import sys
+
+    strace = shutil.which("strace")
+    if strace is None:
+        return None
+    traced = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", str(log), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if traced.returncode != 0 and "ptrace" in traced.stderr:
+        return None
+    assert traced.returncode == 0, traced.stderr
+    paths: dict[tuple[str, str], str] = {}  # (pid, fd) -> the path it was opened at
+    events: list[tuple[str, str]] = []
+    for line in log.read_text().splitlines():
+        pid, _, call = line.partition(" ")
+        call = call.strip()
+        if call.startswith("openat(") and '"' in call and "= " in call:
+            fd = call.rsplit("= ", 1)[1].split()[0]
+            if fd.isdigit():
+                paths[(pid, fd)] = call.split('"')[1]
+        elif call.startswith("fsync("):
+            fd = call[len("fsync(") :].split(")")[0].split()[0]
+            events.append(("fsync", paths.get((pid, fd), f"fd {fd}")))
+        elif call.startswith("rename(") and call.count('"') >= 4:
+            events.append(("rename", call.split('"')[3]))
+    return events

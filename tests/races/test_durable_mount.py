@@ -9,12 +9,11 @@ and the moment ``write`` returned, and the parent checks the order.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from contract.support import assert_fsck_clean
+from contract.support import assert_fsck_clean, traced_syncs
 
 from gitmem import GitFileStore
 
@@ -46,35 +45,12 @@ def _child(repo: Path) -> list[list[str]]:
 def _assert_libgit2_syncs_main(repo: Path, tmp_path: Path) -> None:
     """Under strace (where the machine has it): main.lock is fsynced before it is renamed over main,
     and refs/heads after."""
-    strace = shutil.which("strace")
-    if strace is None:
+    events = traced_syncs(f"ROOT = {str(ROOT)!r}; REPO = {str(repo)!r}\n" + CHILD, tmp_path / "strace.txt")
+    if events is None:
         return
-    log = tmp_path / "strace.txt"
-    code = f"ROOT = {str(ROOT)!r}; REPO = {str(repo)!r}\n" + CHILD
-    traced = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", str(log), sys.executable, "-c", code],
-        capture_output=True,
-        timeout=120,
-    )
-    if traced.returncode != 0 and "ptrace" in traced.stderr.decode(errors="replace"):
-        return  # a sandbox without ptrace: the hook above is all that can be seen
-    assert traced.returncode == 0, traced.stderr
-    lock_fd, steps = None, []
-    for line in log.read_text().splitlines():
-        call = line.split(None, 1)[1] if " " in line else line
-        if call.startswith("openat(") and "refs/heads/main.lock" in call and "= " in call:
-            lock_fd = call.rsplit("= ", 1)[1].strip()
-        elif call.startswith("fsync(") and lock_fd is not None:
-            steps.append(
-                "fsync lock"
-                if call.startswith(f"fsync({lock_fd})") or call.startswith(f"fsync({lock_fd} ")
-                else "fsync"
-            )
-        elif call.startswith("rename(") and "main.lock" in call:
-            steps.append("rename")
-    assert "rename" in steps, steps
-    at = steps.index("rename")
-    assert "fsync lock" in steps[:at] and "fsync" in " ".join(steps[at + 1 :]), steps
+    moved = events.index(("rename", str(repo / "refs" / "heads" / "main")))
+    assert ("fsync", str(repo / "refs" / "heads" / "main.lock")) in events[:moved], events
+    assert any(k == "fsync" and p.endswith("refs/heads") for k, p in events[moved + 1 :]), events
 
 
 def test_a_durable_mount_is_fsynced_by_a_writer_that_did_not_ask(tmp_path: Path) -> None:
