@@ -1,4 +1,4 @@
-"""The real git client, and the bad pushes every path into a mount must refuse.
+"""The real git client, a real ``gitmem serve`` process, and the bad pushes every path into a mount must refuse.
 
 Shared by the HTTP server tests (``tests/serve``) and the hook tests
 (``tests/hooks``): each bad push is made in a working clone, pushed, and must be
@@ -7,11 +7,17 @@ rejected with its rule named on git's stderr while the mount stays as it was.
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import subprocess
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitmem import GitFileStore, Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
@@ -69,6 +75,86 @@ def git(
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return done
+
+
+#: The ``gitmem`` command line of the Python running the tests (no installed script needed).
+GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
+
+
+def start_serve(
+    root: Path,
+    tokens: Path,
+    *options: str,
+    json_output: bool = True,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """Start ``gitmem serve`` on a free loopback port and wait until it says where it listens.
+
+    With ``json_output`` its first line (the ``--json`` banner) comes back parsed;
+    without, the human banner is left on stdout for the test to read. A server
+    that stays silent or exits first fails the test with its stderr.
+    """
+    args = ["serve", "--root", str(root), "--port", "0", "--token-file", str(tokens), *options]
+    if json_output:
+        args.append("--json")
+    proc = subprocess.Popen(
+        [*GITMEM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or GIT_ENV
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
+    if not ready:
+        proc.kill()
+        raise AssertionError(f"gitmem serve did not say where it listens in {GIT_TIMEOUT}s:\n{proc.communicate()[1]}")
+    if not json_output:
+        return proc, {}
+    line = proc.stdout.readline()
+    info: dict[str, Any] = json.loads(line) if line.startswith("{") else {}
+    if "url" not in info:  # it exited first, or said why it cannot serve (an error as JSON)
+        err = proc.communicate(timeout=GIT_TIMEOUT)[1]
+        raise AssertionError(f"gitmem serve exited ({proc.returncode}) before it listened:\n{line}{err}")
+    return proc, info
+
+
+def stop_serve(proc: subprocess.Popen[str]) -> str:
+    """Stop a server with SIGTERM, as a service manager does, and return its stderr (the server's log).
+
+    One still running ``GIT_TIMEOUT`` later is killed and fails the test.
+    """
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.communicate(timeout=GIT_TIMEOUT)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("gitmem serve ignored SIGTERM") from None
+
+
+@dataclass
+class Serving:
+    """A running ``gitmem serve``: its process, its ``--json`` banner, and its log once stopped."""
+
+    proc: subprocess.Popen[str]
+    info: dict[str, Any]
+    err: str = ""
+
+
+@contextmanager
+def serving(
+    root: Path, tokens: Path, *options: str, json_output: bool = True, env: dict[str, str] | None = None
+) -> Iterator[Serving]:
+    """``gitmem serve`` for the block (see ``start_serve``), stopped on the way out (see ``stop_serve``).
+
+    A block that ends without an error also asserts the server exited 0 on
+    SIGTERM; ``err`` then holds its stderr for the test's own checks.
+    """
+    proc, info = start_serve(root, tokens, *options, json_output=json_output, env=env)
+    served = Serving(proc, info)
+    try:
+        yield served
+    finally:
+        served.err = stop_serve(proc)
+    assert proc.returncode == 0, served.err
 
 
 def commit_all(work: Path, message: str) -> str:

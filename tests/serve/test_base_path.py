@@ -7,10 +7,6 @@ A real server process, the real git client (clone, push) and the official
 from __future__ import annotations
 
 import json
-import select
-import signal
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,9 +18,8 @@ from gitmem import Root
 from gitmem.adapters.cli import cli
 from gitmem.adapters.tokens import token_entry
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed, write
+from .support import GIT_TIMEOUT, fsck_clean, git, seed, serving, write
 
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 TOKEN = "tok-base-path-0123456789abcdef0123"
 
 
@@ -44,30 +39,8 @@ def test_git_mcp_discovery_and_health_answer_under_the_base_path_only(tmp_path: 
     seed(store)
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(token_entry(TOKEN, "alice", ["team"], "write"))
-    proc = subprocess.Popen(
-        [
-            *GITMEM,
-            "serve",
-            "--root",
-            str(root.path),
-            "--port",
-            "0",
-            "--token-file",
-            str(tokens),
-            "--base-path",
-            "/memories/",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not say where it listens"
-        info = json.loads(proc.stdout.readline())
+    with serving(root.path, tokens, "--base-path", "/memories/") as served:
+        info = served.info
         url = info["url"]
         origin = url[: -len("/memories")]
         assert url.endswith("/memories") and info["mcp_url"] == url + "/mcp" and info["base_path"] == "/memories"
@@ -105,15 +78,6 @@ def test_git_mcp_discovery_and_health_answer_under_the_base_path_only(tmp_path: 
             assert status == 404 and b"under /memories/" in body, (path, status, body)
         refused = git("ls-remote", origin.replace("http://", f"http://alice:{TOKEN}@") + "/team.git", check=False)
         assert refused.returncode != 0
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError("gitmem serve ignored SIGTERM") from None
-    assert proc.returncode == 0, err
     fsck_clean(root.mount_path("team"))
 
 

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -30,9 +29,20 @@ from gitmem.adapters.tokens import token_entry
 from gitmem.git.quarantine import PREFIX, holds, leftovers, sweep
 from gitmem.model import Origin
 
-from .support import GIT_ENV, GIT_TIMEOUT, commit_all, fsck_clean, git, has_object, seed, write
+from .support import (
+    GIT_ENV,
+    GIT_TIMEOUT,
+    GITMEM,
+    commit_all,
+    fsck_clean,
+    git,
+    has_object,
+    seed,
+    start_serve,
+    stop_serve,
+    write,
+)
 
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 ALICE = "tok-alice-quarantine-0123456789abcdef"
 SECRET = "Dana's home address is 4 Elm Road\n"
 
@@ -60,14 +70,8 @@ class Server:
         env = dict(GIT_ENV)
         if path is not None:
             env["PATH"] = f"{path}{os.pathsep}{env.get('PATH', '')}"
-        args = ["serve", "--root", str(self.root.path), "--port", "0", "--token-file", str(self.tokens), "--json"]
-        self.proc = subprocess.Popen(
-            [*GITMEM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not start"
-        self.url = json.loads(self.proc.stdout.readline())["url"]
+        self.proc, info = start_serve(self.root.path, self.tokens, env=env)
+        self.url = info["url"]
         return self
 
     def git_url(self) -> str:
@@ -79,13 +83,8 @@ class Server:
         self.proc.communicate(timeout=GIT_TIMEOUT)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.communicate(timeout=GIT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
+        if self.proc is not None:
+            stop_serve(self.proc)
 
 
 @pytest.fixture

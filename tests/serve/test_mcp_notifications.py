@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import queue
-import select
-import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -28,9 +25,8 @@ from gitmem.adapters.tokenadmin import revoke_tokens
 from gitmem.adapters.tokens import token_entry
 from gitmem.git.review import PROPOSALS
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed, write
+from .support import GIT_ENV, GIT_TIMEOUT, GITMEM, fsck_clean, git, seed, serving, write
 
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 CONTEXT = "memory://team/context"
 #: A liveness bound for one notification on a loaded machine (the bench measures the latency).
 WAIT = 20.0
@@ -57,27 +53,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
     tokens = tmp_path / "tokens.toml"
     people = {"alice": "write", "bob": "write", "carol": "propose", "rob": "read"}
     tokens.write_text("".join(token_entry(token_of(w), w, ["team"], a) for w, a in people.items()))  # type: ignore[arg-type]
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not say where it listens"
-        yield Served(json.loads(proc.stdout.readline())["url"], root, tokens)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError("gitmem serve ignored SIGTERM") from None
-        assert proc.returncode == 0, err
+    with serving(root.path, tokens) as server:
+        yield Served(server.info["url"], root, tokens)
     fsck_clean(root.mount_path("team"))
 
 

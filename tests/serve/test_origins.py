@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,10 +22,9 @@ import pytest
 from gitmem import Root
 from gitmem.adapters.tokens import token_entry
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed
+from .support import GIT_ENV, GIT_TIMEOUT, GITMEM, fsck_clean, git, seed, start_serve, stop_serve
 
 REPO = Path(__file__).resolve().parents[2]
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 ALICE = "tok-alice-origins-0123456789abcdef"
 HELLO = {
     "jsonrpc": "2.0",
@@ -48,30 +45,8 @@ class Serve:
 
     def __init__(self, root: Root, tokens: Path, *options: str) -> None:
         self.root = root
-        self.proc = subprocess.Popen(
-            [
-                *GITMEM,
-                "serve",
-                "--root",
-                str(root.path),
-                "--port",
-                "0",
-                "--token-file",
-                str(tokens),
-                "--json",
-                *options,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=GIT_ENV,
-        )
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not start"
-        line = self.proc.stdout.readline()
-        assert line, self.proc.communicate(timeout=GIT_TIMEOUT)[1]
-        self.port = int(json.loads(line)["url"].rsplit(":", 1)[1])
+        self.proc, info = start_serve(root.path, tokens, *options)
+        self.port = int(info["url"].rsplit(":", 1)[1])
 
     def request(
         self, method: str, path: str, *, host: str | None = None, origin: str | None = None, body: object = None
@@ -104,14 +79,7 @@ class Serve:
 
     def stop(self) -> str:
         """Stop the server; its stderr (the server log)."""
-        if self.proc.poll() is not None:
-            return ""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.communicate(timeout=GIT_TIMEOUT)[1]
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.communicate()[1]
+        return stop_serve(self.proc)
 
 
 @pytest.fixture(scope="module")

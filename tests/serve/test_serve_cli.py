@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import select
-import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -15,9 +11,7 @@ from click.testing import CliRunner
 from gitmem import Root
 from gitmem.adapters.cli import cli
 
-from .support import GIT_ENV, GIT_TIMEOUT, commit_all, git, seed, write
-
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
+from .support import GIT_ENV, GIT_TIMEOUT, commit_all, git, seed, serving, write
 
 
 def test_gitmem_serve_serves_clones_takes_token_pushes_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -27,18 +21,8 @@ def test_gitmem_serve_serves_clones_takes_token_pushes_and_stops_on_sigterm(tmp_
     tokens = tmp_path / "tokens"
     tokens.write_text("# the team's push token\nteam-token-1\n")
     env = {**GIT_ENV, "GITMEM_TOKENS": "ci-token-2"}
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not say where it listens"
-        assert proc.stdout is not None
-        info = json.loads(proc.stdout.readline())
+    with serving(root.path, tokens, env=env) as served:
+        info = served.info
         assert info["mounts"] == ["user"] and info["tokens"] == 2 and info["public_read"] is False
         from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS
 
@@ -50,15 +34,6 @@ def test_gitmem_serve_serves_clones_takes_token_pushes_and_stops_on_sigterm(tmp_
         pushed = commit_all(work, "via serve")
         git("push", "-q", "origin", "main", cwd=work)
         assert store.sync.head() == pushed
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError("gitmem serve ignored SIGTERM") from None
-    assert proc.returncode == 0, err
 
 
 def test_gitmem_hooks_install_guards_file_path_pushes(tmp_path: Path) -> None:
@@ -80,18 +55,6 @@ def test_gitmem_hooks_install_guards_file_path_pushes(tmp_path: Path) -> None:
     assert git("rev-parse", "main", cwd=root.mount_path("user")).stdout.strip() == head
 
 
-def _stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=GIT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise AssertionError("gitmem serve ignored SIGTERM") from None
-    assert proc.returncode == 0, err
-    return err
-
-
 def test_gitmem_token_then_serve_prints_urls_that_work_as_shown(tmp_path: Path) -> None:
     root = Root(tmp_path / "mem")
     seed(root.mount("user", create=True))
@@ -106,17 +69,9 @@ def test_gitmem_token_then_serve_prints_urls_that_work_as_shown(tmp_path: Path) 
     refused = runner.invoke(cli, ["token", "bob", "--memory", "user", "--file", str(plain)])
     assert refused.exit_code == 1 and plain.read_text() == "old-token\n"
 
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    try:
+    with serving(root.path, tokens, json_output=False) as served:
+        proc = served.proc
         assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not say where it listens"
         lines: list[str] = []
         while not any("MCP" in line for line in lines) and len(lines) < 20:
             lines.append(proc.stdout.readline())  # the banner is flushed as a whole
@@ -147,5 +102,3 @@ def test_gitmem_token_then_serve_prints_urls_that_work_as_shown(tmp_path: Path) 
             answer = json.loads(response.read())
             assert response.headers["mcp-session-id"]
         assert answer["result"]["serverInfo"]["name"] == "gitmem"
-    finally:
-        _stop(proc)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import threading
@@ -27,10 +25,9 @@ import pytest
 from gitmem import Root
 from gitmem.adapters.tokens import token_entry
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed
+from .support import GIT_TIMEOUT, fsck_clean, git, seed, start_serve, stop_serve
 
 REPO = Path(__file__).resolve().parents[2]
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 ALICE = "tok-alice-processes-0123456789abcdef"
 BOB = "tok-bob-processes-0123456789abcdef"
 
@@ -55,27 +52,8 @@ class Server:
         self.url = ""
 
     def start(self) -> Server:
-        self.proc = subprocess.Popen(
-            [
-                *GITMEM,
-                "serve",
-                "--root",
-                str(self.root.path),
-                "--port",
-                "0",
-                "--token-file",
-                str(self.tokens),
-                "--json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=GIT_ENV,
-        )
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not start"
-        self.url = json.loads(self.proc.stdout.readline())["url"]
+        self.proc, info = start_serve(self.root.path, self.tokens)
+        self.url = info["url"]
         return self
 
     def git_url(self, who: str, token: str) -> str:
@@ -87,13 +65,8 @@ class Server:
         self.proc.communicate(timeout=GIT_TIMEOUT)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.communicate(timeout=GIT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
+        if self.proc is not None:
+            stop_serve(self.proc)
 
 
 @pytest.fixture

@@ -7,10 +7,7 @@ the real client and MCP the official ``mcp`` client: what a team's admin does.
 from __future__ import annotations
 
 import json
-import select
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,9 +22,7 @@ from gitmem import Root
 from gitmem.adapters.cli import cli
 from gitmem.adapters.tokens import hash_token, load_tokens
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed
-
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
+from .support import GIT_ENV, GIT_TIMEOUT, GITMEM, fsck_clean, git, seed, serving
 
 
 def gitmem(*args: str) -> dict[str, Any]:
@@ -57,25 +52,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
     seed(root.mount("team", create=True))
     tokens = tmp_path / "tokens.toml"
     tokens.write_text("# the team's tokens: edit with `gitmem token`\ntoken = []\n", encoding="utf-8")
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not say where it listens"
-        yield Server(proc, json.loads(proc.stdout.readline())["url"])
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+    with serving(root.path, tokens) as served:
+        yield Server(served.proc, served.info["url"])
     fsck_clean(root.mount_path("team"))
 
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -22,9 +19,8 @@ from pathlib import Path
 from gitmem import Root
 from gitmem.adapters.tokens import hash_token, token_entry
 
-from .support import GIT_ENV, GIT_TIMEOUT, fsck_clean, git, seed
+from .support import fsck_clean, git, seed, serving
 
-GITMEM = [sys.executable, "-c", "from gitmem.adapters.cli import main; main()"]
 ALICE = "gm_alice-live-edit-0123456789abcdef0123456789"
 #: Each request must be answered this fast even while the file is a FIFO (a liveness bound).
 ANSWER_SECONDS = 10.0
@@ -80,26 +76,19 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
     tokens = tmp_path / "tokens.toml"
     good = token_entry(ALICE, "alice", ["notes"], "write")
     tokens.write_text(good)
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    err = ""
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not start"
-        info = json.loads(proc.stdout.readline())
+    with serving(root.path, tokens) as served:
+        proc, info = served.proc, served.info
         refs = f"{info['url']}/notes.git/info/refs?service=git-upload-pack"
         hello = json.dumps(
             {
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
             }
         ).encode()
         mcp = info["mcp_url"]
@@ -121,15 +110,7 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
         assert _request(refs, ALICE) == 200
         url = info["url"].replace("://", f"://alice:{ALICE}@", 1) + "/notes.git"
         git("clone", "-q", url, str(tmp_path / "clone"))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError("gitmem serve ignored SIGTERM") from None
-    assert proc.returncode == 0, err
+    err = served.err
     said = [line for line in err.splitlines() if "no longer reads" in line]
     assert len(said) == 4, err  # once per change, not per request
     typo, fifo, link, big = said
@@ -151,18 +132,8 @@ def test_a_mount_config_planted_while_serving_is_refused_at_once_and_served_agai
     tokens.write_text(token_entry(ALICE, "alice", ["notes"], "write"))
     config = root.mount_path("notes") / "config"
     saved = config.read_bytes()
-    proc = subprocess.Popen(
-        [*GITMEM, "serve", "--root", str(root.path), "--port", "0", "--token-file", str(tokens), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=GIT_ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], GIT_TIMEOUT)
-        assert ready, "gitmem serve did not start"
-        info = json.loads(proc.stdout.readline())
+    with serving(root.path, tokens) as served:
+        info = served.info
         refs = f"{info['url']}/notes.git/info/refs?service=git-upload-pack"
         with HttpMcpClient(info["mcp_url"], ALICE) as client:
             assert not client.call("memory_file_view", memory="notes", path="seed.md").is_error
@@ -183,15 +154,7 @@ def test_a_mount_config_planted_while_serving_is_refused_at_once_and_served_agai
             config.write_bytes(saved)
             assert _request(refs, ALICE) == 200
             assert not client.call("memory_file_view", memory="notes", path="seed.md").is_error
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise AssertionError("gitmem serve ignored SIGTERM") from None
-    assert proc.returncode == 0, err
+    err = served.err
     assert "memory notes is not served" in err and "FIFO" in err and "symbolic link" in err
     assert root.mount("notes").sync.head() == head  # the refused create wrote nothing
     fsck_clean(root.mount_path("notes"))
