@@ -237,10 +237,14 @@ class VersionMismatch(MemoryStoreError):
     ``not_found`` when the file expected is gone.
     """
 
-    situation: str
+    situation: ErrorCode
 
     def __init__(
-        self, code: ErrorCode, message: str = "", current: FileText | None = None, situation: str = "version_mismatch"
+        self,
+        code: ErrorCode,
+        message: str = "",
+        current: FileText | None = None,
+        situation: ErrorCode = "version_mismatch",
     ) -> None:
         super().__init__(code, message, current)
         self.situation = situation
@@ -258,7 +262,7 @@ def situation(exc: MemoryStoreError) -> MemoryStoreError:
     if not isinstance(exc, VersionMismatch) or exc.situation == exc.code:
         return exc
     current = exc.current if exc.situation == "already_exists" else None
-    return MemoryStoreError(exc.situation, exc.message, current=current)  # type: ignore[arg-type]
+    return MemoryStoreError(exc.situation, exc.message, current=current)
 
 
 class MemoryToolError(MemoryStoreError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from gitmem.errors import MemoryStoreError, VersionMismatch
+from gitmem.errors import ErrorCode, MemoryStoreError, VersionMismatch
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
 from gitmem.model import (
@@ -217,6 +217,7 @@ def mismatch(path: str, current: FileText | None, expected: str | None) -> Memor
     situation (:func:`gitmem.errors.situation`: a create over a file, a gone file).
     """
     have = current.version if current is not None else None
+    found: ErrorCode
     if expected is None:
         message, found = f"{path} already exists (version {have}); read it and edit instead of creating", "already_exists"
     elif current is None:
