@@ -101,6 +101,8 @@ def cas_update(
     # contract); the text is checked here only when the caller's rules are other ones.
     # Each check scans the text for secrets, which is most of a check's cost.
     own_rules = store.format == fmt
+    if not own_rules:  # the store checks paths by its own rules; the caller's may be stricter
+        path = validate_path(path, fmt)
     for _ in range(retries + 1):
         current = read_or_none(store, path)
         text = change(current)
@@ -111,7 +113,7 @@ def cas_update(
         except MemoryStoreError as exc:
             if exc.code not in LOST_RACE:
                 raise
-            latest = exc.current or latest
+            latest = exc.current  # the file as that refusal saw it: None when it is gone
             continue
         return text, version
     raise MemoryToolError(
@@ -333,7 +335,7 @@ def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, re
         except MemoryStoreError as exc:
             if exc.code not in LOST_RACE:
                 raise
-            latest = exc.current or latest
+            latest = exc.current  # the file as that refusal saw it: None when it is gone
             continue
         return {"status": "moved", "source": source, "destination": destination, "version": version}
     raise MemoryToolError(
@@ -345,6 +347,8 @@ def move(store: FileStore, source: str, destination: str, *, fmt: FileFormat, re
 
 def delete(store: FileStore, path: str, version: str, *, fmt: FileFormat, origin: Origin) -> Payload:
     """Delete ``path`` only at ``version``; a lost race is reported, never retried."""
+    if store.format != fmt:  # the store checks paths by its own rules; the caller's may be stricter
+        path = validate_path(path, fmt)
     try:
         store.delete(path, expected=version, origin=origin)
     except MemoryStoreError as exc:

@@ -76,3 +76,48 @@ def test_a_wrong_memory_is_still_reported_before_bad_arguments(tmp_path: Path) -
     assert answer["error"] == "unknown_memory"
     answer = memory.call("memory_file_edit", {"memory": "m", "path": 7})
     assert answer["error"] == "invalid_arguments"
+
+
+@pytest.mark.parametrize("tool", ["create", "append", "edit", "delete"])
+def test_the_callers_path_rules_hold_when_they_are_stricter_than_the_stores(tool: str) -> None:
+    """Limits with a shorter path cap than the store's: every write tool refuses the long path, as move does."""
+    from gitmem.fileformat import FileFormat
+    from gitmem.memstore import InMemoryFileStore
+    from gitmem.tools.mounts import FileMemoryLimits
+
+    store = InMemoryFileStore()
+    long = "notes/" + "x" * 40 + ".md"
+    version = store.write(long, "hi\n", expected=None)
+    cap = FileMemoryCapability(
+        [FileMount("m", store, "write")], limits=FileMemoryLimits(format=FileFormat(max_path_bytes=20))
+    )
+    args: dict[str, Any] = {
+        "create": {"path": "other/" + "y" * 40 + ".md", "content": "x\n"},
+        "append": {"path": long, "content": "more\n"},
+        "edit": {"path": long, "old_string": "hi", "new_string": "ho"},
+        "delete": {"path": long, "version": version},
+    }[tool]
+    answer = cap.call(f"memory_file_{tool}", {"memory": "m", **args})
+    assert answer["error"] == "invalid_path", answer
+    assert [e.path for e in store.list()] == [long] and store.read(long).text == "hi\n"
+
+
+def test_retries_exhausted_carry_none_when_the_file_is_gone() -> None:
+    """The last lost race was a delete: ``current`` is null, not an older version of a gone file."""
+    from gitmem.memstore import InMemoryFileStore
+
+    store = InMemoryFileStore()
+    store.write("a.md", "one\n", expected=None)
+    real_write = store.write
+
+    def racing_write(path: str, text: str, *, expected: str | None, origin: Origin | None = None) -> str:
+        current = store.read(path)
+        real_write(path, current.text + "x\n", expected=current.version)  # another writer first...
+        if expected is not None and store.read(path).text.count("x") >= 2:
+            store.delete(path, expected=store.read(path).version)  # ...and at last it removes the file
+        return real_write(path, text, expected=expected, origin=origin)
+
+    store.write = racing_write  # type: ignore[method-assign]
+    with pytest.raises(MemoryStoreError) as caught:
+        ops.append(store, "a.md", "mine\n", fmt=store.format, retries=1, origin=Origin())
+    assert caught.value.code == "conflict_retries_exhausted" and caught.value.current is None
