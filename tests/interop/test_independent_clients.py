@@ -173,7 +173,8 @@ def check_ts_client(modules: Path, target: list[str], reconnects: int, *, http: 
     caps = answer["capabilities"]
     assert caps["tools"]["listChanged"] is False and caps["prompts"]["listChanged"] is False
     assert caps["resources"]["listChanged"] is False
-    assert bool(caps["resources"].get("subscribe")) is not http  # resource updates over stdio only
+    # Resource updates over stdio, and over HTTP on a session's GET event stream.
+    assert caps["resources"].get("subscribe") is True, (http, caps)
     assert answer["unknown"]["failed"] and answer["unknown"]["code"] == -32602, answer["unknown"]
     assert "Unknown tool" in answer["unknown"]["message"]
     for step, field in (("extra", "'recursive'"), ("wrong_type", "'query'")):
@@ -249,7 +250,8 @@ def test_over_http(node_modules: Path, root: Root, served: Serve) -> None:
     assert grown < 64 * 1024, f"gitmem serve grew by {grown} KiB over 100 connects"
     origin = root.mount("notes").sync.log("inspector-http.md")[0].origin
     assert origin.principal_id == "alice" and origin.run_id and origin.tool_call_id
-    assert origin.tool_call_id.startswith("mcp-" + origin.run_id.partition("/mcp-")[2] + "-")
+    # One run per principal and topic; the session is named in the tool call id.
+    assert origin.run_id == "alice/mcp" and re.fullmatch(r"mcp-[0-9a-f]+-\d+", origin.tool_call_id), origin
     fsck_clean(root.mount_path("notes"))
 
 
