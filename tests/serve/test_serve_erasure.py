@@ -50,9 +50,12 @@ def test_a_served_remote_takes_the_ledger_and_is_reported_while_its_own_history_
     from gitmem import GitFileStore, remotes
 
     local = GitFileStore.init(tmp_path / "local.git")
+    remotes.add(local, "team", served.url(mount.name))
+    # Join the served memory first: two new memories share their "init memory" commit only
+    # when they were made within the same second.
+    remotes.pull(local, "team")
     local.sync.write("keep.md", "keep\n", expected=None)
     erased = local.sync.write("people/dana.md", SECRET, expected=None)
-    remotes.add(local, "team", served.url(mount.name))
     remotes.push(local, "team")
     local.sync.forget("people/dana.md")
 
