@@ -307,17 +307,21 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
 
 
 def replace_private(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` at once (``0600``): a reader sees the old file or the new, never half.
+    """Replace ``path`` with ``text`` at once: a reader sees the old file or the new, never half.
 
     The text goes to a fresh file beside it (opened by :func:`open_private`),
     is synced, and is renamed over ``path``; ``rename`` replaces a link there
     itself, never its target. The folder is synced so the rename survives a crash.
+    A new file is ``0600``; a replaced regular file keeps its mode, and its owner and
+    group as far as the caller may give them, so root's edit of a group-readable file
+    leaves it readable by the server that reads it.
     """
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
     tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
+        _keep_owner_and_mode(fd, target)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
@@ -334,6 +338,27 @@ def replace_private(path: str | os.PathLike[str], text: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _keep_owner_and_mode(fd: int, target: str) -> None:
+    """Give the file ``fd`` the owner, group and mode of the regular file at ``target`` (none there: as it is).
+
+    ``fchown`` is refused to a caller who is not root (or not in the group): the
+    owner, then the group alone, is tried, and what is refused is left as it is.
+    """
+    try:
+        old = os.lstat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(old.st_mode):
+        return
+    for uid in (old.st_uid, -1):
+        try:
+            os.fchown(fd, uid, old.st_gid)
+            break
+        except PermissionError:
+            continue
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))  # after fchown, which may clear set-id bits
 
 
 def open_folder(path: str | os.PathLike[str]) -> int:

@@ -503,13 +503,23 @@ def normalize_base_path(base: str | None) -> str:
     return text
 
 
+_WELL_KNOWN = re.compile(r"^(/\.well-known/[A-Za-z0-9._~-]+)(/.*)$")
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base + "/")
+
+
 class FrontApp:
     """What waitress serves before the git and MCP apps: the base path, and ``GET /health``.
 
     With a base path every route (git's ``NAME.git/...``, ``/mcp``, OAuth discovery,
     ``/health``) answers only under it, as a reverse proxy forwards ``/base/...``
     unchanged; the prefix is moved to ``SCRIPT_NAME`` so the apps see their usual
-    paths, and anything outside it is 404. ``/health`` needs no token and says
+    paths, and anything outside it is 404. The one exception is a well-known URI
+    that names the base after its name (``/.well-known/oauth-protected-resource/base/mcp``):
+    OAuth discovery puts the resource's path there, at the host's root, so it is
+    answered as its twin under the base (``/base/.well-known/oauth-protected-resource/mcp``). ``/health`` needs no token and says
     nothing about the memories: it is for a proxy's or orchestrator's liveness check.
     """
 
@@ -522,7 +532,12 @@ class FrontApp:
         path = str(environ.get("PATH_INFO", ""))
         base = self.base_path
         if base:
-            if path != base and not path.startswith(base + "/"):
+            known = _WELL_KNOWN.match(path)
+            if known and _under(known.group(2), base):
+                # RFC 8414 / RFC 9728: the metadata of https://host/base/mcp is at
+                # /.well-known/NAME/base/mcp, at the host's root; answered as /base/.well-known/NAME/mcp.
+                path = base + known.group(1) + known.group(2)[len(base) :]
+            if not _under(path, base):
                 return _text(start_response, "404 Not Found", f"this server answers under {base}/ only\n")
             environ["SCRIPT_NAME"] = str(environ.get("SCRIPT_NAME", "")) + base
             path = path[len(base) :] or "/"

@@ -19,7 +19,8 @@ JSON file is written back whole. A plain list (clear-text tokens with full acces
 can be listed and revoked by id, not rotated: a new token belongs in a TOML file.
 
 An entry is named by its **id**, the first 12 hex digits of its SHA-256 (never
-the token, never the whole hash), or by its **principal** (every entry of it).
+the token, never the whole hash), or by its **principal** (every entry of it);
+``id:`` or ``principal:`` before it says which, when a principal is named like an id.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from gitmem.adapters.tokens import (
     token_entries,
     token_entry,
     token_format,
+    toml_table,
 )
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_folder, replace_private
@@ -166,21 +168,43 @@ class _TokenText:
         return cls(where, fmt, text, _entries_to_edit(text, where, fmt))
 
     def named(self, who: str) -> list[TokenEntry]:
-        """The entries of principal ``who``, else the one whose hash starts with id ``who``; ``not_found`` else."""
-        mine = [e for e in self.entries if e.grant.principal == who]
-        if mine:
-            return mine
-        if _ID.fullmatch(who.lower()):
-            by_id = [e for e in self.entries if e.sha256.startswith(who.lower())]
-            if len(by_id) > 1:
-                raise MemoryStoreError(
-                    "ambiguous_match", f"id {who!r} starts {len(by_id)} tokens' ids: give more of it"
-                )
-            if by_id:
-                return by_id
+        """The entries ``who`` names: ``principal:NAME``, ``id:HEX``, or a bare principal or id.
+
+        A bare selector that is a principal's name and also starts another entry's id
+        is ``ambiguous_match`` (never the principal first: a principal named like an
+        id must not shadow ``revoke <id>`` of a leaked token); ``not_found`` if none.
+        """
+        kind, colon, rest = who.partition(":")
+        if colon and kind in ("principal", "id"):
+            found = self._of_principal(rest) if kind == "principal" else self._of_id(rest)
+        else:
+            found, by_id = self._of_principal(who), self._of_id(who)
+            if by_id and not {e.sha256 for e in by_id} <= {e.sha256 for e in found}:
+                if found:
+                    other = by_id[0]
+                    raise MemoryStoreError(
+                        "ambiguous_match",
+                        f"{who!r} is principal {who} ({', '.join(e.id for e in found)}) and the start of id {other.id} "
+                        f"(principal {other.grant.principal or 'plain token'}): give principal:{who} or id:{other.id}",
+                    )
+                found = by_id
+        if found:
+            return found
         raise MemoryStoreError(
             "not_found", f"no token of {self.path} has principal or id {who!r} (see `gitmem token list`)"
         )
+
+    def _of_principal(self, name: str) -> list[TokenEntry]:
+        return [e for e in self.entries if e.grant.principal == name]
+
+    def _of_id(self, prefix: str) -> list[TokenEntry]:
+        """The entry whose hash starts with ``prefix`` (6+ hex digits); ``ambiguous_match`` for several."""
+        if not _ID.fullmatch(prefix.lower()):
+            return []
+        by_id = [e for e in self.entries if e.sha256.startswith(prefix.lower())]
+        if len(by_id) > 1:
+            raise MemoryStoreError("ambiguous_match", f"id {prefix!r} starts {len(by_id)} tokens' ids: give more of it")
+        return by_id
 
     def appended(self, block: str) -> str:
         text = _NO_TABLES.sub("", self.text) if not self.entries else self.text
@@ -262,19 +286,7 @@ def _entries_to_edit(text: str, where: str, fmt: TokenFormat) -> list[TokenEntry
 
 
 def _toml_block(entry: TokenEntry | None) -> str:
-    if entry is None:
-        return ""
-    g = entry.grant
-    out = [
-        "[[token]]",
-        f"principal = {json.dumps(g.principal)}",
-        f'sha256 = "{entry.sha256}"',
-        f"memories = [{', '.join(json.dumps(m) for m in g.memories)}]",
-        f'access = "{g.access}"',
-    ]
-    if entry.note is not None:
-        out.append(f"note = {json.dumps(entry.note)}")
-    return "\n".join(out) + "\n"
+    return "" if entry is None else toml_table(entry)
 
 
 def _trailing(part: str) -> str:

@@ -51,7 +51,6 @@ must not keep a revoked token alive), and the log says why once per change.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -342,16 +341,42 @@ def _entries(entries: list[Any], where: str) -> list[TokenEntry]:
 
 def token_entry(token: str, principal: str, memories: Iterable[str], access: Access, note: str | None = None) -> str:
     """The TOML ``[[token]]`` table for ``token`` (its hash only), validated as the server will read it."""
-    names = list(memories)
-    text = (
-        "[[token]]\n"
-        f"principal = {json.dumps(principal)}\n"
-        f'sha256 = "{hash_token(token)}"\n'
-        f"memories = [{', '.join(json.dumps(m) for m in names)}]\n"
-        f'access = "{access}"\n' + (f"note = {json.dumps(note)}\n" if note is not None else "")
-    )
+    text = toml_table(TokenEntry(hash_token(token), Grant(principal, tuple(memories), access), note))
     parse_token_file(text, "the new entry", "toml")
     return text
+
+
+def toml_table(entry: TokenEntry) -> str:
+    """``entry`` as the ``[[token]]`` table the server reads back to the same entry: the one writer of a table."""
+    g = entry.grant
+    lines = [
+        "[[token]]",
+        f"principal = {toml_string(g.principal or '')}",
+        f"sha256 = {toml_string(entry.sha256)}",
+        f"memories = [{', '.join(toml_string(m) for m in g.memories)}]",
+        f"access = {toml_string(g.access)}",
+    ]
+    if entry.note is not None:
+        lines.append(f"note = {toml_string(entry.note)}")
+    return "\n".join(lines) + "\n"
+
+
+_TOML_ESCAPED = re.compile(r'["\\\x00-\x1f\x7f]')
+_TOML_SHORT = {'"': '\\"', "\\": "\\\\"}
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string: ``"``, ``\\``, U+0000-U+001F and U+007F escaped, the rest as UTF-8.
+
+    Not ``json.dumps``: JSON writes a character beyond U+FFFF as two ``\\uD83D``-style
+    surrogate escapes, which TOML refuses, and leaves DEL raw, which TOML refuses too.
+    A lone surrogate (undecodable bytes of a command line) has no UTF-8 form: ``invalid_arguments``.
+    """
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise MemoryStoreError(
+            "invalid_arguments", f"{value.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8 text"
+        )
+    return '"' + _TOML_ESCAPED.sub(lambda m: _TOML_SHORT.get(m.group()) or f"\\u{ord(m.group()):04X}", value) + '"'
 
 
 def _bad(where: str, detail: str) -> MemoryStoreError:

@@ -69,11 +69,21 @@ def test_git_mcp_discovery_and_health_answer_under_the_base_path_only(tmp_path: 
         assert get(url + "/health") == (200, b"ok\n")
         status, body = get(url + "/.well-known/oauth-protected-resource/mcp")
         assert status == 404 and "bearer tokens, not OAuth" in json.loads(body)["error_description"]
+        # ... and where OAuth discovery looks for the resource /memories/mcp: at the host's root, the path after
+        # the well-known name (RFC 9728 for the resource, RFC 8414 for an authorization server).
+        for path in ("/.well-known/oauth-protected-resource/memories/mcp",
+                     "/.well-known/oauth-protected-resource/memories",
+                     "/.well-known/oauth-authorization-server/memories",
+                     "/.well-known/oauth-authorization-server/memories/mcp",
+                     "/.well-known/openid-configuration/memories"):  # fmt: skip
+            status, body = get(origin + path)
+            assert status == 404 and "bearer tokens, not OAuth" in json.loads(body)["error_description"], path
 
         # Outside the prefix nothing answers, not even with a good token.
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         for path in ("/health", "/team.git/info/refs?service=git-upload-pack", "/mcp", "/memoriesx/health",
-                     "/.well-known/oauth-protected-resource"):  # fmt: skip
+                     "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/memoriesx/mcp",
+                     "/.well-known/oauth-protected-resource/mcp"):  # fmt: skip
             status, body = get(origin + path, bearer)
             assert status == 404 and b"under /memories/" in body, (path, status, body)
         refused = git("ls-remote", origin.replace("http://", f"http://alice:{TOKEN}@") + "/team.git", check=False)

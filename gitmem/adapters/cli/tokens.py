@@ -119,7 +119,8 @@ def list_(state: State, token_file: Path) -> None:
 @common_options
 @pass_state
 def revoke(state: State, who: str, token_file: Path) -> None:
-    """Revoke every token of PRINCIPAL, or the token ID: refused from the server's next request."""
+    """Revoke every token of PRINCIPAL, or the token ID (principal:NAME or id:ID says which): refused from the
+    server's next request."""
     from gitmem.adapters.tokenadmin import describe, revoke_tokens
 
     gone = [describe(e) for e in revoke_tokens(token_file, who)]
