@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from gitmem.errors import MemoryStoreError
 from gitmem.recall import bm25, convo, fusion, postings
+from gitmem.recall.tokens import PROFILE as TOKEN_PROFILE
 from gitmem.recall.tokens import token_list, tokenize
 
 if TYPE_CHECKING:
@@ -172,6 +173,8 @@ class RecallIndex:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.profile: Profile = profile
         self._conversation = profile == "conversation"
+        #: The profile's exact name with its tokeniser's version: a saved tokenised form carries it.
+        self.token_profile: str = convo.PROFILE if self._conversation else TOKEN_PROFILE
         # BM25's parameters: the profile's own unless given.
         default = bm25.Params(convo.BM25_K1, convo.BM25_B) if self._conversation else bm25.DEFAULT
         self._params = bm25.Params(default.k1 if k1 is None else k1, default.b if b is None else b)
@@ -258,7 +261,7 @@ class RecallIndex:
             check_doc(doc)
             doc_id = doc.id
             if doc_id in entries:  # two files naming one id: the later one stands
-                self._put(doc, self._listed(doc))
+                self._put(doc, self._listed(doc, ahead))
                 added.append(doc)
                 continue
             listed = self._listed(doc, ahead) if self._conversation else token_list(doc.text)
@@ -349,6 +352,8 @@ class RecallIndex:
     def remove(self, doc_id: str) -> None:
         with self._lock:
             self._drop(doc_id)
+            if self._followers:  # its words leave the context of the items that follow it
+                self._refollow(doc_id)
         if self.semantic is not None:
             self.semantic.forget(doc_id)
 
@@ -410,18 +415,22 @@ class RecallIndex:
     # -- the tokenised form (snapshots) --
 
     def export_tokens(self) -> dict[str, object]:
-        """The index's tokenised form, JSON-ready: ``ids``, their token counts, every token's posting string.
+        """The index's tokenised form, JSON-ready: its ``profile``, ``ids``, their token counts, every token's posting string.
 
-        :meth:`restore` takes it back with the same documents, and the index then
-        answers exactly as one filled from their texts would, without tokenising them.
+        :meth:`restore` takes it back with the same documents into an index of the
+        same profile, and the index then answers exactly as one filled from their
+        texts would, without tokenising them. The conversation profile's form is
+        its name alone: its tokens depend on neighbours, so it is filled from texts.
         """
+        if self._conversation:
+            return {"profile": self.token_profile}
         with self._lock:
             self._decode_all(list(self._raw))
             ids = list(self._docs)
             position = {doc_id: at for at, doc_id in enumerate(ids)}
             lengths = [self._lengths[doc_id] for doc_id in ids]
             encoded = {token: postings.encode(posting, position) for token, posting in self._postings.items()}
-        return {"ids": ids, "lengths": lengths, "postings": encoded}
+        return {"profile": self.token_profile, "ids": ids, "lengths": lengths, "postings": encoded}
 
     def restore(self, docs: Iterable[RecallDoc], tokens: object) -> bool:
         """Fill the empty index with ``docs`` and their saved tokenised form (from :meth:`export_tokens`).
@@ -430,10 +439,12 @@ class RecallIndex:
         token count each, a string per token); each posting string is decoded and
         checked when a query or a write first needs its token, and a bad one makes
         the index tokenise every text again. ``False`` (nothing changed): the form
-        does not fit, fill the index with :meth:`upsert_many` instead.
+        does not fit (another profile or tokeniser version's, another shape), fill
+        the index with :meth:`upsert_many` instead.
         """
-        if not isinstance(tokens, dict) or self._conversation:
-            # (the conversation profile's tokens depend on neighbours: its index is filled from texts)
+        if not isinstance(tokens, dict) or tokens.get("profile") != self.token_profile or self._conversation:
+            # Another profile's (or tokeniser version's) tokens would answer other queries; the
+            # conversation profile's tokens depend on neighbours: such an index is filled from texts.
             return False
         ids, lengths, encoded = tokens.get("ids"), tokens.get("lengths"), tokens.get("postings")
         if not (isinstance(ids, list) and isinstance(lengths, list) and isinstance(encoded, dict)):
@@ -454,7 +465,7 @@ class RecallIndex:
             for at, (doc_id, length) in enumerate(zip(ids, lengths, strict=True)):
                 doc = by_id[doc_id]
                 entries_at = float(doc.updated_at)
-                self._docs[doc_id] = _Entry(None, length, entries_at, doc.text)
+                self._docs[doc_id] = _Entry(None, length, entries_at, doc.text, doc.follows)
                 self._keys[doc_id] = (-entries_at, doc_id)
                 self._lengths[doc_id] = length
                 self._slots[doc_id] = at
@@ -492,7 +503,7 @@ class RecallIndex:
 
     def _retokenise(self) -> None:
         """Throw away the saved tokenised form and index every text again, as :meth:`upsert_many` would."""
-        docs = [RecallDoc(doc_id, e.text, e.updated_at) for doc_id, e in self._docs.items()]
+        docs = [RecallDoc(doc_id, e.text, e.updated_at, e.follows) for doc_id, e in self._docs.items()]
         semantic, self.semantic = self.semantic, None  # the semantic side keeps what it noted
         try:
             self.clear()
@@ -521,7 +532,7 @@ class RecallIndex:
     def get(self, doc_id: str) -> RecallDoc | None:
         with self._lock:
             entry = self._docs.get(doc_id)
-        return None if entry is None else RecallDoc(doc_id, entry.text, entry.updated_at)
+        return None if entry is None else RecallDoc(doc_id, entry.text, entry.updated_at, entry.follows)
 
     def tokens_of(self, doc_id: str) -> frozenset[str] | None:
         entry = self._docs.get(doc_id)
