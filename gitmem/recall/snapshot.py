@@ -72,7 +72,9 @@ def save(
         "prefix": prefix,
         "cursor": snapshot.cursor,
         "generation": seen.value,
-        "docs": [[p, d.id, d.text, d.updated_at, *([] if d.follows is None else [d.follows])] for p, d in snapshot.docs],
+        "docs": [
+            [p, d.id, d.text, d.updated_at, *([] if d.follows is None else [d.follows])] for p, d in snapshot.docs
+        ],
         "skipped": [list(s) for s in snapshot.skipped],
         "tokens": snapshot.tokens,
     }

@@ -88,7 +88,9 @@ def test_removing_a_turn_takes_its_words_out_of_the_answer_after_it() -> None:
     assert [h.id for h in index.search("programming languages", ranking="bm25")] == ["q1", "a1"]
 
 
-@pytest.mark.parametrize(("saved", "restored"), [("conversation", "word-cjk-bigram"), ("word-cjk-bigram", "conversation")])
+@pytest.mark.parametrize(
+    ("saved", "restored"), [("conversation", "word-cjk-bigram"), ("word-cjk-bigram", "conversation")]
+)
 def test_a_tokenised_form_is_restored_only_into_its_own_profile(saved: Profile, restored: Profile) -> None:
     docs = [RecallDoc("q", "which programming languages", 1.0), RecallDoc("a", "volunteering", 2.0, "q")]
     source = RecallIndex(profile=saved)
