@@ -33,8 +33,8 @@ from pathlib import Path
 
 from gitmem import derived
 from gitmem.localfile import load_local_json
-from gitmem.recall.index import RecallDoc
 from gitmem.recall.tokens import PROFILE
+from gitmem.recall.values import RecallDoc
 
 FORMAT = "gitmem-recall-snapshot/3"  # /2: with the index's tokenised form; /3: and what each doc follows
 SNAPSHOT_LIMIT = 1 << 30
