@@ -14,10 +14,12 @@ starts from that profile's tokens, so scripts and CJK behave as there:
   only borrows its words.
 - **query stop-words**: function words ("when", "did", "the", "in") are dropped
   from the query, never from items; a query made only of them keeps them all.
-- **light stemming**: plain ASCII words lose their English inflection
-  ("volunteering", "volunteered" -> "volunteer"; "dogs" -> "dog"); words of any
-  other script or with accents are left as they are, and CJK tokens are never
-  touched. One rule set on both sides, so a stem need not be a real word.
+- **light stemming** (:mod:`gitmem.recall.stemming`): words of Latin letters lose
+  their inflection in English, German, French, Spanish, Portuguese and Italian
+  ("volunteering", "volunteered"; "caminando", "caminar"; "voyageons",
+  "voyager" meet); words of any other script are left as they are, and CJK
+  tokens are never touched. One rule set on both sides, so a stem need not be
+  a real word.
 - **dates**: an item is also indexed under its month's name, ``YYYY-MM``,
   ``YYYY-MM-DD`` and the year, from its time (UTC), so "what happened in June"
   or "2026-06" finds items whose text never says when.
@@ -25,16 +27,21 @@ starts from that profile's tokens, so scripts and CJK behave as there:
 
 from __future__ import annotations
 
-import functools
 import re
 from datetime import UTC, datetime
 from typing import Final
 
+from gitmem.recall.stemming import stem
 from gitmem.recall.tokens import PROFILE as BASE_PROFILE
 from gitmem.recall.tokens import token_list
 
+__all__ = [
+    "BM25_B", "BM25_K1", "CONTEXT_TOKENS", "NAME", "PROFILE", "STOP_WORDS",
+    "date_tokens", "doc_tokens", "query_tokens", "stem",
+]  # fmt: skip
+
 NAME: Final = "conversation"
-PROFILE: Final[str] = f"conversation.v1({BASE_PROFILE})"
+PROFILE: Final[str] = f"conversation.v2({BASE_PROFILE})"  # v2: light stems of six languages
 #: BM25's parameters under this profile (chosen on the development split of bench/convdata.py).
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
@@ -71,36 +78,6 @@ STOP_WORDS: Final = frozenset(
     il lo gli una e io lui lei è sono era quando come cosa dove chi con di del nel per non mio
     """.split()
 )
-
-_ASCII_WORD: Final = re.compile("[a-z]+")
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(token: str) -> str:
-    """A light English stem of a lower-case ASCII word; any other token unchanged.
-
-    Plural and verb endings only (``-ies -es -s -ing -ed``, then a final ``-e``
-    and a doubled last consonant), on words of four letters or more, so short
-    words and numbers stay exact.
-    """
-    if len(token) < 4 or not _ASCII_WORD.fullmatch(token):
-        return token
-    word = token
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("ing") and len(word) > 5:
-        word = word[:-3]
-    elif word.endswith("ed") and len(word) > 4:
-        word = word[:-2]
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouslz":
-        word = word[:-1]
-    return word
 
 
 def date_tokens(at: float) -> list[str]:

@@ -21,8 +21,16 @@ of a question asked in other words than its own ("pets" / "two dogs").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from gitmem.recall.index import RecallIndex
+    from gitmem.recall.semantic import SemanticBranch
+
+#: Reciprocal-rank fusion's constant: an id scores ``1/(RRF_K + rank)`` per ranking.
+RRF_K: Final = 60
 
 #: What a semantic hit can add at most (cosine 1), as a share of the query's ideal lexical score
 #: (chosen on the development split of bench/convdata.py: 0.1-0.2 scored alike, 0.25 and up lost
@@ -48,3 +56,27 @@ def lexical_led(
         if cosine >= gate:
             out[doc_id] = out.get(doc_id, 0.0) + weight * cosine
     return out
+
+
+def semantic_scores(
+    branch: SemanticBranch | None,
+    query: str,
+    depth: int,
+    accept: Callable[[str], bool] | None,
+    index: RecallIndex,
+) -> list[tuple[str, float]]:
+    """The branch's hits with their cosines; a branch that ranks without scores counts rank 1 as cosine 1."""
+    scored = getattr(branch, "scored", None)
+    if scored is not None:
+        return list(scored(query, depth, accept, index) or [])
+    ids = None if branch is None else branch.rank(query, depth, accept, index)
+    return [] if ids is None else [(d, 1.0 / (1 + at)) for at, d in enumerate(ids)]
+
+
+def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal-rank fusion: each id scores the sum of ``1/(k + rank)`` over the rankings it is in (rank from 1)."""
+    fused: dict[str, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            fused[doc_id] += 1.0 / (k + rank)
+    return dict(fused)

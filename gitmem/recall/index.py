@@ -12,59 +12,49 @@
   BM25 with the semantic branch added lexical-led (:mod:`gitmem.recall.fusion`).
 
 The index is derived data: it is never the source of truth, and the property
-tests check it against a full scan of the same documents.
+tests check it against a full scan of the same documents (and, under the
+``conversation`` profile, against an index rebuilt from the documents it holds).
+The values it takes and gives, and the checks of them, are in
+:mod:`gitmem.recall.values` (importable from here too).
 """
 
 from __future__ import annotations
 
-import heapq
-import math
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from gitmem.errors import MemoryStoreError
-from gitmem.recall import bm25, convo, fusion, postings
-from gitmem.recall.tokens import token_list, tokenize
+from gitmem.recall import bm25, convo, fusion, ordering, postings
+from gitmem.recall.fusion import RRF_K, rrf
+from gitmem.recall.postings import counted
+from gitmem.recall.tokens import PROFILE as TOKEN_PROFILE
+from gitmem.recall.tokens import token_list
+from gitmem.recall.values import (
+    MAX_LIMIT,
+    PROFILES,
+    RANKINGS,
+    Profile,
+    Ranking,
+    RecallDoc,
+    RecallHit,
+    check_doc,
+    check_min_score,
+    check_query,
+    order_key,
+    remembered,
+)
 
 if TYPE_CHECKING:
     from gitmem.recall.semantic import SemanticBranch
 
-Ranking = Literal["coverage", "bm25", "fused"]
-RANKINGS: tuple[Ranking, ...] = ("coverage", "bm25", "fused")
-#: The lexical profiles an index can use: the exact A3S one, and :mod:`gitmem.recall.convo`.
-Profile = Literal["word-cjk-bigram", "conversation"]
-PROFILES: tuple[Profile, ...] = ("word-cjk-bigram", "conversation")
-MAX_LIMIT = 100
-RRF_K = 60
+__all__ = [  # the values live in gitmem.recall.values (rrf in .fusion); these names stay importable from here
+    "MAX_LIMIT", "PROFILES", "RANKINGS", "RRF_K", "Profile", "Ranking", "RecallDoc", "RecallHit", "RecallIndex",
+    "check_doc", "check_min_score", "check_query", "order_key", "rrf",
+]  # fmt: skip
 # Coverage counts a query's tokens per document on bitmaps from this many postings on.
 COUNT_ON_BITMAPS = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class RecallDoc:
-    """One thing to find: the caller's id, its text, and when it last changed (epoch seconds).
-
-    ``follows`` names the item this one came after in its conversation or run (the
-    ``conversation`` profile indexes the head of that item's text with it; the
-    ``word-cjk-bigram`` profile ignores it).
-    """
-
-    id: str
-    text: str
-    updated_at: float
-    follows: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecallHit:
-    """One answer: the document's id, its score under the ranking asked for, and its time."""
-
-    id: str
-    score: float
-    updated_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,82 +64,6 @@ class _Entry:
     updated_at: float
     text: str
     follows: str | None = None
-
-
-def _counted(listed: list[str]) -> dict[str, int]:
-    """Each token of ``listed`` with how often it occurs there."""
-    counts = dict.fromkeys(listed, 1)
-    if len(counts) < len(listed):  # some token repeats
-        return dict(Counter(listed))
-    return counts
-
-
-def check_query(
-    query: object, limit: object, ranking: object = "coverage", profile: Profile = "word-cjk-bigram"
-) -> frozenset[str]:
-    """The query's tokens under ``profile``, or ``invalid_query`` naming what is wrong with the request."""
-    if not isinstance(query, str):
-        raise MemoryStoreError("invalid_query", f"a query is a string, not {type(query).__name__}")
-    if not query.strip():
-        raise MemoryStoreError("invalid_query", "the query is empty")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise MemoryStoreError("invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
-    if ranking not in RANKINGS:
-        raise MemoryStoreError("invalid_query", f"ranking must be one of {', '.join(RANKINGS)}, not {ranking!r}")
-    tokens = tokenize(query) if profile == "word-cjk-bigram" else convo.query_tokens(query)
-    if not tokens:
-        raise MemoryStoreError("invalid_query", "the query has no word or CJK token to look for")
-    return tokens
-
-
-def check_doc(doc: object) -> None:
-    """Refuse what would corrupt the index: not a :class:`RecallDoc`, non-string id or text, a time that is not finite."""
-    if type(doc) is RecallDoc and type(doc.id) is str and type(doc.text) is str and type(doc.updated_at) is float:
-        if math.isfinite(doc.updated_at) and (doc.follows is None or type(doc.follows) is str):
-            return  # the common case, checked without the general tests below
-    if not isinstance(doc, RecallDoc):
-        raise TypeError(f"upsert takes a RecallDoc, not {type(doc).__name__}")
-    if not isinstance(doc.id, str) or not isinstance(doc.text, str):
-        raise TypeError("a RecallDoc's id and text are strings")
-    if doc.follows is not None and not isinstance(doc.follows, str):
-        raise TypeError("a RecallDoc's follows is an id (a string) or None")
-    at = doc.updated_at
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
-        # A NaN time would make the tie order (newest first) undefined.
-        raise ValueError(f"{doc.id}: updated_at must be a finite number of seconds, not {at!r}")
-
-
-def check_min_score(min_score: object) -> float:
-    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
-        raise MemoryStoreError("invalid_query", f"min_score must be a finite number, not {min_score!r}")
-    return float(min_score)
-
-
-def order_key(score: float, updated_at: float, doc_id: str) -> tuple[float, float, str]:
-    """The sort key of every ranking: score high to low, then newest first, then id."""
-    return (-score, -updated_at, doc_id)
-
-
-def _remembered(accept: Callable[[str], bool]) -> Callable[[str], bool]:
-    """``accept`` asked at most once per document within one search."""
-    verdicts: dict[str, bool] = {}
-
-    def ask(doc_id: str) -> bool:
-        verdict = verdicts.get(doc_id)
-        if verdict is None:
-            verdict = verdicts[doc_id] = accept(doc_id)
-        return verdict
-
-    return ask
-
-
-def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
-    """Reciprocal-rank fusion: each id scores the sum of ``1/(k + rank)`` over the rankings it is in (rank from 1)."""
-    fused: dict[str, float] = defaultdict(float)
-    for ranking in rankings:
-        for rank, doc_id in enumerate(ranking, start=1):
-            fused[doc_id] += 1.0 / (k + rank)
-    return dict(fused)
 
 
 class RecallIndex:
@@ -172,6 +86,8 @@ class RecallIndex:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.profile: Profile = profile
         self._conversation = profile == "conversation"
+        #: The profile's exact name with its tokeniser's version: a saved tokenised form carries it.
+        self.token_profile: str = convo.PROFILE if self._conversation else TOKEN_PROFILE
         # BM25's parameters: the profile's own unless given.
         default = bm25.Params(convo.BM25_K1, convo.BM25_B) if self._conversation else bm25.DEFAULT
         self._params = bm25.Params(default.k1 if k1 is None else k1, default.b if b is None else b)
@@ -258,7 +174,7 @@ class RecallIndex:
             check_doc(doc)
             doc_id = doc.id
             if doc_id in entries:  # two files naming one id: the later one stands
-                self._put(doc, self._listed(doc))
+                self._put(doc, self._listed(doc, ahead))
                 added.append(doc)
                 continue
             listed = self._listed(doc, ahead) if self._conversation else token_list(doc.text)
@@ -312,7 +228,7 @@ class RecallIndex:
 
     def _put(self, doc: RecallDoc, listed: list[str]) -> None:
         length = len(listed)
-        counts = _counted(listed)
+        counts = counted(listed)
         if self._raw:  # decoded before anything changes: a damaged one re-tokenises first
             self._decode_all(counts)
         doc_id = doc.id
@@ -349,6 +265,8 @@ class RecallIndex:
     def remove(self, doc_id: str) -> None:
         with self._lock:
             self._drop(doc_id)
+            if self._followers:  # its words leave the context of the items that follow it
+                self._refollow(doc_id)
         if self.semantic is not None:
             self.semantic.forget(doc_id)
 
@@ -387,7 +305,7 @@ class RecallIndex:
         keep = ~(1 << slot)
         counts = old.counts
         if counts is None:  # restored: left out of every decode from now on
-            counts = _counted(token_list(old.text))
+            counts = counted(token_list(old.text))
             self._dead.add(doc_id)
         for token in counts:
             posting = self._postings.get(token)
@@ -410,18 +328,22 @@ class RecallIndex:
     # -- the tokenised form (snapshots) --
 
     def export_tokens(self) -> dict[str, object]:
-        """The index's tokenised form, JSON-ready: ``ids``, their token counts, every token's posting string.
+        """The index's tokenised form, JSON-ready: its ``profile``, ``ids``, their token counts, every token's posting string.
 
-        :meth:`restore` takes it back with the same documents, and the index then
-        answers exactly as one filled from their texts would, without tokenising them.
+        :meth:`restore` takes it back with the same documents into an index of the
+        same profile, and the index then answers exactly as one filled from their
+        texts would, without tokenising them. The conversation profile's form is
+        its name alone: its tokens depend on neighbours, so it is filled from texts.
         """
+        if self._conversation:
+            return {"profile": self.token_profile}
         with self._lock:
             self._decode_all(list(self._raw))
             ids = list(self._docs)
             position = {doc_id: at for at, doc_id in enumerate(ids)}
             lengths = [self._lengths[doc_id] for doc_id in ids]
             encoded = {token: postings.encode(posting, position) for token, posting in self._postings.items()}
-        return {"ids": ids, "lengths": lengths, "postings": encoded}
+        return {"profile": self.token_profile, "ids": ids, "lengths": lengths, "postings": encoded}
 
     def restore(self, docs: Iterable[RecallDoc], tokens: object) -> bool:
         """Fill the empty index with ``docs`` and their saved tokenised form (from :meth:`export_tokens`).
@@ -430,37 +352,34 @@ class RecallIndex:
         token count each, a string per token); each posting string is decoded and
         checked when a query or a write first needs its token, and a bad one makes
         the index tokenise every text again. ``False`` (nothing changed): the form
-        does not fit, fill the index with :meth:`upsert_many` instead.
+        does not fit (another profile or tokeniser version's, another shape), fill
+        the index with :meth:`upsert_many` instead.
         """
-        if not isinstance(tokens, dict) or self._conversation:
-            # (the conversation profile's tokens depend on neighbours: its index is filled from texts)
-            return False
-        ids, lengths, encoded = tokens.get("ids"), tokens.get("lengths"), tokens.get("postings")
-        if not (isinstance(ids, list) and isinstance(lengths, list) and isinstance(encoded, dict)):
+        if not isinstance(tokens, dict) or tokens.get("profile") != self.token_profile or self._conversation:
+            # Another profile's (or tokeniser version's) tokens would answer other queries; the
+            # conversation profile's tokens depend on neighbours: such an index is filled from texts.
             return False
         by_id: dict[str, RecallDoc] = {}
         for doc in docs:
             check_doc(doc)
             by_id[doc.id] = doc  # of two docs naming one id the later stands, as in upsert_many
-        if len(ids) != len(by_id) or len(lengths) != len(ids) or len(set(ids)) != len(ids):
+        form = postings.form_of(tokens, by_id)
+        if form is None:
             return False
-        if not all(map(by_id.__contains__, ids)):
-            return False
-        if not all(type(n) is int and n >= 0 for n in lengths):
-            return False
+        ids, lengths, encoded = form
         with self._lock:
             if self._docs or self._impacts:
                 return False
             for at, (doc_id, length) in enumerate(zip(ids, lengths, strict=True)):
                 doc = by_id[doc_id]
                 entries_at = float(doc.updated_at)
-                self._docs[doc_id] = _Entry(None, length, entries_at, doc.text)
+                self._docs[doc_id] = _Entry(None, length, entries_at, doc.text, doc.follows)
                 self._keys[doc_id] = (-entries_at, doc_id)
                 self._lengths[doc_id] = length
                 self._slots[doc_id] = at
             self._slot_ids = list(ids)
             self._total_length = sum(lengths)
-            self._raw = {t: p for t, p in encoded.items() if type(t) is str}
+            self._raw = encoded
             self._raw_ids = list(ids)
             self.restored = True
         if self.semantic is not None:
@@ -479,20 +398,13 @@ class RecallIndex:
 
     def _decode(self, token: str) -> None:
         """Move ``token``'s posting from ``_raw`` into ``_postings``; ``ValueError`` when it is damaged."""
-        posting = postings.decode(self._raw.pop(token), self._raw_ids)
-        dead = self._dead
-        if dead:
-            if len(dead) < len(posting):
-                for doc_id in dead:
-                    posting.pop(doc_id, None)
-            else:
-                posting = {d: n for d, n in posting.items() if d not in dead}
+        posting = postings.decode(self._raw.pop(token), self._raw_ids, self._dead)
         if posting:
             self._postings[token] = posting
 
     def _retokenise(self) -> None:
         """Throw away the saved tokenised form and index every text again, as :meth:`upsert_many` would."""
-        docs = [RecallDoc(doc_id, e.text, e.updated_at) for doc_id, e in self._docs.items()]
+        docs = [RecallDoc(doc_id, e.text, e.updated_at, e.follows) for doc_id, e in self._docs.items()]
         semantic, self.semantic = self.semantic, None  # the semantic side keeps what it noted
         try:
             self.clear()
@@ -521,7 +433,7 @@ class RecallIndex:
     def get(self, doc_id: str) -> RecallDoc | None:
         with self._lock:
             entry = self._docs.get(doc_id)
-        return None if entry is None else RecallDoc(doc_id, entry.text, entry.updated_at)
+        return None if entry is None else RecallDoc(doc_id, entry.text, entry.updated_at, entry.follows)
 
     def tokens_of(self, doc_id: str) -> frozenset[str] | None:
         entry = self._docs.get(doc_id)
@@ -574,7 +486,7 @@ class RecallIndex:
                 common = list(ordered[0])
                 for other in ordered[1:]:
                     common = list(filter(other.__contains__, common))  # a loop in C
-                for doc_id in self._in_order(common, limit, accept):
+                for doc_id in ordering.in_order(common, limit, accept, self._keys):
                     out.append(RecallHit(doc_id, 1.0, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
@@ -611,7 +523,7 @@ class RecallIndex:
                 if score < floor:
                     break
                 members = listed(n)
-                for doc_id in self._in_order(members, limit - len(out), accept):
+                for doc_id in ordering.in_order(members, limit - len(out), accept, self._keys):
                     out.append(RecallHit(doc_id, score, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
@@ -627,26 +539,6 @@ class RecallIndex:
             if posting is not None and len(posting) >= self._bucketed and token not in self._impacts:
                 self._impacts[token] = bm25.buckets_of(posting, self._lengths)
                 self._bits[token] = bm25.bitmap(posting, self._slots, len(self._slot_ids))
-
-    def _in_order(self, members: list[str], need: int, accept: Callable[[str], bool] | None) -> Iterator[str]:
-        """``members`` newest first (then by id), accepted ones only, sorting no more than ``need`` asks."""
-        key = self._keys.__getitem__
-        want = need if accept is None else need * 2
-        done = 0
-        while True:
-            if len(members) <= max(want, 32):
-                chunk = sorted(map(key, members))
-                last = True
-            else:
-                chunk = heapq.nsmallest(want, map(key, members))
-                last = False
-            for _, doc_id in chunk[done:]:
-                if accept is None or accept(doc_id):
-                    yield doc_id
-            if last:
-                return
-            done = len(chunk)
-            want *= 4
 
     def _bm25(
         self,
@@ -664,7 +556,7 @@ class RecallIndex:
                 return []
             avg = self._total_length / n_docs or 1.0
             if accept is not None:
-                accept = _remembered(accept)
+                accept = remembered(accept)
             if prune and len(tokens) <= bm25.MAX_PRUNED_TOKENS:
                 self._group(tokens)
                 scores = bm25.pruned_scores(
@@ -686,74 +578,30 @@ class RecallIndex:
                 scores = bm25.exhaustive_scores(tokens, self._postings, self._lengths, n_docs, avg, self._params)
             keys = self._keys
             ranked = [((-s, *keys[d]), d) for d, s in scores.items() if s > 0.0 and s >= floor]
-            return self._take(ranked, limit, accept)
-
-    def _take(
-        self, ranked: list[tuple[tuple[float, float, str], str]], limit: int, accept: Callable[[str], bool] | None
-    ) -> list[RecallHit]:
-        """The first ``limit`` accepted entries of ``ranked`` in order, sorting no more than needed."""
-        out: list[RecallHit] = []
-        want = limit
-        while ranked:
-            if len(ranked) <= want * 4:
-                chunk = sorted(ranked)
-                ranked = []
-            else:
-                chunk = heapq.nsmallest(want * 4, ranked)
-                cut = chunk[-1]
-                ranked = [r for r in ranked if r > cut]
-            for (neg, _, _), doc_id in chunk:
-                if accept is not None and not accept(doc_id):
-                    continue
-                out.append(RecallHit(doc_id, -neg, self._docs[doc_id].updated_at))
-                if len(out) == limit:
-                    return out
-            want *= 4
-        return out
+            return ordering.take(ranked, limit, accept)
 
     def _fused(
         self, query: str, tokens: frozenset[str], limit: int, floor: float, accept: Callable[[str], bool] | None
     ) -> list[RecallHit]:
         depth = max(limit * 4, 20)
-        if self._conversation:
-            fused = self._lexical_led(query, tokens, depth, floor, accept)
-        else:
-            fused = self._rrf(query, tokens, depth, floor, accept)
+        top = min(depth, MAX_LIMIT)
+        if self._conversation:  # BM25, with the semantic branch added past a confidence
+            lexical = [(h.id, h.score) for h in self._bm25(tokens, top, floor, accept)]
+            semantic = fusion.semantic_scores(self.semantic, query, depth, accept, self)
+            fused = fusion.lexical_led(lexical, semantic, ideal=self._ideal(tokens))
+        else:  # reciprocal-rank fusion of coverage with the semantic ranking (the A3S profile's)
+            rankings = [[h.id for h in self._coverage(tokens, top, floor, accept)]]
+            ranked = None if self.semantic is None else self.semantic.rank(query, depth, accept, self)
+            fused = fusion.rrf(rankings if ranked is None else [*rankings, ranked])
         with self._lock:
             docs = self._docs
-            ranked = sorted((order_key(s, docs[d].updated_at, d), d) for d, s in fused.items() if d in docs)
-            return [RecallHit(d, -neg, docs[d].updated_at) for (neg, _, _), d in ranked[:limit]]
+            ordered = sorted((order_key(s, docs[d].updated_at, d), d) for d, s in fused.items() if d in docs)
+            return [RecallHit(d, -neg, docs[d].updated_at) for (neg, _, _), d in ordered[:limit]]
 
-    def _lexical_led(
-        self, query: str, tokens: frozenset[str], depth: int, floor: float, accept: Callable[[str], bool] | None
-    ) -> dict[str, float]:
-        """BM25 under the conversation profile, with the semantic branch added past a confidence."""
-        lexical = [(h.id, h.score) for h in self._bm25(tokens, min(depth, MAX_LIMIT), floor, accept)]
-        scored = getattr(self.semantic, "scored", None)
-        semantic: list[tuple[str, float]] | None = None
-        if scored is not None:
-            semantic = scored(query, depth, accept, self)
-        elif self.semantic is not None:  # a branch that ranks without scores: rank 1 counts as cosine 1
-            ids = self.semantic.rank(query, depth, accept, self)
-            semantic = None if ids is None else [(d, 1.0 / (1 + at)) for at, d in enumerate(ids)]
-        with self._lock:  # the score of a document holding every query token, each as often as its own words
+    def _ideal(self, tokens: frozenset[str]) -> float:
+        """BM25 of a document holding every query token, each as often as its own words (see :mod:`.fusion`)."""
+        with self._lock:
             n_docs = len(self._docs)
-            params = self._params
-            ideal = sum(
-                bm25.idf_weight(n_docs, len(p), params.k1) * 2 / (2 + params.k1)
-                for p in (self._postings.get(t) for t in tokens)
-                if p
-            )
-        return fusion.lexical_led(lexical, semantic or [], ideal=ideal)
-
-    def _rrf(
-        self, query: str, tokens: frozenset[str], depth: int, floor: float, accept: Callable[[str], bool] | None
-    ) -> dict[str, float]:
-        """Reciprocal-rank fusion of coverage with the semantic ranking (the A3S profile's fused)."""
-        lexical = [h.id for h in self._coverage(tokens, min(depth, MAX_LIMIT), floor, accept)]
-        rankings = [lexical]
-        if self.semantic is not None:
-            semantic = self.semantic.rank(query, depth, accept, self)
-            if semantic is not None:
-                rankings.append(semantic)
-        return rrf(rankings)
+            k1 = self._params.k1
+            found = (self._postings.get(t) for t in tokens)
+            return sum(bm25.idf_weight(n_docs, len(p), k1) * 2 / (2 + k1) for p in found if p)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 
 
 def encode(posting: Mapping[str, int], position: Mapping[str, int]) -> str:
@@ -33,8 +34,11 @@ def encode(posting: Mapping[str, int], position: Mapping[str, int]) -> str:
     return f"{head};{' '.join(repeats)}" if repeats else head
 
 
-def decode(text: str, ids: Sequence[str]) -> dict[str, int]:
-    """The posting (document id -> occurrences) a posting string over ``ids`` stands for; ``ValueError`` when it is not one."""
+def decode(text: str, ids: Sequence[str], dead: Collection[str] = ()) -> dict[str, int]:
+    """The posting (document id -> occurrences) a posting string over ``ids`` stands for, less the ``dead`` ids.
+
+    ``ValueError`` when it is not one.
+    """
     if type(text) is not str:
         raise ValueError("a posting is a string")
     head, _, tail = text.partition(";")
@@ -55,4 +59,37 @@ def decode(text: str, ids: Sequence[str]) -> dict[str, int]:
             if place not in listed or count < 2:
                 raise ValueError("a posting repeat names a position it does not hold, or a count below 2")
             posting[ids[place]] = count
+    if dead:  # documents removed or replaced since the form was saved
+        if len(dead) < len(posting):
+            for doc_id in dead:
+                posting.pop(doc_id, None)
+        else:
+            posting = {d: n for d, n in posting.items() if d not in dead}
     return posting
+
+
+def counted(listed: list[str]) -> dict[str, int]:
+    """Each token of ``listed`` with how often it occurs there (a document's postings)."""
+    counts = dict.fromkeys(listed, 1)
+    if len(counts) < len(listed):  # some token repeats
+        return dict(Counter(listed))
+    return counts
+
+
+def form_of(
+    tokens: Mapping[str, object], known: Mapping[str, object]
+) -> tuple[list[str], list[int], dict[str, str]] | None:
+    """The ``ids``, token counts and posting strings of a saved form, when its shape fits the documents ``known`` (by id).
+
+    The same ids as the documents (each once), a whole token count each, a
+    mapping of tokens; ``None`` otherwise. The posting strings themselves are
+    checked only when decoded.
+    """
+    ids, lengths, encoded = tokens.get("ids"), tokens.get("lengths"), tokens.get("postings")
+    if not (isinstance(ids, list) and isinstance(lengths, list) and isinstance(encoded, dict)):
+        return None
+    if len(ids) != len(known) or len(lengths) != len(ids) or len(set(ids)) != len(ids):
+        return None
+    if not all(map(known.__contains__, ids)) or not all(type(n) is int and n >= 0 for n in lengths):
+        return None
+    return ids, lengths, {t: p for t, p in encoded.items() if type(t) is str}

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from gitmem.recall.bm25 import BM25_B, BM25_K1
-from gitmem.recall.index import RecallDoc, RecallHit, check_min_score, check_query, order_key
 from gitmem.recall.tokens import coverage, token_list, tokenize
+from gitmem.recall.values import RecallDoc, RecallHit, check_min_score, check_query, order_key
 
 
 def scan_coverage(

@@ -6,7 +6,8 @@ loaded snapshot is only a starting point: the next refresh asks the store for
 answers ``FullResync``: the commit is gone after purge or forget, or the
 snapshot is of another memory). Anything unexpected about the file (missing,
 truncated, another format, profile, key or prefix) means "no snapshot".
-Beside the texts it keeps the index's tokenised form, so a resume need not
+Each document keeps what it follows (the conversation profile indexes it with
+that item's words). Beside the texts it keeps the index's tokenised form, so a resume need not
 tokenise them again (:mod:`gitmem.recall.postings`); a form that does not fit
 the texts is dropped and the texts are tokenised.
 
@@ -32,10 +33,10 @@ from pathlib import Path
 
 from gitmem import derived
 from gitmem.localfile import load_local_json
-from gitmem.recall.index import RecallDoc
 from gitmem.recall.tokens import PROFILE
+from gitmem.recall.values import RecallDoc
 
-FORMAT = "gitmem-recall-snapshot/2"  # /2: with the index's tokenised form
+FORMAT = "gitmem-recall-snapshot/3"  # /2: with the index's tokenised form; /3: and what each doc follows
 SNAPSHOT_LIMIT = 1 << 30
 """Bytes of a snapshot file read at most; a bigger file is not ours and is rebuilt."""
 
@@ -71,7 +72,9 @@ def save(
         "prefix": prefix,
         "cursor": snapshot.cursor,
         "generation": seen.value,
-        "docs": [[p, d.id, d.text, d.updated_at] for p, d in snapshot.docs],
+        "docs": [
+            [p, d.id, d.text, d.updated_at, *([] if d.follows is None else [d.follows])] for p, d in snapshot.docs
+        ],
         "skipped": [list(s) for s in snapshot.skipped],
         "tokens": snapshot.tokens,
     }
@@ -118,12 +121,14 @@ def load(path: str | os.PathLike[str], *, key: str, prefix: str, generation: str
         ):
             return None
         docs = []
-        for p, doc_id, text, updated_at in body["docs"]:
+        for p, doc_id, text, updated_at, *follows in body["docs"]:
             if not (isinstance(p, str) and isinstance(doc_id, str) and isinstance(text, str)):
                 return None
             if isinstance(updated_at, bool) or not isinstance(updated_at, int | float):
                 return None
-            docs.append((p, RecallDoc(doc_id, text, float(updated_at))))
+            if follows and (len(follows) > 1 or not isinstance(follows[0], str)):
+                return None
+            docs.append((p, RecallDoc(doc_id, text, float(updated_at), follows[0] if follows else None)))
         skipped = tuple((str(p), str(why)) for p, why in body.get("skipped", []))
         return Snapshot(body["cursor"], tuple(docs), skipped, body.get("tokens"))
     except (OSError, ValueError, TypeError, KeyError):

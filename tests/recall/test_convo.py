@@ -20,10 +20,49 @@ MARCH = datetime(2026, 3, 2, 9, tzinfo=UTC).timestamp()
 
 
 def test_inflections_meet_and_other_scripts_stay_exact() -> None:
-    assert stem("volunteering") == stem("volunteered") == stem("volunteer")
+    assert stem("volunteering") == stem("volunteered") == stem("volunteer") == stem("volunteers")
     assert stem("dogs") == stem("dog") and stem("hiking") == stem("hike")
     assert stem("über") == "über" and stem("собаки") == "собаки" and stem("東京都") == "東京都"
-    assert stem("bus") == "bus" and stem("2026") == "2026"
+    assert stem("東京で") == "東京で" and stem("데이터베이스") == "데이터베이스"
+    assert stem("bus") == "bus" and stem("2026") == "2026" and stem("x1000ing") == "x1000ing"
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ("freiwilligenarbeit", "freiwilligenarbeiten"),  # German
+        ("zeitung", "zeitungen"),
+        ("hund", "hunde"),
+        ("voyageons", "voyager", "voyagez"),  # French
+        ("caminando", "caminar", "caminamos", "caminado"),  # Spanish
+        ("canción", "canciones"),
+        ("amigo", "amiga", "amigos"),
+        ("viajando", "viajar", "viajamos"),  # Portuguese
+        ("cachorro", "cachorros"),
+        ("viaggiare", "viaggiando", "viaggiato"),  # Italian
+        ("libro", "libri"),
+    ],
+)
+def test_inflections_of_five_more_languages_meet(forms: tuple[str, ...]) -> None:
+    assert len({stem(form) for form in forms}) == 1, [stem(form) for form in forms]
+
+
+def test_short_english_words_keep_endings_another_language_would_strip() -> None:
+    assert stem("lessons") == stem("lesson") == "lesson" and stem("nations") == stem("nation") == "nation"
+    assert [stem(w) for w in ("garden", "parent", "summer", "water")] == ["garden", "parent", "summer", "water"]
+
+
+def test_an_item_in_another_language_is_found_by_another_form_of_its_words() -> None:
+    index = conversation(
+        RecallDoc("es", "Ayer estuve caminando por el parque con mi perro.", 1.0),
+        RecallDoc("fr", "Nous voyageons en Bretagne cet été.", 2.0),
+        RecallDoc("de", "Ich mache Freiwilligenarbeit im Tierheim.", 3.0),
+        RecallDoc("ja", "東京で会議があります。", 4.0),
+    )
+    assert index.search("¿Dónde le gusta caminar?", limit=1, ranking="bm25")[0].id == "es"
+    assert index.search("voyager Bretagne", limit=1, ranking="bm25")[0].id == "fr"
+    assert index.search("Freiwilligenarbeiten", limit=1, ranking="bm25")[0].id == "de"
+    assert index.search("東京", limit=1, ranking="bm25")[0].id == "ja"
 
 
 def test_query_drops_stop_words_unless_nothing_is_left() -> None:
