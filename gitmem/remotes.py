@@ -1,6 +1,7 @@
 """Remotes of a mount: push it to a hosting service, pull merged work back into ``main``.
 
-A thin facade over :mod:`gitmem.git.remote` and :mod:`gitmem.git.pull` for stores::
+A thin facade over :mod:`gitmem.git.remote` and :mod:`gitmem.git.pull` for stores (its push
+half is :mod:`gitmem.remotepush`, all that ``gitmem push`` loads)::
 
     remotes.add(store, "origin", "https://git.example.com/team/user-memory.git")
     remotes.push(store, "origin", proposals=True)   # main, and every review proposal
