@@ -1,6 +1,7 @@
 """Remotes of a mount: push it to a hosting service, pull merged work back into ``main``.
 
-A thin facade over :mod:`gitmem.git.remote` for stores::
+A thin facade over :mod:`gitmem.git.remote` and :mod:`gitmem.git.pull` for stores (its push
+half is :mod:`gitmem.remotepush`, all that ``gitmem push`` loads)::
 
     remotes.add(store, "origin", "https://git.example.com/team/user-memory.git")
     remotes.push(store, "origin", proposals=True)   # main, and every review proposal
@@ -24,13 +25,16 @@ import re
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import remote as engine
+from gitmem.git import pull as engine
 from gitmem.git.merge import MergeRefused, MergeResult
-from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote, RemoteErasure
-from gitmem.gitstore import GitFileStore, SyncGitFileStore, as_sync
+from gitmem.git.pull import RemoteErasure
+from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote, get_remote
+from gitmem.gitstore import as_sync
 from gitmem.model import Origin
+from gitmem.remotepush import Store, add, list_remotes, push, remove
 
 if TYPE_CHECKING:
+    from gitmem.gitstore import GitFileStore
     from gitmem.root import Root
 
 __all__ = [
@@ -49,26 +53,6 @@ __all__ = [
     "remote_holdings",
     "remove",
 ]
-
-Store = GitFileStore | SyncGitFileStore
-
-
-def add(store: Store, name: str, url: str) -> Remote:
-    """Record remote ``name`` at ``url`` (a URL or a local path); ``already_exists`` when taken."""
-    return engine.add_remote(as_sync(store).repo, name, url)
-
-
-def remove(store: Store, name: str) -> None:
-    engine.remove_remote(as_sync(store).repo, name)
-
-
-def list_remotes(store: Store) -> list[Remote]:
-    return engine.remotes(as_sync(store).repo)
-
-
-def push(store: Store, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
-    """Push ``main`` (and with ``proposals`` every review proposal) to ``remote``; never forced."""
-    return engine.push(as_sync(store).repo, remote, proposals=proposals)
 
 
 def pull(
@@ -133,4 +117,4 @@ def erase(store: Store, names: list[str] | None = None) -> list[RemoteErasure]:
 def remote_holdings(store: Store, remote: str = DEFAULT_REMOTE) -> tuple[str, ...]:
     """The refs of ``remote`` from which a version the erasure ledger names is still reachable."""
     repo = as_sync(store).repo
-    return engine.remote_holdings(repo, engine.get_remote(repo, remote))
+    return engine.remote_holdings(repo, get_remote(repo, remote))

@@ -1,6 +1,6 @@
 """Conflict proposals: finish a pull whose two sides changed the same file, with gitmem alone.
 
-A pull (:func:`gitmem.git.remote.pull`) whose remote ``main`` and this memory's
+A pull (:func:`gitmem.git.pull.pull`) whose remote ``main`` and this memory's
 ``main`` both changed a file cannot merge on its own, and ``main`` does not
 move. ``gitmem pull --propose`` then opens a *conflict proposal* instead of
 leaving the user to plain git::
@@ -38,15 +38,15 @@ from gitmem.git.merge import MergeRefused, conflicts, refused_by_rules
 from gitmem.git.packs import PackError
 from gitmem.git.pushcheck import ZERO, RefUpdate, check_updates
 from gitmem.git.quarantine import Quarantine, open_quarantine
-from gitmem.git.refs import MAIN, read_ref, swap_ref
+from gitmem.git.refs import CONFLICT_PROPOSALS, MAIN, PROPOSALS, read_ref, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import file_changes
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, T_APPROVED_BY, commit_message
 
-PREFIX = "merge-"
+PREFIX = CONFLICT_PROPOSALS.removeprefix(PROPOSALS)
 """Run ids of conflict proposals: ``merge-<remote>``."""
-BRANCHES = "refs/heads/proposals/" + PREFIX
+BRANCHES = CONFLICT_PROPOSALS
 T_CONFLICT = "Gitmem-Conflict"
 T_REMOTE = "Gitmem-Remote"
 

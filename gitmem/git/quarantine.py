@@ -2,7 +2,7 @@
 
 Objects reach a mount from outside on several paths: a push to ``gitmem serve``
 (:mod:`gitmem.adapters.receive_pack`), a push to ``refs/for/main`` that the
-server merges (:mod:`gitmem.git.queue`), a pull (:mod:`gitmem.git.remote`),
+server merges (:mod:`gitmem.git.queue`), a pull (:mod:`gitmem.git.pull`),
 ``gitmem import --history`` (:mod:`gitmem.git.historyimport`), a proposal's
 approval (the merge commit :func:`gitmem.git.merge.integrate` writes), a
 conflict proposal opened by ``pull --propose`` and each resolution written into

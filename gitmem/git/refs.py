@@ -32,6 +32,10 @@ from gitmem.model import CommitId, RefName
 
 MAIN: Final = RefName("refs/heads/main")
 """The ref that holds a memory's live state; every module imports it from here."""
+PROPOSALS: Final = "refs/heads/proposals/"
+"""Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
+CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
+"""Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
 
 
 _REF_FILE_LIMIT: Final = 4096  # an id or a "ref: <name>" line; git's own refs are far smaller

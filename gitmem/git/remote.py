@@ -1,30 +1,17 @@
-"""Remotes of a mount: where it is pushed to, and pulling merged work back into ``main``.
+"""Remotes of a mount, and pushing to them (pulling is :mod:`gitmem.git.pull`).
 
 The transport is the real git client (``git push``, ``git fetch``): it speaks
 every protocol a hosting service offers, with the user's credential helpers.
-What gitmem adds is on the receiving side of a pull:
-
-1. the remote's ``main`` is fetched into a quarantine, a bare repository inside
-   the mount's ``gitmem/`` folder (:mod:`gitmem.git.quarantine`), which borrows
-   the mount's objects through ``objects/info/alternates``; nothing reaches the
-   mount yet;
-2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
-   clean three-way merge commit when agents wrote meanwhile, or a refusal naming
-   the conflicting files), after every commit brought in passed the push rules
-   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits,
-   and every object git's strict checks (``index-pack --strict``, as for a push);
-3. only then do objects move into the mount, exactly those the new ``main``
-   reaches (not the remote's erasure ledger, not anything else the fetch
-   brought), and ``main`` moves by compare-and-swap under the writer lock.
-
 Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
-mount keeps no remote-tracking refs. Every pulled commit that ``main`` does not
-already hold is checked, whatever other refs of the mount point at.
+mount keeps no remote-tracking refs.
+
+This module is what ``gitmem push`` loads: it names no merge, conflict,
+quarantine or review module (a push sends what the mount already holds; only a
+pull checks and merges what it brings), so a push pays for none of them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import urllib.parse
@@ -33,22 +20,15 @@ from dataclasses import dataclass
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import FileFormat
-from gitmem.git import conflict, erasures
+from gitmem.git import erasures
 from gitmem.git.cli import run_git
 from gitmem.git.erasures import LEDGER_REF
-from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeRefused, MergeResult, integrate
-from gitmem.git.quarantine import open_quarantine
-from gitmem.git.refs import MAIN, read_ref
+from gitmem.git.refs import CONFLICT_PROPOSALS, MAIN, PROPOSALS, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
-from gitmem.git.review import PROPOSALS, drop_merged
-from gitmem.model import Origin
 from gitmem.secrets import scrub_credentials
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
-
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -166,14 +146,21 @@ def get_remote(git: GitRepo, name: str) -> Remote:
     return Remote(name, url)
 
 
-def _tail(stderr: str, lines: int = 6) -> str:
+def tail(stderr: str, lines: int = 6) -> str:
     kept = [line for line in stderr.strip().splitlines() if line.strip()][-lines:]
     return scrub_credentials(" | ".join(kept)) or "no message"
 
 
 # --- push ---------------------------------------------------------------------------
 
-_PORCELAIN_FLAGS: dict[str, str] = {" ": "ok", "+": "forced", "-": "deleted", "*": "new", "!": "rejected", "=": "up_to_date"}
+_PORCELAIN_FLAGS: dict[str, str] = {
+    " ": "ok",
+    "+": "forced",
+    "-": "deleted",
+    "*": "new",
+    "!": "rejected",
+    "=": "up_to_date",
+}
 
 
 def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
@@ -191,7 +178,7 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
     specs = ["refs/heads/main:refs/heads/main"]
     if proposals:
         # Every proposal but conflict proposals, which are this memory's own unfinished merges.
-        specs += [f"{PROPOSALS}*:{PROPOSALS}*", f"^{conflict.BRANCHES}*"]
+        specs += [f"{PROPOSALS}*:{PROPOSALS}*", f"^{CONFLICT_PROPOSALS}*"]
     leases: list[str] = []
     with translate_errors(git.path):
         handle = git.fresh()
@@ -211,67 +198,35 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
                 "version_mismatch",
                 f"{remote} has commits this memory lacks ({listing}); run a pull first, then push again",
             )
-        raise MemoryStoreError("unavailable", f"{remote} refused the push: {listing}; {_tail(done.stderr)}")
+        raise MemoryStoreError("unavailable", f"{remote} refused the push: {listing}; {tail(done.stderr)}")
     if done.returncode != 0:
-        raise MemoryStoreError("unavailable", f"git push to {remote} failed: {_tail(done.stderr)}")
+        raise MemoryStoreError("unavailable", f"git push to {remote} failed: {tail(done.stderr)}")
     _remember_pushed(git, target, [p.ref[len(PROPOSALS) :] for p in pushed if p.ref.startswith(PROPOSALS)])
     return pushed
 
 
 # A proposal pushed to a remote is recorded (its run id, in the mount's git config) so that a
 # later pull can tell a pull request closed there without merging from one never pushed.
-_PUSHED_KEY = "gitmemproposal"
+PUSHED_KEY = "gitmemproposal"
 
 
 def _remember_pushed(git: GitRepo, target: Remote, runs: list[str]) -> None:
     if not runs:
         return
-    key = f"remote.{target.name}.{_PUSHED_KEY}"
+    key = f"remote.{target.name}.{PUSHED_KEY}"
     with translate_errors(git.path), git.lock.hold():
-        known = set(_pushed(git, target))
+        known = set(pushed_runs(git, target))
         config = git.repo.config
         for run in runs:
             if run not in known:
                 config.set_multivar(key, "^" + re.escape(run) + "$", run)
 
 
-def _pushed(git: GitRepo, target: Remote) -> list[str]:
+def pushed_runs(git: GitRepo, target: Remote) -> list[str]:
     try:
-        return [str(v) for v in git.repo.config.get_multivar(f"remote.{target.name}.{_PUSHED_KEY}")]
+        return [str(v) for v in git.repo.config.get_multivar(f"remote.{target.name}.{PUSHED_KEY}")]
     except (KeyError, pygit2.GitError):
         return []
-
-
-def _forget_pushed(git: GitRepo, target: Remote, runs: list[str]) -> None:
-    key = f"remote.{target.name}.{_PUSHED_KEY}"
-    for run in runs:
-        try:
-            git.repo.config.delete_multivar(key, "^" + re.escape(run) + "$")
-        except (KeyError, pygit2.GitError):
-            continue
-
-
-def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
-    """Proposals pushed to ``target`` and still open here whose branch is gone there (closed unmerged).
-
-    Run after merged ones were closed (a pull request merged on the forge and its
-    branch deleted is closed, not reported). Records of proposals no longer open
-    here are dropped.
-    """
-    recorded = _pushed(git, target)
-    if not recorded:
-        return ()
-    with translate_errors(git.path), git.lock.hold():
-        open_here = {run for run in recorded if git.ref_target(PROPOSALS + run) is not None}
-        _forget_pushed(git, target, [run for run in recorded if run not in open_here])
-    if not open_here:
-        return ()
-    what = f"git ls-remote {target.name}"
-    listed = run_git(["ls-remote", "--heads", target.url, f"{PROPOSALS}*"], cwd=git.path, what=what)
-    if listed.returncode != 0:
-        return ()  # the pull itself reached the remote; a failed listing reports nothing rather than guess
-    there = {line.partition("\t")[2][len(PROPOSALS) :] for line in listed.stdout.splitlines()}
-    return tuple(sorted(run for run in open_here if run not in there))
 
 
 def _erasure_leases(git: GitRepo, target: Remote, handle: pygit2.Repository, *, proposals: bool) -> list[str]:
@@ -299,208 +254,3 @@ def _parse_porcelain(out: str) -> list[PushedRef]:
         summary = fields[1] if len(fields) > 1 else ""
         pushed.append(PushedRef(dest, _PORCELAIN_FLAGS[line[0]], summary.strip()))
     return pushed
-
-
-# --- pull ---------------------------------------------------------------------------
-
-
-_INCOMING_LEDGER = "refs/incoming-ledger"
-
-
-def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
-    """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``; returns ``main``'s commit id.
-
-    One connection brings both: the ledger's refspec is a pattern, so a remote
-    without a ledger fails nothing (an exact refspec would fail the fetch).
-    :func:`_adopt_ledger` reads what it brought.
-    """
-    what = f"git fetch from {remote.name}"
-    done = run_git(
-        [
-            "-c",
-            "gc.auto=0",
-            "-c",
-            "fetch.writeCommitGraph=false",
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
-            remote.url,
-            "+refs/heads/main:refs/heads/incoming",
-            f"+{LEDGER_REF}*:{_INCOMING_LEDGER}*",
-        ],
-        cwd=scratch,
-        what=what,
-    )
-    if done.returncode != 0:
-        if "couldn't find remote ref" in done.stderr.lower():
-            raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
-        raise MemoryStoreError("unavailable", f"{what} failed: {_tail(done.stderr)}")
-    try:
-        r = open_repository(scratch)
-        try:
-            incoming = str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
-            r.references.delete("refs/heads/incoming")  # a ref here would exempt it from the check
-            return incoming
-        finally:
-            r.free()
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
-        raise MemoryStoreError("unavailable", f"{what} brought no usable main: {exc}") from exc
-
-
-def _adopt_ledger(git: GitRepo, scratch: str) -> int:
-    """Add the remote's erasure ledger entries this memory lacks, before what it brings is checked.
-
-    An erasure made on another copy then holds here too: the pull (and every
-    later push, pull and write) refuses what it erased. Returns how many entries
-    were added (none when the remote has no ledger).
-    """
-    r = open_repository(scratch)
-    try:
-        brought = [name for name in r.references if name.startswith(_INCOMING_LEDGER)]
-        tip = r.references[_INCOMING_LEDGER].target if _INCOMING_LEDGER in brought else None
-        theirs = erasures.entries_at(r, str(tip)) if tip is not None else ()
-        for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
-            r.references.delete(name)
-    finally:
-        r.free()
-    if not theirs:
-        return 0
-    with translate_errors(git.path), git.lock.hold():
-        return erasures.merge_entries(
-            git.fresh(), git.path, theirs, stale_after=git.stale_lock_seconds, timeout=git.lock_timeout
-        )
-
-
-def pull(
-    git: GitRepo, fmt: FileFormat, remote: str = DEFAULT_REMOTE, *, origin: Origin | None = None, propose: bool = False
-) -> MergeResult:
-    """Fetch ``remote``'s ``main`` and integrate it into this memory's ``main``.
-
-    Fast-forward when ``main`` has not moved since; a merge commit when agents
-    wrote other files meanwhile; :class:`gitmem.git.merge.MergeRefused` listing
-    the files when both sides changed the same file, or when what the remote
-    brings breaks the memory's rules. ``main`` is untouched by a refusal.
-    Review proposals whose work ``main`` now holds (pull requests merged upstream
-    by a merge commit, a squash or a rebase) are deleted and named in ``closed``;
-    proposals pushed to ``remote`` whose branch is gone there unmerged are named
-    in ``abandoned``.
-
-    A new memory (``main`` only its "init memory" commit) takes the remote's
-    ``main`` whole (kind ``joined``): that is how ``gitmem clone`` and ``init``
-    + ``remote add`` + ``pull`` join a memory kept on a forge. With ``propose``,
-    a conflict opens a conflict proposal (:mod:`gitmem.git.conflict`) and the
-    result's kind is ``conflict``: ``main`` still does not move.
-    """
-    who = origin or Origin()
-    target = get_remote(git, remote)
-    mark = git.history_mark()
-    with open_quarantine(git.path) as held:
-        incoming = fetch_main(git, held.path, target)
-        _adopt_ledger(git, held.path)
-
-        def history_unchanged() -> None:
-            if git.history_mark() != mark:
-                raise MemoryStoreError(
-                    "unavailable",
-                    "this memory's history was rewritten (purge or forget) during the pull; pull again",
-                )
-
-        closed: list[str] = []
-
-        def close_merged_proposals(result: MergeResult) -> None:
-            closed.extend(drop_merged(git, result.after))
-
-        try:
-            result = integrate(
-                git,
-                fmt,
-                incoming,
-                what=f"{remote}/main",
-                origin=who,
-                detail=f"pull {remote}",
-                scratch=held,
-                precheck=history_unchanged,
-                after_swap=close_merged_proposals,
-                strict_objects=True,  # fetched objects meet git's strict rules, as pushed ones do
-                join=True,
-            )
-        except MergeRefused as exc:
-            if not (propose and exc.code == "version_mismatch" and exc.paths):
-                raise
-            ours = git.head()
-            run, paths = conflict.open_draft(git, fmt, held, ours, incoming, target.name, who)
-            return MergeResult("conflict", ours, ours, paths, proposal=run)
-        abandoned = _abandoned(git, target)
-        return dataclasses.replace(result, closed=tuple(closed), abandoned=abandoned)
-
-
-# --- erasure on remotes ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteErasure:
-    """One remote after ``forget --remotes``: whether the push landed, and what there still reaches erased objects.
-
-    ``holding`` names each remote ref from which an object the ledger names is
-    still reachable (empty: no ref there reaches erased content); ``error`` is
-    why the push or the check failed (then ``holding`` is what the check saw).
-    """
-
-    remote: str
-    pushed: tuple[PushedRef, ...]
-    holding: tuple[str, ...]
-    error: str | None = None
-
-    @property
-    def clean(self) -> bool:
-        return self.error is None and not self.holding
-
-
-def erase_on_remotes(git: GitRepo, names: list[str] | None = None, *, proposals: bool = True) -> list[RemoteErasure]:
-    """Push the rewritten history and the ledger to every remote (or ``names``), then check each one."""
-    chosen = [get_remote(git, n) for n in names] if names else remotes(git)
-    out = []
-    for target in chosen:
-        pushed: list[PushedRef] = []
-        error = None
-        try:
-            pushed = push(git, target.name, proposals=proposals)
-        except MemoryStoreError as exc:
-            error = exc.message
-        try:
-            holding = remote_holdings(git, target)
-        except MemoryStoreError as exc:
-            holding, error = (), error or exc.message
-        out.append(RemoteErasure(target.name, tuple(pushed), holding, error))
-    return out
-
-
-def remote_holdings(git: GitRepo, target: Remote) -> tuple[str, ...]:
-    """The refs of ``target`` from which a blob the ledger names is reachable.
-
-    Every ref of the remote is fetched into a quarantine (deleted after, with
-    whatever erased objects it brought; nothing of it is admitted) and walked with
-    ``git rev-list --objects``.
-    """
-    with translate_errors(git.path):
-        erased = erasures.erased_blobs(git.fresh(), git.path)
-    if not erased:
-        return ()
-    what = f"git fetch from {target.name}"
-    with open_quarantine(git.path) as held:
-        scratch = held.path
-        done = run_git(
-            ["-c", "gc.auto=0", "fetch", "--no-tags", "--no-write-fetch-head", target.url, "+refs/*:refs/check/*"],
-            cwd=scratch,
-            what=what,
-        )
-        if done.returncode != 0:
-            raise MemoryStoreError("unavailable", f"{what} failed: {_tail(done.stderr)}")
-        listed = run_git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/check/"], cwd=scratch, what=what)
-        holding = []
-        for line in listed.stdout.splitlines():
-            value, _, ref = line.partition(" ")
-            objects = run_git(["rev-list", "--objects", value], cwd=scratch, what=what)
-            if any(row[:40] in erased for row in objects.stdout.splitlines()):
-                holding.append("refs/" + ref.removeprefix("refs/check/"))
-        return tuple(sorted(holding))

@@ -39,6 +39,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.merge import MergeResult, integrate
+from gitmem.git.refs import PROPOSALS as PROPOSALS
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import FileChange, file_changes
@@ -52,7 +53,6 @@ from gitmem.provenance import (
     parse_message,
 )
 
-PROPOSALS = "refs/heads/proposals/"
 REVIEW_KEY = "gitmem.review"
 T_REJECTED_HEAD = "Gitmem-Rejected-Head"
 REVIEWS = "refs/gitmem/reviews"

@@ -50,7 +50,7 @@ def remote() -> None:
 @pass_state
 def remote_add(state: State, name: str, remote_name: str, url: str) -> None:
     """Record remote REMOTE of memory NAME at URL (a hosting URL or a local path)."""
-    from gitmem import remotes
+    from gitmem import remotepush as remotes
 
     added = remotes.add(state.store(name), remote_name, url)
     emit(
@@ -65,7 +65,7 @@ def remote_add(state: State, name: str, remote_name: str, url: str) -> None:
 @pass_state
 def remote_list(state: State, name: str) -> None:
     """List the remotes of memory NAME (passwords in URLs are hidden)."""
-    from gitmem import remotes
+    from gitmem import remotepush as remotes
 
     found = remotes.list_remotes(state.store(name))
 
@@ -85,7 +85,7 @@ def remote_list(state: State, name: str) -> None:
 @pass_state
 def remote_remove(state: State, name: str, remote_name: str) -> None:
     """Forget remote REMOTE of memory NAME (nothing on the remote is touched)."""
-    from gitmem import remotes
+    from gitmem import remotepush as remotes
 
     remotes.remove(state.store(name), remote_name)
     emit({"memory": name, "removed": remote_name}, f"{name}: remote {remote_name} removed")
@@ -99,7 +99,7 @@ def remote_remove(state: State, name: str, remote_name: str) -> None:
 @pass_state
 def push(state: State, name: str, remote_name: str, proposals: bool) -> None:
     """Push main of memory NAME to REMOTE (default: origin); never forced."""
-    from gitmem import remotes
+    from gitmem import remotepush as remotes
 
     pushed = remotes.push(state.store(name), remote_name, proposals=proposals)
 

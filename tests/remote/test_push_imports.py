@@ -1,0 +1,62 @@
+"""`gitmem push` loads none of the pull side: every CLI call is a new process, and importing
+the quarantine, the commit checks, merge and conflict proposals cost a push more than its work.
+
+A real `gitmem push` process (through the entry point) sends a new note to a bare repository;
+what it imported is read from its `sys.modules`. How long the import takes is measured by
+bench/bench_forge.py, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from serve.support import git
+
+from gitmem import Root, remotes
+
+#: Modules only a pull (or a merge, a review, a server) needs.
+PULL_SIDE = (
+    "gitmem.git.pull",
+    "gitmem.git.merge",
+    "gitmem.git.conflict",
+    "gitmem.git.quarantine",
+    "gitmem.git.pushcheck",
+    "gitmem.git.review",
+    "gitmem.remotes",
+    "gitmem.review",
+)
+
+ENTRY = """
+import json, sys
+from gitmem.adapters.cli import main
+try:
+    main()
+finally:
+    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def test_a_push_process_pushes_without_loading_the_pull_side(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    store.sync.write("notes/a.md", "first note\n", expected=None)
+
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, "--root", str(tmp_path / "mem"), "push", "user"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "refs/heads/main" in done.stdout
+    assert git("--git-dir", str(hosting), "rev-parse", "main").stdout.strip() == store.sync.head()
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "gitmem.git.remote" in loaded
+    assert sorted(m for m in PULL_SIDE if m in loaded) == []
