@@ -111,14 +111,16 @@ def check_pack_folder(folder: str) -> None:
 
     libgit2 and git open every index they list there with a blocking open that
     follows links: a FIFO planted as ``pack-*.idx`` would hang that read for good.
-    So this runs right before anything lists the folder: a handle opening
-    (:func:`gitmem.git.loose.open_repository`), libgit2 listing it again because an
-    object was in none of the packs it knew (:class:`gitmem.git.loose.LooseGuard`
-    is asked first), a git process started on the repository. Not before every
+    So this runs right before anything lists the folder: any pygit2 handle, object
+    database or pack reader being made (all in :mod:`gitmem.git.loose`), libgit2
+    listing it again because an object was in none of the packs it knew
+    (:class:`gitmem.git.loose.LooseGuard` is asked first, and checks before its
+    writer writes), a git process started on the repository. Not before every
     read: every commit adds a pack, and listing the folder after each one was
     most of the cost of a read right after a write. The folder is listed again
-    only when its ``mtime`` moved; the listing's entry types come with it, so no
-    entry costs a call of its own. Nothing when the folder is absent.
+    only when its ``mtime`` moved, or is too recent to trust; the listing's entry
+    types come with it, so no entry costs a call of its own. Nothing when the
+    folder is absent.
     """
     try:
         info = os.stat(folder)

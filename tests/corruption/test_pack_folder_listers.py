@@ -80,3 +80,21 @@ def test_a_planted_index_is_refused_by_a_cached_handle(tmp_path: Path, what: str
     os.unlink(repo / "objects" / "pack" / f"{NAME}.pack")
     assert planted == f"planted {main}"  # nothing moved
     assert_fsck_clean(repo)
+
+
+def test_an_entry_planted_within_the_clock_tick_of_a_check_is_still_found(tmp_path: Path) -> None:
+    """The kernel stamps a folder from a coarse clock: an index planted in the same tick as the last check leaves
+    the folder's mtime as it was, and must not pass as the clean folder that check saw."""
+    from gitmem import MemoryStoreError
+    from gitmem.git.control import check_pack_folder
+
+    folder = tmp_path / "objects" / "pack"
+    folder.mkdir(parents=True)
+    (folder / f"{NAME}.pack").write_bytes(b"PACK")
+    check_pack_folder(str(folder))
+    seen = folder.stat()
+    os.mkfifo(folder / f"{NAME}.idx")
+    os.utime(folder, ns=(seen.st_atime_ns, seen.st_mtime_ns))  # the same tick: the stamp did not move
+    with pytest.raises(MemoryStoreError) as refused:
+        check_pack_folder(str(folder))
+    assert refused.value.code == "unavailable" and NAME in refused.value.message
