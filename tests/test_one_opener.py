@@ -223,3 +223,101 @@ def test_frontmatter_nesting_is_refused_by_the_yaml_loader() -> None:
         with pytest.raises(MemoryStoreError) as refused:
             parse_frontmatter(f"---\n{block}\n---\nbody", roomy)
         assert refused.value.code == "invalid_file"
+
+
+#: pygit2 calls that make an object database over a folder: each lists its ``objects/pack`` (and opens every
+#: index there on a lookup, blocking), so they are made only in THE_DB_MAKER, after the folder is checked.
+DB_MAKERS = ("Repository", "Odb", "OdbBackendPack", "OdbBackendLoose", "init_repository", "clone_repository")
+THE_DB_MAKER = "gitmem/git/loose.py"
+# (module, enclosing function, call) -> why this one may stay outside loose.py.
+DB_ALLOWED: dict[tuple[str, str, str], str] = {
+    ("gitmem/git/repo.py", "GitRepo.init", "pygit2.init_repository"): (
+        "makes a new repository; check_packs_of runs right after, before its first write lists the pack folder"
+    ),
+}
+
+
+class _DbFinder(ast.NodeVisitor):
+    """Every call of a pygit2 object-database maker, and every class built on one, as ``(scope, label)``."""
+
+    def __init__(self) -> None:
+        self.aliases: set[str] = set()  # local names of the pygit2 module
+        self.names: dict[str, str] = {}  # local name -> maker imported from pygit2
+        self.scope: list[str] = []
+        self.found: list[tuple[str, str, int]] = []
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name == "pygit2":
+                self.aliases.add(alias.asname or "pygit2")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module == "pygit2":
+            for alias in node.names:
+                if alias.name in DB_MAKERS:
+                    self.names[alias.asname or alias.name] = alias.name
+
+    def _maker(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.aliases:
+            return f"pygit2.{node.attr}" if node.attr in DB_MAKERS else None
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return f"pygit2.{self.names[node.id]}"
+        return None
+
+    def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _scoped
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            label = self._maker(base)
+            if label is not None:
+                self.found.append((".".join(self.scope), f"class {node.name}({label})", node.lineno))
+        self._scoped(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        label = self._maker(node.func)
+        if label is not None:
+            self.found.append((".".join(self.scope), label, node.lineno))
+        self.generic_visit(node)
+
+
+def _db_makers(source: str) -> list[tuple[str, str, int]]:
+    finder = _DbFinder()
+    finder.visit(ast.parse(source))
+    return finder.found
+
+
+def test_only_loose_makes_an_object_database() -> None:
+    """A pack reader, object database or repository handle made anywhere else would skip the pack-folder check."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE.parent).as_posix()
+        for scope, label, line in _db_makers(path.read_text(encoding="utf-8")):
+            if module != THE_DB_MAKER:
+                found.append((module, scope, label, line))
+    stray = [f"{m}:{n} in {s or '<module>'}: {label}" for m, s, label, n in found if (m, s, label) not in DB_ALLOWED]
+    assert not stray, (
+        "pygit2 handles, object databases and pack readers are made only in gitmem/git/loose.py "
+        "(open_repository, object_db, pack_backend), after the pack folder is checked:\n  " + "\n  ".join(stray)
+    )
+    stale = sorted(set(DB_ALLOWED) - {(m, s, label) for m, s, label, _ in found})
+    assert not stale, f"allow-list entries that match no call any more (remove them): {stale}"
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("import pygit2\npygit2.OdbBackendPack(p)", ["pygit2.OdbBackendPack"]),
+        ("import pygit2 as g\ng.Odb(p)", ["pygit2.Odb"]),
+        ("from pygit2 import OdbBackendLoose as L\nL(p, 0, False)", ["pygit2.OdbBackendLoose"]),
+        ("import pygit2\nclass H(pygit2.Repository):\n    pass", ["class H(pygit2.Repository)"]),
+        ("import pygit2\npygit2.Oid(hex=h)", []),
+        ("odb.Odb(p)", []),
+    ],
+)
+def test_the_db_finder_sees_each_way_to_make_one(source: str, found: list[str]) -> None:
+    assert [label for _, label, _ in _db_makers(source)] == found

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import pygit2
 
+from gitmem.git.loose import pack_backend
 from gitmem.git.repo import GitRepo, lookup, walk_file_ids
 
 _BLOB = int(pygit2.enums.ObjectType.BLOB)
@@ -43,7 +44,7 @@ def files_under(repo: GitRepo, commit: str, prefix: str = "") -> Iterator[tuple[
         tree = handle[entry.oid].peel(pygit2.Tree)
         folder += "/"
     objects = os.path.join(repo.path, "objects")
-    packs = pygit2.OdbBackendPack(objects) if os.path.isdir(os.path.join(objects, "pack")) else None
+    packs = pack_backend(objects)  # checks the folder first: a planted index would block its read
     odb = handle.odb
     for path, oid in walk_file_ids(tree, folder):
         data: bytes | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from typing import Final
 
 from gitmem.errors import MemoryStoreError
@@ -102,6 +103,7 @@ def read_alternates(objects: str) -> list[str]:
 
 
 _PACK_STAMPS: dict[str, tuple[int, int]] = {}  # pack folder -> the stamp it had when last found clean
+_RACY_NS: Final = 50_000_000  # a folder changed this recently may change again without a new mtime
 
 
 def check_pack_folder(folder: str) -> None:
@@ -109,14 +111,16 @@ def check_pack_folder(folder: str) -> None:
 
     libgit2 and git open every index they list there with a blocking open that
     follows links: a FIFO planted as ``pack-*.idx`` would hang that read for good.
-    So this runs right before anything lists the folder: a handle opening
-    (:func:`gitmem.git.loose.open_repository`), libgit2 listing it again because an
-    object was in none of the packs it knew (:class:`gitmem.git.loose.LooseGuard`
-    is asked first), a git process started on the repository. Not before every
+    So this runs right before anything lists the folder: any pygit2 handle, object
+    database or pack reader being made (all in :mod:`gitmem.git.loose`), libgit2
+    listing it again because an object was in none of the packs it knew
+    (:class:`gitmem.git.loose.LooseGuard` is asked first, and checks before its
+    writer writes), a git process started on the repository. Not before every
     read: every commit adds a pack, and listing the folder after each one was
     most of the cost of a read right after a write. The folder is listed again
-    only when its ``mtime`` moved; the listing's entry types come with it, so no
-    entry costs a call of its own. Nothing when the folder is absent.
+    only when its ``mtime`` moved, or is too recent to trust; the listing's entry
+    types come with it, so no entry costs a call of its own. Nothing when the
+    folder is absent.
     """
     try:
         info = os.stat(folder)
@@ -125,6 +129,10 @@ def check_pack_folder(folder: str) -> None:
     stamp = (info.st_ino, info.st_mtime_ns)
     if _PACK_STAMPS.get(folder) == stamp:
         return
+    # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
+    # entry added within the tick of the listing leaves the mtime as it was. So
+    # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
+    racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
@@ -136,11 +144,40 @@ def check_pack_folder(folder: str) -> None:
                     )
     except FileNotFoundError:
         return
+    if racy:
+        _PACK_STAMPS.pop(folder, None)
+        return
     if len(_PACK_STAMPS) >= 4096:
         _PACK_STAMPS.clear()
     _PACK_STAMPS[folder] = stamp
 
 
-def check_packs_of(git_dir: str) -> None:
-    """:func:`check_pack_folder` for the repository at ``git_dir``."""
-    check_pack_folder(os.path.join(git_dir, "objects", "pack"))
+def check_packs_of(git_dir: str, *more: str) -> None:
+    """:func:`check_pack_folder` for the repository at ``git_dir`` and the object folders it borrows from.
+
+    git and libgit2 list the packs of every folder in ``objects/info/alternates``
+    (and of theirs) as well as their own; ``more`` are further object folders
+    the caller hands git (``GIT_OBJECT_DIRECTORY``, ``GIT_ALTERNATE_OBJECT_DIRECTORIES``).
+    """
+    for objects in (os.path.join(git_dir, "objects"), *more):
+        for folder in object_dirs(objects):
+            check_pack_folder(os.path.join(folder, "pack"))
+
+
+_MAX_ALTERNATE_DEPTH: Final = 5  # as git and libgit2
+
+
+def object_dirs(objects: str) -> list[str]:
+    """``objects`` and the object folders it borrows from (``info/alternates``), in git's order."""
+    found: list[str] = []
+
+    def visit(folder: str, depth: int) -> None:
+        folder = os.path.normpath(folder)
+        if folder in found or depth > _MAX_ALTERNATE_DEPTH:
+            return
+        found.append(folder)
+        for line in read_alternates(folder):  # a control file: a link or FIFO there is refused, not skipped
+            visit(os.path.join(folder, line), depth + 1)  # join keeps an absolute line as it is
+
+    visit(objects, 0)
+    return found

@@ -18,8 +18,10 @@ of it go straight to libgit2 (see ``_checked`` for why that is enough).
 Writes go to an ordinary object database on the same folder, so libgit2 still
 writes every object (and fsyncs it when durable writes are on).
 
-Only reads through a guarded repository are protected: every pygit2 handle in
-gitmem is opened here. The git CLI (fsck, gc, index-pack) fails on such objects
+Only reads through a guarded repository are protected: every pygit2 handle,
+pack reader (:func:`pack_backend`) and plain object database (:func:`object_db`)
+in gitmem is made here, after the pack folder is checked
+(``tests/test_one_opener.py`` holds every other module to that). The git CLI (fsck, gc, index-pack) fails on such objects
 by itself.
 """
 
@@ -33,12 +35,11 @@ from collections.abc import Callable, Iterator, Sequence
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.control import check_control_files, check_pack_folder, check_packs_of, read_alternates
+from gitmem.git.control import check_control_files, check_pack_folder, object_dirs
 from gitmem.localfile import open_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
-_MAX_ALTERNATE_DEPTH = 5  # as git and libgit2
 _ALTERNATES_LIMIT = 1 << 20  # an alternates file lists a few folders
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
@@ -65,14 +66,16 @@ class CorruptObject(MemoryStoreError):
 _seen = threading.local()
 
 
-def take_corruption() -> CorruptObject | None:
-    """The damaged object the guard last refused in this thread (and forget it), if any.
+def take_corruption() -> MemoryStoreError | None:
+    """What the guard last refused in this thread (and forget it), if any: a damaged object, a planted pack.
 
     pygit2 passes the guard's exception through for plain lookups, but some calls
     (a tree lookup by path) replace it with a ``GitError`` carrying an unrelated
-    libgit2 message. Error translation asks here what really went wrong.
+    libgit2 message, and a refused write (libgit2 then asks its own loose
+    backend, which succeeds) comes back as a ``SystemError``. Error translation
+    asks here what really went wrong.
     """
-    found: CorruptObject | None = getattr(_seen, "error", None)
+    found: MemoryStoreError | None = getattr(_seen, "error", None)
     _seen.error = None
     return found
 
@@ -113,22 +116,6 @@ def type_name(number: int) -> str:
     return _TYPE_NAMES.get(number, str(number))
 
 
-def object_dirs(objects: str) -> list[str]:
-    """``objects`` and the object folders it borrows from (``info/alternates``), in git's order."""
-    found: list[str] = []
-
-    def visit(folder: str, depth: int) -> None:
-        folder = os.path.normpath(folder)
-        if folder in found or depth > _MAX_ALTERNATE_DEPTH:
-            return
-        found.append(folder)
-        for line in read_alternates(folder):  # a control file: a link or FIFO there is refused, not skipped
-            visit(os.path.join(folder, line), depth + 1)  # join keeps an absolute line as it is
-
-    visit(objects, 0)
-    return found
-
-
 class LooseGuard(pygit2.OdbBackend):
     """An object-database backend asked before libgit2's own: it serves loose objects after checking them.
 
@@ -151,6 +138,11 @@ class LooseGuard(pygit2.OdbBackend):
         self._writer: pygit2.Odb | None = None
         self._packs: dict[str, pygit2.OdbBackendPack] | None = None
 
+    def check_packs(self) -> None:
+        """:func:`check_pack_folder` for every object folder libgit2 lists with this one (its alternates too)."""
+        for folder in self._dirs:
+            check_pack_folder(folder + "pack")
+
     def _find(self, hexid: str) -> str | None:
         name = f"{hexid[:2]}/{hexid[2:]}"
         for folder in self._dirs:
@@ -162,7 +154,7 @@ class LooseGuard(pygit2.OdbBackend):
     def _from_pack(self, oid: pygit2.Oid, folder: str) -> tuple[int, bytes] | None:
         """The object from a pack in ``folder`` that holds it too (git reads packs before loose files)."""
         if self._packs is None:
-            self._packs = {d: pygit2.OdbBackendPack(d) for d in self._dirs if os.path.isdir(d + "pack")}
+            self._packs = {d: pack for d in self._dirs if (pack := pack_backend(d)) is not None}
         pack = self._packs.get(folder)
         if pack is None or not pack.exists(oid):
             return None
@@ -253,7 +245,7 @@ class LooseGuard(pygit2.OdbBackend):
         """
         self._packs = None
         try:
-            check_pack_folder(os.path.join(self._objects, "pack"))
+            self.check_packs()
         except MemoryStoreError:
             raise KeyError("objects/pack holds an entry that is not a regular file") from None
 
@@ -264,9 +256,24 @@ class LooseGuard(pygit2.OdbBackend):
         renames; a ``git prune-packed`` or ``gc`` running meanwhile (a repack by
         hand, outside gitmem's lock) removes that folder while it is still empty,
         and the rename fails. git itself tries again in that case; so does this.
+
+        The writer is an object database of its own, without this guard: it
+        lists the pack folder when it is made and again before every write of
+        an object in none of the packs it knows (libgit2 looks for a copy to
+        freshen first). So the folder is checked before each write (one
+        ``stat`` while it has not changed); a planted entry answers
+        ``unavailable`` instead of blocking the write. libgit2 then hands the
+        object to its own loose backend (which lists nothing); pygit2 reports
+        the call as a ``SystemError``, which error translation turns back into
+        this refusal (:func:`take_corruption`).
         """
+        try:
+            self.check_packs()
+        except MemoryStoreError as exc:
+            _seen.error = exc
+            raise
         if self._writer is None:
-            self._writer = pygit2.Odb(self._objects)
+            self._writer = object_db(self._objects)
         for attempt in range(_WRITE_TRIES):
             try:
                 self._writer.write(kind, data)
@@ -324,19 +331,44 @@ class Handle(pygit2.Repository):
     submodules = _made_on_use(pygit2.submodules.SubmoduleCollection)
 
 
+def pack_backend(objects: str) -> pygit2.OdbBackendPack | None:
+    """libgit2's reader of the packs in object folder ``objects``; ``None`` when it has no pack folder.
+
+    The reader lists ``objects/pack`` as it is made and opens each index it
+    found on first use (never lists it again), so the folder is checked first.
+    """
+    if not os.path.isdir(os.path.join(objects, "pack")):
+        return None
+    check_pack_folder(os.path.join(objects, "pack"))
+    return pygit2.OdbBackendPack(objects)
+
+
+def object_db(objects: str) -> pygit2.Odb:
+    """libgit2's plain object database over ``objects`` (packs, loose files, alternates), made after the check.
+
+    Without :class:`LooseGuard`: for writing, and for listing a push's
+    quarantine. It lists the pack folder again when an object is in none of
+    its packs; its users check before each such call.
+    """
+    for folder in object_dirs(objects):  # it loads the alternates' packs too
+        check_pack_folder(os.path.join(folder, "pack"))
+    return pygit2.Odb(os.path.abspath(objects))
+
+
 def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.Repository:
     """A pygit2 handle on the repository at ``path`` whose loose-object reads go through :class:`LooseGuard`.
 
     ``extra_objects`` are object folders added as alternates (a push's quarantine).
     """
     check_control_files(path)  # before libgit2 reads them, blocking and following links
-    check_packs_of(path)  # libgit2 lists the pack folder as the handle's object database loads
     repo = Handle(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    guard = LooseGuard(os.path.join(repo.path, "objects"), extra_objects)
+    guard.check_packs()  # libgit2 lists these pack folders (alternates too) as the object database loads
     odb = repo.odb
     for folder in extra_objects:
         odb.add_disk_alternate(os.path.abspath(folder))
     # Highest priority: asked before libgit2's pack (2) and loose (1) backends.
-    odb.add_backend(LooseGuard(os.path.join(repo.path, "objects"), extra_objects), 1000)
+    odb.add_backend(guard, 1000)
     return repo
 
 

@@ -29,6 +29,7 @@ import pygit2
 
 from gitmem.git.cli import git_env
 from gitmem.git.control import check_packs_of
+from gitmem.git.loose import open_repository
 from gitmem.localfile import read_local
 
 _CHUNK = 64 * 1024
@@ -50,11 +51,11 @@ class PackTooLarge(PackError):
 
 def quarantine_env(repo_path: str, objects: str, alternates: Sequence[str] = ()) -> dict[str, str]:
     """git's environment for working in object directory ``objects`` that borrows the mount's objects."""
-    check_packs_of(repo_path)  # git opens every pack index it lists, blocking
+    borrowed = [os.path.abspath(a) for a in alternates] or [os.path.join(os.path.abspath(repo_path), "objects")]
+    check_packs_of(repo_path, objects, *borrowed)  # git opens every pack index it lists, blocking
     env = git_env()
     env["GIT_DIR"] = os.path.abspath(repo_path)
     env["GIT_OBJECT_DIRECTORY"] = os.path.abspath(objects)
-    borrowed = [os.path.abspath(a) for a in alternates] or [os.path.join(os.path.abspath(repo_path), "objects")]
     env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(borrowed)
     return env
 
@@ -176,7 +177,7 @@ def pack_reachable(
 
 def ref_tips(repo_path: str) -> list[str]:
     """What every ref of the repository points at: the objects a pack need not carry again."""
-    repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    repo = open_repository(os.path.abspath(repo_path))
     try:
         found: list[str] = []
         for name in repo.references:
@@ -248,7 +249,7 @@ def only_needed(repo_path: str, objects: str, reached: set[bytes]) -> list[str] 
         return []  # an empty pack (the push only names objects the mount has): nothing to keep
     extra = [i for i in ids if i not in reached]
     if extra:
-        repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        repo = open_repository(os.path.abspath(repo_path))
         try:
             odb = repo.odb
             if not all(odb.exists(pygit2.Oid(raw=i)) for i in extra):

@@ -46,9 +46,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pygit2
-
 from gitmem.errors import MemoryStoreError
+from gitmem.git.loose import object_db, open_repository
 from gitmem.git.packs import (
     TIMEOUT,
     PackError,
@@ -384,11 +383,11 @@ def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> s
     """
     if not objects:
         return None
-    repo = pygit2.Repository(os.path.abspath(repo_path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    repo = open_repository(os.path.abspath(repo_path))
     try:
         mount = repo.odb
         for folder in objects:
-            for oid in pygit2.Odb(os.path.abspath(folder)):
+            for oid in object_db(folder):  # lists every index in its pack folder: checked first
                 if oid.raw not in reached and not mount.exists(oid):
                     return f"the push carries object {oid} that none of its refs reaches"
         return None

@@ -43,7 +43,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
-from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file
+from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -177,6 +177,7 @@ class GitRepo:
         try:
             make_private_dir(path, parents=True)
             repo = pygit2.init_repository(path, bare=True, initial_head="main")
+            check_packs_of(path)  # its first write lists the pack folder: one planted in a folder made beforehand
             for key, value in (config or {}).items():
                 repo.config[key] = value
             make_private_dir(os.path.join(path, "gitmem"))

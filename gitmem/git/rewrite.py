@@ -54,9 +54,10 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli, erasures, packwrite, quarantine
+from gitmem.git.control import object_dirs
 from gitmem.git.engine import MAX_ATTEMPTS
 from gitmem.git.locks import WriterLock
-from gitmem.git.loose import damaged_loose_objects, object_dirs
+from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors

@@ -17,6 +17,7 @@ import zlib
 import pygit2
 
 from gitmem.git import erasures, packfold
+from gitmem.git.loose import pack_backend
 from gitmem.git.packwrite import deflate, entry_header, store_tree
 
 _COMMIT, _TREE, _TAG = 1, 2, 4
@@ -36,8 +37,7 @@ class PackedFirst:
 
     def __init__(self, r: pygit2.Repository) -> None:
         self._odb = r.odb
-        folder = os.path.join(r.path, "objects")
-        self._pack = pygit2.OdbBackendPack(folder) if os.path.isdir(os.path.join(folder, "pack")) else None
+        self._pack = pack_backend(os.path.join(r.path, "objects"))
 
     def __call__(self, oid: str) -> bytes:
         if self._pack is not None:

@@ -52,7 +52,7 @@ class translate_errors:
             return
         if isinstance(exc, MemoryStoreError):
             take_corruption()
-        elif isinstance(exc, (pygit2.GitError, OSError, KeyError, ValueError, IndexError)):
+        elif isinstance(exc, (pygit2.GitError, OSError, KeyError, ValueError, IndexError, SystemError)):
             raise_if_corrupt()
             if not os.path.isdir(os.path.join(self.repo_path, "objects")):
                 raise MemoryStoreError("memory_deleted", f"the memory at {self.repo_path} no longer exists") from None

@@ -19,9 +19,12 @@ from gitmem import GitFileStore, MemoryStoreError
 
 
 def _fifo(repo: Path) -> Path:
-    fifo = repo / "objects" / "pack" / f"pack-{'0' * 40}.idx"
-    os.mkfifo(fifo)
-    return fifo
+    """A FIFO as ``pack-*.idx`` beside a regular ``.pack`` (libgit2 ignores an index without one), newest of all."""
+    stem = repo / "objects" / "pack" / f"pack-{'0' * 40}"
+    stem.with_suffix(".pack").write_bytes(b"PACK\0\0\0\2\0\0\0\0" + bytes(20))
+    os.utime(stem.with_suffix(".pack"), (2e9, 2e9))  # searched first
+    os.mkfifo(stem.with_suffix(".idx"))
+    return stem.with_suffix(".idx")
 
 
 def test_a_fifo_planted_after_a_write_is_never_opened(tmp_path: Path) -> None:
@@ -47,6 +50,7 @@ def test_a_fifo_planted_before_a_write_is_never_opened(tmp_path: Path) -> None:
         GitFileStore.open(tmp_path / "m.git").sync.read("a.md")
     assert caught.value.code == "unavailable"
     fifo.unlink()
+    fifo.with_suffix(".pack").unlink()
     assert GitFileStore.open(tmp_path / "m.git").sync.read("b.md").text == "two\n"
 
 
