@@ -73,11 +73,12 @@ def open_regular(path: str | os.PathLike[str]) -> int | None:
 
 def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The bytes of the file at ``path`` if it is a regular file of at most ``limit`` bytes; else ``None``."""
-    fd = open_regular(path)
-    if fd is None:
+    try:
+        fd, st = open_local_stat(path)
+    except OSError:
         return None
     try:
-        return None if os.fstat(fd).st_size > limit else _read_all(fd, limit)
+        return None if st.st_size > limit else _read_all(fd, limit)
     except OSError:
         return None
     finally:

@@ -151,6 +151,7 @@ class GitRepo:
         self._config_path = os.path.join(self.path, "config")
         self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
+        self._made = ""  # the latest commit this process made: its write checked the config and the marks
         self.written = Written()
         """The objects of this process's latest commits: a read of its own head needs no pack rescan."""
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
@@ -339,7 +340,9 @@ class GitRepo:
         ctime) of the file last read is *settled*, one ``lstat`` that finds it
         unchanged means the head did not move; otherwise the file is read again.
         Only when the head moved (or the handle is new) is the rest of
-        :meth:`fresh` asked: the config's stamp and the packs-folded mark. A fold
+        :meth:`fresh` asked: the config's stamp and the packs-folded mark; not
+        when it moved to the commit this process just made, whose write asked
+        them (the writer's next read is what an agent's edit loop makes). A fold
         deletes no object a handle needs (libgit2 finds the new pack when one is
         missing, and :meth:`gitmem.gitstore.GitFileStore._at_head` reopens once),
         so its mark can wait for the next head.
@@ -370,7 +373,7 @@ class GitRepo:
         head, st = read_ref_file_stat(self._main_path)
         if head is None or st is None:
             return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
-        if not (known and last is not None and head == last[1]):
+        if not (known and last is not None and (head == last[1] or head == self._made)):
             self.fresh()  # the head moved: the config and the marks, read after the head (a new handle if moved)
         local.last = (_stamp(st), head, _settled(st, before))
         return head
@@ -410,6 +413,7 @@ class GitRepo:
         """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`)."""
         self.remember_tree(commit, tree)
         self.written.add(objects, self._local.gen[0])
+        self._made = commit
 
     def remember_tree(self, commit: str, tree: str) -> None:
         """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""
