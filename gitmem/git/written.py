@@ -43,7 +43,7 @@ LIMIT_BYTES = 8 << 20
 ADOPT_BYTES = 1 << 16
 """Largest pack another process wrote that is read whole here (a commit's is a few KiB; a fold's is libgit2's)."""
 _GLANCES = 4
-"""Walks through a kept tree that look up one entry each; the next one parses it whole (an agent moves the head often)."""
+"""Names looked up one by one in a kept tree (each answer kept); the next new name parses it whole."""
 ADOPT_PACKS = 16
 """New packs read here at most at once; with more (a reader idle through many writes) libgit2 lists them."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
@@ -71,7 +71,7 @@ class Written:
         self._lock = threading.Lock()
         self._seen: set[bytes] = set()  # trailers of the LAST_PACK copies read here already
         self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
-        self._glanced: dict[str, int] = {}  # kept trees walked without parsing them whole: how often
+        self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
     def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
         """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
@@ -184,11 +184,16 @@ class Written:
             key = name.encode()
             if entries is not None:
                 entry = entries.get(key)
-            elif glanced.get(oid, 0) >= _GLANCES:  # a tree walked often: parsed whole, once
-                entry = (entries := parsed.setdefault(oid, _parse(found[1]))).get(key)
             else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
-                glanced[oid] = glanced.get(oid, 0) + 1
-                entry = _entry(found[1], key)
+                looked = glanced.get(oid)
+                if looked is None:
+                    looked = glanced[oid] = {}
+                if key in looked:
+                    entry = looked[key]
+                elif len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
+                    entry = parsed.setdefault(oid, _parse(found[1])).get(key)
+                else:
+                    entry = looked[key] = _entry(found[1], key)
             if entry is None:
                 return _GONE
             mode, oid = entry[0], entry[1].hex()
