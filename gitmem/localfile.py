@@ -47,14 +47,20 @@ def open_local(path: str | os.PathLike[str], *, follow: bool = False) -> int:
     for a link; ``EINVAL`` for a FIFO, socket, device or folder), so a caller
     can tell a missing file from a planted one.
     """
+    return open_local_stat(path, follow=follow)[0]
+
+
+def open_local_stat(path: str | os.PathLike[str], *, follow: bool = False) -> tuple[int, os.stat_result]:
+    """:func:`open_local`, with the ``fstat`` it checked: the stamp of exactly the file the descriptor reads."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, f"{os.fspath(path)} is not a regular file")
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
 def open_regular(path: str | os.PathLike[str]) -> int | None:
@@ -67,11 +73,12 @@ def open_regular(path: str | os.PathLike[str]) -> int | None:
 
 def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The bytes of the file at ``path`` if it is a regular file of at most ``limit`` bytes; else ``None``."""
-    fd = open_regular(path)
-    if fd is None:
+    try:
+        fd, st = open_local_stat(path)
+    except OSError:
         return None
     try:
-        return None if os.fstat(fd).st_size > limit else _read_all(fd, limit)
+        return None if st.st_size > limit else _read_all(fd, limit)
     except OSError:
         return None
     finally:

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,7 @@ def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path
 
 _WRITER = """
 import sys
+import time
 from gitmem import GitFileStore
 store = GitFileStore.open(sys.argv[1]).sync
 for arg in sys.argv[2:]:
@@ -182,3 +184,33 @@ def test_a_pack_whose_index_lies_about_an_id_is_kept_under_the_ids_its_bytes_has
     assert (
         written._small_pack(pack[:-21] + bytes([pack[-21] ^ 1]) + pack[-20:]) is None
     )  # its trailer no longer matches
+
+
+def test_a_settled_head_seen_by_one_lstat_still_sees_every_rewrite_of_the_ref(tmp_path: Path) -> None:
+    """A reader that trusts the ref file's stamp (one ``lstat`` per read) sees each new head.
+
+    Moves by another process (a new file under a new inode), and a rewrite in
+    place with the same size, the same inode and the mtime set back (what a
+    stamp of inode, size and mtime alone would miss; the ctime moves).
+    """
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a.md=one")
+    first = reader.head()
+    time.sleep(0.1)  # the ref's stamp settles: the next reads trust one lstat
+    assert reader.head() == first and reader.read("a.md").text == "one\n"
+    for round_ in range(3):
+        _write_elsewhere(path, f"a.md=round {round_}")
+        assert reader.read("a.md").text == f"round {round_}\n"
+        time.sleep(0.1)
+        assert reader.read("a.md").text == f"round {round_}\n"
+    moved = reader.head()
+    ref = os.path.join(path, "refs", "heads", "main")
+    before = os.stat(ref)
+    with open(ref, "r+b") as fh:  # back to the first commit, in place
+        fh.write(f"{first}\n".encode())
+    os.utime(ref, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(ref)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert reader.head() == first != moved and reader.read("a.md").text == "one\n"

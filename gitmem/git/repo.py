@@ -47,7 +47,7 @@ from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_fi
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, read_ref_file
+from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
 from gitmem.git.snapshot import (
@@ -151,6 +151,7 @@ class GitRepo:
         self._config_path = os.path.join(self.path, "config")
         self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
+        self._made = ""  # the latest commit this process made: its write checked the config and the marks
         self.written = Written()
         """The objects of this process's latest commits: a read of its own head needs no pack rescan."""
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
@@ -332,8 +333,51 @@ class GitRepo:
     # -- reads (no lock: refs and objects are read consistently from one head) --
 
     def head(self) -> CommitId:
-        """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted."""
-        return self.head_in(self.fresh())
+        """The commit ``main`` holds. Every read starts here: a handle must not serve objects a purge deleted.
+
+        What a read checks is cut to what can have changed. The history mark (one
+        ``access``) every time: a purge or forget moves it, and what this handle
+        keeps must go. The ref file then: when the stamp (inode, size, mtime,
+        ctime) of the file last read is *settled*, one ``lstat`` that finds it
+        unchanged means the head did not move; otherwise the file is read again.
+        Only when the head moved (or the handle is new) is the rest of
+        :meth:`fresh` asked: the config's stamp and the packs-folded mark; not
+        when it moved to the commit this process just made, whose write asked
+        them (the writer's next read is what an agent's edit loop makes). A fold
+        deletes no object a handle needs (libgit2 finds the new pack when one is
+        missing, and :meth:`gitmem.gitstore.GitFileStore._at_head` reopens once),
+        so its mark can wait for the next head.
+
+        A stamp is settled when its mtime and ctime lie clearly before the time
+        the file was read (git's "racy" rule): a rewrite after that read gets a
+        later mtime, even with the same size and a reused inode, so an unchanged
+        stamp cannot hide one. A stamp written in the same clock tick as the read
+        is not trusted, and the file is read (see :func:`_settled`).
+        """
+        local = self._local
+        last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
+        known = (
+            last is not None
+            and getattr(local, "repo", None) is not None
+            and local.pid == _pid[0]
+            and self.history_mark() == local.gen[0]
+        )
+        if known and last is not None and last[2]:
+            try:
+                st = os.lstat(self._main_path)
+            except OSError:
+                st = None
+            if st is not None and _stamp(st) == last[0]:
+                return last[1]
+        local.last = None
+        before = time.time_ns()
+        head, st = read_ref_file_stat(self._main_path)
+        if head is None or st is None:
+            return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
+        if not (known and last is not None and (head == last[1] or head == self._made)):
+            self.fresh()  # the head moved: the config and the marks, read after the head (a new handle if moved)
+        local.last = (_stamp(st), head, _settled(st, before))
+        return head
 
     def head_in(self, repo: pygit2.Repository) -> CommitId:
         """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
@@ -370,6 +414,7 @@ class GitRepo:
         """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`)."""
         self.remember_tree(commit, tree)
         self.written.add(objects, self._local.gen[0])
+        self._made = commit
 
     def remember_tree(self, commit: str, tree: str) -> None:
         """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""
@@ -628,6 +673,30 @@ class GitRepo:
         """The writer lock and then the fold lock, for ``op`` (gc, purge, forget): nothing writes or folds meanwhile."""
         with self.lock.hold(op), self.fold_lock.hold(op):
             yield
+
+
+_RACY_NS: Final = 20_000_000
+"""How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
+_RACY_SECONDS_NS: Final = 2_000_000_000
+"""The same for a file system that keeps whole seconds (ext4 with small inodes, or FAT's two)."""
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled(st: os.stat_result, before_ns: int) -> bool:
+    """Whether a rewrite after ``before_ns`` (when the file was read) must change ``st``'s stamp.
+
+    Any later rewrite gets an mtime at or after the coarse clock's time of that
+    rewrite, which lags the precise clock by at most a tick. A stamp whose times
+    lie a margin before the read cannot be met again by a rewrite (an inode can
+    be reused, and a ref always holds 41 bytes); one closer is *racy*, and the
+    file is read again until its stamp settles (a few milliseconds after a write).
+    """
+    whole = st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
+    margin = _RACY_SECONDS_NS if whole else _RACY_NS
+    return max(st.st_mtime_ns, st.st_ctime_ns) + margin < before_ns
 
 
 def _bump(gen_path: str) -> None:

@@ -42,6 +42,8 @@ LIMIT_BYTES = 8 << 20
 """Bytes of object content kept at most; past it the older half goes."""
 ADOPT_BYTES = 1 << 16
 """Largest pack another process wrote that is read whole here (a commit's is a few KiB; a fold's is libgit2's)."""
+_GLANCES = 4
+"""Names looked up one by one in a kept tree (each answer kept); the next new name parses it whole."""
 ADOPT_PACKS = 16
 """New packs read here at most at once; with more (a reader idle through many writes) libgit2 lists them."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
@@ -69,6 +71,7 @@ class Written:
         self._lock = threading.Lock()
         self._seen: set[bytes] = set()  # trailers of the LAST_PACK copies read here already
         self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
+        self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
     def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
         """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
@@ -167,7 +170,9 @@ class Written:
         objects = self._objects
         if mark != self._mark or tree not in objects:
             return None
-        parsed = self._parsed
+        parsed, glanced = self._parsed, self._glanced
+        if len(glanced) > LIMIT_OBJECTS:
+            glanced.clear()
         names = path.split("/")
         oid = tree
         last = len(names) - 1
@@ -176,9 +181,19 @@ class Written:
             if found is None:
                 return ("tree", oid, "/".join(names[depth:]))
             entries = parsed.get(oid)
-            if entries is None:
-                entries = parsed[oid] = _parse(found[1])
-            entry = entries.get(name.encode())
+            key = name.encode()
+            if entries is not None:
+                entry = entries.get(key)
+            else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
+                looked = glanced.get(oid)
+                if looked is None:
+                    looked = glanced[oid] = {}
+                if key in looked:
+                    entry = looked[key]
+                elif len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
+                    entry = parsed.setdefault(oid, _parse(found[1])).get(key)
+                else:
+                    entry = looked[key] = _entry(found[1], key)
             if entry is None:
                 return _GONE
             mode, oid = entry[0], entry[1].hex()
@@ -264,6 +279,28 @@ def _small_pack(pack: bytes) -> dict[str, tuple[bytes, bytes]] | None:
 
 
 _ENTRIES = re.compile(rb"([0-7]{5,6}) ([^\x00]+)\x00(.{20})", re.DOTALL)
+_TILED = re.compile(rb"(?:[0-7]{5,6} [^\x00]+\x00.{20})*", re.DOTALL)
+_MODE = re.compile(rb"[0-7]{5,6}")
+
+
+def _entry(raw: bytes, name: bytes) -> tuple[bytes, bytes] | None:
+    """The ``(mode, 20-byte id)`` of ``name`` in a raw tree, found without parsing the rest (~4 µs against ~19).
+
+    ``name`` between a space and a NUL is looked for as bytes; a hit counts only
+    where an entry starts, i.e. where the entries before it tile the tree from
+    its start (one ``fullmatch`` in C): the same entry :func:`_parse` finds, and
+    none inside a name or an id.
+    """
+    needle = b" " + name + b"\x00"
+    at = raw.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if end + 20 <= len(raw):
+            for start in (at - 5, at - 6):
+                if start >= 0 and _MODE.fullmatch(raw, start, at) and _TILED.fullmatch(raw, 0, start):
+                    return raw[start:at], raw[end : end + 20]
+        at = raw.find(needle, at + 1)
+    return None
 
 
 def _parse(raw: bytes) -> dict[bytes, tuple[bytes, bytes]]:
