@@ -18,7 +18,8 @@ them are the turns that answer a question, in six kinds:
 
 Questions are phrased with filler words and other word forms than the answer
 ("started volunteering" / "start volunteer"), as people ask. The generator is
-seeded: ``python -m bench.convdata --seed 7`` writes the same file every time.
+seeded: ``generate(7)`` is the same data on every run and machine, so none is
+shipped (``python -m bench.convdata --seed 7 --out F`` writes it to a file to read).
 Seed 1 is the development split (parameters were chosen on it); seed 7 is the
 one reported.
 """
@@ -32,7 +33,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data"
 MONTHS = [
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
@@ -317,9 +317,10 @@ def generate(seed: int, users: int = 8, sessions: int = 15, turns: int = 30, per
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     args = parser.parse_args()
     data = generate(args.seed)
-    out = DATA / f"conversations-v1-seed{args.seed}.json"
+    out: Path = args.out
     out.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     print(f"{out}: {len(data['items'])} turns, {len(data['questions'])} questions")  # type: ignore[arg-type]
 
