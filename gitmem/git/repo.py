@@ -354,6 +354,9 @@ class GitRepo:
         stamp cannot hide one. A stamp written in the same clock tick as the read
         is not trusted, and the file is read (see :func:`_settled`).
         """
+        # The config every time (one lstat): libgit2 may re-read a changed config during any
+        # read, with a blocking open that follows links, so a planted FIFO is refused first.
+        self.durable()
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
         known = (
