@@ -121,9 +121,16 @@ class _Shared:
 
     name: str
 
-    def _setup(
-        self, store: FileStore | AsyncFace[Any], origin: Origin | None, fmt: FileFormat | None, write_retries: int
+    def __init__(
+        self,
+        store: FileStore | AsyncFace[Any],
+        *,
+        origin: Origin | None = None,
+        fmt: FileFormat | None = None,
+        write_retries: int = 3,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
+        super().__init__(cache_control=cache_control)  # type: ignore[call-arg]  # the SDK's tool class, next in line
         self.origin = origin or Origin()
         seam = seam_of(store)
         if self.origin.run_id is not None and isinstance(seam, RunScopedStore):
@@ -133,6 +140,9 @@ class _Shared:
         self.format = fmt if isinstance(fmt, FileFormat) else seam.format
         self.write_retries = write_retries
         self._ids = _ToolUseIds()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.store!r})"
 
     def expect(self, message: object) -> int:
         """Note the memory tool-use blocks of an assistant message (or a list of blocks) about to run.
@@ -203,21 +213,6 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
     :class:`~gitmem.gitstore.GitFileStore` the commands run on its sync core directly.
     """
 
-    def __init__(
-        self,
-        store: FileStore | AsyncFace[Any],
-        *,
-        origin: Origin | None = None,
-        fmt: FileFormat | None = None,
-        write_retries: int = 3,
-        cache_control: BetaCacheControlEphemeralParam | None = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self._setup(store, origin, fmt, write_retries)
-
-    def __repr__(self) -> str:
-        return f"GitMemoryTool({self.store!r})"
-
     def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)
         named = self.tool_use(tool_use_id) if tool_use_id is not None else nullcontext()
@@ -259,21 +254,6 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
 
 class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
     """:class:`GitMemoryTool` for the SDK's async tool runner (the same commands, awaited)."""
-
-    def __init__(
-        self,
-        store: FileStore | AsyncFace[Any],
-        *,
-        origin: Origin | None = None,
-        fmt: FileFormat | None = None,
-        write_retries: int = 3,
-        cache_control: BetaCacheControlEphemeralParam | None = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self._setup(store, origin, fmt, write_retries)
-
-    def __repr__(self) -> str:
-        return f"AsyncGitMemoryTool({self.store!r})"
 
     async def call(self, input: object) -> Any:
         tool_use_id = self._ids.claim(input)

@@ -29,8 +29,6 @@ A3S_ALIASES: Final[Mapping[str, str]] = {
     "a3s.memory.lexical.word-cjk-bigram.v1": LEXICAL_PROFILE,
     "a3s.code.memory.semantic-recall-binding.v1": SEMANTIC_BINDING_SCHEMA,
 }
-#: gitmem's canonical name -> A3S's, for a report meant for an A3S reader.
-A3S_NAMES: Final[Mapping[str, str]] = {canonical: a3s for a3s, canonical in A3S_ALIASES.items()}
 
 #: The fields of a binding record that hold a profile name (at any depth).
 _NAMED_FIELDS: Final = frozenset({"schema", "fusion", "profile", "lexical_profile", "fusion_profile"})
@@ -44,11 +42,6 @@ def canonical(name: str) -> str:
 def same_profile(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` name the same profile, in either naming."""
     return canonical(a) == canonical(b)
-
-
-def a3s_name(name: str) -> str | None:
-    """A3S's name for gitmem's ``name`` (``None``: A3S has none, or the names are the same)."""
-    return A3S_NAMES.get(canonical(name))
 
 
 def canonical_record(record: Any) -> Any:

@@ -247,9 +247,6 @@ class Node:
     def related(self, kind: str) -> tuple[str, ...]:
         return tuple(r.target for r in self.relations if r.kind == kind)
 
-    def label_map(self) -> dict[str, str]:
-        return dict(self.labels)
-
     def next_revision(self, when: datetime, why: RevisionKind, **changes: object) -> Node:
         """The node one revision later, made at ``when`` for reason ``why``."""
         if when < self.updated_at:

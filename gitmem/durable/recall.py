@@ -44,7 +44,6 @@ from gitmem.recall.related import MAX_RELATED_READS, one_hop
 from gitmem.recall.semantic import SemanticBranch
 from gitmem.recall.vectors import VectorHit
 
-FUSION: Final = "rrf-k60"
 SNAPSHOT_KEY: Final = "durable-active/1"
 """What the recall snapshot's documents are (active nodes' content); a new meaning needs a new key."""
 Via = Literal["lexical", "fused", "related"]

@@ -641,7 +641,3 @@ class SemanticMaintenance:
         self._stop.set()
         self._thread.join(timeout)
 
-
-def content_matches(node: Node, hit: VectorHit) -> bool:
-    """True when ``hit`` was made from exactly this node revision and content."""
-    return node.status == "active" and node.revision == hit.revision and node.digest == hit.digest

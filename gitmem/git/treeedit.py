@@ -47,11 +47,6 @@ class PendingObjects:
         self.objects.setdefault(oid, (kind, raw))
         return oid
 
-    def drop_after(self, count: int) -> None:
-        """Forget every object added after the first ``count`` (a plan of a group commit that refused)."""
-        for oid in list(self.objects)[count:]:
-            del self.objects[oid]
-
     def raw(self, oid: str) -> bytes | None:
         found = self.objects.get(oid)
         return None if found is None else found[1]

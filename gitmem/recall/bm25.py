@@ -66,11 +66,6 @@ DEFAULT = Params()
 Buckets = defaultdict[int, list[str]]  # impact key (tf << 32 | length) -> documents
 
 
-def impact_key(tf: int, length: int) -> int:
-    """One int for ``(tf, length)``: cheaper to hash than a tuple, and a length never reaches 2**32."""
-    return (tf << 32) | length
-
-
 def buckets_of(posting: Mapping[str, int], lengths: Mapping[str, int]) -> Buckets:
     """``posting`` (document -> tf) grouped by impact key."""
     out: Buckets = defaultdict(list)

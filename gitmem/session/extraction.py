@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
@@ -389,7 +389,3 @@ class LessonExtractor:
                     )
         return {"items": items}
 
-
-def related_from(items: Sequence[tuple[str, str, str]]) -> tuple[RelatedMemory, ...]:
-    """``(id, content, type)`` triples as the related memories of a request (at most five)."""
-    return tuple(RelatedMemory(i, c, t) for i, c, t in items[:MAX_RELATED])

@@ -49,8 +49,6 @@ from gitmem.store import BatchFileStore
 
 #: How often a write that keeps colliding is re-planned before giving up.
 WRITE_ATTEMPTS: Final = 50
-#: ``metadata.schema`` of items that extraction wrote.
-EXTRACTED_SCHEMA: Final = "a3s.memory.durable.v1"
 
 
 #: What session memory needs of a store: the sync seam with atomic batches (both the

@@ -80,7 +80,6 @@ COMMANDS: MappingProxyType[str, Mapping[str, str]] = MappingProxyType(
         "frameworks": {"sweep": "Delete the expired items of LangGraph store NAME, in one commit."},
     }
 )
-COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 
 
 #: Commands that serve until stopped: what they log never holds a URL's credentials.
