@@ -27,7 +27,8 @@ says what each code means and what to do about it (docs/errors.md is that table)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple, get_args
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, ParamSpec, TypeVar, get_args
 
 if TYPE_CHECKING:
     from gitmem.model import FileText
@@ -267,3 +268,17 @@ def situation(exc: MemoryStoreError) -> MemoryStoreError:
 
 class MemoryToolError(MemoryStoreError):
     """A memory tool call failed for a reason only the tool layer knows about."""
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def if_found(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """``call(*args, **kwargs)``, or ``None`` where it refuses with ``not_found`` (a file that is not there)."""
+    try:
+        return call(*args, **kwargs)
+    except MemoryStoreError as exc:
+        if exc.code == "not_found":
+            return None
+        raise

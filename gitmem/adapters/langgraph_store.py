@@ -60,7 +60,7 @@ from langgraph.store.base import (
 from gitmem import aio
 from gitmem.adapters import langgraph_items as rules
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.fileformat import encode_text, validate_path
 from gitmem.model import Edit, FileText, Origin
 from gitmem.recall.index import MAX_LIMIT
@@ -197,12 +197,9 @@ class GitMemStore(BaseStore):
 
     def _get(self, op: GetOp, now: datetime, touched: dict[str, StoredItem]) -> Item | None:
         path = rules.item_path(op.namespace, op.key)
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as error:
-            if error.code == "not_found":
-                return None
-            raise
+        file = if_found(self.store.read, path)
+        if file is None:
+            return None
         try:
             item = self.catalogue.item(file)
         except ValueError as error:
@@ -339,12 +336,9 @@ class GitMemStore(BaseStore):
 
     def _current(self, path: str) -> StoredItem | None:
         """The item at ``path`` as a put sees it; a file that is not an item is overwritten (at its version)."""
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as error:
-            if error.code == "not_found":
-                return None
-            raise
+        file = if_found(self.store.read, path)
+        if file is None:
+            return None
         try:
             return self.catalogue.item(file)
         except ValueError:

@@ -51,7 +51,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from gitmem import aio
 from gitmem.adapters.langgraph_items import RETRIES, commit, lost_race
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import json_nesting_within, parse_json
 from gitmem.model import Edit, FileText, Origin
 from gitmem.records.rules import encode_namespace
@@ -340,11 +340,8 @@ class GitMemSession(SessionABC):
         beyond it (made by hand) make the add's expected-absent creation fail, and the
         retry then reads the whole folder.
         """
-        try:
-            head = self.store.read(f"{self.folder}/{HEAD}")
-        except MemoryStoreError as error:
-            if error.code != "not_found":
-                raise
+        head = if_found(self.store.read, f"{self.folder}/{HEAD}")
+        if head is None:
             return self._read()
         last = _head_last(head)
         if last is None:
@@ -375,11 +372,9 @@ class GitMemSession(SessionABC):
             files = []
             for entry in self.store.list():
                 if entry.path.startswith(prefix):
-                    try:
-                        files.append(self.store.read(entry.path))
-                    except MemoryStoreError as error:
-                        if error.code != "not_found":
-                            raise
+                    file = if_found(self.store.read, entry.path)
+                    if file is not None:
+                        files.append(file)
         items = sorted((f for f in files if _ITEM.fullmatch(f.path[len(prefix) :])), key=lambda f: f.path)
         head = next((f for f in files if f.path == prefix + HEAD), None)
         # What the reader lists bounds the head: a head beyond the newest item (edited by hand) is not

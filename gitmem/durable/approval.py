@@ -27,7 +27,7 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Evidence
 from gitmem.durable.nodefile import NODES, decode_node
 from gitmem.durable.repository import ChangeResult, DurableRepository
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import if_found
 from gitmem.model import Origin
 
 
@@ -57,12 +57,9 @@ def approve_candidates(
     by_namespace: dict[Namespace, list[Activate]] = defaultdict(list)
     evidence = Evidence(f"gitmem:commit/{commit}", f"git-commit:{commit}", "manual", repository.clock())
     for path in _node_paths(proposal.paths):
-        try:
-            file = store.read(path)
-        except MemoryStoreError as exc:
-            if exc.code == "not_found":
-                continue
-            raise
+        file = if_found(store.read, path)
+        if file is None:
+            continue
         node = decode_node(file.text, path)
         if node.status == "candidate":
             by_namespace[node.namespace].append(Activate(node.id, node.revision, (evidence,)))

@@ -51,7 +51,7 @@ from gitmem.durable.nodefile import (
 )
 from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
 from gitmem.durable.staging import Known, WriteCache
-from gitmem.errors import LOST_RACE, MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall.semantic import SemanticBranch
 
@@ -290,12 +290,7 @@ class DurableRepository:
     # -- reads --
 
     def _read(self, path: str) -> FileText | None:
-        try:
-            return self.store.read(path)
-        except MemoryStoreError as exc:
-            if exc.code == "not_found":
-                return None
-            raise
+        return if_found(self.store.read, path)
 
     def get(self, namespace: Namespace, node_id: str) -> Node | None:
         """The node's current revision, or ``None`` when the namespace has no such node."""
@@ -331,15 +326,10 @@ class DurableRepository:
         path = node_path(namespace, node_id)
         out = []
         for entry in log(path, limit=limit):
-            try:
-                text = self.store.read(path, rev=entry.commit).text  # type: ignore[call-arg]
-            except MemoryStoreError as exc:
-                if exc.code == "not_found":
-                    continue
-                raise
-            out.append(
-                NodeRevision(entry.commit, entry.time, entry.origin.principal_id, decode_node(text, path, namespace))
-            )
+            file = if_found(self.store.read, path, rev=entry.commit)  # type: ignore[call-arg]
+            if file is not None:
+                node = decode_node(file.text, path, namespace)
+                out.append(NodeRevision(entry.commit, entry.time, entry.origin.principal_id, node))
         if not out and self.get(namespace, node_id) is None:
             raise MemoryStoreError("node_not_found", f"no node {node_id!r} in namespace {namespace.label()}")
         return out

@@ -49,7 +49,7 @@ from gitmem.durable.identifiers import FUSION_PROFILE, SEMANTIC_BINDING_SCHEMA
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import MB, load_local_json, local_folder, open_private
 from gitmem.model import Changes
 from gitmem.recall.vectors import (
@@ -329,12 +329,10 @@ def active_snapshot(store: DurableStore, namespace: Namespace) -> tuple[str, dic
         nodes: dict[str, Node] = {}
         for entry in store.list():
             if entry.path.startswith(prefix):
-                try:
-                    node = decode_node(store.read(entry.path).text, entry.path, namespace)
-                except MemoryStoreError as exc:
-                    if exc.code == "not_found":
-                        continue  # deleted meanwhile: the cursor check below retries
-                    raise
+                file = if_found(store.read, entry.path)
+                if file is None:
+                    continue  # deleted meanwhile: the cursor check below retries
+                node = decode_node(file.text, entry.path, namespace)
                 if node.status == "active":
                     nodes[node.id] = node
         moved = store.changes(start)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gitmem import derived
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Profile, Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
@@ -231,12 +231,7 @@ class StoreRecall:
 
     def _reload(self, path: str) -> None:
         """Re-read ``path`` and put its document in the index (or take its old one out)."""
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as error:
-            if error.code != "not_found":
-                raise
-            file = None
+        file = if_found(self.store.read, path)
         self.skipped.pop(path, None)
         doc = None if file is None else self._doc_of(file)
         old = self._by_path.pop(path, None)

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem import derived
-from gitmem.errors import LOST_RACE, MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
 from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.recall.index import PROFILES, Profile
@@ -185,12 +185,7 @@ class RecordStore:
         return record_path(self.folder, record_id)
 
     def _read(self, path: str) -> FileText | None:
-        try:
-            return self.store.read(path)
-        except MemoryStoreError as error:
-            if error.code == "not_found":
-                return None
-            raise
+        return if_found(self.store.read, path)
 
     def _record(self, record_id: str, file: FileText) -> RecordFile:
         try:

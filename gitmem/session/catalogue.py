@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gitmem import derived
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import load_local_json
 from gitmem.model import FileText, FullResync
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
@@ -202,13 +202,9 @@ class Catalogue:
 
     def _reload(self, path: str) -> None:
         self._drop(path)
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as exc:
-            if exc.code != "not_found":
-                raise
-            return
-        self._add(file)
+        file = if_found(self.store.read, path)
+        if file is not None:
+            self._add(file)
 
     def _add(self, file: FileText, *, index: bool = True, fp: str | None = None) -> MemoryItem | None:
         """Parse ``file`` and index it; ``fp``: its item's fingerprint when the caller knows it (else computed)."""

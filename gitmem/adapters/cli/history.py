@@ -26,7 +26,7 @@ from gitmem.adapters.cli.app import (
     short,
 )
 from gitmem.adapters.cli.reads import file_payload
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import if_found
 
 MAX_LOG_LIMIT = 1_000_000
 
@@ -251,12 +251,8 @@ def restore(state: State, name: str, path: str, rev: str, expect: str | None, de
 
         expected: str | None = full_version(store, path, expect)
     else:
-        try:
-            expected = store.read(path).version
-        except MemoryStoreError as exc:
-            if exc.code != "not_found":
-                raise
-            expected = None
+        now = if_found(store.read, path)
+        expected = None if now is None else now.version
     version = store.restore(path, rev, expected=expected, origin=state.origin, delete=delete)
     changed = version != expected
     where = landed(store, state) if changed else None

@@ -21,6 +21,7 @@ from gitmem.adapters.cli.app import (
     usage_error,
 )
 from gitmem.adapters.cli.remote import report_refused
+from gitmem.errors import if_found
 
 if TYPE_CHECKING:
     from gitmem.review import Proposal
@@ -160,14 +161,8 @@ def review_show(state: State, name: str, proposal_id: str) -> None:
 
 def _side(store: object, rev: str, path: str) -> str | None:
     """The text of ``path`` at ``rev`` (one side of a conflict), ``None`` when that side deleted it."""
-    from gitmem.errors import MemoryStoreError
-
-    try:
-        return str(store.read(path, rev).text)  # type: ignore[attr-defined]
-    except MemoryStoreError as exc:
-        if exc.code == "not_found":
-            return None
-        raise
+    file = if_found(store.read, path, rev)  # type: ignore[attr-defined]
+    return None if file is None else str(file.text)
 
 
 @review.command("resolve")
