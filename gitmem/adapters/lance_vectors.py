@@ -1,43 +1,13 @@
 """Durable recall's vector index on LanceDB: the same client code embedded here and on a shared store.
 
-:class:`LanceVectorIndex` is a :class:`~gitmem.recall.vectors.VectorIndex` whose
-vectors live in LanceDB tables, one table per partition (durable namespace). It
-needs the ``vectors-lance`` extra (``lancedb``, which brings ``pyarrow``); both
-are imported on first use, never by ``import gitmem``.
-
-Why LanceDB (``docs/durable.md`` has the measurements): it is the candidate whose
-embedded mode behaves like the shared index the contract describes. A Lance
-dataset is a folder of immutable files with numbered versions, so many processes
-open it at once, readers never wait for a writer, and any published version can
-be read again exactly (``checkout``). Qdrant's local mode and Milvus Lite both
-refuse a second process on the same path. The code that talks to LanceDB here is
-the code a team runs against a LanceDB server or an object store: only the
-``uri`` handed to ``lancedb.connect`` changes.
-
-What LanceDB does not have is the contract's one index revision with
-compare-and-swap across partitions, so this adapter keeps that bookkeeping in a
-small SQLite side table (``revisions.sqlite3`` in ``folder``): the index
-revision, and per partition the generation, the commit it reflects, and the
-**published Lance version** of its table. A mutation
-
-1. takes the side table's write lock (``BEGIN IMMEDIATE``) and checks
-   ``expected_revision`` there: that lock is the linearization point, as in the
-   embedded SQLite default;
-2. brings the partition's table back to its published version if a killed
-   writer left a newer, unpublished one (``restore``);
-3. applies the deletes and upserts as ONE Lance commit (a ``merge_insert`` that
-   also deletes the listed node revisions; a new generation overwrites the
-   table whole);
-4. records the new Lance version and bumps the index revision, and commits.
-
-Readers query the partition's table **checked out at its published version**,
-so a writer killed between steps 3 and 4 leaves the previous state visible and
-the next writer discards its commit. The lock of step 1 is a file lock on the
-side table: writers on several machines sharing one object-store dataset would
-need that bookkeeping on a shared service too (not done here).
-
-Every library failure is turned into ``MemoryStoreError("unavailable")`` where it
-enters; bad input is refused (``invalid_query``) before anything is written.
+Needs the ``vectors-lance`` extra (``lancedb``, which brings ``pyarrow``), imported
+on first use. docs/durable.md says why LanceDB (measured against Qdrant and Milvus
+Lite) and how the adapter keeps the contract: LanceDB has no index revision with
+compare-and-swap, so a small SQLite side table (``revisions.sqlite3``) holds it and
+each partition's **published Lance version**; readers check out that version, so a
+writer killed between its Lance commit and the side table's is never served, and
+the next writer restores the published version first. Every library failure
+becomes ``MemoryStoreError("unavailable")`` where it enters.
 """
 
 from __future__ import annotations
@@ -63,6 +33,7 @@ from gitmem.recall.vectors import (
     VectorRecord,
     check_mutation,
     check_vector,
+    claim_revision,
 )
 
 _SCHEMA: Final = """
@@ -343,12 +314,7 @@ class LanceVectorIndex:
         where: str,
         expected_revision: int | None,
     ) -> int:
-        revision = int(db.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0])
-        if expected_revision is not None and revision != expected_revision:
-            raise MemoryStoreError(
-                "version_mismatch",
-                f"the vector index is at revision {revision}, not {expected_revision}: another refresh published first",
-            )
+        revision = claim_revision(db, expected_revision)
         row = self._row(db, partition)
         table = _table_name(partition)
         same = row is not None and row[0] == generation and bool(row[6])

@@ -1,35 +1,12 @@
 """A vector index outside the process: the ``VectorIndex`` protocol and its embedded default.
 
-Durable memory's semantic half keeps node vectors in an index that many processes
-share and that outlives any one of them (:mod:`gitmem.durable.semantic` decides
-what goes in). The index is **derived state**: it can always be rebuilt from the
-repository, and every hit it gives is re-read from the repository and checked
-(active, same revision, same content digest) before anyone sees it, so a stale or
-damaged index can lose recall but never serve a wrong node.
-
-The contract (:class:`VectorIndex`):
-
-- vectors live in **partitions** (one per durable namespace); each partition is
-  tagged with the **serving generation** it was built for (a digest of the
-  embedding identity: another model means another generation, whose vectors are
-  never compared with the old ones) and the **commit** its contents reflect;
-- entries are keyed by node id and carry the node **revision** and content
-  digest they were made from; :meth:`VectorIndex.mutate` upserts and deletes
-  by node revision, all or nothing, and bumps one **index revision**;
-- ``expected_revision`` makes a mutation a compare-and-swap on that revision
-  (``version_mismatch`` when another writer got in first), so a refresh that
-  started from an older snapshot never overwrites a newer index;
-- :meth:`VectorIndex.query` searches one partition at one generation only.
-
-:class:`SqliteVectorIndex` is the embedded default: one SQLite file (WAL mode, so
-readers never wait for a writer) holding the index revision, the partitions and
-the vectors as little-endian float32 blobs. A mutation is one ``BEGIN IMMEDIATE``
-transaction, so the revision check and the publication are one linearization
-point across processes, and a killed writer leaves the previous state. Queries
-load a partition into a numpy matrix once per partition revision (numpy is
-imported there, on first use), then cost one pass over it. When the file is
-deleted (purge and forget delete derived state) the next call opens a new, empty
-one instead of serving the deleted file.
+The index is **derived state** that many processes share (docs/durable.md states
+its contract): every hit is re-read from the repository and checked (active, same
+revision, same content digest) before anyone sees it, so a stale or damaged index
+can lose recall but never serve a wrong node. :class:`SqliteVectorIndex` is one
+SQLite file in WAL mode; a mutation is one ``BEGIN IMMEDIATE`` transaction, so the
+revision check and the publication are one linearization point across processes
+and a killed writer leaves the previous state.
 """
 
 from __future__ import annotations
@@ -183,6 +160,17 @@ def check_vector(vector: Sequence[float], dimension: int | None = None) -> array
     if not all(math.isfinite(x) for x in out):
         raise MemoryStoreError("invalid_query", "a vector must hold finite numbers only")
     return out
+
+
+def claim_revision(db: sqlite3.Connection, expected: int | None) -> int:
+    """The index revision, read under the write lock; ``version_mismatch`` unless it is ``expected``."""
+    revision = int(db.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0])
+    if expected is not None and revision != expected:
+        raise MemoryStoreError(
+            "version_mismatch",
+            f"the vector index is at revision {revision}, not {expected}: another refresh published first",
+        )
+    return revision
 
 
 def _blob(vector: array[float]) -> bytes:
@@ -357,13 +345,7 @@ class SqliteVectorIndex:
         with self._conn() as db:
             db.execute("BEGIN IMMEDIATE")  # the revision is read and bumped under the write lock
             try:
-                revision = int(db.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0])
-                if expected_revision is not None and revision != expected_revision:
-                    raise MemoryStoreError(
-                        "version_mismatch",
-                        f"the vector index is at revision {revision}, not {expected_revision}: "
-                        "another refresh published first",
-                    )
+                revision = claim_revision(db, expected_revision)
                 row = db.execute("SELECT generation, dimension FROM partitions WHERE name=?", (partition,)).fetchone()
                 dimension = next(iter(dims)) if dims else (row[1] if row is not None else 0)
                 if row is None or row[0] != generation:

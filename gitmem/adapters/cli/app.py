@@ -191,60 +191,26 @@ def _set(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 FOLDER = click.Path(file_okay=False, path_type=Path)
 
 
-def root_option(f: F) -> F:
-    """``--root DIR``: the folder of mounts (default ``$GITMEM_ROOT``, then ``~/.local/share/gitmem``)."""
-    return click.option(
-        "--root",
-        type=FOLDER,
-        expose_value=False,
-        callback=_set("root_dir"),
-        help=roothelp.ROOT_DIR_HELP,
-    )(f)
+def _state_option(*decls: str, attr: str, **attrs: Any) -> Callable[[F], F]:
+    """An option that sets ``State.<attr>`` through :func:`_set` instead of becoming a parameter."""
+    return click.option(*decls, expose_value=False, callback=_set(attr), **attrs)
 
 
-def json_option(f: F) -> F:
-    """``--json``: print one JSON document on stdout (errors too) instead of text."""
-    return click.option(
-        "--json",
-        "as_json",
-        is_flag=True,
-        default=False,
-        expose_value=False,
-        callback=_set("json"),
-        help=roothelp.JSON_HELP,
-    )(f)
+#: ``--root DIR``: the folder of mounts (default ``$GITMEM_ROOT``, then ``~/.local/share/gitmem``).
+root_option = _state_option("--root", attr="root_dir", type=FOLDER, help=roothelp.ROOT_DIR_HELP)
+#: ``--json``: print one JSON document on stdout (errors too) instead of text.
+json_option = _state_option("--json", "as_json", attr="json", is_flag=True, default=False, help=roothelp.JSON_HELP)
+#: ``--run`` on a read: see the memory as that run does (its proposal while under review).
+read_run_option = _state_option("--run", attr="run", metavar="RUN_ID", envvar="GITMEM_RUN", help=roothelp.READ_RUN_HELP)
+_run_option = _state_option("--run", attr="run", metavar="RUN_ID", envvar="GITMEM_RUN", help=roothelp.RUN_HELP)
+_principal_option = _state_option(
+    "--principal", attr="principal", metavar="WHO", envvar="GITMEM_PRINCIPAL", help=roothelp.PRINCIPAL_HELP
+)
 
 
 def origin_options(f: F) -> F:
     """``--principal`` and ``--run``: who the change is attributed to (commit author and trailers)."""
-    f = click.option(
-        "--run",
-        metavar="RUN_ID",
-        envvar="GITMEM_RUN",
-        expose_value=False,
-        callback=_set("run"),
-        help=roothelp.RUN_HELP,
-    )(f)
-    return click.option(
-        "--principal",
-        metavar="WHO",
-        envvar="GITMEM_PRINCIPAL",
-        expose_value=False,
-        callback=_set("principal"),
-        help=roothelp.PRINCIPAL_HELP,
-    )(f)
-
-
-def read_run_option(f: F) -> F:
-    """``--run`` on a read: see the memory as that run does (its proposal while under review)."""
-    return click.option(
-        "--run",
-        metavar="RUN_ID",
-        envvar="GITMEM_RUN",
-        expose_value=False,
-        callback=_set("run"),
-        help=roothelp.READ_RUN_HELP,
-    )(f)
+    return _principal_option(_run_option(f))
 
 
 def common_options(f: F) -> F:
