@@ -542,9 +542,16 @@ def commit(store: FileStore, edits: Sequence[Edit], op: str, origin: Origin | No
     return tuple(out)
 
 
-def lost_race(error: MemoryStoreError) -> bool:
-    """A refusal that means "someone else changed it first": read again and retry."""
-    return error.code in LOST_RACE
+def try_commit(
+    store: FileStore, edits: Sequence[Edit], op: str, origin: Origin | None
+) -> tuple[str | None, ...] | None:
+    """:func:`commit`, or ``None`` when someone else changed a file first (read again and retry)."""
+    try:
+        return commit(store, edits, op, origin)
+    except MemoryStoreError as error:
+        if error.code in LOST_RACE:
+            return None
+        raise
 
 
 def sweep(catalogue: ItemCatalogue, *, now: datetime | None = None, origin: Origin | None = None) -> int:
@@ -559,13 +566,9 @@ def sweep(catalogue: ItemCatalogue, *, now: datetime | None = None, origin: Orig
         expired = [item for item in catalogue.snapshot() if item.expired(moment)]
         if not expired:
             return 0
-        try:
-            commit(catalogue.store, [Edit(i.path, None, i.version) for i in expired], "ttl-sweep", origin)
-        except MemoryStoreError as error:
-            if not lost_race(error):
-                raise
-            continue
-        return len(expired)
+        edits = [Edit(i.path, None, i.version) for i in expired]
+        if try_commit(catalogue.store, edits, "ttl-sweep", origin) is not None:
+            return len(expired)
     raise MemoryStoreError("version_mismatch", "the sweep kept losing to concurrent writers; try again")
 
 

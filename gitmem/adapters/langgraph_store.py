@@ -314,21 +314,20 @@ class GitMemStore(BaseStore):
         path = rules.item_path(op.namespace, op.key)
         for _ in range(rules.RETRIES):
             current = self._current(path)
-            try:
-                if planned is None:
-                    if current is None:
-                        return
-                    rules.commit(self.store, [Edit(path, None, current.version)], "langgraph-delete", origin)
+            if planned is None:
+                if current is None or rules.try_commit(
+                    self.store, [Edit(path, None, current.version)], "langgraph-delete", origin
+                ):
                     return
-                kept = current is not None and current.key and not current.expired(now)
-                item = replace(planned, created_at=current.created_at) if kept and current else planned
-                expected = current.version if current is not None else None
-                text = rules.render(item)
-                (version,) = rules.commit(self.store, [Edit(path, text, expected)], "langgraph-put", origin)
-            except MemoryStoreError as error:
-                if rules.lost_race(error):
-                    continue
-                raise
+                continue
+            kept = current is not None and current.key and not current.expired(now)
+            item = replace(planned, created_at=current.created_at) if kept and current else planned
+            expected = current.version if current is not None else None
+            text = rules.render(item)
+            landed = rules.try_commit(self.store, [Edit(path, text, expected)], "langgraph-put", origin)
+            if landed is None:
+                continue
+            (version,) = landed
             if version:
                 self.catalogue.note(FileText(path, text, version))
             return
@@ -361,11 +360,7 @@ class GitMemStore(BaseStore):
     def _restart_ttls(self, items: Sequence[StoredItem], origin: Origin) -> None:
         """Write the restarted expiries in one commit; an item changed meanwhile keeps its new state."""
         edits = [Edit(i.path, rules.render(i), i.version) for i in items]
-        try:
-            rules.commit(self.store, edits, "ttl-refresh", origin)
-        except MemoryStoreError as error:
-            if not rules.lost_race(error):
-                raise
+        rules.try_commit(self.store, edits, "ttl-refresh", origin)  # an item changed meanwhile keeps its new state
 
     # -- TTL sweeps ---------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ from agents.memory.session import SessionABC, _await_mutation, _CompactionSnapsh
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from gitmem import aio
-from gitmem.adapters.langgraph_items import RETRIES, commit, lost_race
+from gitmem.adapters.langgraph_items import RETRIES, try_commit
 from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import json_nesting_within, parse_json
 from gitmem.model import Edit, FileText, Origin
@@ -180,13 +180,8 @@ class GitMemSession(SessionABC):
                 )
             edits = [Edit(self._path(now.last + 1 + i), text, None) for i, text in enumerate(texts)]
             edits.append(self._head_edit(now, now.last + len(texts)))
-            try:
-                commit(self.store, edits, "session-add", self.origin)
-            except MemoryStoreError as error:
-                if lost_race(error):
-                    continue
-                raise
-            return
+            if try_commit(self.store, edits, "session-add", self.origin) is not None:
+                return
         raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this add")
 
     def pop_item_sync(self) -> TResponseInputItem | None:
@@ -198,12 +193,8 @@ class GitMemSession(SessionABC):
             newest = now.items[-1]
             before = _sequence(now.items[-2].path) if len(now.items) > 1 else 0
             edits = [Edit(newest.path, None, newest.version), self._head_edit(now, before)]
-            try:
-                commit(self.store, edits, "session-pop", self.origin)
-            except MemoryStoreError as error:
-                if lost_race(error):
-                    continue
-                raise
+            if try_commit(self.store, edits, "session-pop", self.origin) is None:
+                continue
             item: TResponseInputItem | None = _decode(newest)
             if item is not None:
                 return item
@@ -217,13 +208,9 @@ class GitMemSession(SessionABC):
             files = [*now.items, *([now.head] if now.head else [])]
             if not files:
                 return
-            try:
-                commit(self.store, [Edit(f.path, None, f.version) for f in files], "session-clear", self.origin)
-            except MemoryStoreError as error:
-                if lost_race(error):
-                    continue
-                raise
-            return
+            edits = [Edit(f.path, None, f.version) for f in files]
+            if try_commit(self.store, edits, "session-clear", self.origin) is not None:
+                return
         raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this clear")
 
     # -- the SDK's compaction hooks (private SDK protocol: see the module docstring) ----------
@@ -291,25 +278,17 @@ class GitMemSession(SessionABC):
                     if item is None or not prune_prefix(item):
                         break
                     pruned.append(file)
-            try:
-                commit(self.store, self._replacement(now, [*pruned, *tail], texts), "session-compact", self.origin)
-            except MemoryStoreError as error:
-                if lost_race(error):
-                    continue
-                raise
-            return True
+            edits = self._replacement(now, [*pruned, *tail], texts)
+            if try_commit(self.store, edits, "session-compact", self.origin) is not None:
+                return True
         raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this compaction")
 
     def _replace_all_sync(self, texts: list[str]) -> None:
         for _ in range(RETRIES):
             now = self._read()
-            try:
-                commit(self.store, self._replacement(now, now.items, texts), "session-compact", self.origin)
-            except MemoryStoreError as error:
-                if lost_race(error):
-                    continue
-                raise
-            return
+            edits = self._replacement(now, now.items, texts)
+            if try_commit(self.store, edits, "session-compact", self.origin) is not None:
+                return
         raise MemoryStoreError("version_mismatch", f"session {self.session_id!r} kept changing under this compaction")
 
     def _replacement(self, now: _Conversation, removed: list[FileText], texts: list[str]) -> list[Edit]:

@@ -22,7 +22,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
-from gitmem.git.snapshot import check_shape
+from gitmem.git.snapshot import check_shape, stored_file
 from gitmem.git.treediff import FileChange, file_changes
 from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
 from gitmem.history import (
@@ -374,12 +374,8 @@ def current_file(snap: Snapshot, path: str) -> FileText | None:
     A symbolic link or submodule (pushed with plain git) is no memory file, yet a
     write must not silently replace it: that is ``invalid_path``.
     """
-    entry = snap.get(path)
-    if entry is None or entry.kind == "tree":
-        return None
-    if entry.kind != "blob":
-        raise MemoryStoreError("invalid_path", f"{path} holds a symbolic link or submodule; remove it with git")
-    return FileText(path, decode_stored(snap.data(entry.oid)), entry.oid)
+    found = stored_file(snap, path)
+    return None if found is None else FileText(path, found.text, found.version)
 
 
 def check_room(

@@ -136,7 +136,7 @@ class LockDescriptor:
             pass
 
 
-class _Wait:
+class FlockWait:
     """One blocking ``flock`` for a contended taker, made in a thread of its own on a fresh descriptor.
 
     The kernel hands a released ``flock`` to a blocked waiter, so a writer that
@@ -214,7 +214,7 @@ class WriterLock:
         Uncontended, one non-blocking ``flock`` on the thread's descriptor does it.
         Contended, it first tries again for :data:`POLL_FOR` with growing pauses
         (a write holds the lock for about a millisecond, so most waits end here,
-        without a thread), then a :class:`_Wait` queues a blocking ``flock``,
+        without a thread), then a :class:`FlockWait` queues a blocking ``flock``,
         which the kernel grants in turn, so no writer can be starved for long. A
         holder doing long maintenance (its record says so) is waited for up to
         :data:`LONG_WAIT`.
@@ -234,7 +234,7 @@ class WriterLock:
                 return fd
             except BlockingIOError:
                 pass
-        wait = _Wait(self.path)
+        wait = FlockWait(self.path)
         while not wait.got.wait(timeout=min(self.timeout, 1.0)):
             waited = time.monotonic() - started
             if waited < self.timeout:

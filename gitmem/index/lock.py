@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gitmem.git.locks import LockDescriptor
+from gitmem.git.locks import FlockWait, LockDescriptor
 
 
 class IndexLock:
@@ -40,8 +40,9 @@ class IndexLock:
 
         Yields whether it is held; the block runs either way. Uncontended, one
         non-blocking ``flock`` takes it; otherwise the wait is a *blocking*
-        ``flock`` (as the writer lock waits), so the kernel hands the lock over
-        when its holder lets go instead of a poller guessing when to try again.
+        ``flock`` (:class:`~gitmem.git.locks.FlockWait`, as the writer lock waits), so
+        the kernel hands the lock over when its holder lets go instead of a poller
+        guessing when to try again.
         """
         desc = self._descriptor()
         if desc.held:
@@ -52,8 +53,11 @@ class IndexLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            waiter = _wait_for(self.path, wait) if wait > 0 else None
-            if waiter is None:
+            pending = FlockWait(self.path) if wait > 0 else None
+            # granted within ``wait``, or just after it (then give_up() fails and the lock is held)
+            if pending is not None and (pending.got.wait(wait) or not pending.give_up()):
+                waiter = pending.desc
+            else:
                 yield False
                 return
             assert waiter.fd is not None
@@ -67,36 +71,3 @@ class IndexLock:
             if waiter is not None:
                 waiter.close()
 
-
-def _wait_for(path: str, wait: float) -> LockDescriptor | None:
-    """A fresh descriptor holding the lock on ``path``, or ``None`` after ``wait`` seconds.
-
-    A helper thread blocks in ``flock`` on the new descriptor; if the caller has
-    given up by the time the kernel grants it, the helper lets go at once.
-    """
-    waiter = LockDescriptor(path)
-    got = threading.Event()
-    guard = threading.Lock()
-    abandoned = False
-
-    def block() -> None:
-        assert waiter.fd is not None
-        try:
-            fcntl.flock(waiter.fd, fcntl.LOCK_EX)
-        except OSError:  # pragma: no cover - the descriptor was closed under us
-            return
-        with guard:
-            if not abandoned:
-                got.set()
-                return
-        fcntl.flock(waiter.fd, fcntl.LOCK_UN)
-        waiter.close()
-
-    threading.Thread(target=block, name="gitmem-index-lock-wait", daemon=True).start()
-    if got.wait(wait):
-        return waiter
-    with guard:
-        if got.is_set():
-            return waiter
-        abandoned = True
-    return None
