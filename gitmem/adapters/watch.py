@@ -44,6 +44,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -447,6 +448,7 @@ class Watch:
         return self.watcher.quiesce(timeout)
 
 
+@contextmanager
 def watch(
     root: Root | str | os.PathLike[str] | Path,
     names: Sequence[str] | None = None,
@@ -457,49 +459,27 @@ def watch(
     poll_interval: float = DEFAULT_POLL,
     index: bool = True,
     max_queued: int = 100_000,
-) -> _WatchContext:
+) -> Iterator[Watch]:
     """A context manager watching ``names`` (or every mount) under ``root``; see the module docstring.
 
     Changes are queued for iteration (at most ``max_queued``; older ones are
     dropped first when nobody reads) and also passed to ``callback`` if given.
     """
-    return _WatchContext(root, names, timeout, callback, debounce, poll_interval, index, max_queued)
+    changes: queue.Queue[RefChange] = queue.Queue(maxsize=max_queued)
 
+    def deliver(change: RefChange) -> None:
+        while True:
+            try:
+                changes.put_nowait(change)
+                break
+            except queue.Full:
+                with suppress(queue.Empty):
+                    changes.get_nowait()
+        if callback is not None:
+            callback(change)
 
-class _WatchContext:
-    def __init__(
-        self,
-        root: Root | str | os.PathLike[str],
-        names: Sequence[str] | None,
-        timeout: float | None,
-        callback: Callback | None,
-        debounce: float,
-        poll_interval: float,
-        index: bool,
-        max_queued: int,
-    ) -> None:
-        self._changes: queue.Queue[RefChange] = queue.Queue(maxsize=max_queued)
-        self._callback = callback
-
-        def deliver(change: RefChange) -> None:
-            while True:
-                try:
-                    self._changes.put_nowait(change)
-                    break
-                except queue.Full:
-                    try:
-                        self._changes.get_nowait()
-                    except queue.Empty:
-                        pass
-            if self._callback is not None:
-                self._callback(change)
-
-        self.watcher = Watcher(root, names, deliver, debounce=debounce, poll_interval=poll_interval, index=index)
-        self.timeout = timeout
-
-    def __enter__(self) -> Watch:
-        self.watcher.start()
-        return Watch(self.watcher, self._changes, self.timeout)
-
-    def __exit__(self, *exc: object) -> None:
-        self.watcher.stop()
+    watcher = Watcher(root, names, deliver, debounce=debounce, poll_interval=poll_interval, index=index).start()
+    try:
+        yield Watch(watcher, changes, timeout)
+    finally:
+        watcher.stop()
