@@ -1,0 +1,187 @@
+"""Every memory kind over ``/mcp`` of a running ``gitmem serve``, with the official ``mcp`` client.
+
+File, record, session and durable memory are each served at the access the
+token has, and each refusal is the one a user reads: a record namespace the
+token is not granted is ``forbidden``, a read token's write and a writer's
+activation are tools not offered. A token reaches the same memories, with the
+same power, over git smart-HTTP as over ``/mcp``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from bench.mcp_http_client import HttpMcpClient, payload
+from gitmem import Root
+from gitmem.adapters.tokens import token_entry
+from gitmem.durable import DurableRepository, Namespace
+
+from .support import fsck_clean, git, serving, write
+
+ITEM = {
+    "content": "Run make itest before tagging a release of the API.",
+    "memory_type": "procedural",
+    "source": "workflow",
+    "scope": "workspace",
+    "reason": "Tagging without it shipped a broken release once.",
+    "importance": 0.8,
+    "confidence": 0.9,
+}
+
+
+def token_of(who: str) -> str:
+    return f"tok-{who}-every-kind-0123456789abcdef"
+
+
+def tokens_file(path: Path, people: dict[str, tuple[str, list[str], dict[str, Any]]]) -> Path:
+    path.write_text(
+        "".join(
+            token_entry(token_of(who), who, memories, access, **extra)  # type: ignore[arg-type]
+            for who, (access, memories, extra) in people.items()
+        )
+    )
+    return path
+
+
+def item(text: str) -> dict[str, Any]:
+    return {**ITEM, "content": text}
+
+
+def test_every_kind_at_each_tokens_access_with_its_refusals(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    root.mount("notes", create=True)
+    root.mount("facts", create=True, kind="record")
+    root.mount("lessons", create=True, kind="session")
+    DurableRepository.open(root.path, "decisions", create=True)
+    people = {
+        "alice": ("write", ["*"], {"namespaces": ["team"]}),
+        "rob": ("read", ["*"], {}),
+        "carol": ("propose", ["*"], {}),
+        "dana": ("admin", ["*"], {"tenant": "acme"}),
+    }
+    tokens = tokens_file(tmp_path / "tokens.toml", people)
+    with serving(root.path, tokens) as served:
+        url = served.info["url"] + "/mcp"
+        with HttpMcpClient(url, token_of("alice"), {"Gitmem-Scope": "repo-api"}) as alice:
+            names = set(alice.tool_names())
+            assert {"memory_file_create", "memory_record_add", "memory_session_remember", "durable_propose"} <= names
+            assert "durable_activate" not in names and "durable_approve" not in names  # a writer is no reviewer
+            wrote = payload(alice.call("memory_file_create", memory="notes", path="a.md", content="hello\n"))
+            assert wrote["branch"] == "main", wrote
+            assert not alice.call("memory_record_add", memory="facts", text="alice likes tea").is_error
+            shared = alice.call("memory_record_add", memory="facts", namespace="team", text="the team ships on Fridays")
+            assert not shared.is_error, shared
+            refused = alice.call("memory_record_search", memory="facts", namespace="bob", query="anything")
+            assert refused.is_error and payload(refused)["error"] == "forbidden", refused
+            assert "'bob'" in payload(refused)["message"] and "'team'" in payload(refused)["message"]
+            own = payload(alice.call("memory_record_search", memory="facts", query="tea"))
+            assert [r["text"] for r in own["records"]] == ["alice likes tea"]
+            assert not alice.call("memory_session_remember", content="Deploys go out on Tuesdays.").is_error
+            proposed = payload(alice.call("durable_propose", items=[item("Indent Go code with tabs, never spaces.")]))
+            assert proposed["status"] == "candidate" and proposed["branch"] == "main", proposed
+            alice_node = proposed["new"][0]
+        with HttpMcpClient(url, token_of("rob")) as rob:
+            names = set(rob.tool_names())
+            assert {"memory_file_view", "memory_record_search", "memory_session_recall", "durable_recall"} <= names
+            assert not names & {"memory_file_create", "memory_record_add", "memory_session_remember", "durable_propose"}
+            with pytest.raises(MCPError) as offered:  # a tool this session does not offer: the protocol's error
+                rob.call("durable_propose", items=[item("Rob would like to write this down.")])
+            assert offered.value.error.code == -32602
+            refused = rob.call("memory_record_search", memory="facts", namespace="team", query="ships")
+            assert refused.is_error and payload(refused)["error"] == "forbidden"  # team is alice's grant, not rob's
+            recalled = payload(rob.call("memory_session_recall", query="when do deploys go out"))
+            assert "Tuesdays" in json.dumps(recalled)
+        with HttpMcpClient(url, token_of("carol"), {"Gitmem-Scope": "repo-api"}) as carol:
+            out = payload(carol.call("durable_propose", items=[item("Carol says: release notes are written first.")]))
+            assert out["branch"] == "proposals/carol/mcp" and out["status"] == "candidate", out
+            carol_node = out["new"][0]
+            assert "durable_approve" not in carol.tool_names()
+        with HttpMcpClient(url, token_of("dana"), {"Gitmem-Scope": "repo-api"}) as dana:
+            assert {"durable_activate", "durable_approve"} <= set(dana.tool_names())
+            mine = payload(dana.call("durable_propose", items=[item("Dana decided: every service exposes /healthz.")]))
+            activated = payload(dana.call("durable_activate", id=mine["new"][0], revision=1))
+            assert activated["status"] == "active" and activated["activated_by"] == "dana", activated
+            found = payload(dana.call("durable_recall", query="service healthz"))
+            assert [m["id"] for m in found["memories"]] == mine["new"]
+            approved = payload(dana.call("durable_approve", run="carol/mcp"))
+            assert approved["activated"] == [carol_node] and approved["approved_by"] == "dana", approved
+    repo = DurableRepository.open(root.path, "decisions")
+    assert repo.node(Namespace("decisions", "carol", "repo-api"), carol_node).status == "active"
+    assert repo.node(Namespace("decisions", "alice", "repo-api"), alice_node).status == "candidate"
+    assert repo.node(Namespace("acme", "dana", "repo-api"), mine["new"][0]).status == "active"
+    assert repo.nodes(Namespace("decisions", "alice", "default")) == []  # the scope is the request's
+    records = root.mount("facts").sync
+    assert any("team" in e.path for e in records.list()) and any("alice" in e.path for e in records.list())
+    for name in ("notes", "facts", "lessons", "decisions"):
+        fsck_clean(root.mount_path(name))
+
+
+def _git_reach(url: str, who: str, memory: str, work: Path) -> tuple[bool, str | None]:
+    """Whether ``who`` reads ``memory`` over git, and the branch a push of a new file lands on (or None)."""
+    remote = url.replace("://", f"://{who}:{token_of(who)}@", 1) + f"/{memory}.git"
+    if git("ls-remote", remote, check=False).returncode != 0:
+        return False, None
+    git("clone", "-q", remote, str(work))
+    git("config", "user.name", who, cwd=work)
+    git("config", "user.email", f"{who}@example.com", cwd=work)
+    write(work, f"git-{who}.md", f"{who} was here\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", f"{who} over git", cwd=work, env={"GIT_AUTHOR_NAME": who, "GIT_COMMITTER_NAME": who})
+    for branch in ("main", f"proposals/{who}/git"):
+        if git("push", "-q", "origin", f"HEAD:{branch}", cwd=work, check=False).returncode == 0:
+            return True, branch.split("/")[0]
+    return True, None
+
+
+def _mcp_reach(client: HttpMcpClient, who: str, memory: str) -> tuple[bool, str | None]:
+    """Whether ``who`` reads ``memory`` over ``/mcp``, and the branch a new file lands on (or None)."""
+    assert client.session is not None
+    tools = client.run(client.session.list_tools()).tools
+    if memory == "team-d":  # the durable memory: its tools name no memory
+        return any(t.name == "durable_recall" for t in tools), None
+    offered = {t.name for t in tools if memory in t.input_schema.get("properties", {}).get("memory", {}).get("enum", [])}
+    if "memory_file_create" not in offered:
+        return bool(offered), None
+    made = client.call("memory_file_create", memory=memory, path=f"mcp-{who}.md", content=f"{who}\n")
+    return True, None if made.is_error else str(payload(made)["branch"]).split("/")[0]
+
+
+def test_a_tokens_reach_is_the_same_over_git_and_mcp(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    for name in ("team-a", "team-b", "solo"):
+        root.mount(name, create=True)
+    root.mount("team-r", create=True, kind="record")
+    DurableRepository.open(root.path, "team-d", create=True)
+    people = {
+        "alice": ("write", ["team-*"], {}),
+        "rob": ("read", ["team-a", "solo"], {}),
+        "carol": ("propose", ["team-*"], {}),
+        "dana": ("admin", ["*"], {}),
+        "eve": ("write", ["solo"], {}),
+    }
+    tokens = tokens_file(tmp_path / "tokens.toml", people)
+    memories = ("team-a", "team-b", "solo", "team-r", "team-d")
+    reach: dict[str, dict[str, tuple[bool, str | None]]] = {}
+    with serving(root.path, tokens) as served:
+        url = served.info["url"]
+        for who in people:
+            over_git = {m: _git_reach(url, who, m, tmp_path / f"{who}-{m}") for m in memories}
+            with HttpMcpClient(url + "/mcp", token_of(who)) as client:
+                over_mcp = {m: _mcp_reach(client, who, m) for m in memories}
+            for m in ("team-r", "team-d"):  # no plain file is written there: compare what is read
+                over_git[m] = (over_git[m][0], None)
+            assert over_mcp == over_git, who
+            reach[who] = over_mcp
+    # The comparison is not vacuous: each level shows its own reach.
+    assert reach["alice"]["team-a"] == (True, "main") and reach["alice"]["solo"] == (False, None)
+    assert reach["rob"]["team-a"] == (True, None) and reach["rob"]["team-b"] == (False, None)
+    assert reach["carol"]["team-b"] == (True, "proposals") and reach["carol"]["team-d"] == (True, None)
+    assert reach["eve"] == {m: (m == "solo", "main" if m == "solo" else None) for m in memories}
+    assert all(reach["dana"][m][0] for m in memories)
+    for name in memories:
+        fsck_clean(root.mount_path(name))
