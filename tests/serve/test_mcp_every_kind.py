@@ -10,6 +10,7 @@ same power, over git smart-HTTP as over ``/mcp``.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,11 @@ from mcp.shared.exceptions import MCPError
 
 from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
-from gitmem.adapters.tokens import token_entry
+from gitmem.adapters.tokens import hash_token, parse_token_file, token_entry
 from gitmem.durable import DurableRepository, Namespace
+from gitmem.errors import MemoryStoreError
 
-from .support import fsck_clean, git, serving, write
+from .support import GIT_ENV, GIT_TIMEOUT, GITMEM, fsck_clean, git, serving, write
 
 ITEM = {
     "content": "Run make itest before tagging a release of the API.",
@@ -185,3 +187,59 @@ def test_a_tokens_reach_is_the_same_over_git_and_mcp(tmp_path: Path) -> None:
     assert all(reach["dana"][m][0] for m in memories)
     for name in memories:
         fsck_clean(root.mount_path(name))
+
+
+def gitmem_json(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [*GITMEM, *args, "--json"], capture_output=True, text=True, env=GIT_ENV, timeout=GIT_TIMEOUT, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_a_namespace_granted_with_token_add_is_listed_kept_by_rotate_and_reached_over_mcp(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    root.mount("facts", create=True, kind="record")
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("token = []\n", encoding="utf-8")
+    with serving(root.path, tokens) as served:
+        added = gitmem_json(
+            "token", "add", "alice", "--memory", "facts", "--namespace", "team", "--namespace", "ops",
+            "--tenant", "acme", "--file", str(tokens),
+        )  # fmt: skip
+        assert added["namespaces"] == ["team", "ops"] and added["tenant"] == "acme"
+        listed = gitmem_json("token", "list", "--file", str(tokens))["tokens"]
+        assert [(t["principal"], t["namespaces"], t["tenant"]) for t in listed] == [("alice", ["team", "ops"], "acme")]
+        rotated = gitmem_json("token", "rotate", "alice", "--file", str(tokens))
+        assert rotated["namespaces"] == ["team", "ops"] and rotated["tenant"] == "acme"
+        with HttpMcpClient(served.info["url"] + "/mcp", rotated["token"]) as alice:
+            assert alice.session is not None
+            search = next(t for t in alice.run(alice.session.list_tools()).tools if t.name == "memory_record_search")
+            assert search.input_schema["properties"]["namespace"]["enum"] == ["alice", "team", "ops"]
+            assert not alice.call("memory_record_add", memory="facts", namespace="ops", text="pager rota").is_error
+            found = payload(alice.call("memory_record_search", memory="facts", namespace="ops", query="pager"))
+            assert [r["text"] for r in found["records"]] == ["pager rota"]
+            assert payload(alice.call("memory_record_search", memory="facts", query="pager"))["records"] == []
+            refused = alice.call("memory_record_add", memory="facts", namespace="finance", text="budget")
+            assert refused.is_error and payload(refused)["error"] == "forbidden"
+    fsck_clean(root.mount_path("facts"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ['namespaces = [["a"]]', 'namespaces = [""]', 'namespaces = ["a\\u0007b"]', "namespaces = [1]",
+     'tenant = ""', "tenant = 7", f'namespaces = ["{"é" * 60}"]'],
+)  # fmt: skip
+def test_a_bad_grant_field_refuses_the_token_file(extra: str) -> None:
+    text = token_entry(token_of("x"), "x", ["*"], "write") + extra + "\n"
+    with pytest.raises(MemoryStoreError) as refused:
+        parse_token_file(text)
+    assert refused.value.code == "invalid_file"
+
+def test_a_json_token_file_takes_the_same_grant_fields() -> None:
+    entry = {"principal": "x", "sha256": hash_token(token_of("x")), "memories": ["*"], "access": "write",
+             "namespaces": ["team", "team"], "tenant": "acme"}  # fmt: skip
+    grant = parse_token_file(json.dumps({"tokens": [entry]}), fmt="json").grant(token_of("x"))
+    assert grant is not None and grant.namespaces == ("team",) and grant.tenant == "acme"
+    assert grant.record_namespaces() == ("x", "team")
