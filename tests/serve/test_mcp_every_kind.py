@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +114,16 @@ def test_every_kind_at_each_tokens_access_with_its_refusals(tmp_path: Path) -> N
             assert [m["id"] for m in found["memories"]] == mine["new"]
             approved = payload(dana.call("durable_approve", run="carol/mcp"))
             assert approved["activated"] == [carol_node] and approved["approved_by"] == "dana", approved
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        request = urllib.request.Request(url, data=json.dumps(hello).encode(), method="POST")
+        for key, value in {"Authorization": f"Bearer {token_of('alice')}", "Gitmem-Scope": "x" * 257,
+                           "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}.items():  # fmt: skip
+            request.add_header(key, value)
+        with pytest.raises(urllib.error.HTTPError) as refused:  # a scope no durable namespace can hold
+            urllib.request.urlopen(request, timeout=GIT_TIMEOUT)
+        with refused.value as answer:
+            assert answer.code == 400 and b"Gitmem-Scope" in answer.read()
     repo = DurableRepository.open(root.path, "decisions")
     assert repo.node(Namespace("decisions", "carol", "repo-api"), carol_node).status == "active"
     assert repo.node(Namespace("decisions", "alice", "repo-api"), alice_node).status == "candidate"
