@@ -247,7 +247,8 @@ def _durable_tools(memories: list[tuple[str, Any]], grant: Grant, scope: str) ->
     a token reads and proposes only in its own principal's namespaces. ``read``
     gets recall and log; ``propose`` and ``write`` propose candidates too (a
     ``propose`` token's land on its proposal branch); ``admin``, a reviewer with a
-    principal, also activates and approves. One durable memory per MCP server, as
+    principal, also activates (a colleague's candidates of its tenant and scope too)
+    and approves. One durable memory per MCP server, as
     for session memory: the first by name.
     """
     if not memories:

@@ -15,7 +15,8 @@ shapes. An agent gets exactly these powers, and none can activate anything:
 
 A host may also give a reviewer (``gitmem serve``'s ``admin`` tokens) the
 person's two powers, never an agent's by default: activate one candidate
-revision (:func:`activate`, ``manual`` evidence naming the reviewer), and approve
+revision (:func:`activate`, ``manual`` evidence naming the reviewer; a
+colleague's too, in the same tenant and scope), and approve
 a run's proposal (:func:`approve`, as ``gitmem durable approve``). Both record
 who did it, so a caller that names nobody may not.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from gitmem.durable.binding import DurableBinding, candidate_id
@@ -152,17 +154,26 @@ def _reviewer(origin: Origin | None, what: str) -> str:
     return who
 
 
-def activate(binding: DurableBinding, node_id: str, revision: int, origin: Origin | None) -> dict[str, Any]:
-    """Activate candidate ``node_id`` at ``revision`` in the binding's namespace, on ``manual`` evidence
-    naming the reviewer (``origin``'s principal) and the time."""
+def activate(
+    binding: DurableBinding, node_id: str, revision: int, origin: Origin | None, principal: str | None = None
+) -> dict[str, Any]:
+    """Activate candidate ``node_id`` at ``revision`` on ``manual`` evidence naming the reviewer (``origin``'s
+    principal) and the time: in the binding's namespace, or ``principal``'s of the same tenant and scope."""
     who = _reviewer(origin, "an activation")
+    namespace = binding.namespace if principal is None else replace(binding.namespace, principal=principal)
     repository = binding.repository
     now = repository.clock()
     uri = f"gitmem-mcp:activate/{who}/{now.isoformat()}"
     digest = "sha256:" + hashlib.sha256(f"{node_id}@{revision} {uri}".encode()).hexdigest()
-    result = repository.activate(binding.namespace, node_id, revision, [Evidence(uri, digest, "manual", now)],
-                                 origin=origin)  # fmt: skip
-    return {"id": node_id, "status": "active", "activated_by": who, "commit": result.commit, "refs": list(result.refs)}
+    result = repository.activate(namespace, node_id, revision, [Evidence(uri, digest, "manual", now)], origin=origin)
+    return {
+        "id": node_id,
+        "principal": namespace.principal,
+        "status": "active",
+        "activated_by": who,
+        "commit": result.commit,
+        "refs": list(result.refs),
+    }
 
 
 def approve(binding: DurableBinding, run: str, origin: Origin | None) -> dict[str, Any]:

@@ -36,8 +36,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
         "change (who activated it, too)."
     ),
     "activate": (
-        "Activate one reviewed candidate at the revision you reviewed, recorded as your manual decision. "
-        "From then on it is recalled."
+        "Activate one reviewed candidate at the revision you reviewed (yours, or a colleague's by principal), "
+        "recorded as your manual decision. From then on it is recalled."
     ),
     "approve": (
         "Approve a run's proposal (such as alice/mcp): merge it into main and activate the candidates it brought."
@@ -81,7 +81,7 @@ class DurableTools(KindTools):
         return rules.node_log(self.binding, args.id, args.limit)
 
     def _activate(self, args: ActivateArgs, origin: Origin) -> Payload:
-        return rules.activate(self.binding, args.id, args.revision, origin)
+        return rules.activate(self.binding, args.id, args.revision, origin, args.principal)
 
     def _approve(self, args: ApproveArgs, origin: Origin) -> Payload:
         return rules.approve(self.binding, args.run, origin)

@@ -85,6 +85,9 @@ class NodeLogArgs(_Strict):
 class ActivateArgs(_Strict):
     id: str = Field(min_length=1, max_length=200, description="Id of the candidate node (from durable_propose).")
     revision: int = Field(ge=1, description="The candidate revision that was reviewed (from durable_log).")
+    principal: str | None = Field(
+        None, min_length=1, max_length=256, description="Whose candidate, in your tenant and scope; omit for yours."
+    )
 
 
 class ApproveArgs(_Strict):

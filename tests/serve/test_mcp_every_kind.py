@@ -65,8 +65,8 @@ def test_every_kind_at_each_tokens_access_with_its_refusals(tmp_path: Path) -> N
     people = {
         "alice": ("write", ["*"], {"namespaces": ["team"]}),
         "rob": ("read", ["*"], {}),
-        "carol": ("propose", ["*"], {}),
-        "dana": ("admin", ["*"], {"tenant": "acme"}),
+        "carol": ("propose", ["*"], {"tenant": "acme"}),
+        "dana": ("admin", ["*"], {}),
     }
     tokens = tokens_file(tmp_path / "tokens.toml", people)
     with serving(root.path, tokens) as served:
@@ -114,6 +114,8 @@ def test_every_kind_at_each_tokens_access_with_its_refusals(tmp_path: Path) -> N
             assert [m["id"] for m in found["memories"]] == mine["new"]
             approved = payload(dana.call("durable_approve", run="carol/mcp"))
             assert approved["activated"] == [carol_node] and approved["approved_by"] == "dana", approved
+            theirs = payload(dana.call("durable_activate", id=alice_node, revision=1, principal="alice"))
+            assert theirs["principal"] == "alice" and theirs["branch"] == "main", theirs
         hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
         request = urllib.request.Request(url, data=json.dumps(hello).encode(), method="POST")
@@ -125,9 +127,9 @@ def test_every_kind_at_each_tokens_access_with_its_refusals(tmp_path: Path) -> N
         with refused.value as answer:
             assert answer.code == 400 and b"Gitmem-Scope" in answer.read()
     repo = DurableRepository.open(root.path, "decisions")
-    assert repo.node(Namespace("decisions", "carol", "repo-api"), carol_node).status == "active"
-    assert repo.node(Namespace("decisions", "alice", "repo-api"), alice_node).status == "candidate"
-    assert repo.node(Namespace("acme", "dana", "repo-api"), mine["new"][0]).status == "active"
+    assert repo.node(Namespace("acme", "carol", "repo-api"), carol_node).status == "active"  # carol's tenant
+    assert repo.node(Namespace("decisions", "alice", "repo-api"), alice_node).status == "active"
+    assert repo.node(Namespace("decisions", "dana", "repo-api"), mine["new"][0]).status == "active"
     assert repo.nodes(Namespace("decisions", "alice", "default")) == []  # the scope is the request's
     records = root.mount("facts").sync
     assert any("team" in e.path for e in records.list()) and any("alice" in e.path for e in records.list())
