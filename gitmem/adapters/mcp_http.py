@@ -58,7 +58,7 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
+from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
@@ -92,7 +92,7 @@ class _Session:
     last_used: float = field(default_factory=time.monotonic)
     session_id: str | None = None
     in_flight: list[float] = field(default_factory=list)  # when each request being served began
-    topic: str = DEFAULT_TOPIC
+    topic: Route = DEFAULT_ROUTE  # the session's topic and durable scope
     streams: int = 0  # open GET event streams (0 or 1: the SDK allows one per session)
 
 
@@ -121,8 +121,8 @@ class McpHttpApp:
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}  # by mcp-session-id
         self._shared: dict[
-            tuple[str, str], _Session
-        ] = {}  # by token hash and topic: the session-less (2026-era) server
+            tuple[str, Route], _Session
+        ] = {}  # by token hash and route (topic, scope): the session-less (2026-era) server
         self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
@@ -154,7 +154,7 @@ class McpHttpApp:
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         try:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                session = self._shared_session(owner, grant, session_topic(environ))
+                session = self._shared_session(owner, grant, session_route(environ))
             elif session_id is not None:
                 with self._lock:
                     found = self._sessions.get(session_id)
@@ -176,7 +176,7 @@ class McpHttpApp:
                         [("Retry-After", str(wait))],
                     )
                 try:
-                    topic = session_topic(environ)
+                    topic = session_route(environ)
                     return self._serve_opening(start_response, owner, grant, environ, body, topic)
                 finally:  # counted as opening until it is registered or given up
                     with self._lock:
@@ -267,7 +267,7 @@ class McpHttpApp:
         grant: Grant,
         environ: Mapping[str, Any],
         body: bytes,
-        topic: str = DEFAULT_TOPIC,
+        topic: Route = DEFAULT_ROUTE,
     ) -> list[bytes]:
         """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
         session = self._open(owner, grant, topic)
@@ -342,7 +342,7 @@ class McpHttpApp:
                 session.in_flight.remove(began)
                 session.last_used = time.monotonic()
 
-    def _shared_session(self, owner: str, grant: Grant, topic: str) -> _Session:
+    def _shared_session(self, owner: str, grant: Grant, topic: Route) -> _Session:
         key = (owner, topic)
         with self._lock:
             found = self._shared.get(key)
@@ -362,7 +362,7 @@ class McpHttpApp:
             self._stop(made)
         return kept
 
-    def _open(self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> _Session:
+    def _open(self, owner: str, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True) -> _Session:
         server = self.memory_server(grant, topic, watched=watched)
         manager = StreamableHTTPSessionManager(
             server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
@@ -371,7 +371,7 @@ class McpHttpApp:
         self._changes.start()
         return _Session(owner, grant, server, manager, stop, topic=topic)
 
-    def memory_server(self, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> MemoryMcpServer:
+    def memory_server(self, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True) -> MemoryMcpServer:
         """A fresh MCP server over what ``grant`` reaches (:func:`gitmem.adapters.mcp_served.served_server`).
 
         ``watched=False`` for the 2026 era's session-less requests: they have no GET

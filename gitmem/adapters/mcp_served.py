@@ -1,11 +1,29 @@
 """What one token gets over ``/mcp``: its memories, its run, and replies that say where a write went.
 
 :func:`served_server` builds the MCP server of one client session of
-``gitmem serve`` (:mod:`gitmem.adapters.mcp_http` routes requests to it): the
-file and record memories the token reaches, read-only for ``read``; records in
-the principal's own namespace; and the first session memory it reaches
-(:func:`_session_tools`). The tool registry decides the tools; this module
-only chooses the memories and the identity.
+``gitmem serve`` (:mod:`gitmem.adapters.mcp_http` routes requests to it), every
+kind the token reaches at the access it has:
+
+- file and record memories, read-only for ``read``; a record tool uses the
+  principal's own namespace unless the call names one of the token's granted
+  ``namespaces`` (any other is ``forbidden``);
+- the first session memory it reaches (:func:`_session_tools`);
+- the first durable memory it reaches (:func:`_durable_tools`), bound to the
+  namespace ``(tenant, principal, scope)``: the token's ``tenant`` (default: the
+  memory's name), its principal (``default`` for a plain token) and the scope
+  the request that opens the session names in ``Gitmem-Scope`` (``default``).
+
+The tool registry decides the tools; this module only chooses the memories, the
+access and the identity. What each access gets of each kind:
+
+=========  ===============  ======================  ===========================  ====================
+access     file / record    session                 durable                      where writes go
+=========  ===============  ======================  ===========================  ====================
+read       read tools       recall, recent, tags    recall, log                  nowhere
+propose    every tool       recall, recent, tags    recall, log, propose         the proposal branch
+write      every tool       + remember, dry prune   recall, log, propose         main (proposal if gated)
+admin      every tool       + prune                 + activate, approve          main (proposal if gated)
+=========  ===============  ======================  ===========================  ====================
 
 **One proposal per principal and topic.** Every change is committed with run
 ``<principal>/<topic>``: the topic is ``mcp`` unless the request that opens the
@@ -25,6 +43,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types as types
@@ -38,12 +57,30 @@ from gitmem.model import Origin
 from gitmem.root import Root
 
 if TYPE_CHECKING:
+    from gitmem.tools.durable import DurableTools
     from gitmem.tools.mounts import Access
     from gitmem.tools.session import SessionTools
 
 DEFAULT_TOPIC: Final = "mcp"
 TOPIC_HEADER: Final = "HTTP_GITMEM_TOPIC"
 """The WSGI name of the ``Gitmem-Topic`` request header."""
+DEFAULT_SCOPE: Final = "default"
+SCOPE_HEADER: Final = "HTTP_GITMEM_SCOPE"
+"""The WSGI name of the ``Gitmem-Scope`` request header: the scope of the session's durable namespace."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """What the request opening an MCP session chose: its ``topic`` (run and proposal) and durable ``scope``.
+
+    Sessions are kept per token and route, so two scopes of one token are two sessions.
+    """
+
+    topic: str = DEFAULT_TOPIC
+    scope: str = DEFAULT_SCOPE
+
+
+DEFAULT_ROUTE: Final = Route()
 
 
 def session_topic(environ: Mapping[str, Any]) -> str:
@@ -58,18 +95,44 @@ def session_topic(environ: Mapping[str, Any]) -> str:
     return topic
 
 
-class ServedMcpServer(MemoryMcpServer):
-    """A :class:`MemoryMcpServer` whose write replies say which branch the change landed on."""
+def session_route(environ: Mapping[str, Any]) -> Route:
+    """The request's topic (:func:`session_topic`) and durable scope (``Gitmem-Scope``, ``default`` without one).
 
-    def __init__(self, *args: Any, targets: Mapping[str, Callable[[], str]], **kwargs: Any) -> None:
+    A scope is checked as every durable identifier is (one line, at most 256 bytes): ``forbidden`` otherwise.
+    """
+    scope = str(environ.get(SCOPE_HEADER, "")).strip() or DEFAULT_SCOPE
+    from gitmem.durable.namespace import check_identifier
+
+    check_identifier("the Gitmem-Scope header", scope, code="forbidden")
+    return Route(session_topic(environ), scope)
+
+
+class ServedMcpServer(MemoryMcpServer):
+    """A :class:`MemoryMcpServer` whose write replies say which branch the change landed on.
+
+    ``targets`` by memory name; the durable tools name none, so theirs is ``durable_target``.
+    """
+
+    session_binds_durable = False  # a run <principal>/<topic> spans every Gitmem-Scope its sessions open
+
+    def __init__(
+        self,
+        *args: Any,
+        targets: Mapping[str, Callable[[], str]],
+        durable_target: Callable[[], str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.targets = dict(targets)
+        self.durable_target = durable_target
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         result = await super()._call_tool(ctx, params)
         tool = self.registry.get(params.name)
         memory = (params.arguments or {}).get("memory")
         target = self.targets.get(memory) if isinstance(memory, str) else None
+        if tool is not None and tool.kind == "durable":
+            target = self.durable_target
         data = result.structured_content
         if result.is_error or tool is None or tool.effect == "read" or target is None or not isinstance(data, dict):
             return result
@@ -81,14 +144,21 @@ class ServedMcpServer(MemoryMcpServer):
         )
 
 
-def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> ServedMcpServer:
-    """A fresh MCP server over the file and record memories ``grant`` reaches, committing as its principal.
+def served_server(
+    root: Root, grant: Grant, route: Route | str = DEFAULT_ROUTE, *, watched: bool = True
+) -> ServedMcpServer:
+    """A fresh MCP server over every memory ``grant`` reaches, committing as its principal (see the module).
 
     A record memory is offered in the principal's own namespace (``default`` for a
-    token without one), so each person's records stay theirs in a shared memory.
-    ``watched``: the server offers ``resources/subscribe`` (its client has a GET
-    event stream to be told on). ``not_found`` when the token reaches no such memory.
+    token without one), so each person's records stay theirs in a shared memory,
+    and in the namespaces the token is granted besides. ``route`` (or a topic alone):
+    the session's topic and durable scope. ``watched``: the server offers
+    ``resources/subscribe`` (its client has a GET event stream to be told on).
+    ``not_found`` when the token reaches no memory of any kind.
     """
+    if isinstance(route, str):
+        route = Route(route)
+    topic = route.topic
     from gitmem.records import RecordStore
     from gitmem.tools import FileMemoryCapability, FileMount
     from gitmem.tools.records import RecordMemoryCapability, RecordMount
@@ -99,6 +169,7 @@ def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watch
     files: list[FileMount] = []
     records: list[RecordMount] = []
     sessions: list[str] = []
+    durables: list[tuple[str, Any]] = []
     targets: dict[str, Callable[[], str]] = {}
     for name in root.mounts():
         if not grant.reaches(name):
@@ -111,28 +182,39 @@ def served_server(root: Root, grant: Grant, topic: str = DEFAULT_TOPIC, *, watch
         if kind == "session":
             sessions.append(name)
             continue
-        if kind not in ("file", "record"):
+        if kind not in ("file", "record", "durable"):
             continue
         seam: Any = store.sync
         proposing = grant.access == "propose" and run is not None
         if proposing:
             seam = seam.proposing(run)
+        if kind == "durable":
+            durables.append((name, seam))
+            continue
         targets[name] = _target(seam, run, proposing)
         if kind == "file":
             files.append(FileMount(name, seam, access))
         else:
-            records.append(RecordMount(name, RecordStore(seam, grant.principal or "default"), access))
+            own, *others = grant.record_namespaces()
+            granted = tuple((ns, RecordStore(seam, ns)) for ns in others)
+            records.append(RecordMount(name, RecordStore(seam, own), access, granted=granted))
     session = _session_tools(root, sorted(sessions), grant)
-    if not files and not records and session is None:
-        raise MemoryStoreError("not_found", "this token reaches no file, record or session memory on this server")
+    durable = _durable_tools(sorted(durables, key=lambda pair: pair[0]), grant, route.scope)
+    durable_target = None
+    if durable is not None:
+        durable_target = _target(durable[1], run, grant.access == "propose" and run is not None)
+    if not files and not records and session is None and durable is None:
+        raise MemoryStoreError("not_found", "this token reaches no memory on this server")
     return ServedMcpServer(
         FileMemoryCapability(files) if files else None,
         records=RecordMemoryCapability(records) if records else None,
         session=session,
+        durable=durable[0] if durable is not None else None,
         origin=Origin(run_id=run, principal_id=grant.principal),
         session_tag=tag,  # every tool call id names this session: mcp-<tag>-<request id>
         watch_root=root if watched else None,
         targets=targets,
+        durable_target=durable_target,
     )
 
 
@@ -156,6 +238,33 @@ def _session_tools(root: Root, names: list[str], grant: Grant) -> SessionTools |
     if grant.access in ("read", "propose"):
         return SessionTools(memory, tools=[PREFIX + tool for tool in sorted(READ)])
     return SessionTools(memory, allow_prune=grant.access == "admin")
+
+
+def _durable_tools(memories: list[tuple[str, Any]], grant: Grant, scope: str) -> tuple[DurableTools, Any] | None:
+    """The durable tools over the first durable memory ``grant`` reaches, and its store, at its access.
+
+    The namespace is ``(tenant, principal, scope)`` (see the module docstring), so
+    a token reads and proposes only in its own principal's namespaces. ``read``
+    gets recall and log; ``propose`` and ``write`` propose candidates too (a
+    ``propose`` token's land on its proposal branch); ``admin``, a reviewer with a
+    principal, also activates (a colleague's candidates of its tenant and scope too)
+    and approves. One durable memory per MCP server, as
+    for session memory: the first by name.
+    """
+    if not memories:
+        return None
+    from gitmem.durable import DurableBinding, DurableRepository, Namespace
+    from gitmem.tools.durable import DurableTools
+
+    name, seam = memories[0]
+    try:
+        namespace = Namespace(grant.tenant or name, grant.own_namespace, scope)
+        repository = DurableRepository(seam)
+    except MemoryStoreError:
+        return None  # not readable: not offered
+    tools = ["recall", "log"] if grant.access == "read" else None
+    reviewer = grant.access == "admin" and grant.principal is not None
+    return DurableTools(DurableBinding(repository, namespace), tools=tools, allow_activate=reviewer), seam
 
 
 def _target(seam: Any, run: str | None, proposing: bool) -> Callable[[], str]:

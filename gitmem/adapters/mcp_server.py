@@ -140,6 +140,10 @@ class MemoryMcpServer:
     connection at a time (:meth:`run_stdio`).
     """
 
+    #: Whether a host-named run over a session memory is bound to the durable binding served beside it
+    #: (``gitmem mcp``'s session is; ``gitmem serve``'s runs span every scope a client opens, so are not).
+    session_binds_durable: bool = True
+
     def __init__(
         self,
         capability: FileMemoryCapability | None,
@@ -159,7 +163,8 @@ class MemoryMcpServer:
             # A host-named run over a session memory is a session: resumed only with the binding it had.
             from gitmem.session.resume import resume_session
 
-            resume_session(session.memory, origin.run_id, durable.binding if durable is not None else None)
+            bound = durable.binding if durable is not None and self.session_binds_durable else None
+            resume_session(session.memory, origin.run_id, bound)
         self.capability = capability
         self.session = session  # the memory_session_* tools, when a session memory is offered
         self.records = records

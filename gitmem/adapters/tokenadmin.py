@@ -72,6 +72,8 @@ def describe(entry: TokenEntry) -> dict[str, Any]:
         "principal": grant.principal,
         "memories": list(grant.memories),
         "access": grant.access,
+        "namespaces": list(grant.namespaces),
+        "tenant": grant.tenant,
         "note": entry.note,
     }
 
@@ -82,9 +84,19 @@ def list_tokens(path: str | os.PathLike[str]) -> list[TokenEntry]:
 
 
 def add_token(
-    path: str | os.PathLike[str], principal: str, memories: Sequence[str], access: Access, note: str | None = None
+    path: str | os.PathLike[str],
+    principal: str,
+    memories: Sequence[str],
+    access: Access,
+    note: str | None = None,
+    *,
+    namespaces: Sequence[str] = (),
+    tenant: str | None = None,
 ) -> tuple[str, TokenEntry]:
-    """Mint a token for ``principal`` and add its entry to the TOML file at ``path``; the token and its entry."""
+    """Mint a token for ``principal`` and add its entry to the TOML file at ``path``; the token and its entry.
+
+    ``namespaces``: record namespaces it may name beyond its principal's own; ``tenant``: of its durable namespaces.
+    """
     if token_format(path) != "toml":
         raise MemoryStoreError(
             "invalid_file",
@@ -92,7 +104,7 @@ def add_token(
             "(a file of another name is a plain list of full-access tokens)",
         )
     secret = new_token()
-    block = token_entry(secret, principal, memories, access, note)
+    block = token_entry(secret, principal, memories, access, note, namespaces=namespaces, tenant=tenant)
     with _editing(path):
         text = _TokenText.read(path)
         text.write(text.appended(block))
@@ -309,6 +321,10 @@ def _json_entry(entry: TokenEntry | None) -> dict[str, Any]:
         "memories": list(g.memories),
         "access": g.access,
     }
+    if g.namespaces:
+        out["namespaces"] = list(g.namespaces)
+    if g.tenant is not None:
+        out["tenant"] = g.tenant
     if entry.note is not None:
         out["note"] = entry.note
     return out

@@ -25,6 +25,15 @@ text once)::
     sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     memories = ["notes", "team-*"]
     access = "write"
+    namespaces = ["team"]   # optional: record namespaces beyond the principal's own
+    tenant = "acme"         # optional: the tenant of its durable namespaces
+
+A token's **record namespaces** are its principal's own (always, and the default
+of every record tool call) plus those ``namespaces`` lists, exact names: a record
+tool call that names any other namespace is refused (``forbidden``). Its durable
+namespaces are ``(tenant, principal, scope)``: the tenant is ``tenant`` (default:
+the durable memory's name), the principal the token's, the scope the request's
+(:mod:`gitmem.adapters.mcp_served`).
 
 Tokens are random strings of 32+ characters, so one SHA-256 round is enough (no
 password stretching is needed to resist guessing). A file of any other name is
@@ -70,6 +79,8 @@ ACCESS_LEVELS: Final[tuple[Access, ...]] = ("read", "propose", "write", "admin")
 _PRINCIPAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+=-]{0,63}$")
 _GLOB = re.compile(r"^[A-Za-z0-9._*?\[\]!-]{1,128}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+#: A granted record namespace or a tenant: one line of text a person can type, at most 128 characters.
+_NAME = re.compile(r"^[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]{0,127}$")
 #: One token of a plain list: RFC 6750's ``b64token`` (what a bearer token may be), nothing TOML or JSON needs.
 _PLAIN_TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]+=*$")
 TokenFormat = Literal["toml", "json", "plain"]
@@ -79,11 +90,23 @@ TOKEN_FILE_LIMIT: Final = 1 << 20
 
 @dataclass(frozen=True)
 class Grant:
-    """What one token may do: its principal (``None`` for a plain-list token), memories and access."""
+    """What one token may do: its principal (``None`` for a plain-list token), memories and access,
+    the record namespaces it is granted beyond its principal's own, and its durable tenant."""
 
     principal: str | None
     memories: tuple[str, ...]
     access: Access
+    namespaces: tuple[str, ...] = ()
+    tenant: str | None = None
+
+    @property
+    def own_namespace(self) -> str:
+        """The record namespace the token's record tools use unless a call names another."""
+        return self.principal or "default"
+
+    def record_namespaces(self) -> tuple[str, ...]:
+        """Every record namespace the token may name: its own first, then the granted ones."""
+        return tuple(dict.fromkeys((self.own_namespace, *self.namespaces)))
 
     def reaches(self, memory: str) -> bool:
         return any(fnmatchcase(memory, pattern) for pattern in self.memories)
@@ -311,9 +334,9 @@ def _entries(entries: list[Any], where: str) -> list[TokenEntry]:
             raise _bad(where, f"{here} is not a table")
         if "token" in entry:
             raise _bad(where, f"{here}: store the token's sha256 (`gitmem token` writes it), never the token")
-        unknown = sorted(set(entry) - {"principal", "sha256", "memories", "access", "note"})
+        unknown = sorted(set(entry) - _KEYS)
         if unknown:
-            raise _bad(where, f"{here} has unknown keys {unknown} (principal, sha256, memories, access, note)")
+            raise _bad(where, f"{here} has unknown keys {unknown} ({', '.join(_KEYS_SHOWN)})")
         principal, digest, memories = entry.get("principal"), entry.get("sha256"), entry.get("memories")
         note = entry.get("note")
         if note is not None and not isinstance(note, str):
@@ -335,13 +358,49 @@ def _entries(entries: list[Any], where: str) -> list[TokenEntry]:
             raise _bad(where, f"{here} ({principal}): access must be one of {', '.join(ACCESS_LEVELS)}")
         if digest.lower() in out:
             raise _bad(where, f"{here} ({principal}): the same token is listed twice")
-        out[digest.lower()] = TokenEntry(digest.lower(), Grant(principal, tuple(memories), cast(Access, access)), note)
+        namespaces, tenant = _names(entry, where, f"{here} ({principal})")
+        grant = Grant(principal, tuple(memories), cast(Access, access), namespaces, tenant)
+        out[digest.lower()] = TokenEntry(digest.lower(), grant, note)
     return list(out.values())
 
 
-def token_entry(token: str, principal: str, memories: Iterable[str], access: Access, note: str | None = None) -> str:
+_KEYS_SHOWN: Final = ("principal", "sha256", "memories", "access", "namespaces", "tenant", "note")
+_KEYS: Final = frozenset(_KEYS_SHOWN)
+
+
+def _names(entry: dict[str, Any], where: str, here: str) -> tuple[tuple[str, ...], str | None]:
+    """An entry's granted record ``namespaces`` (a list of exact names, in order, once each) and ``tenant``."""
+    namespaces, tenant = entry.get("namespaces", []), entry.get("tenant")
+    if isinstance(namespaces, str):
+        namespaces = [namespaces]
+    if not isinstance(namespaces, list) or not all(isinstance(n, str) and _NAME.fullmatch(n) for n in namespaces):
+        raise _bad(where, f"{here}: namespaces must be a list of record namespace names (one line, 1-128 characters)")
+    if namespaces:
+        from gitmem.records.rules import encode_namespace
+
+        for name in namespaces:
+            try:
+                encode_namespace(name)
+            except MemoryStoreError as exc:
+                raise _bad(where, f"{here}: namespace {name[:40]!r}: {exc.message}") from None
+    if tenant is not None and (not isinstance(tenant, str) or not _NAME.fullmatch(tenant)):
+        raise _bad(where, f"{here}: tenant must be one line of 1-128 characters")
+    return tuple(dict.fromkeys(namespaces)), tenant
+
+
+def token_entry(
+    token: str,
+    principal: str,
+    memories: Iterable[str],
+    access: Access,
+    note: str | None = None,
+    *,
+    namespaces: Iterable[str] = (),
+    tenant: str | None = None,
+) -> str:
     """The TOML ``[[token]]`` table for ``token`` (its hash only), validated as the server will read it."""
-    text = toml_table(TokenEntry(hash_token(token), Grant(principal, tuple(memories), access), note))
+    grant = Grant(principal, tuple(memories), access, tuple(namespaces), tenant)
+    text = toml_table(TokenEntry(hash_token(token), grant, note))
     parse_token_file(text, "the new entry", "toml")
     return text
 
@@ -356,6 +415,10 @@ def toml_table(entry: TokenEntry) -> str:
         f"memories = [{', '.join(toml_string(m) for m in g.memories)}]",
         f"access = {toml_string(g.access)}",
     ]
+    if g.namespaces:
+        lines.append(f"namespaces = [{', '.join(toml_string(n) for n in g.namespaces)}]")
+    if g.tenant is not None:
+        lines.append(f"tenant = {toml_string(g.tenant)}")
     if entry.note is not None:
         lines.append(f"note = {toml_string(entry.note)}")
     return "\n".join(lines) + "\n"

@@ -13,16 +13,26 @@ shapes. An agent gets exactly these powers, and none can activate anything:
   by approving the run's proposal);
 - a node's log: its revisions, each with its evidence and who made it.
 
+A host may also give a reviewer (``gitmem serve``'s ``admin`` tokens) the
+person's two powers, never an agent's by default: activate one candidate
+revision (:func:`activate`, ``manual`` evidence naming the reviewer; a
+colleague's too, in the same tenant and scope), and approve
+a run's proposal (:func:`approve`, as ``gitmem durable approve``). Both record
+who did it, so a caller that names nobody may not.
+
 The namespace is fixed when the binding is built (the host's choice, as A3S
 binds a session to one namespace), so an agent cannot read or write another one.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from gitmem.durable.binding import DurableBinding, candidate_id
+from gitmem.durable.node import Evidence
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.session.binding import ExtractedItem
@@ -134,4 +144,47 @@ def node_log(binding: DurableBinding, node_id: str, limit: int) -> dict[str, Any
             }
             for r in revisions
         ],
+    }
+
+
+def _reviewer(origin: Origin | None, what: str) -> str:
+    who = origin.principal_id if origin is not None else None
+    if not who:
+        raise MemoryStoreError("forbidden", f"{what} records who decided it: this caller names no principal")
+    return who
+
+
+def activate(
+    binding: DurableBinding, node_id: str, revision: int, origin: Origin | None, principal: str | None = None
+) -> dict[str, Any]:
+    """Activate candidate ``node_id`` at ``revision`` on ``manual`` evidence naming the reviewer (``origin``'s
+    principal) and the time: in the binding's namespace, or ``principal``'s of the same tenant and scope."""
+    who = _reviewer(origin, "an activation")
+    namespace = binding.namespace if principal is None else replace(binding.namespace, principal=principal)
+    repository = binding.repository
+    now = repository.clock()
+    uri = f"gitmem-mcp:activate/{who}/{now.isoformat()}"
+    digest = "sha256:" + hashlib.sha256(f"{node_id}@{revision} {uri}".encode()).hexdigest()
+    result = repository.activate(namespace, node_id, revision, [Evidence(uri, digest, "manual", now)], origin=origin)
+    return {
+        "id": node_id,
+        "principal": namespace.principal,
+        "status": "active",
+        "activated_by": who,
+        "commit": result.commit,
+        "refs": list(result.refs),
+    }
+
+
+def approve(binding: DurableBinding, run: str, origin: Origin | None) -> dict[str, Any]:
+    """Approve run ``run``'s proposal and activate the candidates it brought (:func:`approve_candidates`)."""
+    from gitmem.durable.approval import approve_candidates
+
+    who = _reviewer(origin, "an approval")
+    outcome = approve_candidates(binding.repository, run, approver=who, origin=origin)
+    return {
+        "run": run,
+        "approval": outcome.approval,
+        "approved_by": who,
+        "activated": [ref.rsplit("@", 1)[0] for result in outcome.activations for ref in result.refs],
     }

@@ -21,7 +21,7 @@ KINDS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
     ),
     "record": ("memory_record_", "memory.record.", ("search", "list", "history", "add", "update", "delete")),
     "session": ("memory_session_", "memory.session.", ("remember", "recall", "recent", "tags", "prune")),
-    "durable": ("durable_", "memory.durable.", ("recall", "propose", "log")),
+    "durable": ("durable_", "memory.durable.", ("recall", "propose", "log", "activate", "approve")),
 }
 
 

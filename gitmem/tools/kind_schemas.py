@@ -82,6 +82,20 @@ class NodeLogArgs(_Strict):
     limit: Count = 10
 
 
+class ActivateArgs(_Strict):
+    id: str = Field(min_length=1, max_length=200, description="Id of the candidate node (from durable_propose).")
+    revision: int = Field(ge=1, description="The candidate revision that was reviewed (from durable_log).")
+    principal: str | None = Field(
+        None, min_length=1, max_length=256, description="Whose candidate, in your tenant and scope; omit for yours."
+    )
+
+
+class ApproveArgs(_Strict):
+    run: str = Field(
+        min_length=1, max_length=200, description="The run whose proposal to approve, such as alice/mcp."
+    )
+
+
 # --- the commands of Anthropic's memory tool (memory_20250818) ------------------------------
 # The SDK builds its command objects without checking them (``construct_type_unchecked``), so
 # the backend checks each input against these models before a command runs.

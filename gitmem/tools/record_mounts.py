@@ -10,10 +10,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gitmem.errors import MemoryStoreError
 from gitmem.records import MemoryRecord, RecordStoreProtocol
 from gitmem.records.rules import RECORD_CHARS
 from gitmem.tools.mounts import Access
 from gitmem.tools.record_schemas import RECORD_READ_TOOLS, RECORD_TOOLS, SEARCH_MAX
+from gitmem.tools.registry import shorten
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,9 @@ class RecordMount:
     """One record store as the model sees it: ``name``, ``access``, an optional guide, and recall on/off.
 
     ``guide=None`` shows :data:`DEFAULT_RECORD_GUIDE`, ``""`` none; ``recall=False``
-    leaves the mount out of the recall blocks (its tools stay).
+    leaves the mount out of the recall blocks (its tools stay). ``granted``: the
+    stores of other namespaces a tool call may name (``namespace``), beside
+    ``store``'s own, which a call without one uses; any other is ``forbidden``.
     """
 
     name: str
@@ -56,6 +60,7 @@ class RecordMount:
     access: Access = "write"
     guide: str | None = None
     recall: bool = True
+    granted: tuple[tuple[str, RecordStoreProtocol], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
@@ -66,6 +71,25 @@ class RecordMount:
             raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
         if self.guide is not None and not isinstance(self.guide, str):
             raise TypeError("guide must be text or None")
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces a call may name: the store's own (when it says it), then the granted ones."""
+        own = getattr(self.store, "namespace", None)
+        return tuple(dict.fromkeys([*([own] if isinstance(own, str) else []), *(n for n, _ in self.granted)]))
+
+    def store_for(self, namespace: str | None) -> RecordStoreProtocol:
+        """The store of ``namespace`` (``None``: the mount's own); ``forbidden`` for one not offered here."""
+        if namespace is None or namespace == getattr(self.store, "namespace", None):
+            return self.store
+        for name, store in self.granted:
+            if name == namespace:
+                return store
+        raise MemoryStoreError(
+            "forbidden",
+            f"record namespace {shorten(namespace, 80)!r} is not granted on memory {self.name!r}; "
+            f"its namespaces are {', '.join(map(repr, self.namespaces)) or 'its own only'}",
+        )
 
     def allows(self, tool: str) -> bool:
         if tool == "history" and not _keeps_history(self.store):

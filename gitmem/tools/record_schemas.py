@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 RecordToolName = Literal["search", "list", "history", "add", "update", "delete"]
 RECORD_TOOLS: Final[tuple[RecordToolName, ...]] = get_args(RecordToolName)
 RECORD_READ_TOOLS: Final[frozenset[str]] = frozenset({"search", "list", "history"})
+#: The argument naming another record namespace: in a tool's schema only where a mount offers more than one.
+NAMESPACE_ARGUMENT: Final = "namespace"
 TOOL_PREFIX: Final = "memory_record_"
 TOOL_ID_PREFIX: Final = "memory.record."
 
@@ -30,6 +32,9 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory: str = Field(description="Name of the memory to use.")
+    namespace: str | None = Field(
+        None, description="Whose records: one of the namespaces this memory offers; omit for your own."
+    )
 
 
 class SearchArgs(_Args):

@@ -29,6 +29,7 @@ from gitmem.tools.record_schemas import (
     ARGUMENTS,
     LIST_DEFAULT,
     LIST_MAX,
+    NAMESPACE_ARGUMENT,
     RECORD_READ_TOOLS,
     SEARCH_DEFAULT,
     SEARCH_MAX,
@@ -139,8 +140,19 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
     def fail(self, exc: MemoryStoreError) -> Payload:
         return failure_payload(exc)
 
+    def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
+        """The tool's schema; ``namespace`` only where a mount offers more than its own, as an enum of them."""
+        out = super().schema(tool, memories)
+        offered = list(dict.fromkeys(n for m in self.mounts if m.name in memories and m.granted for n in m.namespaces))
+        if offered:
+            described = out["properties"][NAMESPACE_ARGUMENT]["description"]
+            out["properties"][NAMESPACE_ARGUMENT] = {"description": described, "enum": offered, "type": "string"}
+        else:
+            out["properties"].pop(NAMESPACE_ARGUMENT, None)
+        return out
+
     def handle_on(self, tool: str, args: Any, mount: RecordMount, who: Origin) -> Payload:
-        store = mount.store
+        store = mount.store_for(args.namespace)
         if isinstance(args, SearchArgs):
             return {"records": [record_payload(r) for r in store.search(args.query, limit=args.limit)]}
         if isinstance(args, ListArgs):

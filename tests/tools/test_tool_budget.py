@@ -18,7 +18,7 @@ from gitmem.tools.durable import DurableTools
 from gitmem.tools.records import RecordMemoryCapability, RecordMount
 from gitmem.tools.session import SessionTools
 
-#: Every tool of every kind (25) in under this many characters (the seven file tools alone were 6.2k).
+#: Every tool of every kind (27, the reviewer's durable tools included) in under this many characters (the seven file tools alone were 6.2k).
 BUDGET = 16_000
 
 
@@ -29,7 +29,7 @@ def every_kind(tmp_path: Path) -> ToolRegistry:
     records = RecordMemoryCapability([RecordMount("facts", RecordStore(facts, "default"))])
     session = SessionTools(open_session_memory(tmp_path / "session"))
     repository = DurableRepository.open(root.path, "durable", create=True)
-    durable = DurableTools(DurableBinding(repository, Namespace("acme", "alice", "workspace")))
+    durable = DurableTools(DurableBinding(repository, Namespace("acme", "alice", "workspace")), allow_activate=True)
     return ToolRegistry.of(files, records, session, durable)
 
 

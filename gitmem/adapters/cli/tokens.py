@@ -68,24 +68,40 @@ def token() -> None:
     show_default=True,
     help="read; propose (pushes and MCP writes go to proposals); write (main, unless review-gated); admin.",
 )
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    help="A record namespace the token may also name, beyond its principal's own (repeatable).",
+)
+@click.option("--tenant", help="The tenant of its durable namespaces (default: each durable memory's name).")
 @click.option("--note", help="A note kept with the entry (whose laptop, which bot), shown by `gitmem token list`.")
 @_file_option(required=False)
 @common_options
 @pass_state
 def add(
-    state: State, principal: str, memories: tuple[str, ...], access: str, note: str | None, token_file: Path | None
+    state: State,
+    principal: str,
+    memories: tuple[str, ...],
+    access: str,
+    namespaces: tuple[str, ...],
+    tenant: str | None,
+    note: str | None,
+    token_file: Path | None,
 ) -> None:
     """Mint a token for PRINCIPAL: printed once; the token file keeps only its SHA-256."""
     from gitmem.adapters.tokens import new_token, token_entries, token_entry
 
+    grants: dict[str, Any] = {"namespaces": namespaces, "tenant": tenant}
     if token_file is None:
         secret = new_token()
-        entry = token_entry(secret, principal, memories, access, note)  # type: ignore[arg-type]  # click.Choice checked it
+        entry = token_entry(secret, principal, memories, access, note, **grants)  # type: ignore[arg-type]  # click.Choice checked it
         made = token_entries(entry, "the new entry")[0]
     else:
         from gitmem.adapters.tokenadmin import add_token
 
-        secret, made = add_token(token_file, principal, memories, access, note)  # type: ignore[arg-type]
+        secret, made = add_token(token_file, principal, memories, access, note, **grants)  # type: ignore[arg-type]
         entry = _entry_text(secret, made)
     emit(
         {
@@ -94,6 +110,8 @@ def add(
             "principal": principal,
             "memories": list(memories),
             "access": access,
+            "namespaces": list(made.grant.namespaces),
+            "tenant": tenant,
             "note": note,
             "entry": entry,
         },
@@ -106,7 +124,8 @@ def add(
 @common_options
 @pass_state
 def list_(state: State, token_file: Path) -> None:
-    """List the tokens of the file: id, principal, memories, access (never a token or its hash)."""
+    """List the tokens of the file: id, principal, memories, access, granted record namespaces and tenant
+    (never a token or its hash)."""
     from gitmem.adapters.tokenadmin import describe, list_tokens
 
     rows = [describe(e) for e in list_tokens(token_file)]
@@ -158,7 +177,9 @@ def _entry_text(secret: str, made: Any) -> str:
     from gitmem.adapters.tokens import token_entry
 
     grant = made.grant
-    return token_entry(secret, grant.principal, grant.memories, grant.access, made.note)
+    return token_entry(
+        secret, grant.principal, grant.memories, grant.access, made.note, namespaces=grant.namespaces, tenant=grant.tenant
+    )
 
 
 def _show_token(secret: str, ident: str, entry: str, token_file: Path | None) -> None:
@@ -178,4 +199,6 @@ def _show_rows(rows: list[dict[str, Any]], token_file: Path) -> None:
     for row in rows:
         who = row["principal"] or "(plain: full access, no principal)"
         note = f"  # {row['note']}" if row["note"] else ""
-        say(f"{row['id']}  {who}  {row['access']}  {','.join(row['memories'])}{note}")
+        also = f"  namespaces: {','.join(row['namespaces'])}" if row["namespaces"] else ""
+        tenant = f"  tenant: {row['tenant']}" if row["tenant"] is not None else ""
+        say(f"{row['id']}  {who}  {row['access']}  {','.join(row['memories'])}{also}{tenant}{note}")
