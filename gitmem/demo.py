@@ -11,7 +11,7 @@ import subprocess
 import uuid
 from collections.abc import Callable
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, if_found
 from gitmem.model import Changes, FullResync, Origin
 from gitmem.root import Root
 
@@ -26,13 +26,8 @@ def run_demo(root: Root, mount: str, emit: Callable[[str], None] = print) -> str
 
     path = "prefs/style.md"
     text = "---\ndescription: How the user wants answers\n---\n- likes tea\n- reply in English\n"
-    try:
-        start = store.read(path)
-        version = store.write(path, text, expected=start.version, origin=alice)
-    except MemoryStoreError as exc:
-        if exc.code != "not_found":
-            raise
-        version = store.write(path, text, expected=None, origin=alice)
+    start = if_found(store.read, path)
+    version = store.write(path, text, expected=None if start is None else start.version, origin=alice)
     emit(f"alice wrote {path} -> version {version[:12]}")
     cursor = store.changes(None).cursor
 

@@ -16,19 +16,18 @@ import fcntl
 import hashlib
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import connect_local_sqlite, local_folder, open_private
+from gitmem.localfile import local_folder, open_private
 from gitmem.recall.vectors import (
-    Consistency,
     IndexStatus,
     NodeRef,
     PartitionState,
+    SideTable,
     VectorHit,
     VectorRecord,
     check_mutation,
@@ -69,7 +68,7 @@ def _table_name(partition: str) -> str:
     return "p-" + hashlib.sha256(partition.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-class LanceVectorIndex:
+class LanceVectorIndex(SideTable):
     """A :class:`~gitmem.recall.vectors.VectorIndex` on LanceDB (see the module docstring).
 
     ``folder`` holds the revision bookkeeping and, unless ``uri`` says otherwise,
@@ -88,15 +87,10 @@ class LanceVectorIndex:
         root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.folder = os.fspath(folder)
-        #: The mount folder holding ``folder``, if any: no folder from it down may be a link.
-        self.root = None if root is None else os.fspath(root)
-        self.path = os.path.join(self.folder, "revisions.sqlite3")
+        root_path = None if root is None else os.fspath(root)
+        super().__init__(os.path.join(self.folder, "revisions.sqlite3"), self.folder, busy_timeout, root_path)
         self.uri = uri if uri is not None else os.path.join(self.folder, "lance")
         self.connect_options = dict(connect_options or {})
-        self.busy_timeout = busy_timeout
-        self._lock = threading.RLock()
-        self._db: sqlite3.Connection | None = None
-        self._ino: tuple[int, int] | None = None
         self._lance: Any = None
         self._readers: dict[str, Any] = {}  # table name -> a handle checked out at a published version
 
@@ -104,60 +98,35 @@ class LanceVectorIndex:
     def name(self) -> str:
         return "gitmem-lancedb-vectors-v1"
 
-    @property
-    def consistency(self) -> Consistency:
-        return "index_revision_cas"
-
     # -- the side table and the Lance connection: both reopened when the folder was deleted --
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with super()._conn() as db:
             try:
-                st = os.lstat(self.path)
-                ino: tuple[int, int] | None = (st.st_dev, st.st_ino)
-            except FileNotFoundError:
-                ino = None
-            if self._db is None or ino is None or ino != self._ino:
-                self._open()
-            assert self._db is not None
-            try:
-                yield self._db
-            except MemoryStoreError:
+                yield db
+            except (MemoryStoreError, sqlite3.Error):
                 raise
-            except sqlite3.Error as exc:
-                raise MemoryStoreError("unavailable", f"the vector index {self.folder} failed: {exc}") from exc
             except Exception as exc:  # lancedb and pyarrow raise ValueError, OSError, RuntimeError, their own
                 raise MemoryStoreError(
                     "unavailable", f"the LanceDB vector index {self.uri} failed: {type(exc).__name__}: {exc}"
                 ) from exc
 
-    def _open(self) -> None:
-        self.close()
-        try:
-            if self.root is not None:
-                local_folder(self.folder, root=self.root)
-                if self.uri == os.path.join(self.folder, "lance"):
-                    local_folder(self.uri, root=self.root)  # LanceDB writes there itself: it must be the mount's
-            else:
-                os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            # a link, FIFO or hard link planted as the side table (or its -wal/-shm) is refused, never written through
-            db = connect_local_sqlite(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.folder}: {exc}") from exc
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'partitions')").fetchone()[0] < 2:
-                db.executescript(_SCHEMA)  # a write: only when the side table is new, so opening never queues
-            st = os.lstat(self.path)
-        except (OSError, sqlite3.Error) as exc:
-            db.close()
-            raise MemoryStoreError(
-                "unavailable", f"cannot open the vector index {self.folder}: {exc} (it is derived: delete it and refresh)"
-            ) from exc
-        self._db, self._ino = db, (st.st_dev, st.st_ino)
+    def _make_folder(self) -> None:
+        if self.root is None:
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            return
+        local_folder(self.folder, root=self.root)
+        if self.uri == os.path.join(self.folder, "lance"):
+            local_folder(self.uri, root=self.root)  # LanceDB writes there itself: it must be the mount's
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'partitions')").fetchone()[0] < 2:
+            db.executescript(_SCHEMA)  # a write: only when the side table is new, so opening never queues
+
+    def _drop_caches(self) -> None:
+        self._lance = None
+        self._readers.clear()
 
     def _connect(self) -> Any:
         if self._lance is None:
@@ -165,14 +134,6 @@ class LanceVectorIndex:
 
             self._lance = lancedb.connect(self.uri, **self.connect_options)
         return self._lance
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-            self._db = None
-            self._lance = None
-            self._readers.clear()
 
     # -- reads --
 
@@ -275,15 +236,8 @@ class LanceVectorIndex:
         for node_id, *_ in rows:
             _quote(node_id)
         where = _delete_filter(delete) if delete else ""
-        with self._conn() as db, self._writer():
-            db.execute("BEGIN IMMEDIATE")  # the revision is read and bumped under the side table's write lock
-            try:
-                revision = self._mutate(db, partition, generation, commit, rows, dims, where, expected_revision)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return revision
+        with self._conn() as db, self._writer(), self._writing(db):
+            return self._mutate(db, partition, generation, commit, rows, dims, where, expected_revision)
 
     @contextmanager
     def _writer(self) -> Iterator[None]:
@@ -374,17 +328,12 @@ class LanceVectorIndex:
             for name, table, version in db.execute(
                 "SELECT name, tbl, version FROM partitions WHERE version > 0"
             ).fetchall():
-                db.execute("BEGIN IMMEDIATE")
-                try:
+                with self._writing(db):
                     handle = self._connect().open_table(table)
                     if handle.version != int(version):
                         handle.restore(int(version))
                     handle.optimize(cleanup_older_than=timedelta(seconds=keep_seconds))
                     db.execute("UPDATE partitions SET version=? WHERE name=?", (int(handle.version), name))
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
                 done += 1
         return done
 

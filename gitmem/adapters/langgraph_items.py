@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from gitmem.errors import LOST_RACE, MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
 from gitmem.localfile import JSON_DEPTH, parse_json
 from gitmem.model import Changes, Edit, FileText, FullResync, Origin
 from gitmem.recall.index import RecallIndex
@@ -427,11 +427,8 @@ class ItemCatalogue:
     def _reload(self, path: str) -> None:
         if parse_path(path) is None:
             return
-        try:
-            file = self.store.read(path)
-        except MemoryStoreError as error:
-            if error.code != "not_found":
-                raise
+        file = if_found(self.store.read, path)
+        if file is None:
             self._drop(path)
             self.skipped.pop(path, None)
             return

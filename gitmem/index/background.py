@@ -28,13 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Literal
 
-
-def _warn(message: str, *args: object, exc_info: bool = False) -> None:
-    """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
-    a first grep without an index imports this module and usually says nothing."""
-    import logging
-
-    logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
+from gitmem.index.source import warn
 
 Mode = Literal["thread", "process"]
 _mode: ContextVar[Mode] = ContextVar("gitmem_index_background", default="thread")
@@ -85,7 +79,7 @@ def _catch_up(path: str, catch_up: Callable[[], object]) -> None:
     try:
         catch_up()
     except Exception:  # derived state: the next search answers without it and asks again
-        _warn("the index of %s was not built", path, exc_info=True)
+        warn("the index of %s was not built", path, exc_info=True)
     finally:
         with _guard:
             _running.discard(path)
@@ -119,7 +113,7 @@ def _spawn(path: str) -> None:
             setsid=True,
         )
     except OSError as exc:
-        _warn("cannot start an indexer for %s: %r", path, exc)
+        warn("cannot start an indexer for %s: %r", path, exc)
         return
     _children.append(pid)
 

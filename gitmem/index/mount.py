@@ -35,21 +35,13 @@ from gitmem.index.lock import IndexLock
 from gitmem.index.needles import Need, literal_need, regex_need
 from gitmem.index.results import FindHit, IndexStatus, snippet
 from gitmem.index.source import INLINE_DOCS as INLINE_DOCS  # re-exported: tests lower it here for this module
-from gitmem.index.source import Busy, GitSource, git_order
+from gitmem.index.source import Busy, GitSource, git_order, warn
 from gitmem.index.source import index_folder as index_folder
 from gitmem.index.source import lock_file as lock_file
 
 if TYPE_CHECKING:
     from whoosh.index import FileIndex
 
-
-
-def _warn(message: str, *args: object, exc_info: bool = False) -> None:
-    """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
-    a first grep without an index imports this module and usually says nothing."""
-    import logging
-
-    logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
 
 REBUILD_WAIT = 120.0
 ERASE_WAIT = REBUILD_WAIT  # forget and purge wait this long for an indexer before changing anything
@@ -126,7 +118,7 @@ class MountIndex:
         except MemoryStoreError:
             raise
         except Exception as exc:
-            _warn("index of %s unreadable, scanning instead: %r", self.repo.path, exc)
+            warn("index of %s unreadable, scanning instead: %r", self.repo.path, exc)
             self._ix = None
             self._current = None
             return None
@@ -200,7 +192,7 @@ class MountIndex:
             except Busy:
                 return False
             except Exception as exc:
-                _warn("cannot update the index of %s: %r", self.repo.path, exc)
+                warn("cannot update the index of %s: %r", self.repo.path, exc)
                 self._retry_at = time.monotonic() + RETRY_AFTER_FAILURE
                 self._ix = None
                 return False
@@ -249,7 +241,7 @@ class MountIndex:
         except (MemoryStoreError, engine.Busy, _Deferred):
             raise
         except Exception as exc:
-            _warn("rebuilding the index of %s: %r", self.repo.path, exc)
+            warn("rebuilding the index of %s: %r", self.repo.path, exc)
         if budget is not None and self._more_files_than(head, budget):
             raise _Deferred
         self._rebuild(head)
@@ -430,7 +422,7 @@ class MountIndex:
         except MemoryStoreError:
             raise
         except Exception as exc:
-            _warn("index of %s unreadable, ranking without it: %r", self.repo.path, exc)
+            warn("index of %s unreadable, ranking without it: %r", self.repo.path, exc)
             self._ix = None
             return self._rank_unindexed(head, terms, prefix, limit)
         if meta is None or meta.format != engine.FORMAT:

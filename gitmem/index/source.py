@@ -10,6 +10,15 @@ import os
 from collections.abc import Iterator
 from typing import Protocol
 
+
+def warn(message: str, *args: object, exc_info: bool = False) -> None:
+    """Logged as ``gitmem.index``; ``logging`` (and its regexes) loads only when there is something to say:
+    a first grep without an index imports the index modules and usually says nothing."""
+    import logging
+
+    logging.getLogger("gitmem.index").warning(message, *args, exc_info=exc_info)
+
+
 INLINE_DOCS = 64
 """Documents of index work a request may do itself (about a millisecond each); more is handed off."""
 

@@ -204,30 +204,38 @@ class _Loaded:
     matrix: Any  # numpy (n, dim) float32
 
 
-class SqliteVectorIndex:
-    """The embedded :class:`VectorIndex`: one SQLite file, shared by processes (module docstring)."""
+class SideTable:
+    """The SQLite file of an index that processes share, and its one write transaction.
 
-    def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0, root: str | os.PathLike[str] | None = None
-    ) -> None:
-        self.path = os.fspath(path)
+    One connection per handle, opened again when the file was deleted or replaced
+    (purge and forget delete derived state) instead of serving the deleted file. A
+    mutation runs in :meth:`_writing` (``BEGIN IMMEDIATE``), where it reads, checks
+    (:func:`claim_revision`) and bumps the index revision: one linearization point
+    across processes, and a killed writer leaves the previous state.
+    """
+
+    def __init__(self, path: str, where: str, busy_timeout: float, root: str | None) -> None:
+        self.path = path
+        self.where = where  # how messages name the index
         self.busy_timeout = busy_timeout
         #: The mount folder holding ``path``, if any: no folder from it down may be a link (``connect_local_sqlite``).
-        self.root = None if root is None else os.fspath(root)
+        self.root = root
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
         self._ino: tuple[int, int] | None = None
-        self._loaded: dict[str, _Loaded] = {}
-
-    @property
-    def name(self) -> str:
-        return "gitmem-sqlite-vectors-v1"
 
     @property
     def consistency(self) -> Consistency:
         return "index_revision_cas"
 
-    # -- the connection: reopened when the file was deleted or replaced --
+    def _make_folder(self) -> None:
+        """Make (or check) the folders the file goes in."""
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Set the new connection up (its schema)."""
+
+    def _drop_caches(self) -> None:
+        """Forget what was read through the connection that is closing."""
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
@@ -245,34 +253,30 @@ class SqliteVectorIndex:
             try:
                 yield self._db
             except sqlite3.Error as exc:
-                raise MemoryStoreError("unavailable", f"the vector index {self.path} failed: {exc}") from exc
+                raise MemoryStoreError("unavailable", f"the vector index {self.where} failed: {exc}") from exc
 
     def _open(self) -> None:
-        if self._db is not None:
-            self._db.close()
-        self._db = None
-        self._loaded.clear()
+        self.close()
         memory = self.path == ":memory:"
         options: dict[str, Any] = {"timeout": self.busy_timeout, "isolation_level": None, "check_same_thread": False}
         try:
             if memory:
                 db = sqlite3.connect(":memory:", **options)
             else:
-                if self.root is None:
-                    os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
+                self._make_folder()
                 # a link, FIFO or hard link planted as the file (or its -wal/-shm) is refused, never written through
                 db = connect_local_sqlite(self.path, root=self.root, **options)
         except (OSError, sqlite3.Error) as exc:
-            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.path}: {exc}") from exc
+            raise MemoryStoreError("unavailable", f"cannot open the vector index {self.where}: {exc}") from exc
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost last mutation is a refresh away
-            db.executescript(_SCHEMA)
+            self._prepare(db)
             st = None if memory else os.lstat(self.path)
         except (OSError, sqlite3.Error) as exc:
             db.close()
             raise MemoryStoreError(
-                "unavailable", f"cannot open the vector index {self.path}: {exc} (it is derived: delete it and refresh)"
+                "unavailable",
+                f"cannot open the vector index {self.where}: {exc} (it is derived: delete it and refresh)",
             ) from exc
         self._db, self._ino = db, (0, 0) if st is None else (st.st_dev, st.st_ino)
 
@@ -281,7 +285,44 @@ class SqliteVectorIndex:
             if self._db is not None:
                 self._db.close()
             self._db = None
-            self._loaded.clear()
+            self._drop_caches()
+
+    @staticmethod
+    @contextmanager
+    def _writing(db: sqlite3.Connection) -> Iterator[None]:
+        """One write transaction: the revision is read and bumped under SQLite's write lock."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+class SqliteVectorIndex(SideTable):
+    """The embedded :class:`VectorIndex`: one SQLite file, shared by processes (module docstring)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0, root: str | os.PathLike[str] | None = None
+    ) -> None:
+        super().__init__(os.fspath(path), os.fspath(path), busy_timeout, None if root is None else os.fspath(root))
+        self._loaded: dict[str, _Loaded] = {}
+
+    @property
+    def name(self) -> str:
+        return "gitmem-sqlite-vectors-v1"
+
+    def _make_folder(self) -> None:
+        if self.root is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost last mutation is a refresh away
+        db.executescript(_SCHEMA)
+
+    def _drop_caches(self) -> None:
+        self._loaded.clear()
 
     # -- reads --
 
@@ -342,41 +383,35 @@ class SqliteVectorIndex:
         expected_revision: int | None = None,
     ) -> int:
         rows, dims = check_mutation(partition, generation, upsert)
-        with self._conn() as db:
-            db.execute("BEGIN IMMEDIATE")  # the revision is read and bumped under the write lock
-            try:
-                revision = claim_revision(db, expected_revision)
-                row = db.execute("SELECT generation, dimension FROM partitions WHERE name=?", (partition,)).fetchone()
-                dimension = next(iter(dims)) if dims else (row[1] if row is not None else 0)
-                if row is None or row[0] != generation:
-                    db.execute("DELETE FROM vectors WHERE partition=?", (partition,))
-                elif (
-                    dims
-                    and row[1]
-                    and dimension != row[1]
-                    and db.execute("SELECT 1 FROM vectors WHERE partition=? LIMIT 1", (partition,)).fetchone()
-                ):
-                    raise MemoryStoreError(
-                        "invalid_query", f"partition {partition!r} holds {row[1]}-dimensional vectors, not {dimension}"
-                    )
-                db.executemany(
-                    "DELETE FROM vectors WHERE partition=? AND node_id=? AND revision=?",
-                    [(partition, d.node_id, int(d.revision)) for d in delete],
+        with self._conn() as db, self._writing(db):
+            revision = claim_revision(db, expected_revision)
+            row = db.execute("SELECT generation, dimension FROM partitions WHERE name=?", (partition,)).fetchone()
+            dimension = next(iter(dims)) if dims else (row[1] if row is not None else 0)
+            if row is None or row[0] != generation:
+                db.execute("DELETE FROM vectors WHERE partition=?", (partition,))
+            elif (
+                dims
+                and row[1]
+                and dimension != row[1]
+                and db.execute("SELECT 1 FROM vectors WHERE partition=? LIMIT 1", (partition,)).fetchone()
+            ):
+                raise MemoryStoreError(
+                    "invalid_query", f"partition {partition!r} holds {row[1]}-dimensional vectors, not {dimension}"
                 )
-                db.executemany(
-                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
-                    [(partition, i, rev, dig, _blob(v)) for i, rev, dig, v in rows],
-                )
-                revision += 1
-                db.execute("UPDATE meta SET value=? WHERE key='revision'", (revision,))
-                db.execute(
-                    "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?)",
-                    (partition, generation, commit, revision, dimension, time.time()),
-                )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            db.executemany(
+                "DELETE FROM vectors WHERE partition=? AND node_id=? AND revision=?",
+                [(partition, d.node_id, int(d.revision)) for d in delete],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                [(partition, i, rev, dig, _blob(v)) for i, rev, dig, v in rows],
+            )
+            revision += 1
+            db.execute("UPDATE meta SET value=? WHERE key='revision'", (revision,))
+            db.execute(
+                "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?)",
+                (partition, generation, commit, revision, dimension, time.time()),
+            )
         return revision
 
     # -- queries --
