@@ -239,14 +239,17 @@ class GitRepo:
             return (0, 0)
         return (st.st_ino, st.st_mtime_ns)
 
-    def _marks(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The history mark and the packs-folded mark: a handle older than either is reopened."""
+    def _marks(self, history: tuple[int, int] | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The history mark (``history`` when the caller just read it) and the packs-folded mark.
+
+        A handle older than either is reopened.
+        """
         try:
             st = os.stat(self._packs_path)
             folded = (st.st_ino, st.st_mtime_ns)
         except FileNotFoundError:
             folded = (0, 0)
-        return self.history_mark(), folded
+        return self.history_mark() if history is None else history, folded
 
     def bump_generation(self) -> None:
         """Tell other handles that objects were deleted, so they drop their caches."""
@@ -267,8 +270,12 @@ class GitRepo:
         :func:`gitmem.git.control.check_pack_folder`).
         """
         self.durable()
+        return self._refreshed()
+
+    def _refreshed(self, history: tuple[int, int] | None = None) -> pygit2.Repository:
+        """:meth:`fresh` after the config's stamp was compared (``history``: the mark the caller just read)."""
         repo = self.repo
-        if self._local.gen != self._marks():
+        if self._local.gen != self._marks(history):
             self._local.repo = None
             repo = self.repo
         return repo
@@ -359,11 +366,12 @@ class GitRepo:
         self.durable()
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
+        history = self.history_mark()
         known = (
             last is not None
             and getattr(local, "repo", None) is not None
             and local.pid == _pid[0]
-            and self.history_mark() == local.gen[0]
+            and history == local.gen[0]
         )
         if known and last is not None and last[2]:
             try:
@@ -378,7 +386,7 @@ class GitRepo:
         if head is None or st is None:
             return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
         if not (known and last is not None and (head == last[1] or head == self._made)):
-            self.fresh()  # the head moved: the config and the marks, read after the head (a new handle if moved)
+            self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
         local.last = (_stamp(st), head, _settled(st, before))
         return head
 
@@ -431,17 +439,19 @@ class GitRepo:
         known = self._commit_trees.get(commit)
         return known if known is not None else str(self.tree_of(commit).id)
 
-    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
+    def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
 
         A commit this process just made is walked through the objects it wrote
         (:mod:`gitmem.git.written`) as far as they go: libgit2 would list the pack
-        folder again to find its new pack.
+        folder again to find its new pack. ``at_head``: ``commit`` is what
+        :meth:`head` answered just now, whose history mark this handle holds
+        (the mark is not read again; any other commit's read asks it).
         """
         tree = self._commit_trees.get(commit)
-        mark = None
+        mark = self._local.gen[0] if at_head else None
         if tree is None and self.written.enabled:
-            mark = self.history_mark()  # a purge since: nothing kept is served
+            mark = mark or self.history_mark()  # a purge since: nothing kept is served
             tree = self.written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
             if tree is not None:
                 self.remember_tree(commit, tree)
