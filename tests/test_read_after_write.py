@@ -1,12 +1,12 @@
 """A read of a head just committed answers from the objects its writer made (gitmem.git.written).
 
-In the writing process from what it kept; in another process from the pack the
-writer left a copy of in ``gitmem/last-pack``. Each answer must be the one a new process
+In the writing process from what it kept; in another process from the copy of its
+last commit's objects the writer left in ``gitmem/last-pack``. Each answer must be the one a new process
 gives (reading the memory through libgit2 alone): a file just written, its
 neighbours, a file in another folder, a missing path, a path through a file, a
 folder asked as a file, a deleted or moved file. A planted, torn or stale copy changes
-no answer and fails no write, a pack is kept under the ids its bytes hash to,
-and what a forget erased is never served from what the writer kept.
+no answer and fails no write, a copy's objects are kept under the ids their bytes
+hash to, and what a forget erased is never served from what the writer kept nor left in the copy.
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path
     with pytest.raises(MemoryStoreError):  # the commit it made is gone with the history that named the secret
         writer.read("ops/secret.md", rev=written_at)
     assert writer.read("keep.md").text == "kept\n"
+    assert b"4711" not in b"".join(p.read_bytes() for p in (Path(path) / "gitmem").rglob("*") if p.is_file())
 
 
 _WRITER = """

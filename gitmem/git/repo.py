@@ -61,7 +61,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
-from gitmem.git.written import Written
+from gitmem.git.written import Written, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -252,8 +252,9 @@ class GitRepo:
         return self.history_mark() if history is None else history, folded
 
     def bump_generation(self) -> None:
-        """Tell other handles that objects were deleted, so they drop their caches."""
+        """Tell other handles that objects were deleted, so they drop their caches (and the last commit's copy)."""
         _bump(self._gen_path)
+        withdraw(self.path)
         self._local.repo = None
 
     def reopen(self) -> None:
@@ -456,7 +457,8 @@ class GitRepo:
             if tree is not None:
                 self.remember_tree(commit, tree)
         if tree is not None and self.written.holds(tree):
-            found = self.written.find(tree, path, mark or self.history_mark())
+            cache = getattr(self._local, "trees", None)  # what this thread's writes parsed and made
+            found = self.written.find(tree, path, mark or self.history_mark(), cache.trees if cache else None)
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -730,6 +732,7 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     sweep(path)  # what it was bringing in (a pull, an import, a push) never enters: its quarantine goes
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
+        withdraw(path)
 
 
 

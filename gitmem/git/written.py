@@ -31,6 +31,7 @@ import re
 import struct
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_local_stat, open_private
@@ -155,8 +156,14 @@ class Written:
     def holds(self, oid: str) -> bool:
         return oid in self._objects
 
-    def find(self, tree: str, path: str, mark: Mark | None) -> Found | None:
+    def find(
+        self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None
+    ) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
+
+        ``known``: trees already parsed by id (the writer's tree cache holds every
+        tree it made and every folder it edited), looked in before any kept tree
+        is searched and walked through even when not kept here.
 
         Where the walk ends: ``("blob", id, bytes)``, a file found here;
         ``("file", id, None)``, a file whose blob an earlier commit holds;
@@ -174,14 +181,14 @@ class Written:
         oid = tree
         last = len(names) - 1
         for depth, name in enumerate(names):
-            found = objects.get(oid)
-            if found is None:
-                return ("tree", oid, "/".join(names[depth:]))
-            entries = parsed.get(oid)
+            entries = parsed.get(oid) if known is None else known.get(oid) or parsed.get(oid)
             key = name.encode()
             if entries is not None:
                 entry = entries.get(key)
             else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
+                found = objects.get(oid)
+                if found is None:
+                    return ("tree", oid, "/".join(names[depth:]))
                 looked = glanced.get(oid)
                 if looked is None:
                     looked = glanced[oid] = {}
@@ -205,6 +212,8 @@ class Written:
 
 
 Found = tuple[str, str, "bytes | str | None"]
+Entries = dict[bytes, tuple[bytes, bytes]]
+"""A parsed tree: name to ``(mode, 20-byte id)``."""
 _GONE: Found = ("gone", "", None)
 
 
@@ -237,6 +246,16 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
         pass
     finally:
         os.close(fd)
+
+
+def withdraw(repo_path: str) -> None:
+    """Delete :data:`LAST_PACK`: objects were erased (a purge or forget), and the copy may hold them.
+
+    A reader never serves a copy whose pack is gone, but the bytes would stay
+    on disk beside a store that no longer holds them; the next commit writes a new one.
+    """
+    with suppress(FileNotFoundError):
+        os.unlink(os.path.join(repo_path, LAST_PACK))
 
 
 _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
@@ -286,7 +305,7 @@ def _copied_objects(body: bytes) -> dict[str, tuple[bytes, bytes]] | None:
 
 
 _ENTRIES = re.compile(rb"([0-7]{5,6}) ([^\x00]+)\x00(.{20})", re.DOTALL)
-_TILED = re.compile(rb"(?:[0-7]{5,6} [^\x00]+\x00.{20})*", re.DOTALL)
+_TILED = re.compile(rb"(?:[0-7]{5,6}+ [^\x00]++\x00.{20})*+", re.DOTALL)  # possessive: a miss fails fast
 _MODE = re.compile(rb"[0-7]{5,6}")
 
 
@@ -303,7 +322,7 @@ def _entry(raw: bytes, name: bytes) -> tuple[bytes, bytes] | None:
     while at >= 0:
         end = at + len(needle)
         if end + 20 <= len(raw):
-            for start in (at - 5, at - 6):
+            for start in (at - 6, at - 5) if raw[at - 6 : at - 5] == b"1" else (at - 5, at - 6):  # a file's mode: 6 digits
                 if start >= 0 and _MODE.fullmatch(raw, start, at) and _TILED.fullmatch(raw, 0, start):
                     return raw[start:at], raw[end : end + 20]
         at = raw.find(needle, at + 1)
