@@ -733,6 +733,3 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
         withdraw(path)
-
-
-

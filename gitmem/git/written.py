@@ -156,9 +156,7 @@ class Written:
     def holds(self, oid: str) -> bool:
         return oid in self._objects
 
-    def find(
-        self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None
-    ) -> Found | None:
+    def find(self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
 
         ``known``: trees already parsed by id (the writer's tree cache holds every
@@ -322,7 +320,8 @@ def _entry(raw: bytes, name: bytes) -> tuple[bytes, bytes] | None:
     while at >= 0:
         end = at + len(needle)
         if end + 20 <= len(raw):
-            for start in (at - 6, at - 5) if raw[at - 6 : at - 5] == b"1" else (at - 5, at - 6):  # a file's mode: 6 digits
+            starts = (at - 6, at - 5) if raw[at - 6 : at - 5] == b"1" else (at - 5, at - 6)  # a file's mode: 6 digits
+            for start in starts:
                 if start >= 0 and _MODE.fullmatch(raw, start, at) and _TILED.fullmatch(raw, 0, start):
                     return raw[start:at], raw[end : end + 20]
         at = raw.find(needle, at + 1)
