@@ -330,7 +330,8 @@ class SyncGitFileStore:
 
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
-        found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path))
+        at_head = rev is None and self.run is None  # the commit comes from GitRepo.head just before
+        found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path, at_head=at_head))
         if found is None:
             where = "" if rev is None else f" at {rev}"
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")

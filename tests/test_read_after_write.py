@@ -1,12 +1,12 @@
 """A read of a head just committed answers from the objects its writer made (gitmem.git.written).
 
-In the writing process from what it kept; in another process from the pack the
-writer left a copy of in ``gitmem/last-pack``. Each answer must be the one a new process
+In the writing process from what it kept; in another process from the copy of its
+last commit's objects the writer left in ``gitmem/last-pack``. Each answer must be the one a new process
 gives (reading the memory through libgit2 alone): a file just written, its
 neighbours, a file in another folder, a missing path, a path through a file, a
 folder asked as a file, a deleted or moved file. A planted, torn or stale copy changes
-no answer and fails no write, a pack is kept under the ids its bytes hash to,
-and what a forget erased is never served from what the writer kept.
+no answer and fails no write, a copy's objects are kept under the ids their bytes
+hash to, and what a forget erased is never served from what the writer kept nor left in the copy.
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path
     with pytest.raises(MemoryStoreError):  # the commit it made is gone with the history that named the secret
         writer.read("ops/secret.md", rev=written_at)
     assert writer.read("keep.md").text == "kept\n"
+    assert b"4711" not in b"".join(p.read_bytes() for p in (Path(path) / "gitmem").rglob("*") if p.is_file())
 
 
 _WRITER = """
@@ -158,7 +159,7 @@ def test_a_planted_torn_or_stale_pack_copy_changes_no_answer_and_fails_no_write(
     latest = hint.read_bytes()
     hint.unlink()
     if planted == "garbage":
-        hint.write_bytes(b"\x00\x00\x00\xd0PACK\x00\x00\x00\x02" + os.urandom(200))
+        hint.write_bytes(b"\x00\x00\x00\xd0GMO1" + os.urandom(200))
     elif planted == "torn":
         hint.write_bytes(latest[: len(latest) // 2] + older[len(latest) // 2 :])
     elif planted == "link":
@@ -174,16 +175,17 @@ def test_a_planted_torn_or_stale_pack_copy_changes_no_answer_and_fails_no_write(
     assert fsck.returncode == 0
 
 
-def test_a_pack_whose_index_lies_about_an_id_is_kept_under_the_ids_its_bytes_hash_to() -> None:
+def test_a_copy_naming_an_object_under_another_id_keeps_it_under_the_id_its_bytes_hash_to(tmp_path: Path) -> None:
     pending = packwrite.PendingObjects()
     pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
     true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
     _, pack, _ = packwrite.pack_files(pending)
-    found = written._small_pack(pack)
+    (tmp_path / "gitmem").mkdir()
+    written.publish(str(tmp_path), pack, pending.objects)
+    held = (tmp_path / written.LAST_PACK).read_bytes()
+    found = written._copied_objects(held[4:])
     assert found is not None and set(found) == {true_id}
-    assert (
-        written._small_pack(pack[:-21] + bytes([pack[-21] ^ 1]) + pack[-20:]) is None
-    )  # its trailer no longer matches
+    assert written._copied_objects(held[4:-1]) is None  # cut short: nothing from it
 
 
 def test_a_settled_head_seen_by_one_lstat_still_sees_every_rewrite_of_the_ref(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                 sha, pack, idx = packwrite.pack_files(pending)
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:
-                    written.publish(repo.path, pack)  # before the ref moves: a reader of the new head finds it
+                    written.publish(repo.path, pack, pending.objects)  # before the ref moves: a reader of the new head finds it
                 if _move(repo, handle, ref, branch, head, commit, op=chosen.op):
                     repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)

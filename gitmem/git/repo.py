@@ -61,7 +61,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
-from gitmem.git.written import Written
+from gitmem.git.written import Written, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -239,18 +239,22 @@ class GitRepo:
             return (0, 0)
         return (st.st_ino, st.st_mtime_ns)
 
-    def _marks(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The history mark and the packs-folded mark: a handle older than either is reopened."""
+    def _marks(self, history: tuple[int, int] | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The history mark (``history`` when the caller just read it) and the packs-folded mark.
+
+        A handle older than either is reopened.
+        """
         try:
             st = os.stat(self._packs_path)
             folded = (st.st_ino, st.st_mtime_ns)
         except FileNotFoundError:
             folded = (0, 0)
-        return self.history_mark(), folded
+        return self.history_mark() if history is None else history, folded
 
     def bump_generation(self) -> None:
-        """Tell other handles that objects were deleted, so they drop their caches."""
+        """Tell other handles that objects were deleted, so they drop their caches (and the last commit's copy)."""
         _bump(self._gen_path)
+        withdraw(self.path)
         self._local.repo = None
 
     def reopen(self) -> None:
@@ -267,8 +271,12 @@ class GitRepo:
         :func:`gitmem.git.control.check_pack_folder`).
         """
         self.durable()
+        return self._refreshed()
+
+    def _refreshed(self, history: tuple[int, int] | None = None) -> pygit2.Repository:
+        """:meth:`fresh` after the config's stamp was compared (``history``: the mark the caller just read)."""
         repo = self.repo
-        if self._local.gen != self._marks():
+        if self._local.gen != self._marks(history):
             self._local.repo = None
             repo = self.repo
         return repo
@@ -359,11 +367,12 @@ class GitRepo:
         self.durable()
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
+        history = self.history_mark()
         known = (
             last is not None
             and getattr(local, "repo", None) is not None
             and local.pid == _pid[0]
-            and self.history_mark() == local.gen[0]
+            and history == local.gen[0]
         )
         if known and last is not None and last[2]:
             try:
@@ -378,7 +387,7 @@ class GitRepo:
         if head is None or st is None:
             return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
         if not (known and last is not None and (head == last[1] or head == self._made)):
-            self.fresh()  # the head moved: the config and the marks, read after the head (a new handle if moved)
+            self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
         local.last = (_stamp(st), head, _settled(st, before))
         return head
 
@@ -431,22 +440,25 @@ class GitRepo:
         known = self._commit_trees.get(commit)
         return known if known is not None else str(self.tree_of(commit).id)
 
-    def read_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
+    def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
 
         A commit this process just made is walked through the objects it wrote
         (:mod:`gitmem.git.written`) as far as they go: libgit2 would list the pack
-        folder again to find its new pack.
+        folder again to find its new pack. ``at_head``: ``commit`` is what
+        :meth:`head` answered just now, whose history mark this handle holds
+        (the mark is not read again; any other commit's read asks it).
         """
         tree = self._commit_trees.get(commit)
-        mark = None
+        mark = self._local.gen[0] if at_head else None
         if tree is None and self.written.enabled:
-            mark = self.history_mark()  # a purge since: nothing kept is served
+            mark = mark or self.history_mark()  # a purge since: nothing kept is served
             tree = self.written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
             if tree is not None:
                 self.remember_tree(commit, tree)
         if tree is not None and self.written.holds(tree):
-            found = self.written.find(tree, path, mark or self.history_mark())
+            cache = getattr(self._local, "trees", None)  # what this thread's writes parsed and made
+            found = self.written.find(tree, path, mark or self.history_mark(), cache.trees if cache else None)
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -720,6 +732,4 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     sweep(path)  # what it was bringing in (a pull, an import, a push) never enters: its quarantine goes
     if os.path.exists(pending_path):
         _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
-
-
-
+        withdraw(path)

@@ -12,12 +12,12 @@ pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py`
   commits it made (it hashed them itself) and :meth:`Written.find` walks a path
   through them, handing over to libgit2 at the first folder or file an earlier
   commit holds (in a pack libgit2 already opened, most of the time).
-- **In another process**, the writer leaves a copy of its commit's pack in
-  :data:`LAST_PACK` before the ref moves (:func:`publish`), and a reader of a
-  head it did not make reads that one file (:meth:`Written.adopt`): the pack's
-  trailer and every object are checked against their hashes, and the copy is
-  used only while the store still holds the pack it copies. A torn copy, one of
-  another commit (a writer outside gitmem), a big pack: libgit2 reads as before.
+- **In another process**, the writer leaves a copy of its commit's objects in
+  :data:`LAST_PACK` before the ref moves (:func:`publish`), not deflated, and a
+  reader of a head it did not make reads that one file (:meth:`Written.adopt`):
+  each object is kept under the id its bytes hash to, and the copy is used only
+  while the store still holds the pack it copies. A torn copy, one of another
+  commit (a writer outside gitmem), a big commit: libgit2 reads as before.
 
 A purge or forget deletes objects and changes the history mark: everything kept
 under an older mark is dropped before it could be served.
@@ -30,22 +30,20 @@ import os
 import re
 import struct
 import threading
-import zlib
 from collections.abc import Mapping
+from contextlib import suppress
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import open_private, read_local
+from gitmem.localfile import open_local_stat, open_private
 
 LIMIT_OBJECTS = 4096
 """Objects kept at most (a commit of one file in a 3-deep folder adds five); past it the older half goes."""
 LIMIT_BYTES = 8 << 20
 """Bytes of object content kept at most; past it the older half goes."""
 ADOPT_BYTES = 1 << 16
-"""Largest pack another process wrote that is read whole here (a commit's is a few KiB; a fold's is libgit2's)."""
+"""Largest copy of a commit's objects another process wrote that is read here (a commit's is a few KiB)."""
 _GLANCES = 4
 """Names looked up one by one in a kept tree (each answer kept); the next new name parses it whole."""
-ADOPT_PACKS = 16
-"""New packs read here at most at once; with more (a reader idle through many writes) libgit2 lists them."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
 """A copy of the latest commit's pack, left by its writer before the ref moves: a hint, checked like any input."""
 
@@ -107,33 +105,33 @@ class Written:
         return None if found is None else found[1]
 
     def adopt(self, repo_path: str, mark: Mark, want: str) -> bool:
-        """Keep the objects of the latest commit's pack, if it holds commit ``want``; whether it did.
+        """Keep the objects of the latest commit's copy, if it holds commit ``want``; whether it did.
 
         A commit another process made is in a pack this process has not seen.
         libgit2 finds it by listing ``objects/pack`` (~0.15 ms for a folder of a
         few hundred names on the benchmark machine), then opening and mapping its
-        index and pack. Here the copy of that pack its writer left in
-        :data:`LAST_PACK` is read instead (one small read), its trailer and every
-        object checked against their hashes. A copy that is torn, damaged,
-        deltified or of another commit (a writer outside gitmem moved the head)
-        is left alone, and libgit2 reads as before.
+        index and pack. Here the copy of that commit's objects its writer left in
+        :data:`LAST_PACK` is read instead (one small read), every object kept
+        under the id its bytes hash to. A copy that is torn, damaged or of
+        another commit (a writer outside gitmem moved the head) is left alone,
+        and libgit2 reads as before.
         """
-        held = read_local(os.path.join(repo_path, LAST_PACK), ADOPT_BYTES + _LENGTH.size)
-        if held is None or len(held) < _LENGTH.size:
+        held = _read_copy(os.path.join(repo_path, LAST_PACK))
+        if held is None or len(held) < _LENGTH.size + _HEAD:
             return False
-        pack = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
-        if len(pack) < 32 or pack[-20:] in self._seen:
+        body = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
+        if len(body) < _HEAD or body[:4] != _MAGIC or body[4:_HEAD] in self._seen:
             return False
         # Only a copy of a pack the store still holds (a pack is named by its trailer): one that a
         # fold, gc or unpack removed since, or a copy of no pack at all, is not served from here.
-        if not os.access(os.path.join(repo_path, "objects", "pack", f"pack-{pack[-20:].hex()}.idx"), os.F_OK):
+        if not os.access(os.path.join(repo_path, "objects", "pack", f"pack-{body[4:_HEAD].hex()}.idx"), os.F_OK):
             return False
-        found = _small_pack(pack)
+        found = _copied_objects(body)
         if not found:
             return False
         if len(self._seen) > LIMIT_OBJECTS:
             self._seen = set()
-        self._seen.add(pack[-20:])
+        self._seen.add(body[4:_HEAD])
         self.add(found, mark)
         return want in found
 
@@ -158,8 +156,12 @@ class Written:
     def holds(self, oid: str) -> bool:
         return oid in self._objects
 
-    def find(self, tree: str, path: str, mark: Mark | None) -> Found | None:
+    def find(self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
+
+        ``known``: trees already parsed by id (the writer's tree cache holds every
+        tree it made and every folder it edited), looked in before any kept tree
+        is searched and walked through even when not kept here.
 
         Where the walk ends: ``("blob", id, bytes)``, a file found here;
         ``("file", id, None)``, a file whose blob an earlier commit holds;
@@ -177,14 +179,14 @@ class Written:
         oid = tree
         last = len(names) - 1
         for depth, name in enumerate(names):
-            found = objects.get(oid)
-            if found is None:
-                return ("tree", oid, "/".join(names[depth:]))
-            entries = parsed.get(oid)
+            entries = parsed.get(oid) if known is None else known.get(oid) or parsed.get(oid)
             key = name.encode()
             if entries is not None:
                 entry = entries.get(key)
             else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
+                found = objects.get(oid)
+                if found is None:
+                    return ("tree", oid, "/".join(names[depth:]))
                 looked = glanced.get(oid)
                 if looked is None:
                     looked = glanced[oid] = {}
@@ -208,20 +210,30 @@ class Written:
 
 
 Found = tuple[str, str, "bytes | str | None"]
+Entries = dict[bytes, tuple[bytes, bytes]]
+"""A parsed tree: name to ``(mode, 20-byte id)``."""
 _GONE: Found = ("gone", "", None)
 
 
-def publish(repo_path: str, pack: bytes) -> None:
-    """Put the latest commit's ``pack`` in :data:`LAST_PACK` too (rewritten in place; never fails a write).
+def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, bytes]]) -> None:
+    """Put the latest commit's ``objects`` (of ``pack``) in :data:`LAST_PACK` (rewritten in place; never fails a write).
 
     Another process reading the new head reads this one file instead of listing
     the pack folder and opening the new pack (:meth:`Written.adopt`). The file is
-    the pack's length (4 bytes) and the pack, overwritten in place (what lies past
-    the length is an older copy's tail); a pack over :data:`ADOPT_BYTES` is
-    published as length 0. A reader that meets the file mid-rewrite finds its
-    hash wrong and reads through libgit2.
+    the length of what follows (4 bytes), a tag, the pack's name (its trailer)
+    and each object as its type, length and bytes, not deflated: the reader
+    hashes each one (it must, to know its id) and inflates none. It is
+    overwritten in place (what lies past the length is an older copy's tail); a
+    commit over :data:`ADOPT_BYTES` is published as length 0. A reader that meets
+    the file mid-rewrite finds the commit it wants missing (or an object under
+    another id) and reads through libgit2.
     """
-    data = _LENGTH.pack(len(pack)) + pack if len(pack) <= ADOPT_BYTES else _LENGTH.pack(0)
+    parts = [_MAGIC, pack[-20:]]
+    for kind, raw in objects.values():
+        parts.append(_OBJECT.pack(_CODES[kind], len(raw)))
+        parts.append(raw)
+    body = b"".join(parts)
+    data = _LENGTH.pack(len(body)) + body if len(body) <= ADOPT_BYTES else _LENGTH.pack(0)
     try:
         fd = open_private(os.path.join(repo_path, LAST_PACK), os.O_WRONLY | os.O_CREAT)
     except (OSError, MemoryStoreError):
@@ -234,52 +246,64 @@ def publish(repo_path: str, pack: bytes) -> None:
         os.close(fd)
 
 
-_TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
+def withdraw(repo_path: str) -> None:
+    """Delete :data:`LAST_PACK`: objects were erased (a purge or forget), and the copy may hold them.
 
-
-def _small_pack(pack: bytes) -> dict[str, tuple[bytes, bytes]] | None:
-    """Every object of ``pack`` (id to type and bytes), or ``None`` unless sound and undeltified.
-
-    No index is needed: the entries are read in order, each id is the hash of
-    its bytes, and the pack's own trailer (the hash of all before it) is checked.
+    A reader never serves a copy whose pack is gone, but the bytes would stay
+    on disk beside a store that no longer holds them; the next commit writes a new one.
     """
-    if len(pack) < 32 or pack[:8] != b"PACK\x00\x00\x00\x02":
+    with suppress(FileNotFoundError):
+        os.unlink(os.path.join(repo_path, LAST_PACK))
+
+
+_TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
+_CODES = {kind: code for code, kind in _TYPES.items()}
+_MAGIC = b"GMO1"
+_HEAD = 24  # the tag and the pack's name
+_OBJECT = struct.Struct(">BI")
+
+
+def _read_copy(path: str) -> bytes | None:
+    """The copy's bytes (at most what :data:`ADOPT_BYTES` allows), in one read; ``None`` if it is no regular file."""
+    try:
+        fd, st = open_local_stat(path)
+    except OSError:
         return None
-    body = memoryview(pack)[:-20]
-    if hashlib.sha1(body, usedforsecurity=False).digest() != pack[-20:]:
-        return None  # torn or damaged
-    count = struct.unpack_from(">I", pack, 8)[0]
+    try:
+        return os.read(fd, min(st.st_size, ADOPT_BYTES + _LENGTH.size))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _copied_objects(body: bytes) -> dict[str, tuple[bytes, bytes]] | None:
+    """Every object of a copy's ``body`` (id to type and bytes), each id the hash of its bytes; ``None`` if malformed.
+
+    No id is taken from the file: an object stands under the id its bytes hash
+    to, so a damaged or planted copy can add no object that lies about its id.
+    """
     found: dict[str, tuple[bytes, bytes]] = {}
-    pos, end = 12, len(pack) - 20
-    for _ in range(count):
-        if pos >= end:
+    pos, end = _HEAD, len(body)
+    unpack = _OBJECT.unpack_from
+    while pos < end:
+        if pos + _OBJECT.size > end:
             return None
-        byte = pack[pos]
-        kind = _TYPES.get((byte >> 4) & 7)
-        size, shift = byte & 0x0F, 4
-        while byte & 0x80 and pos + 1 < end:
-            pos += 1
-            byte = pack[pos]
-            size |= (byte & 0x7F) << shift
-            shift += 7
-        if kind is None:
-            return None  # a delta: libgit2 resolves it
-        stream = zlib.decompressobj()
-        try:
-            raw = stream.decompress(body[pos + 1 :], size + 1)
-        except zlib.error:
+        code, size = unpack(body, pos)
+        kind = _TYPES.get(code)
+        pos += _OBJECT.size
+        if kind is None or pos + size > end:
             return None
-        if len(raw) != size or not stream.eof:
-            return None
-        pos = end - len(stream.unused_data)
+        raw = body[pos : pos + size]
+        pos += size
         digest = hashlib.sha1(b"%s %d\x00" % (kind, size), usedforsecurity=False)
         digest.update(raw)
         found[digest.hexdigest()] = (kind, raw)
-    return found if pos == end else None
+    return found
 
 
 _ENTRIES = re.compile(rb"([0-7]{5,6}) ([^\x00]+)\x00(.{20})", re.DOTALL)
-_TILED = re.compile(rb"(?:[0-7]{5,6} [^\x00]+\x00.{20})*", re.DOTALL)
+_TILED = re.compile(rb"(?:[0-7]{5,6}+ [^\x00]++\x00.{20})*+", re.DOTALL)  # possessive: a miss fails fast
 _MODE = re.compile(rb"[0-7]{5,6}")
 
 
@@ -296,7 +320,8 @@ def _entry(raw: bytes, name: bytes) -> tuple[bytes, bytes] | None:
     while at >= 0:
         end = at + len(needle)
         if end + 20 <= len(raw):
-            for start in (at - 5, at - 6):
+            starts = (at - 6, at - 5) if raw[at - 6 : at - 5] == b"1" else (at - 5, at - 6)  # a file's mode: 6 digits
+            for start in starts:
                 if start >= 0 and _MODE.fullmatch(raw, start, at) and _TILED.fullmatch(raw, 0, start):
                     return raw[start:at], raw[end : end + 20]
         at = raw.find(needle, at + 1)
