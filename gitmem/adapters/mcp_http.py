@@ -58,6 +58,7 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from gitmem.adapters import mcp_fastcall
 from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
@@ -187,7 +188,7 @@ class McpHttpApp:
             if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
                 return _reply(start_response, 400, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        status, headers, data = self._handle_in_flight(session, asgi_scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, environ, body)
         if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -325,9 +326,12 @@ class McpHttpApp:
             self._opening.pop(owner, None)
 
     def _handle_in_flight(
-        self, session: _Session, scope: dict[str, Any], body: bytes
+        self, session: _Session, environ: Mapping[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
+        """The answer to a request of ``session``, with the session marked busy meanwhile (a busy one is never evicted).
+
+        A plain tool call is answered on this thread (:mod:`gitmem.adapters.mcp_fastcall`), anything else by the SDK.
+        """
         began = time.monotonic()
         with self._lock:
             if session.session_id is not None and self._sessions.get(session.session_id) is not session:
@@ -336,7 +340,14 @@ class McpHttpApp:
             session.last_used = began
             session.in_flight.append(began)
         try:
-            return self._handle(session, scope, body)
+            if environ.get("REQUEST_METHOD") == "POST":
+                answer = mcp_fastcall.tool_call(session.server, environ, body)
+                if answer is not None:
+                    headers = [("Content-Type", "application/json")]
+                    if session.session_id is not None:
+                        headers.append((_SESSION_HEADER, session.session_id))
+                    return 200, headers, answer
+            return self._handle(session, asgi_scope(environ), body)
         finally:
             with self._lock:
                 session.in_flight.remove(began)
