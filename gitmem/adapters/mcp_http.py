@@ -128,6 +128,7 @@ class McpHttpApp:
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
+        self._reaped = time.monotonic()
         self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
 
     def _servers(self) -> list[MemoryMcpServer]:
@@ -157,8 +158,7 @@ class McpHttpApp:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 session = self._shared_session(owner, grant, session_topic(environ))
             elif session_id is not None:
-                with self._lock:
-                    found = self._sessions.get(session_id)
+                self._reap_now_and_then()
                 found = self._current(session_id, owner, grant)
                 if found is None:
                     return _reply(start_response, 404, _error("Session not found"))
@@ -375,8 +375,10 @@ class McpHttpApp:
 
     def _open(self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> _Session:
         server = self.memory_server(grant, topic, watched=watched)
+        # Idle sessions are ended by _reap, which sees every request: the SDK sees no tool call
+        # answered without it (mcp_fastcall), so its own idle timer would end busy sessions.
         manager = StreamableHTTPSessionManager(
-            server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
+            server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
         self._changes.start()
@@ -390,8 +392,15 @@ class McpHttpApp:
         """
         return served_server(self.root, grant, topic, watched=watched)
 
+    def _reap_now_and_then(self) -> None:
+        """:meth:`_reap` at most every tenth of ``idle_timeout`` (a minute at most), from any request."""
+        now = time.monotonic()
+        if now - self._reaped > min(60.0, self.idle_timeout / 10):
+            self._reaped = now
+            self._reap()
+
     def _reap(self) -> None:
-        """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
+        """Close sessions nobody used for ``idle_timeout`` (their client gets 404 next and opens another)."""
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
             idle = [

@@ -8,9 +8,11 @@ still go to the SDK, checked on the function itself.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,15 +72,15 @@ class Server:
         return str(session)
 
 
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+@contextmanager
+def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_timeout: float = 1800.0) -> Iterator[Server]:
     root = Root(tmp_path / "root")
     seed(root.mount("notes", create=True))
     token_file = tmp_path / "tokens.toml"
     token_file.write_text(token_entry(token_of("alice"), "alice", ["notes"], "write")
                           + token_entry(token_of("bob"), "bob", ["notes"], "write"))  # fmt: skip
     tokens = load_tokens(token_file, env={})
-    mcp = McpHttpApp(root, tokens, max_body=64 * 1024)
+    mcp = McpHttpApp(root, tokens, max_body=64 * 1024, idle_timeout=idle_timeout)
     http = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), mcp), "127.0.0.1", 0, threads=4).start()
     served = Server(root, f"http://127.0.0.1:{http.port}/mcp", token_file)
     real = mcp_fastcall.tool_call
@@ -94,6 +96,12 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
         yield served
     finally:
         http.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    with serving(tmp_path, monkeypatch) as served:
+        yield served
 
 
 def call(n: int, name: str, **arguments: object) -> dict[str, Any]:
@@ -149,6 +157,22 @@ def test_an_unknown_tool_and_an_old_protocol_go_to_the_sdk(server: Server) -> No
                                    version="2025-03-26")  # fmt: skip
     assert status == 200 and not old["result"]["isError"]
     assert server.answered == [False, False]
+
+
+def test_a_session_busy_only_with_tool_calls_stays_and_an_idle_one_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serving(tmp_path, monkeypatch, idle_timeout=1.0) as server:
+        busy, idle = server.open_session(), server.open_session()
+        view = call(1, "memory_file_view", memory="notes", path="seed.md")
+        began = time.monotonic()
+        while time.monotonic() - began < 2.5:  # past the idle timeout, in tool calls only
+            assert server.post(view, session=busy)[0] == 200
+            time.sleep(0.1)
+        assert all(server.answered)
+        listed = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session=busy)
+        assert listed[0] == 200 and listed[1][0]["result"]["tools"]  # the SDK still has the session
+        assert server.post(view, session=idle)[0] == 404  # ended: its client starts a new one
 
 
 @pytest.fixture
