@@ -12,9 +12,13 @@ background load weighs on every side alike; each tool call is timed at the clien
 
 Extra gitmem variants run in the same rounds to show what a mechanism buys: each is
 ``gitmem serve`` with that one mechanism put back the old way by the bench (nothing
-in gitmem reads a switch): ``--variant fold-inline`` folds packs inside the write's
-request as before. Ratios are against the bare server (and each variant against
-plain gitmem).
+in gitmem reads a switch): ``fold-inline`` folds packs inside the write's request,
+``sdk-path`` sends every tool call through the SDK's transport, ``watch-details``
+has the change watcher diff trees and walk commits at every move, ``round-robin``
+lets waitress wake the worker that has been idle longest, ``lock-poll`` lets every
+writer thread poll the writer lock (no line in the process). Ratios are against the
+bare server (and each variant against plain gitmem); the server's CPU per call
+(all its threads, from ``/proc``) is the steadier figure on a shared machine.
 
 Usage::
 
@@ -22,6 +26,8 @@ Usage::
     .venv/bin/python bench/bench_mcp_bare.py --dir /mnt/ext4/x             # journaling ext4
     .venv/bin/python bench/bench_mcp_bare.py --rounds 4 --calls 10         # quick
     .venv/bin/python bench/bench_mcp_bare.py --variant fold-inline         # with the fold A/B
+    .venv/bin/python bench/bench_mcp_bare.py --variant sdk-path --variant watch-details --variant round-robin \
+        --variant lock-poll
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ VARIANTS: dict[str, str] = {
     "fold-inline": "folds in the write's request (as before)",
     "sdk-path": "every tool call through the SDK's transport (as before)",
     "watch-details": "the change watcher diffs trees and walks commits per move (as before)",
+    "round-robin": "waitress wakes the worker idle longest (as before)",
+    "lock-poll": "every waiting writer thread polls the flock, then waits in a thread of its own (as before)",
 }
 
 
@@ -98,6 +106,16 @@ def variant_server(name: str, argv: list[str]) -> None:
                 super().__init__(*args, **{**kwargs, "details": True})
 
         mcp_stream.Watcher = Detailed  # type: ignore[misc]
+    elif name == "round-robin":
+        from waitress.task import ThreadedTaskDispatcher
+
+        from gitmem.adapters import http_server
+
+        http_server._warm_first_dispatcher = ThreadedTaskDispatcher
+    elif name == "lock-poll":
+        from gitmem.git import locks
+
+        locks._line = lambda path: locks._Line()  # a line of one per taking: no thread waits in one
     else:
         raise SystemExit(f"unknown variant {name!r}; the variants are {', '.join(VARIANTS)}")
     from gitmem.adapters.cli import main
@@ -326,18 +344,21 @@ def report(args: argparse.Namespace, sides: list[Side], load: list[float], secon
                 r50 = pct(values, 0.5) / pct(base, 0.5)
                 r95 = pct(values, 0.95) / pct(base, 0.95)
                 ratios = "" if side is bare else f"**{r50:.2f}x** | **{r95:.2f}x**"
-                cpu = pct(side.cpu.get((count, "write" if op == "write" else "view"), []), 0.5) * 1e3
+                cpu = pct(side.cpu.get((count, op), []), 0.5) * 1e3
                 print(f"| {side.name} | {count} | {op} | {len(values)} | {pct(values, .5) * 1e3:.2f} | "
                       f"{pct(values, .95) * 1e3:.2f} | {ratios or ' | '} | {cpu:.2f} |")  # fmt: skip
-    for side in sides[2:]:
+    if len(sides) > 2:
         print()
-        print(f"{side.name} ({VARIANTS[side.name]}) against gitmem, p50 / p95:")
+        print("| variant (the old way) | clients | op | p50 / gitmem | p95 / gitmem | server CPU / gitmem |")
+        print("|---|---|---|---|---|---|")
+    for side in sides[2:]:
         for count in args.clients:
             for op in ("view", "write"):
                 mine = (side.reads if op == "view" else side.writes).get(count, [])
                 theirs = (sides[1].reads if op == "view" else sides[1].writes).get(count, [])
-                print(f"  {count} clients {op}: {pct(mine, .5) / pct(theirs, .5):.2f}x / "
-                      f"{pct(mine, .95) / pct(theirs, .95):.2f}x")  # fmt: skip
+                cpu = pct(side.cpu.get((count, op), []), 0.5) / pct(sides[1].cpu.get((count, op), []), 0.5)
+                print(f"| {side.name}: {VARIANTS[side.name]} | {count} | {op} | {pct(mine, .5) / pct(theirs, .5):.2f}x | "
+                      f"{pct(mine, .95) / pct(theirs, .95):.2f}x | {cpu:.2f}x |")  # fmt: skip
     for side in sides:
         if side.failures:
             print(f"{side.name}: {len(side.failures)} failed calls, e.g. {side.failures[:3]}")
