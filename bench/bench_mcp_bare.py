@@ -51,6 +51,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gitmem.git.packwrite import pack_count
+
 NOTE = "A note an agent keeps: the build uses ruff and mypy strict; run tests under nice on two cores.\n" * 2
 VARIANTS: dict[str, str] = {
     "fold-inline": "folds in the write's request (as before)",
@@ -64,7 +66,7 @@ VARIANTS: dict[str, str] = {
 # --- the servers ------------------------------------------------------------------------
 
 
-def bare_server(folder: str, port: int) -> None:
+def bare_server(folder: str, port: int, durable: bool = False) -> None:
     """The baseline: the SDK's MCPServer, ``view`` and ``write`` on plain files under ``folder``."""
     from mcp.server.mcpserver import MCPServer
 
@@ -82,7 +84,17 @@ def bare_server(folder: str, port: int) -> None:
         """Write a file (made with its folders when new)."""
         target = base / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(content)
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
+        if durable:
+            folder = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
         return {"path": path, "status": "written"}
 
     server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
@@ -142,6 +154,8 @@ class Side:
     failures: list[str] = field(default_factory=list)
     pid: int = 0
     cpu: dict[tuple[int, str], list[float]] = field(default_factory=dict)  # server CPU s per call, per block
+    mount: str = ""  # gitmem's memory, whose live packs are counted after each write phase
+    most_packs: int = 0
 
 
 def _file_path(clients: int, client: int, n: int) -> str:
@@ -240,6 +254,8 @@ def run_block(side: Side, clients: list[object], count: int, first: int, calls: 
         for t in threads:
             t.join()
         side.cpu.setdefault((count, kind), []).append((cpu_seconds(side.pid) - cpu) / (calls * len(clients)))
+        if side.mount:
+            side.most_packs = max(side.most_packs, pack_count(side.mount))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -254,11 +270,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="blocks per server and client count (ABBA order)")
     parser.add_argument("--calls", type=int, default=25, help="writes (then reads) per client per block")
     parser.add_argument("--variant", action="append", default=[], choices=sorted(VARIANTS))
-    parser.add_argument("--bare-server", nargs=2, metavar=("FOLDER", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--durable", action="store_true", help="fsync every write: gitmem.durable, fsync on the bare side"
+    )
+    parser.add_argument("--bare-server", nargs=3, metavar=("FOLDER", "PORT", "DURABLE"), help=argparse.SUPPRESS)
     parser.add_argument("--variant-server", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_server:
-        bare_server(args.bare_server[0], int(args.bare_server[1]))
+        bare_server(args.bare_server[0], int(args.bare_server[1]), args.bare_server[2] == "1")
         return
     if args.variant_server:
         variant_server(args.variant_server[0], args.variant_server[1:])
@@ -287,13 +306,16 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
     most = max(args.clients)
     port = free_port()
     (tmp / "bare").mkdir()
-    procs.append(start([sys.executable, __file__, "--bare-server", str(tmp / "bare"), str(port)]))
+    bare = [sys.executable, __file__, "--bare-server", str(tmp / "bare"), str(port), "1" if args.durable else "0"]
+    procs.append(start(bare))
     wait_port(port, procs[-1])
     sides = [bare_side(f"http://127.0.0.1:{port}/mcp", most)]
     sides[0].pid = procs[-1].pid
     for name in ["gitmem", *args.variant]:
         root = Root(tmp / f"root-{name}")
-        root.mount("team", create=True)
+        made = root.mount("team", create=True)
+        if args.durable:
+            made.sync.repo.set_durable(True)
         tokens = [f"tok-{name}-{i}-{os.urandom(12).hex()}" for i in range(most)]
         entries = [token_entry(t, f"agent{i}", ["team"], "write") for i, t in enumerate(tokens)]
         (tmp / f"tokens-{name}.toml").write_text("".join(entries))
@@ -305,6 +327,7 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
         procs.append(start(cmd))
         sides.append(gitmem_side(name, gitmem_url(procs[-1]), tokens))
         sides[-1].pid = procs[-1].pid
+        sides[-1].mount = str(root.path / "team.git")
     load = [os.getloadavg()[0]]
     began = time.monotonic()
     for count in args.clients:
@@ -330,7 +353,7 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
 
 def report(args: argparse.Namespace, sides: list[Side], load: list[float], seconds: float, tmp: Path) -> None:
     fs = subprocess.run(["df", "--output=fstype", str(tmp)], capture_output=True, text=True).stdout.split()[-1]
-    print(f"MCP tool calls over HTTP, {tmp.parent} ({fs}), {args.rounds} rounds x {args.calls} writes and reads "
+    print(f"MCP tool calls over HTTP, {tmp.parent} ({fs}{', durable' if args.durable else ''}), {args.rounds} rounds x {args.calls} writes and reads "
           f"per client, {seconds:.0f} s; load average {min(load):.1f}-{max(load):.1f}")  # fmt: skip
     print()
     bare = sides[0]
@@ -365,9 +388,11 @@ def report(args: argparse.Namespace, sides: list[Side], load: list[float], secon
     for side in sides[1:]:
         fsck = subprocess.run(["git", "fsck", "--strict"], cwd=tmp / f"root-{side.name}" / "team.git",
                               capture_output=True, text=True)  # fmt: skip
-        packs = len(list((tmp / f"root-{side.name}" / "team.git" / "objects" / "pack").glob("*.idx")))
+        mount = tmp / f"root-{side.name}" / "team.git"
+        packs = len(list((mount / "objects" / "pack").glob("*.idx")))
         print(f"{side.name}: fsck --strict {'clean' if fsck.returncode == 0 else 'FAILED: ' + fsck.stderr[:300]}; "
-              f"index files at the end {packs}")  # fmt: skip
+              f"live packs at the end {pack_count(str(mount))} (index files {packs}), "
+              f"most live packs seen {side.most_packs}")  # fmt: skip
 
 
 if __name__ == "__main__":
