@@ -451,7 +451,6 @@ class MountedTools(KindTools, Generic[M]):
         if len(set(names)) != len(names):
             raise ValueError(f"mount names must be unique: {names}")
         self._by_name = {m.name: m for m in self.mounts}
-        self._kind_held: set[str] = set()  # mounts found holding this kind (fixed when a memory is made)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({[f'{m.name}:{m.access}' for m in self.mounts]})"
@@ -492,14 +491,12 @@ class MountedTools(KindTools, Generic[M]):
             raise MemoryToolError(
                 "unknown_memory", f"there is no memory {memory!r}; the memories are {', '.join(self._by_name)}"
             )
-        if memory not in self._kind_held:  # asked once: a git store reads it from the mount's config
-            kind = getattr(mount.store, "kind", self.kind)  # a store without kinds holds this kind
-            if kind != self.kind:
-                raise MemoryStoreError(
-                    "wrong_kind",
-                    f"memory {memory!r} is a {kind} memory; the {self.prefix}* tools only use {self.kind} memories",
-                )
-            self._kind_held.add(memory)
+        kind = getattr(mount.store, "kind", self.kind)  # a store without kinds holds this kind
+        if kind != self.kind:
+            raise MemoryStoreError(
+                "wrong_kind",
+                f"memory {memory!r} is a {kind} memory; the {self.prefix}* tools only use {self.kind} memories",
+            )
         if not mount.allows(tool):
             raise MemoryStoreError("forbidden", f"memory {memory!r} is read only; {self.prefix}{tool} cannot change it")
         if not self.offers(mount, tool):
