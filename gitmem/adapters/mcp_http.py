@@ -14,7 +14,10 @@ the MCP side comes to waitress instead: :class:`McpHttpApp` is a WSGI app that
 hands each ``/mcp`` request to the SDK's session manager, running on one asyncio
 loop in a background thread (an anyio blocking portal), and returns its answer.
 The SDK runs in JSON-response mode: every POST is answered with one JSON body,
-which is all a tool call needs. ``GET /mcp`` opens the session's event stream,
+which is all a tool call needs. A plain ``tools/call`` on an open session is
+answered on waitress's thread without the SDK (:mod:`gitmem.adapters.mcp_fastcall`:
+the same answer, half the CPU of a read); so the SDK does not see every request,
+and idle sessions are ended here (:meth:`McpHttpApp._reap`), not by its timer. ``GET /mcp`` opens the session's event stream,
 where change notifications come (:mod:`gitmem.adapters.mcp_stream`). An MCP call
 in progress holds one of waitress's worker threads (``gitmem serve`` runs 16,
 plus one per allowed event stream).
