@@ -67,6 +67,7 @@ from dulwich.server import Backend
 from dulwich.web import HTTPGitApplication, LimitedInputFilter
 
 from gitmem.adapters.fetchwants import serve_reachable_wants, wanted
+from gitmem.adapters.folding import BackgroundFolds
 from gitmem.adapters.origins import OriginGate
 from gitmem.adapters.pushaccess import push_policy
 from gitmem.adapters.receive_pack import (
@@ -555,6 +556,45 @@ class FrontApp:
 # --- the server --------------------------------------------------------------------
 
 
+class _WarmFirst(threading.Condition):
+    """A condition that wakes the thread which waited *least*: the last to go idle takes the next request.
+
+    waitress's workers wait on one condition, and ``notify`` wakes the one that
+    has waited longest, so requests go round all of them (32 with ``/mcp``). Each
+    worker keeps its own git handle and parsed trees (:class:`gitmem.git.repo.GitRepo`
+    keeps them per thread), so round-robin meets a cold handle at nearly every call:
+    reopened after each pack fold, its trees parsed again. Waking the most recently
+    idle worker keeps the few threads a load needs warm (a write cost ~30 % less CPU,
+    ``docs/benchmarks.md``). ``notify`` is Python's own with the other end of the queue.
+    """
+
+    def notify(self, n: int = 1) -> None:
+        if not self._is_owned():  # type: ignore[attr-defined]
+            raise RuntimeError("cannot notify on un-acquired lock")
+        waiters = self._waiters  # type: ignore[attr-defined]
+        while waiters and n > 0:
+            waiter = waiters[-1]
+            try:
+                waiter.release()
+            except RuntimeError:  # released already by an interrupted notify: as Python's own skips it
+                pass
+            else:
+                n -= 1
+            try:
+                waiters.remove(waiter)
+            except ValueError:
+                pass
+
+
+def _warm_first_dispatcher() -> Any:
+    """waitress's task dispatcher with :class:`_WarmFirst` as the condition its workers wait on."""
+    from waitress.task import ThreadedTaskDispatcher
+
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.queue_cv = _WarmFirst(dispatcher.lock)
+    return dispatcher
+
+
 class GitHttpServer:
     """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
@@ -586,8 +626,10 @@ class GitHttpServer:
         cap = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
         if cap:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
+        dispatcher = _warm_first_dispatcher()
+        dispatcher.set_thread_count(threads)
         self._server = create_server(
-            gate, map=self._map, host=host, port=port, threads=threads, ident="gitmem", **limits
+            gate, map=self._map, host=host, port=port, threads=threads, ident="gitmem", _dispatcher=dispatcher, **limits
         )
         gate.port = self.port
         self._stop = threading.Event()
@@ -701,11 +743,13 @@ def serve(
         server.request_stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    folds = BackgroundFolds().start()  # no request waits for a pack fold
     try:
         if on_ready is not None:
             on_ready(server)
         server.serve_forever()
         app.close()
     finally:
+        folds.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -14,7 +14,10 @@ the MCP side comes to waitress instead: :class:`McpHttpApp` is a WSGI app that
 hands each ``/mcp`` request to the SDK's session manager, running on one asyncio
 loop in a background thread (an anyio blocking portal), and returns its answer.
 The SDK runs in JSON-response mode: every POST is answered with one JSON body,
-which is all a tool call needs. ``GET /mcp`` opens the session's event stream,
+which is all a tool call needs. A plain ``tools/call`` on an open session is
+answered on waitress's thread without the SDK (:mod:`gitmem.adapters.mcp_fastcall`:
+the same answer, half the CPU of a read); so the SDK does not see every request,
+and idle sessions are ended here (:meth:`McpHttpApp._reap`), not by its timer. ``GET /mcp`` opens the session's event stream,
 where change notifications come (:mod:`gitmem.adapters.mcp_stream`). An MCP call
 in progress holds one of waitress's worker threads (``gitmem serve`` runs 16,
 plus one per allowed event stream).
@@ -58,6 +61,7 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from gitmem.adapters import mcp_fastcall
 from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
@@ -127,6 +131,7 @@ class McpHttpApp:
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
+        self._reaped = time.monotonic()
         self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
 
     def _servers(self) -> list[MemoryMcpServer]:
@@ -156,8 +161,7 @@ class McpHttpApp:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 session = self._shared_session(owner, grant, session_route(environ))
             elif session_id is not None:
-                with self._lock:
-                    found = self._sessions.get(session_id)
+                self._reap_now_and_then()
                 found = self._current(session_id, owner, grant)
                 if found is None:
                     return _reply(start_response, 404, _error("Session not found"))
@@ -187,7 +191,7 @@ class McpHttpApp:
             if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
                 return _reply(start_response, 400, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        status, headers, data = self._handle_in_flight(session, asgi_scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, environ, body)
         if method == "DELETE" and session_id is not None and status < 400:
             with self._lock:
                 self._sessions.pop(session_id, None)
@@ -325,9 +329,12 @@ class McpHttpApp:
             self._opening.pop(owner, None)
 
     def _handle_in_flight(
-        self, session: _Session, scope: dict[str, Any], body: bytes
+        self, session: _Session, environ: Mapping[str, Any], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
+        """The answer to a request of ``session``, with the session marked busy meanwhile (a busy one is never evicted).
+
+        A plain tool call is answered on this thread (:mod:`gitmem.adapters.mcp_fastcall`), anything else by the SDK.
+        """
         began = time.monotonic()
         with self._lock:
             if session.session_id is not None and self._sessions.get(session.session_id) is not session:
@@ -336,7 +343,14 @@ class McpHttpApp:
             session.last_used = began
             session.in_flight.append(began)
         try:
-            return self._handle(session, scope, body)
+            if environ.get("REQUEST_METHOD") == "POST":
+                answer = mcp_fastcall.tool_call(session.server, environ, body)
+                if answer is not None:
+                    headers = [("Content-Type", "application/json")]
+                    if session.session_id is not None:
+                        headers.append((_SESSION_HEADER, session.session_id))
+                    return 200, headers, answer
+            return self._handle(session, asgi_scope(environ), body)
         finally:
             with self._lock:
                 session.in_flight.remove(began)
@@ -364,8 +378,10 @@ class McpHttpApp:
 
     def _open(self, owner: str, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True) -> _Session:
         server = self.memory_server(grant, topic, watched=watched)
+        # Idle sessions are ended by _reap, which sees every request: the SDK sees no tool call
+        # answered without it (mcp_fastcall), so its own idle timer would end busy sessions.
         manager = StreamableHTTPSessionManager(
-            server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
+            server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
         self._changes.start()
@@ -379,8 +395,15 @@ class McpHttpApp:
         """
         return served_server(self.root, grant, topic, watched=watched)
 
+    def _reap_now_and_then(self) -> None:
+        """:meth:`_reap` at most every tenth of ``idle_timeout`` (a minute at most), from any request."""
+        now = time.monotonic()
+        if now - self._reaped > min(60.0, self.idle_timeout / 10):
+            self._reaped = now
+            self._reap()
+
     def _reap(self) -> None:
-        """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
+        """Close sessions nobody used for ``idle_timeout`` (their client gets 404 next and opens another)."""
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
             idle = [

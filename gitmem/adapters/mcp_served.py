@@ -40,15 +40,12 @@ branch per session; a client that wants its own asks with its own topic.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import mcp_types as types
-
-from gitmem.adapters.mcp_server import Ctx, MemoryMcpServer
+from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.tokens import Grant
 from gitmem.errors import MemoryStoreError
 from gitmem.git.refs import MAIN
@@ -126,22 +123,16 @@ class ServedMcpServer(MemoryMcpServer):
         self.targets = dict(targets)
         self.durable_target = durable_target
 
-    async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await super()._call_tool(ctx, params)
-        tool = self.registry.get(params.name)
-        memory = (params.arguments or {}).get("memory")
+    def answer(self, name: str, arguments: Mapping[str, Any], request_id: object) -> dict[str, Any]:
+        data = super().answer(name, arguments, request_id)
+        tool = self.registry.get(name)
+        memory = arguments.get("memory")
         target = self.targets.get(memory) if isinstance(memory, str) else None
         if tool is not None and tool.kind == "durable":
             target = self.durable_target
-        data = result.structured_content
-        if result.is_error or tool is None or tool.effect == "read" or target is None or not isinstance(data, dict):
-            return result
-        shown = {**data, "branch": target()}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(shown, ensure_ascii=False))],
-            structured_content=shown,
-            is_error=False,
-        )
+        if "error" in data or tool is None or tool.effect == "read" or target is None:
+            return data
+        return {**data, "branch": target()}
 
 
 def served_server(

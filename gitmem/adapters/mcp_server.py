@@ -228,7 +228,7 @@ class MemoryMcpServer:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):  # the server is stopping
                 pass
 
-        watcher = Watcher(self.watch_root, [m.name for m in self.file_mounts], on_change, index=False)
+        watcher = Watcher(self.watch_root, [m.name for m in self.file_mounts], on_change, index=False, details=False)
         await anyio.to_thread.run_sync(watcher.start)
         try:
             async with anyio.create_task_group() as tasks:
@@ -251,24 +251,27 @@ class MemoryMcpServer:
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools())
 
-    def tool_call_id(self, ctx: Ctx) -> str:
-        return f"mcp-{self.session_tag}-{ctx.request_id}"
-
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         if self.registry.get(params.name) is None:
             # The protocol's answer to a tool the server does not have: JSON-RPC invalid params, not a
             # tool result (arguments a tool refuses are a tool result, invalid_arguments, for the model).
             offered = ", ".join(t.name for t in self.registry) or "none"
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shorten(repr(params.name))}; the tools are {offered}")
-        # The registry checks the arguments against the tool's schema before any memory sees them.
-        payload = await aio.call(
-            self.registry.call,
-            params.name,
-            params.arguments if params.arguments is not None else {},
-            tool_call_id=self.tool_call_id(ctx),
-            origin=self.origin,
+        arguments = params.arguments if params.arguments is not None else {}
+        return tool_result(await aio.call(self.answer, params.name, arguments, ctx.request_id))
+
+    def answer(self, name: str, arguments: Mapping[str, Any], request_id: object) -> dict[str, Any]:
+        """Run one call of a tool this server has, on this thread: its JSON payload (a failure too).
+
+        The registry checks the arguments against the tool's schema before any
+        memory sees them. ``request_id`` is the JSON-RPC id, named in the change's
+        tool call id. ``/mcp`` answers plain tool calls through here without the
+        SDK (:mod:`gitmem.adapters.mcp_fastcall`), so anything a tool's reply
+        carries is added here, not in :meth:`_call_tool`.
+        """
+        return self.registry.call(
+            name, arguments, tool_call_id=f"mcp-{self.session_tag}-{request_id}", origin=self.origin
         )
-        return tool_result(payload)
 
     # -- resources -------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ class ChangeFanout:
         with self._lock:
             if self._watcher is not None or self._closed:
                 return
-            watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False)
+            watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False, details=False)
             try:
                 watcher.start()
             except Exception:  # notifications are a hint: a root that cannot be watched still serves tools

@@ -167,6 +167,10 @@ class Watcher:
     ``names`` limits the watch to those mounts (each must exist); without names
     every mount under the root is watched, including ones created later. The
     callback runs on the watcher's own thread, one change at a time.
+    ``details=False`` reports only which ref moved, from what to what: no paths
+    and no commits, whose tree diff and history walk cost more CPU than the
+    commit that moved the ref (a server that only tells clients *that* a memory
+    moved needs none of it).
     """
 
     def __init__(
@@ -178,8 +182,10 @@ class Watcher:
         debounce: float = DEFAULT_DEBOUNCE,
         poll_interval: float = DEFAULT_POLL,
         index: bool = True,
+        details: bool = True,
     ) -> None:
         self.root = root if isinstance(root, Root) else Root(root)
+        self.details = details
         self.names = list(dict.fromkeys(names)) if names else None
         self.callback = callback
         self.debounce = debounce
@@ -398,10 +404,12 @@ class Watcher:
 
     def _emit(self, mount: _Mount, ref: str, old: str | None, new: str | None) -> None:
         base = mount.refs.get(MAIN) if ref != MAIN and old is None else None
-        try:
-            moved = movement(mount.git, old, new, base=base)
-        except MemoryStoreError:
-            moved = None
+        moved = None
+        if self.details:
+            try:
+                moved = movement(mount.git, old, new, base=base)
+            except MemoryStoreError:
+                pass
         kind = "created" if old is None else "deleted" if new is None else "updated"
         change = RefChange(
             mount.name,

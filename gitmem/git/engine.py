@@ -150,9 +150,14 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
     finally:
         if fold_due:
             # The lock is let go: other writers go on while this one folds. Nothing of
-            # gitmem's runs after the call returns (a caller may delete the folder then).
+            # gitmem's runs after the call returns (a caller may delete the folder then),
+            # unless a server took the folds over (fold_elsewhere).
             with suppress(Exception):
-                _fold(repo)
+                later = _later[0]
+                if later is None or packwrite.pack_count(repo.path) > 2 * MAX_PACKS:
+                    fold(repo)
+                else:
+                    later(repo)
     raise MemoryStoreError(
         "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
     )
@@ -190,7 +195,25 @@ def _count_pack(repo: GitRepo) -> bool:
     return due
 
 
-def _fold(repo: GitRepo) -> None:
+FoldLater = Callable[[GitRepo], None]
+_later: list[FoldLater | None] = [None]
+
+
+def fold_elsewhere(later: FoldLater | None) -> FoldLater | None:
+    """Hand each due fold to ``later`` instead of folding before the write returns; the previous one back.
+
+    For a long-lived server (``gitmem serve``), which folds on a thread of its
+    own after the write's reply went out (:mod:`gitmem.adapters.folding`), so no
+    request waits for a fold. ``later`` must end by calling :func:`fold`. The
+    bound holds whoever folds: a writer that finds more than twice
+    :data:`MAX_PACKS` live packs (the folds fell behind) folds itself, as before.
+    ``None`` folds in the writer again.
+    """
+    previous, _later[0] = _later[0], later
+    return previous
+
+
+def fold(repo: GitRepo) -> None:
     """Fold now, unless another fold holds the fold lock (it is folding these packs' neighbours already).
 
     When writers outrun the folds (the lock was busy and ``objects/pack`` holds

@@ -36,6 +36,7 @@ import fcntl
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ _me: list[int | str] = [os.getpid(), ""]  # this process's id and token; a forke
 
 def _forked_me() -> None:
     _me[:] = [os.getpid(), ""]
+    _lines.clear()  # a thread that held a line at the fork does not exist in the child
 
 
 os.register_at_fork(after_in_child=_forked_me)
@@ -308,19 +310,117 @@ class WriterLock:
             desc.close()
 
 
-class _Hold:
-    """One taking of a :class:`WriterLock` (:meth:`WriterLock.hold`), as a plain context manager."""
+class _Line:
+    """The threads of this process that want one lock, let through one at a time in the order they came.
 
-    __slots__ = ("fd", "lock", "op")
+    Only the thread at the front takes the ``flock`` (polling, then queueing in
+    the kernel, against other processes); the others sleep on an event of their
+    own until the one before them lets go. Without it, every contended thread of
+    a server polled the lock and then started a waiting thread of its own, which
+    cost more CPU than the write it waited for. A thread that holds the lock may
+    take it again (as the ``flock`` of its own descriptor allows).
+    """
+
+    __slots__ = ("_depth", "_guard", "_owner", "_waiting")
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiting: deque[threading.Event] = deque()
+        self._owner: object = None  # the thread's id, or the event of the thread being let through
+        self._depth = 0
+
+    def enter(self, give_up: Callable[[], bool], every: float) -> None:
+        """Wait for this thread's turn; ``give_up()`` is asked every ``every`` seconds and ends the wait when true."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner == me or (self._owner is None and not self._waiting):
+                self._owner, self._depth = me, self._depth + 1
+                return
+            turn = threading.Event()
+            self._waiting.append(turn)
+        while not turn.wait(every):
+            if give_up():
+                with self._guard:
+                    if not turn.is_set():
+                        self._waiting.remove(turn)
+                        raise _GaveUp
+                break  # let through meanwhile
+        with self._guard:
+            self._owner, self._depth = me, 1
+
+    def leave(self) -> None:
+        with self._guard:
+            self._depth -= 1
+            if self._depth:
+                return
+            if self._waiting:
+                turn = self._waiting.popleft()
+                self._owner = turn
+                turn.set()
+            else:
+                self._owner = None
+
+
+class _GaveUp(Exception):
+    pass
+
+
+_lines: dict[str, _Line] = {}  # by lock path; emptied in a forked child
+
+
+def _line(path: str) -> _Line:
+    found = _lines.get(path)
+    return found if found is not None else _lines.setdefault(path, _Line())  # setdefault: one winner
+
+
+class _Hold:
+    """One taking of a :class:`WriterLock` (:meth:`WriterLock.hold`), as a plain context manager.
+
+    The threads of one process queue in a :class:`_Line` first; the one at its
+    front takes the ``flock``.
+    """
+
+    __slots__ = ("fd", "line", "lock", "op")
 
     def __init__(self, lock: WriterLock, op: str) -> None:
         self.lock = lock
         self.op = op
         self.fd: int | None = None
+        self.line: _Line | None = None
 
     def __enter__(self) -> bool:
         lock = self.lock
-        fd = lock._acquire(lock._fd())
+        line = _line(lock.path)
+        started = time.monotonic()
+
+        def give_up() -> bool:
+            waited = time.monotonic() - started
+            if waited < lock.timeout:
+                return False
+            holder = _read_record(lock._fd())
+            return not (holder is not None and holder.held and holder.op in LONG_OPS and waited < LONG_WAIT)
+
+        try:
+            line.enter(give_up, min(1.0, max(lock.timeout, 0.01)))
+        except _GaveUp:
+            holder = _read_record(lock._fd())
+            who = f" ({holder.op} by pid {holder.pid})" if holder is not None and holder.held else ""
+            raise MemoryStoreError(
+                "unavailable",
+                f"another writer{who} has held this memory's write lock for over {time.monotonic() - started:.0f} s; "
+                "try again",
+            ) from None
+        try:
+            fd = lock._acquire(lock._fd())
+        except BaseException:
+            line.leave()
+            raise
+        self.line = line
+        self._enter_held(fd)
+        return True
+
+    def _enter_held(self, fd: int) -> None:
+        lock = self.lock
         local = lock._local
         local.holding = fd
         try:
@@ -339,9 +439,14 @@ class _Hold:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 lock._let_go(fd)
+                self._leave_line()
             raise
         self.fd = fd
-        return True
+
+    def _leave_line(self) -> None:
+        line, self.line = self.line, None
+        if line is not None:
+            line.leave()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         fd = self.fd
@@ -354,6 +459,7 @@ class _Hold:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             lock._let_go(fd)
+            self._leave_line()
 
 
 def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:

@@ -1,0 +1,101 @@
+"""Threads of one process wait for the writer lock in a line, in the order they came; processes still meet at the flock.
+
+A server runs many writers as threads of one process. They queue in the
+process first (:class:`gitmem.git.locks._Line`), each asleep until the one
+before it lets go, so only the thread at the front polls the ``flock`` and no
+thread starts a blocking wait of its own; a writer in another process is still
+waited for at the ``flock`` (polling, then the kernel's queue).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gitmem import GitFileStore, MemoryStoreError
+from gitmem.git.repo import GitRepo
+
+
+def _repo(tmp_path: Path) -> GitRepo:
+    return GitRepo(str(GitFileStore.init(tmp_path / "m.git").sync.repo.path))
+
+
+def test_threads_take_the_lock_in_the_order_they_came_without_polling(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    order: list[int] = []
+    release = threading.Event()
+    waiting = threading.Semaphore(0)
+
+    def take(n: int) -> None:
+        waiting.release()
+        with GitRepo(repo.path).lock.hold():
+            order.append(n)
+            if n == 0:
+                release.wait(10)
+
+    threads = [threading.Thread(target=take, args=(0,))]
+    threads[0].start()
+    deadline = time.monotonic() + 10
+    while (holder := repo.lock.holder()) is None or not holder.held:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    for n in range(1, 6):
+        threads.append(threading.Thread(target=take, args=(n,)))
+        threads[-1].start()
+        assert waiting.acquire(timeout=10)
+        time.sleep(0.05)  # in the line before the next one comes
+    time.sleep(0.1)  # longer than a contended taker polls: the old way had started a wait per thread here
+    assert not [t for t in threading.enumerate() if t.name == "gitmem-lock-wait"]
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert order == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_thread_waiting_in_the_line_times_out_as_at_the_flock(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    other = GitRepo(repo.path)
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with other.lock.hold():
+            taken.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(5)
+    repo.lock_timeout = 0.2
+    started = time.monotonic()
+    with pytest.raises(MemoryStoreError) as timed_out:
+        with repo.lock.hold():
+            pass
+    assert timed_out.value.code == "unavailable"
+    assert time.monotonic() - started < 2
+    release.set()
+    holder.join()
+    with repo.lock.hold() as held:  # nobody is left in the line
+        assert held
+
+
+def test_a_writer_in_another_process_is_still_waited_for(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    script = (
+        "import sys, time\n"
+        "from gitmem.git.repo import GitRepo\n"
+        "with GitRepo(sys.argv[1]).lock.hold():\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(0.4)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", script, repo.path], stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with repo.lock.hold() as held:
+            assert held
+        assert time.monotonic() - started >= 0.2  # it waited for the other process's hold
+    assert child.returncode == 0
