@@ -5,9 +5,12 @@ every protocol a hosting service offers, with the user's credential helpers.
 Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
 mount keeps no remote-tracking refs.
 
-This module is what ``gitmem push`` loads: it names no merge, conflict,
-quarantine or review module (a push sends what the mount already holds; only a
-pull checks and merges what it brings), so a push pays for none of them.
+This module is what a ``gitmem push`` through the store loads: it names no
+merge, conflict, quarantine or review module (a push sends what the mount
+already holds; only a pull checks and merges what it brings), so a push pays for
+none of them. Running ``git push`` itself is :mod:`gitmem.git.transport`'s,
+which a push of ``main`` alone uses without this module or libgit2
+(:func:`gitmem.remotepush.push_named`).
 """
 
 from __future__ import annotations
