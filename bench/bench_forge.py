@@ -27,7 +27,10 @@ load hits all alike:
   (untimed), then ``git push`` in A and ``git pull --ff-only`` in B are timed.
 
 Each pull must bring exactly the one new commit (checked). Reported: p50 and
-p95 of each row and the ratio of medians gitmem / git (the target is at most 2x).
+p95 of each row and the ratio of medians gitmem / git (the target is at most 2x),
+wall time and CPU time (user + system of the process and every child it waited
+for; for the library rows, of this process and its children): on a loaded machine
+the CPU ratio moves far less than the wall ratio.
 
 Usage::
 
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -82,22 +86,33 @@ def gitmem_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "gitmem.adapters.cli"]
 
 
-def gitmem(root: Path, *args: str) -> float:
-    """Wall seconds of one ``gitmem`` process over ``root``."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        [*gitmem_cmd(), "--root", str(root), *args], env=ENV, capture_output=True, text=True, timeout=1800
-    )
-    took = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"gitmem {' '.join(args)} failed: {done.stderr.strip()}")
-    return took
+def process(cmd: list[str], cwd: Path | str | None = None) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, with every child it waited for) of one process."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed: {err.read().decode(errors='replace').strip()}")
+    return took, usage.ru_utime + usage.ru_stime
 
 
-def timed_git(*args: str, cwd: Path) -> float:
-    start = time.perf_counter()
-    git(*args, cwd=cwd)
-    return time.perf_counter() - start
+def gitmem(root: Path, *args: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``gitmem`` process over ``root``."""
+    return process([*gitmem_cmd(), "--root", str(root), *args])
+
+
+def timed_git(*args: str, cwd: Path) -> tuple[float, float]:
+    return process(["git", *args], cwd=cwd)
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and the children it waited for."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 # -- building the forge -----------------------------------------------------------------
@@ -146,23 +161,35 @@ def build_forge(tmp: Path, files: int, commits: int) -> Path:
 
 
 class Rows:
+    """Samples of each row: (wall, CPU) seconds."""
+
     def __init__(self) -> None:
-        self.samples: dict[str, list[float]] = {}
+        self.samples: dict[str, list[tuple[float, float]]] = {}
 
-    def add(self, row: str, seconds: float) -> None:
-        self.samples.setdefault(row, []).append(seconds)
+    def add(self, row: str, sample: tuple[float, float]) -> None:
+        self.samples.setdefault(row, []).append(sample)
 
-    def p(self, row: str, q: float) -> float:
-        s = sorted(self.samples[row])
+    def p(self, row: str, q: float, which: int = 0) -> float:
+        s = sorted(x[which] for x in self.samples[row])
         return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))] * 1000
+
+    def median(self, row: str, which: int = 0) -> float:
+        return statistics.median(x[which] for x in self.samples[row])
 
     def show(self, op: str) -> None:
         base = f"{op}: git"
-        print(f"{base:<22} p50 {self.p(base, 0.5):8.1f} ms  p95 {self.p(base, 0.95):8.1f} ms")
+        print(
+            f"{base:<22} p50 {self.p(base, 0.5):8.1f} ms  p95 {self.p(base, 0.95):8.1f} ms"
+            f"   CPU p50 {self.p(base, 0.5, 1):7.1f} ms"
+        )
         for side in ("gitmem CLI", "gitmem library"):
             row = f"{op}: {side}"
-            ratio = statistics.median(self.samples[row]) / statistics.median(self.samples[base])
-            print(f"{row:<22} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git")
+            ratio = self.median(row) / self.median(base)
+            cpu = self.median(row, 1) / self.median(base, 1)
+            print(
+                f"{row:<22} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git"
+                f"   CPU p50 {self.p(row, 0.5, 1):7.1f} ms {cpu:5.2f}x"
+            )
 
 
 @contextlib.contextmanager
@@ -192,9 +219,9 @@ def git_daemon(base: Path) -> Iterator[str]:
 def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
     """Clone the forge at ``url`` twice each way, then run ``rounds`` rounds and print the rows."""
     root_a, root_b = tmp / "root-a", tmp / "root-b"
-    took = [gitmem(root, "clone", url, NAME) for root in (root_a, root_b)]
+    took = [gitmem(root, "clone", url, NAME)[0] for root in (root_a, root_b)]
     plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
-    git_took = [timed_git("clone", "-q", url, str(p), cwd=tmp) for p in (plain_a, plain_b)]
+    git_took = [timed_git("clone", "-q", url, str(p), cwd=tmp)[0] for p in (plain_a, plain_b)]
     print(f"clone: gitmem clone {min(took):.2f} s, git clone {min(git_took):.2f} s (best of 2)", flush=True)
 
     store_a = Root(root_a).mount(NAME)
@@ -222,12 +249,12 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
 
     def via_library() -> None:
         store_a.sync.write(*note(), expected=None)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), own_cpu()
         remotes.push(store_a)
-        rows.add("push: gitmem library", time.perf_counter() - t)
-        t = time.perf_counter()
+        rows.add("push: gitmem library", (time.perf_counter() - t, own_cpu() - c))
+        t, c = time.perf_counter(), own_cpu()
         remotes.pull(store_b)
-        rows.add("pull: gitmem library", time.perf_counter() - t)
+        rows.add("pull: gitmem library", (time.perf_counter() - t, own_cpu() - c))
         expect_head(None, git("rev-parse", "main", cwd=forge))
 
     def via_git() -> None:
@@ -259,7 +286,11 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
     print(f"one changed file, {rounds} rounds of each (p95: nearest rank):")
     rows.show("push")
     rows.show("pull")
-    print(f"{'gitmem --version':<22} p50 {rows.p('gitmem --version', 0.5):8.1f} ms  (a CLI process, no work)")
+    version = "gitmem --version"
+    print(
+        f"{version:<22} p50 {rows.p(version, 0.5):8.1f} ms   CPU p50 {rows.p(version, 0.5, 1):7.1f} ms  (a CLI process, no work)"
+    )
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:

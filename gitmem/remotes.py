@@ -31,10 +31,11 @@ from gitmem.git.pull import RemoteErasure
 from gitmem.git.remote import DEFAULT_REMOTE, PushedRef, Remote, get_remote
 from gitmem.gitstore import as_sync
 from gitmem.model import Origin
-from gitmem.remotepush import Store, add, list_remotes, push, remove
+from gitmem.remotepush import add, list_remotes, push, push_named, remove
 
 if TYPE_CHECKING:
     from gitmem.gitstore import GitFileStore
+    from gitmem.remotepush import Store
     from gitmem.root import Root
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "list_remotes",
     "pull",
     "push",
+    "push_named",
     "remote_holdings",
     "remove",
 ]

@@ -10,14 +10,14 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import FileFormat
 from gitmem.git.perms import make_private_dir, open_private
-from gitmem.model import MountKind, check_kind
 
 if TYPE_CHECKING:  # the store (pygit2 and the engines) loads when a mount is opened: see gitmem.quickread
     from pathlib import Path
 
+    from gitmem.fileformat import FileFormat
     from gitmem.gitstore import GitFileStore
+    from gitmem.model import MountKind
 
 MOUNT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -138,6 +138,8 @@ class Root:
         """
         store = self._mount(name, create=create, fmt=fmt, kind=kind or "file", hooks=hooks)
         if kind is not None:
+            from gitmem.model import check_kind  # a push names a memory without loading the values
+
             check_kind(name, store.kind, kind)
         return store
 

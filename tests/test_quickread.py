@@ -210,10 +210,53 @@ def test_parse_config() -> None:
         "core.repositoryformatversion": "0",
         "gitmem.maxdescriptionchars": "64k",
         "gitmem.kind": "records",
+        "remote.origin.url": "\0",  # quoted: a read never asks, a push then goes to the store
     }
     for bad in ('[gitmem]\n\tkind = "file"\n', "[gitmem]\n\tkind\n", "[includeIf \"gitdir:x\"]\n\tpath = y\n", "[a]\n\tb = c \\\n"):
         with pytest.raises(CannotPeek):
             parse_config(bad)
+
+
+def test_remote_urls_are_read_as_git_reads_them(tmp_path: Path) -> None:
+    """``remote.NAME.url`` by the name as written (case-sensitive), the last one set winning; what
+    needs git's parser (a quoted URL, an old-style or escaped section) is declined, never guessed."""
+    repo = tmp_path / "m.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    config = repo / "config"
+    base = config.read_text()
+    config.write_text(
+        base
+        + '[remote "origin"]\n\turl = /one\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+        + '[Remote "Up.Stream"]\n\tURL = https://h/x.git # a comment\n'
+        + '[remote "origin"]\n\turl = /two\n'
+        + '[remote "quoted"]\n\turl = "/a b"\n'
+    )
+    peek = Peek(os.fspath(repo))
+    assert peek.remote_url("origin") == "/two"
+    assert peek.remote_url("Up.Stream") == "https://h/x.git"
+    assert peek.remote_url("up.stream") is None and peek.remote_url("none") is None
+    with pytest.raises(CannotPeek):
+        peek.remote_url("quoted")
+    for section in ("[remote.origin]", '[remote "a\\\\b"]', '[remote"o"]'):
+        config.write_text(base + f"{section}\n\turl = /x\n")
+        with pytest.raises(CannotPeek):
+            Peek(os.fspath(repo))
+
+
+def test_a_ref_is_absent_only_when_neither_file_nor_packed_refs_holds_it(tmp_path: Path) -> None:
+    repo = tmp_path / "m.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    peek = Peek(os.fspath(repo))
+    assert peek.ref("refs/gitmem/erasures") is None
+    (repo / "packed-refs").write_text("# pack-refs with: peeled\n" + "a" * 40 + " refs/gitmem/erasures\n")
+    assert peek.ref("refs/gitmem/erasures") == "a" * 40
+    (repo / "refs" / "gitmem").mkdir()
+    (repo / "refs" / "gitmem" / "erasures").write_text("b" * 40 + "\n")
+    assert peek.ref("refs/gitmem/erasures") == "b" * 40
+    (repo / "refs" / "gitmem" / "erasures").unlink()
+    os.mkfifo(repo / "refs" / "gitmem" / "erasures")  # never blocks: declined
+    with pytest.raises(CannotPeek):
+        peek.ref("refs/gitmem/erasures")
 
 
 def test_apply_delta() -> None:

@@ -54,10 +54,10 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, swap_ref
+from gitmem.git.transport import LEDGER_REF as LEDGER_REF
 from gitmem.localfile import parse_json, read_local, read_local_head
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
-LEDGER_REF = "refs/gitmem/erasures"
 LEDGER_FILE = "entries.jsonl"
 MARKER = "[erased]"
 """What an erased name becomes in a rewritten commit message."""

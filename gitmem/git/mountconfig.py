@@ -9,11 +9,13 @@ rather than from options each one must be given. A bad hand-edited value is
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import DEFAULT_FORMAT, FileFormat
-from gitmem.model import MOUNT_KINDS, MountKind
+
+if TYPE_CHECKING:  # the values load when a format or kind is made: a push only checks the config
+    from gitmem.fileformat import FileFormat
+    from gitmem.model import MountKind
 
 
 class ConfigSource(Protocol):
@@ -43,6 +45,8 @@ _UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 def new_mount_config(fmt: FileFormat, kind: MountKind) -> dict[str, str]:
     """The config of a new mount: its kind, and each limit that differs from the default."""
+    from gitmem.model import MOUNT_KINDS
+
     if kind not in MOUNT_KINDS:
         raise MemoryStoreError(
             "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
@@ -52,6 +56,8 @@ def new_mount_config(fmt: FileFormat, kind: MountKind) -> dict[str, str]:
 
 def format_to_config(fmt: FileFormat) -> dict[str, str]:
     """The limits of ``fmt`` that differ from the defaults, as config keys and values."""
+    from gitmem.fileformat import DEFAULT_FORMAT
+
     out: dict[str, str] = {}
     for field, key in CONFIG_KEYS.items():
         value = getattr(fmt, field)
@@ -79,6 +85,14 @@ def format_from_repo(repo: ConfigSource) -> FileFormat:
     Every command reads these, so a hand-edited typo must say what to fix rather
     than crash the process.
     """
+    from gitmem.fileformat import FileFormat
+
+    return FileFormat(**limit_values(repo))  # type: ignore[arg-type]
+
+
+def limit_values(repo: ConfigSource) -> dict[str, object]:
+    """The limits set in the mount's config, by :class:`~gitmem.fileformat.FileFormat` field, each checked
+    (``unavailable`` naming a bad one): what :func:`format_from_repo` builds its format from."""
     values: dict[str, object] = {}
     for field, key in CONFIG_KEYS.items():
         raw = repo.config_get(key)
@@ -89,11 +103,13 @@ def format_from_repo(repo: ConfigSource) -> FileFormat:
             values[field] = raw.strip().lower() not in ("false", "no", "off", "0")
         else:
             values[field] = _config_int(repo, key, raw)
-    return FileFormat(**values)  # type: ignore[arg-type]
+    return values
 
 
 def kind_from_repo(repo: ConfigSource) -> MountKind:
     """The kind saved in the mount's config (absent: ``file``, the only kind before kinds existed)."""
+    from gitmem.model import MOUNT_KINDS
+
     raw = repo.config_get(KIND_KEY)
     if raw is None:
         return "file"

@@ -65,6 +65,8 @@ _CACHED_BASE_MAX: Final = 1 << 20  # a larger base is inflated again when needed
 _TREE_CACHE: Final = 4096  # parsed trees kept per reader
 #: The config sections a read needs (of ``core`` only the format version); the others are skipped unparsed.
 _SECTIONS: Final = ("core", "extensions", "gitmem")
+#: A config value this reader does not parse (quoted, escaped) where only a push would ask for it.
+_UNREAD: Final = "\0"
 #: Tree entry modes as libgit2 reports them, by their stored spelling; any other is left to libgit2.
 _MODES: Final = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "other", b"160000": "other"}
 
@@ -254,6 +256,17 @@ class Peek:
         raise CannotPeek("symbolic refs nest too deep")
 
     def _ref(self, name: str) -> str:
+        value = self.ref(name)
+        if value is None:
+            raise CannotPeek(f"no {name}")
+        return value
+
+    def ref(self, name: str) -> str | None:
+        """What ref ``name`` holds as stored (an id, or ``ref: NAME``), ``None`` when the mount has no such ref.
+
+        The loose file wins over ``packed-refs``, as in git. :class:`CannotPeek` when
+        either cannot be read, so ``None`` always means "absent".
+        """
         try:
             with _open(os.path.join(self.path, name)) as fh:
                 return fh.read(256).decode("ascii").strip()
@@ -267,9 +280,18 @@ class Peek:
                     oid, _, ref = raw.decode("utf-8").rstrip("\n").partition(" ")
                     if ref == name and not oid.startswith(("#", "^")):
                         return oid
-        except (OSError, UnicodeDecodeError):
-            pass
-        raise CannotPeek(f"no {name}")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CannotPeek(f"packed-refs: {exc}") from None
+        return None
+
+    def remote_url(self, name: str) -> str | None:
+        """``remote.NAME.url`` (the remote's name as written, case and all), the last one set winning."""
+        url = self._config.get(f"remote.{name}.url")
+        if url == _UNREAD:
+            raise CannotPeek(f"remote.{name}.url needs git's parser")
+        return url
 
     # -- objects --
 
@@ -525,10 +547,28 @@ def _read_config(git_dir: str) -> dict[str, str]:
     return values
 
 
+def _remote_section(head: str) -> str | None:
+    """``remote.NAME`` for a ``[remote "NAME"]`` header, ``None`` for a section a read skips.
+
+    :class:`CannotPeek` for a remote spelled the old way (``[remote.NAME]``, whose name
+    git lowercases) or with an escape in its name: git's own parser reads those.
+    """
+    kind, *subsection = head.split(None, 1)
+    if kind.lower() != "remote":
+        if kind.lower().startswith(("remote.", 'remote"')):
+            raise CannotPeek(f"config section [{head}]")
+        return None
+    sub = subsection[0] if subsection else ""
+    if len(sub) < 2 or sub[0] != '"' or sub[-1] != '"' or '"' in sub[1:-1] or "\\" in sub:
+        raise CannotPeek(f"config section [{head}]")
+    return f"remote.{sub[1:-1]}"
+
+
 def parse_config(text: str) -> dict[str, str]:
     """The plain ``key = value`` settings of one git config file, keyed ``section.key`` in lowercase.
 
-    Only the sections a read needs (:data:`_SECTIONS`) are kept; the rest are
+    Only the sections a read needs (:data:`_SECTIONS`) and the ``url`` of each
+    remote (``remote.NAME.url``, NAME as written) are kept; the rest are
     skipped unparsed. :class:`CannotPeek` for what would need git's whole parser:
     includes, continuation lines, and in a kept section a quoted or escaped
     value, one with inner spaces (git folds them), or a key without a value.
@@ -552,7 +592,7 @@ def parse_config(text: str) -> dict[str, str]:
             name = head.strip().lower()
             if name.startswith("include"):
                 raise CannotPeek("a config file includes another")
-            section = name if name in _SECTIONS else None  # `[remote "x"]`, `[a.b]`: not one of ours
+            section = name if name in _SECTIONS else _remote_section(head.strip())
             headed = True
             continue
         if not headed:
@@ -563,12 +603,17 @@ def parse_config(text: str) -> dict[str, str]:
         name = f"{section}.{key.strip().lower()}"
         if section == "core" and name != "core.repositoryformatversion":
             continue  # core.editor, core.pager...: a read needs none of them
-        if not eq:
+        if section.startswith("remote.") and key.strip().lower() != "url":
+            continue  # a remote's fetch, pushurl...: a push gives git the url alone
+        remote = section.startswith("remote.")
+        if not eq and not remote:
             raise CannotPeek(f"config key {name!r} has no value")
         for stop in "#;":
             value = value.split(stop, 1)[0]
         value = value.strip()
-        if '"' in value or "\\" in value or len(value.split()) > 1:
-            raise CannotPeek(f"config value {value!r} needs git's parser")
+        if not eq or '"' in value or "\\" in value or len(value.split()) > 1:
+            if not remote:
+                raise CannotPeek(f"config value {value!r} needs git's parser")
+            value = _UNREAD  # a read needs no url: only a push asks, and then declines
         values[name] = value
     return values

@@ -5,9 +5,12 @@ every protocol a hosting service offers, with the user's credential helpers.
 Remotes are plain git config (``remote.<name>.url``) with no fetch refspec: the
 mount keeps no remote-tracking refs.
 
-This module is what ``gitmem push`` loads: it names no merge, conflict,
-quarantine or review module (a push sends what the mount already holds; only a
-pull checks and merges what it brings), so a push pays for none of them.
+This module is what a ``gitmem push`` through the store loads: it names no
+merge, conflict, quarantine or review module (a push sends what the mount
+already holds; only a pull checks and merges what it brings), so a push pays for
+none of them. Running ``git push`` itself is :mod:`gitmem.git.transport`'s,
+which a push of ``main`` alone uses without this module or libgit2
+(:func:`gitmem.remotepush.push_named`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from dataclasses import dataclass
 
 import pygit2
 
@@ -25,43 +27,11 @@ from gitmem.git.cli import run_git
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.refs import CONFLICT_PROPOSALS, MAIN, PROPOSALS, read_ref
 from gitmem.git.repo import GitRepo, translate_errors
-from gitmem.secrets import scrub_credentials
-
-REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-DEFAULT_REMOTE = "origin"
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Remote:
-    """A remote of a mount. ``url`` is what git is given (credentials and all); anything
-    shown or logged uses ``shown_url``, and the repr shows only that."""
-
-    name: str
-    url: str
-
-    @property
-    def shown_url(self) -> str:
-        return scrub_credentials(self.url)
-
-    def __repr__(self) -> str:
-        return f"Remote(name={self.name!r}, url={self.shown_url!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class PushedRef:
-    """One line of ``git push --porcelain``: the ref, its fate and git's summary."""
-
-    ref: str
-    status: str  # "ok", "new", "up_to_date", "rejected", "deleted", "forced"
-    summary: str
-
-
-def check_remote_name(name: object) -> str:
-    if not isinstance(name, str) or not REMOTE_NAME.fullmatch(name) or name.endswith(".lock"):
-        raise MemoryStoreError(
-            "invalid_path", f"{name!r} is not a remote name: use letters, digits, '.', '_' and '-' (at most 63)"
-        )
-    return name
+from gitmem.git.transport import DEFAULT_REMOTE as DEFAULT_REMOTE
+from gitmem.git.transport import MAIN_SPEC, check_remote_name, send
+from gitmem.git.transport import PushedRef as PushedRef
+from gitmem.git.transport import Remote as Remote
+from gitmem.git.transport import tail as tail
 
 
 def _url(url: object) -> str:
@@ -146,21 +116,7 @@ def get_remote(git: GitRepo, name: str) -> Remote:
     return Remote(name, url)
 
 
-def tail(stderr: str, lines: int = 6) -> str:
-    kept = [line for line in stderr.strip().splitlines() if line.strip()][-lines:]
-    return scrub_credentials(" | ".join(kept)) or "no message"
-
-
 # --- push ---------------------------------------------------------------------------
-
-_PORCELAIN_FLAGS: dict[str, str] = {
-    " ": "ok",
-    "+": "forced",
-    "-": "deleted",
-    "*": "new",
-    "!": "rejected",
-    "=": "up_to_date",
-}
 
 
 def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False) -> list[PushedRef]:
@@ -175,7 +131,7 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
     :class:`PushedRef` per ref git reported.
     """
     target = get_remote(git, remote)
-    specs = ["refs/heads/main:refs/heads/main"]
+    specs = [MAIN_SPEC]
     if proposals:
         # Every proposal but conflict proposals, which are this memory's own unfinished merges.
         specs += [f"{PROPOSALS}*:{PROPOSALS}*", f"^{CONFLICT_PROPOSALS}*"]
@@ -185,22 +141,7 @@ def push(git: GitRepo, remote: str = DEFAULT_REMOTE, *, proposals: bool = False)
         if read_ref(handle, LEDGER_REF) is not None:
             specs.append(f"{LEDGER_REF}:{LEDGER_REF}")
             leases = _erasure_leases(git, target, handle, proposals=proposals)
-    done = run_git(
-        ["push", "--porcelain", "--no-verify", *leases, target.url, *specs], cwd=git.path, what=f"git push to {remote}"
-    )
-    pushed = _parse_porcelain(done.stdout)
-    rejected = [p for p in pushed if p.status == "rejected"]
-    if rejected:
-        behind = any("fetch first" in p.summary or "non-fast-forward" in p.summary for p in rejected)
-        listing = "; ".join(f"{p.ref}: {p.summary}" for p in rejected)
-        if behind:
-            raise MemoryStoreError(
-                "version_mismatch",
-                f"{remote} has commits this memory lacks ({listing}); run a pull first, then push again",
-            )
-        raise MemoryStoreError("unavailable", f"{remote} refused the push: {listing}; {tail(done.stderr)}")
-    if done.returncode != 0:
-        raise MemoryStoreError("unavailable", f"git push to {remote} failed: {tail(done.stderr)}")
+    pushed = send(git.path, target, specs, leases)
     _remember_pushed(git, target, [p.ref[len(PROPOSALS) :] for p in pushed if p.ref.startswith(PROPOSALS)])
     return pushed
 
@@ -241,16 +182,3 @@ def _erasure_leases(git: GitRepo, target: Remote, handle: pygit2.Repository, *, 
         if value in before and (ref == MAIN or (proposals and ref.startswith(PROPOSALS))):
             leases.append(f"--force-with-lease={ref}:{value}")
     return leases
-
-
-def _parse_porcelain(out: str) -> list[PushedRef]:
-    pushed: list[PushedRef] = []
-    for line in out.splitlines():
-        if len(line) < 3 or line[1] != "\t" or line[0] not in _PORCELAIN_FLAGS:
-            continue
-        fields = line[2:].split("\t")
-        refs = fields[0]
-        dest = refs.split(":", 1)[1] if ":" in refs else refs
-        summary = fields[1] if len(fields) > 1 else ""
-        pushed.append(PushedRef(dest, _PORCELAIN_FLAGS[line[0]], summary.strip()))
-    return pushed

@@ -124,6 +124,7 @@ def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
 #: The click-free modules every click command prints through (the quick path uses them too).
 SHARED = {
     "gitmem.adapters.cli.commandtable",
+    "gitmem.adapters.cli.origin",
     "gitmem.adapters.cli.output",
     "gitmem.adapters.cli.reads",
     "gitmem.adapters.cli.roothelp",

@@ -39,6 +39,9 @@ from click.core import ParameterSource
 
 from gitmem.adapters.cli import roothelp
 from gitmem.adapters.cli.commandtable import COMMANDS, LONG_RUNNING
+from gitmem.adapters.cli.origin import CLI_TOOL_CALL as CLI_TOOL_CALL
+from gitmem.adapters.cli.origin import cli_origin
+from gitmem.adapters.cli.origin import login_name as login_name
 
 # Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
 from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
@@ -57,9 +60,6 @@ if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage 
     from gitmem.root import Root
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: The tool call id the CLI records on every change it makes.
-CLI_TOOL_CALL = "cli"
 
 
 @dataclass
@@ -84,9 +84,7 @@ class State:
     @property
     def origin(self) -> Origin:
         """Who a change is by: ``--principal``, else ``$GITMEM_PRINCIPAL``, else the login name."""
-        from gitmem.model import Origin
-
-        return Origin(run_id=self.run, principal_id=self.principal or login_name(), tool_call_id=CLI_TOOL_CALL)
+        return cli_origin(self.principal, self.run)
 
     def store(self, name: str) -> SyncGitFileStore:
         """The sync store of mount ``name`` as ``--run`` sees it; ``unknown_memory`` when there is no such memory.
@@ -121,19 +119,6 @@ class State:
         from gitmem import quickread
 
         return quickread.read_file(self.root, name, path)
-
-
-def login_name() -> str | None:
-    """The login name (``$LOGNAME``, ``$USER``, then the password database), or ``None`` when there is none.
-
-    The one default principal of every CLI change, approval and rejection.
-    """
-    import getpass
-
-    try:
-        return getpass.getuser() or None
-    except (KeyError, OSError):
-        return None
 
 
 def landed(store: SyncGitFileStore, state: State) -> dict[str, str] | None:

@@ -1,34 +1,41 @@
-"""The quick path: ``gitmem ls``, ``cat``, ``grep``, ``find`` and ``gitmem --help`` without click.
+"""The quick path: ``gitmem ls``, ``cat``, ``grep``, ``find``, ``push``, ``pull`` and ``gitmem --help`` without click.
 
 Every CLI call is a new process. Importing click (with ``inspect``, ``uuid`` and its
 parameter types), building a command's options and running click's parser cost
 more than listing a memory of a few hundred files, and agents and scripts make
-these calls in loops. So the simple forms of the three are recognised here::
+these calls in loops. So the simple forms of these are recognised here::
 
     gitmem --help                                  (or -h)
     gitmem [GROUP OPTIONS] ls NAME [DIRECTORY]     (options also among the arguments)
     gitmem [GROUP OPTIONS] cat NAME PATH
     gitmem [GROUP OPTIONS] grep NAME PATTERN [-E|--regex] [-s|--case-sensitive] [--path DIR] [--limit N]
     gitmem [GROUP OPTIONS] find NAME QUERY [--path DIR] [--limit N]
+    gitmem [GROUP OPTIONS] push NAME [REMOTE] [--proposals]
+    gitmem [GROUP OPTIONS] pull NAME [REMOTE] [--propose] [--principal WHO]
 
 where the group options are ``--json``, ``--root DIR`` and ``--principal WHO``, and
-the commands take ``--json`` and ``--root DIR``. ``grep`` is here because a grep of
+the commands take ``--json`` and ``--root DIR`` (a pull also ``--principal``, the last one typed winning, else ``$GITMEM_PRINCIPAL``). ``grep`` is here because a grep of
 a fresh clone, or of a memory with a small index, is answered by ``git grep`` in about
 the time click takes to start (docs/benchmarks.md, "Cold starts and growth"), and
-``find`` because a current index is read without the store; a ``--limit`` that is not a
+``find`` because a current index is read without the store; ``push`` and ``pull``
+because their own work (one ``git push``, one fetch and its checks) costs about what
+starting click does, and teams run them in loops against a forge (docs/benchmarks.md,
+"Teams on a plain forge"); what they run and print is :mod:`.pushpull`'s, which the
+click commands call too. A ``--limit`` that is not a
 plain number in the command's range (1 to 10000, 1 to 1000) goes to click, which says why. Everything else goes to click:
 any other option (``--run``, ``--rev``, ``--help`` after a command, ``--``), a
 missing or extra argument, an option value that starts with ``-`` or is empty, a
 ``--root`` that click would refuse (an existing file or an unreadable folder) or
-that starts with ``~``, ``$GITMEM_RUN`` set (reads then follow a run), or a shell
+that starts with ``~``, ``$GITMEM_RUN`` set (reads then follow a run; a pull's merge names it), or a shell
 completion request. :func:`run` decides that before it reads or prints anything, so
 click's parsing, usage errors and messages stay the one reference.
 
-What the three print is printed by the code the click commands call
+What the commands print is printed by the code the click commands call
 (:mod:`.reads`, :mod:`.output`; the help page from the same texts, see
 :mod:`.roothelp`), and a refusal, an interrupt or a closed pipe ends as click ends
 it (same stderr, same JSON document, same exit code). ``tests/cli/test_cli_quick.py``
-runs many command lines both ways and compares stdout, stderr and exit codes.
+and ``tests/cli/test_cli_quick_sync.py`` run many command lines both ways and compare
+stdout, stderr and exit codes.
 """
 
 from __future__ import annotations
@@ -48,10 +55,15 @@ if TYPE_CHECKING:
     from gitmem.root import Root
 
 #: Commands of the quick path, with how many arguments each takes (fewest, most).
-_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2), "grep": (2, 2), "find": (2, 2)}
-#: ``grep``'s flags, by the parameter click gives them to, and its options that take a value.
-_GREP_FLAGS = {"-E": "regex", "--regex": "regex", "-s": "case_sensitive", "--case-sensitive": "case_sensitive"}
-_GREP_VALUED = ("--path", "--limit")
+_ARGUMENTS = {"ls": (1, 2), "cat": (2, 2), "grep": (2, 2), "find": (2, 2), "push": (1, 2), "pull": (1, 2)}
+#: Each command's flags, by the parameter click gives them to.
+_FLAGS = {
+    "grep": {"-E": "regex", "--regex": "regex", "-s": "case_sensitive", "--case-sensitive": "case_sensitive"},
+    "push": {"--proposals": "proposals"},
+    "pull": {"--propose": "propose"},
+}
+#: Each command's own options that take a value (besides ``--root``).
+_VALUED = {"grep": ("--path", "--limit"), "find": ("--path", "--limit"), "pull": ("--principal",)}
 #: The most lines or files ``--limit`` may ask for (the click options' IntRange), and its default.
 _LIMITS = {"grep": (10_000, 100), "find": (1_000, 10)}
 #: Options that take a value: the group accepts both, the commands only ``--root``.
@@ -62,18 +74,26 @@ _COMPLETE = "_GITMEM_COMPLETE"
 
 
 class Call:
-    """One understood ``ls``, ``cat``, ``grep`` or ``find``: its arguments, and the options that change what it prints."""
+    """One understood quick command: its arguments, and the options that change what it does or prints."""
 
-    __slots__ = ("arguments", "as_json", "command", "options", "root")
+    __slots__ = ("arguments", "as_json", "command", "options", "principal", "root")
 
     def __init__(
-        self, command: str, arguments: list[str], as_json: bool, root: str | None, options: dict[str, Any] | None = None
+        self,
+        command: str,
+        arguments: list[str],
+        as_json: bool,
+        root: str | None,
+        options: dict[str, Any] | None = None,
+        principal: str | None = None,
     ) -> None:
         self.command = command
         self.arguments = arguments
         self.as_json = as_json
         self.root = root
+        self.principal = principal  # the last --principal typed (only a pull uses it)
         self.options: dict[str, Any] = {"regex": False, "case_sensitive": False, "directory": ""}
+        self.options.update({"proposals": False, "propose": False})
         self.options["limit"] = _LIMITS[command][1] if command in _LIMITS else 100
         self.options.update(options or {})
 
@@ -87,7 +107,15 @@ class Call:
         if self.command == "find":
             o = self.options
             return {"name": self.arguments[0], "query": self.arguments[1], "directory": o["directory"], "limit": o["limit"]}
+        if self.command in ("push", "pull"):
+            flag = "proposals" if self.command == "push" else "propose"
+            return {"name": self.arguments[0], "remote_name": self.remote, flag: self.options[flag]}
         return {"name": self.arguments[0], "path": self.arguments[1], "rev": None}
+
+    @property
+    def remote(self) -> str:
+        """A push's or pull's remote: its second argument, else ``origin`` (click's default)."""
+        return self.arguments[1] if len(self.arguments) > 1 else "origin"
 
 
 def run(argv: list[str]) -> int | None:
@@ -104,11 +132,12 @@ def run(argv: list[str]) -> int | None:
 
 
 def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
-    """The ``ls`` or ``cat`` that ``argv`` asks for, or ``None`` for anything else."""
+    """The quick command ``argv`` asks for, or ``None`` for anything else."""
     if "GITMEM_RUN" in environ:
         return None
     as_json = False
     root: str | None = None
+    principal: str | None = None
     at = 0
     while at < len(argv):  # options before the command name: the group's
         arg = argv[at]
@@ -123,9 +152,13 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
             return None
         if name == "--root":
             root = value
+        else:
+            principal = value
     if at >= len(argv) or argv[at] not in _ARGUMENTS:
         return None
     command = argv[at]
+    flags = _FLAGS.get(command, {})
+    valued = _VALUED.get(command, ())
     arguments: list[str] = []
     options: dict[str, Any] = {}
     at += 1
@@ -140,14 +173,17 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
             if root is None:
                 return None
             continue
-        if command == "grep" and arg in _GREP_FLAGS:
-            options[_GREP_FLAGS[arg]], at = True, at + 1
+        if arg in flags:
+            options[flags[arg]], at = True, at + 1
             continue
-        taken = _value(argv, at, _GREP_VALUED) if command in _LIMITS else None
+        taken = _value(argv, at, valued) if valued else None
         if taken is not None:
             name, value, at = taken
             if value is None:
                 return None
+            if name == "--principal":
+                principal = value
+                continue
             if name == "--path":
                 options["directory"] = value
                 continue
@@ -162,7 +198,7 @@ def parse(argv: list[str], environ: Mapping[str, str]) -> Call | None:
     fewest, most = _ARGUMENTS[command]
     if not fewest <= len(arguments) <= most:
         return None
-    return Call(command, arguments, as_json, root, options)
+    return Call(command, arguments, as_json, root, options, principal)
 
 
 def _value(argv: list[str], at: int, names: tuple[str, ...]) -> tuple[str, str | None, int] | None:
@@ -218,12 +254,15 @@ class _Main:
 
 
 def _read(call: Call) -> int:
-    from gitmem.adapters.cli import reads
     from gitmem.config import default_root_folder
     from gitmem.root import Root
 
     try:
         root = Root(default_root_folder() if call.root is None else call.root)
+        if call.command in ("push", "pull"):
+            return _sync(call, root)
+        from gitmem.adapters.cli import reads
+
         if call.command == "ls":
             params = call.params()
             reads.ls(_Main(root, params["directory"]), params["name"], params["directory"], as_json=call.as_json)
@@ -241,6 +280,20 @@ def _read(call: Call) -> int:
         show_refusal(exc, as_json=call.as_json, command=call.command, params=call.params())
         return EXIT_REFUSED
     return EXIT_OK
+
+
+def _sync(call: Call, root: Root) -> int:
+    """A push or a pull (:mod:`.pushpull`, which the click commands run too)."""
+    from gitmem.adapters.cli import pushpull
+
+    name, remote = call.arguments[0], call.remote
+    if call.command == "push":
+        return pushpull.push(root, name, remote, proposals=call.options["proposals"], as_json=call.as_json)
+    from gitmem.adapters.cli.origin import cli_origin
+
+    principal = call.principal or os.environ.get("GITMEM_PRINCIPAL") or None
+    origin = cli_origin(principal, None)
+    return pushpull.pull(root, name, remote, origin=origin, propose=call.options["propose"], as_json=call.as_json)
 
 
 def _help() -> int | None:

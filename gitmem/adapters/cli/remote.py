@@ -6,35 +6,18 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from gitmem.adapters.cli.app import (
-    EXIT_REFUSED,
-    State,
-    cli,
-    common_options,
-    emit,
-    error_json,
-    origin_options,
-    pass_state,
-    say,
-    say_json,
-    short,
-)
+from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say, short
+from gitmem.adapters.cli.output import EXIT_OK
 
 if TYPE_CHECKING:
-    from gitmem.remotes import MergeRefused, MergeResult
+    from gitmem.remotes import MergeRefused
 
 
 def report_refused(state: State, exc: MergeRefused, hint: str) -> NoReturn:
     """A refused merge (pull, approve): the code, every conflicting file or broken rule, what to do."""
-    if state.json:
-        payload = {**error_json(exc, hint), "paths": list(exc.paths), "reasons": list(exc.reasons)}
-        say_json(payload)
-    else:
-        say(f"error [{exc.code}]: {exc.message}", err=True)
-        for line in exc.reasons:
-            say(f"  {line}", err=True)
-        say(f"  what to do: {hint}", err=True)
-    raise click.exceptions.Exit(EXIT_REFUSED)
+    from gitmem.adapters.cli import pushpull
+
+    raise click.exceptions.Exit(pushpull.refused(exc, hint, as_json=state.json))
 
 
 @cli.group()
@@ -99,24 +82,9 @@ def remote_remove(state: State, name: str, remote_name: str) -> None:
 @pass_state
 def push(state: State, name: str, remote_name: str, proposals: bool) -> None:
     """Push main of memory NAME to REMOTE (default: origin); never forced."""
-    from gitmem import remotepush as remotes
+    from gitmem.adapters.cli import pushpull
 
-    pushed = remotes.push(state.store(name), remote_name, proposals=proposals)
-
-    def text() -> None:
-        for item in pushed:
-            say(f"{item.ref}\t{item.status.replace('_', ' ')}\t{item.summary}")
-        if not pushed:
-            say("nothing to push")
-
-    emit(
-        {
-            "memory": name,
-            "remote": remote_name,
-            "refs": [{"ref": p.ref, "status": p.status, "summary": p.summary} for p in pushed],
-        },
-        text,
-    )
+    pushpull.push(state.root, name, remote_name, proposals=proposals, as_json=state.json)
 
 
 @cli.command()
@@ -178,82 +146,8 @@ def pull(state: State, name: str, remote_name: str, propose: bool) -> None:
     the remote's history whole. Proposals merged on the remote (merge commit,
     squash or rebase) are closed; pushed ones closed there unmerged are named.
     """
-    from gitmem import remotes
+    from gitmem.adapters.cli import pushpull
 
-    try:
-        result = remotes.pull(state.store(name), remote_name, origin=state.origin, propose=propose)
-    except remotes.MergeRefused as exc:
-        if exc.code == "version_mismatch" and exc.paths:
-            hint = (
-                f"main was not changed; run `gitmem pull {name} {remote_name} --propose` to open conflict "
-                f"proposal merge-{remote_name} holding both versions, settle each file with `gitmem review resolve`, "
-                f"approve it, then push"
-            )
-        elif exc.code == "version_mismatch":
-            hint = (
-                f"main was not changed; {remote_name}/main shares no history with this memory "
-                f"(join it with `gitmem clone URL` into a new memory)"
-            )
-        else:
-            hint = f"main was not changed; fix the listed files on {remote_name} (rewrite the commits that add them) and pull again"
-        report_refused(state, exc, hint)
-    if result.kind == "conflict":
-        _report_conflict(state, name, remote_name, result)
-    if result.kind == "up_to_date":
-        message = f"{name} is up to date with {remote_name}/main ({short(result.after)})"
-    else:
-        how = {"fast_forward": "fast-forward", "joined": "joined its history"}.get(result.kind, "merge commit")
-        files = f"{len(result.paths)} file{'' if len(result.paths) == 1 else 's'} changed"
-        message = f"{name}: main {short(result.before)} -> {short(result.after)} ({how}); {files}"
-        for path in result.paths:
-            message += f"\n  {path}"
-    if result.closed:
-        message += f"\nreview proposals merged upstream and closed: {', '.join(result.closed)}"
-    for run in result.abandoned:
-        message += (
-            f"\nproposal {run} was closed on {remote_name} without being merged; "
-            f"reject it here with `gitmem review reject {name} {run}` (or push it again to reopen it)"
-        )
-    emit(
-        {
-            "memory": name,
-            "remote": remote_name,
-            "result": result.kind,
-            "before": result.before,
-            "after": result.after,
-            "paths": list(result.paths),
-            "closed": list(result.closed),
-            "abandoned": list(result.abandoned),
-        },
-        message,
-    )
-
-
-def _report_conflict(state: State, name: str, remote_name: str, result: MergeResult) -> NoReturn:
-    """A pull --propose that met a conflict: main did not move; the proposal and the way to finish it."""
-    run = result.proposal
-    steps = [
-        f"gitmem review show {name} {run}",
-        *(f"gitmem review resolve {name} {run} {p} --ours | --theirs | --file MERGED" for p in result.paths),
-        f"gitmem review approve {name} {run}",
-        f"gitmem push {name} {remote_name}",
-    ]
-    if state.json:
-        say_json(
-            {
-                "memory": name,
-                "remote": remote_name,
-                "result": "conflict",
-                "before": result.before,
-                "after": result.after,
-                "paths": list(result.paths),
-                "proposal": run,
-                "next": steps,
-            }
-        )
-    else:
-        say(f"{name} and {remote_name}/main both changed {', '.join(result.paths)}; main was not changed", err=True)
-        say(f"conflict proposal {run} holds both versions; finish with:", err=True)
-        for step in steps:
-            say(f"  {step}", err=True)
-    raise click.exceptions.Exit(EXIT_REFUSED)
+    code = pushpull.pull(state.root, name, remote_name, origin=state.origin, propose=propose, as_json=state.json)
+    if code != EXIT_OK:
+        raise click.exceptions.Exit(code)
