@@ -25,30 +25,45 @@ now. What a session offers, the run its writes carry (one proposal per principal
 and topic) and the ``branch`` its write replies name are
 :mod:`gitmem.adapters.mcp_served`'s.
 
-**Sessions.** Each handshake-era session (``initialize``, then
-``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
-so the ``memory_context`` prompt's cursors are per client session; a session
-can only be used with the token that opened it (anyone else gets the same 404 as
-for an unknown session). Most clients never end a session (``DELETE /mcp``): a
-health check or a bridge's restart just opens another. So a token keeps at most
-``max_sessions`` (``gitmem serve --mcp-sessions``), and a new session past that
-closes the token's least recently used idle one instead of being refused; the
-closed session's client gets 404 on its next request and, as the protocol says,
-starts a new session. Only when every one of the token's sessions has a request
-in flight is a new one refused, with 429 and a ``Retry-After`` by which those
-requests are over (each is bounded by ``call_timeout``). Sessions idle for
-``idle_timeout`` are closed anyway. Requests of the 2026 protocol era carry no
-session and are served by one server per token.
+**Sessions, in every worker.** ``gitmem serve --workers N`` runs N processes on
+one port, and any of them may get a session's next request. So sessions are kept
+in a :class:`~gitmem.adapters.mcp_book.SessionBook` that every worker reads: the
+handshake (``initialize``) that opened a session, its topic, tag, grant and
+subscriptions. A worker meeting a session it does not hold yet takes it up: it
+builds the session's MCP server (same tag, so tool call ids still name the
+session; same topic and proposal) and replays the handshake and the
+subscriptions into it; the ``memory_context`` prompt's cursors are a file of the
+session that every worker reads before the prompt and writes after it. The id a
+client sees is the book's; each worker's SDK session has its own, swapped in and
+out of the ``mcp-session-id`` header. A GET event stream is served by the worker
+that holds it, which watches the root (every write, through any worker or none,
+moves a ref it sees) and replays into its copy the subscriptions made through
+other workers before it sends. A session can only be used with the token that
+opened it (anyone else gets the same 404 as for an unknown session); one whose
+token the file changed ends for every worker.
+
+Most clients never end a session (``DELETE /mcp``): a health check or a
+bridge's restart just opens another. So a token keeps at most ``max_sessions``
+(``gitmem serve --mcp-sessions``) across all workers, and a new session past that
+closes the token's least recently used idle one (no request of it in flight in
+any worker) instead of being refused; the closed session's client gets 404 on
+its next request and, as the protocol says, starts a new session. Only when
+every one of the token's sessions has a request in flight is a new one refused,
+with 429 and a ``Retry-After`` by which those requests are over (each is bounded
+by ``call_timeout``). Sessions idle for ``idle_timeout`` are closed anyway.
+Requests of the 2026 protocol era carry no session and are served by one server
+per token and topic in each worker (they keep no state a client relies on
+between requests beyond its ``memory_context`` cursors, which are per worker).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,14 +73,18 @@ from anyio.abc import TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
-from gitmem.adapters.mcp_server import MemoryMcpServer
+from gitmem.adapters.mcp_server import MemoryMcpServer, load_cursors
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
+from gitmem.localfile import parse_json
+from gitmem.model import Origin
 from gitmem.root import Root
 
 StartResponse = Callable[..., Any]
+Answer = tuple[int, list[tuple[str, str]], bytes]
 
 MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -78,6 +97,8 @@ DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_MAX_STREAMS = 16
 """GET event streams open at once (each holds a worker thread: ``gitmem serve`` adds this many)."""
 _SESSION_HEADER = "mcp-session-id"
+_SUBSCRIBE = "resources/subscribe"
+_UNSUBSCRIBE = "resources/unsubscribe"
 
 
 @dataclass
@@ -90,10 +111,16 @@ class _Session:
     manager: StreamableHTTPSessionManager
     stop: anyio.Event
     last_used: float = field(default_factory=time.monotonic)
-    session_id: str | None = None
+    session_id: str | None = None  # the book's id, which the client sees
     in_flight: list[float] = field(default_factory=list)  # when each request being served began
     topic: str = DEFAULT_TOPIC
     streams: int = 0  # open GET event streams (0 or 1: the SDK allows one per session)
+    local_id: str | None = None  # the SDK's id for it in this worker
+    lock_fd: int | None = None  # the book's lock file: shared while a request is in flight
+    version: str | None = None  # the protocol version its handshake agreed
+    host: str = ""  # the Host its opening request named (replayed requests name it too)
+    subscribed: tuple[str, ...] = ()  # what the book said it subscribes to, as replayed here
+    generation: int = 0  # of the book's record, when this copy last followed it
 
 
 class McpHttpApp:
@@ -109,6 +136,7 @@ class McpHttpApp:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_streams: int = DEFAULT_MAX_STREAMS,
+        book: SessionBook | None = None,
     ) -> None:
         self.root = root
         self.max_streams = max_streams
@@ -118,20 +146,27 @@ class McpHttpApp:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.call_timeout = call_timeout
+        self.book = book if book is not None else SessionBook()
+        self._owns_book = book is None
         self._lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}  # by mcp-session-id
+        self._sessions: dict[str, _Session] = {}  # this worker's copies, by the book's session id
         self._shared: dict[
             tuple[str, str], _Session
         ] = {}  # by token hash and topic: the session-less (2026-era) server
-        self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
         self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
 
     def _servers(self) -> list[MemoryMcpServer]:
+        """Every server here, those with an event stream first following the book's subscriptions."""
         with self._lock:
-            return [s.server for s in (*self._sessions.values(), *self._shared.values())]
+            sessions = list(self._sessions.values())
+            shared = list(self._shared.values())
+        for session in sessions:
+            if session.streams:
+                self._follow_subscriptions(session)
+        return [s.server for s in (*sessions, *shared)]
 
     # -- WSGI --------------------------------------------------------------------
 
@@ -156,16 +191,18 @@ class McpHttpApp:
             if session_id is None and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 session = self._shared_session(owner, grant, session_topic(environ))
             elif session_id is not None:
-                with self._lock:
-                    found = self._sessions.get(session_id)
-                found = self._current(session_id, owner, grant)
+                found = self._current(session_id, owner, grant, environ)
                 if found is None:
                     return _reply(start_response, 404, _error("Session not found"))
                 session = found
             else:
                 self._reap()
-                began, wait = self._admit(owner)
-                if wait is not None:
+                topic = session_topic(environ)
+                admission = self.book.admit(owner, self.max_sessions, self.call_timeout)
+                for evicted in admission.evicted:
+                    self._drop(evicted)
+                if admission.session_id is None:
+                    wait = admission.retry_after
                     return _reply(
                         start_response,
                         429,
@@ -175,40 +212,39 @@ class McpHttpApp:
                         ),
                         [("Retry-After", str(wait))],
                     )
-                try:
-                    topic = session_topic(environ)
-                    return self._serve_opening(start_response, owner, grant, environ, body, topic)
-                finally:  # counted as opening until it is registered or given up
-                    with self._lock:
-                        self._opened(owner, began)
+                return self._serve_opening(start_response, owner, grant, environ, body, topic, admission.session_id,
+                                           admission.lock_fd)  # fmt: skip
         except MemoryStoreError as exc:
             if exc.code in ("not_found", "unknown_memory"):  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
             if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
                 return _reply(start_response, 400, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
-        status, headers, data = self._handle_in_flight(session, asgi_scope(environ), body)
+        status, headers, data = self._handle_in_flight(session, environ, body)
         if method == "DELETE" and session_id is not None and status < 400:
-            with self._lock:
-                self._sessions.pop(session_id, None)
-            self._stop(session)
+            self.book.remove(owner, session_id)
+            self._drop(session_id)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
-    def _current(self, session_id: str, owner: str, grant: Grant) -> _Session | None:
+    def _current(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> _Session | None:
         """Session ``session_id`` if ``owner`` opened it and its token still grants what it did, else ``None``.
 
         Another token's session does not exist for this one; a session whose
-        token the file changed (narrowed, widened) ends, and its client starts again.
+        token the file changed (narrowed, widened) ends, and its client starts
+        again. A session of the book this worker does not hold yet is taken up.
         """
+        if not valid_session_id(session_id):
+            return None
         with self._lock:
             found = self._sessions.get(session_id)
-        if found is None or found.owner != owner:
+        if found is None:
+            return self._adopt(session_id, owner, grant, environ)
+        if found.owner != owner:
             return None
         if found.grant != grant:
-            with self._lock:
-                self._sessions.pop(session_id, None)
-            self._stop(found)
+            self.book.remove(owner, session_id)
+            self._drop(session_id)
             return None
         return found
 
@@ -218,8 +254,11 @@ class McpHttpApp:
         if session_id is None:  # the 2026 era has no GET stream; the protocol's way to say so
             return _reply(start_response, 405, _error("an event stream belongs to a session: send mcp-session-id"),
                           [("Allow", "POST, GET, DELETE")])  # fmt: skip
-        session = self._current(session_id, owner, grant)
-        if session is None:
+        try:
+            session = self._current(session_id, owner, grant, environ)
+        except MemoryStoreError as exc:
+            return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
+        if session is None or not self.book.exists(owner, session_id):
             return _reply(start_response, 404, _error("Session not found"))
         with self._lock:
             if self._streams >= self.max_streams:
@@ -233,11 +272,17 @@ class McpHttpApp:
                                                       "and all are taken: no change notifications for now"),
                           [("Allow", "POST, DELETE")])  # fmt: skip
         token = _bearer(environ)
+        touched = [time.monotonic()]
 
         def alive() -> bool:
             with self._lock:
                 live = self._sessions.get(session_id) is session
-            return live and self.tokens.grant(token) == session.grant
+            if not live or self.tokens.grant(token) != session.grant or not self.book.exists(owner, session_id):
+                return False
+            if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
+                touched[0] = time.monotonic()  # an open stream is a use: the session is not reaped
+                self.book.touch(session.lock_fd)
+            return True
 
         def closed() -> None:
             with self._lock:
@@ -246,10 +291,11 @@ class McpHttpApp:
                 session.last_used = time.monotonic()
 
         try:
+            self._follow_subscriptions(session, force=True)
             status, headers, body = event_stream(
                 self._loop(),
                 session.manager,
-                asgi_scope(environ),
+                _as_local(asgi_scope(environ), session.local_id),
                 timeout=self.call_timeout,
                 alive=alive,
                 on_close=closed,
@@ -257,7 +303,7 @@ class McpHttpApp:
         except BaseException:
             closed()
             raise
-        start_response(f"{status} {_REASONS.get(status, 'Status')}", headers)
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", _as_public(headers, session_id))
         return body
 
     def _serve_opening(
@@ -267,80 +313,183 @@ class McpHttpApp:
         grant: Grant,
         environ: Mapping[str, Any],
         body: bytes,
-        topic: str = DEFAULT_TOPIC,
+        topic: str,
+        session_id: str,
+        lock_fd: int | None,
     ) -> list[bytes]:
-        """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
-        session = self._open(owner, grant, topic)
-        status, headers, data = self._handle(session, asgi_scope(environ), body)
-        new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
-        if status < 400 and new_id:
-            session.session_id = new_id
-            session.last_used = time.monotonic()
-            with self._lock:
-                self._sessions[new_id] = session
-        else:
-            self._stop(session)
+        """A request without a session: a new MCP server answers it, and is kept (in the book) if it opened one."""
+        kept = False
+        session: _Session | None = None
+        try:
+            session = self._open(owner, grant, topic)
+            status, headers, data = self._handle(session, asgi_scope(environ), body)
+            local_id = _header(headers, _SESSION_HEADER)
+            if status < 400 and local_id:
+                session.session_id, session.local_id, session.lock_fd = session_id, local_id, lock_fd
+                session.version = _agreed_version(data)
+                session.host = str(environ.get("HTTP_HOST", ""))
+                session.last_used = time.monotonic()
+                self._keep_cursors(session)
+                self.book.register(owner, session_id, {
+                    "topic": topic, "tag": session.server.session_tag, "grant": grant_stamp(grant),
+                    "init": body.decode("utf-8", "replace"), "version": session.version, "host": session.host,
+                    "subscriptions": [],
+                })  # fmt: skip
+                with self._lock:
+                    self._sessions[session_id] = session
+                kept = True
+                headers = _as_public(headers, session_id)
+        finally:
+            if lock_fd is not None:
+                self.book.idle(lock_fd)
+            if not kept:
+                if session is not None:
+                    self._stop(session)
+                self.book.abandon(owner, session_id)
+                if lock_fd is not None:
+                    os.close(lock_fd)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
     # -- sessions ----------------------------------------------------------------
 
-    def _admit(self, owner: str) -> tuple[float, int | None]:
-        """Make room for one more session of ``owner``: (when it began, ``None``), or (0, seconds to wait).
-
-        Past ``max_sessions`` the token's least recently used sessions with no
-        request in flight are closed. When none is idle, the answer is the time by
-        which the first in-flight request (or session being opened) is over: each
-        is cut off at ``call_timeout``.
-        """
-        evicted: list[_Session] = []
+    def _adopt(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> _Session | None:
+        """Take up a session of the book opened by another worker (or before this worker started)."""
+        record = self.book.load(owner, session_id)
+        if record is None:
+            return None
+        if record.get("grant") != grant_stamp(grant):
+            self.book.remove(owner, session_id)
+            return None
+        lock_fd = self.book.open_lock(owner, session_id)
+        if lock_fd is None:
+            return None
         try:
-            with self._lock:
-                now = time.monotonic()
-                mine = sorted((s for s in self._sessions.values() if s.owner == owner), key=lambda s: s.last_used)
-                opening = self._opening.get(owner, [])
-                excess = len(mine) + len(opening) + 1 - self.max_sessions
-                for session in mine:
-                    if excess <= 0:
-                        break
-                    if not session.in_flight and session.session_id is not None:
-                        evicted.append(self._sessions.pop(session.session_id))
-                        excess -= 1
-                if excess > 0:
-                    ends = [max(s.in_flight) for s in mine if s.in_flight] + list(opening)
-                    first_free = min(ends, default=now) + self.call_timeout
-                    return 0.0, max(1, math.ceil(first_free - now))
-                self._opening.setdefault(owner, []).append(now)
-                return now, None
-        finally:
-            for session in evicted:
-                self._stop(session)
+            session = self._open(owner, grant, str(record.get("topic", DEFAULT_TOPIC)), tag=str(record.get("tag", "")))
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        session.session_id, session.lock_fd = session_id, lock_fd
+        session.version = record.get("version") or environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        session.host = str(record.get("host", ""))
+        try:
+            status, headers, _ = self._handle(session, self._replay_scope(session), str(record.get("init", "")).encode())
+            session.local_id = _header(headers, _SESSION_HEADER)
+            if status >= 400 or not session.local_id:
+                raise MemoryStoreError("unavailable", f"the handshake of MCP session {session_id} did not replay")
+            self._replay(session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self._keep_cursors(session)
+        except BaseException:
+            self._stop(session)
+            os.close(lock_fd)
+            raise
+        with self._lock:
+            kept = self._sessions.setdefault(session_id, session)
+        if kept is not session:  # another thread of this worker took it up meanwhile
+            self._stop(session)
+            os.close(lock_fd)
+        self._follow_subscriptions(kept, force=True)
+        return kept
 
-    def _opened(self, owner: str, began: float) -> None:
-        """The session ``owner`` began opening at ``began`` is registered or given up (hold the lock)."""
-        opening = self._opening.get(owner, [])
-        if began in opening:
-            opening.remove(began)
-        if not opening:
-            self._opening.pop(owner, None)
+    def _replay_scope(self, session: _Session) -> dict[str, Any]:
+        headers = [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")]
+        if session.host:
+            headers.append((b"host", session.host.encode("latin-1")))
+        if session.local_id:
+            headers.append((_SESSION_HEADER.encode(), session.local_id.encode("latin-1")))
+        if session.version and session.local_id:
+            headers.append((b"mcp-protocol-version", session.version.encode("latin-1")))
+        return {**asgi_scope({"REQUEST_METHOD": "POST"}), "headers": headers}
 
-    def _handle_in_flight(
-        self, session: _Session, scope: dict[str, Any], body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _replay(self, session: _Session, message: dict[str, Any]) -> None:
+        status, _, data = self._handle(session, self._replay_scope(session), json.dumps(message).encode())
+        if status >= 400:
+            raise MemoryStoreError("unavailable", f"an MCP request did not replay: {data[:200]!r}")
+
+    def _follow_subscriptions(self, session: _Session, *, force: bool = False) -> None:
+        """Replay into this copy the subscriptions the book holds (made through any worker) when they changed."""
+        if session.session_id is None:
+            return
+        record = self.book.load(session.owner, session.session_id)
+        if record is None or (not force and record.get("generation") == session.generation):
+            return
+        wanted = tuple(str(uri) for uri in record.get("subscriptions", []))
+        gone = [uri for uri in session.subscribed if uri not in wanted]
+        for n, uri in enumerate((*wanted, *gone)):
+            method = _SUBSCRIBE if n < len(wanted) else _UNSUBSCRIBE
+            with suppress(MemoryStoreError):
+                self._replay(session, {"jsonrpc": "2.0", "id": f"replay-{n}", "method": method, "params": {"uri": uri}})
+        session.subscribed, session.generation = wanted, int(record.get("generation", 0))
+
+    def _keep_cursors(self, session: _Session) -> None:
+        """The session's ``memory_context`` cursors live in the book, so every worker continues from them."""
+        if session.session_id is not None:
+            session.server.cursor_file = self.book.cursor_path(session.owner, session.session_id)
+
+    def _before(self, session: _Session, body: bytes) -> str | None:
+        """What this request changes of the session's kept state: its subscriptions, or the prompt's cursors."""
+        if b"prompts/get" in body:
+            cursors = session.server.capability.cursors if session.server.capability is not None else None
+            if cursors is not None and session.server.cursor_file is not None:
+                cursors.restore(load_cursors(session.server.cursor_file))
+        if _SUBSCRIBE.encode() not in body and _UNSUBSCRIBE.encode() not in body:
+            return None
+        try:
+            message = parse_json(body)
+        except MemoryStoreError:
+            return None
+        if not isinstance(message, dict) or message.get("method") not in (_SUBSCRIBE, _UNSUBSCRIBE):
+            return None
+        params = message.get("params")
+        uri = params.get("uri") if isinstance(params, dict) else None
+        return f"{message['method']} {uri}" if isinstance(uri, str) else None
+
+    def _after(self, session: _Session, change: str, status: int, data: bytes) -> None:
+        """Write a subscription that succeeded to the book, for the worker holding the event stream."""
+        try:
+            answer = parse_json(data)
+        except MemoryStoreError:
+            return
+        if status >= 400 or not isinstance(answer, dict) or "error" in answer or session.session_id is None:
+            return
+        method, _, uri = change.partition(" ")
+
+        def edit(record: dict[str, Any]) -> dict[str, Any]:
+            subs = [s for s in record.get("subscriptions", []) if s != uri]
+            record["subscriptions"] = subs + [uri] if method == _SUBSCRIBE else subs
+            return record
+
+        record = self.book.update(session.owner, session.session_id, edit)
+        if record is not None:
+            session.subscribed = tuple(record["subscriptions"])
+            session.generation = int(record["generation"])
+
+    def _handle_in_flight(self, session: _Session, environ: Mapping[str, Any], body: bytes) -> Answer:
         """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
         began = time.monotonic()
+        gone: Answer = (404, [("Content-Type", "application/json")], _error("Session not found"))
         with self._lock:
             if session.session_id is not None and self._sessions.get(session.session_id) is not session:
-                # closed meanwhile (evicted, or its DELETE): answered as any ended session is
-                return 404, [("Content-Type", "application/json")], _error("Session not found")
+                return gone  # closed meanwhile (evicted, or its DELETE): answered as any ended session is
             session.last_used = began
             session.in_flight.append(began)
+            if session.lock_fd is not None and len(session.in_flight) == 1:
+                self.book.busy(session.lock_fd)
         try:
-            return self._handle(session, scope, body)
+            if session.session_id is not None and not self.book.exists(session.owner, session.session_id):
+                self._drop(session.session_id)  # ended through another worker
+                return gone
+            change = self._before(session, body) if session.session_id is not None else None
+            status, headers, data = self._handle(session, _as_local(asgi_scope(environ), session.local_id), body)
+            if change is not None:
+                self._after(session, change, status, data)
+            return status, _as_public(headers, session.session_id), data
         finally:
             with self._lock:
                 session.in_flight.remove(began)
                 session.last_used = time.monotonic()
+                if session.lock_fd is not None and not session.in_flight:
+                    self.book.idle(session.lock_fd)
 
     def _shared_session(self, owner: str, grant: Grant, topic: str) -> _Session:
         key = (owner, topic)
@@ -362,10 +511,17 @@ class McpHttpApp:
             self._stop(made)
         return kept
 
-    def _open(self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> _Session:
+    def _open(
+        self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True, tag: str = ""
+    ) -> _Session:
         server = self.memory_server(grant, topic, watched=watched)
+        if tag and tag != server.session_tag:  # a session taken up keeps the tag its tool call ids carry
+            if server.origin.run_id == f"mcp-{server.session_tag}":
+                server.origin = Origin(f"mcp-{tag}", server.origin.principal_id)
+            server.session_tag = tag
+        # The book ends idle sessions (for every worker), not the SDK (for this one).
         manager = StreamableHTTPSessionManager(
-            server.server, json_response=True, session_idle_timeout=self.idle_timeout, max_sessions=1
+            server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
         self._changes.start()
@@ -379,16 +535,30 @@ class McpHttpApp:
         """
         return served_server(self.root, grant, topic, watched=watched)
 
+    def _drop(self, session_id: str) -> None:
+        """Stop this worker's copy of a session (the book's record is another matter)."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            self._release(session)
+
+    def _release(self, session: _Session) -> None:
+        self._stop(session)
+        fd, session.lock_fd = session.lock_fd, None
+        if fd is not None:
+            with suppress(OSError):
+                os.close(fd)
+
     def _reap(self) -> None:
-        """Close sessions nobody used for ``idle_timeout`` (the SDK ended them already; this frees their servers)."""
+        """End sessions nobody used for ``idle_timeout`` (in the book), and free copies the book no longer holds."""
+        for owner, session_id in self.book.reap(self.idle_timeout):
+            self._drop(session_id)
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
-            idle = [
-                sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight and not s.streams
-            ]
-            stale = [self._sessions.pop(sid) for sid in idle]
-        for session in stale:
-            self._stop(session)
+            copies = [(sid, s) for sid, s in self._sessions.items() if not s.in_flight and not s.streams]
+        for sid, session in copies:
+            if session.last_used < cutoff or not self.book.exists(session.owner, sid):
+                self._drop(sid)
 
     def session_count(self) -> int:
         with self._lock:
@@ -427,19 +597,15 @@ class McpHttpApp:
             except RuntimeError:  # the loop is already gone
                 pass
 
-    def _handle(
-        self, session: _Session, scope: dict[str, Any], body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _handle(self, session: _Session, scope: dict[str, Any], body: bytes) -> Answer:
         try:
-            answer: tuple[int, list[tuple[str, str]], bytes] = self._loop().call(
-                asgi_answer, session.manager, scope, body, self.call_timeout
-            )
+            answer: Answer = self._loop().call(asgi_answer, session.manager, scope, body, self.call_timeout)
             return answer
         except TimeoutError:
             return 504, [("Content-Type", "application/json")], _error("the MCP request took too long")
 
     def close(self, timeout: float = 10.0) -> None:
-        """End every session and the loop."""
+        """End every session of this worker (the book's records stay for the others) and the loop."""
         with self._lock:
             self._closed = True
             sessions = [*self._sessions.values(), *self._shared.values()]
@@ -447,11 +613,44 @@ class McpHttpApp:
             self._shared.clear()
             portal_cm, self._portal_cm = self._portal_cm, None
         for session in sessions:
-            self._stop(session)
+            self._release(session)
         self._changes.close(timeout)
         if portal_cm is not None:
             portal_cm.__exit__(None, None, None)
         self._portal = None
+        if self._owns_book:
+            self.book.close()
+
+
+def _header(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def _as_local(scope: dict[str, Any], local_id: str | None) -> dict[str, Any]:
+    """The request as this worker's SDK session knows it: its own session id in place of the book's."""
+    if local_id is None:
+        return scope
+    key = _SESSION_HEADER.encode()
+    scope["headers"] = [(k, local_id.encode("latin-1") if k == key else v) for k, v in scope["headers"]]
+    return scope
+
+
+def _as_public(headers: list[tuple[str, str]], session_id: str | None) -> list[tuple[str, str]]:
+    """The SDK's answer as the client sees it: the book's session id in place of this worker's."""
+    if session_id is None:
+        return headers
+    return [(k, session_id if k.lower() == _SESSION_HEADER else v) for k, v in headers]
+
+
+def _agreed_version(data: bytes) -> str | None:
+    """The protocol version an ``initialize`` answer agreed on."""
+    try:
+        answer = parse_json(data)
+    except MemoryStoreError:
+        return None
+    result = answer.get("result") if isinstance(answer, dict) else None
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return version if isinstance(version, str) else None
 
 
 class WithMcp:
