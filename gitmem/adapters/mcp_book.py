@@ -279,4 +279,3 @@ class SessionBook:
         """Remove the folder if this book made it (the supervisor removes a shared one)."""
         if self._owned:
             shutil.rmtree(self.path, ignore_errors=True)
-

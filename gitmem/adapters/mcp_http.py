@@ -373,7 +373,9 @@ class McpHttpApp:
         session.version = record.get("version") or environ.get("HTTP_MCP_PROTOCOL_VERSION")
         session.host = str(record.get("host", ""))
         try:
-            status, headers, _ = self._handle(session, self._replay_scope(session), str(record.get("init", "")).encode())
+            status, headers, _ = self._handle(
+                session, self._replay_scope(session), str(record.get("init", "")).encode()
+            )
             session.local_id = _header(headers, _SESSION_HEADER)
             if status >= 400 or not session.local_id:
                 raise MemoryStoreError("unavailable", f"the handshake of MCP session {session_id} did not replay")
@@ -456,7 +458,7 @@ class McpHttpApp:
 
         def edit(record: dict[str, Any]) -> dict[str, Any]:
             subs = [s for s in record.get("subscriptions", []) if s != uri]
-            record["subscriptions"] = subs + [uri] if method == _SUBSCRIBE else subs
+            record["subscriptions"] = [*subs, uri] if method == _SUBSCRIBE else subs
             return record
 
         record = self.book.update(session.owner, session.session_id, edit)
@@ -551,7 +553,7 @@ class McpHttpApp:
 
     def _reap(self) -> None:
         """End sessions nobody used for ``idle_timeout`` (in the book), and free copies the book no longer holds."""
-        for owner, session_id in self.book.reap(self.idle_timeout):
+        for _owner, session_id in self.book.reap(self.idle_timeout):
             self._drop(session_id)
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
