@@ -75,7 +75,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
-from gitmem.adapters.mcp_server import MemoryMcpServer, load_cursors
+from gitmem.adapters.mcp_server import RESOURCE_SCHEME, MemoryMcpServer, load_cursors
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
@@ -303,6 +303,8 @@ class McpHttpApp:
         except BaseException:
             closed()
             raise
+        if status < 400:
+            self._catch_up(session)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", _as_public(headers, session_id))
         return body
 
@@ -456,15 +458,42 @@ class McpHttpApp:
             return
         method, _, uri = change.partition(" ")
 
+        head = self._head(uri)
+
         def edit(record: dict[str, Any]) -> dict[str, Any]:
             subs = [s for s in record.get("subscriptions", []) if s != uri]
             record["subscriptions"] = [*subs, uri] if method == _SUBSCRIBE else subs
+            record["heads"] = {**record.get("heads", {}), uri: head}
             return record
 
         record = self.book.update(session.owner, session.session_id, edit)
         if record is not None:
             session.subscribed = tuple(record["subscriptions"])
             session.generation = int(record["generation"])
+
+    def _head(self, uri: str) -> str | None:
+        """Where ``main`` of the memory a context URI names is now (``None`` when it cannot be read)."""
+        name = uri[len(RESOURCE_SCHEME) : -len("/context")] if uri.startswith(RESOURCE_SCHEME) else ""
+        try:
+            return self.root.mount(name).sync.head() if name else None
+        except MemoryStoreError:
+            return None
+
+    def _catch_up(self, session: _Session) -> None:
+        """On a new event stream, tell of every subscribed memory that moved since its subscription.
+
+        A write may land after ``resources/subscribe`` but before the client's GET
+        stream is open (in another worker, which first takes the session up): that
+        change was told to no stream, so it is told now. A notification is a hint,
+        so one told twice costs the client a read, and one never told a stale memory.
+        """
+        record = self.book.load(session.owner, session.session_id) if session.session_id is not None else None
+        heads = record.get("heads", {}) if record is not None else {}
+        portal = self._portal
+        for uri in session.subscribed:
+            if portal is not None and isinstance(heads, dict) and heads.get(uri) != self._head(uri):
+                with suppress(RuntimeError):
+                    portal.start_task_soon(session.server.resource_updated, uri)
 
     def _handle_in_flight(self, session: _Session, environ: Mapping[str, Any], body: bytes) -> Answer:
         """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
