@@ -291,6 +291,7 @@ class McpHttpApp:
                 session.last_used = time.monotonic()
 
         try:
+            self._changes.start()  # only a stream is told of changes: no watcher runs before the first
             self._follow_subscriptions(session, force=True)
             status, headers, body = event_stream(
                 self._loop(),
@@ -555,7 +556,6 @@ class McpHttpApp:
             server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
-        self._changes.start()
         return _Session(owner, grant, server, manager, stop, topic=topic)
 
     def memory_server(self, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> MemoryMcpServer:
