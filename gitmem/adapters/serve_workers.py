@@ -127,7 +127,7 @@ class Supervisor:
             if self.book is not None:
                 shutil.rmtree(self.book, ignore_errors=True)
 
-    def _start(self, slot: int, mask: set[signal.Signals]) -> None:
+    def _start(self, slot: int, mask: set[int | signal.Signals]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         parent = os.getpid()

@@ -53,7 +53,8 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     default=16,  # mcp_http.DEFAULT_MAX_STREAMS
     show_default=True,
     metavar="N",
-    help="MCP event streams (GET /mcp: change notifications) open at once; each holds a worker thread of its own.",
+    help="MCP event streams (GET /mcp: change notifications) open at once in each worker process; each holds a "
+    "thread of its own.",
 )
 @click.option(
     "--allow-origin",
