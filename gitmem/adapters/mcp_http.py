@@ -64,7 +64,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -75,16 +74,24 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_TOPIC, served_server, session_topic
-from gitmem.adapters.mcp_server import RESOURCE_SCHEME, MemoryMcpServer, load_cursors
+from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
+from gitmem.adapters.mcp_takeup import (
+    SESSION_HEADER,
+    Answer,
+    Session,
+    SessionTakeUp,
+    agreed_version,
+    as_local,
+    as_public,
+    header,
+)
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import parse_json
 from gitmem.model import Origin
 from gitmem.root import Root
 
 StartResponse = Callable[..., Any]
-Answer = tuple[int, list[tuple[str, str]], bytes]
 
 MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -96,34 +103,9 @@ DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
 DEFAULT_MAX_STREAMS = 16
 """GET event streams open at once (each holds a worker thread: ``gitmem serve`` adds this many)."""
-_SESSION_HEADER = "mcp-session-id"
-_SUBSCRIBE = "resources/subscribe"
-_UNSUBSCRIBE = "resources/unsubscribe"
 
 
-@dataclass
-class _Session:
-    """One MCP server (and the SDK's session manager for it) running on the bridge's loop."""
-
-    owner: str  # the hash of the token that opened it
-    grant: Grant  # what that token could do then: a session ends when the token file changes it
-    server: MemoryMcpServer
-    manager: StreamableHTTPSessionManager
-    stop: anyio.Event
-    last_used: float = field(default_factory=time.monotonic)
-    session_id: str | None = None  # the book's id, which the client sees
-    in_flight: list[float] = field(default_factory=list)  # when each request being served began
-    topic: str = DEFAULT_TOPIC
-    streams: int = 0  # open GET event streams (0 or 1: the SDK allows one per session)
-    local_id: str | None = None  # the SDK's id for it in this worker
-    lock_fd: int | None = None  # the book's lock file: shared while a request is in flight
-    version: str | None = None  # the protocol version its handshake agreed
-    host: str = ""  # the Host its opening request named (replayed requests name it too)
-    subscribed: tuple[str, ...] = ()  # what the book said it subscribes to, as replayed here
-    generation: int = 0  # of the book's record, when this copy last followed it
-
-
-class McpHttpApp:
+class McpHttpApp(SessionTakeUp):
     """The WSGI app for ``/mcp``: bearer auth, one MCP server per client session, the SDK's transport."""
 
     def __init__(
@@ -149,10 +131,8 @@ class McpHttpApp:
         self.book = book if book is not None else SessionBook()
         self._owns_book = book is None
         self._lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}  # this worker's copies, by the book's session id
-        self._shared: dict[
-            tuple[str, str], _Session
-        ] = {}  # by token hash and topic: the session-less (2026-era) server
+        self._sessions: dict[str, Session] = {}  # this worker's copies, by the book's session id
+        self._shared: dict[tuple[str, str], Session] = {}  # by token hash and topic: the session-less (2026-era) server
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
@@ -227,7 +207,7 @@ class McpHttpApp:
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
-    def _current(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> _Session | None:
+    def _current(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> Session | None:
         """Session ``session_id`` if ``owner`` opened it and its token still grants what it did, else ``None``.
 
         Another token's session does not exist for this one; a session whose
@@ -296,7 +276,7 @@ class McpHttpApp:
             status, headers, body = event_stream(
                 self._loop(),
                 session.manager,
-                _as_local(asgi_scope(environ), session.local_id),
+                as_local(asgi_scope(environ), session.local_id),
                 timeout=self.call_timeout,
                 alive=alive,
                 on_close=closed,
@@ -306,7 +286,7 @@ class McpHttpApp:
             raise
         if status < 400:
             self._catch_up(session)
-        start_response(f"{status} {_REASONS.get(status, 'Status')}", _as_public(headers, session_id))
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", as_public(headers, session_id))
         return body
 
     def _serve_opening(
@@ -322,14 +302,14 @@ class McpHttpApp:
     ) -> list[bytes]:
         """A request without a session: a new MCP server answers it, and is kept (in the book) if it opened one."""
         kept = False
-        session: _Session | None = None
+        session: Session | None = None
         try:
             session = self._open(owner, grant, topic)
             status, headers, data = self._handle(session, asgi_scope(environ), body)
-            local_id = _header(headers, _SESSION_HEADER)
+            local_id = header(headers, SESSION_HEADER)
             if status < 400 and local_id:
                 session.session_id, session.local_id, session.lock_fd = session_id, local_id, lock_fd
-                session.version = _agreed_version(data)
+                session.version = agreed_version(data)
                 session.host = str(environ.get("HTTP_HOST", ""))
                 session.last_used = time.monotonic()
                 self._keep_cursors(session)
@@ -341,7 +321,7 @@ class McpHttpApp:
                 with self._lock:
                     self._sessions[session_id] = session
                 kept = True
-                headers = _as_public(headers, session_id)
+                headers = as_public(headers, session_id)
         finally:
             if lock_fd is not None:
                 self.book.idle(lock_fd)
@@ -356,147 +336,7 @@ class McpHttpApp:
 
     # -- sessions ----------------------------------------------------------------
 
-    def _adopt(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> _Session | None:
-        """Take up a session of the book opened by another worker (or before this worker started)."""
-        record = self.book.load(owner, session_id)
-        if record is None:
-            return None
-        if record.get("grant") != grant_stamp(grant):
-            self.book.remove(owner, session_id)
-            return None
-        lock_fd = self.book.open_lock(owner, session_id)
-        if lock_fd is None:
-            return None
-        try:
-            session = self._open(owner, grant, str(record.get("topic", DEFAULT_TOPIC)), tag=str(record.get("tag", "")))
-        except BaseException:
-            os.close(lock_fd)
-            raise
-        session.session_id, session.lock_fd = session_id, lock_fd
-        session.version = record.get("version") or environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        session.host = str(record.get("host", ""))
-        try:
-            status, headers, _ = self._handle(
-                session, self._replay_scope(session), str(record.get("init", "")).encode()
-            )
-            session.local_id = _header(headers, _SESSION_HEADER)
-            if status >= 400 or not session.local_id:
-                raise MemoryStoreError("unavailable", f"the handshake of MCP session {session_id} did not replay")
-            self._replay(session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            self._keep_cursors(session)
-        except BaseException:
-            self._stop(session)
-            os.close(lock_fd)
-            raise
-        with self._lock:
-            kept = self._sessions.setdefault(session_id, session)
-        if kept is not session:  # another thread of this worker took it up meanwhile
-            self._stop(session)
-            os.close(lock_fd)
-        self._follow_subscriptions(kept, force=True)
-        return kept
-
-    def _replay_scope(self, session: _Session) -> dict[str, Any]:
-        headers = [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")]
-        if session.host:
-            headers.append((b"host", session.host.encode("latin-1")))
-        if session.local_id:
-            headers.append((_SESSION_HEADER.encode(), session.local_id.encode("latin-1")))
-        if session.version and session.local_id:
-            headers.append((b"mcp-protocol-version", session.version.encode("latin-1")))
-        return {**asgi_scope({"REQUEST_METHOD": "POST"}), "headers": headers}
-
-    def _replay(self, session: _Session, message: dict[str, Any]) -> None:
-        status, _, data = self._handle(session, self._replay_scope(session), json.dumps(message).encode())
-        if status >= 400:
-            raise MemoryStoreError("unavailable", f"an MCP request did not replay: {data[:200]!r}")
-
-    def _follow_subscriptions(self, session: _Session, *, force: bool = False) -> None:
-        """Replay into this copy the subscriptions the book holds (made through any worker) when they changed."""
-        if session.session_id is None:
-            return
-        record = self.book.load(session.owner, session.session_id)
-        if record is None or (not force and record.get("generation") == session.generation):
-            return
-        wanted = tuple(str(uri) for uri in record.get("subscriptions", []))
-        gone = [uri for uri in session.subscribed if uri not in wanted]
-        for n, uri in enumerate((*wanted, *gone)):
-            method = _SUBSCRIBE if n < len(wanted) else _UNSUBSCRIBE
-            with suppress(MemoryStoreError):
-                self._replay(session, {"jsonrpc": "2.0", "id": f"replay-{n}", "method": method, "params": {"uri": uri}})
-        session.subscribed, session.generation = wanted, int(record.get("generation", 0))
-
-    def _keep_cursors(self, session: _Session) -> None:
-        """The session's ``memory_context`` cursors live in the book, so every worker continues from them."""
-        if session.session_id is not None:
-            session.server.cursor_file = self.book.cursor_path(session.owner, session.session_id)
-
-    def _before(self, session: _Session, body: bytes) -> str | None:
-        """What this request changes of the session's kept state: its subscriptions, or the prompt's cursors."""
-        if b"prompts/get" in body:
-            cursors = session.server.capability.cursors if session.server.capability is not None else None
-            if cursors is not None and session.server.cursor_file is not None:
-                cursors.restore(load_cursors(session.server.cursor_file))
-        if _SUBSCRIBE.encode() not in body and _UNSUBSCRIBE.encode() not in body:
-            return None
-        try:
-            message = parse_json(body)
-        except MemoryStoreError:
-            return None
-        if not isinstance(message, dict) or message.get("method") not in (_SUBSCRIBE, _UNSUBSCRIBE):
-            return None
-        params = message.get("params")
-        uri = params.get("uri") if isinstance(params, dict) else None
-        return f"{message['method']} {uri}" if isinstance(uri, str) else None
-
-    def _after(self, session: _Session, change: str, status: int, data: bytes) -> None:
-        """Write a subscription that succeeded to the book, for the worker holding the event stream."""
-        try:
-            answer = parse_json(data)
-        except MemoryStoreError:
-            return
-        if status >= 400 or not isinstance(answer, dict) or "error" in answer or session.session_id is None:
-            return
-        method, _, uri = change.partition(" ")
-
-        head = self._head(uri)
-
-        def edit(record: dict[str, Any]) -> dict[str, Any]:
-            subs = [s for s in record.get("subscriptions", []) if s != uri]
-            record["subscriptions"] = [*subs, uri] if method == _SUBSCRIBE else subs
-            record["heads"] = {**record.get("heads", {}), uri: head}
-            return record
-
-        record = self.book.update(session.owner, session.session_id, edit)
-        if record is not None:
-            session.subscribed = tuple(record["subscriptions"])
-            session.generation = int(record["generation"])
-
-    def _head(self, uri: str) -> str | None:
-        """Where ``main`` of the memory a context URI names is now (``None`` when it cannot be read)."""
-        name = uri[len(RESOURCE_SCHEME) : -len("/context")] if uri.startswith(RESOURCE_SCHEME) else ""
-        try:
-            return self.root.mount(name).sync.head() if name else None
-        except MemoryStoreError:
-            return None
-
-    def _catch_up(self, session: _Session) -> None:
-        """On a new event stream, tell of every subscribed memory that moved since its subscription.
-
-        A write may land after ``resources/subscribe`` but before the client's GET
-        stream is open (in another worker, which first takes the session up): that
-        change was told to no stream, so it is told now. A notification is a hint,
-        so one told twice costs the client a read, and one never told a stale memory.
-        """
-        record = self.book.load(session.owner, session.session_id) if session.session_id is not None else None
-        heads = record.get("heads", {}) if record is not None else {}
-        portal = self._portal
-        for uri in session.subscribed:
-            if portal is not None and isinstance(heads, dict) and heads.get(uri) != self._head(uri):
-                with suppress(RuntimeError):
-                    portal.start_task_soon(session.server.resource_updated, uri)
-
-    def _handle_in_flight(self, session: _Session, environ: Mapping[str, Any], body: bytes) -> Answer:
+    def _handle_in_flight(self, session: Session, environ: Mapping[str, Any], body: bytes) -> Answer:
         """:meth:`_handle`, with the session marked busy meanwhile (a busy session is never evicted)."""
         began = time.monotonic()
         gone: Answer = (404, [("Content-Type", "application/json")], _error("Session not found"))
@@ -512,10 +352,10 @@ class McpHttpApp:
                 self._drop(session.session_id)  # ended through another worker
                 return gone
             change = self._before(session, body) if session.session_id is not None else None
-            status, headers, data = self._handle(session, _as_local(asgi_scope(environ), session.local_id), body)
+            status, headers, data = self._handle(session, as_local(asgi_scope(environ), session.local_id), body)
             if change is not None:
                 self._after(session, change, status, data)
-            return status, _as_public(headers, session.session_id), data
+            return status, as_public(headers, session.session_id), data
         finally:
             with self._lock:
                 session.in_flight.remove(began)
@@ -523,7 +363,7 @@ class McpHttpApp:
                 if session.lock_fd is not None and not session.in_flight:
                     self.book.idle(session.lock_fd)
 
-    def _shared_session(self, owner: str, grant: Grant, topic: str) -> _Session:
+    def _shared_session(self, owner: str, grant: Grant, topic: str) -> Session:
         key = (owner, topic)
         with self._lock:
             found = self._shared.get(key)
@@ -545,7 +385,7 @@ class McpHttpApp:
 
     def _open(
         self, owner: str, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True, tag: str = ""
-    ) -> _Session:
+    ) -> Session:
         server = self.memory_server(grant, topic, watched=watched)
         if tag and tag != server.session_tag:  # a session taken up keeps the tag its tool call ids carry
             if server.origin.run_id == f"mcp-{server.session_tag}":
@@ -556,7 +396,7 @@ class McpHttpApp:
             server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
-        return _Session(owner, grant, server, manager, stop, topic=topic)
+        return Session(owner, grant, server, manager, stop, topic=topic)
 
     def memory_server(self, grant: Grant, topic: str = DEFAULT_TOPIC, *, watched: bool = True) -> MemoryMcpServer:
         """A fresh MCP server over what ``grant`` reaches (:func:`gitmem.adapters.mcp_served.served_server`).
@@ -573,7 +413,7 @@ class McpHttpApp:
         if session is not None:
             self._release(session)
 
-    def _release(self, session: _Session) -> None:
+    def _release(self, session: Session) -> None:
         self._stop(session)
         fd, session.lock_fd = session.lock_fd, None
         if fd is not None:
@@ -620,7 +460,7 @@ class McpHttpApp:
             task_status.started(stop)
             await stop.wait()
 
-    def _stop(self, session: _Session) -> None:
+    def _stop(self, session: Session) -> None:
         portal = self._portal
         if portal is not None:
             try:
@@ -628,7 +468,7 @@ class McpHttpApp:
             except RuntimeError:  # the loop is already gone
                 pass
 
-    def _handle(self, session: _Session, scope: dict[str, Any], body: bytes) -> Answer:
+    def _handle(self, session: Session, scope: dict[str, Any], body: bytes) -> Answer:
         try:
             answer: Answer = self._loop().call(asgi_answer, session.manager, scope, body, self.call_timeout)
             return answer
@@ -651,37 +491,6 @@ class McpHttpApp:
         self._portal = None
         if self._owns_book:
             self.book.close()
-
-
-def _header(headers: Iterable[tuple[str, str]], name: str) -> str | None:
-    return next((v for k, v in headers if k.lower() == name), None)
-
-
-def _as_local(scope: dict[str, Any], local_id: str | None) -> dict[str, Any]:
-    """The request as this worker's SDK session knows it: its own session id in place of the book's."""
-    if local_id is None:
-        return scope
-    key = _SESSION_HEADER.encode()
-    scope["headers"] = [(k, local_id.encode("latin-1") if k == key else v) for k, v in scope["headers"]]
-    return scope
-
-
-def _as_public(headers: list[tuple[str, str]], session_id: str | None) -> list[tuple[str, str]]:
-    """The SDK's answer as the client sees it: the book's session id in place of this worker's."""
-    if session_id is None:
-        return headers
-    return [(k, session_id if k.lower() == _SESSION_HEADER else v) for k, v in headers]
-
-
-def _agreed_version(data: bytes) -> str | None:
-    """The protocol version an ``initialize`` answer agreed on."""
-    try:
-        answer = parse_json(data)
-    except MemoryStoreError:
-        return None
-    result = answer.get("result") if isinstance(answer, dict) else None
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
-    return version if isinstance(version, str) else None
 
 
 class WithMcp:
