@@ -561,7 +561,9 @@ class GitHttpServer:
     ``stop()`` from any thread (or a signal) shuts it down cleanly. Every request
     passes the ``Origin``/``Host`` check of :mod:`gitmem.adapters.origins` before
     the app sees it (``allowed_origins``, ``allowed_hosts``: ``--allow-origin``,
-    ``--allow-host``).
+    ``--allow-host``). ``sock`` is a listening socket to serve instead of binding
+    ``host``/``port`` (a worker's, from the supervisor); ``may_accept(connections)``,
+    asked before each poll, says whether to take new connections now.
     """
 
     def __init__(
@@ -574,6 +576,7 @@ class GitHttpServer:
         allowed_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
         sock: socket.socket | None = None,
+        may_accept: Callable[[int], bool] | None = None,
     ) -> None:
         from waitress.server import create_server
 
@@ -591,6 +594,9 @@ class GitHttpServer:
         where: dict[str, Any] = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
         self._server = create_server(gate, map=self._map, threads=threads, ident="gitmem", **where, **limits)
         gate.port = self.port
+        if may_accept is not None:  # asked before each poll, with the connections this process holds
+            readable = self._server.readable
+            self._server.readable = lambda: readable() and may_accept(len(self._map) - 2)  # the server, the trigger
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that

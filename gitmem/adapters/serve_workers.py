@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import mmap
 import os
 import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import time
@@ -56,6 +58,8 @@ _PR_SET_PDEATHSIG: Final = 1
 #: A worker that dies sooner than this after its start is started again only after a pause.
 _QUICK_DEATH: Final = 1.0
 _MAX_PAUSE: Final = 10.0
+#: A worker whose loop has not turned for this long is left out of the balance (an idle loop turns every second).
+_STALE: Final = 2.5
 
 
 def default_workers() -> int:
@@ -189,6 +193,44 @@ class Supervisor:
             del self.children[pid]
 
 
+class Balance:
+    """Spreads connections evenly over the workers: a worker holding more than the others waits to accept.
+
+    Clients keep their connection (HTTP keep-alive), so the worker that accepts
+    it serves all its requests; left to the kernel, whichever worker wakes first
+    takes a burst of new connections (under load, all eight of a bench's went to
+    one). Each worker writes its connection count and a heartbeat into a shared
+    page before each poll, and watches the listening socket only while it holds
+    at most one more than the least loaded live worker. A worker whose heartbeat
+    is older than ``_STALE`` (dead, or stopped) is left out, so the others never
+    wait for it.
+    """
+
+    _SLOT = struct.Struct("<qd")  # connections, heartbeat (monotonic seconds)
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.page = mmap.mmap(-1, self._SLOT.size * workers)  # anonymous, shared with the forked workers
+
+    def slot(self, slot: int) -> Callable[[int], bool]:
+        """``may_accept`` for the worker in ``slot``."""
+        self._SLOT.pack_into(self.page, slot * self._SLOT.size, 0, time.monotonic())
+
+        def may_accept(connections: int) -> bool:
+            now = time.monotonic()
+            self._SLOT.pack_into(self.page, slot * self._SLOT.size, connections, now)
+            others = [
+                count
+                for other in range(self.workers)
+                if other != slot
+                for count, beat in [self._SLOT.unpack_from(self.page, other * self._SLOT.size)]
+                if now - beat < _STALE
+            ]
+            return not others or connections <= min(others) + 1
+
+        return may_accept
+
+
 def make_book() -> str:
     """A private folder for the MCP session book every worker reads (removed by the supervisor on exit)."""
     return tempfile.mkdtemp(prefix="gitmem-serve-")
@@ -278,7 +320,8 @@ def serve(
         bound_host, bound_port = sock.getsockname()[:2]
         if on_ready is not None:
             on_ready(Listening(str(bound_host), int(bound_port)))
-        Supervisor(workers, partial(_serve_here, settings, host, port, sock, book, None), book).run()
+        balance = Balance(workers)
+        Supervisor(workers, partial(_serve_here, settings, host, port, sock, book, None, balance=balance), book).run()
     finally:
         sock.close()
 
@@ -318,6 +361,8 @@ def _serve_here(
     book: str | None,
     on_ready: Callable[[Listening], None] | None,
     slot: int = 0,
+    *,
+    balance: Balance | None = None,
 ) -> None:
     """One server process: the apps and waitress, until SIGINT or SIGTERM (on ``sock`` when a worker)."""
     s = settings
@@ -337,8 +382,9 @@ def _serve_here(
         threads += streams
     app = FrontApp(app, s.base_path)
     server = GitHttpServer(
-        app, host, port, threads=threads, allowed_origins=s.allowed_origins, allowed_hosts=s.allowed_hosts, sock=sock
-    )
+        app, host, port, threads=threads, allowed_origins=s.allowed_origins, allowed_hosts=s.allowed_hosts, sock=sock,
+        may_accept=balance.slot(slot) if balance is not None else None,
+    )  # fmt: skip
 
     def stop(signum: int, frame: FrameType | None) -> None:
         server.request_stop()
