@@ -52,13 +52,12 @@ import io
 import logging
 import os
 import re
-import signal
+import socket
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -67,7 +66,6 @@ from dulwich.server import Backend
 from dulwich.web import HTTPGitApplication, LimitedInputFilter
 
 from gitmem.adapters.fetchwants import serve_reachable_wants, wanted
-from gitmem.adapters.folding import BackgroundFolds
 from gitmem.adapters.origins import OriginGate
 from gitmem.adapters.pushaccess import push_policy
 from gitmem.adapters.receive_pack import (
@@ -602,7 +600,9 @@ class GitHttpServer:
     ``stop()`` from any thread (or a signal) shuts it down cleanly. Every request
     passes the ``Origin``/``Host`` check of :mod:`gitmem.adapters.origins` before
     the app sees it (``allowed_origins``, ``allowed_hosts``: ``--allow-origin``,
-    ``--allow-host``).
+    ``--allow-host``). ``sock`` is a listening socket to serve instead of binding
+    ``host``/``port`` (a worker's, from the supervisor); ``may_accept(connections)``,
+    asked before each poll, says whether to take new connections now.
     """
 
     def __init__(
@@ -614,10 +614,14 @@ class GitHttpServer:
         threads: int = 4,
         allowed_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
+        sock: socket.socket | None = None,
+        may_accept: Callable[[int], bool] | None = None,
     ) -> None:
         from waitress.server import create_server
 
         self.app = app
+        if sock is not None:  # a worker of several, on the supervisor's socket
+            host, port = sock.getsockname()[:2]
         gate = OriginGate(app, host, port, allowed_origins, allowed_hosts)
         self._map: dict[int, Any] = {}
         # waitress buffers a whole request body (to a temp file) before the app runs: cap it
@@ -628,10 +632,14 @@ class GitHttpServer:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
         dispatcher = _warm_first_dispatcher()
         dispatcher.set_thread_count(threads)
+        where: dict[str, Any] = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
         self._server = create_server(
-            gate, map=self._map, host=host, port=port, threads=threads, ident="gitmem", _dispatcher=dispatcher, **limits
+            gate, map=self._map, threads=threads, ident="gitmem", _dispatcher=dispatcher, **where, **limits
         )
         gate.port = self.port
+        if may_accept is not None:  # asked before each poll, with the connections this process holds
+            readable = self._server.readable
+            self._server.readable = lambda: readable() and may_accept(len(self._map) - 2)  # the server, the trigger
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
@@ -694,62 +702,3 @@ class GitHttpServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def serve(
-    root: Root,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    tokens: frozenset[str] | Tokens = frozenset(),
-    public_read: bool = False,
-    max_push_bytes: int | None = DEFAULT_MAX_PUSH_BYTES,
-    mcp: bool = False,
-    mcp_sessions: int | None = None,
-    mcp_streams: int | None = None,
-    threads: int = 16,
-    on_ready: Callable[[GitHttpServer], None] | None = None,
-    allowed_origins: Iterable[str] = (),
-    allowed_hosts: Iterable[str] = (),
-    base_path: str = "",
-) -> None:
-    """Serve ``root`` until SIGINT or SIGTERM; ``max_push_bytes=None`` takes packs of any size.
-
-    ``mcp=True`` also serves MCP over streamable HTTP at ``/mcp`` on the same port
-    (:mod:`gitmem.adapters.mcp_http`, needs the ``mcp`` extra); ``mcp_sessions`` is
-    the MCP sessions each token keeps, ``mcp_streams`` the event streams open at once
-    (each holds a worker of its own, beside the ``threads`` for requests). ``allowed_origins``
-    and ``allowed_hosts`` are the web origins and host names requests may carry
-    besides the server's own (:mod:`gitmem.adapters.origins`). ``base_path`` (``/memories``)
-    puts every route under that prefix (:class:`FrontApp`).
-    """
-    git_app = GitHttpApp(root, tokens=tokens, public_read=public_read, max_push_bytes=max_push_bytes)
-    app: Any = git_app
-    if mcp:
-        from gitmem.adapters.mcp_http import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STREAMS, McpHttpApp, WithMcp
-
-        streams = DEFAULT_MAX_STREAMS if mcp_streams is None else mcp_streams
-        mcp_app = McpHttpApp(
-            root, git_app.grants, max_sessions=mcp_sessions or DEFAULT_MAX_SESSIONS, max_streams=streams
-        )
-        app = WithMcp(git_app, mcp_app)
-        threads += streams
-    app = FrontApp(app, base_path)
-    server = GitHttpServer(
-        app, host, port, threads=threads, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
-    )
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        server.request_stop()
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    folds = BackgroundFolds().start()  # no request waits for a pack fold
-    try:
-        if on_ready is not None:
-            on_ready(server)
-        server.serve_forever()
-        app.close()
-    finally:
-        folds.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

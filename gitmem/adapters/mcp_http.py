@@ -17,7 +17,8 @@ The SDK runs in JSON-response mode: every POST is answered with one JSON body,
 which is all a tool call needs. A plain ``tools/call`` on an open session is
 answered on waitress's thread without the SDK (:mod:`gitmem.adapters.mcp_fastcall`:
 the same answer, half the CPU of a read); so the SDK does not see every request,
-and idle sessions are ended here (:meth:`McpHttpApp._reap`), not by its timer. ``GET /mcp`` opens the session's event stream,
+and idle sessions are ended here (:meth:`McpHttpApp._reap`), not by its timer.
+``GET /mcp`` opens the session's event stream,
 where change notifications come (:mod:`gitmem.adapters.mcp_stream`). An MCP call
 in progress holds one of waitress's worker threads (``gitmem serve`` runs 16,
 plus one per allowed event stream).
@@ -28,31 +29,45 @@ now. What a session offers, the run its writes carry (one proposal per principal
 and topic) and the ``branch`` its write replies name are
 :mod:`gitmem.adapters.mcp_served`'s.
 
-**Sessions.** Each handshake-era session (``initialize``, then
-``mcp-session-id``) gets its own :class:`~gitmem.adapters.mcp_server.MemoryMcpServer`,
-so the ``memory_context`` prompt's cursors are per client session; a session
-can only be used with the token that opened it (anyone else gets the same 404 as
-for an unknown session). Most clients never end a session (``DELETE /mcp``): a
-health check or a bridge's restart just opens another. So a token keeps at most
-``max_sessions`` (``gitmem serve --mcp-sessions``), and a new session past that
-closes the token's least recently used idle one instead of being refused; the
-closed session's client gets 404 on its next request and, as the protocol says,
-starts a new session. Only when every one of the token's sessions has a request
-in flight is a new one refused, with 429 and a ``Retry-After`` by which those
-requests are over (each is bounded by ``call_timeout``). Sessions idle for
-``idle_timeout`` are closed anyway. Requests of the 2026 protocol era carry no
-session and are served by one server per token.
+**Sessions, in every worker.** ``gitmem serve --workers N`` runs N processes on
+one port, and any of them may get a session's next request. So sessions are kept
+in a :class:`~gitmem.adapters.mcp_book.SessionBook` that every worker reads: the
+handshake (``initialize``) that opened a session, its topic, tag, grant and
+subscriptions. A worker meeting a session it does not hold yet takes it up: it
+builds the session's MCP server (same tag, so tool call ids still name the
+session; same topic and proposal) and replays the handshake and the
+subscriptions into it; the ``memory_context`` prompt's cursors are a file of the
+session that every worker reads before the prompt and writes after it. The id a
+client sees is the book's; each worker's SDK session has its own, swapped in and
+out of the ``mcp-session-id`` header. A GET event stream is served by the worker
+that holds it, which watches the root (every write, through any worker or none,
+moves a ref it sees) and replays into its copy the subscriptions made through
+other workers before it sends. A session can only be used with the token that
+opened it (anyone else gets the same 404 as for an unknown session); one whose
+token the file changed ends for every worker.
+
+Most clients never end a session (``DELETE /mcp``): a health check or a
+bridge's restart just opens another. So a token keeps at most ``max_sessions``
+(``gitmem serve --mcp-sessions``) across all workers, and a new session past that
+closes the token's least recently used idle one (no request of it in flight in
+any worker) instead of being refused; the closed session's client gets 404 on
+its next request and, as the protocol says, starts a new session. Only when
+every one of the token's sessions has a request in flight is a new one refused,
+with 429 and a ``Retry-After`` by which those requests are over (each is bounded
+by ``call_timeout``). Sessions idle for ``idle_timeout`` are closed anyway.
+Requests of the 2026 protocol era carry no session and are served by one server
+per token and topic in each worker (they keep no state a client relies on
+between requests beyond its ``memory_context`` cursors, which are per worker).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, suppress
 from typing import Any
 
 import anyio
@@ -62,11 +77,23 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from gitmem.adapters import mcp_fastcall
+from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
+from gitmem.adapters.mcp_takeup import (
+    SESSION_HEADER,
+    Answer,
+    Session,
+    SessionTakeUp,
+    agreed_version,
+    as_local,
+    as_public,
+    header,
+)
 from gitmem.adapters.tokens import Grant, Tokens, hash_token
 from gitmem.errors import MemoryStoreError
+from gitmem.model import Origin
 from gitmem.root import Root
 
 StartResponse = Callable[..., Any]
@@ -81,26 +108,9 @@ DEFAULT_CALL_TIMEOUT = 120.0
 """The longest one MCP request may take before the client gets 504 (a liveness bound)."""
 DEFAULT_MAX_STREAMS = 16
 """GET event streams open at once (each holds a worker thread: ``gitmem serve`` adds this many)."""
-_SESSION_HEADER = "mcp-session-id"
 
 
-@dataclass
-class _Session:
-    """One MCP server (and the SDK's session manager for it) running on the bridge's loop."""
-
-    owner: str  # the hash of the token that opened it
-    grant: Grant  # what that token could do then: a session ends when the token file changes it
-    server: MemoryMcpServer
-    manager: StreamableHTTPSessionManager
-    stop: anyio.Event
-    last_used: float = field(default_factory=time.monotonic)
-    session_id: str | None = None
-    in_flight: list[float] = field(default_factory=list)  # when each request being served began
-    topic: Route = DEFAULT_ROUTE  # the session's topic and durable scope
-    streams: int = 0  # open GET event streams (0 or 1: the SDK allows one per session)
-
-
-class McpHttpApp:
+class McpHttpApp(SessionTakeUp):
     """The WSGI app for ``/mcp``: bearer auth, one MCP server per client session, the SDK's transport."""
 
     def __init__(
@@ -113,6 +123,7 @@ class McpHttpApp:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_streams: int = DEFAULT_MAX_STREAMS,
+        book: SessionBook | None = None,
     ) -> None:
         self.root = root
         self.max_streams = max_streams
@@ -122,12 +133,11 @@ class McpHttpApp:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.call_timeout = call_timeout
+        self.book = book if book is not None else SessionBook()
+        self._owns_book = book is None
         self._lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}  # by mcp-session-id
-        self._shared: dict[
-            tuple[str, Route], _Session
-        ] = {}  # by token hash and route (topic, scope): the session-less (2026-era) server
-        self._opening: dict[str, list[float]] = {}  # when each session being opened began, by token hash
+        self._sessions: dict[str, Session] = {}  # this worker's copies, by the book's session id
+        self._shared: dict[tuple[str, Route], Session] = {}  # by token hash and route: the session-less (2026-era) server
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
@@ -135,8 +145,14 @@ class McpHttpApp:
         self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
 
     def _servers(self) -> list[MemoryMcpServer]:
+        """Every server here, those with an event stream first following the book's subscriptions."""
         with self._lock:
-            return [s.server for s in (*self._sessions.values(), *self._shared.values())]
+            sessions = list(self._sessions.values())
+            shared = list(self._shared.values())
+        for session in sessions:
+            if session.streams:
+                self._follow_subscriptions(session)
+        return [s.server for s in (*sessions, *shared)]
 
     # -- WSGI --------------------------------------------------------------------
 
@@ -162,14 +178,18 @@ class McpHttpApp:
                 session = self._shared_session(owner, grant, session_route(environ))
             elif session_id is not None:
                 self._reap_now_and_then()
-                found = self._current(session_id, owner, grant)
+                found = self._current(session_id, owner, grant, environ)
                 if found is None:
                     return _reply(start_response, 404, _error("Session not found"))
                 session = found
             else:
                 self._reap()
-                began, wait = self._admit(owner)
-                if wait is not None:
+                topic = session_route(environ)
+                admission = self.book.admit(owner, self.max_sessions, self.call_timeout)
+                for evicted in admission.evicted:
+                    self._drop(evicted)
+                if admission.session_id is None:
+                    wait = admission.retry_after
                     return _reply(
                         start_response,
                         429,
@@ -179,12 +199,8 @@ class McpHttpApp:
                         ),
                         [("Retry-After", str(wait))],
                     )
-                try:
-                    topic = session_route(environ)
-                    return self._serve_opening(start_response, owner, grant, environ, body, topic)
-                finally:  # counted as opening until it is registered or given up
-                    with self._lock:
-                        self._opened(owner, began)
+                return self._serve_opening(start_response, owner, grant, environ, body, topic, admission.session_id,
+                                           admission.lock_fd)  # fmt: skip
         except MemoryStoreError as exc:
             if exc.code in ("not_found", "unknown_memory"):  # the token reaches no file memory here
                 return _reply(start_response, 403, _error(exc.message))
@@ -193,26 +209,29 @@ class McpHttpApp:
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         status, headers, data = self._handle_in_flight(session, environ, body)
         if method == "DELETE" and session_id is not None and status < 400:
-            with self._lock:
-                self._sessions.pop(session_id, None)
-            self._stop(session)
+            self.book.remove(owner, session_id)
+            self._drop(session_id)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
-    def _current(self, session_id: str, owner: str, grant: Grant) -> _Session | None:
+    def _current(self, session_id: str, owner: str, grant: Grant, environ: Mapping[str, Any]) -> Session | None:
         """Session ``session_id`` if ``owner`` opened it and its token still grants what it did, else ``None``.
 
         Another token's session does not exist for this one; a session whose
-        token the file changed (narrowed, widened) ends, and its client starts again.
+        token the file changed (narrowed, widened) ends, and its client starts
+        again. A session of the book this worker does not hold yet is taken up.
         """
+        if not valid_session_id(session_id):
+            return None
         with self._lock:
             found = self._sessions.get(session_id)
-        if found is None or found.owner != owner:
+        if found is None:
+            return self._adopt(session_id, owner, grant, environ)
+        if found.owner != owner:
             return None
         if found.grant != grant:
-            with self._lock:
-                self._sessions.pop(session_id, None)
-            self._stop(found)
+            self.book.remove(owner, session_id)
+            self._drop(session_id)
             return None
         return found
 
@@ -222,8 +241,11 @@ class McpHttpApp:
         if session_id is None:  # the 2026 era has no GET stream; the protocol's way to say so
             return _reply(start_response, 405, _error("an event stream belongs to a session: send mcp-session-id"),
                           [("Allow", "POST, GET, DELETE")])  # fmt: skip
-        session = self._current(session_id, owner, grant)
-        if session is None:
+        try:
+            session = self._current(session_id, owner, grant, environ)
+        except MemoryStoreError as exc:
+            return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
+        if session is None or not self.book.exists(owner, session_id):
             return _reply(start_response, 404, _error("Session not found"))
         with self._lock:
             if self._streams >= self.max_streams:
@@ -237,11 +259,17 @@ class McpHttpApp:
                                                       "and all are taken: no change notifications for now"),
                           [("Allow", "POST, DELETE")])  # fmt: skip
         token = _bearer(environ)
+        touched = [time.monotonic()]
 
         def alive() -> bool:
             with self._lock:
                 live = self._sessions.get(session_id) is session
-            return live and self.tokens.grant(token) == session.grant
+            if not live or self.tokens.grant(token) != session.grant or not self.book.exists(owner, session_id):
+                return False
+            if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
+                touched[0] = time.monotonic()  # an open stream is a use: the session is not reaped
+                self.book.touch(session.lock_fd)
+            return True
 
         def closed() -> None:
             with self._lock:
@@ -250,10 +278,12 @@ class McpHttpApp:
                 session.last_used = time.monotonic()
 
         try:
+            self._changes.start()  # only a stream is told of changes: no watcher runs before the first
+            self._follow_subscriptions(session, force=True)
             status, headers, body = event_stream(
                 self._loop(),
                 session.manager,
-                asgi_scope(environ),
+                as_local(asgi_scope(environ), session.local_id),
                 timeout=self.call_timeout,
                 alive=alive,
                 on_close=closed,
@@ -261,7 +291,9 @@ class McpHttpApp:
         except BaseException:
             closed()
             raise
-        start_response(f"{status} {_REASONS.get(status, 'Status')}", headers)
+        if status < 400:
+            self._catch_up(session)
+        start_response(f"{status} {_REASONS.get(status, 'Status')}", as_public(headers, session_id))
         return body
 
     def _serve_opening(
@@ -271,92 +303,84 @@ class McpHttpApp:
         grant: Grant,
         environ: Mapping[str, Any],
         body: bytes,
-        topic: Route = DEFAULT_ROUTE,
+        topic: Route,
+        session_id: str,
+        lock_fd: int | None,
     ) -> list[bytes]:
-        """A request without a session: a new MCP server answers it, and is kept if it opened a session."""
-        session = self._open(owner, grant, topic)
-        status, headers, data = self._handle(session, asgi_scope(environ), body)
-        new_id = dict((k.lower(), v) for k, v in headers).get(_SESSION_HEADER)
-        if status < 400 and new_id:
-            session.session_id = new_id
-            session.last_used = time.monotonic()
-            with self._lock:
-                self._sessions[new_id] = session
-        else:
-            self._stop(session)
+        """A request without a session: a new MCP server answers it, and is kept (in the book) if it opened one."""
+        kept = False
+        session: Session | None = None
+        try:
+            session = self._open(owner, grant, topic)
+            status, headers, data = self._handle(session, asgi_scope(environ), body)
+            local_id = header(headers, SESSION_HEADER)
+            if status < 400 and local_id:
+                session.session_id, session.local_id, session.lock_fd = session_id, local_id, lock_fd
+                session.version = agreed_version(data)
+                session.host = str(environ.get("HTTP_HOST", ""))
+                session.last_used = time.monotonic()
+                self._keep_cursors(session)
+                self.book.register(owner, session_id, {
+                    "topic": topic.topic, "scope": topic.scope, "tag": session.server.session_tag, "grant": grant_stamp(grant),
+                    "init": body.decode("utf-8", "replace"), "version": session.version, "host": session.host,
+                    "subscriptions": [],
+                })  # fmt: skip
+                with self._lock:
+                    self._sessions[session_id] = session
+                kept = True
+                headers = as_public(headers, session_id)
+        finally:
+            if lock_fd is not None:
+                self.book.idle(lock_fd)
+            if not kept:
+                if session is not None:
+                    self._stop(session)
+                self.book.abandon(owner, session_id)
+                if lock_fd is not None:
+                    os.close(lock_fd)
         start_response(f"{status} {_REASONS.get(status, 'Status')}", [*headers, ("Content-Length", str(len(data)))])
         return [data]
 
     # -- sessions ----------------------------------------------------------------
 
-    def _admit(self, owner: str) -> tuple[float, int | None]:
-        """Make room for one more session of ``owner``: (when it began, ``None``), or (0, seconds to wait).
-
-        Past ``max_sessions`` the token's least recently used sessions with no
-        request in flight are closed. When none is idle, the answer is the time by
-        which the first in-flight request (or session being opened) is over: each
-        is cut off at ``call_timeout``.
-        """
-        evicted: list[_Session] = []
-        try:
-            with self._lock:
-                now = time.monotonic()
-                mine = sorted((s for s in self._sessions.values() if s.owner == owner), key=lambda s: s.last_used)
-                opening = self._opening.get(owner, [])
-                excess = len(mine) + len(opening) + 1 - self.max_sessions
-                for session in mine:
-                    if excess <= 0:
-                        break
-                    if not session.in_flight and session.session_id is not None:
-                        evicted.append(self._sessions.pop(session.session_id))
-                        excess -= 1
-                if excess > 0:
-                    ends = [max(s.in_flight) for s in mine if s.in_flight] + list(opening)
-                    first_free = min(ends, default=now) + self.call_timeout
-                    return 0.0, max(1, math.ceil(first_free - now))
-                self._opening.setdefault(owner, []).append(now)
-                return now, None
-        finally:
-            for session in evicted:
-                self._stop(session)
-
-    def _opened(self, owner: str, began: float) -> None:
-        """The session ``owner`` began opening at ``began`` is registered or given up (hold the lock)."""
-        opening = self._opening.get(owner, [])
-        if began in opening:
-            opening.remove(began)
-        if not opening:
-            self._opening.pop(owner, None)
-
-    def _handle_in_flight(
-        self, session: _Session, environ: Mapping[str, Any], body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _handle_in_flight(self, session: Session, environ: Mapping[str, Any], body: bytes) -> Answer:
         """The answer to a request of ``session``, with the session marked busy meanwhile (a busy one is never evicted).
 
         A plain tool call is answered on this thread (:mod:`gitmem.adapters.mcp_fastcall`), anything else by the SDK.
         """
         began = time.monotonic()
+        gone: Answer = (404, [("Content-Type", "application/json")], _error("Session not found"))
         with self._lock:
             if session.session_id is not None and self._sessions.get(session.session_id) is not session:
-                # closed meanwhile (evicted, or its DELETE): answered as any ended session is
-                return 404, [("Content-Type", "application/json")], _error("Session not found")
+                return gone  # closed meanwhile (evicted, or its DELETE): answered as any ended session is
             session.last_used = began
             session.in_flight.append(began)
+            if session.lock_fd is not None and len(session.in_flight) == 1:
+                self.book.busy(session.lock_fd)
         try:
-            if environ.get("REQUEST_METHOD") == "POST":
+            if session.session_id is not None and not self.book.exists(session.owner, session.session_id):
+                self._drop(session.session_id)  # ended through another worker
+                return gone
+            change = self._before(session, body) if session.session_id is not None else None
+            if change is None and environ.get("REQUEST_METHOD") == "POST":
                 answer = mcp_fastcall.tool_call(session.server, environ, body)
                 if answer is not None:
                     headers = [("Content-Type", "application/json")]
                     if session.session_id is not None:
-                        headers.append((_SESSION_HEADER, session.session_id))
+                        headers.append((SESSION_HEADER, session.session_id))
                     return 200, headers, answer
-            return self._handle(session, asgi_scope(environ), body)
+            status, headers, data = self._handle(session, as_local(asgi_scope(environ), session.local_id), body)
+            if change is not None:
+                self._after(session, change, status, data)
+            return status, as_public(headers, session.session_id), data
         finally:
             with self._lock:
                 session.in_flight.remove(began)
                 session.last_used = time.monotonic()
+                if session.lock_fd is not None and not session.in_flight:
+                    self.book.idle(session.lock_fd)
 
-    def _shared_session(self, owner: str, grant: Grant, topic: Route) -> _Session:
+    def _shared_session(self, owner: str, grant: Grant, topic: Route) -> Session:
         key = (owner, topic)
         with self._lock:
             found = self._shared.get(key)
@@ -376,16 +400,20 @@ class McpHttpApp:
             self._stop(made)
         return kept
 
-    def _open(self, owner: str, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True) -> _Session:
+    def _open(
+        self, owner: str, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True, tag: str = ""
+    ) -> Session:
         server = self.memory_server(grant, topic, watched=watched)
-        # Idle sessions are ended by _reap, which sees every request: the SDK sees no tool call
-        # answered without it (mcp_fastcall), so its own idle timer would end busy sessions.
+        if tag and tag != server.session_tag:  # a session taken up keeps the tag its tool call ids carry
+            if server.origin.run_id == f"mcp-{server.session_tag}":
+                server.origin = Origin(f"mcp-{tag}", server.origin.principal_id)
+            server.session_tag = tag
+        # The book ends idle sessions (for every worker), not the SDK (for this one).
         manager = StreamableHTTPSessionManager(
             server.server, json_response=True, session_idle_timeout=None, max_sessions=1
         )
         stop = self._run(self._serve_manager, manager)
-        self._changes.start()
-        return _Session(owner, grant, server, manager, stop, topic=topic)
+        return Session(owner, grant, server, manager, stop, topic=topic)
 
     def memory_server(self, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True) -> MemoryMcpServer:
         """A fresh MCP server over what ``grant`` reaches (:func:`gitmem.adapters.mcp_served.served_server`).
@@ -395,6 +423,20 @@ class McpHttpApp:
         """
         return served_server(self.root, grant, topic, watched=watched)
 
+    def _drop(self, session_id: str) -> None:
+        """Stop this worker's copy of a session (the book's record is another matter)."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is not None:
+            self._release(session)
+
+    def _release(self, session: Session) -> None:
+        self._stop(session)
+        fd, session.lock_fd = session.lock_fd, None
+        if fd is not None:
+            with suppress(OSError):
+                os.close(fd)
+
     def _reap_now_and_then(self) -> None:
         """:meth:`_reap` at most every tenth of ``idle_timeout`` (a minute at most), from any request."""
         now = time.monotonic()
@@ -403,15 +445,15 @@ class McpHttpApp:
             self._reap()
 
     def _reap(self) -> None:
-        """Close sessions nobody used for ``idle_timeout`` (their client gets 404 next and opens another)."""
+        """End sessions nobody used for ``idle_timeout`` (in the book), and free copies the book no longer holds."""
+        for _owner, session_id in self.book.reap(self.idle_timeout):
+            self._drop(session_id)
         cutoff = time.monotonic() - self.idle_timeout
         with self._lock:
-            idle = [
-                sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.in_flight and not s.streams
-            ]
-            stale = [self._sessions.pop(sid) for sid in idle]
-        for session in stale:
-            self._stop(session)
+            copies = [(sid, s) for sid, s in self._sessions.items() if not s.in_flight and not s.streams]
+        for sid, session in copies:
+            if session.last_used < cutoff or not self.book.exists(session.owner, sid):
+                self._drop(sid)
 
     def session_count(self) -> int:
         with self._lock:
@@ -442,7 +484,7 @@ class McpHttpApp:
             task_status.started(stop)
             await stop.wait()
 
-    def _stop(self, session: _Session) -> None:
+    def _stop(self, session: Session) -> None:
         portal = self._portal
         if portal is not None:
             try:
@@ -450,19 +492,15 @@ class McpHttpApp:
             except RuntimeError:  # the loop is already gone
                 pass
 
-    def _handle(
-        self, session: _Session, scope: dict[str, Any], body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _handle(self, session: Session, scope: dict[str, Any], body: bytes) -> Answer:
         try:
-            answer: tuple[int, list[tuple[str, str]], bytes] = self._loop().call(
-                asgi_answer, session.manager, scope, body, self.call_timeout
-            )
+            answer: Answer = self._loop().call(asgi_answer, session.manager, scope, body, self.call_timeout)
             return answer
         except TimeoutError:
             return 504, [("Content-Type", "application/json")], _error("the MCP request took too long")
 
     def close(self, timeout: float = 10.0) -> None:
-        """End every session and the loop."""
+        """End every session of this worker (the book's records stay for the others) and the loop."""
         with self._lock:
             self._closed = True
             sessions = [*self._sessions.values(), *self._shared.values()]
@@ -470,11 +508,13 @@ class McpHttpApp:
             self._shared.clear()
             portal_cm, self._portal_cm = self._portal_cm, None
         for session in sessions:
-            self._stop(session)
+            self._release(session)
         self._changes.close(timeout)
         if portal_cm is not None:
             portal_cm.__exit__(None, None, None)
         self._portal = None
+        if self._owns_book:
+            self.book.close()
 
 
 class WithMcp:

@@ -47,9 +47,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import EVENT_TYPE_CLOSED_NO_WRITE, EVENT_TYPE_OPENED, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
@@ -153,11 +153,18 @@ class _Mount:
         self.refs: dict[str, str] = {}
 
 
+#: Events of a file or folder being read. Each re-read of the refs opens their folders, so taking these
+#: as hints made the watcher read the refs again and again, a few hundred times a second, for ever.
+_READS: Final = frozenset({EVENT_TYPE_OPENED, EVENT_TYPE_CLOSED_NO_WRITE})
+
+
 class _Handler(FileSystemEventHandler):
     def __init__(self, watcher: Watcher) -> None:
         self.watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _READS:  # a read, such as this watcher's own of the refs: nothing moved
+            return
         self.watcher._hint(os.fsdecode(event.src_path), os.fsdecode(event.dest_path or b""))
 
 

@@ -76,8 +76,8 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
     tokens = tmp_path / "tokens.toml"
     good = token_entry(ALICE, "alice", ["notes"], "write")
     tokens.write_text(good)
-    with serving(root.path, tokens) as served:
-        proc, info = served.proc, served.info
+    with serving(root.path, tokens, "--workers", "1") as served:  # one worker: one log line per change
+        info = served.info
         refs = f"{info['url']}/notes.git/info/refs?service=git-upload-pack"
         hello = json.dumps(
             {
@@ -92,8 +92,9 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
             }
         ).encode()
         mcp = info["mcp_url"]
-        assert _request(refs, ALICE) == 200
-        rss_before = _rss_kib(proc.pid)
+        assert _request(refs, ALICE) == 200  # answered: the worker is up
+        worker = int(Path(f"/proc/{served.proc.pid}/task/{served.proc.pid}/children").read_text().split()[0])
+        rss_before = _rss_kib(worker)
 
         for broken in ("typo", "fifo", "link", "big"):
             _replace(tokens, broken)
@@ -104,7 +105,7 @@ def test_a_live_edit_that_breaks_the_token_file_fails_closed_until_fixed(tmp_pat
             # Every line of the typo'd file was an admin token under the old guess; none is one now.
             assert _request(refs, 'access = "admin"') == 401
             assert _request(refs, "[[tokens]]") == 401
-        assert _rss_kib(proc.pid) < rss_before + 50 * 1024, "the server read the device or the big file"
+        assert _rss_kib(worker) < rss_before + 50 * 1024, "the server read the device or the big file"
 
         _replace(tokens, good)  # fixed: access is back, without a restart
         assert _request(refs, ALICE) == 200

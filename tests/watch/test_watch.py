@@ -206,3 +206,30 @@ def test_forget_and_purge_are_reported_as_rewritten_history(root: Root) -> None:
         purged = next_change(changes, lambda c: c.ref == "refs/heads/main" and c.new == store.head())
     assert forgot.rewritten and forgot.commits[0].op == "forget"
     assert purged.rewritten and purged.commits[0].op == "purge"
+
+
+def test_an_idle_watcher_does_not_wake_itself_reading_the_refs(tmp_path: Path) -> None:
+    """Its own read of the refs opens their folders: those events are reads, not a change to read again.
+
+    Taken as hints, they kept a watcher (every ``gitmem serve`` worker with an
+    event stream, every ``gitmem mcp``) re-reading the refs some 300 times a
+    second while nothing moved: a sixth of a core for ever.
+    """
+    root = Root(tmp_path / "root")
+    store = root.mount("team", create=True).sync
+    seen: list[RefChange] = []
+    watcher = Watcher(root, None, seen.append, debounce=0.005, index=False)
+    watcher.start()
+    try:
+        store.write("a.md", "a\n", expected=None)
+        deadline = time.monotonic() + WAIT
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen, "the write was not seen"
+        time.sleep(0.5)
+        before = time.process_time()
+        time.sleep(2.0)
+        idle = time.process_time() - before
+    finally:
+        watcher.stop(10)
+    assert idle < 0.1, f"an idle watcher used {idle:.3f} s of CPU in 2 s"

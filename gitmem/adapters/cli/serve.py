@@ -53,7 +53,8 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     default=16,  # mcp_http.DEFAULT_MAX_STREAMS
     show_default=True,
     metavar="N",
-    help="MCP event streams (GET /mcp: change notifications) open at once; each holds a worker thread of its own.",
+    help="MCP event streams (GET /mcp: change notifications) open at once in each worker process; each holds a "
+    "thread of its own.",
 )
 @click.option(
     "--allow-origin",
@@ -78,6 +79,13 @@ from gitmem.adapters.cli.app import State, cli, common_options, emit, pass_state
     help="Serve every route under PATH (e.g. /memories: PATH/NAME.git, PATH/mcp, PATH/health), as a reverse "
     "proxy forwards it; requests outside it get 404.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Worker processes serving the port [default: this machine's cores]; a supervisor replaces one that "
+    "dies and stops them all on SIGTERM or Ctrl-C.",
+)
 @common_options
 @pass_state
 def serve(
@@ -93,6 +101,7 @@ def serve(
     allow_origins: tuple[str, ...],
     allow_hosts: tuple[str, ...],
     base_path: str,
+    workers: int | None,
 ) -> None:
     """Serve every memory under the root: git over HTTP (clone, fetch, checked pushes) and MCP at /mcp.
 
@@ -106,10 +115,11 @@ def serve(
         from gitmem.config import install_hint
 
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
-    from gitmem.adapters.http_server import GitHttpServer, load_tokens, normalize_base_path
-    from gitmem.adapters.http_server import serve as run
+    from gitmem.adapters.http_server import load_tokens, normalize_base_path
     from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
+    from gitmem.adapters.serve_workers import Listening, default_workers
+    from gitmem.adapters.serve_workers import serve as run
     from gitmem.errors import MemoryStoreError
 
     for origin in allow_origins:
@@ -127,8 +137,9 @@ def serve(
 
     tokens = load_tokens(token_file)
     root = state.root
+    processes = workers or default_workers()
 
-    def ready(server: GitHttpServer) -> None:
+    def ready(server: Listening) -> None:
         mounts = root.mounts()
         url = _public_url(server.host, server.port) + base
         emit(
@@ -144,8 +155,9 @@ def serve(
                 "mcp_url": f"{url}/mcp" if mcp else None,
                 "mcp_sessions": mcp_sessions if mcp else None,
                 "base_path": base or "/",
+                "workers": processes,
             },
-            lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp),
+            lambda: _describe(url, root.path, mounts, public_read, len(tokens), mcp, processes),
         )
         sys.stdout.flush()
 
@@ -163,6 +175,7 @@ def serve(
         allowed_origins=allow_origins,
         allowed_hosts=allow_hosts,
         base_path=base,
+        workers=processes,
     )
 
 
@@ -183,8 +196,9 @@ def _public_url(host: str, port: int) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int, mcp: bool) -> None:
-    say(f"serving {root} at {url} ({len(mounts)} memories now); Ctrl-C stops")
+def _describe(url: str, root: Path, mounts: list[str], public_read: bool, tokens: int, mcp: bool, workers: int) -> None:
+    plural = "es" if workers != 1 else ""
+    say(f"serving {root} at {url} ({len(mounts)} memories now, {workers} worker process{plural}); Ctrl-C stops")
     auth = url.replace("://", "://<principal>:<token>@", 1)
     shown = mounts[:10]
     for name in shown:

@@ -1,0 +1,125 @@
+"""Two ``/mcp`` apps sharing one session book behave as one server: what every worker of ``gitmem serve`` relies on.
+
+Each app here stands for a worker (its own servers, SDK sessions and loop; the
+book is the only thing they share, as between processes). A session opened
+through one answers through the other; the per-token limit, least-recently-used
+eviction, DELETE and a changed grant hold across both. The real processes are
+in ``test_serve_workers.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gitmem import Root
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.mcp_book import SessionBook
+from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+from gitmem.adapters.tokens import token_entry
+
+from .support import seed
+
+TOKEN = "tok-alice-book-0123456789abcdef0123"
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+@dataclass
+class Two:
+    a: str
+    b: str
+    apps: tuple[McpHttpApp, McpHttpApp]
+    token_file: Path
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Two]:
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(token_entry(TOKEN, "alice", ["notes"], "write"), encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
+    book = SessionBook(tmp_path / "book")
+    apps = (McpHttpApp(root, tokens, max_sessions=2, book=book), McpHttpApp(root, tokens, max_sessions=2, book=book))
+    servers = [GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0).start() for app in apps]
+    try:
+        a, b = (f"http://127.0.0.1:{s.port}/mcp" for s in servers)
+        yield Two(a, b, apps, token_file)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def post(url: str, body: object, session: str | None = None, method: str = "POST") -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "Authorization": f"Bearer {TOKEN}"}  # fmt: skip
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
+    for key, value in headers.items():
+        request.add_header(key, value)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, {}, exc.read()
+
+
+def connect(url: str) -> str:
+    status, headers, body = post(url, HELLO)
+    assert status == 200, body
+    session = headers["mcp-session-id"]
+    assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+    return session
+
+
+def listed(url: str, session: str) -> int:
+    return post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session)[0]
+
+
+def test_a_session_opened_through_one_worker_answers_through_the_other(two: Two) -> None:
+    session = connect(two.a)
+    assert listed(two.b, session) == 200  # taken up by b
+    view = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "memory_file_view", "arguments": {"memory": "notes", "path": "seed.md"}}}  # fmt: skip
+    status, headers, body = post(two.b, view, session)
+    assert status == 200 and b"hello" in body
+    assert headers["mcp-session-id"] == session  # the client only ever sees the book's id
+    assert two.apps[1]._sessions[session].server.session_tag == two.apps[0]._sessions[session].server.session_tag
+
+
+def test_the_token_limit_and_lru_eviction_hold_across_workers(two: Two) -> None:
+    first, second = connect(two.a), connect(two.b)
+    assert listed(two.b, first) == 200  # first is now the most recently used, through b
+    third = connect(two.a)  # one past the limit of 2: second idled longest
+    assert listed(two.a, second) == 404 and listed(two.b, second) == 404
+    assert listed(two.a, first) == 200 and listed(two.b, third) == 200
+    assert sum(app.session_count() for app in two.apps) <= 4
+
+
+def test_delete_through_one_worker_ends_the_session_for_both(two: Two) -> None:
+    session = connect(two.a)
+    assert listed(two.b, session) == 200
+    assert post(two.b, {}, session, method="DELETE")[0] == 200
+    assert listed(two.a, session) == 404 and listed(two.b, session) == 404
+
+
+def test_a_changed_grant_ends_the_session_for_both(two: Two) -> None:
+    session = connect(two.a)
+    assert listed(two.b, session) == 200
+    two.token_file.write_text(token_entry(TOKEN, "alice", ["notes"], "read"), encoding="utf-8")
+    assert listed(two.b, session) == 404
+    assert listed(two.a, session) == 404
+    assert listed(two.a, connect(two.b)) == 200  # a new session, under the new grant
