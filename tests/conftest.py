@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,6 +44,25 @@ for _name in [n for n in os.environ if n.startswith("GITMEM_")] + ["XDG_DATA_HOM
 def _no_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A test that forgets --root writes under a temporary home, not the real one."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+@pytest.fixture(autouse=True)
+def _libgit2_fsync_as_a_new_process_has_it() -> Iterator[None]:
+    """Each test starts with libgit2's fsync switch off, as a new process does.
+
+    The switch is process-wide and gitmem turns it on (and never off) once a process
+    opens a durable mount; left on, every later test's pygit2 write would wait for the
+    disk (7-11 ms a loose object here, against 0.3), and which tests paid depended on
+    which ran first. A test that opens a durable mount turns it on again itself;
+    what libgit2 fsyncs is checked in child processes (``tests/races/test_durable_mount.py``).
+    """
+    yield
+    gitrepo = sys.modules.get("gitmem.git.repo")
+    if gitrepo is not None and gitrepo._libgit2_fsync[0]:
+        import pygit2
+
+        pygit2.settings.enable_fsync_gitdir(False)
+        gitrepo._libgit2_fsync[0] = False
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

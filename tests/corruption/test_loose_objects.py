@@ -17,7 +17,6 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -186,27 +185,13 @@ def test_object_writes_survive_their_folder_being_removed_meanwhile(tmp_path: Pa
 
     libgit2 creates the folder, then renames its temporary file into it; a folder
     removed in between failed the write. Another process removes every empty
-    folder in a loop while this one writes objects: none may fail.
-
-    libgit2's fsync switch is process-wide, and a durable mount opened by an
-    earlier test turns it on; each write then spends milliseconds in ``fsync``
-    between the folder's creation and the rename, which a remover looping
-    without pause wins every time. The race under test is the folder's, so the
-    switch is off for it (and put back after).
+    folder in a loop while this one writes objects: none may fail (libgit2's fsync
+    is off, as in every test that opens no durable mount: a write that waited
+    for the disk between the folder's creation and the rename would lose every
+    race to a remover looping without pause).
     """
-    import pygit2
-
-    from gitmem.git import repo as gitrepo
     from gitmem.git.loose import open_repository
 
-    pygit2.settings.enable_fsync_gitdir(False)
-    try:
-        _writes_while_folders_vanish(tmp_path, open_repository)
-    finally:
-        pygit2.settings.enable_fsync_gitdir(gitrepo._libgit2_fsync[0])
-
-
-def _writes_while_folders_vanish(tmp_path: Path, open_repository: Callable[[str], Any]) -> None:
     repo = tmp_path / "r.git"
     GitFileStore.init(repo)
     remover = subprocess.Popen([sys.executable, "-c", RMDIR_LOOP, str(repo / "objects")])
