@@ -25,6 +25,11 @@ write      every tool       + remember, dry prune   recall, log, propose        
 admin      every tool       + prune                 + activate, approve          main (proposal if gated)
 =========  ===============  ======================  ===========================  ====================
 
+A reviewer's ``durable_activate`` and ``durable_approve`` land on ``main`` even
+on a review-gated memory (a decision is not proposed again), and ``durable_approve``
+activates every candidate the approved run brought, whatever its tenant, scope or
+principal: what is merged is what is activated, as ``gitmem durable approve`` does.
+
 **One proposal per principal and topic.** Every change is committed with run
 ``<principal>/<topic>``: the topic is ``mcp`` unless the request that opens the
 session names another in the ``Gitmem-Topic`` header. Where a change lands on a
