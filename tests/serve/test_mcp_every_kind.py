@@ -250,7 +250,8 @@ def test_a_reviewers_decisions_over_mcp_land_on_main_of_a_review_gated_durable_m
     with serving(root.path, tokens) as served:
         url = served.info["url"] + "/mcp"
         with HttpMcpClient(url, token_of("carol"), {"Gitmem-Scope": "repo-api"}) as carol:
-            carol_node = payload(carol.call("durable_propose", items=[item("Carol: release notes come first.")]))["new"][0]
+            proposed = payload(carol.call("durable_propose", items=[item("Carol: release notes come first.")]))
+            carol_node = proposed["new"][0]
         with HttpMcpClient(url, token_of("dana"), {"Gitmem-Scope": "repo-api"}) as dana:
             approved = payload(dana.call("durable_approve", run="carol/mcp"))
             assert approved["activated"] == [carol_node] and approved["branch"] == "main", approved
