@@ -25,6 +25,11 @@ write      every tool       + remember, dry prune   recall, log, propose        
 admin      every tool       + prune                 + activate, approve          main (proposal if gated)
 =========  ===============  ======================  ===========================  ====================
 
+A reviewer's ``durable_activate`` and ``durable_approve`` land on ``main`` even
+on a review-gated memory (a decision is not proposed again), and ``durable_approve``
+activates every candidate the approved run brought, whatever its tenant, scope or
+principal: what is merged is what is activated, as ``gitmem durable approve`` does.
+
 **One proposal per principal and topic.** Every change is committed with run
 ``<principal>/<topic>``: the topic is ``mcp`` unless the request that opens the
 session names another in the ``Gitmem-Topic`` header. Where a change lands on a
@@ -52,6 +57,7 @@ from gitmem.git.refs import MAIN
 from gitmem.git.review import PROPOSALS, check_run_id, gate_enabled, principal_run
 from gitmem.model import Origin
 from gitmem.root import Root
+from gitmem.tools.catalog import REVIEW
 
 if TYPE_CHECKING:
     from gitmem.tools.durable import DurableTools
@@ -80,12 +86,26 @@ class Route:
 DEFAULT_ROUTE: Final = Route()
 
 
+def _header(environ: Mapping[str, Any], key: str, label: str) -> str:
+    """Header ``key`` as the client sent it: UTF-8, stripped (``""`` without one).
+
+    A WSGI server hands header bytes over decoded as latin-1 (PEP 3333), so ``café``
+    arrives as ``cafÃ©``; re-encoded, they decode as the UTF-8 a client sends.
+    ``forbidden`` for bytes that are not UTF-8.
+    """
+    raw = str(environ.get(key, ""))
+    try:
+        return raw.encode("latin-1").decode("utf-8").strip()
+    except UnicodeError:
+        raise MemoryStoreError("forbidden", f"the {label} header is not UTF-8") from None
+
+
 def session_topic(environ: Mapping[str, Any]) -> str:
     """The topic the request asks for (``Gitmem-Topic``), checked as a branch name part; ``mcp`` without one.
 
     ``forbidden`` (as for any run id that cannot name a proposal) for one with ``/``, spaces and the like.
     """
-    topic = str(environ.get(TOPIC_HEADER, "")).strip() or DEFAULT_TOPIC
+    topic = _header(environ, TOPIC_HEADER, "Gitmem-Topic") or DEFAULT_TOPIC
     if "/" in topic:
         raise MemoryStoreError("forbidden", f"the topic {topic[:80]!r} holds a '/': give one name such as 'billing'")
     check_run_id(principal_run("p", topic))
@@ -97,7 +117,7 @@ def session_route(environ: Mapping[str, Any]) -> Route:
 
     A scope is checked as every durable identifier is (one line, at most 256 bytes): ``forbidden`` otherwise.
     """
-    scope = str(environ.get(SCOPE_HEADER, "")).strip() or DEFAULT_SCOPE
+    scope = _header(environ, SCOPE_HEADER, "Gitmem-Scope") or DEFAULT_SCOPE
     from gitmem.durable.namespace import check_identifier
 
     check_identifier("the Gitmem-Scope header", scope, code="forbidden")
@@ -128,8 +148,8 @@ class ServedMcpServer(MemoryMcpServer):
         tool = self.registry.get(name)
         memory = arguments.get("memory")
         target = self.targets.get(memory) if isinstance(memory, str) else None
-        if tool is not None and tool.kind == "durable":
-            target = self.durable_target
+        if tool is not None and tool.kind == "durable":  # a reviewer's decision always lands on main
+            target = _on_main if name.removeprefix("durable_") in REVIEW else self.durable_target
         if "error" in data or tool is None or tool.effect == "read" or target is None:
             return data
         return {**data, "branch": target()}
@@ -168,8 +188,9 @@ def served_server(
         try:
             store = root.mount(name)
             kind = store.kind
-        except MemoryStoreError:
-            continue  # removed meanwhile, or not readable: not offered
+        except MemoryStoreError as exc:
+            _unless_gone(exc)
+            continue  # removed meanwhile: not offered
         if kind == "session":
             sessions.append(name)
             continue
@@ -224,8 +245,9 @@ def _session_tools(root: Root, names: list[str], grant: Grant) -> SessionTools |
 
     try:
         memory = open_session_memory(root.path, mount=names[0], create=False)
-    except MemoryStoreError:
-        return None  # removed meanwhile, or not readable: not offered
+    except MemoryStoreError as exc:
+        _unless_gone(exc)
+        return None  # removed meanwhile: not offered
     if grant.access in ("read", "propose"):
         return SessionTools(memory, tools=[PREFIX + tool for tool in sorted(READ)])
     return SessionTools(memory, allow_prune=grant.access == "admin")
@@ -251,11 +273,30 @@ def _durable_tools(memories: list[tuple[str, Any]], grant: Grant, scope: str) ->
     try:
         namespace = Namespace(grant.tenant or name, grant.own_namespace, scope)
         repository = DurableRepository(seam)
-    except MemoryStoreError:
-        return None  # not readable: not offered
+    except MemoryStoreError as exc:
+        _unless_gone(exc)
+        return None  # removed meanwhile: not offered
     tools = ["recall", "log"] if grant.access == "read" else None
     reviewer = grant.access == "admin" and grant.principal is not None
     return DurableTools(DurableBinding(repository, namespace), tools=tools, allow_activate=reviewer), seam
+
+
+def _on_main() -> str:
+    return MAIN[len("refs/heads/") :]
+
+
+#: The codes that say a memory is not (or no longer) there: such a memory is simply not offered.
+_GONE: Final = frozenset({"unknown_memory", "not_found", "memory_deleted"})
+
+
+def _unless_gone(exc: MemoryStoreError) -> None:
+    """Raise ``exc`` unless it says the memory is gone.
+
+    Any other failure (a transient ``unavailable``, a namespace the token's tenant
+    cannot name) surfaces, rather than the token's session silently offering less.
+    """
+    if exc.code not in _GONE:
+        raise exc
 
 
 def _target(seam: Any, run: str | None, proposing: bool) -> Callable[[], str]:

@@ -33,7 +33,9 @@ What a client sees:
 - **durable tools** (when the server is given ``durable``): ``durable_recall``,
   ``durable_propose`` and ``durable_log`` over one durable namespace (see
   :mod:`gitmem.tools.durable`): recall of activated nodes, proposals that are stored
-  as candidates only, and a node's revisions.
+  as candidates only, and a node's revisions; and, for a reviewer (``gitmem serve``'s
+  admin tokens with a principal, never ``gitmem mcp``), ``durable_activate`` and
+  ``durable_approve``, whose decisions land on ``main``.
 
 Every commit made through a tool records the run and principal the server was started
 with, and a tool call id ``mcp-<session>-<request id>`` unique to the call.

@@ -385,6 +385,13 @@ def _names(entry: dict[str, Any], where: str, here: str) -> tuple[tuple[str, ...
                 raise _bad(where, f"{here}: namespace {name[:40]!r}: {exc.message}") from None
     if tenant is not None and (not isinstance(tenant, str) or not _NAME.fullmatch(tenant)):
         raise _bad(where, f"{here}: tenant must be one line of 1-128 characters")
+    if tenant is not None:
+        from gitmem.durable.namespace import check_identifier
+
+        try:  # the rule every durable namespace applies, so no tenant is accepted here that reaches nothing there
+            check_identifier("tenant", tenant)
+        except MemoryStoreError as exc:
+            raise _bad(where, f"{here}: {exc.message}") from None
     return tuple(dict.fromkeys(namespaces)), tenant
 
 

@@ -147,11 +147,17 @@ def node_log(binding: DurableBinding, node_id: str, limit: int) -> dict[str, Any
     }
 
 
-def _reviewer(origin: Origin | None, what: str) -> str:
+def _reviewer(origin: Origin | None, what: str) -> tuple[str, Origin]:
+    """The reviewer's name, and the origin its decision is committed with: its own, without a run.
+
+    A reviewer's decision lands on ``main``, as ``gitmem durable approve``'s does: with
+    the caller's run (a served token's ``<principal>/<topic>``) a review-gated memory
+    would put it on that run's proposal, where it activates nothing.
+    """
     who = origin.principal_id if origin is not None else None
-    if not who:
+    if origin is None or not who:
         raise MemoryStoreError("forbidden", f"{what} records who decided it: this caller names no principal")
-    return who
+    return who, replace(origin, run_id=None)
 
 
 def activate(
@@ -159,13 +165,13 @@ def activate(
 ) -> dict[str, Any]:
     """Activate candidate ``node_id`` at ``revision`` on ``manual`` evidence naming the reviewer (``origin``'s
     principal) and the time: in the binding's namespace, or ``principal``'s of the same tenant and scope."""
-    who = _reviewer(origin, "an activation")
+    who, on_main = _reviewer(origin, "an activation")
     namespace = binding.namespace if principal is None else replace(binding.namespace, principal=principal)
     repository = binding.repository
     now = repository.clock()
     uri = f"gitmem-mcp:activate/{who}/{now.isoformat()}"
     digest = "sha256:" + hashlib.sha256(f"{node_id}@{revision} {uri}".encode()).hexdigest()
-    result = repository.activate(namespace, node_id, revision, [Evidence(uri, digest, "manual", now)], origin=origin)
+    result = repository.activate(namespace, node_id, revision, [Evidence(uri, digest, "manual", now)], origin=on_main)
     return {
         "id": node_id,
         "principal": namespace.principal,
@@ -180,8 +186,8 @@ def approve(binding: DurableBinding, run: str, origin: Origin | None) -> dict[st
     """Approve run ``run``'s proposal and activate the candidates it brought (:func:`approve_candidates`)."""
     from gitmem.durable.approval import approve_candidates
 
-    who = _reviewer(origin, "an approval")
-    outcome = approve_candidates(binding.repository, run, approver=who, origin=origin)
+    who, on_main = _reviewer(origin, "an approval")
+    outcome = approve_candidates(binding.repository, run, approver=who, origin=on_main)
     return {
         "run": run,
         "approval": outcome.approval,

@@ -53,7 +53,8 @@ def approve_candidates(
     proposal = review.proposal(store, run)  # type: ignore[arg-type]
     merged = review.approve(store, run, approver=approver, origin=origin)  # type: ignore[arg-type]
     commit = merged.after
-    who = Origin(origin.run_id if origin else None, approver, origin.tool_call_id if origin else None)
+    # No run: the activations land on main, where the approval just merged the candidates.
+    who = Origin(None, approver, origin.tool_call_id if origin else None)
     by_namespace: dict[Namespace, list[Activate]] = defaultdict(list)
     evidence = Evidence(f"gitmem:commit/{commit}", f"git-commit:{commit}", "manual", repository.clock())
     for path in _node_paths(proposal.paths):

@@ -24,6 +24,9 @@ KINDS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
     "durable": ("durable_", "memory.durable.", ("recall", "propose", "log", "activate", "approve")),
 }
 
+#: The durable reviewer's tools: offered only by ``gitmem serve``, to ``admin`` tokens with a principal.
+REVIEW: Final = frozenset({"activate", "approve"})
+
 
 def kind_names(names: Iterable[str], kind: str) -> list[str]:
     """The short names of ``kind``'s tools that ``names`` picks (in any form)."""
@@ -34,3 +37,8 @@ def kind_names(names: Iterable[str], kind: str) -> list[str]:
 def unknown_tool_names(names: Sequence[str]) -> list[str]:
     """The names that are no kind's tool."""
     return [n for n in names if not any(kind_names([n], kind) for kind in KINDS)]
+
+
+def reviewer_tool_names(names: Sequence[str]) -> list[str]:
+    """The names that are the durable reviewer's tools, which a local server never offers."""
+    return [n for n in names if set(kind_names([n], "durable")) & REVIEW]

@@ -16,6 +16,7 @@ from typing import Any, Final
 from gitmem.durable import agent as rules
 from gitmem.durable.binding import DurableBinding
 from gitmem.model import Origin
+from gitmem.tools.catalog import REVIEW
 from gitmem.tools.kind_schemas import ActivateArgs, ApproveArgs, DurableRecallArgs, NodeLogArgs, ProposeArgs
 from gitmem.tools.registry import KindTools, Payload, chosen
 
@@ -50,8 +51,6 @@ MODELS: Final[dict[str, type[Any]]] = {
     "activate": ActivateArgs,
     "approve": ApproveArgs,
 }
-#: The reviewer's tools: offered only with ``allow_activate``.
-REVIEW: Final = frozenset({"activate", "approve"})
 
 
 class DurableTools(KindTools):

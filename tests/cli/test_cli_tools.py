@@ -36,6 +36,14 @@ def test_tools_narrows_like_mcp_and_refuses_unknown_names(user: Run) -> None:
     assert bad.exit_code == 2 and "teleport" in bad.output
 
 
+def test_mcp_refuses_the_reviewer_tools_a_local_server_never_offers(user: Run) -> None:
+    for command in ("mcp", "tools"):
+        for name in ("durable_activate", "memory.durable.approve"):
+            refused = user(command, "--mount", "user", "--tools", f"durable_recall,{name}")
+            assert refused.exit_code == 2, refused.output
+            assert name in refused.output and "gitmem serve" in refused.output and "admin" in refused.output
+
+
 def test_tools_without_mount_lists_what_can_be_served_and_names_the_rest(user: Run, root: Path) -> None:
     # A durable memory is not offered through --mount: its tools need a namespace.
     Root(root).mount("facts", create=True, kind="record")

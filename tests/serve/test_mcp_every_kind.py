@@ -20,7 +20,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from bench.mcp_http_client import HttpMcpClient, payload
-from gitmem import Root
+from gitmem import Root, review
+from gitmem.adapters.mcp_served import SCOPE_HEADER, TOPIC_HEADER, Route, served_server, session_route
 from gitmem.adapters.tokens import hash_token, parse_token_file, token_entry
 from gitmem.durable import DurableRepository, Namespace
 from gitmem.errors import MemoryStoreError
@@ -240,10 +241,39 @@ def test_a_namespace_granted_with_token_add_is_listed_kept_by_rotate_and_reached
     fsck_clean(root.mount_path("facts"))
 
 
+def test_a_reviewers_decisions_over_mcp_land_on_main_of_a_review_gated_durable_memory(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    DurableRepository.open(root.path, "decisions", create=True)
+    review.enable(root.mount("decisions"))
+    people = {"carol": ("propose", ["*"], {}), "dana": ("admin", ["*"], {})}
+    tokens = tokens_file(tmp_path / "tokens.toml", people)
+    with serving(root.path, tokens) as served:
+        url = served.info["url"] + "/mcp"
+        with HttpMcpClient(url, token_of("carol"), {"Gitmem-Scope": "repo-api"}) as carol:
+            proposed = payload(carol.call("durable_propose", items=[item("Carol: release notes come first.")]))
+            carol_node = proposed["new"][0]
+        with HttpMcpClient(url, token_of("dana"), {"Gitmem-Scope": "repo-api"}) as dana:
+            approved = payload(dana.call("durable_approve", run="carol/mcp"))
+            assert approved["activated"] == [carol_node] and approved["branch"] == "main", approved
+            mine = payload(dana.call("durable_propose", items=[item("Dana: every service exposes /healthz.")]))
+            assert mine["branch"] == "proposals/dana/mcp", mine  # gated: the admin's own writes are proposed too
+            refused = dana.call("durable_activate", id=mine["new"][0], revision=1)
+            assert refused.is_error and payload(refused)["error"] == "node_not_found", refused  # not on main yet
+            own = payload(dana.call("durable_approve", run="dana/mcp"))  # what the docs tell an admin to do
+            assert own["activated"] == mine["new"] and own["branch"] == "main", own
+    repo = DurableRepository.open(root.path, "decisions")
+    assert repo.node(Namespace("decisions", "carol", "repo-api"), carol_node).status == "active"
+    assert repo.node(Namespace("decisions", "dana", "repo-api"), mine["new"][0]).status == "active"
+    refs = git("for-each-ref", "--format=%(refname)", "refs/heads/proposals", cwd=root.mount_path("decisions"))
+    assert refs.stdout.strip() == ""
+    fsck_clean(root.mount_path("decisions"))
+
+
 @pytest.mark.parametrize(
     "extra",
     ['namespaces = [["a"]]', 'namespaces = [""]', 'namespaces = ["a\\u0007b"]', "namespaces = [1]",
-     'tenant = ""', "tenant = 7", f'namespaces = ["{"é" * 60}"]'],
+     'tenant = ""', "tenant = 7", f'namespaces = ["{"é" * 60}"]', f'tenant = "{"€" * 100}"',
+     'tenant = "acme\\u2028x"'],
 )  # fmt: skip
 def test_a_bad_grant_field_refuses_the_token_file(extra: str) -> None:
     text = token_entry(token_of("x"), "x", ["*"], "write") + extra + "\n"
@@ -257,3 +287,39 @@ def test_a_json_token_file_takes_the_same_grant_fields() -> None:
     grant = parse_token_file(json.dumps({"tokens": [entry]}), fmt="json").grant(token_of("x"))
     assert grant is not None and grant.namespaces == ("team",) and grant.tenant == "acme"
     assert grant.record_namespaces() == ("x", "team")
+
+
+def test_scope_and_topic_headers_are_read_as_the_utf_8_a_client_sent() -> None:
+    def as_wsgi(value: str) -> str:  # what a WSGI server hands over: the header's bytes decoded as latin-1
+        return value.encode().decode("latin-1")
+
+    assert session_route({SCOPE_HEADER: as_wsgi(" café "), TOPIC_HEADER: "billing"}) == Route("billing", "café")
+    with pytest.raises(MemoryStoreError) as named:  # a topic names a branch: the refusal quotes what was sent
+        session_route({TOPIC_HEADER: as_wsgi("Ωmega")})
+    assert "'p/Ωmega'" in named.value.message
+    for header in (SCOPE_HEADER, TOPIC_HEADER):
+        with pytest.raises(MemoryStoreError) as refused:  # bytes that are not UTF-8: 400 over /mcp
+            session_route({header: b"caf\xe9".decode("latin-1")})
+        assert refused.value.code == "forbidden" and "UTF-8" in refused.value.message
+
+
+@pytest.mark.parametrize(("code", "offered"), [("unknown_memory", False), ("unavailable", None)])
+def test_a_durable_memory_gone_is_not_offered_and_any_other_failure_surfaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, offered: bool | None
+) -> None:
+    root = Root(tmp_path / "mem")
+    root.mount("notes", create=True)
+    DurableRepository.open(root.path, "decisions", create=True)
+
+    def failing(seam: object) -> None:
+        raise MemoryStoreError(code, "cannot read it now")  # type: ignore[arg-type]
+
+    monkeypatch.setattr("gitmem.durable.DurableRepository", failing)
+    grant = parse_token_file(token_entry(token_of("x"), "x", ["*"], "write")).grant(token_of("x"))
+    assert grant is not None
+    if offered is None:
+        with pytest.raises(MemoryStoreError) as surfaced:  # a transient failure is not "this token reaches less"
+            served_server(root, grant, watched=False)
+        assert surfaced.value.code == code
+    else:
+        assert served_server(root, grant, watched=False).durable is None

@@ -120,6 +120,15 @@ def test_a_token_file_that_does_not_parse_is_left_as_it_is(tmp_path: Path) -> No
         assert tokens.read_text() == broken
 
 
+def test_token_add_refuses_a_tenant_no_durable_namespace_takes(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.toml"
+    runner = CliRunner()
+    for tenant in ("€" * 100, "acme\u2028x"):  # fits 128 characters, yet 300 bytes / a line separator
+        done = runner.invoke(cli, ["token", "add", "bob", "--memory", "x", "--tenant", tenant, "--file", str(tokens)])
+        assert done.exit_code == 1 and "invalid_file" in done.output and "tenant" in done.output, done.output
+        assert not tokens.exists()
+
+
 def test_a_plain_list_is_listed_and_revoked_by_id_but_not_rotated(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("# old style\nfirst-token-0001\nsecond-token-0002\n")

@@ -44,3 +44,16 @@ def test_a_reviewer_activates_as_itself_and_one_who_names_nobody_is_refused(tmp_
     assert any(e["kind"] == "manual" and "dana" in e["uri"] for e in log[0]["evidence"]), log[0]["evidence"]
     again = tools.call("durable_activate", {"id": node, "revision": 1}, origin=Origin("dana/mcp", "dana"))
     assert again["error"] == "idempotency_conflict", again  # that revision was activated once already
+
+
+def test_a_reviewers_activation_on_a_review_gated_memory_lands_on_main_under_its_name(tmp_path: Path) -> None:
+    from gitmem import review
+
+    repository = DurableRepository.open(tmp_path, "team", create=True)
+    review.enable(repository.store)  # type: ignore[arg-type]
+    tools = DurableTools(DurableBinding(repository, NS), allow_activate=True)
+    node = tools.run("durable_propose", {"items": [ITEM]}, origin=Origin(None, "alice"))["new"][0]  # on main
+    done = tools.run("durable_activate", {"id": node, "revision": 1}, origin=Origin("dana/mcp", "dana"))
+    assert done["activated_by"] == "dana" and repository.node(NS, node).status == "active"
+    assert review.proposals(repository.store) == []  # type: ignore[arg-type]
+    assert tools.run("durable_log", {"id": node})["revisions"][0]["principal"] == "dana"

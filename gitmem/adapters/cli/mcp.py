@@ -62,7 +62,7 @@ def parse_tools(spec: str | None) -> list[str] | None:
     """``view,grep,history`` -> the names; every name must be some kind's tool."""
     if spec is None:
         return None
-    from gitmem.tools.catalog import unknown_tool_names
+    from gitmem.tools.catalog import reviewer_tool_names, unknown_tool_names
 
     names = [n.strip() for n in spec.split(",") if n.strip()]
     if not names:
@@ -70,6 +70,12 @@ def parse_tools(spec: str | None) -> list[str] | None:
     unknown = unknown_tool_names(names)
     if unknown:
         raise usage_error(f"--tools: no tool is called {', '.join(unknown)} (see `gitmem tools`)")
+    reviewer = reviewer_tool_names(names)
+    if reviewer:
+        raise usage_error(
+            f"--tools: {', '.join(reviewer)} is offered only by `gitmem serve`, to admin tokens "
+            "(a reviewer with a principal); approve locally with `gitmem durable approve`"
+        )
     return names
 
 
