@@ -396,9 +396,28 @@ class McpHttpApp(SessionTakeUp):
         made = self._open(owner, grant, topic, watched=False)
         with self._lock:
             kept = self._shared.setdefault(key, made)
-        if kept is not made:
-            self._stop(made)
+            evicted = self._evict_shared(owner, made) if kept is made else [made]
+        for session in evicted:
+            self._stop(session)
         return kept
+
+    def _evict_shared(self, owner: str, keep: Session) -> list[Session]:
+        """Past ``max_sessions`` session-less servers of ``owner`` (one per topic and scope it
+        named), its least recently used idle ones, taken out (hold the lock). They keep no
+        state a client relies on, so one asked for again is simply made again."""
+        mine = sorted(
+            ((key, s) for key, s in self._shared.items() if key[0] == owner and s is not keep),
+            key=lambda pair: pair[1].last_used,
+        )
+        excess = len(mine) + 1 - self.max_sessions
+        gone: list[Session] = []
+        for key, session in mine:
+            if excess <= 0:
+                break
+            if not session.in_flight:
+                gone.append(self._shared.pop(key))
+                excess -= 1
+        return gone
 
     def _open(
         self, owner: str, grant: Grant, topic: Route = DEFAULT_ROUTE, *, watched: bool = True, tag: str = ""
@@ -454,6 +473,11 @@ class McpHttpApp(SessionTakeUp):
         for sid, session in copies:
             if session.last_used < cutoff or not self.book.exists(session.owner, sid):
                 self._drop(sid)
+        with self._lock:
+            idle = [key for key, s in self._shared.items() if not s.in_flight and s.last_used < cutoff]
+            unused = [self._shared.pop(key) for key in idle]
+        for session in unused:
+            self._stop(session)
 
     def session_count(self) -> int:
         with self._lock:

@@ -182,3 +182,41 @@ def test_when_every_session_is_busy_a_connect_is_told_truly_when_to_retry(served
     assert time.monotonic() - started < wait
     connect(served.url)  # the call is over: its session is idle and gives way
     assert tools_list(served.url, busy)[0] == 404
+
+
+LIST_2026 = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/list",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
+
+
+def test_session_less_requests_keep_at_most_max_sessions_servers_per_token(served: Served) -> None:
+    """A 2026-era client sends no session id: the server it gets is kept per topic and scope
+    it names, and a token naming ever new scopes still holds at most ``max_sessions`` of them."""
+
+    def call(scope: str) -> int:
+        request = urllib.request.Request(
+            served.url, data=json.dumps(LIST_2026).encode(), method="POST"
+        )
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "application/json, text/event-stream")
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+        request.add_header("MCP-Protocol-Version", "2026-07-28")
+        request.add_header("Mcp-Method", "tools/list")
+        request.add_header("Gitmem-Scope", scope)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status
+
+    for n in range(3 * served.app.max_sessions):
+        assert call(f"scope-{n}") == 200
+        with served.app._lock:
+            kept = len(served.app._shared)
+        assert kept <= served.app.max_sessions
+    assert call("scope-0") == 200  # one evicted is made again when asked for
