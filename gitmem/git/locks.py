@@ -338,27 +338,39 @@ class _Line:
                 return
             turn = threading.Event()
             self._waiting.append(turn)
-        while not turn.wait(every):
-            if give_up():
-                with self._guard:
-                    if not turn.is_set():
-                        self._waiting.remove(turn)
-                        raise _GaveUp
-                break  # let through meanwhile
+        try:
+            while not turn.wait(every):
+                if give_up():
+                    raise _GaveUp
+        except BaseException as exc:
+            # Whatever ends the wait (giving up, or give_up() itself failing on a planted
+            # lock file) must not leave this turn in the line: a turn nobody takes would
+            # hold every later thread of the process out of the lock for good.
+            with self._guard:
+                if not turn.is_set():
+                    self._waiting.remove(turn)
+                    raise
+                if not isinstance(exc, _GaveUp):  # let through meanwhile, but failing: pass the turn on
+                    self._hand_on()
+                    raise
+            # gave up just as it was let through: take the turn
         with self._guard:
             self._owner, self._depth = me, 1
 
     def leave(self) -> None:
         with self._guard:
             self._depth -= 1
-            if self._depth:
-                return
-            if self._waiting:
-                turn = self._waiting.popleft()
-                self._owner = turn
-                turn.set()
-            else:
-                self._owner = None
+            if not self._depth:
+                self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Let the next thread in line through, or free the line (hold ``_guard``)."""
+        if self._waiting:
+            turn = self._waiting.popleft()
+            self._owner = turn
+            turn.set()
+        else:
+            self._owner = None
 
 
 class _GaveUp(Exception):

@@ -99,3 +99,44 @@ def test_a_writer_in_another_process_is_still_waited_for(tmp_path: Path) -> None
             assert held
         assert time.monotonic() - started >= 0.2  # it waited for the other process's hold
     assert child.returncode == 0
+
+
+def test_a_wait_that_fails_on_a_planted_lock_file_leaves_the_line_open(tmp_path: Path) -> None:
+    """A link planted as the lock file while a thread waits in the line fails that wait with an
+    error naming it; once the link is gone, the next thread of the process takes the lock (the
+    failed waiter's turn must not stay in the line, holding every later thread out for good)."""
+    from gitmem.git.locks import WriterLock
+
+    path = str(tmp_path / "write.lock")
+    lock = WriterLock(path, timeout=1.0)
+    held = threading.Event()
+    failures: list[str] = []
+
+    def first() -> None:
+        with lock.hold("write"):
+            held.set()
+            time.sleep(2.5)
+
+    def second() -> None:
+        try:
+            with lock.hold("write"):
+                pass
+        except MemoryStoreError as exc:
+            failures.append(exc.code)
+
+    a = threading.Thread(target=first)
+    a.start()
+    assert held.wait(10)
+    b = threading.Thread(target=second)
+    b.start()
+    time.sleep(0.3)  # b waits in the line
+    Path(path).rename(path + ".orig")  # the holder's descriptor keeps the old file
+    Path(path).symlink_to("/etc/passwd")
+    b.join(30)
+    a.join(30)
+    assert failures == ["unavailable"]  # the planted link, named
+    Path(path).unlink()
+    Path(path + ".orig").rename(path)
+    for _ in range(2):
+        with lock.hold("write"):
+            pass  # taken at once: the line is open again
