@@ -49,6 +49,8 @@ def tool_call(server: MemoryMcpServer, environ: Mapping[str, Any], body: bytes) 
         return None
     if not isinstance(message, dict) or message.keys() - _ENVELOPE or message.get("jsonrpc") != "2.0":
         return None
+    if b"\\u" in body and not _unicode_text(message):  # a lone surrogate escape: the SDK refuses it as a parse error
+        return None
     request_id, params = message.get("id"), message.get("params")
     if message.get("method") != "tools/call" or isinstance(request_id, bool) or not isinstance(request_id, int | str):
         return None
@@ -65,6 +67,15 @@ def tool_call(server: MemoryMcpServer, environ: Mapping[str, Any], body: bytes) 
     text = json.dumps(payload, ensure_ascii=False)
     result = {"content": [{"type": "text", "text": text}], "structuredContent": payload, "isError": "error" in payload}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, ensure_ascii=False).encode()
+
+
+def _unicode_text(message: object) -> bool:
+    """Whether every string of ``message`` is text UTF-8 can carry (Python's ``json`` lets ``\\ud800`` through)."""
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_json(content_type: str) -> bool:

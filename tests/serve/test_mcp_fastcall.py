@@ -225,3 +225,24 @@ def test_broken_or_deep_json_goes_to_the_sdk(memory: MemoryMcpServer) -> None:
     assert mcp_fastcall.tool_call(memory, HEADERS, b'{"method": "tools/call", ') is None
     deep = b'{"method": "tools/call", "params": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     assert mcp_fastcall.tool_call(memory, HEADERS, deep) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**GOOD, "id": "a\ud800"},
+        {**GOOD, "params": {**GOOD["params"], "arguments": {"memory": "notes", "path": "a\udc80.md"}}},
+        {**GOOD, "params": {**GOOD["params"], "_meta": {"k": "\ud800"}}},
+    ],
+)
+def test_a_lone_surrogate_anywhere_goes_to_the_sdk(memory: MemoryMcpServer, body: object) -> None:
+    """The SDK refuses a ``\\ud800`` escape as a parse error; Python's json reads it: the SDK answers."""
+    raw = json.dumps(body).encode()  # ensure_ascii: the surrogate travels as an escape, as a client would send it
+    assert b"\\ud" in raw
+    assert mcp_fastcall.tool_call(memory, HEADERS, raw) is None
+
+
+def test_escaped_text_is_still_answered_here(memory: MemoryMcpServer) -> None:
+    raw = json.dumps({**GOOD, "id": "caf\u00e9-\U0001f600"}).encode()  # escapes, all of them text
+    answer = mcp_fastcall.tool_call(memory, HEADERS, raw)
+    assert answer is not None and json.loads(answer)["id"] == "caf\u00e9-\U0001f600"
