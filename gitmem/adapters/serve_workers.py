@@ -34,6 +34,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import tempfile
@@ -232,9 +233,49 @@ class Balance:
         return may_accept
 
 
+_BOOK_PREFIX: Final = "gitmem-serve-"
+
+
 def make_book() -> str:
-    """A private folder for the MCP session book every worker reads (removed by the supervisor on exit)."""
-    return tempfile.mkdtemp(prefix="gitmem-serve-")
+    """A private folder for the MCP session book every worker reads (removed by the supervisor on exit).
+
+    Its name carries the supervisor's pid, so the books of supervisors that were
+    killed (no exit to remove them) are swept by the next one to start.
+    """
+    sweep_books(tempfile.gettempdir())
+    return tempfile.mkdtemp(prefix=f"{_BOOK_PREFIX}{os.getpid()}-")
+
+
+def sweep_books(folder: str) -> list[str]:
+    """Remove this user's session books in ``folder`` whose supervisor is gone; the names removed."""
+    swept: list[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return swept
+    for name in names:
+        pid_text = name[len(_BOOK_PREFIX) :].partition("-")[0] if name.startswith(_BOOK_PREFIX) else ""
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():  # never a link, never another user's
+            shutil.rmtree(path, ignore_errors=True)
+            swept.append(name)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _ignore(signum: int, frame: object) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import threading
@@ -34,7 +33,7 @@ from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
 from gitmem.adapters.tokens import token_entry
 
-from .support import GIT_TIMEOUT, fsck_clean, git, seed, serving, start_serve
+from .support import GIT_TIMEOUT, fsck_clean, git, seed, serving, start_serve, stop_serve
 
 CONTEXT = "memory://team/context"
 HELLO = {
@@ -223,5 +222,10 @@ def test_the_supervisor_stopped_leaves_no_worker_and_no_session_book(team: tuple
     port = int(info["url"].rsplit(":", 1)[1])
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
-    for book in set(Path(os.environ.get("TMPDIR", "/tmp")).glob("gitmem-serve-*")) - books:
-        shutil.rmtree(book)  # only a supervisor that was not killed removes its session book
+    left = set(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"gitmem-serve-{proc.pid}-*"))
+    assert len(left) == 1  # a killed supervisor could not remove its session book ...
+    proc, info = start_serve(root.path, tokens, "--workers", "1")
+    try:
+        assert not any(book.exists() for book in left)  # ... the next one to start swept it
+    finally:
+        stop_serve(proc)
