@@ -408,7 +408,7 @@ def _check_no_links(path: str, within: str | None) -> None:
 
 
 def connect_local_sqlite(
-    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, **options: Any
+    path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, wal: bool = False, **options: Any
 ) -> sqlite3.Connection:
     """``sqlite3.connect`` for a database file under a mount, refusing what SQLite would follow.
 
@@ -419,8 +419,9 @@ def connect_local_sqlite(
     from ``root`` (default: the file's own folder) down to it a link (with
     ``root``, missing folders are made as :func:`local_folder` makes them); the file
     is opened at once and checked again to be the one examined. ``options`` go
-    to ``sqlite3.connect``. A refusal is :class:`RefusedFile` (``unavailable``);
-    SQLite's own errors stay ``sqlite3.Error``.
+    to ``sqlite3.connect``. ``wal``: the database is switched to write-ahead
+    logging (see :func:`_write_ahead`). A refusal is :class:`RefusedFile`
+    (``unavailable``); SQLite's own errors stay ``sqlite3.Error``.
     """
     import sqlite3
 
@@ -436,10 +437,34 @@ def connect_local_sqlite(
     try:
         db.execute("PRAGMA schema_version").fetchone()  # opens (or creates) the file now
         _check_no_links(name, within)
+        if wal:
+            _write_ahead(db, float(options.get("timeout", 5.0)))
     except BaseException:
         db.close()
         raise
     return db
+
+
+def _write_ahead(db: sqlite3.Connection, patience: float) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again for up to ``patience`` seconds while SQLite says busy.
+
+    Connections switching one new database at once meet SQLite's deadlock
+    avoidance, which answers one of them "database is locked" at once instead of
+    calling its busy handler (threads of one agent opening a fresh ledger
+    together saw it); once the file is in WAL mode the switch is a no-op.
+    """
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.005)
 
 
 def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> str:

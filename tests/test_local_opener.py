@@ -190,3 +190,39 @@ def test_sqlite_refuses_a_linked_folder_on_its_way_within_the_mount(tmp_path: Pa
         connect_local_sqlite(mount / "gitmem" / "semantic" / "vectors.sqlite3", within=mount)
     assert "semantic" in refused.value.message
     assert list((tmp_path / "away").iterdir()) == []
+
+
+def test_threads_opening_one_new_database_in_wal_mode_at_once_all_succeed(tmp_path: Path) -> None:
+    """Switching a new database to WAL from several connections at once meets SQLite's deadlock
+    avoidance ("database is locked" at once, no busy wait): the opener tries again (an agent's
+    threads opening a fresh durable ledger together failed one turn on it)."""
+    import threading
+
+    for n in range(30):
+        path = tmp_path / f"ledger{n}.sqlite3"
+        barrier = threading.Barrier(8)
+        modes: list[str] = []
+        errors: list[BaseException] = []
+
+        def open_it(
+            path: Path = path,
+            barrier: threading.Barrier = barrier,
+            modes: list[str] = modes,
+            errors: list[BaseException] = errors,
+        ) -> None:
+            barrier.wait()
+            try:
+                db = connect_local_sqlite(path, root=tmp_path, wal=True, timeout=30.0, isolation_level=None)
+                try:
+                    modes.append(db.execute("PRAGMA journal_mode").fetchone()[0])
+                finally:
+                    db.close()
+            except BaseException as exc:  # recorded for the assertion
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not errors and modes == ["wal"] * 8

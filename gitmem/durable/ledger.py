@@ -108,9 +108,8 @@ class Ledger:
                 if self.root is None:
                     Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 # a link, FIFO or hard link planted as the ledger (or its -wal/-shm) is refused, never written through
-                db = connect_local_sqlite(self.path, root=self.root, timeout=30.0, isolation_level=None)
+                db = connect_local_sqlite(self.path, root=self.root, wal=True, timeout=30.0, isolation_level=None)
                 try:
-                    db.execute("PRAGMA journal_mode=WAL")
                     db.executescript(_SCHEMA)
                 except BaseException:
                     db.close()

@@ -265,11 +265,10 @@ class SideTable:
             else:
                 self._make_folder()
                 # a link, FIFO or hard link planted as the file (or its -wal/-shm) is refused, never written through
-                db = connect_local_sqlite(self.path, root=self.root, **options)
+                db = connect_local_sqlite(self.path, root=self.root, wal=True, **options)
         except (OSError, sqlite3.Error) as exc:
             raise MemoryStoreError("unavailable", f"cannot open the vector index {self.where}: {exc}") from exc
         try:
-            db.execute("PRAGMA journal_mode=WAL")
             self._prepare(db)
             st = None if memory else os.lstat(self.path)
         except (OSError, sqlite3.Error) as exc:
