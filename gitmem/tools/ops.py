@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from gitmem.errors import LOST_RACE, MemoryStoreError, MemoryToolError
+from gitmem.errors import LOST_RACE, MemoryStoreError, MemoryToolError, if_found
 from gitmem.fileformat import FileFormat, encode_text, validate_directory, validate_path
 from gitmem.grep import check_limit, compile_pattern, scan
 from gitmem.model import FileText, Origin, SearchResult
@@ -68,12 +68,7 @@ def _not_found(path: str) -> MemoryStoreError:
 
 
 def read_or_none(store: FileStore, path: str) -> FileText | None:
-    try:
-        return store.read(path)
-    except MemoryStoreError as exc:
-        if exc.code == "not_found":
-            return None
-        raise
+    return if_found(store.read, path)
 
 
 # --- the write rule --------------------------------------------------------------------
