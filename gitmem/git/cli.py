@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.control import check_packs_of
@@ -67,6 +67,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+FETCH: Final = (
+    "-c", "gc.auto=0", "-c", "fetch.writeCommitGraph=false", "fetch", "--no-tags", "--no-write-fetch-head",
+)  # fmt: skip
+"""``git fetch`` into a quarantine: objects only (no gc, commit graph, tags or ``FETCH_HEAD`` left behind)."""
 
 
 def run_git(

@@ -40,7 +40,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import erasures
-from gitmem.git.cli import run_git
+from gitmem.git.cli import FETCH, run_git
 from gitmem.git.historyrewrite import Dropped, imported_ids, rewrite_history
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import refused_by_rules
@@ -89,13 +89,7 @@ def _fetch(scratch: str, source: str, rev: str) -> str:
     what = f"git fetch from {source}"
     done = run_git(
         [
-            "-c",
-            "gc.auto=0",
-            "-c",
-            "fetch.writeCommitGraph=false",
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
+            *FETCH,
             "--",
             where,
             f"+{rev}:{_INCOMING}",

@@ -31,7 +31,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import conflict, erasures
-from gitmem.git.cli import run_git
+from gitmem.git.cli import FETCH, run_git
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeRefused, MergeResult, integrate
@@ -101,13 +101,7 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
     what = f"git fetch from {remote.name}"
     done = run_git(
         [
-            "-c",
-            "gc.auto=0",
-            "-c",
-            "fetch.writeCommitGraph=false",
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
+            *FETCH,
             remote.url,
             "+refs/heads/main:refs/heads/incoming",
             f"+{LEDGER_REF}*:{_INCOMING_LEDGER}*",
@@ -274,7 +268,7 @@ def remote_holdings(git: GitRepo, target: Remote) -> tuple[str, ...]:
     with open_quarantine(git.path) as held:
         scratch = held.path
         done = run_git(
-            ["-c", "gc.auto=0", "fetch", "--no-tags", "--no-write-fetch-head", target.url, "+refs/*:refs/check/*"],
+            [*FETCH, target.url, "+refs/*:refs/check/*"],
             cwd=scratch,
             what=what,
         )
