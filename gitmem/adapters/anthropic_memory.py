@@ -188,11 +188,9 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                with self._bounded(block.input):
-                    outcome = str(super().call(self._checked(block.input)))
+                return self._result(block, str(self.call(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
-        return self._result(block, outcome)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self._commands().view(command.path, command.view_range)
@@ -230,11 +228,9 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                with self._bounded(block.input):
-                    outcome = str(await super().call(self._checked(block.input)))
+                return self._result(block, str(await self.call(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
-        return self._result(block, outcome)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await aio.call(self._commands().view, command.path, command.view_range)
