@@ -144,13 +144,13 @@ def test_instructions_list_every_mount_with_access_and_guide() -> None:
     assert "memory_file_" in text and "not" in text
 
 
-def test_typed_helpers_raise_instead_of_answering_json() -> None:
+def test_run_raises_instead_of_answering_json() -> None:
     capability = FileMemoryCapability(mounts())
-    created = capability.create("user", "a.md", "A\n", tool_call_id="t1")
+    created = capability.run("create", {"memory": "user", "path": "a.md", "content": "A\n"}, tool_call_id="t1")
     assert created["status"] == "created"
-    assert capability.view("user", "a.md")["content"] == "A\n"
+    assert capability.run("view", {"memory": "user", "path": "a.md"})["content"] == "A\n"
     with pytest.raises(MemoryStoreError) as caught:
-        capability.edit("user", "a.md", "zzz", "y")
+        capability.run("edit", {"memory": "user", "path": "a.md", "old_string": "zzz", "new_string": "y"})
     assert caught.value.code == "no_match" and caught.value.current is not None
 
 
