@@ -50,8 +50,7 @@ runs calls before the message is complete) is committed without a tool call id.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
@@ -71,6 +70,7 @@ from anthropic.types.beta import (
 
 from gitmem import aio
 from gitmem.adapters.anthropic_commands import ROOT, MemoryCommands, store_path
+from gitmem.adapters.anthropic_tools import ToolUseIds
 from gitmem.aio import AsyncFace, seam_of
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
@@ -82,38 +82,6 @@ from gitmem.tools.schemas import check_memory_command
 __all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
 
 _TOOL_USE: ContextVar[str | None] = ContextVar("gitmem_memory_tool_use", default=None)
-
-
-# --- tool-use ids ----------------------------------------------------------------------
-
-
-class _ToolUseIds:
-    """Which tool-use id the next call with a given input object belongs to.
-
-    The runner passes ``block.input`` (the very object in the message) to the tool,
-    so the message's blocks can be matched to the calls by identity.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: dict[int, tuple[object, str]] = {}
-
-    def expect(self, blocks: Iterable[object], name: str) -> int:
-        pending: dict[int, tuple[object, str]] = {}
-        for block in blocks:
-            # Duck-typed: parsed and streamed messages carry their own tool-use block classes.
-            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == name:
-                tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
-                if isinstance(tool_use_id, str):
-                    pending[id(tool_input)] = (tool_input, tool_use_id)
-        with self._lock:
-            self._pending = pending  # a new turn: calls of an older one will not run any more
-        return len(pending)
-
-    def claim(self, tool_input: object) -> str | None:
-        with self._lock:
-            found = self._pending.pop(id(tool_input), None)
-        return found[1] if found is not None and found[0] is tool_input else None
 
 
 class _Shared:
@@ -139,7 +107,7 @@ class _Shared:
         self.store: FileStore = seam
         self.format = fmt if isinstance(fmt, FileFormat) else seam.format
         self.write_retries = write_retries
-        self._ids = _ToolUseIds()
+        self._ids = ToolUseIds([self.name])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r})"
@@ -149,10 +117,7 @@ class _Shared:
 
         Returns how many there are. Their ids become the commits' tool call ids.
         """
-        blocks = getattr(message, "content", message)
-        if not isinstance(blocks, Iterable):
-            raise TypeError("expect() takes an assistant message or its content blocks")
-        return self._ids.expect(blocks, self.name)
+        return self._ids.expect(message)
 
     @contextmanager
     def tool_use(self, tool_use_id: str | None) -> Iterator[None]:
@@ -223,11 +188,9 @@ class GitMemoryTool(_Shared, BetaAbstractMemoryTool):
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                with self._bounded(block.input):
-                    outcome = str(super().call(self._checked(block.input)))
+                return self._result(block, str(self.call(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
-        return self._result(block, outcome)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self._commands().view(command.path, command.view_range)
@@ -265,11 +228,9 @@ class AsyncGitMemoryTool(_Shared, BetaAsyncAbstractMemoryTool):
         """Run one ``tool_use`` block and answer the ``tool_result`` block for it."""
         with self.tool_use(block.id):
             try:
-                with self._bounded(block.input):
-                    outcome = str(await super().call(self._checked(block.input)))
+                return self._result(block, str(await self.call(block.input)))
             except ToolError as exc:
                 return self._result(block, exc)
-        return self._result(block, outcome)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await aio.call(self._commands().view, command.path, command.view_range)

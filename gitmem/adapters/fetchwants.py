@@ -11,7 +11,11 @@ still reaches, and shows dulwich those as hidden refs
 
 from __future__ import annotations
 
+import io
+
+from dulwich.errors import GitProtocolError
 from dulwich.objects import ObjectID
+from dulwich.protocol import Protocol
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -45,20 +49,14 @@ def serve_reachable_wants(repo: Repo, reachable: set[str]) -> None:
 
 def wanted(body: bytes) -> list[str]:
     """The hex ids on the ``want`` lines of a fetch request (pkt-lines; anything malformed ends the scan)."""
+    lines = Protocol(io.BytesIO(body).read, lambda data: None)
     out: list[str] = []
-    pos = 0
-    while pos + 4 <= len(body):
+    while True:
         try:
-            size = int(body[pos : pos + 4], 16)
-        except ValueError:
-            break
-        if size < 4:
-            pos += 4
-            continue
-        payload = body[pos + 4 : pos + size]
-        pos += size
-        if payload.startswith(b"want "):
+            payload = lines.read_pkt_line()
+        except GitProtocolError:  # the end of the body (HangupException) or a malformed line
+            return out
+        if payload is not None and payload.startswith(b"want "):
             sha = payload[5:45].decode("ascii", "replace")
             if all(c in "0123456789abcdef" for c in sha):
                 out.append(sha)
-    return out

@@ -245,8 +245,6 @@ class LanceVectorIndex(SideTable):
         busy wait (polling) can starve a writer behind others that take it back at once."""
         try:
             fd = open_private(os.path.join(self.folder, "write.lock"), os.O_RDWR | os.O_CREAT)  # no link, no FIFO
-        except MemoryStoreError:
-            raise
         except OSError as exc:
             raise MemoryStoreError(
                 "unavailable", f"cannot open the vector index's lock in {self.folder}: {exc}"

@@ -35,7 +35,7 @@ from typing import Any, Final
 from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
 from gitmem.localfile import JSON_DEPTH, parse_json
 from gitmem.model import Changes, Edit, FileText, FullResync, Origin
-from gitmem.recall.index import RecallIndex
+from gitmem.recall.index import RecallDoc, RecallIndex
 from gitmem.recall.semantic import SemanticBranch
 from gitmem.records.rules import decode_namespace, encode_namespace
 from gitmem.store import FileStore
@@ -415,13 +415,8 @@ class ItemCatalogue:
         self._by_namespace.clear()
         self.skipped.clear()
         self.index.clear()
-        read_under = getattr(self.store, "read_under", None)
-        if read_under is not None:
-            for file in read_under("", answer.cursor):
-                self._take(file)
-        else:
-            for entry in self.store.list():
-                self._reload(entry.path)
+        for file in files_under(self.store, "", answer.cursor):
+            self._take(file)
         self.cursor = answer.cursor
 
     def _reload(self, path: str) -> None:
@@ -464,7 +459,11 @@ class ItemCatalogue:
     def _set(self, item: StoredItem) -> None:
         self.items[item.path] = item
         self._by_namespace.setdefault(item.namespace, {})[item.path] = item
-        note(self.index, item, self.text_of)
+        text = None if item.index is False else self.text_of(item)
+        if text and text.strip():
+            self.index.upsert(RecallDoc(item.path, text, item.updated_at.timestamp()))
+        else:
+            self.index.remove(item.path)
 
     def _drop(self, path: str) -> None:
         item = self.items.pop(path, None)
@@ -498,19 +497,15 @@ class ItemCatalogue:
                 for item in folder.values()
             ]
 
-    def namespaces(self) -> list[Namespace]:
-        with self._lock:
-            return list(self._by_namespace)
 
-
-def note(index: RecallIndex, item: StoredItem, text_of: Callable[[StoredItem], str | None]) -> None:
-    from gitmem.recall.index import RecallDoc
-
-    text = None if item.index is False else text_of(item)
-    if text and text.strip():
-        index.upsert(RecallDoc(item.path, text, item.updated_at.timestamp()))
-    else:
-        index.remove(item.path)
+def files_under(store: FileStore, prefix: str, rev: str | None = None) -> list[FileText]:
+    """Every file under folder ``prefix`` (at ``rev``): from one tree when the store reads a folder
+    at once (the git store's ``read_under``), else listed and read one by one."""
+    read_under = getattr(store, "read_under", None)
+    if read_under is not None:
+        return list(read_under(prefix, rev))
+    found = (if_found(store.read, e.path) for e in store.list() if e.path.startswith(prefix))
+    return [file for file in found if file is not None]
 
 
 # -- writing ---------------------------------------------------------------------------------

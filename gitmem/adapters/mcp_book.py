@@ -109,11 +109,7 @@ class SessionBook:
     # -- one session -------------------------------------------------------------------
 
     def exists(self, owner: str, session_id: str) -> bool:
-        try:
-            os.stat(self.record_path(owner, session_id))
-        except OSError:
-            return False
-        return True
+        return os.path.exists(self.record_path(owner, session_id))
 
     def load(self, owner: str, session_id: str) -> dict[str, Any] | None:
         """The session's record, or ``None`` (never opened, closed, evicted, or not this token's)."""
@@ -129,12 +125,11 @@ class SessionBook:
         except OSError:
             return None
 
-    @staticmethod
-    def busy(fd: int) -> None:
+    @classmethod
+    def busy(cls, fd: int) -> None:
         """A request of the session is in flight here: it is not evicted meanwhile, and counts as its last use."""
         fcntl.flock(fd, fcntl.LOCK_SH)
-        now = time.time_ns()
-        os.utime(fd, ns=(now, now))
+        cls.touch(fd)
 
     @staticmethod
     def idle(fd: int) -> None:

@@ -60,7 +60,6 @@ import logging
 import math
 import os
 import secrets
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -80,7 +79,7 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
-from gitmem.localfile import MB, load_local_json
+from gitmem.localfile import MB, load_local_json, replace_private
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
@@ -175,10 +174,11 @@ class MemoryMcpServer:
         base = origin or Origin()
         self.origin = Origin(base.run_id or f"mcp-{self.session_tag}", base.principal_id)
         self.cursor_file = Path(cursor_file) if cursor_file is not None else None
-        if capability is not None and capability.cursors is None:
-            capability.cursors = MemoryCursors()
-        if capability is not None and capability.cursors is not None and self.cursor_file is not None:
-            capability.cursors.restore(load_cursors(self.cursor_file))
+        if capability is not None:
+            if capability.cursors is None:
+                capability.cursors = MemoryCursors()
+            if self.cursor_file is not None:
+                capability.cursors.restore(load_cursors(self.cursor_file))
         # One list for every kind: what tools/list shows is what tools/call checks and runs.
         self.registry = ToolRegistry.of(capability, records, session, durable)
         instructions = self.registry.instructions
@@ -247,11 +247,8 @@ class MemoryMcpServer:
 
     # -- tools -----------------------------------------------------------------------
 
-    def tools(self) -> list[types.Tool]:
-        return [mcp_tool(t) for t in self.registry]
-
     async def _list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.tools())
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in self.registry])
 
     async def _call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         if self.registry.get(params.name) is None:
@@ -465,13 +462,6 @@ def load_cursors(path: Path) -> dict[str, str]:
 
 
 def save_cursors(path: Path, snapshot: Mapping[str, str]) -> None:
-    """Write a cursor snapshot atomically (temp file + rename), so a crash leaves the old one."""
+    """Write a cursor snapshot atomically (:func:`~gitmem.localfile.replace_private`), so a crash leaves the old one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(dict(snapshot), out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_private(path, json.dumps(dict(snapshot)))

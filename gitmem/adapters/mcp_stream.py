@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import anyio
@@ -112,15 +112,7 @@ async def asgi_answer(
     headers: list[tuple[str, str]] = []
     chunks: list[bytes] = []
     done = anyio.Event()
-    given = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await done.wait()
-        return {"type": "http.disconnect"}
+    receive = _receiver(body, done)
 
     async def send(message: Mapping[str, Any]) -> None:
         nonlocal status
@@ -144,6 +136,21 @@ async def asgi_answer(
             tasks.cancel_scope.cancel()
     kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
     return status, kept, b"".join(chunks)
+
+
+def _receiver(body: bytes, gone: anyio.Event) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """ASGI ``receive``: the request's whole ``body`` once, then a disconnect once ``gone`` is set."""
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 def asgi_scope(environ: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,15 +200,7 @@ def event_stream(
     gone: anyio.Event = portal.call(anyio.Event)
 
     async def run() -> None:
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:  # a GET has no body: the SDK reads it before it answers
-                given = True
-                return {"type": "http.request", "body": b"", "more_body": False}
-            await gone.wait()
-            return {"type": "http.disconnect"}
+        receive = _receiver(b"", gone)  # a GET has no body: the SDK reads it before it answers
 
         async def send(message: Mapping[str, Any]) -> None:
             if message["type"] == "http.response.start":

@@ -50,7 +50,7 @@ from agents.memory.session import SessionABC, _await_mutation, _CompactionSnapsh
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from gitmem import aio
-from gitmem.adapters.langgraph_items import RETRIES, try_commit
+from gitmem.adapters.langgraph_items import RETRIES, files_under, try_commit
 from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import json_nesting_within, parse_json
 from gitmem.model import Edit, FileText, Origin
@@ -344,16 +344,7 @@ class GitMemSession(SessionABC):
     def _read(self) -> _Conversation:
         """Items and head from ONE commit (the git store reads the folder of one tree)."""
         prefix = self.folder + "/"
-        read_under = getattr(self.store, "read_under", None)
-        if read_under is not None:
-            files: list[FileText] = read_under(prefix)
-        else:
-            files = []
-            for entry in self.store.list():
-                if entry.path.startswith(prefix):
-                    file = if_found(self.store.read, entry.path)
-                    if file is not None:
-                        files.append(file)
+        files = files_under(self.store, prefix)
         items = sorted((f for f in files if _ITEM.fullmatch(f.path[len(prefix) :])), key=lambda f: f.path)
         head = next((f for f in files if f.path == prefix + HEAD), None)
         # What the reader lists bounds the head: a head beyond the newest item (edited by hand) is not

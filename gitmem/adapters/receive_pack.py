@@ -121,12 +121,6 @@ class GuardedReceivePack(ReceivePackHandler):
         self.mount = mount
         self._reached: dict[str, set[bytes]] = {}
 
-    def _on_pre_receive(self, client_refs: Any) -> None:
-        return None
-
-    def _on_update(self, ref_name: Any, old_sha: Any, new_sha: Any) -> bytes | None:
-        return None
-
     def _on_post_receive(self, client_refs: Any) -> None:
         if any(ref == MAIN.encode() for _, _, ref in client_refs) and self.mount.refresher is not None:
             self.mount.refresher.request(self.mount.path)
@@ -195,7 +189,7 @@ class GuardedReceivePack(ReceivePackHandler):
 
     def _decide_and_apply(self, updates: list[RefUpdate]) -> dict[str, bytes]:
         """Status per ref (``b"ok"`` or a reason); key ``""`` holds an unpack failure."""
-        mark = _history_mark(self.mount.git)
+        mark = self.mount.git.history_mark()  # changes whenever purge or forget deletes objects
         try:
             quarantine = Quarantine(self.mount.path)
         except MemoryStoreError as exc:
@@ -315,7 +309,7 @@ class GuardedReceivePack(ReceivePackHandler):
         if self.mount.before_update is not None:
             self.mount.before_update(self.mount.name, accepted)
         with self.mount.git.lock.hold():
-            if _history_mark(self.mount.git) != mark:
+            if self.mount.git.history_mark() != mark:
                 # A purge or forget deleted objects this push was checked against (and may
                 # build on): landing it could bring erased content back or leave refs dangling.
                 statuses.update({u.ref: _REWRITTEN for u in accepted})
@@ -428,8 +422,3 @@ def _queue_refusals(updates: Sequence[RefUpdate]) -> dict[str, list[Refusal]]:
 
 def _is_hex(value: bytes) -> bool:
     return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)
-
-
-def _history_mark(git: GitRepo) -> tuple[int, int]:
-    """Changes whenever purge or forget deletes objects (the repo's generation file)."""
-    return git.history_mark()

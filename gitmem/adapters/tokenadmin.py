@@ -39,6 +39,7 @@ from gitmem.adapters.tokens import (
     Access,
     TokenEntry,
     TokenFormat,
+    entry_fields,
     hash_token,
     new_token,
     read_token_file,
@@ -232,7 +233,7 @@ class _TokenText:
     def _edited(self, changes: dict[str, TokenEntry | None]) -> str:
         """The file's text with each entry in ``changes`` dropped (``None``) or replaced."""
         if self.format == "json":
-            kept = [_json_entry(changes.get(e.sha256, e)) for e in self.entries if changes.get(e.sha256, e) is not None]
+            kept = [entry_fields(new) for e in self.entries if (new := changes.get(e.sha256, e)) is not None]
             return json.dumps({"tokens": kept}, indent=2, ensure_ascii=False) + "\n"
         if self.format == "plain":
             out = []
@@ -310,24 +311,6 @@ def _trailing(part: str) -> str:
             break
         tail.append(line)
     return "".join(reversed(tail))
-
-
-def _json_entry(entry: TokenEntry | None) -> dict[str, Any]:
-    assert entry is not None
-    g = entry.grant
-    out: dict[str, Any] = {
-        "principal": g.principal,
-        "sha256": entry.sha256,
-        "memories": list(g.memories),
-        "access": g.access,
-    }
-    if g.namespaces:
-        out["namespaces"] = list(g.namespaces)
-    if g.tenant is not None:
-        out["tenant"] = g.tenant
-    if entry.note is not None:
-        out["note"] = entry.note
-    return out
 
 
 __all__ = ["TOKEN_ID_LENGTH", "Rotated", "add_token", "describe", "list_tokens", "revoke_tokens", "rotate_token"]

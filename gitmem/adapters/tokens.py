@@ -139,23 +139,24 @@ class Tokens:
     def plain(cls, tokens: Iterable[str]) -> Tokens:
         return cls({hash_token(t): FULL_ACCESS for t in tokens if t})
 
+    def _current(self) -> dict[str, Grant]:
+        """The grants by hash as they are now (a token file reads itself again first when it changed)."""
+        return self._by_hash
+
     def grant(self, token: str | None) -> Grant | None:
         if not token:
             return None
         # A dict lookup by hash: timing can at most tell the hash of a guess, never the token.
-        return self._by_hash.get(hash_token(token))
-
-    def merged(self, other: Tokens) -> Tokens:
-        return Tokens({**self._by_hash, **other._by_hash})
+        return self._current().get(hash_token(token))
 
     def principals(self) -> list[str]:
-        return sorted({g.principal for g in self._by_hash.values() if g.principal})
+        return sorted({g.principal for g in self._current().values() if g.principal})
 
     def __len__(self) -> int:
-        return len(self._by_hash)
+        return len(self._current())
 
     def __bool__(self) -> bool:
-        return bool(self._by_hash)
+        return bool(self._current())
 
 
 class TokenFile(Tokens):
@@ -193,7 +194,7 @@ class TokenFile(Tokens):
             _log.error("the token file %s no longer reads (%s): none of its tokens is accepted until it is fixed",
                        self.path, reason)  # fmt: skip
             table = Tokens()
-        return seen, table.merged(self._extra)._by_hash
+        return seen, {**table._by_hash, **self._extra._by_hash}
 
     def _current(self) -> dict[str, Grant]:
         try:
@@ -207,23 +208,6 @@ class TokenFile(Tokens):
                     self._by_hash = table  # the table first: a reader that sees the new signature gets it
                     self._seen = seen
         return self._by_hash
-
-    def grant(self, token: str | None) -> Grant | None:
-        if not token:
-            return None
-        return self._current().get(hash_token(token))
-
-    def merged(self, other: Tokens) -> Tokens:
-        return TokenFile(self.path, self._extra.merged(other))
-
-    def principals(self) -> list[str]:
-        return sorted({g.principal for g in self._current().values() if g.principal})
-
-    def __len__(self) -> int:
-        return len(self._current())
-
-    def __bool__(self) -> bool:
-        return bool(self._current())
 
 
 def _signature(info: os.stat_result) -> tuple[int, ...]:
@@ -412,22 +396,30 @@ def token_entry(
     return text
 
 
+def entry_fields(entry: TokenEntry) -> dict[str, Any]:
+    """``entry``'s keys as a token file holds them, in file order; the optional ones only when set."""
+    g = entry.grant
+    fields: dict[str, Any] = {
+        "principal": g.principal or "",
+        "sha256": entry.sha256,
+        "memories": list(g.memories),
+        "access": g.access,
+    }
+    if g.namespaces:
+        fields["namespaces"] = list(g.namespaces)
+    if g.tenant is not None:
+        fields["tenant"] = g.tenant
+    if entry.note is not None:
+        fields["note"] = entry.note
+    return fields
+
+
 def toml_table(entry: TokenEntry) -> str:
     """``entry`` as the ``[[token]]`` table the server reads back to the same entry: the one writer of a table."""
-    g = entry.grant
-    lines = [
-        "[[token]]",
-        f"principal = {toml_string(g.principal or '')}",
-        f"sha256 = {toml_string(entry.sha256)}",
-        f"memories = [{', '.join(toml_string(m) for m in g.memories)}]",
-        f"access = {toml_string(g.access)}",
-    ]
-    if g.namespaces:
-        lines.append(f"namespaces = [{', '.join(toml_string(n) for n in g.namespaces)}]")
-    if g.tenant is not None:
-        lines.append(f"tenant = {toml_string(g.tenant)}")
-    if entry.note is not None:
-        lines.append(f"note = {toml_string(entry.note)}")
+    lines = ["[[token]]"]
+    for key, value in entry_fields(entry).items():
+        shown = f"[{', '.join(map(toml_string, value))}]" if isinstance(value, list) else toml_string(value)
+        lines.append(f"{key} = {shown}")
     return "\n".join(lines) + "\n"
 
 

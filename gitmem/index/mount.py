@@ -368,9 +368,7 @@ class MountIndex:
             with engine.searching(ix) as searcher:
                 meta = engine.read_meta(searcher, self._cache)
                 counts = engine.stats(searcher)
-        except engine.Broken:
-            return IndexStatus(self.directory, "broken", head, None)
-        except Exception:
+        except Exception:  # engine.Broken, or whatever Whoosh raises on a damaged index
             return IndexStatus(self.directory, "broken", head, None)
         if meta is None:
             return IndexStatus(self.directory, "missing", head, None, counts.documents, counts.deleted, counts.segments)

@@ -35,10 +35,6 @@ class MemoryCursors:
         with self._lock:
             self._cursors[key] = cursor
 
-    def discard(self, key: str) -> None:
-        with self._lock:
-            self._cursors.pop(key, None)
-
     def snapshot(self) -> dict[str, str]:
         """A JSON-ready copy to persist; pass it back to ``MemoryCursors(saved)``."""
         with self._lock:

@@ -100,16 +100,10 @@ def show(store: HistoryStore, revision: str, path: str | None, fmt: FileFormat) 
 def _body_start(text: str) -> int:
     """The line number (from 1) where a file's text starts after its frontmatter."""
     try:
-        front, _ = split_frontmatter(text)
+        _, body = split_frontmatter(text)
     except MemoryStoreError:
         return 1
-    if front is None:
-        return 1
-    lines = text.splitlines()
-    for i, line in enumerate(lines[1:], start=2):
-        if line.rstrip("\r\n") == "---":
-            return i + 1
-    return 1
+    return len(text[: len(text) - len(body)].splitlines()) + 1
 
 
 def matched_line(text: str, query: str) -> tuple[int, str] | None:

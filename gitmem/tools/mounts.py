@@ -78,14 +78,7 @@ class FileMount:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "store", seam_of(self.store))
-        if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"
-            )
-        if self.access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
-        if self.guide is not None and not isinstance(self.guide, str):
-            raise TypeError("guide must be text or None")
+        check_mount(self.name, self.access, self.guide)
         if isinstance(self.always_load, str):
             raise TypeError("always_load is a tuple of paths, not one string")
         paths = tuple(validate_path(p) for p in self.always_load)
@@ -102,6 +95,16 @@ class FileMount:
 
     def allows(self, tool: str) -> bool:
         return tool in READ_TOOLS or (self.access == "write" and tool in WRITE_TOOLS)
+
+
+def check_mount(name: object, access: object, guide: object) -> None:
+    """The rules every kind's mount keeps: its name, its access and its guide."""
+    if not isinstance(name, str) or not _MOUNT_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'")
+    if access not in ("read", "write"):
+        raise ValueError(f"access must be 'read' or 'write', not {access!r}")
+    if guide is not None and not isinstance(guide, str):
+        raise TypeError("guide must be text or None")
 
 
 def check_tool_names(tools: Iterable[str] | None, known: Sequence[str] = TOOLS, kind: str = "") -> frozenset[str]:

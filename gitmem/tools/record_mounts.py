@@ -6,14 +6,13 @@ The record capability (:mod:`gitmem.tools.records`) and its recall blocks
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from gitmem.errors import MemoryStoreError
 from gitmem.records import MemoryRecord, RecordStoreProtocol
 from gitmem.records.rules import RECORD_CHARS
-from gitmem.tools.mounts import Access
+from gitmem.tools.mounts import Access, check_mount
 from gitmem.tools.record_schemas import RECORD_READ_TOOLS, RECORD_TOOLS, SEARCH_MAX
 from gitmem.tools.registry import shorten
 
@@ -42,9 +41,6 @@ class RecordMemoryLimits:
             raise ValueError("recall_seconds must be a positive number")
 
 
-_MOUNT_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
-
-
 @dataclass(frozen=True, slots=True)
 class RecordMount:
     """One record store as the model sees it: ``name``, ``access``, an optional guide, and recall on/off.
@@ -63,14 +59,7 @@ class RecordMount:
     granted: tuple[tuple[str, RecordStoreProtocol], ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _MOUNT_NAME.fullmatch(self.name):
-            raise ValueError(
-                f"{self.name!r} is not a mount name: a lowercase letter, then up to 62 of a-z, 0-9 and '-'"
-            )
-        if self.access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', not {self.access!r}")
-        if self.guide is not None and not isinstance(self.guide, str):
-            raise TypeError("guide must be text or None")
+        check_mount(self.name, self.access, self.guide)
 
     @property
     def namespaces(self) -> tuple[str, ...]:

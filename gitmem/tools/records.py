@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
-from gitmem.records import RecordPage, validate_record_text
+from gitmem.records import validate_record_text
 from gitmem.tools.guide import mount_sections
 from gitmem.tools.history_ops import change_payload
 from gitmem.tools.recall_blocks import RecallReport, build_recall
@@ -81,21 +81,6 @@ DESCRIPTIONS: Final[dict[RecordToolName, str]] = {
 }
 
 
-# --- payloads -----------------------------------------------------------------------------
-
-
-def page_payload(page: RecordPage) -> dict[str, Any]:
-    return {"records": [record_payload(r) for r in page.records], "next_cursor": page.next_cursor}
-
-
-def failure_payload(exc: MemoryStoreError) -> dict[str, Any]:
-    """``{"error", "message", "current"}``; an unconfirmed write tells the model to search before writing again."""
-    message = exc.message
-    if exc.code == "write_unconfirmed" and "search" not in message:
-        message += UNCONFIRMED_ADVICE
-    return {"error": exc.code, "message": message, "current": None}
-
-
 # --- the capability -----------------------------------------------------------------------
 
 
@@ -138,7 +123,11 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
         return "\n\n".join(parts)
 
     def fail(self, exc: MemoryStoreError) -> Payload:
-        return failure_payload(exc)
+        """``{"error", "message", "current"}``; an unconfirmed write tells the model to search before writing again."""
+        message = exc.message
+        if exc.code == "write_unconfirmed" and "search" not in message:
+            message += UNCONFIRMED_ADVICE
+        return {"error": exc.code, "message": message, "current": None}
 
     def schema(self, tool: str, memories: tuple[str, ...]) -> dict[str, Any]:
         """The tool's schema; ``namespace`` only where a mount offers more than its own, as an enum of them."""
@@ -156,7 +145,8 @@ class RecordMemoryCapability(MountedTools[RecordMount]):
         if isinstance(args, SearchArgs):
             return {"records": [record_payload(r) for r in store.search(args.query, limit=args.limit)]}
         if isinstance(args, ListArgs):
-            return page_payload(store.list(limit=args.limit, cursor=args.cursor))
+            page = store.list(limit=args.limit, cursor=args.cursor)
+            return {"records": [record_payload(r) for r in page.records], "next_cursor": page.next_cursor}
         if isinstance(args, HistoryArgs):
             log = getattr(store, "log", None)
             if not callable(log):

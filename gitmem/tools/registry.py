@@ -139,11 +139,6 @@ class Tool:
     memories: tuple[str, ...] = ()
     fail: Callable[[MemoryStoreError], Payload] = field(default=plain_failure, repr=False)
 
-    @property
-    def tool_id(self) -> str:
-        """The permission id under its older name."""
-        return self.permission
-
     def as_json(self) -> dict[str, Any]:
         """``name``, ``description`` and ``input_schema``: the common shape of tool APIs (Anthropic's too)."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}

@@ -98,7 +98,7 @@ def test_tools_schemas_and_instructions_reach_the_client_unchanged(a: McpClient,
         assert tool.description == definition.description
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint == (definition.effect == "read")
-        assert tool.meta == {"io.gitmem/tool-id": definition.tool_id, "io.gitmem/memories": list(definition.memories)}
+        assert tool.meta == {"io.gitmem/tool-id": definition.permission, "io.gitmem/memories": list(definition.memories)}
     by_name = {t.name: t for t in listed}
     assert by_name["memory_file_view"].input_schema["properties"]["memory"]["enum"] == ["user", "docs"]
     assert by_name["memory_file_create"].input_schema["properties"]["memory"]["enum"] == ["user"]

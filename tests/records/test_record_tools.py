@@ -94,7 +94,7 @@ def test_a_read_mount_offers_search_and_list_only(backend: Any) -> None:
 def test_tools_narrow_every_mount(backend: Any) -> None:
     memory = cap(backend, tools=("search", "add"))
     definitions = memory.offered()
-    assert [d.tool_id for d in definitions] == ["memory.record.search", "memory.record.add"]
+    assert [d.permission for d in definitions] == ["memory.record.search", "memory.record.add"]
     assert definitions[0].input_schema["properties"]["memory"]["enum"] == ["facts"]
     assert definitions[0].input_schema["properties"]["limit"]["maximum"] == 20
     assert call(memory, "memory_record_delete", id="x")["error"] == "forbidden"

@@ -28,7 +28,7 @@ def test_tool_definitions_name_id_effect_and_the_memories_that_allow_each_tool()
     # An in-memory store keeps no history and has no ranked index: those four tools are not offered.
     offered = [t for t in TOOLS if t not in ("search", "history", "show", "restore")]
     assert [d.name for d in definitions] == [f"memory_file_{t}" for t in offered]
-    assert [d.tool_id for d in definitions] == [f"memory.file.{t}" for t in offered]
+    assert [d.permission for d in definitions] == [f"memory.file.{t}" for t in offered]
     assert [d.permission for d in definitions] == [f"memory.file.{t}" for t in offered]
     for d in definitions:
         enum = d.input_schema["properties"]["memory"]["enum"]
@@ -144,13 +144,13 @@ def test_instructions_list_every_mount_with_access_and_guide() -> None:
     assert "memory_file_" in text and "not" in text
 
 
-def test_typed_helpers_raise_instead_of_answering_json() -> None:
+def test_run_raises_instead_of_answering_json() -> None:
     capability = FileMemoryCapability(mounts())
-    created = capability.create("user", "a.md", "A\n", tool_call_id="t1")
+    created = capability.run("create", {"memory": "user", "path": "a.md", "content": "A\n"}, tool_call_id="t1")
     assert created["status"] == "created"
-    assert capability.view("user", "a.md")["content"] == "A\n"
+    assert capability.run("view", {"memory": "user", "path": "a.md"})["content"] == "A\n"
     with pytest.raises(MemoryStoreError) as caught:
-        capability.edit("user", "a.md", "zzz", "y")
+        capability.run("edit", {"memory": "user", "path": "a.md", "old_string": "zzz", "new_string": "y"})
     assert caught.value.code == "no_match" and caught.value.current is not None
 
 

@@ -50,8 +50,8 @@ def test_refusals_name_the_problem_and_change_nothing(memory: FileMemoryCapabili
 def test_a_big_change_shows_a_bounded_diff(memory: FileMemoryCapability) -> None:
     store = memory.mounts[0].store
     big = "".join(f"line {i} of a long note\n" for i in range(2000))
-    memory.create("notes", "big.md", big)
-    change = memory.show("notes", store.head())
+    memory.run("create", {"memory": "notes", "path": "big.md", "content": big})
+    change = memory.run("show", {"memory": "notes", "revision": store.head()})
     assert change["truncated"] is True and len(change["diff"].encode()) <= MAX_DIFF_CHARS
     assert change["files"] == [{"path": "big.md", "old_path": "big.md", "status": "added"}]
 

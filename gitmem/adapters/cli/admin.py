@@ -15,6 +15,7 @@ from gitmem.adapters.cli.app import (
     State,
     cli,
     common_options,
+    confirm,
     emit,
     origin_options,
     pass_state,
@@ -29,11 +30,6 @@ if TYPE_CHECKING:
     from gitmem.history import ObjectCounts
 
 
-def _confirm(yes: bool, what: str) -> None:
-    if not yes:
-        raise usage_error(f"{what} cannot be undone; pass --yes to go ahead")
-
-
 @cli.command()
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Confirm: every file and all history of NAME is destroyed.")
@@ -46,7 +42,7 @@ def purge(state: State, name: str, yes: bool) -> None:
     Every file and every past version is removed and the objects pruned, so git
     cannot read them back. Older cursors then answer "full resync".
     """
-    _confirm(yes, f"purging {name!r}")
+    confirm(yes, f"purging {name!r}")
     store = state.store(name)
     store.purge(state.origin)
     emit({"memory": name, "head": store.head(), "purged": True}, f"purged {name!r}: no files, no history")
@@ -88,7 +84,7 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
     if from_ledger:
         if path is not None:
             raise usage_error("give PATH or --from-ledger, not both")
-        _confirm(yes, "forgetting what the erasure ledger names")
+        confirm(yes, "forgetting what the erasure ledger names")
         with progress("forgetting what the ledger names"):
             reports = state.store(name).forget_erased(origin=state.origin)
         names = sorted({n for r in reports for n in r.names})
@@ -101,7 +97,7 @@ def forget(state: State, name: str, path: str | None, yes: bool, from_ledger: bo
         raise usage_error("give the PATH to forget (or --from-ledger, or --remotes alone to reach the remotes)")
     if path is not None and path.endswith("/") and path.strip("/"):  # a folder written as `ls` takes it: prefs/
         path = path.rstrip("/")
-    _confirm(yes, f"forgetting {path!r}" if path is not None else "rewriting the remotes' history")
+    confirm(yes, f"forgetting {path!r}" if path is not None else "rewriting the remotes' history")
     store = state.store(name)
     lines: list[str] = []
     payload: dict[str, Any] = {"memory": name}

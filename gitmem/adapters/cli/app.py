@@ -139,12 +139,18 @@ def landed_text(name: str, where: dict[str, str] | None) -> str:
     return f" (under review on {where['ref']}: `gitmem review show {name} {where['run']}`)"
 
 
-def get_state() -> State:
-    ctx = click.get_current_context()
-    state = ctx.find_object(State)
-    if state is None:  # a command invoked on its own, outside the root group
-        state = ctx.ensure_object(State)
-    return state
+def acting_principal(state: State, doing: str) -> str:
+    """Who approves, rejects or activates: ``--principal`` (or ``$GITMEM_PRINCIPAL``), else the login name.
+
+    ``getpass.getuser`` reads ``$LOGNAME``/``$USER`` and then the password database;
+    a container user with neither gets a usage error naming the option instead.
+    """
+    name = state.principal or login_name()
+    if name is None:
+        raise usage_error(
+            f"cannot tell who {doing}: no login name here; pass --principal WHO (or set $GITMEM_PRINCIPAL)"
+        )
+    return name
 
 
 pass_state = click.make_pass_decorator(State, ensure=True)
@@ -206,11 +212,6 @@ def common_options(f: F) -> F:
 # --- errors ----------------------------------------------------------------------
 
 
-def report_error(exc: MemoryStoreError, ctx: click.Context) -> None:
-    state = ctx.find_object(State) or State()
-    show_refusal(exc, as_json=state.json, command=ctx.command.name or "", params=ctx.params)
-
-
 def _scrubbed_usage_errors(parse: Callable[[click.Context, list[str]], list[str]], ctx: click.Context, args: list[str]) -> list[str]:
     """Parse ``args``; a usage error repeating an argument (``Directory 'https://u:pw@…' does not
     exist``) is shown with a URL's credentials hidden, as every other message is."""
@@ -238,7 +239,8 @@ class GitmemCommand(click.Command):
         try:
             return super().invoke(ctx)
         except MemoryStoreError as exc:
-            report_error(exc, ctx)
+            state = ctx.find_object(State) or State()
+            show_refusal(exc, as_json=state.json, command=ctx.command.name or "", params=ctx.params)
             raise click.exceptions.Exit(EXIT_REFUSED) from None
 
 
@@ -285,7 +287,9 @@ class GitmemGroup(click.Group):
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
             exc.show()
-            say_json({"error": "usage", "message": exc.format_message(), "hint": _usage_hint(exc), "current": None})
+            ctx = getattr(exc, "ctx", None)
+            hint = f"see `{ctx.command_path if ctx is not None else 'gitmem'} --help`"
+            say_json({"error": "usage", "message": exc.format_message(), "hint": hint, "current": None})
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             say("Aborted!", err=True)
@@ -294,16 +298,15 @@ class GitmemGroup(click.Group):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-def _usage_hint(exc: click.ClickException) -> str:
-    ctx = getattr(exc, "ctx", None)
-    if ctx is not None:
-        return f"see `{ctx.command_path} --help`"
-    return "see `gitmem --help`"
-
-
 def usage_error(message: str) -> click.UsageError:
     """A mistake in how the command was called: exit code 2, nothing touched."""
     return click.UsageError(visible(message), ctx=click.get_current_context(silent=True))
+
+
+def confirm(yes: bool, what: str) -> None:
+    """``--yes`` given for what cannot be undone; else a usage error asking for it."""
+    if not yes:
+        raise usage_error(f"{what} cannot be undone; pass --yes to go ahead")
 
 
 # --- rendering -------------------------------------------------------------------
@@ -324,7 +327,7 @@ def to_json(value: Any) -> Any:
 
 def emit(payload: Mapping[str, Any], text: str | Callable[[], None] | None = None) -> None:
     """Render a command's result: ``payload`` as JSON, or ``text`` (a string or a printer)."""
-    if get_state().json:
+    if click.get_current_context().ensure_object(State).json:  # found in the root group's context
         say_json(to_json(payload))
     elif callable(text):
         text()

@@ -17,6 +17,7 @@ import click
 
 from gitmem.adapters.cli.app import (
     State,
+    acting_principal,
     cli,
     common_options,
     emit,
@@ -252,17 +253,6 @@ def durable_health(state: State, name: str, namespace: tuple[str, str, str]) -> 
     emit(health.as_dict(), text)
 
 
-def _who(state: State) -> str:
-    if state.principal:
-        return state.principal
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        raise usage_error("cannot tell who activates: pass --principal WHO (or set $GITMEM_PRINCIPAL)") from None
-
-
 @durable.command("activate")
 @click.argument("name")
 @click.argument("node_id")
@@ -297,18 +287,15 @@ def durable_activate(
     key: str | None,
 ) -> None:
     """Activate candidate NODE_ID at --revision on new manual or verification evidence."""
-    who = _who(state)
+    who = acting_principal(state, "activates")
     now = datetime.now(UTC)
     uri = uri or f"gitmem-cli:activate/{who}/{format_time(now)}"
     digest = digest or "sha256:" + hashlib.sha256(f"{node_id}@{expected} {uri}".encode()).hexdigest()
     from gitmem.durable import Evidence
 
     evidence = Evidence(uri, digest, kind, now)  # type: ignore[arg-type]
-    origin = (
-        state.origin if state.principal else type(state.origin)(state.origin.run_id, who, state.origin.tool_call_id)
-    )
     result = _repo(state, name).activate(
-        _ns(namespace), node_id, expected, [evidence], idempotency_key=key, origin=origin
+        _ns(namespace), node_id, expected, [evidence], idempotency_key=key, origin=state.origin
     )
     emit(result_json(result), lambda: _print_result(result))
 
@@ -321,7 +308,7 @@ def durable_activate(
 @pass_state
 def durable_approve(state: State, name: str, run_id: str) -> None:
     """Approve run RUN's proposal and activate the candidates it brought (manual evidence: the approval)."""
-    approver = _who(state)
+    approver = acting_principal(state, "approves")
     from gitmem.durable import approve_candidates
 
     outcome = approve_candidates(_repo(state, name), run_id, approver=approver)

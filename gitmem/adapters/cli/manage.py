@@ -22,6 +22,7 @@ from gitmem.adapters.cli.app import (
     State,
     cli,
     common_options,
+    confirm,
     emit,
     landed,
     origin_options,
@@ -313,8 +314,7 @@ def delete(state: State, name: str, yes: bool) -> None:
     Clones and exports made before keep their copy. Stores that have it open
     answer memory_deleted from then on.
     """
-    if not yes:
-        raise usage_error(f"deleting memory {name!r} cannot be undone; pass --yes to go ahead")
+    confirm(yes, f"deleting memory {name!r}")
     path = state.root.mount_path(name)
     state.root.remove(name)
     emit({"memory": name, "path": str(path), "deleted": True}, f"deleted memory {name!r} ({path})")
@@ -398,13 +398,13 @@ def config(state: State, name: str, key: str | None, value: str | None, unset: b
         if unset:
             raise usage_error("--unset needs a KEY")
         values = {k: repo.config_get(k) for k in LIMIT_KEYS}
-        shown = {"memory": name, "config": values, "limits": _effective(store)}
+        limits = _effective(store)
 
         def text() -> None:
             for k, v in values.items():
-                say(f"{k} = {v if v is not None else _default_text(_effective(store)[k])}")
+                say(f"{k} = {v if v is not None else _default_text(limits[k])}")
 
-        emit(shown, text)
+        emit({"memory": name, "config": values, "limits": limits}, text)
         return
     full = _KEYS_BY_LOWER.get(key.lower()) or _KEYS_BY_LOWER.get(f"gitmem.{key}".lower())
     if full is None:
@@ -420,9 +420,10 @@ def config(state: State, name: str, key: str | None, value: str | None, unset: b
         payload: dict[str, Any] = {"memory": name, "key": full, "value": None if unset else value, "previous": old}
         emit(payload, f"{full} = {value}" if not unset else f"unset {full} {_default_text(_effective(store)[full])}")
         return
+    now, effective = repo.config_get(full), _effective(store)[full]
     emit(
-        {"memory": name, "key": full, "value": repo.config_get(full), "effective": _effective(store)[full]},
-        str(repo.config_get(full) if repo.config_get(full) is not None else _default_text(_effective(store)[full])),
+        {"memory": name, "key": full, "value": now, "effective": effective},
+        str(now if now is not None else _default_text(effective)),
     )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gitmem.adapters.cli.app import State, cli, common_options, emit, origin_options, pass_state, say, usage_error
+from gitmem.adapters.cli.app import State, cli, common_options, confirm, emit, origin_options, pass_state, say
 
 if TYPE_CHECKING:  # the record layer (and the store) load when a command opens a memory
     from gitmem.records import MemoryRecord, RecordStore
@@ -166,8 +166,7 @@ def remove_record(state: State, name: str, record_id: str, namespace: str) -> No
 @pass_state
 def purge_records(state: State, name: str, namespace: str, yes: bool) -> None:
     """Erase every record of one namespace, with its history; other namespaces stay."""
-    if not yes:
-        raise usage_error(f"purging namespace {namespace!r} of {name!r} cannot be undone; pass --yes to go ahead")
+    confirm(yes, f"purging namespace {namespace!r} of {name!r}")
     _store(state, name, namespace).purge(origin=state.origin)
     emit({"memory": name, "namespace": namespace, "purged": True}, f"purged namespace {namespace!r} of {name!r}")
 

@@ -9,10 +9,10 @@ import click
 
 from gitmem.adapters.cli.app import (
     State,
+    acting_principal,
     cli,
     common_options,
     emit,
-    login_name,
     origin_options,
     pass_state,
     say,
@@ -45,20 +45,6 @@ def _proposal_json(p: Proposal) -> dict[str, object]:
 def _who(p: Proposal) -> str:
     """``alice (2), claude (1)``: each commit credited to its own principal or git author."""
     return ", ".join(f"{who} ({n})" for who, n in p.authors) or "-"
-
-
-def _login_name() -> str:
-    """Who approves when ``--principal`` is not given: the login name, if the system knows one.
-
-    ``getpass.getuser`` reads ``$LOGNAME``/``$USER`` and then the password database;
-    a container user with neither gets a usage error naming the option instead.
-    """
-    name = login_name()
-    if name is None:
-        raise usage_error(
-            "cannot tell who approves: no login name here; pass --principal WHO (or set $GITMEM_PRINCIPAL)"
-        )
-    return name
 
 
 @cli.group()
@@ -239,7 +225,7 @@ def review_approve(state: State, name: str, proposal_id: str) -> None:
     """Merge proposal ID into main of memory NAME (a merge commit with Gitmem-Approved-By) and delete it."""
     from gitmem import review as api
 
-    approver = state.principal or _login_name()
+    approver = acting_principal(state, "approves")
     try:
         result = api.approve(state.store(name), proposal_id, approver=approver, origin=state.origin)
     except api.MergeRefused as exc:
@@ -279,7 +265,7 @@ def review_reject(state: State, name: str, proposal_id: str, reason: str | None)
     """Delete proposal ID of memory NAME, recording who rejected it (refs/gitmem/reviews); main is not touched."""
     from gitmem import review as api
 
-    rejecter = state.principal or _login_name()
+    rejecter = acting_principal(state, "rejects")
     head = api.reject(state.store(name), proposal_id, rejecter=rejecter, reason=reason)
     emit(
         {"memory": name, "run": proposal_id, "rejected": head, "rejected_by": rejecter, "reason": reason},

@@ -96,12 +96,12 @@ def _line(item: MemoryItem, score: float | None = None) -> tuple[str, str]:
     return f"{head}{tags}{conflict}", f"    {' '.join(item.content.split())}"
 
 
-def _print_items(items: list[MemoryItem]) -> Callable[[], None]:
+def _print_items(items: list[MemoryItem], scores: list[float] | None = None) -> Callable[[], None]:
     def text() -> None:
         if not items:
             say("no memories")
-        for item in items:
-            for row in _line(item):
+        for n, item in enumerate(items):
+            for row in _line(item, scores[n] if scores else None):
                 say(row)
 
     return text
@@ -150,14 +150,7 @@ def session_remember(
 def session_recall(state: State, query: str, k: int, workspace: Path, memory_dir: Path | None, mount: str) -> None:
     """Recall the items most similar to QUERY (superseded items are left out)."""
     results = _open(state, workspace, memory_dir, mount).recall_similar(query, k)
-
-    def text() -> None:
-        if not results:
-            say("no memories")
-        for r in results:
-            for row in _line(r.item, r.score):
-                say(row)
-
+    text = _print_items([r.item for r in results], [r.score for r in results])
     payload = [{**item_json(r.item), "score": r.score, "conflicts": [c.id for c in r.conflicts]} for r in results]
     emit({"query": query, "results": payload}, text)
 

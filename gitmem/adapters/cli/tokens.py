@@ -100,9 +100,10 @@ def add(
         made = token_entries(entry, "the new entry")[0]
     else:
         from gitmem.adapters.tokenadmin import add_token
+        from gitmem.adapters.tokens import toml_table
 
         secret, made = add_token(token_file, principal, memories, access, note, **grants)  # type: ignore[arg-type]
-        entry = _entry_text(secret, made)
+        entry = toml_table(made)
     emit(
         {
             "token": secret,
@@ -171,15 +172,6 @@ def rotate(state: State, who: str, token_file: Path) -> None:
             "from the server's next request")  # fmt: skip
 
     emit({"token": done.token, "replaced": done.replaced.id, **row}, show)
-
-
-def _entry_text(secret: str, made: Any) -> str:
-    from gitmem.adapters.tokens import token_entry
-
-    grant = made.grant
-    return token_entry(
-        secret, grant.principal, grant.memories, grant.access, made.note, namespaces=grant.namespaces, tenant=grant.tenant
-    )
 
 
 def _show_token(secret: str, ident: str, entry: str, token_file: Path | None) -> None:
