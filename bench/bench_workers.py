@@ -6,7 +6,10 @@ serve --workers 1`` and a ``--workers 2`` run in turn (alternated, so the
 machine's other load weighs on both), each on a fresh memory for ``--seconds``:
 ``--clients`` agents (8) each open an MCP session (``initialize``,
 ``notifications/initialized``) on a keep-alive connection and call
-``memory_file_create`` on distinct files flat out.
+``memory_file_create`` on distinct files flat out. With ``--memories N`` the
+clients write to N memories (client i to the (i mod N)th) instead of one: the
+writes of one memory take its writer lock in turn, so one memory measures the
+commit's critical section, several measure the server.
 
 The clients speak MCP's streamable HTTP (JSON responses) with ``http.client``,
 one thread each, not the ``mcp`` SDK client: on two cores the SDK client's own
@@ -23,6 +26,7 @@ Usage::
 
     .venv/bin/python bench/bench_workers.py                       # 20 s runs, 2 rounds, root and ext4
     .venv/bin/python bench/bench_workers.py --seconds 10 --rounds 1 --dirs /tmp
+    .venv/bin/python bench/bench_workers.py --memories 8          # each agent its own memory
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ class Run:
     place: str
     calls: int = 0
     measured: int = 0  # writes acknowledged within the measured seconds
-    acked: dict[str, str] = field(default_factory=dict)
+    acked: dict[tuple[str, str], str] = field(default_factory=dict)  # (memory, path) -> content
     fivexx: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -116,7 +120,7 @@ def agent(port: int, token: str, memory: str, i: int, stop: threading.Event, run
             if status >= 500:
                 run.fivexx += 1
             elif status == 200 and b'"isError":true' not in body.replace(b" ", b""):
-                run.acked[path] = content
+                run.acked[(memory, path)] = content
             else:
                 run.errors.append(f"{status}: {body[:200]!r}")
 
@@ -145,7 +149,9 @@ def connections_per_worker(port: int, workers: list[int]) -> list[int]:
 
 def one_run(root: Root, tokens: Path, memory: str, workers: int, args: argparse.Namespace, place: str) -> Run:
     run = Run(workers, place)
-    root.mount(memory, create=True).sync.write("seed.md", "seed\n", expected=None)
+    memories = [memory] if args.memories == 1 else [f"{memory}m{j}" for j in range(args.memories)]
+    for name in memories:
+        root.mount(name, create=True).sync.write("seed.md", "seed\n", expected=None)
     server = subprocess.Popen(
         [sys.executable, "-m", "gitmem.adapters.cli", "serve", "--root", str(root.path), "--port", "0",
          "--token-file", str(tokens), "--workers", str(workers), "--json"],
@@ -162,7 +168,7 @@ def one_run(root: Root, tokens: Path, memory: str, workers: int, args: argparse.
         pids = [server.pid, *children(server.pid)]
         stop, lock = threading.Event(), threading.Lock()
         threads = [
-            threading.Thread(target=agent, args=(port, f"tok-agent{i}-workers-bench-0123456789", memory, i, stop, run, lock))
+            threading.Thread(target=agent, args=(port, f"tok-agent{i}-workers-bench-0123456789", memories[i % len(memories)], i, stop, run, lock))
             for i in range(args.clients)
         ]  # fmt: skip
         for t in threads:
@@ -190,10 +196,12 @@ def one_run(root: Root, tokens: Path, memory: str, workers: int, args: argparse.
         except subprocess.TimeoutExpired:
             server.kill()
             server.communicate()
-    store = root.mount(memory).sync
-    run.lost = sum(1 for path, content in run.acked.items() if _read(store, path) != content)
-    fsck = subprocess.run(["git", "fsck", "--strict"], cwd=root.mount_path(memory), capture_output=True, text=True)
-    run.fsck = fsck.returncode == 0
+    stores = {name: root.mount(name).sync for name in memories}
+    run.lost = sum(1 for (name, path), content in run.acked.items() if _read(stores[name], path) != content)
+    run.fsck = all(
+        subprocess.run(["git", "fsck", "--strict"], cwd=root.mount_path(name), capture_output=True).returncode == 0
+        for name in memories
+    )
     return run
 
 
@@ -209,6 +217,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--memories", type=int, default=1, help="memories the clients write to, client i to the (i mod N)th")
     parser.add_argument("--dirs", nargs="+", default=[tempfile.gettempdir(), "/mnt/ext4/workers"])
     args = parser.parse_args()
     runs: list[Run] = []
@@ -237,7 +246,7 @@ def main() -> None:
 
 
 def report(runs: list[Run], args: argparse.Namespace, load: list[float]) -> None:
-    print(f"{args.clients} MCP clients writing distinct files, {args.seconds:g} s per run, {args.rounds} rounds "
+    print(f"{args.clients} MCP clients writing distinct files to {args.memories} memories, {args.seconds:g} s per run, {args.rounds} rounds "
           f"alternating 1 and 2 workers; load average {min(load):.1f}-{max(load):.1f} (1 min) during the runs, "
           f"{os.cpu_count()} cores")  # fmt: skip
     print()

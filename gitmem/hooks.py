@@ -258,12 +258,17 @@ def refresh_index_detached(mount_path: str, *, log_file: str | None = None) -> i
 
 
 def refresh_index_logged(mount_path: str) -> int:
-    """The detached refresh: :func:`refresh_index`, with a failure written to the hooks log."""
+    """The detached refresh: the whole catch-up in this process (it is off the push's path already), so a
+    failure reaches the hooks log rather than the null output of yet another detached indexer."""
     target = os.environ.get("GITMEM_HOOKS_LOG") or log_path(mount_path)
     try:
-        refresh_index(mount_path)
+        current = catch_up(mount_path, inline=False)  # detached already: the whole catch-up is done here
     except Exception as exc:
         log_line(mount_path, f"post-receive: the index refresh of {mount_path} failed: {exc!r}", path=target)
+        return 1
+    if not current:
+        log_line(mount_path, f"post-receive: the index of {mount_path} was not brought to main (another "
+                 "indexer held it, or the warning above says why); the next search catches it up", path=target)  # fmt: skip
         return 1
     return 0
 

@@ -27,6 +27,7 @@ from serve.support import (
 
 from gitmem import GitFileStore, MemoryStoreError, hooks
 from gitmem.hooks import HOOK_NAMES, hook_script, install_hooks, post_receive_main, pre_receive_main
+from gitmem.index.source import INLINE_DOCS
 from gitmem.model import Changes
 
 HANG_SECONDS = 120.0
@@ -192,6 +193,24 @@ def test_a_failed_index_refresh_is_logged_where_an_admin_looks(mount: GitFileSto
     assert os.waitstatus_to_exitcode(status) == 1
     text = log.read_text()
     assert "no-such-mount.git" in text and "failed" in text, text
+
+
+def test_the_detached_refresh_does_a_long_catch_up_itself(tmp_path: Path) -> None:
+    # More files than a request indexes inline: the detached refresh (already off the push's path)
+    # must index them itself, where its failures reach hooks.log, not hand them to yet another process.
+    store = GitFileStore.init(tmp_path / "plain.git")  # no hooks: only the refresh below touches the index
+    seed(store)
+    assert store.sync.search("hello") is not None  # the index exists, at the seed
+    work = clone(store, tmp_path)
+    for i in range(INLINE_DOCS + 20):
+        write(work, f"notes/n{i}.md", f"pushed words number {i}\n")
+    pushed = commit_all(work, "many notes")
+    git("push", "-q", "origin", "main", cwd=work)
+    pid = hooks.refresh_index_detached(store.path)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    state = store.sync.index_status()  # as the refresh left it: nothing else indexes this mount
+    assert (state.state, state.commit) == ("current", pushed), state
 
 
 @pytest.mark.parametrize("kind", MALFORMED_KINDS)
