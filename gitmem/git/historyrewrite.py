@@ -93,13 +93,11 @@ def rewrite_history(
     ``done`` maps originals already rewritten (by an earlier import) to their
     rewritten commits; those and what they reach are taken as they are.
     """
-    repo = open_repository(scratch)
-    try:
-        return _Rewriter(repo, fmt, exclude, gitignore).run(tip, done or {})
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot rewrite the history at {tip[:12]}: {exc}") from exc
-    finally:
-        repo.free()
+    with open_repository(scratch) as repo:
+        try:
+            return _Rewriter(repo, fmt, exclude, gitignore).run(tip, done or {})
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot rewrite the history at {tip[:12]}: {exc}") from exc
 
 
 class _Rewriter:

@@ -383,13 +383,10 @@ def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> s
     """
     if not objects:
         return None
-    repo = open_repository(os.path.abspath(repo_path))
-    try:
+    with open_repository(os.path.abspath(repo_path)) as repo:
         mount = repo.odb
         for folder in objects:
             for oid in object_db(folder):  # lists every index in its pack folder: checked first
                 if oid.raw not in reached and not mount.exists(oid):
                     return f"the push carries object {oid} that none of its refs reaches"
         return None
-    finally:
-        repo.free()

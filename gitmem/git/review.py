@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pygit2
@@ -284,39 +285,26 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
 
     with translate_errors(git.path):
         draft = conflict.read_draft(git.repo, head)
-    if draft is not None:
-        # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
-        with open_quarantine(git.path) as held:
-            r = open_repository(held.path)
-            try:
+    with ExitStack() as stack:
+        landing, held = head, None
+        if draft is not None:
+            # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
+            held = stack.enter_context(open_quarantine(git.path))
+            with open_repository(held.path) as r:
                 landing = conflict.approved_commit(r, draft, who, run)
-            finally:
-                r.free()
-            return integrate(
-                git,
-                fmt,
-                landing,
-                what=f"conflict proposal {run}",
-                origin=who,
-                detail=f"approve proposal {run}",
-                extra=((T_APPROVED_BY, who.principal_id),),
-                scratch=held,
-                precheck=still_there,
-                after_swap=drop_branch,
-            )
-
-    return integrate(
-        git,
-        fmt,
-        head,
-        what=f"proposal {run}",
-        origin=who,
-        detail=f"approve proposal {run}",
-        extra=((T_APPROVED_BY, who.principal_id),),
-        fast_forward=False,
-        precheck=still_there,
-        after_swap=drop_branch,
-    )
+        return integrate(
+            git,
+            fmt,
+            landing,
+            what=f"{'conflict ' if draft is not None else ''}proposal {run}",
+            origin=who,
+            detail=f"approve proposal {run}",
+            extra=((T_APPROVED_BY, who.principal_id),),
+            fast_forward=draft is not None,  # an ordinary proposal always lands as a merge commit, on record
+            scratch=held,
+            precheck=still_there,
+            after_swap=drop_branch,
+        )
 
 
 def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:
