@@ -235,18 +235,14 @@ def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
 # ---------------------------------------------------------------- import
 
 
-def _kind(mode: int) -> str | None:
-    """What a special file is, or ``None`` for a regular file or folder."""
-    for test, name in (
-        (stat.S_ISLNK, "a symbolic link (links are not followed)"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+_SPECIAL = {
+    stat.S_IFLNK: "a symbolic link (links are not followed)",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+"""What each kind of special file is called; any other that is no regular file or folder is "not a regular file"."""
 
 
 def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
@@ -324,8 +320,8 @@ def scan_folder(
                 else:
                     visit(Path(entry.path), f"{rel}/", rules)
                 continue
-            kind = _kind(info.st_mode)
-            if kind is not None:
+            if not stat.S_ISREG(info.st_mode):
+                kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
                 scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
                 continue
             found.append((rel, Path(entry.path), info))
@@ -354,12 +350,14 @@ def scan_for(
     The check is by content (the version a write would store), whatever the file's
     path; the write itself still checks again, under its lock.
     """
-    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED
+    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED, erased_blobs
+    from gitmem.git.repo import translate_errors
     from gitmem.git.treeedit import object_id
 
     scan = scan_folder(folder, store.format, exclude=exclude, gitignore=gitignore)
     if scan.accepted:
-        erased = _erased_by_forget(store)
+        with translate_errors(store.path):  # what a write refuses: what a forget erased (not what a purge did)
+            erased = erased_blobs(store.repo.fresh(), store.path, purged=False)
         if erased:
             kept: list[tuple[str, str]] = []
             for path, text in scan.accepted:
@@ -375,15 +373,6 @@ def scan_for(
             scan.accepted = kept
             scan.refused.sort(key=lambda r: r.path)
     return scan
-
-
-def _erased_by_forget(store: SyncGitFileStore) -> frozenset[str]:
-    """The versions a write of ``store`` refuses: what a ``forget`` erased (not what a purge did)."""
-    from gitmem.git.erasures import erased_blobs
-    from gitmem.git.repo import translate_errors
-
-    with translate_errors(store.path):
-        return erased_blobs(store.repo.fresh(), store.path, purged=False)
 
 
 def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:

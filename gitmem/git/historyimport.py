@@ -200,13 +200,8 @@ def import_history(
                     timeout=git.lock_timeout,
                 ):
                     raise MemoryStoreError("version_mismatch", "main moved while the history was imported; try again")
-        reachable = _reachable(git, land)
+        reachable = {str(c.id) for c in git.repo.walk(pygit2.Oid(hex=land), pygit2.enums.SortMode.NONE)}
         report.imported = [v.commit for v in verdicts if v.commit in taken and v.commit in reachable]
         report.head = land
         report.replaced_init = fresh
         return report
-
-
-def _reachable(git: GitRepo, tip: str) -> set[str]:
-    walker = git.repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.NONE)
-    return {str(c.id) for c in walker}

@@ -98,11 +98,6 @@ def walk(r: pygit2.Repository, start: str, hidden: set[str] | None = None) -> It
         current = heapq.heappop(pending)[2] if pending else None
 
 
-def ancestors(r: pygit2.Repository, start: str) -> set[str]:
-    """``start`` and every commit reachable from it."""
-    return {c.oid for c in walk(r, start)}
-
-
 def entry_id(tree: pygit2.Tree, path: str) -> str | None:
     """The object id at ``path`` (file or folder), or ``None``; cheap enough to call per commit."""
     try:
