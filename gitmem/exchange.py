@@ -218,17 +218,15 @@ def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
     out: list[Refusal] = []
     with translate_errors(store.path):
         stack = [("", str(store.repo.tree_of(commit).id))]
-        trees = []
         while stack:
             prefix, tree = stack.pop()
-            items = store.repo.tree_items(tree)
-            trees.append((prefix, items))
-            stack.extend((f"{prefix}{name}/", oid) for name, kind, oid in items if kind == "tree")
-    for prefix, items in trees:
-        for name, kind, _oid in items:
-            if kind == "other":
-                path = repr(f"{prefix}{name}")
-                out.append(Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported"))
+            for name, kind, oid in store.repo.tree_items(tree):
+                path = f"{prefix}{name}"
+                if kind == "tree":
+                    stack.append((f"{path}/", oid))
+                elif kind == "other":
+                    shown = f"{path!r}: a symbolic link or submodule, not a file; not exported"
+                    out.append(Refusal(repr(path), "invalid_file", shown))
     return sorted(out, key=lambda r: r.path)
 
 

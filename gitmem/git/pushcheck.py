@@ -126,16 +126,9 @@ class Refusal:
     path: str | None = None
 
     def short(self) -> str:
-        """One line for git's ``ng <ref> <reason>`` status."""
-        where = ""
-        if self.path is not None:
-            where = f"{self.path}"
-            if self.commit is not None:
-                where += f" in {self.commit[:12]}"
-            where += ": "
-        elif self.commit is not None:
-            where = f"{self.commit[:12]}: "
-        return f"{where}{self.rule}"
+        """One line for git's ``ng <ref> <reason>`` status: ``<path> in <commit>: <rule>``, either place when known."""
+        places = [p for p in (self.path, None if self.commit is None else self.commit[:12]) if p is not None]
+        return f"{' in '.join(places)}: {self.rule}" if places else self.rule
 
     def __str__(self) -> str:
         parts = [self.ref]
@@ -470,7 +463,7 @@ class _Checker:
             kind = _MODE_NAMES.get(mode, f"an entry with mode {mode:o}")
             return (RULE_FILE_MODE, f"this is {kind}; a memory holds plain text files (mode 100644)")
         want = _TREE_TYPE if mode == _FOLDER else _BLOB_TYPE
-        found = self._type(oid)
+        found = self._header(oid)[0]
         if found != want:
             said = "folder" if want == _TREE_TYPE else "file"
             return (
@@ -478,9 +471,6 @@ class _Checker:
                 f"the entry's mode says {said} but it points at a {_TYPE_NAMES.get(found, 'missing object')}",
             )
         return None
-
-    def _type(self, oid: pygit2.Oid) -> int:
-        return self._header(oid)[0]
 
     def _header(self, oid: pygit2.Oid) -> tuple[int, int]:
         """``(type, size)`` of an object, read once (``(0, 0)``: missing)."""

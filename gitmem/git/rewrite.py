@@ -62,7 +62,7 @@ from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.rewritepack import PackedFirst, RewrittenObjects, entry_named
-from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
+from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from, renames
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.localfile import read_local
 from gitmem.model import Origin
@@ -538,14 +538,8 @@ def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str
     moves leave it), as for moves on the walk back: a file that merely resembles
     the erased one is someone else's and stays.
     """
-    diff = r[parent].peel(pygit2.Tree).diff_to_tree(r[child].peel(pygit2.Tree))
-    diff.find_similar()
-    for delta in diff.deltas:
-        if (
-            delta.status == pygit2.enums.DeltaStatus.RENAMED
-            and delta.old_file.path == name
-            and delta.old_file.id == delta.new_file.id
-        ):
+    for delta in renames(r[parent].peel(pygit2.Tree), r[child].peel(pygit2.Tree)):
+        if delta.old_file.path == name and delta.old_file.id == delta.new_file.id:
             return str(delta.new_file.path)
     return None
 
