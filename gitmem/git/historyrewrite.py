@@ -132,14 +132,11 @@ class _Rewriter:
             if tree == commit.tree_id and parents == [str(p) for p in commit.parent_ids]:
                 mapping[cid] = cid
                 continue
-            new = self._commit(commit, tree or self._empty(), parents)
+            new = self._commit(commit, tree or self.repo.TreeBuilder().write(), parents)
             mapping[cid] = new
             out.rewritten[cid] = new
         out.tip = mapping.get(tip, tip)
         return out
-
-    def _empty(self) -> pygit2.Oid:
-        return self.repo.TreeBuilder().write()
 
     def _commit(self, commit: pygit2.Commit, tree: pygit2.Oid, parents: list[str]) -> str:
         """The commit's raw object with a new tree and parents, no signature, and the trailer."""

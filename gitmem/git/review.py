@@ -219,13 +219,11 @@ def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
     main = git.head()
     base_oid = r.merge_base(pygit2.Oid(hex=main), pygit2.Oid(hex=head))
     base = str(base_oid) if base_oid is not None else None
-    commits = 0
     principals: dict[str, None] = {}
     log: list[tuple[str, str, str]] = []
     walker = r.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(pygit2.Oid(hex=main))
     for commit in walker:
-        commits += 1
         parsed = parse_message(commit.message)
         who = parsed.origin.principal_id
         if who:
@@ -236,7 +234,7 @@ def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
     if base is not None and base != head:
         paths = git.changed_paths(base, head)
     updated = r[head].peel(pygit2.Commit).commit_time
-    return Proposal(run, ref, head, base, commits, paths, tuple(principals), updated, tuple(log))
+    return Proposal(run, ref, head, base, len(log), paths, tuple(principals), updated, tuple(log))
 
 
 def proposals(git: GitRepo) -> list[Proposal]:
