@@ -180,11 +180,7 @@ def export_tar(
     store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
 ) -> ExportReport:
     """Write ``files`` into a new tarball at ``destination``, compressed as its suffix says (``commit``: as above)."""
-    try:
-        os.lstat(destination)
-    except FileNotFoundError:
-        pass
-    else:
+    if os.path.lexists(destination):  # a link counts, dangling or not: nothing is written through one
         raise MemoryStoreError("already_exists", f"{destination} already exists")
     suffix = destination.name.rsplit(".", 1)[-1]
     mode = {"gz": "w:gz", "tgz": "w:gz", "bz2": "w:bz2", "xz": "w:xz"}.get(suffix, "w")

@@ -426,8 +426,6 @@ def restore(
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
-    if not isinstance(rev, str) or not rev:
-        raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
 
     def plan(snap: Snapshot) -> Plan[str | None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
@@ -464,8 +462,6 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
     first parent. ``ref`` is the branch the change lands on, as for :func:`restore`.
     """
     origin = origin or Origin()
-    if not isinstance(commit, str) or not commit:
-        raise MemoryStoreError("not_found", f"no commit {commit!r} in this memory")
 
     def plan(snap: Snapshot) -> Plan[None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
