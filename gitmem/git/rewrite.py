@@ -405,12 +405,11 @@ def _tips(r: pygit2.Repository) -> dict[str, str]:
 
 
 def _commit_of(r: pygit2.Repository, oid: str) -> str | None:
-    obj = r.get(oid)
-    if obj is None:
+    """The commit ``oid`` is or (through tags) points at; ``None`` for anything else."""
+    try:
+        return str(r[oid].peel(pygit2.Commit).id)
+    except (KeyError, pygit2.GitError):
         return None
-    if isinstance(obj, pygit2.Tag):
-        return _commit_of(r, str(obj.target))
-    return oid if obj.type == pygit2.enums.ObjectType.COMMIT else None
 
 
 def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[tuple[RawCommit, set[str]]]:
