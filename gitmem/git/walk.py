@@ -47,14 +47,11 @@ class RawCommit:
     def tree(self) -> str:
         return self.data[5:45].decode()
 
-    def _committer(self) -> bytes:
-        start = self.data.find(b"\ncommitter ") + 11
-        return self.data[start : self.data.find(b"\n", start)]
-
     @property
     def time(self) -> int:
         """The committer time, seconds since the epoch."""
-        line = self._committer()
+        start = self.data.find(b"\ncommitter ") + 11
+        line = self.data[start : self.data.find(b"\n", start)]
         return int(line[line.rfind(b"> ") + 2 :].split(b" ", 1)[0])
 
     def trusted(self) -> bool:
