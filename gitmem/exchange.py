@@ -180,11 +180,7 @@ def export_tar(
     store: SyncGitFileStore, files: list[tuple[str, str]], destination: Path, *, commit: str | None = None
 ) -> ExportReport:
     """Write ``files`` into a new tarball at ``destination``, compressed as its suffix says (``commit``: as above)."""
-    try:
-        os.lstat(destination)
-    except FileNotFoundError:
-        pass
-    else:
+    if os.path.lexists(destination):  # a link counts, dangling or not: nothing is written through one
         raise MemoryStoreError("already_exists", f"{destination} already exists")
     suffix = destination.name.rsplit(".", 1)[-1]
     mode = {"gz": "w:gz", "tgz": "w:gz", "bz2": "w:bz2", "xz": "w:xz"}.get(suffix, "w")
@@ -218,35 +214,29 @@ def _not_files(store: SyncGitFileStore, commit: str | None) -> list[Refusal]:
     out: list[Refusal] = []
     with translate_errors(store.path):
         stack = [("", str(store.repo.tree_of(commit).id))]
-        trees = []
         while stack:
             prefix, tree = stack.pop()
-            items = store.repo.tree_items(tree)
-            trees.append((prefix, items))
-            stack.extend((f"{prefix}{name}/", oid) for name, kind, oid in items if kind == "tree")
-    for prefix, items in trees:
-        for name, kind, _oid in items:
-            if kind == "other":
-                path = repr(f"{prefix}{name}")
-                out.append(Refusal(path, "invalid_file", f"{path}: a symbolic link or submodule, not a file; not exported"))
+            for name, kind, oid in store.repo.tree_items(tree):
+                path = f"{prefix}{name}"
+                if kind == "tree":
+                    stack.append((f"{path}/", oid))
+                elif kind == "other":
+                    shown = f"{path!r}: a symbolic link or submodule, not a file; not exported"
+                    out.append(Refusal(repr(path), "invalid_file", shown))
     return sorted(out, key=lambda r: r.path)
 
 
 # ---------------------------------------------------------------- import
 
 
-def _kind(mode: int) -> str | None:
-    """What a special file is, or ``None`` for a regular file or folder."""
-    for test, name in (
-        (stat.S_ISLNK, "a symbolic link (links are not followed)"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+_SPECIAL = {
+    stat.S_IFLNK: "a symbolic link (links are not followed)",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+"""What each kind of special file is called; any other that is no regular file or folder is "not a regular file"."""
 
 
 def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
@@ -324,8 +314,8 @@ def scan_folder(
                 else:
                     visit(Path(entry.path), f"{rel}/", rules)
                 continue
-            kind = _kind(info.st_mode)
-            if kind is not None:
+            if not stat.S_ISREG(info.st_mode):
+                kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
                 scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
                 continue
             found.append((rel, Path(entry.path), info))
@@ -354,12 +344,14 @@ def scan_for(
     The check is by content (the version a write would store), whatever the file's
     path; the write itself still checks again, under its lock.
     """
-    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED
+    from gitmem.git.erasures import OVERRIDE_TRAILER, RULE_ERASED, erased_blobs
+    from gitmem.git.repo import translate_errors
     from gitmem.git.treeedit import object_id
 
     scan = scan_folder(folder, store.format, exclude=exclude, gitignore=gitignore)
     if scan.accepted:
-        erased = _erased_by_forget(store)
+        with translate_errors(store.path):  # what a write refuses: what a forget erased (not what a purge did)
+            erased = erased_blobs(store.repo.fresh(), store.path, purged=False)
         if erased:
             kept: list[tuple[str, str]] = []
             for path, text in scan.accepted:
@@ -375,15 +367,6 @@ def scan_for(
             scan.accepted = kept
             scan.refused.sort(key=lambda r: r.path)
     return scan
-
-
-def _erased_by_forget(store: SyncGitFileStore) -> frozenset[str]:
-    """The versions a write of ``store`` refuses: what a ``forget`` erased (not what a purge did)."""
-    from gitmem.git.erasures import erased_blobs
-    from gitmem.git.repo import translate_errors
-
-    with translate_errors(store.path):
-        return erased_blobs(store.repo.fresh(), store.path, purged=False)
 
 
 def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:

@@ -67,10 +67,6 @@ _RESERVED_SEGMENTS = frozenset({".git", "git~1", ".gitmodules", ".gitattributes"
 _MAX_SEGMENT_BYTES = 255
 
 
-def _is_control(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
-
-
 # Characters that show as nothing although they are not format characters: a grapheme
 # joiner, Hangul and Khmer fillers, Mongolian selectors.
 _BLANK_LETTERS = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), 0x3164, 0xFFA0})
@@ -190,7 +186,7 @@ def _validate_path_fully(path: str, fmt: FileFormat) -> str:
         )
     if "\\" in norm:
         raise MemoryStoreError("invalid_path", f"{path!r}: backslashes are not allowed; separate folders with '/'")
-    bad = next((c for c in norm if _is_control(c)), None)
+    bad = next((c for c in norm if unicodedata.category(c) == "Cc" or c in "\u2028\u2029"), None)
     if bad is None and not norm.isascii():
         # A lone surrogate (a name decoded with surrogateescape) has no UTF-8 form: refuse it here
         # rather than let the byte count below raise UnicodeEncodeError.

@@ -34,8 +34,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeRefused, conflicts, refused_by_rules
-from gitmem.git.packs import PackError
+from gitmem.git.merge import MergeRefused, conflicts, refused_by_rules, store_objects
 from gitmem.git.pushcheck import ZERO, RefUpdate, check_updates
 from gitmem.git.quarantine import Quarantine, open_quarantine
 from gitmem.git.refs import CONFLICT_PROPOSALS, MAIN, PROPOSALS, read_ref, swap_ref
@@ -107,8 +106,7 @@ def open_draft(
             existing = read_draft(git.repo, current)
             if existing is not None and (existing.ours, existing.theirs) == (ours, theirs):
                 return run, existing.unresolved
-        r = open_repository(held.path)
-        try:
+        with open_repository(held.path) as r:
             for name in list(r.references):
                 r.references.delete(name)
             r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
@@ -130,9 +128,7 @@ def open_draft(
             me = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
             parents = [pygit2.Oid(hex=ours), pygit2.Oid(hex=theirs)]
             draft = str(r.create_commit(None, who, me, _message(remote, theirs, found), tree, parents))
-        finally:
-            r.free()
-        _admit(git, held, draft)
+        store_objects(git, held, draft, "the conflict proposal")
         if not swap_ref(git.repo, git.path, ref, current, draft, message=f"gitmem pull: conflict with {remote}"):
             raise MemoryStoreError("unavailable", f"proposal {run} moved while it was opened; pull again")
         return run, tuple(found)
@@ -147,13 +143,6 @@ def _set(index: pygit2.Index, tree: pygit2.Tree, path: str) -> None:
             index.remove(path)
         return
     index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
-
-
-def _admit(git: GitRepo, held: Quarantine, tip: str) -> None:
-    try:
-        held.admit([tip], durable=git.durable())
-    except (PackError, OSError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot store the conflict proposal: {exc}") from exc
 
 
 def resolve(
@@ -178,8 +167,7 @@ def resolve(
             listed = ", ".join(draft.unresolved) or "none"
             raise MemoryStoreError("not_found", f"{path} is not an unresolved file of {run} (unresolved: {listed})")
         with open_quarantine(git.path) as held:
-            r = open_repository(held.path)
-            try:
+            with open_repository(held.path) as r:
                 index = pygit2.Index()
                 index.read_tree(r[head].peel(pygit2.Tree))
                 if data is not None:
@@ -192,9 +180,7 @@ def resolve(
                 parents = [pygit2.Oid(hex=draft.ours), pygit2.Oid(hex=draft.theirs)]
                 message = _message(draft.remote, draft.theirs, left)
                 new = str(r.create_commit(None, old.author, old.committer, message, tree, parents))
-            finally:
-                r.free()
-            _admit(git, held, new)
+            store_objects(git, held, new, "the conflict proposal")
         if not swap_ref(git.repo, git.path, ref, head, new, message=f"gitmem review resolve {path}"):
             raise MemoryStoreError("unavailable", f"proposal {run} moved meanwhile; try again")
         return Draft(new, draft.ours, draft.theirs, draft.remote, tuple(left))

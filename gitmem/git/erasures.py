@@ -37,6 +37,7 @@ erasure (the forget itself, or the next ``gc``, ``forget`` or ``purge``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -46,7 +47,7 @@ import secrets
 import time
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pygit2
 
@@ -90,19 +91,7 @@ class Entry:
     tips: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "id": self.id,
-                "kind": self.kind,
-                "at": self.at,
-                "by": self.by,
-                "names": list(self.names),
-                "blobs": list(self.blobs),
-                "tips": list(self.tips),
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> Entry:
@@ -270,9 +259,8 @@ def append(r: pygit2.Repository, repo_path: str, entry: Entry, *, stale_after: f
         earlier = entries_at(r, old) if old is not None else ()
         if any(e.id == entry.id for e in earlier):
             return str(old)
-        text = "".join(e.to_json() + "\n" for e in (*earlier, entry)).encode()
         builder = r.TreeBuilder()
-        builder.insert(LEDGER_FILE, r.create_blob(text), pygit2.GIT_FILEMODE_BLOB)
+        builder.insert(LEDGER_FILE, r.create_blob(_ledger_text((*earlier, entry))), pygit2.GIT_FILEMODE_BLOB)
         sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
         parents = [pygit2.Oid(hex=old)] if old is not None else []
         commit = str(r.create_commit(None, sig, sig, f"erasure {entry.id} ({entry.kind})\n", builder.write(), parents))
@@ -375,16 +363,13 @@ def write_pending(repo_path: str, entry: Entry) -> None:
     Added to what is pending already: an erasure killed before its prune keeps
     its entry until the next prune, which records both.
     """
-    earlier = pending(repo_path)
-    write_private(
-        os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in (*earlier, entry))
-    )
+    write_private(os.path.join(repo_path, *_PENDING_FILE), _ledger_text((*pending(repo_path), entry)).decode())
 
 
 def drop_pending(repo_path: str, entry_id: str) -> None:
     """Take back an entry whose erasure did not happen (its refs moved under it; it starts again)."""
     kept = [e for e in pending(repo_path) if e.id != entry_id]
-    write_private(os.path.join(repo_path, *_PENDING_FILE), "".join(e.to_json() + "\n" for e in kept))
+    write_private(os.path.join(repo_path, *_PENDING_FILE), _ledger_text(kept).decode())
 
 
 def pending(repo_path: str) -> tuple[Entry, ...]:
@@ -398,16 +383,12 @@ def finish_pending(
     r: pygit2.Repository, repo_path: str, survivors: frozenset[str], *, stale_after: float, timeout: float
 ) -> tuple[Entry, ...]:
     """After a prune: record the pending entries without the blobs that survived it (another file holds them)."""
-    done = []
-    for entry in pending(repo_path):
-        gone = tuple(b for b in entry.blobs if b not in survivors)
-        done.append(Entry(entry.id, entry.kind, entry.at, entry.by, entry.names, gone, entry.tips))
-        append(r, repo_path, done[-1], stale_after=stale_after, timeout=timeout)
-    try:
+    done = tuple(replace(e, blobs=tuple(b for b in e.blobs if b not in survivors)) for e in pending(repo_path))
+    for entry in done:
+        append(r, repo_path, entry, stale_after=stale_after, timeout=timeout)
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(repo_path, *_PENDING_FILE))
-    except FileNotFoundError:
-        pass
-    return tuple(done)
+    return done
 
 
 MIN_STEM = 3

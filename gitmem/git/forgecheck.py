@@ -119,12 +119,10 @@ def check_range(path: str, spec: str = "HEAD", fmt: FileFormat | None = None) ->
         repo = open_repository(folder)
     except (pygit2.GitError, OSError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the repository at {path}: {exc}") from exc
-    try:
+    with repo:
         base, tip = resolve_range(repo, spec)
         if fmt is None:
             fmt = format_from_repo(_Config(repo))
-    finally:
-        repo.free()
     report = RangeCheck(path, spec, tip, base)
     verdicts = check_commits(folder, tip, fmt, hide=[base] if base else [])
     report.commits = len(verdicts)

@@ -24,7 +24,7 @@ from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
 from gitmem.git.snapshot import check_shape, stored_file
 from gitmem.git.treediff import FileChange, file_changes
-from gitmem.git.walk import Follower, ancestors, diff_to_parent, entry_id, walk
+from gitmem.git.walk import Follower, diff_to_parent, entry_id, walk
 from gitmem.history import (
     BlameLine,
     DiffHunk,
@@ -37,7 +37,7 @@ from gitmem.history import (
 )
 from gitmem.model import FileText, Origin
 from gitmem.provenance import T_REV, CommitInfo, parse_message
-from gitmem.store import check_capacity, check_expected
+from gitmem.store import check_capacity, check_expected, plain
 
 if TYPE_CHECKING:
     from gitmem.git import gitblame
@@ -146,7 +146,7 @@ def log(
     with translate_errors(repo.path):
         r = repo.fresh()
         start = resolve(repo, hi) if isinstance(hi, str) else (head or repo.head())
-        hidden: set[str] = ancestors(r, resolve(repo, lo)) if isinstance(lo, str) else set()
+        hidden = {c.oid for c in walk(r, resolve(repo, lo))} if isinstance(lo, str) else set()
         lo_ts = lo.timestamp() if isinstance(lo, datetime) else None
         hi_ts = hi.timestamp() if isinstance(hi, datetime) else None
         follow = Follower(r, start, path) if path is not None else None
@@ -368,16 +368,6 @@ def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int
     return len(data)
 
 
-def current_file(snap: Snapshot, path: str) -> FileText | None:
-    """The file at ``path`` in ``snap`` as a write sees it; ``None`` when there is none.
-
-    A symbolic link or submodule (pushed with plain git) is no memory file, yet a
-    write must not silently replace it: that is ``invalid_path``.
-    """
-    found = stored_file(snap, path)
-    return None if found is None else FileText(path, found.text, found.version)
-
-
 def check_room(
     repo: GitRepo,
     fmt: FileFormat,
@@ -411,10 +401,6 @@ def check_room(
     )
 
 
-def _blob_size(repo: GitRepo) -> Callable[[str], int]:
-    return lambda oid: len(repo.blob(oid))
-
-
 def restore(
     repo: GitRepo,
     fmt: FileFormat,
@@ -440,15 +426,13 @@ def restore(
     """
     path = validate_path(path, fmt)
     origin = origin or Origin()
-    if not isinstance(rev, str) or not rev:
-        raise MemoryStoreError("not_found", f"no commit {rev!r} in this memory")
 
     def plan(snap: Snapshot) -> Plan[str | None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
         commit = resolve(repo, rev)
         old = repo.read_at(commit, path)
         target = old[0] if old is not None else None
-        current = current_file(snap, path)
+        current = stored_file(snap, path)
         check_expected(path, current, expected)
         now = current.version if current is not None else None
         if now == target:
@@ -461,7 +445,7 @@ def restore(
             )
         if target is not None:
             size = _checked_content(repo, fmt, path, target)
-            check_room(repo, fmt, snap, path, current, size, size_of or _blob_size(repo))
+            check_room(repo, fmt, snap, path, current, size, size_of or (lambda oid: len(repo.blob(oid))))
         return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
     from gitmem.git import engine  # a write: read commands (log, blame, diff) never load the engine
@@ -478,8 +462,6 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
     first parent. ``ref`` is the branch the change lands on, as for :func:`restore`.
     """
     origin = origin or Origin()
-    if not isinstance(commit, str) or not commit:
-        raise MemoryStoreError("not_found", f"no commit {commit!r} in this memory")
 
     def plan(snap: Snapshot) -> Plan[None]:
         # History is read under the writer lock, so a forget cannot prune it meanwhile.
@@ -487,7 +469,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
         changes: list[tuple[str, str | None, str | None]] = []
         for change in _file_changes(repo.repo, repo.repo[cid].peel(pygit2.Commit)):
             changes.append((change.path, change.old and change.old[1], change.new and change.new[1]))
-        now = {p: (f.version if f is not None else None) for p, _, _ in changes for f in [current_file(snap, p)]}
+        now = {p: (f.version if f is not None else None) for p, _, _ in changes for f in [stored_file(snap, p)]}
         if all(now[p] == before for p, before, _ in changes):
             return Plan.nothing(None)
         short = cid[:12]
@@ -498,7 +480,7 @@ def revert(repo: GitRepo, fmt: FileFormat, commit: str, *, origin: Origin | None
                 raise MemoryStoreError(
                     "version_mismatch",
                     f"cannot revert {short}: {p} changed after it{more}; restore the file instead",
-                    current=current_file(snap, p),
+                    current=plain(stored_file(snap, p)),
                 )
         for p, before, _ in changes:
             if before is not None:

@@ -43,8 +43,7 @@ from gitmem.git import erasures
 from gitmem.git.cli import FETCH, run_git
 from gitmem.git.historyrewrite import Dropped, imported_ids, rewrite_history
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import refused_by_rules
-from gitmem.git.packs import PackError
+from gitmem.git.merge import fresh_memory, refused_by_rules, store_objects
 from gitmem.git.pushcheck import ZERO, CommitVerdict, RefUpdate, Refusal, check_commits, check_updates
 from gitmem.git.quarantine import open_quarantine
 from gitmem.git.refs import MAIN, swap_ref
@@ -74,12 +73,6 @@ class HistoryImport:
     dropped: list[Dropped] = field(default_factory=list)
 
 
-def _fresh(git: GitRepo, head: str) -> bool:
-    """Whether ``main`` is only a new memory's init commit (no parent, empty tree)."""
-    commit = git.repo[head].peel(pygit2.Commit)
-    return not commit.parent_ids and len(commit.tree) == 0
-
-
 def _fetch(scratch: str, source: str, rev: str) -> str:
     """Fetch ``rev`` of the repository at ``source`` into ``scratch``; the commit it names."""
     if rev.startswith("-") or not rev.strip() or any(c in rev for c in ": \t\n\\^~"):
@@ -104,28 +97,23 @@ def _fetch(scratch: str, source: str, rev: str) -> str:
         if "couldn't find remote ref" in done.stderr.lower():
             raise MemoryStoreError("not_found", f"{source} has no {rev!r}")
         raise MemoryStoreError("unavailable", f"{what} failed: {tail}")
-    r = open_repository(scratch)
-    try:
-        tip = str(r.references[_INCOMING].peel(pygit2.Commit).id)
-        r.references.delete(_INCOMING)  # no ref may exempt the fetched commits from the check
+    with open_repository(scratch) as r:
+        try:
+            tip = str(r.references[_INCOMING].peel(pygit2.Commit).id)
+            r.references.delete(_INCOMING)  # no ref may exempt the fetched commits from the check
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MemoryStoreError("unavailable", f"{what} brought no commit: {exc}") from exc
         return tip
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise MemoryStoreError("unavailable", f"{what} brought no commit: {exc}") from exc
-    finally:
-        r.free()
 
 
 def _first_parents(scratch: str, tip: str) -> list[str]:
-    r = open_repository(scratch)
-    try:
+    with open_repository(scratch) as r:
         line, at = [], r[tip].peel(pygit2.Commit)
         while True:
             line.append(str(at.id))
             if not at.parent_ids:
                 return line
             at = r[at.parent_ids[0]].peel(pygit2.Commit)
-    finally:
-        r.free()
 
 
 def _choose(verdicts: Sequence[CommitVerdict], line: list[str], hidden: set[str]) -> tuple[set[str], str | None]:
@@ -157,32 +145,26 @@ def import_history(
     """
     with translate_errors(git.path):
         before = git.head()
-        fresh = _fresh(git, before)
+        fresh = fresh_memory(git.repo, before)
         report = HistoryImport(scrub_credentials(source), rev, before, replaced_init=False)
         with open_quarantine(git.path) as held:
             scratch = held.path
             tip = _fetch(scratch, source, rev)
-            lent = open_repository(scratch)
-            try:
+            with open_repository(scratch) as lent:
                 erasures.lend_ledger(git.repo, lent)  # what the mount erased is refused here too
-            finally:
-                lent.free()
             hidden: set[str] = set() if fresh else {str(before)}
             if rewrite:
                 done = {} if fresh else imported_ids(git.repo, before)
                 result = rewrite_history(scratch, tip, fmt, exclude=exclude, gitignore=gitignore, done=done)
                 tip, report.rewritten, report.dropped = result.tip, result.rewritten, result.dropped
             if not fresh:
-                r = open_repository(scratch)
-                try:
+                with open_repository(scratch) as r:
                     if tip != before and not r.descendant_of(pygit2.Oid(hex=tip), pygit2.Oid(hex=before)):
                         raise MemoryStoreError(
                             "version_mismatch",
                             "this memory already has its own history, which the source's does not build on; "
                             "import a history into a new memory (--create) or an empty one; main was not changed",
                         )
-                finally:
-                    r.free()
             verdicts = check_commits(scratch, tip, fmt, hide=sorted(hidden))
             taken, land = _choose(verdicts, _first_parents(scratch, tip), hidden)
             for v in verdicts:
@@ -198,21 +180,15 @@ def import_history(
                 ours = git.head()
                 if ours != before:
                     raise MemoryStoreError("version_mismatch", "main moved while the history was checked; try again")
-                r = open_repository(scratch)
-                try:
-                    if not fresh:
+                if not fresh:
+                    with open_repository(scratch) as r:
                         r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
-                finally:
-                    r.free()
                 final = check_updates(
                     scratch, [RefUpdate(MAIN, ZERO if fresh else ours, land)], fmt, strict_objects=True
                 )
                 if final[MAIN]:
                     raise refused_by_rules(f"the history of {source}", final[MAIN])
-                try:
-                    held.admit([land], durable=git.durable())
-                except (PackError, OSError) as exc:
-                    raise MemoryStoreError("unavailable", f"cannot store the history of {source}: {exc}") from exc
+                store_objects(git, held, land, f"the history of {source}")
                 if not swap_ref(
                     git.repo,
                     git.path,
@@ -224,13 +200,8 @@ def import_history(
                     timeout=git.lock_timeout,
                 ):
                     raise MemoryStoreError("version_mismatch", "main moved while the history was imported; try again")
-        reachable = _reachable(git, land)
+        reachable = {str(c.id) for c in git.repo.walk(pygit2.Oid(hex=land), pygit2.enums.SortMode.NONE)}
         report.imported = [v.commit for v in verdicts if v.commit in taken and v.commit in reachable]
         report.head = land
         report.replaced_init = fresh
         return report
-
-
-def _reachable(git: GitRepo, tip: str) -> set[str]:
-    walker = git.repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.NONE)
-    return {str(c.id) for c in walker}

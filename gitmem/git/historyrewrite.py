@@ -37,6 +37,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import EntryRules
+from gitmem.git.rewritepack import commit_header
 
 TRAILER = "Imported-From"
 RULE_EXCLUDED = "excluded"
@@ -47,7 +48,6 @@ _FOLDER = pygit2.GIT_FILEMODE_TREE
 _COMMIT = pygit2.enums.ObjectType.COMMIT
 _TRAILER_LINE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9-]*: ")
 _IMPORTED = re.compile(rb"(?m)^" + TRAILER.encode() + rb": ([0-9a-f]{40})$")
-_DROPPED_HEADERS = (b"gpgsig", b"gpgsig-sha256")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +93,11 @@ def rewrite_history(
     ``done`` maps originals already rewritten (by an earlier import) to their
     rewritten commits; those and what they reach are taken as they are.
     """
-    repo = open_repository(scratch)
-    try:
-        return _Rewriter(repo, fmt, exclude, gitignore).run(tip, done or {})
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot rewrite the history at {tip[:12]}: {exc}") from exc
-    finally:
-        repo.free()
+    with open_repository(scratch) as repo:
+        try:
+            return _Rewriter(repo, fmt, exclude, gitignore).run(tip, done or {})
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot rewrite the history at {tip[:12]}: {exc}") from exc
 
 
 class _Rewriter:
@@ -134,35 +132,22 @@ class _Rewriter:
             if tree == commit.tree_id and parents == [str(p) for p in commit.parent_ids]:
                 mapping[cid] = cid
                 continue
-            new = self._commit(commit, tree or self._empty(), parents)
+            new = self._commit(commit, tree or self.repo.TreeBuilder().write(), parents)
             mapping[cid] = new
             out.rewritten[cid] = new
         out.tip = mapping.get(tip, tip)
         return out
 
-    def _empty(self) -> pygit2.Oid:
-        return self.repo.TreeBuilder().write()
-
     def _commit(self, commit: pygit2.Commit, tree: pygit2.Oid, parents: list[str]) -> str:
         """The commit's raw object with a new tree and parents, no signature, and the trailer."""
         data = bytes(self.repo.odb.read(commit.id)[1])
         head, _, message = data.partition(b"\n\n")
-        lines = [f"tree {tree}".encode(), *(f"parent {p}".encode() for p in parents)]
-        skipping = False
-        for line in head.split(b"\n"):
-            if line.startswith(b" ") and skipping:
-                continue  # continuation of a dropped header
-            key = line.split(b" ", 1)[0]
-            skipping = key in _DROPPED_HEADERS
-            if skipping or key in (b"tree", b"parent"):
-                continue
-            lines.append(line)
         body = message.rstrip(b"\n")
         last = body.rsplit(b"\n\n", 1)[-1] if body else b""
         trailer = f"{TRAILER}: {commit.id}".encode()
         is_block = bool(last) and b"\n\n" in body and all(_TRAILER_LINE.match(x) for x in last.split(b"\n"))
         body = body + (b"\n" if is_block else b"\n\n" if body else b"") + trailer + b"\n"
-        return str(self.repo.odb.write(_COMMIT, b"\n".join(lines) + b"\n\n" + body))
+        return str(self.repo.odb.write(_COMMIT, commit_header(head, str(tree), parents) + b"\n\n" + body))
 
     def _tree(
         self, tree: pygit2.Tree, prefix: bytes, rules: list[ignorerules.Rule], chain: tuple[str, ...]

@@ -39,7 +39,6 @@ from gitmem.git.control import check_control_files, check_pack_folder, object_di
 from gitmem.localfile import open_local
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-_TYPE_NAMES = {v: k.decode() for k, v in _TYPES.items()}
 _ALTERNATES_LIMIT = 1 << 20  # an alternates file lists a few folders
 _MAX_HEADER = 32  # "commit 18446744073709551615\0" fits
 _MAX_CHECKED = 500_000  # ids remembered per set of object folders (~30 MB), then forgotten
@@ -110,10 +109,6 @@ def parse_loose(raw: bytes) -> tuple[int, bytes]:
     if int(size) != len(body):
         raise ValueError(f"says it holds {int(size)} bytes but holds {len(body)}")
     return _TYPES[kind], body
-
-
-def type_name(number: int) -> str:
-    return _TYPE_NAMES.get(number, str(number))
 
 
 class LooseGuard(pygit2.OdbBackend):
@@ -323,12 +318,19 @@ class Handle(pygit2.Repository):
     read open and mapped, folded and deleted ones included, so their disk space
     is not freed. Here each collection is
     made when asked for and holds the handle only as long as the caller keeps it.
+    As a context manager it frees the handle (its packs closed) on the way out.
     """
 
     branches = _made_on_use(pygit2.branches.Branches)
     references = _made_on_use(pygit2.references.References)
     remotes = _made_on_use(pygit2.remotes.RemoteCollection)
     submodules = _made_on_use(pygit2.submodules.SubmoduleCollection)
+
+    def __enter__(self) -> Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free()
 
 
 def pack_backend(objects: str) -> pygit2.OdbBackendPack | None:
@@ -355,7 +357,7 @@ def object_db(objects: str) -> pygit2.Odb:
     return pygit2.Odb(os.path.abspath(objects))
 
 
-def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> pygit2.Repository:
+def open_repository(path: str, *, extra_objects: Sequence[str] = ()) -> Handle:
     """A pygit2 handle on the repository at ``path`` whose loose-object reads go through :class:`LooseGuard`.
 
     ``extra_objects`` are object folders added as alternates (a push's quarantine).

@@ -21,6 +21,7 @@ nothing it does not use.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pygit2
@@ -112,7 +113,7 @@ def _changed(r: pygit2.Repository, old: str | pygit2.Oid, new: str | pygit2.Oid)
     return tuple(c.path for c in file_changes(r, r[old].peel(pygit2.Tree).id, r[new].peel(pygit2.Tree).id))
 
 
-def _fresh(r: pygit2.Repository, head: str) -> bool:
+def fresh_memory(r: pygit2.Repository, head: str) -> bool:
     """Whether ``head`` is only a new memory's "init memory" commit: no parent, no file."""
     commit = r[head].peel(pygit2.Commit)
     return not commit.parent_ids and len(commit.tree) == 0
@@ -169,29 +170,14 @@ def integrate(
     history with it, ``main`` is set to ``theirs`` (kind ``joined``), every commit
     of it held to the same rules, as if pushed to an empty repository.
     """
-    if scratch is None:
-        with open_quarantine(git.path) as own:
-            return integrate(
-                git,
-                fmt,
-                theirs,
-                what=what,
-                origin=origin,
-                detail=detail,
-                extra=extra,
-                fast_forward=fast_forward,
-                scratch=own,
-                precheck=precheck,
-                after_swap=after_swap,
-                strict_objects=strict_objects,
-                join=join,
-            )
-    with translate_errors(git.path), git.lock.hold():
+    with ExitStack() as own:
+        scratch = scratch or own.enter_context(open_quarantine(git.path))
+        own.enter_context(translate_errors(git.path))
+        own.enter_context(git.lock.hold())
         for _ in range(MAX_ATTEMPTS):
             if precheck is not None:
                 precheck()
-            r = open_repository(scratch.path)
-            try:
+            with open_repository(scratch.path) as r:
                 ours = git.head()
                 for name in list(r.references):
                     r.references.delete(name)
@@ -200,37 +186,39 @@ def integrate(
                 result = _plan(
                     r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward, join=join
                 )
-                if result.kind == "up_to_date":
-                    if after_swap is not None:
-                        after_swap(result)
-                    return result
-                old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
-                verdict = check_updates(
-                    scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects
-                )
-                if verdict[MAIN]:
-                    raise refused_by_rules(what, verdict[MAIN])
-            finally:
-                r.free()
-            try:
-                scratch.admit([result.after], durable=git.durable())
-            except (PackError, OSError) as exc:
-                raise MemoryStoreError("unavailable", f"cannot store the objects of {what}: {exc}") from exc
-            message = f"gitmem {result.kind.replace('_', '-')} from {what}"
-            if swap_ref(
-                git.repo,
-                git.path,
-                MAIN,
-                ours,
-                result.after,
-                message=message,
-                stale_after=git.stale_lock_seconds,
-                timeout=git.lock_timeout,
-            ):
-                if after_swap is not None:
-                    after_swap(result)
-                return result
+                if result.kind != "up_to_date":
+                    old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
+                    verdict = check_updates(
+                        scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects
+                    )
+                    if verdict[MAIN]:
+                        raise refused_by_rules(what, verdict[MAIN])
+            if result.kind != "up_to_date":
+                store_objects(git, scratch, result.after, f"the objects of {what}")
+                message = f"gitmem {result.kind.replace('_', '-')} from {what}"
+                if not swap_ref(
+                    git.repo,
+                    git.path,
+                    MAIN,
+                    ours,
+                    result.after,
+                    message=message,
+                    stale_after=git.stale_lock_seconds,
+                    timeout=git.lock_timeout,
+                ):
+                    continue
+            if after_swap is not None:
+                after_swap(result)
+            return result
         raise MemoryStoreError("unavailable", f"main kept moving while {what} was merged; try again")
+
+
+def store_objects(git: GitRepo, held: Quarantine, tip: str, what: str) -> None:
+    """Move what ``tip`` reaches from quarantine ``held`` into the mount; ``unavailable`` naming ``what`` if it fails."""
+    try:
+        held.admit([tip], durable=git.durable())
+    except (PackError, OSError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot store {what}: {exc}") from exc
 
 
 def _plan(
@@ -255,7 +243,7 @@ def _plan(
         tree = r[theirs].peel(pygit2.Tree).id
     else:
         base = r.merge_base(ours_id, theirs_id)
-        if base is None and join and _fresh(r, ours):
+        if base is None and join and fresh_memory(r, ours):
             return MergeResult("joined", ours, theirs, _changed(r, ours, theirs))
         if base is None:
             raise MergeRefused(

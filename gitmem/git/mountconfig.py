@@ -45,25 +45,18 @@ _UNITS: Final = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 def new_mount_config(fmt: FileFormat, kind: MountKind) -> dict[str, str]:
     """The config of a new mount: its kind, and each limit that differs from the default."""
+    from gitmem.fileformat import DEFAULT_FORMAT
     from gitmem.model import MOUNT_KINDS
 
     if kind not in MOUNT_KINDS:
         raise MemoryStoreError(
             "invalid_path", f"{kind!r} is not a kind of memory: use one of {', '.join(MOUNT_KINDS)}"
         )
-    return {**format_to_config(fmt), KIND_KEY: kind}
-
-
-def format_to_config(fmt: FileFormat) -> dict[str, str]:
-    """The limits of ``fmt`` that differ from the defaults, as config keys and values."""
-    from gitmem.fileformat import DEFAULT_FORMAT
-
-    out: dict[str, str] = {}
+    out: dict[str, str] = {KIND_KEY: kind}
     for field, key in CONFIG_KEYS.items():
         value = getattr(fmt, field)
-        if value is None or value == getattr(DEFAULT_FORMAT, field):
-            continue
-        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        if value is not None and value != getattr(DEFAULT_FORMAT, field):
+            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return out
 
 

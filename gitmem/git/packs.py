@@ -177,8 +177,7 @@ def pack_reachable(
 
 def ref_tips(repo_path: str) -> list[str]:
     """What every ref of the repository points at: the objects a pack need not carry again."""
-    repo = open_repository(os.path.abspath(repo_path))
-    try:
+    with open_repository(os.path.abspath(repo_path)) as repo:
         found: list[str] = []
         for name in repo.references:
             try:
@@ -186,8 +185,6 @@ def ref_tips(repo_path: str) -> list[str]:
             except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
                 continue
         return sorted(set(found))
-    finally:
-        repo.free()
 
 
 def install_pack(files: Sequence[str], objects: str) -> list[str]:
@@ -249,11 +246,7 @@ def only_needed(repo_path: str, objects: str, reached: set[bytes]) -> list[str] 
         return []  # an empty pack (the push only names objects the mount has): nothing to keep
     extra = [i for i in ids if i not in reached]
     if extra:
-        repo = open_repository(os.path.abspath(repo_path))
-        try:
-            odb = repo.odb
-            if not all(odb.exists(pygit2.Oid(raw=i)) for i in extra):
+        with open_repository(os.path.abspath(repo_path)) as repo:
+            if not all(repo.odb.exists(pygit2.Oid(raw=i)) for i in extra):
                 return None
-        finally:
-            repo.free()
     return [f"{stem}{ext}" for ext in (".pack", ".rev", ".idx") if os.path.exists(f"{stem}{ext}")]

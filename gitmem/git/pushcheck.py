@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pygit2
@@ -61,6 +62,7 @@ from gitmem.git.claims import RULE_IDENTITY, identity_problems
 from gitmem.git.loose import open_repository
 from gitmem.git.quarantine import strict_check
 from gitmem.git.refs import MAIN
+from gitmem.git.snapshot import walk_file_ids
 from gitmem.git.treediff import file_changes
 from gitmem.git.walk import contradicted_moves, unnamed_changes
 from gitmem.secrets import find_secret
@@ -124,16 +126,9 @@ class Refusal:
     path: str | None = None
 
     def short(self) -> str:
-        """One line for git's ``ng <ref> <reason>`` status."""
-        where = ""
-        if self.path is not None:
-            where = f"{self.path}"
-            if self.commit is not None:
-                where += f" in {self.commit[:12]}"
-            where += ": "
-        elif self.commit is not None:
-            where = f"{self.commit[:12]}: "
-        return f"{where}{self.rule}"
+        """One line for git's ``ng <ref> <reason>`` status: ``<path> in <commit>: <rule>``, either place when known."""
+        places = [p for p in (self.path, None if self.commit is None else self.commit[:12]) if p is not None]
+        return f"{' in '.join(places)}: {self.rule}" if places else self.rule
 
     def __str__(self) -> str:
         parts = [self.ref]
@@ -173,16 +168,10 @@ def check_updates(
     Raises ``unavailable`` only when the repository itself cannot be read;
     anything wrong with the pushed objects is a refusal.
     """
-    path = os.path.abspath(repo_path)
-    try:
-        repo = open_repository(path, extra_objects=object_dirs)
-        checker = _Checker(repo, fmt)
-    except (pygit2.GitError, OSError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
-    try:
+    with _checking(repo_path, fmt, object_dirs) as checker:
         if strict_objects:
             tips = [u.new for u in updates if not u.deleting]
-            problem = strict_check(path, object_dirs, tips, [str(c) for c in checker.known])
+            problem = strict_check(os.path.abspath(repo_path), object_dirs, tips, [str(c) for c in checker.known])
             if problem is not None:
                 message = f"git's object checks refuse the pushed objects: {problem}"
                 return {u.ref: [] if u.deleting else [Refusal(u.ref, RULE_OBJECT, message, u.new)] for u in updates}
@@ -193,8 +182,18 @@ def check_updates(
             if reached is not None:
                 reached[update.ref] = checker.reached
         return out
-    finally:
-        repo.free()
+
+
+@contextmanager
+def _checking(repo_path: str, fmt: FileFormat, object_dirs: Sequence[str] = ()) -> Iterator[_Checker]:
+    """A checker on the repository at ``repo_path`` (``unavailable`` when it cannot be read), freed afterwards."""
+    try:
+        repo = open_repository(os.path.abspath(repo_path), extra_objects=object_dirs)
+        checker = _Checker(repo, fmt)
+    except (pygit2.GitError, OSError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
+    with repo:
+        yield checker
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,26 +215,19 @@ def check_commits(
     the verdict of each commit, so it can keep the ones that pass and list the rest.
     ``unavailable`` when the repository or an object cannot be read.
     """
-    path = os.path.abspath(repo_path)
-    try:
-        repo = open_repository(path)
-    except (pygit2.GitError, OSError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
-    try:
-        checker = _Checker(repo, fmt)
+    with _checking(repo_path, fmt) as checker:
         checker.known = [pygit2.Oid(hex=h) for h in hide]
         out: list[CommitVerdict] = []
-        for commit in checker._new_commits(pygit2.Oid(hex=tip)):
-            refusals = tuple(
-                Refusal(ref, problem[0], problem[1], str(commit.id), where)
-                for where, problem in checker._commit_problems(commit)
-            )
-            out.append(CommitVerdict(str(commit.id), tuple(str(p) for p in commit.parent_ids), refusals))
+        try:
+            for commit in checker._new_commits(pygit2.Oid(hex=tip)):
+                refusals = tuple(
+                    Refusal(ref, problem[0], problem[1], str(commit.id), where)
+                    for where, problem in checker._commit_problems(commit)
+                )
+                out.append(CommitVerdict(str(commit.id), tuple(str(p) for p in commit.parent_ids), refusals))
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot read the history at {tip[:12]}: {exc}") from exc
         return out
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the history at {tip[:12]}: {exc}") from exc
-    finally:
-        repo.free()
 
 
 def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, ref: str = MAIN) -> list[Refusal]:
@@ -244,18 +236,11 @@ def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, r
     The last rule :func:`check_updates` applies to ``main``, for a history checked
     commit by commit (``gitmem check``): empty when the limits hold.
     """
-    path = os.path.abspath(repo_path)
-    try:
-        repo = open_repository(path)
-    except (pygit2.GitError, OSError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
-    try:
-        target = repo[tip].peel(pygit2.Commit)
-        return _Checker(repo, fmt)._capacity(ref, base or ZERO, target)
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the tree of {tip[:12]}: {exc}") from exc
-    finally:
-        repo.free()
+    with _checking(repo_path, fmt) as checker:
+        try:
+            return checker._capacity(ref, base or ZERO, checker.repo[tip].peel(pygit2.Commit))
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MemoryStoreError("unavailable", f"cannot read the tree of {tip[:12]}: {exc}") from exc
 
 
 class EntryRules:
@@ -318,11 +303,6 @@ class _Checker:
         if update.deleting:
             return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
         try:
-            commit = self.repo[update.new]
-            if not isinstance(commit, pygit2.Commit):
-                return [Refusal(ref, RULE_LEDGER, "the erasure ledger must point at a commit", update.new)]
-            if update.old != ZERO and str(commit.id) != update.old and not self.repo.descendant_of(commit.id, update.old):
-                return [Refusal(ref, RULE_LEDGER, "a new erasure ledger must keep every entry of the old one", update.new)]
             problem = erasures.foreign_ledger(self.repo, None if update.old == ZERO else update.old, update.new)
         except MemoryStoreError as exc:
             return [Refusal(ref, RULE_LEDGER, exc.message, update.new)]
@@ -330,7 +310,7 @@ class _Checker:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
         if problem is not None:
             return [Refusal(ref, RULE_LEDGER, problem, update.new)]
-        for c in self.repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        for c in self.repo.walk(pygit2.Oid(hex=update.new), pygit2.enums.SortMode.TOPOLOGICAL):
             self.reached.update((c.id.raw, c.tree_id.raw, *(e.id.raw for e in c.tree)))
             if update.old != ZERO and str(c.id) == update.old:
                 break
@@ -483,7 +463,7 @@ class _Checker:
             kind = _MODE_NAMES.get(mode, f"an entry with mode {mode:o}")
             return (RULE_FILE_MODE, f"this is {kind}; a memory holds plain text files (mode 100644)")
         want = _TREE_TYPE if mode == _FOLDER else _BLOB_TYPE
-        found = self._type(oid)
+        found = self._header(oid)[0]
         if found != want:
             said = "folder" if want == _TREE_TYPE else "file"
             return (
@@ -491,9 +471,6 @@ class _Checker:
                 f"the entry's mode says {said} but it points at a {_TYPE_NAMES.get(found, 'missing object')}",
             )
         return None
-
-    def _type(self, oid: pygit2.Oid) -> int:
-        return self._header(oid)[0]
 
     def _header(self, oid: pygit2.Oid) -> tuple[int, int]:
         """``(type, size)`` of an object, read once (``(0, 0)``: missing)."""
@@ -579,19 +556,10 @@ class _Checker:
 
     def _footprint(self, tree: pygit2.Tree) -> tuple[int, int]:
         files = total = 0
-        for oid in _blob_ids(tree):
+        for _, oid in walk_file_ids(tree):
             files += 1
             total += self.repo.odb.read_header(oid)[1]
         return files, total
-
-
-def _blob_ids(tree: pygit2.Tree) -> Iterator[pygit2.Oid]:
-    for entry in tree:
-        if entry.filemode == pygit2.GIT_FILEMODE_TREE:
-            assert isinstance(entry, pygit2.Tree)
-            yield from _blob_ids(entry)
-        elif entry.filemode in (_REGULAR, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
-            yield entry.id
 
 
 def _raw_entries(data: bytes) -> Iterator[bytes]:

@@ -219,7 +219,8 @@ def is_quarantine(name: str) -> bool:
     return name.startswith((PREFIX, *_LEGACY_STATE))
 
 
-def _candidates(repo_path: str) -> Iterator[tuple[str, str]]:
+def _unheld(repo_path: str) -> Iterator[tuple[str, str, int]]:
+    """Each quarantine no live process holds: its path, kind and a descriptor holding its lock (see :func:`_dead`)."""
     state = os.path.join(repo_path, "gitmem")
     for folder, prefixes, kind in (
         (state, (PREFIX,), "gitmem"),
@@ -232,8 +233,9 @@ def _candidates(repo_path: str) -> Iterator[tuple[str, str]]:
         except OSError:
             continue
         for name in names:
-            if name.startswith(prefixes):
-                yield os.path.join(folder, name), kind
+            fd = _dead(os.path.join(folder, name), kind) if name.startswith(prefixes) else None
+            if fd is not None:
+                yield os.path.join(folder, name), kind, fd
 
 
 def _dead(path: str, kind: str) -> int | None:
@@ -261,10 +263,7 @@ def _dead(path: str, kind: str) -> int | None:
 def leftovers(repo_path: str) -> list[Leftover]:
     """The quarantine folders of the mount that no live process holds (nothing is changed)."""
     found = []
-    for path, kind in _candidates(os.path.abspath(repo_path)):
-        fd = _dead(path, kind)
-        if fd is None:
-            continue
+    for path, kind, fd in _unheld(os.path.abspath(repo_path)):
         if fd >= 0:
             os.close(fd)
         found.append(Leftover(path, kind))
@@ -274,10 +273,7 @@ def leftovers(repo_path: str) -> list[Leftover]:
 def sweep(repo_path: str) -> list[str]:
     """Delete every quarantine of the mount that no live process holds; returns the folders removed."""
     removed = []
-    for path, kind in _candidates(os.path.abspath(repo_path)):
-        fd = _dead(path, kind)
-        if fd is None:
-            continue
+    for path, _kind, fd in _unheld(os.path.abspath(repo_path)):
         try:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
@@ -383,13 +379,10 @@ def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> s
     """
     if not objects:
         return None
-    repo = open_repository(os.path.abspath(repo_path))
-    try:
+    with open_repository(os.path.abspath(repo_path)) as repo:
         mount = repo.odb
         for folder in objects:
             for oid in object_db(folder):  # lists every index in its pack folder: checked first
                 if oid.raw not in reached and not mount.exists(oid):
                     return f"the push carries object {oid} that none of its refs reaches"
         return None
-    finally:
-        repo.free()

@@ -105,13 +105,9 @@ def movement(git: GitRepo, old: str | None, new: str | None, *, base: str | None
                 start_commit, rewritten = None, old is not None
         else:
             start_commit = None
-        paths = _paths(r, start_commit, new_commit)
+        paths = tuple(c.path for c in file_changes(r, start_commit and start_commit.tree_id, new_commit.tree_id))
         commits, more = _commits(r, new_commit.id, start_commit.id if start_commit is not None else None)
         return Movement(paths, commits, more, rewritten)
-
-
-def _paths(r: pygit2.Repository, old: pygit2.Commit | None, new: pygit2.Commit) -> tuple[str, ...]:
-    return tuple(c.path for c in file_changes(r, old.tree_id if old is not None else None, new.tree_id))
 
 
 def _commits(r: pygit2.Repository, new: pygit2.Oid, old: pygit2.Oid | None) -> tuple[tuple[CommitOrigin, ...], int]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pygit2
@@ -218,13 +219,11 @@ def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
     main = git.head()
     base_oid = r.merge_base(pygit2.Oid(hex=main), pygit2.Oid(hex=head))
     base = str(base_oid) if base_oid is not None else None
-    commits = 0
     principals: dict[str, None] = {}
     log: list[tuple[str, str, str]] = []
     walker = r.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(pygit2.Oid(hex=main))
     for commit in walker:
-        commits += 1
         parsed = parse_message(commit.message)
         who = parsed.origin.principal_id
         if who:
@@ -235,7 +234,7 @@ def _describe(git: GitRepo, run: str, ref: str, head: str) -> Proposal:
     if base is not None and base != head:
         paths = git.changed_paths(base, head)
     updated = r[head].peel(pygit2.Commit).commit_time
-    return Proposal(run, ref, head, base, commits, paths, tuple(principals), updated, tuple(log))
+    return Proposal(run, ref, head, base, len(log), paths, tuple(principals), updated, tuple(log))
 
 
 def proposals(git: GitRepo) -> list[Proposal]:
@@ -284,39 +283,26 @@ def approve(git: GitRepo, fmt: FileFormat, run: str, *, approver: str, origin: O
 
     with translate_errors(git.path):
         draft = conflict.read_draft(git.repo, head)
-    if draft is not None:
-        # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
-        with open_quarantine(git.path) as held:
-            r = open_repository(held.path)
-            try:
+    with ExitStack() as stack:
+        landing, held = head, None
+        if draft is not None:
+            # A conflict proposal: its resolved merge lands as the approver's merge commit (main: its first parent).
+            held = stack.enter_context(open_quarantine(git.path))
+            with open_repository(held.path) as r:
                 landing = conflict.approved_commit(r, draft, who, run)
-            finally:
-                r.free()
-            return integrate(
-                git,
-                fmt,
-                landing,
-                what=f"conflict proposal {run}",
-                origin=who,
-                detail=f"approve proposal {run}",
-                extra=((T_APPROVED_BY, who.principal_id),),
-                scratch=held,
-                precheck=still_there,
-                after_swap=drop_branch,
-            )
-
-    return integrate(
-        git,
-        fmt,
-        head,
-        what=f"proposal {run}",
-        origin=who,
-        detail=f"approve proposal {run}",
-        extra=((T_APPROVED_BY, who.principal_id),),
-        fast_forward=False,
-        precheck=still_there,
-        after_swap=drop_branch,
-    )
+        return integrate(
+            git,
+            fmt,
+            landing,
+            what=f"{'conflict ' if draft is not None else ''}proposal {run}",
+            origin=who,
+            detail=f"approve proposal {run}",
+            extra=((T_APPROVED_BY, who.principal_id),),
+            fast_forward=draft is not None,  # an ordinary proposal always lands as a merge commit, on record
+            scratch=held,
+            precheck=still_there,
+            after_swap=drop_branch,
+        )
 
 
 def drop_merged(git: GitRepo, main: str) -> tuple[str, ...]:

@@ -62,11 +62,11 @@ from gitmem.git.perms import open_private
 from gitmem.git.refs import MAIN, read_ref, swap_refs
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.rewritepack import PackedFirst, RewrittenObjects, entry_named
-from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from
+from gitmem.git.walk import RawCommit, entry_id, may_have_moved_to, moved_from, renames
 from gitmem.history import ForgetReport, FsckReport, GcReport, ObjectCounts
 from gitmem.localfile import read_local
 from gitmem.model import Origin
-from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
+from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 _SORT_CHILDREN_FIRST = pygit2.enums.SortMode.TOPOLOGICAL
 
@@ -214,10 +214,8 @@ def _prune_now(repo: GitRepo, keep: str | None = None) -> None:
     erasures.finish_pending(
         repo.fresh(), repo.path, survivors, stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
     )
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(repo.pending_path)
-    except FileNotFoundError:
-        pass
 
 
 def _check_pruned(repo: GitRepo) -> frozenset[str]:
@@ -355,7 +353,9 @@ def forget(repo: GitRepo, fmt: FileFormat, path: str, *, origin: Origin | None =
                 return ForgetReport(path=path, head=repo.head(), names=(), commits_rewritten=0, refs_updated=())
             raise
         _prune_now(repo, keep)
-        return _with_shared(repo, report)
+        # The erased versions still on disk: another file holds the same content (the prune checked).
+        odb = repo.fresh().odb
+        return replace(report, shared_versions=tuple(o for o in report.erased_versions if pygit2.Oid(hex=o) in odb))
 
 
 def _check_prunable(repo: GitRepo) -> None:
@@ -405,12 +405,11 @@ def _tips(r: pygit2.Repository) -> dict[str, str]:
 
 
 def _commit_of(r: pygit2.Repository, oid: str) -> str | None:
-    obj = r.get(oid)
-    if obj is None:
+    """The commit ``oid`` is or (through tags) points at; ``None`` for anything else."""
+    try:
+        return str(r[oid].peel(pygit2.Commit).id)
+    except (KeyError, pygit2.GitError):
         return None
-    if isinstance(obj, pygit2.Tag):
-        return _commit_of(r, str(obj.target))
-    return oid if obj.type == pygit2.enums.ObjectType.COMMIT else None
 
 
 def _names_per_commit(r: pygit2.Repository, tips: list[str], path: str) -> list[tuple[RawCommit, set[str]]]:
@@ -538,14 +537,8 @@ def _renamed_to(r: pygit2.Repository, parent: str, child: str, name: str) -> str
     moves leave it), as for moves on the walk back: a file that merely resembles
     the erased one is someone else's and stays.
     """
-    diff = r[parent].peel(pygit2.Tree).diff_to_tree(r[child].peel(pygit2.Tree))
-    diff.find_similar()
-    for delta in diff.deltas:
-        if (
-            delta.status == pygit2.enums.DeltaStatus.RENAMED
-            and delta.old_file.path == name
-            and delta.old_file.id == delta.new_file.id
-        ):
+    for delta in renames(r[parent].peel(pygit2.Tree), r[child].peel(pygit2.Tree)):
+        if delta.old_file.path == name and delta.old_file.id == delta.new_file.id:
             return str(delta.new_file.path)
     return None
 
@@ -610,15 +603,20 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         erased,
         (commit_tips[n] for n in updates if n in commit_tips),
     )
-    message = _audit_message(entry, erasures.fingerprint(repo.path, path), origin)
+    # Who and which ledger entry, never the path (only its keyed fingerprint).
+    printed = erasures.fingerprint(repo.path, path)
+    trailers = ((erasures.ERASURE_TRAILER, entry.id), (erasures.PRINT_TRAILER, printed))
+    message = commit_message("forget", (), origin, extra=trailers, summary=f"forget (erasure {entry.id})")
     audit = r.create_commit(None, author, committer, message, base_tree, [pygit2.Oid(hex=main_base)])
     updates[MAIN] = str(audit)
     erasures.write_pending(repo.path, entry)  # the prune after the swap puts it in the ledger
-    try:
-        _swap_refs(repo, r, tips, updates)
-    except _Moved:
+    # Every ref moves at once, and only if each still holds what the rewrite started from.
+    moves: dict[str, tuple[str | None, str | None]] = {name: (tips[name], new) for name, new in updates.items()}
+    if not swap_refs(
+        r, repo.path, moves, message="gitmem forget", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+    ):
         erasures.drop_pending(repo.path, entry.id)
-        raise
+        raise _Moved(", ".join(sorted(updates)))
     report = ForgetReport(
         path=path,
         head=str(audit),
@@ -631,28 +629,3 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
     return report, keep
 
 
-def _audit_message(entry: erasures.Entry, printed: str, origin: Origin) -> str:
-    """The forget commit's message: who and which ledger entry, never the path (only its keyed fingerprint)."""
-    lines = ["Gitmem-Op: forget", f"{erasures.ERASURE_TRAILER}: {entry.id}", f"{erasures.PRINT_TRAILER}: {printed}"]
-    if origin.run_id:
-        lines.append(f"Gitmem-Run: {origin.run_id}")
-    if origin.principal_id:
-        lines.append(f"Gitmem-Principal: {origin.principal_id}")
-    if origin.tool_call_id:
-        lines.append(f"Gitmem-Tool-Call: {origin.tool_call_id}")
-    return f"forget (erasure {entry.id})\n\n" + "\n".join(lines) + "\n"
-
-
-def _swap_refs(repo: GitRepo, r: pygit2.Repository, before: dict[str, str], updates: dict[str, str]) -> None:
-    """Move every ref in ``updates`` at once, only if each still holds its value from ``before``."""
-    moves: dict[str, tuple[str | None, str | None]] = {name: (before[name], new) for name, new in updates.items()}
-    if not swap_refs(
-        r, repo.path, moves, message="gitmem forget", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
-    ):
-        raise _Moved(", ".join(sorted(updates)))
-
-
-def _with_shared(repo: GitRepo, report: ForgetReport) -> ForgetReport:
-    """The report with the erased versions still on disk: another file holds the same content (the prune checked)."""
-    odb = repo.fresh().odb
-    return replace(report, shared_versions=tuple(oid for oid in report.erased_versions if pygit2.Oid(hex=oid) in odb))

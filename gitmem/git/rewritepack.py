@@ -13,6 +13,7 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Sequence
 
 import pygit2
 
@@ -107,12 +108,10 @@ class RewrittenObjects:
         key = (tree, path)
         if tree in self._new:
             self.made_unreachable = True
+        self.erased_blobs = set()
         if key not in self._trees:
-            self.erased_blobs = set()
             new = self._erase(tree, path.encode().split(b"/"), b"")
             self._trees[key] = new if new is not None else self._add(_TREE, b"", b"")
-        else:
-            self.erased_blobs = set()
         return self._trees[key]
 
     def _erase(self, tree: str, parts: list[bytes], at: bytes) -> str | None:
@@ -153,20 +152,7 @@ class RewrittenObjects:
                 pos += 48
             lines = [b"tree " + tree.encode(), *(b"parent " + p.encode() for p in parents)]
             return self._add(_COMMIT, b"\n".join(lines) + b"\n" + header[pos:] + b"\n\n" + message)
-        lines = []
-        in_signature = False
-        for line in header.split(b"\n"):
-            if in_signature and line.startswith(b" "):
-                continue
-            in_signature = line.startswith((b"gpgsig ", b"gpgsig-sha256 "))
-            if in_signature or line.startswith(b"parent "):
-                continue
-            if line.startswith(b"tree "):
-                lines.append(b"tree " + tree.encode())
-                lines.extend(b"parent " + p.encode() for p in parents)
-                continue
-            lines.append(line)
-        return self._add(_COMMIT, b"\n".join(lines) + b"\n\n" + message)
+        return self._add(_COMMIT, commit_header(header, tree, parents) + b"\n\n" + message)
 
     def retarget(self, target: str, mapped: dict[str, str], scrub: erasures.NameScrub | None = None) -> str:
         """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
@@ -213,6 +199,20 @@ class RewrittenObjects:
 _OFS_DELTA = 6
 MAX_DEPTH = 50
 """Longest delta chain written: git's default ``pack.depth``, so the repack keeps every one."""
+
+
+def commit_header(header: bytes, tree: str, parents: Sequence[str]) -> bytes:
+    """A raw commit's header with a new tree and parents, and without a signature (it signed the old content)."""
+    lines = [b"tree " + tree.encode(), *(b"parent " + p.encode() for p in parents)]
+    skipping = False
+    for line in header.split(b"\n"):
+        if line.startswith(b" ") and skipping:
+            continue  # a continuation line of a dropped signature
+        key = line.split(b" ", 1)[0]
+        skipping = key in (b"gpgsig", b"gpgsig-sha256")
+        if not skipping and key not in (b"tree", b"parent"):
+            lines.append(line)
+    return b"\n".join(lines)
 
 
 def _base_offset(pack: bytearray, distance: int) -> None:

@@ -148,9 +148,6 @@ class Snapshot:
             elif kind == "blob":
                 yield f"{prefix}{name.decode('utf-8', 'surrogateescape')}", oid.hex()
 
-    def data(self, oid: str) -> bytes:
-        return self.raw(oid)
-
     def write_blob(self, data: bytes) -> BlobVersion:
         if self.pending is not None:
             return BlobVersion(self.pending.add(b"blob", data))
@@ -253,7 +250,7 @@ class StoredFile(FileText):
         try:
             return str(_TEXT_SLOT.__get__(self))
         except AttributeError:
-            text = decode_stored(self._snap.data(self.version))
+            text = decode_stored(self._snap.raw(self.version))
             _TEXT_SLOT.__set__(self, text)
             return text
 
@@ -263,7 +260,9 @@ class StoredFile(FileText):
 
 
 def stored_file(snap: Snapshot, path: str) -> FileText | None:
-    """As :func:`current_file`, with the text read only when used (:class:`StoredFile`)."""
+    """The file at ``path`` in ``snap`` as a write sees it (``None``: none), its text read only when used
+    (:class:`StoredFile`). A symbolic link or submodule (pushed with plain git) is no memory file, yet a
+    write must not silently replace it: that is ``invalid_path``."""
     entry = snap.get(path)
     if entry is None or entry.kind == "tree":
         return None

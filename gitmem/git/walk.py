@@ -47,14 +47,11 @@ class RawCommit:
     def tree(self) -> str:
         return self.data[5:45].decode()
 
-    def _committer(self) -> bytes:
-        start = self.data.find(b"\ncommitter ") + 11
-        return self.data[start : self.data.find(b"\n", start)]
-
     @property
     def time(self) -> int:
         """The committer time, seconds since the epoch."""
-        line = self._committer()
+        start = self.data.find(b"\ncommitter ") + 11
+        line = self.data[start : self.data.find(b"\n", start)]
         return int(line[line.rfind(b"> ") + 2 :].split(b" ", 1)[0])
 
     def trusted(self) -> bool:
@@ -98,11 +95,6 @@ def walk(r: pygit2.Repository, start: str, hidden: set[str] | None = None) -> It
         current = heapq.heappop(pending)[2] if pending else None
 
 
-def ancestors(r: pygit2.Repository, start: str) -> set[str]:
-    """``start`` and every commit reachable from it."""
-    return {c.oid for c in walk(r, start)}
-
-
 def entry_id(tree: pygit2.Tree, path: str) -> str | None:
     """The object id at ``path`` (file or folder), or ``None``; cheap enough to call per commit."""
     try:
@@ -138,14 +130,17 @@ def moved_from(commit: pygit2.Commit, name: str, *, exact: bool = False) -> str 
     for source, destination in parse_message(commit.message).moves():
         if destination == name and entry_id(old_tree, source) == moved and entry_id(new_tree, source) is None:
             return source
-    diff = old_tree.diff_to_tree(new_tree)
-    diff.find_similar()
-    for delta in diff.deltas:
-        if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.new_file.path == name:
-            if exact and delta.old_file.id != delta.new_file.id:
-                return None
-            return str(delta.old_file.path)
+    for delta in renames(old_tree, new_tree):
+        if delta.new_file.path == name:
+            return None if exact and delta.old_file.id != delta.new_file.id else str(delta.old_file.path)
     return None
+
+
+def renames(old: pygit2.Tree, new: pygit2.Tree) -> list[pygit2.DiffDelta]:
+    """The renames libgit2's similarity finds between two trees."""
+    diff = old.diff_to_tree(new)
+    diff.find_similar()
+    return [d for d in diff.deltas if d.status == pygit2.enums.DeltaStatus.RENAMED]
 
 
 def contradicted_moves(commit: pygit2.Commit) -> list[tuple[str, str]]:

@@ -21,13 +21,13 @@ def test_deletes_and_overwrites_by_version_read_no_blob(tmp_path: Path, monkeypa
     store = Root(tmp_path).mount("m", create=True).sync
     versions = {f"items/{i}.md": store.write(f"items/{i}.md", f"item {i}\n", expected=None) for i in range(20)}
     reads: list[str] = []
-    real = Snapshot.data
+    real = Snapshot.raw
 
     def counting(self: Snapshot, oid: str) -> bytes:
         reads.append(oid)
         return real(self, oid)
 
-    monkeypatch.setattr(Snapshot, "data", counting)
+    monkeypatch.setattr(Snapshot, "raw", counting)
     edits = [Edit(p, None, v) for p, v in list(versions.items())[:10]]
     edits += [Edit(p, f"new {p}\n", v) for p, v in list(versions.items())[10:]]
     applied = store.apply(edits)
