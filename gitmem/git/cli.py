@@ -10,10 +10,17 @@ lives here once:
   never prompts for credentials;
 - every call has a deadline. A hung ``git gc`` under the writer lock would
   otherwise block every writer of the memory for good;
-- the child runs in its own process group (``start_new_session``), so on a
+- the child runs in its own process group (a new session), so on a
   timeout or any exception in the waiting thread the whole group (git and the
   helpers it spawned, such as ``repack`` or ``pack-objects``) is killed, never
   only the top process. No ``preexec_fn``: it is unsafe in a threaded process.
+
+A call is started with ``os.posix_spawnp`` (in a new session, its folder given as
+``git -C``) and its pipes read here, without :mod:`subprocess`: importing that
+module (with ``threading``, ``selectors``, ``signal`` and ``locale``) costs a
+``gitmem push`` process, whose only child is ``git push``, a fifth of what git's
+own push costs. A call that hands the child descriptors (``pass_fds``) goes
+through :mod:`subprocess`, which closes every other one in the child.
 
 What happens when gitmem itself is SIGKILLed while git runs is the caller's
 business; a pruning caller passes the writer lock's descriptor in ``pass_fds``
@@ -24,14 +31,12 @@ so the child keeps holding the lock until it exits (see ``_prune_now`` in
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.control import check_packs_of
-
-if TYPE_CHECKING:  # subprocess (and signal) load on the first git call: a read that runs none pays nothing
-    import subprocess
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one git command may run before it is stopped (a liveness bound, not a target)."""
@@ -59,14 +64,30 @@ def git_env() -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+class Done:
+    """What a git call did: the command, its exit code, and what it wrote (decoded, bad bytes replaced)."""
+
+    __slots__ = ("args", "returncode", "stderr", "stdout")
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the child's whole process group, then reap the child."""
     import signal
 
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # already reaped
 
 
 FETCH: Final = (
@@ -85,45 +106,129 @@ def run_git(
     timeout: float = DEFAULT_TIMEOUT,
     check: bool = False,
     pass_fds: Sequence[int] = (),
-) -> subprocess.CompletedProcess[str]:
-    """Run ``git [--git-dir=GIT_DIR] ARGS``; output decoded, undecodable bytes replaced.
+) -> Done:
+    """Run ``git [--git-dir=GIT_DIR] ARGS`` in ``cwd``; output decoded, undecodable bytes replaced.
 
     Failing to start, or running past ``timeout`` seconds, is ``unavailable``
     naming ``what`` (default: the git subcommand); so is a non-zero exit with
     ``check``.
     """
-    import subprocess
-
     what = what or f"git {args[0] if args else ''}".strip()
     for repo in (git_dir, cwd):
         if repo is not None and os.path.isdir(os.path.join(repo, "objects")):
             check_packs_of(repo)  # git opens every pack index it lists, blocking
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
     try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=git_env(),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
+        if pass_fds:
+            code, out, err = _run_passing(cmd, cwd, stdin, timeout, pass_fds)
+        else:
+            code, out, err = _run(cmd, cwd, stdin, timeout)
     except FileNotFoundError:
         raise MemoryStoreError("unavailable", f"{what} needs the git command, which is not installed") from None
+    except TimeoutError:
+        raise MemoryStoreError("unavailable", f"{what} took longer than {timeout:.0f} s and was stopped") from None
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"{what} could not run git: {exc}") from None
-    try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise MemoryStoreError("unavailable", f"{what} took longer than {timeout:.0f} s and was stopped") from None
-    except BaseException:
-        _kill_group(proc)
-        raise
-    done = subprocess.CompletedProcess(cmd, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+    done = Done(cmd, code, out.decode(errors="replace"), err.decode(errors="replace"))
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
         raise MemoryStoreError("unavailable", f"{what} failed: {' / '.join(said[-3:]) or done.returncode}")
     return done
+
+
+def _run(cmd: list[str], cwd: str | None, stdin: bytes | None, timeout: float) -> tuple[int, bytes, bytes]:
+    """``cmd`` in a new session, ``stdin`` fed and both outputs read until it exits; ``TimeoutError``
+    (the group killed) past ``timeout`` seconds. The child starts with SIGPIPE and SIGXFSZ at
+    their defaults, as :mod:`subprocess` starts it (Python ignores them)."""
+    import select
+    import signal
+
+    spawned = ["git", "-C", cwd, *cmd[1:]] if cwd is not None else cmd
+    into, feed = os.pipe() if stdin is not None else (-1, -1)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_DUP2, into, 0) if stdin is not None else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    defaults = (signal.SIGPIPE, signal.SIGXFSZ)
+    try:
+        pid = os.posix_spawnp("git", spawned, git_env(), file_actions=actions, setsid=True, setsigdef=defaults)
+    except BaseException:
+        for fd in (into, feed, out_r, out_w, err_r, err_w):
+            if fd >= 0:
+                os.close(fd)
+        raise
+    for fd in (into, out_w, err_w):
+        if fd >= 0:
+            os.close(fd)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    pending = memoryview(stdin or b"")
+    poller = select.poll()
+    for fd in (out_r, err_r):
+        poller.register(fd, select.POLLIN)
+    live = [out_r, err_r]
+    if feed >= 0:
+        os.set_blocking(feed, False)
+        poller.register(feed, select.POLLOUT)
+        live.append(feed)
+    deadline = time.monotonic() + timeout
+    try:
+        while live:
+            if feed in live and not pending:
+                poller.unregister(feed)
+                live.remove(feed)
+                os.close(feed)
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            for fd, _ in poller.poll(left * 1000):
+                if fd == feed:
+                    try:
+                        pending = pending[os.write(feed, pending[: 1 << 16]) :]
+                    except BrokenPipeError:
+                        pending = pending[:0]  # git stopped reading: what it says tells why
+                    continue
+                data = os.read(fd, 1 << 16)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    live.remove(fd)
+                    os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        for fd in live:
+            os.close(fd)
+        _kill_group(pid)
+        raise
+    return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def _run_passing(
+    cmd: list[str], cwd: str | None, stdin: bytes | None, timeout: float, pass_fds: Sequence[int]
+) -> tuple[int, bytes, bytes]:
+    """:func:`_run` through :mod:`subprocess`, the child also holding ``pass_fds`` (and no other descriptor)."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=git_env(),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        pass_fds=tuple(pass_fds),
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except BaseException as exc:
+        _kill_group(proc.pid)
+        proc.returncode = -9  # reaped above: the object must not wait again
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise TimeoutError from None
+        raise
+    return proc.returncode, out, err

@@ -45,7 +45,6 @@ import contextlib
 import os
 import shutil
 import stat
-import subprocess
 import time
 from dataclasses import replace
 
@@ -77,7 +76,7 @@ def run_git(
     check: bool = True,
     stdin: bytes | None = None,
     lock: WriterLock | None = None,
-) -> subprocess.CompletedProcess[str]:
+) -> cli.Done:
     """Run the git CLI on the bare repo; with ``lock`` (held), the child holds it too until it exits."""
     return cli.run_git(
         ["-c", "gc.autoDetach=false", *args],
