@@ -32,12 +32,11 @@ PULL_SIDE = (
 )
 
 ENTRY = """
-import json, sys
+import json, os, sys
 from gitmem.adapters.cli import main
-try:
-    main()
-finally:
-    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+leave = os._exit  # a push ends its process at once (quick.leave): list the modules first
+os._exit = lambda code: (print(json.dumps(sorted(sys.modules)), file=sys.stderr), leave(code))
+main()
 """
 
 

@@ -28,9 +28,6 @@ EXIT_USAGE = 2
 
 #: An ANSI style sequence, as ``click.echo`` strips them from output that is not a terminal.
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
-#: Text :func:`~gitmem.fileformat.visible` leaves as it is (printable ASCII and tabs; with
-#: ``multiline`` newlines too): :func:`say` prints it without loading the path rules.
-_PLAIN = (re.compile(r"[\t\x20-\x7e]*"), re.compile(r"[\t\n\x20-\x7e]*"))
 
 
 def well_configured(stream: TextIO | None) -> bool:
@@ -83,11 +80,20 @@ def _strips_styles(stream: TextIO) -> bool:
 
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
     """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
-    if _PLAIN[multiline].fullmatch(text) is None:
+    if not _plain(text, multiline):
         from gitmem.fileformat import visible  # the path rules: `gitmem --help` prints without them
 
         text = visible(text, multiline=multiline)
     echo(text, err=err, nl=nl)
+
+
+def _plain(text: str, multiline: bool) -> bool:
+    """Whether :func:`~gitmem.fileformat.visible` leaves ``text`` as it is: printable ASCII and
+    tabs (with ``multiline``, newlines too). Then :func:`say` prints it without loading the path rules."""
+    if not text.isascii():
+        return False
+    text = text.replace("\t", "")
+    return (text.replace("\n", "") if multiline else text).isprintable()
 
 
 def say_lines(lines: Iterable[str]) -> None:
