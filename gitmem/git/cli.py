@@ -91,9 +91,11 @@ def _kill_group(pid: int) -> None:
 
 
 FETCH: Final = (
-    "-c", "gc.auto=0", "-c", "fetch.writeCommitGraph=false", "fetch", "--no-tags", "--no-write-fetch-head",
+    "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fetch.writeCommitGraph=false",
+    "fetch", "--no-tags", "--no-write-fetch-head",
 )  # fmt: skip
-"""``git fetch`` into a quarantine: objects only (no gc, commit graph, tags or ``FETCH_HEAD`` left behind)."""
+"""``git fetch`` into a quarantine: objects only (no gc or maintenance process, commit graph, tags or
+``FETCH_HEAD`` left behind)."""
 
 CHECKED_FETCH: Final = ("-c", "fetch.fsckObjects=true", *FETCH)
 """:data:`FETCH` that also holds every object it receives to git's strict object rules (``index-pack

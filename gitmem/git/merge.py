@@ -205,15 +205,19 @@ def integrate(
                         after_swap(result)
                     return result
                 old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
+                seen: dict[str, set[bytes]] = {}
                 verdict = check_updates(
-                    scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects
+                    scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects, reached=seen
                 )
                 if verdict[MAIN]:
                     raise refused_by_rules(what, verdict[MAIN])
             finally:
                 r.free()
+            # Nothing was written here but what came in (no merge commit): a fetched pack the
+            # checks saw whole moves in as it is.
+            reached = seen[MAIN] if result.kind in ("fast_forward", "joined") else None
             try:
-                scratch.admit([result.after], durable=git.durable())
+                scratch.admit([result.after], reached=reached, durable=git.durable())
             except (PackError, OSError) as exc:
                 raise MemoryStoreError("unavailable", f"cannot store the objects of {what}: {exc}") from exc
             message = f"gitmem {result.kind.replace('_', '-')} from {what}"

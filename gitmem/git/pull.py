@@ -9,8 +9,10 @@ What gitmem adds to ``git fetch`` is on the receiving side:
 2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
    clean three-way merge commit when agents wrote meanwhile, or a refusal naming
    the conflicting files), after every commit brought in passed the push rules
-   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits,
-   and every object git's strict checks (``index-pack --strict``, as for a push);
+   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits;
+   every object it brought already met git's strict checks in the fetch itself
+   (``fetch.fsckObjects``: ``index-pack --strict``, as for a push), which refuses
+   the whole fetch when one breaks them;
 3. only then do objects move into the mount, exactly those the new ``main``
    reaches (not the remote's erasure ledger, not anything else the fetch
    brought), and ``main`` moves by compare-and-swap under the writer lock.
