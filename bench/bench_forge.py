@@ -19,7 +19,8 @@ Each round runs three sequences (and a ``gitmem --version`` process, the floor
 under every CLI row), the order rotated every round so background
 load hits all alike:
 
-- **gitmem CLI**: root A writes one note (library, untimed), then ``gitmem push
+- **gitmem CLI** (once for each way of running it, see ``--baseline`` and
+  ``--regular``): root A writes one note (library, untimed), then ``gitmem push
   NAME`` in A and ``gitmem pull NAME`` in B are timed, each a whole process;
 - **gitmem library**: the same through :func:`gitmem.remotes.push` and
   :func:`gitmem.remotes.pull` in this process (no interpreter start-up);
@@ -38,6 +39,11 @@ Usage::
     .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21
     .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21 --daemon
     .venv/bin/python bench/bench_forge.py --dir /mnt/ext4 --files 10000 --commits 10000 --rounds 21
+
+``--baseline DIR`` times the CLI rows a second time with ``DIR`` (a ``gitmem/`` package,
+e.g. main's from ``git archive``) first on ``PYTHONPATH``: before and after in the same
+rounds. ``--regular SCRIPT`` times them once more through ``SCRIPT``, e.g. the console
+script of a regular (non-editable) install, whose start-up has no editable finder.
 """
 
 from __future__ import annotations
