@@ -159,6 +159,7 @@ def _run(cmd: list[str], cwd: str | None, stdin: bytes | None, timeout: float) -
         (os.POSIX_SPAWN_DUP2, out_w, 1),
         (os.POSIX_SPAWN_DUP2, err_w, 2),
     ]
+    actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable() if fd not in (into, out_w, err_w))
     defaults = (signal.SIGPIPE, signal.SIGXFSZ)
     try:
         pid = os.posix_spawnp("git", spawned, git_env(), file_actions=actions, setsid=True, setsigdef=defaults)
@@ -212,6 +213,21 @@ def _run(cmd: list[str], cwd: str | None, stdin: bytes | None, timeout: float) -
         _kill_group(pid)
         raise
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def _inheritable() -> list[int]:
+    """This process's descriptors above 2 that a child would inherit: closed in git's child, as
+    :mod:`subprocess` closes every one (``gitmem serve`` makes its listening socket inheritable
+    for the workers it forks; git must not hold it)."""
+    found = []
+    for name in os.listdir("/dev/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+    return found
 
 
 def _run_passing(

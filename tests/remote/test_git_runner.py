@@ -66,3 +66,17 @@ def test_git_starts_with_sigpipe_at_its_default(tmp_path: Path) -> None:
     done = run_git(["-c", "alias.sig=!grep SigIgn /proc/$$/status", "sig"], cwd=str(tmp_path))
     ignored = int(done.stdout.split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
+
+
+def test_git_holds_no_descriptor_of_this_process_but_its_pipes(tmp_path: Path) -> None:
+    # gitmem serve makes its listening socket inheritable for its workers; git must not keep it open.
+    kept, other = os.pipe()
+    os.set_inheritable(kept, True)
+    try:
+        done = run_git(["-c", "alias.fds=!ls /proc/$$/fd", "fds"], cwd=str(tmp_path))
+        held = {int(n) for n in done.stdout.split()}
+        assert kept not in held and other not in held, held
+        assert {0, 1, 2} <= held
+    finally:
+        os.close(kept)
+        os.close(other)
