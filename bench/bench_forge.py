@@ -19,7 +19,8 @@ Each round runs three sequences (and a ``gitmem --version`` process, the floor
 under every CLI row), the order rotated every round so background
 load hits all alike:
 
-- **gitmem CLI**: root A writes one note (library, untimed), then ``gitmem push
+- **gitmem CLI** (once for each way of running it, see ``--baseline`` and
+  ``--regular``): root A writes one note (library, untimed), then ``gitmem push
   NAME`` in A and ``gitmem pull NAME`` in B are timed, each a whole process;
 - **gitmem library**: the same through :func:`gitmem.remotes.push` and
   :func:`gitmem.remotes.pull` in this process (no interpreter start-up);
@@ -38,6 +39,11 @@ Usage::
     .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21
     .venv/bin/python bench/bench_forge.py --files 10000 --commits 10000 --rounds 21 --daemon
     .venv/bin/python bench/bench_forge.py --dir /mnt/ext4 --files 10000 --commits 10000 --rounds 21
+
+``--baseline DIR`` times the CLI rows a second time with ``DIR`` (a ``gitmem/`` package,
+e.g. main's from ``git archive``) first on ``PYTHONPATH``: before and after in the same
+rounds. ``--regular SCRIPT`` times them once more through ``SCRIPT``, e.g. the console
+script of a regular (non-editable) install, whose start-up has no editable finder.
 """
 
 from __future__ import annotations
@@ -86,11 +92,19 @@ def gitmem_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "gitmem.adapters.cli"]
 
 
-def process(cmd: list[str], cwd: Path | str | None = None) -> tuple[float, float]:
+class Cli:
+    """One way to run the ``gitmem`` command: a console script, and a folder put first on ``PYTHONPATH``."""
+
+    def __init__(self, label: str, script: list[str], path: str | None = None) -> None:
+        self.label, self.script = label, script
+        self.env = {**ENV, "PYTHONPATH": path} if path else ENV
+
+
+def process(cmd: list[str], cwd: Path | str | None = None, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, with every child it waited for) of one process."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         took = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -100,9 +114,11 @@ def process(cmd: list[str], cwd: Path | str | None = None) -> tuple[float, float
     return took, usage.ru_utime + usage.ru_stime
 
 
-def gitmem(root: Path, *args: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one ``gitmem`` process over ``root``."""
-    return process([*gitmem_cmd(), "--root", str(root), *args])
+def gitmem(root: Path, *args: str, cli: Cli | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``gitmem`` process over ``root`` (run as ``cli`` says, else this install's)."""
+    if cli is None:
+        return process([*gitmem_cmd(), "--root", str(root), *args])
+    return process([*cli.script, "--root", str(root), *args], env=cli.env)
 
 
 def timed_git(*args: str, cwd: Path) -> tuple[float, float]:
@@ -176,18 +192,18 @@ class Rows:
     def median(self, row: str, which: int = 0) -> float:
         return statistics.median(x[which] for x in self.samples[row])
 
-    def show(self, op: str) -> None:
+    def show(self, op: str, sides: list[str]) -> None:
         base = f"{op}: git"
         print(
-            f"{base:<22} p50 {self.p(base, 0.5):8.1f} ms  p95 {self.p(base, 0.95):8.1f} ms"
+            f"{base:<34} p50 {self.p(base, 0.5):8.1f} ms  p95 {self.p(base, 0.95):8.1f} ms"
             f"   CPU p50 {self.p(base, 0.5, 1):7.1f} ms"
         )
-        for side in ("gitmem CLI", "gitmem library"):
+        for side in sides:
             row = f"{op}: {side}"
             ratio = self.median(row) / self.median(base)
             cpu = self.median(row, 1) / self.median(base, 1)
             print(
-                f"{row:<22} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git"
+                f"{row:<34} p50 {self.p(row, 0.5):8.1f} ms  p95 {self.p(row, 0.95):8.1f} ms   {ratio:5.2f}x git"
                 f"   CPU p50 {self.p(row, 0.5, 1):7.1f} ms {cpu:5.2f}x"
             )
 
@@ -216,8 +232,9 @@ def git_daemon(base: Path) -> Iterator[str]:
         proc.wait(10)
 
 
-def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
-    """Clone the forge at ``url`` twice each way, then run ``rounds`` rounds and print the rows."""
+def measure(tmp: Path, forge: Path, url: str, rounds: int, clis: list[Cli]) -> None:
+    """Clone the forge at ``url`` twice each way, then run ``rounds`` rounds and print the rows
+    (the CLI rows once for each of ``clis``)."""
     root_a, root_b = tmp / "root-a", tmp / "root-b"
     took = [gitmem(root, "clone", url, NAME)[0] for root in (root_a, root_b)]
     plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
@@ -241,11 +258,14 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
         got = git("rev-parse", "main", cwd=path) if path else store_b.sync.head()
         assert got == want, f"pull brought {got}, forge has {want}"
 
-    def via_cli() -> None:
-        store_a.sync.write(*note(), expected=None)
-        rows.add("push: gitmem CLI", gitmem(root_a, "push", NAME))
-        rows.add("pull: gitmem CLI", gitmem(root_b, "pull", NAME))
-        expect_head(None, git("rev-parse", "main", cwd=forge))
+    def via(cli: Cli) -> Callable[[], None]:
+        def run() -> None:
+            store_a.sync.write(*note(), expected=None)
+            rows.add(f"push: {cli.label}", gitmem(root_a, "push", NAME, cli=cli))
+            rows.add(f"pull: {cli.label}", gitmem(root_b, "pull", NAME, cli=cli))
+            expect_head(None, git("rev-parse", "main", cwd=forge))
+
+        return run
 
     def via_library() -> None:
         store_a.sync.write(*note(), expected=None)
@@ -278,17 +298,19 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int) -> None:
     def start_up() -> None:  # the floor under every CLI row: a process that imports the CLI and exits
         rows.add("gitmem --version", gitmem(root_a, "--version"))
 
-    order: list[Callable[[], None]] = [via_cli, via_library, via_git, start_up]
+    order: list[Callable[[], None]] = [*(via(cli) for cli in clis), via_library, via_git, start_up]
     for r in range(rounds):
-        for step in order[r % 4 :] + order[: r % 4]:
+        at = r % len(order)
+        for step in order[at:] + order[:at]:
             catch_up()
             step()
     print(f"one changed file, {rounds} rounds of each (p95: nearest rank):")
-    rows.show("push")
-    rows.show("pull")
+    sides = [*(cli.label for cli in clis), "gitmem library"]
+    rows.show("push", sides)
+    rows.show("pull", sides)
     version = "gitmem --version"
     print(
-        f"{version:<22} p50 {rows.p(version, 0.5):8.1f} ms   CPU p50 {rows.p(version, 0.5, 1):7.1f} ms  (a CLI process, no work)"
+        f"{version:<34} p50 {rows.p(version, 0.5):8.1f} ms   CPU p50 {rows.p(version, 0.5, 1):7.1f} ms  (a CLI process, no work)"
     )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
@@ -300,6 +322,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--daemon", action="store_true", help="reach the forge through git daemon (git://127.0.0.1)")
     parser.add_argument("--dir", help="make the forge, roots and clones in a temporary folder under DIR")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also time the CLI with DIR first on PYTHONPATH (a gitmem/ package, e.g. main's from `git archive`)",
+    )
+    parser.add_argument(
+        "--regular", metavar="SCRIPT", help="also time the CLI through SCRIPT (e.g. a regular install's `gitmem`)"
+    )
     args = parser.parse_args()
     if args.files < 1 or args.commits < 1 or args.rounds < 1:
         parser.error("--files, --commits and --rounds must be at least 1")
@@ -315,7 +345,12 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             url = stack.enter_context(git_daemon(tmp)) if args.daemon else str(forge)
             print(f"forge URL: {url}", flush=True)
-            measure(tmp, forge, url, args.rounds)
+            clis = [Cli("gitmem CLI", gitmem_cmd())]
+            if args.baseline:
+                clis.append(Cli("gitmem CLI, baseline", gitmem_cmd(), str(Path(args.baseline).resolve())))
+            if args.regular:
+                clis.append(Cli("gitmem CLI, regular install", [args.regular]))
+            measure(tmp, forge, url, args.rounds, clis)
         git("fsck", "--strict", "--no-progress", cwd=forge)
 
 

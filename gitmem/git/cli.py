@@ -60,6 +60,8 @@ def git_env() -> dict[str, str]:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's whole group, reap it, and close its pipes (a helper git left running
+    outside the group may hold them open, so they are not read to their end)."""
     import signal
 
     try:
@@ -67,12 +69,22 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 FETCH: Final = (
-    "-c", "gc.auto=0", "-c", "fetch.writeCommitGraph=false", "fetch", "--no-tags", "--no-write-fetch-head",
+    "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fetch.writeCommitGraph=false",
+    "fetch", "--no-tags", "--no-write-fetch-head",
 )  # fmt: skip
-"""``git fetch`` into a quarantine: objects only (no gc, commit graph, tags or ``FETCH_HEAD`` left behind)."""
+"""``git fetch`` into a quarantine: objects only (no gc or maintenance process, commit graph, tags or
+``FETCH_HEAD`` left behind)."""
+
+CHECKED_FETCH: Final = ("-c", "fetch.fsckObjects=true", *FETCH)
+""":data:`FETCH` that also holds every object it receives to git's strict object rules (``index-pack
+--strict``, or ``unpack-objects --strict`` for a few objects; the rules a push meets) and fails when
+one breaks them. The strictness is git's own: the user's ``fetch.fsck.*`` settings apply."""
 
 
 def run_git(

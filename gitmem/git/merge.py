@@ -188,13 +188,21 @@ def integrate(
                 )
                 if result.kind != "up_to_date":
                     old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
+                    seen: dict[str, set[bytes]] = {}
                     verdict = check_updates(
-                        scratch.path, [RefUpdate(MAIN, old, result.after)], fmt, strict_objects=strict_objects
+                        scratch.path,
+                        [RefUpdate(MAIN, old, result.after)],
+                        fmt,
+                        strict_objects=strict_objects,
+                        reached=seen,
                     )
                     if verdict[MAIN]:
                         raise refused_by_rules(what, verdict[MAIN])
             if result.kind != "up_to_date":
-                store_objects(git, scratch, result.after, f"the objects of {what}")
+                # Nothing was written here but what came in (no merge commit): a fetched pack the
+                # checks saw whole moves in as it is.
+                reached = seen[MAIN] if result.kind in ("fast_forward", "joined") else None
+                store_objects(git, scratch, result.after, f"the objects of {what}", reached=reached)
                 message = f"gitmem {result.kind.replace('_', '-')} from {what}"
                 if not swap_ref(
                     git.repo,
@@ -213,10 +221,12 @@ def integrate(
         raise MemoryStoreError("unavailable", f"main kept moving while {what} was merged; try again")
 
 
-def store_objects(git: GitRepo, held: Quarantine, tip: str, what: str) -> None:
-    """Move what ``tip`` reaches from quarantine ``held`` into the mount; ``unavailable`` naming ``what`` if it fails."""
+def store_objects(git: GitRepo, held: Quarantine, tip: str, what: str, *, reached: set[bytes] | None = None) -> None:
+    """Move what ``tip`` reaches from quarantine ``held`` into the mount; ``unavailable`` naming ``what`` if it fails.
+
+    ``reached``: every object the checks saw ``tip`` reach (see :meth:`Quarantine.admit`)."""
     try:
-        held.admit([tip], durable=git.durable())
+        held.admit([tip], reached=reached, durable=git.durable())
     except (PackError, OSError) as exc:
         raise MemoryStoreError("unavailable", f"cannot store {what}: {exc}") from exc
 

@@ -1,7 +1,8 @@
 """`gitmem push` loads none of the pull side: every CLI call is a new process, and importing
 the quarantine, the commit checks, merge and conflict proposals cost a push more than its work.
 A push of `main` alone (no erasure ledger to send) loads neither libgit2 nor click
-(`remotepush.push_named` reads what it needs with the peek; the quick path runs it).
+(`remotepush.push_named` reads what it needs with the peek; the quick path runs it), nor the
+path rules.
 
 A real `gitmem push` process (through the entry point) sends a new note to a bare repository;
 what it imported is read from its `sys.modules`. How long the import takes is measured by
@@ -32,12 +33,11 @@ PULL_SIDE = (
 )
 
 ENTRY = """
-import json, sys
+import json, os, sys
 from gitmem.adapters.cli import main
-try:
-    main()
-finally:
-    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+leave = os._exit  # a push ends its process at once (quick.leave): list the modules first
+os._exit = lambda code: (print(json.dumps(sorted(sys.modules)), file=sys.stderr), leave(code))
+main()
 """
 
 
@@ -65,9 +65,14 @@ def test_a_push_process_pushes_without_loading_the_pull_side(tmp_path: Path) -> 
 
     assert git("--git-dir", str(hosting), "rev-parse", "main").stdout.strip() == store.sync.head()
     assert "gitmem.git.transport" in loaded
-    assert (
-        sorted(m for m in (*PULL_SIDE, "pygit2", "click", "gitmem.git.remote", "gitmem.gitstore") if m in loaded) == []
+    heavy = (
+        "pygit2",
+        "click",
+        "gitmem.git.remote",
+        "gitmem.gitstore",
+        "gitmem.fileformat",
     )
+    assert sorted(m for m in (*PULL_SIDE, *heavy) if m in loaded) == []
 
     # After a forget the mount has an erasure ledger: the push goes through the store, which
     # sends the ledger with main (and leases the rewrite over what the remote held before).

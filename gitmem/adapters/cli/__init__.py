@@ -62,7 +62,7 @@ def main() -> None:
     """The ``gitmem`` entry point: the quick path when it understands the command line, else click."""
     from gitmem.adapters.cli.quick import run
 
-    code = run(sys.argv[1:])
+    code = run(sys.argv[1:], entry=True)
     if code is not None:
         sys.exit(code)
     from gitmem.adapters.cli.app import main as click_main

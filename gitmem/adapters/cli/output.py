@@ -80,9 +80,20 @@ def _strips_styles(stream: TextIO) -> bool:
 
 def say(text: str = "", *, err: bool = False, nl: bool = True, multiline: bool = False) -> None:
     """Print one human-facing line (or, with ``multiline``, a block of content) made :func:`visible`."""
-    from gitmem.fileformat import visible  # the path rules: `gitmem --help` prints without them
+    if not _plain(text, multiline):
+        from gitmem.fileformat import visible  # the path rules: `gitmem --help` prints without them
 
-    echo(visible(text, multiline=multiline), err=err, nl=nl)
+        text = visible(text, multiline=multiline)
+    echo(text, err=err, nl=nl)
+
+
+def _plain(text: str, multiline: bool) -> bool:
+    """Whether :func:`~gitmem.fileformat.visible` leaves ``text`` as it is: printable ASCII and
+    tabs (with ``multiline``, newlines too). Then :func:`say` prints it without loading the path rules."""
+    if not text.isascii():
+        return False
+    text = text.replace("\t", "")
+    return (text.replace("\n", "") if multiline else text).isprintable()
 
 
 def say_lines(lines: Iterable[str]) -> None:
