@@ -106,11 +106,7 @@ class _NotAFile(Exception):
 
 
 class MemoryCommands:
-    """The six commands on one mount, for one tool use (``origin`` names it).
-
-    The tools check every input against its command's schema first
-    (:func:`gitmem.tools.schemas.check_memory_command`): arguments arrive with their types right.
-    """
+    """The six commands on one mount, for one tool use (``origin`` names it)."""
 
     def __init__(self, store: FileStore, *, fmt: FileFormat, retries: int, origin: Origin) -> None:
         self.store = store
@@ -182,7 +178,7 @@ class MemoryCommands:
 
     # -- view --
 
-    def view(self, path: object, view_range: list[int] | None = None) -> str:
+    def view(self, path: object, view_range: Any = None) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if rel:
@@ -199,12 +195,21 @@ class MemoryCommands:
         return self._listing(shown.rstrip("/") or ROOT, rel, under)
 
     @staticmethod
-    def _numbered(shown: str, text: str, view_range: list[int] | None) -> str:
+    def _numbered(shown: str, text: str, view_range: Any) -> str:
         lines = text.split("\n")
         if len(lines) > MAX_LINES:
             raise ToolError(f"File {shown} exceeds maximum line limit of 999,999 lines.")
         first = 1
-        if view_range is not None:  # two whole numbers: the command's schema was checked before it ran
+        if view_range is not None:
+            ok = (
+                isinstance(view_range, list | tuple)
+                and len(view_range) == 2
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+            )
+            if not ok:
+                raise ToolError(
+                    f"Invalid `view_range` {view_range!r}: give [start_line, end_line] (end -1: to the end)"
+                )
             start, end = view_range
             if not 1 <= start <= len(lines) or (end != -1 and end < start):
                 raise ToolError(
@@ -255,11 +260,13 @@ class MemoryCommands:
 
     # -- writes --
 
-    def create(self, path: object, file_text: str) -> str:
+    def create(self, path: object, file_text: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
             raise ToolError(f"Cannot create a file at {ROOT} itself; name a file under it, such as {ROOT}/notes.md")
+        if not isinstance(file_text, str):
+            raise ToolError("`file_text` must be a string")
 
         exists = ToolError(f"File {shown} already exists")
         if self.store.format != self.fmt:  # the tool's own rules: checked after reading, as every edit
@@ -290,11 +297,13 @@ class MemoryCommands:
             raise link or self._fail(exc, shown) from None
         return f"File created successfully at: {shown}"
 
-    def str_replace(self, path: object, old_str: str, new_str: str) -> str:
+    def str_replace(self, path: object, old_str: object, new_str: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
             raise ToolError(f"The path {shown} is not a file.")
+        if not isinstance(old_str, str) or not isinstance(new_str, str):
+            raise ToolError("`old_str` and `new_str` must be strings")
         if not old_str:
             raise ToolError("No replacement was performed: `old_str` is empty; give the exact text to replace.")
         seen = {"reads": 0, "line": 0}
@@ -332,11 +341,15 @@ class MemoryCommands:
             f"The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{snippet}"
         )
 
-    def insert(self, path: object, insert_line: int, insert_text: str) -> str:
+    def insert(self, path: object, insert_line: object, insert_text: object) -> str:
         rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
             raise ToolError(f"The path {shown} is not a file.")
+        if not isinstance(insert_line, int) or isinstance(insert_line, bool):
+            raise ToolError(f"Invalid `insert_line` parameter: {insert_line!r}. It must be a line number.")
+        if not isinstance(insert_text, str):
+            raise ToolError("`insert_text` must be a string")
 
         def change(current: FileText | None) -> str:
             if current is None:
@@ -380,7 +393,9 @@ class MemoryCommands:
         return True
 
     def delete(self, path: object) -> str:
-        rel = "" if names_root(path) else store_path(path, self.fmt)
+        if names_root(path):
+            raise ToolError(f"Cannot delete the {ROOT} directory itself")
+        rel = store_path(path, self.fmt)
         shown = str(path)
         if not rel:
             raise ToolError(f"Cannot delete the {ROOT} directory itself")

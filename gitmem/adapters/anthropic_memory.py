@@ -50,7 +50,8 @@ runs calls before the message is complete) is committed without a tool call id.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
@@ -70,7 +71,6 @@ from anthropic.types.beta import (
 
 from gitmem import aio
 from gitmem.adapters.anthropic_commands import ROOT, MemoryCommands, store_path
-from gitmem.adapters.anthropic_tools import ToolUseIds
 from gitmem.aio import AsyncFace, seam_of
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
@@ -82,6 +82,38 @@ from gitmem.tools.schemas import check_memory_command
 __all__ = ["ROOT", "AsyncGitMemoryTool", "GitMemoryTool", "store_path"]
 
 _TOOL_USE: ContextVar[str | None] = ContextVar("gitmem_memory_tool_use", default=None)
+
+
+# --- tool-use ids ----------------------------------------------------------------------
+
+
+class _ToolUseIds:
+    """Which tool-use id the next call with a given input object belongs to.
+
+    The runner passes ``block.input`` (the very object in the message) to the tool,
+    so the message's blocks can be matched to the calls by identity.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[object, str]] = {}
+
+    def expect(self, blocks: Iterable[object], name: str) -> int:
+        pending: dict[int, tuple[object, str]] = {}
+        for block in blocks:
+            # Duck-typed: parsed and streamed messages carry their own tool-use block classes.
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == name:
+                tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
+                if isinstance(tool_use_id, str):
+                    pending[id(tool_input)] = (tool_input, tool_use_id)
+        with self._lock:
+            self._pending = pending  # a new turn: calls of an older one will not run any more
+        return len(pending)
+
+    def claim(self, tool_input: object) -> str | None:
+        with self._lock:
+            found = self._pending.pop(id(tool_input), None)
+        return found[1] if found is not None and found[0] is tool_input else None
 
 
 class _Shared:
@@ -107,7 +139,7 @@ class _Shared:
         self.store: FileStore = seam
         self.format = fmt if isinstance(fmt, FileFormat) else seam.format
         self.write_retries = write_retries
-        self._ids = ToolUseIds([self.name])
+        self._ids = _ToolUseIds()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r})"
@@ -117,7 +149,10 @@ class _Shared:
 
         Returns how many there are. Their ids become the commits' tool call ids.
         """
-        return self._ids.expect(message)
+        blocks = getattr(message, "content", message)
+        if not isinstance(blocks, Iterable):
+            raise TypeError("expect() takes an assistant message or its content blocks")
+        return self._ids.expect(blocks, self.name)
 
     @contextmanager
     def tool_use(self, tool_use_id: str | None) -> Iterator[None]:

@@ -39,12 +39,8 @@ from gitmem.tools.registry import Tool, ToolRegistry
 __all__ = ["AsyncRegistryTool", "RegistryTool", "RegistryTools", "registry_tools"]
 
 
-class ToolUseIds:
-    """Tool-use ids of the blocks a message asked for, matched to calls by the input object's identity.
-
-    The runner passes ``block.input`` (the very object in the message) to the tool,
-    so the message's blocks can be matched to the calls by identity.
-    """
+class _Ids:
+    """Tool-use ids of the blocks a message asked for, matched to calls by the input object's identity."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
@@ -57,13 +53,12 @@ class ToolUseIds:
             raise TypeError("expect() takes an assistant message or its content blocks")
         pending: dict[int, tuple[object, str]] = {}
         for block in blocks:
-            # Duck-typed: parsed and streamed messages carry their own tool-use block classes.
             if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) in self.names:
                 tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
                 if isinstance(tool_use_id, str):
                     pending[id(tool_input)] = (tool_input, tool_use_id)
         with self._lock:
-            self._pending = pending  # a new turn: calls of an older one will not run any more
+            self._pending = pending
         return len(pending)
 
     def claim(self, tool_input: object) -> str | None:
@@ -80,7 +75,7 @@ def _answer(payload: dict[str, Any]) -> str:
 
 
 class _Shared:
-    def __init__(self, registry: ToolRegistry, tool: Tool, origin: Origin, ids: ToolUseIds) -> None:
+    def __init__(self, registry: ToolRegistry, tool: Tool, origin: Origin, ids: _Ids) -> None:
         self.registry, self.tool, self.origin, self._ids = registry, tool, origin, ids
 
     def to_dict(self) -> BetaToolParam:
@@ -112,7 +107,7 @@ class AsyncRegistryTool(_Shared, BetaAsyncBuiltinFunctionTool):
 class RegistryTools(list[Any]):
     """The tools of one registry for the runner (a list), with :meth:`expect` for their tool-use ids."""
 
-    def __init__(self, tools: Iterable[Any], ids: ToolUseIds) -> None:
+    def __init__(self, tools: Iterable[Any], ids: _Ids) -> None:
         super().__init__(tools)
         self._ids = ids
 
@@ -125,6 +120,6 @@ def registry_tools(
     registry: ToolRegistry, *, origin: Origin | None = None, asynchronous: bool = False
 ) -> RegistryTools:
     """Every tool of ``registry`` as an SDK runner tool; ``origin`` names the run and principal of every change."""
-    ids = ToolUseIds(t.name for t in registry)
+    ids = _Ids(t.name for t in registry)
     kind = AsyncRegistryTool if asynchronous else RegistryTool
     return RegistryTools((kind(registry, t, origin or Origin(), ids) for t in registry), ids)

@@ -469,6 +469,7 @@ def watch(
     names: Sequence[str] | None = None,
     *,
     timeout: float | None = None,
+    callback: Callback | None = None,
     debounce: float = DEFAULT_DEBOUNCE,
     poll_interval: float = DEFAULT_POLL,
     index: bool = True,
@@ -477,7 +478,7 @@ def watch(
     """A context manager watching ``names`` (or every mount) under ``root``; see the module docstring.
 
     Changes are queued for iteration (at most ``max_queued``; older ones are
-    dropped first when nobody reads); a :class:`Watcher` calls a callback instead.
+    dropped first when nobody reads) and also passed to ``callback`` if given.
     """
     changes: queue.Queue[RefChange] = queue.Queue(maxsize=max_queued)
 
@@ -489,6 +490,8 @@ def watch(
             except queue.Full:
                 with suppress(queue.Empty):
                     changes.get_nowait()
+        if callback is not None:
+            callback(change)
 
     watcher = Watcher(root, names, deliver, debounce=debounce, poll_interval=poll_interval, index=index).start()
     try:

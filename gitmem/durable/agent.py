@@ -41,39 +41,57 @@ SOURCES: Final[dict[str, frozenset[str]]] = {
     "semantic": frozenset({"project_fact", "preference", "decision"}),
     "procedural": frozenset({"workflow", "failure"}),
 }
+SCOPES: Final = frozenset({"workspace", "user"})
+MAX_PROPOSALS: Final = 8
+PROPOSAL_FIELDS: Final = frozenset(
+    {"content", "memory_type", "source", "scope", "reason", "tags", "importance", "confidence"}
+)
 
 
 def _refuse(message: str) -> MemoryStoreError:
     return MemoryStoreError("invalid_change_set", message)
 
 
-def check_proposal(raw: Mapping[str, Any], index: int) -> ExtractedItem:
-    """One proposed item, checked like extraction output (see the module docstring).
+def _number(value: object, what: str, floor: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not floor <= float(value) <= 1.0:
+        raise _refuse(f"{what} must be a number from {floor} to 1")
+    return float(value)
 
-    ``raw`` is an item the tool's schema let through (:class:`gitmem.tools.kind_schemas.Proposal`:
-    no other fields, each of its type, kind, source and scope from their lists, at most 8 tags,
-    lengths, importance and confidence in range); what the schema cannot say is checked here.
-    """
+
+def check_proposal(raw: object, index: int) -> ExtractedItem:
+    """One proposed item, checked like extraction output (see the module docstring)."""
     where = f"items[{index}]"
-    content, reason, kind, source = raw["content"].strip(), raw["reason"].strip(), raw["memory_type"], raw["source"]
-    if not 20 <= len(content) <= 1200:
+    if not isinstance(raw, Mapping):
+        raise _refuse(f"{where} must be an object")
+    unknown = sorted(set(raw) - PROPOSAL_FIELDS)
+    if unknown:
+        raise _refuse(f"{where} has unknown fields: {', '.join(map(str, unknown))}")
+    content, reason = raw.get("content"), raw.get("reason")
+    if not isinstance(content, str) or not 20 <= len(content.strip()) <= 1200:
         raise _refuse(f"{where}.content must be 20-1200 characters")
-    if not 12 <= len(reason) <= 320:
+    if not isinstance(reason, str) or not 12 <= len(reason.strip()) <= 320:
         raise _refuse(f"{where}.reason must say in 12-320 characters why this matters later")
+    kind = raw.get("memory_type")
+    if kind not in SOURCES:
+        raise _refuse(f"{where}.memory_type must be semantic or procedural")
+    source = raw.get("source")
     if source not in SOURCES[kind]:
         raise _refuse(f"{where}.source must be one of {', '.join(sorted(SOURCES[kind]))} for {kind} memories")
-    tags = raw["tags"]
-    if not all(t.strip() for t in tags):
+    scope = raw.get("scope")
+    if scope not in SCOPES:
+        raise _refuse(f"{where}.scope must be workspace or user")
+    tags = raw.get("tags", [])
+    if not isinstance(tags, list) or len(tags) > 8 or not all(isinstance(t, str) and t.strip() for t in tags):
         raise _refuse(f"{where}.tags must be at most 8 non-empty strings")
     return ExtractedItem(
-        content=content,
+        content=content.strip(),
         memory_type=kind,
         source=source,
-        scope=raw["scope"],
-        reason=reason,
+        scope=scope,
+        reason=reason.strip(),
         tags=tuple(t.strip() for t in tags),
-        importance=float(raw["importance"]),
-        confidence=float(raw["confidence"]),
+        importance=_number(raw.get("importance"), f"{where}.importance", 0.7),
+        confidence=_number(raw.get("confidence"), f"{where}.confidence", 0.75),
     )
 
 
@@ -97,9 +115,10 @@ def recall(binding: DurableBinding, query: str, limit: int) -> dict[str, Any]:
     }
 
 
-def propose(binding: DurableBinding, items: Sequence[Mapping[str, Any]], origin: Origin | None) -> dict[str, Any]:
-    """``items`` (1 to 8, as the tool's schema let them through) checked one by one, then stored as
-    candidates in one change (or none when all exist)."""
+def propose(binding: DurableBinding, items: Sequence[object], origin: Origin | None) -> dict[str, Any]:
+    """``items`` checked one by one, then stored as candidates in one change (or none when all exist)."""
+    if not 1 <= len(items) <= MAX_PROPOSALS:
+        raise _refuse(f"pass items: a list of 1 to {MAX_PROPOSALS} proposed memories")
     checked = [check_proposal(raw, i) for i, raw in enumerate(items)]
     result = binding.propose(checked, origin=origin)
     ids = list(dict.fromkeys(candidate_id(binding.namespace, item.content) for item in checked))

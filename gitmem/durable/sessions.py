@@ -35,7 +35,7 @@ from typing import Any, Final
 from gitmem.durable.identifiers import canonical_record
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import MB, load_local_json_strict, open_private, parse_json, replace_private
+from gitmem.localfile import MB, load_local_json_strict, open_private, parse_json
 
 BINDING_SCHEMA: Final = "gitmem.durable.binding.v1"
 CONTEXT_PROFILE: Final = "gitmem.durable.context.session-sequence-sha256.v1"
@@ -111,10 +111,22 @@ class SessionBindings:
         if self.folder is None:
             self._memory[session_id] = parse_json(json.dumps(data))
             return
+        import tempfile  # a binding's write: every repository opens these bindings, a recall reads none
+
+        tmp = None
         try:
-            replace_private(self._path(session_id), json.dumps(data, sort_keys=True, ensure_ascii=False))
+            fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, sort_keys=True, ensure_ascii=False)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self._path(session_id))
+            tmp = None
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot save the session binding: {exc}") from exc
+        finally:
+            if tmp is not None:
+                os.unlink(tmp)
 
     def load(self, session_id: str) -> dict[str, Any] | None:
         """The session's binding record (``None``: never bound; ``forbidden``: unreadable)."""
