@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,7 @@ from gitmem.adapters.mcp_server import MemoryMcpServer, save_cursors
 from gitmem.model import Origin
 from gitmem.tools import FileMemoryCapability, FileMount
 
-
-# --- cursor files: localfile.replace_private instead of mkstemp + os.replace ----------------
+# --- cursor files ---------------------------------------------------------------------------
 
 
 def test_a_cursor_file_in_a_linked_folder_is_saved_without_error(tmp_path: Path) -> None:
@@ -60,7 +58,7 @@ def test_a_rewritten_cursor_file_is_private_again(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(cursors).st_mode) == 0o600
 
 
-# --- the Anthropic memory tool: MemoryCommands lost its own type checks ---------------------
+# --- the Anthropic memory tool: MemoryCommands checks its own inputs ----------------------------
 
 
 def test_execute_with_a_view_range_of_three_numbers_is_a_tool_error(tmp_path: Path) -> None:
@@ -79,7 +77,7 @@ def test_execute_with_a_view_range_of_three_numbers_is_a_tool_error(tmp_path: Pa
             tool.execute(View(command="view", path="/memories/a.md", view_range=bad))
 
 
-# --- watch(): the callback keyword is gone ---------------------------------------------------
+# --- watch(): a callback as well as the queue ------------------------------------------------
 
 
 def test_watch_still_takes_a_callback(tmp_path: Path) -> None:
