@@ -107,6 +107,8 @@ def make_private_parents(path: str) -> None:
 _T = TypeVar("_T")
 _HEAD_ATTEMPTS = 3
 """Times a read is made on a head that a purge or forget moved while it read (:meth:`SyncGitFileStore._at_head`)."""
+_MISSING = ("", b"")
+"""What :meth:`SyncGitFileStore.read`'s one-step read answers for no file (``None`` means: not answered)."""
 
 # The write engine, the review gate, history rewrites and the bulk reader are imported
 # by the calls that use them: a read command of the CLI (grep, log, blame, changes...)
@@ -331,7 +333,18 @@ class SyncGitFileStore:
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
         at_head = rev is None and self.run is None  # the commit comes from GitRepo.head just before
-        found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path, at_head=at_head))
+        found: tuple[str, bytes] | None = None
+        if at_head:  # the agent's read of main in one step; on any error _at_head reads again (and raises)
+            repo = self.repo
+            try:
+                with translate_errors(repo.path):
+                    found = repo.read_at(repo.head(), path, at_head=True) or _MISSING
+            except MemoryStoreError:
+                found = None
+        if found is None:
+            found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path, at_head=at_head))
+        elif found is _MISSING:
+            found = None
         if found is None:
             where = "" if rev is None else f" at {rev}"
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")
