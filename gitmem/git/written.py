@@ -74,6 +74,7 @@ class Written:
         self._lock = threading.Lock()
         self._unchecked: dict[str, tuple[int, int, int, bytes]] = {}  # id -> (type, start, end, bytes) from copies
         self._held: _Held | None = None  # the copy's descriptor, kept across reads
+        self._paths: dict[str, str] = {}  # the copy's path by the repository's
         self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
         self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
@@ -137,7 +138,8 @@ class Written:
             if self._unchecked is unchecked:  # no purge or forget since: kept under the same mark
                 self._objects[oid] = (kind, raw)
                 self._bytes += len(raw)
-                self._bound()
+                if len(self._objects) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+                    self._bound()
         return kind, raw
 
     def raw(self, oid: str) -> bytes | None:
@@ -167,7 +169,7 @@ class Written:
         another commit (a writer outside gitmem moved the head) is let go, and
         libgit2 reads as before.
         """
-        path = os.path.join(repo_path, LAST_PACK)
+        path = self._paths.get(repo_path) or self._paths.setdefault(repo_path, os.path.join(repo_path, LAST_PACK))
         for fresh in (False, True):
             with self._lock:  # one thread at a time swaps the descriptor and reads through it
                 self._under(mark)
