@@ -180,9 +180,12 @@ def test_a_copy_naming_an_object_under_another_id_serves_it_under_none(tmp_path:
     pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
     true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
     real = pending.add(b"blob", b"a true object\n")
-    _, pack, _ = packwrite.pack_files(pending)
+    sha, pack, idx = packwrite.pack_files(pending)
     (tmp_path / "gitmem").mkdir()
+    (tmp_path / "objects" / "pack").mkdir(parents=True)
     written.publish(str(tmp_path), pack, pending.objects)
+    assert written.Written().adopt(str(tmp_path), (0, 0), real) is None  # a copy of a pack the store does not hold
+    packwrite.write_pack_files(str(tmp_path), sha, pack, idx, durable=False)
     kept = written.Written()
     assert kept.adopt(str(tmp_path), (0, 0), "0" * 40) is None  # its bytes do not hash to the id the index names
     assert kept.adopt(str(tmp_path), (0, 0), real) == (b"blob", b"a true object\n")

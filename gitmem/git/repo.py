@@ -469,7 +469,9 @@ class GitRepo:
                 self.remember_tree(commit, tree)
         if tree is not None and self.written.holds(tree):
             cache = getattr(self._local, "trees", None)  # what this thread's writes parsed and made
-            found = self.written.find(tree, path, mark or self.history_mark(), cache.trees if cache else None)
+            found = self.written.find(
+                tree, path, mark or self.history_mark(), cache.trees if cache else None, self._packed_tree
+            )
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -519,6 +521,29 @@ class GitRepo:
                     if digest.digest() == key.raw:
                         return bytes(data)
         return self.repo.odb.read(key)[1]
+
+    def _packed_tree(self, oid: str) -> bytes | None:
+        """The raw bytes of tree ``oid`` from this handle's open packs, its id checked; ``None``: libgit2's to read.
+
+        What a walk of :attr:`written` reads for a folder it does not keep: one
+        lookup in the pack backend (as :meth:`blob`), not libgit2's object
+        lookup, which asks the loose-object guard first (a Python call and an
+        ``access``) and parses the whole tree for one name. A loose tree, one in
+        a pack this handle has not listed, or anything odd is left to libgit2.
+        """
+        packs = self._pack_backend()
+        if packs is None or len(oid) != 40:
+            return None
+        key = pygit2.Oid(hex=oid)
+        try:
+            kind, data = packs.read(key)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if int(kind) != 2:  # a tree
+            return None
+        digest = hashlib.sha1(b"tree %d\x00" % len(data), usedforsecurity=False)
+        digest.update(data)
+        return bytes(data) if digest.digest() == key.raw else None
 
     def _pack_backend(self) -> Any:
         """The pack backend of this thread's handle (the object database asks it right after the guard)."""

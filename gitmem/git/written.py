@@ -34,7 +34,7 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 
 from gitmem.errors import MemoryStoreError
@@ -47,6 +47,8 @@ LIMIT_BYTES = 8 << 20
 ADOPT_BYTES = 1 << 16
 """Largest copy of a commit's objects another process wrote that is read here (a commit's is a few KiB)."""
 _GLANCES = 4
+_PARSED = 512
+"""Trees kept parsed at most (each a dict of its entries); past it they are parsed again as asked."""
 """Names looked up one by one in a kept tree (each answer kept); the next new name parses it whole."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
 """A copy of the latest commit's objects, left by its writer before the ref moves: a hint, checked like any input."""
@@ -94,6 +96,7 @@ class Written:
         """The kept objects, emptied first when ``mark`` is not theirs (objects were deleted since); under the lock."""
         if self._mark != mark:
             self._objects, self._bytes, self._parsed, self._unchecked, self._mark = {}, 0, {}, {}, mark
+            self._glanced = {}  # names of trees a purge may have erased
             if self._held is not None:
                 self._held.close()  # the copy's file may have been deleted with what it held
                 self._held = None
@@ -178,12 +181,12 @@ class Written:
                 if fresh or held is None:
                     if held is not None:
                         held.close()
-                    held = self._held = _Held.open(path)
+                    held = self._held = _Held.at(path)
                 if held is None:
                     return None
                 body = held.body()
                 if body is not None:
-                    _index(body, unchecked)
+                    _index(body, unchecked, os.path.join(repo_path, "objects", "pack"))
             if want in unchecked:
                 found = self._take(want)
                 if found is not None:
@@ -208,16 +211,26 @@ class Written:
     def holds(self, oid: str) -> bool:
         return self._get(oid) is not None
 
-    def find(self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None) -> Found | None:
+    def find(
+        self,
+        tree: str,
+        path: str,
+        mark: Mark | None,
+        known: Mapping[str, Entries] | None = None,
+        load: Callable[[str], bytes | None] | None = None,
+    ) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
 
         ``known``: trees already parsed by id (the writer's tree cache holds every
         tree it made and every folder it edited), looked in before any kept tree
-        is searched and walked through even when not kept here.
+        is searched and walked through even when not kept here. ``load``: the
+        raw bytes of a tree that is not kept (from the packs this handle has
+        open, its hash checked), or ``None``; its answers are kept by tree id
+        like a kept tree's, so a folder whose id did not change is not read again.
 
         Where the walk ends: ``("blob", id, bytes)``, a file found here;
         ``("file", id, None)``, a file whose blob an earlier commit holds;
-        ``("tree", id, rest)``, a folder on the way that an earlier commit holds,
+        ``("tree", id, rest)``, a folder on the way that neither holds,
         ``rest`` still to look up under it; ``("gone", "", None)``, nothing there
         (or a folder, link or submodule where a file was asked for).
         """
@@ -227,6 +240,8 @@ class Written:
         parsed, glanced = self._parsed, self._glanced
         if len(glanced) > LIMIT_OBJECTS:
             glanced.clear()
+        if len(parsed) > _PARSED:
+            parsed.clear()
         names = path.split("/")
         oid = tree
         last = len(names) - 1
@@ -236,18 +251,20 @@ class Written:
             if entries is not None:
                 entry = entries.get(key)
             else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
-                found = get(oid)
-                if found is None:
-                    return ("tree", oid, "/".join(names[depth:]))
                 looked = glanced.get(oid)
-                if looked is None:
-                    looked = glanced[oid] = {}
-                if key in looked:
+                if looked is not None and key in looked:
                     entry = looked[key]
-                elif len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
-                    entry = parsed.setdefault(oid, _parse(found[1])).get(key)
                 else:
-                    entry = looked[key] = _entry(found[1], key)
+                    found = get(oid)
+                    raw = found[1] if found is not None else None if load is None else load(oid)
+                    if raw is None:
+                        return ("tree", oid, "/".join(names[depth:]))
+                    if looked is None:
+                        looked = glanced[oid] = {}
+                    if len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
+                        entry = parsed.setdefault(oid, _parse(raw)).get(key)
+                    else:
+                        entry = looked[key] = _entry(raw, key)
             if entry is None:
                 return _GONE
             mode, oid = entry[0], entry[1].hex()
@@ -271,12 +288,12 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
     """Put the latest commit's ``objects`` in :data:`LAST_PACK` (rewritten in place; never fails a write).
 
     Another process reading the new head reads this one file instead of listing
-    the pack folder and opening the new pack (``pack``, not copied: the objects
-    are, not deflated) (:meth:`Written.adopt`). The file is the length of what
-    follows (4 bytes), a tag, the number of objects, an index of 25 bytes per
-    object (its id, type and where its bytes end) and the objects' bytes: a
-    reader finds an object by its id in the index and hashes only the objects
-    it reads. It is overwritten in place (what lies past the length is an older
+    the pack folder and opening the new pack (:meth:`Written.adopt`). The file
+    is the length of what follows (4 bytes), a tag, the pack's name (its
+    trailer: a reader checks the store still holds the pack), the number of
+    objects, an index of 25 bytes per object (its id, type and where its bytes
+    end) and the objects' bytes, not deflated: a reader finds an object by its
+    id in the index and hashes only the objects it reads. It is overwritten in place (what lies past the length is an older
     copy's tail); a commit over :data:`ADOPT_BYTES` is published as length 0. A
     reader that meets the file mid-rewrite finds the commit it wants missing (or
     bytes that do not hash to their id) and reads through libgit2.
@@ -286,7 +303,7 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
     for oid, (kind, raw) in objects.items():
         end += len(raw)
         index.append(_INDEX.pack(bytes.fromhex(oid), _CODES[kind], end))
-    body = b"".join((_MAGIC, _COUNT.pack(len(index)), *index, *(raw for _, raw in objects.values())))
+    body = b"".join((_MAGIC, pack[-20:], _COUNT.pack(len(index)), *index, *(raw for _, raw in objects.values())))
     data = _LENGTH.pack(len(body)) + body if len(body) <= ADOPT_BYTES and len(index) < 1 << 16 else _LENGTH.pack(0)
     try:
         fd = open_private(os.path.join(repo_path, LAST_PACK), os.O_WRONLY | os.O_CREAT)
@@ -315,16 +332,22 @@ _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 _CODES = {kind: code for code, kind in _TYPES.items()}
 _MAGIC = b"GMO2"
 _COUNT = struct.Struct(">H")
-_HEAD = 6  # the tag and the number of objects
+_HEAD = 26  # the tag, the pack's name (its trailer) and the number of objects
 _INDEX = struct.Struct(">20sBI")  # an object's id, its type, and where its bytes end
 
 
-def _index(body: bytes, into: dict[str, tuple[int, int, int, bytes]]) -> None:
-    """Note every object a copy's ``body`` names (id to type, start, end and the bytes they index), unchecked."""
+def _index(body: bytes, into: dict[str, tuple[int, int, int, bytes]], packs: str) -> None:
+    """Note every object a copy's ``body`` names (id to type, start, end and the bytes they index), unchecked.
+
+    Only for a copy of a pack the store still holds (in the folder ``packs``; a
+    pack is named by its trailer): one a fold, gc or an unpack removed since, or
+    a copy of no pack at all, is not read from, so a store whose objects went
+    loose (and may be damaged) answers as libgit2 finds them.
+    """
     if len(body) < _HEAD or body[:4] != _MAGIC:
         return
-    stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, 4)[0]
-    if stop > len(body):
+    stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, _HEAD - 2)[0]
+    if stop > len(body) or not os.access(os.path.join(packs, f"pack-{body[4 : _HEAD - 2].hex()}.idx"), os.F_OK):
         return
     if len(into) > LIMIT_OBJECTS:
         into.clear()
@@ -348,7 +371,7 @@ class _Held:
         self.fd = fd
 
     @classmethod
-    def open(cls, path: str) -> _Held | None:
+    def at(cls, path: str) -> _Held | None:
         try:
             return cls(open_local(path))
         except OSError:
