@@ -289,7 +289,9 @@ class SyncGitFileStore:
     def _size(self, oid: str) -> int:
         return self._shared.cache.info(self.repo, self.format, oid)[0]
 
-    def _at_head(self, rev: str | None, work: Callable[[str], _T]) -> _T:
+    def _at_head(
+        self, rev: str | None, work: Callable[[str], _T], failed: tuple[str, MemoryStoreError] | None = None
+    ) -> _T:
         """``work`` on the commit ``rev`` names (default: the head), read again when an object went missing.
 
         A read takes the head, then reads objects of that commit without the
@@ -301,27 +303,32 @@ class SyncGitFileStore:
         folder can miss the new one while the old names vanish: the head did
         not move, so the read is made once more on a reopened handle before
         ``unavailable`` stands (what a damaged repository still gets).
+        ``failed``: the caller's own first try, on that commit, and its ``unavailable``.
         """
         reopened = False
         attempt = 0
         while True:
+            if failed is None:
+                with translate_errors(self.path):
+                    commit = self._read_head() if rev is None else self._resolve(rev)
+                try:
+                    with translate_errors(self.path):
+                        return work(commit)
+                except MemoryStoreError as exc:
+                    if exc.code != "unavailable":
+                        raise
+                    error = exc
+            else:
+                (commit, error), failed = failed, None
             with translate_errors(self.path):
-                commit = self._read_head() if rev is None else self._resolve(rev)
-            try:
-                with translate_errors(self.path):
-                    return work(commit)
-            except MemoryStoreError as exc:
-                if exc.code != "unavailable":
-                    raise
-                with translate_errors(self.path):
-                    moved = rev is None and self._read_head() != commit
-                attempt += 1
-                if moved and attempt < _HEAD_ATTEMPTS:
-                    continue
-                if reopened or moved:
-                    raise
-                self.repo.reopen()
-                reopened = True
+                moved = rev is None and self._read_head() != commit
+            attempt += 1
+            if moved and attempt < _HEAD_ATTEMPTS:
+                continue
+            if reopened or moved:
+                raise error
+            self.repo.reopen()
+            reopened = True
 
     def list(self) -> builtins.list[FileEntry]:
         return self._at_head(
@@ -331,7 +338,19 @@ class SyncGitFileStore:
     def read(self, path: str, rev: str | None = None) -> FileText:
         path = validate_path(path, self.format)
         at_head = rev is None and self.run is None  # the commit comes from GitRepo.head just before
-        found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path, at_head=at_head))
+        if at_head:  # the agent's read of main, in one step (an object gone missing: _at_head goes on)
+            repo = self.repo
+            commit = None
+            try:
+                with translate_errors(repo.path):
+                    commit = repo.head()
+                    found = repo.read_at(commit, path, at_head=True)
+            except MemoryStoreError as exc:
+                if exc.code != "unavailable" or commit is None:
+                    raise
+                found = self._at_head(None, lambda head: self.repo.read_at(head, path, at_head=True), (commit, exc))
+        else:
+            found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path))
         if found is None:
             where = "" if rev is None else f" at {rev}"
             raise MemoryStoreError("not_found", f"{path} does not exist{where}")

@@ -175,17 +175,25 @@ def test_a_planted_torn_or_stale_pack_copy_changes_no_answer_and_fails_no_write(
     assert fsck.returncode == 0
 
 
-def test_a_copy_naming_an_object_under_another_id_keeps_it_under_the_id_its_bytes_hash_to(tmp_path: Path) -> None:
+def test_a_copy_naming_an_object_under_another_id_serves_it_under_none(tmp_path: Path) -> None:
     pending = packwrite.PendingObjects()
     pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
     true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
-    _, pack, _ = packwrite.pack_files(pending)
+    real = pending.add(b"blob", b"a true object\n")
+    sha, pack, idx = packwrite.pack_files(pending)
     (tmp_path / "gitmem").mkdir()
+    (tmp_path / "objects" / "pack").mkdir(parents=True)
     written.publish(str(tmp_path), pack, pending.objects)
-    held = (tmp_path / written.LAST_PACK).read_bytes()
-    found = written._copied_objects(held[4:])
-    assert found is not None and set(found) == {true_id}
-    assert written._copied_objects(held[4:-1]) is None  # cut short: nothing from it
+    assert written.Written().adopt(str(tmp_path), (0, 0), real) is None  # a copy of a pack the store does not hold
+    packwrite.write_pack_files(str(tmp_path), sha, pack, idx, durable=False)
+    kept = written.Written()
+    assert kept.adopt(str(tmp_path), (0, 0), "0" * 40) is None  # its bytes do not hash to the id the index names
+    assert kept.adopt(str(tmp_path), (0, 0), real) == (b"blob", b"a true object\n")
+    assert kept.raw("0" * 40) is None and kept.raw(true_id) is None
+    hint = tmp_path / written.LAST_PACK
+    hint.write_bytes(hint.read_bytes()[:-1])  # cut short: nothing from it
+    cut = written.Written()
+    assert cut.adopt(str(tmp_path), (0, 0), real) is None and cut.raw(real) is None
 
 
 def test_a_settled_head_seen_by_one_lstat_still_sees_every_rewrite_of_the_ref(tmp_path: Path) -> None:
@@ -216,3 +224,57 @@ def test_a_settled_head_seen_by_one_lstat_still_sees_every_rewrite_of_the_ref(tm
     after = os.stat(ref)
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
     assert reader.head() == first != moved and reader.read("a.md").text == "one\n"
+
+
+def _deleted_copies_held() -> list[str]:
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if "last-pack" in target and target.endswith("(deleted)"):
+            held.append(target)
+    return held
+
+
+def test_a_reader_keeping_the_copy_open_lets_it_go_with_a_forget_and_reads_the_next_one(tmp_path: Path) -> None:
+    """The copy's descriptor is kept across reads: a forget deletes the file, and the reader must
+    neither keep the erased bytes open nor miss the copy the next commit writes as a new file."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "keep.md=kept", "ops/secret.md=the code is 4711")
+    assert reader.read("ops/secret.md").text == "the code is 4711\n"
+    assert reader.repo.written.raw(reader.repo.head()) is not None  # read from the copy
+    GitFileStore.open(path).sync.forget("ops/secret.md", origin=ADMIN)
+    with pytest.raises(MemoryStoreError):
+        reader.read("ops/secret.md")
+    assert _deleted_copies_held() == []
+    for round_ in range(3):
+        _write_elsewhere(path, f"a/b/c.md=round {round_}")
+        assert reader.read("a/b/c.md").text == f"round {round_}\n"
+        assert reader.repo.written.raw(reader.repo.head()) is not None  # the new file's copy, not libgit2's rescan
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+    assert _deleted_copies_held() == []
+
+
+def test_a_reader_between_folds_answers_every_head_as_a_new_process_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Heads other writers move come faster than a reader asks the packs-folded mark (every 0.1 s):
+    folds move every object into new packs and delete the old ones meanwhile, and no answer changes."""
+    monkeypatch.setattr(packwrite, "GRACE_SECONDS", 0.0)  # folded packs go at the next fold
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    writer = GitFileStore.open(path).sync
+    reader = GitFileStore.open(path).sync
+    names = [f"f/{n % 7}/n{n}.md" for n in range(80)]
+    for n, name in enumerate(names):
+        writer.write(name, f"note {n}\n", expected=None)
+        assert reader.read(name).text == f"note {n}\n"
+        assert reader.read(names[n // 2]).text == f"note {n // 2}\n"
+    assert len(list((Path(path) / "objects" / "pack").glob("*.idx"))) < len(names)  # folded (and deleted) meanwhile
+    assert _answers(reader, names) == _in_another_process(path, names)
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0

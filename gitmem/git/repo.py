@@ -252,9 +252,12 @@ class GitRepo:
         return self.history_mark() if history is None else history, folded
 
     def bump_generation(self) -> None:
-        """Tell other handles that objects were deleted, so they drop their caches (and the last commit's copy)."""
-        _bump(self._gen_path)
+        """Tell other handles that objects were deleted, so they drop their caches (and the last commit's copy).
+
+        The copy goes first: a reader that sees the new mark must find no copy of erased objects.
+        """
         withdraw(self.path)
+        _bump(self._gen_path)
         self._local.repo = None
 
     def reopen(self) -> None:
@@ -348,13 +351,15 @@ class GitRepo:
         keeps must go. The ref file then: when the stamp (inode, size, mtime,
         ctime) of the file last read is *settled*, one ``lstat`` that finds it
         unchanged means the head did not move; otherwise the file is read again.
-        Only when the head moved (or the handle is new) is the rest of
-        :meth:`fresh` asked: the config's stamp and the packs-folded mark; not
-        when it moved to the commit this process just made, whose write asked
-        them (the writer's next read is what an agent's edit loop makes). A fold
-        deletes no object a handle needs (libgit2 finds the new pack when one is
-        missing, and :meth:`gitmem.gitstore.GitFileStore._at_head` reopens once),
-        so its mark can wait for the next head.
+        Only when the head moved (or the handle is new) is the packs-folded mark
+        asked, at most every 0.1 s (:data:`_FOLDS_ASKED_NS`); not when it moved
+        to the commit this process just made, whose write asked it (the
+        writer's next read is what an agent's edit loop makes). The config's
+        stamp is not asked here (:meth:`fresh` asks it for every operation that
+        lets libgit2 read the config). A fold deletes no object a handle needs
+        (libgit2 finds the new pack when one is missing, and
+        :meth:`gitmem.gitstore.GitFileStore._at_head` reopens once), so its
+        mark can wait.
 
         A stamp is settled when its mtime and ctime lie clearly before the time
         the file was read (git's "racy" rule): a rewrite after that read gets a
@@ -362,9 +367,9 @@ class GitRepo:
         stamp cannot hide one. A stamp written in the same clock tick as the read
         is not trusted, and the file is read (see :func:`_settled`).
         """
-        # The config every time (one lstat): libgit2 may re-read a changed config during any
-        # read, with a blocking open that follows links, so a planted FIFO is refused first.
-        self.durable()
+        # Not the config: libgit2 reads it when a handle opens (open_repository checks it first)
+        # and when a config value is asked (writes, config_get: through fresh()), never for the
+        # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
         history = self.history_mark()
@@ -386,8 +391,14 @@ class GitRepo:
         head, st = read_ref_file_stat(self._main_path)
         if head is None or st is None:
             return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
-        if not (known and last is not None and (head == last[1] or head == self._made)):
+        if not known or (
+            last is not None
+            and head != last[1]
+            and head != self._made
+            and not 0 <= before - getattr(local, "folds_asked", 0) < _FOLDS_ASKED_NS
+        ):
             self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
+            local.folds_asked = before
         local.last = (_stamp(st), head, _settled(st, before))
         return head
 
@@ -458,7 +469,9 @@ class GitRepo:
                 self.remember_tree(commit, tree)
         if tree is not None and self.written.holds(tree):
             cache = getattr(self._local, "trees", None)  # what this thread's writes parsed and made
-            found = self.written.find(tree, path, mark or self.history_mark(), cache.trees if cache else None)
+            found = self.written.find(
+                tree, path, mark or self.history_mark(), cache.trees if cache else None, self._packed_tree
+            )
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -508,6 +521,29 @@ class GitRepo:
                     if digest.digest() == key.raw:
                         return bytes(data)
         return self.repo.odb.read(key)[1]
+
+    def _packed_tree(self, oid: str) -> bytes | None:
+        """The raw bytes of tree ``oid`` from this handle's open packs, its id checked; ``None``: libgit2's to read.
+
+        What a walk of :attr:`written` reads for a folder it does not keep: one
+        lookup in the pack backend (as :meth:`blob`), not libgit2's object
+        lookup, which asks the loose-object guard first (a Python call and an
+        ``access``) and parses the whole tree for one name. A loose tree, one in
+        a pack this handle has not listed, or anything odd is left to libgit2.
+        """
+        packs = self._pack_backend()
+        if packs is None or len(oid) != 40:
+            return None
+        key = pygit2.Oid(hex=oid)
+        try:
+            kind, data = packs.read(key)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if int(kind) != 2:  # a tree
+            return None
+        digest = hashlib.sha1(b"tree %d\x00" % len(data), usedforsecurity=False)
+        digest.update(data)
+        return bytes(data) if digest.digest() == key.raw else None
 
     def _pack_backend(self) -> Any:
         """The pack backend of this thread's handle (the object database asks it right after the guard)."""
@@ -690,6 +726,15 @@ class GitRepo:
             yield
 
 
+_FOLDS_ASKED_NS: Final = 100_000_000
+"""How often at most a handle asks the packs-folded mark when other processes move the head (0.1 s).
+
+A fold deletes no object a reader needs: the handle reads the packs it keeps
+open, deleted or not, and libgit2 finds a new pack on a miss. The mark only
+lets a handle give up deleted packs' descriptors and space, which can wait
+that long (a fold deletes packs a quarter second after it folded them at the
+earliest); an agent's edit loop moves the head every few milliseconds.
+"""
 _RACY_NS: Final = 20_000_000
 """How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
 _RACY_SECONDS_NS: Final = 2_000_000_000
@@ -731,5 +776,5 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
 
     sweep(path)  # what it was bringing in (a pull, an import, a push) never enters: its quarantine goes
     if os.path.exists(pending_path):
-        _bump(gen_path)  # it may have pruned without telling other handles: make them reopen
-        withdraw(path)
+        withdraw(path)  # it may have pruned without telling other handles: make them reopen
+        _bump(gen_path)

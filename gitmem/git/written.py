@@ -13,14 +13,18 @@ pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py`
   through them, handing over to libgit2 at the first folder or file an earlier
   commit holds (in a pack libgit2 already opened, most of the time).
 - **In another process**, the writer leaves a copy of its commit's objects in
-  :data:`LAST_PACK` before the ref moves (:func:`publish`), not deflated, and a
-  reader of a head it did not make reads that one file (:meth:`Written.adopt`):
-  each object is kept under the id its bytes hash to, and the copy is used only
-  while the store still holds the pack it copies. A torn copy, one of another
-  commit (a writer outside gitmem), a big commit: libgit2 reads as before.
+  :data:`LAST_PACK` before the ref moves (:func:`publish`), not deflated, with
+  an index of their ids, and a reader of a head it did not make reads that one
+  file (:meth:`Written.adopt`, one ``pread`` on a descriptor it keeps). An
+  object is taken from the copy only when a walk asks for it, and only if its
+  bytes hash to the id asked (:meth:`Written._take`): the commit and the trees
+  on the path read, not the other folders and the blob the commit changed. A
+  torn copy, one of another commit (a writer outside gitmem), a big commit:
+  libgit2 reads as before.
 
 A purge or forget deletes objects and changes the history mark: everything kept
-under an older mark is dropped before it could be served.
+under an older mark is dropped before it could be served, and the descriptor of
+the copy is closed (a purge deletes the file before it moves the mark).
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import open_local_stat, open_private
+from gitmem.localfile import open_local, open_private
 
 LIMIT_OBJECTS = 4096
 """Objects kept at most (a commit of one file in a 3-deep folder adds five); past it the older half goes."""
@@ -43,11 +47,14 @@ LIMIT_BYTES = 8 << 20
 ADOPT_BYTES = 1 << 16
 """Largest copy of a commit's objects another process wrote that is read here (a commit's is a few KiB)."""
 _GLANCES = 4
+_PARSED = 512
+"""Trees kept parsed at most (each a dict of its entries); past it they are parsed again as asked."""
 """Names looked up one by one in a kept tree (each answer kept); the next new name parses it whole."""
 LAST_PACK = os.path.join("gitmem", "last-pack")
-"""A copy of the latest commit's pack, left by its writer before the ref moves: a hint, checked like any input."""
+"""A copy of the latest commit's objects, left by its writer before the ref moves: a hint, checked like any input."""
 
 _LENGTH = struct.Struct(">I")
+_FIRST_READ = 8192  # a commit's copy is a few KiB: one pread, a second only for a bigger one
 _TREE = b"40000"
 _FILES = (b"100644", b"100755")
 
@@ -67,7 +74,9 @@ class Written:
         self._bytes = 0
         self._mark: Mark | None = None
         self._lock = threading.Lock()
-        self._seen: set[bytes] = set()  # trailers of the LAST_PACK copies read here already
+        self._unchecked: dict[str, tuple[int, int, int, bytes]] = {}  # id -> (type, start, end, bytes) from copies
+        self._held: _Held | None = None  # the copy's descriptor, kept across reads
+        self._paths: dict[str, str] = {}  # the copy's path by the repository's
         self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
         self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
@@ -76,105 +85,163 @@ class Written:
         if not self.enabled:
             return
         with self._lock:
-            kept = self._objects  # readers only look up: changed in place (one dict operation at a time)
-            if self._mark != mark:
-                kept, self._bytes = {}, 0
+            kept = self._under(mark)
             for oid, (kind, raw) in objects.items():
                 if oid not in kept:
                     kept[oid] = (kind, raw)
                     self._bytes += len(raw)
-            if len(kept) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
-                for old in list(kept)[: len(kept) // 2]:
-                    self._bytes -= len(kept.pop(old)[1])
-                self._parsed = {}
-            if kept is not self._objects:
-                self._parsed = {}
-            self._objects, self._mark = kept, mark
+            self._bound()
+
+    def _under(self, mark: Mark) -> dict[str, tuple[bytes, bytes]]:
+        """The kept objects, emptied first when ``mark`` is not theirs (objects were deleted since); under the lock."""
+        if self._mark != mark:
+            self._objects, self._bytes, self._parsed, self._unchecked, self._mark = {}, 0, {}, {}, mark
+            self._glanced = {}  # names of trees a purge may have erased
+            if self._held is not None:
+                self._held.close()  # the copy's file may have been deleted with what it held
+                self._held = None
+        return self._objects  # readers only look up: changed in place (one dict operation at a time)
+
+    def _bound(self) -> None:
+        kept = self._objects
+        if len(kept) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+            for old in list(kept)[: len(kept) // 2]:
+                self._bytes -= len(kept.pop(old)[1])
+            self._parsed = {}
+
+    def _get(self, oid: str) -> tuple[bytes, bytes] | None:
+        found = self._objects.get(oid)
+        if found is None and oid in self._unchecked:
+            return self._take(oid)
+        return found
+
+    def _take(self, oid: str) -> tuple[bytes, bytes] | None:
+        """Object ``oid`` from a copy read here, kept from now on, if its bytes hash to ``oid``; else ``None``.
+
+        A copy's index names each object's id, type and end, and no id is
+        believed: the bytes must hash to the one asked for, so a planted or torn
+        copy adds nothing under a false id. Only the objects walks reach are
+        hashed; the rest wait (a later read often needs a folder an earlier
+        commit changed, and libgit2 would list the pack folder to find it).
+        """
+        unchecked = self._unchecked
+        entry = unchecked.pop(oid, None)
+        if entry is None:
+            return None
+        code, start, end, data = entry
+        kind = _TYPES.get(code)
+        if kind is None or start > end or end > len(data):
+            return None
+        raw = data[start:end]
+        digest = hashlib.sha1(b"%s %d\x00" % (kind, len(raw)), usedforsecurity=False)
+        digest.update(raw)
+        if digest.hexdigest() != oid:
+            return None
+        with self._lock:
+            if self._unchecked is unchecked:  # no purge or forget since: kept under the same mark
+                self._objects[oid] = (kind, raw)
+                self._bytes += len(raw)
+                if len(self._objects) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+                    self._bound()
+        return kind, raw
 
     def raw(self, oid: str) -> bytes | None:
-        found = self._objects.get(oid)
+        found = self._get(oid)
         return None if found is None else found[1]
 
     def object_under(self, oid: str, mark: Mark) -> tuple[bytes, bytes] | None:
         """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``."""
-        return self._objects.get(oid) if mark == self._mark else None
+        return self._get(oid) if mark == self._mark else None
 
     def raw_under(self, oid: str, mark: Mark) -> bytes | None:
         """:meth:`raw`, only while nothing was deleted since it was kept (history ``mark``): else libgit2's to read."""
         found = self.object_under(oid, mark)
         return None if found is None else found[1]
 
-    def adopt(self, repo_path: str, mark: Mark, want: str) -> bool:
-        """Keep the objects of the latest commit's copy, if it holds commit ``want``; whether it did.
+    def adopt(self, repo_path: str, mark: Mark, want: str) -> tuple[bytes, bytes] | None:
+        """Read the latest commit's copy; object ``want`` (its type and bytes) if the copy holds it.
 
         A commit another process made is in a pack this process has not seen.
         libgit2 finds it by listing ``objects/pack`` (~0.15 ms for a folder of a
         few hundred names on the benchmark machine), then opening and mapping its
         index and pack. Here the copy of that commit's objects its writer left in
-        :data:`LAST_PACK` is read instead (one small read), every object kept
-        under the id its bytes hash to. A copy that is torn, damaged or of
-        another commit (a writer outside gitmem moved the head) is left alone,
-        and libgit2 reads as before.
+        :data:`LAST_PACK` is read instead: one ``pread`` of the descriptor kept
+        from the last time (opened again once when the copy does not hold
+        ``want``: the file may be a new one). Its objects are checked and kept as
+        walks reach them (:meth:`_take`). A copy that is torn, damaged or of
+        another commit (a writer outside gitmem moved the head) is let go, and
+        libgit2 reads as before.
         """
-        held = _read_copy(os.path.join(repo_path, LAST_PACK))
-        if held is None or len(held) < _LENGTH.size + _HEAD:
-            return False
-        body = held[_LENGTH.size : _LENGTH.size + _LENGTH.unpack_from(held)[0]]
-        if len(body) < _HEAD or body[:4] != _MAGIC or body[4:_HEAD] in self._seen:
-            return False
-        # Only a copy of a pack the store still holds (a pack is named by its trailer): one that a
-        # fold, gc or unpack removed since, or a copy of no pack at all, is not served from here.
-        if not os.access(os.path.join(repo_path, "objects", "pack", f"pack-{body[4:_HEAD].hex()}.idx"), os.F_OK):
-            return False
-        found = _copied_objects(body)
-        if not found:
-            return False
-        if len(self._seen) > LIMIT_OBJECTS:
-            self._seen = set()
-        self._seen.add(body[4:_HEAD])
-        self.add(found, mark)
-        return want in found
+        path = self._paths.get(repo_path) or self._paths.setdefault(repo_path, os.path.join(repo_path, LAST_PACK))
+        for fresh in (False, True):
+            with self._lock:  # one thread at a time swaps the descriptor and reads through it
+                self._under(mark)
+                unchecked = self._unchecked
+                held = self._held
+                if fresh or held is None:
+                    if held is not None:
+                        held.close()
+                    held = self._held = _Held.at(path)
+                if held is None:
+                    return None
+                body = held.body()
+                if body is not None:
+                    _index(body, unchecked, os.path.join(repo_path, "objects", "pack"))
+            if want in unchecked:
+                found = self._take(want)
+                if found is not None:
+                    return found
+        return None
 
     def commit_tree(self, repo_path: str, commit: str, mark: Mark) -> str | None:
-        """The tree id of ``commit``, another process's, from its pack's copy; ``None``: libgit2's to read.
+        """The tree id of ``commit``, another process's, from its writer's copy; ``None``: libgit2's to read.
 
         Asked once per head this process did not make (its tree id is remembered after).
         """
-        raw = self.raw(commit)
-        if raw is None:
-            if not self.adopt(repo_path, mark, commit):
-                return None
-            raw = self.raw(commit)
-        if raw is None or not raw.startswith(b"tree ") or len(raw) < 46:
+        found = self.object_under(commit, mark) or self.adopt(repo_path, mark, commit)
+        if found is None or not found[1].startswith(b"tree ") or len(found[1]) < 46:
             return None
-        return raw[5:45].decode("ascii", "replace")
+        return found[1][5:45].decode("ascii", "replace")
 
     def clear(self) -> None:
         with self._lock:
-            self._objects, self._bytes, self._mark, self._parsed = {}, 0, None, {}
+            self._under((-1, -1))
+            self._mark = None
 
     def holds(self, oid: str) -> bool:
-        return oid in self._objects
+        return self._get(oid) is not None
 
-    def find(self, tree: str, path: str, mark: Mark | None, known: Mapping[str, Entries] | None = None) -> Found | None:
+    def find(
+        self,
+        tree: str,
+        path: str,
+        mark: Mark | None,
+        known: Mapping[str, Entries] | None = None,
+        load: Callable[[str], bytes | None] | None = None,
+    ) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
 
         ``known``: trees already parsed by id (the writer's tree cache holds every
         tree it made and every folder it edited), looked in before any kept tree
-        is searched and walked through even when not kept here.
+        is searched and walked through even when not kept here. ``load``: the
+        raw bytes of a tree that is not kept (from the packs this handle has
+        open, its hash checked), or ``None``; its answers are kept by tree id
+        like a kept tree's, so a folder whose id did not change is not read again.
 
         Where the walk ends: ``("blob", id, bytes)``, a file found here;
         ``("file", id, None)``, a file whose blob an earlier commit holds;
-        ``("tree", id, rest)``, a folder on the way that an earlier commit holds,
+        ``("tree", id, rest)``, a folder on the way that neither holds,
         ``rest`` still to look up under it; ``("gone", "", None)``, nothing there
         (or a folder, link or submodule where a file was asked for).
         """
-        objects = self._objects
-        if mark != self._mark or tree not in objects:
+        get = self._get
+        if mark != self._mark or get(tree) is None:
             return None
         parsed, glanced = self._parsed, self._glanced
         if len(glanced) > LIMIT_OBJECTS:
             glanced.clear()
+        if len(parsed) > _PARSED:
+            parsed.clear()
         names = path.split("/")
         oid = tree
         last = len(names) - 1
@@ -184,25 +251,27 @@ class Written:
             if entries is not None:
                 entry = entries.get(key)
             else:  # a new tree (the head's root after every write) is walked a few times: one entry looked up
-                found = objects.get(oid)
-                if found is None:
-                    return ("tree", oid, "/".join(names[depth:]))
                 looked = glanced.get(oid)
-                if looked is None:
-                    looked = glanced[oid] = {}
-                if key in looked:
+                if looked is not None and key in looked:
                     entry = looked[key]
-                elif len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
-                    entry = parsed.setdefault(oid, _parse(found[1])).get(key)
                 else:
-                    entry = looked[key] = _entry(found[1], key)
+                    found = get(oid)
+                    raw = found[1] if found is not None else None if load is None else load(oid)
+                    if raw is None:
+                        return ("tree", oid, "/".join(names[depth:]))
+                    if looked is None:
+                        looked = glanced[oid] = {}
+                    if len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
+                        entry = parsed.setdefault(oid, _parse(raw)).get(key)
+                    else:
+                        entry = looked[key] = _entry(raw, key)
             if entry is None:
                 return _GONE
             mode, oid = entry[0], entry[1].hex()
             if depth == last:
                 if mode not in _FILES:
                     return _GONE
-                blob = objects.get(oid)
+                blob = get(oid)
                 return ("blob", oid, blob[1]) if blob is not None else ("file", oid, None)
             if mode != _TREE:
                 return _GONE
@@ -216,24 +285,26 @@ _GONE: Found = ("gone", "", None)
 
 
 def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, bytes]]) -> None:
-    """Put the latest commit's ``objects`` (of ``pack``) in :data:`LAST_PACK` (rewritten in place; never fails a write).
+    """Put the latest commit's ``objects`` in :data:`LAST_PACK` (rewritten in place; never fails a write).
 
     Another process reading the new head reads this one file instead of listing
-    the pack folder and opening the new pack (:meth:`Written.adopt`). The file is
-    the length of what follows (4 bytes), a tag, the pack's name (its trailer)
-    and each object as its type, length and bytes, not deflated: the reader
-    hashes each one (it must, to know its id) and inflates none. It is
-    overwritten in place (what lies past the length is an older copy's tail); a
-    commit over :data:`ADOPT_BYTES` is published as length 0. A reader that meets
-    the file mid-rewrite finds the commit it wants missing (or an object under
-    another id) and reads through libgit2.
+    the pack folder and opening the new pack (:meth:`Written.adopt`). The file
+    is the length of what follows (4 bytes), a tag, the pack's name (its
+    trailer: a reader checks the store still holds the pack), the number of
+    objects, an index of 25 bytes per object (its id, type and where its bytes
+    end) and the objects' bytes, not deflated: a reader finds an object by its
+    id in the index and hashes only the objects it reads. It is overwritten in place (what lies past the length is an older
+    copy's tail); a commit over :data:`ADOPT_BYTES` is published as length 0. A
+    reader that meets the file mid-rewrite finds the commit it wants missing (or
+    bytes that do not hash to their id) and reads through libgit2.
     """
-    parts = [_MAGIC, pack[-20:]]
-    for kind, raw in objects.values():
-        parts.append(_OBJECT.pack(_CODES[kind], len(raw)))
-        parts.append(raw)
-    body = b"".join(parts)
-    data = _LENGTH.pack(len(body)) + body if len(body) <= ADOPT_BYTES else _LENGTH.pack(0)
+    index: list[bytes] = []
+    end = 0
+    for oid, (kind, raw) in objects.items():
+        end += len(raw)
+        index.append(_INDEX.pack(bytes.fromhex(oid), _CODES[kind], end))
+    body = b"".join((_MAGIC, pack[-20:], _COUNT.pack(len(index)), *index, *(raw for _, raw in objects.values())))
+    data = _LENGTH.pack(len(body)) + body if len(body) <= ADOPT_BYTES and len(index) < 1 << 16 else _LENGTH.pack(0)
     try:
         fd = open_private(os.path.join(repo_path, LAST_PACK), os.O_WRONLY | os.O_CREAT)
     except (OSError, MemoryStoreError):
@@ -249,8 +320,9 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
 def withdraw(repo_path: str) -> None:
     """Delete :data:`LAST_PACK`: objects were erased (a purge or forget), and the copy may hold them.
 
-    A reader never serves a copy whose pack is gone, but the bytes would stay
-    on disk beside a store that no longer holds them; the next commit writes a new one.
+    Called before the history mark moves: a reader that sees the new mark finds
+    no copy of erased objects, and one that read the copy before drops what it
+    kept (and its descriptor) when it sees the mark. The next commit writes a new copy.
     """
     with suppress(FileNotFoundError):
         os.unlink(os.path.join(repo_path, LAST_PACK))
@@ -258,48 +330,76 @@ def withdraw(repo_path: str) -> None:
 
 _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 _CODES = {kind: code for code, kind in _TYPES.items()}
-_MAGIC = b"GMO1"
-_HEAD = 24  # the tag and the pack's name
-_OBJECT = struct.Struct(">BI")
+_MAGIC = b"GMO2"
+_COUNT = struct.Struct(">H")
+_HEAD = 26  # the tag, the pack's name (its trailer) and the number of objects
+_INDEX = struct.Struct(">20sBI")  # an object's id, its type, and where its bytes end
 
 
-def _read_copy(path: str) -> bytes | None:
-    """The copy's bytes (at most what :data:`ADOPT_BYTES` allows), in one read; ``None`` if it is no regular file."""
-    try:
-        fd, st = open_local_stat(path)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, min(st.st_size, ADOPT_BYTES + _LENGTH.size))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+def _index(body: bytes, into: dict[str, tuple[int, int, int, bytes]], packs: str) -> None:
+    """Note every object a copy's ``body`` names (id to type, start, end and the bytes they index), unchecked.
 
-
-def _copied_objects(body: bytes) -> dict[str, tuple[bytes, bytes]] | None:
-    """Every object of a copy's ``body`` (id to type and bytes), each id the hash of its bytes; ``None`` if malformed.
-
-    No id is taken from the file: an object stands under the id its bytes hash
-    to, so a damaged or planted copy can add no object that lies about its id.
+    Only for a copy of a pack the store still holds (in the folder ``packs``; a
+    pack is named by its trailer): one a fold, gc or an unpack removed since, or
+    a copy of no pack at all, is not read from, so a store whose objects went
+    loose (and may be damaged) answers as libgit2 finds them.
     """
-    found: dict[str, tuple[bytes, bytes]] = {}
-    pos, end = _HEAD, len(body)
-    unpack = _OBJECT.unpack_from
-    while pos < end:
-        if pos + _OBJECT.size > end:
+    if len(body) < _HEAD or body[:4] != _MAGIC:
+        return
+    stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, _HEAD - 2)[0]
+    if stop > len(body) or not os.access(os.path.join(packs, f"pack-{body[4 : _HEAD - 2].hex()}.idx"), os.F_OK):
+        return
+    if len(into) > LIMIT_OBJECTS:
+        into.clear()
+    data = body[stop:]
+    start = 0
+    for key, code, end in _INDEX.iter_unpack(body[_HEAD:stop]):
+        into[key.hex()] = (code, start, end, data)
+        start = end
+
+
+class _Held:
+    """The copy's descriptor, kept open across reads (one ``pread`` per head instead of an open, a stat and a close).
+
+    Opened through :func:`gitmem.localfile.open_local` (no link, never blocking,
+    a regular file), closed when the history mark moves or the store goes.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    @classmethod
+    def at(cls, path: str) -> _Held | None:
+        try:
+            return cls(open_local(path))
+        except OSError:
             return None
-        code, size = unpack(body, pos)
-        kind = _TYPES.get(code)
-        pos += _OBJECT.size
-        if kind is None or pos + size > end:
+
+    def body(self) -> bytes | None:
+        """What follows the length prefix, if the file holds that much (at most :data:`ADOPT_BYTES`)."""
+        try:
+            data = os.pread(self.fd, _FIRST_READ, 0)
+            if len(data) < _LENGTH.size:
+                return None
+            size = _LENGTH.unpack_from(data)[0]
+            if size > ADOPT_BYTES:
+                return None
+            if len(data) < _LENGTH.size + size:
+                data = os.pread(self.fd, _LENGTH.size + size, 0)
+        except OSError:
             return None
-        raw = body[pos : pos + size]
-        pos += size
-        digest = hashlib.sha1(b"%s %d\x00" % (kind, size), usedforsecurity=False)
-        digest.update(raw)
-        found[digest.hexdigest()] = (kind, raw)
-    return found
+        return data[_LENGTH.size : _LENGTH.size + size] if len(data) >= _LENGTH.size + size else None
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 _ENTRIES = re.compile(rb"([0-7]{5,6}) ([^\x00]+)\x00(.{20})", re.DOTALL)
