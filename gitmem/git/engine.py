@@ -87,7 +87,7 @@ def commit_batch(
             return Plan.nothing(None)
         # Erased stays erased: a blob the erasure ledger names is refused (or let in by an admin's trailer).
         erasures.refuse_erased(
-            repo.fresh(), repo.path, ((e.path, e.version) for e in decision.effects if e.version), batch.trailers
+            snap.handle, repo.path, ((e.path, e.version) for e in decision.effects if e.version), batch.trailers
         )
         writes = any(e.data is not None for e in decision.effects)
         if writes and (fmt.max_files is not None or fmt.max_memory_bytes is not None):

@@ -54,7 +54,7 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.perms import open_private, write_private
-from gitmem.git.refs import read_ref, swap_ref
+from gitmem.git.refs import read_ref, read_ref_file, swap_ref
 from gitmem.git.transport import LEDGER_REF as LEDGER_REF
 from gitmem.localfile import parse_json, read_local, read_local_head
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
@@ -190,7 +190,7 @@ def erased_blobs(r: pygit2.Repository, repo_path: str, *, purged: bool = True) -
 
     ``purged=False`` leaves out what only a ``purge`` erased: see :func:`refuse_erased`.
     """
-    tip = read_ref(r, LEDGER_REF)
+    tip = _ledger_tip(r)
     if tip is None:
         return frozenset()
     key = (repo_path, str(tip), purged)
@@ -201,6 +201,22 @@ def erased_blobs(r: pygit2.Repository, repo_path: str, *, purged: bool = True) -
             _cache.clear()
         _cache[key] = found
     return found
+
+
+def _ledger_tip(r: pygit2.Repository) -> str | None:
+    """The ledger's commit, read from its loose file when it has one, else through libgit2.
+
+    Every write asks (:func:`refuse_erased`), and most memories have no ledger:
+    no loose file and no ``packed-refs`` answer that in two failed syscalls,
+    where libgit2's lookup of a missing ref cost a write ~5 % of its CPU.
+    """
+    loose = os.path.join(r.path, *LEDGER_REF.split("/"))
+    tip = read_ref_file(loose)
+    if tip is not None:
+        return tip
+    if not os.path.lexists(loose) and not os.path.lexists(os.path.join(r.path, "packed-refs")):
+        return None
+    return read_ref(r, LEDGER_REF)
 
 
 def erased_names(r: pygit2.Repository) -> frozenset[str]:

@@ -9,7 +9,9 @@ their own private refs directly.) ``create_reference(force=False)`` checks and
 then writes, so two processes can both "create" one ref; the change therefore
 runs in a libgit2 ref transaction instead: ``lock_ref`` takes git's own ``<ref>.lock`` file (the lock
 every git client honours), each value is read *while its lock is held*, and only
-then set or deleted, all refs together or none. A caller also holds the mount's
+then set or deleted, all refs together or none. One ref moved from one commit to
+another (every store write) takes libgit2's single-ref compare-and-swap instead
+(:func:`_move_one`): the same lock and the same check under it, with less work. A caller also holds the mount's
 writer lock, so a lock file that outlives ``stale_after`` seconds was left by a
 crashed process and is removed (:func:`gitmem.git.locks.remove_if_stale`).
 """
@@ -132,6 +134,9 @@ def swap_refs(
     delay = 0.0005
     while True:
         try:
+            moved = _move_one(repo, names[0], *moves[names[0]], message=message) if len(names) == 1 else None
+            if moved is not None:
+                return moved
             with repo.transaction() as txn:
                 for name in names:
                     txn.lock_ref(name)
@@ -163,6 +168,36 @@ def swap_refs(
                 raise MemoryStoreError("unavailable", f"{', '.join(names)} locked by another git process") from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
+
+
+def _move_one(repo: pygit2.Repository, name: str, old: str | None, new: str | None, *, message: str) -> bool | None:
+    """Move the existing ref ``name`` from ``old`` to ``new``: libgit2's own compare-and-swap of one ref.
+
+    ``Reference.set_target`` is ``git_reference_create_matching`` with the value
+    the reference was read with: libgit2 takes ``<ref>.lock``, reads the ref again
+    under it and writes only if it still holds ``old`` (else "old reference value
+    does not match": someone moved it since it was read). The same lock and
+    check as a transaction, without the transaction's bookkeeping, which cost a
+    write ~0.06-0.09 ms CPU more (a third of a small write's ref move). ``None``:
+    not a move of one direct ref (a create, a delete, a symbolic ref), left to the transaction.
+    """
+    if old is None or new is None:
+        return None
+    _check_loose_ref(repo.path, name)
+    ref = repo.references.get(name)
+    if ref is None:
+        return False
+    if ref.type != pygit2.enums.ReferenceType.DIRECT:
+        return None
+    if str(ref.target) != old:
+        return False
+    try:
+        ref.set_target(pygit2.Oid(hex=new), message)
+    except pygit2.GitError as exc:
+        if "does not match" in str(exc):
+            return False
+        raise
+    return True
 
 
 def swap_ref(

@@ -97,6 +97,11 @@ class Snapshot:
         self._folders: dict[str, str | None] = {"": self.tree_id}
 
     @property
+    def handle(self) -> pygit2.Repository:
+        """The libgit2 handle this snapshot reads through (the writer's, opened under the lock)."""
+        return self._repo
+
+    @property
     def tree(self) -> pygit2.Tree:
         """The head's tree as libgit2 reads it (only for a head that is on disk)."""
         return self._repo[self.tree_id].peel(pygit2.Tree)

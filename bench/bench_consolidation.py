@@ -1,0 +1,246 @@
+"""Before and after: every operation a user waits on, two checkouts of gitmem, one run.
+
+A change that deletes code for being slow-path-free must not make a user wait
+longer. This times the same operations with two builds of gitmem, each in its own
+virtual environment (``--before`` and ``--after``: checkouts with ``.venv``), on its
+own copy of the same memories, alternating the two sample by sample so background
+load hits both alike:
+
+- through the Python API, in one long-lived process per build (told what to do over a
+  pipe, timed by the calling thread's CPU and wall clock): a write of one file; a read
+  with no write since; a read of another file right after a write; ``list``;
+  ``changes`` since the head before a one-file write; a durable ``recall`` (warm);
+- through the CLI, a new process per call (the child's CPU, user + system, and wall):
+  ``gitmem grep``, ``find``, ``ls``, ``cat``, ``log`` (the last 10 changes, and every
+  change of one path), ``blame``.
+
+The memories are built once per size and file system with the after build and copied
+for each side: ``files`` (N commits with ``git fast-import``, one ~500-byte note each,
+every 10th also editing ``hot.md``, repacked; its search index rebuilt by each side's
+own code) and ``durable`` (N active nodes). Each ``--dirs`` folder is a file system.
+
+Usage::
+
+    .venv/bin/python bench/bench_consolidation.py --before /work/wt-before
+    .venv/bin/python bench/bench_consolidation.py --before ../old --sizes 1000 --dirs /tmp /mnt/ext4/x --only write read
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bulk
+from bench.bench_mechanisms_cli import run
+from bench.bench_scale import build_durable, build_files
+
+Sample = tuple[float, float]  # (cpu, wall) ms
+
+#: The worker each side runs with its own Python: gitmem from its own checkout, nothing of this one's
+#: on its path (the script's folder, ``bench/``, holds no ``gitmem``). One request a line, tab-separated.
+WORKER = r"""
+import sys, time
+from gitmem import SyncGitFileStore
+from gitmem.durable.namespace import Namespace
+from gitmem.durable.repository import DurableRepository
+
+root = sys.argv[1]
+store = SyncGitFileStore.open(root + "/files.git")
+durable = DurableRepository.open(root, "durable")
+ns = Namespace("bench", "agent", "repo")
+
+def write(path, text):
+    store.write(path, text, expected=store.read(path).version)
+
+def timed(call):
+    c0, t0 = time.thread_time(), time.perf_counter()
+    call()
+    return time.thread_time() - c0, time.perf_counter() - t0
+
+durable.recall(ns, "warm up")
+print("ready", flush=True)
+for line in sys.stdin:
+    op, a, b, text = line.rstrip("\n").split("\t")
+    text = text.replace("\\n", "\n")
+    if op == "write":
+        version = store.read(a).version
+        cpu, wall = timed(lambda: store.write(a, text, expected=version))
+    elif op == "read":
+        cpu, wall = timed(lambda: store.read(a))
+    elif op == "read after write":
+        write(a, text)
+        cpu, wall = timed(lambda: store.read(b))
+    elif op == "list":
+        cpu, wall = timed(store.list)
+    elif op == "changes":
+        head = store.head
+        write(a, text)
+        cpu, wall = timed(lambda: store.changes(head))
+    elif op == "recall":
+        cpu, wall = timed(lambda: durable.recall(ns, a))
+    print(f"{cpu * 1e3} {wall * 1e3}", flush=True)
+"""
+
+API_OPS = ("write", "read", "read after write", "list", "changes", "recall")
+#: CLI rows: (name, arguments); a new process each.
+CLI_OPS = {
+    "grep": ["grep", "files", "zeppelin", "--limit", "10000"],
+    "find": ["find", "files", "zeppelin ticket"],
+    "ls": ["ls", "files"],
+    "cat": ["cat", "files", "hot.md"],
+    "log": ["log", "files", "--limit", "10"],
+    "log of a path": ["log", "files", "hot.md", "--limit", "1000000"],
+    "blame": ["blame", "files", "hot.md"],
+}
+QUERIES = ("deploy a canary release", "rollback the schema migration", "recall vector rank", "token budget review")
+
+
+class Worker:
+    """One side's long-lived API process."""
+
+    def __init__(self, python: str, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [python, "-c", WORKER, str(root)],
+            cwd=root,
+            env=child_env(root),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"the worker of {python} did not start")
+
+    def ask(self, op: str, a: str = "", b: str = "", text: str = "") -> Sample:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("\t".join((op, a, b, text.replace("\n", "\\n"))) + "\n")
+        self.proc.stdin.flush()
+        cpu, wall = self.proc.stdout.readline().split()
+        return float(cpu), float(wall)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def child_env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    env["GITMEM_ROOT"] = str(root)
+    return env
+
+
+def build(base: Path, n: int, sides: dict[str, Path]) -> dict[str, Path]:
+    """The memories of size ``n`` under ``base``, one copy per side, each side's index built by its code."""
+    made = base / f"n{n}"
+    if not (made / ".built").exists():
+        shutil.rmtree(made, ignore_errors=True)
+        made.mkdir(parents=True)
+        build_files(made, n)
+        build_durable(made, n)
+        (made / ".built").write_text(str(n))
+    roots = {}
+    for side, checkout in sides.items():
+        root = base / f"n{n}-{side}"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(made, root, symlinks=True)
+        gitmem = str(checkout / ".venv" / "bin" / "gitmem")
+        subprocess.run(
+            [gitmem, "index", "rebuild", "files"], env=child_env(root), cwd=root, check=True, capture_output=True
+        )
+        roots[side] = root
+    return roots
+
+
+def alternate(sides: list[str], rounds: int, call: object) -> dict[str, list[Sample]]:
+    """``call(side, i)`` for each side, ``rounds`` times, the order flipped every round."""
+    out: dict[str, list[Sample]] = {side: [] for side in sides}
+    for i in range(rounds):
+        for side in sides if i % 2 == 0 else reversed(sides):
+            out[side].append(call(side, i))  # type: ignore[operator]
+    return out
+
+
+def measure(
+    roots: dict[str, Path], sides: dict[str, Path], n: int, rounds: int, samples: int, only: set[str]
+) -> list[tuple[str, dict[str, list[Sample]]]]:
+    names = list(sides)
+    rows: list[tuple[str, dict[str, list[Sample]]]] = []
+    gitmem = {side: str(checkout / ".venv" / "bin" / "gitmem") for side, checkout in sides.items()}
+    for op, args in CLI_OPS.items():
+        if op.split()[0] not in only:
+            continue
+        for side in names:  # warm: .pyc files, page cache, a saved listing
+            run([gitmem[side], *args], child_env(roots[side]), roots[side])
+
+        def cli(side: str, _i: int, args: list[str] = args) -> Sample:
+            wall, cpu = run([gitmem[side], *args], child_env(roots[side]), roots[side])
+            return cpu, wall
+
+        rows.append((f"`gitmem {op}`, new process", alternate(names, samples, cli)))
+    api = [op for op in API_OPS if op.split()[0] in only]
+    if not api:
+        return rows
+    workers = {
+        side: Worker(str(checkout / ".venv" / "bin" / "python"), roots[side]) for side, checkout in sides.items()
+    }
+    paths = [bulk.layout_path(i) for i in range(n)]
+    corpus = bulk.Corpus(seed=n)
+    try:
+        for op in api:
+            rng = random.Random(41)
+            picks = [(rng.choice(paths), rng.choice(paths), corpus.fresh()) for _ in range(rounds)]
+
+            def call(side: str, i: int, op: str = op, picks: list[tuple[str, str, str]] = picks) -> Sample:
+                a, b, text = picks[i]
+                return workers[side].ask(op, QUERIES[i % len(QUERIES)] if op == "recall" else a, b, text)
+
+            rows.append((op, alternate(names, rounds, call)))
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    here = Path(__file__).resolve().parent.parent
+    parser.add_argument("--before", type=Path, required=True, help="a checkout with its own .venv (the build before)")
+    parser.add_argument("--after", type=Path, default=here, help="a checkout with its own .venv (default: this one)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
+    parser.add_argument("--dirs", type=Path, nargs="+", default=[Path(tempfile.gettempdir())],
+                        help="one folder per file system; the memories are built under each")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=200, help="API calls per side and operation")
+    parser.add_argument("--samples", type=int, default=9, help="CLI calls per side and command")
+    parser.add_argument("--only", nargs="+", default=["write", "read", "list", "changes", "recall", *CLI_OPS])
+    args = parser.parse_args()
+    sides = {"before": args.before.resolve(), "after": args.after.resolve()}
+    print(f"# before {sides['before']}, after {sides['after']}; CPU ms p50 (wall p50)")
+    print("| fs | size | operation | before | after | after / before CPU (wall) | load |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for folder in args.dirs:
+        base = Path(tempfile.mkdtemp(prefix="gitmem-bench-ba-", dir=folder))
+        try:
+            for n in args.sizes:
+                roots = build(base, n, sides)
+                for op, out in measure(roots, sides, n, args.rounds, args.samples, set(args.only)):
+                    b = [statistics.median(s[k] for s in out["before"]) for k in (0, 1)]
+                    a = [statistics.median(s[k] for s in out["after"]) for k in (0, 1)]
+                    print(f"| {folder} | {n:,} | {op} | {b[0]:.3f} ({b[1]:.3f}) | {a[0]:.3f} ({a[1]:.3f}) "
+                          f"| **{a[0] / b[0]:.2f}x** ({a[1] / b[1]:.2f}x) | {os.getloadavg()[0]:.1f} |", flush=True)  # fmt: skip
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
