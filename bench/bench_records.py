@@ -29,7 +29,7 @@ Usage::
     .venv/bin/python bench/bench_records.py             # 10k records, 300 writes, 300 searches
     .venv/bin/python bench/bench_records.py --quick     # 2k records, fewer samples
     .venv/bin/python bench/bench_records.py --quick --only writes   # the add/update section only
-    .venv/bin/python bench/bench_records.py --variant prune --variant fill --sizes 1000 10000 --dir /mnt/ext4/x
+    .venv/bin/python bench/bench_records.py --variant prune --variant tokens --sizes 1000 10000 --dir /mnt/ext4/x
         # what the recall engine's speed-only mechanisms buy, on and off in one run (bench/recall_ab.py)
 
 Prints p50/p95 per operation, the ratios and a met/missed line per target.
@@ -202,8 +202,7 @@ def variants(args: argparse.Namespace) -> None:
             records.search("warm up", limit=5)
             coverage.search("warm up", limit=5)
             for name in args.variant:
-                rounds = max(5, args.rounds // 20) if name == "fill" else args.rounds
-                out = recall_ab.run(name, records, coverage, questions, rounds, rng)
+                out = recall_ab.run(name, records, coverage, questions, args.rounds, rng)
                 print("\n".join(recall_ab.report(name, size, args.dir or "/tmp", out)), flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -8,13 +8,11 @@ one record memory of ``size`` records (a git record mount under ``--dir``):
 - ``prune``: BM25 pruned (Fagin's threshold over impact groups) against every
   posting scored (``bm25.MAX_PRUNED_TOKENS = -1``); op: ``RecordStore.search``
   (BM25, the record store's default ranking), index warm.
-- ``partial``: ``recall.ordering``'s partial sort against sorting every scored
-  document; op: search by BM25 and by coverage, a question and a run's recall
-  input cut to 2000 characters (more tokens than BM25 prunes: every posting scored).
+- ``partial``: ``ordering.take``'s partial sort of BM25's scored documents against
+  sorting them all; op: search by BM25, a question and a run's recall input cut to
+  2000 characters (more tokens than BM25 prunes: every posting scored).
 - ``bitmaps``: coverage counting query tokens on slot bitmaps against a
   ``Counter`` over the postings; op: search by coverage.
-- ``fill``: ``RecallIndex._fill`` against ``_put`` per document; op: the first
-  search of a new store with no snapshot (the index built from git).
 - ``tokens``: the snapshot's tokenised form (:mod:`gitmem.recall.postings`,
   ``RecallIndex.restore``, postings decoded per token when first needed) against a
   snapshot of texts only, tokenised on load; op: the first search of a new process.
@@ -36,25 +34,17 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gitmem.recall import bm25, ordering
-from gitmem.recall.index import RecallIndex, check_doc
-from gitmem.recall.values import RecallDoc, RecallHit
+from gitmem.recall.index import RecallIndex
+from gitmem.recall.values import RecallHit
 from gitmem.records import RecordStore
 from gitmem.tools import recall_blocks
 from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
-VARIANTS = ("prune", "partial", "bitmaps", "fill", "workers", "tokens")
-
-
-def _in_order_sorted(
-    members: list[str], need: int, accept: Callable[[str], bool] | None, keys: Mapping[str, tuple[float, str]]
-) -> Iterator[str]:
-    for _, doc_id in sorted(map(keys.__getitem__, members)):
-        if accept is None or accept(doc_id):
-            yield doc_id
+VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens")
 
 
 def _take_sorted(ranked: list[Any], limit: int, accept: Callable[[str], bool] | None) -> list[RecallHit]:
@@ -65,15 +55,6 @@ def _take_sorted(ranked: list[Any], limit: int, accept: Callable[[str], bool] | 
             if len(out) == limit:
                 break
     return out
-
-
-def _fill_by_put(self: RecallIndex, docs: Iterable[RecallDoc], ahead: dict[str, str] | None = None) -> list[RecallDoc]:
-    added = []
-    for doc in docs:
-        check_doc(doc)
-        self._put(doc, self._listed(doc, ahead))
-        added.append(doc)
-    return added
 
 
 _RESTORE = RecallIndex.restore
@@ -98,13 +79,10 @@ def switched_off(name: str, off: bool, index: RecallIndex | None = None) -> Iter
     if name == "prune":
         put(bm25, "MAX_PRUNED_TOKENS", -1)
     elif name == "partial":
-        put(ordering, "in_order", _in_order_sorted)
         put(ordering, "take", _take_sorted)
     elif name == "bitmaps":
         assert index is not None
         put(index, "_bitmaps_from", 1 << 62)
-    elif name == "fill":
-        put(RecallIndex, "_fill", _fill_by_put)
     elif name == "tokens":
         put(RecallIndex, "export_tokens", lambda self: {"profile": "none"})
         put(RecallIndex, "restore", lambda self, docs, tokens: False)
@@ -150,21 +128,11 @@ def run(
             q = questions[i % len(questions)]
             if name in ("prune", "partial"):
                 sample("search (bm25)", lambda q=q: records.search(q, limit=5))
-            if name in ("partial", "bitmaps"):
+            if name == "bitmaps":
                 sample("search (coverage)", lambda q=q: coverage.search(q, limit=5), cov_index)
             if name == "partial":  # a run's recall input, cut to 2000 characters: every posting scored
                 long = " ".join(questions[(i + j) % len(questions)] for j in range(60))[:2000]
                 sample("search (bm25), 2000-char input", lambda long=long: records.search(long, limit=5))
-                sample("search (coverage), 2000-char input", lambda long=long: coverage.search(long, limit=5))
-            if name == "fill":
-
-                def first(i: int = i, q: str = q) -> object:
-                    fresh = RecordStore(
-                        records.store, records.namespace, snapshot_dir=f"{snapdirs}/{i}-{time.time_ns()}"
-                    )
-                    return fresh.search(q, limit=5)
-
-                sample("first search, no snapshot", first)
             if name == "tokens":
 
                 def resumed(q: str = q) -> object:
