@@ -29,6 +29,8 @@ Usage::
     .venv/bin/python bench/bench_index.py                 # 10k files (~5 MB), 21 samples
     .venv/bin/python bench/bench_index.py --files 2000 --samples 9
     .venv/bin/python bench/bench_index.py --postings 1000 # also time the trigram-postings design
+    .venv/bin/python bench/bench_index.py --variant fallback --sizes 1000 10000 --dir /mnt/ext4/x
+        # what git grep buys a search with no index, against reading every file (on/off alternating)
 """
 
 from __future__ import annotations
@@ -239,13 +241,83 @@ def run(files: int, samples: int, postings: int, work: str) -> dict[str, object]
     return out
 
 
+def fallback_ab(files: int, rounds: int, where: str, work: str) -> None:
+    """A search with no index: files picked by ``git grep`` (on) against every file read (off), alternating.
+
+    CPU of this thread and of git's children; the ops are the fallback's own
+    (grep's candidates and their texts, ``find``'s ranking) with no index folder.
+    """
+    import random
+    import resource
+
+    from gitmem.index import fallback
+    from gitmem.index.needles import literal_need
+
+    repo_path = os.path.join(work, "mem.git")
+    GitFileStore.init(repo_path)
+    bulk.import_files(repo_path, notes(files))
+    mount = GitFileStore.open(repo_path).sync.index
+    repo, head = mount.repo, mount.repo.head()
+    need = literal_need("zeppelin")
+    assert need is not None
+    asked = fallback._ask_git
+
+    def grep() -> object:
+        return [decode_stored(repo.blob(oid)) for _, oid in fallback.grep_candidates(repo, need, "", head)]
+
+    ops: dict[str, Callable[[], object]] = {
+        "grep, no index (rare literal)": grep,
+        "find, no index": lambda: mount._rank_unindexed(head, ["zeppelin"], "", 10),
+    }
+    rng = random.Random(3)
+    for op, call in ops.items():
+        cpu: dict[bool, list[float]] = {False: [], True: []}
+        answers: dict[bool, object] = {}
+        for _ in range(rounds):
+            order = [False, True]
+            rng.shuffle(order)
+            for off in order:
+                fallback._ask_git = (lambda *_: None) if off else asked  # type: ignore[assignment]
+                kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.thread_time()
+                answers[off] = call()
+                spent = time.thread_time() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[off].append(spent + after.ru_utime + after.ru_stime - kids.ru_utime - kids.ru_stime)
+                fallback._ask_git = asked
+        assert answers[False] == answers[True], op
+        on, off_ = statistics.median(cpu[False]), statistics.median(cpu[True])
+        print(
+            f"| fallback: git grep | {op} | {where} | {files} | {on / off_:.2f}x ({on * 1e3:.2f} / "
+            f"{off_ * 1e3:.2f}) | {statistics.fmean(cpu[False]) / statistics.fmean(cpu[True]):.2f}x | {rounds} |",
+            flush=True,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=21)
     parser.add_argument("--postings", type=int, default=0, help="also index this many files the rejected way")
     parser.add_argument("--json", help="save the summary here")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        choices=["fallback"],
+        help="instead: git grep's pick of files without an index, on against off",
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000], help="files, with --variant")
+    parser.add_argument("--dir", help="build the memories under this folder (another file system)")
     args = parser.parse_args()
+    if args.variant:
+        for size in args.sizes:
+            work = tempfile.mkdtemp(prefix="gitmem-bench-index-", dir=args.dir)
+            try:
+                fallback_ab(size, args.samples, args.dir or "/tmp", work)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        return 0
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     work = tempfile.mkdtemp(prefix="gitmem-bench-index-")
     try:

@@ -29,6 +29,8 @@ Usage::
     .venv/bin/python bench/bench_records.py             # 10k records, 300 writes, 300 searches
     .venv/bin/python bench/bench_records.py --quick     # 2k records, fewer samples
     .venv/bin/python bench/bench_records.py --quick --only writes   # the add/update section only
+    .venv/bin/python bench/bench_records.py --variant prune --variant tokens --sizes 1000 10000 --dir /mnt/ext4/x
+        # what the recall engine's speed-only mechanisms buy, on and off in one run (bench/recall_ab.py)
 
 Prints p50/p95 per operation, the ratios and a met/missed line per target.
 """
@@ -53,7 +55,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bulk
+from bench import bulk, recall_ab
 from bench.plainrecords import PlainRecordStore
 from gitmem import Root
 from gitmem.recall import RecallDoc
@@ -158,7 +160,20 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="2k records, 100 writes, 100 searches")
     parser.add_argument("--only", choices=["writes"], help="Run the add/update section only.")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        choices=recall_ab.VARIANTS,
+        help="instead: this mechanism on against off, alternating (bench/recall_ab.py)",
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000], help="records, with --variant")
+    parser.add_argument("--rounds", type=int, default=200, help="calls each way per op, with --variant")
+    parser.add_argument("--dir", help="build the memories under this folder (another file system)")
     args = parser.parse_args()
+    if args.variant:
+        variants(args)
+        return
     if args.quick:
         args.records, args.writes, args.searches = 2_000, 100, 100
     rng = random.Random(11)
@@ -167,6 +182,31 @@ def main() -> None:
         run(args, rng, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def variants(args: argparse.Namespace) -> None:
+    """The ``--variant`` mechanisms on and off, alternately, at each of ``--sizes``."""
+    print(f"load {os.getloadavg()}, dir {args.dir or tempfile.gettempdir()}")
+    print("| mechanism | op | dir | records | CPU p50 on / off (ms) | mean | calls |\n|---|---|---|---|---|---|---|")
+    for size in args.sizes:
+        tmp = Path(tempfile.mkdtemp(prefix="gitmem-bench-records-", dir=args.dir))
+        try:
+            rng = random.Random(11)
+            corpus = Corpus(rng)
+            root = Root(tmp / "root")
+            seed_git(root, "facts", "alice", size, corpus)
+            sync = root.mount("facts", kind="record").sync
+            records = RecordStore(sync, "alice")
+            coverage = RecordStore(sync, "alice", ranking="coverage")
+            questions = [corpus.question() for _ in range(200)]
+            records.search("warm up", limit=5)
+            coverage.search("warm up", limit=5)
+            for name in args.variant:
+                out = recall_ab.run(name, records, coverage, questions, args.rounds, rng)
+                print("\n".join(recall_ab.report(name, size, args.dir or "/tmp", out)), flush=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"load {os.getloadavg()}")
 
 
 def run(args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:

@@ -145,61 +145,16 @@ class RecallIndex:
             docs = list(docs)
             ahead = {doc.id: doc.text for doc in docs if isinstance(doc, RecallDoc)}
         with self._lock:
-            if not self._docs and not self._impacts:
-                added = self._fill(docs, ahead)
-            else:
-                for doc in docs:
-                    check_doc(doc)
-                    self._put(doc, self._listed(doc, ahead))
-                    added.append(doc)
-                for doc in added if self._followers else ():
-                    self._refollow(doc.id)
+            was_empty = not self._docs  # then every follower was indexed with its context from ``ahead``
+            for doc in docs:
+                check_doc(doc)
+                self._put(doc, self._listed(doc, ahead))
+                added.append(doc)
+            for doc in added if self._followers and not was_empty else ():
+                self._refollow(doc.id)
         if self.semantic is not None:
             for doc in added:
                 self.semantic.note(doc.id, doc.text)
-
-    def _fill(self, docs: Iterable[RecallDoc], ahead: dict[str, str] | None = None) -> list[RecallDoc]:
-        """:meth:`_put` of every doc into an empty index, the same state in about half the time.
-
-        What a new process does first (a resumed snapshot, a rebuild), so it is
-        the cost of a first recall: no document to drop, no impact groups yet
-        (they are made on the first search), repeats counted without a
-        ``Counter`` per document. A later doc with an earlier one's id replaces
-        it, as in :meth:`_put`.
-        """
-        added: list[RecallDoc] = []
-        entries = self._docs
-        postings = self._postings
-        for doc in docs:
-            check_doc(doc)
-            doc_id = doc.id
-            if doc_id in entries:  # two files naming one id: the later one stands
-                self._put(doc, self._listed(doc, ahead))
-                added.append(doc)
-                continue
-            listed = self._listed(doc, ahead) if self._conversation else token_list(doc.text)
-            length = len(listed)
-            counts = dict.fromkeys(listed, 1)
-            if len(counts) < length:
-                counts = dict.fromkeys(counts, 0)
-                for token in listed:
-                    counts[token] += 1
-            updated_at = float(doc.updated_at)
-            entries[doc_id] = _Entry(counts, length, updated_at, doc.text, doc.follows)
-            if doc.follows is not None and self._conversation:
-                self._followers.setdefault(doc.follows, set()).add(doc_id)
-            self._keys[doc_id] = (-updated_at, doc_id)
-            self._lengths[doc_id] = length
-            self._total_length += length
-            self._slots[doc_id] = len(self._slot_ids)
-            self._slot_ids.append(doc_id)
-            for token, n in counts.items():
-                try:
-                    postings[token][doc_id] = n
-                except KeyError:
-                    postings[token] = {doc_id: n}
-            added.append(doc)
-        return added
 
     def _listed(self, doc: RecallDoc, ahead: dict[str, str] | None = None) -> list[str]:
         """Every token occurrence of ``doc`` under the index's profile.
@@ -408,7 +363,7 @@ class RecallIndex:
         semantic, self.semantic = self.semantic, None  # the semantic side keeps what it noted
         try:
             self.clear()
-            self._fill(docs)
+            self.upsert_many(docs)
         finally:
             self.semantic = semantic
         self.restored = False
@@ -486,7 +441,9 @@ class RecallIndex:
                 common = list(ordered[0])
                 for other in ordered[1:]:
                     common = list(filter(other.__contains__, common))  # a loop in C
-                for doc_id in ordering.in_order(common, limit, accept, self._keys):
+                for _, doc_id in sorted(map(self._keys.__getitem__, common)):
+                    if accept is not None and not accept(doc_id):
+                        continue
                     out.append(RecallHit(doc_id, 1.0, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out
@@ -523,7 +480,9 @@ class RecallIndex:
                 if score < floor:
                     break
                 members = listed(n)
-                for doc_id in ordering.in_order(members, limit - len(out), accept, self._keys):
+                for _, doc_id in sorted(map(self._keys.__getitem__, members)):
+                    if accept is not None and not accept(doc_id):
+                        continue
                     out.append(RecallHit(doc_id, score, docs[doc_id].updated_at))
                     if len(out) == limit:
                         return out

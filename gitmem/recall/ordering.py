@@ -1,43 +1,22 @@
-"""Taking the first few of many scored documents in the rankings' order, without sorting them all.
+"""Taking the first few of many BM25-scored documents in the rankings' order, without sorting them all.
 
-Every ranking orders by score high to low, then newest first, then id. A query
-of common words can score thousands of documents to show five; these take what
+Every ranking orders by score high to low, then newest first, then id. A run's
+recall input (up to 2000 characters) has more tokens than BM25 prunes, so every
+document holding one is scored, thousands to show five; :func:`take` takes what
 the limit needs (and what ``accept`` lets through) from a partial sort, widening
-it only when the accepted ones run out.
+it only when the accepted ones run out (a fifth of the whole search's CPU at 10k
+records, docs/benchmarks.md). Coverage's score levels are sorted whole: a
+partial sort of them bought nothing measurable.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 
 from gitmem.recall.values import RecallHit
 
-Key = tuple[float, str]  # a document's tie order: (-updated_at, id)
 Ranked = tuple[tuple[float, float, str], str]  # ((-score, -updated_at, id), id)
-
-
-def in_order(
-    members: list[str], need: int, accept: Callable[[str], bool] | None, keys: Mapping[str, Key]
-) -> Iterator[str]:
-    """``members`` newest first (then by id), accepted ones only, sorting no more than ``need`` asks."""
-    key = keys.__getitem__
-    want = need if accept is None else need * 2
-    done = 0
-    while True:
-        if len(members) <= max(want, 32):
-            chunk = sorted(map(key, members))
-            last = True
-        else:
-            chunk = heapq.nsmallest(want, map(key, members))
-            last = False
-        for _, doc_id in chunk[done:]:
-            if accept is None or accept(doc_id):
-                yield doc_id
-        if last:
-            return
-        done = len(chunk)
-        want *= 4
 
 
 def take(ranked: list[Ranked], limit: int, accept: Callable[[str], bool] | None) -> list[RecallHit]:

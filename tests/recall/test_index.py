@@ -254,7 +254,7 @@ def test_readers_and_writers_on_threads_see_whole_documents() -> None:
 
 @pytest.mark.parametrize("keep", [None, 2, 7, 97])
 def test_large_score_levels_are_ordered_exactly_as_a_scan(keep: int | None) -> None:
-    # Hundreds of documents share each score level, so ordering goes through the partial
+    # Hundreds of documents share each score level, so BM25's ordering goes through the partial
     # (nsmallest) path, including its widening when accept rejects most of a chunk.
     from gitmem.recall.scan import scan_bm25, scan_coverage
 
