@@ -25,6 +25,9 @@ from gitmem.grep import compile_pattern, scan
 HOSTILE_PATTERN = "(a|aa)+$"
 HOSTILE_LINE = "a" * 40 + "b"
 HANG_GUARD = 300.0  # seconds: the default budget is 2 CPU seconds a search
+# The processes below run with a default budget of 0.1 s instead (one search of the hostile line
+# needs minutes, so a path without a budget still hangs): they wait 0.1 s, not 2, for each stop.
+LOWER_BUDGET = 'import gitmem.grep; gitmem.grep.compile_pattern.__kwdefaults__["budget"] = 0.1\n'
 
 
 def test_a_backtracking_pattern_stops_at_its_budget_with_invalid_pattern() -> None:
@@ -130,7 +133,7 @@ SEARCHES = r"""
 import json, sys
 from gitmem import GitFileStore, InMemoryFileStore, MemoryStoreError
 from gitmem.tools import FileMemoryCapability, FileMount
-
+""" + LOWER_BUDGET + r"""
 pattern, line, repo = sys.argv[1], sys.argv[2], sys.argv[3]
 text = "a memory\n" + line + "\n"
 
@@ -187,9 +190,10 @@ def test_the_cli_grep_stops_a_hostile_pattern(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
+    entry = LOWER_BUDGET + "from gitmem.adapters.cli import main\nmain()\n"  # what the console script runs
     try:
         done = subprocess.run(
-            [*cli, "grep", "user", HOSTILE_PATTERN, "--regex", "--json"],
+            [sys.executable, "-c", entry, "--root", str(root), "grep", "user", HOSTILE_PATTERN, "--regex", "--json"],
             capture_output=True,
             text=True,
             timeout=HANG_GUARD,
@@ -198,3 +202,4 @@ def test_the_cli_grep_stops_a_hostile_pattern(tmp_path: Path) -> None:
         raise AssertionError("gitmem grep ran without bound") from None
     assert done.returncode != 0
     assert "invalid_pattern" in done.stdout + done.stderr, (done.stdout, done.stderr)
+    assert "more than 0.1 s of matching work" in done.stdout, done.stdout  # the lowered budget was the one spent

@@ -83,12 +83,16 @@ def modules(root: Path, *args: str, probe: str = PROBE) -> set[str]:
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
+def heavy(held: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in held} & set(HEAVY)
+
+
+def engines(held: set[str]) -> set[str]:
+    return {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")}
+
+
 def loaded(root: Path, *args: str) -> set[str]:
-    return {m.split(".")[0] for m in modules(root, *args)} & set(HEAVY)
-
-
-def engines(root: Path, *args: str) -> set[str]:
-    return {e for e in ENGINES for m in modules(root, *args) if m == e or m.startswith(e + ".")}
+    return heavy(modules(root, *args))
 
 
 @pytest.fixture(scope="module")
@@ -114,11 +118,12 @@ def test_help_and_version_load_no_heavy_library(root: Path) -> None:
 
 def test_ls_and_cat_read_main_without_pygit2_or_the_engines(root: Path) -> None:
     # ls reads each file's frontmatter description: yaml only for frontmatter beyond `key: text` lines.
-    assert loaded(root, "ls", "user") == set()
-    assert loaded(root, "cat", "user", "a.md") == set()
+    held = {args: modules(root, *args) for args in (("ls", "user"), ("cat", "user", "a.md"), ("--help",))}
+    assert heavy(held["ls", "user"]) == set()
+    assert heavy(held["cat", "user", "a.md"]) == set()
     assert loaded(root, "cat", "user", "a.md", "--json") == set()
-    for args in (("ls", "user"), ("cat", "user", "a.md"), ("--help",)):
-        assert engines(root, *args) == set(), args
+    for args, names in held.items():
+        assert engines(names) == set(), args
 
 
 #: The click-free modules every click command prints through (the quick path uses them too).
@@ -154,7 +159,7 @@ def test_the_entry_point_runs_the_quick_forms_without_click(root: Path) -> None:
         # Objects are checked with CPython's own SHA-1: loading OpenSSL (hashlib) costs more than the hashing.
         assert "_hashlib" not in held - AT_START, args
         assert {m.split(".")[0] for m in held} & set(HEAVY) == set(), args
-        assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} == set(), args
+        assert engines(held) == set(), args
     held = subprocess.run(
         [sys.executable, "-c", ENTRY, "--help"], capture_output=True, text=True, check=True
     ).stderr.strip().splitlines()[-1]
@@ -266,7 +271,7 @@ def test_first_grep_of_a_mount_without_an_index_loads_neither_pygit2_nor_whoosh(
     store.apply([Edit(f"n/{i:03}.md", f"note {i}\n" + ("zeppelin\n" if i % 9 == 0 else "")) for i in range(INLINE_DOCS + 20)])
     held = modules(tmp_path, "grep", "big", "zeppelin", probe=ENTRY)
     assert {m.split(".")[0] for m in held} & {"pygit2", "whoosh", "asyncio", "dulwich"} == set()
-    assert {e for e in ENGINES for m in held if m == e or m.startswith(e + ".")} <= {"gitmem.index", "gitmem.grep"}
+    assert engines(held) <= {"gitmem.index", "gitmem.grep"}
     assert "gitmem.index.engine" not in held and "gitmem.gitstore" not in held
     assert not {m for m in held if m == "click" or m.startswith("click.")}  # the quick path parsed it
     assert "gitmem.adapters.cli.app" not in held

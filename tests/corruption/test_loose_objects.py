@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,18 +83,31 @@ def _damage(repo: Path, oid: str, damage: Damage) -> None:
     path.write_bytes(damage(raw))
 
 
-def _run_every_call(repo: Path, cursor: str) -> dict[str, dict[str, object]]:
-    try:
-        done = subprocess.run(
-            [sys.executable, str(WORKER), str(repo), cursor], capture_output=True, text=True, timeout=HANG_GUARD
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        started = [json.loads(line)["start"] for line in out.splitlines() if '"start"' in line]
-        raise AssertionError(f"hung in {started[-1] if started else 'opening the store'}") from None
-    assert done.returncode == 0, done.stderr
+@pytest.fixture(scope="module")
+def worker() -> Iterator[subprocess.Popen[str]]:
+    """The fork server of ``corrupt_worker.py``: each memory's calls run in a child of their own."""
+    proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and json.loads(proc.stdout.readline()) == {"ready": True}
+    yield proc
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    proc.stdout.close()
+
+
+def _run_every_call(worker: subprocess.Popen[str], repo: Path, cursor: str) -> dict[str, dict[str, object]]:
+    assert worker.stdin is not None and worker.stdout is not None
+    out = repo.with_name("calls.jsonl")
+    worker.stdin.write(json.dumps({"repo": str(repo), "cursor": cursor, "out": str(out), "timeout": HANG_GUARD}) + "\n")
+    worker.stdin.flush()
+    answer = json.loads(worker.stdout.readline())
+    lines = out.read_text().splitlines()
+    if answer["timeout"]:
+        started = [json.loads(line)["start"] for line in lines if '"start"' in line]
+        raise AssertionError(f"hung in {started[-1] if started else 'opening the store'}")
+    assert answer["status"] == 0, answer
     results = {}
-    for line in done.stdout.splitlines():
+    for line in lines:
         record = json.loads(line)
         if "call" in record:
             results[record["call"]] = record
@@ -103,11 +116,13 @@ def _run_every_call(repo: Path, cursor: str) -> dict[str, dict[str, object]]:
 
 @pytest.mark.parametrize("kind", ["blob", "tree", "commit"])
 @pytest.mark.parametrize("damage", list(DAMAGES))
-def test_a_damaged_loose_object_never_hangs_and_is_named(tmp_path: Path, kind: str, damage: str) -> None:
+def test_a_damaged_loose_object_never_hangs_and_is_named(
+    worker: subprocess.Popen[str], tmp_path: Path, kind: str, damage: str
+) -> None:
     repo, cursor, oids = _memory(tmp_path)
     oid = oids[kind]
     _damage(repo, oid, DAMAGES[damage])
-    results = _run_every_call(repo, cursor)
+    results = _run_every_call(worker, repo, cursor)
     assert len(results) == 20, results
     for record in results.values():
         assert "crash" not in record, record
@@ -127,15 +142,17 @@ def test_a_damaged_loose_object_never_hangs_and_is_named(tmp_path: Path, kind: s
     assert any(oid in str(m) and "corrupt loose object" in str(m) for m in fsck["messages"]), fsck  # type: ignore[union-attr]
 
 
-def test_reads_of_sound_objects_beside_a_damaged_one_still_answer(tmp_path: Path) -> None:
+def test_reads_of_sound_objects_beside_a_damaged_one_still_answer(worker: subprocess.Popen[str], tmp_path: Path) -> None:
     repo, cursor, oids = _memory(tmp_path)
     _damage(repo, oids["blob"], DAMAGES["cut_in_half"])
-    results = _run_every_call(repo, cursor)
+    results = _run_every_call(worker, repo, cursor)
     for name in ("read_other", "log", "changes_since", "show", "write_other", "index_status"):
         assert results[name].get("ok") is True, results[name]
 
 
-def test_a_damaged_loose_copy_of_a_packed_object_is_dropped_and_the_pack_read(tmp_path: Path) -> None:
+def test_a_damaged_loose_copy_of_a_packed_object_is_dropped_and_the_pack_read(
+    worker: subprocess.Popen[str], tmp_path: Path
+) -> None:
     """git reads packs first; libgit2 reads the loose copy (and hangs on it, even in prefix lookups).
 
     A repack that kept the loose files leaves both: the damaged loose copy is
@@ -145,7 +162,7 @@ def test_a_damaged_loose_copy_of_a_packed_object_is_dropped_and_the_pack_read(tm
     _git(repo, "repack", "-a", "-q")  # packs everything, leaves the loose files
     _damage(repo, oids["blob"], DAMAGES["cut_in_half"])
     assert [bad.oid for bad in damaged_loose_objects(str(repo / "objects"))] == [oids["blob"]]
-    results = _run_every_call(repo, cursor)
+    results = _run_every_call(worker, repo, cursor)
     for name in ("read", "search", "list", "show", "diff", "blame", "write_other"):
         assert results[name].get("ok") is True, results[name]
     assert results["fsck"]["fsck_ok"] is True, results["fsck"]

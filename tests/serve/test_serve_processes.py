@@ -37,6 +37,7 @@ sys.path.insert(0, {repo!r})
 from bench.mcp_http_client import HttpMcpClient
 url, token, name, go = sys.argv[1:5]
 with HttpMcpClient(url, token) as client:
+    print("ready", flush=True)
     while not __import__("os").path.exists(go):
         time.sleep(0.005)
     result = client.call("memory_file_edit", memory="notes", path="shared.md", old_string="nobody", new_string=name)
@@ -96,7 +97,9 @@ def test_two_mcp_client_processes_race_on_one_file(server: Server, tmp_path: Pat
         )
         for token, name in ((ALICE, "alice"), (BOB, "bob"))
     ]
-    time.sleep(1.0)  # both have their sessions open and wait for the file
+    for racer in racers:  # both have their sessions open and wait for the file
+        assert racer.stdout is not None
+        assert racer.stdout.readline() == "ready\n", racer.communicate(timeout=GIT_TIMEOUT)[1]
     go.write_text("go")
     answers = []
     for racer in racers:
