@@ -81,11 +81,6 @@ FETCH: Final = (
 """``git fetch`` into a quarantine: objects only (no gc or maintenance process, commit graph, tags or
 ``FETCH_HEAD`` left behind)."""
 
-CHECKED_FETCH: Final = ("-c", "fetch.fsckObjects=true", *FETCH)
-""":data:`FETCH` that also holds every object it receives to git's strict object rules (``index-pack
---strict``, or ``unpack-objects --strict`` for a few objects; the rules a push meets) and fails when
-one breaks them. The strictness is git's own: the user's ``fetch.fsck.*`` settings apply."""
-
 
 def run_git(
     args: Sequence[str],

@@ -9,10 +9,9 @@ What gitmem adds to ``git fetch`` is on the receiving side:
 2. :func:`gitmem.git.merge.integrate` lands it on ``main`` (fast-forward, or a
    clean three-way merge commit when agents wrote meanwhile, or a refusal naming
    the conflicting files), after every commit brought in passed the push rules
-   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits;
-   every object it brought already met git's strict checks in the fetch itself
-   (``fetch.fsckObjects``: ``index-pack --strict``, as for a push), which refuses
-   the whole fetch when one breaks them;
+   (:mod:`gitmem.git.pushcheck`): paths, text, size, frontmatter, secrets, limits,
+   and every object git's strict checks (``index-pack --strict``, as for a push;
+   run by gitmem, so a user's ``fetch.fsck.*`` settings cannot weaken them);
 3. only then do objects move into the mount, exactly those the new ``main``
    reaches (not the remote's erasure ledger, not anything else the fetch
    brought), and ``main`` moves by compare-and-swap under the writer lock.
@@ -33,13 +32,12 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import conflict, erasures
-from gitmem.git.cli import CHECKED_FETCH, FETCH, run_git
+from gitmem.git.cli import FETCH, run_git
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeRefused, MergeResult, integrate, refused_by_rules
-from gitmem.git.pushcheck import RULE_OBJECT, Refusal
+from gitmem.git.merge import MergeRefused, MergeResult, integrate
 from gitmem.git.quarantine import open_quarantine
-from gitmem.git.refs import MAIN, PROPOSALS
+from gitmem.git.refs import PROPOSALS
 from gitmem.git.remote import (
     DEFAULT_REMOTE,
     PUSHED_KEY,
@@ -94,25 +92,17 @@ def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
 _INCOMING_LEDGER = "refs/incoming-ledger"
 
 
-#: What git says when the objects a checked fetch received break its rules.
-_FSCK_FAILED = ("fsck error",)
-
-
 def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
     """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``; returns ``main``'s commit id.
 
     One connection brings both: the ledger's refspec is a pattern, so a remote
     without a ledger fails nothing (an exact refspec would fail the fetch).
-    :func:`_adopt_ledger` reads what it brought. The fetch holds every object it
-    receives to git's strict object rules (:data:`gitmem.git.cli.CHECKED_FETCH`), as
-    a push to a mount is held: an object they refuse makes the pull a
-    :class:`~gitmem.git.merge.MergeRefused` (rule ``invalid_object``), and nothing
-    is fetched.
+    :func:`_adopt_ledger` reads what it brought.
     """
     what = f"git fetch from {remote.name}"
     done = run_git(
         [
-            *CHECKED_FETCH,
+            *FETCH,
             remote.url,
             "+refs/heads/main:refs/heads/incoming",
             f"+{LEDGER_REF}*:{_INCOMING_LEDGER}*",
@@ -124,9 +114,6 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
         said = done.stderr.lower()
         if "couldn't find remote ref" in said:
             raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
-        if any(sign in said for sign in _FSCK_FAILED):
-            message = f"git's object checks refuse the pushed objects: {tail(done.stderr, 3)}"
-            raise refused_by_rules(f"{remote.name}/main", [Refusal(MAIN, RULE_OBJECT, message)])
         raise MemoryStoreError("unavailable", f"{what} failed: {tail(done.stderr)}")
     try:
         r = open_repository(scratch)
@@ -214,7 +201,7 @@ def pull(
                 scratch=held,
                 precheck=history_unchanged,
                 after_swap=close_merged_proposals,
-                strict_objects=False,  # the fetch held every object it brought to git's strict rules
+                strict_objects=True,  # gitmem's own strict check: a user's fetch.fsck.* settings do not weaken it
                 join=True,
             )
         except MergeRefused as exc:
