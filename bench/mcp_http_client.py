@@ -54,7 +54,10 @@ class HttpMcpClient:
 
     def __exit__(self, *exc: object) -> None:
         if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+            try:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:  # the loop has ended already: the session failed on its own (its error is raised)
+                pass
         self._thread.join(timeout=TIMEOUT)
         assert not self._thread.is_alive(), "the MCP client did not shut down"
 

@@ -88,7 +88,6 @@ def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise MemoryStoreError("unavailable", f"cannot listen on {host}:{port}: {exc}") from None
-    sock.set_inheritable(True)
     return sock
 
 

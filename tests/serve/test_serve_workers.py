@@ -51,9 +51,9 @@ def token_of(who: str) -> str:
 
 
 def workers_of(supervisor: int) -> list[int]:
-    """The worker processes the supervisor runs now."""
+    """The worker processes the supervisor runs now (a killed one it has not reaped yet is not one)."""
     text = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text()
-    return sorted(int(pid) for pid in text.split())
+    return sorted(pid for pid in map(int, text.split()) if not gone(pid))
 
 
 def wait_for(check: object, seconds: float = WAIT) -> None:
@@ -64,11 +64,26 @@ def wait_for(check: object, seconds: float = WAIT) -> None:
 
 
 def gone(pid: int) -> bool:
+    """Whether no thread of ``pid`` runs any more, so the kernel has closed its connections.
+
+    Not just "a zombie": a killed process's main thread turns zombie first, while its
+    other threads (a worker has dozens) are still exiting and still hold its sockets
+    open. A client that sends on a kept-alive connection then has its request taken in
+    and reset when the last thread ends (``ReadError`` with no response), where the
+    closed connection would have told it to open a new one.
+    """
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
         return True
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie serves nothing
+    for task in tasks:
+        try:
+            state = Path(f"/proc/{pid}/task/{task}/stat").read_text().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state not in ("Z", "X"):
+            return False
+    return True
 
 
 @pytest.fixture
@@ -229,3 +244,23 @@ def test_the_supervisor_stopped_leaves_no_worker_and_no_session_book(team: tuple
         assert not any(book.exists() for book in left)  # ... the next one to start swept it
     finally:
         stop_serve(proc)
+
+
+# The client's session ends with the transport's error in its thread: that is what this test provokes.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_client_whose_server_went_away_still_closes(team: tuple[Root, Path]) -> None:
+    root, tokens = team
+    proc, info = start_serve(root.path, tokens, "--workers", "1")
+    try:
+        wait_for(lambda: len(workers_of(proc.pid)) == 1)
+        pids = workers_of(proc.pid)
+        client = HttpMcpClient(info["url"] + "/mcp", token_of("agent0")).__enter__()
+        assert not client.call("memory_file_create", memory="team", path="x.md", content="x\n").is_error
+    finally:
+        proc.kill()  # the supervisor, and with it its worker: nothing listens on the port any more
+        proc.communicate(timeout=GIT_TIMEOUT)
+    wait_for(lambda: all(gone(pid) for pid in pids))
+    with pytest.raises(Exception):  # noqa: B017  (the mcp client's own error for a session it lost)
+        client.call("memory_file_view", memory="team", path="x.md")
+    client._thread.join(WAIT)  # its loop has ended ...
+    client.__exit__(None, None, None)  # ... and closing it is still quiet
