@@ -579,9 +579,13 @@ class GitRepo:
         return items
 
     def resolve(self, rev: str) -> str | None:
-        """The commit id a revision names (hex id, prefix, ``main``, ``main~2``), or ``None``."""
+        """The commit id a revision names (hex id, prefix, ``main``, ``main~2``), or ``None``.
+
+        Through :meth:`fresh`: a handle older than a purge or forget still has the deleted
+        packs open and would find an erased commit by its id.
+        """
         try:
-            obj = self.repo.revparse_single(rev)
+            obj = self.fresh().revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             raise_if_corrupt()

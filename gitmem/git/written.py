@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import struct
 import threading
 from collections.abc import Callable, Mapping
@@ -323,9 +324,23 @@ def withdraw(repo_path: str) -> None:
     Called before the history mark moves: a reader that sees the new mark finds
     no copy of erased objects, and one that read the copy before drops what it
     kept (and its descriptor) when it sees the mark. The next commit writes a new copy.
+    It runs after the erased objects are gone, where a failure would leave the erasure
+    unrecorded, so anything but a regular file planted there (a folder, a FIFO) is left
+    alone: it holds no copy a reader would take (readers open a regular file only). Only a
+    regular copy that cannot be deleted fails.
     """
-    with suppress(FileNotFoundError):
-        os.unlink(os.path.join(repo_path, LAST_PACK))
+    path = os.path.join(repo_path, LAST_PACK)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            return
+        if regular:
+            raise
 
 
 _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
