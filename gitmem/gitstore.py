@@ -453,9 +453,8 @@ class SyncGitFileStore:
                 return FullResync(head)
             if since == head:
                 return Changes(head, ())
-            if not self.repo.is_commit(since) or not self.repo.descendant_of(head, since):
-                return FullResync(head)
-            return Changes(head, self.repo.changed_paths(since, head))
+            paths = self.repo.changes_since(since, head)
+            return FullResync(head) if paths is None else Changes(head, paths)
 
     # -- writes: every one is a checked batch committed by gitmem.git.engine --
 

@@ -1,8 +1,8 @@
 """A write becomes a commit in one module: ``gitmem/git/engine.py``, reached from the store in one call.
 
 Read with ``ast`` (nothing imported): the store calls the engine, the engine
-is the only module that writes a commit's pack and moves ``main`` by the
-hand-made compare-and-swap, and the repository handle never imports the engine
+moves ``main`` by the hand-made compare-and-swap (which only the ref module
+makes), and the repository handle never imports the engine
 (imports run one way: engine -> repo, snapshot, packwrite, refs).
 """
 
@@ -44,6 +44,19 @@ def test_every_store_write_reaches_the_engine_in_one_call() -> None:
     calls = _calls(PACKAGE / "gitstore.py")
     assert "engine.commit_batch" in calls
     assert "transact" not in calls
+
+
+def test_the_engine_moves_main_by_the_hand_made_swap_and_only_refs_makes_it() -> None:
+    swappers = {
+        path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if "swap_loose_ref" in _calls(path)
+    }
+    assert swappers == {"git/refs.py"}
+    moves = [
+        node
+        for node in ast.walk(ast.parse((PACKAGE / "git" / "engine.py").read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "swap_ref"
+    ]
+    assert moves and all("durable" in {k.arg for k in node.keywords} for node in moves)  # else the transaction
 
 
 def test_the_repository_handle_does_not_import_the_engine() -> None:

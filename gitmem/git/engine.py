@@ -143,7 +143,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:
                     written.publish(repo.path, pack, pending.objects)  # before the ref moves: a reader of the new head finds it
-                if _move(repo, handle, ref, branch, head, commit, op=chosen.op):
+                if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
                     repo.remember_commit(commit, tree_id, pending.objects)
                     fold_due = _count_pack(repo)
                     return Done(CommitId(commit), chosen.result)
@@ -171,6 +171,7 @@ def _move(
     head: str,
     commit: str,
     *,
+    durable: bool,
     op: str,
 ) -> bool:
     """Compare-and-swap ``ref`` from what the plan saw to ``commit``; ``False`` when someone moved it first."""
@@ -184,6 +185,7 @@ def _move(
         message=f"gitmem {op}",
         stale_after=repo.stale_lock_seconds,
         timeout=repo.lock_timeout,
+        durable=durable,
     )
 
 

@@ -592,8 +592,20 @@ class GitRepo:
             return None
         return str(commit.id)
 
-    def is_commit(self, rev: str) -> bool:
-        held = self.written.object_under(rev, self.history_mark())
+    def changes_since(self, since: str, head: str) -> tuple[str, ...] | None:
+        """Paths that differ from ``since`` to ``head``; ``None`` when ``since`` is no commit ``head`` descends from.
+
+        The history mark is read once for the whole answer (each step would
+        otherwise ask it again: three ``access`` calls of a ``changes``): bytes
+        this process wrote are served only if no purge or forget came since.
+        """
+        mark = self.history_mark()
+        if not self.is_commit(since, mark=mark) or not self.descendant_of(head, since, mark=mark):
+            return None
+        return self.changed_paths(since, head, mark=mark)
+
+    def is_commit(self, rev: str, *, mark: tuple[int, int] | None = None) -> bool:
+        held = self.written.object_under(rev, mark or self.history_mark())
         if held is not None:
             return held[0] == b"commit"  # one this process made: libgit2 would list the pack folder to find it
         try:
@@ -603,7 +615,7 @@ class GitRepo:
             return False
         return obj is not None and obj.type == pygit2.enums.ObjectType.COMMIT
 
-    def descendant_of(self, commit: str, ancestor: str) -> bool:
+    def descendant_of(self, commit: str, ancestor: str, *, mark: tuple[int, int] | None = None) -> bool:
         """Whether ``ancestor`` is reachable from ``commit`` through parents (a commit is not its own).
 
         Walks parents breadth-first from ``commit``, so a cursor a few changes old
@@ -615,7 +627,7 @@ class GitRepo:
             return False
         try:
             repo = self.repo
-            mark = self.history_mark()
+            mark = mark or self.history_mark()
             frontier = deque([commit])
             seen: set[str] = set()
             for _ in range(_ANCESTRY_WALK):
@@ -640,7 +652,7 @@ class GitRepo:
         header = raw.split(b"\n\n", 1)[0].split(b"\n")
         return [line[7:47].decode("ascii") for line in header if line.startswith(b"parent ")]
 
-    def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
+    def changed_paths(self, old: str, new: str, *, mark: tuple[int, int] | None = None) -> tuple[str, ...]:
         """Paths that differ between two commits' trees; cost follows the changed subtrees.
 
         The same paths libgit2's tree diff reports (no rename detection), but folders
@@ -649,7 +661,8 @@ class GitRepo:
         The trees of a commit this process just made are read from the bytes it wrote
         (:attr:`written`): libgit2 would first list the pack folder to find its pack.
         """
-        repo, mark, written = self.repo, self.history_mark(), self.written
+        repo, written = self.repo, self.written
+        mark = mark or self.history_mark()
 
         def read(oid: pygit2.Oid) -> bytes:
             raw = written.raw_under(str(oid), mark)

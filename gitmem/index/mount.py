@@ -139,9 +139,8 @@ class MountIndex:
     def _changed_since(self, commit: str, head: str) -> set[str] | None:
         """Paths changed from ``commit`` to ``head``; ``None`` when ``commit`` cannot serve."""
         try:
-            if not self.repo.is_commit(commit) or not self.repo.descendant_of(head, commit):
-                return None
-            return set(self.repo.changed_paths(commit, head))
+            paths = self.repo.changes_since(commit, head)
+            return None if paths is None else set(paths)
         except MemoryStoreError:
             raise
         except Exception:  # objects pruned under a stale handle: the commit cannot serve

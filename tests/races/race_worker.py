@@ -137,8 +137,18 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         return ref
 
+    original_rename = os.rename
+
+    def rename_then_stop(src: Any, dst: Any, **kw: Any) -> None:
+        # gitmem's own ref swap (gitmem.git.refs.swap_loose_ref): main.lock held, ref read
+        if in_cas and str(dst).endswith(os.path.join("refs", "heads", "main")):
+            Acks(args["acks"])("in-cas", in_cas.pop())
+            os.kill(os.getpid(), signal.SIGSTOP)
+        original_rename(src, dst, **kw)
+
     engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
+    os.rename = rename_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
