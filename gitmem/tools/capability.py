@@ -201,7 +201,7 @@ class FileMemoryCapability(MountedTools[FileMount]):
         if isinstance(args, ShowArgs):
             return history_ops.show(store, args.revision, args.path, fmt)
         assert isinstance(args, RestoreArgs)
-        return history_ops.restore(store, args.path, args.revision, args.version, fmt, who)
+        return history_ops.restore(store, args.path, args.revision, args.version, who)
 
     # -- context ---------------------------------------------------------------------------
 
