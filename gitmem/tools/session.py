@@ -113,10 +113,4 @@ class SessionTools(KindTools):
             dry_run=args.dry_run,
             origin=origin,
         )
-        return {
-            "removed": list(report.removed),
-            "reasons": report.reasons,
-            "kept_protected": report.kept_protected,
-            "remaining": report.remaining,
-            "dry_run": report.dry_run,
-        }
+        return report.as_dict()

@@ -212,16 +212,7 @@ def session_prune(
         for item_id in report.removed:
             say(f"  {item_id}: {report.reasons[item_id]}")
 
-    emit(
-        {
-            "removed": list(report.removed),
-            "reasons": report.reasons,
-            "kept_protected": report.kept_protected,
-            "remaining": report.remaining,
-            "dry_run": dry_run,
-        },
-        text,
-    )
+    emit(report.as_dict(), text)
 
 
 @session.command("delete")
