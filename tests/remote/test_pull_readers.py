@@ -132,7 +132,7 @@ def _stripped(stderr: str) -> str:
 
 
 def test_a_fast_forward_pull_loads_no_libgit2(forge: tuple[Path, Path, Path]) -> None:
-    hosting, root, work = forge
+    _hosting, root, work = forge
     write(work, "notes/new.md", "from the forge\n")
     pushed = commit_all(work, "a person's note")
     git("push", "-q", "origin", "main", cwd=work)
@@ -150,7 +150,7 @@ def test_a_fast_forward_pull_loads_no_libgit2(forge: tuple[Path, Path, Path]) ->
 
 @pytest.mark.parametrize("case", [c for c in BAD_PUSHES if c.id in ("binary", "symlink", "private-key")], ids=str)
 def test_a_hostile_pull_is_refused_as_the_full_path_refuses_it(forge: tuple[Path, Path, Path], case: BadPush) -> None:
-    hosting, root, work = forge
+    _hosting, root, work = forge
     mount = root / "team.git"
     before = git("rev-parse", "main", cwd=mount).stdout.strip()
     case.make(work)
