@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from serve.support import BAD_PUSHES, BadPush, commit_all, fsck_clean, git, seed, write
+from serve.support import BAD_PUSHES, BadPush, commit_all, fsck_clean, git, has_object, malformed_commit, seed, write
 
 from gitmem import Root
 from gitmem.fileformat import FileFormat
+from gitmem.git.packs import pack_ids
 from gitmem.git.peek import Peek
 from gitmem.git.peekreader import PeekReader
 from gitmem.git.pushcheck import RefUpdate, check_updates
@@ -127,6 +128,13 @@ def forge(tmp_path: Path) -> tuple[Path, Path, Path]:
     return hosting, root, work
 
 
+def _objects(mount: Path) -> tuple[set[str], set[str]]:
+    """The mount's loose objects and pack indexes."""
+    objects = mount / "objects"
+    loose = {f"{d.name}{f.name}" for d in objects.iterdir() if len(d.name) == 2 for f in d.iterdir()}
+    return loose, {p.name for p in (objects / "pack").glob("*.idx")}
+
+
 def _stripped(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if not line.startswith("import time:"))
 
@@ -136,11 +144,16 @@ def test_a_fast_forward_pull_loads_no_libgit2(forge: tuple[Path, Path, Path]) ->
     write(work, "notes/new.md", "from the forge\n")
     pushed = commit_all(work, "a person's note")
     git("push", "-q", "origin", "main", cwd=work)
+    mount = root / "team.git"
+    before = _objects(mount)
     done = _gitmem(root, "pull", "team")
     assert done.returncode == 0, done.stderr
     assert "fast-forward" in done.stdout and "notes/new.md" in done.stdout
     assert "pygit2" not in done.stderr  # -X importtime lists every module loaded
-    mount = root / "team.git"
+    after = _objects(mount)
+    assert after[0] == before[0]  # nothing loose: what was fetched came in as one pack
+    (added,) = after[1] - before[1]  # the fetched pack, moved in as it is once checked
+    assert bytes.fromhex(pushed) in pack_ids(str(mount / "objects" / "pack" / added))
     assert git("rev-parse", "main", cwd=mount).stdout.strip() == pushed
     fsck_clean(mount)
     again = _gitmem(root, "pull", "team")
@@ -161,4 +174,19 @@ def test_a_hostile_pull_is_refused_as_the_full_path_refuses_it(forge: tuple[Path
     assert (quick.stdout, _stripped(quick.stderr)) == (full.stdout, _stripped(full.stderr))
     assert case.rule in quick.stderr
     assert git("rev-parse", "main", cwd=mount).stdout.strip() == before
+    fsck_clean(mount)
+
+
+def test_a_users_fetch_fsck_settings_do_not_weaken_a_quick_pull(forge: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _hosting, root, work = forge
+    mount = root / "team.git"
+    before = git("rev-parse", "main", cwd=mount).stdout.strip()
+    bad = malformed_commit(work, "zero-padded-mode")
+    git("push", "-q", "-f", "origin", "main", cwd=work)
+    user = tmp_path / "user.gitconfig"
+    user.write_text('[fetch "fsck"]\n\tzeroPaddedFilemode = ignore\n')
+    done = _gitmem(root, "pull", "team", env={"GIT_CONFIG_GLOBAL": str(user)})
+    assert done.returncode == 1 and "git's object checks refuse" in done.stderr, _stripped(done.stderr)
+    assert git("rev-parse", "main", cwd=mount).stdout.strip() == before
+    assert not has_object(mount, bad)
     fsck_clean(mount)
