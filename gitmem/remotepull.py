@@ -139,7 +139,11 @@ def _land(
             held.admit([incoming], reached=seen[MAIN], durable=durable)
         except (PackError, OSError) as exc:
             raise MemoryStoreError("unavailable", f"cannot store the objects of {incoming[:12]}: {exc}") from exc
-        if not swap_loose_ref(folder, MAIN, ours, incoming, durable=durable):
+        try:
+            moved = swap_loose_ref(folder, MAIN, ours, incoming, durable=durable)
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot update {MAIN}: {exc}") from exc
+        if not moved:
             raise _Declined  # main moved, or is not a plain loose ref: the store's pull retries
     return MergeResult("fast_forward", ours, incoming, paths)
 
