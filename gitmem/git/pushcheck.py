@@ -41,8 +41,11 @@ same rules as a store write:
   and carries nothing but its entries. Every other ref under ``refs/gitmem/``
   is gitmem's own and refused.
 
-The check only reads objects. The objects of a push in flight sit in a
-quarantine directory until the push is accepted; pass it as ``object_dirs``.
+The check only reads objects, through an object reader (:mod:`gitmem.git.objectread`):
+libgit2's by default (:mod:`gitmem.git.pygitreader`), the peek's for a CLI fast-forward
+pull (:mod:`gitmem.git.peekreader`); the rules are this one code either way. The objects
+of a push in flight sit in a quarantine directory until the push is accepted; pass it as
+``object_dirs``.
 Each :class:`Refusal` names the ref, the commit, the file and the rule.
 """
 
