@@ -20,8 +20,8 @@ with the pieces a pull always uses, none of which loads libgit2:
 
 Anything else goes to :func:`gitmem.remotes.pull` through the store, whose
 answers and errors are the reference: not a fast-forward (a merge, a join, a
-conflict), ``--propose``, a refusal (it refuses the same commits, saying why), an
-erasure ledger here or on the remote, review proposals or records of pushed
+conflict), a refusal (it refuses the same commits, saying why), an
+erasure ledger here or on the remote, file or byte limits for the whole memory, review proposals or records of pushed
 ones, a ref or object the peek leaves to libgit2, a crashed writer's leftovers,
 a ``main`` that moved meanwhile. Nothing this path did is then undone or needed:
 at most the objects of a checked fast-forward are already in the mount.
@@ -86,6 +86,8 @@ def _fast_forward(root: Root, name: str, remote: str) -> MergeResult:
     peek = Peek(folder)
     peek.head()
     limits = limit_values(peek)
+    if "max_files" in limits or "max_memory_bytes" in limits:
+        raise _Declined  # the memory's size limits read every file's size: libgit2 reads headers, the peek whole objects
     url = peek.remote_url(check_remote_name(remote))
     if url is None or peek.ref(LEDGER_REF) is not None:
         raise _Declined
