@@ -24,9 +24,6 @@ one record memory of ``size`` records (a git record mount under ``--dir``):
   process) and a warm search.
 - ``marker``: the record store's handle remembering the ``last-id`` marker it wrote
   against reading it from git before each add; op: ``RecordStore.add``.
-- ``accept``: a search's filter asked at most once per document (``values.remembered``)
-  against asked every time; op: ``RecallIndex.search`` with a filter of half the
-  documents (the LangGraph store's namespace filter: a set lookup).
 - ``workers``: recall threads that stay for the next recall against a new
   thread per recall (``_Workers.run`` replaced); op: a run's recall over the mount
   (``RecordMemoryCapability.recall``), CPU of the whole process.
@@ -50,14 +47,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gitmem.recall import bm25, convo, ordering, stemming
-from gitmem.recall import index as recall_index
 from gitmem.recall.index import RecallIndex
 from gitmem.recall.values import RecallHit
 from gitmem.records import RecordStore
 from gitmem.tools import recall_blocks
 from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
-VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens", "norms", "stem", "marker", "accept")
+VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens", "norms", "stem", "marker")
 
 
 class _PlainNorms:
@@ -124,8 +120,6 @@ def switched_off(name: str, off: bool, index: RecallIndex | None = None) -> Iter
         put(convo, "stem", stemming.stem.__wrapped__)
     elif name == "marker":
         put(RecordStore, "_last_id", _last_id_read)
-    elif name == "accept":
-        put(recall_index, "remembered", lambda accept: accept)
     try:
         yield
     finally:
@@ -163,8 +157,6 @@ def run(
                 with switched_off(name, off):
                     RecordStore(records.store, records.namespace, snapshot_dir=f"{snapdirs}/{off}").search("warm up")
         cold_rounds = max(rounds // 20, 5)
-        bm25_index = records._recall_index().index
-        half = set(records.ids()[::2]).__contains__
         if name == "stem":
             talk = RecordStore(records.store, records.namespace, snapshot_dir=f"{snapdirs}/warm", profile="conversation")
             talk.search("warm up")
@@ -185,8 +177,6 @@ def run(
                     return store.search(q, limit=5)
 
                 sample("first search of a new process, snapshot", resumed)
-            if name == "accept":
-                sample("search (bm25), half the documents accepted", lambda q=q: bm25_index.search(q, limit=5, accept=half))
             if name == "marker":
                 sample("add", lambda i=i, q=q: records.add(f"{q} added {i}"))
             if name == "stem":
