@@ -22,8 +22,6 @@ one record memory of ``size`` records (a git record mount under ``--dir``):
   function; ops: the first search of a new process without a snapshot (the index built
   from git, every token stemmed; the cache emptied before each call, as in a new
   process) and a warm search.
-- ``marker``: the record store's handle remembering the ``last-id`` marker it wrote
-  against reading it from git before each add; op: ``RecordStore.add``.
 - ``workers``: recall threads that stay for the next recall against a new
   thread per recall (``_Workers.run`` replaced); op: a run's recall over the mount
   (``RecordMemoryCapability.recall``), CPU of the whole process.
@@ -53,7 +51,7 @@ from gitmem.records import RecordStore
 from gitmem.tools import recall_blocks
 from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
-VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens", "norms", "stem", "marker")
+VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens", "norms", "stem")
 
 
 class _PlainNorms:
@@ -65,12 +63,6 @@ class _PlainNorms:
 
     def __getitem__(self, length: int) -> float:
         return self.k1 * (1.0 - self.b + self.b * length / self.avg)
-
-
-def _last_id_read(self: RecordStore, marker: str) -> tuple[str | None, str | None]:
-    """The ``last-id`` marker read from the store before every add."""
-    mark = self._read(marker)
-    return (None, None) if mark is None else (mark.text.strip(), mark.version)
 
 
 def _take_sorted(ranked: list[Any], limit: int, accept: Callable[[str], bool] | None) -> list[RecallHit]:
@@ -118,8 +110,6 @@ def switched_off(name: str, off: bool, index: RecallIndex | None = None) -> Iter
         put(bm25, "_Norms", _PlainNorms)
     elif name == "stem":
         put(convo, "stem", stemming.stem.__wrapped__)
-    elif name == "marker":
-        put(RecordStore, "_last_id", _last_id_read)
     try:
         yield
     finally:
@@ -177,8 +167,6 @@ def run(
                     return store.search(q, limit=5)
 
                 sample("first search of a new process, snapshot", resumed)
-            if name == "marker":
-                sample("add", lambda i=i, q=q: records.add(f"{q} added {i}"))
             if name == "stem":
                 sample("search (bm25), warm, conversation profile", lambda q=q: talk.search(q, limit=5))
                 if i < cold_rounds:
