@@ -60,6 +60,7 @@ VARIANTS: dict[str, str] = {
     "watch-details": "the change watcher diffs trees and walks commits per move (as before)",
     "round-robin": "waitress wakes the worker idle longest (as before)",
     "lock-poll": "every waiting writer thread polls the flock, then waits in a thread of its own (as before)",
+    "watch-always": "the change watcher runs from the first event stream, subscribed or not (as before)",
 }
 
 
@@ -124,6 +125,10 @@ def variant_server(name: str, argv: list[str]) -> None:
         from gitmem.adapters import http_server
 
         http_server._warm_first_dispatcher = ThreadedTaskDispatcher
+    elif name == "watch-always":
+        from gitmem.adapters import mcp_http
+
+        mcp_http.McpHttpApp._watch_for = lambda self, session, catch_up=False: self._changes.start()  # type: ignore[method-assign]
     elif name == "lock-poll":
         from gitmem.git import locks
 
@@ -209,14 +214,29 @@ def gitmem_url(proc: subprocess.Popen[str]) -> str:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time process ``pid`` has run so far, summed over its threads in nanoseconds (Linux ``schedstat``)."""
+    """CPU time process ``pid`` and its child processes have run so far, over all their threads (Linux ``schedstat``).
+
+    ``gitmem serve`` forks its worker processes (``--workers``, default: the cores)
+    under a supervisor that serves nothing: the workers' CPU is the server's.
+    """
     total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            pids += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    for one in pids:
         try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
-            pass
+            tasks = os.listdir(f"/proc/{one}/task")
+        except OSError:  # a worker that ended meanwhile
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{one}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+                pass
     return total / 1e9
 
 
