@@ -16,7 +16,10 @@ in gitmem reads a switch): ``fold-inline`` folds packs inside the write's reques
 ``sdk-path`` sends every tool call through the SDK's transport, ``watch-details``
 has the change watcher diff trees and walk commits at every move, ``round-robin``
 lets waitress wake the worker that has been idle longest, ``lock-poll`` lets every
-writer thread poll the writer lock (no line in the process). Ratios are against the
+writer thread poll the writer lock (no line in the process), ``watch-always`` runs
+the change watcher from the first event stream, subscribed or not. ``--before SRC``
+adds ``gitmem serve`` importing gitmem from another source tree (``git archive
+main | tar -x -C SRC``): before and after in the same rounds. Ratios are against the
 bare server (and each variant against plain gitmem); the server's CPU per call
 (all its threads, from ``/proc``) is the steadier figure on a shared machine.
 
@@ -26,6 +29,7 @@ Usage::
     .venv/bin/python bench/bench_mcp_bare.py --dir /mnt/ext4/x             # journaling ext4
     .venv/bin/python bench/bench_mcp_bare.py --rounds 4 --calls 10         # quick
     .venv/bin/python bench/bench_mcp_bare.py --variant fold-inline         # with the fold A/B
+    .venv/bin/python bench/bench_mcp_bare.py --before /tmp/main-src        # and gitmem as exported from main
     .venv/bin/python bench/bench_mcp_bare.py --variant sdk-path --variant watch-details --variant round-robin \
         --variant lock-poll
 """
@@ -187,8 +191,8 @@ def gitmem_side(name: str, url: str, tokens: list[str]) -> Side:
     return Side(name, url, tokens, view, write)
 
 
-def start(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def start(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
 
 
 def wait_port(port: int, proc: subprocess.Popen[str]) -> None:
@@ -291,6 +295,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=25, help="writes (then reads) per client per block")
     parser.add_argument("--variant", action="append", default=[], choices=sorted(VARIANTS))
     parser.add_argument(
+        "--before", metavar="SRC", help="also serve gitmem from another source tree (e.g. an export of main), side 'before'"
+    )
+    parser.add_argument(
         "--durable", action="store_true", help="fsync every write: gitmem.durable, fsync on the bare side"
     )
     parser.add_argument("--bare-server", nargs=3, metavar=("FOLDER", "PORT", "DURABLE"), help=argparse.SUPPRESS)
@@ -331,7 +338,7 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
     wait_port(port, procs[-1])
     sides = [bare_side(f"http://127.0.0.1:{port}/mcp", most)]
     sides[0].pid = procs[-1].pid
-    for name in ["gitmem", *args.variant]:
+    for name in ["gitmem", *(["before"] if args.before else []), *args.variant]:
         root = Root(tmp / f"root-{name}")
         made = root.mount("team", create=True)
         if args.durable:
@@ -342,9 +349,13 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
         serve = ["serve", "--root", str(root.path), "--port", "0", "--token-file", str(tmp / f"tokens-{name}.toml"),
                  "--json"]  # fmt: skip
         cmd = [sys.executable, "-m", "gitmem.adapters.cli", *serve]
-        if name != "gitmem":
+        env, cwd = None, None
+        if name == "before":  # the same command, importing gitmem from the other tree (-m puts the cwd first)
+            cwd = os.path.abspath(args.before)
+            env = {**os.environ, "PYTHONPATH": cwd}
+        elif name != "gitmem":
             cmd = [sys.executable, __file__, "--variant-server", name, *serve]
-        procs.append(start(cmd))
+        procs.append(start(cmd, env, cwd))
         sides.append(gitmem_side(name, gitmem_url(procs[-1]), tokens))
         sides[-1].pid = procs[-1].pid
         sides[-1].mount = str(root.path / "team.git")
@@ -400,7 +411,8 @@ def report(args: argparse.Namespace, sides: list[Side], load: list[float], secon
                 mine = (side.reads if op == "view" else side.writes).get(count, [])
                 theirs = (sides[1].reads if op == "view" else sides[1].writes).get(count, [])
                 cpu = pct(side.cpu.get((count, op), []), 0.5) / pct(sides[1].cpu.get((count, op), []), 0.5)
-                print(f"| {side.name}: {VARIANTS[side.name]} | {count} | {op} | {pct(mine, .5) / pct(theirs, .5):.2f}x | "
+                what = VARIANTS.get(side.name, f"gitmem from {args.before}")
+                print(f"| {side.name}: {what} | {count} | {op} | {pct(mine, .5) / pct(theirs, .5):.2f}x | "
                       f"{pct(mine, .95) / pct(theirs, .95):.2f}x | {cpu:.2f}x |")  # fmt: skip
     for side in sides:
         if side.failures:
