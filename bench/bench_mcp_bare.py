@@ -295,7 +295,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=25, help="writes (then reads) per client per block")
     parser.add_argument("--variant", action="append", default=[], choices=sorted(VARIANTS))
     parser.add_argument(
-        "--before", metavar="SRC", help="also serve gitmem from another source tree (e.g. an export of main), side 'before'"
+        "--before",
+        metavar="SRC",
+        help="also serve gitmem from another source tree (e.g. an export of main), side 'before'",
     )
     parser.add_argument(
         "--durable", action="store_true", help="fsync every write: gitmem.durable, fsync on the bare side"

@@ -154,7 +154,12 @@ def test_a_subscription_through_one_worker_is_told_on_the_stream_of_the_other(tw
                   "params": {"name": "memory_file_create", "arguments": {"memory": "notes", "path": "one.md", "content": "1\n"}}}  # fmt: skip
         assert post(two.b, create, session)[0] == 200
         assert not watching()  # an open stream without a subscription: no watcher handles the write
-        subscribe = {"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": "memory://notes/context"}}
+        subscribe = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "resources/subscribe",
+            "params": {"uri": "memory://notes/context"},
+        }
         assert post(two.b, subscribe, session)[0] == 200
         create["params"]["arguments"] = {"memory": "notes", "path": "two.md", "content": "2\n"}  # type: ignore[index]
         assert post(two.b, create, session)[0] == 200
