@@ -287,8 +287,10 @@ class GitRepo:
     def config_get(self, key: str) -> str | None:
         self.durable()  # libgit2 re-reads a changed config, blocking: a FIFO or link there is refused first
         with translate_errors(self.path):
-            cfg = self.repo.config
-            return cfg[key] if key in cfg else None
+            try:
+                return self.repo.config[key]  # one lookup: `key in config` first asked libgit2 the same again
+            except KeyError:
+                return None
 
     def config_set(self, key: str, value: str) -> None:
         self.durable()
