@@ -60,8 +60,9 @@ def test_a_forget_between_the_look_and_the_lock_keeps_its_ledger(
 FMT = FileFormat(max_file_bytes=64_000)
 
 
-def _tree_commit(tmp_path: Path, mode: bytes) -> tuple[Path, Path, str, str]:
-    """A mount, a clone of it, and a commit on the clone's main whose new entry has mode ``mode`` (raw)."""
+def _tree_commit(tmp_path: Path, mode: bytes, name: bytes = b"new.md") -> tuple[Path, Path, str, str]:
+    """A mount, a clone of it, and a commit on the clone's main whose new entry has mode ``mode`` (raw)
+    and name ``name``."""
     store = Root(tmp_path / "root").mount("m", create=True, hooks=False)
     head = seed(store)
     work = tmp_path / "work"
@@ -70,7 +71,7 @@ def _tree_commit(tmp_path: Path, mode: bytes) -> tuple[Path, Path, str, str]:
     git("add", "new.md", cwd=work)
     blob = git("rev-parse", ":new.md", cwd=work).stdout.strip()
     seed_blob = git("rev-parse", "HEAD:seed.md", cwd=work).stdout.strip()
-    entries = mode + b" new.md\0" + bytes.fromhex(blob) + b"100644 seed.md\0" + bytes.fromhex(seed_blob)
+    entries = mode + b" " + name + b"\0" + bytes.fromhex(blob) + b"100644 seed.md\0" + bytes.fromhex(seed_blob)
     tree = _literal(work, "tree", entries)
     who = b"Mallory <m@example.com> 1700000000 +0000"
     raw = f"tree {tree}\nparent {head}\n".encode() + b"author " + who + b"\ncommitter " + who + b"\n\nodd mode\n"
@@ -97,3 +98,18 @@ def test_a_mode_neither_git_nor_libgit2_reads_is_refused_by_both_readers_and_by_
         assert exc.code == "unavailable"
     else:
         assert any(v.refusals for v in verdicts)
+
+
+def test_an_entry_whose_name_holds_a_slash_is_refused_by_both_readers_and_by_check(tmp_path: Path) -> None:
+    """``a/b.md`` as one entry's name: its path passes every path rule, and git's fsck only warns
+    (``fullPathname``), so ``gitmem check``, which runs no strict object check, let it through."""
+    mount, work, head, new = _tree_commit(tmp_path, b"100644", b"a/b.md")
+    objects = str(work / ".git" / "objects")
+    update = [RefUpdate(MAIN, head, new)]
+    by_libgit2 = check_updates(str(mount), update, FMT, object_dirs=[objects])[MAIN]
+    reader = PeekReader(Peek(str(mount), extra_objects=[objects]), head)
+    by_peek = check_updates(str(mount), update, FMT, object_dirs=[objects], reader=reader)[MAIN]
+    assert [(r.rule, r.path) for r in by_libgit2] == [("invalid_path", "a/b.md")]
+    assert by_peek == by_libgit2
+    verdicts = check_commits(str(work / ".git"), new, FMT, hide=[head])
+    assert [(r.rule, r.path) for v in verdicts for r in v.refusals] == [("invalid_path", "a/b.md")]
