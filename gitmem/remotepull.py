@@ -122,6 +122,8 @@ def _land(
     with lock.hold():
         if _history_mark(folder) != mark:
             raise _Declined  # a purge or forget ran meanwhile: the store's pull says so
+        if _refs_besides(folder, MAIN):
+            raise _Declined  # a ref made since the first look (a forget's erasure ledger, a proposal)
         ours = read_ref_file(os.path.join(folder, *MAIN.split("/")))
         if ours is None:
             raise _Declined

@@ -114,9 +114,18 @@ def raw_entries(data: bytes) -> Iterator[bytes]:
 
 
 def split_entry(entry: bytes) -> tuple[int, bytes, bytes]:
-    """``(mode as libgit2 reports it, name, raw id)`` of one raw tree entry."""
+    """``(mode as libgit2 reports it, name, raw id)`` of one raw tree entry.
+
+    ``ValueError`` for a mode git and libgit2 cannot read (libgit2 refuses the whole
+    tree): only octal digits, at most 16 bits. ``int(x, 8)`` alone would also read
+    whitespace, ``_``, a sign and any size, and call such an entry a plain file.
+    """
     space = entry.index(b" ")
-    return normalized_mode(int(entry[:space], 8)), entry[space + 1 : -21], entry[-20:]
+    digits = entry[:space]
+    mode = int(digits, 8) if digits.isdigit() else -1  # isdigit: ASCII digits only; int refuses 8 and 9
+    if not 0 <= mode <= 0o177777:
+        raise ValueError(f"a tree entry's mode {digits[:16]!r} is malformed")
+    return normalized_mode(mode), entry[space + 1 : -21], entry[-20:]
 
 
 def normalized_mode(mode: int) -> int:

@@ -98,6 +98,10 @@ _FOLDER = FOLDER
 _BLOB_TYPE = BLOB
 _TREE_TYPE = TREE
 _TYPE_NAMES = {COMMIT: "commit", TREE: "folder (tree)", BLOB: "file (blob)", TAG: "tag"}
+_SLASH = (
+    "invalid_path",
+    "a tree entry's name holds '/': git's fsck calls the tree malformed (fullPathname), and its path reads as a folder's",
+)
 
 # Rules that are not store error codes (those are invalid_path, invalid_file,
 # too_large and memory_full; secrets are reported as "secret:<rule name>").
@@ -511,7 +515,7 @@ class _Checker:
             mode, name, oid = split_entry(stored)
             raw = prefix + name
             self.reached.add(oid)
-            problem = self.entry_problem(raw, mode, oid.hex())
+            problem = _SLASH if b"/" in name else self.entry_problem(raw, mode, oid.hex())
             if problem is not None:
                 yield raw, problem
             elif mode == _FOLDER:
