@@ -60,7 +60,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
-from gitmem.git.written import Written, object_hash, withdraw
+from gitmem.git.written import Written, object_digest, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -514,7 +514,7 @@ class GitRepo:
                 pass
             else:
                 name = _OBJECT_NAMES.get(int(kind))
-                if name is not None and object_hash(name, data).digest() == key.raw:
+                if name is not None and object_digest(name, data) == key.raw:
                     return bytes(data)
         return self.repo.odb.read(key)[1]
 
@@ -537,7 +537,7 @@ class GitRepo:
             return None
         if int(kind) != 2:  # a tree
             return None
-        return bytes(data) if object_hash(b"tree", data).digest() == key.raw else None
+        return bytes(data) if object_digest(b"tree", data) == key.raw else None
 
     def _pack_backend(self) -> Any:
         """The pack backend of this thread's handle (the object database asks it right after the guard)."""

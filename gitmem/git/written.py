@@ -37,7 +37,6 @@ import struct
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from typing import Any
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_local, open_private
@@ -65,8 +64,8 @@ Mark = tuple[int, int]
 _SHA1 = hashlib.sha1(usedforsecurity=False)
 
 
-def object_hash(kind: bytes, raw: bytes) -> Any:
-    """git's hash of an object (``.digest()``, ``.hexdigest()``), from a copy of one empty SHA-1.
+def _object_hash(kind: bytes, raw: bytes) -> hashlib._Hash:
+    """git's hash of an object, from a copy of one empty SHA-1.
 
     Making a new hash object asks OpenSSL for the algorithm by name each time
     (``EVP_MD_fetch``); a copy does not, which is what a read that checks three
@@ -78,9 +77,14 @@ def object_hash(kind: bytes, raw: bytes) -> Any:
     return digest
 
 
+def object_digest(kind: bytes, raw: bytes) -> bytes:
+    """git's id of an object of type ``kind`` and bytes ``raw``, its 20 bytes."""
+    return _object_hash(kind, raw).digest()
+
+
 def object_hex(kind: bytes, raw: bytes) -> str:
     """git's id of an object of type ``kind`` and bytes ``raw``, in hex."""
-    return str(object_hash(kind, raw).hexdigest())
+    return _object_hash(kind, raw).hexdigest()
 
 
 class Written:
