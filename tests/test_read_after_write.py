@@ -102,16 +102,16 @@ def test_a_forget_elsewhere_is_never_answered_from_what_the_writer_kept(tmp_path
     GitFileStore.init(path)
     writer = GitFileStore.open(path).sync
     writer.write("keep.md", "kept\n", expected=None)
-    writer.write("ops/secret.md", "the code is 4711\n", expected=None)
+    writer.write("ops/secret.md", "the code is 4711-wyvern\n", expected=None)
     written_at = writer.repo.head()
-    assert writer.read("ops/secret.md", rev=written_at).text == "the code is 4711\n"
+    assert writer.read("ops/secret.md", rev=written_at).text == "the code is 4711-wyvern\n"
     GitFileStore.open(path).sync.forget("ops/secret.md", origin=ADMIN)
     with pytest.raises(MemoryStoreError):
         writer.read("ops/secret.md")
     with pytest.raises(MemoryStoreError):  # the commit it made is gone with the history that named the secret
         writer.read("ops/secret.md", rev=written_at)
     assert writer.read("keep.md").text == "kept\n"
-    assert b"4711" not in b"".join(p.read_bytes() for p in (Path(path) / "gitmem").rglob("*") if p.is_file())
+    assert b"4711-wyvern" not in b"".join(p.read_bytes() for p in (Path(path) / "gitmem").rglob("*") if p.is_file())
 
 
 _WRITER = """
