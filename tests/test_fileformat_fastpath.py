@@ -26,7 +26,7 @@ def fast(path: str, fmt: FileFormat) -> str | None:
         return None
 
 
-@settings(max_examples=1000)
+@settings(max_examples=250)  # a fast path taking a leading dot, an empty segment or '\\' fails within 100
 @given(st.text(ALPHABET, min_size=1, max_size=40), st.sampled_from([DEFAULT_FORMAT, FileFormat(max_path_bytes=12)]))
 def test_the_fast_path_agrees_with_the_full_rules(path: str, fmt: FileFormat) -> None:
     assert fast(path, fmt) == full(path, fmt)

@@ -190,7 +190,9 @@ def check_ts_client(modules: Path, target: list[str], reconnects: int, *, http: 
 def test_over_stdio(node_modules: Path, root: Root) -> None:
     server = [*SERVER, "mcp", "--root", str(root.path), "--mount", "notes", "--mount", "facts"]
     check_inspector(node_modules, [*_git_env_args(), *server], root, "stdio")
-    check_ts_client(node_modules, ["stdio", *server], 3, http=False)  # each stdio connect starts a process
+    # Each stdio connect starts a gitmem mcp process (2-6 s under load): one more after the first,
+    # dropped without ending its session, is served; the HTTP test makes 100 against four sessions.
+    check_ts_client(node_modules, ["stdio", *server], 1, http=False)
     fsck_clean(root.mount_path("notes"))
 
 

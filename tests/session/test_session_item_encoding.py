@@ -39,7 +39,7 @@ def reference(item: MemoryItem) -> str:
     return json.dumps(record, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-@settings(max_examples=600)
+@settings(max_examples=150)  # every encoder fault tried (ascii quoting, key order, bools, floats, indents) fails by 50
 @given(
     content=TEXT.filter(lambda t: t.strip() != ""),
     importance=st.floats(0, 1),
@@ -53,7 +53,7 @@ def test_the_fast_encoder_writes_what_json_writes(
     assert encode_item(item) == reference(item)
 
 
-@settings(max_examples=300)
+@settings(max_examples=100)
 @given(
     content=TEXT.filter(lambda t: t.strip() != ""),
     importance=st.floats(0, 1),
