@@ -16,9 +16,11 @@ import codecs
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from gitmem.errors import MemoryStoreError
     from gitmem.model import FileText
 

@@ -8,24 +8,24 @@ same bytes whichever parsed the command line. A refusal is raised as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
 from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_is_tty
 from gitmem.errors import MemoryStoreError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from gitmem.index import FindHit
     from gitmem.model import FileEntry, FileText, SearchResult
     from gitmem.root import Root
 
+    class Reader(Protocol):
+        """Where the files come from: the CLI's ``State`` (``--run`` and ``--rev`` included),
+        or the quick path's view of ``main``."""
 
-class Reader(Protocol):
-    """Where the files come from: the CLI's ``State`` (``--run`` and ``--rev`` included),
-    or the quick path's view of ``main``."""
+        def listing(self, name: str) -> list[FileEntry]: ...
 
-    def listing(self, name: str) -> list[FileEntry]: ...
-
-    def read(self, name: str, path: str, rev: str | None = None) -> FileText: ...
+        def read(self, name: str, path: str, rev: str | None = None) -> FileText: ...
 
 
 def directory_arg(directory: str | None) -> str:
