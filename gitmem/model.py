@@ -15,7 +15,7 @@ from gitmem.errors import MemoryStoreError
 
 TYPE_CHECKING = False  # typing is imported by the type checker only: a CLI call does not load it
 if TYPE_CHECKING:
-    from typing import Final, Literal, NewType
+    from typing import Final, Literal, NewType, Self
 
     #: A file's version: the hex id of its git blob (the in-memory twin computes the same id).
     BlobVersion = NewType("BlobVersion", str)
@@ -84,6 +84,15 @@ class Value:
 
     def __reduce__(self) -> tuple[object, ...]:
         return (self.__class__, self._fields())
+
+    def replace(self, **changes: object) -> Self:
+        """A copy with ``changes`` to some of its fields (what ``dataclasses.replace`` gave)."""
+        fields = {name: changes.pop(name, getattr(self, name)) for name in self.__match_args__}
+        if changes:
+            raise TypeError(f"{type(self).__qualname__} has no field {', '.join(map(repr, changes))}")
+        return type(self)(**fields)
+
+    __replace__ = replace  # copy.replace(value, ...) from Python 3.13
 
 
 _set = object.__setattr__  # how an ``__init__`` sets a field of a frozen value

@@ -65,6 +65,15 @@ def test_a_value_is_frozen_and_compares_by_its_fields(value: object) -> None:
             assert (path, size) == ("a.md", 3)
 
 
+def test_replace_makes_a_copy_with_some_fields_changed() -> None:
+    edit = Edit("a.md", "tea\n", expected=None)
+    assert edit.replace(text="milk\n") == Edit("a.md", "milk\n", expected=None)
+    assert edit.text == "tea\n"  # the original is untouched
+    assert Origin("r", "alice").replace(run_id=None) == Origin(None, "alice")
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        edit.replace(colour="red")
+
+
 def test_values_of_two_classes_are_never_equal() -> None:
     assert Changes("c" * 40) != FullResync("c" * 40)
     assert FileText("a.md", "tea\n", "0" * 40) != FileEntry("a.md", "0" * 40, 4, None)
