@@ -16,10 +16,17 @@ Questions, each with its baseline measured in the same run:
   the pre-receive check refuses it (rule ``erased``). Each round pushes both,
   alternately, to fresh branch names.
 
+- **what forget's delta writer buys** (``--variant delta``): forget with each
+  rewritten tree stored as a delta against the one rewritten before it at the
+  same path (:mod:`gitmem.git.rewritepack`) against every tree stored whole
+  (``rewritepack.delta`` answering "no delta"), alternated on fresh copies: the
+  forget's time (its prune included) and the size of the packs it leaves.
+
 Usage::
 
     .venv/bin/python bench/bench_erasure.py                 # 10k commits
     .venv/bin/python bench/bench_erasure.py --commits 2000  # quicker
+    .venv/bin/python bench/bench_erasure.py --variant delta --commits 1000 --work /mnt/ext4/x/e1k
 """
 
 from __future__ import annotations
@@ -95,6 +102,41 @@ def compare_forget(packed: str, work: str, rounds: int) -> dict[str, Any]:
     return {"wall_median_s": med, "ratio": ratio, "commits_rewritten": rewritten, "rounds": rounds}
 
 
+def pack_bytes(path: str) -> int:
+    folder = os.path.join(path, "objects", "pack")
+    return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".pack"))
+
+
+def variant_delta(packed: str, work: str, rounds: int) -> dict[str, Any]:
+    """forget with the delta writer on and off (every tree whole), alternated on fresh copies."""
+    from gitmem.git import rewritepack
+
+    kept = rewritepack.delta
+    got: dict[bool, list[tuple[float, float, int]]] = {True: [], False: []}
+    for i in range(rounds):
+        for on in (True, False) if i % 2 == 0 else (False, True):
+            where = os.path.join(work, f"forget-delta-{on}.git")
+            shutil.rmtree(where, ignore_errors=True)
+            shutil.copytree(packed, where)
+            rewritepack.delta = kept if on else (lambda base, target: None)  # type: ignore[assignment]
+            try:
+                wall, cpu, _ = measured(lambda where=where: GitFileStore.open(where).sync.forget(MOVED))
+            finally:
+                rewritepack.delta = kept  # type: ignore[assignment]
+            got[on].append((wall, cpu, pack_bytes(where)))
+            assert git(where, "log", "--all", "--format=%H", "--", MOVED) == ""
+            shutil.rmtree(where, ignore_errors=True)
+    med = {on: [statistics.median(s[k] for s in got[on]) for k in range(3)] for on in got}
+    print(
+        f"| delta writer | forget (prune included) | on {med[True][1]:.2f} s CPU ({med[True][0]:.2f} wall), "
+        f"{med[True][2] / 1e6:.2f} MB | off {med[False][1]:.2f} s CPU ({med[False][0]:.2f} wall), {med[False][2] / 1e6:.2f} MB "
+        f"| CPU **{med[True][1] / med[False][1]:.2f}x** (wall {med[True][0] / med[False][0]:.2f}x), "
+        f"pack **{med[True][2] / med[False][2]:.2f}x** | load {os.getloadavg()[0]:.1f} |",
+        flush=True,
+    )
+    return {"on": med[True], "off": med[False], "rounds": rounds}
+
+
 def compare_push(work: str, files: int, rounds: int) -> dict[str, Any]:
     mount = os.path.join(work, "push-mount.git")
     shutil.rmtree(mount, ignore_errors=True)
@@ -152,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=None, help="folder for the repos (default: a temp dir)")
     parser.add_argument("--reuse", action="store_true", help="keep the history already built in --work")
     parser.add_argument("--json", default=None, help="also write the summary here")
+    parser.add_argument("--variant", choices=["delta"], help="time a mechanism on and off instead of the baselines")
+    parser.add_argument("--build-only", action="store_true", help="build the history in --work and stop")
     args = parser.parse_args(argv)
 
     work = args.work or tempfile.mkdtemp(prefix="gitmem-bench-erasure-")
@@ -165,7 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         build(packed, args.commits, args.every)
         GitFileStore.open(packed).sync.gc()
         print(f"built and packed in {time.perf_counter() - start:.1f} s")
+    if args.build_only:
+        return 0
     print(f"load average before measuring: {os.getloadavg()[0]:.1f}")
+    if args.variant == "delta":
+        variant_delta(packed, work, args.rounds)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     summary["forget"] = compare_forget(packed, work, args.rounds)
     summary["push"] = compare_push(work, args.files, args.push_rounds)
     summary["load_average_after"] = os.getloadavg()[0]

@@ -95,9 +95,11 @@ def gitmem_cmd() -> list[str]:
 class Cli:
     """One way to run the ``gitmem`` command: a console script, and a folder put first on ``PYTHONPATH``."""
 
-    def __init__(self, label: str, script: list[str], path: str | None = None) -> None:
+    def __init__(
+        self, label: str, script: list[str], path: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.label, self.script = label, script
-        self.env = {**ENV, "PYTHONPATH": path} if path else ENV
+        self.env = {**ENV, **(env or {}), **({"PYTHONPATH": path} if path else {})}
 
 
 def process(cmd: list[str], cwd: Path | str | None = None, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -328,6 +330,11 @@ def main() -> None:
         help="also time the CLI with DIR first on PYTHONPATH (a gitmem/ package, e.g. main's from `git archive`)",
     )
     parser.add_argument(
+        "--full-pull",
+        action="store_true",
+        help="also time the CLI with GITMEM_FULL_PULL=1 (every pull through the store: the quick path's off row)",
+    )
+    parser.add_argument(
         "--regular", metavar="SCRIPT", help="also time the CLI through SCRIPT (e.g. a regular install's `gitmem`)"
     )
     args = parser.parse_args()
@@ -348,6 +355,8 @@ def main() -> None:
             clis = [Cli("gitmem CLI", gitmem_cmd())]
             if args.baseline:
                 clis.append(Cli("gitmem CLI, baseline", gitmem_cmd(), str(Path(args.baseline).resolve())))
+            if args.full_pull:
+                clis.append(Cli("gitmem CLI, full pull", gitmem_cmd(), env={"GITMEM_FULL_PULL": "1"}))
             if args.regular:
                 clis.append(Cli("gitmem CLI, regular install", [args.regular]))
             measure(tmp, forge, url, args.rounds, clis)

@@ -16,7 +16,10 @@ in gitmem reads a switch): ``fold-inline`` folds packs inside the write's reques
 ``sdk-path`` sends every tool call through the SDK's transport, ``watch-details``
 has the change watcher diff trees and walk commits at every move, ``round-robin``
 lets waitress wake the worker that has been idle longest, ``lock-poll`` lets every
-writer thread poll the writer lock (no line in the process). Ratios are against the
+writer thread poll the writer lock (no line in the process), ``watch-always`` runs
+the change watcher from the first event stream, subscribed or not. ``--before SRC``
+adds ``gitmem serve`` importing gitmem from another source tree (``git archive
+main | tar -x -C SRC``): before and after in the same rounds. Ratios are against the
 bare server (and each variant against plain gitmem); the server's CPU per call
 (all its threads, from ``/proc``) is the steadier figure on a shared machine.
 
@@ -26,6 +29,7 @@ Usage::
     .venv/bin/python bench/bench_mcp_bare.py --dir /mnt/ext4/x             # journaling ext4
     .venv/bin/python bench/bench_mcp_bare.py --rounds 4 --calls 10         # quick
     .venv/bin/python bench/bench_mcp_bare.py --variant fold-inline         # with the fold A/B
+    .venv/bin/python bench/bench_mcp_bare.py --before /tmp/main-src        # and gitmem as exported from main
     .venv/bin/python bench/bench_mcp_bare.py --variant sdk-path --variant watch-details --variant round-robin \
         --variant lock-poll
 """
@@ -60,6 +64,7 @@ VARIANTS: dict[str, str] = {
     "watch-details": "the change watcher diffs trees and walks commits per move (as before)",
     "round-robin": "waitress wakes the worker idle longest (as before)",
     "lock-poll": "every waiting writer thread polls the flock, then waits in a thread of its own (as before)",
+    "watch-always": "the change watcher runs from the first event stream, subscribed or not (as before)",
 }
 
 
@@ -124,6 +129,10 @@ def variant_server(name: str, argv: list[str]) -> None:
         from gitmem.adapters import http_server
 
         http_server._warm_first_dispatcher = ThreadedTaskDispatcher
+    elif name == "watch-always":
+        from gitmem.adapters import mcp_http
+
+        mcp_http.McpHttpApp._watch_for = lambda self, session, catch_up=False: self._changes.start()  # type: ignore[method-assign]
     elif name == "lock-poll":
         from gitmem.git import locks
 
@@ -182,8 +191,8 @@ def gitmem_side(name: str, url: str, tokens: list[str]) -> Side:
     return Side(name, url, tokens, view, write)
 
 
-def start(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def start(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
 
 
 def wait_port(port: int, proc: subprocess.Popen[str]) -> None:
@@ -209,14 +218,29 @@ def gitmem_url(proc: subprocess.Popen[str]) -> str:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time process ``pid`` has run so far, summed over its threads in nanoseconds (Linux ``schedstat``)."""
+    """CPU time process ``pid`` and its child processes have run so far, over all their threads (Linux ``schedstat``).
+
+    ``gitmem serve`` forks its worker processes (``--workers``, default: the cores)
+    under a supervisor that serves nothing: the workers' CPU is the server's.
+    """
     total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            pids += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    for one in pids:
         try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
-            pass
+            tasks = os.listdir(f"/proc/{one}/task")
+        except OSError:  # a worker that ended meanwhile
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{one}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+                pass
     return total / 1e9
 
 
@@ -271,6 +295,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=25, help="writes (then reads) per client per block")
     parser.add_argument("--variant", action="append", default=[], choices=sorted(VARIANTS))
     parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also serve gitmem from another source tree (e.g. an export of main), side 'before'",
+    )
+    parser.add_argument(
         "--durable", action="store_true", help="fsync every write: gitmem.durable, fsync on the bare side"
     )
     parser.add_argument("--bare-server", nargs=3, metavar=("FOLDER", "PORT", "DURABLE"), help=argparse.SUPPRESS)
@@ -311,7 +340,7 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
     wait_port(port, procs[-1])
     sides = [bare_side(f"http://127.0.0.1:{port}/mcp", most)]
     sides[0].pid = procs[-1].pid
-    for name in ["gitmem", *args.variant]:
+    for name in ["gitmem", *(["before"] if args.before else []), *args.variant]:
         root = Root(tmp / f"root-{name}")
         made = root.mount("team", create=True)
         if args.durable:
@@ -322,9 +351,13 @@ def run(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen[str]])
         serve = ["serve", "--root", str(root.path), "--port", "0", "--token-file", str(tmp / f"tokens-{name}.toml"),
                  "--json"]  # fmt: skip
         cmd = [sys.executable, "-m", "gitmem.adapters.cli", *serve]
-        if name != "gitmem":
+        env, cwd = None, None
+        if name == "before":  # the same command, importing gitmem from the other tree (-m puts the cwd first)
+            cwd = os.path.abspath(args.before)
+            env = {**os.environ, "PYTHONPATH": cwd}
+        elif name != "gitmem":
             cmd = [sys.executable, __file__, "--variant-server", name, *serve]
-        procs.append(start(cmd))
+        procs.append(start(cmd, env, cwd))
         sides.append(gitmem_side(name, gitmem_url(procs[-1]), tokens))
         sides[-1].pid = procs[-1].pid
         sides[-1].mount = str(root.path / "team.git")
@@ -380,7 +413,8 @@ def report(args: argparse.Namespace, sides: list[Side], load: list[float], secon
                 mine = (side.reads if op == "view" else side.writes).get(count, [])
                 theirs = (sides[1].reads if op == "view" else sides[1].writes).get(count, [])
                 cpu = pct(side.cpu.get((count, op), []), 0.5) / pct(sides[1].cpu.get((count, op), []), 0.5)
-                print(f"| {side.name}: {VARIANTS[side.name]} | {count} | {op} | {pct(mine, .5) / pct(theirs, .5):.2f}x | "
+                what = VARIANTS.get(side.name, f"gitmem from {args.before}")
+                print(f"| {side.name}: {what} | {count} | {op} | {pct(mine, .5) / pct(theirs, .5):.2f}x | "
                       f"{pct(mine, .95) / pct(theirs, .95):.2f}x | {cpu:.2f}x |")  # fmt: skip
     for side in sides:
         if side.failures:

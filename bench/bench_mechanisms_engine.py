@@ -18,6 +18,18 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
 - ``packcheck``: the pack folder checked for planted entries where it is listed
   (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
   read of another file right after a write in the writing process.
+- ``diff``: :func:`gitmem.git.history.diff`'s own path for plain edits (only the
+  folders that changed are read) against libgit2's tree diff for every diff, timed
+  on the diff of the last commit (one file edited) of a memory of ``size`` files.
+- ``trailers``: :func:`gitmem.provenance.parse_trailers`' split of a message shaped
+  as gitmem writes it (``_plain_trailers``) against git's rules for every message,
+  timed on ``log`` of the last 500 commits (of 600: the memory's size does not enter).
+- ``proposal``: :func:`gitmem.git.review.proposal_head` (the loose ref file read by
+  hand, and that a run has no proposal remembered with the ``stat`` of
+  ``packed-refs``) against libgit2's read of the ref, timed on a run's read (every
+  read of a run's view asks) without a proposal and with one.
+- ``absent``: the same, with only the memory of an absent proposal switched off
+  (the loose ref file still read by hand first).
 
 Times are the calling thread's CPU time plus its ``git`` children's (wall beside); ``on / off`` is the result,
 below 1 meaning the mechanism pays.
@@ -45,8 +57,9 @@ if __package__ in (None, ""):
 import pygit2
 
 from bench import bulk
-from gitmem import GitFileStore, Origin
+from gitmem import GitFileStore, Origin, provenance
 from gitmem.git import control, history, packfold
+from gitmem.git import review as git_review
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
 
@@ -87,11 +100,39 @@ def fresh_checking_packs(self: GitRepo) -> Any:
     return _fresh(self)
 
 
+_diff = history.diff
+
+
+def library_diff(repo: GitRepo, fmt: Any, a: str, b: str | None = None, path: str | None = None, *, head: str | None = None) -> Any:
+    """Every diff by libgit2's tree diff (what ``history.diff`` does for renames and modes)."""
+    exact, prefix = history._path_filter(path, fmt)
+    r = repo.fresh()
+    old = r[history.resolve(repo, a)].peel(pygit2.Commit).tree
+    new = r[(head or repo.head()) if b is None else history.resolve(repo, b)].peel(pygit2.Commit).tree
+    return history._libgit2_diff(old, new, exact, prefix)
+
+
+def proposal_head_library(git: GitRepo, run: str) -> str | None:
+    """The proposal's head as libgit2 reads the ref: no ref file read by hand, no memory of an absence."""
+    return git.ref_target(git_review.proposal_ref(run))
+
+
+def proposal_head_unremembered(git: GitRepo, run: str) -> str | None:
+    """The loose ref file read by hand, then libgit2: no memory of an absence."""
+    ref = git_review.proposal_ref(run)
+    head = git_review.read_ref_file(os.path.join(git.path, *ref.split("/")))
+    return head if head is not None else git.ref_target(ref)
+
+
 SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "walk": [(history, "walk", walker_walk)],
     "fold": [(packfold, "fold", lambda *a, **k: None)],
     "blob": [(GitRepo, "blob", library_blob)],
     "packcheck": [(GitRepo, "fresh", fresh_checking_packs)],
+    "diff": [(history, "diff", library_diff)],
+    "trailers": [(provenance, "_plain_trailers", lambda message: None)],
+    "proposal": [(git_review, "proposal_head", proposal_head_library)],
+    "absent": [(git_review, "proposal_head", proposal_head_unremembered)],
 }
 
 
@@ -195,6 +236,62 @@ def bench_packcheck(base: str, size: int, rounds: int, rng: random.Random) -> di
     return out
 
 
+def bench_diff(base: str, size: int, rounds: int, rng: random.Random) -> dict[bool, list[Sample]]:
+    """``diff`` of the last commit (one file edited) of a memory of ``size`` files."""
+    path, paths = memory(base, size, "diff")
+    store = GitFileStore.open(path).sync
+    target = paths[size // 2]
+    store.write(target, "edited\n" + store.read(target).text, expected=store.read(target).version)
+    head = store.log(limit=1)[0].commit
+
+    def call() -> object:
+        return store.diff(head + "~1", head)
+
+    with off("diff", True):
+        expect = call()
+    assert call() == expect and len(expect) == 1
+    out = alternate("diff", rounds, call, rng)
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def bench_trailers(base: str, commits: int, rounds: int, rng: random.Random) -> dict[bool, list[Sample]]:
+    """``log`` of the last 500 of ``commits`` store writes: each commit's message parsed."""
+    path = os.path.join(base, f"trailers{commits}.git")
+    build_history(path, commits)
+    store = GitFileStore.open(path).sync
+
+    def call() -> object:
+        return store.log(limit=500)
+
+    with off("trailers", True):
+        expect = call()
+    assert call() == expect
+    out = alternate("trailers", rounds, call, rng)
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def bench_proposal(name: str, base: str, size: int, rounds: int, rng: random.Random) -> dict[str, dict[bool, list[Sample]]]:
+    """A read by a run with no proposal (refs packed, as after a gc), and by one with a loose proposal ref."""
+    path, paths = memory(base, size, "proposal")
+    store = GitFileStore.open(path).sync
+    for i in range(5):  # other runs' proposals, packed with main
+        store.proposing(f"run-{i}").write(f"drafts/{i}.md", "draft\n", expected=None)
+    store.gc()
+    store.proposing("writer-1").write("drafts/w.md", "draft\n", expected=None)  # a loose proposal ref
+    views = {"a run's read, no proposal": store.for_run("reader-1"), "a run's read, its proposal": store.for_run("writer-1")}
+    out: dict[str, dict[bool, list[Sample]]] = {what: {True: [], False: []} for what in views}
+    for _ in range(rounds):
+        for what, view in views.items():
+            for on in rng.sample([True, False], 2):
+                p = rng.choice(paths)
+                with off(name, not on):
+                    out[what][on].append(timed(lambda p=p, view=view: view.read(p)))
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
 def report(name: str, size: int, what: str, out: dict[bool, list[Sample]], mean: bool = False) -> None:
     agg = statistics.fmean if mean else statistics.median
     on = [agg(s[i] for s in out[True]) * 1e3 for i in (0, 1)]
@@ -229,6 +326,15 @@ def main() -> int:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
             if "packcheck" in args.only:
                 report("packcheck", size, "read right after a write", bench_packcheck(base, size, args.rounds, rng))
+            if "diff" in args.only:
+                report("diff", size, "diff of the last commit", bench_diff(base, size, args.rounds, rng))
+            if "trailers" in args.only:
+                out = bench_trailers(base, 600, max(args.rounds // 4, 5), rng)  # log's cost is per commit shown
+                report("trailers", size, "log, last 500 commits", out)
+            for name in ("proposal", "absent"):
+                if name in args.only:
+                    for what, out in bench_proposal(name, base, size, args.rounds * 5, rng).items():
+                        report(name, size, what, out)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

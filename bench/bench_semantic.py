@@ -263,13 +263,59 @@ def ratio(value: float, base: float) -> str:
     return "-" if not (value == value and base) else f"{value / base:.2f}x"
 
 
+def variant_cache(sizes: list[int], rounds: int) -> None:
+    """The embedding branch's vectors kept by content hash against none kept, on a full resync.
+
+    A recall index with the bundled WordLlama model (``background=False``), ``n``
+    notes indexed and embedded; then, alternately, the index cleared and every
+    note put back and embedded again (what a store's index does when its history
+    was rewritten), with the branch's cache on, and off (a dict that keeps
+    nothing). Process CPU, p50.
+    """
+    from gitmem.recall import RecallDoc, RecallIndex
+    from gitmem.recall.embed import EmbeddingBranch, WordLlamaEmbedder
+
+    class KeepsNothing(dict[str, Any]):
+        def __setitem__(self, key: str, value: Any) -> None:
+            pass
+
+    rng = random.Random(5)
+    model = WordLlamaEmbedder()
+    print("| mechanism | op | notes | CPU p50 on / off (ms) | calls |\n|---|---|---|---|---|")
+    for n in sizes:
+        docs = [RecallDoc(f"d{i}", sentence(rng, 20), float(i)) for i in range(n)]
+        branch = EmbeddingBranch(model, background=False)
+        index = RecallIndex(semantic=branch)
+        index.upsert_many(docs)
+        branch.drain()
+        kept = branch._cache
+        got: dict[bool, list[float]] = {True: [], False: []}
+        for i in range(rounds):
+            for on in (True, False) if i % 2 == 0 else (False, True):
+                branch._cache = kept if on else KeepsNothing()
+                start = time.process_time()
+                index.clear()  # a full resync: every note put back and embedded
+                index.upsert_many(docs)
+                branch.drain()
+                got[on].append(time.process_time() - start)
+        branch._cache = kept
+        on, off = statistics.median(got[True]), statistics.median(got[False])
+        print(f"| embedding cache | full resync | {n} | {on / off:.2f}x ({on * 1e3:.1f} / {off * 1e3:.1f}) | {rounds} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2k nodes, fewer samples")
     parser.add_argument("--nodes", type=int, default=None)
     parser.add_argument("--large", type=int, default=0, metavar="N", help="also bare queries at N vectors (100000)")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--variant", choices=["cache"], help="the embedding cache on and off instead (WordLlama)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000], help="notes, with --variant")
+    parser.add_argument("--rounds", type=int, default=10, help="resyncs each way, with --variant")
     args = parser.parse_args()
+    if args.variant:
+        variant_cache(args.sizes, args.rounds)
+        return
     nodes = args.nodes or (2000 if args.quick else 10_000)
     queries, rounds = (50, 2) if args.quick else (200, 3)
     rng = random.Random(11)

@@ -16,6 +16,12 @@ one record memory of ``size`` records (a git record mount under ``--dir``):
 - ``tokens``: the snapshot's tokenised form (:mod:`gitmem.recall.postings`,
   ``RecallIndex.restore``, postings decoded per token when first needed) against a
   snapshot of texts only, tokenised on load; op: the first search of a new process.
+- ``norms``: BM25's length norm kept per length within a search (``bm25._Norms``)
+  against computed at every posting; op: search by BM25, a question and a 2000-char input.
+- ``stem``: the light stemmer's ``lru_cache`` (conversation profile) against the plain
+  function; ops: the first search of a new process without a snapshot (the index built
+  from git, every token stemmed; the cache emptied before each call, as in a new
+  process) and a warm search.
 - ``workers``: recall threads that stay for the next recall against a new
   thread per recall (``_Workers.run`` replaced); op: a run's recall over the mount
   (``RecordMemoryCapability.recall``), CPU of the whole process.
@@ -30,6 +36,7 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import threading
@@ -37,14 +44,25 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gitmem.recall import bm25, ordering
+from gitmem.recall import bm25, convo, ordering, stemming
 from gitmem.recall.index import RecallIndex
 from gitmem.recall.values import RecallHit
 from gitmem.records import RecordStore
 from gitmem.tools import recall_blocks
 from gitmem.tools.records import RecordMemoryCapability, RecordMount
 
-VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens")
+VARIANTS = ("prune", "partial", "bitmaps", "workers", "tokens", "norms", "stem")
+
+
+class _PlainNorms:
+    """BM25's length norm computed at every posting (``bm25._Norms`` without its memory)."""
+
+    def __init__(self, avg: float, params: bm25.Params = bm25.DEFAULT) -> None:
+        self.avg = avg
+        self.k1, self.b = params
+
+    def __getitem__(self, length: int) -> float:
+        return self.k1 * (1.0 - self.b + self.b * length / self.avg)
 
 
 def _take_sorted(ranked: list[Any], limit: int, accept: Callable[[str], bool] | None) -> list[RecallHit]:
@@ -88,6 +106,10 @@ def switched_off(name: str, off: bool, index: RecallIndex | None = None) -> Iter
         put(RecallIndex, "restore", lambda self, docs, tokens: False)
     elif name == "workers":
         put(recall_blocks._WORKERS, "run", _fresh_thread)
+    elif name == "norms":
+        put(bm25, "_Norms", _PlainNorms)
+    elif name == "stem":
+        put(convo, "stem", stemming.stem.__wrapped__)
     try:
         yield
     finally:
@@ -124,13 +146,17 @@ def run(
             for off in (False, True):
                 with switched_off(name, off):
                     RecordStore(records.store, records.namespace, snapshot_dir=f"{snapdirs}/{off}").search("warm up")
+        cold_rounds = max(rounds // 20, 5)
+        if name == "stem":
+            talk = RecordStore(records.store, records.namespace, snapshot_dir=f"{snapdirs}/warm", profile="conversation")
+            talk.search("warm up")
         for i in range(rounds):
             q = questions[i % len(questions)]
-            if name in ("prune", "partial"):
+            if name in ("prune", "partial", "norms"):
                 sample("search (bm25)", lambda q=q: records.search(q, limit=5))
             if name == "bitmaps":
                 sample("search (coverage)", lambda q=q: coverage.search(q, limit=5), cov_index)
-            if name == "partial":  # a run's recall input, cut to 2000 characters: every posting scored
+            if name in ("partial", "norms"):  # a run's recall input, cut to 2000 characters: every posting scored
                 long = " ".join(questions[(i + j) % len(questions)] for j in range(60))[:2000]
                 sample("search (bm25), 2000-char input", lambda long=long: records.search(long, limit=5))
             if name == "tokens":
@@ -141,6 +167,19 @@ def run(
                     return store.search(q, limit=5)
 
                 sample("first search of a new process, snapshot", resumed)
+            if name == "stem":
+                sample("search (bm25), warm, conversation profile", lambda q=q: talk.search(q, limit=5))
+                if i < cold_rounds:
+
+                    def cold(q: str = q) -> object:
+                        shutil.rmtree(f"{snapdirs}/cold", ignore_errors=True)
+                        stemming.stem.cache_clear()
+                        store = RecordStore(
+                            records.store, records.namespace, snapshot_dir=f"{snapdirs}/cold", profile="conversation"
+                        )
+                        return store.search(q, limit=5)
+
+                    sample("first search of a new process, no snapshot, conversation profile", cold)
             if name == "workers":
                 sample("recall, 1 mount", lambda q=q: loop.run_until_complete(capability.recall(q)), whole=True)
     finally:

@@ -267,9 +267,6 @@ class SyncGitFileStore:
             return git_review.proposal_head(self.repo, self.run)
         return None
 
-    def _reading_proposal(self, head: str) -> bool:
-        return self.run is not None and head != self.repo.head()
-
     def _origin(self, origin: Origin | None) -> Origin:
         origin = origin or Origin()
         if self.run is not None and origin.run_id != self.run:
@@ -437,7 +434,7 @@ class SyncGitFileStore:
         limit = check_limit(limit)
         with translate_errors(self.path):
             head = self._read_head()
-            if self._reading_proposal(head):  # the index follows main; a proposal is scanned
+            if self.run is not None and head != self.repo.head():  # the index follows main; a proposal is scanned
                 files = list(self.repo.files_at(head, prefix))
             else:
                 # The index only narrows which files are read; scan decides every line.

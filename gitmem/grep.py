@@ -27,13 +27,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import GrepMatch, SearchResult
-
-if TYPE_CHECKING:
-    import regex as regex_engine
 
 MAX_LIMIT = 10_000
 REGEX_BUDGET = 2.0
@@ -107,8 +103,13 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
     import regex as regex_engine  # here: a literal search (and a CLI read command's start) need not load it
 
     try:
-        _compile_re(pattern, 0 if case_sensitive else re.IGNORECASE)
-        compiled = _compile_regex(pattern, regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE))
+        # Python's own re must take the pattern too. Its FutureWarning about sets like ``[[`` (a later
+        # Python may read them otherwise) is silenced: where warnings are errors it would escape the store.
+        with _WARNINGS_GUARD, warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+            flags = regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE)
+            compiled = regex_engine.compile(pattern, flags)
     except (re.error, regex_engine.error, OverflowError, RecursionError) as exc:
         raise MemoryStoreError("invalid_pattern", f"invalid regular expression: {exc}") from None
     search = compiled.search
@@ -147,26 +148,6 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
         return found is not None
 
     return test
-
-
-def _compile_re(pattern: str, flags: int) -> re.Pattern[str]:
-    """``re.compile`` without its ``FutureWarning`` about sets like ``[[``.
-
-    The warning only says a future Python may read the pattern differently; in a
-    process that turns warnings into errors it would escape the store as an
-    exception, so it is silenced here, where the pattern is compiled.
-    """
-    with _WARNINGS_GUARD, warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        return re.compile(pattern, flags)
-
-
-def _compile_regex(pattern: str, flags: int) -> regex_engine.Pattern[str]:
-    import regex as regex_engine
-
-    with _WARNINGS_GUARD, warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        return regex_engine.compile(pattern, flags)
 
 
 def check_limit(limit: object) -> int:

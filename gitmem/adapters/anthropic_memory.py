@@ -87,22 +87,27 @@ _TOOL_USE: ContextVar[str | None] = ContextVar("gitmem_memory_tool_use", default
 # --- tool-use ids ----------------------------------------------------------------------
 
 
-class _ToolUseIds:
-    """Which tool-use id the next call with a given input object belongs to.
+class ToolUseIds:
+    """Which tool-use id the next call of tools ``names`` with a given input object belongs to.
 
     The runner passes ``block.input`` (the very object in the message) to the tool,
     so the message's blocks can be matched to the calls by identity.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = frozenset(names)
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[object, str]] = {}
 
-    def expect(self, blocks: Iterable[object], name: str) -> int:
+    def expect(self, message: object) -> int:
+        """Note the tool-use blocks of an assistant message (or a list of blocks) for these tools; how many."""
+        blocks = getattr(message, "content", message)
+        if not isinstance(blocks, Iterable):
+            raise TypeError("expect() takes an assistant message or its content blocks")
         pending: dict[int, tuple[object, str]] = {}
         for block in blocks:
             # Duck-typed: parsed and streamed messages carry their own tool-use block classes.
-            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == name:
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) in self.names:
                 tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
                 if isinstance(tool_use_id, str):
                     pending[id(tool_input)] = (tool_input, tool_use_id)
@@ -139,7 +144,7 @@ class _Shared:
         self.store: FileStore = seam
         self.format = fmt if isinstance(fmt, FileFormat) else seam.format
         self.write_retries = write_retries
-        self._ids = _ToolUseIds()
+        self._ids = ToolUseIds((self.name,))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r})"
@@ -149,10 +154,7 @@ class _Shared:
 
         Returns how many there are. Their ids become the commits' tool call ids.
         """
-        blocks = getattr(message, "content", message)
-        if not isinstance(blocks, Iterable):
-            raise TypeError("expect() takes an assistant message or its content blocks")
-        return self._ids.expect(blocks, self.name)
+        return self._ids.expect(message)
 
     @contextmanager
     def tool_use(self, tool_use_id: str | None) -> Iterator[None]:

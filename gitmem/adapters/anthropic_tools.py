@@ -25,7 +25,6 @@ so the runner marks the result ``is_error`` and the model reads ``current``.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,38 +32,11 @@ from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaBuiltinFunctio
 from anthropic.types.beta import BetaToolParam
 
 from gitmem import aio
+from gitmem.adapters.anthropic_memory import ToolUseIds
 from gitmem.model import Origin
 from gitmem.tools.registry import Tool, ToolRegistry
 
 __all__ = ["AsyncRegistryTool", "RegistryTool", "RegistryTools", "registry_tools"]
-
-
-class _Ids:
-    """Tool-use ids of the blocks a message asked for, matched to calls by the input object's identity."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.names = frozenset(names)
-        self._lock = threading.Lock()
-        self._pending: dict[int, tuple[object, str]] = {}
-
-    def expect(self, message: object) -> int:
-        blocks = getattr(message, "content", message)
-        if not isinstance(blocks, Iterable):
-            raise TypeError("expect() takes an assistant message or its content blocks")
-        pending: dict[int, tuple[object, str]] = {}
-        for block in blocks:
-            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) in self.names:
-                tool_input, tool_use_id = getattr(block, "input", None), getattr(block, "id", None)
-                if isinstance(tool_use_id, str):
-                    pending[id(tool_input)] = (tool_input, tool_use_id)
-        with self._lock:
-            self._pending = pending
-        return len(pending)
-
-    def claim(self, tool_input: object) -> str | None:
-        with self._lock:
-            found = self._pending.pop(id(tool_input), None)
-        return found[1] if found is not None and found[0] is tool_input else None
 
 
 def _answer(payload: dict[str, Any]) -> str:
@@ -75,7 +47,7 @@ def _answer(payload: dict[str, Any]) -> str:
 
 
 class _Shared:
-    def __init__(self, registry: ToolRegistry, tool: Tool, origin: Origin, ids: _Ids) -> None:
+    def __init__(self, registry: ToolRegistry, tool: Tool, origin: Origin, ids: ToolUseIds) -> None:
         self.registry, self.tool, self.origin, self._ids = registry, tool, origin, ids
 
     def to_dict(self) -> BetaToolParam:
@@ -107,7 +79,7 @@ class AsyncRegistryTool(_Shared, BetaAsyncBuiltinFunctionTool):
 class RegistryTools(list[Any]):
     """The tools of one registry for the runner (a list), with :meth:`expect` for their tool-use ids."""
 
-    def __init__(self, tools: Iterable[Any], ids: _Ids) -> None:
+    def __init__(self, tools: Iterable[Any], ids: ToolUseIds) -> None:
         super().__init__(tools)
         self._ids = ids
 
@@ -120,6 +92,6 @@ def registry_tools(
     registry: ToolRegistry, *, origin: Origin | None = None, asynchronous: bool = False
 ) -> RegistryTools:
     """Every tool of ``registry`` as an SDK runner tool; ``origin`` names the run and principal of every change."""
-    ids = _Ids(t.name for t in registry)
+    ids = ToolUseIds(t.name for t in registry)
     kind = AsyncRegistryTool if asynchronous else RegistryTool
     return RegistryTools((kind(registry, t, origin or Origin(), ids) for t in registry), ids)

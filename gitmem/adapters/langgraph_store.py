@@ -227,7 +227,10 @@ class GitMemStore(BaseStore):
         if self._restarts(op.refresh_ttl):
             for item, _ in page:
                 self._touch(item, now, touched)
-        return [_search_item(item, score) for item, score in page]
+        return [
+            SearchItem(i.namespace, i.key, rules.copy_value(i.value), i.created_at, i.updated_at, score)
+            for i, score in page
+        ]
 
     def _ranked(
         self, query: str, found: dict[str, StoredItem], limit: int, offset: int
@@ -432,7 +435,3 @@ def _item(item: StoredItem) -> Item:
         created_at=item.created_at,
         updated_at=item.updated_at,
     )
-
-
-def _search_item(item: StoredItem, score: float | None) -> SearchItem:
-    return SearchItem(item.namespace, item.key, rules.copy_value(item.value), item.created_at, item.updated_at, score)

@@ -64,9 +64,23 @@ def tool_call(server: MemoryMcpServer, environ: Mapping[str, Any], body: bytes) 
     elif not isinstance(arguments, dict):
         return None
     payload = server.answer(name, arguments, request_id)
+    return response(request_id, payload)
+
+
+def response(request_id: int | str, payload: Mapping[str, Any]) -> bytes:
+    """The JSON-RPC response carrying ``payload`` as a tool result: as text and as structured content.
+
+    The payload is encoded once and its JSON put in both places (the text is that
+    JSON as a string): the same bytes as encoding the whole response, without
+    encoding the payload a second time.
+    """
     text = json.dumps(payload, ensure_ascii=False)
-    result = {"content": [{"type": "text", "text": text}], "structuredContent": payload, "isError": "error" in payload}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, ensure_ascii=False).encode()
+    failed = "true" if "error" in payload else "false"
+    return (
+        f'{{"jsonrpc": "2.0", "id": {json.dumps(request_id, ensure_ascii=False)}, "result": {{"content": '
+        f'[{{"type": "text", "text": {json.dumps(text, ensure_ascii=False)}}}], "structuredContent": {text}, '
+        f'"isError": {failed}}}}}'
+    ).encode()
 
 
 def _unicode_text(message: object) -> bool:

@@ -40,9 +40,11 @@ subscriptions into it; the ``memory_context`` prompt's cursors are a file of the
 session that every worker reads before the prompt and writes after it. The id a
 client sees is the book's; each worker's SDK session has its own, swapped in and
 out of the ``mcp-session-id`` header. A GET event stream is served by the worker
-that holds it, which watches the root (every write, through any worker or none,
-moves a ref it sees) and replays into its copy the subscriptions made through
-other workers before it sends. A session can only be used with the token that
+that holds it, which watches the root once the session subscribes (every write,
+through any worker or none, moves a ref it sees) and replays into its copy the
+subscriptions made through other workers before it sends; one made through
+another worker while it was not watching yet is seen within a second (the
+stream's check of its token) and what moved since it is told then. A session can only be used with the token that
 opened it (anyone else gets the same 404 as for an unknown session); one whose
 token the file changed ends for every worker.
 
@@ -83,6 +85,7 @@ from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.mcp_takeup import (
     SESSION_HEADER,
+    SUBSCRIBE,
     Answer,
     Session,
     SessionTakeUp,
@@ -269,6 +272,9 @@ class McpHttpApp(SessionTakeUp):
             if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
                 touched[0] = time.monotonic()  # an open stream is a use: the session is not reaped
                 self.book.touch(session.lock_fd)
+            if not self._changes.started:  # a subscription made through another worker since?
+                self._follow_subscriptions(session)
+                self._watch_for(session, catch_up=True)
             return True
 
         def closed() -> None:
@@ -278,8 +284,8 @@ class McpHttpApp(SessionTakeUp):
                 session.last_used = time.monotonic()
 
         try:
-            self._changes.start()  # only a stream is told of changes: no watcher runs before the first
             self._follow_subscriptions(session, force=True)
+            self._watch_for(session)
             status, headers, body = event_stream(
                 self._loop(),
                 session.manager,
@@ -362,6 +368,8 @@ class McpHttpApp(SessionTakeUp):
                 self._drop(session.session_id)  # ended through another worker
                 return gone
             change = self._before(session, body) if session.session_id is not None else None
+            if change is not None and session.streams and change.startswith(SUBSCRIBE + " "):
+                self._changes.start()  # before the SDK holds the subscription: no later move goes untold
             if change is None and environ.get("REQUEST_METHOD") == "POST":
                 answer = mcp_fastcall.tool_call(session.server, environ, body)
                 if answer is not None:
@@ -379,6 +387,20 @@ class McpHttpApp(SessionTakeUp):
                 session.last_used = time.monotonic()
                 if session.lock_fd is not None and not session.in_flight:
                     self.book.idle(session.lock_fd)
+
+    def _watch_for(self, session: Session, *, catch_up: bool = False) -> None:
+        """Start watching the root once ``session``, which has an event stream here, subscribes to something.
+
+        Only a subscribed memory's moves are told, so until then no watcher runs:
+        it would handle a dozen file events and read the refs at every write for
+        nobody. ``catch_up``: the subscription was made through another worker
+        while this one was not watching; moves since it are told now
+        (:meth:`_catch_up`), later ones by the watcher.
+        """
+        if session.subscribed and not self._changes.started:
+            self._changes.start()
+            if catch_up:
+                self._catch_up(session)
 
     def _shared_session(self, owner: str, grant: Grant, topic: Route) -> Session:
         key = (owner, topic)

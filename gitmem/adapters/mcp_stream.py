@@ -13,9 +13,11 @@ after ``resources/subscribe`` to ``memory://NAME/context``, a
 whoever moved it (an agent over ``/mcp`` or stdio, a push, ``git update-ref``).
 
 - :class:`ChangeFanout`: one :class:`~gitmem.adapters.watch.Watcher` over the
-  root for the whole server (not one per session), started with the first
-  session; each move of a ``main`` is handed to every live session's server
-  that offers that memory, on the bridge's event loop.
+  root for the whole server (not one per session), started once a session
+  with an event stream in this worker subscribes to a memory (a watcher
+  handles every write's file events and reads the refs again: work for
+  nobody until then); each move of a ``main`` is handed to every live
+  session's server that offers that memory, on the bridge's event loop.
 - :func:`event_stream`: runs the SDK's GET handler on that loop and hands its
   body, chunk by chunk, to the waitress worker that serves the request. An open
   stream holds that worker (``gitmem serve`` adds one per allowed stream, so
@@ -67,13 +69,20 @@ class ChangeFanout:
         self._debounce = debounce
         self._lock = threading.Lock()
         self._watcher: Watcher | None = None
+        self._started = False
         self._closed = False
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` ran (watching since, or the root could not be watched)."""
+        return self._started
 
     def start(self) -> None:
         """Start watching, once (later calls return at once)."""
         with self._lock:
-            if self._watcher is not None or self._closed:
+            if self._started or self._closed:
                 return
+            self._started = True
             watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False, details=False)
             try:
                 watcher.start()

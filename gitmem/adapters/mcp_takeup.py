@@ -38,7 +38,7 @@ from gitmem.root import Root
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 SESSION_HEADER = "mcp-session-id"
-_SUBSCRIBE = "resources/subscribe"
+SUBSCRIBE = "resources/subscribe"
 _UNSUBSCRIBE = "resources/unsubscribe"
 
 
@@ -150,7 +150,7 @@ class SessionTakeUp:
         wanted = tuple(str(uri) for uri in record.get("subscriptions", []))
         gone = [uri for uri in session.subscribed if uri not in wanted]
         for n, uri in enumerate((*wanted, *gone)):
-            method = _SUBSCRIBE if n < len(wanted) else _UNSUBSCRIBE
+            method = SUBSCRIBE if n < len(wanted) else _UNSUBSCRIBE
             with suppress(MemoryStoreError):
                 self._replay(session, {"jsonrpc": "2.0", "id": f"replay-{n}", "method": method, "params": {"uri": uri}})
         session.subscribed, session.generation = wanted, int(record.get("generation", 0))
@@ -166,13 +166,13 @@ class SessionTakeUp:
             cursors = session.server.capability.cursors if session.server.capability is not None else None
             if cursors is not None and session.server.cursor_file is not None:
                 cursors.restore(load_cursors(session.server.cursor_file))
-        if _SUBSCRIBE.encode() not in body and _UNSUBSCRIBE.encode() not in body:
+        if SUBSCRIBE.encode() not in body and _UNSUBSCRIBE.encode() not in body:
             return None
         try:
             message = parse_json(body)
         except MemoryStoreError:
             return None
-        if not isinstance(message, dict) or message.get("method") not in (_SUBSCRIBE, _UNSUBSCRIBE):
+        if not isinstance(message, dict) or message.get("method") not in (SUBSCRIBE, _UNSUBSCRIBE):
             return None
         params = message.get("params")
         uri = params.get("uri") if isinstance(params, dict) else None
@@ -192,7 +192,7 @@ class SessionTakeUp:
 
         def edit(record: dict[str, Any]) -> dict[str, Any]:
             subs = [s for s in record.get("subscriptions", []) if s != uri]
-            record["subscriptions"] = [*subs, uri] if method == _SUBSCRIBE else subs
+            record["subscriptions"] = [*subs, uri] if method == SUBSCRIBE else subs
             record["heads"] = {**record.get("heads", {}), uri: head}
             return record
 

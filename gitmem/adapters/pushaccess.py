@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gitmem.adapters.tokens import Grant
-from gitmem.git.claims import foreign_claims
+from gitmem.git.claims import RULE_PRINCIPAL, foreign_claims
 from gitmem.git.pushcheck import RefUpdate, Refusal
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
@@ -84,7 +84,7 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                             f"commit may name only its pusher (remove the {claim.key} trailer)"
                         )
                     refusals.append(
-                        Refusal(ref, "principal", f"commit {claim.commit[:12]} {what}", commit=claim.commit)
+                        Refusal(ref, RULE_PRINCIPAL, f"commit {claim.commit[:12]} {what}", commit=claim.commit)
                     )
             out[ref] = refusals
         return out

@@ -49,7 +49,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from watchdog.events import EVENT_TYPE_CLOSED_NO_WRITE, EVENT_TYPE_OPENED, FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
@@ -153,9 +163,21 @@ class _Mount:
         self.refs: dict[str, str] = {}
 
 
-#: Events of a file or folder being read. Each re-read of the refs opens their folders, so taking these
-#: as hints made the watcher read the refs again and again, a few hundred times a second, for ever.
-_READS: Final = frozenset({EVENT_TYPE_OPENED, EVENT_TYPE_CLOSED_NO_WRITE})
+#: The events that can mean a ref moved, the only ones inotify is asked for: a file renamed into place
+#: (git's lock files, ``packed-refs``), written and closed, created or deleted, and folders coming and
+#: going (a new mount, a new ref folder). Reads are left out: every write of a store opens its ref files
+#: a few times and the watcher's own re-read opens them again, and each such event cost watchdog's
+#: thread more than the re-read it never caused (taken as hints they made the watcher read the refs
+#: again and again, for ever). A write's in-place modifications end in a close, so those are left out too.
+_EVENTS: Final[list[type[FileSystemEvent]]] = [
+    FileMovedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    DirCreatedEvent,
+    FileDeletedEvent,
+    DirDeletedEvent,
+]
 
 
 class _Handler(FileSystemEventHandler):
@@ -163,8 +185,6 @@ class _Handler(FileSystemEventHandler):
         self.watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in _READS:  # a read, such as this watcher's own of the refs: nothing moved
-            return
         self.watcher._hint(os.fsdecode(event.src_path), os.fsdecode(event.dest_path or b""))
 
 
@@ -221,7 +241,7 @@ class Watcher:
         self._observer = observer
         if self.names is None:
             make_private_dir(self.root.path, parents=True)  # 0700 like every root gitmem makes
-            observer.schedule(self._handler, os.fspath(self.root.path), recursive=False)
+            observer.schedule(self._handler, os.fspath(self.root.path), recursive=False, event_filter=_EVENTS)
         for name in self.names if self.names is not None else self.root.mounts():
             self._add_mount(name)
         observer.start()
@@ -289,8 +309,9 @@ class Watcher:
         assert observer is not None
         try:
             os.makedirs(os.path.join(path, "refs"), exist_ok=True)
-            mount.watches.append(observer.schedule(self._handler, os.path.join(path, "refs"), recursive=True))
-            mount.watches.append(observer.schedule(self._handler, path, recursive=False))
+            refs = os.path.join(path, "refs")
+            mount.watches.append(observer.schedule(self._handler, refs, recursive=True, event_filter=_EVENTS))
+            mount.watches.append(observer.schedule(self._handler, path, recursive=False, event_filter=_EVENTS))
             mount.refs = read_refs(mount.git)
         except (OSError, MemoryStoreError) as exc:
             log.warning("cannot watch %s: %s", path, exc)

@@ -39,11 +39,6 @@ def canonical(name: str) -> str:
     return A3S_ALIASES.get(name, name)
 
 
-def same_profile(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` name the same profile, in either naming."""
-    return canonical(a) == canonical(b)
-
-
 def canonical_record(record: Any) -> Any:
     """``record`` with every profile name in its named fields made canonical (a copy; others untouched).
 

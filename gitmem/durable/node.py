@@ -241,6 +241,26 @@ class Node:
         """``id@revision``: how commit trailers and logs name this exact revision."""
         return f"{self.id}@{self.revision}"
 
+    def as_dict(self) -> dict[str, object]:
+        """Every field as JSON values, with the content's digest: what the CLI prints and a node file holds."""
+        return {
+            "id": self.id,
+            "namespace": self.namespace.as_dict(),
+            "revision": self.revision,
+            "kind": self.kind,
+            "status": self.status,
+            "content": self.content,
+            "content_digest": self.digest,
+            "confidence": self.confidence,
+            "importance": self.importance,
+            "created_at": format_time(self.created_at),
+            "updated_at": format_time(self.updated_at),
+            "revision_kind": self.revision_kind,
+            "evidence": [e.as_dict() for e in self.evidence],
+            "relations": [r.as_dict() for r in self.relations],
+            "labels": dict(self.labels),
+        }
+
     def has_relation(self, kind: str) -> bool:
         return any(r.kind == kind for r in self.relations)
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gitmem.durable.namespace import Namespace, folder_name
-from gitmem.durable.node import Evidence, Node, Relation, check_labels, format_time, parse_time
+from gitmem.durable.node import Evidence, Node, Relation, check_labels, parse_time
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import KIB, FileFormat
 from gitmem.localfile import parse_json
@@ -99,22 +99,7 @@ def _dump(value: object) -> str:
 
 def encode_node(node: Node) -> str:
     """The node file's text (see the module docstring)."""
-    values: dict[str, object] = {
-        "id": node.id,
-        "namespace": node.namespace.as_dict(),
-        "revision": node.revision,
-        "kind": node.kind,
-        "status": node.status,
-        "confidence": node.confidence,
-        "importance": node.importance,
-        "created_at": format_time(node.created_at),
-        "updated_at": format_time(node.updated_at),
-        "revision_kind": node.revision_kind,
-        "content_digest": node.digest,
-        "evidence": [e.as_dict() for e in node.evidence],
-        "relations": [r.as_dict() for r in node.relations],
-        "labels": dict(node.labels),
-    }
+    values = node.as_dict()  # the content goes between the markers, the rest in _FIELDS' order
     fields = "".join(f"{key}: {_dump(values[key])}\n" for key in _FIELDS)
     return f"{HEADER}{node.content}{MARKER}{fields}{CLOSER}"
 

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from gitmem import derived
 from gitmem.durable.ledger import AccessEvent, Ledger, Usage
@@ -52,7 +52,7 @@ from gitmem.durable.nodefile import (
 from gitmem.durable.recall import NamespaceRecall, RecallAnswer, RecallPolicy
 from gitmem.durable.staging import Known, WriteCache
 from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
-from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
+from gitmem.model import Applied, Edit, FileText, Origin
 from gitmem.recall.semantic import SemanticBranch
 
 OP: Final = "durable"
@@ -67,33 +67,9 @@ if TYPE_CHECKING:  # the change-set values and staging rules load when a change 
     from gitmem.durable.rules import Staged
     from gitmem.durable.semantic import RefreshReceipt, SemanticHealth, SemanticMaintenance, SemanticRecall
     from gitmem.recall.vectors import Consistency
+    from gitmem.store import BatchFileStore
 
 Clock = Callable[[], datetime]
-
-
-class DurableStore(Protocol):
-    """What the repository needs of a store: reads, a change cursor and atomic batches.
-
-    The sync store seam provides it (``SyncGitFileStore``, ``InMemoryFileStore``).
-    """
-
-    def list(self) -> builtins.list[FileEntry]: ...
-
-    def read(self, path: str) -> FileText: ...
-
-    def changes(self, since: str | None) -> Changes | FullResync: ...
-
-    def head(self) -> str: ...
-
-    def apply(
-        self,
-        edits: Sequence[Edit],
-        *,
-        origin: Origin | None = None,
-        op: str = "apply",
-        summary: str | None = None,
-        trailers: Sequence[tuple[str, str]] = (),
-    ) -> Applied: ...
 
 
 def _utcnow() -> datetime:
@@ -135,7 +111,7 @@ class DurableRepository:
 
     def __init__(
         self,
-        store: DurableStore,
+        store: BatchFileStore,
         *,
         clock: Clock = _utcnow,
         ledger: Ledger | None = None,

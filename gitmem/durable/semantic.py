@@ -64,7 +64,7 @@ from gitmem.recall.vectors import (
 )
 
 if TYPE_CHECKING:
-    from gitmem.durable.repository import DurableStore
+    from gitmem.store import BatchFileStore
 
 #: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
 SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
@@ -316,7 +316,7 @@ def partition_of(namespace: Namespace) -> str:
     return namespace.folder.rstrip("/")
 
 
-def active_snapshot(store: DurableStore, namespace: Namespace) -> tuple[str, dict[str, Node]]:
+def active_snapshot(store: BatchFileStore, namespace: Namespace) -> tuple[str, dict[str, Node]]:
     """Every active node of ``namespace`` at one commit, and that commit.
 
     The listing and the reads happen at the head; afterwards the change cursor
@@ -408,7 +408,7 @@ class SemanticRecall:
     # -- refresh --
 
     def refresh(
-        self, store: DurableStore, namespace: Namespace, *, consistency: Consistency = "partition_atomic"
+        self, store: BatchFileStore, namespace: Namespace, *, consistency: Consistency = "partition_atomic"
     ) -> RefreshReceipt:
         """Publish the namespace's Active-only snapshot to its partition (module docstring).
 
@@ -435,7 +435,9 @@ class SemanticRecall:
             log.record(partition, receipt.outcome, None, receipt.at)
             return receipt
 
-    def _refresh(self, store: DurableStore, namespace: Namespace, index: VectorIndex, partition: str) -> RefreshReceipt:
+    def _refresh(
+        self, store: BatchFileStore, namespace: Namespace, index: VectorIndex, partition: str
+    ) -> RefreshReceipt:
         cas = index.consistency == "index_revision_cas"
         started = index.status().revision
         generation = self.generation(namespace)
@@ -506,7 +508,7 @@ class SemanticRecall:
 
     # -- health --
 
-    def health(self, store: DurableStore, namespace: Namespace) -> SemanticHealth:
+    def health(self, store: BatchFileStore, namespace: Namespace) -> SemanticHealth:
         index, log = self._parts()
         return semantic_health(store, namespace, index, log, self.generation(namespace))
 
@@ -524,7 +526,7 @@ def _unit(vector: Iterable[float]) -> tuple[float, ...]:
 
 
 def semantic_health(
-    store: DurableStore, namespace: Namespace, index: VectorIndex, log: RefreshLog, generation: str | None = None
+    store: BatchFileStore, namespace: Namespace, index: VectorIndex, log: RefreshLog, generation: str | None = None
 ) -> SemanticHealth:
     """The partition of ``namespace`` against the head (``generation``: the one a binding serves)."""
     partition = partition_of(namespace)
@@ -597,7 +599,7 @@ class SemanticMaintenance:
     def __init__(
         self,
         recall: SemanticRecall,
-        store: DurableStore,
+        store: BatchFileStore,
         namespaces: Sequence[Namespace],
         *,
         interval: float,

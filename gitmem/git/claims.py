@@ -25,14 +25,12 @@ in (or were written by gitmem) and are not checked again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import pygit2
-
 from gitmem.errors import MemoryStoreError
-from gitmem.git.loose import open_repository
-from gitmem.provenance import T_PRINCIPAL, identity_claims
+from gitmem.provenance import T_FROM, T_PATH, T_PRINCIPAL, identity_claims
 
 RULE_IDENTITY = "identity"
 """A commit whose identity trailers could be read more than one way."""
@@ -99,6 +97,10 @@ def _names(names: Sequence[tuple[str, str]], author: str, commit: str) -> list[C
 
 def foreign_claims(path: str, object_dirs: Sequence[str], new: str, principal: str) -> list[Claim]:
     """The names that the commits ``new`` brings (beyond every ref of the mount) show and that are not ``principal``."""
+    import pygit2  # a pushed ref's names: only the server's access check asks
+
+    from gitmem.git.loose import open_repository
+
     try:
         repo = open_repository(path, extra_objects=object_dirs)
         walker = repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
@@ -117,3 +119,22 @@ def foreign_claims(path: str, object_dirs: Sequence[str], new: str, principal: s
         return out
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise MemoryStoreError("unavailable", f"cannot read the pushed commits: {exc}") from exc
+
+
+_CLAIM = re.compile(rb"(?im)^gitmem-[a-z-]+:")
+
+
+def unnamed_changes(data: bytes, changed: Iterable[str]) -> list[str]:
+    """Of the paths a commit changed, those its ``Gitmem-Path``/``Gitmem-From`` lines do not name.
+
+    ``data`` is the raw commit. Only a commit that carries a ``Gitmem-*`` line at
+    all is held to this (``[]`` otherwise): readers skip a gitmem commit whose
+    trailers do not mention a path (:class:`Follower`, ``may_have_moved_to``) and
+    list a change's paths from its trailers, so a commit that claims to be
+    gitmem's must name every path it changes, byte for byte as they look.
+    """
+    if _CLAIM.search(data) is None:
+        return []
+    return [
+        p for p in changed if f"\n{T_PATH}: {p}\n".encode() not in data and f"\n{T_FROM}: {p}\n".encode() not in data
+    ]

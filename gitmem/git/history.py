@@ -369,7 +369,6 @@ def _checked_content(repo: GitRepo, fmt: FileFormat, path: str, oid: str) -> int
 
 
 def check_room(
-    repo: GitRepo,
     fmt: FileFormat,
     snap: Snapshot,
     path: str,
@@ -445,7 +444,7 @@ def restore(
             )
         if target is not None:
             size = _checked_content(repo, fmt, path, target)
-            check_room(repo, fmt, snap, path, current, size, size_of or (lambda oid: len(repo.blob(oid))))
+            check_room(fmt, snap, path, current, size, size_of or (lambda oid: len(repo.blob(oid))))
         return Plan(((path, target),), "restore", (path,), origin, target, detail=commit[:12], extra=((T_REV, commit),))
 
     from gitmem.git import engine  # a write: read commands (log, blame, diff) never load the engine

@@ -37,6 +37,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import EntryRules
+from gitmem.git.pygitreader import RepoReader
 from gitmem.git.rewritepack import commit_header
 
 TRAILER = "Imported-From"
@@ -103,7 +104,7 @@ def rewrite_history(
 class _Rewriter:
     def __init__(self, repo: pygit2.Repository, fmt: FileFormat, exclude: Sequence[str], gitignore: bool) -> None:
         self.repo = repo
-        self.rules = EntryRules(repo, fmt)
+        self.rules = EntryRules(RepoReader(repo), fmt)
         self.top = ignorerules.parse(exclude, source="--exclude")
         self.gitignore = gitignore
         self.trees: dict[
@@ -191,7 +192,7 @@ class _Rewriter:
                 drops.append((shown + folder, RULE_EXCLUDED, f"left out by {rule.source} ({rule.text})", str(oid)))
                 changed = True
                 continue
-            problem = self.rules.problem(raw, _REGULAR if mode == _EXECUTABLE else mode, oid)
+            problem = self.rules.problem(raw, _REGULAR if mode == _EXECUTABLE else mode, str(oid))
             if problem is not None:
                 drops.append((shown, problem[0], problem[1], str(oid)))
                 changed = True

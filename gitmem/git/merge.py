@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pygit2
@@ -31,6 +30,8 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
+from gitmem.git.mergeresult import MergeRefused as MergeRefused
+from gitmem.git.mergeresult import MergeResult as MergeResult
 from gitmem.git.packs import PackError
 from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates
 from gitmem.git.quarantine import Quarantine, open_quarantine
@@ -47,40 +48,6 @@ MAX_ATTEMPTS = 8
 """Foreign pushes that may move ``main`` under one integration before it gives up."""
 
 MAX_LISTED = 50
-
-
-@dataclass(frozen=True, slots=True)
-class MergeResult:
-    """How ``main`` moved: ``up_to_date``, ``fast_forward``, ``merged`` (a new merge commit),
-    ``joined`` (a new, empty memory took the other history whole) or ``conflict`` (``main``
-    did not move; ``proposal`` names the conflict proposal a pull opened to finish it)."""
-
-    kind: str
-    before: str
-    after: str
-    paths: tuple[str, ...]
-    closed: tuple[str, ...] = ()  # review proposals main now holds, deleted (runs' ids)
-    abandoned: tuple[str, ...] = ()  # proposals pushed to the remote, gone there, not on main
-    proposal: str | None = None  # the conflict proposal of a ``conflict`` result
-
-
-class MergeRefused(MemoryStoreError):
-    """The other history cannot land on ``main``; ``main`` was not touched.
-
-    ``paths`` are the conflicting files (code ``version_mismatch``) or the files
-    that break a rule (the rule's store code); ``reasons`` one line per problem.
-    """
-
-    paths: tuple[str, ...]
-    reasons: tuple[str, ...]
-
-    def __init__(self, code: ErrorCode, message: str, paths: Sequence[str] = (), reasons: Sequence[str] = ()) -> None:
-        super().__init__(code, message)
-        self.paths = tuple(paths)
-        self.reasons = tuple(reasons)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.code, self.message, self.paths, self.reasons))
 
 
 def _listing(paths: Sequence[str]) -> str:

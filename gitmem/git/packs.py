@@ -25,11 +25,8 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 
-import pygit2
-
 from gitmem.git.cli import git_env
 from gitmem.git.control import check_packs_of
-from gitmem.git.loose import open_repository
 from gitmem.localfile import read_local
 
 _CHUNK = 64 * 1024
@@ -177,6 +174,10 @@ def pack_reachable(
 
 def ref_tips(repo_path: str) -> list[str]:
     """What every ref of the repository points at: the objects a pack need not carry again."""
+    import pygit2  # loaded only here and below: a fast-forward pull whose pack moves in as it is needs neither
+
+    from gitmem.git.loose import open_repository
+
     with open_repository(os.path.abspath(repo_path)) as repo:
         found: list[str] = []
         for name in repo.references:
@@ -229,6 +230,27 @@ def pack_ids(idx_path: str) -> list[bytes]:
     return [data[start + 20 * i : start + 20 * (i + 1)] for i in range(count)]
 
 
+def _mount_has(repo_path: str, oids: Sequence[bytes]) -> bool:
+    """Whether the mount stores every one of ``oids`` (the bases a thin pack's fix added, mostly).
+
+    Its pack indexes and loose files are looked up directly (:meth:`gitmem.git.peek.Peek.has`);
+    a mount that reader leaves to libgit2 (objects borrowed from elsewhere, say) is asked through libgit2.
+    """
+    from gitmem.git.peek import CannotPeek, Peek
+
+    try:
+        peek = Peek(repo_path)
+        return all(peek.has(i) for i in oids)
+    except CannotPeek:
+        pass
+    import pygit2
+
+    from gitmem.git.loose import open_repository
+
+    with open_repository(os.path.abspath(repo_path)) as repo:
+        return all(repo.odb.exists(pygit2.Oid(raw=i)) for i in oids)
+
+
 def only_needed(repo_path: str, objects: str, reached: set[bytes]) -> list[str] | None:
     """The received pack's files when it holds nothing but ``reached`` objects and ones the mount has.
 
@@ -245,8 +267,6 @@ def only_needed(repo_path: str, objects: str, reached: set[bytes]) -> list[str] 
     if not ids:
         return []  # an empty pack (the push only names objects the mount has): nothing to keep
     extra = [i for i in ids if i not in reached]
-    if extra:
-        with open_repository(os.path.abspath(repo_path)) as repo:
-            if not all(repo.odb.exists(pygit2.Oid(raw=i)) for i in extra):
-                return None
+    if extra and not _mount_has(repo_path, extra):
+        return None
     return [f"{stem}{ext}" for ext in (".pack", ".rev", ".idx") if os.path.exists(f"{stem}{ext}")]

@@ -199,14 +199,13 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
     return pack_sum.hex(), pack + pack_sum, idx
 
 
-def _write_file(path: str, data: bytes, durable: bool) -> None:
+def _write_file(path: str, data: bytes) -> None:
+    """A new read-only file holding ``data`` (not synced: a durable write syncs its files together)."""
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -269,14 +268,14 @@ def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durab
     tmp_idx = ""
     try:
         try:
-            _write_file(base + ".pack", pack, False)
+            _write_file(base + ".pack", pack)
         except FileExistsError:
             if os.path.exists(base + ".idx"):
                 return sha  # the very same objects were packed before (a retried plan)
             os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
-            _write_file(base + ".pack", pack, False)
+            _write_file(base + ".pack", pack)
         tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
-        _write_file(tmp_idx, idx, False)
+        _write_file(tmp_idx, idx)
         if durable:
             fsync_together([base + ".pack", tmp_idx])
         os.rename(tmp_idx, base + ".idx")

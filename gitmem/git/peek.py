@@ -32,7 +32,7 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_local, read_control
@@ -219,9 +219,11 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
 class Peek:
     """Reads refs, commits, trees and blobs of one bare repository (see the module docstring)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, extra_objects: Sequence[str] = ()) -> None:
+        """``extra_objects``: object folders read besides the repository's own (a pull's quarantine)."""
         self.path = os.path.abspath(path)
         self._objects = os.path.join(self.path, "objects")
+        self._folders = [self._objects, *(os.path.abspath(folder) for folder in extra_objects)]
         if not os.path.isdir(self._objects):
             raise CannotPeek("no objects folder")
         self._config = _read_config(self.path)
@@ -317,9 +319,23 @@ class Peek:
             raise CannotPeek(f"object {oid} does not match its id")
         return name.decode(), body
 
+    def has(self, oid: bytes) -> bool:
+        """Whether the repository stores object ``oid`` (raw id), packed or loose; nothing is read or checked."""
+        if any(pack.find(oid) is not None for pack in self._pack_list()):
+            return True
+        name = oid.hex()
+        return any(os.path.lexists(os.path.join(f, name[:2], name[2:])) for f in self._folders)
+
+    def header(self, oid: str) -> tuple[str, int]:
+        """``(type, size)`` of object ``oid`` (read whole and checked, as :meth:`object`)."""
+        kind, body = self.object(oid)
+        return kind, len(body)
+
     def _loose(self, oid: str) -> tuple[int, bytes]:
+        name = os.path.join(oid[:2], oid[2:])
+        where = next((f for f in self._folders[1:] if os.path.lexists(os.path.join(f, name))), self._objects)
         try:
-            with _open(os.path.join(self._objects, oid[:2], oid[2:])) as fh:
+            with _open(os.path.join(where, name)) as fh:
                 if os.fstat(fh.fileno()).st_size > _MAX_OBJECT:
                     raise CannotPeek(f"object {oid} is too large to peek at")
                 compressed = fh.read()
@@ -341,17 +357,22 @@ class Peek:
             raise CannotPeek(f"object {oid} has a bad header")
         return _NUMBERS[kind], body
 
-    def _packed(self, oid: bytes, nesting: int = 0) -> tuple[int, bytes] | None:
+    def _pack_list(self) -> list[_Pack]:
         if self._packs is None:
-            folder = os.path.join(self._objects, "pack")
-            try:
-                names = sorted(n for n in os.listdir(folder) if n.endswith(".idx"))
-            except FileNotFoundError:
-                names = []
-            except OSError as exc:
-                raise CannotPeek(f"{folder}: {exc}") from None
-            self._packs = [_Pack(os.path.join(folder, n)) for n in names]
-        for number, pack in enumerate(self._packs):
+            self._packs = []
+            for objects in self._folders:
+                folder = os.path.join(objects, "pack")
+                try:
+                    names = sorted(n for n in os.listdir(folder) if n.endswith(".idx"))
+                except FileNotFoundError:
+                    names = []
+                except OSError as exc:
+                    raise CannotPeek(f"{folder}: {exc}") from None
+                self._packs.extend(_Pack(os.path.join(folder, n)) for n in names)
+        return self._packs
+
+    def _packed(self, oid: bytes, nesting: int = 0) -> tuple[int, bytes] | None:
+        for number, pack in enumerate(self._pack_list()):
             offset = pack.find(oid)
             if offset is not None:
                 return self._unpack(number, offset, nesting)

@@ -33,7 +33,6 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import conflict, erasures
 from gitmem.git.cli import FETCH, run_git
-from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeRefused, MergeResult, integrate
 from gitmem.git.quarantine import open_quarantine
@@ -51,6 +50,8 @@ from gitmem.git.remote import (
 )
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import drop_merged
+from gitmem.git.transport import INCOMING, INCOMING_LEDGER
+from gitmem.git.transport import fetch_main as fetch_into
 from gitmem.model import Origin
 
 
@@ -89,42 +90,23 @@ def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
 # --- pull ---------------------------------------------------------------------------
 
 
-_INCOMING_LEDGER = "refs/incoming-ledger"
-
-
 def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
-    """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``; returns ``main``'s commit id.
+    """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``
+    (:func:`gitmem.git.transport.fetch_main`); returns ``main``'s commit id.
 
-    One connection brings both: the ledger's refspec is a pattern, so a remote
-    without a ledger fails nothing (an exact refspec would fail the fetch).
     :func:`_adopt_ledger` reads what it brought.
     """
-    what = f"git fetch from {remote.name}"
-    done = run_git(
-        [
-            *FETCH,
-            remote.url,
-            "+refs/heads/main:refs/heads/incoming",
-            f"+{LEDGER_REF}*:{_INCOMING_LEDGER}*",
-        ],
-        cwd=scratch,
-        what=what,
-    )
-    if done.returncode != 0:
-        said = done.stderr.lower()
-        if "couldn't find remote ref" in said:
-            raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
-        raise MemoryStoreError("unavailable", f"{what} failed: {tail(done.stderr)}")
+    fetch_into(scratch, remote)
     try:
         r = open_repository(scratch)
         try:
-            incoming = str(r.references["refs/heads/incoming"].peel(pygit2.Commit).id)
-            r.references.delete("refs/heads/incoming")  # a ref here would exempt it from the check
+            incoming = str(r.references[INCOMING].peel(pygit2.Commit).id)
+            r.references.delete(INCOMING)  # a ref here would exempt it from the check
             return incoming
         finally:
             r.free()
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
-        raise MemoryStoreError("unavailable", f"{what} brought no usable main: {exc}") from exc
+        raise MemoryStoreError("unavailable", f"git fetch from {remote.name} brought no usable main: {exc}") from exc
 
 
 def _adopt_ledger(git: GitRepo, scratch: str) -> int:
@@ -136,8 +118,8 @@ def _adopt_ledger(git: GitRepo, scratch: str) -> int:
     """
     r = open_repository(scratch)
     try:
-        brought = [name for name in r.references if name.startswith(_INCOMING_LEDGER)]
-        tip = r.references[_INCOMING_LEDGER].target if _INCOMING_LEDGER in brought else None
+        brought = [name for name in r.references if name.startswith(INCOMING_LEDGER)]
+        tip = r.references[INCOMING_LEDGER].target if INCOMING_LEDGER in brought else None
         theirs = erasures.entries_at(r, str(tip)) if tip is not None else ()
         for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
             r.references.delete(name)

@@ -41,8 +41,11 @@ same rules as a store write:
   and carries nothing but its entries. Every other ref under ``refs/gitmem/``
   is gitmem's own and refused.
 
-The check only reads objects. The objects of a push in flight sit in a
-quarantine directory until the push is accepted; pass it as ``object_dirs``.
+The check only reads objects, through an object reader (:mod:`gitmem.git.objectread`):
+libgit2's by default (:mod:`gitmem.git.pygitreader`), the peek's for a CLI fast-forward
+pull (:mod:`gitmem.git.peekreader`); the rules are this one code either way. The objects
+of a push in flight sit in a quarantine directory until the push is accepted; pass it as
+``object_dirs``.
 Each :class:`Refusal` names the ref, the commit, the file and the rule.
 """
 
@@ -53,39 +56,52 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pygit2
-
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
-from gitmem.git import erasures
-from gitmem.git.claims import RULE_IDENTITY, identity_problems
-from gitmem.git.loose import open_repository
-from gitmem.git.quarantine import strict_check
-from gitmem.git.refs import MAIN
-from gitmem.git.snapshot import walk_file_ids
-from gitmem.git.treediff import file_changes
-from gitmem.git.walk import contradicted_moves, unnamed_changes
+from gitmem.git.claims import RULE_IDENTITY, commit_message, identity_problems, unnamed_changes
+from gitmem.git.looseref import MAIN
+from gitmem.git.objectread import (
+    BLOB,
+    COMMIT,
+    EXECUTABLE,
+    FOLDER,
+    LINK,
+    REGULAR,
+    SUBMODULE,
+    TAG,
+    TREE,
+    ObjectReader,
+    commit_parts,
+    entry_at,
+    file_ids,
+    raw_entries,
+    split_entry,
+    tag_target,
+    tree_body,
+)
+from gitmem.git.transport import LEDGER_REF
+from gitmem.git.treediff import changes_between
+from gitmem.provenance import parse_message
 from gitmem.secrets import find_secret
 
 ZERO = "0" * 40
 MAX_REFUSALS = 20
 """Problems listed per ref; a push with more gets a final "and more" line."""
 
-_REGULAR = pygit2.GIT_FILEMODE_BLOB
+_REGULAR = REGULAR
 _MODE_NAMES = {
-    pygit2.GIT_FILEMODE_BLOB_EXECUTABLE: "an executable file (mode 100755)",
-    pygit2.GIT_FILEMODE_LINK: "a symbolic link (mode 120000)",
-    pygit2.GIT_FILEMODE_COMMIT: "a submodule (mode 160000)",
+    EXECUTABLE: "an executable file (mode 100755)",
+    LINK: "a symbolic link (mode 120000)",
+    SUBMODULE: "a submodule (mode 160000)",
 }
-_FOLDER = pygit2.GIT_FILEMODE_TREE
-_BLOB_TYPE = int(pygit2.enums.ObjectType.BLOB)
-_TREE_TYPE = int(pygit2.enums.ObjectType.TREE)
-_TYPE_NAMES = {
-    int(pygit2.enums.ObjectType.COMMIT): "commit",
-    _TREE_TYPE: "folder (tree)",
-    _BLOB_TYPE: "file (blob)",
-    int(pygit2.enums.ObjectType.TAG): "tag",
-}
+_FOLDER = FOLDER
+_BLOB_TYPE = BLOB
+_TREE_TYPE = TREE
+_TYPE_NAMES = {COMMIT: "commit", TREE: "folder (tree)", BLOB: "file (blob)", TAG: "tag"}
+_SLASH = (
+    "invalid_path",
+    "a tree entry's name holds '/': git's fsck calls the tree malformed (fullPathname), and its path reads as a folder's",
+)
 
 # Rules that are not store error codes (those are invalid_path, invalid_file,
 # too_large and memory_full; secrets are reported as "secret:<rule name>").
@@ -98,7 +114,7 @@ RULE_FILE_MODE = "file_mode"
 RULE_OBJECT = "invalid_object"
 RULE_PROVENANCE = "provenance"
 RULE_TOO_MANY = "too_many_problems"
-RULE_ERASED = erasures.RULE_ERASED
+RULE_ERASED = "erased"  # gitmem.git.erasures.RULE_ERASED
 RULE_LEDGER = "erasure_ledger"
 
 
@@ -154,6 +170,7 @@ def check_updates(
     object_dirs: Sequence[str] = (),
     strict_objects: bool = False,
     reached: dict[str, set[bytes]] | None = None,
+    reader: ObjectReader | None = None,
 ) -> dict[str, list[Refusal]]:
     """Refusals per ref (an empty list: the update may land).
 
@@ -165,13 +182,17 @@ def check_updates(
     saw reachable from each ref's new value (its new commits, the trees that
     changed and their entries, a pushed tag): enough for ``gitmem serve`` to tell
     that a received pack holds nothing else, without walking it again.
+    ``reader``: the objects of ``repo_path`` (and ``object_dirs``) as another
+    reader gives them (:mod:`gitmem.git.objectread`); libgit2's by default.
     Raises ``unavailable`` only when the repository itself cannot be read;
     anything wrong with the pushed objects is a refusal.
     """
-    with _checking(repo_path, fmt, object_dirs) as checker:
+    with _checking(repo_path, fmt, object_dirs, reader) as checker:
         if strict_objects:
+            from gitmem.git.quarantine import strict_check
+
             tips = [u.new for u in updates if not u.deleting]
-            problem = strict_check(os.path.abspath(repo_path), object_dirs, tips, [str(c) for c in checker.known])
+            problem = strict_check(os.path.abspath(repo_path), object_dirs, tips, list(checker.known))
             if problem is not None:
                 message = f"git's object checks refuse the pushed objects: {problem}"
                 return {u.ref: [] if u.deleting else [Refusal(u.ref, RULE_OBJECT, message, u.new)] for u in updates}
@@ -185,14 +206,21 @@ def check_updates(
 
 
 @contextmanager
-def _checking(repo_path: str, fmt: FileFormat, object_dirs: Sequence[str] = ()) -> Iterator[_Checker]:
+def _checking(
+    repo_path: str, fmt: FileFormat, object_dirs: Sequence[str] = (), reader: ObjectReader | None = None
+) -> Iterator[_Checker]:
     """A checker on the repository at ``repo_path`` (``unavailable`` when it cannot be read), freed afterwards."""
-    try:
-        repo = open_repository(os.path.abspath(repo_path), extra_objects=object_dirs)
-        checker = _Checker(repo, fmt)
-    except (pygit2.GitError, OSError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
-    with repo:
+    if reader is not None:
+        yield _Checker(reader, fmt)
+        return
+    from gitmem.git.pygitreader import open_reader
+
+    with open_reader(repo_path, object_dirs) as opened:
+        unreadable: tuple[type[Exception], ...] = (*opened.errors, OSError)
+        try:
+            checker = _Checker(opened, fmt)
+        except unreadable as exc:
+            raise MemoryStoreError("unavailable", f"cannot read the repository at {repo_path}: {exc}") from exc
         yield checker
 
 
@@ -216,16 +244,16 @@ def check_commits(
     ``unavailable`` when the repository or an object cannot be read.
     """
     with _checking(repo_path, fmt) as checker:
-        checker.known = [pygit2.Oid(hex=h) for h in hide]
+        checker.known = list(hide)
         out: list[CommitVerdict] = []
         try:
-            for commit in checker._new_commits(pygit2.Oid(hex=tip)):
+            for commit in checker.new_commits(tip):
                 refusals = tuple(
-                    Refusal(ref, problem[0], problem[1], str(commit.id), where)
-                    for where, problem in checker._commit_problems(commit)
+                    Refusal(ref, problem[0], problem[1], commit, where)
+                    for where, problem in checker.commit_problems(commit)
                 )
-                out.append(CommitVerdict(str(commit.id), tuple(str(p) for p in commit.parent_ids), refusals))
-        except (KeyError, ValueError, pygit2.GitError) as exc:
+                out.append(CommitVerdict(commit, checker.parents(commit), refusals))
+        except checker.unreadable as exc:
             raise MemoryStoreError("unavailable", f"cannot read the history at {tip[:12]}: {exc}") from exc
         return out
 
@@ -238,8 +266,8 @@ def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, r
     """
     with _checking(repo_path, fmt) as checker:
         try:
-            return checker._capacity(ref, base or ZERO, checker.repo[tip].peel(pygit2.Commit))
-        except (KeyError, ValueError, pygit2.GitError) as exc:
+            return checker.capacity(ref, base or ZERO, checker.peel_commit(tip))
+        except checker.unreadable as exc:
             raise MemoryStoreError("unavailable", f"cannot read the tree of {tip[:12]}: {exc}") from exc
 
 
@@ -251,37 +279,39 @@ class EntryRules:
     so a rewrite keeps exactly what a push would have let in.
     """
 
-    def __init__(self, repo: pygit2.Repository, fmt: FileFormat) -> None:
-        self._checker = _Checker(repo, fmt)
+    def __init__(self, reader: ObjectReader, fmt: FileFormat) -> None:
+        self._checker = _Checker(reader, fmt)
 
-    def problem(self, raw: bytes, mode: int, oid: pygit2.Oid) -> tuple[str, str] | None:
-        """``(rule, message)`` when the entry at path ``raw`` may not be in a memory, else ``None``."""
-        found = self._checker._entry_problem(raw, mode, oid)
+    def problem(self, raw: bytes, mode: int, oid: str) -> tuple[str, str] | None:
+        """``(rule, message)`` when the entry at path ``raw`` (hex id ``oid``) may not be in a memory, else ``None``."""
+        found = self._checker.entry_problem(raw, mode, oid)
         if found is None and mode != _FOLDER:
-            found = self._checker._content_problem(oid, mode)
+            found = self._checker.content_problem(oid, mode)
         return found
 
 
 class _Checker:
-    """Checks updates against one repository, caching verdicts by path and blob."""
+    """Checks updates against one repository's objects (an :class:`ObjectReader`), caching verdicts by path and blob."""
 
-    def __init__(self, repo: pygit2.Repository, fmt: FileFormat) -> None:
-        self.repo = repo
+    def __init__(self, reader: ObjectReader, fmt: FileFormat) -> None:
+        self.reader = reader
         self.fmt = fmt
-        self.known = _ref_commits(repo)
+        self.known = reader.ref_commits()
         self._paths: dict[bytes, tuple[str, str] | None] = {}
-        self._blobs: dict[pygit2.Oid, tuple[str, str] | None] = {}
-        self._headers: dict[pygit2.Oid, tuple[int, int]] = {}
-        self._trees: set[tuple[pygit2.Oid, bytes]] = set()
-        self._stored: dict[pygit2.Oid, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
+        self._blobs: dict[str, tuple[str, str] | None] = {}
+        self._headers: dict[str, tuple[int, int]] = {}
+        self._trees: set[tuple[str, bytes]] = set()
+        self._stored: dict[str, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
+        self._commits: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
         self.reached: set[bytes] = set()
-        self._erased = frozenset(bytes.fromhex(b) for b in erasures.erased_blobs(repo, repo.path))
+        self._erased = reader.erased()
+        self.unreadable: tuple[type[Exception], ...] = (KeyError, ValueError, *reader.errors)
 
     def check(self, update: RefUpdate) -> list[Refusal]:
         ref = update.ref
-        if ref == erasures.LEDGER_REF:
+        if ref == LEDGER_REF:
             return self._check_ledger(update)
-        if not (ref.startswith(("refs/heads/", "refs/tags/")) and pygit2.reference_is_valid_name(ref)):
+        if not (ref.startswith(("refs/heads/", "refs/tags/")) and self.reader.valid_ref_name(ref)):
             return [Refusal(ref, RULE_REF_NAME, "only branches (refs/heads/*) and tags (refs/tags/*) can be pushed")]
         if update.deleting:
             if ref == MAIN:
@@ -289,7 +319,7 @@ class _Checker:
             return []
         try:
             return self._check_new(update)
-        except (KeyError, ValueError, pygit2.GitError) as exc:
+        except self.unreadable as exc:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
 
     def _check_ledger(self, update: RefUpdate) -> list[Refusal]:
@@ -302,84 +332,106 @@ class _Checker:
         ref = update.ref
         if update.deleting:
             return [Refusal(ref, RULE_LEDGER, "the erasure ledger cannot be deleted: it keeps erased content out")]
+        old = None if update.old == ZERO else update.old
         try:
-            problem = erasures.foreign_ledger(self.repo, None if update.old == ZERO else update.old, update.new)
+            problem = self.reader.ledger_problem(old, update.new)
         except MemoryStoreError as exc:
             return [Refusal(ref, RULE_LEDGER, exc.message, update.new)]
-        except (KeyError, ValueError, pygit2.GitError) as exc:
+        except self.unreadable as exc:
             return [Refusal(ref, RULE_MISSING_OBJECT, f"the push is incomplete or unreadable ({exc})", update.new)]
         if problem is not None:
             return [Refusal(ref, RULE_LEDGER, problem, update.new)]
-        for c in self.repo.walk(pygit2.Oid(hex=update.new), pygit2.enums.SortMode.TOPOLOGICAL):
-            self.reached.update((c.id.raw, c.tree_id.raw, *(e.id.raw for e in c.tree)))
-            if update.old != ZERO and str(c.id) == update.old:
-                break
+        self.reached.update(self.reader.ledger_objects(update.new, old))
         return []
 
+    def peel_commit(self, oid: str, *, tags: bool = True) -> str:
+        """The commit ``oid`` is, or an annotated tag (with ``tags``) points at; ``ValueError`` otherwise."""
+        kind, body = self.reader.body(oid)
+        while kind == TAG and tags:
+            oid = tag_target(body)
+            kind, body = self.reader.body(oid)
+        if kind != COMMIT:
+            raise ValueError(f"{oid} is not a commit")
+        return oid
+
     def _check_new(self, update: RefUpdate) -> list[Refusal]:
-        ref, repo = update.ref, self.repo
-        pushed = repo[update.new]
-        target = (
-            pushed.peel(pygit2.Commit) if isinstance(pushed, pygit2.Tag) and ref.startswith("refs/tags/") else pushed
-        )
-        if not isinstance(target, pygit2.Commit):
+        ref, reader = update.ref, self.reader
+        kind = reader.header(update.new)[0]
+        if kind == 0:
+            raise KeyError(update.new)
+        if kind == TAG and ref.startswith("refs/tags/"):
+            new = self.peel_commit(update.new)
+        elif kind != COMMIT:
             return [Refusal(ref, RULE_NOT_A_COMMIT, "a pushed branch or tag must point at a commit", update.new)]
-        new = target.id
-        if ref == MAIN and update.old != ZERO and str(new) != update.old and not repo.descendant_of(new, update.old):
+        else:
+            new = update.new
+        if ref == MAIN and update.old != ZERO and new != update.old and not reader.descendant_of(new, update.old):
             return [
                 Refusal(
                     ref,
                     RULE_FAST_FORWARD,
-                    f"main is at {update.old[:12]} and {str(new)[:12]} does not build on it; "
+                    f"main is at {update.old[:12]} and {new[:12]} does not build on it; "
                     "fetch, rebase or merge onto main, and push again (history is never rewritten)",
-                    str(new),
+                    new,
                 )
             ]
         refusals: list[Refusal] = []
-        self.reached.add(pushed.id.raw)
-        for commit in self._new_commits(new):
-            self.reached.add(commit.id.raw)
-            for path, problem in self._commit_problems(commit):
+        self.reached.add(bytes.fromhex(update.new))
+        for commit in self.new_commits(new):
+            self.reached.add(bytes.fromhex(commit))
+            for path, problem in self.commit_problems(commit):
                 if len(refusals) == MAX_REFUSALS:
                     refusals.append(Refusal(ref, RULE_TOO_MANY, f"more than {MAX_REFUSALS} problems; fix these first"))
                     return refusals
-                refusals.append(Refusal(ref, problem[0], problem[1], str(commit.id), path))
+                refusals.append(Refusal(ref, problem[0], problem[1], commit, path))
         if ref == MAIN and not refusals:
-            refusals.extend(self._capacity(ref, update.old, target))
+            refusals.extend(self.capacity(ref, update.old, new))
         return refusals
 
-    def _new_commits(self, new: pygit2.Oid) -> Iterator[pygit2.Commit]:
+    def new_commits(self, new: str) -> Iterator[str]:
         """Commits reachable from ``new`` and from no existing ref, parents first."""
-        walker = self.repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-        for known in self.known:
-            walker.hide(known)
-        yield from walker
+        return self.reader.new_commits(new, self.known)
 
-    def _commit_problems(self, commit: pygit2.Commit) -> Iterator[tuple[str | None, tuple[str, str]]]:
+    def _commit(self, oid: str) -> tuple[bytes, str, tuple[str, ...]]:
+        """A commit's raw body, tree and parents, kept a while: a commit's parents are read again as its child's."""
+        found = self._commits.get(oid)
+        if found is None:
+            kind, body = self.reader.body(oid)
+            if kind != COMMIT:
+                raise ValueError(f"{oid} is not a commit")
+            if len(self._commits) >= 4096:
+                self._commits.clear()
+            found = self._commits[oid] = (body, *commit_parts(body))
+        return found
+
+    def parents(self, commit: str) -> tuple[str, ...]:
+        return self._commit(commit)[2]
+
+    def commit_problems(self, commit: str) -> Iterator[tuple[str | None, tuple[str, str]]]:
         """``(path, (rule, message))`` for every entry and file the commit brings in that breaks a rule
         (``path`` ``None``: the commit's message)."""
-        data = bytes(self.repo.odb.read(commit.id)[1])
+        data, tree, parents = self._commit(commit)
         for message in identity_problems(data):
             yield None, (RULE_IDENTITY, message)
-        parents = commit.parents
-        tree = commit.tree
+        parent_trees = [self._commit(p)[1] for p in parents]
         bad: set[bytes] = set()
-        for raw, problem in self._tree_problems(tree, [p.tree for p in parents], b""):
+        for raw, problem in self._tree_problems(tree, list(parent_trees), b""):
             bad.add(raw)
             yield _printable(raw.decode("utf-8", errors="replace")), problem
         changed: list[str] = []
-        for change in file_changes(self.repo, parents[0].tree_id if parents else None, tree.id):
+        first = bytes.fromhex(parent_trees[0]) if parent_trees else None
+        for change in changes_between(self._tree_bytes, first, bytes.fromhex(tree)):
             raw = change.path.encode("utf-8", "surrogateescape")
             path = raw.decode("utf-8", errors="replace")
             changed.append(path)
             if change.new is None:
                 continue
-            mode, oid = change.new[0], pygit2.Oid(hex=change.new[1])
+            mode, oid = change.new
             if raw in bad:
                 continue
-            if len(parents) > 1 and any(_has_entry(p.tree, path, oid, mode) for p in parents[1:]):
+            if len(parent_trees) > 1 and any(self._has_entry(t, path, oid, mode) for t in parent_trees[1:]):
                 continue  # taken unchanged from another parent: not new in this commit
-            found = self._path_problem(raw) or self._content_problem(oid, mode)
+            found = self._path_problem(raw) or self.content_problem(oid, mode)
             if found is not None:
                 yield _printable(path), found
         unnamed = unnamed_changes(data, changed)
@@ -393,7 +445,7 @@ class _Checker:
                 ),
             )
 
-        for source, destination in contradicted_moves(commit):
+        for source, destination in self._contradicted_moves(data, tree, parent_trees[0] if parent_trees else None):
             yield (
                 _printable(destination),
                 (
@@ -402,61 +454,100 @@ class _Checker:
                 ),
             )
 
+    def _contradicted_moves(self, data: bytes, tree: str, old_tree: str | None) -> list[tuple[str, str]]:
+        """The ``(source, destination)`` pairs of a move commit's trailers that its trees contradict.
+
+        A pair is contradicted when the destination exists but the source is still
+        there, or held another blob. A source that is simply absent is not (``forget``
+        may have erased it since; :func:`gitmem.git.walk.moved_from` does not follow
+        such a pair either).
+        """
+        pairs = parse_message(commit_message(data)).moves()
+        bad = []
+        for source, destination in pairs:
+            moved = self._entry_id(tree, destination)
+            if moved is None:
+                continue
+            before = self._entry_id(old_tree, source)
+            if self._entry_id(tree, source) is not None or (before is not None and before != moved):
+                bad.append((source, destination))
+        return bad
+
+    def _entry_id(self, tree: str | None, path: str) -> str | None:
+        try:
+            found = entry_at(self.reader, tree, path)
+        except (KeyError, ValueError):
+            return None
+        return None if found is None else found[1]
+
+    def _has_entry(self, tree: str, path: str, oid: str, mode: int) -> bool:
+        found = entry_at(self.reader, tree, path)
+        return found is not None and found[1] == oid and found[0] == mode
+
+    def _tree_bytes(self, raw: bytes) -> bytes:
+        return tree_body(self.reader, raw.hex())
+
     def _tree_problems(
-        self, tree: pygit2.Tree, olds: list[pygit2.Tree | None], prefix: bytes
+        self, tree: str, olds: list[str | None], prefix: bytes
     ) -> Iterator[tuple[bytes, tuple[str, str]]]:
         """Name, mode and type of every entry of ``tree`` and its subtrees that no parent has as is.
 
         A subtree with the same id at the same path in a parent was checked when
         that parent came in (or is the mount's own), so only what changed is read:
         an entry whose raw bytes (mode, name, id) a parent's tree holds is passed
-        over without building its Python object, which is most of a tree.
+        over without being parsed, which is most of a tree.
         """
-        if any(old is not None and old.id == tree.id for old in olds) or (tree.id, prefix) in self._trees:
+        if any(old == tree for old in olds) or (tree, prefix) in self._trees:
             return
-        self._trees.add((tree.id, prefix))
-        self.reached.add(tree.id.raw)
-        if not len(tree) and prefix:
+        self._trees.add((tree, prefix))
+        self.reached.add(bytes.fromhex(tree))
+        entries = self._entries(tree)
+        if not entries and prefix:
             yield prefix[:-1], ("invalid_path", "an empty folder; a memory holds files and the folders they need")
             return
         known: set[bytes] = set()
         for old in olds:
             if old is not None:
                 known.update(self._entries(old))
-        for entry, stored in zip(tree, self._entries(tree), strict=True):
+        for stored in entries:
             if stored in known:
                 continue
-            name = entry.raw_name
-            assert name is not None
+            mode, name, oid = split_entry(stored)
             raw = prefix + name
-            mode = entry.filemode
-            self.reached.add(entry.id.raw)
-            problem = self._entry_problem(raw, mode, entry.id)
+            self.reached.add(oid)
+            problem = _SLASH if b"/" in name else self.entry_problem(raw, mode, oid.hex())
             if problem is not None:
                 yield raw, problem
             elif mode == _FOLDER:
-                subtree = self.repo[entry.id]
-                assert isinstance(subtree, pygit2.Tree)
-                below = [_subtree(old, raw[len(prefix) :].decode("utf-8")) for old in olds]
-                yield from self._tree_problems(subtree, below, raw + b"/")
+                below = [self._subtree(old, name) for old in olds]
+                yield from self._tree_problems(oid.hex(), below, raw + b"/")
 
-    def _entries(self, tree: pygit2.Tree) -> list[bytes]:
+    def _subtree(self, tree: str | None, name: bytes) -> str | None:
+        if tree is None:
+            return None
+        for stored in self._entries(tree):
+            mode, found, oid = split_entry(stored)
+            if found == name:
+                return oid.hex() if mode == _FOLDER and self._header(oid.hex())[0] == _TREE_TYPE else None
+        return None
+
+    def _entries(self, tree: str) -> list[bytes]:
         """The raw entries of ``tree``, kept a while: a commit's trees are its child's parent trees."""
-        found = self._stored.get(tree.id)
+        found = self._stored.get(tree)
         if found is None:
             if len(self._stored) >= 4096:
                 self._stored.clear()
-            found = self._stored[tree.id] = list(_raw_entries(tree.read_raw()))
+            found = self._stored[tree] = list(raw_entries(tree_body(self.reader, tree)))
         return found
 
-    def _entry_problem(self, raw: bytes, mode: int, oid: pygit2.Oid) -> tuple[str, str] | None:
+    def entry_problem(self, raw: bytes, mode: int, oid: str) -> tuple[str, str] | None:
         problem = self._path_problem(raw)
         if problem is not None:
             return problem
-        if oid.raw in self._erased:
+        if bytes.fromhex(oid) in self._erased:
             return (
                 RULE_ERASED,
-                f"this content ({str(oid)[:12]}) was erased from the memory by forget or purge and may not come "
+                f"this content ({oid[:12]}) was erased from the memory by forget or purge and may not come "
                 "back; a clone made before the erasure must be cloned again",
             )
         if mode not in (_REGULAR, _FOLDER):
@@ -472,16 +563,11 @@ class _Checker:
             )
         return None
 
-    def _header(self, oid: pygit2.Oid) -> tuple[int, int]:
+    def _header(self, oid: str) -> tuple[int, int]:
         """``(type, size)`` of an object, read once (``(0, 0)``: missing)."""
         found = self._headers.get(oid)
         if found is None:
-            try:
-                kind, size = self.repo.odb.read_header(oid)
-                found = (int(kind), size)
-            except KeyError:
-                found = (0, 0)
-            self._headers[oid] = found
+            found = self._headers[oid] = self.reader.header(oid)
         return found
 
     def _path_problem(self, raw: bytes) -> tuple[str, str] | None:
@@ -501,7 +587,7 @@ class _Checker:
         self._paths[raw] = problem
         return problem
 
-    def _content_problem(self, oid: pygit2.Oid, mode: int) -> tuple[str, str] | None:
+    def content_problem(self, oid: str, mode: int) -> tuple[str, str] | None:
         if mode != _REGULAR:
             kind = _MODE_NAMES.get(mode, f"an entry with mode {mode:o}")
             return (RULE_FILE_MODE, f"this is {kind}; a memory holds plain text files (mode 100644)")
@@ -511,14 +597,14 @@ class _Checker:
         self._blobs[oid] = problem
         return problem
 
-    def _blob_problem(self, oid: pygit2.Oid) -> tuple[str, str] | None:
+    def _blob_problem(self, oid: str) -> tuple[str, str] | None:
         fmt = self.fmt
         kind, size = self._header(oid)
         if kind == 0:
-            raise KeyError(str(oid))
+            raise KeyError(oid)
         if size > fmt.max_file_bytes:
             return ("too_large", f"content is {size} bytes; the limit is {fmt.max_file_bytes}")
-        data = bytes(self.repo[oid].read_raw())
+        data = self.reader.body(oid)[1]
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -538,12 +624,12 @@ class _Checker:
                 )
         return None
 
-    def _capacity(self, ref: str, old: str, target: pygit2.Commit) -> list[Refusal]:
+    def capacity(self, ref: str, old: str, target: str) -> list[Refusal]:
         fmt = self.fmt
         if fmt.max_files is None and fmt.max_memory_bytes is None:
             return []
-        new_files, new_bytes = self._footprint(target.tree)
-        old_files, old_bytes = self._footprint(self.repo[old].peel(pygit2.Tree)) if old != ZERO else (0, 0)
+        new_files, new_bytes = self._footprint(self._commit(target)[1])
+        old_files, old_bytes = self._footprint(self._commit(self.peel_commit(old))[1]) if old != ZERO else (0, 0)
         problems = []
         if fmt.max_files is not None and new_files > fmt.max_files and new_files > old_files:
             problems.append(f"{new_files} files; the limit is {fmt.max_files}")
@@ -551,55 +637,17 @@ class _Checker:
             problems.append(f"{new_bytes} bytes; the limit is {fmt.max_memory_bytes}")
         if problems:
             message = f"the memory would hold {' and '.join(problems)}"
-            return [Refusal(ref, "memory_full", message, str(target.id))]
+            return [Refusal(ref, "memory_full", message, target)]
         return []
 
-    def _footprint(self, tree: pygit2.Tree) -> tuple[int, int]:
+    def _footprint(self, tree: str) -> tuple[int, int]:
         files = total = 0
-        for _, oid in walk_file_ids(tree):
+        for oid in file_ids(self.reader, tree):
             files += 1
-            total += self.repo.odb.read_header(oid)[1]
+            total += self.reader.header(oid)[1]
         return files, total
-
-
-def _raw_entries(data: bytes) -> Iterator[bytes]:
-    """Each entry of a raw tree object as stored: ``<octal mode> <name>\\0<20-byte id>``, in order."""
-    pos, end = 0, len(data)
-    while pos < end:
-        stop = data.index(b"\0", pos) + 21
-        yield data[pos:stop]
-        pos = stop
-
-
-def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
-    if tree is None:
-        return None
-    try:
-        entry = tree[name]
-    except KeyError:
-        return None
-    return entry if isinstance(entry, pygit2.Tree) else None
 
 
 def _printable(path: str) -> str:
     """The path with control characters escaped: it is shown in one-line git status reports."""
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}" for c in path)
-
-
-def _has_entry(tree: pygit2.Tree, path: str, oid: pygit2.Oid, mode: int) -> bool:
-    try:
-        entry = tree[path]
-    except KeyError:
-        return False
-    return bool(entry.id == oid and entry.filemode == mode)
-
-
-def _ref_commits(repo: pygit2.Repository) -> list[pygit2.Oid]:
-    """The commits every existing ref points at: what the mount already holds."""
-    found: list[pygit2.Oid] = []
-    for name in repo.references:
-        try:
-            found.append(repo.references[name].peel(pygit2.Commit).id)
-        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            continue
-    return found

@@ -47,7 +47,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.loose import object_db, open_repository
 from gitmem.git.packs import (
     TIMEOUT,
     PackError,
@@ -61,7 +60,6 @@ from gitmem.git.packs import (
     ref_tips,
     rev_lines,
 )
-from gitmem.git.packwrite import fsync_together
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.localfile import open_folder
 
@@ -138,6 +136,8 @@ class Quarantine:
             received = pack_reachable(self.repo_path, [self.objects], dest, wanted, known)
         added = install_pack(received, self.mount_objects)
         if durable and added:
+            from gitmem.git.packwrite import fsync_together  # the write engine's: a pull need not load it otherwise
+
             fsync_together([*added, os.path.join(self.mount_objects, "pack")])
         return added
 
@@ -379,6 +379,8 @@ def _unreached(repo_path: str, objects: Sequence[str], reached: set[bytes]) -> s
     """
     if not objects:
         return None
+    from gitmem.git.loose import object_db, open_repository  # the hooks' re-check only: a pull's check has no folders
+
     with open_repository(os.path.abspath(repo_path)) as repo:
         mount = repo.odb
         for folder in objects:

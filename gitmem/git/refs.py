@@ -23,23 +23,20 @@ import re
 import stat
 import time
 from collections.abc import Mapping
-from contextlib import suppress
 from typing import Final
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.locks import remove_if_stale
-from gitmem.localfile import open_folder, open_local_stat, open_private, read_local
-from gitmem.model import CommitId, RefName
-
-MAIN: Final = RefName("refs/heads/main")
-"""The ref that holds a memory's live state; every module imports it from here."""
-PROPOSALS: Final = "refs/heads/proposals/"
-"""Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
-CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
-"""Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
-
+from gitmem.git.looseref import CONFLICT_PROPOSALS as CONFLICT_PROPOSALS
+from gitmem.git.looseref import MAIN as MAIN
+from gitmem.git.looseref import PROPOSALS as PROPOSALS
+from gitmem.git.looseref import read_ref_file as read_ref_file
+from gitmem.git.looseref import read_ref_file_stat as read_ref_file_stat
+from gitmem.git.looseref import swap_loose_ref as swap_loose_ref
+from gitmem.localfile import read_local
+from gitmem.model import CommitId
 
 _REF_FILE_LIMIT: Final = 4096  # an id or a "ref: <name>" line; git's own refs are far smaller
 
@@ -75,39 +72,6 @@ def _check_loose_ref(git_dir: str, name: str) -> None:
         raise MemoryStoreError("unavailable", f"{path} is not a regular file (a link, FIFO or folder); remove it")
     if info.st_size > _REF_FILE_LIMIT:
         raise MemoryStoreError("unavailable", f"{path} is larger than any ref ({info.st_size} bytes); remove it")
-
-
-def read_ref_file(path: str) -> CommitId | None:
-    """The id the loose ref file at ``path`` holds, read directly; ``None`` when it is not a plain loose ref.
-
-    A loose ref file takes precedence over ``packed-refs``, so a file holding an
-    id is the answer. Anything else (no file, a symbolic ref, a damaged file)
-    is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
-    machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
-    """
-    return read_ref_file_stat(path)[0]
-
-
-def read_ref_file_stat(path: str) -> tuple[CommitId | None, os.stat_result | None]:
-    """:func:`read_ref_file`, with the stamp (``fstat``) of the very file it read, when it read one."""
-    try:
-        fd, st = open_local_stat(path)
-    except OSError:
-        return None, None
-    try:
-        raw = os.read(fd, 64)
-    except OSError:
-        return None, None
-    finally:
-        os.close(fd)
-    value = raw.strip()
-    if len(value) != 40 or raw[40:] not in (b"\n", b""):
-        return None, st
-    try:
-        int(value, 16)
-    except ValueError:
-        return None, st
-    return CommitId(value.decode("ascii").lower()), st
 
 
 def swap_refs(
@@ -177,57 +141,6 @@ def swap_refs(
                 raise MemoryStoreError("unavailable", f"{', '.join(names)} locked by another git process") from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
-
-
-def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bool) -> bool | None:
-    """Move the loose ref file ``name`` from ``old`` to ``new`` by hand: :func:`swap_refs`'s common case.
-
-    git's own protocol, as libgit2 follows it: create ``<ref>.lock`` exclusively
-    (every git client honours it), read the ref while holding it, write the new
-    id, ``rename`` the lock over the ref (the lock fsynced first, and the folder
-    after, when ``durable``). libgit2 makes the same file changes with more
-    bookkeeping around them; this is a third of a write's critical section, which
-    bounds a served memory's write throughput. Returns ``False`` when the ref holds
-    another id, ``None``, having changed nothing, when this path does not apply:
-    the lock is taken (a foreign git, a crash's leftover, something planted), the
-    ref is not a plain loose file holding an id (packed, symbolic, a link, a
-    FIFO, too large, absent) or it keeps a reflog; the transaction then decides
-    (it waits, breaks stale locks, refuses planted files and writes reflogs).
-    """
-    ref = os.path.join(repo_path, *name.split("/"))
-    if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
-        return None
-    lock = ref + ".lock"
-    try:
-        fd = open_private(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # a link there is "exists" too
-    except (FileExistsError, FileNotFoundError):
-        return None
-    try:
-        current = read_ref_file(ref)  # under the lock; no link followed, never blocking, 64 bytes at most
-        if current != old:
-            os.close(fd)
-            fd = -1
-            os.unlink(lock)
-            return None if current is None else False
-        os.write(fd, new.encode("ascii") + b"\n")
-        if durable:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.rename(lock, ref)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with suppress(FileNotFoundError):
-            os.unlink(lock)
-        raise
-    if durable:
-        folder = open_folder(os.path.dirname(ref))
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-    return True
 
 
 def swap_ref(

@@ -29,7 +29,6 @@ updates, fsync too: safer, never less safe).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import stat
 import threading
@@ -61,7 +60,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
-from gitmem.git.written import Written, withdraw
+from gitmem.git.written import Written, object_digest, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -287,8 +286,10 @@ class GitRepo:
     def config_get(self, key: str) -> str | None:
         self.durable()  # libgit2 re-reads a changed config, blocking: a FIFO or link there is refused first
         with translate_errors(self.path):
-            cfg = self.repo.config
-            return cfg[key] if key in cfg else None
+            try:
+                return self.repo.config[key]  # one lookup: `key in config` first asked libgit2 the same again
+            except KeyError:
+                return None
 
     def config_set(self, key: str, value: str) -> None:
         self.durable()
@@ -460,18 +461,18 @@ class GitRepo:
         :meth:`head` answered just now, whose history mark this handle holds
         (the mark is not read again; any other commit's read asks it).
         """
-        tree = self._commit_trees.get(commit)
-        mark = self._local.gen[0] if at_head else None
-        if tree is None and self.written.enabled:
-            mark = mark or self.history_mark()  # a purge since: nothing kept is served
-            tree = self.written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
-            if tree is not None:
-                self.remember_tree(commit, tree)
-        if tree is not None and self.written.holds(tree):
-            cache = getattr(self._local, "trees", None)  # what this thread's writes parsed and made
-            found = self.written.find(
-                tree, path, mark or self.history_mark(), cache.trees if cache else None, self._packed_tree
-            )
+        written = self.written
+        if written.enabled:
+            local = self._local
+            mark = local.gen[0] if at_head else self.history_mark()  # a purge since: nothing kept is served
+            tree = self._commit_trees.get(commit)
+            if tree is None:
+                tree = written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
+                if tree is not None:
+                    self.remember_tree(commit, tree)
+            cache = getattr(local, "trees", None)  # what this thread's writes parsed and made
+            known = None if cache is None else cache.trees
+            found = None if tree is None else written.find(tree, path, mark, known, self._packed_tree)
             if found is not None:
                 kind, oid, rest = found
                 if kind == "blob" and isinstance(rest, bytes):
@@ -515,11 +516,8 @@ class GitRepo:
                 pass
             else:
                 name = _OBJECT_NAMES.get(int(kind))
-                if name is not None:
-                    digest = hashlib.sha1(b"%s %d\x00" % (name, len(data)), usedforsecurity=False)
-                    digest.update(data)
-                    if digest.digest() == key.raw:
-                        return bytes(data)
+                if name is not None and object_digest(name, data) == key.raw:
+                    return bytes(data)
         return self.repo.odb.read(key)[1]
 
     def _packed_tree(self, oid: str) -> bytes | None:
@@ -541,9 +539,7 @@ class GitRepo:
             return None
         if int(kind) != 2:  # a tree
             return None
-        digest = hashlib.sha1(b"tree %d\x00" % len(data), usedforsecurity=False)
-        digest.update(data)
-        return bytes(data) if digest.digest() == key.raw else None
+        return bytes(data) if object_digest(b"tree", data) == key.raw else None
 
     def _pack_backend(self) -> Any:
         """The pack backend of this thread's handle (the object database asks it right after the guard)."""

@@ -127,3 +127,39 @@ def parse_porcelain(out: str) -> list[PushedRef]:
         summary = fields[1] if len(fields) > 1 else ""
         pushed.append(PushedRef(dest, _PORCELAIN_FLAGS[line[0]], summary.strip()))
     return pushed
+
+
+INCOMING = "refs/heads/incoming"
+"""Where a pull's fetch puts the remote's ``main`` in its quarantine."""
+INCOMING_LEDGER = "refs/incoming-ledger"
+"""Where it puts the remote's erasure ledger (when the remote has one)."""
+
+
+def fetch_main(scratch: str, remote: Remote) -> None:
+    """Fetch ``remote``'s ``main`` (to :data:`INCOMING`) and erasure ledger into the quarantine at ``scratch``.
+
+    One connection brings both: the ledger's refspec is a pattern, so a remote
+    without a ledger fails nothing (an exact refspec would fail the fetch).
+    ``not_found`` when the remote has no ``main``, ``unavailable`` when the fetch fails.
+    """
+    from gitmem.git.cli import FETCH
+
+    what = f"git fetch from {remote.name}"
+    done = run_git(
+        # unpackLimit=1: what comes in stays one pack, which moves into the mount as it is once checked
+        [
+            "-c",
+            "fetch.unpackLimit=1",
+            *FETCH,
+            remote.url,
+            f"+refs/heads/main:{INCOMING}",
+            f"+{LEDGER_REF}*:{INCOMING_LEDGER}*",
+        ],
+        cwd=scratch,
+        what=what,
+    )
+    if done.returncode != 0:
+        said = done.stderr.lower()
+        if "couldn't find remote ref" in said:
+            raise MemoryStoreError("not_found", f"{remote.name} has no main branch (push this memory to it first)")
+        raise MemoryStoreError("unavailable", f"{what} failed: {tail(done.stderr)}")

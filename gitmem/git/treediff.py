@@ -10,9 +10,10 @@ bytes both versions share at either end are parsed. This is what lets
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import pygit2
+if TYPE_CHECKING:
+    import pygit2
 
 _RAW_TREE_MODE = b"40000"
 
@@ -87,7 +88,12 @@ def diff_trees(
     ``read`` gives a tree's raw bytes: the repository's own reader can serve the
     trees of a commit this process just made without libgit2 looking for its pack.
     """
-    out.extend(change.path for change in _changes(read, old, new, prefix))
+    import pygit2
+
+    def by_raw(raw: bytes) -> bytes:
+        return read(pygit2.Oid(raw=raw))
+
+    out.extend(change.path for change in _changes(by_raw, _raw(old), _raw(new), prefix))
 
 
 def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None) -> list[FileChange]:
@@ -97,12 +103,20 @@ def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oi
     the file deleted or added, and each file of the folder. libgit2's tree diff
     gives the same list, but visits every entry of both trees to find it.
     """
-    return sorted(_changes(lambda oid: repo[oid].read_raw(), old, new, ""), key=lambda change: change.path)
+    return changes_between(lambda raw: repo[raw.hex()].read_raw(), _raw(old), _raw(new))
 
 
-def _changes(
-    read: Callable[[pygit2.Oid], bytes], old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str
-) -> Iterator[FileChange]:
+def changes_between(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None) -> list[FileChange]:
+    """:func:`file_changes` over any object reader: ``read`` gives the raw body of the tree
+    with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`)."""
+    return sorted(_changes(read, old, new, ""), key=lambda change: change.path)
+
+
+def _raw(oid: pygit2.Oid | None) -> bytes | None:
+    return None if oid is None else oid.raw
+
+
+def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str) -> Iterator[FileChange]:
     a, b = _changed_entries(b"" if old is None else read(old), b"" if new is None else read(new))
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
@@ -114,8 +128,8 @@ def _changes(
         if was_tree or now_tree:
             yield from _changes(
                 read,
-                pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
-                pygit2.Oid(raw=now[1]) if now is not None and now_tree else None,
+                was[1] if was is not None and was_tree else None,
+                now[1] if now is not None and now_tree else None,
                 f"{path}/",
             )
         before = None if was is None or was_tree else (int(was[0], 8), was[1].hex())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import pygit2
 
@@ -141,48 +141,6 @@ def renames(old: pygit2.Tree, new: pygit2.Tree) -> list[pygit2.DiffDelta]:
     diff = old.diff_to_tree(new)
     diff.find_similar()
     return [d for d in diff.deltas if d.status == pygit2.enums.DeltaStatus.RENAMED]
-
-
-def contradicted_moves(commit: pygit2.Commit) -> list[tuple[str, str]]:
-    """The ``(source, destination)`` pairs of a move commit's trailers that its trees contradict.
-
-    A pair is contradicted when the destination exists but the source is still
-    there, or held another blob. A source that is simply absent is not (``forget``
-    may have erased it since); :func:`moved_from` does not follow such a pair either.
-    """
-    pairs = parse_message(commit.message).moves()
-    if not pairs:
-        return []
-    old_tree = commit.parents[0].tree if commit.parents else None
-    new_tree = commit.tree
-    bad = []
-    for source, destination in pairs:
-        moved = entry_id(new_tree, destination)
-        if moved is None:
-            continue
-        before = entry_id(old_tree, source) if old_tree is not None else None
-        if entry_id(new_tree, source) is not None or (before is not None and before != moved):
-            bad.append((source, destination))
-    return bad
-
-
-_CLAIM = re.compile(rb"(?im)^gitmem-[a-z-]+:")
-
-
-def unnamed_changes(data: bytes, changed: Iterable[str]) -> list[str]:
-    """Of the paths a commit changed, those its ``Gitmem-Path``/``Gitmem-From`` lines do not name.
-
-    ``data`` is the raw commit. Only a commit that carries a ``Gitmem-*`` line at
-    all is held to this (``[]`` otherwise): readers skip a gitmem commit whose
-    trailers do not mention a path (:class:`Follower`, ``may_have_moved_to``) and
-    list a change's paths from its trailers, so a commit that claims to be
-    gitmem's must name every path it changes, byte for byte as they look.
-    """
-    if _CLAIM.search(data) is None:
-        return []
-    return [
-        p for p in changed if f"\n{T_PATH}: {p}\n".encode() not in data and f"\n{T_FROM}: {p}\n".encode() not in data
-    ]
 
 
 class Follower:

@@ -61,6 +61,31 @@ _FILES = (b"100644", b"100755")
 
 Mark = tuple[int, int]
 
+_SHA1 = hashlib.sha1(usedforsecurity=False)
+
+
+def _object_hash(kind: bytes, raw: bytes) -> hashlib._Hash:
+    """git's hash of an object, from a copy of one empty SHA-1.
+
+    Making a new hash object asks OpenSSL for the algorithm by name each time
+    (``EVP_MD_fetch``); a copy does not, which is what a read that checks three
+    or four objects notices on cold caches.
+    """
+    digest = _SHA1.copy()
+    digest.update(b"%s %d\x00" % (kind, len(raw)))
+    digest.update(raw)
+    return digest
+
+
+def object_digest(kind: bytes, raw: bytes) -> bytes:
+    """git's id of an object of type ``kind`` and bytes ``raw``, its 20 bytes."""
+    return _object_hash(kind, raw).digest()
+
+
+def object_hex(kind: bytes, raw: bytes) -> str:
+    """git's id of an object of type ``kind`` and bytes ``raw``, in hex."""
+    return _object_hash(kind, raw).hexdigest()
+
 
 class Written:
     """Objects (id to type and raw bytes) of the last commits this process made, under one history mark.
@@ -77,7 +102,7 @@ class Written:
         self._lock = threading.Lock()
         self._unchecked: dict[str, tuple[int, int, int, bytes]] = {}  # id -> (type, start, end, bytes) from copies
         self._held: _Held | None = None  # the copy's descriptor, kept across reads
-        self._paths: dict[str, str] = {}  # the copy's path by the repository's
+        self._paths: dict[str, tuple[str, str]] = {}  # the copy's path and its packs' prefix, by the repository's
         self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
         self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
@@ -134,9 +159,7 @@ class Written:
         if kind is None or start > end or end > len(data):
             return None
         raw = data[start:end]
-        digest = hashlib.sha1(b"%s %d\x00" % (kind, len(raw)), usedforsecurity=False)
-        digest.update(raw)
-        if digest.hexdigest() != oid:
+        if object_hex(kind, raw) != oid:
             return None
         with self._lock:
             if self._unchecked is unchecked:  # no purge or forget since: kept under the same mark
@@ -173,7 +196,12 @@ class Written:
         another commit (a writer outside gitmem moved the head) is let go, and
         libgit2 reads as before.
         """
-        path = self._paths.get(repo_path) or self._paths.setdefault(repo_path, os.path.join(repo_path, LAST_PACK))
+        paths = self._paths.get(repo_path)
+        if paths is None:
+            paths = self._paths[repo_path] = (
+                os.path.join(repo_path, LAST_PACK),
+                os.path.join(repo_path, "objects", "pack", "pack-"),
+            )
         for fresh in (False, True):
             with self._lock:  # one thread at a time swaps the descriptor and reads through it
                 self._under(mark)
@@ -182,12 +210,12 @@ class Written:
                 if fresh or held is None:
                     if held is not None:
                         held.close()
-                    held = self._held = _Held.at(path)
+                    held = self._held = _Held.at(paths[0])
                 if held is None:
                     return None
                 body = held.body()
                 if body is not None:
-                    _index(body, unchecked, os.path.join(repo_path, "objects", "pack"))
+                    _index(body, unchecked, paths[1])
             if want in unchecked:
                 found = self._take(want)
                 if found is not None:
@@ -208,9 +236,6 @@ class Written:
         with self._lock:
             self._under((-1, -1))
             self._mark = None
-
-    def holds(self, oid: str) -> bool:
-        return self._get(oid) is not None
 
     def find(
         self,
@@ -354,15 +379,15 @@ _INDEX = struct.Struct(">20sBI")  # an object's id, its type, and where its byte
 def _index(body: bytes, into: dict[str, tuple[int, int, int, bytes]], packs: str) -> None:
     """Note every object a copy's ``body`` names (id to type, start, end and the bytes they index), unchecked.
 
-    Only for a copy of a pack the store still holds (in the folder ``packs``; a
-    pack is named by its trailer): one a fold, gc or an unpack removed since, or
+    Only for a copy of a pack the store still holds (``packs``: the path of the
+    pack folder and ``pack-``; a pack is named by its trailer): one a fold, gc or an unpack removed since, or
     a copy of no pack at all, is not read from, so a store whose objects went
     loose (and may be damaged) answers as libgit2 finds them.
     """
     if len(body) < _HEAD or body[:4] != _MAGIC:
         return
     stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, _HEAD - 2)[0]
-    if stop > len(body) or not os.access(os.path.join(packs, f"pack-{body[4 : _HEAD - 2].hex()}.idx"), os.F_OK):
+    if stop > len(body) or not os.access(packs + body[4 : _HEAD - 2].hex() + ".idx", os.F_OK):
         return
     if len(into) > LIMIT_OBJECTS:
         into.clear()

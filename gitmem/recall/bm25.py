@@ -190,7 +190,7 @@ def pruned_scores(
 
     Documents outside the returned set score strictly less than the ``limit``-th
     accepted one, or below ``floor``. ``accept`` is asked only about documents
-    that would enter the running top ``limit`` (the caller remembers its answers).
+    that would enter the running top ``limit``; the final ordering may ask again.
     """
     norms = _Norms(avg, params)
     # Per query token, in the query's order: its posting, weight, and groups by contribution, best first.

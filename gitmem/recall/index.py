@@ -43,7 +43,6 @@ from gitmem.recall.values import (
     check_min_score,
     check_query,
     order_key,
-    remembered,
 )
 
 if TYPE_CHECKING:
@@ -514,8 +513,6 @@ class RecallIndex:
             if not n_docs:
                 return []
             avg = self._total_length / n_docs or 1.0
-            if accept is not None:
-                accept = remembered(accept)
             if prune and len(tokens) <= bm25.MAX_PRUNED_TOKENS:
                 self._group(tokens)
                 scores = bm25.pruned_scores(

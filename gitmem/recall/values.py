@@ -10,7 +10,6 @@ check input exactly as the index does without holding one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,15 +94,3 @@ def order_key(score: float, updated_at: float, doc_id: str) -> tuple[float, floa
     """The sort key of every ranking: score high to low, then newest first, then id."""
     return (-score, -updated_at, doc_id)
 
-
-def remembered(accept: Callable[[str], bool]) -> Callable[[str], bool]:
-    """``accept`` asked at most once per document within one search."""
-    verdicts: dict[str, bool] = {}
-
-    def ask(doc_id: str) -> bool:
-        verdict = verdicts.get(doc_id)
-        if verdict is None:
-            verdict = verdicts[doc_id] = accept(doc_id)
-        return verdict
-
-    return ask

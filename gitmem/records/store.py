@@ -22,10 +22,9 @@ Writes:
   only when that read cannot tell (it fails, or shows neither the old state
   nor the new).
 
-An add reads nothing before it writes: the handle remembers the ``last-id`` marker it
-last wrote or read (its id and version) and expects it unchanged; when another
-writer moved it, the compare-and-swap refuses and the add reads the marker and
-tries again.
+An add reads the ``last-id`` marker, then commits its record with the marker moved
+from the version it read; when another writer moved it first, the compare-and-swap
+refuses and the add reads the marker and tries again.
 """
 
 from __future__ import annotations
@@ -163,9 +162,6 @@ class RecordStore:
         self.snapshot = _snapshot_file(store, self.folder, snapshot_dir)
         self._recall: StoreRecall | None = None
         self._recall_lock = threading.Lock()
-        # The last-id marker as this handle last wrote or read it: (record id, version).
-        self._marker: tuple[str, str] | None = None
-        self._marker_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RecordStore({self.store!r}, namespace={self.namespace!r})"
@@ -310,37 +306,18 @@ class RecordStore:
             if ordered:
                 changes.append(_Change(marker, record_id + "\n", seen))
             try:
-                applied = self._commit(changes, "record-add", record_id, origin)
+                self._commit(changes, "record-add", record_id, origin)
             except MemoryStoreError as error:
                 if error.code in LOST_RACE:
-                    self._forget_marker()
                     continue  # another add took the id or moved the marker first
                 raise
-            if ordered:
-                self._remember_marker(record_id, applied.versions[-1] if applied is not None else None)
             return self._public(record)
         raise MemoryStoreError("unavailable", "too many concurrent adds to this namespace; try again")
 
     def _last_id(self, marker: str) -> tuple[str | None, str | None]:
-        """The namespace's last id and the marker's version: as this handle knows them, else read."""
-        with self._marker_lock:
-            known = self._marker
-        if known is not None:
-            return known
+        """The namespace's last id and the marker's version (``None, None`` before the first add)."""
         mark = self._read(marker)
-        if mark is None:
-            return None, None
-        last = mark.text.strip()
-        self._remember_marker(last, mark.version)
-        return last, mark.version
-
-    def _remember_marker(self, last: str, version: str | None) -> None:
-        with self._marker_lock:
-            self._marker = None if version is None else (last, version)
-
-    def _forget_marker(self) -> None:
-        with self._marker_lock:
-            self._marker = None
+        return (None, None) if mark is None else (mark.text.strip(), mark.version)
 
     def update(self, record_id: str, text: str, *, origin: Origin | None = None) -> MemoryRecord:
         """Replace a record's text (the last write wins); ``record_not_found`` for an unknown id."""
@@ -407,7 +384,6 @@ class RecordStore:
                             if self._read(entry.path) is not None:  # changed meanwhile: delete what is there now
                                 self._delete_now(entry.path, origin)
         finally:
-            self._forget_marker()
             self._drop_index()
         left = [e.path for e in self.store.list() if id_of_path(self.folder, e.path) is not None]
         if left and not callable(forget):

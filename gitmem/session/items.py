@@ -112,6 +112,20 @@ class MemoryItem:
     def with_access(self, count: int, last: float | None) -> MemoryItem:
         return replace(self, access_count=count, last_accessed=last)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The item as JSON values, as the tools answer with it (the CLI adds metadata and last access)."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "timestamp": datetime.fromtimestamp(self.timestamp, UTC).isoformat(),
+            "importance": self.importance,
+            "tags": list(self.tags),
+            "memory_type": self.memory_type,
+            "access_count": self.access_count,
+            "conflicts_with": list(self.conflicts_with),
+            "superseded": self.superseded,
+        }
+
 
 # --- checks -------------------------------------------------------------------------------
 

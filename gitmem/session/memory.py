@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final, Protocol
 
 from gitmem.errors import LOST_RACE, MemoryStoreError
@@ -92,6 +92,9 @@ class PruneReport:
     kept_protected: int
     remaining: int
     dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "removed": list(self.removed)}
 
 
 @dataclass(frozen=True)

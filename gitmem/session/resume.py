@@ -100,7 +100,8 @@ class SessionBindings:
 
     def load(self, session_id: str) -> dict[str, Any] | None:
         """The recorded identity (``None``: never bound); ``forbidden`` when the record cannot be read."""
-        _check_id(session_id)
+        if not isinstance(session_id, str) or not session_id:
+            raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
         if self.folder is None:
             with self._lock:
                 found = self._memory.get(session_id)
@@ -180,11 +181,6 @@ class SessionBindings:
                     f"than this one ({_describe(identity)}); resume needs an equivalent binding",
                 )
             return
-
-
-def _check_id(session_id: object) -> None:
-    if not isinstance(session_id, str) or not session_id:
-        raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
 
 
 def resume_session(memory: object, session_id: str, *bound: object) -> None:

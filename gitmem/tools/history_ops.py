@@ -136,9 +136,7 @@ def search(store: FileStore, query: str, path: str, limit: int, fmt: FileFormat)
     return {"results": out}
 
 
-def restore(
-    store: HistoryStore, path: str, revision: str, version: str | None, fmt: FileFormat, origin: Any
-) -> Payload:
+def restore(store: HistoryStore, path: str, revision: str, version: str | None, origin: Any) -> Payload:
     """``path`` put back as it was at ``revision``, in one new commit, if the file is still at ``version``."""
     new = store.restore(path, revision, expected=version, origin=origin)
     if new is None:

@@ -82,6 +82,7 @@ def cas_update(
     fmt: FileFormat,
     retries: int,
     origin: Origin,
+    absent_first: bool = False,
 ) -> tuple[str, str]:
     """Read ``path``, compute its new text with ``change``, write it expecting what was read.
 
@@ -90,6 +91,12 @@ def cas_update(
     (:data:`~gitmem.errors.LOST_RACE`) the whole read-check-write starts again, up to
     ``retries`` more times; then the call fails with ``conflict_retries_exhausted`` carrying the file as the last refusal saw it.
     Returns the new text and its version.
+
+    ``absent_first``: the first try takes the file as absent without reading it
+    (a create): the write expects no file, which the store checks under its lock
+    anyway, so the read would ask the same question twice. Found there after all,
+    the refusal is a lost race like any other, and the read-check-write goes on
+    with every retry still to come.
     """
     latest: FileText | None = None
     # The store checks every text against its own format before any I/O (the seam's
@@ -98,6 +105,15 @@ def cas_update(
     own_rules = store.format == fmt
     if not own_rules:  # the store checks paths by its own rules; the caller's may be stricter
         path = validate_path(path, fmt)
+    if absent_first:
+        text = change(None)
+        if not own_rules:
+            encode_text(text, fmt)
+        try:
+            return text, store.write(path, text, expected=None, origin=origin)
+        except MemoryStoreError as exc:
+            if exc.code not in LOST_RACE:
+                raise
     for _ in range(retries + 1):
         current = read_or_none(store, path)
         text = change(current)
@@ -253,7 +269,7 @@ def create(store: FileStore, path: str, content: str, *, fmt: FileFormat, retrie
             )
         return content
 
-    text, version = cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin)
+    text, version = cas_update(store, path, change, fmt=fmt, retries=retries, origin=origin, absent_first=True)
     return _written("created", path, text, version)
 
 

@@ -80,7 +80,7 @@ def render_block(memory: str, records: Sequence[MemoryRecord], budget: int) -> R
     """The block for ``records`` (best first), dropping from the end until it fits ``budget`` bytes."""
     head = f'<memory-recall memory="{memory}" trust="untrusted">\n{NOTE}\n'
     tail = "\n</memory-recall>"
-    pieces = [escape_json(_shown(r)) for r in records]
+    pieces = [escape_json({k: v for k, v in record_payload(r).items() if k != "score"}) for r in records]
     fixed = nbytes(head) + nbytes(tail) + nbytes('{"records":[]}')
     used = fixed
     kept = 0
@@ -94,12 +94,6 @@ def render_block(memory: str, records: Sequence[MemoryRecord], budget: int) -> R
         return None
     body = '{"records":[' + ",".join(pieces[:kept]) + "]}"
     return RecallBlock(memory, tuple(records[:kept]), head + body + tail)
-
-
-def _shown(record: MemoryRecord) -> dict[str, object]:
-    payload = record_payload(record)
-    payload.pop("score", None)
-    return payload
 
 
 #: A worker's job: does the work, returns the call that hands over its answer.

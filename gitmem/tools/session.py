@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
-from gitmem.session.items import MemoryItem
 from gitmem.session.memory import SessionMemory
 from gitmem.tools.kind_schemas import PruneArgs, RecentArgs, RememberArgs, SessionRecallArgs, TagsArgs
 from gitmem.tools.registry import KindTools, Payload, chosen
@@ -47,20 +45,6 @@ MODELS: Final[dict[str, type[Any]]] = {
     "prune": PruneArgs,
 }
 READ: Final = frozenset({"recall", "recent", "tags"})
-
-
-def item_payload(item: MemoryItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "content": item.content,
-        "timestamp": datetime.fromtimestamp(item.timestamp, UTC).isoformat(),
-        "importance": item.importance,
-        "tags": list(item.tags),
-        "memory_type": item.memory_type,
-        "access_count": item.access_count,
-        "conflicts_with": list(item.conflicts_with),
-        "superseded": item.superseded,
-    }
 
 
 class SessionTools(KindTools):
@@ -96,28 +80,28 @@ class SessionTools(KindTools):
         item = self.memory.remember(
             args.content, importance=args.importance, tags=args.tags, memory_type=args.memory_type, origin=origin
         )
-        return {"item": item_payload(item), "merged": bool(item.metadata.get("duplicate_count"))}
+        return {"item": item.as_dict(), "merged": bool(item.metadata.get("duplicate_count"))}
 
     def _recall(self, args: SessionRecallArgs, origin: Origin) -> Payload:
         results = self.memory.recall_similar(args.query, args.k)
         return {
             "results": [
                 {
-                    **item_payload(r.item),
+                    **r.item.as_dict(),
                     "score": round(r.score, 4),
-                    "conflicts": [item_payload(c) for c in r.conflicts],
+                    "conflicts": [c.as_dict() for c in r.conflicts],
                 }
                 for r in results
             ]
         }
 
     def _recent(self, args: RecentArgs, origin: Origin) -> Payload:
-        return {"items": [item_payload(i) for i in self.memory.recent(args.n)]}
+        return {"items": [i.as_dict() for i in self.memory.recent(args.n)]}
 
     def _tags(self, args: TagsArgs, origin: Origin) -> Payload:
         if not args.tags:
             return {"tags": self.memory.tag_counts()}
-        return {"items": [item_payload(i) for i in self.memory.recall_by_tags(args.tags, args.n)]}
+        return {"items": [i.as_dict() for i in self.memory.recall_by_tags(args.tags, args.n)]}
 
     def _prune(self, args: PruneArgs, origin: Origin) -> Payload:
         if not args.dry_run and not self.allow_prune:
@@ -129,10 +113,4 @@ class SessionTools(KindTools):
             dry_run=args.dry_run,
             origin=origin,
         )
-        return {
-            "removed": list(report.removed),
-            "reasons": report.reasons,
-            "kept_protected": report.kept_protected,
-            "remaining": report.remaining,
-            "dry_run": report.dry_run,
-        }
+        return report.as_dict()

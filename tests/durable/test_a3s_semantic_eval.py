@@ -22,7 +22,7 @@ import pytest
 from gitmem.adapters.lance_vectors import lance_index_in
 from gitmem.durable import DurableRepository, Namespace, RecallPolicy
 from gitmem.durable.binding import DurableBinding
-from gitmem.durable.identifiers import same_profile
+from gitmem.durable.identifiers import canonical
 from gitmem.durable.ledger import AccessEvent
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticPolicy, SemanticRecall, partition_of
 from gitmem.recall.vectors import VectorRecord
@@ -151,8 +151,8 @@ def run_eval(tmp_path: Path, fx: dict[str, Any], repo: DurableRepository) -> dic
         "stale_dropped": stale.fallback is not None and "revision and content digest" in stale.fallback,
         "identity_persisted": semantic.get("embedding") == fx["embedding"]
         and semantic.get("policy") == {"candidate_limit": 4, "min_score": 0.9}
-        and same_profile(str(semantic.get("fusion")), fx["fusion_profile"])
-        and same_profile(str(semantic.get("schema")), fx["semantic_binding_schema"])
+        and canonical(str(semantic.get("fusion"))) == canonical(fx["fusion_profile"])
+        and canonical(str(semantic.get("schema"))) == canonical(fx["semantic_binding_schema"])
         and (record or {}).get("namespace") == NS.as_dict(),
     }
 

@@ -16,7 +16,6 @@ from gitmem.durable.identifiers import (
     SEMANTIC_BINDING_SCHEMA,
     canonical,
     canonical_record,
-    same_profile,
 )
 from gitmem.durable.recall import RecallAnswer
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall
@@ -31,11 +30,11 @@ def test_each_a3s_name_maps_to_gitmems_and_back() -> None:
     assert canonical("a3s.memory.lexical.word-cjk-bigram.v1") == LEXICAL_PROFILE
     assert canonical("a3s.code.memory.semantic-recall-binding.v1") == SEMANTIC_BINDING_SCHEMA
     for a3s, ours in A3S_ALIASES.items():
-        assert same_profile(a3s, ours) and same_profile(ours, a3s)
+        assert canonical(a3s) == canonical(ours) == ours
     # only the same thing is aliased: another fusion or an unknown name is itself
     assert canonical("a3s.code.memory.hybrid.rrf-k30.v1") == "a3s.code.memory.hybrid.rrf-k30.v1"
-    assert not same_profile("a3s.code.memory.hybrid.rrf-k30.v1", FUSION_PROFILE)
-    assert not same_profile("a3s.memory.lexical.word-cjk-bigram.v1", FUSION_PROFILE)
+    assert canonical("a3s.code.memory.hybrid.rrf-k30.v1") != canonical(FUSION_PROFILE)
+    assert canonical("a3s.memory.lexical.word-cjk-bigram.v1") != canonical(FUSION_PROFILE)
 
 
 def test_the_evaluation_fixtures_name_what_gitmem_runs() -> None:
@@ -43,10 +42,10 @@ def test_the_evaluation_fixtures_name_what_gitmem_runs() -> None:
     semantic = fixture("durable-memory-semantic-v1")
     recall = SemanticRecall(FixtureEmbedder({}, EmbeddingIdentity(**semantic["embedding"])))
     identity = recall.identity()
-    assert same_profile(identity["schema"], semantic["semantic_binding_schema"])
-    assert same_profile(identity["fusion"], semantic["fusion_profile"])
+    assert canonical(identity["schema"]) == canonical(semantic["semantic_binding_schema"])
+    assert canonical(identity["fusion"]) == canonical(semantic["fusion_profile"])
     multilingual = fixture("durable-memory-multilingual-v1")
-    assert same_profile(RecallAnswer(()).profile, multilingual["retrieval_profile"])
+    assert canonical(RecallAnswer(()).profile) == canonical(multilingual["retrieval_profile"])
 
 
 def _semantic() -> SemanticRecall:

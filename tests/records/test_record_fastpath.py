@@ -1,8 +1,8 @@
-"""A record write is one batch and one read back: the marker is remembered, the write confirmed.
+"""A record write is one batch and one read back: the write confirmed.
 
-Each shortcut is paired with the case that must still end right: another handle
-moving the marker, a batch answer that does not confirm, a store that says it
-wrote but did not, a purge under the handle.
+Each is paired with the case that must still end right: another handle moving
+the marker, a batch answer that does not confirm, a store that says it wrote
+but did not, a purge under the handle.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ class CountingStore(InMemoryFileStore):
         return super().apply(edits, **kwargs)
 
 
-def test_adds_read_the_marker_once_and_read_each_record_back() -> None:
+def test_each_add_is_one_batch_and_reads_its_record_back_once() -> None:
     backend = CountingStore()
     store = RecordStore(backend, "alice")
     added = [store.add(f"fact {i}") for i in range(5)]
-    assert backend.reads[0] == marker_path(store.folder)  # the first add only
-    assert backend.reads[1:] == [store._path(r.id) for r in added]  # each write read back once
+    marker = marker_path(store.folder)
+    assert backend.reads == [p for r in added for p in (marker, store._path(r.id))]
     assert backend.batches == 5
 
 
@@ -76,7 +76,7 @@ def test_another_handle_moving_the_marker_makes_the_add_read_it(tmp_path: Path) 
     mine, theirs = RecordStore(backend, "alice"), RecordStore(backend, "alice")
     first = mine.add("one")
     second = theirs.add("two")  # the marker moves under `mine`
-    third = mine.add("three")  # refused on the remembered marker, then read and retried
+    third = mine.add("three")
     assert first.id < second.id < third.id
     assert [r.text for r in mine.list().records] == ["one", "two", "three"]
     assert backend.read(marker_path(mine.folder)).text == third.id + "\n"
@@ -94,11 +94,11 @@ def test_a_batch_answer_without_a_commit_is_read_back() -> None:
     store = RecordStore(backend, "alice")
     record = store.add("prefers green tea")  # read back: there, so confirmed
     assert store.get(record.id).text == "prefers green tea"
-    again = store.add("prefers black tea")  # the marker's version was not known: read, not guessed
+    again = store.add("prefers black tea")
     assert [r.id for r in store.list().records] == [record.id, again.id]
 
 
-def test_a_purge_forgets_the_remembered_marker(backend: Any) -> None:
+def test_an_add_after_a_purge_starts_the_marker_again(backend: Any) -> None:
     store = RecordStore(backend, "alice")
     store.add("before the purge")
     store.purge()

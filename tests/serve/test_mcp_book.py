@@ -9,7 +9,11 @@ in ``test_serve_workers.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -123,3 +127,47 @@ def test_a_changed_grant_ends_the_session_for_both(two: Two) -> None:
     assert listed(two.b, session) == 404
     assert listed(two.a, session) == 404
     assert listed(two.a, connect(two.b)) == 200  # a new session, under the new grant
+
+
+def watching() -> bool:
+    return any(thread.name == "gitmem-watch" for thread in threading.enumerate())
+
+
+def test_a_subscription_through_one_worker_is_told_on_the_stream_of_the_other(two: Two) -> None:
+    """Nothing watches the memories before a subscription; one made through the other worker is followed."""
+    session = connect(two.a)
+    request = urllib.request.Request(two.a, headers={
+        "Accept": "text/event-stream", "Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": "2025-06-18"})  # fmt: skip
+    stream = urllib.request.urlopen(request, timeout=60)
+    events: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        with contextlib.suppress(Exception):  # the stream closed under it at the end of the test, whichever way
+            for line in stream:
+                events.put(line.decode())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        create = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "memory_file_create", "arguments": {"memory": "notes", "path": "one.md", "content": "1\n"}}}  # fmt: skip
+        assert post(two.b, create, session)[0] == 200
+        assert not watching()  # an open stream without a subscription: no watcher handles the write
+        subscribe = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "resources/subscribe",
+            "params": {"uri": "memory://notes/context"},
+        }
+        assert post(two.b, subscribe, session)[0] == 200
+        create["params"]["arguments"] = {"memory": "notes", "path": "two.md", "content": "2\n"}  # type: ignore[index]
+        assert post(two.b, create, session)[0] == 200
+        deadline = time.monotonic() + 30
+        told = False
+        while not told and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                told = "notifications/resources/updated" in events.get(timeout=1)
+        assert told and watching()
+    finally:
+        stream.close()

@@ -307,7 +307,7 @@ def test_no_module_brings_objects_in_beside_the_quarantine() -> None:
 def test_on_a_durable_mount_what_is_admitted_is_on_disk_before_main_moves(
     served: Served, mount: Mount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gitmem.git import quarantine
+    from gitmem.git import packwrite
 
     synced: list[tuple[list[str], str]] = []
 
@@ -315,7 +315,7 @@ def test_on_a_durable_mount_what_is_admitted_is_on_disk_before_main_moves(
         assert all(os.path.exists(p) for p in paths)
         synced.append((paths, mount.store.sync.head()))
 
-    monkeypatch.setattr(quarantine, "fsync_together", fsync_together)
+    monkeypatch.setattr(packwrite, "fsync_together", fsync_together)  # what Quarantine.admit calls
     before = mount.store.sync.head()
     mount.store.sync.repo.config_set("gitmem.durable", "true")
     work = _clone(served, mount, tmp_path)

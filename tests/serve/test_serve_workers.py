@@ -216,15 +216,17 @@ def test_a_killed_worker_loses_nothing_acknowledged_and_is_replaced(two: tuple[R
 
 def test_the_supervisor_stopped_leaves_no_worker_and_no_session_book(team: tuple[Root, Path]) -> None:
     root, tokens = team
-    books = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("gitmem-serve-*"))
     with serving(root.path, tokens, "--workers", "2") as server:
         wait_for(lambda: len(workers_of(server.proc.pid)) == 2)
         pids = workers_of(server.proc.pid)
         with HttpMcpClient(server.info["url"] + "/mcp", token_of("agent0")) as client:
             assert not client.call("memory_file_create", memory="team", path="x.md", content="x\n").is_error
+        # Its own book only: other servers (other tests, other users) keep theirs in the same folder.
+        own = set(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"gitmem-serve-{server.proc.pid}-*"))
+        assert len(own) == 1
     # serving() sent SIGTERM and saw the supervisor exit 0.
     assert all(gone(pid) for pid in pids)
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("gitmem-serve-*")) <= books
+    assert not any(book.exists() for book in own)
     # A SIGKILLed supervisor takes its workers with it: nothing is left serving the port.
     proc, info = start_serve(root.path, tokens, "--workers", "2")
     try:

@@ -29,7 +29,7 @@ from gitmem.adapters.cli.app import (
 )
 
 if TYPE_CHECKING:  # the durable layer (and the store under it) loads when a command opens a memory
-    from gitmem.durable import ChangeResult, DurableRepository, Namespace, Node
+    from gitmem.durable import ChangeResult, DurableRepository, Namespace
 
 #: The evidence kinds that may activate a node (``gitmem.durable.node.AUTHORISING_EVIDENCE``;
 #: a test keeps the two equal). Spelled out so ``--help`` need not load the durable layer.
@@ -64,26 +64,6 @@ def namespace_option(f: Any) -> Any:
         metavar="TENANT PRINCIPAL SCOPE",
         help="The namespace: tenant, principal and scope (three values).",
     )(f)
-
-
-def node_json(node: Node) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "namespace": node.namespace.as_dict(),
-        "revision": node.revision,
-        "kind": node.kind,
-        "status": node.status,
-        "content": node.content,
-        "content_digest": node.digest,
-        "confidence": node.confidence,
-        "importance": node.importance,
-        "created_at": format_time(node.created_at),
-        "updated_at": format_time(node.updated_at),
-        "revision_kind": node.revision_kind,
-        "evidence": [e.as_dict() for e in node.evidence],
-        "relations": [r.as_dict() for r in node.relations],
-        "labels": dict(node.labels),
-    }
 
 
 def result_json(result: ChangeResult) -> dict[str, Any]:
@@ -149,7 +129,7 @@ def durable_show(state: State, name: str, node_id: str, namespace: tuple[str, st
         say("")
         say(node.content, multiline=True)
 
-    emit({"node": node_json(node)}, text)
+    emit({"node": node.as_dict()}, text)
 
 
 @durable.command("log")
@@ -173,7 +153,7 @@ def durable_log(state: State, name: str, node_id: str, namespace: tuple[str, str
             )
 
     payload = [
-        {"commit": r.commit, "time": r.time.isoformat(), "principal": r.principal, "node": node_json(r.node)}
+        {"commit": r.commit, "time": r.time.isoformat(), "principal": r.principal, "node": r.node.as_dict()}
         for r in revisions
     ]
     emit({"revisions": payload}, text)
@@ -219,7 +199,7 @@ def durable_recall(
 
     payload = {
         "profile": answer.profile,
-        "hits": [{"score": h.score, "via": h.via, "node": node_json(h.node)} for h in answer.hits],
+        "hits": [{"score": h.score, "via": h.via, "node": h.node.as_dict()} for h in answer.hits],
     }
     emit(payload, text)
 

@@ -32,7 +32,7 @@ MAX_LOG_LIMIT = 1_000_000
 
 if TYPE_CHECKING:  # dataclass modules: building their classes costs start-up time
     from gitmem.gitstore import SyncGitFileStore
-    from gitmem.history import BlameLine, LogEntry
+    from gitmem.history import LogEntry
     from gitmem.model import Origin
 
 
@@ -202,11 +202,6 @@ def diff(state: State, name: str, a: str, rest: tuple[str, ...]) -> None:
     emit({"memory": name, "from": a, "to": b, "path": path, "files": files}, text)
 
 
-def _blame_line(b: BlameLine, width: int, authors: dict[str, str]) -> str:
-    author = b.origin.principal_id or authors.get(b.commit) or "-"
-    return f"{short(b.commit)} ({author:{width}} {b.time:%Y-%m-%d} {b.line:4d}) {b.text}"
-
-
 @cli.command()
 @click.argument("name")
 @click.argument("path")
@@ -220,10 +215,10 @@ def blame(state: State, name: str, path: str, rev: str | None) -> None:
 
     def text() -> None:
         # Lines from commits made with plain git carry no principal: name their git author.
-        authors = {b.commit: b.author for b in lines if not b.origin.principal_id and b.author}
-        width = max((len(b.origin.principal_id or authors.get(b.commit) or "-") for b in lines), default=1)
-        for b in lines:
-            say(_blame_line(b, width, authors))
+        names = [b.origin.principal_id or b.author or "-" for b in lines]
+        width = max(map(len, names), default=1)
+        for b, author in zip(lines, names, strict=True):
+            say(f"{short(b.commit)} ({author:{width}} {b.time:%Y-%m-%d} {b.line:4d}) {b.text}")
 
     emit({"memory": name, "path": path, "rev": rev, "lines": lines}, text)
 

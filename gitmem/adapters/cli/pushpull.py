@@ -50,14 +50,11 @@ def refused(exc: MergeRefused, hint: str, *, as_json: bool) -> int:
 
 def pull(root: Root, name: str, remote_name: str, *, origin: Origin, propose: bool, as_json: bool) -> int:
     """Bring ``main`` of ``remote_name`` into memory ``name``, and say how ``main`` moved (or why not)."""
-    from gitmem import remotepush
-
-    remotepush.load_libgit2_for_cli()
-    from gitmem import remotes
+    from gitmem import remotepull
 
     try:
-        result = remotes.pull(root.mount(name), remote_name, origin=origin, propose=propose)
-    except remotes.MergeRefused as exc:
+        result = remotepull.pull_named(root, name, remote_name, origin=origin, propose=propose)
+    except remotepull.MergeRefused as exc:
         return refused(exc, _pull_hint(exc, name, remote_name), as_json=as_json)
     if result.kind == "conflict":
         return _conflict(name, remote_name, result, as_json=as_json)

@@ -63,19 +63,8 @@ def _open(state: State, workspace: Path, memory_dir: Path | None, mount: str) ->
 
 
 def item_json(item: MemoryItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "content": item.content,
-        "timestamp": _when(item.timestamp),
-        "importance": item.importance,
-        "tags": list(item.tags),
-        "memory_type": item.memory_type,
-        "metadata": item.metadata,
-        "access_count": item.access_count,
-        "last_accessed": _when(item.last_accessed) if item.last_accessed is not None else None,
-        "superseded": item.superseded,
-        "conflicts_with": list(item.conflicts_with),
-    }
+    last = item.last_accessed
+    return {**item.as_dict(), "metadata": item.metadata, "last_accessed": None if last is None else _when(last)}
 
 
 def _when(t: float) -> str:
@@ -223,16 +212,7 @@ def session_prune(
         for item_id in report.removed:
             say(f"  {item_id}: {report.reasons[item_id]}")
 
-    emit(
-        {
-            "removed": list(report.removed),
-            "reasons": report.reasons,
-            "kept_protected": report.kept_protected,
-            "remaining": report.remaining,
-            "dry_run": dry_run,
-        },
-        text,
-    )
+    emit(report.as_dict(), text)
 
 
 @session.command("delete")

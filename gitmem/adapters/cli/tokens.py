@@ -104,20 +104,9 @@ def add(
 
         secret, made = add_token(token_file, principal, memories, access, note, **grants)  # type: ignore[arg-type]
         entry = toml_table(made)
-    emit(
-        {
-            "token": secret,
-            "id": made.id,
-            "principal": principal,
-            "memories": list(memories),
-            "access": access,
-            "namespaces": list(made.grant.namespaces),
-            "tenant": tenant,
-            "note": note,
-            "entry": entry,
-        },
-        lambda: _show_token(secret, made.id, entry, token_file),
-    )
+    from gitmem.adapters.tokenadmin import describe
+
+    emit({"token": secret, **describe(made), "entry": entry}, lambda: _show_token(secret, made.id, entry, token_file))
 
 
 @token.command("list")

@@ -1,0 +1,108 @@
+"""The refs every mount has, and a loose ref read and swapped by hand, without libgit2.
+
+:mod:`gitmem.git.refs` is where a mount's refs move; what is here is the part of it
+a process can run before (or without) loading libgit2: the ref names, the read of
+a loose ref file, and :func:`swap_loose_ref`, the compare-and-swap of one loose ref
+that every store write and a fast-forward pull (:mod:`gitmem.remotepull`) use.
+:mod:`gitmem.git.refs` re-exports every name.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+from typing import Final
+
+from gitmem.localfile import open_folder, open_local_stat, open_private
+from gitmem.model import CommitId, RefName
+
+MAIN: Final = RefName("refs/heads/main")
+"""The ref that holds a memory's live state; every module imports it from here."""
+PROPOSALS: Final = "refs/heads/proposals/"
+"""Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
+CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
+"""Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
+
+
+def read_ref_file(path: str) -> CommitId | None:
+    """The id the loose ref file at ``path`` holds, read directly; ``None`` when it is not a plain loose ref.
+
+    A loose ref file takes precedence over ``packed-refs``, so a file holding an
+    id is the answer. Anything else (no file, a symbolic ref, a damaged file)
+    is left to :func:`read_ref`, i.e. libgit2. Saves libgit2's reference
+    machinery on the reads of ``main`` that start every store call (~5 µs against ~12 µs).
+    """
+    return read_ref_file_stat(path)[0]
+
+
+def read_ref_file_stat(path: str) -> tuple[CommitId | None, os.stat_result | None]:
+    """:func:`read_ref_file`, with the stamp (``fstat``) of the very file it read, when it read one."""
+    try:
+        fd, st = open_local_stat(path)
+    except OSError:
+        return None, None
+    try:
+        raw = os.read(fd, 64)
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+    value = raw.strip()
+    if len(value) != 40 or raw[40:] not in (b"\n", b""):
+        return None, st
+    try:
+        int(value, 16)
+    except ValueError:
+        return None, st
+    return CommitId(value.decode("ascii").lower()), st
+
+
+def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bool) -> bool | None:
+    """Move the loose ref file ``name`` from ``old`` to ``new`` by hand: :func:`swap_refs`'s common case.
+
+    git's own protocol, as libgit2 follows it: create ``<ref>.lock`` exclusively
+    (every git client honours it), read the ref while holding it, write the new
+    id, ``rename`` the lock over the ref (the lock fsynced first, and the folder
+    after, when ``durable``). libgit2 makes the same file changes with more
+    bookkeeping around them; this is a third of a write's critical section, which
+    bounds a served memory's write throughput. Returns ``False`` when the ref holds
+    another id, ``None``, having changed nothing, when this path does not apply:
+    the lock is taken (a foreign git, a crash's leftover, something planted), the
+    ref is not a plain loose file holding an id (packed, symbolic, a link, a
+    FIFO, too large, absent) or it keeps a reflog; the transaction then decides
+    (it waits, breaks stale locks, refuses planted files and writes reflogs).
+    """
+    ref = os.path.join(repo_path, *name.split("/"))
+    if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
+        return None
+    lock = ref + ".lock"
+    try:
+        fd = open_private(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # a link there is "exists" too
+    except (FileExistsError, FileNotFoundError):
+        return None
+    try:
+        current = read_ref_file(ref)  # under the lock; no link followed, never blocking, 64 bytes at most
+        if current != old:
+            os.close(fd)
+            fd = -1
+            os.unlink(lock)
+            return None if current is None else False
+        os.write(fd, new.encode("ascii") + b"\n")
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.rename(lock, ref)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with suppress(FileNotFoundError):
+            os.unlink(lock)
+        raise
+    if durable:
+        folder = open_folder(os.path.dirname(ref))
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    return True
