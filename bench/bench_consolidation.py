@@ -19,10 +19,16 @@ for each side: ``files`` (N commits with ``git fast-import``, one ~500-byte note
 every 10th also editing ``hot.md``, repacked; its search index rebuilt by each side's
 own code) and ``durable`` (N active nodes). Each ``--dirs`` folder is a file system.
 
+``--also DIR`` times a third build in the same rounds (main before a change, say), shown as
+its own ratio against ``--before``. ``--workdir`` keeps the memories (and each side's copy)
+in one folder per file system between runs, so ``--build-only`` can make them outside the
+bench lock; a kept side copy is reused as it is (writes of an earlier run included).
+
 Usage::
 
     .venv/bin/python bench/bench_consolidation.py --before /work/wt-before
     .venv/bin/python bench/bench_consolidation.py --before ../old --sizes 1000 --dirs /tmp /mnt/ext4/x --only write read
+    .venv/bin/python bench/bench_consolidation.py --before ../old --also ../main --workdir ba --build-only
 """
 
 from __future__ import annotations
@@ -139,8 +145,9 @@ def child_env(root: Path) -> dict[str, str]:
     return env
 
 
-def build(base: Path, n: int, sides: dict[str, Path]) -> dict[str, Path]:
-    """The memories of size ``n`` under ``base``, one copy per side, each side's index built by its code."""
+def build(base: Path, n: int, sides: dict[str, Path], keep: bool = False) -> dict[str, Path]:
+    """The memories of size ``n`` under ``base``, one copy per side, each side's index built by its code
+    (with ``keep``, a side's copy made before is used as it is)."""
     made = base / f"n{n}"
     if not (made / ".built").exists():
         shutil.rmtree(made, ignore_errors=True)
@@ -151,12 +158,16 @@ def build(base: Path, n: int, sides: dict[str, Path]) -> dict[str, Path]:
     roots = {}
     for side, checkout in sides.items():
         root = base / f"n{n}-{side}"
+        if keep and (root / ".indexed").exists():
+            roots[side] = root
+            continue
         shutil.rmtree(root, ignore_errors=True)
         shutil.copytree(made, root, symlinks=True)
         gitmem = str(checkout / ".venv" / "bin" / "gitmem")
         subprocess.run(
             [gitmem, "index", "rebuild", "files"], env=child_env(root), cwd=root, check=True, capture_output=True
         )
+        (root / ".indexed").write_text(str(checkout))
         roots[side] = root
     return roots
 
@@ -216,6 +227,9 @@ def main() -> int:
     here = Path(__file__).resolve().parent.parent
     parser.add_argument("--before", type=Path, required=True, help="a checkout with its own .venv (the build before)")
     parser.add_argument("--after", type=Path, default=here, help="a checkout with its own .venv (default: this one)")
+    parser.add_argument("--also", type=Path, help="a third checkout with its own .venv, timed in the same rounds")
+    parser.add_argument("--workdir", help="keep the memories in this folder under each --dirs folder")
+    parser.add_argument("--build-only", action="store_true", help="make the memories (with --workdir) and stop")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--dirs", type=Path, nargs="+", default=[Path(tempfile.gettempdir())],
                         help="one folder per file system; the memories are built under each")  # fmt: skip
@@ -224,21 +238,34 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", default=["write", "read", "list", "changes", "recall", *CLI_OPS])
     args = parser.parse_args()
     sides = {"before": args.before.resolve(), "after": args.after.resolve()}
-    print(f"# before {sides['before']}, after {sides['after']}; CPU ms p50 (wall p50)")
-    print("| fs | size | operation | before | after | after / before CPU (wall) | load |")
-    print("|---|---|---|---|---|---|---|", flush=True)
+    if args.also:
+        sides["also"] = args.also.resolve()
+    print(f"# {', '.join(f'{side} {path}' for side, path in sides.items())}; CPU ms p50 (wall p50)")
+    also = " also | also / before CPU (wall) |" if args.also else ""
+    print(f"| fs | size | operation | before | after | after / before CPU (wall) |{also} load |")
+    print("|---|---|---|---|---|---|" + ("---|---|" if args.also else "") + "---|", flush=True)
     for folder in args.dirs:
-        base = Path(tempfile.mkdtemp(prefix="gitmem-bench-ba-", dir=folder))
+        if args.workdir:
+            base = folder / args.workdir
+            base.mkdir(parents=True, exist_ok=True)
+        else:
+            base = Path(tempfile.mkdtemp(prefix="gitmem-bench-ba-", dir=folder))
         try:
             for n in args.sizes:
-                roots = build(base, n, sides)
+                roots = build(base, n, sides, keep=bool(args.workdir))
+                if args.build_only:
+                    continue
                 for op, out in measure(roots, sides, n, args.rounds, args.samples, set(args.only)):
-                    b = [statistics.median(s[k] for s in out["before"]) for k in (0, 1)]
-                    a = [statistics.median(s[k] for s in out["after"]) for k in (0, 1)]
-                    print(f"| {folder} | {n:,} | {op} | {b[0]:.3f} ({b[1]:.3f}) | {a[0]:.3f} ({a[1]:.3f}) "
-                          f"| **{a[0] / b[0]:.2f}x** ({a[1] / b[1]:.2f}x) | {os.getloadavg()[0]:.1f} |", flush=True)  # fmt: skip
+                    p50 = {side: [statistics.median(s[k] for s in out[side]) for k in (0, 1)] for side in sides}
+                    b, a = p50["before"], p50["after"]
+                    row = f"| {folder} | {n:,} | {op} | {b[0]:.3f} ({b[1]:.3f}) | {a[0]:.3f} ({a[1]:.3f}) | **{a[0] / b[0]:.2f}x** ({a[1] / b[1]:.2f}x) |"  # fmt: skip
+                    if "also" in p50:
+                        c = p50["also"]
+                        row += f" {c[0]:.3f} ({c[1]:.3f}) | {c[0] / b[0]:.2f}x ({c[1] / b[1]:.2f}x) |"
+                    print(f"{row} {os.getloadavg()[0]:.1f} |", flush=True)
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            if not args.workdir:
+                shutil.rmtree(base, ignore_errors=True)
     return 0
 
 

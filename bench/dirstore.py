@@ -28,11 +28,15 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from gitmem.aio import AsyncFace, threaded
-from gitmem.errors import MemoryStoreError, StoreErrorCode
+from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import DEFAULT_FORMAT, FileFormat, decode_stored, describe_stored, encode_text, validate_path
 from gitmem.model import Changes, FileEntry, FileText, FullResync
+
+if TYPE_CHECKING:
+    from gitmem.errors import StoreErrorCode
 
 
 def _version(data: bytes) -> str:

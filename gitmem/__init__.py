@@ -11,10 +11,9 @@ set ``GITMEM_PYGIT2_DEFAULTS=1`` before importing gitmem to keep libgit2's defau
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitmem.lazyexports import exports as _exports
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitmem.aio import AsyncFileStore
     from gitmem.errors import GitmemError, MemoryStoreError, MemoryToolError

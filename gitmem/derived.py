@@ -27,19 +27,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gitmem.localfile import open_local
+from gitmem.model import Value
 
 _STAMP_BYTES = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class Generation:
+class Generation(Value):
     """The history generation a derived writer read: the stamp's path and what it held then."""
 
+    __match_args__ = __slots__ = ("stamp", "value")
     stamp: str | None
     value: str | None
+
+    def __init__(self, stamp: str | None, value: str | None) -> None:
+        object.__setattr__(self, "stamp", stamp)
+        object.__setattr__(self, "value", value)
 
     @classmethod
     def read(cls, stamp: str | os.PathLike[str] | None) -> Generation:

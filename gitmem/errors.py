@@ -27,56 +27,45 @@ says what each code means and what to do about it (docs/errors.md is that table)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple, ParamSpec, TypeVar, get_args
-
+TYPE_CHECKING = False  # typing is imported by the type checker only: a CLI call does not load it
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Final, Literal, ParamSpec, TypeVar
+
     from gitmem.model import FileText
 
-StoreErrorCode = Literal[
-    "not_found",
-    "already_exists",
-    "version_mismatch",
-    "invalid_path",
-    "invalid_file",
-    "invalid_pattern",
-    "too_large",
-    "memory_full",
-    "memory_deleted",
-    "forbidden",
-    "unavailable",
-    # No memory of that name under the root (or none the caller may use).
-    "unknown_memory",
-    # A mount's kind (file, record, session, durable) is fixed at init; a call meant
-    # for another kind is refused rather than reading items as files or vice versa.
-    "wrong_kind",
-    # Recall (gitmem.recall): an empty query, one with no word or CJK token, a bad limit.
-    "invalid_query",
-    # Record memory.
-    "record_not_found",
-    "invalid_text",
-    "invalid_cursor",
-    "write_unconfirmed",
-    # Durable memory: change sets, node revisions, idempotency keys.
-    "node_not_found",
-    "revision_mismatch",
-    "invalid_transition",
-    "invalid_change_set",
-    "idempotency_conflict",
-]
+    # The codes as types, so that a code misspelt where it is raised fails the type check;
+    # CODES says what each means (a test holds the two equal).
+    StoreErrorCode = Literal[
+        "not_found",
+        "already_exists",
+        "version_mismatch",
+        "invalid_path",
+        "invalid_file",
+        "invalid_pattern",
+        "too_large",
+        "memory_full",
+        "memory_deleted",
+        "forbidden",
+        "unavailable",
+        "unknown_memory",
+        "wrong_kind",
+        "invalid_query",
+        "record_not_found",
+        "invalid_text",
+        "invalid_cursor",
+        "write_unconfirmed",
+        "node_not_found",
+        "revision_mismatch",
+        "invalid_transition",
+        "invalid_change_set",
+        "idempotency_conflict",
+    ]
+    ToolErrorCode = Literal["no_match", "ambiguous_match", "conflict_retries_exhausted", "invalid_arguments"]
+    ErrorCode = StoreErrorCode | ToolErrorCode
 
-ToolErrorCode = Literal[
-    "no_match",
-    "ambiguous_match",
-    "conflict_retries_exhausted",
-    # A tool call's arguments do not fit the tool's schema (one missing, one the tool does
-    # not take, a wrong type, a value out of range), for every tool of every kind. The
-    # store's own codes keep their meaning: a path that breaks the path rules is still
-    # invalid_path, a memory that is not there unknown_memory.
-    "invalid_arguments",
-]
-
-ErrorCode = StoreErrorCode | ToolErrorCode
+    P = ParamSpec("P")
+    T = TypeVar("T")
 
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 """The one code of a tool call whose arguments its schema refuses (the message names the field and why)."""
@@ -86,110 +75,109 @@ LOST_RACE: Final[frozenset[str]] = frozenset({"version_mismatch", "already_exist
 writer changed, created or removed the file first): nothing was written, so a caller
 that retries re-reads and decides again."""
 
-STORE_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(StoreErrorCode))
-TOOL_ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(ToolErrorCode))
 
-
-class Meaning(NamedTuple):
-    """What one code says happened, and what a caller (person, script or agent) does next."""
-
-    meaning: str
-    what_to_do: str
-
-
-#: Every code, with its meaning and what to do: the one place a code's sense is decided.
-#: docs/errors.md shows this table; a test holds the two equal and checks that every
-#: surface (CLI ``--json``, agent tools over MCP, the Python API) gives one situation one code.
-CODES: Final[dict[str, Meaning]] = {
-    "not_found": Meaning(
+#: Every code, with what it says happened and what a caller (person, script or agent) does
+#: next: the one place a code's sense is decided. docs/errors.md shows this table; a test
+#: holds the two equal and checks that every surface (CLI ``--json``, agent tools over MCP,
+#: the Python API) gives one situation one code.
+CODES: Final[dict[str, tuple[str, str]]] = {
+    "not_found": (
         "The file, folder, commit, remote or proposal named does not exist (or is gone since you read it).",
         "List what is there (`ls`, `log`, `remote list`) and use a name that exists; create the file if it should.",
     ),
-    "already_exists": Meaning(
+    "already_exists": (
         "The path (or remote, hook, destination) is taken: a create or a move found something there. "
         "`current` is the file that is there.",
         "Edit the file that is there (at `current.version`), or choose another path.",
     ),
-    "version_mismatch": Meaning(
+    "version_mismatch": (
         "Someone changed the file (or the branch) after the version you hold. `current` is the file as it is now. "
         "For a push or pull: the two sides have changes the other lacks.",
         "Read `current`, redo your change on top of it and write expecting its version; "
         "for a push, pull first.",
     ),
-    "invalid_path": Meaning(
+    "invalid_path": (
         "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long, `.git`), "
         "or runs into a folder or through a file.",
         "Fix the path. Nothing was written.",
     ),
-    "invalid_file": Meaning(
+    "invalid_file": (
         "The content is refused: not UTF-8, broken frontmatter, a credential in the text, or a bad setting.",
         "Fix the content (remove the credential) or the value. Nothing was written.",
     ),
-    "invalid_pattern": Meaning("The regular expression does not compile.", "Fix it, or search for the text literally."),
-    "too_large": Meaning(
+    "invalid_pattern": ("The regular expression does not compile.", "Fix it, or search for the text literally."),
+    "too_large": (
         "The file (or its frontmatter or description) is over the memory's limit.",
         "Shorten it, or raise the limit (`gitmem config NAME gitmem.maxFileBytes ...`). Nothing was written.",
     ),
-    "memory_full": Meaning(
+    "memory_full": (
         "The memory holds as many files or bytes as its limits allow.",
         "Delete or shorten files, or raise `gitmem.maxFiles` / `gitmem.maxMemoryBytes`.",
     ),
-    "memory_deleted": Meaning("The memory was purged or removed while in use.", "Create it again (`gitmem init NAME`)."),
-    "forbidden": Meaning(
+    "memory_deleted": ("The memory was purged or removed while in use.", "Create it again (`gitmem init NAME`)."),
+    "forbidden": (
         "This caller may not do that here: a read-only memory, a tool not offered, a protected file, "
         "a token without access.",
         "Use a memory or access that allows it; ask its owner.",
     ),
-    "unavailable": Meaning(
+    "unavailable": (
         "The store could not do the work now: a lock held too long, a remote that did not answer, "
         "a file system or configuration problem.",
         "Read the message; retry later, or fix the named folder, remote or setting.",
     ),
-    "unknown_memory": Meaning(
+    "unknown_memory": (
         "There is no memory of that name under the root (or none offered to this caller).",
         "Check the name (`gitmem mounts`, or the memories the tools list) or create it (`gitmem init NAME`).",
     ),
-    "wrong_kind": Meaning(
+    "wrong_kind": (
         "The memory is of another kind (file, record, session, durable) than the call is for.",
         "Use the commands or tools of the memory's kind (`gitmem status` shows it).",
     ),
-    "invalid_query": Meaning("A recall query with no word to search for, or a bad limit.", "Give words to look for."),
-    "record_not_found": Meaning("No record with that id in this namespace.", "List the namespace's records; ids are per namespace."),
-    "invalid_text": Meaning("A record's text is empty, too long or holds a credential.", "Fix the text. Nothing was written."),
-    "invalid_cursor": Meaning("The list cursor is not one this store gave out.", "List again without a cursor."),
-    "write_unconfirmed": Meaning(
+    "invalid_query": ("A recall query with no word to search for, or a bad limit.", "Give words to look for."),
+    "record_not_found": ("No record with that id in this namespace.", "List the namespace's records; ids are per namespace."),
+    "invalid_text": ("A record's text is empty, too long or holds a credential.", "Fix the text. Nothing was written."),
+    "invalid_cursor": ("The list cursor is not one this store gave out.", "List again without a cursor."),
+    "write_unconfirmed": (
         "The change may or may not have landed (the store failed after writing).",
         "Read or search before retrying, so the change is not made twice.",
     ),
-    "node_not_found": Meaning("No durable node with that id in the namespace.", "Check the id; it may have been deleted."),
-    "revision_mismatch": Meaning(
+    "node_not_found": ("No durable node with that id in the namespace.", "Check the id; it may have been deleted."),
+    "revision_mismatch": (
         "The durable node changed after the revision you hold.", "Read the node again and redo the change on top of it."
     ),
-    "invalid_transition": Meaning(
+    "invalid_transition": (
         "The durable node cannot move from its state to the one asked (e.g. approve a deleted node).",
         "Read the node's state and ask for a change it allows.",
     ),
-    "invalid_change_set": Meaning("A durable change set is malformed or breaks a rule.", "Fix the change set as the message says."),
-    "idempotency_conflict": Meaning(
+    "invalid_change_set": ("A durable change set is malformed or breaks a rule.", "Fix the change set as the message says."),
+    "idempotency_conflict": (
         "The idempotency key was used before for a different change set.", "Use a new key for a new change."
     ),
-    "no_match": Meaning(
+    "no_match": (
         "The text to replace does not occur in the file (perhaps someone changed it). `current` is the file now.",
         "Read `current` and give text that is in it.",
     ),
-    "ambiguous_match": Meaning(
+    "ambiguous_match": (
         "The text to replace occurs more than once. `current` is the file now.",
         "Include more of the surrounding text so it occurs exactly once.",
     ),
-    "conflict_retries_exhausted": Meaning(
+    "conflict_retries_exhausted": (
         "Other writers kept changing the file while the change was retried; nothing was written.",
         "Wait, read the file again and retry if the change is still needed.",
     ),
-    "invalid_arguments": Meaning(
+    "invalid_arguments": (
         "A tool call's arguments do not fit its schema (missing, unknown, wrong type, out of range).",
         "Call the tool again with the arguments its schema names.",
     ),
 }
+
+#: The codes only the agent tools produce (:class:`MemoryToolError`); every other code is the
+#: store's. A tool call's arguments that break the store's rules keep the store's code (a bad
+#: path is ``invalid_path``, a memory that is not there ``unknown_memory``).
+TOOL_ERROR_CODES: Final[frozenset[str]] = frozenset(
+    {"no_match", "ambiguous_match", "conflict_retries_exhausted", INVALID_ARGUMENTS}
+)
+STORE_ERROR_CODES: Final[frozenset[str]] = frozenset(CODES) - TOOL_ERROR_CODES
 
 
 class GitmemError(Exception):
@@ -213,7 +201,7 @@ class MemoryStoreError(GitmemError):
     current: FileText | None
 
     def __init__(self, code: ErrorCode, message: str = "", current: FileText | None = None) -> None:
-        if code not in STORE_ERROR_CODES and code not in TOOL_ERROR_CODES:
+        if code not in CODES:
             raise ValueError(f"unknown error code {code!r}")
         self.code = code
         if "://" in message:  # a URL, perhaps with a password or token in it
@@ -268,10 +256,6 @@ def situation(exc: MemoryStoreError) -> MemoryStoreError:
 
 class MemoryToolError(MemoryStoreError):
     """A memory tool call failed for a reason only the tool layer knows about."""
-
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 def if_found(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import MemoryStoreError
+from gitmem.model import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
 
     from gitmem.secrets import SecretRule
@@ -33,19 +35,44 @@ def _yaml() -> tuple[Any, type[yaml.SafeLoader]]:
 KIB = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class FileFormat:
+class FileFormat(Value):
     """Limits for one memory. Lowering a limit never makes stored files unreadable."""
 
-    max_file_bytes: int = 64 * KIB
-    max_description_chars: int = 200
-    max_frontmatter_bytes: int = 2 * KIB
-    max_path_bytes: int = 256
-    check_secrets: bool = True
-    max_files: int | None = None
-    max_memory_bytes: int | None = None
+    __match_args__ = __slots__ = (
+        "max_file_bytes",
+        "max_description_chars",
+        "max_frontmatter_bytes",
+        "max_path_bytes",
+        "check_secrets",
+        "max_files",
+        "max_memory_bytes",
+    )
+    max_file_bytes: int
+    max_description_chars: int
+    max_frontmatter_bytes: int
+    max_path_bytes: int
+    check_secrets: bool
+    max_files: int | None
+    max_memory_bytes: int | None
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        max_file_bytes: int = 64 * KIB,
+        max_description_chars: int = 200,
+        max_frontmatter_bytes: int = 2 * KIB,
+        max_path_bytes: int = 256,
+        check_secrets: bool = True,
+        max_files: int | None = None,
+        max_memory_bytes: int | None = None,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "max_file_bytes", max_file_bytes)
+        set_field(self, "max_description_chars", max_description_chars)
+        set_field(self, "max_frontmatter_bytes", max_frontmatter_bytes)
+        set_field(self, "max_path_bytes", max_path_bytes)
+        set_field(self, "check_secrets", check_secrets)
+        set_field(self, "max_files", max_files)
+        set_field(self, "max_memory_bytes", max_memory_bytes)
         for name in ("max_file_bytes", "max_description_chars", "max_frontmatter_bytes", "max_path_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")

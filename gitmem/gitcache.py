@@ -10,29 +10,35 @@ re-read, never a wrong answer.
 from __future__ import annotations
 
 import builtins
-from typing import Final, NamedTuple, Protocol
 
 from gitmem.fileformat import FileFormat, decode_stored, describe_stored
 from gitmem.model import FileEntry
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, Protocol
 
-class TreeSource(Protocol):
-    """What a listing reads: a :class:`~gitmem.git.repo.GitRepo`, or the libgit2-free
-    :class:`~gitmem.git.peek.Peek` of a read-only CLI call (same ids, same answers)."""
+    class TreeSource(Protocol):
+        """What a listing reads: a :class:`~gitmem.git.repo.GitRepo`, or the libgit2-free
+        :class:`~gitmem.git.peek.Peek` of a read-only CLI call (same ids, same answers)."""
 
-    def blob(self, oid: str) -> bytes: ...
+        def blob(self, oid: str) -> bytes: ...
 
-    def tree_items(self, tree_id: str) -> builtins.list[tuple[str, str, str]]: ...
+        def tree_items(self, tree_id: str) -> builtins.list[tuple[str, str, str]]: ...
+
 
 BLOB_INFO_LIMIT: Final = 200_000
 """Blobs whose size and description are kept; the table starts over beyond it."""
 
 
-class _Folder(NamedTuple):
+class _Folder:
     """A subfolder inside a cached folder listing: its tree id and path prefix."""
 
-    tree_id: str
-    prefix: str
+    __slots__ = ("prefix", "tree_id")
+
+    def __init__(self, tree_id: str, prefix: str) -> None:
+        self.tree_id = tree_id
+        self.prefix = prefix
 
 
 _FolderItems = tuple[_Folder | tuple[FileEntry, ...], ...]

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def exports(

@@ -30,12 +30,13 @@ import errno
 import os
 import re
 import stat
-from typing import TYPE_CHECKING, Any, Final
 
 from gitmem.errors import MemoryStoreError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3
+    from typing import Any, Final
 
 MB = 1 << 20
 

@@ -28,7 +28,6 @@ which ranks with the index, builds it (see :func:`find`).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Final, TypeVar
 
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
@@ -38,15 +37,19 @@ from gitmem.git.peek import CannotPeek, Peek, sha1
 from gitmem.git.perms import make_private_dir, open_private
 from gitmem.gitcache import ReadCache
 from gitmem.localfile import MB, read_local_text
-from gitmem.model import FileEntry, FileText, MountKind
+from gitmem.model import FileEntry, FileText
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Final, TypeVar
 
     from gitmem.gitstore import SyncGitFileStore
     from gitmem.index import FindHit
-    from gitmem.model import SearchResult
+    from gitmem.model import MountKind, SearchResult
     from gitmem.root import Root
+
+    _A = TypeVar("_A")
 
 #: The mount's folder of derived content caches (``gitstore.DERIVED_DIR``, which purge and
 #: forget delete); spelled out here because importing the store would import pygit2.
@@ -64,7 +67,6 @@ INDEX_DIR: Final = "gitmem/index"
 GREP_INDEX_BYTES: Final = 64 * MB
 _GENERATION: Final = "gitmem/generation"
 _LISTING_TAG: Final = "gitmem-listing/1"
-_A = TypeVar("_A")
 
 
 def require_file_memory(name: str, kind: MountKind) -> None:

@@ -12,11 +12,11 @@ runs, sends those without opening the store (see there).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.transport import DEFAULT_REMOTE, LEDGER_REF, MAIN_SPEC, PushedRef, Remote, check_remote_name, send
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 

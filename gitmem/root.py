@@ -7,11 +7,11 @@ import fcntl
 import os
 import re
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.perms import make_private_dir, open_private
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the store (pygit2 and the engines) loads when a mount is opened: see gitmem.quickread
     from pathlib import Path
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from gitmem.errors import ErrorCode, MemoryStoreError, VersionMismatch
+from gitmem.errors import MemoryStoreError, VersionMismatch
 from gitmem.fileformat import FileFormat, encode_text, validate_path
 from gitmem.history import BlameLine, FileDiff, ForgetReport, LogEntry
 from gitmem.model import (
@@ -40,6 +40,7 @@ from gitmem.model import (
 from gitmem.provenance import OP_WORD, RESERVED_TRAILERS
 
 if TYPE_CHECKING:
+    from gitmem.errors import ErrorCode
     from gitmem.model import SearchResult  # a grep's (gitmem.grep): reads that do not search never load it
 
 

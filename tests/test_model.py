@@ -46,6 +46,41 @@ def test_a_value_pickles_to_its_own_module_and_back(value: object) -> None:
     assert pickle.loads(data) == value
 
 
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+def test_a_value_is_frozen_and_compares_by_its_fields(value: object) -> None:
+    cls = type(value)
+    fields = cls.__match_args__  # type: ignore[attr-defined]
+    again = cls(*(getattr(value, name) for name in fields))
+    assert again == value and hash(again) == hash(value) and again is not value
+    assert repr(value) == f"{cls.__name__}({', '.join(f'{n}={getattr(value, n)!r}' for n in fields)})"
+    with pytest.raises(AttributeError):
+        setattr(value, fields[0], "changed")
+    with pytest.raises(AttributeError):
+        delattr(value, fields[0])
+    with pytest.raises(AttributeError):
+        value.other = 1  # type: ignore[attr-defined]  # no __dict__: nothing else can be hung on it
+    assert getattr(value, fields[0]) == getattr(again, fields[0])
+    match value:
+        case FileEntry(path, _, size, _):
+            assert (path, size) == ("a.md", 3)
+
+
+def test_replace_makes_a_copy_with_some_fields_changed() -> None:
+    edit = Edit("a.md", "tea\n", expected=None)
+    assert edit.replace(text="milk\n") == Edit("a.md", "milk\n", expected=None)
+    assert edit.text == "tea\n"  # the original is untouched
+    assert Origin("r", "alice").replace(run_id=None) == Origin(None, "alice")
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        edit.replace(colour="red")
+
+
+def test_values_of_two_classes_are_never_equal() -> None:
+    assert Changes("c" * 40) != FullResync("c" * 40)
+    assert FileText("a.md", "tea\n", "0" * 40) != FileEntry("a.md", "0" * 40, 4, None)
+    assert Origin("r") != ("r", None, None)
+    assert Changes("c" * 40).paths == () and Edit("a.md", "x").expected is ANY
+
+
 def test_any_stays_the_one_any_through_pickle() -> None:
     assert pickle.loads(pickle.dumps(ANY)) is ANY
     assert pickle.loads(pickle.dumps(Edit("a.md", "x"))).expected is ANY

@@ -157,7 +157,7 @@ def _reviewer(origin: Origin | None, what: str) -> tuple[str, Origin]:
     who = origin.principal_id if origin is not None else None
     if origin is None or not who:
         raise MemoryStoreError("forbidden", f"{what} records who decided it: this caller names no principal")
-    return who, replace(origin, run_id=None)
+    return who, origin.replace(run_id=None)
 
 
 def activate(

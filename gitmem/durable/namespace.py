@@ -22,9 +22,12 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from gitmem.errors import ErrorCode, MemoryStoreError
+from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.errors import ErrorCode
 
 MAX_IDENTIFIER_BYTES: Final = 256
 #: Joins the three parts of a namespace's folder name (plain parts never hold it).

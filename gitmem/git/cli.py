@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.control import check_packs_of
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess (and signal) load on the first git call: a read that runs none pays nothing
     import subprocess
+    from typing import Final
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one git command may run before it is stopped (a liveness bound, not a target)."""

@@ -19,10 +19,13 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import read_control
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 #: A mount's config holds a few dozen lines; a larger one is not read.
 CONFIG_LIMIT: Final = 1 << 20

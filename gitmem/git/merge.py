@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import pygit2
 
-from gitmem.errors import ErrorCode, MemoryStoreError
+from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git.erasures import lend_ledger
 from gitmem.git.loose import open_repository
@@ -39,6 +40,9 @@ from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.treediff import file_changes
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
+
+if TYPE_CHECKING:
+    from gitmem.errors import ErrorCode
 
 MAX_ATTEMPTS = 8
 """Foreign pushes that may move ``main`` under one integration before it gives up."""

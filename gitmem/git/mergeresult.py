@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gitmem.errors import ErrorCode, MemoryStoreError
+from gitmem.errors import MemoryStoreError
+
+if TYPE_CHECKING:
+    from gitmem.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,23 +9,24 @@ rather than from options each one must be given. A bad hand-edited value is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Protocol
-
 from gitmem.errors import MemoryStoreError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the values load when a format or kind is made: a push only checks the config
+    from typing import Final, Protocol
+
     from gitmem.fileformat import FileFormat
     from gitmem.model import MountKind
 
+    class ConfigSource(Protocol):
+        """Where a mount's settings are read: a :class:`~gitmem.git.repo.GitRepo`, or the
+        libgit2-free :class:`~gitmem.git.peek.Peek` of a read-only CLI call."""
 
-class ConfigSource(Protocol):
-    """Where a mount's settings are read: a :class:`~gitmem.git.repo.GitRepo`, or the
-    libgit2-free :class:`~gitmem.git.peek.Peek` of a read-only CLI call."""
+        @property
+        def path(self) -> str: ...
 
-    @property
-    def path(self) -> str: ...
+        def config_get(self, key: str) -> str | None: ...
 
-    def config_get(self, key: str) -> str | None: ...
 
 #: ``FileFormat`` field -> config key.
 CONFIG_KEYS: Final[dict[str, str]] = {

@@ -33,13 +33,14 @@ import mmap
 import os
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, BinaryIO, Final
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_local, read_control
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import sha1 as sha1
+    from typing import BinaryIO, Final
 else:
     try:  # CPython's own SHA-1 (what hashlib falls back to): loading OpenSSL for hashlib costs
         from _sha1 import sha1  # a CLI call more than hashing every object an `ls` reads

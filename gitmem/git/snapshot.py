@@ -251,7 +251,7 @@ class StoredFile(FileText):
         object.__setattr__(self, "_snap", snap)
 
     @property
-    def text(self) -> str:
+    def text(self) -> str:  # type: ignore[override]  # FileText's fields are read-only at run time
         try:
             return str(_TEXT_SLOT.__get__(self))
         except AttributeError:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git.cli import run_git
+from gitmem.model import Value
 
 REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 DEFAULT_REMOTE = "origin"
@@ -26,13 +26,17 @@ LEDGER_REF = "refs/gitmem/erasures"
 that has one sends it along with ``main``: a push that finds none needs nothing of that module."""
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class Remote:
+class Remote(Value):
     """A remote of a mount. ``url`` is what git is given (credentials and all); anything
     shown or logged uses ``shown_url``, and the repr shows only that."""
 
+    __match_args__ = __slots__ = ("name", "url")
     name: str
     url: str
+
+    def __init__(self, name: str, url: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "url", url)
 
     @property
     def shown_url(self) -> str:
@@ -44,13 +48,18 @@ class Remote:
         return f"Remote(name={self.name!r}, url={self.shown_url!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class PushedRef:
+class PushedRef(Value):
     """One line of ``git push --porcelain``: the ref, its fate and git's summary."""
 
+    __match_args__ = __slots__ = ("ref", "status", "summary")
     ref: str
     status: str  # "ok", "new", "up_to_date", "rejected", "deleted", "forced"
     summary: str
+
+    def __init__(self, ref: str, status: str, summary: str) -> None:
+        object.__setattr__(self, "ref", ref)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "summary", summary)
 
 
 def check_remote_name(name: object) -> str:

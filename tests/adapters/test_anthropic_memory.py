@@ -252,9 +252,7 @@ def test_create_over_a_file_says_it_exists_whatever_the_text(tool: GitMemoryTool
 
 
 def test_a_tool_with_stricter_rules_than_its_mount_applies_them(store: GitFileStore) -> None:
-    from dataclasses import replace
-
-    strict = GitMemoryTool(store, origin=ORIGIN, fmt=replace(store.format, max_file_bytes=8))
+    strict = GitMemoryTool(store, origin=ORIGIN, fmt=store.format.replace(max_file_bytes=8))
     message = refused(strict, Create(command="create", path="/memories/long.md", file_text="0123456789\n"))
     assert message.startswith("Nothing was written to /memories/long.md:")
     run(strict, Create(command="create", path="/memories/short.md", file_text="0123\n"))

@@ -52,9 +52,11 @@ through the same code (:mod:`.output`, :mod:`.reads`) as the click commands.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gitmem.adapters.cli.app import GitmemGroup
 
 

@@ -53,6 +53,7 @@ from gitmem.adapters.cli.output import show_refusal, stderr_is_tty
 from gitmem.config import default_root
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import visible
+from gitmem.model import Value
 
 if TYPE_CHECKING:  # imported when a command opens a memory: `--help` and usage errors stay fast
     from gitmem.gitstore import SyncGitFileStore
@@ -313,7 +314,9 @@ def confirm(yes: bool, what: str) -> None:
 
 
 def to_json(value: Any) -> Any:
-    """Plain JSON data from the core's frozen dataclasses, tuples and mappings."""
+    """Plain JSON data from the core's frozen values (:class:`~gitmem.model.Value`s and dataclasses), tuples and mappings."""
+    if isinstance(value, Value):
+        return {name: to_json(getattr(value, name)) for name in value.__match_args__}
     if hasattr(value, "__dataclass_fields__"):
         return {k: to_json(v) for k, v in asdict(value).items()}
     if isinstance(value, Mapping):

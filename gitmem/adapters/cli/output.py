@@ -16,9 +16,11 @@ import codecs
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from gitmem.errors import MemoryStoreError
     from gitmem.model import FileText
 
@@ -236,8 +238,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
             "file memories use the file commands; record, session and durable memories "
             "`gitmem records|session|durable ...` (history: `gitmem log` works on every kind)"
         )
-    known = CODES.get(code)
-    return known.what_to_do if known is not None else "see docs/errors.md"
+    _, what_to_do = CODES.get(code, ("", "see docs/errors.md"))
+    return what_to_do
 
 
 def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name: str, path: object) -> str:
@@ -257,7 +259,8 @@ def _not_found_hint(message: str, command: str, params: Mapping[str, Any], name:
         return f"check the path with `gitmem ls {name}`"
     from gitmem.errors import CODES
 
-    return CODES["not_found"].what_to_do
+    _, what_to_do = CODES["not_found"]
+    return what_to_do
 
 
 def scrub_log_records() -> None:

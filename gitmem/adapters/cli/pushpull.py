@@ -11,10 +11,9 @@ for the caller to show as every command shows one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitmem.adapters.cli.output import EXIT_OK, EXIT_REFUSED, error_json, say, say_json, short
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gitmem.model import Origin
     from gitmem.remotes import MergeRefused, MergeResult

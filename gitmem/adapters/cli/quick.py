@@ -45,12 +45,14 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from gitmem.adapters.cli.output import EXIT_OK, EXIT_REFUSED, echo, say, say_json, show_refusal
 from gitmem.errors import MemoryStoreError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     from gitmem.model import FileEntry, FileText
     from gitmem.root import Root
 

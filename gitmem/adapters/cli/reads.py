@@ -8,25 +8,24 @@ same bytes whichever parsed the command line. A refusal is raised as
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Protocol
-
 from gitmem.adapters.cli.output import say, say_json, say_lines, short, stderr_is_tty
 from gitmem.errors import MemoryStoreError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from gitmem.index import FindHit
     from gitmem.model import FileEntry, FileText, SearchResult
     from gitmem.root import Root
 
+    class Reader(Protocol):
+        """Where the files come from: the CLI's ``State`` (``--run`` and ``--rev`` included),
+        or the quick path's view of ``main``."""
 
-class Reader(Protocol):
-    """Where the files come from: the CLI's ``State`` (``--run`` and ``--rev`` included),
-    or the quick path's view of ``main``."""
+        def listing(self, name: str) -> list[FileEntry]: ...
 
-    def listing(self, name: str) -> list[FileEntry]: ...
-
-    def read(self, name: str, path: str, rev: str | None = None) -> FileText: ...
+        def read(self, name: str, path: str, rev: str | None = None) -> FileText: ...
 
 
 def directory_arg(directory: str | None) -> str:
@@ -74,6 +73,8 @@ def find(root: Root, name: str, query: str, directory: str, limit: int, *, as_js
 def print_hits(name: str, query: str, hits: list[FindHit], *, as_json: bool) -> None:
     """A find's answer: ``score  path  snippet`` lines, or one JSON document."""
     if as_json:
+        from dataclasses import asdict
+
         say_json({"memory": name, "query": query, "hits": [asdict(h) for h in hits]})
         return
     width = max((len(h.path) for h in hits), default=0)
@@ -83,7 +84,8 @@ def print_hits(name: str, query: str, hits: list[FindHit], *, as_json: bool) -> 
 def print_matches(name: str, result: SearchResult, limit: int, *, as_json: bool) -> None:
     """A grep's answer: ``path:line:text`` lines (and a note on stderr when cut at ``limit``), or one JSON document."""
     if as_json:
-        say_json({"memory": name, "matches": [asdict(m) for m in result.matches], "truncated": result.truncated})
+        matches = [{"path": m.path, "line": m.line, "text": m.text} for m in result.matches]
+        say_json({"memory": name, "matches": matches, "truncated": result.truncated})
         return
     say_lines(f"{m.path}:{m.line}:{m.text}" for m in result.matches)
     if result.truncated:
