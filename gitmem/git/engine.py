@@ -178,12 +178,22 @@ class _Queue:
     acknowledged with it: its waiters are in the same process.
     """
 
-    __slots__ = ("busy", "guard", "waiting")
+    __slots__ = ("busy", "guard", "last", "trees", "waiting")
 
     def __init__(self) -> None:
         self.guard = threading.Lock()
         self.waiting: list[_Change[Any]] = []
         self.busy = False
+        # What the committers (one at a time) share, whichever thread and store they come from:
+        # the folders they parsed and made, and the last commit they made with its tree.
+        self.trees: tuple[tuple[int, int], packwrite.TreeCache] | None = None  # under a history mark
+        self.last = ("", "")
+
+    def tree_cache(self, mark: tuple[int, int]) -> packwrite.TreeCache:
+        """The committers' parsed trees; new when a purge or forget deleted objects since (``mark`` moved)."""
+        if self.trees is None or self.trees[0] != mark:
+            self.trees = (mark, packwrite.TreeCache())
+        return self.trees[1]
 
     def join(self, change: _Change[Any]) -> bool:
         """Queue ``change``; ``True``: another thread commits now, wait for ``change.turn``."""
@@ -246,8 +256,12 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 branch = None if ref == MAIN else read_ref(handle, ref)
                 base = repo.head_in(handle) if branch is None else branch
                 pending = packwrite.PendingObjects()
+                if queue is None:
+                    trees, known = repo.tree_cache(), ("", "")
+                else:
+                    trees, known = queue.tree_cache(repo.handle_mark()), queue.last
                 try:
-                    head, tree = _plan_all(repo, handle, group, base, pending, reopened)
+                    head, tree = _plan_all(repo, handle, group, base, pending, reopened, trees, known)
                 except _Reopen:
                     repo.reopen()
                     reopened = True
@@ -262,6 +276,8 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     _remember(repo, made, head, tree, pending.objects)
+                    if queue is not None:
+                        queue.last = (head, tree)
                     fold_due = _count_pack(repo)
                     break
             else:
@@ -304,16 +320,19 @@ def _plan_all(
     base: str,
     pending: packwrite.PendingObjects,
     reopened: bool,
+    trees: packwrite.TreeCache,
+    known: tuple[str, str],
 ) -> tuple[str, str]:
     """Run each change's plan on the head the one before it made; the last head and its tree.
 
+    ``trees``: the parsed trees to read and edit through; ``known``: a commit
+    whose tree is known (the last one this process's groups made).
     A plan that refuses or fails keeps its error and leaves nothing in
     ``pending``; the next plan runs on the head before it. An object missing
     from the handle's packs raises :class:`_Reopen` (steps 2-4 of the diagram).
     """
-    trees = repo.tree_cache()
     try:
-        head, tree = base, repo.tree_id_of(base)
+        head, tree = base, known[1] if base == known[0] else repo.tree_id_of(base)
     except KeyError:
         if reopened:
             raise
