@@ -5,35 +5,55 @@ Every store write (``write``, ``delete``, ``move``, ``move_many``,
 revert and a run's proposal branch reach :func:`transact` with a plan of their
 own. Both run the same steps, in this order, in this module::
 
-    writer lock ──► read head ──► plan(snapshot) ──► trees ──► pack ──► CAS ref ──► unlock ──► fold?
-                        ▲                                                 │
-                        └─────── a writer outside gitmem moved the ref ◄──┘
+    queue ──► writer lock ──► take the group ──► read head ──► each change: plan(snapshot) ──► trees ──► commit
+                                                    ▲             (on the head the change before made)      │
+                                                    │                                                       ▼
+                                                    └─ a writer outside gitmem moved the ref ◄── CAS ref ◄── pack
+                                                                                                    │
+                                                                             unlock ──► answer each ◄┘ ──► fold?
 
+0. **Group**: a write that finds another thread of its process committing on
+   the mount waits in the mount's queue (:class:`_Queue`) instead of at the lock.
+   The committing thread, once it holds the lock, takes every waiting change on
+   its ref (up to :data:`GROUP_MAX`) and runs steps 2-6 once for all of them: each
+   change is still its own commit (its author, message and trailers), chained on
+   the commit of the change before it; the group is one pack, one copy for other
+   processes and one ref move. Each caller gets its own commit, or its own error
+   when its plan refused or failed (that change is skipped and leaves nothing
+   behind; the others go on). A failure of the pack or the ref move answers every
+   change of the group with it: nothing moved. Then the oldest waiter commits the
+   next group. Two workers of ``gitmem serve`` writing one memory hand the lock to
+   each other once per group instead of once per write. ``GITMEM_GROUP_COMMIT=0``
+   commits each change alone (:data:`GROUPING`, for benchmarks).
 1. **Lock**: the mount's writer ``flock`` (:class:`gitmem.git.locks.WriterLock`),
    one descriptor per thread, dropped by the kernel when its holder dies.
-2. **Snapshot**: the ref is read under the lock; the plan sees that commit only.
+2. **Snapshot**: the ref is read under the lock; the first plan sees that
+   commit, each later one the commit of the plan before it.
 3. **Plan**: for a batch, :func:`gitmem.store.decide` (the function the
    in-memory twin runs) checks every expectation and limit and hashes the new
    blobs in memory. A refusal raises its store error; nothing is written.
 4. **Trees**: only the folders on the changed paths are re-encoded
-   (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files change.
-5. **Pack**: blobs, trees and the commit land as one small pack, fsynced with
+   (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files
+   change, from the parsed trees the process's committers share.
+5. **Pack**: blobs, trees and the commits land as one small pack, fsynced with
    its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack_files`);
    a copy goes to ``gitmem/last-pack`` for readers in other processes, and after the
    CAS the objects are kept for this process's reads (:mod:`gitmem.git.written`).
 6. **CAS**: the ref moves only if it still holds the head read in step 2
-   (:mod:`gitmem.git.refs`). gitmem writers cannot race each other (they hold the
-   lock); a foreign git can, and then the plan runs again on the new head, so a
+   (:mod:`gitmem.git.refs`), once for the group. gitmem writers cannot race each other (they hold the
+   lock); a foreign git can, and then the group's plans run again on the new head, so a
    change to another file is kept and a change to this one becomes
    ``version_mismatch``. That is the engine's one retry loop, at most
-   :data:`MAX_ATTEMPTS` times.
-7. **Fold**: every :data:`MAX_PACKS` packs the writer, after letting the lock
+   :data:`MAX_ATTEMPTS` times. A reader's ``changes`` and the watchers diff trees,
+   so one ref move over several commits reports every path they changed.
+7. **Fold**: every :data:`MAX_PACKS` packs (groups) the writer, after letting the lock
    go, folds the small packs together (:meth:`GitRepo.compact`). A fold never
    fails the write it follows: the write is committed.
 
 Durability is the mount's (``gitmem.durable`` in its config,
 :meth:`GitRepo.durable`), read under the lock at every write, so every process
-writing the mount honours it; a caller is answered only after the fsyncs.
+writing the mount honours it; a caller (every caller of a group) is answered
+only after the fsyncs and the ref move.
 """
 
 from __future__ import annotations
