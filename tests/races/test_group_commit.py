@@ -250,3 +250,56 @@ def test_a_process_killed_holding_a_group_loses_nothing_acknowledged(tmp_path: P
         assert (path, version) in history and files[path] == version, path
     assert_linear(repo)
     assert_fsck_clean(repo)
+
+
+class Interrupted(BaseException):
+    """What a committing thread may be hit by that is no error of a plan (a KeyboardInterrupt, a SystemExit)."""
+
+
+def test_a_committer_interrupted_mid_group_answers_its_waiters(store: Any) -> None:
+    repo = store.repo.path
+    base = git(repo, "rev-parse", "main").strip()
+    holder, release, _ = hold_the_line(store)  # its group: its own change only
+    entered, go, caught = threading.Event(), threading.Event(), []
+
+    def interrupted(snap: Snapshot) -> Plan[None]:
+        entered.set()
+        assert go.wait(60)
+        raise Interrupted
+
+    def lead() -> None:
+        try:
+            engine.transact(store.repo, interrupted)
+        except Interrupted as exc:
+            caught.append(exc)
+
+    leader = threading.Thread(target=lead)
+    leader.start()
+    while waiting(store) < 1:
+        time.sleep(0.001)
+    answers: list[Any] = []
+
+    def write(i: int) -> None:
+        try:
+            answers.append(store.write(f"w{i}.md", f"{i}\n", expected=None))
+        except MemoryStoreError as exc:
+            answers.append(exc)
+
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(3)]
+    for i, thread in enumerate(writers):
+        thread.start()
+        while waiting(store) < i + 2:
+            time.sleep(0.001)
+    release.set()  # the first group ends; the interrupted plan's thread commits the next one
+    holder.join(60)
+    assert entered.wait(60)
+    go.set()
+    leader.join(60)
+    for thread in writers:
+        thread.join(60)
+    assert caught, "the interrupted committer did not see its own interruption"
+    assert len(answers) == 3 and all(isinstance(a, MemoryStoreError) and a.code == "unavailable" for a in answers)
+    assert len(list(commits_since(repo, base))) == 1  # the first holder's; nothing of the interrupted group
+    assert waiting(store) == 0
+    assert store.write("after.md", "after\n", expected=None)
+    assert_fsck_clean(repo)
