@@ -147,15 +147,16 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
         # maintenance or merge), where waiting for another thread's group would deadlock.
         fold_due = _commit_group(repo, [mine], ref)
     else:
-        queue = _queue(repo.path)
-        if queue.join(mine):
-            mine.turn.wait()
-            if mine.done:
-                return mine.answer()
+        queue, fold_due = _queue(repo.path), False
         try:
-            fold_due = _commit_group(repo, [mine], ref, queue=queue)
+            if queue.join(mine):
+                mine.turn.wait()
+            if not mine.done:
+                fold_due = _commit_group(repo, [mine], ref, queue=queue)
         finally:
-            queue.hand_on()  # before the fold: the next group need not wait for it
+            # Before the fold, so the next group need not wait for it; also when a signal's
+            # exception ended the wait (out of the queue, or the turn to commit passed on).
+            queue.leave(mine)
     if fold_due:
         _fold_after(repo)
     return mine.answer()
@@ -164,7 +165,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
 class _Change(Generic[R]):
     """One caller's plan in a group, and what came of it (its own commit, or its own error)."""
 
-    __slots__ = ("done", "error", "outcome", "plan", "ref", "repo", "turn")
+    __slots__ = ("done", "error", "leads", "outcome", "plan", "ref", "repo", "turn")
 
     def __init__(self, repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], ref: str) -> None:
         self.repo = repo
@@ -172,6 +173,7 @@ class _Change(Generic[R]):
         self.ref = ref
         self.turn = threading.Event()  # set when answered, or when this caller is to commit the next group
         self.done = False
+        self.leads = False  # woken to commit the next group
         self.outcome: tuple[str | None, str, R, str] | None = None  # (commit, its tree, the plan's result, op)
         self.error: BaseException | None = None
 
@@ -219,7 +221,7 @@ class _Queue:
         """Queue ``change``; ``True``: another thread commits now, wait for ``change.turn``."""
         with self.guard:
             if not self.busy:
-                self.busy = True
+                self.busy = change.leads = True
                 return False
             self.waiting.append(change)
             return True
@@ -236,13 +238,23 @@ class _Queue:
                     group.append(change)
             return group
 
-    def hand_on(self) -> None:
-        """The committer is done: the oldest waiter commits next, or nobody is committing."""
+    def leave(self, change: _Change[Any]) -> None:
+        """``change``'s caller is done or stopped waiting: out of the queue, and if it was
+        to commit (or did), the oldest waiter commits the next group, or nobody is committing.
+
+        Taken into another's group already, it is committed or refused as if its caller still waited.
+        """
         with self.guard:
-            if self.waiting:
-                self.waiting.pop(0).turn.set()  # not done: it commits the next group
-            else:
-                self.busy = False
+            if change in self.waiting:
+                self.waiting.remove(change)
+            elif change.leads:
+                change.leads = False
+                if self.waiting:
+                    after = self.waiting.pop(0)
+                    after.leads = True
+                    after.turn.set()  # not done: it commits the next group
+                else:
+                    self.busy = False
 
 
 _queues: dict[str, _Queue] = {}  # by mount path; emptied in a forked child
@@ -264,7 +276,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
     Every change is answered: its own commit, its refusal, or (when the lock,
     the pack or the ref move fails) that failure. Returns whether a fold is due.
     """
-    first, fold_due = group[0], False
+    first, fold_due, moved = group[0], False, False
     try:
         with translate_errors(repo.path), repo.lock.hold():
             if queue is not None:
@@ -295,6 +307,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
                 op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
+                    moved = True
                     _remember(repo, made, head, tree, pending.objects)
                     if queue is not None:
                         queue.last = (head, tree)
@@ -306,6 +319,10 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                     f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again",
                 )
     except BaseException as exc:
+        if moved:  # what failed after the ref moved (letting the lock go) takes no commit back
+            for change in group:
+                change.settle()
+            raise
         # The lock, the pack or the ref move failed, or the committing thread was interrupted:
         # nothing of the group was committed. A change that refused keeps its refusal.
         for change in group:

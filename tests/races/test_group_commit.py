@@ -303,3 +303,31 @@ def test_a_committer_interrupted_mid_group_answers_its_waiters(store: Any) -> No
     assert waiting(store) == 0
     assert store.write("after.md", "after\n", expected=None)
     assert_fsck_clean(repo)
+
+
+def test_a_waiter_interrupted_leaves_the_queue(store: Any) -> None:
+    """Ctrl-C in a main thread waiting its turn takes it out of the queue; the writers after it go on."""
+    holder, release, _ = hold_the_line(store)
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+
+    def interrupt_once_queued() -> None:
+        while waiting(store) < 1:
+            time.sleep(0.001)
+        time.sleep(0.05)  # the main thread blocked in its wait
+        signal.pthread_kill(main, signal.SIGINT)  # a real signal: it wakes the wait (as Ctrl-C does)
+
+    threading.Thread(target=interrupt_once_queued).start()
+    with pytest.raises(KeyboardInterrupt):
+        store.write("never.md", "interrupted\n", expected=None)
+    assert waiting(store) == 0
+    later: list[str] = []
+    writer = threading.Thread(target=lambda: later.append(store.write("later.md", "x\n", expected=None)))
+    writer.start()
+    while waiting(store) < 1:
+        time.sleep(0.001)
+    release.set()
+    holder.join(60)
+    writer.join(60)
+    assert later and store.read("later.md").text == "x\n"
+    assert "never.md" not in head_files(store.repo.path)
