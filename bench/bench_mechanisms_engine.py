@@ -15,6 +15,9 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
   timed on store writes (the mean: one write in 25 folds).
 - ``blob``: the pack shortcut of :meth:`gitmem.git.repo.GitRepo.blob` against
   ``repo[oid].read_raw()``, timed on a store read with no write since.
+- ``group``: group commit (:data:`gitmem.git.engine.GROUPING`) against each write
+  committing alone, timed on store writes of one writer with no one waiting (what
+  the queue costs a writer that never shares its group).
 - ``packcheck``: the pack folder checked for planted entries where it is listed
   (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
   read of another file right after a write in the writing process.
@@ -58,7 +61,7 @@ import pygit2
 
 from bench import bulk
 from gitmem import GitFileStore, Origin, provenance
-from gitmem.git import control, history, packfold
+from gitmem.git import control, engine, history, packfold
 from gitmem.git import review as git_review
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
@@ -133,6 +136,7 @@ SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "trailers": [(provenance, "_plain_trailers", lambda message: None)],
     "proposal": [(git_review, "proposal_head", proposal_head_library)],
     "absent": [(git_review, "proposal_head", proposal_head_unremembered)],
+    "group": [(engine, "GROUPING", False)],
 }
 
 
@@ -322,6 +326,10 @@ def main() -> int:
                 out = bench_writes("fold", base, size, args.rounds, rng)
                 report("fold", size, "write of one file", out)
                 report("fold", size, "write of one file", out, mean=True)
+            if "group" in args.only:
+                out = bench_writes("group", base, size, args.rounds, rng)
+                report("group", size, "write of one file, one writer", out)
+                report("group", size, "write of one file, one writer", out, mean=True)
             if "blob" in args.only:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
             if "packcheck" in args.only:

@@ -27,6 +27,11 @@ Usage::
     .venv/bin/python bench/bench_workers.py                       # 20 s runs, 2 rounds, root and ext4
     .venv/bin/python bench/bench_workers.py --seconds 10 --rounds 1 --dirs /tmp
     .venv/bin/python bench/bench_workers.py --memories 8          # each agent its own memory
+    .venv/bin/python bench/bench_workers.py --variant group alone # group commit on and off, alternated
+
+``--variant alone`` runs the server with ``GITMEM_GROUP_COMMIT=0``: each write
+commits alone instead of in a group with the writes waiting behind it in the
+same process (see :mod:`gitmem.git.engine`).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ CLK = os.sysconf("SC_CLK_TCK")
 class Run:
     workers: int
     place: str
+    variant: str = "group"
     calls: int = 0
     measured: int = 0  # writes acknowledged within the measured seconds
     acked: dict[tuple[str, str], str] = field(default_factory=dict)  # (memory, path) -> content
@@ -147,8 +153,10 @@ def connections_per_worker(port: int, workers: list[int]) -> list[int]:
     return [done.stdout.count(f"pid={pid},") for pid in workers]
 
 
-def one_run(root: Root, tokens: Path, memory: str, workers: int, args: argparse.Namespace, place: str) -> Run:
-    run = Run(workers, place)
+def one_run(
+    root: Root, tokens: Path, memory: str, workers: int, args: argparse.Namespace, place: str, variant: str = "group"
+) -> Run:
+    run = Run(workers, place, variant)
     memories = [memory] if args.memories == 1 else [f"{memory}m{j}" for j in range(args.memories)]
     for name in memories:
         root.mount(name, create=True).sync.write("seed.md", "seed\n", expected=None)
@@ -156,6 +164,7 @@ def one_run(root: Root, tokens: Path, memory: str, workers: int, args: argparse.
         [sys.executable, "-m", "gitmem.adapters.cli", "serve", "--root", str(root.path), "--port", "0",
          "--token-file", str(tokens), "--workers", str(workers), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GITMEM_GROUP_COMMIT": "0" if variant == "alone" else "1"},
     )  # fmt: skip
     try:
         ready, _, _ = select.select([server.stdout], [], [], 120)
@@ -219,6 +228,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--memories", type=int, default=1, help="memories the clients write to, client i to the (i mod N)th")
     parser.add_argument("--dirs", nargs="+", default=[tempfile.gettempdir(), "/mnt/ext4/workers"])
+    parser.add_argument("--variant", nargs="+", choices=["group", "alone"], default=["group"],
+                        help="group commit on (group) and/or off (alone), alternated within each round")  # fmt: skip
     args = parser.parse_args()
     runs: list[Run] = []
     load = [os.getloadavg()[0]]
@@ -233,13 +244,14 @@ def main() -> None:
                 for i in range(args.clients)))  # fmt: skip
             n = 0
             for _ in range(args.rounds):
-                for workers in (1, 2):
-                    n += 1
-                    runs.append(one_run(root, tokens, f"team{n}", workers, args, place))
-                    load.append(os.getloadavg()[0])
-                    r = runs[-1]
-                    print(f"  {place} workers={workers}: {r.measured / r.seconds:.0f} writes/s, "
-                          f"connections per worker {r.spread}", file=sys.stderr)  # fmt: skip
+                for variant in args.variant:
+                    for workers in (1, 2):
+                        n += 1
+                        runs.append(one_run(root, tokens, f"team{n}", workers, args, place, variant))
+                        load.append(os.getloadavg()[0])
+                        r = runs[-1]
+                        print(f"  {place} {variant} workers={workers}: {r.measured / r.seconds:.0f} writes/s, "
+                              f"connections per worker {r.spread}", file=sys.stderr)  # fmt: skip
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     report(runs, args, load)
@@ -250,27 +262,33 @@ def report(runs: list[Run], args: argparse.Namespace, load: list[float]) -> None
           f"alternating 1 and 2 workers; load average {min(load):.1f}-{max(load):.1f} (1 min) during the runs, "
           f"{os.cpu_count()} cores")  # fmt: skip
     print()
-    print("| file system | workers | writes/s (each round) | server cores used | server CPU ms/write | "
+    print("| file system | variant | workers | writes/s (each round) | server cores used | server CPU ms/write | "
           "client CPU ms/write | connections per worker | lost | 5xx | fsck |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for place in args.dirs:
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
         for workers in (1, 2):
-            mine = [r for r in runs if r.place == place and r.workers == workers]
+            mine = [r for r in runs if r.place == place and r.workers == workers and r.variant == variant]
             rates = [r.measured / r.seconds for r in mine]
             writes = sum(r.measured for r in mine) or 1
             cores = sum(r.server_cpu for r in mine) / sum(r.seconds for r in mine)
-            print(f"| {place} | {workers} | {sum(rates) / len(rates):.0f} ({', '.join(f'{x:.0f}' for x in rates)}) | "
+            print(f"| {place} | {variant} | {workers} | {sum(rates) / len(rates):.0f} ({', '.join(f'{x:.0f}' for x in rates)}) | "
                   f"{cores:.2f} | "
                   f"{sum(r.server_cpu for r in mine) / writes * 1e3:.2f} | "
                   f"{sum(r.client_cpu for r in mine) / writes * 1e3:.2f} | "
                   f"{'; '.join('/'.join(map(str, r.spread)) for r in mine)} | {sum(r.lost for r in mine)} | "
                   f"{sum(r.fivexx for r in mine)} | {'clean' if all(r.fsck for r in mine) else 'FAILED'} |")  # fmt: skip
     print()
-    for place in args.dirs:
-        one = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 1]
-        two = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 2]
+    for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
+        one = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 1 and r.variant == variant]
+        two = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 2 and r.variant == variant]
         pairs = ", ".join(f"{b / a:.2f}x" for a, b in zip(one, two, strict=True))
-        print(f"{place}: 2 workers / 1 worker: {sum(two) / sum(one):.2f}x (per round {pairs})")
+        print(f"{place} {variant}: 2 workers / 1 worker: {sum(two) / sum(one):.2f}x (per round {pairs})")
+    if len(args.variant) == 2:
+        for place in args.dirs:
+            for workers in (1, 2):
+                rate = {v: sum(r.measured / r.seconds for r in runs if (r.place, r.workers, r.variant) == (place, workers, v))
+                        for v in args.variant}  # fmt: skip
+                print(f"{place} {workers} worker(s): group / alone writes/s {rate['group'] / max(rate['alone'], 1e-9):.2f}x")
     errors = [e for r in runs for e in r.errors]
     if errors:
         print(f"errors: {len(errors)}; first: {errors[:3]}")

@@ -5,49 +5,72 @@ Every store write (``write``, ``delete``, ``move``, ``move_many``,
 revert and a run's proposal branch reach :func:`transact` with a plan of their
 own. Both run the same steps, in this order, in this module::
 
-    writer lock ──► read head ──► plan(snapshot) ──► trees ──► pack ──► CAS ref ──► unlock ──► fold?
-                        ▲                                                 │
-                        └─────── a writer outside gitmem moved the ref ◄──┘
+    queue ──► writer lock ──► take the group ──► read head ──► each change: plan(snapshot) ──► trees ──► commit
+                                                    ▲             (on the head the change before made)      │
+                                                    │                                                       ▼
+                                                    └─ a writer outside gitmem moved the ref ◄── CAS ref ◄── pack
+                                                                                                    │
+                                                                             unlock ──► answer each ◄┘ ──► fold?
 
+0. **Group**: a write that finds another thread of its process committing on
+   the mount waits in the mount's queue (:class:`_Queue`) instead of at the lock.
+   The committing thread, once it holds the lock, takes every waiting change on
+   its ref (up to :data:`GROUP_MAX`) and runs steps 2-6 once for all of them: each
+   change is still its own commit (its author, message and trailers), chained on
+   the commit of the change before it; the group is one pack, one copy for other
+   processes and one ref move. Each caller gets its own commit, or its own error
+   when its plan refused or failed (that change is skipped and leaves nothing
+   behind; the others go on). A failure of the pack or the ref move answers every
+   change of the group with it: nothing moved. Then the oldest waiter commits the
+   next group. Two workers of ``gitmem serve`` writing one memory hand the lock to
+   each other once per group instead of once per write. ``GITMEM_GROUP_COMMIT=0``
+   commits each change alone (:data:`GROUPING`, for benchmarks).
 1. **Lock**: the mount's writer ``flock`` (:class:`gitmem.git.locks.WriterLock`),
    one descriptor per thread, dropped by the kernel when its holder dies.
-2. **Snapshot**: the ref is read under the lock; the plan sees that commit only.
+2. **Snapshot**: the ref is read under the lock; the first plan sees that
+   commit, each later one the commit of the plan before it.
 3. **Plan**: for a batch, :func:`gitmem.store.decide` (the function the
    in-memory twin runs) checks every expectation and limit and hashes the new
    blobs in memory. A refusal raises its store error; nothing is written.
 4. **Trees**: only the folders on the changed paths are re-encoded
-   (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files change.
-5. **Pack**: blobs, trees and the commit land as one small pack, fsynced with
+   (:func:`gitmem.git.treeedit.set_paths`), each once however many of its files
+   change, from the parsed trees the process's committers share.
+5. **Pack**: blobs, trees and the commits land as one small pack, fsynced with
    its folder when the mount is durable (:func:`gitmem.git.packwrite.write_pack_files`);
    a copy goes to ``gitmem/last-pack`` for readers in other processes, and after the
    CAS the objects are kept for this process's reads (:mod:`gitmem.git.written`).
 6. **CAS**: the ref moves only if it still holds the head read in step 2
-   (:mod:`gitmem.git.refs`). gitmem writers cannot race each other (they hold the
-   lock); a foreign git can, and then the plan runs again on the new head, so a
+   (:mod:`gitmem.git.refs`), once for the group. gitmem writers cannot race each other (they hold the
+   lock); a foreign git can, and then the group's plans run again on the new head, so a
    change to another file is kept and a change to this one becomes
    ``version_mismatch``. That is the engine's one retry loop, at most
-   :data:`MAX_ATTEMPTS` times.
-7. **Fold**: every :data:`MAX_PACKS` packs the writer, after letting the lock
+   :data:`MAX_ATTEMPTS` times. A reader's ``changes`` and the watchers diff trees,
+   so one ref move over several commits reports every path they changed.
+7. **Fold**: every :data:`MAX_PACKS` packs (groups) the writer, after letting the lock
    go, folds the small packs together (:meth:`GitRepo.compact`). A fold never
    fails the write it follows: the write is committed.
 
 Durability is the mount's (``gitmem.durable`` in its config,
 :meth:`GitRepo.durable`), read under the lock at every write, so every process
-writing the mount honours it; a caller is answered only after the fsyncs.
+writing the mount honours it; a caller (every caller of a group) is answered
+only after the fsyncs and the ref move.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
+from typing import Any, Generic
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import erasures, packwrite, written
+from gitmem.git.locks import lock_held_here
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
@@ -59,6 +82,10 @@ MAX_ATTEMPTS = 100
 """Times a plan is run again because a writer outside gitmem moved the ref."""
 MAX_PACKS = 24
 """Packs written since the last fold after which the writer folds (see :meth:`GitRepo.compact`)."""
+GROUP_MAX = 32
+"""Changes committed together at most: one group's commits, pack and ref move (see :class:`_Queue`)."""
+GROUPING = os.environ.get("GITMEM_GROUP_COMMIT", "1").strip() not in ("0", "false", "no")
+"""Whether a process's writers on one mount commit in groups; ``GITMEM_GROUP_COMMIT=0`` commits each alone (benches)."""
 
 
 def commit_batch(
@@ -94,7 +121,7 @@ def commit_batch(
             for effect in decision.creates:
                 check_shape(snap, effect.path)
             files = list(snap.files())
-            total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+            total = sum(_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
             check_batch_room(
                 decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes
             )
@@ -110,57 +137,302 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
     ``plan`` may raise a store error to refuse, or return a plan without edits
     for a no-op (no commit). Another ``ref`` than ``main`` (a proposal branch)
     that does not exist yet is forked from ``main``: the plan sees main's head
-    and the ref is created by the same compare-and-swap.
+    and the ref is created by the same compare-and-swap. While another thread of
+    this process commits on the mount, the plan waits in its queue and is
+    committed in that thread's next group (see :class:`_Queue`).
     """
-    fold_due = False
+    mine = _Change(repo, plan, ref)
+    if not GROUPING or lock_held_here(repo.lock.path):
+        # Alone: grouping off, or this thread already holds the lock (a caller inside a
+        # maintenance or merge), where waiting for another thread's group would deadlock.
+        fold_due = _commit_group(repo, [mine], ref)
+    else:
+        queue, fold_due = _queue(repo.path), False
+        try:
+            if queue.join(mine):
+                mine.turn.wait()
+            if not mine.done:
+                fold_due = _commit_group(repo, [mine], ref, queue=queue)
+        finally:
+            # Before the fold, so the next group need not wait for it; also when a signal's
+            # exception ended the wait (out of the queue, or the turn to commit passed on).
+            queue.leave(mine)
+    if fold_due:
+        _fold_after(repo)
+    return mine.answer()
+
+
+class _Change(Generic[R]):
+    """One caller's plan in a group, and what came of it (its own commit, or its own error)."""
+
+    __slots__ = ("done", "error", "leads", "outcome", "plan", "ref", "repo", "turn")
+
+    def __init__(self, repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], ref: str) -> None:
+        self.repo = repo
+        self.plan = plan
+        self.ref = ref
+        self.turn = threading.Event()  # set when answered, or when this caller is to commit the next group
+        self.done = False
+        self.leads = False  # woken to commit the next group
+        self.outcome: tuple[str | None, str, R, str] | None = None  # (commit, its tree, the plan's result, op)
+        self.error: BaseException | None = None
+
+    def settle(self, error: BaseException | None = None) -> None:
+        self.error = error if error is not None else self.error
+        self.done = True
+        self.turn.set()
+
+    def answer(self) -> Done[R]:
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        commit, _, result, _ = self.outcome
+        return Done(None if commit is None else CommitId(commit), result)
+
+
+class _Queue:
+    """The changes waiting to commit on one mount in this process, and whether a thread is committing.
+
+    The first caller finding no one committing commits; the others wait. After
+    its group the committer wakes the oldest waiter to commit the next group,
+    which takes every waiter of its ref then (up to :data:`GROUP_MAX`) in the
+    order they came. A committer that dies with its process takes nothing
+    acknowledged with it: its waiters are in the same process.
+    """
+
+    __slots__ = ("busy", "guard", "last", "trees", "waiting")
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.waiting: list[_Change[Any]] = []
+        self.busy = False
+        # What the committers (one at a time) share, whichever thread and store they come from:
+        # the folders they parsed and made, and the last commit they made with its tree.
+        self.trees: tuple[tuple[int, int], packwrite.TreeCache] | None = None  # under a history mark
+        self.last = ("", "")
+
+    def tree_cache(self, mark: tuple[int, int]) -> packwrite.TreeCache:
+        """The committers' parsed trees; new when a purge or forget deleted objects since (``mark`` moved)."""
+        if self.trees is None or self.trees[0] != mark:
+            self.trees = (mark, packwrite.TreeCache())
+        return self.trees[1]
+
+    def join(self, change: _Change[Any]) -> bool:
+        """Queue ``change``; ``True``: another thread commits now, wait for ``change.turn``."""
+        with self.guard:
+            if not self.busy:
+                self.busy = change.leads = True
+                return False
+            self.waiting.append(change)
+            return True
+
+    def take(self, first: _Change[Any], ref: str) -> list[_Change[Any]]:
+        """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue."""
+        with self.guard:
+            group = [first]
+            for change in list(self.waiting):
+                if len(group) >= GROUP_MAX:
+                    break
+                if change.ref == ref:
+                    self.waiting.remove(change)
+                    group.append(change)
+            return group
+
+    def leave(self, change: _Change[Any]) -> None:
+        """``change``'s caller is done or stopped waiting: out of the queue, and if it was
+        to commit (or did), the oldest waiter commits the next group, or nobody is committing.
+
+        Taken into another's group already, it is committed or refused as if its caller still waited.
+        """
+        with self.guard:
+            if change in self.waiting:
+                self.waiting.remove(change)
+            elif change.leads:
+                change.leads = False
+                if self.waiting:
+                    after = self.waiting.pop(0)
+                    after.leads = True
+                    after.turn.set()  # not done: it commits the next group
+                else:
+                    self.busy = False
+
+
+_queues: dict[str, _Queue] = {}  # by mount path; emptied in a forked child
+
+
+def _queue(path: str) -> _Queue:
+    found = _queues.get(path)
+    return found if found is not None else _queues.setdefault(path, _Queue())
+
+
+os.register_at_fork(after_in_child=_queues.clear)
+
+
+def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: _Queue | None = None) -> bool:
+    """Lock, then commit each change of ``group`` on the head the one before made: one pack, one ref move.
+
+    With ``queue``, the changes waiting in it on ``ref`` join ``group`` once the
+    lock is held (those that came while the lock was awaited ride along).
+    Every change is answered: its own commit, its refusal, or (when the lock,
+    the pack or the ref move fails) that failure. Returns whether a fold is due.
+    """
+    first, fold_due, moved = group[0], False, False
     try:
         with translate_errors(repo.path), repo.lock.hold():
+            if queue is not None:
+                group[:] = queue.take(first, ref)
             durable = repo.durable()
             reopened = False
             for _ in range(MAX_ATTEMPTS):
                 handle = repo.fresh()
                 branch = None if ref == MAIN else read_ref(handle, ref)
-                head = repo.head_in(handle) if branch is None else branch
+                base = repo.head_in(handle) if branch is None else branch
                 pending = packwrite.PendingObjects()
+                if queue is None:
+                    trees, known = repo.tree_cache(), ("", "")
+                else:
+                    trees, known = queue.tree_cache(repo.handle_mark()), queue.last
                 try:
-                    snap = Snapshot(handle, head, pending, tree=repo.tree_id_of(head), trees=repo.tree_cache())
-                    chosen = plan(snap)
-                    if not chosen.edits:
-                        return Done(None, chosen.result)
-                    tree_id = packwrite.set_paths(snap.raw, pending, snap.tree_id, chosen.edits, repo.tree_cache())
-                except KeyError:
-                    # An object of the head missing: a pack rewrite in another process can hide
-                    # one from this handle's pack list for a moment (see GitFileStore._at_head).
-                    # Looked for once more on a new handle; a damaged repository fails again.
-                    if reopened:
-                        raise
+                    head, tree = _plan_all(repo, handle, group, base, pending, reopened, trees, known)
+                except _Reopen:
                     repo.reopen()
                     reopened = True
                     continue
-                author, committer, message = _signed(chosen)
-                commit = pending.add(b"commit", packwrite.commit_bytes(tree_id, [head], author, committer, message))
+                if head == base:  # every plan refused or changed nothing
+                    break
                 sha, pack, idx = packwrite.pack_files(pending)
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
-                if repo.written.enabled:
-                    written.publish(repo.path, pack, pending.objects)  # before the ref moves: a reader of the new head finds it
-                if _move(repo, handle, ref, branch, head, commit, durable=durable, op=chosen.op):
-                    repo.remember_commit(commit, tree_id, pending.objects)
+                if repo.written.enabled:  # before the ref moves: a reader of the new head finds it
+                    written.publish(repo.path, pack, pending.objects)
+                made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
+                op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
+                if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
+                    moved = True
+                    _remember(repo, made, head, tree, pending.objects)
+                    if queue is not None:
+                        queue.last = (head, tree)
                     fold_due = _count_pack(repo)
-                    return Done(CommitId(commit), chosen.result)
-    finally:
-        if fold_due:
-            # The lock is let go: other writers go on while this one folds. Nothing of
-            # gitmem's runs after the call returns (a caller may delete the folder then),
-            # unless a server took the folds over (fold_elsewhere).
-            with suppress(Exception):
-                later = _later[0]
-                if later is None or packwrite.pack_count(repo.path) > 2 * MAX_PACKS:
-                    fold(repo)
-                else:
-                    later(repo)
-    raise MemoryStoreError(
-        "unavailable", f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again"
-    )
+                    break
+            else:
+                raise MemoryStoreError(
+                    "unavailable",
+                    f"{ref} kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts); try again",
+                )
+    except BaseException as exc:
+        if moved:  # what failed after the ref moved (letting the lock go) takes no commit back
+            for change in group:
+                change.settle()
+            raise
+        # The lock, the pack or the ref move failed, or the committing thread was interrupted:
+        # nothing of the group was committed. A change that refused keeps its refusal.
+        for change in group:
+            if not change.done:
+                change.outcome = None
+                change.settle(change.error or (exc if change is first else _failed(exc)))
+        return False
+    for change in group:
+        change.settle()
+    return fold_due
+
+
+def _fold_after(repo: GitRepo) -> None:
+    """Fold after a write, the lock let go: other writers go on meanwhile (step 7).
+
+    Nothing of gitmem's runs after the call returns (a caller may delete the
+    folder then), unless a server took the folds over (:func:`fold_elsewhere`).
+    A fold never fails the write it follows.
+    """
+    with suppress(Exception):
+        later = _later[0]
+        if later is None or packwrite.pack_count(repo.path) > 2 * MAX_PACKS:
+            fold(repo)
+        else:
+            later(repo)
+
+
+def _plan_all(
+    repo: GitRepo,
+    handle: pygit2.Repository,
+    group: list[_Change[Any]],
+    base: str,
+    pending: packwrite.PendingObjects,
+    reopened: bool,
+    trees: packwrite.TreeCache,
+    known: tuple[str, str],
+) -> tuple[str, str]:
+    """Run each change's plan on the head the one before it made; the last head and its tree.
+
+    ``trees``: the parsed trees to read and edit through; ``known``: a commit
+    whose tree is known (the last one this process's groups made).
+    A plan that refuses or fails keeps its error and leaves nothing in
+    ``pending``; the next plan runs on the head before it. An object missing
+    from the handle's packs raises :class:`_Reopen` (steps 2-4 of the diagram).
+    """
+    try:
+        head, tree = base, known[1] if base == known[0] else repo.tree_id_of(base)
+    except KeyError:
+        if reopened:
+            raise
+        raise _Reopen from None
+    for change in group:
+        change.outcome, change.error = None, None
+        kept = len(pending)
+        try:
+            with translate_errors(repo.path):
+                try:
+                    snap = Snapshot(handle, head, pending, tree=tree, trees=trees)
+                    chosen = change.plan(snap)
+                    if not chosen.edits:
+                        change.outcome = (None, tree, chosen.result, chosen.op)
+                        continue
+                    new_tree = packwrite.set_paths(snap.raw, pending, tree, chosen.edits, trees)
+                except KeyError:
+                    # An object of the head missing: a pack rewrite in another process can hide
+                    # one from this handle's pack list for a moment (see GitFileStore._at_head).
+                    # The group is planned once more on a new handle; a damaged repository fails again.
+                    if reopened:
+                        raise
+                    raise _Reopen from None
+                author, committer, message = _signed(chosen)
+                commit = pending.add(b"commit", packwrite.commit_bytes(new_tree, [head], author, committer, message))
+        except Exception as exc:  # this change's own failure: the others go on without it
+            for oid in list(pending.objects)[kept:]:
+                del pending.objects[oid]
+            change.error = exc
+            continue
+        change.outcome = (commit, new_tree, chosen.result, chosen.op)
+        head, tree = commit, new_tree
+    return head, tree
+
+
+def _remember(
+    repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, objects: dict[str, tuple[bytes, bytes]]
+) -> None:
+    """Tell every store of the group what it committed: the head's tree and objects, each commit's tree."""
+    mark = repo.handle_mark()
+    for other in {id(c.repo): c.repo for c in made if c.repo is not repo}.values():
+        other.remember_commit(head, tree, objects, mark=mark)
+    repo.remember_commit(head, tree, objects)
+    for change in made:
+        if change.outcome is not None and change.outcome[0] is not None and change.outcome[0] != head:
+            change.repo.remember_tree(change.outcome[0], change.outcome[1])
+
+
+class _Reopen(BaseException):
+    """An object went missing from the handle: plan the group again on a new one (not a change's error)."""
+
+
+def _failed(exc: BaseException) -> MemoryStoreError:
+    """What a change committed in another thread's group is told when the group failed: nothing moved."""
+    if isinstance(exc, MemoryStoreError):
+        return exc
+    return MemoryStoreError("unavailable", f"the commit failed before the memory moved ({exc!r}); try again")
+
+
+def _size(snap: Snapshot, size_of: Callable[[str], int], oid: str) -> int:
+    """A blob's size, from the group's objects not yet on disk first (an earlier change of the group wrote it)."""
+    raw = snap.pending.raw(oid) if snap.pending is not None else None
+    return len(raw) if raw is not None else size_of(oid)
 
 
 def _move(

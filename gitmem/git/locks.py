@@ -357,6 +357,9 @@ class _Line:
         with self._guard:
             self._owner, self._depth = me, 1
 
+    def held_by(self, thread: int) -> bool:
+        return self._owner == thread
+
     def leave(self) -> None:
         with self._guard:
             self._depth -= 1
@@ -378,6 +381,12 @@ class _GaveUp(Exception):
 
 
 _lines: dict[str, _Line] = {}  # by lock path; emptied in a forked child
+
+
+def lock_held_here(path: str) -> bool:
+    """Whether this thread holds the writer lock at ``path`` (through any :class:`WriterLock` of it)."""
+    found = _lines.get(path)
+    return found is not None and found.held_by(threading.get_ident())
 
 
 def _line(path: str) -> _Line:

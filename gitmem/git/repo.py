@@ -434,11 +434,22 @@ class GitRepo:
         self.remember_tree(commit, str(tree.id))
         return tree
 
-    def remember_commit(self, commit: str, tree: str, objects: dict[str, tuple[bytes, bytes]]) -> None:
-        """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`)."""
+    def remember_commit(
+        self, commit: str, tree: str, objects: dict[str, tuple[bytes, bytes]], *, mark: tuple[int, int] | None = None
+    ) -> None:
+        """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`).
+
+        ``mark``: the history mark they were written under, when another thread (or
+        store) made the commit (default: this thread's handle's, see :meth:`handle_mark`).
+        """
         self.remember_tree(commit, tree)
-        self.written.add(objects, self._local.gen[0])
+        self.written.add(objects, self._local.gen[0] if mark is None else mark)
         self._made = commit
+
+    def handle_mark(self) -> tuple[int, int]:
+        """The history mark of this thread's handle (the one :meth:`fresh` checked)."""
+        mark: tuple[int, int] = self._local.gen[0]
+        return mark
 
     def remember_tree(self, commit: str, tree: str) -> None:
         """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""

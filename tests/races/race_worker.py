@@ -111,6 +111,57 @@ def mode_forever(args: dict[str, Any]) -> None:
         seq += 1
 
 
+def mode_group_threads(args: dict[str, Any]) -> None:
+    """``threads`` threads write their own files until killed (``f`` acks), their commits grouped.
+
+    With ``stop`` ("before" or "after"), the thread committing the tenth group of
+    two or more changes acks ``holding`` with the group's size and stops itself
+    (SIGSTOP) just before or just after the ref moves, for the parent to kill it there.
+    """
+    import threading
+
+    from gitmem.git import engine
+
+    store, ack = open_store(args), Acks(args["acks"])
+    stop_at = args.get("stop")
+    if stop_at:
+        move, plan_all, size, groups = engine._move, engine._plan_all, [0], [0]
+
+        def planned(repo: Any, handle: Any, group: list[Any], *a: Any) -> tuple[str, str]:
+            size[0] = len(group)
+            groups[0] += len(group) >= 2
+            return plan_all(repo, handle, group, *a)
+
+        def stopping(*a: Any, **kw: Any) -> bool:
+            due = size[0] >= 2 and groups[0] >= 10
+            if due and stop_at == "before":
+                ack("holding", size[0])
+                os.kill(os.getpid(), signal.SIGSTOP)
+            moved = move(*a, **kw)
+            if due and stop_at == "after":
+                ack("holding", size[0])
+                os.kill(os.getpid(), signal.SIGSTOP)
+            return moved
+
+        engine._plan_all, engine._move = planned, stopping  # type: ignore[assignment]
+
+    def write(tid: int) -> None:
+        origin = Origin(principal_id=f"thread-{tid}")
+        seq = 0
+        while not orphaned():
+            path = f"p{os.getpid()}/t{tid}/f{seq}.md"
+            version = store.write(path, f"{tid} {seq}\n", expected=None, origin=origin)
+            ack("f", path, version, seq)
+            seq += 1
+
+    threads = [threading.Thread(target=write, args=(t,), daemon=True) for t in range(args["threads"])]
+    ack("ready", os.getpid())  # first: a thread may stop the process at once
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def mode_stop_in_cas(args: dict[str, Any]) -> None:
     """Stop itself (SIGSTOP) in the critical section: flock held, commit written, ref read.
 
@@ -457,6 +508,7 @@ MODES = {
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "stop_in_cas": mode_stop_in_cas,
+    "group_threads": mode_group_threads,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,
     "mount": mode_mount,
