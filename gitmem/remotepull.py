@@ -37,7 +37,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git.looseref import MAIN, read_ref_file
 from gitmem.git.mergeresult import MergeRefused as MergeRefused
 from gitmem.git.peek import CannotPeek, Peek, parse_config
-from gitmem.git.transport import DEFAULT_REMOTE, INCOMING, LEDGER_REF, Remote, check_remote_name
+from gitmem.git.transport import DEFAULT_REMOTE, INCOMING, Remote
 
 if TYPE_CHECKING:
     from gitmem.fileformat import FileFormat
@@ -76,21 +76,14 @@ def pull_named(
 
 
 def _fast_forward(root: Root, name: str, remote: str) -> MergeResult:
-    from gitmem.git.control import check_control_files
-    from gitmem.git.mountconfig import limit_values
+    from gitmem.remotepush import look
 
-    folder = root.existing_folder(name)
-    check_control_files(folder)
-    if not os.path.isdir(os.path.join(folder, "gitmem")):
-        raise _Declined  # opening the store makes it
-    peek = Peek(folder)
-    peek.head()
-    limits = limit_values(peek)
+    looked = look(root, name, remote)
+    if looked is None:
+        raise _Declined
+    folder, limits, url = looked
     if "max_files" in limits or "max_memory_bytes" in limits:
         raise _Declined  # the memory's size limits read every file's size: libgit2 reads headers, the peek whole objects
-    url = peek.remote_url(check_remote_name(remote))
-    if url is None or peek.ref(LEDGER_REF) is not None:
-        raise _Declined
     _only_main(folder)
     durable = _durable(folder, remote)
     from gitmem.fileformat import FileFormat

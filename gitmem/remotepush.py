@@ -98,21 +98,35 @@ def push_named(root: Root, name: str, remote: str = DEFAULT_REMOTE, *, proposals
 
 def _plain_push(root: Root, name: str, remote: str) -> tuple[str, Remote] | None:
     """The mount's folder and the remote, when pushing ``main`` alone is the whole push; else ``None``."""
-    from gitmem.git.control import check_control_files
-    from gitmem.git.mountconfig import limit_values
-    from gitmem.git.peek import CannotPeek, Peek
+    from gitmem.git.peek import CannotPeek
 
     try:
-        folder = root.existing_folder(name)
-        check_control_files(folder)
-        if not os.path.isdir(os.path.join(folder, "gitmem")):
-            return None  # opening the store makes it
-        peek = Peek(folder)
-        peek.head()
-        limit_values(peek)
-        url = peek.remote_url(check_remote_name(remote))
-        if url is None or peek.ref(LEDGER_REF) is not None:
-            return None
+        looked = look(root, name, remote)
     except (CannotPeek, MemoryStoreError):
         return None
-    return folder, Remote(remote, url)
+    return None if looked is None else (looked[0], Remote(remote, looked[2]))
+
+
+def look(root: Root, name: str, remote: str) -> tuple[str, dict[str, object], str] | None:
+    """The mount's folder, its limits and the remote's URL, read as opening the store would check
+    them (the control files, ``main``, the limits' values) but with :class:`gitmem.git.peek.Peek`,
+    without libgit2, for a quick push or pull; ``None`` when the store must answer
+    (no ``gitmem`` folder yet, no such remote, an erasure ledger to push or adopt).
+
+    Raises what the checks raise (a store error, or ``CannotPeek``: ask libgit2).
+    """
+    from gitmem.git.control import check_control_files
+    from gitmem.git.mountconfig import limit_values
+    from gitmem.git.peek import Peek
+
+    folder = root.existing_folder(name)
+    check_control_files(folder)
+    if not os.path.isdir(os.path.join(folder, "gitmem")):
+        return None  # opening the store makes it
+    peek = Peek(folder)
+    peek.head()
+    limits = limit_values(peek)
+    url = peek.remote_url(check_remote_name(remote))
+    if url is None or peek.ref(LEDGER_REF) is not None:
+        return None
+    return folder, limits, url
