@@ -77,19 +77,20 @@ class ChangeFanout:
         """Whether :meth:`start` ran (watching since, or the root could not be watched)."""
         return self._started
 
-    def start(self) -> None:
-        """Start watching, once (later calls return at once)."""
+    def start(self) -> bool:
+        """Start watching, once (later calls return at once); whether this call started it."""
         with self._lock:
             if self._started or self._closed:
-                return
+                return False
             self._started = True
             watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False, details=False)
             try:
                 watcher.start()
             except Exception:  # notifications are a hint: a root that cannot be watched still serves tools
                 log.warning("memory changes are not watched: /mcp clients get no change notifications", exc_info=True)
-                return
+                return False
             self._watcher = watcher
+            return True
 
     def close(self, timeout: float = 10.0) -> None:
         with self._lock:
