@@ -10,6 +10,7 @@ in ``test_serve_workers.py``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import queue
 import threading
@@ -26,7 +27,9 @@ from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_book import SessionBook
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+from gitmem.adapters.mcp_stream import ChangeFanout
 from gitmem.adapters.tokens import token_entry
+from gitmem.adapters.watch import Watcher
 
 from .support import seed
 
@@ -219,3 +222,27 @@ def test_a_move_before_the_watcher_starts_is_told_to_every_stream_subscribed_thr
     finally:
         for stream, _ in streams:
             stream.close()  # type: ignore[attr-defined]
+
+
+def test_a_watcher_that_could_not_start_is_tried_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passing failure (the inotify table full for a moment) does not end notifications for the server's life."""
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    tries: list[int] = []
+    real = Watcher.start
+
+    def flaky(self: Watcher) -> Watcher:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        return real(self)
+
+    monkeypatch.setattr(Watcher, "start", flaky)
+    monkeypatch.setattr("gitmem.adapters.mcp_stream.RETRY_START", 0.0, raising=False)
+    fanout = ChangeFanout(root, list, lambda: None)
+    try:
+        assert not fanout.start() and not fanout.started
+        assert fanout.start() and fanout.started  # tried again, and watching now
+        assert not fanout.start() and len(tries) == 2  # once watching, never started twice
+    finally:
+        fanout.close()
