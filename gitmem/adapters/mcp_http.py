@@ -274,7 +274,7 @@ class McpHttpApp(SessionTakeUp):
                 self.book.touch(session.lock_fd)
             if not self._changes.started:  # a subscription made through another worker since?
                 self._follow_subscriptions(session)
-                self._watch_for(session, catch_up=True)
+                self._watch_for(session)
             return True
 
         def closed() -> None:
@@ -285,7 +285,7 @@ class McpHttpApp(SessionTakeUp):
 
         try:
             self._follow_subscriptions(session, force=True)
-            self._watch_for(session)
+            self._watch_for(session, told_after=True)  # this stream catches up once it is open, below
             status, headers, body = event_stream(
                 self._loop(),
                 session.manager,
@@ -369,7 +369,7 @@ class McpHttpApp(SessionTakeUp):
                 return gone
             change = self._before(session, body) if session.session_id is not None else None
             if change is not None and session.streams and change.startswith(SUBSCRIBE + " "):
-                self._changes.start()  # before the SDK holds the subscription: no later move goes untold
+                self._start_watching()  # before the SDK holds the subscription: no later move goes untold
             if change is None and environ.get("REQUEST_METHOD") == "POST":
                 answer = mcp_fastcall.tool_call(session.server, environ, body)
                 if answer is not None:
@@ -388,19 +388,34 @@ class McpHttpApp(SessionTakeUp):
                 if session.lock_fd is not None and not session.in_flight:
                     self.book.idle(session.lock_fd)
 
-    def _watch_for(self, session: Session, *, catch_up: bool = False) -> None:
+    def _watch_for(self, session: Session, *, told_after: bool = False) -> None:
         """Start watching the root once ``session``, which has an event stream here, subscribes to something.
 
         Only a subscribed memory's moves are told, so until then no watcher runs:
         it would handle a dozen file events and read the refs at every write for
-        nobody. ``catch_up``: the subscription was made through another worker
-        while this one was not watching; moves since it are told now
-        (:meth:`_catch_up`), later ones by the watcher.
+        nobody. ``told_after``: ``session``'s stream is not open yet and catches up itself once it is.
         """
         if session.subscribed and not self._changes.started:
-            self._changes.start()
-            if catch_up:
-                self._catch_up(session)
+            self._start_watching(skip=session if told_after else None)
+
+    def _start_watching(self, skip: Session | None = None) -> None:
+        """Start the watcher; then every session with an event stream here is told what moved since it subscribed.
+
+        A subscription made through another worker while this one was not
+        watching is followed here at its stream's once-a-second check, or when
+        some other session's subscription starts the watcher first. A move
+        between that subscription and the start is in the watcher's first
+        reading of the refs, so no change it sees tells of it: each stream here
+        catches up (:meth:`_catch_up`), not only the one whose subscription
+        started the watcher (a notification is a hint: one told twice costs a read).
+        """
+        if not self._changes.start():
+            return
+        with self._lock:
+            streaming = [s for s in self._sessions.values() if s.streams and s is not skip]
+        for other in streaming:
+            self._follow_subscriptions(other)
+            self._catch_up(other)
 
     def _shared_session(self, owner: str, grant: Grant, topic: Route) -> Session:
         key = (owner, topic)

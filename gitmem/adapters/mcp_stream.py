@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 NOTIFY_DEBOUNCE: Final = 0.005
 #: How often an open stream checks that its token still holds.
 GRANT_CHECK: Final = 1.0
+#: How long after a failed start of the watcher it is tried again.
+RETRY_START: Final = 30.0
 
 Portal = anyio.from_thread.BlockingPortal
 
@@ -69,27 +72,33 @@ class ChangeFanout:
         self._debounce = debounce
         self._lock = threading.Lock()
         self._watcher: Watcher | None = None
-        self._started = False
+        self._retry_at = 0.0  # a failed start is not tried again before (time.monotonic())
         self._closed = False
 
     @property
     def started(self) -> bool:
-        """Whether :meth:`start` ran (watching since, or the root could not be watched)."""
-        return self._started
+        """Whether the root is watched (a start that failed is tried again :data:`RETRY_START` later)."""
+        return self._watcher is not None
 
-    def start(self) -> None:
-        """Start watching, once (later calls return at once)."""
+    def start(self) -> bool:
+        """Start watching, once (later calls return at once); whether this call started it.
+
+        A start that failed (the inotify table full, the root unreadable for a
+        moment) is tried again by a call :data:`RETRY_START` seconds later, so a
+        passing failure does not leave the server without notifications for good.
+        """
         with self._lock:
-            if self._started or self._closed:
-                return
-            self._started = True
+            if self._watcher is not None or self._closed or time.monotonic() < self._retry_at:
+                return False
             watcher = Watcher(self.root, None, self._changed, debounce=self._debounce, index=False, details=False)
             try:
                 watcher.start()
             except Exception:  # notifications are a hint: a root that cannot be watched still serves tools
+                self._retry_at = time.monotonic() + RETRY_START
                 log.warning("memory changes are not watched: /mcp clients get no change notifications", exc_info=True)
-                return
+                return False
             self._watcher = watcher
+            return True
 
     def close(self, timeout: float = 10.0) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ in ``test_serve_workers.py``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import queue
 import threading
@@ -26,7 +27,9 @@ from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_book import SessionBook
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+from gitmem.adapters.mcp_stream import ChangeFanout
 from gitmem.adapters.tokens import token_entry
+from gitmem.adapters.watch import Watcher
 
 from .support import seed
 
@@ -171,3 +174,75 @@ def test_a_subscription_through_one_worker_is_told_on_the_stream_of_the_other(tw
         assert told and watching()
     finally:
         stream.close()
+
+
+def open_stream(url: str, session: str) -> tuple[object, queue.Queue[str]]:
+    """``session``'s GET event stream at ``url`` and the queue its lines arrive in."""
+    request = urllib.request.Request(url, headers={
+        "Accept": "text/event-stream", "Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": "2025-06-18"})  # fmt: skip
+    stream = urllib.request.urlopen(request, timeout=60)
+    events: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        with contextlib.suppress(Exception):  # the stream closed under it at the end of the test, whichever way
+            for line in stream:
+                events.put(line.decode())
+
+    threading.Thread(target=read, daemon=True).start()
+    return stream, events
+
+
+def told(events: queue.Queue[str], wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty):
+            if "notifications/resources/updated" in events.get(timeout=0.5):
+                return True
+    return False
+
+
+def test_a_move_before_the_watcher_starts_is_told_to_every_stream_subscribed_through_another_worker(
+    two: Two, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subscribes nothing yet; a session subscribes through b and the memory moves; then another session's
+    subscription starts a's watcher. Both streams on a are told of the move, not only the one that started it."""
+    monkeypatch.setattr("gitmem.adapters.mcp_stream.GRANT_CHECK", 15.0)  # no once-a-second check within the test
+    starter, follower = connect(two.a), connect(two.a)
+    streams = [open_stream(two.a, starter), open_stream(two.a, follower)]
+    try:
+        subscribe = {"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe",
+                     "params": {"uri": "memory://notes/context"}}  # fmt: skip
+        assert post(two.b, subscribe, follower)[0] == 200
+        create = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "memory_file_create", "arguments": {"memory": "notes", "path": "one.md", "content": "1\n"}}}  # fmt: skip
+        assert post(two.b, create, follower)[0] == 200  # moved after follower's subscription, before any watcher on a
+        assert post(two.a, subscribe, starter)[0] == 200  # a's watcher starts now
+        assert told(streams[1][1], 6.0), "the follower's stream was never told of the move"
+    finally:
+        for stream, _ in streams:
+            stream.close()  # type: ignore[attr-defined]
+
+
+def test_a_watcher_that_could_not_start_is_tried_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passing failure (the inotify table full for a moment) does not end notifications for the server's life."""
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    tries: list[int] = []
+    real = Watcher.start
+
+    def flaky(self: Watcher) -> Watcher:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        return real(self)
+
+    monkeypatch.setattr(Watcher, "start", flaky)
+    monkeypatch.setattr("gitmem.adapters.mcp_stream.RETRY_START", 0.0, raising=False)
+    fanout = ChangeFanout(root, list, lambda: None)
+    try:
+        assert not fanout.start() and not fanout.started
+        assert fanout.start() and fanout.started  # tried again, and watching now
+        assert not fanout.start() and len(tries) == 2  # once watching, never started twice
+    finally:
+        fanout.close()
