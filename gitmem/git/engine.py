@@ -73,7 +73,7 @@ from gitmem.git import erasures, packwrite, written
 from gitmem.git.locks import lock_held_here
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.repo import GitRepo
-from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
+from gitmem.git.snapshot import Done, Plan, R, Snapshot, blob_size, check_shape, stored_file, translate_errors
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 from gitmem.store import Batch, Decision, check_batch_room, decide
@@ -121,7 +121,7 @@ def commit_batch(
             for effect in decision.creates:
                 check_shape(snap, effect.path)
             files = list(snap.files())
-            total = sum(_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+            total = sum(blob_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
             check_batch_room(
                 decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes
             )
@@ -427,12 +427,6 @@ def _failed(exc: BaseException) -> MemoryStoreError:
     if isinstance(exc, MemoryStoreError):
         return exc
     return MemoryStoreError("unavailable", f"the commit failed before the memory moved ({exc!r}); try again")
-
-
-def _size(snap: Snapshot, size_of: Callable[[str], int], oid: str) -> int:
-    """A blob's size, from the group's objects not yet on disk first (an earlier change of the group wrote it)."""
-    raw = snap.pending.raw(oid) if snap.pending is not None else None
-    return len(raw) if raw is not None else size_of(oid)
 
 
 def _move(

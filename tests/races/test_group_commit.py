@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from race_support import Worker, assert_fsck_clean, assert_linear, git, head_files, history_blobs, wait_stopped
 
-from gitmem import GitFileStore, MemoryStoreError, Origin
+from gitmem import FileFormat, GitFileStore, MemoryStoreError, Origin
 from gitmem.git import engine, packwrite
 from gitmem.git.repo import Plan, Snapshot
 
@@ -331,3 +331,22 @@ def test_a_waiter_interrupted_leaves_the_queue(store: Any) -> None:
     writer.join(60)
     assert later and store.read("later.md").text == "x\n"
     assert "never.md" not in head_files(store.repo.path)
+
+
+def test_a_restore_under_a_byte_limit_counts_a_file_written_earlier_in_its_group(tmp_path: Path) -> None:
+    """The byte limit sums every file's size: one an earlier change of the group wrote is in no pack yet."""
+    store = GitFileStore.init(tmp_path / "m.git", FileFormat(max_memory_bytes=100_000)).sync
+    store.write("seed.md", "seed\n", expected=None)
+    old = store.write("r.md", "old\n", expected=None)
+    rev = git(store.repo.path, "rev-parse", "main").strip()
+    now = store.write("r.md", "new\n", expected=old)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("fresh.md", "written in the group\n", expected=None),
+        lambda: store.restore("r.md", rev, expected=now),
+    ]
+    fresh, restored, _ = run_queued(store, calls)
+    assert isinstance(fresh, str), fresh
+    assert restored == old, restored  # as if one after the other: the restore fits
+    assert store.read("r.md").text == "old\n"
+    assert_fsck_clean(store.repo.path)
+
