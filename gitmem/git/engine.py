@@ -238,6 +238,13 @@ class _Queue:
                     group.append(change)
             return group
 
+    def take_all(self, first: _Change[Any]) -> list[_Change[Any]]:
+        """Every waiter (whatever its ref) but ``first``, out of the queue."""
+        with self.guard:
+            taken = [change for change in self.waiting if change is not first]
+            self.waiting.clear()
+            return taken
+
     def leave(self, change: _Change[Any]) -> None:
         """``change``'s caller is done or stopped waiting: out of the queue, and if it was
         to commit (or did), the oldest waiter commits the next group, or nobody is committing.
@@ -276,9 +283,10 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
     Every change is answered: its own commit, its refusal, or (when the lock,
     the pack or the ref move fails) that failure. Returns whether a fold is due.
     """
-    first, fold_due, moved = group[0], False, False
+    first, fold_due, moved, locked = group[0], False, False, False
     try:
         with translate_errors(repo.path), repo.lock.hold():
+            locked = True
             if queue is not None:
                 group[:] = queue.take(first, ref)
             durable = repo.durable()
@@ -323,6 +331,10 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
             for change in group:
                 change.settle()
             raise
+        if not locked and queue is not None and isinstance(exc, MemoryStoreError):
+            # The lock stayed taken past its timeout: every change waiting behind it is told so now,
+            # as its own wait would have, rather than after one more timeout per change in turn.
+            group[:] = [first, *queue.take_all(first)]
         # The lock, the pack or the ref move failed, or the committing thread was interrupted:
         # nothing of the group was committed. A change that refused keeps its refusal.
         for change in group:

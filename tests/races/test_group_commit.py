@@ -350,3 +350,39 @@ def test_a_restore_under_a_byte_limit_counts_a_file_written_earlier_in_its_group
     assert store.read("r.md").text == "old\n"
     assert_fsck_clean(store.repo.path)
 
+
+def test_writers_behind_a_held_lock_time_out_together_not_one_after_another(store: Any) -> None:
+    """The lock held past its timeout answers every queued writer about when a lone writer would be."""
+    timeout = 0.5
+    store.repo.lock.timeout = timeout
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:  # maintenance holding the lock, outside the engine
+        with store.repo.lock.hold("write"):
+            held.set()
+            release.wait(60)
+
+    keeper = threading.Thread(target=holder)
+    keeper.start()
+    assert held.wait(60)
+    took: list[float] = []
+
+    def write(i: int) -> None:
+        started = time.monotonic()
+        with pytest.raises(MemoryStoreError):
+            store.write(f"t{i}.md", f"{i}\n", expected=None)
+        took.append(time.monotonic() - started)
+
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    try:
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join(60)
+    finally:
+        release.set()
+        keeper.join(60)
+    assert len(took) == 4
+    assert max(took) < 2 * timeout + 0.5, took  # not 4 timeouts in a row
+    assert waiting(store) == 0
+    assert store.write("after.md", "after\n", expected=None)
