@@ -336,11 +336,16 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
             # as its own wait would have, rather than after one more timeout per change in turn.
             group[:] = [first, *queue.take_all(first)]
         # The lock, the pack or the ref move failed, or the committing thread was interrupted:
-        # nothing of the group was committed. A change that refused keeps its refusal.
+        # nothing of the group was committed. A change that refused keeps its refusal when it
+        # saw only the committed head; one after a change that made a commit may have been
+        # refused by that change, which never landed: it gets the failure too.
+        seen_uncommitted = False
         for change in group:
             if not change.done:
+                refusal = None if seen_uncommitted else change.error
+                seen_uncommitted = seen_uncommitted or (change.outcome is not None and change.outcome[0] is not None)
                 change.outcome = None
-                change.settle(change.error or (exc if change is first else _failed(exc)))
+                change.settle(refusal or (exc if change is first else _failed(exc)))
         return False
     for change in group:
         change.settle()

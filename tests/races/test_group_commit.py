@@ -386,3 +386,28 @@ def test_writers_behind_a_held_lock_time_out_together_not_one_after_another(stor
     assert max(took) < 2 * timeout + 0.5, took  # not 4 timeouts in a row
     assert waiting(store) == 0
     assert store.write("after.md", "after\n", expected=None)
+
+
+def test_a_refusal_that_saw_a_change_of_a_failed_group_is_answered_with_the_failure(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change refused against an earlier change of its group that never landed was refused by nothing real."""
+    real = packwrite.write_pack_files
+    calls_made = [0]
+
+    def full_disk(*a: Any, **kw: Any) -> None:
+        calls_made[0] += 1
+        if calls_made[0] == 2:  # the queued group's pack (the holder's own went first)
+            raise OSError(28, "No space left on device")
+        real(*a, **kw)
+
+    monkeypatch.setattr(packwrite, "write_pack_files", full_disk)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "one\n", expected=None),
+        lambda: store.write("a.md", "two\n", expected=None),  # refused against "one", which never lands
+    ]
+    first, second, _ = run_queued(store, calls)
+    assert isinstance(first, MemoryStoreError) and first.code == "unavailable", first
+    assert "a.md" not in head_files(store.repo.path)
+    # Not version_mismatch showing "one\n" as the file now: the file never held it.
+    assert isinstance(second, MemoryStoreError) and second.code == "unavailable", second
