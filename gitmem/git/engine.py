@@ -61,6 +61,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic
@@ -147,7 +148,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
         # maintenance or merge), where waiting for another thread's group would deadlock.
         fold_due = _commit_group(repo, [mine], ref)
     else:
-        queue, fold_due = _queue(repo.path), False
+        queue, fold_due = _queue(repo), False
         try:
             if queue.join(mine):
                 mine.turn.wait()
@@ -200,9 +201,10 @@ class _Queue:
     acknowledged with it: its waiters are in the same process.
     """
 
-    __slots__ = ("busy", "guard", "last", "trees", "waiting")
+    __slots__ = ("__weakref__", "busy", "forks", "guard", "last", "trees", "waiting")
 
     def __init__(self) -> None:
+        self.forks = _forks[0]  # made in this process (not inherited through a fork)
         self.guard = threading.Lock()
         self.waiting: list[_Change[Any]] = []
         self.busy = False
@@ -264,15 +266,33 @@ class _Queue:
                     self.busy = False
 
 
-_queues: dict[str, _Queue] = {}  # by mount path; emptied in a forked child
+# By mount path, as long as a store of the mount holds its queue (GitRepo.writers): the parsed
+# trees of a memory no store holds any more are let go. Emptied in a forked child.
+_queues: weakref.WeakValueDictionary[str, _Queue] = weakref.WeakValueDictionary()
+_queues_guard = threading.Lock()
+_forks = [0]  # forks this process came through: a queue of another count is a parent's
 
 
-def _queue(path: str) -> _Queue:
-    found = _queues.get(path)
-    return found if found is not None else _queues.setdefault(path, _Queue())
+def _queue(repo: GitRepo) -> _Queue:
+    held = repo.writers
+    if isinstance(held, _Queue) and held.forks == _forks[0]:
+        return held
+    with _queues_guard:
+        found = _queues.get(repo.path)
+        if found is None:
+            found = _queues[repo.path] = _Queue()
+    repo.writers = found
+    return found
 
 
-os.register_at_fork(after_in_child=_queues.clear)
+def _after_fork() -> None:
+    global _queues_guard
+    _forks[0] += 1
+    _queues_guard = threading.Lock()  # another thread of the parent may have held it
+    _queues.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: _Queue | None = None) -> bool:

@@ -411,3 +411,57 @@ def test_a_refusal_that_saw_a_change_of_a_failed_group_is_answered_with_the_fail
     assert "a.md" not in head_files(store.repo.path)
     # Not version_mismatch showing "one\n" as the file now: the file never held it.
     assert isinstance(second, MemoryStoreError) and second.code == "unavailable", second
+
+
+def test_a_mount_no_store_holds_keeps_no_queue_or_trees(tmp_path: Path) -> None:
+    """The queue and its parsed trees live as long as a store of the mount does, not as long as the process.
+
+    A server writing many memories (one per user) would otherwise hold every memory's folders for good.
+    """
+    import gc
+
+    paths = []
+    for i in range(3):
+        store = GitFileStore.init(tmp_path / f"m{i}.git").sync
+        store.write("a/b.md", "x\n", expected=None)
+        paths.append(store.repo.path)
+        assert paths[-1] in engine._queues
+        del store
+    gc.collect()
+    assert not [p for p in paths if p in engine._queues]
+
+
+def test_a_child_forked_while_a_group_commits_writes_on_its_own(store: Any) -> None:
+    """gitmem serve forks workers: a child inherits no queue (its committer thread is not in the child)."""
+    holder, release, _ = hold_the_line(store)  # the parent's queue is busy, its committer mid-plan
+    queued = threading.Thread(target=lambda: store.write("parent.md", "p\n", expected=None))
+    queued.start()
+    while waiting(store) < 1:
+        time.sleep(0.001)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                # The parent's committer holds the flock: the child waits for it like any other process.
+                done = threading.Event()
+
+                def child_write() -> None:
+                    store.write("child.md", "c\n", expected=None)
+                    done.set()
+
+                threading.Thread(target=child_write, daemon=True).start()
+                code = 0 if done.wait(30) else 2
+            finally:
+                os._exit(code)
+        time.sleep(0.3)  # the child is waiting for the flock, not in the parent's queue
+        release.set()
+        holder.join(60)
+        queued.join(60)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    files = head_files(store.repo.path)
+    assert "child.md" in files and "parent.md" in files and "first.md" in files
+    assert_fsck_clean(store.repo.path)
