@@ -304,6 +304,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
     the pack or the ref move fails) that failure. Returns whether a fold is due.
     """
     first, fold_due, moved, locked = group[0], False, False, False
+    moving: str | None = None  # the head a ref move was tried to
     try:
         with translate_errors(repo.path), repo.lock.hold():
             locked = True
@@ -334,6 +335,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                     written.publish(repo.path, pack, pending.objects)
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
                 op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
+                moving = head
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     moved = True
                     _remember(repo, made, head, tree, pending.objects)
@@ -341,6 +343,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                         queue.last = (head, tree)
                     fold_due = _count_pack(repo)
                     break
+                moving = None  # a writer outside gitmem moved the ref first: plan again
             else:
                 raise MemoryStoreError(
                     "unavailable",
@@ -350,6 +353,18 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
         if moved:  # what failed after the ref moved (letting the lock go) takes no commit back
             for change in group:
                 change.settle()
+            raise
+        if moving is not None and _ref_holds(repo, ref, moving):
+            # The move failed after the ref took the group's head (its folder's fsync, an interruption):
+            # the changes are there, perhaps not durably; no caller may be told to make its change again.
+            unconfirmed = MemoryStoreError(
+                "write_unconfirmed", f"{ref} moved to {moving[:12]} but the commit did not complete ({exc!r})"
+            )
+            for change in group:
+                made = change.outcome is not None and change.outcome[0] is not None
+                change.settle(unconfirmed if made else None)
+            if isinstance(exc, Exception):
+                raise unconfirmed from exc
             raise
         if not locked and queue is not None and isinstance(exc, MemoryStoreError):
             # The lock stayed taken past its timeout: every change waiting behind it is told so now,
@@ -370,6 +385,14 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
     for change in group:
         change.settle()
     return fold_due
+
+
+def _ref_holds(repo: GitRepo, ref: str, commit: str) -> bool:
+    """Whether ``ref`` holds ``commit`` now (read afresh; ``False`` when it cannot be read)."""
+    try:
+        return read_ref(repo.fresh(), ref) == commit
+    except Exception:
+        return False
 
 
 def _fold_after(repo: GitRepo) -> None:

@@ -465,3 +465,32 @@ def test_a_child_forked_while_a_group_commits_writes_on_its_own(store: Any) -> N
     files = head_files(store.repo.path)
     assert "child.md" in files and "parent.md" in files and "first.md" in files
     assert_fsck_clean(store.repo.path)
+
+
+def test_a_group_whose_ref_moved_before_its_move_failed_tells_no_waiter_it_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ref renamed into place, then its folder's fsync fails: the changes are on the ref, so no waiter
+    may be told the commit failed before the memory moved (a retry would make the change twice)."""
+    from gitmem.git import looseref
+
+    store = GitFileStore.init(tmp_path / "m.git", durable=True).sync
+    store.write("seed.md", "seed\n", expected=None)
+    real = looseref.open_folder
+    calls_made = [0]
+
+    def failing_fsync(path: str) -> int:
+        calls_made[0] += 1
+        if calls_made[0] == 2:  # the queued group's ref move (the holder's own went first)
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(looseref, "open_folder", failing_fsync)
+    calls = [(lambda i=i: store.write(f"g{i}.md", f"{i}\n", expected=None)) for i in range(3)]
+    *answers, _ = run_queued(store, calls)
+    files = head_files(store.repo.path)
+    for i, answer in enumerate(answers):
+        if f"g{i}.md" in files:
+            assert isinstance(answer, str) or (
+                isinstance(answer, MemoryStoreError) and answer.code == "write_unconfirmed"
+            ), answer
