@@ -361,8 +361,8 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 "write_unconfirmed", f"{ref} moved to {moving[:12]} but the commit did not complete ({exc!r})"
             )
             for change in group:
-                made = change.outcome is not None and change.outcome[0] is not None
-                change.settle(unconfirmed if made else None)
+                landed = change.outcome is not None and change.outcome[0] is not None
+                change.settle(unconfirmed if landed else None)
             if isinstance(exc, Exception):
                 raise unconfirmed from exc
             raise
