@@ -494,3 +494,34 @@ def test_a_group_whose_ref_moved_before_its_move_failed_tells_no_waiter_it_did_n
             assert isinstance(answer, str) or (
                 isinstance(answer, MemoryStoreError) and answer.code == "write_unconfirmed"
             ), answer
+
+
+def test_a_refused_change_that_wrote_a_blob_an_earlier_change_needs_leaves_it_in_the_pack(store: Any) -> None:
+    """Removing a refused plan's objects removes only those it added: the same content written by an
+    earlier change of the group stays for that change's commit."""
+    store.write("taken.md", "old\n", expected=None)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "same\n", expected=None),
+        lambda: store.write("taken.md", "same\n", expected=None),  # refused: exists; same blob as a.md
+        lambda: store.write("b.md", "same\n", expected=None),
+    ]
+    first, refused, third, _ = run_queued(store, calls)
+    assert isinstance(refused, MemoryStoreError) and refused.code == "version_mismatch"
+    assert store.read("a.md").text == "same\n" and store.read("b.md").text == "same\n"
+    assert first == third == store.read("a.md").version
+    assert store.read("taken.md").text == "old\n"
+    assert_fsck_clean(store.repo.path)
+
+
+def test_a_file_count_limit_holds_across_a_group(tmp_path: Path) -> None:
+    """Two creations queued together where one fits: the second is memory_full, as one after the other."""
+    store = GitFileStore.init(tmp_path / "m.git", FileFormat(max_files=3)).sync
+    store.write("seed.md", "seed\n", expected=None)  # with the holder's first.md: one place left
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "a\n", expected=None),
+        lambda: store.write("b.md", "b\n", expected=None),
+    ]
+    fits, full, _ = run_queued(store, calls)
+    assert isinstance(fits, str), fits
+    assert isinstance(full, MemoryStoreError) and full.code == "memory_full", full
+    assert sorted(head_files(store.repo.path)) == ["a.md", "first.md", "seed.md"]
