@@ -61,6 +61,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic
@@ -73,7 +74,7 @@ from gitmem.git import erasures, packwrite, written
 from gitmem.git.locks import lock_held_here
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.repo import GitRepo
-from gitmem.git.snapshot import Done, Plan, R, Snapshot, check_shape, stored_file, translate_errors
+from gitmem.git.snapshot import Done, Plan, R, Snapshot, blob_size, check_shape, stored_file, translate_errors
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 from gitmem.store import Batch, Decision, check_batch_room, decide
@@ -121,7 +122,7 @@ def commit_batch(
             for effect in decision.creates:
                 check_shape(snap, effect.path)
             files = list(snap.files())
-            total = sum(_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+            total = sum(blob_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
             check_batch_room(
                 decision, files=len(files), total_bytes=total, max_files=fmt.max_files, max_bytes=fmt.max_memory_bytes
             )
@@ -147,7 +148,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
         # maintenance or merge), where waiting for another thread's group would deadlock.
         fold_due = _commit_group(repo, [mine], ref)
     else:
-        queue, fold_due = _queue(repo.path), False
+        queue, fold_due = _queue(repo), False
         try:
             if queue.join(mine):
                 mine.turn.wait()
@@ -200,9 +201,10 @@ class _Queue:
     acknowledged with it: its waiters are in the same process.
     """
 
-    __slots__ = ("busy", "guard", "last", "trees", "waiting")
+    __slots__ = ("__weakref__", "busy", "forks", "guard", "last", "trees", "waiting")
 
     def __init__(self) -> None:
+        self.forks = _forks[0]  # made in this process (not inherited through a fork)
         self.guard = threading.Lock()
         self.waiting: list[_Change[Any]] = []
         self.busy = False
@@ -238,6 +240,13 @@ class _Queue:
                     group.append(change)
             return group
 
+    def take_all(self, first: _Change[Any]) -> list[_Change[Any]]:
+        """Every waiter (whatever its ref) but ``first``, out of the queue."""
+        with self.guard:
+            taken = [change for change in self.waiting if change is not first]
+            self.waiting.clear()
+            return taken
+
     def leave(self, change: _Change[Any]) -> None:
         """``change``'s caller is done or stopped waiting: out of the queue, and if it was
         to commit (or did), the oldest waiter commits the next group, or nobody is committing.
@@ -257,15 +266,33 @@ class _Queue:
                     self.busy = False
 
 
-_queues: dict[str, _Queue] = {}  # by mount path; emptied in a forked child
+# By mount path, as long as a store of the mount holds its queue (GitRepo.writers): the parsed
+# trees of a memory no store holds any more are let go. Emptied in a forked child.
+_queues: weakref.WeakValueDictionary[str, _Queue] = weakref.WeakValueDictionary()
+_queues_guard = threading.Lock()
+_forks = [0]  # forks this process came through: a queue of another count is a parent's
 
 
-def _queue(path: str) -> _Queue:
-    found = _queues.get(path)
-    return found if found is not None else _queues.setdefault(path, _Queue())
+def _queue(repo: GitRepo) -> _Queue:
+    held = repo.writers
+    if isinstance(held, _Queue) and held.forks == _forks[0]:
+        return held
+    with _queues_guard:
+        found = _queues.get(repo.path)
+        if found is None:
+            found = _queues[repo.path] = _Queue()
+    repo.writers = found
+    return found
 
 
-os.register_at_fork(after_in_child=_queues.clear)
+def _after_fork() -> None:
+    global _queues_guard
+    _forks[0] += 1
+    _queues_guard = threading.Lock()  # another thread of the parent may have held it
+    _queues.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: _Queue | None = None) -> bool:
@@ -276,9 +303,11 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
     Every change is answered: its own commit, its refusal, or (when the lock,
     the pack or the ref move fails) that failure. Returns whether a fold is due.
     """
-    first, fold_due, moved = group[0], False, False
+    first, fold_due, moved, locked = group[0], False, False, False
+    moving: str | None = None  # the head a ref move was tried to
     try:
         with translate_errors(repo.path), repo.lock.hold():
+            locked = True
             if queue is not None:
                 group[:] = queue.take(first, ref)
             durable = repo.durable()
@@ -306,6 +335,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                     written.publish(repo.path, pack, pending.objects)
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
                 op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
+                moving = head
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     moved = True
                     _remember(repo, made, head, tree, pending.objects)
@@ -313,6 +343,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                         queue.last = (head, tree)
                     fold_due = _count_pack(repo)
                     break
+                moving = None  # a writer outside gitmem moved the ref first: plan again
             else:
                 raise MemoryStoreError(
                     "unavailable",
@@ -323,16 +354,45 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
             for change in group:
                 change.settle()
             raise
+        if moving is not None and _ref_holds(repo, ref, moving):
+            # The move failed after the ref took the group's head (its folder's fsync, an interruption):
+            # the changes are there, perhaps not durably; no caller may be told to make its change again.
+            unconfirmed = MemoryStoreError(
+                "write_unconfirmed", f"{ref} moved to {moving[:12]} but the commit did not complete ({exc!r})"
+            )
+            for change in group:
+                landed = change.outcome is not None and change.outcome[0] is not None
+                change.settle(unconfirmed if landed else None)
+            if isinstance(exc, Exception):
+                raise unconfirmed from exc
+            raise
+        if not locked and queue is not None and isinstance(exc, MemoryStoreError):
+            # The lock stayed taken past its timeout: every change waiting behind it is told so now,
+            # as its own wait would have, rather than after one more timeout per change in turn.
+            group[:] = [first, *queue.take_all(first)]
         # The lock, the pack or the ref move failed, or the committing thread was interrupted:
-        # nothing of the group was committed. A change that refused keeps its refusal.
+        # nothing of the group was committed. A change that refused keeps its refusal when it
+        # saw only the committed head; one after a change that made a commit may have been
+        # refused by that change, which never landed: it gets the failure too.
+        seen_uncommitted = False
         for change in group:
             if not change.done:
+                refusal = None if seen_uncommitted else change.error
+                seen_uncommitted = seen_uncommitted or (change.outcome is not None and change.outcome[0] is not None)
                 change.outcome = None
-                change.settle(change.error or (exc if change is first else _failed(exc)))
+                change.settle(refusal or (exc if change is first else _failed(exc)))
         return False
     for change in group:
         change.settle()
     return fold_due
+
+
+def _ref_holds(repo: GitRepo, ref: str, commit: str) -> bool:
+    """Whether ``ref`` holds ``commit`` now (read afresh; ``False`` when it cannot be read)."""
+    try:
+        return read_ref(repo.fresh(), ref) == commit
+    except Exception:
+        return False
 
 
 def _fold_after(repo: GitRepo) -> None:
@@ -427,12 +487,6 @@ def _failed(exc: BaseException) -> MemoryStoreError:
     if isinstance(exc, MemoryStoreError):
         return exc
     return MemoryStoreError("unavailable", f"the commit failed before the memory moved ({exc!r}); try again")
-
-
-def _size(snap: Snapshot, size_of: Callable[[str], int], oid: str) -> int:
-    """A blob's size, from the group's objects not yet on disk first (an earlier change of the group wrote it)."""
-    raw = snap.pending.raw(oid) if snap.pending is not None else None
-    return len(raw) if raw is not None else size_of(oid)
 
 
 def _move(

@@ -22,7 +22,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
-from gitmem.git.snapshot import check_shape, stored_file
+from gitmem.git.snapshot import blob_size, check_shape, stored_file
 from gitmem.git.treediff import FileChange, file_changes
 from gitmem.git.walk import Follower, diff_to_parent, entry_id, walk
 from gitmem.history import (
@@ -387,7 +387,7 @@ def check_room(
         # A file/folder collision is the answer even when the memory is full (as in the twin).
         check_shape(snap, path)
     files = list(snap.files())
-    total = sum(size_of(oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
+    total = sum(blob_size(snap, size_of, oid) for _, oid in files) if fmt.max_memory_bytes is not None else 0
     check_capacity(
         path,
         creating=current is None,

@@ -152,6 +152,8 @@ class GitRepo:
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
         self._made = ""  # the latest commit this process made: its write checked the config and the marks
         self.written = Written()
+        self.writers: object = None
+        """What the write engine keeps for this mount in this process (its queue of writers), while this store lives."""
         """The objects of this process's latest commits: a read of its own head needs no pack rescan."""
         self.fold_lock = WriterLock(os.path.join(self.path, "gitmem", "fold.lock"), timeout=lock_timeout)
         """Held by a pack fold, and after the writer lock by what deletes objects (see :meth:`maintenance`)."""

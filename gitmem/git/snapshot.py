@@ -8,7 +8,7 @@ what the commit came to. :mod:`gitmem.git.repo` re-exports these names.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -286,3 +286,10 @@ def check_shape(snap: Snapshot, path: str) -> None:
         above = snap.get("/".join(parts[:i]))
         if above is not None and above.kind != "tree":
             raise file_dir_conflict(path, is_file=True)
+
+
+def blob_size(snap: Snapshot, size_of: Callable[[str], int], oid: str) -> int:
+    """A blob's size, from ``snap``'s objects not yet on disk first (an earlier change of a group wrote it),
+    else ``size_of`` (a store's cached size, which reads the repository)."""
+    raw = snap.pending.raw(oid) if snap.pending is not None else None
+    return len(raw) if raw is not None else size_of(oid)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from race_support import Worker, assert_fsck_clean, assert_linear, git, head_files, history_blobs, wait_stopped
 
-from gitmem import GitFileStore, MemoryStoreError, Origin
+from gitmem import FileFormat, GitFileStore, MemoryStoreError, Origin
 from gitmem.git import engine, packwrite
 from gitmem.git.repo import Plan, Snapshot
 
@@ -331,3 +331,197 @@ def test_a_waiter_interrupted_leaves_the_queue(store: Any) -> None:
     writer.join(60)
     assert later and store.read("later.md").text == "x\n"
     assert "never.md" not in head_files(store.repo.path)
+
+
+def test_a_restore_under_a_byte_limit_counts_a_file_written_earlier_in_its_group(tmp_path: Path) -> None:
+    """The byte limit sums every file's size: one an earlier change of the group wrote is in no pack yet."""
+    store = GitFileStore.init(tmp_path / "m.git", FileFormat(max_memory_bytes=100_000)).sync
+    store.write("seed.md", "seed\n", expected=None)
+    old = store.write("r.md", "old\n", expected=None)
+    rev = git(store.repo.path, "rev-parse", "main").strip()
+    now = store.write("r.md", "new\n", expected=old)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("fresh.md", "written in the group\n", expected=None),
+        lambda: store.restore("r.md", rev, expected=now),
+    ]
+    fresh, restored, _ = run_queued(store, calls)
+    assert isinstance(fresh, str), fresh
+    assert restored == old, restored  # as if one after the other: the restore fits
+    assert store.read("r.md").text == "old\n"
+    assert_fsck_clean(store.repo.path)
+
+
+def test_writers_behind_a_held_lock_time_out_together_not_one_after_another(store: Any) -> None:
+    """The lock held past its timeout answers every queued writer about when a lone writer would be."""
+    timeout = 0.5
+    store.repo.lock.timeout = timeout
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:  # maintenance holding the lock, outside the engine
+        with store.repo.lock.hold("write"):
+            held.set()
+            release.wait(60)
+
+    keeper = threading.Thread(target=holder)
+    keeper.start()
+    assert held.wait(60)
+    took: list[float] = []
+
+    def write(i: int) -> None:
+        started = time.monotonic()
+        with pytest.raises(MemoryStoreError):
+            store.write(f"t{i}.md", f"{i}\n", expected=None)
+        took.append(time.monotonic() - started)
+
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    try:
+        for thread in writers:
+            thread.start()
+        for thread in writers:
+            thread.join(60)
+    finally:
+        release.set()
+        keeper.join(60)
+    assert len(took) == 4
+    assert max(took) < 2 * timeout + 0.5, took  # not 4 timeouts in a row
+    assert waiting(store) == 0
+    assert store.write("after.md", "after\n", expected=None)
+
+
+def test_a_refusal_that_saw_a_change_of_a_failed_group_is_answered_with_the_failure(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change refused against an earlier change of its group that never landed was refused by nothing real."""
+    real = packwrite.write_pack_files
+    calls_made = [0]
+
+    def full_disk(*a: Any, **kw: Any) -> None:
+        calls_made[0] += 1
+        if calls_made[0] == 2:  # the queued group's pack (the holder's own went first)
+            raise OSError(28, "No space left on device")
+        real(*a, **kw)
+
+    monkeypatch.setattr(packwrite, "write_pack_files", full_disk)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "one\n", expected=None),
+        lambda: store.write("a.md", "two\n", expected=None),  # refused against "one", which never lands
+    ]
+    first, second, _ = run_queued(store, calls)
+    assert isinstance(first, MemoryStoreError) and first.code == "unavailable", first
+    assert "a.md" not in head_files(store.repo.path)
+    # Not version_mismatch showing "one\n" as the file now: the file never held it.
+    assert isinstance(second, MemoryStoreError) and second.code == "unavailable", second
+
+
+def test_a_mount_no_store_holds_keeps_no_queue_or_trees(tmp_path: Path) -> None:
+    """The queue and its parsed trees live as long as a store of the mount does, not as long as the process.
+
+    A server writing many memories (one per user) would otherwise hold every memory's folders for good.
+    """
+    import gc
+
+    paths = []
+    for i in range(3):
+        store = GitFileStore.init(tmp_path / f"m{i}.git").sync
+        store.write("a/b.md", "x\n", expected=None)
+        paths.append(store.repo.path)
+        assert paths[-1] in engine._queues
+        del store
+    gc.collect()
+    assert not [p for p in paths if p in engine._queues]
+
+
+def test_a_child_forked_while_a_group_commits_writes_on_its_own(store: Any) -> None:
+    """gitmem serve forks workers: a child inherits no queue (its committer thread is not in the child)."""
+    holder, release, _ = hold_the_line(store)  # the parent's queue is busy, its committer mid-plan
+    queued = threading.Thread(target=lambda: store.write("parent.md", "p\n", expected=None))
+    queued.start()
+    while waiting(store) < 1:
+        time.sleep(0.001)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                # The parent's committer holds the flock: the child waits for it like any other process.
+                done = threading.Event()
+
+                def child_write() -> None:
+                    store.write("child.md", "c\n", expected=None)
+                    done.set()
+
+                threading.Thread(target=child_write, daemon=True).start()
+                code = 0 if done.wait(30) else 2
+            finally:
+                os._exit(code)
+        time.sleep(0.3)  # the child is waiting for the flock, not in the parent's queue
+        release.set()
+        holder.join(60)
+        queued.join(60)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    files = head_files(store.repo.path)
+    assert "child.md" in files and "parent.md" in files and "first.md" in files
+    assert_fsck_clean(store.repo.path)
+
+
+def test_a_group_whose_ref_moved_before_its_move_failed_tells_no_waiter_it_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ref renamed into place, then its folder's fsync fails: the changes are on the ref, so no waiter
+    may be told the commit failed before the memory moved (a retry would make the change twice)."""
+    from gitmem.git import looseref
+
+    store = GitFileStore.init(tmp_path / "m.git", durable=True).sync
+    store.write("seed.md", "seed\n", expected=None)
+    real = looseref.open_folder
+    calls_made = [0]
+
+    def failing_fsync(path: str) -> int:
+        calls_made[0] += 1
+        if calls_made[0] == 2:  # the queued group's ref move (the holder's own went first)
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(looseref, "open_folder", failing_fsync)
+    calls = [(lambda i=i: store.write(f"g{i}.md", f"{i}\n", expected=None)) for i in range(3)]
+    *answers, _ = run_queued(store, calls)
+    files = head_files(store.repo.path)
+    for i, answer in enumerate(answers):
+        if f"g{i}.md" in files:
+            assert isinstance(answer, str) or (
+                isinstance(answer, MemoryStoreError) and answer.code == "write_unconfirmed"
+            ), answer
+
+
+def test_a_refused_change_that_wrote_a_blob_an_earlier_change_needs_leaves_it_in_the_pack(store: Any) -> None:
+    """Removing a refused plan's objects removes only those it added: the same content written by an
+    earlier change of the group stays for that change's commit."""
+    store.write("taken.md", "old\n", expected=None)
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "same\n", expected=None),
+        lambda: store.write("taken.md", "same\n", expected=None),  # refused: exists; same blob as a.md
+        lambda: store.write("b.md", "same\n", expected=None),
+    ]
+    first, refused, third, _ = run_queued(store, calls)
+    assert isinstance(refused, MemoryStoreError) and refused.code == "version_mismatch"
+    assert store.read("a.md").text == "same\n" and store.read("b.md").text == "same\n"
+    assert first == third == store.read("a.md").version
+    assert store.read("taken.md").text == "old\n"
+    assert_fsck_clean(store.repo.path)
+
+
+def test_a_file_count_limit_holds_across_a_group(tmp_path: Path) -> None:
+    """Two creations queued together where one fits: the second is memory_full, as one after the other."""
+    store = GitFileStore.init(tmp_path / "m.git", FileFormat(max_files=3)).sync
+    store.write("seed.md", "seed\n", expected=None)  # with the holder's first.md: one place left
+    calls: list[Callable[[], Any]] = [
+        lambda: store.write("a.md", "a\n", expected=None),
+        lambda: store.write("b.md", "b\n", expected=None),
+    ]
+    fits, full, _ = run_queued(store, calls)
+    assert isinstance(fits, str), fits
+    assert isinstance(full, MemoryStoreError) and full.code == "memory_full", full
+    assert sorted(head_files(store.repo.path)) == ["a.md", "first.md", "seed.md"]
