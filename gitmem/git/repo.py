@@ -483,7 +483,7 @@ class GitRepo:
                 tree = written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
                 if tree is not None:
                     self.remember_tree(commit, tree)
-            cache = getattr(local, "trees", None)  # what this thread's writes parsed and made
+            cache = self._parsed_trees(mark)
             known = None if cache is None else cache.trees
             found = None if tree is None else written.find(tree, path, mark, known, self._packed_tree)
             if found is not None:
@@ -682,6 +682,18 @@ class GitRepo:
         return tuple(sorted(set(paths)))
 
     # -- what the write engine (gitmem.git.engine) uses --
+
+    def _parsed_trees(self, mark: tuple[int, int]) -> packwrite.TreeCache | None:
+        """The folders this process's writes parsed and made, kept under history mark ``mark``.
+
+        The write engine's, which every committer of the mount in this process shares
+        (:attr:`writers`), else this thread's own (a write made while it held the lock).
+        """
+        shared = getattr(self.writers, "trees", None)
+        if shared is not None and shared[0] == mark:
+            trees: packwrite.TreeCache = shared[1]
+            return trees
+        return getattr(self._local, "trees", None)
 
     def tree_cache(self) -> packwrite.TreeCache:
         """This thread's parsed trees, shared by its snapshots (a folder is parsed once, not per write)."""

@@ -316,19 +316,23 @@ def test_packs_with_deltas_or_damage_are_left_to_git(tmp_path: Path) -> None:
 
 
 def test_a_fold_keeps_the_writers_parsed_trees_and_a_purge_drops_them(tmp_path: Path) -> None:
-    """A fold deletes no object, so the handle it makes reopen keeps the thread's tree cache;
-    a purge or forget (the history mark) may have erased trees the cache names, so it is dropped."""
+    """A fold deletes no object, so the trees the mount's writers parsed are kept across the
+    reopen it causes; a purge or forget (the history mark) may have erased trees they name,
+    so they are dropped."""
     store = GitFileStore.init(tmp_path / "m.git").sync
     store.write("a/b.md", "one\n", expected=None)
     repo = store.repo
-    cache = repo.tree_cache()
-    assert cache.trees
+    kept = getattr(repo.writers, "trees", None)
+    assert kept is not None and kept[1].trees
+    cache = kept[1]
     gitrepo._bump(repo._packs_path)  # what a fold that deleted packs does
     repo._local.repo = None
     repo.fresh()
-    assert repo.tree_cache() is cache
     store.write("a/c.md", "two\n", expected=None)
+    assert repo.writers.trees[1] is cache  # type: ignore[attr-defined]
+    assert store.read("a/b.md").text == "one\n"
     repo.bump_generation()  # what a purge or forget does
     repo.fresh()
-    assert repo.tree_cache() is not cache
+    store.write("a/d.md", "three\n", expected=None)
+    assert repo.writers.trees[1] is not cache  # type: ignore[attr-defined]
     assert store.read("a/b.md").text == "one\n"

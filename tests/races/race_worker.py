@@ -231,9 +231,9 @@ def mode_stop_in_pack(args: dict[str, Any]) -> None:
 
     original_write, original_rename = packwrite._write_file, os.rename
 
-    def write_file(path: str, data: bytes, durable: bool) -> None:
+    def write_file(path: str, data: bytes) -> None:
         maybe_stop()
-        original_write(path, data, durable)
+        original_write(path, data)
 
     def rename(src: Any, dst: Any, **kw: Any) -> None:
         if "tmp_" in str(src) and "objects" in str(src):
