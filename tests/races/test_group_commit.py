@@ -317,9 +317,16 @@ def test_a_waiter_interrupted_leaves_the_queue(store: Any) -> None:
         time.sleep(0.05)  # the main thread blocked in its wait
         signal.pthread_kill(main, signal.SIGINT)  # a real signal: it wakes the wait (as Ctrl-C does)
 
-    threading.Thread(target=interrupt_once_queued).start()
-    with pytest.raises(KeyboardInterrupt):
-        store.write("never.md", "interrupted\n", expected=None)
+    # Python's own Ctrl-C handler, whatever an earlier test of the session left installed.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        threading.Thread(target=interrupt_once_queued).start()
+        with pytest.raises(KeyboardInterrupt):
+            store.write("never.md", "interrupted\n", expected=None)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
     assert waiting(store) == 0
     later: list[str] = []
     writer = threading.Thread(target=lambda: later.append(store.write("later.md", "x\n", expected=None)))
