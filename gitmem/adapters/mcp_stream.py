@@ -269,6 +269,9 @@ class _Body:
         self._close: Callable[[], None] | None = close
 
     def __iter__(self) -> Iterator[bytes]:
+        # An SSE comment, which clients skip, so that the status line and headers go out now:
+        # waitress sends them with the body's first bytes, and the SDK's may be its ping 15 s later.
+        yield b": open\n\n"
         while True:
             try:
                 kind, value = self._chunks.get(timeout=GRANT_CHECK)
