@@ -164,21 +164,26 @@ def test_a_refusal_in_a_group_fails_alone(store: Any, tmp_path: Path) -> None:
     assert_fsck_clean(repo)
 
 
-def test_a_failed_group_answers_every_change_and_the_next_one_commits(
-    store: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo = store.repo.path
-    base = git(repo, "rev-parse", "main").strip()
+def second_pack_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk full at the second pack written: the queued group's (the holder's own goes first)."""
     real = packwrite.write_pack_files
     calls_made = [0]
 
     def full_disk(*a: Any, **kw: Any) -> None:
         calls_made[0] += 1
-        if calls_made[0] == 2:  # the queued group's pack (the holder's own went first)
+        if calls_made[0] == 2:
             raise OSError(28, "No space left on device")
         real(*a, **kw)
 
     monkeypatch.setattr(packwrite, "write_pack_files", full_disk)
+
+
+def test_a_failed_group_answers_every_change_and_the_next_one_commits(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = store.repo.path
+    base = git(repo, "rev-parse", "main").strip()
+    second_pack_fails(monkeypatch)
     calls = [(lambda i=i: store.write(f"g{i}.md", f"{i}\n", expected=None)) for i in range(4)]
     *answers, _ = run_queued(store, calls)
     assert all(isinstance(a, MemoryStoreError) and a.code == "unavailable" for a in answers), answers
@@ -399,16 +404,7 @@ def test_a_refusal_that_saw_a_change_of_a_failed_group_is_answered_with_the_fail
     store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A change refused against an earlier change of its group that never landed was refused by nothing real."""
-    real = packwrite.write_pack_files
-    calls_made = [0]
-
-    def full_disk(*a: Any, **kw: Any) -> None:
-        calls_made[0] += 1
-        if calls_made[0] == 2:  # the queued group's pack (the holder's own went first)
-            raise OSError(28, "No space left on device")
-        real(*a, **kw)
-
-    monkeypatch.setattr(packwrite, "write_pack_files", full_disk)
+    second_pack_fails(monkeypatch)
     calls: list[Callable[[], Any]] = [
         lambda: store.write("a.md", "one\n", expected=None),
         lambda: store.write("a.md", "two\n", expected=None),  # refused against "one", which never lands

@@ -141,19 +141,7 @@ def watching() -> bool:
 def test_a_subscription_through_one_worker_is_told_on_the_stream_of_the_other(two: Two) -> None:
     """Nothing watches the memories before a subscription; one made through the other worker is followed."""
     session = connect(two.a)
-    request = urllib.request.Request(two.a, headers={
-        "Accept": "text/event-stream", "Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": session,
-        "MCP-Protocol-Version": "2025-06-18"})  # fmt: skip
-    stream = urllib.request.urlopen(request, timeout=60)
-    events: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        with contextlib.suppress(Exception):  # the stream closed under it at the end of the test, whichever way
-            for line in stream:
-                events.put(line.decode())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    stream, events = open_stream(two.a, session)
     try:
         create = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                   "params": {"name": "memory_file_create", "arguments": {"memory": "notes", "path": "one.md", "content": "1\n"}}}  # fmt: skip
