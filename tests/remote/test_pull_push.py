@@ -122,12 +122,7 @@ def test_a_pull_bringing_objects_git_refuses_is_refused(team: Team, kind: str) -
     head = team.sync.head()
     bad = malformed_commit(team.work, kind)
     git("push", "-q", "-f", "origin", "main", cwd=team.work)  # the hosting repo checks nothing
-    with pytest.raises(MemoryStoreError) as caught:
-        remotes.pull(team.store, "origin")
-    assert "git's object checks refuse" in caught.value.message, caught.value.message
-    assert team.sync.head() == head
-    assert not has_object(team.store.path, bad)
-    fsck_clean(team.store.path)
+    pull_refused_whole(team, head, bad)
 
 
 def test_commits_another_ref_of_the_mount_holds_are_still_checked(team: Team) -> None:
@@ -273,3 +268,13 @@ def test_pull_through_a_store_opened_by_the_async_api(team: Team) -> None:
     team.person_commits("notes/x.md", "x\n")
     store = GitFileStore.open(team.store.path)
     assert remotes.pull(store).kind == "fast_forward"
+
+
+def pull_refused_whole(team: Team, head: str, bad: str) -> None:
+    """The pull is refused by git's strict object checks; ``main`` stays at ``head``, ``bad`` never arrives."""
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(team.store, "origin")
+    assert "git's object checks refuse" in caught.value.message, caught.value.message
+    assert team.sync.head() == head
+    assert not has_object(team.store.path, bad)
+    fsck_clean(team.store.path)
