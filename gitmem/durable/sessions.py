@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -35,13 +34,12 @@ from typing import Any, Final
 from gitmem.durable.identifiers import canonical_record
 from gitmem.durable.namespace import Namespace, check_identifier
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import MB, load_local_json_strict, open_private, parse_json
+from gitmem.localfile import open_private
+from gitmem.session.resume import SessionRecords
 
 BINDING_SCHEMA: Final = "gitmem.durable.binding.v1"
 CONTEXT_PROFILE: Final = "gitmem.durable.context.session-sequence-sha256.v1"
 SESSIONS_DIR: Final = ("gitmem", "durable-sessions")
-#: A binding record is a few hundred bytes; a larger file is not one.
-RECORD_LIMIT: Final = MB
 
 
 def context_id(session_id: str, sequence: int) -> str:
@@ -50,17 +48,14 @@ def context_id(session_id: str, sequence: int) -> str:
     return "ctx-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-class SessionBindings:
-    """The binding records of one repository's sessions (in memory for a store without a folder)."""
+class SessionBindings(SessionRecords):
+    """The binding records of one repository's sessions, replaced under a per-session lock."""
+
+    SCHEMA = BINDING_SCHEMA
 
     def __init__(self, folder: str | None) -> None:
-        self.folder = folder
-        self._memory: dict[str, dict[str, Any]] = {}
+        super().__init__(folder)
         self._lock = threading.Lock()
-
-    def _path(self, session_id: str) -> str:
-        assert self.folder is not None
-        return os.path.join(self.folder, hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".json")
 
     @contextmanager
     def _locked(self, session_id: str) -> Iterator[None]:
@@ -79,54 +74,9 @@ class SessionBindings:
             finally:
                 os.close(lock)
 
-    def _read(self, session_id: str) -> dict[str, Any] | None:
-        if self.folder is None:
-            found = self._memory.get(session_id)
-            return None if found is None else parse_json(json.dumps(found))  # a copy as a file would give it
-        try:
-            data = load_local_json_strict(self._path(session_id), RECORD_LIMIT)
-        except MemoryStoreError as exc:  # a link, FIFO, huge, not JSON or nested too deep: fails closed
-            raise MemoryStoreError(
-                "forbidden",
-                f"session {session_id!r} has a binding record that cannot be read ({exc.message}); not resumed",
-            ) from None
-        except OSError as exc:
-            raise MemoryStoreError(
-                "forbidden", f"session {session_id!r} has a binding record that cannot be read ({exc}); not resumed"
-            ) from exc
-        if data is None:
-            return None
-        if (
-            not isinstance(data, dict)
-            or data.get("session_id") != session_id
-            or not isinstance(data.get("binding"), dict)
-            or data["binding"].get("schema") != BINDING_SCHEMA
-            or isinstance(data.get("contexts"), bool)
-            or not isinstance(data.get("contexts"), int)
-        ):
-            raise MemoryStoreError("forbidden", f"session {session_id!r} has a malformed binding record; not resumed")
-        return data
-
-    def _write(self, session_id: str, data: dict[str, Any]) -> None:
-        if self.folder is None:
-            self._memory[session_id] = parse_json(json.dumps(data))
-            return
-        import tempfile  # a binding's write: every repository opens these bindings, a recall reads none
-
-        tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, sort_keys=True, ensure_ascii=False)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self._path(session_id))
-            tmp = None
-        except OSError as exc:
-            raise MemoryStoreError("unavailable", f"cannot save the session binding: {exc}") from exc
-        finally:
-            if tmp is not None:
-                os.unlink(tmp)
+    def _valid(self, data: dict[str, Any]) -> bool:
+        contexts = data.get("contexts")
+        return super()._valid(data) and isinstance(contexts, int) and not isinstance(contexts, bool)
 
     def load(self, session_id: str) -> dict[str, Any] | None:
         """The session's binding record (``None``: never bound; ``forbidden``: unreadable)."""
@@ -145,7 +95,7 @@ class SessionBindings:
         with self._locked(session_id):
             data = self._read(session_id)
             if data is None:
-                self._write(session_id, {"session_id": session_id, "binding": binding, "contexts": 0})
+                self._write(session_id, {"session_id": session_id, "binding": binding, "contexts": 0}, replace=True)
                 return False
             # compared by canonical names: a record an A3S host wrote names the same profiles A3S's way
             saved, given = canonical_record(data["binding"]), canonical_record(binding)
@@ -165,7 +115,7 @@ class SessionBindings:
             if data is None:
                 raise MemoryStoreError("forbidden", f"session {session_id!r} is not bound")
             data["contexts"] += 1
-            self._write(session_id, data)
+            self._write(session_id, data, replace=True)
             return int(data["contexts"])
 
 

@@ -26,12 +26,10 @@ statistics; a store without a folder (the in-memory twin) keeps them in memory.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
 import stat
-import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -80,32 +78,35 @@ def _describe(identity: Mapping[str, Any]) -> str:
     return ", ".join(parts)[:300] or "durable memory"
 
 
-class SessionBindings:
-    """The binding records of one session memory's sessions (see the module docstring)."""
+class SessionRecords:
+    """One JSON record per session id beside a repository, each in a file named by a hash of the id.
+
+    Shared by this module's bindings and durable memory's (:mod:`gitmem.durable.sessions`). A
+    store without a folder (the in-memory twin) keeps them in memory. A record that cannot be
+    read - damaged, a link, a FIFO, too large, another session's - is ``forbidden``, never
+    taken for "not bound". A write goes to a synced temporary file that then replaces the
+    record or, written once, is linked in only where none is.
+    """
+
+    SCHEMA = SCHEMA
 
     def __init__(self, folder: str | os.PathLike[str] | None) -> None:
         self.folder = None if folder is None else os.fspath(folder)
         self._memory: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    @classmethod
-    def of_store(cls, store: object) -> SessionBindings:
-        """Records beside ``store``'s repository when it has a folder (``path``), else in memory."""
-        where = getattr(store, "path", None)
-        return cls(os.path.join(where, *BINDINGS_DIR) if isinstance(where, str) else None)
 
     def _path(self, session_id: str) -> str:
         assert self.folder is not None
         return os.path.join(self.folder, hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".json")
 
-    def load(self, session_id: str) -> dict[str, Any] | None:
-        """The recorded identity (``None``: never bound); ``forbidden`` when the record cannot be read."""
-        if not isinstance(session_id, str) or not session_id:
-            raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
+    def _valid(self, data: dict[str, Any]) -> bool:
+        binding = data.get("binding")
+        return isinstance(binding, dict) and binding.get("schema") == self.SCHEMA
+
+    def _read(self, session_id: str) -> dict[str, Any] | None:
+        """The session's whole record (``None``: none); ``forbidden`` when it cannot be read."""
         if self.folder is None:
-            with self._lock:
-                found = self._memory.get(session_id)
-            return copy.deepcopy(found)
+            found = self._memory.get(session_id)
+            return None if found is None else parse_json(json.dumps(found))  # a copy, as a file would give it
         refused = f"session {session_id[:200]!r} has a binding record that cannot be read"
         try:
             raw = read_local_strict(self._path(session_id), MAX_RECORD_BYTES)
@@ -118,24 +119,17 @@ class SessionBindings:
             raise MemoryStoreError("forbidden", f"{refused} (not JSON); not resumed") from None
         except OSError as exc:
             raise MemoryStoreError("forbidden", f"{refused} ({exc.strerror or exc}); not resumed") from None
-        if (
-            not isinstance(data, dict)
-            or data.get("session_id") != session_id
-            or not isinstance(data.get("binding"), dict)
-            or data["binding"].get("schema") != SCHEMA
-        ):
+        if not isinstance(data, dict) or data.get("session_id") != session_id or not self._valid(data):
             raise MemoryStoreError("forbidden", f"{refused} (not this session's record); not resumed")
-        binding: dict[str, Any] = data["binding"]
-        return binding
+        return data
 
-    def _save(self, session_id: str, identity: dict[str, Any]) -> bool:
-        """Record ``identity`` unless a record exists; ``False`` when another process recorded one first."""
+    def _write(self, session_id: str, data: dict[str, Any], *, replace: bool) -> bool:
+        """Save ``data`` as the session's record: ``replace`` it, or write it once (``False``: one was there)."""
         if self.folder is None:
-            with self._lock:
-                if session_id in self._memory:
-                    return False
-                self._memory[session_id] = copy.deepcopy(identity)
-                return True
+            copied = parse_json(json.dumps(data))
+            if replace:
+                self._memory[session_id] = copied
+            return replace or self._memory.setdefault(session_id, copied) is copied
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
@@ -147,17 +141,40 @@ class SessionBindings:
             raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"session_id": session_id, "binding": identity}, out, sort_keys=True, ensure_ascii=False)
+                json.dump(data, out, sort_keys=True, ensure_ascii=False)
                 out.flush()
                 os.fsync(out.fileno())
-            os.link(tmp, self._path(session_id))  # never replaces: the first record stays
+            (os.replace if replace else os.link)(tmp, self._path(session_id))  # a link never replaces
+            tmp = "" if replace else tmp
             return True
         except FileExistsError:
             return False
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc
         finally:
-            os.unlink(tmp)
+            if tmp:
+                os.unlink(tmp)
+
+
+class SessionBindings(SessionRecords):
+    """The binding records of one session memory's sessions, each written once (see the module docstring)."""
+
+    @classmethod
+    def of_store(cls, store: object) -> SessionBindings:
+        """Records beside ``store``'s repository when it has a folder (``path``), else in memory."""
+        where = getattr(store, "path", None)
+        return cls(os.path.join(where, *BINDINGS_DIR) if isinstance(where, str) else None)
+
+    def load(self, session_id: str) -> dict[str, Any] | None:
+        """The recorded identity (``None``: never bound); ``forbidden`` when the record cannot be read."""
+        if not isinstance(session_id, str) or not session_id:
+            raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
+        data = self._read(session_id)
+        return None if data is None else dict(data["binding"])
+
+    def _save(self, session_id: str, identity: dict[str, Any]) -> bool:
+        """Record ``identity`` unless a record exists; ``False`` when another process recorded one first."""
+        return self._write(session_id, {"session_id": session_id, "binding": identity}, replace=False)
 
     def resume(self, session_id: str, identity: dict[str, Any] | None) -> None:
         """Start or resume ``session_id`` with ``identity`` (:func:`binding_identity`); ``forbidden`` when
