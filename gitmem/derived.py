@@ -82,7 +82,7 @@ def stamp_of(store: object) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[], None]) -> bool:
+def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[], object]) -> bool:
     """Run ``write`` (which replaces ``target`` atomically) unless history was erased since ``seen``.
 
     Returns whether the result stands. After a forget or purge, ``target`` is

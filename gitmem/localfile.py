@@ -320,34 +320,56 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
         out.write(text)
 
 
-def replace_private(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` at once: a reader sees the old file or the new, never half.
+def replace_file(
+    path: str | os.PathLike[str], data: str | bytes, *, fsync: bool = False, once: bool = False, keep: bool = False
+) -> bool:
+    """Put ``data`` at ``path`` at once: a reader sees the old file or the new, never half.
 
-    The text goes to a fresh file beside it (opened by :func:`open_private`),
-    is synced, and is renamed over ``path``; ``rename`` replaces a link there
-    itself, never its target. The folder is synced so the rename survives a crash.
-    A new file is ``0600``; a replaced regular file keeps its mode, and its owner and
-    group as far as the caller may give them, so root's edit of a group-readable file
-    leaves it readable by the server that reads it.
+    ``data`` goes to a fresh ``0600`` file beside ``path`` (made by :func:`open_private`),
+    synced when ``fsync`` says, then renamed over ``path`` (``rename`` replaces a link
+    there itself, never its target) or, ``once``, linked in only where nothing is
+    (``False`` when something was). ``keep`` gives it the owner, group and mode of the
+    regular file it replaces. On any failure the fresh file is gone and ``path`` is as it was.
     """
     target = os.fspath(path)
-    folder = os.path.dirname(target) or "."
-    tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    folder, name = os.path.split(target)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    moved = False
     try:
-        _keep_owner_and_mode(fd, target)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        with os.fdopen(fd, "wb") as out:
+            if keep:
+                _keep_owner_and_mode(fd, target)
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if fsync:
+                out.flush()
+                os.fsync(out.fileno())
+        if once:
+            os.link(tmp, target)
+        else:
+            os.replace(tmp, target)
+            moved = True
+        return True
+    except FileExistsError:
+        if once:
+            return False
         raise
-    dir_fd = open_folder(folder)
+    finally:
+        if not moved:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def replace_private(path: str | os.PathLike[str], text: str) -> None:
+    """:func:`replace_file` synced, keeping the replaced file's owner and mode, and its folder synced too.
+
+    So the rename survives a crash, and root's edit of a group-readable file leaves it
+    readable by the server that reads it.
+    """
+    replace_file(path, text, fsync=True, keep=True)
+    dir_fd = open_folder(os.path.dirname(os.fspath(path)) or ".")
     try:
         os.fsync(dir_fd)
     finally:

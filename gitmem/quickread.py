@@ -34,9 +34,9 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, validate_path
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo
 from gitmem.git.peek import CannotPeek, Peek, sha1
-from gitmem.git.perms import make_private_dir, open_private
+from gitmem.git.perms import make_private_dir
 from gitmem.gitcache import ReadCache
-from gitmem.localfile import MB, read_local_text
+from gitmem.localfile import MB, read_local_text, replace_file
 from gitmem.model import FileEntry, FileText
 
 TYPE_CHECKING = False
@@ -343,23 +343,13 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: deriv
     text = f"{made}\n{tree}\n{checksum}\n{body}"
     folder = os.path.join(repo, DERIVED_DIR)
     target = os.path.join(folder, LISTING_FILE)
-    tmp = os.path.join(folder, f".{LISTING_FILE}-{os.getpid()}-{os.urandom(6).hex()}.tmp")
     try:
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
         make_private_dir(folder)
-
-        def write() -> None:
-            with os.fdopen(
-                open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w", encoding="utf-8", newline=""
-            ) as out:
-                out.write(text)
-            os.replace(tmp, target)
-
-        derived.publish(seen, target, write)
+        derived.publish(seen, target, lambda: replace_file(target, text))
     except OSError:
-        for leftover in (tmp, target):
-            try:
-                os.unlink(leftover)
-            except OSError:
-                pass
+        try:
+            os.unlink(target)
+        except OSError:
+            pass

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitmem.localfile import MB, load_local_json, open_private
+from gitmem.localfile import MB, load_local_json, open_private, replace_file
 
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _OWNER = re.compile(r"[0-9a-f]{64}")
@@ -166,17 +166,7 @@ class SessionBook:
                 self._unlink(owner, session_id)
 
     def _write(self, owner: str, session_id: str, record: dict[str, Any]) -> None:
-        target = self.record_path(owner, session_id)
-        tmp = target.with_name(f".{session_id}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(record, out)
-            os.replace(tmp, target)  # no fsync: sessions do not outlive the server
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_file(self.record_path(owner, session_id), json.dumps(record))  # no fsync: sessions end with the server
 
     def _unlink(self, owner: str, session_id: str) -> None:
         for path in (self.record_path(owner, session_id), self.cursor_path(owner, session_id),

@@ -60,7 +60,6 @@ import logging
 import math
 import os
 import secrets
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -80,7 +79,7 @@ from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
 from gitmem.adapters.watch import RefChange, Watcher
-from gitmem.localfile import MB, load_local_json
+from gitmem.localfile import MB, load_local_json, replace_file
 from gitmem.model import Origin
 from gitmem.root import Root
 from gitmem.tools import FileMemoryCapability, FileMount, MemoryCursors
@@ -467,11 +466,4 @@ def save_cursors(path: Path, snapshot: Mapping[str, str]) -> None:
 
     The folder is the user's choice (``--cursors``) and may be a link; the file is made anew, 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(dict(snapshot), out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, json.dumps(dict(snapshot)))

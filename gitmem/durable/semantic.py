@@ -31,13 +31,11 @@ small JSON file per namespace beside the index (derived state too).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,7 +48,7 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
 from gitmem.errors import MemoryStoreError, if_found
-from gitmem.localfile import MB, load_local_json, local_folder, open_private
+from gitmem.localfile import MB, load_local_json, local_folder, open_private, replace_file
 from gitmem.model import Changes
 from gitmem.recall.vectors import (
     CONSISTENCY_ORDER,
@@ -263,16 +261,7 @@ class RefreshLog:
             lock = open_private(path + ".lock", os.O_RDWR | os.O_CREAT)  # a FIFO or link there is refused
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                data = update(self.read(partition))
-                fd, tmp = tempfile.mkstemp(prefix=".refresh-", dir=self.folder)  # created exclusively: no link
-                try:
-                    with os.fdopen(fd, "w", encoding="utf-8") as out:
-                        json.dump(data, out)
-                    os.replace(tmp, path)  # replaces a planted file or link itself, never its target
-                except BaseException:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
-                    raise
+                replace_file(path, json.dumps(update(self.read(partition))))  # replaces a planted link itself
             finally:
                 os.close(lock)
         except (OSError, MemoryStoreError):

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from gitmem.localfile import replace_file
 
 if TYPE_CHECKING:
     from gitmem.recall.index import RecallIndex
@@ -224,23 +226,15 @@ class EmbeddingBranch:
             keys = list(self._cache)
             vectors = np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
         target = Path(self.cache_file)
-        tmp: str | None = None
+        out = io.BytesIO()
+        np.savez(out, provider=np.array(self.embedder.name), keys=np.array(keys, dtype=str), vectors=vectors)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".vectors-", suffix=".tmp", dir=target.parent)
-            with os.fdopen(fd, "wb") as out:
-                np.savez(out, provider=np.array(self.embedder.name), keys=np.array(keys, dtype=str), vectors=vectors)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-            tmp = None
+            replace_file(target, out.getvalue(), fsync=True)
             self._saved = len(keys)
             self.cache_error = None
         except OSError as error:
             self.cache_error = f"{type(error).__name__}: {error}"
-        finally:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Embed everything queued, on this thread; ``False`` when a provider failure or the timeout stopped it.

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitmem import derived
-from gitmem.localfile import load_local_json
+from gitmem.localfile import load_local_json, replace_file
 from gitmem.recall.tokens import PROFILE
 from gitmem.recall.values import RecallDoc
 
@@ -89,21 +89,9 @@ def publish(
 
 
 def _write_json(target: Path, body: Mapping[str, object], fsync: bool) -> None:
-    import tempfile  # a writer's (with shutil, random and the compressors): a recall that loads a snapshot needs none
-
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
-            out.write(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-            if fsync:
-                out.flush()
-                os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
+    replace_file(target, json.dumps(body, ensure_ascii=False, separators=(",", ":")), fsync=fsync)
 
 
 def load(path: str | os.PathLike[str], *, key: str, prefix: str, generation: str | None = None) -> Snapshot | None:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import RefusedFile, parse_json, read_local_strict
+from gitmem.localfile import RefusedFile, parse_json, read_local_strict, replace_file
 
 SCHEMA: Final = "gitmem.session.binding.v1"
 BINDINGS_DIR: Final = ("gitmem", "session-bindings")
@@ -134,26 +134,10 @@ class SessionRecords:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
                 raise OSError(f"{self.folder} is not a folder")
-            import tempfile  # a writer's: a resume that only reads its record loads none
-
-            fd, tmp = tempfile.mkstemp(prefix=".binding-", dir=self.folder)
+            text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+            return replace_file(self._path(session_id), text, fsync=True, once=not replace)  # once: never replaces
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, sort_keys=True, ensure_ascii=False)
-                out.flush()
-                os.fsync(out.fileno())
-            (os.replace if replace else os.link)(tmp, self._path(session_id))  # a link never replaces
-            tmp = "" if replace else tmp
-            return True
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc
-        finally:
-            if tmp:
-                os.unlink(tmp)
 
 
 class SessionBindings(SessionRecords):
