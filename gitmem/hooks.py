@@ -36,7 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
-from gitmem.localfile import open_private, read_control, write_private
+from gitmem.localfile import open_private, read_control, replace_file
 
 if TYPE_CHECKING:
     from gitmem.git.forgecheck import RangeCheck
@@ -84,13 +84,7 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
                 )
         folder.mkdir(exist_ok=True)
         for target in targets:
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            try:
-                write_private(tmp, hook_script(target.name, python or sys.executable))
-                tmp.chmod(0o755)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+            replace_file(target, hook_script(target.name, python or sys.executable), mode=0o755)
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets

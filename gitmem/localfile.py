@@ -321,7 +321,13 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
 
 
 def replace_file(
-    path: str | os.PathLike[str], data: str | bytes, *, fsync: bool = False, once: bool = False, keep: bool = False
+    path: str | os.PathLike[str],
+    data: str | bytes,
+    *,
+    fsync: bool = False,
+    once: bool = False,
+    keep: bool = False,
+    mode: int | None = None,
 ) -> bool:
     """Put ``data`` at ``path`` at once: a reader sees the old file or the new, never half.
 
@@ -329,7 +335,7 @@ def replace_file(
     synced when ``fsync`` says, then renamed over ``path`` (``rename`` replaces a link
     there itself, never its target) or, ``once``, linked in only where nothing is
     (``False`` when something was). ``keep`` gives it the owner, group and mode of the
-    regular file it replaces. On any failure the fresh file is gone and ``path`` is as it was.
+    regular file it replaces, ``mode`` that mode. On any failure the fresh file is gone and ``path`` is as it was.
     """
     target = os.fspath(path)
     folder, name = os.path.split(target)
@@ -340,6 +346,8 @@ def replace_file(
         with os.fdopen(fd, "wb") as out:
             if keep:
                 _keep_owner_and_mode(fd, target)
+            if mode is not None:
+                os.fchmod(fd, mode)
             out.write(data.encode("utf-8") if isinstance(data, str) else data)
             if fsync:
                 out.flush()
@@ -369,7 +377,12 @@ def replace_private(path: str | os.PathLike[str], text: str) -> None:
     readable by the server that reads it.
     """
     replace_file(path, text, fsync=True, keep=True)
-    dir_fd = open_folder(os.path.dirname(os.fspath(path)) or ".")
+    fsync_folder(os.path.dirname(os.fspath(path)) or ".")
+
+
+def fsync_folder(folder: str) -> None:
+    """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
+    dir_fd = open_folder(folder)
     try:
         os.fsync(dir_fd)
     finally:

@@ -26,7 +26,7 @@ import os
 import struct
 import zlib
 
-from gitmem.localfile import open_folder, open_private, read_local
+from gitmem.localfile import fsync_folder, open_private, read_local
 
 MAX_BYTES = 1 << 20
 """Largest total size of the packs folded in-process; bigger folds go to ``git pack-objects`` (deltas)."""
@@ -169,12 +169,3 @@ def fold(folder: str, names: list[str]) -> str | None:
         raise
     fsync_folder(folder)
     return new
-
-
-def fsync_folder(folder: str) -> None:
-    """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
-    dir_fd = open_folder(folder)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

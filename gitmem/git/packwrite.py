@@ -54,7 +54,7 @@ from gitmem.git.treeedit import (
     tree_bytes,
     tree_bytes_at,
 )
-from gitmem.localfile import open_local, open_private, read_local, read_local_head
+from gitmem.localfile import fsync_folder, open_local, open_private, read_local, read_local_head
 
 if TYPE_CHECKING:  # the pool (and logging, which it loads) comes with the first durable write, not with a read
     from concurrent.futures import ThreadPoolExecutor
@@ -288,7 +288,7 @@ def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durab
                 pass
         raise
     if durable:
-        packfold.fsync_folder(folder)
+        fsync_folder(folder)
     return sha
 
 

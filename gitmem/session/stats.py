@@ -29,7 +29,7 @@ from typing import Final, Protocol
 
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import MB, RefusedFile, open_local, open_private, write_private
+from gitmem.localfile import MB, RefusedFile, open_local, open_private, replace_file
 
 #: Fold the log once it is this big (bytes); a line per recall is ~60 bytes plus ids.
 COMPACT_BYTES: Final = 256 * 1024
@@ -183,9 +183,7 @@ class FileAccessStats:
                 self._inode = None  # re-read from the start: exact totals, nothing double counted
                 self._catch_up()
                 lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                write_private(tmp, "".join(lines))
-                os.replace(tmp, self.path)
+                replace_file(self.path, "".join(lines))
                 self._inode = None
                 self._catch_up()
             except OSError as exc:
