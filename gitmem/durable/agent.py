@@ -27,12 +27,12 @@ binds a session to one namespace), so an agent cannot read or write another one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
 from gitmem.durable.binding import DurableBinding, candidate_id
-from gitmem.durable.node import Evidence
+from gitmem.durable.node import Evidence, bad, fields
 from gitmem.errors import MemoryStoreError
 from gitmem.model import Origin
 from gitmem.session.binding import ExtractedItem
@@ -48,41 +48,33 @@ PROPOSAL_FIELDS: Final = frozenset(
 )
 
 
-def _refuse(message: str) -> MemoryStoreError:
-    return MemoryStoreError("invalid_change_set", message)
-
-
 def _number(value: object, what: str, floor: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not floor <= float(value) <= 1.0:
-        raise _refuse(f"{what} must be a number from {floor} to 1")
+        raise bad(f"{what} must be a number from {floor} to 1")
     return float(value)
 
 
 def check_proposal(raw: object, index: int) -> ExtractedItem:
     """One proposed item, checked like extraction output (see the module docstring)."""
     where = f"items[{index}]"
-    if not isinstance(raw, Mapping):
-        raise _refuse(f"{where} must be an object")
-    unknown = sorted(set(raw) - PROPOSAL_FIELDS)
-    if unknown:
-        raise _refuse(f"{where} has unknown fields: {', '.join(map(str, unknown))}")
+    raw = fields(raw, where, set(), PROPOSAL_FIELDS)
     content, reason = raw.get("content"), raw.get("reason")
     if not isinstance(content, str) or not 20 <= len(content.strip()) <= 1200:
-        raise _refuse(f"{where}.content must be 20-1200 characters")
+        raise bad(f"{where}.content must be 20-1200 characters")
     if not isinstance(reason, str) or not 12 <= len(reason.strip()) <= 320:
-        raise _refuse(f"{where}.reason must say in 12-320 characters why this matters later")
+        raise bad(f"{where}.reason must say in 12-320 characters why this matters later")
     kind = raw.get("memory_type")
     if kind not in SOURCES:
-        raise _refuse(f"{where}.memory_type must be semantic or procedural")
+        raise bad(f"{where}.memory_type must be semantic or procedural")
     source = raw.get("source")
     if source not in SOURCES[kind]:
-        raise _refuse(f"{where}.source must be one of {', '.join(sorted(SOURCES[kind]))} for {kind} memories")
+        raise bad(f"{where}.source must be one of {', '.join(sorted(SOURCES[kind]))} for {kind} memories")
     scope = raw.get("scope")
     if scope not in SCOPES:
-        raise _refuse(f"{where}.scope must be workspace or user")
+        raise bad(f"{where}.scope must be workspace or user")
     tags = raw.get("tags", [])
     if not isinstance(tags, list) or len(tags) > 8 or not all(isinstance(t, str) and t.strip() for t in tags):
-        raise _refuse(f"{where}.tags must be at most 8 non-empty strings")
+        raise bad(f"{where}.tags must be at most 8 non-empty strings")
     return ExtractedItem(
         content=content.strip(),
         memory_type=kind,
@@ -118,7 +110,7 @@ def recall(binding: DurableBinding, query: str, limit: int) -> dict[str, Any]:
 def propose(binding: DurableBinding, items: Sequence[object], origin: Origin | None) -> dict[str, Any]:
     """``items`` checked one by one, then stored as candidates in one change (or none when all exist)."""
     if not 1 <= len(items) <= MAX_PROPOSALS:
-        raise _refuse(f"pass items: a list of 1 to {MAX_PROPOSALS} proposed memories")
+        raise bad(f"pass items: a list of 1 to {MAX_PROPOSALS} proposed memories")
     checked = [check_proposal(raw, i) for i, raw in enumerate(items)]
     result = binding.propose(checked, origin=origin)
     ids = list(dict.fromkeys(candidate_id(binding.namespace, item.content) for item in checked))

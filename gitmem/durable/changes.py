@@ -42,6 +42,7 @@ from gitmem.durable.node import (
     bounded_text,
     check_labels,
     choice,
+    fields,
     format_time,
     parse_time,
     unit,
@@ -242,18 +243,6 @@ class ChangeSet:
 # -- reading the JSON form --
 
 
-def _fields(data: object, what: str, required: set[str], optional: set[str]) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise bad(f"{what} must be a JSON object")
-    missing = sorted(required - set(data))
-    if missing:
-        raise bad(f"{what} is missing {', '.join(missing)}")
-    unknown = sorted(set(data) - required - optional)
-    if unknown:
-        raise bad(f"{what} has unknown fields: {', '.join(map(str, unknown))}")
-    return data
-
-
 def _revision(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise bad(f"{what}.expected_revision must be a whole number from 1, got {value!r}")
@@ -267,7 +256,7 @@ def _evidence_list(value: object, what: str) -> tuple[Evidence, ...]:
 
 
 def parse_node(data: object) -> NodeDraft:
-    d = _fields(
+    d = fields(
         data,
         "create.node",
         {"id", "kind", "content"},
@@ -299,10 +288,10 @@ def parse_operation(data: object, index: int) -> Operation:
         raise bad(f"{what}.op must be one of {', '.join(OPERATION_NAMES)}, got {name!r}")
     base = {"op", "node_id", "expected_revision"}
     if name == "create":
-        d = _fields(data, what, {"op", "node"}, set())
+        d = fields(data, what, {"op", "node"}, set())
         return Create(parse_node(d["node"]))
     if name in ("activate", "corroborate"):
-        d = _fields(data, what, {*base, "evidence"}, set())
+        d = fields(data, what, {*base, "evidence"}, set())
         cls = Activate if name == "activate" else Corroborate
         return cls(
             check_identifier(f"{what}.node_id", d["node_id"]),
@@ -310,7 +299,7 @@ def parse_operation(data: object, index: int) -> Operation:
             _evidence_list(d["evidence"], what),
         )
     if name == "revise":
-        d = _fields(data, what, {*base, "content", "evidence"}, {"mode", "confidence", "importance"})
+        d = fields(data, what, {*base, "content", "evidence"}, {"mode", "confidence", "importance"})
         confidence, importance = d.get("confidence"), d.get("importance")
         return Revise(
             check_identifier(f"{what}.node_id", d["node_id"]),
@@ -322,14 +311,14 @@ def parse_operation(data: object, index: int) -> Operation:
             importance=None if importance is None else unit(f"{what}.importance", importance),
         )
     if name in ("add_relation", "remove_relation"):
-        d = _fields(data, what, {*base, "relation"}, set())
+        d = fields(data, what, {*base, "relation"}, set())
         rel_cls = AddRelation if name == "add_relation" else RemoveRelation
         return rel_cls(
             check_identifier(f"{what}.node_id", d["node_id"]),
             _revision(d["expected_revision"], what),
             Relation.from_dict(d["relation"]),
         )
-    d = _fields(data, what, {*base, "status"}, set())
+    d = fields(data, what, {*base, "status"}, set())
     return SetStatus(
         check_identifier(f"{what}.node_id", d["node_id"]),
         _revision(d["expected_revision"], what),
@@ -339,7 +328,7 @@ def parse_operation(data: object, index: int) -> Operation:
 
 def parse_change_set(data: object) -> ChangeSet:
     """A :class:`ChangeSet` from its JSON form; ``invalid_change_set`` saying what is wrong."""
-    d = _fields(data, "change set", {"namespace", "idempotency_key", "operations"}, {"occurred_at"})
+    d = fields(data, "change set", {"namespace", "idempotency_key", "operations"}, {"occurred_at"})
     ops = d["operations"]
     if not isinstance(ops, list):
         raise bad("change set operations must be a list")

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from gitmem.durable.namespace import MAX_IDENTIFIER_BYTES, Namespace, check_identifier
 from gitmem.errors import MemoryStoreError
@@ -64,6 +65,19 @@ INVERSE: Final[dict[str, RelationKind]] = {
 
 def bad(message: str) -> MemoryStoreError:
     return MemoryStoreError("invalid_change_set", message)
+
+
+def fields(data: object, what: str, required: AbstractSet[str], optional: AbstractSet[str] = frozenset()) -> dict[str, Any]:
+    """``data`` when it is a JSON object with every ``required`` field and no field outside ``optional``."""
+    if not isinstance(data, dict):
+        raise bad(f"{what} must be a JSON object")
+    missing = sorted(required - set(data))
+    if missing:
+        raise bad(f"{what} is missing {', '.join(missing)}")
+    unknown = sorted(set(data) - required - optional)
+    if unknown:
+        raise bad(f"{what} has unknown fields: {', '.join(map(str, unknown))}")
+    return data
 
 
 def choice(field_name: str, value: object, allowed: tuple[str, ...]) -> str:
@@ -166,11 +180,7 @@ class Evidence:
 
     @classmethod
     def from_dict(cls, data: object) -> Evidence:
-        if not isinstance(data, dict):
-            raise bad("evidence must be an object with uri, digest, kind and (optionally) occurred_at")
-        unknown = sorted(set(data) - {"uri", "digest", "kind", "occurred_at"})
-        if unknown:
-            raise bad(f"evidence has unknown fields: {', '.join(map(str, unknown))}")
+        data = fields(data, "evidence", set(), {"uri", "digest", "kind", "occurred_at"})
         return cls(data.get("uri"), data.get("digest"), data.get("kind"), data.get("occurred_at"))  # type: ignore[arg-type]
 
 
