@@ -38,7 +38,7 @@ from gitmem.fileformat import decode_stored
 from gitmem.git import gitgrep
 from gitmem.index.grams import fold
 from gitmem.index.needles import All, AnyOf, Lit, Need
-from gitmem.index.source import FileSource, git_order
+from gitmem.index.source import FileSource, git_order, regular_files
 
 if TYPE_CHECKING:
     from gitmem.grep import Matcher
@@ -93,7 +93,7 @@ def grep_candidates(repo: FileSource, need: Need, prefix: str, head: str) -> lis
     found = _ask_git(repo, head, need, prefix)
     if found is None:
         return _read_and_keep(repo, head, prefix, lambda path, text: holds(need, fold(text)))
-    return _regular(repo, head, prefix, found)
+    return regular_files(repo, head, prefix, found)
 
 
 class GitLines:
@@ -201,22 +201,6 @@ def _expression(need: Need) -> list[str] | None:
     if isinstance(need, Lit) or (isinstance(need, AnyOf) and all(isinstance(part, Lit) for part in need.parts)):
         return [arg for text in [*_literals(need), *folding] for arg in ("-e", text)]
     return [*expression, *(arg for char in folding for arg in ("--or", "-e", char))]
-
-
-def _regular(repo: FileSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
-    """The regular files among ``paths`` at ``head``, with their blob ids, in git order.
-
-    Looked up one by one, never by walking the whole tree: each folder on a path is
-    read once, so even every file of the memory costs about one walk.
-    """
-    out: list[tuple[str, str]] = []
-    for path in paths:
-        if path.startswith(prefix):
-            oid = repo.file_id_at(head, path)
-            if oid is not None:
-                out.append((path, oid))
-    out.sort(key=lambda hit: git_order(hit[0]))
-    return out
 
 
 def _read_and_keep(

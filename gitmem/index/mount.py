@@ -35,7 +35,7 @@ from gitmem.index.lock import IndexLock
 from gitmem.index.needles import Need, literal_need, regex_need
 from gitmem.index.results import FindHit, IndexStatus, snippet
 from gitmem.index.source import INLINE_DOCS as INLINE_DOCS  # re-exported: tests lower it here for this module
-from gitmem.index.source import Busy, GitSource, git_order, warn
+from gitmem.index.source import Busy, GitSource, git_order, regular_files, warn
 from gitmem.index.source import index_folder as index_folder
 from gitmem.index.source import lock_file as lock_file
 
@@ -127,12 +127,7 @@ class MountIndex:
             if changed is None or len(changed) > FAR_BEHIND:
                 self._current = None
                 return None
-            hits = [hit for hit in hits if hit[0] not in changed]
-            for path in changed:
-                if path.startswith(prefix):
-                    oid = self.repo.file_id_at(head, path)
-                    if oid is not None:
-                        hits.append((path, oid))
+            hits = [hit for hit in hits if hit[0] not in changed] + regular_files(self.repo, head, prefix, changed)
         hits.sort(key=lambda hit: git_order(hit[0]))
         return hits
 

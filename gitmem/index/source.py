@@ -66,3 +66,19 @@ class Broken(Exception):
 
 class Busy(Exception):
     """Another writer holds Whoosh's own lock (only possible outside gitmem's flock)."""
+
+
+def regular_files(repo: FileSource, head: str, prefix: str, paths: set[str]) -> list[tuple[str, str]]:
+    """The regular files among ``paths`` at ``head``, with their blob ids, in git order.
+
+    Looked up one by one, never by walking the whole tree: each folder on a path is
+    read once, so even every file of the memory costs about one walk.
+    """
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        if path.startswith(prefix):
+            oid = repo.file_id_at(head, path)
+            if oid is not None:
+                out.append((path, oid))
+    out.sort(key=lambda hit: git_order(hit[0]))
+    return out
