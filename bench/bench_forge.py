@@ -44,6 +44,11 @@ Usage::
 e.g. main's from ``git archive``) first on ``PYTHONPATH``: before and after in the same
 rounds. ``--regular SCRIPT`` times them once more through ``SCRIPT``, e.g. the console
 script of a regular (non-editable) install, whose start-up has no editable finder.
+``--new-session`` times the library rows once more with every git child gitmem waits
+for started in a session of its own, as before :func:`gitmem.git.cli.own_group`: under
+Linux's autogroup scheduling a new session is a new scheduling group, which does not
+carry the priority of the session that runs the bench (git's row and the CLI processes
+keep it). The off row of keeping git in the caller's session.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ ISOLATED = {
 os.environ.update(ISOLATED)  # the library's git children (fetch, push) get it too
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 NAME = "team"
+NEW_SESSION = "library, git in new session"
 
 from gitmem import Root, remotes  # noqa: E402 (after the environment is isolated)
 
@@ -125,6 +131,26 @@ def gitmem(root: Path, *args: str, cli: Cli | None = None) -> tuple[float, float
 
 def timed_git(*args: str, cwd: Path) -> tuple[float, float]:
     return process(["git", *args], cwd=cwd)
+
+
+@contextlib.contextmanager
+def git_in_new_session() -> Iterator[None]:
+    """Every git child gitmem waits for in a session of its own, as before ``own_group`` (the off row)."""
+    from gitmem.git import cli
+
+    kept = cli.own_group
+    users = [
+        m
+        for name, m in list(sys.modules.items())
+        if name.startswith("gitmem.") and getattr(m, "own_group", None) is kept
+    ]
+    for module in users:
+        module.own_group = lambda: (True, None)  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in users:
+            module.own_group = kept  # type: ignore[attr-defined]
 
 
 def own_cpu() -> float:
@@ -234,9 +260,10 @@ def git_daemon(base: Path) -> Iterator[str]:
         proc.wait(10)
 
 
-def measure(tmp: Path, forge: Path, url: str, rounds: int, clis: list[Cli]) -> None:
+def measure(tmp: Path, forge: Path, url: str, rounds: int, clis: list[Cli], *, new_session: bool = False) -> None:
     """Clone the forge at ``url`` twice each way, then run ``rounds`` rounds and print the rows
-    (the CLI rows once for each of ``clis``)."""
+    (the CLI rows once for each of ``clis``; with ``new_session`` the library rows once more,
+    git started in a session of its own)."""
     root_a, root_b = tmp / "root-a", tmp / "root-b"
     took = [gitmem(root, "clone", url, NAME)[0] for root in (root_a, root_b)]
     plain_a, plain_b = tmp / "plain-a", tmp / "plain-b"
@@ -269,15 +296,19 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int, clis: list[Cli]) -> N
 
         return run
 
-    def via_library() -> None:
+    def via_library(label: str = "gitmem library") -> None:
         store_a.sync.write(*note(), expected=None)
         t, c = time.perf_counter(), own_cpu()
         remotes.push(store_a)
-        rows.add("push: gitmem library", (time.perf_counter() - t, own_cpu() - c))
+        rows.add(f"push: {label}", (time.perf_counter() - t, own_cpu() - c))
         t, c = time.perf_counter(), own_cpu()
         remotes.pull(store_b)
-        rows.add("pull: gitmem library", (time.perf_counter() - t, own_cpu() - c))
+        rows.add(f"pull: {label}", (time.perf_counter() - t, own_cpu() - c))
         expect_head(None, git("rev-parse", "main", cwd=forge))
+
+    def via_library_new_session() -> None:
+        with git_in_new_session():
+            via_library(NEW_SESSION)
 
     def via_git() -> None:
         path, text = note()
@@ -301,13 +332,15 @@ def measure(tmp: Path, forge: Path, url: str, rounds: int, clis: list[Cli]) -> N
         rows.add("gitmem --version", gitmem(root_a, "--version"))
 
     order: list[Callable[[], None]] = [*(via(cli) for cli in clis), via_library, via_git, start_up]
+    if new_session:
+        order.insert(-2, via_library_new_session)
     for r in range(rounds):
         at = r % len(order)
         for step in order[at:] + order[:at]:
             catch_up()
             step()
     print(f"one changed file, {rounds} rounds of each (p95: nearest rank):")
-    sides = [*(cli.label for cli in clis), "gitmem library"]
+    sides = [*(cli.label for cli in clis), "gitmem library", *([NEW_SESSION] if new_session else [])]
     rows.show("push", sides)
     rows.show("pull", sides)
     version = "gitmem --version"
@@ -335,6 +368,11 @@ def main() -> None:
         help="also time the CLI with GITMEM_FULL_PULL=1 (every pull through the store: the quick path's off row)",
     )
     parser.add_argument(
+        "--new-session",
+        action="store_true",
+        help="also time the library with every git child in a session of its own (as before own_group: the off row)",
+    )
+    parser.add_argument(
         "--regular", metavar="SCRIPT", help="also time the CLI through SCRIPT (e.g. a regular install's `gitmem`)"
     )
     args = parser.parse_args()
@@ -359,7 +397,7 @@ def main() -> None:
                 clis.append(Cli("gitmem CLI, full pull", gitmem_cmd(), env={"GITMEM_FULL_PULL": "1"}))
             if args.regular:
                 clis.append(Cli("gitmem CLI, regular install", [args.regular]))
-            measure(tmp, forge, url, args.rounds, clis)
+            measure(tmp, forge, url, args.rounds, clis, new_session=args.new_session)
         git("fsck", "--strict", "--no-progress", cwd=forge)
 
 

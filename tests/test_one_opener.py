@@ -52,6 +52,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("gitmem/adapters/cli/durable.py", "durable_apply", "json.load"): (
         "the change set the user hands the CLI (a file they name, opened by click, or stdin), not a mount's file"
     ),
+    ("gitmem/git/cli.py", "own_group", "os.open"): (
+        "/dev/tty, the process's controlling terminal, opened (O_NOCTTY|O_NONBLOCK) only to learn whether "
+        "there is one, closed at once, nothing read"
+    ),
     ("gitmem/exchange.py", "_write_new", "os.open"): (
         "export writes a new folder at the user's destination, outside any mount: each segment O_NOFOLLOW "
         "under a folder descriptor, each file O_CREAT|O_EXCL|O_NOFOLLOW"

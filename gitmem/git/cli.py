@@ -10,7 +10,7 @@ lives here once:
   never prompts for credentials;
 - every call has a deadline. A hung ``git gc`` under the writer lock would
   otherwise block every writer of the memory for good;
-- the child runs in its own process group (``start_new_session``), so on a
+- the child runs in its own process group (:func:`own_group`), so on a
   timeout or any exception in the waiting thread the whole group (git and the
   helpers it spawned, such as ``repack`` or ``pack-objects``) is killed, never
   only the top process. No ``preexec_fn``: it is unsafe in a threaded process.
@@ -60,6 +60,28 @@ def git_env() -> dict[str, str]:
     return env
 
 
+def own_group() -> tuple[bool, int | None]:
+    """``(start_new_session, process_group)`` for a git child gitmem waits for: its own process group, always.
+
+    The group is what a timeout kills whole. It leaves this process's session
+    too only when this process has a controlling terminal, which a child could
+    otherwise prompt on from the background (``ssh`` asking about a host key
+    would stop there, not fail); a new session has none. Without a terminal
+    (an agent's tool shell, ``gitmem serve``, CI, cron) it stays in the
+    session: on Linux a new session is a new scheduling group (autogroup) that
+    does not carry the priority given to the caller's, so under load ``git
+    push`` ran at the default share while the command that waited for it, and
+    a plain ``git push`` run the same way, kept theirs (~2x the wall time at
+    the same CPU under load 7, ``bench/bench_forge.py``).
+    """
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:  # no controlling terminal (ENXIO), or none a child could use either
+        return False, 0
+    os.close(fd)
+    return True, None
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the child's whole group, reap it, and close its pipes (a helper git left running
     outside the group may hold them open, so they are not read to their end)."""
@@ -107,6 +129,7 @@ def run_git(
         if repo is not None and os.path.isdir(os.path.join(repo, "objects")):
             check_packs_of(repo)  # git opens every pack index it lists, blocking
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
+    session, group = own_group()
     try:
         proc = subprocess.Popen(
             cmd,
@@ -115,7 +138,8 @@ def run_git(
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=session,
+            process_group=group,
             pass_fds=tuple(pass_fds),
         )
     except FileNotFoundError:

@@ -39,7 +39,7 @@ import subprocess
 import time
 from collections.abc import Generator, Iterator, Sequence
 
-from gitmem.git.cli import git_env
+from gitmem.git.cli import git_env, own_group
 from gitmem.git.control import check_packs_of
 
 
@@ -149,10 +149,11 @@ def _start(git_dir: str, commit: str, args: Sequence[str], prefix: str) -> subpr
     env["GIT_LITERAL_PATHSPECS"] = "1"
     cmd = ["git", f"--git-dir={git_dir}", "grep", "--threads=1", "--no-color", "--no-recurse-submodules", "--text",
            "--fixed-strings", "--ignore-case", "-z", *args, commit, "--", *([prefix.rstrip("/")] if prefix else [])]  # fmt: skip
+    session, group = own_group()
     try:
         return subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=session, process_group=group,
         )  # fmt: skip
     except OSError as exc:
         _warn("git grep in %s did not start, reading the files instead: %r", git_dir, exc)

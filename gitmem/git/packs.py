@@ -25,7 +25,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 
-from gitmem.git.cli import git_env
+from gitmem.git.cli import git_env, own_group
 from gitmem.git.control import check_packs_of
 from gitmem.localfile import read_local
 
@@ -77,6 +77,7 @@ def index_pack(repo_path: str, quarantine: str, read: Callable[[int], bytes], ma
     args = ["git", "index-pack", "--stdin", "--fix-thin", "--strict"]
     if max_bytes is not None:
         args.append(f"--max-input-size={max_bytes}")
+    session, group = own_group()
     proc = subprocess.Popen(
         args,
         cwd=repo_path,
@@ -84,7 +85,8 @@ def index_pack(repo_path: str, quarantine: str, read: Callable[[int], bytes], ma
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=session,
+        process_group=group,
     )
     assert proc.stdin is not None
     received = 0

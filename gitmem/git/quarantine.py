@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.cli import own_group
 from gitmem.git.packs import (
     TIMEOUT,
     PackError,
@@ -335,6 +336,7 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
         scratch = held.objects
         sources = [*objects, mount_objects]
         reader = quarantine_env(repo_path, sources[0], sources[1:])
+        session, group = own_group()
         packer = subprocess.Popen(
             ["git", "pack-objects", "--revs", "--stdout", "--quiet"],
             cwd=repo_path,
@@ -342,7 +344,8 @@ def strict_check(repo_path: str, objects: Sequence[str], tips: Sequence[str], kn
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=session,
+            process_group=group,
         )
         assert packer.stdout is not None and packer.stdin is not None
         packer.stdin.write(rev_lines(tips, known))

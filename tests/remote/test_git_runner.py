@@ -1,12 +1,16 @@
 """What a caller of `git/cli.run_git` relies on: whole input and output past a pipe's buffer, the
 caller's folder and exit code, a deadline that stops the whole process group, git's SIGPIPE at its
-default, and no descriptor of this process leaking into git. Real git processes throughout.
+default, no descriptor of this process leaking into git, and git scheduled with its caller (the
+caller's session) unless a terminal is there to leave. Real git processes throughout.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -81,3 +85,52 @@ def test_git_holds_no_descriptor_of_this_process_but_its_pipes(tmp_path: Path) -
     finally:
         os.close(kept)
         os.close(other)
+
+
+# Run in a process of its own session (no terminal), which with `tty` takes a pseudo-terminal as its
+# controlling terminal first; prints its own ids and those of the shell git runs.
+_IDS = """
+import fcntl, json, os, sys, termios
+if sys.argv[1] == "tty":
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSCTTY, 0)
+from gitmem.git.cli import run_git
+def group(path):
+    try:
+        with open(path) as f:
+            return f.read().split()[0]
+    except OSError:
+        return None
+alias = "!cat /proc/$$/stat; cat /proc/$$/autogroup 2>/dev/null || echo none"
+out = run_git(["-c", "alias.ids=" + alias, "ids"], check=True).stdout.splitlines()
+fields = out[0].rsplit(")", 1)[1].split()
+print(json.dumps({"pid": os.getpid(), "pgrp": os.getpgrp(), "sid": os.getsid(0),
+                  "child_pgrp": int(fields[2]), "child_sid": int(fields[3]),
+                  "group": group("/proc/self/autogroup"), "child_group": out[1].split()[0]}))
+"""
+
+
+def _ids(tmp_path: Path, terminal: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _IDS, terminal], cwd=tmp_path, capture_output=True, text=True,
+        start_new_session=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ids: dict[str, object] = json.loads(done.stdout)
+    return ids
+
+
+def test_without_a_terminal_git_stays_in_the_callers_session_in_a_group_of_its_own(tmp_path: Path) -> None:
+    # A new session is a new scheduling group on Linux (autogroup): git would lose the priority
+    # given to the command that waits for it. Its own process group is what a deadline kills.
+    ids = _ids(tmp_path, "none")
+    assert ids["child_sid"] == ids["sid"] == ids["pid"], ids
+    assert ids["child_pgrp"] not in (ids["pgrp"], ids["pid"]), ids
+    if ids["group"] is not None:
+        assert ids["child_group"] == ids["group"], ids
+
+
+def test_with_a_terminal_git_leaves_the_session_so_it_cannot_prompt_on_it(tmp_path: Path) -> None:
+    # ssh asking about a host key from a background group would stop there, not fail.
+    ids = _ids(tmp_path, "tty")
+    assert ids["child_sid"] != ids["sid"] and ids["child_sid"] == ids["child_pgrp"], ids
