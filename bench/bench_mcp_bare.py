@@ -65,7 +65,6 @@ VARIANTS: dict[str, str] = {
     "round-robin": "waitress wakes the worker idle longest (as before)",
     "lock-poll": "every waiting writer thread polls the flock, then waits in a thread of its own (as before)",
     "watch-always": "the change watcher runs from the first event stream, subscribed or not (as before)",
-    "ref-rename": "the ref's lock file renamed over the ref, not traded with it (as before)",
 }
 
 
@@ -138,10 +137,6 @@ def variant_server(name: str, argv: list[str]) -> None:
         from gitmem.git import locks
 
         locks._line = lambda path: locks._Line()  # a line of one per taking: no thread waits in one
-    elif name == "ref-rename":
-        from gitmem.git import looseref
-
-        looseref.EXCHANGE = False
     else:
         raise SystemExit(f"unknown variant {name!r}; the variants are {', '.join(VARIANTS)}")
     from gitmem.adapters.cli import main

@@ -60,7 +60,6 @@ CLK = os.sysconf("SC_CLK_TCK")
 VARIANTS = {
     "group": {},  # the server as it ships
     "alone": {"GITMEM_GROUP_COMMIT": "0"},  # each write commits alone, not in its process's group
-    "ref-rename": {"GITMEM_REF_EXCHANGE": "0"},  # the ref's lock file renamed over the ref, not traded with it
 }
 
 

@@ -9,9 +9,7 @@ that every store write and a fast-forward pull (:mod:`gitmem.remotepull`) use.
 
 from __future__ import annotations
 
-import errno
 import os
-from collections.abc import Callable
 from contextlib import suppress
 from typing import Final
 
@@ -64,8 +62,8 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
 
     git's own protocol, as libgit2 follows it: create ``<ref>.lock`` exclusively
     (every git client honours it), read the ref while holding it, write the new
-    id, put the lock in the ref's place (the lock fsynced first, and the folder
-    after, when ``durable``; see :func:`_put_over`). libgit2 makes the same file changes with more
+    id, ``rename`` the lock over the ref (the lock fsynced first, and the folder
+    after, when ``durable``). libgit2 makes the same file changes with more
     bookkeeping around them; this is a third of a write's critical section, which
     bounds a served memory's write throughput. Returns ``False`` when the ref holds
     another id, ``None``, having changed nothing, when this path does not apply:
@@ -94,7 +92,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             os.fsync(fd)
         os.close(fd)
         fd = -1
-        _put_over(lock, ref)
+        os.rename(lock, ref)
     except BaseException:
         if fd >= 0:
             os.close(fd)
@@ -108,59 +106,3 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         finally:
             os.close(folder)
     return True
-
-
-EXCHANGE = os.environ.get("GITMEM_REF_EXCHANGE", "1").strip() not in ("0", "false", "no")
-"""Whether a ref's lock file trades places with the ref (``GITMEM_REF_EXCHANGE=0``: renamed over it, benches)."""
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-_renameat2: list[Callable[[int, bytes, int, bytes, int], int] | None] = []  # libc's, looked up once (None: absent)
-
-
-def _put_over(lock: str, ref: str) -> None:
-    """Put the file ``lock`` at ``ref`` in one step, as ``rename`` does, without waiting for ext4's flush.
-
-    ext4 writes out a file's data before a ``rename`` over another file returns
-    (``auto_da_alloc``), and on a busy disk that waits in its queue: 1.2-1.5 ms
-    at p50 and 4 ms at p95 for a 41-byte ref on the benchmark machine's root disk,
-    at every write, under the memory's writer lock. Trading the two names
-    (``renameat2`` with ``RENAME_EXCHANGE``, equally atomic for a reader of the
-    ref) asks no flush (0.05 / 0.09 ms); the lock's name, now holding the old
-    id, is then deleted. A writer killed between the two leaves that lock
-    behind with a change time after its lock record, which the next writer
-    removes as any crashed writer's (:func:`gitmem.git.locks.remove_crashed_locks`).
-    Where the exchange is not offered (another system or file system, no ref
-    file yet) it is a plain ``rename``. What the flush bought without fsync (a
-    ref that survives a power cut) a mount that is not durable never had: its
-    packs are not flushed either.
-    """
-    if EXCHANGE and _exchange(lock, ref):
-        with suppress(FileNotFoundError):
-            os.unlink(lock)
-        return
-    os.rename(lock, ref)
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Trade the names ``a`` and ``b``; ``False``, having changed nothing, where that cannot be done here."""
-    if not _renameat2:
-        try:
-            import ctypes  # here: only a ref move needs it
-
-            found = ctypes.CDLL(None, use_errno=True).renameat2
-            found.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-            found.restype = ctypes.c_int
-            _renameat2.append(found)
-        except (OSError, AttributeError, ImportError):
-            _renameat2.append(None)
-    call = _renameat2[0]
-    if call is None:
-        return False
-    if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    import ctypes
-
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOENT, errno.EXDEV, errno.EPERM):
-        return False
-    raise OSError(code, os.strerror(code), a)

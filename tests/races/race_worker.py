@@ -188,20 +188,18 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         return ref
 
-    from gitmem.git import looseref
+    original_rename = os.rename
 
-    original_put = looseref._put_over
-
-    def put_then_stop(lock: str, ref: str) -> None:
-        # gitmem's own ref swap (gitmem.git.refs.swap_loose_ref): main.lock written, ref read
-        if in_cas and ref.endswith(os.path.join("refs", "heads", "main")):
+    def rename_then_stop(src: Any, dst: Any, **kw: Any) -> None:
+        # gitmem's own ref swap (gitmem.git.refs.swap_loose_ref): main.lock held, ref read
+        if in_cas and str(dst).endswith(os.path.join("refs", "heads", "main")):
             Acks(args["acks"])("in-cas", in_cas.pop())
             os.kill(os.getpid(), signal.SIGSTOP)
-        original_put(lock, ref)
+        original_rename(src, dst, **kw)
 
     engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
-    looseref._put_over = put_then_stop
+    os.rename = rename_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
@@ -341,29 +339,6 @@ def mode_die_holding_ref_lock(args: dict[str, Any]) -> None:
         os.write(fd, b"0" * 40 + b"\n")
         Acks(args["acks"])("holding", os.getpid(), "-")
         os.kill(os.getpid(), signal.SIGSTOP)
-    raise SystemExit("the parent was meant to kill this process")
-
-
-def mode_stop_after_exchange(args: dict[str, Any]) -> None:
-    """Write once, stopping (SIGSTOP) right after ``main.lock`` traded places with ``main``.
-
-    ``main`` holds the new commit and ``main.lock`` the old id, not yet deleted:
-    what a writer killed between the two steps of its ref move leaves. The
-    write was never acknowledged; the parent SIGKILLs the process.
-    """
-    from gitmem.git import looseref
-
-    original = looseref._exchange
-
-    def exchange_then_stop(a: str, b: str) -> bool:
-        traded = original(a, b)
-        if traded:
-            Acks(args["acks"])("exchanged", os.getpid(), "-")
-            os.kill(os.getpid(), signal.SIGSTOP)
-        return traded
-
-    looseref._exchange = exchange_then_stop
-    open_store(args).write("stopped.md", "written, never acknowledged\n", expected=None)
     raise SystemExit("the parent was meant to kill this process")
 
 
@@ -533,7 +508,6 @@ MODES = {
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "stop_in_cas": mode_stop_in_cas,
-    "stop_after_exchange": mode_stop_after_exchange,
     "group_threads": mode_group_threads,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,

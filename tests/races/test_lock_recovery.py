@@ -58,39 +58,6 @@ def test_ref_lock_of_a_crashed_gitmem_writer_is_cleared_without_the_stale_wait(t
     assert_fsck_clean(repo)
 
 
-def test_a_writer_killed_between_its_ref_exchange_and_the_lock_delete_blocks_no_one(tmp_path: Path) -> None:
-    """``main`` already holds the killed writer's commit, ``main.lock`` the old id (its change time
-    after the killed holder's record): the next writer removes it at once and commits on ``main``."""
-    repo = tmp_path / "m.git"
-    store = GitFileStore.init(repo).sync
-    store.write("a.md", "one\n", expected=None)
-    dying = Worker(tmp_path, "stop_after_exchange", repo=str(repo))
-    dying.wait_for("exchanged")
-    wait_stopped(dying.pid)
-    dying.kill()
-    lock = repo / "refs" / "heads" / "main.lock"
-    assert lock.exists() and (repo / "refs" / "heads" / "main").read_text() != lock.read_text()
-    store.repo.stale_lock_seconds = 600.0  # taken for a foreign git's, the write would wait ten minutes
-    errors: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            store.write("b.md", "two\n", expected=None)
-        except BaseException as exc:
-            errors.append(exc)
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    writer.join(timeout=LIVENESS)
-    assert not writer.is_alive(), "the killed writer's main.lock was treated as a live foreign lock"
-    assert not errors, errors
-    assert not lock.exists()
-    fresh = GitFileStore.open(repo).sync
-    assert fresh.read("b.md").text == "two\n" and fresh.read("a.md").text == "one\n"
-    assert fresh.read("stopped.md").text == "written, never acknowledged\n"  # its ref move was done
-    assert_fsck_clean(repo)
-
-
 def _state(pid: int) -> str:
     """The process state letter from ``/proc/<pid>/stat`` (``Z`` for a zombie)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
