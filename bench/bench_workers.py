@@ -57,6 +57,10 @@ from gitmem import Root
 from gitmem.adapters.tokens import token_entry
 
 CLK = os.sysconf("SC_CLK_TCK")
+VARIANTS = {
+    "group": {},  # the server as it ships
+    "alone": {"GITMEM_GROUP_COMMIT": "0"},  # each write commits alone, not in its process's group
+}
 
 
 @dataclass
@@ -164,7 +168,7 @@ def one_run(
         [sys.executable, "-m", "gitmem.adapters.cli", "serve", "--root", str(root.path), "--port", "0",
          "--token-file", str(tokens), "--workers", str(workers), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GITMEM_GROUP_COMMIT": "0" if variant == "alone" else "1"},
+        env={**os.environ, **VARIANTS[variant]},
     )  # fmt: skip
     try:
         ready, _, _ = select.select([server.stdout], [], [], 120)
@@ -226,10 +230,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, nargs="+", choices=[1, 2], default=[1, 2],
+                        help="worker counts run in each round (both for the 2 / 1 ratio)")  # fmt: skip
     parser.add_argument("--memories", type=int, default=1, help="memories the clients write to, client i to the (i mod N)th")
     parser.add_argument("--dirs", nargs="+", default=[tempfile.gettempdir(), "/mnt/ext4/workers"])
-    parser.add_argument("--variant", nargs="+", choices=["group", "alone"], default=["group"],
-                        help="group commit on (group) and/or off (alone), alternated within each round")  # fmt: skip
+    parser.add_argument("--variant", nargs="+", choices=sorted(VARIANTS), default=["group"],
+                        help="the server as it ships (group) and/or with one mechanism the old way, alternated "
+                             "within each round (see VARIANTS)")  # fmt: skip
     args = parser.parse_args()
     runs: list[Run] = []
     load = [os.getloadavg()[0]]
@@ -245,7 +252,7 @@ def main() -> None:
             n = 0
             for _ in range(args.rounds):
                 for variant in args.variant:
-                    for workers in (1, 2):
+                    for workers in args.workers:
                         n += 1
                         runs.append(one_run(root, tokens, f"team{n}", workers, args, place, variant))
                         load.append(os.getloadavg()[0])
@@ -266,7 +273,7 @@ def report(runs: list[Run], args: argparse.Namespace, load: list[float]) -> None
           "client CPU ms/write | connections per worker | lost | 5xx | fsck |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
-        for workers in (1, 2):
+        for workers in args.workers:
             mine = [r for r in runs if r.place == place and r.workers == workers and r.variant == variant]
             rates = [r.measured / r.seconds for r in mine]
             writes = sum(r.measured for r in mine) or 1
@@ -281,14 +288,18 @@ def report(runs: list[Run], args: argparse.Namespace, load: list[float]) -> None
     for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
         one = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 1 and r.variant == variant]
         two = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 2 and r.variant == variant]
+        if not one or not two:
+            continue
         pairs = ", ".join(f"{b / a:.2f}x" for a, b in zip(one, two, strict=True))
         print(f"{place} {variant}: 2 workers / 1 worker: {sum(two) / sum(one):.2f}x (per round {pairs})")
-    if len(args.variant) == 2:
+    first, *others = args.variant
+    for other in others:
         for place in args.dirs:
-            for workers in (1, 2):
+            for workers in args.workers:
                 rate = {v: sum(r.measured / r.seconds for r in runs if (r.place, r.workers, r.variant) == (place, workers, v))
-                        for v in args.variant}  # fmt: skip
-                print(f"{place} {workers} worker(s): group / alone writes/s {rate['group'] / max(rate['alone'], 1e-9):.2f}x")
+                        for v in (first, other)}  # fmt: skip
+                ratio = rate[first] / max(rate[other], 1e-9)
+                print(f"{place} {workers} worker(s): {first} / {other} writes/s {ratio:.2f}x")
     errors = [e for r in runs for e in r.errors]
     if errors:
         print(f"errors: {len(errors)}; first: {errors[:3]}")
