@@ -118,6 +118,8 @@ class _Pack:
 
 
 _MAX_CONFIG = 1 << 20
+#: A larger ``packed-refs`` is not read here (a mount's holds a few refs; the store reads any).
+_MAX_PACKED_REFS = 16 << 20
 
 
 def _open(path: str, *, follow: bool = False) -> BinaryIO:
@@ -278,16 +280,25 @@ class Peek:
         except (OSError, UnicodeDecodeError) as exc:
             raise CannotPeek(f"{name}: {exc}") from None
         try:
-            with _open(os.path.join(self.path, "packed-refs")) as fh:
-                for raw in fh:
-                    oid, _, ref = raw.decode("utf-8").rstrip("\n").partition(" ")
-                    if ref == name and not oid.startswith(("#", "^")):
-                        return oid
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"packed-refs: {exc}") from None
-        return None
+            packed = read_control(os.path.join(self.path, "packed-refs"), _MAX_PACKED_REFS)
+        except MemoryStoreError as exc:
+            raise CannotPeek(f"packed-refs: {exc.message}") from None
+        found = None
+        wanted = name.encode("utf-8", "surrogateescape")
+        for line in (packed or b"").split(b"\n"):
+            if not line or line.startswith((b"#", b"^")):
+                continue  # the header, and the peeled id of the tag above
+            oid, _, ref = line.partition(b" ")
+            if len(oid) != 40 or not ref.startswith(b"refs/") or any(c <= 32 or c == 127 for c in ref):
+                raise CannotPeek(f"packed-refs holds a line git does not write: {line[:80]!r}")
+            if ref == wanted:
+                if found is not None:  # libgit2 takes the last line, git may take either: the store's to answer
+                    raise CannotPeek(f"packed-refs names {name} twice")
+                found = oid
+        try:
+            return None if found is None else found.decode("ascii")
+        except UnicodeDecodeError:
+            raise CannotPeek(f"packed-refs holds {found[:50]!r} for {name}") from None
 
     def remote_url(self, name: str) -> str | None:
         """``remote.NAME.url`` (the remote's name as written, case and all), the last one set winning."""
