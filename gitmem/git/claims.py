@@ -160,5 +160,8 @@ def unnamed_changes(data: bytes, changed: Iterable[str]) -> list[str]:
     readings = message_readings(data)
     if isinstance(readings, str):
         return list(changed)  # no reading everybody shares names anything (the identity rule says why)
-    texts = ["\n" + text for text in readings]
-    return [p for p in changed if not all(f"\n{T_PATH}: {p}\n" in t or f"\n{T_FROM}: {p}\n" in t for t in texts)]
+    keys = (f"{T_PATH}: ", f"{T_FROM}: ")
+    named = [
+        {line[len(k) :] for line in text.split("\n")[:-1] for k in keys if line.startswith(k)} for text in readings
+    ]
+    return [p for p in changed if not all(p in names for names in named)]  # a set: each path not a scan of the text
