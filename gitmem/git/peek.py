@@ -295,10 +295,12 @@ class Peek:
                 if found is not None:  # libgit2 takes the last line, git may take either: the store's to answer
                     raise CannotPeek(f"packed-refs names {name} twice")
                 found = oid
+        if found is None:
+            return None
         try:
-            return None if found is None else found.decode("ascii")
+            return found.decode("ascii")
         except UnicodeDecodeError:
-            raise CannotPeek(f"packed-refs holds {found[:50]!r} for {name}") from None
+            raise CannotPeek(f"packed-refs holds {found!r} for {name}") from None
 
     def remote_url(self, name: str) -> str | None:
         """``remote.NAME.url`` (the remote's name as written, case and all), the last one set winning."""
