@@ -72,6 +72,7 @@ from gitmem.git.objectread import (
     TREE,
     ObjectReader,
     commit_parts,
+    entries_by_name,
     entry_at,
     file_ids,
     raw_entries,
@@ -302,6 +303,7 @@ class _Checker:
         self._headers: dict[str, tuple[int, int]] = {}
         self._trees: set[tuple[str, bytes]] = set()
         self._stored: dict[str, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
+        self._by_name: dict[str, dict[bytes, tuple[int, str]]] = {}  # the same by name, for path lookups
         self._commits: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
         self.reached: set[bytes] = set()
         self._erased = reader.erased()
@@ -475,14 +477,23 @@ class _Checker:
 
     def _entry_id(self, tree: str | None, path: str) -> str | None:
         try:
-            found = entry_at(self.reader, tree, path)
+            found = entry_at(self._names, tree, path)
         except (KeyError, ValueError):
             return None
         return None if found is None else found[1]
 
     def _has_entry(self, tree: str, path: str, oid: str, mode: int) -> bool:
-        found = entry_at(self.reader, tree, path)
+        found = entry_at(self._names, tree, path)
         return found is not None and found[1] == oid and found[0] == mode
+
+    def _names(self, tree: str) -> dict[bytes, tuple[int, str]]:
+        """A tree's entries by name, kept a while (see :func:`entry_at`)."""
+        found = self._by_name.get(tree)
+        if found is None:
+            if len(self._by_name) >= 4096:
+                self._by_name.clear()
+            found = self._by_name[tree] = entries_by_name(self._entries(tree))
+        return found
 
     def _tree_bytes(self, raw: bytes) -> bytes:
         return tree_body(self.reader, raw.hex())
