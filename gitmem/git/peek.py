@@ -277,8 +277,8 @@ class Peek:
                 return fh.read(256).decode("ascii").strip()
         except FileNotFoundError:
             pass
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"{name}: {exc}") from None
+        except (OSError, ValueError) as exc:  # ValueError: not ASCII, or a symbolic ref's name holds a NUL
+            raise CannotPeek(f"{name!r}: {exc}") from None
         try:
             packed = read_control(os.path.join(self.path, "packed-refs"), _MAX_PACKED_REFS)
         except MemoryStoreError as exc:

@@ -107,3 +107,15 @@ def test_a_loose_main_git_cannot_read_is_no_commit_id(mount: tuple[Root, Path, s
     if spelling != "{}\r":
         with pytest.raises(MemoryStoreError, match="corrupted"):
             Root(root.path).mount("user").sync.read("a.md")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [b"refs/heads/a\x00b", b"refs/heads/\xff", b"refs/../../x", b"refs/heads/main", b"refs/heads/" + b"x" * 300],
+    ids=["nul", "not-text", "dot-dot", "itself", "long"],
+)
+def test_a_symbolic_main_gets_the_stores_answer(mount: tuple[Root, Path, str, str], target: bytes) -> None:
+    root, repo, _, _ = mount
+    (repo / "refs" / "heads" / "main").write_bytes(b"ref: " + target + b"\n")
+    quick, store = answers(root)  # a NUL in the name was a ValueError out of the quick cat
+    assert quick == store == "unavailable"
