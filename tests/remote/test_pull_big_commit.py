@@ -12,6 +12,7 @@ then the store's pull it hands the refusal to), answers within two minutes.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -87,4 +88,28 @@ def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_cra
     with pytest.raises(MergeRefused, match="invalid_path"):
         remotes.pull(store, "origin")
     assert store.sync.head() == head
+    fsck_clean(store.path)
+
+
+@pytest.mark.parametrize("planted", ["refs/gitmem/erasures", "refs/heads/proposals/x", "packed-refs"])
+def test_a_fifo_planted_among_the_refs_makes_a_pull_unavailable_not_hang(tmp_path: Path, planted: str) -> None:
+    # The pull's git fetch runs in a quarantine that borrows the mount's objects, and git reads
+    # every ref of a repository it borrows from (blocking): a FIFO there hung gitmem pull for good.
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=False)
+    store.sync.write("seed.md", "seed\n", expected=None)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    head = store.sync.head()
+    fifo = Path(store.path) / planted
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "unavailable" in done.stderr and planted in done.stderr, done.stderr
+    fifo.unlink()
+    assert Root(root.path).mount("user").sync.head() == head
     fsck_clean(store.path)
