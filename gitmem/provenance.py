@@ -310,18 +310,18 @@ def _trailer_lines(message: str) -> list[str]:
     s = _body(message)
     end = _trailer_end(s)
     start = _trailer_start(s, end)
-    out: list[str] = []
+    out: list[list[str]] = []  # each trailer's pieces, joined once at the end (adding to a string is quadratic)
     last_is_trailer = False
     block = s[start:end]
     pieces = [line + "\n" for line in block.split("\n")]
     pieces[-1] = pieces[-1][:-1]  # the text after the last line break (empty when the block ends with one)
     for piece in (p for p in pieces if p):
         if last_is_trailer and piece[0] in _SPACE:
-            out[-1] += piece
+            out[-1].append(piece)
             continue
-        out.append(piece)
+        out.append([piece])
         last_is_trailer = _separator(piece) >= 1
-    return out
+    return ["".join(parts) for parts in out]
 
 
 def _unfold(value: str) -> str:

@@ -56,30 +56,52 @@ def commit_message(data: bytes) -> str:
 def identity_problems(data: bytes) -> list[str]:
     """Why who the raw commit ``data`` names could be read more than one way (rule ``identity``).
 
-    A commit that declares another ``encoding`` than UTF-8 is shown by ``git log``
-    re-encoded from it: its names must read the same that way too.
+    A commit that declares an ``encoding`` is shown by ``git log`` re-encoded from
+    it, and pygit2 (what ``gitmem log`` reads) decodes it strictly: its names must
+    read the same that way too, and its message must decode at all (else every
+    later read of it fails). One declared twice is refused: git reads the first,
+    libgit2 the last.
     """
     claims = identity_claims(commit_message(data))
     out = [f"who this commit names is ambiguous: {p}" for p in claims.problems]
-    encoding = _declared_encoding(data)
-    if encoding is not None and encoding.lower().replace("-", "").replace("_", "") not in ("utf8",):
-        try:
-            other = identity_claims(_message_bytes(data).decode(encoding, "replace"))
-        except (LookupError, ValueError):
-            out.append(f"the commit declares encoding {encoding!r}, which gitmem cannot read as git may")
-        else:
-            if other.names != claims.names or other.problems:
-                out.append(f"re-encoded from its declared encoding {encoding!r}, the commit names someone else")
+    readings = message_readings(data)
+    if isinstance(readings, str):
+        out.append(readings)
+    elif len(readings) > 1:
+        other = identity_claims(readings[1])
+        if other.names != claims.names or other.problems:
+            encoding = _declared_encodings(data)[0]
+            out.append(f"re-encoded from its declared encoding {encoding!r}, the commit names someone else")
     return out
 
 
-def _declared_encoding(data: bytes) -> str | None:
-    """The value of the commit's ``encoding`` header, if it has one."""
+def message_readings(data: bytes) -> tuple[str, ...] | str:
+    """The raw commit's message as each reader sees it, or why the readers cannot agree on it.
+
+    First as stored, bytes that are not UTF-8 kept as surrogates (gitmem's gates and
+    its raw history walks); then, for a commit that declares an ``encoding``, as
+    ``git log`` and pygit2 show it, decoded from that encoding. A text (the reason)
+    when it declares one twice (git reads the first, libgit2 the last), one Python
+    does not know, or one its message does not decode from (pygit2 raises there).
+    """
+    stored = _message_bytes(data)
+    encodings = _declared_encodings(data)
+    if not encodings:
+        return (stored.decode("utf-8", "surrogateescape"),)
+    if len(encodings) > 1:
+        return f"the commit declares its encoding {len(encodings)} times ({encodings!r}); git and libgit2 read different ones"
+    encoding = encodings[0]
+    try:
+        shown = stored.decode(encoding)
+    except (LookupError, ValueError):
+        return f"the commit declares encoding {encoding!r}, which gitmem cannot read as git may"
+    return (stored.decode("utf-8", "surrogateescape"), shown)
+
+
+def _declared_encodings(data: bytes) -> list[str]:
+    """The value of each ``encoding`` header of the commit (git reads the first, libgit2 the last)."""
     head = data.split(b"\n\n", 1)[0]
-    for line in head.split(b"\n"):
-        if line.startswith(b"encoding "):
-            return line[9:].decode("ascii", "replace").strip()
-    return None
+    return [line[9:].decode("ascii", "replace").strip() for line in head.split(b"\n") if line.startswith(b"encoding ")]
 
 
 def _message_bytes(data: bytes) -> bytes:
@@ -135,6 +157,11 @@ def unnamed_changes(data: bytes, changed: Iterable[str]) -> list[str]:
     """
     if _CLAIM.search(data) is None:
         return []
-    return [
-        p for p in changed if f"\n{T_PATH}: {p}\n".encode() not in data and f"\n{T_FROM}: {p}\n".encode() not in data
+    readings = message_readings(data)
+    if isinstance(readings, str):
+        return list(changed)  # no reading everybody shares names anything (the identity rule says why)
+    keys = (f"{T_PATH}: ", f"{T_FROM}: ")
+    named = [
+        {line[len(k) :] for line in text.split("\n")[:-1] for k in keys if line.startswith(k)} for text in readings
     ]
+    return [p for p in changed if not all(p in names for names in named)]  # a set: each path not a scan of the text

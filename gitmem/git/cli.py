@@ -27,7 +27,7 @@ import os
 from collections.abc import Sequence
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.control import check_packs_of
+from gitmem.git.control import check_packs_of, check_refs_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess (and signal) load on the first git call: a read that runs none pays nothing
@@ -128,6 +128,7 @@ def run_git(
     for repo in (git_dir, cwd):
         if repo is not None and os.path.isdir(os.path.join(repo, "objects")):
             check_packs_of(repo)  # git opens every pack index it lists, blocking
+            check_refs_of(repo)  # and reads every ref, its own and its alternates', blocking
     cmd = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
     session, group = own_group()
     try:

@@ -31,8 +31,17 @@ if TYPE_CHECKING:
 CONFIG_LIMIT: Final = 1 << 20
 #: ``objects/info/alternates``: one folder per line.
 ALTERNATES_LIMIT: Final = 64 << 10
-#: The control files of a mount (relative to its git folder) and their size limits.
-CONTROL_FILES: Final = (("config", CONFIG_LIMIT), (os.path.join("objects", "info", "alternates"), ALTERNATES_LIMIT))
+#: ``packed-refs``: a line per ref (a mount holds a few, and its proposals).
+PACKED_REFS_LIMIT: Final = 64 << 20
+#: A loose ref holds an id or ``ref: <name>``; libgit2 and git read the whole file.
+LOOSE_REF_LIMIT: Final = 4096
+#: The control files of a mount (relative to its git folder) and their size limits. libgit2 and
+#: git read ``packed-refs`` whenever a ref is not loose, blocking and following a link.
+CONTROL_FILES: Final = (
+    ("config", CONFIG_LIMIT),
+    (os.path.join("objects", "info", "alternates"), ALTERNATES_LIMIT),
+    ("packed-refs", PACKED_REFS_LIMIT),
+)
 
 
 def check_control_files(git_dir: str) -> None:
@@ -165,6 +174,43 @@ def check_packs_of(git_dir: str, *more: str) -> None:
     for objects in (os.path.join(git_dir, "objects"), *more):
         for folder in object_dirs(objects):
             check_pack_folder(os.path.join(folder, "pack"))
+
+
+def check_refs_of(git_dir: str) -> None:
+    """``unavailable`` naming the first ref file of ``git_dir``, or of a repository it borrows objects from,
+    that is not a regular file of a ref's size, and a bad ``packed-refs`` there.
+
+    A git process reads every ref of its repository and (to tell the other side what
+    it has) of each repository whose objects it borrows: a pull's fetch into a
+    quarantine reads all of the mount's refs, blocking and following links, so a
+    FIFO planted as a ref would hang it for good. Run before a git process starts,
+    with :func:`check_packs_of`.
+    """
+    for objects in object_dirs(os.path.join(git_dir, "objects")):
+        repo = os.path.dirname(objects)
+        if os.path.basename(objects) != "objects" or not os.path.isdir(os.path.join(repo, "refs")):
+            continue
+        check_control_file(os.path.join(repo, "packed-refs"), PACKED_REFS_LIMIT)
+        pending = [os.path.join(repo, "refs")]
+        while pending:
+            try:
+                entries = list(os.scandir(pending.pop()))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise MemoryStoreError("unavailable", f"cannot list the refs of {repo}: {exc}") from None
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif (
+                    not entry.is_file(follow_symlinks=False)
+                    or entry.stat(follow_symlinks=False).st_size > LOOSE_REF_LIMIT
+                ):
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"{entry.path} is not a ref (a link, FIFO or large file), which git would block or follow on: "
+                        "remove it",
+                    )
 
 
 _MAX_ALTERNATE_DEPTH: Final = 5  # as git and libgit2

@@ -51,7 +51,8 @@ def read_ref_file_stat(path: str) -> tuple[CommitId | None, os.stat_result | Non
     if len(value) != 40 or raw[40:] not in (b"\n", b""):
         return None, st
     try:
-        int(value, 16)
+        if len(bytes.fromhex(value.decode("ascii"))) != 20:  # int(x, 16) would also take "0x", "_", a sign
+            return None, st
     except ValueError:
         return None, st
     return CommitId(value.decode("ascii").lower()), st

@@ -15,7 +15,7 @@ the rules the very same values.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
 COMMIT: Final = 1
@@ -147,19 +147,21 @@ def tree_body(reader: ObjectReader, oid: str) -> bytes:
     return body
 
 
-def entry_at(reader: ObjectReader, tree: str | None, path: str) -> tuple[int, str] | None:
-    """``(mode, hex id)`` of the entry at ``path`` (slash-separated) in ``tree``, or ``None``."""
+def entry_at(
+    names: Callable[[str], Mapping[bytes, tuple[int, str]]], tree: str | None, path: str
+) -> tuple[int, str] | None:
+    """``(mode, hex id)`` of the entry at ``path`` (slash-separated) in ``tree``, or ``None``.
+
+    ``names``: a tree's entries by name (:func:`entries_by_name`, kept by the caller): a
+    move's or a merge's paths are looked up one by one, and a scan of the tree per path
+    made a commit of many files cost their number squared.
+    """
     if tree is None:
         return None
     parts = path.encode("utf-8", "surrogateescape").split(b"/")
     current = tree
     for depth, part in enumerate(parts):
-        found = None
-        for entry in raw_entries(tree_body(reader, current)):
-            mode, name, raw = split_entry(entry)
-            if name == part:
-                found = (mode, raw.hex())
-                break
+        found = names(current).get(part)
         if found is None:
             return None
         if depth == len(parts) - 1:
@@ -168,6 +170,15 @@ def entry_at(reader: ObjectReader, tree: str | None, path: str) -> tuple[int, st
             return None
         current = found[1]
     return None
+
+
+def entries_by_name(entries: Iterable[bytes]) -> dict[bytes, tuple[int, str]]:
+    """A tree's raw entries as name -> ``(mode, hex id)``; a name given twice keeps its first entry."""
+    found: dict[bytes, tuple[int, str]] = {}
+    for entry in entries:
+        mode, name, raw = split_entry(entry)
+        found.setdefault(name, (mode, raw.hex()))
+    return found
 
 
 def file_ids(reader: ObjectReader, tree: str) -> Iterator[str]:

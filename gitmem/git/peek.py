@@ -118,6 +118,8 @@ class _Pack:
 
 
 _MAX_CONFIG = 1 << 20
+#: A larger ``packed-refs`` is not read here (a mount's holds a few refs; the store reads any).
+_MAX_PACKED_REFS = 16 << 20
 
 
 def _open(path: str, *, follow: bool = False) -> BinaryIO:
@@ -275,19 +277,30 @@ class Peek:
                 return fh.read(256).decode("ascii").strip()
         except FileNotFoundError:
             pass
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"{name}: {exc}") from None
+        except (OSError, ValueError) as exc:  # ValueError: not ASCII, or a symbolic ref's name holds a NUL
+            raise CannotPeek(f"{name!r}: {exc}") from None
         try:
-            with _open(os.path.join(self.path, "packed-refs")) as fh:
-                for raw in fh:
-                    oid, _, ref = raw.decode("utf-8").rstrip("\n").partition(" ")
-                    if ref == name and not oid.startswith(("#", "^")):
-                        return oid
-        except FileNotFoundError:
+            packed = read_control(os.path.join(self.path, "packed-refs"), _MAX_PACKED_REFS)
+        except MemoryStoreError as exc:
+            raise CannotPeek(f"packed-refs: {exc.message}") from None
+        found = None
+        wanted = name.encode("utf-8", "surrogateescape")
+        for line in (packed or b"").split(b"\n"):
+            if not line or line.startswith((b"#", b"^")):
+                continue  # the header, and the peeled id of the tag above
+            oid, _, ref = line.partition(b" ")
+            if len(oid) != 40 or not ref.startswith(b"refs/") or any(c <= 32 or c == 127 for c in ref):
+                raise CannotPeek(f"packed-refs holds a line git does not write: {line[:80]!r}")
+            if ref == wanted:
+                if found is not None:  # libgit2 takes the last line, git may take either: the store's to answer
+                    raise CannotPeek(f"packed-refs names {name} twice")
+                found = oid
+        if found is None:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CannotPeek(f"packed-refs: {exc}") from None
-        return None
+        try:
+            return found.decode("ascii")
+        except UnicodeDecodeError:
+            raise CannotPeek(f"packed-refs holds {found!r} for {name}") from None
 
     def remote_url(self, name: str) -> str | None:
         """``remote.NAME.url`` (the remote's name as written, case and all), the last one set winning."""

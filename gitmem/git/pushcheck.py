@@ -55,6 +55,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
@@ -72,6 +73,7 @@ from gitmem.git.objectread import (
     TREE,
     ObjectReader,
     commit_parts,
+    entries_by_name,
     entry_at,
     file_ids,
     raw_entries,
@@ -224,6 +226,14 @@ def _checking(
         yield checker
 
 
+class _Folder(NamedTuple):
+    """A changed folder :meth:`_Checker._tree_problems` checks next: its tree, its parents' trees there, its path."""
+
+    tree: str
+    olds: list[str | None]
+    prefix: bytes
+
+
 @dataclass(frozen=True, slots=True)
 class CommitVerdict:
     """One commit of a line of history held to the push rules: its id, its parents, what it breaks."""
@@ -302,6 +312,7 @@ class _Checker:
         self._headers: dict[str, tuple[int, int]] = {}
         self._trees: set[tuple[str, bytes]] = set()
         self._stored: dict[str, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
+        self._by_name: dict[str, dict[bytes, tuple[int, str]]] = {}  # the same by name, for path lookups
         self._commits: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
         self.reached: set[bytes] = set()
         self._erased = reader.erased()
@@ -475,14 +486,23 @@ class _Checker:
 
     def _entry_id(self, tree: str | None, path: str) -> str | None:
         try:
-            found = entry_at(self.reader, tree, path)
+            found = entry_at(self._names, tree, path)
         except (KeyError, ValueError):
             return None
         return None if found is None else found[1]
 
     def _has_entry(self, tree: str, path: str, oid: str, mode: int) -> bool:
-        found = entry_at(self.reader, tree, path)
+        found = entry_at(self._names, tree, path)
         return found is not None and found[1] == oid and found[0] == mode
+
+    def _names(self, tree: str) -> dict[bytes, tuple[int, str]]:
+        """A tree's entries by name, kept a while (see :func:`entry_at`)."""
+        found = self._by_name.get(tree)
+        if found is None:
+            if len(self._by_name) >= 4096:
+                self._by_name.clear()
+            found = self._by_name[tree] = entries_by_name(self._entries(tree))
+        return found
 
     def _tree_bytes(self, raw: bytes) -> bytes:
         return tree_body(self.reader, raw.hex())
@@ -495,8 +515,23 @@ class _Checker:
         A subtree with the same id at the same path in a parent was checked when
         that parent came in (or is the mount's own), so only what changed is read:
         an entry whose raw bytes (mode, name, id) a parent's tree holds is passed
-        over without being parsed, which is most of a tree.
+        over without being parsed, which is most of a tree. Folders are walked with
+        a stack, not by recursion: a pushed tree may nest deeper than Python's limit.
         """
+        stack = [self._folder_problems(tree, olds, prefix)]
+        while stack:
+            for found in stack[-1]:
+                if isinstance(found, _Folder):
+                    stack.append(self._folder_problems(*found))
+                    break
+                yield found
+            else:
+                stack.pop()
+
+    def _folder_problems(
+        self, tree: str, olds: list[str | None], prefix: bytes
+    ) -> Iterator[tuple[bytes, tuple[str, str]] | _Folder]:
+        """:meth:`_tree_problems` of one folder; each subfolder to check is handed back as a :class:`_Folder`."""
         if any(old == tree for old in olds) or (tree, prefix) in self._trees:
             return
         self._trees.add((tree, prefix))
@@ -519,17 +554,13 @@ class _Checker:
             if problem is not None:
                 yield raw, problem
             elif mode == _FOLDER:
-                below = [self._subtree(old, name) for old in olds]
-                yield from self._tree_problems(oid.hex(), below, raw + b"/")
+                yield _Folder(oid.hex(), [self._subtree(old, name) for old in olds], raw + b"/")
 
     def _subtree(self, tree: str | None, name: bytes) -> str | None:
-        if tree is None:
+        found = None if tree is None else self._names(tree).get(name)
+        if found is None or found[0] != _FOLDER:
             return None
-        for stored in self._entries(tree):
-            mode, found, oid = split_entry(stored)
-            if found == name:
-                return oid.hex() if mode == _FOLDER and self._header(oid.hex())[0] == _TREE_TYPE else None
-        return None
+        return found[1] if self._header(found[1])[0] == _TREE_TYPE else None
 
     def _entries(self, tree: str) -> list[bytes]:
         """The raw entries of ``tree``, kept a while: a commit's trees are its child's parent trees."""

@@ -116,7 +116,35 @@ def _raw(oid: pygit2.Oid | None) -> bytes | None:
     return None if oid is None else oid.raw
 
 
+class _Below(NamedTuple):
+    """A folder on either side whose files :func:`_changes` lists before going on."""
+
+    old: bytes | None
+    new: bytes | None
+    prefix: str
+
+
 def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str) -> Iterator[FileChange]:
+    """Every file that differs between two trees, a folder's files before the entry that holds them.
+
+    Walked with a stack of folders, not by recursion: a tree nested deeper than
+    Python's recursion limit (git's fsck lets a pushed or pulled one through) is
+    read like any other.
+    """
+    stack = [_level(read, old, new, prefix)]
+    while stack:
+        for found in stack[-1]:
+            if isinstance(found, _Below):
+                stack.append(_level(read, *found))
+                break
+            yield found
+        else:
+            stack.pop()
+
+
+def _level(
+    read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str
+) -> Iterator[FileChange | _Below]:
     a, b = _changed_entries(b"" if old is None else read(old), b"" if new is None else read(new))
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
@@ -126,8 +154,7 @@ def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | Non
         was_tree = was is not None and was[0] == _RAW_TREE_MODE
         now_tree = now is not None and now[0] == _RAW_TREE_MODE
         if was_tree or now_tree:
-            yield from _changes(
-                read,
+            yield _Below(
                 was[1] if was is not None and was_tree else None,
                 now[1] if now is not None and now_tree else None,
                 f"{path}/",

@@ -30,6 +30,7 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -149,8 +150,30 @@ def cli_steps(c: Ctx) -> list[tuple[str, Callable[[], Any]]]:
         run("write", "files", path, "--create", stdin=text)()
         c.acks.append(["file", "files", path, text])
 
+    def remote() -> None:
+        """A plain bare repository inside the root (no mount: no ``.git`` name) as the memory's ``origin``."""
+
+        def make() -> None:
+            hosting = os.path.join(c.root, "hosting")
+            if not os.path.isdir(hosting):
+                Root(c.root).mount("files", create=True)
+                subprocess.run(["git", "init", "-q", "--bare", "-b", "main", hosting], check=True, capture_output=True)
+                run("remote", "add", "files", "origin", hosting)()
+
+        c.once("remote", make)
+
+    def push() -> Any:
+        remote()
+        return run("push", "files")()
+
+    def pull() -> Any:
+        remote()
+        return run("pull", "files")()
+
     return [
         ("cli.write", write),
+        ("cli.push", push),
+        ("cli.pull", pull),
         ("cli.ls", run("ls", "files")),
         ("cli.cat", run("cat", "files", "notes/a.md")),
         ("cli.grep", run("grep", "files", "memory")),

@@ -138,3 +138,19 @@ def test_a_declared_encoding_cannot_hide_a_name_git_log_would_show() -> None:
     # Bytes that read as nothing in UTF-8 but as an approval once re-encoded from EBCDIC.
     assert identity_problems(head + b"encoding IBM037\n\n" + text.encode("cp037"))
     assert identity_problems(head + b"encoding no-such-charset\n\n" + text.encode())
+
+
+def test_a_trailer_of_many_continuation_lines_is_read_in_time_proportional_to_it() -> None:
+    # A pushed or pulled commit's message is read by the identity gate (under the writer lock in a
+    # quick pull): folding a trailer's continuation lines cost time quadratic in them (a 4 MB
+    # message: minutes of CPU). Four times the lines must cost about four times the CPU, not sixteen.
+    import time
+
+    def cpu(lines: int) -> float:
+        started = time.process_time()
+        claims = identity_claims("summary\n\nGitmem-Run: x\n" + " y\n" * lines)
+        assert not claims.problems
+        return time.process_time() - started
+
+    small = min(cpu(1 << 16) for _ in range(2))
+    assert cpu(1 << 18) < 7 * small

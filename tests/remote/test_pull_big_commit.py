@@ -1,0 +1,115 @@
+"""A hostile remote's one big or deep commit cannot hold a pull for minutes or crash it.
+
+The rules a pull applies read each new commit's trees and message. A ``move``
+commit of 20,000 files named in 20,000 ``Path``/``From`` pairs had each path looked
+up by scanning its whole tree (and the message scanned once per changed path):
+20,000 squared steps, more than ten minutes of a ``gitmem pull`` holding the
+mount's writer lock. A folder nested 1,500 deep (git's strict checks let it
+through) made the rules' tree walks recurse past Python's limit: ``RecursionError``
+instead of a refusal. Here the pull, a real ``gitmem`` process (the quick pull,
+then the store's pull it hands the refusal to), answers within two minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from serve.support import GITMEM, fsck_clean, git
+
+from gitmem import Root, remotes
+from gitmem.remotes import MergeRefused
+
+FILES = 20_000
+
+
+def plumb(repo: Path, *args: str, given: str) -> str:
+    """``git ARGS`` in ``repo`` with ``given`` on its stdin; its output's one line."""
+    done = subprocess.run(["git", *args], cwd=repo, input=given, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_a_pull_of_a_move_commit_of_many_files_is_answered_in_time(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=False)
+    store.sync.write("seed.md", "seed\n", expected=None)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    head = store.sync.head()
+
+    blob = plumb(hosting, "hash-object", "-w", "--stdin", given="a note\n")
+    entries = "".join(f"100644 blob {blob}\tn{i:06d}.md\n" for i in range(FILES))
+    folder = plumb(hosting, "mktree", given=entries)
+    tree = plumb(hosting, "mktree", given=f"040000 tree {folder}\tnotes\n")
+    pairs = "".join(f"Gitmem-Path: notes/n{i:06d}.md\nGitmem-From: old/o{i:06d}.md\n" for i in range(FILES))
+    # seed.md goes unnamed: the pull is refused (provenance), after every rule read the whole commit.
+    bad = plumb(hosting, "commit-tree", tree, "-p", head, given=f"move many\n\nGitmem-Op: move\n{pairs}")
+    git("update-ref", "refs/heads/main", bad, cwd=hosting)
+
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "provenance" in done.stderr, done.stderr
+    assert store.sync.head() == head
+    fsck_clean(store.path)
+
+
+def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_crashed(tmp_path: Path) -> None:
+    # git's strict checks let a 1,500-deep folder through; the rules' tree walks recursed once per
+    # level and the pull died with RecursionError (quick and store pull alike) instead of refusing.
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=False)
+    store.sync.write("seed.md", "seed\n", expected=None)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    head = store.sync.head()
+    tree = plumb(
+        hosting, "mktree", given=f"100644 blob {plumb(hosting, 'hash-object', '-w', '--stdin', given='x')}\tf.md\n"
+    )
+    for _ in range(1500):
+        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\td\n")
+    seed = plumb(hosting, "ls-tree", "main", given="")
+    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\td\n")
+    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="deep\n"), cwd=hosting)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "invalid_path" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    with pytest.raises(MergeRefused, match="invalid_path"):
+        remotes.pull(store, "origin")
+    assert store.sync.head() == head
+    fsck_clean(store.path)
+
+
+@pytest.mark.parametrize("planted", ["refs/gitmem/erasures", "refs/heads/proposals/x", "packed-refs"])
+def test_a_fifo_planted_among_the_refs_makes_a_pull_unavailable_not_hang(tmp_path: Path, planted: str) -> None:
+    # The pull's git fetch runs in a quarantine that borrows the mount's objects, and git reads
+    # every ref of a repository it borrows from (blocking): a FIFO there hung gitmem pull for good.
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=False)
+    store.sync.write("seed.md", "seed\n", expected=None)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    head = store.sync.head()
+    fifo = Path(store.path) / planted
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "unavailable" in done.stderr and planted in done.stderr, done.stderr
+    fifo.unlink()
+    assert Root(root.path).mount("user").sync.head() == head
+    fsck_clean(store.path)
