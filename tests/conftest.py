@@ -41,22 +41,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def _scratch_in_memory() -> None:
     """Every test's folders (and its child processes' temporary files) on tmpfs, unless TMPDIR says where.
 
-    gitmem syncs what it writes to disk, as it should; on this machine's disk a
-    file and its folder take ~13 ms to sync (0.02 ms on tmpfs), so making a mount
-    cost ~400 ms against ~10 and a write ~6 ms against ~1: minutes of the suite
-    went to waiting for the disk. No test asserts what the disk keeps after a
-    power cut (a killed process leaves the page cache as it was); the tests that
-    check *which* fsyncs happen see them on tmpfs too. A run with ``TMPDIR`` set
-    keeps its scratch there (``TMPDIR=/mnt/ext4 pytest`` runs the suite on a
-    journaling file system); without a roomy ``/dev/shm`` (a container's is
-    often 64 MB) nothing changes.
+    gitmem syncs what it writes, and the tests make and delete many small files. On
+    a disk that other jobs keep busy, each sync and deletion waits in their queue:
+    here (ext4 with online discard, shared) a file and its folder took 2.5-13 ms to
+    sync against 0.02 ms on tmpfs, and 347 tests of history, records, erasure and
+    review took 124-154 s on disk against 55-72 s on tmpfs in the same minutes (on
+    a calm disk, 37-60 s either way: within noise). No test asserts what a disk
+    keeps after a power cut (a killed process leaves the page cache as it was);
+    the tests that check *which* fsyncs happen see them on tmpfs too. A run with
+    ``TMPDIR`` set keeps its scratch there (``TMPDIR=/mnt/ext4 pytest`` runs the
+    suite on a journaling file system); without a roomy ``/dev/shm`` (a
+    container's is often 64 MB) nothing changes.
     """
     if os.environ.get("TMPDIR"):
         return
     try:
         room = os.statvfs("/dev/shm")
         folder = f"/dev/shm/gitmem-tests-{os.getuid()}"
-        if room.f_bavail * room.f_frsize < 2 << 30:  # the whole suite leaves ~0.5 GB
+        if room.f_bavail * room.f_frsize < 2 << 30:  # 605 of the tests left 62 MB: the suite, ~0.5 GB
             return
         os.makedirs(folder, mode=0o700, exist_ok=True)
         info = os.lstat(folder)
