@@ -545,6 +545,11 @@ class FrontApp:
             return _text(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
         return self.app(environ, start_response)
 
+    def end_streams(self) -> None:
+        ender = getattr(self.app, "end_streams", None)
+        if callable(ender):
+            ender()
+
     def close(self, timeout: float = 10.0) -> None:
         closer = getattr(self.app, "close", None)
         if callable(closer):
@@ -668,6 +673,9 @@ class GitHttpServer:
         finally:
             with self._closing:
                 self._closed = True
+                ender = getattr(self.app, "end_streams", None)  # requests that only wait for more (event streams)
+                if callable(ender):
+                    ender()
                 self._server.task_dispatcher.shutdown()
                 wasyncore.close_all(self._map)
 

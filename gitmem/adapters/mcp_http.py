@@ -144,6 +144,7 @@ class McpHttpApp(SessionTakeUp):
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._closed = False
+        self._ending = False  # the server is stopping: open event streams end at their next check
         self._reaped = time.monotonic()
         self._changes = ChangeFanout(root, self._servers, lambda: self._portal)
 
@@ -266,7 +267,7 @@ class McpHttpApp(SessionTakeUp):
 
         def alive() -> bool:
             with self._lock:
-                live = self._sessions.get(session_id) is session
+                live = self._sessions.get(session_id) is session and not self._ending
             if not live or self.tokens.grant(token) != session.grant or not self.book.exists(owner, session_id):
                 return False
             if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
@@ -560,6 +561,12 @@ class McpHttpApp(SessionTakeUp):
         except TimeoutError:
             return 504, [("Content-Type", "application/json")], _error("the MCP request took too long")
 
+    def end_streams(self) -> None:
+        """The server stops accepting: every open event stream ends within a second, so the request
+        threads serving them are free when the server shuts them down (it would wait for each)."""
+        with self._lock:
+            self._ending = True
+
     def close(self, timeout: float = 10.0) -> None:
         """End every session of this worker (the book's records stay for the others) and the loop."""
         with self._lock:
@@ -594,6 +601,9 @@ class WithMcp:
             return no_oauth(start_response)
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
+
+    def end_streams(self) -> None:
+        self.mcp.end_streams()
 
     def close(self, timeout: float = 10.0) -> None:
         self.mcp.close(timeout)

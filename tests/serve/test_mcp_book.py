@@ -169,7 +169,7 @@ def test_a_subscription_through_one_worker_is_told_on_the_stream_of_the_other(tw
 def end(stream: Any) -> None:
     """Close an event stream that another thread reads: its socket first, which wakes that read
     (closing the response alone waits for the reader, until the server's next bytes)."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: the server ended it (no socket left)
         stream.fp.raw._sock.shutdown(socket.SHUT_RDWR)
     stream.close()
 
@@ -244,3 +244,35 @@ def test_a_watcher_that_could_not_start_is_tried_again(tmp_path: Path, monkeypat
         assert not fanout.start() and len(tries) == 2  # once watching, never started twice
     finally:
         fanout.close()
+
+
+def test_a_server_stopping_ends_its_open_event_streams_and_waits_for_no_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C with a client's event stream open: the streams end as the server stops, so waitress's request
+    threads all finish when it shuts them down (it waited out its 5 s time-out, here made 20 s, and left them)."""
+    from waitress.task import ThreadedTaskDispatcher
+
+    left: list[int] = []
+    shutdown = ThreadedTaskDispatcher.shutdown
+
+    def counting(self: ThreadedTaskDispatcher, cancel_pending: bool = True, timeout: int = 5) -> bool:
+        done = shutdown(self, cancel_pending, 20)
+        left.append(len(self.threads))  # request threads still running when waitress gave up waiting
+        return done
+
+    monkeypatch.setattr(ThreadedTaskDispatcher, "shutdown", counting)
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(token_entry(TOKEN, "alice", ["notes"], "write"), encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
+    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), McpHttpApp(root, tokens)), "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    stream, events = open_stream(url, connect(url))
+    try:
+        assert events.get(timeout=30).startswith(":")  # the stream is open and being answered
+        server.stop(timeout=90)
+        assert left == [0], f"request threads left running when the server stopped: {left}"
+    finally:
+        end(stream)
