@@ -278,3 +278,19 @@ def test_a_reader_between_folds_answers_every_head_as_a_new_process_does(
     assert _answers(reader, names) == _in_another_process(path, names)
     fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
     assert fsck.returncode == 0
+
+
+def test_a_copys_objects_a_read_did_not_reach_serve_a_later_head(tmp_path: Path) -> None:
+    """Every object of a copy that hashes to its id is kept when the copy is read, not only those the
+    read walked: a later read of the file that commit wrote, under a head whose copy no longer holds
+    it, answers from them (libgit2 would list the pack folder) and as a new process does."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/c.md=first", "x/y/z.md=other")
+    _write_elsewhere(path, "a/b/c.md=second")
+    assert reader.read("x/y/z.md").text == "other\n"  # walks x/y only; the copy holds a/b/c.md's blob
+    assert reader.repo.written.raw(packwrite.object_id(b"blob", b"second\n")) == b"second\n"
+    _write_elsewhere(path, "x/y/z.md=third")  # its copy holds nothing under a/
+    assert reader.read("a/b/c.md").text == "second\n" and reader.read("x/y/z.md").text == "third\n"
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
