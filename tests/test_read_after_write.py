@@ -294,3 +294,26 @@ def test_a_copys_objects_a_read_did_not_reach_serve_a_later_head(tmp_path: Path)
     _write_elsewhere(path, "x/y/z.md=third")  # its copy holds nothing under a/
     assert reader.read("a/b/c.md").text == "second\n" and reader.read("x/y/z.md").text == "third\n"
     assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+
+
+def test_a_file_read_from_the_packs_is_kept_for_the_next_read_and_dropped_by_a_forget(tmp_path: Path) -> None:
+    """A reader keeps the folder and file it read from the packs (its next read of them reads no
+    pack), answers a change another process made after it, and keeps nothing a forget erased."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    _write_elsewhere(path, "ops/secret.md=the code is 4711-wyvern", "keep.md=kept")
+    _write_elsewhere(path, "other.md=later")  # the copy now holds neither file above
+    reader = GitFileStore.open(path).sync
+    secret = packwrite.object_id(b"blob", b"the code is 4711-wyvern\n")
+    assert reader.repo.written.raw(secret) is None
+    assert reader.read("ops/secret.md").text == "the code is 4711-wyvern\n"
+    assert reader.repo.written.raw(secret) == b"the code is 4711-wyvern\n"  # kept: the next read reads no pack
+    assert reader.read("ops/secret.md").text == "the code is 4711-wyvern\n"
+    _write_elsewhere(path, "ops/secret.md=rotated")
+    assert reader.read("ops/secret.md").text == "rotated\n"
+    GitFileStore.open(path).sync.forget("ops/secret.md", origin=ADMIN)
+    with pytest.raises(MemoryStoreError):
+        reader.read("ops/secret.md")
+    assert reader.read("keep.md").text == "kept\n"
+    assert reader.repo.written.raw(secret) is None  # dropped with everything kept before the forget
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)

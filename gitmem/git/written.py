@@ -221,6 +221,30 @@ class Written:
             return None
         return found[1][5:45].decode("ascii", "replace")
 
+    def _loaded(
+        self,
+        objects: dict[bytes, tuple[bytes, bytes]],
+        load: Callable[[bytes, int], bytes | None],
+        key: bytes,
+        code: int,
+    ) -> bytes | None:
+        """Object ``key`` of type ``code`` as ``load`` reads it (its hash checked there), kept from now on.
+
+        A folder or file read from the packs is kept like a commit's own objects
+        (by id, under the history mark, within the same bounds): the next read of
+        that file, or of another in that folder while it is unchanged, reads none
+        of the packs again.
+        """
+        raw = load(key, code)
+        if raw is not None:
+            with self._lock:
+                if self._objects is objects:  # no purge or forget since the walk began
+                    objects[key] = (_TYPES[code], raw)
+                    self._bytes += len(raw)
+                    if len(objects) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+                        self._bound()
+        return raw
+
     def clear(self) -> None:
         with self._lock:
             self._under((-1, -1))
@@ -276,7 +300,9 @@ class Written:
                     entry = looked[key]
                 else:
                     found = objects.get(oid)
-                    raw = found[1] if found is not None else None if load is None else load(oid, 2)
+                    raw = (
+                        found[1] if found is not None else None if load is None else self._loaded(objects, load, oid, 2)
+                    )
                     if raw is None:
                         return ("tree", oid.hex(), "/".join(names[depth:]))
                     if looked is None:
@@ -292,7 +318,7 @@ class Written:
                 if mode not in _FILES:
                     return _GONE
                 blob = objects.get(oid)
-                data = blob[1] if blob is not None else None if load is None else load(oid, 3)
+                data = blob[1] if blob is not None else None if load is None else self._loaded(objects, load, oid, 3)
                 return ("blob", oid.hex(), data) if data is not None else ("file", oid.hex(), None)
             if mode != _TREE:
                 return _GONE
