@@ -21,6 +21,9 @@ pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py`
   names reaches only true objects. A torn copy, one of another commit (a
   writer outside gitmem), a big commit: libgit2 reads as before.
 
+Either way, a folder or file a walk reads from the packs is kept with them (by id,
+within the same bounds), so a file read again reads no pack.
+
 A purge or forget deletes objects and changes the history mark: everything kept
 under an older mark is dropped before it could be served, and the descriptor of
 the copy is closed (a purge deletes the file before it moves the mark).
