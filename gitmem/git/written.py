@@ -239,7 +239,7 @@ class Written:
         of the packs again.
         """
         raw = load(key, code)
-        if raw is not None:
+        if raw is not None and len(raw) <= LIMIT_BYTES >> 4:  # a big file is not kept: it would push out the rest
             with self._lock:
                 if self._objects is objects:  # no purge or forget since the walk began
                     objects[key] = (_TYPES[code], raw)
