@@ -341,7 +341,9 @@ class SyncGitFileStore:
             except MemoryStoreError as exc:
                 if exc.code != "unavailable":
                     raise
-                found = self._at_head(None, lambda head: self.repo.read_at(head, path, at_head=True))
+                commit = self.repo.last_head()  # the head it read on, if it got that far
+                failed = None if commit is None else (commit, exc)
+                found = self._at_head(None, lambda head: self.repo.read_at(head, path, at_head=True), failed)
         else:
             found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path))
         if found is None:

@@ -401,6 +401,11 @@ class GitRepo:
         local.last = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), head, _settled(st, before))
         return head
 
+    def last_head(self) -> CommitId | None:
+        """The head this thread's last :meth:`head` read from the ref file, ``None`` if it read none (or failed)."""
+        last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(self._local, "last", None)
+        return None if last is None else last[1]
+
     def head_in(self, repo: pygit2.Repository) -> CommitId:
         """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
         head = read_ref_file(self._main_path)

@@ -130,12 +130,17 @@ class Written:
             self._parsed = {}
 
     def raw(self, oid: str) -> bytes | None:
-        found = self._objects.get(bytes.fromhex(oid))
+        key = _key(oid)
+        found = None if key is None else self._objects.get(key)
         return None if found is None else found[1]
 
     def object_under(self, oid: str, mark: Mark) -> tuple[bytes, bytes] | None:
-        """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``."""
-        return self._objects.get(bytes.fromhex(oid)) if mark == self._mark and len(oid) == 40 else None
+        """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``.
+
+        ``oid`` may be any revision a caller was given (a name, a prefix): only a full hex id is looked up.
+        """
+        key = _key(oid) if mark == self._mark else None
+        return None if key is None else self._objects.get(key)
 
     def raw_under(self, oid: str, mark: Mark) -> bytes | None:
         """:meth:`raw`, only while nothing was deleted since it was kept (history ``mark``): else libgit2's to read."""
@@ -156,7 +161,8 @@ class Written:
         another commit (a writer outside gitmem moved the head) is let go, and
         libgit2 reads as before.
         """
-        return self._adopt(repo_path, mark, bytes.fromhex(want))
+        key = _key(want)
+        return None if key is None else self._adopt(repo_path, mark, key)
 
     def _adopt(self, repo_path: str, mark: Mark, key: bytes) -> tuple[bytes, bytes] | None:
         paths = self._paths.get(repo_path)
@@ -218,7 +224,9 @@ class Written:
 
         Asked once per head this process did not make (its tree id is remembered after).
         """
-        key = bytes.fromhex(commit)
+        key = _key(commit)
+        if key is None:
+            return None
         found = (self._objects.get(key) if mark == self._mark else None) or self._adopt(repo_path, mark, key)
         if found is None or found[0] != b"commit" or not found[1].startswith(b"tree ") or len(found[1]) < 46:
             return None
@@ -278,10 +286,8 @@ class Written:
         (or a folder, link or submodule where a file was asked for).
         """
         objects = self._objects
-        if mark != self._mark or len(tree) != 40:
-            return None
-        oid = bytes.fromhex(tree)
-        if oid not in objects:
+        oid = _key(tree) if mark == self._mark else None
+        if oid is None or oid not in objects:
             return None
         parsed, glanced = self._parsed, self._glanced
         if len(glanced) > LIMIT_OBJECTS:
@@ -326,6 +332,16 @@ class Written:
             if mode != _TREE:
                 return _GONE
         return _GONE
+
+
+def _key(oid: str) -> bytes | None:
+    """The 20 bytes of a full hex id; ``None`` for anything else (a name, a prefix, garbage)."""
+    if len(oid) != 40:
+        return None
+    try:
+        return bytes.fromhex(oid)
+    except ValueError:
+        return None
 
 
 Found = tuple[str, str, "bytes | str | None"]
