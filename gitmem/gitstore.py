@@ -336,16 +336,14 @@ class SyncGitFileStore:
         path = validate_path(path, self.format)
         at_head = rev is None and self.run is None  # the commit comes from GitRepo.head just before
         if at_head:  # the agent's read of main, in one step (an object gone missing: _at_head goes on)
-            repo = self.repo
-            commit = None
             try:
-                with translate_errors(repo.path):
-                    commit = repo.head()
-                    found = repo.read_at(commit, path, at_head=True)
+                found = self.repo.read_main(path)
             except MemoryStoreError as exc:
-                if exc.code != "unavailable" or commit is None:
+                if exc.code != "unavailable":
                     raise
-                found = self._at_head(None, lambda head: self.repo.read_at(head, path, at_head=True), (commit, exc))
+                commit = self.repo.last_head()  # the head it read on, if it got that far
+                failed = None if commit is None else (commit, exc)
+                found = self._at_head(None, lambda head: self.repo.read_at(head, path, at_head=True), failed)
         else:
             found = self._at_head(rev, lambda commit: self.repo.read_at(commit, path))
         if found is None:

@@ -278,3 +278,42 @@ def test_a_reader_between_folds_answers_every_head_as_a_new_process_does(
     assert _answers(reader, names) == _in_another_process(path, names)
     fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
     assert fsck.returncode == 0
+
+
+def test_a_copys_objects_a_read_did_not_reach_serve_a_later_head(tmp_path: Path) -> None:
+    """Every object of a copy that hashes to its id is kept when the copy is read, not only those the
+    read walked: a later read of the file that commit wrote, under a head whose copy no longer holds
+    it, answers from them (libgit2 would list the pack folder) and as a new process does."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    reader = GitFileStore.open(path).sync
+    _write_elsewhere(path, "a/b/c.md=first", "x/y/z.md=other")
+    _write_elsewhere(path, "a/b/c.md=second")
+    assert reader.read("x/y/z.md").text == "other\n"  # walks x/y only; the copy holds a/b/c.md's blob
+    assert reader.repo.written.raw(packwrite.object_id(b"blob", b"second\n")) == b"second\n"
+    _write_elsewhere(path, "x/y/z.md=third")  # its copy holds nothing under a/
+    assert reader.read("a/b/c.md").text == "second\n" and reader.read("x/y/z.md").text == "third\n"
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+
+
+def test_a_file_read_from_the_packs_is_kept_for_the_next_read_and_dropped_by_a_forget(tmp_path: Path) -> None:
+    """A reader keeps the folder and file it read from the packs (its next read of them reads no
+    pack), answers a change another process made after it, and keeps nothing a forget erased."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    _write_elsewhere(path, "ops/secret.md=the code is 4711-wyvern", "keep.md=kept")
+    _write_elsewhere(path, "other.md=later")  # the copy now holds neither file above
+    reader = GitFileStore.open(path).sync
+    secret = packwrite.object_id(b"blob", b"the code is 4711-wyvern\n")
+    assert reader.repo.written.raw(secret) is None
+    assert reader.read("ops/secret.md").text == "the code is 4711-wyvern\n"
+    assert reader.repo.written.raw(secret) == b"the code is 4711-wyvern\n"  # kept: the next read reads no pack
+    assert reader.read("ops/secret.md").text == "the code is 4711-wyvern\n"
+    _write_elsewhere(path, "ops/secret.md=rotated")
+    assert reader.read("ops/secret.md").text == "rotated\n"
+    GitFileStore.open(path).sync.forget("ops/secret.md", origin=ADMIN)
+    with pytest.raises(MemoryStoreError):
+        reader.read("ops/secret.md")
+    assert reader.read("keep.md").text == "kept\n"
+    assert reader.repo.written.raw(secret) is None  # dropped with everything kept before the forget
+    assert _answers(reader, PATHS) == _in_another_process(path, PATHS)

@@ -10,6 +10,7 @@ that every store write and a fast-forward pull (:mod:`gitmem.remotepull`) use.
 from __future__ import annotations
 
 import os
+import re
 from contextlib import suppress
 from typing import Final
 
@@ -22,6 +23,7 @@ PROPOSALS: Final = "refs/heads/proposals/"
 """Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
 CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
 """Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
+_HEX = re.compile(rb"[0-9a-f]{40}")
 
 
 def read_ref_file(path: str) -> CommitId | None:
@@ -47,6 +49,8 @@ def read_ref_file_stat(path: str) -> tuple[CommitId | None, os.stat_result | Non
         return None, None
     finally:
         os.close(fd)
+    if len(raw) == 41 and raw[40] == 10 and _HEX.fullmatch(raw, 0, 40):  # what git and gitmem write
+        return CommitId(raw[:40].decode("ascii")), st
     value = raw.strip()
     if len(value) != 40 or raw[40:] not in (b"\n", b""):
         return None, st

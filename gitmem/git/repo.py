@@ -44,7 +44,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
-from gitmem.git.loose import open_repository, raise_if_corrupt
+from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
@@ -375,19 +375,15 @@ class GitRepo:
         # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
-        history = self.history_mark()
-        known = (
-            last is not None
-            and getattr(local, "repo", None) is not None
-            and local.pid == _pid[0]
-            and history == local.gen[0]
-        )
+        history = self.history_mark() if os.access(self._gen_path, os.F_OK) else (0, 0)
+        # A handle's pid, marks and repo are set with it, before any head is noted (last).
+        known = last is not None and local.pid == _pid[0] and history == local.gen[0] and local.repo is not None
         if known and last is not None and last[2]:
             try:
                 st = os.lstat(self._main_path)
             except OSError:
                 st = None
-            if st is not None and _stamp(st) == last[0]:
+            if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == last[0]:
                 return last[1]
         local.last = None
         before = time.time_ns()
@@ -402,8 +398,13 @@ class GitRepo:
         ):
             self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
             local.folds_asked = before
-        local.last = (_stamp(st), head, _settled(st, before))
+        local.last = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), head, _settled(st, before))
         return head
+
+    def last_head(self) -> CommitId | None:
+        """The head this thread's last :meth:`head` read from the ref file, ``None`` if it read none (or failed)."""
+        last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(self._local, "last", None)
+        return None if last is None else last[1]
 
     def head_in(self, repo: pygit2.Repository) -> CommitId:
         """:meth:`head` with the handle the caller just got from :meth:`fresh`."""
@@ -465,6 +466,25 @@ class GitRepo:
         known = self._commit_trees.get(commit)
         return known if known is not None else str(self.tree_of(commit).id)
 
+    def read_main(self, path: str) -> tuple[str, bytes] | None:
+        """``(blob id, bytes)`` of the file at ``path`` at the head of ``main``, or ``None``: the store's read of it.
+
+        :meth:`head`, then :meth:`read_at` on the commit it answered, with one
+        error translation for both (as :class:`translate_errors`, entered and left
+        only when something fails): the agent's read of ``main``, kept to the
+        fewest steps since every step of it costs several times its warm cost
+        right after a write (the writer's work has evicted the reader's caches).
+        """
+        take_corruption()  # one refused earlier and swallowed is not this call's cause
+        try:
+            return self.read_at(self.head(), path, at_head=True)
+        except MemoryStoreError:
+            take_corruption()
+            raise
+        except (pygit2.GitError, OSError, KeyError, ValueError, IndexError, SystemError) as exc:
+            translate_errors(self.path).__exit__(type(exc), exc, None)
+            raise
+
     def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
 
@@ -476,26 +496,25 @@ class GitRepo:
         """
         written = self.written
         if written.enabled:
-            local = self._local
-            mark = local.gen[0] if at_head else self.history_mark()  # a purge since: nothing kept is served
+            mark = self._local.gen[0] if at_head else self.history_mark()  # a purge since: nothing kept is served
             tree = self._commit_trees.get(commit)
             if tree is None:
                 tree = written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
                 if tree is not None:
                     self.remember_tree(commit, tree)
-            cache = self._parsed_trees(mark)
-            known = None if cache is None else cache.trees
-            found = None if tree is None else written.find(tree, path, mark, known, self._packed_tree)
-            if found is not None:
-                kind, oid, rest = found
-                if kind == "blob" and isinstance(rest, bytes):
-                    return oid, rest
-                if kind == "file":
-                    return oid, self.blob(oid)
-                if kind != "tree" or not isinstance(rest, str):
-                    return None
-                entry = lookup(self.repo[oid].peel(pygit2.Tree), rest)
-                return None if entry is None or entry.kind != "blob" else (entry.oid, self.blob(entry.oid))
+            if tree is not None:
+                cache = self._parsed_trees(mark)
+                found = written.find(tree, path, mark, None if cache is None else cache.trees, self._packed)
+                if found is not None:
+                    kind, oid, rest = found
+                    if kind == "blob" and isinstance(rest, bytes):
+                        return oid, rest
+                    if kind == "file":
+                        return oid, self.blob(oid)
+                    if kind != "tree" or not isinstance(rest, str):
+                        return None
+                    entry = lookup(self.repo[oid].peel(pygit2.Tree), rest)
+                    return None if entry is None or entry.kind != "blob" else (entry.oid, self.blob(entry.oid))
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None
@@ -533,26 +552,26 @@ class GitRepo:
                     return bytes(data)
         return self.repo.odb.read(key)[1]
 
-    def _packed_tree(self, oid: str) -> bytes | None:
-        """The raw bytes of tree ``oid`` from this handle's open packs, its id checked; ``None``: libgit2's to read.
+    def _packed(self, key: bytes, code: int) -> bytes | None:
+        """Object ``key`` (its 20-byte id) of type ``code`` from this handle's open packs, its id checked; ``None``: libgit2's.
 
-        What a walk of :attr:`written` reads for a folder it does not keep: one
-        lookup in the pack backend (as :meth:`blob`), not libgit2's object
-        lookup, which asks the loose-object guard first (a Python call and an
-        ``access``) and parses the whole tree for one name. A loose tree, one in
-        a pack this handle has not listed, or anything odd is left to libgit2.
+        What a walk of :attr:`written` reads for a folder or file it does not
+        keep: one lookup in the pack backend (as :meth:`blob`), not libgit2's
+        object lookup, which asks the loose-object guard first (a Python call and
+        an ``access``) and parses the whole tree for one name. A loose object, one
+        in a pack this handle has not listed, or anything odd is left to libgit2.
         """
-        packs = self._pack_backend()
-        if packs is None or len(oid) != 40:
+        local = self._local
+        packs = local.packs if getattr(local, "packs_of", None) is local.repo else self._pack_backend()
+        if packs is None:
             return None
-        key = pygit2.Oid(hex=oid)
         try:
-            kind, data = packs.read(key)
+            kind, data = packs.read(pygit2.Oid(raw=key))
         except (KeyError, ValueError, pygit2.GitError):
             return None
-        if int(kind) != 2:  # a tree
+        if kind != code:
             return None
-        return bytes(data) if object_digest(b"tree", data) == key.raw else None
+        return data if object_digest(_OBJECT_NAMES[code], data) == key else None
 
     def _pack_backend(self) -> Any:
         """The pack backend of this thread's handle (the object database asks it right after the guard)."""
@@ -777,10 +796,6 @@ _RACY_NS: Final = 20_000_000
 """How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
 _RACY_SECONDS_NS: Final = 2_000_000_000
 """The same for a file system that keeps whole seconds (ext4 with small inodes, or FAT's two)."""
-
-
-def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _settled(st: os.stat_result, before_ns: int) -> bool:

@@ -16,11 +16,13 @@ pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py`
   :data:`LAST_PACK` before the ref moves (:func:`publish`), not deflated, with
   an index of their ids, and a reader of a head it did not make reads that one
   file (:meth:`Written.adopt`, one ``pread`` on a descriptor it keeps). An
-  object is taken from the copy only when a walk asks for it, and only if its
-  bytes hash to the id asked (:meth:`Written._take`): the commit and the trees
-  on the path read, not the other folders and the blob the commit changed. A
-  torn copy, one of another commit (a writer outside gitmem), a big commit:
-  libgit2 reads as before.
+  object is kept from the copy only if its bytes hash to the id the copy's
+  index names (:meth:`Written._keep`), so the walk from the commit the ref
+  names reaches only true objects. A torn copy, one of another commit (a
+  writer outside gitmem), a big commit: libgit2 reads as before.
+
+Either way, a folder or file a walk reads from the packs is kept with them (by id,
+within the same bounds), so a file read again reads no pack.
 
 A purge or forget deletes objects and changes the history mark: everything kept
 under an older mark is dropped before it could be served, and the descriptor of
@@ -64,47 +66,38 @@ Mark = tuple[int, int]
 _SHA1 = hashlib.sha1(usedforsecurity=False)
 
 
-def _object_hash(kind: bytes, raw: bytes) -> hashlib._Hash:
-    """git's hash of an object, from a copy of one empty SHA-1.
+def object_digest(kind: bytes, raw: bytes) -> bytes:
+    """git's id of an object of type ``kind`` and bytes ``raw``, its 20 bytes.
 
-    Making a new hash object asks OpenSSL for the algorithm by name each time
-    (``EVP_MD_fetch``); a copy does not, which is what a read that checks three
-    or four objects notices on cold caches.
+    From a copy of one empty SHA-1: making a new hash object asks OpenSSL for
+    the algorithm by name each time (``EVP_MD_fetch``); a copy does not, which
+    is what a read that checks three or four objects notices on cold caches.
     """
     digest = _SHA1.copy()
     digest.update(b"%s %d\x00" % (kind, len(raw)))
     digest.update(raw)
-    return digest
-
-
-def object_digest(kind: bytes, raw: bytes) -> bytes:
-    """git's id of an object of type ``kind`` and bytes ``raw``, its 20 bytes."""
-    return _object_hash(kind, raw).digest()
-
-
-def object_hex(kind: bytes, raw: bytes) -> str:
-    """git's id of an object of type ``kind`` and bytes ``raw``, in hex."""
-    return _object_hash(kind, raw).hexdigest()
+    return digest.digest()
 
 
 class Written:
     """Objects (id to type and raw bytes) of the last commits this process made, under one history mark.
 
     Shared by every thread of a :class:`gitmem.git.repo.GitRepo`: writers add
-    under the writer lock (one at a time), readers only look up.
+    under the writer lock (one at a time), readers only look up. Kept by their
+    20-byte ids, the form a tree names them in: a walk converts no id but the
+    file's it answers with.
     """
 
     def __init__(self) -> None:
         self.enabled = True
-        self._objects: dict[str, tuple[bytes, bytes]] = {}
+        self._objects: dict[bytes, tuple[bytes, bytes]] = {}
         self._bytes = 0
         self._mark: Mark | None = None
         self._lock = threading.Lock()
-        self._unchecked: dict[str, tuple[int, int, int, bytes]] = {}  # id -> (type, start, end, bytes) from copies
         self._held: _Held | None = None  # the copy's descriptor, kept across reads
         self._paths: dict[str, tuple[str, str]] = {}  # the copy's path and its packs' prefix, by the repository's
-        self._parsed: dict[str, dict[bytes, tuple[bytes, bytes]]] = {}  # kept trees' entries, parsed once
-        self._glanced: dict[str, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
+        self._parsed: dict[bytes, Entries] = {}  # kept trees' entries, parsed once
+        self._glanced: dict[bytes, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
     def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
         """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
@@ -113,15 +106,16 @@ class Written:
         with self._lock:
             kept = self._under(mark)
             for oid, (kind, raw) in objects.items():
-                if oid not in kept:
-                    kept[oid] = (kind, raw)
+                key = bytes.fromhex(oid)
+                if key not in kept:
+                    kept[key] = (kind, raw)
                     self._bytes += len(raw)
             self._bound()
 
-    def _under(self, mark: Mark) -> dict[str, tuple[bytes, bytes]]:
+    def _under(self, mark: Mark) -> dict[bytes, tuple[bytes, bytes]]:
         """The kept objects, emptied first when ``mark`` is not theirs (objects were deleted since); under the lock."""
         if self._mark != mark:
-            self._objects, self._bytes, self._parsed, self._unchecked, self._mark = {}, 0, {}, {}, mark
+            self._objects, self._bytes, self._parsed, self._mark = {}, 0, {}, mark
             self._glanced = {}  # names of trees a purge may have erased
             if self._held is not None:
                 self._held.close()  # the copy's file may have been deleted with what it held
@@ -135,47 +129,18 @@ class Written:
                 self._bytes -= len(kept.pop(old)[1])
             self._parsed = {}
 
-    def _get(self, oid: str) -> tuple[bytes, bytes] | None:
-        found = self._objects.get(oid)
-        if found is None and oid in self._unchecked:
-            return self._take(oid)
-        return found
-
-    def _take(self, oid: str) -> tuple[bytes, bytes] | None:
-        """Object ``oid`` from a copy read here, kept from now on, if its bytes hash to ``oid``; else ``None``.
-
-        A copy's index names each object's id, type and end, and no id is
-        believed: the bytes must hash to the one asked for, so a planted or torn
-        copy adds nothing under a false id. Only the objects walks reach are
-        hashed; the rest wait (a later read often needs a folder an earlier
-        commit changed, and libgit2 would list the pack folder to find it).
-        """
-        unchecked = self._unchecked
-        entry = unchecked.pop(oid, None)
-        if entry is None:
-            return None
-        code, start, end, data = entry
-        kind = _TYPES.get(code)
-        if kind is None or start > end or end > len(data):
-            return None
-        raw = data[start:end]
-        if object_hex(kind, raw) != oid:
-            return None
-        with self._lock:
-            if self._unchecked is unchecked:  # no purge or forget since: kept under the same mark
-                self._objects[oid] = (kind, raw)
-                self._bytes += len(raw)
-                if len(self._objects) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
-                    self._bound()
-        return kind, raw
-
     def raw(self, oid: str) -> bytes | None:
-        found = self._get(oid)
+        key = _key(oid)
+        found = None if key is None else self._objects.get(key)
         return None if found is None else found[1]
 
     def object_under(self, oid: str, mark: Mark) -> tuple[bytes, bytes] | None:
-        """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``."""
-        return self._get(oid) if mark == self._mark else None
+        """A kept object's type and bytes, only while nothing was deleted since (history ``mark``); else ``None``.
+
+        ``oid`` may be any revision a caller was given (a name, a prefix): only a full hex id is looked up.
+        """
+        key = _key(oid) if mark == self._mark else None
+        return None if key is None else self._objects.get(key)
 
     def raw_under(self, oid: str, mark: Mark) -> bytes | None:
         """:meth:`raw`, only while nothing was deleted since it was kept (history ``mark``): else libgit2's to read."""
@@ -191,11 +156,15 @@ class Written:
         index and pack. Here the copy of that commit's objects its writer left in
         :data:`LAST_PACK` is read instead: one ``pread`` of the descriptor kept
         from the last time (opened again once when the copy does not hold
-        ``want``: the file may be a new one). Its objects are checked and kept as
-        walks reach them (:meth:`_take`). A copy that is torn, damaged or of
+        ``want``: the file may be a new one). Its objects are checked and kept
+        (:meth:`_keep`). A copy that is torn, damaged or of
         another commit (a writer outside gitmem moved the head) is let go, and
         libgit2 reads as before.
         """
+        key = _key(want)
+        return None if key is None else self._adopt(repo_path, mark, key)
+
+    def _adopt(self, repo_path: str, mark: Mark, key: bytes) -> tuple[bytes, bytes] | None:
         paths = self._paths.get(repo_path)
         if paths is None:
             paths = self._paths[repo_path] = (
@@ -204,33 +173,88 @@ class Written:
             )
         for fresh in (False, True):
             with self._lock:  # one thread at a time swaps the descriptor and reads through it
-                self._under(mark)
-                unchecked = self._unchecked
+                if self._mark != mark:
+                    self._under(mark)
                 held = self._held
                 if fresh or held is None:
                     if held is not None:
                         held.close()
                     held = self._held = _Held.at(paths[0])
-                if held is None:
-                    return None
-                body = held.body()
-                if body is not None:
-                    _index(body, unchecked, paths[1])
-            if want in unchecked:
-                found = self._take(want)
-                if found is not None:
-                    return found
+                    if held is None:
+                        return None
+                self._keep(held.body(), paths[1])
+            found = self._objects.get(key)
+            if found is not None:
+                return found
         return None
+
+    def _keep(self, body: bytes | None, packs: str) -> None:
+        """Keep every object of a copy's ``body`` whose bytes hash to the id its index names; under the lock.
+
+        No id is believed: a planted or torn copy adds nothing under a false id.
+        Only for a copy of a pack the store still holds (``packs``: the path of the
+        pack folder and ``pack-``; a pack is named by its trailer): one a fold, gc
+        or an unpack removed since, or a copy of no pack at all, is not read from,
+        so a store whose objects went loose (and may be damaged) answers as libgit2
+        finds them. All are hashed at once (a commit's copy is a few KiB, hashed in
+        a few µs): one loop, where a walk taking each as it reached it paid a call,
+        a lock and a check per object on cold caches.
+        """
+        if body is None or len(body) < _HEAD or body[:4] != _MAGIC:
+            return
+        stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, _HEAD - 2)[0]
+        if stop > len(body) or not os.access(packs + body[4 : _HEAD - 2].hex() + ".idx", os.F_OK):
+            return
+        kept = self._objects
+        start = stop
+        for key, code, end in _INDEX.iter_unpack(body[_HEAD:stop]):
+            kind = _TYPES.get(code)
+            end += stop
+            if kind is not None and key not in kept and start <= end <= len(body):
+                raw = body[start:end]
+                if object_digest(kind, raw) == key:
+                    kept[key] = (kind, raw)
+                    self._bytes += len(raw)
+            start = end
+        if len(kept) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+            self._bound()
 
     def commit_tree(self, repo_path: str, commit: str, mark: Mark) -> str | None:
         """The tree id of ``commit``, another process's, from its writer's copy; ``None``: libgit2's to read.
 
         Asked once per head this process did not make (its tree id is remembered after).
         """
-        found = self.object_under(commit, mark) or self.adopt(repo_path, mark, commit)
-        if found is None or not found[1].startswith(b"tree ") or len(found[1]) < 46:
+        key = _key(commit)
+        if key is None:
+            return None
+        found = (self._objects.get(key) if mark == self._mark else None) or self._adopt(repo_path, mark, key)
+        if found is None or found[0] != b"commit" or not found[1].startswith(b"tree ") or len(found[1]) < 46:
             return None
         return found[1][5:45].decode("ascii", "replace")
+
+    def _loaded(
+        self,
+        objects: dict[bytes, tuple[bytes, bytes]],
+        load: Callable[[bytes, int], bytes | None],
+        key: bytes,
+        code: int,
+    ) -> bytes | None:
+        """Object ``key`` of type ``code`` as ``load`` reads it (its hash checked there), kept from now on.
+
+        A folder or file read from the packs is kept like a commit's own objects
+        (by id, under the history mark, within the same bounds): the next read of
+        that file, or of another in that folder while it is unchanged, reads none
+        of the packs again.
+        """
+        raw = load(key, code)
+        if raw is not None and len(raw) <= LIMIT_BYTES >> 4:  # a big file is not kept: it would push out the rest
+            with self._lock:
+                if self._objects is objects:  # no purge or forget since the walk began
+                    objects[key] = (_TYPES[code], raw)
+                    self._bytes += len(raw)
+                    if len(objects) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
+                        self._bound()
+        return raw
 
     def clear(self) -> None:
         with self._lock:
@@ -243,25 +267,27 @@ class Written:
         path: str,
         mark: Mark | None,
         known: Mapping[str, Entries] | None = None,
-        load: Callable[[str], bytes | None] | None = None,
+        load: Callable[[bytes, int], bytes | None] | None = None,
     ) -> Found | None:
         """Walk ``path`` from root ``tree`` through the kept objects; ``None``: the root is not kept, ask libgit2.
 
         ``known``: trees already parsed by id (the writer's tree cache holds every
         tree it made and every folder it edited), looked in before any kept tree
         is searched and walked through even when not kept here. ``load``: the
-        raw bytes of a tree that is not kept (from the packs this handle has
-        open, its hash checked), or ``None``; its answers are kept by tree id
-        like a kept tree's, so a folder whose id did not change is not read again.
+        raw bytes of an object that is not kept, by its 20-byte id and type code
+        (from the packs this handle has open, its hash checked), or ``None``; a
+        tree's answers are kept by its id like a kept tree's, so a folder whose id
+        did not change is not read again.
 
-        Where the walk ends: ``("blob", id, bytes)``, a file found here;
-        ``("file", id, None)``, a file whose blob an earlier commit holds;
+        Where the walk ends: ``("blob", id, bytes)``, a file and its bytes;
+        ``("file", id, None)``, a file whose blob neither holds;
         ``("tree", id, rest)``, a folder on the way that neither holds,
         ``rest`` still to look up under it; ``("gone", "", None)``, nothing there
         (or a folder, link or submodule where a file was asked for).
         """
-        get = self._get
-        if mark != self._mark or get(tree) is None:
+        objects = self._objects
+        oid = _key(tree) if mark == self._mark else None
+        if oid is None or oid not in objects:
             return None
         parsed, glanced = self._parsed, self._glanced
         if len(glanced) > LIMIT_OBJECTS:
@@ -269,10 +295,11 @@ class Written:
         if len(parsed) > _PARSED:
             parsed.clear()
         names = path.split("/")
-        oid = tree
         last = len(names) - 1
         for depth, name in enumerate(names):
-            entries = parsed.get(oid) if known is None else known.get(oid) or parsed.get(oid)
+            entries = parsed.get(oid)
+            if entries is None and known is not None:
+                entries = known.get(oid.hex())
             key = name.encode()
             if entries is not None:
                 entry = entries.get(key)
@@ -281,10 +308,12 @@ class Written:
                 if looked is not None and key in looked:
                     entry = looked[key]
                 else:
-                    found = get(oid)
-                    raw = found[1] if found is not None else None if load is None else load(oid)
+                    found = objects.get(oid)
+                    raw = (
+                        found[1] if found is not None else None if load is None else self._loaded(objects, load, oid, 2)
+                    )
                     if raw is None:
-                        return ("tree", oid, "/".join(names[depth:]))
+                        return ("tree", oid.hex(), "/".join(names[depth:]))
                     if looked is None:
                         looked = glanced[oid] = {}
                     if len(looked) >= _GLANCES:  # many names asked of it: parsed whole, once
@@ -293,15 +322,26 @@ class Written:
                         entry = looked[key] = _entry(raw, key)
             if entry is None:
                 return _GONE
-            mode, oid = entry[0], entry[1].hex()
+            mode, oid = entry
             if depth == last:
                 if mode not in _FILES:
                     return _GONE
-                blob = get(oid)
-                return ("blob", oid, blob[1]) if blob is not None else ("file", oid, None)
+                blob = objects.get(oid)
+                data = blob[1] if blob is not None else None if load is None else self._loaded(objects, load, oid, 3)
+                return ("blob", oid.hex(), data) if data is not None else ("file", oid.hex(), None)
             if mode != _TREE:
                 return _GONE
         return _GONE
+
+
+def _key(oid: str) -> bytes | None:
+    """The 20 bytes of a full hex id; ``None`` for anything else (a name, a prefix, garbage)."""
+    if len(oid) != 40:
+        return None
+    try:
+        return bytes.fromhex(oid)
+    except ValueError:
+        return None
 
 
 Found = tuple[str, str, "bytes | str | None"]
@@ -376,28 +416,6 @@ _HEAD = 26  # the tag, the pack's name (its trailer) and the number of objects
 _INDEX = struct.Struct(">20sBI")  # an object's id, its type, and where its bytes end
 
 
-def _index(body: bytes, into: dict[str, tuple[int, int, int, bytes]], packs: str) -> None:
-    """Note every object a copy's ``body`` names (id to type, start, end and the bytes they index), unchecked.
-
-    Only for a copy of a pack the store still holds (``packs``: the path of the
-    pack folder and ``pack-``; a pack is named by its trailer): one a fold, gc or an unpack removed since, or
-    a copy of no pack at all, is not read from, so a store whose objects went
-    loose (and may be damaged) answers as libgit2 finds them.
-    """
-    if len(body) < _HEAD or body[:4] != _MAGIC:
-        return
-    stop = _HEAD + _INDEX.size * _COUNT.unpack_from(body, _HEAD - 2)[0]
-    if stop > len(body) or not os.access(packs + body[4 : _HEAD - 2].hex() + ".idx", os.F_OK):
-        return
-    if len(into) > LIMIT_OBJECTS:
-        into.clear()
-    data = body[stop:]
-    start = 0
-    for key, code, end in _INDEX.iter_unpack(body[_HEAD:stop]):
-        into[key.hex()] = (code, start, end, data)
-        start = end
-
-
 class _Held:
     """The copy's descriptor, kept open across reads (one ``pread`` per head instead of an open, a stat and a close).
 
@@ -421,16 +439,12 @@ class _Held:
         """What follows the length prefix, if the file holds that much (at most :data:`ADOPT_BYTES`)."""
         try:
             data = os.pread(self.fd, _FIRST_READ, 0)
-            if len(data) < _LENGTH.size:
-                return None
-            size = _LENGTH.unpack_from(data)[0]
-            if size > ADOPT_BYTES:
-                return None
-            if len(data) < _LENGTH.size + size:
-                data = os.pread(self.fd, _LENGTH.size + size, 0)
-        except OSError:
+            end = _LENGTH.size + _LENGTH.unpack_from(data)[0]
+            if end > len(data) and end <= _LENGTH.size + ADOPT_BYTES:
+                data = os.pread(self.fd, end, 0)
+        except (OSError, struct.error):
             return None
-        return data[_LENGTH.size : _LENGTH.size + size] if len(data) >= _LENGTH.size + size else None
+        return data[_LENGTH.size : end] if len(data) >= end and end <= _LENGTH.size + ADOPT_BYTES else None
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1
