@@ -60,12 +60,14 @@ def _scratch_in_memory() -> None:
         folder = f"/dev/shm/gitmem-tests-{os.getuid()}"
         if room.f_bavail * room.f_frsize < 2 << 30:  # 605 of the tests left 62 MB: the suite, ~0.5 GB
             return
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.makedirs(folder, mode=0o711, exist_ok=True)
         info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o066:
+            return  # not a folder of ours that only we list and write: leave the default
+        # others may pass through to a test's own folder, as through /tmp (root's tests that act as `nobody`)
+        os.chmod(folder, 0o711)
     except OSError:
         return
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return  # not a private folder of ours: leave the default
     os.environ["TMPDIR"] = folder  # child processes (gitmem serve's session books, git) follow
     tempfile.tempdir = folder  # pytest's tmp_path and tempfile in this process
 
