@@ -65,7 +65,7 @@ def test_git_runs_while_another_thread_swaps_a_ref(tmp_path: Path) -> None:
         while time.monotonic() < deadline:
             try:
                 control.check_refs_of(str(repo))
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 failures.append(exc)
                 break
     finally:
