@@ -202,10 +202,12 @@ def check_refs_of(git_dir: str) -> None:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(entry.path)
-                elif (
-                    not entry.is_file(follow_symlinks=False)
-                    or entry.stat(follow_symlinks=False).st_size > LOOSE_REF_LIMIT
-                ):
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:  # renamed or deleted since the listing: a writer's ref lock, moved in
+                    continue
+                if not stat.S_ISREG(info.st_mode) or info.st_size > LOOSE_REF_LIMIT:
                     raise MemoryStoreError(
                         "unavailable",
                         f"{entry.path} is not a ref (a link, FIFO or large file), which git would block or follow on: "

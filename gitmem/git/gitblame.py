@@ -24,7 +24,7 @@ import subprocess
 from typing import NamedTuple
 
 from gitmem.git.cli import git_env
-from gitmem.git.control import check_packs_of
+from gitmem.git.control import check_packs_of, check_refs_of
 from gitmem.git.gitgrep import available
 
 log = logging.getLogger("gitmem.history")
@@ -49,6 +49,7 @@ def blame(git_dir: str, commit: str, path: str) -> list[Hunk] | None:
     if not available():
         return None
     check_packs_of(git_dir)  # git opens every pack index it lists, blocking
+    check_refs_of(git_dir)  # and reads refs/heads/<id>, packed-refs and the like for the id, blocking
     env = git_env()
     env["GIT_LITERAL_PATHSPECS"] = "1"
     cmd = [

@@ -40,7 +40,7 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 
 from gitmem.git.cli import git_env, own_group
-from gitmem.git.control import check_packs_of
+from gitmem.git.control import check_packs_of, check_refs_of
 
 
 def _warn(message: str, *args: object) -> None:
@@ -145,6 +145,7 @@ def _start(git_dir: str, commit: str, args: Sequence[str], prefix: str) -> subpr
     if not available():
         return None
     check_packs_of(git_dir)  # git opens every pack index it lists, blocking
+    check_refs_of(git_dir)  # and reads refs/heads/<id>, packed-refs and the like for the id, blocking
     env = git_env()
     env["GIT_LITERAL_PATHSPECS"] = "1"
     cmd = ["git", f"--git-dir={git_dir}", "grep", "--threads=1", "--no-color", "--no-recurse-submodules", "--text",
