@@ -120,6 +120,7 @@ class _Pack:
 _MAX_CONFIG = 1 << 20
 #: A larger ``packed-refs`` is not read here (a mount's holds a few refs; the store reads any).
 _MAX_PACKED_REFS = 16 << 20
+_NOT_IN_REFS = bytes(range(33)) + b"\x7f"  # control bytes and space: no ref name git writes holds one
 
 
 def _open(path: str, *, follow: bool = False) -> BinaryIO:
@@ -289,7 +290,7 @@ class Peek:
             if not line or line.startswith((b"#", b"^")):
                 continue  # the header, and the peeled id of the tag above
             oid, _, ref = line.partition(b" ")
-            if len(oid) != 40 or not ref.startswith(b"refs/") or any(c <= 32 or c == 127 for c in ref):
+            if len(oid) != 40 or not ref.startswith(b"refs/") or len(ref.translate(None, _NOT_IN_REFS)) != len(ref):
                 raise CannotPeek(f"packed-refs holds a line git does not write: {line[:80]!r}")
             if ref == wanted:
                 if found is not None:  # libgit2 takes the last line, git may take either: the store's to answer
