@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from serve.support import fsck_clean, git, has_object, write
+from serve.support import fsck_clean, git, has_object, hosted, write
 
 from gitmem import Root, remotes
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
@@ -88,13 +88,7 @@ class Hosting:
     """A mount pushed to a plain bare repository (a forge that checks nothing), and a clone of that."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.root = Root(tmp_path / "mem")
-        self.store = self.root.mount("user", create=True, hooks=False)
-        self.store.sync.write("seed.md", "seed\n", expected=None)
-        self.hosting = tmp_path / "hosting.git"
-        git("init", "-q", "--bare", "-b", "main", str(self.hosting))
-        remotes.add(self.store, "origin", str(self.hosting))
-        remotes.push(self.store, "origin")
+        self.root, self.store, self.hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
         self.work = tmp_path / "work"
         git("clone", "-q", str(self.hosting), str(self.work))
 

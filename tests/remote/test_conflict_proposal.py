@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from serve.support import commit_all, fsck_clean, git, has_object, write
+from serve.support import commit_all, fsck_clean, git, has_object, hosted, write
 
-from gitmem import MemoryStoreError, Origin, Root, remotes, review
+from gitmem import MemoryStoreError, Origin, remotes, review
 from gitmem.remotes import MergeRefused
 
 
@@ -18,15 +18,8 @@ class Pair:
     """Memory ``user`` pushed to ``hosting``; ``work`` is a person's clone of it."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.root = Root(tmp_path / "mem")
-        self.store = self.root.mount("user", create=True)
+        self.root, self.store, self.hosting = hosted(tmp_path, {"notes/a.md": "first\n", "notes/b.md": "bee\n"})
         self.sync = self.store.sync
-        self.sync.write("notes/a.md", "first\n", expected=None)
-        self.sync.write("notes/b.md", "bee\n", expected=None)
-        self.hosting = tmp_path / "hosting.git"
-        git("init", "-q", "--bare", "-b", "main", str(self.hosting))
-        remotes.add(self.store, "origin", str(self.hosting))
-        remotes.push(self.store, "origin")
         self.work = tmp_path / "work"
         git("clone", "-q", str(self.hosting), str(self.work))
 

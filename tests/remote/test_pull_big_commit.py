@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from serve.support import GITMEM, fsck_clean, git
+from serve.support import GITMEM, fsck_clean, git, hosted
 
 from gitmem import Root, remotes
 from gitmem.remotes import MergeRefused
@@ -32,13 +32,7 @@ def plumb(repo: Path, *args: str, given: str) -> str:
 
 
 def test_a_pull_of_a_move_commit_of_many_files_is_answered_in_time(tmp_path: Path) -> None:
-    root = Root(tmp_path / "mem")
-    store = root.mount("user", create=True, hooks=False)
-    store.sync.write("seed.md", "seed\n", expected=None)
-    hosting = tmp_path / "hosting.git"
-    git("init", "-q", "--bare", "-b", "main", str(hosting))
-    remotes.add(store, "origin", str(hosting))
-    remotes.push(store, "origin")
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
     head = store.sync.head()
 
     blob = plumb(hosting, "hash-object", "-w", "--stdin", given="a note\n")
@@ -65,13 +59,7 @@ def test_a_pull_of_a_move_commit_of_many_files_is_answered_in_time(tmp_path: Pat
 def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_crashed(tmp_path: Path) -> None:
     # git's strict checks let a 1,500-deep folder through; the rules' tree walks recursed once per
     # level and the pull died with RecursionError (quick and store pull alike) instead of refusing.
-    root = Root(tmp_path / "mem")
-    store = root.mount("user", create=True, hooks=False)
-    store.sync.write("seed.md", "seed\n", expected=None)
-    hosting = tmp_path / "hosting.git"
-    git("init", "-q", "--bare", "-b", "main", str(hosting))
-    remotes.add(store, "origin", str(hosting))
-    remotes.push(store, "origin")
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
     head = store.sync.head()
     tree = plumb(
         hosting, "mktree", given=f"100644 blob {plumb(hosting, 'hash-object', '-w', '--stdin', given='x')}\tf.md\n"
@@ -95,13 +83,7 @@ def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_cra
 def test_a_fifo_planted_among_the_refs_makes_a_pull_unavailable_not_hang(tmp_path: Path, planted: str) -> None:
     # The pull's git fetch runs in a quarantine that borrows the mount's objects, and git reads
     # every ref of a repository it borrows from (blocking): a FIFO there hung gitmem pull for good.
-    root = Root(tmp_path / "mem")
-    store = root.mount("user", create=True, hooks=False)
-    store.sync.write("seed.md", "seed\n", expected=None)
-    hosting = tmp_path / "hosting.git"
-    git("init", "-q", "--bare", "-b", "main", str(hosting))
-    remotes.add(store, "origin", str(hosting))
-    remotes.push(store, "origin")
+    root, store, _ = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
     head = store.sync.head()
     fifo = Path(store.path) / planted
     fifo.parent.mkdir(parents=True, exist_ok=True)

@@ -157,6 +157,22 @@ def serving(
     assert proc.returncode == 0, served.err
 
 
+def hosted(tmp_path: Path, files: dict[str, str], *, hooks: bool = True) -> tuple[Root, GitFileStore, Path]:
+    """A memory ``user`` of ``files`` under ``tmp_path/mem``, pushed to a plain bare repository
+    (``tmp_path/hosting.git``, a forge that checks nothing) recorded as its ``origin``."""
+    from gitmem import remotes
+
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=hooks)
+    for path, text in files.items():
+        store.sync.write(path, text, expected=None)
+    hosting = tmp_path / "hosting.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    return root, store, hosting
+
+
 def commit_all(work: Path, message: str) -> str:
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", message, cwd=work)
