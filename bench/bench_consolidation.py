@@ -182,7 +182,7 @@ def alternate(sides: list[str], rounds: int, call: object) -> dict[str, list[Sam
 
 
 def measure(
-    roots: dict[str, Path], sides: dict[str, Path], n: int, rounds: int, samples: int, only: set[str]
+    roots: dict[str, Path], sides: dict[str, Path], n: int, rounds: int, samples: int, only: set[str], seed: int
 ) -> list[tuple[str, dict[str, list[Sample]]]]:
     names = list(sides)
     rows: list[tuple[str, dict[str, list[Sample]]]] = []
@@ -205,7 +205,7 @@ def measure(
         side: Worker(str(checkout / ".venv" / "bin" / "python"), roots[side]) for side, checkout in sides.items()
     }
     paths = [bulk.layout_path(i) for i in range(n)]
-    corpus = bulk.Corpus(seed=n)
+    corpus = bulk.Corpus(seed=n + seed)  # a new seed per run: a kept copy holds the last run's texts
     try:
         for op in api:
             rng = random.Random(41)
@@ -235,12 +235,14 @@ def main() -> int:
                         help="one folder per file system; the memories are built under each")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=200, help="API calls per side and operation")
     parser.add_argument("--samples", type=int, default=9, help="CLI calls per side and command")
+    parser.add_argument("--seed", type=int, default=random.randrange(1 << 30),
+                        help="the written texts' seed (default: new each run; the same texts again would change nothing)")  # fmt: skip
     parser.add_argument("--only", nargs="+", default=["write", "read", "list", "changes", "recall", *CLI_OPS])
     args = parser.parse_args()
     sides = {"before": args.before.resolve(), "after": args.after.resolve()}
     if args.also:
         sides["also"] = args.also.resolve()
-    print(f"# {', '.join(f'{side} {path}' for side, path in sides.items())}; CPU ms p50 (wall p50)")
+    print(f"# {', '.join(f'{side} {path}' for side, path in sides.items())}; seed {args.seed}; CPU ms p50 (wall p50)")
     also = " also | also / before CPU (wall) |" if args.also else ""
     print(f"| fs | size | operation | before | after | after / before CPU (wall) |{also} load |")
     print("|---|---|---|---|---|---|" + ("---|---|" if args.also else "") + "---|", flush=True)
@@ -255,7 +257,7 @@ def main() -> int:
                 roots = build(base, n, sides, keep=bool(args.workdir))
                 if args.build_only:
                     continue
-                for op, out in measure(roots, sides, n, args.rounds, args.samples, set(args.only)):
+                for op, out in measure(roots, sides, n, args.rounds, args.samples, set(args.only), args.seed):
                     p50 = {side: [statistics.median(s[k] for s in out[side]) for k in (0, 1)] for side in sides}
                     b, a = p50["before"], p50["after"]
                     row = f"| {folder} | {n:,} | {op} | {b[0]:.3f} ({b[1]:.3f}) | {a[0]:.3f} ({a[1]:.3f}) | **{a[0] / b[0]:.2f}x** ({a[1] / b[1]:.2f}x) |"  # fmt: skip
