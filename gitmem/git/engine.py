@@ -151,6 +151,7 @@ def transact(repo: GitRepo, plan: Callable[[Snapshot], Plan[R]], *, ref: str = M
         queue, fold_due = _queue(repo), False
         try:
             if queue.join(mine):
+                assert mine.turn is not None
                 mine.turn.wait()
             if not mine.done:
                 fold_due = _commit_group(repo, [mine], ref, queue=queue)
@@ -172,7 +173,7 @@ class _Change(Generic[R]):
         self.repo = repo
         self.plan = plan
         self.ref = ref
-        self.turn = threading.Event()  # set when answered, or when this caller is to commit the next group
+        self.turn: threading.Event | None = None  # a waiter's: set when answered, or when it commits next
         self.done = False
         self.leads = False  # woken to commit the next group
         self.outcome: tuple[str | None, str, R, str] | None = None  # (commit, its tree, the plan's result, op)
@@ -181,7 +182,8 @@ class _Change(Generic[R]):
     def settle(self, error: BaseException | None = None) -> None:
         self.error = error if error is not None else self.error
         self.done = True
-        self.turn.set()
+        if self.turn is not None:
+            self.turn.set()
 
     def answer(self) -> Done[R]:
         if self.error is not None:
@@ -225,6 +227,7 @@ class _Queue:
             if not self.busy:
                 self.busy = change.leads = True
                 return False
+            change.turn = threading.Event()  # only a waiter needs one
             self.waiting.append(change)
             return True
 
@@ -232,6 +235,8 @@ class _Queue:
         """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue."""
         with self.guard:
             group = [first]
+            if not self.waiting:
+                return group
             for change in list(self.waiting):
                 if len(group) >= GROUP_MAX:
                     break
@@ -261,6 +266,7 @@ class _Queue:
                 if self.waiting:
                     after = self.waiting.pop(0)
                     after.leads = True
+                    assert after.turn is not None
                     after.turn.set()  # not done: it commits the next group
                 else:
                     self.busy = False

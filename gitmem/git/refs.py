@@ -83,7 +83,6 @@ def swap_refs(
     stale_after: float = 30.0,
     timeout: float = 30.0,
     wait: bool = True,
-    durable: bool | None = None,
 ) -> bool:
     """Move each ref in ``moves`` from ``old`` to ``new`` (``None``: absent), all at once.
 
@@ -93,23 +92,14 @@ def swap_refs(
     can turn stale and be broken first), then ``unavailable``; so is any other
     failure to update. ``wait=False`` gives up at once on a live lock instead
     (a push reports it to its client rather than stall other writers). Call
-    while holding the mount's writer lock.
-
-    A caller that knows the mount's durability (``durable``) has one existing
-    loose ref moved by :func:`swap_loose_ref`; creates, deletes, packed refs,
-    several refs and callers that do not say go through libgit2's transaction,
-    which fsyncs as its process-wide switch says.
+    while holding the mount's writer lock. libgit2's transaction fsyncs as its
+    process-wide switch says.
     """
     names = sorted(moves)
     deadline = time.monotonic() + timeout + stale_after
     delay = 0.0005
     while True:
         try:
-            old, new = moves[names[0]]
-            if durable is not None and len(names) == 1 and old is not None and new is not None:
-                moved = swap_loose_ref(repo_path, names[0], old, new, durable=durable)
-                if moved is not None:
-                    return moved
             with repo.transaction() as txn:
                 for name in names:
                     txn.lock_ref(name)
@@ -156,10 +146,20 @@ def swap_ref(
     wait: bool = True,
     durable: bool | None = None,
 ) -> bool:
-    """:func:`swap_refs` for one ref."""
-    moves = {name: (old, new)}
+    """:func:`swap_refs` for one ref.
+
+    A caller that knows the mount's durability (``durable``: every store write)
+    has an existing loose ref moved from one commit to another by
+    :func:`swap_loose_ref`, before anything else is set up; a create, a delete, a
+    packed or symbolic ref, a ref with a reflog, a taken lock and callers that do
+    not say go through :func:`swap_refs`.
+    """
+    if durable is not None and old is not None and new is not None:
+        moved = swap_loose_ref(repo_path, name, old, new, durable=durable)
+        if moved is not None:
+            return moved
     return swap_refs(
-        repo, repo_path, moves, message=message, stale_after=stale_after, timeout=timeout, wait=wait, durable=durable
+        repo, repo_path, {name: (old, new)}, message=message, stale_after=stale_after, timeout=timeout, wait=wait
     )
 
 
