@@ -23,6 +23,10 @@ own code) and ``durable`` (N active nodes). Each ``--dirs`` folder is a file sys
 its own ratio against ``--before``. ``--workdir`` keeps the memories (and each side's copy)
 in one folder per file system between runs, so ``--build-only`` can make them outside the
 bench lock; a kept side copy is reused as it is (writes of an earlier run included).
+``--copies K`` gives each side K copies of the memories, each in a folder of its own, which the
+API rows take in turn: on the shared root file system a folder's recent history can move a
+write's CPU by 10 % and more, so one copy per side can decide a row by where it landed.
+Each run writes new texts (``--seed``: the same texts written again would change nothing).
 
 Usage::
 
@@ -59,12 +63,12 @@ from gitmem import SyncGitFileStore
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.repository import DurableRepository
 
-root = sys.argv[1]
-store = SyncGitFileStore.open(root + "/files.git")
-durable = DurableRepository.open(root, "durable")
+roots = sys.argv[1:]  # copies of the same memories (in other folders), taken in turn
+stores = [SyncGitFileStore.open(root + "/files.git") for root in roots]
+durable = DurableRepository.open(roots[0], "durable")
 ns = Namespace("bench", "agent", "repo")
 
-def write(path, text):
+def write(store, path, text):
     store.write(path, text, expected=store.read(path).version)
 
 def timed(call):
@@ -75,21 +79,22 @@ def timed(call):
 durable.recall(ns, "warm up")
 print("ready", flush=True)
 for line in sys.stdin:
-    op, a, b, text = line.rstrip("\n").split("\t")
+    op, a, b, text, copy = line.rstrip("\n").split("\t")
     text = text.replace("\\n", "\n")
+    store = stores[int(copy)]
     if op == "write":
         version = store.read(a).version
         cpu, wall = timed(lambda: store.write(a, text, expected=version))
     elif op == "read":
         cpu, wall = timed(lambda: store.read(a))
     elif op == "read after write":
-        write(a, text)
+        write(store, a, text)
         cpu, wall = timed(lambda: store.read(b))
     elif op == "list":
         cpu, wall = timed(store.list)
     elif op == "changes":
         head = store.head
-        write(a, text)
+        write(store, a, text)
         cpu, wall = timed(lambda: store.changes(head))
     elif op == "recall":
         cpu, wall = timed(lambda: durable.recall(ns, a))
@@ -113,11 +118,11 @@ QUERIES = ("deploy a canary release", "rollback the schema migration", "recall v
 class Worker:
     """One side's long-lived API process."""
 
-    def __init__(self, python: str, root: Path) -> None:
+    def __init__(self, python: str, roots: list[Path]) -> None:
         self.proc = subprocess.Popen(
-            [python, "-c", WORKER, str(root)],
-            cwd=root,
-            env=child_env(root),
+            [python, "-c", WORKER, *map(str, roots)],
+            cwd=roots[0],
+            env=child_env(roots[0]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -126,9 +131,9 @@ class Worker:
         if self.proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"the worker of {python} did not start")
 
-    def ask(self, op: str, a: str = "", b: str = "", text: str = "") -> Sample:
+    def ask(self, op: str, a: str = "", b: str = "", text: str = "", copy: int = 0) -> Sample:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("\t".join((op, a, b, text.replace("\n", "\\n"))) + "\n")
+        self.proc.stdin.write("\t".join((op, a, b, text.replace("\n", "\\n"), str(copy))) + "\n")
         self.proc.stdin.flush()
         cpu, wall = self.proc.stdout.readline().split()
         return float(cpu), float(wall)
@@ -145,8 +150,8 @@ def child_env(root: Path) -> dict[str, str]:
     return env
 
 
-def build(base: Path, n: int, sides: dict[str, Path], keep: bool = False) -> dict[str, Path]:
-    """The memories of size ``n`` under ``base``, one copy per side, each side's index built by its code
+def build(base: Path, n: int, sides: dict[str, Path], keep: bool = False, copies: int = 1) -> dict[str, list[Path]]:
+    """The memories of size ``n`` under ``base``, ``copies`` per side, each side's index built by its code
     (with ``keep``, a side's copy made before is used as it is)."""
     made = base / f"n{n}"
     if not (made / ".built").exists():
@@ -155,11 +160,11 @@ def build(base: Path, n: int, sides: dict[str, Path], keep: bool = False) -> dic
         build_files(made, n)
         build_durable(made, n)
         (made / ".built").write_text(str(n))
-    roots = {}
-    for side, checkout in sides.items():
-        root = base / f"n{n}-{side}"
+    roots: dict[str, list[Path]] = {side: [] for side in sides}
+    for copy, (side, checkout) in ((c, item) for c in range(copies) for item in sides.items()):
+        root = base / (f"n{n}-{side}" if copy == 0 else f"n{n}-{side}-{copy}")
+        roots[side].append(root)
         if keep and (root / ".indexed").exists():
-            roots[side] = root
             continue
         shutil.rmtree(root, ignore_errors=True)
         shutil.copytree(made, root, symlinks=True)
@@ -168,7 +173,6 @@ def build(base: Path, n: int, sides: dict[str, Path], keep: bool = False) -> dic
             [gitmem, "index", "rebuild", "files"], env=child_env(root), cwd=root, check=True, capture_output=True
         )
         (root / ".indexed").write_text(str(checkout))
-        roots[side] = root
     return roots
 
 
@@ -182,7 +186,7 @@ def alternate(sides: list[str], rounds: int, call: object) -> dict[str, list[Sam
 
 
 def measure(
-    roots: dict[str, Path], sides: dict[str, Path], n: int, rounds: int, samples: int, only: set[str], seed: int
+    roots: dict[str, list[Path]], sides: dict[str, Path], n: int, rounds: int, samples: int, only: set[str], seed: int
 ) -> list[tuple[str, dict[str, list[Sample]]]]:
     names = list(sides)
     rows: list[tuple[str, dict[str, list[Sample]]]] = []
@@ -191,10 +195,10 @@ def measure(
         if op.split()[0] not in only:
             continue
         for side in names:  # warm: .pyc files, page cache, a saved listing
-            run([gitmem[side], *args], child_env(roots[side]), roots[side])
+            run([gitmem[side], *args], child_env(roots[side][0]), roots[side][0])
 
         def cli(side: str, _i: int, args: list[str] = args) -> Sample:
-            wall, cpu = run([gitmem[side], *args], child_env(roots[side]), roots[side])
+            wall, cpu = run([gitmem[side], *args], child_env(roots[side][0]), roots[side][0])
             return cpu, wall
 
         rows.append((f"`gitmem {op}`, new process", alternate(names, samples, cli)))
@@ -213,7 +217,8 @@ def measure(
 
             def call(side: str, i: int, op: str = op, picks: list[tuple[str, str, str]] = picks) -> Sample:
                 a, b, text = picks[i]
-                return workers[side].ask(op, QUERIES[i % len(QUERIES)] if op == "recall" else a, b, text)
+                copy = i % len(roots[side])
+                return workers[side].ask(op, QUERIES[i % len(QUERIES)] if op == "recall" else a, b, text, copy)
 
             rows.append((op, alternate(names, rounds, call)))
     finally:
@@ -235,6 +240,8 @@ def main() -> int:
                         help="one folder per file system; the memories are built under each")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=200, help="API calls per side and operation")
     parser.add_argument("--samples", type=int, default=9, help="CLI calls per side and command")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="copies of the memories per side, in folders of their own, taken in turn by the API rows")  # fmt: skip
     parser.add_argument("--seed", type=int, default=random.randrange(1 << 30),
                         help="the written texts' seed (default: new each run; the same texts again would change nothing)")  # fmt: skip
     parser.add_argument("--only", nargs="+", default=["write", "read", "list", "changes", "recall", *CLI_OPS])
@@ -254,7 +261,7 @@ def main() -> int:
             base = Path(tempfile.mkdtemp(prefix="gitmem-bench-ba-", dir=folder))
         try:
             for n in args.sizes:
-                roots = build(base, n, sides, keep=bool(args.workdir))
+                roots = build(base, n, sides, keep=bool(args.workdir), copies=args.copies)
                 if args.build_only:
                     continue
                 for op, out in measure(roots, sides, n, args.rounds, args.samples, set(args.only), args.seed):
