@@ -82,7 +82,7 @@ def test_every_read_in_the_writing_process_answers_as_another_process_does(tmp_p
     for name in ("a/b/d.md", "a/e.md", "x/y/z.md", "gone.md", "old/name.md", "q.md"):
         sync.write(name, f"first {name}\n", expected=None)
     sync.write("a/b/c.md", "just written\n", expected=None)
-    assert sync.repo.written.find(sync.repo.tree_id_of(sync.repo.head()), "a/b/c.md", sync.repo.history_mark())
+    assert sync.repo.written.walk(sync.repo.path, sync.repo.head(), "a/b/c.md", sync.repo.history_mark(), {})
     mine = _answers(sync, PATHS)
     assert mine["a/b/c.md"] == ["just written\n", mine["a/b/c.md"][1]]  # type: ignore[index]
     assert mine == _in_another_process(path, PATHS)
@@ -317,3 +317,17 @@ def test_a_file_read_from_the_packs_is_kept_for_the_next_read_and_dropped_by_a_f
     assert reader.read("keep.md").text == "kept\n"
     assert reader.repo.written.raw(secret) is None  # dropped with everything kept before the forget
     assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+
+
+def test_a_name_looked_up_in_a_raw_tree_is_the_entry_a_whole_parse_finds() -> None:
+    """One entry found without parsing the tree: never a match inside another entry's name or id."""
+    names = [b"a 100644 y.md", b"b", b"x 40000 b", b"y.md", b"z\x00"[:1] + b" 100644 b"]
+    raw = b"".join(
+        (b"40000 " if name.startswith(b"x") else b"100644 ") + name + b"\x00" + bytes([n]) * 20
+        for n, name in enumerate(sorted(names))
+    )
+    parsed = written._parse(raw)
+    for name in [*names, b"100644 y.md", b"44 y.md", b"c", b"", b"md"]:
+        assert written._entry(raw, name) == parsed.get(name), name
+    tricky = b"100644 a\x00" + b" y.md\x00".ljust(20, b"0")  # a hit inside an id only
+    assert written._entry(tricky, b"y.md") is None
