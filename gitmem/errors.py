@@ -97,7 +97,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
         "for a push, pull first.",
     ),
     "invalid_path": (
-        "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long, `.git`), "
+        "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long or more "
+        "than 128 segments deep, `.git`), "
         "or runs into a folder or through a file.",
         "Fix the path. Nothing was written.",
     ),
