@@ -9,7 +9,7 @@ every read of the head paid it: the head's root tree is always in the newest
 pack. Two ways round it, both measured on and off in ``bench/bench_readafter.py``:
 
 - **In the writing process**, :class:`Written` keeps the objects of the last
-  commits it made (it hashed them itself) and :meth:`Written.find` walks a path
+  commits it made (it hashed them itself) and :meth:`Written.walk` walks a path
   through them, handing over to libgit2 at the first folder or file an earlier
   commit holds (in a pack libgit2 already opened, most of the time).
 - **In another process**, the writer leaves a copy of its commit's objects in
