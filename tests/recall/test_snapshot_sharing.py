@@ -178,8 +178,8 @@ def test_session_catalogue_snapshot_follows_the_generation(tmp_path: Path) -> No
     mount = memory.catalogue.store.path  # type: ignore[attr-defined]
     again = open_session_memory(tmp_path / "mem")
     assert again.recall_similar("python build")
-    assert again.catalogue.resumed
+    assert again.catalogue.resumed_from_snapshot
     bump(mount, "forgotten\n")
     third = open_session_memory(tmp_path / "mem")
     assert third.recall_similar("python build")
-    assert not third.catalogue.resumed
+    assert not third.catalogue.resumed_from_snapshot

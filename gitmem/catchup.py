@@ -1,0 +1,189 @@
+"""A cache of a store's files kept caught up through the store's change cursor: the one way it is done.
+
+Recall over a store (:class:`gitmem.recall.StoreRecall`), the session catalogue and
+the LangGraph item catalogue each hold what they parsed from a store's files, and
+catch it up here. The first refresh, or one the store answers ``FullResync`` (first
+use, purge, a rewritten history), forgets everything and reads every file the
+cache covers at the answer's cursor, in one walk of the tree when the store can
+(``read_under``). Later ones read only the paths ``changes(cursor)`` names, so
+catching up after one write reads one file; a path named but gone is dropped.
+
+The cursor is asked for *before* reading, so a write landing while a refresh
+reads is seen again by the next one: the cache can be briefly behind a concurrent
+write, never wrong after it. A rebuild that fails part-way leaves no cursor, so
+the next refresh rebuilds rather than catching up a half-filled cache.
+
+With a ``snapshot`` file the first refresh resumes from it (when it was made under
+the mount's current history generation, :mod:`gitmem.derived`), and it is saved
+after a rebuild and after every ``save_every`` re-read files. A snapshot that does
+not load means a rebuild; one that cannot be written is noted in
+:attr:`CatchUp.snapshot_error`, never raised: it is a cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+from gitmem import derived
+from gitmem.errors import if_found
+from gitmem.model import Changes, FileEntry, FileText, FullResync
+from gitmem.store import FileStore
+
+
+class SyncSource(Protocol):
+    """The three reads a cache needs of a store: every :class:`~gitmem.store.FileStore` has them.
+
+    Nothing more is asked, so a read-only view or a wrapper that only forwards
+    reads can be followed too.
+    """
+
+    def list(self) -> list[FileEntry]: ...
+
+    def read(self, path: str) -> FileText: ...
+
+    def changes(self, since: str | None) -> Changes | FullResync: ...
+
+
+@runtime_checkable
+class BulkSource(Protocol):
+    """A source that can also read every file under a folder of one commit in one go.
+
+    :class:`~gitmem.gitstore.SyncGitFileStore` can (one walk of the tree instead of
+    a lookup per path): at 10,000 files a lookup per path was most of a rebuild. It
+    returns what :meth:`SyncSource.read` would for each file.
+    """
+
+    def read_under(self, prefix: str = "", rev: str | None = None) -> list[FileText]: ...
+
+
+def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
+    return store  # checked by mypy: the store seam's protocol satisfies SyncSource
+
+
+def files_under(
+    store: SyncSource, prefix: str, rev: str | None = None, keep: Callable[[str], bool] | None = None
+) -> list[FileText]:
+    """Every file under folder ``prefix`` (at ``rev``) whose path ``keep`` accepts: from one tree when
+    the store reads a folder at once, else listed and read one by one (one deleted meanwhile left out)."""
+    if isinstance(store, BulkSource):
+        files = store.read_under(prefix, rev)
+        return files if keep is None else [f for f in files if keep(f.path)]
+    paths = [e.path for e in store.list() if e.path.startswith(prefix) and (keep is None or keep(e.path))]
+    return [f for f in (if_found(store.read, p) for p in paths) if f is not None]
+
+
+class CatchUp(ABC):
+    """A cache of the files of ``store`` under ``prefix``, caught up on :meth:`refresh`.
+
+    A subclass says what a file becomes: :meth:`_put` (a path now holds this file,
+    or nothing), :meth:`_forget` (hold nothing), optionally :meth:`_fill` (many
+    files into an empty cache at once) and :meth:`covers` (which paths are its
+    own), and with a snapshot :meth:`_resume` and :meth:`_write_snapshot`. A file
+    it cannot parse it leaves out and lists in :attr:`skipped`, which a rebuild
+    empties and a re-read of the path clears.
+    """
+
+    def __init__(
+        self,
+        store: SyncSource,
+        *,
+        prefix: str = "",
+        snapshot: str | os.PathLike[str] | None = None,
+        stamp: str | None = None,
+        save_every: int = 256,
+    ) -> None:
+        self.store = store
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.cursor: str | None = None  # the store's cursor the cache reflects; None: rebuild next
+        self.skipped: dict[str, str] = {}  # files that do not parse, with the reason
+        self.full_rebuilds = 0
+        self.snapshot = snapshot
+        self.stamp = stamp  # the mount's history generation stamp (derived.stamp_of); None: unguarded
+        self.save_every = save_every
+        self.resumed_from_snapshot = False
+        self.snapshot_error: str | None = None  # the last failure to save one
+        self._tried_snapshot = snapshot is None
+        self._unsaved = 0  # files re-read since the snapshot was last saved
+        self._seen = derived.UNGUARDED  # the history generation read before what is held was
+        self._lock = threading.Lock()
+
+    def covers(self, path: str) -> bool:
+        return path.startswith(self.prefix)
+
+    def refresh(self) -> str | None:
+        """Catch up with the store's head; the cursor the cache now reflects."""
+        with self._lock:
+            seen = derived.Generation.read(self.stamp)
+            if not self._tried_snapshot:
+                self._tried_snapshot = True
+                try:
+                    self.cursor = self._resume(seen.value)
+                except (OSError, ValueError, TypeError, KeyError):
+                    self.cursor = None  # not a usable snapshot
+                if self.cursor is None:
+                    self._forget()
+                    self.skipped.clear()
+                self.resumed_from_snapshot = self.cursor is not None
+            answer = self.store.changes(self.cursor)
+            self._seen = seen
+            rebuilt = isinstance(answer, FullResync)
+            if isinstance(answer, FullResync):
+                self.cursor = None
+                self._forget()
+                self.skipped.clear()
+                self._fill(files_under(self.store, self.prefix, answer.cursor, self.covers))
+                self.full_rebuilds += 1
+            else:
+                for path in self._to_read(answer.paths):
+                    if self.covers(path):
+                        self._reload(path)
+                        self._unsaved += 1
+            self.cursor = answer.cursor
+            if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
+                self._save()
+            return self.cursor
+
+    def _reload(self, path: str) -> None:
+        """Re-read ``path`` and hold what it holds now."""
+        self.skipped.pop(path, None)
+        self._put(path, if_found(self.store.read, path))
+
+    def _save(self) -> None:
+        self._unsaved = 0
+        try:
+            self._write_snapshot()
+        except OSError as error:
+            self.snapshot_error = f"{type(error).__name__}: {error}"
+        else:
+            self.snapshot_error = None
+
+    # -- what a subclass says --
+
+    @abstractmethod
+    def _put(self, path: str, file: FileText | None) -> None:
+        """``path`` holds ``file`` now (``None``: it is gone): hold what it parses to, drop what it held."""
+
+    @abstractmethod
+    def _forget(self) -> None:
+        """Hold nothing (before a rebuild)."""
+
+    def _fill(self, files: Iterable[FileText]) -> None:
+        """Hold ``files`` (covered, in path order) in the empty cache, as putting each in turn would."""
+        for file in files:
+            self._put(file.path, file)
+
+    def _to_read(self, paths: tuple[str, ...]) -> Iterable[str]:
+        """The paths to re-read when the store names ``paths`` as changed."""
+        return paths
+
+    def _resume(self, generation: str | None) -> str | None:
+        """Load the snapshot made under ``generation``; the cursor it reflects, ``None`` when it is not one."""
+        return None
+
+    def _write_snapshot(self) -> None:
+        """Save what is held, as of :attr:`cursor`, to :attr:`snapshot` (through :func:`derived.publish`)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
