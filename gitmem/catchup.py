@@ -1,23 +1,19 @@
 """A cache of a store's files kept caught up through the store's change cursor: the one way it is done.
 
 Recall over a store (:class:`gitmem.recall.StoreRecall`), the session catalogue and
-the LangGraph item catalogue each hold what they parsed from a store's files, and
+the LangGraph item catalogue each hold what they parsed from a store's files and
 catch it up here. The first refresh, or one the store answers ``FullResync`` (first
-use, purge, a rewritten history), forgets everything and reads every file the
-cache covers at the answer's cursor, in one walk of the tree when the store can
-(``read_under``). Later ones read only the paths ``changes(cursor)`` names, so
-catching up after one write reads one file; a path named but gone is dropped.
+use, purge, a rewritten history), reads every file the cache covers at the answer's
+cursor, in one walk of the tree when the store can; later ones re-read only the
+paths ``changes(cursor)`` names (one file after one write), dropping those gone.
+The cursor is asked for *before* reading, so a write landing meanwhile is seen by
+the next refresh: the cache can be briefly behind a write, never wrong after it.
+A rebuild that fails part-way leaves no cursor, so the next refresh rebuilds.
 
-The cursor is asked for *before* reading, so a write landing while a refresh
-reads is seen again by the next one: the cache can be briefly behind a concurrent
-write, never wrong after it. A rebuild that fails part-way leaves no cursor, so
-the next refresh rebuilds rather than catching up a half-filled cache.
-
-With a ``snapshot`` file the first refresh resumes from it (when it was made under
-the mount's current history generation, :mod:`gitmem.derived`), and it is saved
-after a rebuild and after every ``save_every`` re-read files. A snapshot that does
-not load means a rebuild; one that cannot be written is noted in
-:attr:`CatchUp.snapshot_error`, never raised: it is a cache.
+With a ``snapshot`` file the first refresh resumes from it (made under the mount's
+current history generation, :mod:`gitmem.derived`; any other means a rebuild),
+and it is saved after a rebuild and after every ``save_every`` re-read files; a
+failure to save is noted in :attr:`CatchUp.snapshot_error`, never raised.
 """
 
 from __future__ import annotations
@@ -31,15 +27,11 @@ from typing import Protocol, runtime_checkable
 from gitmem import derived
 from gitmem.errors import if_found
 from gitmem.model import Changes, FileEntry, FileText, FullResync
-from gitmem.store import FileStore
 
 
 class SyncSource(Protocol):
-    """The three reads a cache needs of a store: every :class:`~gitmem.store.FileStore` has them.
-
-    Nothing more is asked, so a read-only view or a wrapper that only forwards
-    reads can be followed too.
-    """
+    """The three reads a cache needs of a store: every :class:`~gitmem.store.FileStore` has them,
+    and so does a read-only view or a wrapper that only forwards reads."""
 
     def list(self) -> list[FileEntry]: ...
 
@@ -58,10 +50,6 @@ class BulkSource(Protocol):
     """
 
     def read_under(self, prefix: str = "", rev: str | None = None) -> list[FileText]: ...
-
-
-def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
-    return store  # checked by mypy: the store seam's protocol satisfies SyncSource
 
 
 def files_under(
@@ -123,27 +111,24 @@ class CatchUp(ABC):
                 try:
                     self.cursor = self._resume(seen.value)
                 except (OSError, ValueError, TypeError, KeyError):
-                    self.cursor = None  # not a usable snapshot
-                if self.cursor is None:
-                    self._forget()
-                    self.skipped.clear()
+                    self.cursor = None  # not a usable one: the rebuild ``changes(None)`` asks for forgets it
                 self.resumed_from_snapshot = self.cursor is not None
             answer = self.store.changes(self.cursor)
             self._seen = seen
-            rebuilt = isinstance(answer, FullResync)
             if isinstance(answer, FullResync):
                 self.cursor = None
                 self._forget()
                 self.skipped.clear()
                 self._fill(files_under(self.store, self.prefix, answer.cursor, self.covers))
                 self.full_rebuilds += 1
+                self._unsaved = self.save_every  # a rebuild is always saved
             else:
                 for path in self._to_read(answer.paths):
                     if self.covers(path):
                         self._reload(path)
                         self._unsaved += 1
             self.cursor = answer.cursor
-            if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
+            if self.snapshot is not None and self._unsaved >= self.save_every:
                 self._save()
             return self.cursor
 
@@ -172,7 +157,7 @@ class CatchUp(ABC):
         """Hold nothing (before a rebuild)."""
 
     def _fill(self, files: Iterable[FileText]) -> None:
-        """Hold ``files`` (covered, in path order) in the empty cache, as putting each in turn would."""
+        """Hold ``files`` (the covered ones) in the empty cache, as putting each in turn would."""
         for file in files:
             self._put(file.path, file)
 
