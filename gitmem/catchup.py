@@ -18,15 +18,20 @@ failure to save is noted in :attr:`CatchUp.snapshot_error`, never raised.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from gitmem import derived
 from gitmem.errors import if_found
+from gitmem.localfile import load_local_json, replace_file
 from gitmem.model import Changes, FileEntry, FileText, FullResync
+
+SNAPSHOT_LIMIT: Final = 1 << 30  # bytes of a snapshot read at most: a bigger file is not ours, and is rebuilt
 
 
 class SyncSource(Protocol):
@@ -64,16 +69,36 @@ def files_under(
     return [f for f in (if_found(store.read, p) for p in paths) if f is not None]
 
 
+def publish_json(
+    path: str | os.PathLike[str], body: Mapping[str, object], seen: derived.Generation, *, fsync: bool = False
+) -> bool:
+    """Write ``body`` as JSON to ``path`` atomically unless history was erased since ``seen``; whether it stands.
+
+    JSON, never pickle: loading a file must not run code, whoever wrote it. Written
+    to a temporary file and renamed, so a reader sees the old file or the new one.
+    """
+    return derived.publish(seen, path, lambda: _write_json(Path(path), body, fsync))
+
+
+def _write_json(target: Path, body: Mapping[str, object], fsync: bool) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
+    replace_file(target, json.dumps(body, ensure_ascii=False, separators=(",", ":")), fsync=fsync)
+
+
 class CatchUp(ABC):
     """A cache of the files of ``store`` under ``prefix``, caught up on :meth:`refresh`.
 
     A subclass says what a file becomes: :meth:`_put` (a path now holds this file,
     or nothing), :meth:`_forget` (hold nothing), optionally :meth:`_fill` (many
     files into an empty cache at once) and :meth:`covers` (which paths are its
-    own), and with a snapshot :meth:`_resume` and :meth:`_write_snapshot`. A file
+    own), and with a snapshot :meth:`_snapshot_header`, :meth:`_snapshot_fields` and
+    :meth:`_restore`. A file
     it cannot parse it leaves out and lists in :attr:`skipped`, which a rebuild
     empties and a re-read of the path clears.
     """
+
+    SNAPSHOT_FSYNC: ClassVar[bool] = False  # whether a saved snapshot is flushed to disk before its rename
 
     def __init__(
         self,
@@ -108,11 +133,7 @@ class CatchUp(ABC):
             seen = derived.Generation.read(self.stamp)
             if not self._tried_snapshot:
                 self._tried_snapshot = True
-                try:
-                    self.cursor = self._resume(seen.value)
-                except (OSError, ValueError, TypeError, KeyError):
-                    self.cursor = None  # not a usable one: the rebuild ``changes(None)`` asks for forgets it
-                self.resumed_from_snapshot = self.cursor is not None
+                self.resumed_from_snapshot = self._resume(seen.value)
             answer = self.store.changes(self.cursor)
             self._seen = seen
             if isinstance(answer, FullResync):
@@ -137,10 +158,37 @@ class CatchUp(ABC):
         self.skipped.pop(path, None)
         self._put(path, if_found(self.store.read, path))
 
-    def _save(self) -> None:
-        self._unsaved = 0
+    def _resume(self, generation: str | None) -> bool:
+        """Start from the snapshot when it is this cache's, made under ``generation``; whether it was."""
+        assert self.snapshot is not None
+        header = {**self._snapshot_header(), "generation": generation}
         try:
-            self._write_snapshot()
+            body = load_local_json(self.snapshot, SNAPSHOT_LIMIT)
+            if not isinstance(body, dict) or not isinstance(body.get("cursor"), str):
+                return False
+            if any(body.get(k) != v for k, v in header.items()):
+                return False
+            self._restore(body)
+            self.skipped.update((str(p), str(why)) for p, why in body.get("skipped", []))
+        except (OSError, ValueError, TypeError, KeyError):
+            return False  # not a usable one: the rebuild ``changes(None)`` asks for forgets what it left
+        self.cursor = body["cursor"]
+        return True
+
+    def _save(self) -> None:
+        """Save the snapshot; a failure to write (disk full, read-only) is noted, never raised: it is a cache."""
+        self._unsaved = 0
+        if self.snapshot is None or self.cursor is None:
+            return
+        body = {
+            **self._snapshot_header(),
+            "cursor": self.cursor,
+            "generation": self._seen.value,
+            "skipped": sorted(self.skipped.items()),
+            **self._snapshot_fields(),
+        }
+        try:
+            publish_json(self.snapshot, body, self._seen, fsync=self.SNAPSHOT_FSYNC)
         except OSError as error:
             self.snapshot_error = f"{type(error).__name__}: {error}"
         else:
@@ -165,10 +213,14 @@ class CatchUp(ABC):
         """The paths to re-read when the store names ``paths`` as changed."""
         return paths
 
-    def _resume(self, generation: str | None) -> str | None:
-        """Load the snapshot made under ``generation``; the cursor it reflects, ``None`` when it is not one."""
-        return None
+    def _snapshot_header(self) -> dict[str, object]:
+        """What a snapshot says it is (format, schema...): one that says anything else is not loaded."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
 
-    def _write_snapshot(self) -> None:
-        """Save what is held, as of :attr:`cursor`, to :attr:`snapshot` (through :func:`derived.publish`)."""
+    def _snapshot_fields(self) -> dict[str, object]:
+        """What is held, as JSON fields of the snapshot (beside the header, cursor, generation and skipped files)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
+
+    def _restore(self, body: dict[str, Any]) -> None:
+        """Hold what a snapshot's ``body`` holds; ``ValueError``, ``TypeError`` or ``KeyError`` when unusable."""
         raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")

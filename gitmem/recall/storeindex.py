@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitmem.catchup import CatchUp, SyncSource
 from gitmem.errors import MemoryStoreError
@@ -40,6 +40,8 @@ class StoreRecall(CatchUp):
     meanwhile (purge and forget erase texts). See :mod:`gitmem.recall.snapshot`.
     """
 
+    SNAPSHOT_FSYNC = True
+
     def __init__(
         self,
         store: SyncSource,
@@ -61,38 +63,27 @@ class StoreRecall(CatchUp):
         # doc id -> the paths that hold it (more than one only when files disagree, or mid-move)
         self._paths_of: dict[str, set[str]] = {}
 
-    def _resume(self, generation: str | None) -> str | None:
-        assert self.snapshot is not None
-        found = snapshots.load(self.snapshot, key=self.snapshot_key, prefix=self.prefix, generation=generation)
-        if found is None:
-            return None
-        for path, doc in found.docs:
+    def _snapshot_header(self) -> dict[str, object]:
+        return snapshots.header(self.snapshot_key, self.prefix)
+
+    def _snapshot_fields(self) -> dict[str, object]:
+        held = ((path, self.index.get(doc_id)) for path, doc_id in sorted(self._by_path.items()))
+        return {"docs": snapshots.rows((p, d) for p, d in held if d is not None), "tokens": self.index.export_tokens()}
+
+    def _restore(self, body: dict[str, Any]) -> None:
+        found = snapshots.docs_of(body["docs"])
+        for path, doc in found:
             self._by_path[path] = doc.id
             self._paths_of.setdefault(doc.id, set()).add(path)
-        docs = [doc for _, doc in found.docs]
-        if found.tokens is None or not self.index.restore(docs, found.tokens):
+        docs = [doc for _, doc in found]
+        tokens = body.get("tokens")
+        if tokens is None or not self.index.restore(docs, tokens):
             self.index.upsert_many(docs)
-        self.skipped.update(found.skipped)
-        return found.cursor
-
-    def _write_snapshot(self) -> None:
-        if self.snapshot is None or self.cursor is None:
-            return
-        docs = []
-        for path, doc_id in sorted(self._by_path.items()):
-            doc = self.index.get(doc_id)
-            if doc is not None:
-                docs.append((path, doc))
-        state = snapshots.Snapshot(
-            self.cursor, tuple(docs), tuple(sorted(self.skipped.items())), self.index.export_tokens()
-        )
-        snapshots.save(self.snapshot, state, key=self.snapshot_key, prefix=self.prefix, seen=self._seen)
 
     def save_snapshot(self) -> None:
         """Write the snapshot now (e.g. before a process exits); nothing without a ``snapshot`` path."""
         with self._lock:
-            self._unsaved = 0
-            self._write_snapshot()
+            self._save()
 
     def _forget(self) -> None:
         self.index.clear()

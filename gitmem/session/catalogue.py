@@ -28,10 +28,8 @@ from typing import Any, Final
 from gitmem import derived
 from gitmem.catchup import CatchUp
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import load_local_json
 from gitmem.model import FileText
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
-from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
@@ -47,7 +45,6 @@ from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
 SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/3"  # /2: rows of item fields; /3: and the recall tokens
-SNAPSHOT_LIMIT: Final = 1 << 30  # bytes read at most: a bigger file is not ours, and is rebuilt
 
 
 @dataclass(frozen=True)
@@ -101,17 +98,14 @@ class Catalogue(CatchUp):
         self._learned.clear()
         self._index.clear()
 
-    def _resume(self, generation: str | None) -> str | None:
-        assert self.snapshot is not None
-        body = load_local_json(self.snapshot, SNAPSHOT_LIMIT)
-        if (
-            not isinstance(body, dict)
-            or body.get("format") != SNAPSHOT_FORMAT
-            or body.get("item_schema") != ITEM_SCHEMA
-            or not isinstance(body.get("cursor"), str)
-            or body.get("generation") != generation
-        ):
-            return None
+    def _snapshot_header(self) -> dict[str, object]:
+        return {"format": SNAPSHOT_FORMAT, "item_schema": ITEM_SCHEMA}
+
+    def _snapshot_fields(self) -> dict[str, object]:
+        rows = [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()]
+        return {"items": rows, "recall": self._index.export_tokens()}
+
+    def _restore(self, body: dict[str, Any]) -> None:
         docs: list[RecallDoc] = []
         by_path, by_id = self._by_path, self._by_id
         for path, version, *fields in body["items"]:
@@ -129,23 +123,6 @@ class Catalogue(CatchUp):
                 docs.append(_doc(item))
         if not self._index.restore(docs, body.get("recall")):
             self._index.upsert_many(docs)
-        for path, reason in body.get("skipped", []):
-            self.skipped[str(path)] = str(reason)
-        cursor: str = body["cursor"]
-        return cursor
-
-    def _write_snapshot(self) -> None:
-        assert self.snapshot is not None and self.cursor is not None
-        body: dict[str, Any] = {
-            "format": SNAPSHOT_FORMAT,
-            "item_schema": ITEM_SCHEMA,
-            "cursor": self.cursor,
-            "generation": self._seen.value,
-            "items": [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()],
-            "skipped": [[p, r] for p, r in self.skipped.items()],
-            "recall": self._index.export_tokens(),
-        }
-        snapshots.publish(self.snapshot, body, self._seen)
 
     def _put(self, path: str, file: FileText | None) -> None:
         self._drop(path)
