@@ -92,10 +92,9 @@ class CatchUp(ABC):
     A subclass says what a file becomes: :meth:`_put` (a path now holds this file,
     or nothing), :meth:`_forget` (hold nothing), optionally :meth:`_fill` (many
     files into an empty cache at once) and :meth:`covers` (which paths are its
-    own), and with a snapshot :meth:`_snapshot_header`, :meth:`_snapshot_fields` and
-    :meth:`_restore`. A file
-    it cannot parse it leaves out and lists in :attr:`skipped`, which a rebuild
-    empties and a re-read of the path clears.
+    own), and with a snapshot :meth:`_snapshot_header`, :meth:`_snapshot_fields`
+    and :meth:`_restore`. A file it cannot parse it leaves out and lists in
+    :attr:`skipped`, which a rebuild empties and a re-read of the path clears.
     """
 
     SNAPSHOT_FSYNC: ClassVar[bool] = False  # whether a saved snapshot is flushed to disk before its rename
