@@ -13,6 +13,7 @@ the texts are tokenised.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from gitmem.recall.tokens import PROFILE
 from gitmem.recall.values import RecallDoc
@@ -30,7 +31,7 @@ def rows(docs: Iterable[tuple[str, RecallDoc]]) -> list[list[object]]:
     return [[p, d.id, d.text, d.updated_at, *([] if d.follows is None else [d.follows])] for p, d in docs]
 
 
-def docs_of(rows: Iterable[list[object]]) -> list[tuple[str, RecallDoc]]:
+def docs_of(rows: Iterable[list[Any]]) -> list[tuple[str, RecallDoc]]:
     """The ``(path, document)`` pairs of a snapshot's rows; ``ValueError`` when one is not a row of these."""
     docs = []
     for p, doc_id, text, updated_at, *follows in rows:
@@ -38,7 +39,7 @@ def docs_of(rows: Iterable[list[object]]) -> list[tuple[str, RecallDoc]]:
             raise ValueError("a snapshot row does not start with a path, an id and a text")
         if isinstance(updated_at, bool) or not isinstance(updated_at, int | float):
             raise ValueError("a snapshot row's time is not a number")
-        if len(follows) > 1 or not all(isinstance(f, str) for f in follows):
+        if follows and (len(follows) > 1 or not isinstance(follows[0], str)):
             raise ValueError("a snapshot row follows something that is not one id")
-        docs.append((p, RecallDoc(doc_id, text, float(updated_at), str(follows[0]) if follows else None)))
+        docs.append((p, RecallDoc(doc_id, text, float(updated_at), follows[0] if follows else None)))
     return docs
