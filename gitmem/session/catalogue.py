@@ -107,18 +107,13 @@ class Catalogue(CatchUp):
 
     def _restore(self, body: dict[str, Any]) -> None:
         docs: list[RecallDoc] = []
-        by_path, by_id = self._by_path, self._by_id
         for path, version, *fields in body["items"]:
             if not (isinstance(path, str) and isinstance(version, str) and is_item_path(path)):
                 raise ValueError("a snapshot row does not start with an item path and a version")
-            if path in by_path:
+            if path in self._by_path:
                 raise ValueError(f"the snapshot lists {path} twice")
             item = item_from_row(fields)
-            by_path[path] = Entry(path, version, item)
-            by_id[item.id] = path
-            if item.metadata:  # where a merge lists the ids it absorbed
-                for dup in item.ids_in("duplicate_ids"):
-                    by_id.setdefault(dup, path)
+            self._hold(Entry(path, version, item), index=False)
             if item.recallable:
                 docs.append(_doc(item))
         if not self._index.restore(docs, body.get("recall")):
@@ -131,16 +126,22 @@ class Catalogue(CatchUp):
 
     def _add(self, file: FileText, *, index: bool = True, fp: str | None = None) -> MemoryItem | None:
         """Parse ``file`` and index it; ``fp``: its item's fingerprint when the caller knows it (else computed)."""
-        path = file.path
         try:
             item = self.parse(file)
         except ValueError as exc:
-            self.skipped[path] = str(exc)
+            self.skipped[file.path] = str(exc)
             return None
-        self._by_path[path] = Entry(path, file.version, item)
+        self._hold(Entry(file.path, file.version, item), index=index, fp=fp)
+        return item
+
+    def _hold(self, entry: Entry, *, index: bool, fp: str | None = None) -> None:
+        """Know ``entry`` by path, id (and the ids a merge absorbed) and fingerprint; ``index``: recall it too."""
+        path, item = entry.path, entry.item
+        self._by_path[path] = entry
         self._by_id[item.id] = path
-        for dup in item.ids_in("duplicate_ids"):
-            self._by_id.setdefault(dup, path)
+        if item.metadata:  # where a merge lists the ids it absorbed
+            for dup in item.ids_in("duplicate_ids"):
+                self._by_id.setdefault(dup, path)
         if self._by_fp is not None:
             if fp is None:
                 fp = hygiene.fingerprint(item.content)
@@ -148,7 +149,6 @@ class Catalogue(CatchUp):
                 self._by_fp.setdefault(fp, path)
         if index and item.recallable:
             self._index.upsert(_doc(item))
-        return item
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)
