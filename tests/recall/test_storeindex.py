@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from gitmem.catchup import BulkSource
 from gitmem.errors import MemoryStoreError
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import RecallDoc, StoreRecall
-from gitmem.recall.storeindex import BulkSource
 
 from .support import SyncMemStore, git_store, item, to_doc
 
