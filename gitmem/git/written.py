@@ -466,18 +466,22 @@ def _entry(raw: bytes, name: bytes) -> tuple[bytes, bytes] | None:
 
     ``name`` between a space and a NUL is looked for as bytes; a hit counts only
     where an entry starts, i.e. where the entries before it tile the tree from
-    its start (one ``fullmatch`` in C): the same entry :func:`_parse` finds, and
-    none inside a name or an id.
+    its start: the same entry :func:`_parse` finds, and none inside a name or an
+    id. The tiling goes on from the last hit's (one ``match`` in C up to each hit):
+    names holding a mode and the name asked for (``00001 100644 a.md``) are each a
+    false hit, and tiling from the start at each made a folder of 20,000 of them
+    take 30 s a lookup.
     """
     needle = b" " + name + b"\x00"
+    tiled = 0  # an entry starts here
     at = raw.find(needle)
-    while at >= 0:
-        end = at + len(needle)
-        if end + 20 <= len(raw):
-            starts = (at - 6, at - 5) if raw[at - 6 : at - 5] == b"1" else (at - 5, at - 6)  # a file's mode: 6 digits
-            for start in starts:
-                if start >= 0 and _MODE.fullmatch(raw, start, at) and _TILED.fullmatch(raw, 0, start):
-                    return raw[start:at], raw[end : end + 20]
+    while at >= 0 and at + len(needle) + 20 <= len(raw):
+        found = _TILED.match(raw, tiled, at)
+        assert found is not None  # zero entries match
+        tiled = found.end()  # the last entry start up to ``at``: no entry is shorter than 28 bytes
+        if at - 6 <= tiled <= at - 5 and _MODE.fullmatch(raw, tiled, at):
+            end = at + len(needle)
+            return raw[tiled:at], raw[end : end + 20]
         at = raw.find(needle, at + 1)
     return None
 
