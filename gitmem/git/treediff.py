@@ -10,12 +10,27 @@ bytes both versions share at either end are parsed. This is what lets
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
     import pygit2
 
 _RAW_TREE_MODE = b"40000"
+MAX_CHANGES: Final = 1_000_000
+"""Files one list of changes names at most (a pull, a merge, a pushed commit's rules read each)."""
+
+
+class TooManyChanges(MemoryStoreError):
+    """More than :data:`MAX_CHANGES` files differ between two trees (``memory_full``): none is listed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "memory_full",
+            f"more than {MAX_CHANGES} files differ: gitmem reads a change file by file and takes at most that "
+            "many at once (a tree that names one folder at many paths holds 2 ** depth files in a few objects)",
+        )
 
 
 def _parse_entries(raw: bytes, pos: int, stop: int, out: dict[bytes, tuple[bytes, bytes]]) -> int:
@@ -108,8 +123,67 @@ def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oi
 
 def changes_between(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None) -> list[FileChange]:
     """:func:`file_changes` over any object reader: ``read`` gives the raw body of the tree
-    with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`)."""
-    return sorted(_changes(read, old, new, ""), key=lambda change: change.path)
+    with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`).
+
+    :class:`TooManyChanges` when they are more than :data:`MAX_CHANGES`, found by
+    :func:`count_changes` before any is listed (each tree read once for both).
+    """
+    bodies: dict[bytes, bytes] = {}
+
+    def kept(raw: bytes) -> bytes:
+        body = bodies.get(raw)
+        if body is None:
+            body = bodies[raw] = read(raw)
+        return body
+
+    if count_changes(kept, old, new, MAX_CHANGES) > MAX_CHANGES:
+        raise TooManyChanges
+    return sorted(_changes(kept, old, new, ""), key=lambda change: change.path)
+
+
+def count_changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, stop: int) -> int:
+    """How many files differ between two trees (what :func:`changes_between` lists), or ``stop + 1`` past ``stop``.
+
+    Counted per pair of folders (by their ids), not per path: a tree that names the
+    folder below it twice at each of 30 levels holds 2 ** 30 files in 60 objects,
+    and a folder reached at many paths is counted once.
+    """
+    counts: dict[tuple[bytes | None, bytes | None], int] = {}
+    pending = [(old, new)]
+    while pending:
+        pair = pending[-1]
+        if pair in counts:
+            pending.pop()
+            continue
+        a, b = _changed_entries(b"" if pair[0] is None else read(pair[0]), b"" if pair[1] is None else read(pair[1]))
+        total = 0
+        missing = []
+        for name in a.keys() | b.keys():
+            was, now = a.get(name), b.get(name)
+            if was == now:
+                continue
+            was_tree = was is not None and was[0] == _RAW_TREE_MODE
+            now_tree = now is not None and now[0] == _RAW_TREE_MODE
+            if was_tree or now_tree:
+                below = (
+                    was[1] if was is not None and was_tree else None,
+                    now[1] if now is not None and now_tree else None,
+                )
+                found = counts.get(below)
+                if found is None:
+                    missing.append(below)
+                else:
+                    total += found
+            if (was is not None and not was_tree) or (now is not None and not now_tree):
+                total += 1
+        if missing:
+            pending.extend(missing)
+            continue
+        pending.pop()
+        counts[pair] = min(total, stop + 1)
+        if total > stop:
+            return stop + 1
+    return counts[(old, new)]
 
 
 def _raw(oid: pygit2.Oid | None) -> bytes | None:

@@ -120,3 +120,25 @@ def test_a_pull_of_a_commit_declaring_a_domain_name_encoding_is_refused_in_time(
     assert time.monotonic() - began < 15
     assert store.sync.head() == head
     fsck_clean(store.path)
+
+
+def test_a_pull_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
+    # Each of 24 levels names the folder below twice: 50 objects, 2 ** 25 files. The rules and the
+    # merge's list of changes read a commit path by path: the pull (its writer lock held) ran for hours.
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
+    head = store.sync.head()
+    blob = plumb(hosting, "hash-object", "-w", "--stdin", given="x\n")
+    tree = plumb(hosting, "mktree", given=f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n")
+    for _ in range(24):
+        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
+    seed = plumb(hosting, "ls-tree", "main", given="")
+    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\tbomb\n")
+    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="many\n"), cwd=hosting)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "memory_full" in done.stderr and "1000000 files" in done.stderr, done.stderr
+    with pytest.raises(MergeRefused, match="memory_full"):
+        remotes.pull(store, "origin")
+    assert store.sync.head() == head
+    fsck_clean(store.path)
