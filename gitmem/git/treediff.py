@@ -126,36 +126,49 @@ def changes_between(read: Callable[[bytes], bytes], old: bytes | None, new: byte
     with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`).
 
     :class:`TooManyChanges` when they are more than :data:`MAX_CHANGES`, found by
-    :func:`count_changes` before any is listed (each tree read once for both).
+    :func:`count_changes` before any is listed (each pair of folders read and parsed once for both).
     """
-    bodies: dict[bytes, bytes] = {}
-
-    def kept(raw: bytes) -> bytes:
-        body = bodies.get(raw)
-        if body is None:
-            body = bodies[raw] = read(raw)
-        return body
-
-    if count_changes(kept, old, new, MAX_CHANGES) > MAX_CHANGES:
+    parsed: dict[_Pair, _Entries] = {}  # each pair of folders is parsed once, for the count and the list
+    if count_changes(read, old, new, MAX_CHANGES, parsed) > MAX_CHANGES:
         raise TooManyChanges
-    return sorted(_changes(kept, old, new, ""), key=lambda change: change.path)
+    return sorted(_changes(read, old, new, "", parsed), key=lambda change: change.path)
 
 
-def count_changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, stop: int) -> int:
+_Pair = tuple[bytes | None, bytes | None]
+_Entries = tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, tuple[bytes, bytes]]]
+
+
+def _entries_of(read: Callable[[bytes], bytes], pair: _Pair, parsed: dict[_Pair, _Entries] | None) -> _Entries:
+    """:func:`_changed_entries` of a pair of folders (``None``: absent), kept in ``parsed`` when given."""
+    found = None if parsed is None else parsed.get(pair)
+    if found is None:
+        found = _changed_entries(b"" if pair[0] is None else read(pair[0]), b"" if pair[1] is None else read(pair[1]))
+        if parsed is not None:
+            parsed[pair] = found
+    return found
+
+
+def count_changes(
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    stop: int,
+    parsed: dict[_Pair, _Entries] | None = None,
+) -> int:
     """How many files differ between two trees (what :func:`changes_between` lists), or ``stop + 1`` past ``stop``.
 
     Counted per pair of folders (by their ids), not per path: a tree that names the
     folder below it twice at each of 30 levels holds 2 ** 30 files in 60 objects,
     and a folder reached at many paths is counted once.
     """
-    counts: dict[tuple[bytes | None, bytes | None], int] = {}
+    counts: dict[_Pair, int] = {}
     pending = [(old, new)]
     while pending:
         pair = pending[-1]
         if pair in counts:
             pending.pop()
             continue
-        a, b = _changed_entries(b"" if pair[0] is None else read(pair[0]), b"" if pair[1] is None else read(pair[1]))
+        a, b = _entries_of(read, pair, parsed)
         total = 0
         missing = []
         for name in a.keys() | b.keys():
@@ -198,18 +211,24 @@ class _Below(NamedTuple):
     prefix: str
 
 
-def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str) -> Iterator[FileChange]:
+def _changes(
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    prefix: str,
+    parsed: dict[_Pair, _Entries] | None = None,
+) -> Iterator[FileChange]:
     """Every file that differs between two trees, a folder's files before the entry that holds them.
 
     Walked with a stack of folders, not by recursion: a tree nested deeper than
     Python's recursion limit (git's fsck lets a pushed or pulled one through) is
     read like any other.
     """
-    stack = [_level(read, old, new, prefix)]
+    stack = [_level(read, old, new, prefix, parsed)]
     while stack:
         for found in stack[-1]:
             if isinstance(found, _Below):
-                stack.append(_level(read, *found))
+                stack.append(_level(read, *found, parsed))
                 break
             yield found
         else:
@@ -217,9 +236,13 @@ def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | Non
 
 
 def _level(
-    read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    prefix: str,
+    parsed: dict[_Pair, _Entries] | None = None,
 ) -> Iterator[FileChange | _Below]:
-    a, b = _changed_entries(b"" if old is None else read(old), b"" if new is None else read(new))
+    a, b = _entries_of(read, (old, new), parsed)
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
         if was == now:
