@@ -331,3 +331,54 @@ def test_a_name_looked_up_in_a_raw_tree_is_the_entry_a_whole_parse_finds() -> No
         assert written._entry(raw, name) == parsed.get(name), name
     tricky = b"100644 a\x00" + b" y.md\x00".ljust(20, b"0")  # a hit inside an id only
     assert written._entry(tricky, b"y.md") is None
+
+
+_TIMED_READS = """
+import json, sys, time
+from gitmem import GitFileStore, MemoryStoreError
+store = GitFileStore.open(sys.argv[1]).sync
+store.write("x.md", "the root tree is now this process's own\\n", expected=None)
+out = {}
+for path in json.loads(sys.argv[2]):
+    began = time.monotonic()
+    try:
+        out[path] = store.read(path).text
+    except MemoryStoreError as exc:
+        out[path] = exc.code
+    out[path + " seconds"] = time.monotonic() - began
+print(json.dumps(out))
+"""
+
+
+def test_a_folder_of_names_that_look_like_entries_is_walked_in_time(tmp_path: Path) -> None:
+    """A folder whose names hold what looks like the entry asked for (``00001 100644 a.md`` holds
+    `` a.md`` after a mode) is walked in time linear in it: each such name is a false hit of the
+    one-name lookup, and each hit re-checked the folder's entries from its start (20,000 names:
+    30 s a lookup, a read of that folder over a minute, in a pushed memory anyone could make)."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    GitFileStore.open(path).sync.write("seed.md", "seed\n", expected=None)
+
+    def git(*args: str, given: str = "") -> str:
+        done = subprocess.run(["git", "--git-dir", path, *args], input=given, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", given="found\n")
+    names = [f"{i:05d} 100644 a.md" for i in range(20_000)] + ["a.md"]
+    big = git("mktree", given="".join(f"100644 blob {blob}\t{name}\n" for name in names))
+    seed = git("ls-tree", "main")
+    root = git("mktree", given=f"{seed}\n040000 tree {big}\tbig\n")
+    commit = git("commit-tree", root, "-p", git("rev-parse", "main"), given="a big folder\n")
+    git("update-ref", "refs/heads/main", commit)
+    git("repack", "-a", "-d", "-q")  # the folder is read from a pack, as a pushed one is
+    paths = ["big/a.md", "big/b.md", "big/00007 100644 a.md"]
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMED_READS, path, json.dumps(paths)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    answers = json.loads(done.stdout)
+    assert [answers[p] for p in paths] == ["found\n", "not_found", "found\n"]
+    assert all(answers[p + " seconds"] < 5 for p in paths), answers
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0
