@@ -43,11 +43,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from gitmem import derived
+from gitmem.catchup import files_under
 from gitmem.durable.identifiers import FUSION_PROFILE, SEMANTIC_BINDING_SCHEMA
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
-from gitmem.errors import MemoryStoreError, if_found
+from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json, local_folder, open_private, replace_file
 from gitmem.model import Changes
 from gitmem.recall.vectors import (
@@ -308,22 +309,20 @@ def partition_of(namespace: Namespace) -> str:
 def active_snapshot(store: BatchFileStore, namespace: Namespace) -> tuple[str, dict[str, Node]]:
     """Every active node of ``namespace`` at one commit, and that commit.
 
-    The listing and the reads happen at the head; afterwards the change cursor
-    says whether a node file of the namespace moved meanwhile (then the snapshot
-    is taken again), so the nodes are exactly those of the returned commit.
+    The node files are read as a cache's rebuild reads them (:func:`gitmem.catchup.files_under`:
+    one tree of the head commit when the store can, else listed and read at the
+    head); afterwards the change cursor says whether a node file of the namespace
+    moved meanwhile (then the snapshot is taken again), so the nodes are exactly
+    those of the returned commit.
     """
     prefix = nodes_prefix(namespace)
     for _ in range(_SNAPSHOT_ATTEMPTS):
         start = store.head()
         nodes: dict[str, Node] = {}
-        for entry in store.list():
-            if entry.path.startswith(prefix):
-                file = if_found(store.read, entry.path)
-                if file is None:
-                    continue  # deleted meanwhile: the cursor check below retries
-                node = decode_node(file.text, entry.path, namespace)
-                if node.status == "active":
-                    nodes[node.id] = node
+        for file in files_under(store, prefix, start):  # one deleted meanwhile is left out: the check below retries
+            node = decode_node(file.text, file.path, namespace)
+            if node.status == "active":
+                nodes[node.id] = node
         moved = store.changes(start)
         if isinstance(moved, Changes) and not any(p.startswith(prefix) for p in moved.paths):
             return moved.cursor, nodes
