@@ -1,5 +1,7 @@
 """Benchmark the caches that follow a store through ``changes()``: recall, the session catalogue, LangGraph items.
 
+(and durable memory's semantic refresh: see :func:`measure_semantic`)
+
 Each of the three (:class:`gitmem.recall.StoreRecall`, :class:`gitmem.session.catalogue.Catalogue`,
 :class:`gitmem.adapters.langgraph_items.ItemCatalogue`) is filled from a git store of
 ``--items`` files of its own format, in one commit, then timed:
@@ -106,7 +108,79 @@ def measure(items: int, samples: int, workdir: str | None) -> dict[str, dict[str
             "catch-up CPU": statistics.median(cpu) * 1e3,
             "catch-up wall": statistics.median(wall) * 1e3,
         }
+    out["durable semantic"] = measure_semantic(items, samples, workdir)
     return out
+
+
+def measure_semantic(items: int, samples: int, workdir: str | None) -> dict[str, float]:
+    """Durable memory's semantic refresh over ``items`` active nodes, the vectors already published.
+
+    rebuild: a new :class:`SemanticRecall`'s first refresh (every node file read, nothing
+    to embed); catch-up: one node revised (not timed), then a refresh (one vector embedded).
+    """
+    from gitmem.durable import DurableRepository
+    from gitmem.durable.namespace import Namespace
+    from gitmem.durable.semantic import EmbeddingIdentity, SemanticRecall
+    from gitmem.recall.vectors import SqliteVectorIndex
+
+    class Embedder:  # one fixed unit vector: the figures are the refresh's, not a model's
+        identity = EmbeddingIdentity("bench", "constant", "v1", 2)
+
+        def embed(self, texts: list[str]) -> list[tuple[float, float]]:
+            return [(1.0, 0.0)] * len(texts)
+
+        embed_queries = embed
+
+    ns = Namespace("bench", "agent", "repo")
+    evidence = [{"uri": "bench://e", "digest": "sha256:0", "kind": "manual"}]
+    base = tempfile.mkdtemp(prefix="bench-catchup-semantic-", dir=workdir)
+    repo = DurableRepository.open(Path(base), "sem", create=True)
+    for at in range(0, items, 128):
+        ops = [
+            {
+                "op": "create",
+                "node": {
+                    "id": f"n{i}",
+                    "kind": "semantic",
+                    "content": f"node {i}",
+                    "status": "active",
+                    "evidence": evidence,
+                },
+            }
+            for i in range(at, min(at + 128, items))
+        ]
+        repo.apply({"namespace": ns.as_dict(), "idempotency_key": f"fill/{at}", "operations": ops})
+
+    def opened() -> DurableRepository:
+        index = SqliteVectorIndex(f"{base}/vectors.sqlite3")
+        return DurableRepository.open(Path(base), "sem", semantic_recall=SemanticRecall(Embedder(), index=index))
+
+    opened().refresh_semantic_recall(ns)  # every vector published (not timed)
+    rebuild = []
+    for _ in range(5):
+        fresh = opened()
+        started = time.thread_time()
+        fresh.refresh_semantic_recall(ns)
+        rebuild.append(time.thread_time() - started)
+    wall, cpu = [], []
+    for k in range(samples):
+        revise = {
+            "op": "revise",
+            "node_id": f"n{k % items}",
+            "expected_revision": 1 + k // items,
+            "content": f"revised {k}",
+            "evidence": [{**evidence[0], "uri": f"bench://e{k}"}],
+        }
+        fresh.apply({"namespace": ns.as_dict(), "idempotency_key": f"revise/{k}", "operations": [revise]})
+        w, c = time.perf_counter(), time.thread_time()
+        fresh.refresh_semantic_recall(ns)
+        cpu.append(time.thread_time() - c)
+        wall.append(time.perf_counter() - w)
+    return {
+        "rebuild": statistics.median(rebuild) * 1e3,
+        "catch-up CPU": statistics.median(cpu) * 1e3,
+        "catch-up wall": statistics.median(wall) * 1e3,
+    }
 
 
 def main() -> None:
@@ -138,8 +212,8 @@ def main() -> None:
     header = "| cache | measure | this checkout |" + (" other | this / other |" if args.against else "")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for cache in ("recall", "session", "langgraph"):
-        for row in ROWS if cache != "langgraph" else [r for r in ROWS if r != "resume"]:
+    for cache in ("recall", "session", "langgraph", "durable semantic"):
+        for row in ROWS if cache in ("recall", "session") else [r for r in ROWS if r != "resume"]:
             mine = statistics.median(r[cache][row] for r in runs[here])
             line = f"| {cache} | {row} | {mine:.3f} |"
             if args.against:
