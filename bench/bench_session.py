@@ -261,7 +261,7 @@ def main() -> None:
             )
             again = open_session_memory(tmp / "recall")  # as a new process would: the saved catalogue
             resumed = timed(lambda: again.recall_similar("release provider verification", 5))
-            assert again.catalogue.resumed
+            assert again.catalogue.resumed_from_snapshot
             print(
                 f"| recall, first call of a new handle (resumes from the saved catalogue) | {resumed[0] * 1000:.1f} | |"
                 f" {resumed[1] * 1000:.1f} | | | | | | | 1 |"

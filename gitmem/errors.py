@@ -97,7 +97,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
         "for a push, pull first.",
     ),
     "invalid_path": (
-        "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long, `.git`), "
+        "The path breaks the path rules (empty, `.` or `..` segments, control characters, too long or more "
+        "than 128 segments deep, `.git`), "
         "or runs into a folder or through a file.",
         "Fix the path. Nothing was written.",
     ),
@@ -112,7 +113,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "memory_full": (
         "The memory holds as many files or bytes as its limits allow.",
-        "Delete or shorten files, or raise `gitmem.maxFiles` / `gitmem.maxMemoryBytes`.",
+        "Delete or shorten files, or raise `gitmem.maxFiles` / `gitmem.maxMemoryBytes`; a change of more than "
+        "1,000,000 files is refused whatever they allow (split it).",
     ),
     "memory_deleted": ("The memory was purged or removed while in use.", "Create it again (`gitmem init NAME`)."),
     "forbidden": (

@@ -92,6 +92,12 @@ _HFS_IGNORABLE = frozenset(
 )
 _RESERVED_SEGMENTS = frozenset({".git", "git~1", ".gitmodules", ".gitattributes"})
 _MAX_SEGMENT_BYTES = 255
+MAX_PATH_SEGMENTS = 128
+"""Most segments (folders and the file's name) a path may have, whatever ``max_path_bytes`` allows.
+
+The default byte limit already stops a path there (``"a/" * 127 + "f"``); a raised one must
+not let a tree nest past what a recursive walk of it can follow (Python's ~1,000 frames).
+"""
 
 
 # Characters that show as nothing although they are not format characters: a grapheme
@@ -197,6 +203,7 @@ def validate_path(path: object, fmt: FileFormat = DEFAULT_FORMAT) -> str:
     if (
         _PLAIN_PATH.fullmatch(path)
         and len(path) <= fmt.max_path_bytes
+        and path.count("/") < MAX_PATH_SEGMENTS
         and max(map(len, path.split("/"))) <= _MAX_SEGMENT_BYTES  # ASCII: characters are bytes
     ):
         return path
@@ -233,7 +240,12 @@ def _validate_path_fully(path: str, fmt: FileFormat) -> str:
     size = len(norm.encode("utf-8"))
     if size > fmt.max_path_bytes:
         raise MemoryStoreError("invalid_path", f"path is {size} bytes; the limit is {fmt.max_path_bytes}")
-    for segment in norm.split("/"):
+    segments = norm.split("/")
+    if len(segments) > MAX_PATH_SEGMENTS:
+        raise MemoryStoreError(
+            "invalid_path", f"path has {len(segments)} segments; the limit is {MAX_PATH_SEGMENTS} (127 folders deep)"
+        )
+    for segment in segments:
         if segment in ("", ".", ".."):
             raise MemoryStoreError("invalid_path", f"{path!r}: empty, '.' and '..' segments are not allowed")
         if unicodedata.normalize("NFKC", segment).strip() in (".", ".."):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitmem import FileFormat, MemoryStoreError, describe, parse_frontmatter, validate_path
-from gitmem.fileformat import KIB, describe_stored, encode_text, validate_directory
+from gitmem.fileformat import KIB, MAX_PATH_SEGMENTS, describe_stored, encode_text, validate_directory
 
 
 def code_of(call: object, *args: object, **kwargs: object) -> str:
@@ -124,6 +124,16 @@ def test_the_path_limit_is_configurable_and_counts_bytes() -> None:
     assert validate_path("a" * 10, fmt) == "a" * 10
     assert code_of(validate_path, "a" * 11, fmt) == "invalid_path"
     assert code_of(validate_path, "ééééé" + "a", fmt) == "invalid_path"
+
+
+def test_a_path_has_at_most_max_path_segments_whatever_the_byte_limit() -> None:
+    """A deeper tree would take a recursive walk of it past Python's limit: refused as a path, up front."""
+    roomy = FileFormat(max_path_bytes=100_000)
+    deepest = "a/" * (MAX_PATH_SEGMENTS - 1) + "f.md"
+    assert validate_path(deepest, roomy) == deepest
+    assert code_of(validate_path, "a/" + deepest, roomy) == "invalid_path"
+    assert code_of(validate_path, "é/" + deepest, roomy) == "invalid_path"  # the full rules too
+    assert code_of(validate_directory, "a/" * (MAX_PATH_SEGMENTS + 1), roomy) == "invalid_path"
 
 
 @pytest.mark.parametrize(("directory", "expected"), [("", ""), ("a/", "a/"), ("a/b/", "a/b/"), ("e\u0301/", "é/")])

@@ -59,7 +59,7 @@ LIBRARY_HOMES: dict[str, tuple[str, ...]] = {
 
 # The layers of docs/architecture.md, bottom to top.
 PURE = ("errors", "lazyexports", "model", "fileformat", "secrets", "grep", "provenance", "history", "config", "ignorerules")
-SEAM = ("store", "memstore", "aio", "localfile", "derived")
+SEAM = ("store", "memstore", "aio", "localfile", "derived", "catchup")
 GIT = ("git",)
 INDEX = ("index",)
 FACADE = ("gitstore", "gitcache", "runviews", "root", "review", "remotes", "remotepush", "remotepull", "hooks", "demo", "quickread", "exchange")

@@ -82,7 +82,7 @@ def test_every_read_in_the_writing_process_answers_as_another_process_does(tmp_p
     for name in ("a/b/d.md", "a/e.md", "x/y/z.md", "gone.md", "old/name.md", "q.md"):
         sync.write(name, f"first {name}\n", expected=None)
     sync.write("a/b/c.md", "just written\n", expected=None)
-    assert sync.repo.written.find(sync.repo.tree_id_of(sync.repo.head()), "a/b/c.md", sync.repo.history_mark())
+    assert sync.repo.written.walk(sync.repo.path, sync.repo.head(), "a/b/c.md", sync.repo.history_mark(), {})
     mine = _answers(sync, PATHS)
     assert mine["a/b/c.md"] == ["just written\n", mine["a/b/c.md"][1]]  # type: ignore[index]
     assert mine == _in_another_process(path, PATHS)
@@ -317,3 +317,68 @@ def test_a_file_read_from_the_packs_is_kept_for_the_next_read_and_dropped_by_a_f
     assert reader.read("keep.md").text == "kept\n"
     assert reader.repo.written.raw(secret) is None  # dropped with everything kept before the forget
     assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
+
+
+def test_a_name_looked_up_in_a_raw_tree_is_the_entry_a_whole_parse_finds() -> None:
+    """One entry found without parsing the tree: never a match inside another entry's name or id."""
+    names = [b"a 100644 y.md", b"b", b"x 40000 b", b"y.md", b"z\x00"[:1] + b" 100644 b"]
+    raw = b"".join(
+        (b"40000 " if name.startswith(b"x") else b"100644 ") + name + b"\x00" + bytes([n]) * 20
+        for n, name in enumerate(sorted(names))
+    )
+    parsed = written._parse(raw)
+    for name in [*names, b"100644 y.md", b"44 y.md", b"c", b"", b"md"]:
+        assert written._entry(raw, name) == parsed.get(name), name
+    tricky = b"100644 a\x00" + b" y.md\x00".ljust(20, b"0")  # a hit inside an id only
+    assert written._entry(tricky, b"y.md") is None
+
+
+_TIMED_READS = """
+import json, sys, time
+from gitmem import GitFileStore, MemoryStoreError
+store = GitFileStore.open(sys.argv[1]).sync
+store.write("x.md", "the root tree is now this process's own\\n", expected=None)
+out = {}
+for path in json.loads(sys.argv[2]):
+    began = time.monotonic()
+    try:
+        out[path] = store.read(path).text
+    except MemoryStoreError as exc:
+        out[path] = exc.code
+    out[path + " seconds"] = time.monotonic() - began
+print(json.dumps(out))
+"""
+
+
+def test_a_folder_of_names_that_look_like_entries_is_walked_in_time(tmp_path: Path) -> None:
+    """A folder whose names hold what looks like the entry asked for (``00001 100644 a.md`` holds
+    `` a.md`` after a mode) is walked in time linear in it: each such name is a false hit of the
+    one-name lookup, and each hit re-checked the folder's entries from its start (20,000 names:
+    30 s a lookup, a read of that folder over a minute, in a pushed memory anyone could make)."""
+    path = str(tmp_path / "m.git")
+    GitFileStore.init(path)
+    GitFileStore.open(path).sync.write("seed.md", "seed\n", expected=None)
+
+    def git(*args: str, given: str = "") -> str:
+        done = subprocess.run(["git", "--git-dir", path, *args], input=given, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", given="found\n")
+    names = [f"{i:05d} 100644 a.md" for i in range(20_000)] + ["a.md"]
+    big = git("mktree", given="".join(f"100644 blob {blob}\t{name}\n" for name in names))
+    seed = git("ls-tree", "main")
+    root = git("mktree", given=f"{seed}\n040000 tree {big}\tbig\n")
+    commit = git("commit-tree", root, "-p", git("rev-parse", "main"), given="a big folder\n")
+    git("update-ref", "refs/heads/main", commit)
+    git("repack", "-a", "-d", "-q")  # the folder is read from a pack, as a pushed one is
+    paths = ["big/a.md", "big/b.md", "big/00007 100644 a.md"]
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMED_READS, path, json.dumps(paths)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    answers = json.loads(done.stdout)
+    assert [answers[p] for p in paths] == ["found\n", "not_found", "found\n"]
+    assert all(answers[p + " seconds"] < 5 for p in paths), answers
+    fsck = subprocess.run(["git", "--git-dir", path, "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0

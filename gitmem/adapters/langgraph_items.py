@@ -26,15 +26,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
+from gitmem.catchup import CatchUp
+from gitmem.errors import LOST_RACE, MemoryStoreError
 from gitmem.localfile import JSON_DEPTH, parse_json
-from gitmem.model import Changes, Edit, FileText, FullResync, Origin
+from gitmem.model import Edit, FileText, Origin
 from gitmem.recall.index import RecallDoc, RecallIndex
 from gitmem.recall.semantic import SemanticBranch
 from gitmem.records.rules import decode_namespace, encode_namespace
@@ -371,16 +371,15 @@ def default_text(item: StoredItem) -> str | None:
 # -- the catalogue -------------------------------------------------------------------------
 
 
-class ItemCatalogue:
-    """Every item of a store, parsed, and a recall index of their texts, caught up through ``changes()``.
+class ItemCatalogue(CatchUp):
+    """Every item of a store, parsed, and a recall index of their texts, caught up as :mod:`gitmem.catchup` does it.
 
-    The store stays the truth: the first refresh (or one answered ``FullResync``)
-    reads every item, later ones only the paths that changed. The cursor is taken
-    before reading, so a write racing a refresh is seen by the next one.
     ``text_of`` says what of an item a query is matched against (``None``: not
     searchable by query); a file that does not parse is left out and listed in
     :attr:`skipped`.
     """
+
+    store: FileStore  # a sweep writes through it
 
     def __init__(
         self,
@@ -389,48 +388,26 @@ class ItemCatalogue:
         text_of: Callable[[StoredItem], str | None] = default_text,
         semantic: SemanticBranch | None = None,
     ) -> None:
-        self.store = store
+        super().__init__(store)
         self.text_of = text_of
         self.index = RecallIndex(semantic)
         self.items: dict[str, StoredItem] = {}
         self._by_namespace: dict[Namespace, dict[str, StoredItem]] = {}
-        self.skipped: dict[str, str] = {}
-        self.cursor: str | None = None
-        self._lock = threading.Lock()
 
-    def refresh(self) -> None:
-        with self._lock:
-            answer = self.store.changes(self.cursor)
-            if isinstance(answer, FullResync):
-                self._rebuild(answer)
-            else:
-                assert isinstance(answer, Changes)
-                for path in answer.paths:
-                    self._reload(path)
-                self.cursor = answer.cursor
+    def covers(self, path: str) -> bool:
+        return parse_path(path) is not None
 
-    def _rebuild(self, answer: FullResync) -> None:
-        self.cursor = None  # a failure part-way rebuilds again next time
+    def _forget(self) -> None:
         self.items.clear()
         self._by_namespace.clear()
-        self.skipped.clear()
         self.index.clear()
-        for file in files_under(self.store, "", answer.cursor):
-            self._take(file)
-        self.cursor = answer.cursor
 
-    def _reload(self, path: str) -> None:
-        if parse_path(path) is None:
-            return
-        file = if_found(self.store.read, path)
+    def _put(self, path: str, file: FileText | None) -> None:
+        held = self.items.get(path)
         if file is None:
             self._drop(path)
-            self.skipped.pop(path, None)
-            return
-        held = self.items.get(path)
-        if held is not None and held.version == file.version:
-            return  # the very blob already parsed and indexed (this process's own put, noted when made)
-        self._take(file)
+        elif held is None or held.version != file.version:  # else the very blob is held (noted when put)
+            self._take(file)
 
     def item(self, file: FileText) -> StoredItem:
         """The item ``file`` holds: the one parsed before when the catalogue holds that very blob, else parsed now.
@@ -445,8 +422,6 @@ class ItemCatalogue:
         return parse(file)
 
     def _take(self, file: FileText) -> None:
-        if parse_path(file.path) is None:
-            return
         try:
             item = parse(file)
         except ValueError as error:
@@ -483,12 +458,8 @@ class ItemCatalogue:
         with self._lock:
             self._take(file)
 
-    def snapshot(self) -> list[StoredItem]:
-        with self._lock:
-            return list(self.items.values())
-
     def under(self, prefix: Namespace) -> list[StoredItem]:
-        """The items whose namespace starts with ``prefix`` (a lookup per namespace, not a scan of every item)."""
+        """The items whose namespace starts with ``prefix`` (a lookup per namespace, not a scan of every item); ``()``: all."""
         with self._lock:
             return [
                 item
@@ -496,16 +467,6 @@ class ItemCatalogue:
                 if namespace[: len(prefix)] == prefix
                 for item in folder.values()
             ]
-
-
-def files_under(store: FileStore, prefix: str, rev: str | None = None) -> list[FileText]:
-    """Every file under folder ``prefix`` (at ``rev``): from one tree when the store reads a folder
-    at once (the git store's ``read_under``), else listed and read one by one."""
-    read_under = getattr(store, "read_under", None)
-    if read_under is not None:
-        return list(read_under(prefix, rev))
-    found = (if_found(store.read, e.path) for e in store.list() if e.path.startswith(prefix))
-    return [file for file in found if file is not None]
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -555,7 +516,7 @@ def sweep(catalogue: ItemCatalogue, *, now: datetime | None = None, origin: Orig
     for _ in range(RETRIES):
         catalogue.refresh()
         moment = now or datetime.now(UTC)
-        expired = [item for item in catalogue.snapshot() if item.expired(moment)]
+        expired = [item for item in catalogue.under(()) if item.expired(moment)]
         if not expired:
             return 0
         edits = [Edit(i.path, None, i.version) for i in expired]

@@ -261,7 +261,7 @@ class GitMemStore(BaseStore):
             raise MemoryStoreError("invalid_query", f"max_depth is a positive number, not {op.max_depth!r}")
         self.catalogue.refresh()
         namespaces = {
-            item.namespace for item in self.catalogue.snapshot() if not item.expired(now)
+            item.namespace for item in self.catalogue.under(()) if not item.expired(now)
         }  # expiry needs each item
         for condition in op.match_conditions or ():
             namespaces = {

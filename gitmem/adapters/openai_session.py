@@ -50,7 +50,8 @@ from agents.memory.session import SessionABC, _await_mutation, _CompactionSnapsh
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from gitmem import aio
-from gitmem.adapters.langgraph_items import RETRIES, files_under, try_commit
+from gitmem.adapters.langgraph_items import RETRIES, try_commit
+from gitmem.catchup import files_under
 from gitmem.errors import MemoryStoreError, if_found
 from gitmem.localfile import json_nesting_within, parse_json
 from gitmem.model import Edit, FileText, Origin

@@ -5,9 +5,10 @@ the vector index. A host (or :class:`SemanticMaintenance`, on an interval)
 calls :meth:`SemanticRecall.refresh`, which
 
 1. reads the index revision it starts from;
-2. reads a **complete Active-only snapshot** of the namespace at one commit (the
-   head before the listing; when the change cursor shows that a node file of the
-   namespace moved meanwhile, the snapshot is taken again);
+2. catches up a **complete Active-only snapshot** of the namespace at one commit
+   (:class:`ActiveNodes`: the first refresh in a process reads every node file,
+   later ones only those the change cursor names; when it shows that a node file
+   of the namespace moved meanwhile, it catches up again);
 3. embeds only the node revisions the partition does not hold yet (an unchanged
    revision keeps its vector), and deletes the revisions that are no longer
    active;
@@ -43,13 +44,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from gitmem import derived
+from gitmem.catchup import CatchUp
 from gitmem.durable.identifiers import FUSION_PROFILE, SEMANTIC_BINDING_SCHEMA
 from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
-from gitmem.errors import MemoryStoreError, if_found
+from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json, local_folder, open_private, replace_file
-from gitmem.model import Changes
+from gitmem.model import Changes, FileText
 from gitmem.recall.vectors import (
     CONSISTENCY_ORDER,
     Consistency,
@@ -305,29 +307,47 @@ def partition_of(namespace: Namespace) -> str:
     return namespace.folder.rstrip("/")
 
 
-def active_snapshot(store: BatchFileStore, namespace: Namespace) -> tuple[str, dict[str, Node]]:
-    """Every active node of ``namespace`` at one commit, and that commit.
+class ActiveNodes(CatchUp):
+    """The active nodes of one namespace, caught up through the store's change cursor (:mod:`gitmem.catchup`).
 
-    The listing and the reads happen at the head; afterwards the change cursor
-    says whether a node file of the namespace moved meanwhile (then the snapshot
-    is taken again), so the nodes are exactly those of the returned commit.
+    A refresh after one write re-reads that one node file instead of the
+    namespace. A node file that does not parse is raised (``invalid_file``), as
+    the refresh always has: the vectors are never published from part of a namespace.
     """
-    prefix = nodes_prefix(namespace)
-    for _ in range(_SNAPSHOT_ATTEMPTS):
-        start = store.head()
-        nodes: dict[str, Node] = {}
-        for entry in store.list():
-            if entry.path.startswith(prefix):
-                file = if_found(store.read, entry.path)
-                if file is None:
-                    continue  # deleted meanwhile: the cursor check below retries
-                node = decode_node(file.text, entry.path, namespace)
-                if node.status == "active":
-                    nodes[node.id] = node
-        moved = store.changes(start)
-        if isinstance(moved, Changes) and not any(p.startswith(prefix) for p in moved.paths):
-            return moved.cursor, nodes
-    raise MemoryStoreError("unavailable", f"namespace {namespace.label()} kept changing during the snapshot")
+
+    def __init__(self, store: BatchFileStore, namespace: Namespace, generation: str | None) -> None:
+        super().__init__(store, prefix=nodes_prefix(namespace))
+        self.namespace = namespace
+        self.generation = generation  # the history generation it was read under: another one means read again
+        self.nodes: dict[str, Node] = {}  # the active ones, by id
+        self._ids: dict[str, str] = {}  # node file path -> the id of the active node it holds
+
+    def _put(self, path: str, file: FileText | None) -> None:
+        held = self._ids.pop(path, None)
+        if held is not None:
+            del self.nodes[held]
+        if file is not None:
+            node = decode_node(file.text, path, self.namespace)
+            if node.status == "active":
+                self.nodes[node.id] = node
+                self._ids[path] = node.id
+
+    def _forget(self) -> None:
+        self.nodes.clear()
+        self._ids.clear()
+
+    def at_one_commit(self) -> str:
+        """Catch up until no node file of the namespace moved since; the commit the nodes are exactly those of.
+
+        The files are read at the head after the cursor was asked for, so one
+        written meanwhile can be newer than it: then the change cursor names it
+        and the cache catches up again.
+        """
+        for _ in range(_SNAPSHOT_ATTEMPTS):
+            moved = self.store.changes(self.refresh())
+            if isinstance(moved, Changes) and not any(self.covers(p) for p in moved.paths):
+                return moved.cursor
+        raise MemoryStoreError("unavailable", f"namespace {self.namespace.label()} kept changing during the snapshot")
 
 
 @dataclass
@@ -349,6 +369,8 @@ class SemanticRecall:
     #: Builds the index in the mount's semantic folder (``None``: a store without one) when ``index`` is left out.
     index_factory: Callable[[str | None], VectorIndex] | None = None
     _refreshing: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: The active nodes of each partition, caught up between refreshes (for the store last refreshed from).
+    _active: dict[str, ActiveNodes] = field(default_factory=dict, repr=False, compare=False)
 
     def attach(self, folder: str | None) -> SemanticRecall:
         """Give this recall its default index and refresh log in ``folder`` (``None``: in memory)."""
@@ -431,7 +453,11 @@ class SemanticRecall:
         started = index.status().revision
         generation = self.generation(namespace)
         seen = derived.Generation.read(derived.stamp_of(store))  # before the nodes are read (gitmem.derived)
-        commit, nodes = active_snapshot(store, namespace)
+        active = self._active.get(partition)
+        if active is None or active.store is not store or active.generation != seen.value:
+            active = self._active[partition] = ActiveNodes(store, namespace, seen.value)  # erased history: read anew
+        commit = active.at_one_commit()
+        nodes = active.nodes
         state = index.partition(partition)
         held = index.entries(partition) if state is not None and state.generation == generation else {}
         fresh = [n for n in nodes.values() if held.get(n.id) != (n.revision, n.digest)]
@@ -629,4 +655,3 @@ class SemanticMaintenance:
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
-

@@ -25,6 +25,7 @@ in (or were written by gitmem) and are not checked again.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -82,7 +83,8 @@ def message_readings(data: bytes) -> tuple[str, ...] | str:
     its raw history walks); then, for a commit that declares an ``encoding``, as
     ``git log`` and pygit2 show it, decoded from that encoding. A text (the reason)
     when it declares one twice (git reads the first, libgit2 the last), one Python
-    does not know, or one its message does not decode from (pygit2 raises there).
+    does not know or git does not read as one (:data:`NOT_CHARSETS`), or one its message
+    does not decode from (pygit2 raises there).
     """
     stored = _message_bytes(data)
     encodings = _declared_encodings(data)
@@ -92,10 +94,18 @@ def message_readings(data: bytes) -> tuple[str, ...] | str:
         return f"the commit declares its encoding {len(encodings)} times ({encodings!r}); git and libgit2 read different ones"
     encoding = encodings[0]
     try:
+        if codecs.lookup(encoding).name in NOT_CHARSETS:
+            raise LookupError(encoding)
         shown = stored.decode(encoding)
     except (LookupError, ValueError):
         return f"the commit declares encoding {encoding!r}, which gitmem cannot read as git may"
     return (stored.decode("utf-8", "surrogateescape"), shown)
+
+
+NOT_CHARSETS = frozenset({"punycode", "idna"})
+"""Python's codecs of domain names, not of text: git's ``iconv`` knows neither (``git log`` shows such a
+message as stored, pygit2 decodes it), and Python decodes them in time quadratic in the text (a
+400 KB message took seconds, one of a few MB would hold a push's or pull's checks for an hour)."""
 
 
 def _declared_encodings(data: bytes) -> list[str]:

@@ -54,6 +54,14 @@ def check_control_files(git_dir: str) -> None:
     for name, limit in CONTROL_FILES:
         check_control_file(os.path.join(git_dir, name), limit)
     check_config_text(os.path.join(git_dir, "config"))
+    check_repository_folder(git_dir)
+
+
+def check_repository_folder(git_dir: str) -> None:
+    """:func:`check_folder` for the repository's own folder and its ``info``: git reads ``HEAD``,
+    ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking."""
+    check_folder(git_dir)
+    check_folder(os.path.join(git_dir, "info"))
 
 
 def check_config_text(path: str) -> None:
@@ -114,54 +122,71 @@ def read_alternates(objects: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-_PACK_STAMPS: dict[str, tuple[int, int]] = {}  # pack folder -> the stamp it had when last found clean
+_STAMPS: dict[str, tuple[int, int]] = {}  # folder -> the stamp it had when last found clean
 _RACY_NS: Final = 50_000_000  # a folder changed this recently may change again without a new mtime
 
 
 def check_pack_folder(folder: str) -> None:
-    """``unavailable`` naming the first pack or index in ``folder`` (an ``objects/pack``) that is no regular file.
+    """``unavailable`` naming the first entry of ``folder`` (an ``objects/pack``) or of its object folder's
+    ``info`` (and ``info/commit-graphs``) that is no regular file.
 
-    libgit2 and git open every index they list there with a blocking open that
-    follows links: a FIFO planted as ``pack-*.idx`` would hang that read for good.
+    libgit2 and git open every index they list there, the multi-pack index and the
+    commit graphs with a blocking open that follows links: a FIFO planted as
+    ``pack-*.idx`` or ``objects/info/commit-graph`` would hang that read for good.
     So this runs right before anything lists the folder: any pygit2 handle, object
     database or pack reader being made (all in :mod:`gitmem.git.loose`), libgit2
     listing it again because an object was in none of the packs it knew
     (:class:`gitmem.git.loose.LooseGuard` is asked first, and checks before its
     writer writes), a git process started on the repository. Not before every
     read: every commit adds a pack, and listing the folder after each one was
-    most of the cost of a read right after a write. The folder is listed again
-    only when its ``mtime`` moved, or is too recent to trust; the listing's entry
-    types come with it, so no entry costs a call of its own. Nothing when the
-    folder is absent.
+    most of the cost of a read right after a write. Each folder is listed again
+    only when its ``mtime`` moved (see :func:`check_folder`). Nothing when absent.
+    """
+    info = os.path.join(os.path.dirname(folder), "info")
+    for each in (folder, info, os.path.join(info, "commit-graphs")):
+        check_folder(each)
+
+
+def check_folder(folder: str) -> None:
+    """``unavailable`` naming the first entry of ``folder`` that is neither a regular file nor a folder.
+
+    No list of names: for a folder git and libgit2 read files from (blocking, following
+    links), whatever they open there tomorrow is covered too. A link is taken only to a
+    folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` moved, or
+    is too recent to trust; the listing's entry types come with it, so no entry costs a
+    call of its own.
     """
     try:
         info = os.stat(folder)
     except OSError:
         return
     stamp = (info.st_ino, info.st_mtime_ns)
-    if _PACK_STAMPS.get(folder) == stamp:
+    if _STAMPS.get(folder) == stamp:
         return
     # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
     # entry added within the tick of the listing leaves the mtime as it was. So
     # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
     racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.endswith((".idx", ".pack")) and not entry.is_file(follow_symlinks=False):
-                    raise MemoryStoreError(
-                        "unavailable",
-                        f"{entry.path} is not a regular file (a link, FIFO or folder), which git would block "
-                        "or follow on: remove it",
-                    )
+        entries = list(os.scandir(folder))
     except FileNotFoundError:
         return
+    for entry in entries:
+        if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=entry.is_symlink()):
+            continue
+        if not os.path.lexists(entry.path):
+            continue  # renamed or deleted since the listing: a writer's lock file, moved in
+        raise MemoryStoreError(
+            "unavailable",
+            f"{entry.path} is not a regular file (a link, FIFO or socket), which git would block or follow on: "
+            "remove it",
+        )
     if racy:
-        _PACK_STAMPS.pop(folder, None)
+        _STAMPS.pop(folder, None)
         return
-    if len(_PACK_STAMPS) >= 4096:
-        _PACK_STAMPS.clear()
-    _PACK_STAMPS[folder] = stamp
+    if len(_STAMPS) >= 4096:
+        _STAMPS.clear()
+    _STAMPS[folder] = stamp
 
 
 def check_packs_of(git_dir: str, *more: str) -> None:
@@ -191,6 +216,7 @@ def check_refs_of(git_dir: str) -> None:
         if os.path.basename(objects) != "objects" or not os.path.isdir(os.path.join(repo, "refs")):
             continue
         check_control_file(os.path.join(repo, "packed-refs"), PACKED_REFS_LIMIT)
+        check_repository_folder(repo)  # HEAD, shallow, info/grafts, info/attributes: read blocking too
         pending = [os.path.join(repo, "refs")]
         while pending:
             try:

@@ -39,6 +39,7 @@ from gitmem.git.loose import open_repository
 from gitmem.git.pushcheck import EntryRules
 from gitmem.git.pygitreader import RepoReader
 from gitmem.git.rewritepack import commit_header
+from gitmem.git.treediff import MAX_CHANGES, TooManyChanges, count_changes
 
 TRAILER = "Imported-From"
 RULE_EXCLUDED = "excluded"
@@ -123,6 +124,11 @@ class _Rewriter:
         out = Rewrite(tip)
         for commit in walker:
             cid = str(commit.id)
+            # Its folders are walked path by path (each kept by path): more changed files than a
+            # change may hold (a tree naming one folder at many paths) is refused before that walk.
+            first = self.repo[commit.parent_ids[0]].peel(pygit2.Commit).tree_id.raw if commit.parent_ids else None
+            if count_changes(self._read, first, commit.tree_id.raw, MAX_CHANGES) > MAX_CHANGES:
+                raise TooManyChanges
             tree, drops = self._tree(commit.tree, b"", self.top, ())
             for path, rule, message, oid in drops:
                 seen = (path, rule if rule == RULE_EXCLUDED else oid)
@@ -138,6 +144,9 @@ class _Rewriter:
             out.rewritten[cid] = new
         out.tip = mapping.get(tip, tip)
         return out
+
+    def _read(self, raw: bytes) -> bytes:
+        return bytes(self.repo[pygit2.Oid(raw=raw)].read_raw())
 
     def _commit(self, commit: pygit2.Commit, tree: pygit2.Oid, parents: list[str]) -> str:
         """The commit's raw object with a new tree and parents, no signature, and the trailer."""

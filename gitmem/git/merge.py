@@ -37,7 +37,7 @@ from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal, check_updates
 from gitmem.git.quarantine import Quarantine, open_quarantine
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo, translate_errors
-from gitmem.git.treediff import file_changes
+from gitmem.git.treediff import TooManyChanges, file_changes
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -154,9 +154,22 @@ def integrate(
                     r.references.delete(name)
                 r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
                 lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
-                result = _plan(
-                    r, ours, theirs, what=what, origin=origin, detail=detail, extra=extra, ff=fast_forward, join=join
-                )
+                try:
+                    result = _plan(
+                        r,
+                        ours,
+                        theirs,
+                        what=what,
+                        origin=origin,
+                        detail=detail,
+                        extra=extra,
+                        ff=fast_forward,
+                        join=join,
+                    )
+                except TooManyChanges as exc:
+                    raise MergeRefused(
+                        "memory_full", f"{what} cannot land, so main was not changed: {exc.message}"
+                    ) from None
                 if result.kind != "up_to_date":
                     old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository
                     seen: dict[str, set[bytes]] = {}

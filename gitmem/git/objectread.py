@@ -181,11 +181,41 @@ def entries_by_name(entries: Iterable[bytes]) -> dict[bytes, tuple[int, str]]:
     return found
 
 
-def file_ids(reader: ObjectReader, tree: str) -> Iterator[str]:
-    """The blob id of every file (modes 100644 and 100755) under ``tree``."""
-    for entry in raw_entries(tree_body(reader, tree)):
-        mode, _, raw = split_entry(entry)
-        if mode == FOLDER:
-            yield from file_ids(reader, raw.hex())
-        elif mode in FILE_MODES:
-            yield raw.hex()
+def footprint(
+    entries: Callable[[str], Sequence[bytes]],
+    tree: str,
+    kept: dict[str, tuple[int, int]],
+    size: Callable[[str], int] | None = None,
+) -> tuple[int, int]:
+    """``(files, bytes)`` under ``tree``: its files (modes 100644 and 100755) and, with ``size``, their sizes.
+
+    Each folder is counted once by its id (``kept``, the caller's, holds the counts): a tree
+    reaching one folder at many paths (each level naming the one below twice) holds
+    ``2 ** depth`` files in a few objects, which a walk path by path never finishes.
+    ``entries``: a tree's raw entries.
+    Walked with a stack, not by recursion: a tree may nest deeper than Python's limit.
+    """
+    pending = [tree]
+    while pending:
+        oid = pending[-1]
+        if oid in kept:
+            pending.pop()
+            continue
+        files = total = 0
+        missing = []
+        for entry in entries(oid):
+            mode, _, raw = split_entry(entry)
+            if mode == FOLDER:
+                below = kept.get(raw.hex())
+                if below is None:
+                    missing.append(raw.hex())
+                else:
+                    files, total = files + below[0], total + below[1]
+            elif mode in FILE_MODES:
+                files, total = files + 1, total + (0 if size is None else size(raw.hex()))
+        if missing:
+            pending.extend(missing)
+            continue
+        pending.pop()
+        kept[oid] = (files, total)
+    return kept[tree]

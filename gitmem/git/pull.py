@@ -80,7 +80,7 @@ def _abandoned(git: GitRepo, target: Remote) -> tuple[str, ...]:
     if not open_here:
         return ()
     what = f"git ls-remote {target.name}"
-    listed = run_git(["ls-remote", "--heads", target.url, f"{PROPOSALS}*"], cwd=git.path, what=what)
+    listed = run_git(["ls-remote", "--heads", "--", target.url, f"{PROPOSALS}*"], cwd=git.path, what=what)
     if listed.returncode != 0:
         return ()  # the pull itself reached the remote; a failed listing reports nothing rather than guess
     there = {line.partition("\t")[2][len(PROPOSALS) :] for line in listed.stdout.splitlines()}
@@ -252,7 +252,7 @@ def remote_holdings(git: GitRepo, target: Remote) -> tuple[str, ...]:
     with open_quarantine(git.path) as held:
         scratch = held.path
         done = run_git(
-            [*FETCH, target.url, "+refs/*:refs/check/*"],
+            [*FETCH, "--", target.url, "+refs/*:refs/check/*"],
             cwd=scratch,
             what=what,
         )

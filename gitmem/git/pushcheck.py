@@ -75,14 +75,14 @@ from gitmem.git.objectread import (
     commit_parts,
     entries_by_name,
     entry_at,
-    file_ids,
+    footprint,
     raw_entries,
     split_entry,
     tag_target,
     tree_body,
 )
 from gitmem.git.transport import LEDGER_REF
-from gitmem.git.treediff import changes_between
+from gitmem.git.treediff import FileChange, TooManyChanges, changes_between
 from gitmem.provenance import parse_message
 from gitmem.secrets import find_secret
 
@@ -314,6 +314,7 @@ class _Checker:
         self._stored: dict[str, list[bytes]] = {}  # raw entries of recent trees (a parent's, mostly)
         self._by_name: dict[str, dict[bytes, tuple[int, str]]] = {}  # the same by name, for path lookups
         self._commits: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
+        self._weighed: dict[str, tuple[int, int]] = {}  # files and their bytes under a folder, by its id
         self.reached: set[bytes] = set()
         self._erased = reader.erased()
         self.unreadable: tuple[type[Exception], ...] = (KeyError, ValueError, *reader.errors)
@@ -425,13 +426,22 @@ class _Checker:
         for message in identity_problems(data):
             yield None, (RULE_IDENTITY, message)
         parent_trees = [self._commit(p)[1] for p in parents]
+        first = bytes.fromhex(parent_trees[0]) if parent_trees else None
+        try:  # first: the walk below reads every changed path too, and they may be too many to read
+            changes: list[FileChange] | None = changes_between(self._tree_bytes, first, bytes.fromhex(tree))
+        except TooManyChanges as exc:
+            yield None, (exc.code, exc.message)
+            return
+        except self.unreadable:
+            changes = None  # the walk names what is wrong first; the listing then fails as it did
         bad: set[bytes] = set()
         for raw, problem in self._tree_problems(tree, list(parent_trees), b""):
             bad.add(raw)
             yield _printable(raw.decode("utf-8", errors="replace")), problem
         changed: list[str] = []
-        first = bytes.fromhex(parent_trees[0]) if parent_trees else None
-        for change in changes_between(self._tree_bytes, first, bytes.fromhex(tree)):
+        if changes is None:
+            changes = changes_between(self._tree_bytes, first, bytes.fromhex(tree))
+        for change in changes:
             raw = change.path.encode("utf-8", "surrogateescape")
             path = raw.decode("utf-8", errors="replace")
             changed.append(path)
@@ -672,11 +682,7 @@ class _Checker:
         return []
 
     def _footprint(self, tree: str) -> tuple[int, int]:
-        files = total = 0
-        for oid in file_ids(self.reader, tree):
-            files += 1
-            total += self.reader.header(oid)[1]
-        return files, total
+        return footprint(self._entries, tree, self._weighed, lambda oid: self.reader.header(oid)[1])
 
 
 def _printable(path: str) -> str:

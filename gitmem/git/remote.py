@@ -173,7 +173,7 @@ def pushed_runs(git: GitRepo, target: Remote) -> list[str]:
 def _erasure_leases(git: GitRepo, target: Remote, handle: pygit2.Repository, *, proposals: bool) -> list[str]:
     """``--force-with-lease`` options for the remote refs that still hold pre-erasure history of this memory."""
     before = {t for e in erasures.entries(handle) for t in e.tips}
-    listed = run_git(["ls-remote", "--heads", target.url], cwd=git.path, what=f"git ls-remote {target.name}")
+    listed = run_git(["ls-remote", "--heads", "--", target.url], cwd=git.path, what=f"git ls-remote {target.name}")
     if listed.returncode != 0:
         return []  # the push itself reports an unreachable remote
     leases = []

@@ -44,7 +44,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
-from gitmem.git.loose import open_repository, raise_if_corrupt
+from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
@@ -60,7 +60,7 @@ from gitmem.git.snapshot import (
     walk_files,
 )
 from gitmem.git.treediff import diff_trees
-from gitmem.git.written import Written, object_digest, withdraw
+from gitmem.git.written import COMMIT_TREES, Written, object_digest, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
@@ -120,7 +120,6 @@ DURABLE_KEY: Final = "gitmem.durable"
 """The mount's durability switch: every commit fsyncs its pack, its ref and their folders first."""
 _GIT_FSYNC: Final = ("core.fsync", "committed")  # what the git CLI (2.36+) honours for this repository
 _libgit2_fsync = [False]  # whether this process turned libgit2's fsync on (it never turns it off)
-_COMMIT_TREES = 64  # commits whose tree id a handle remembers (its latest writes)
 
 _ANCESTRY_WALK = 512  # commits descendant_of visits itself before asking libgit2
 
@@ -375,7 +374,7 @@ class GitRepo:
         # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
-        history = self.history_mark()
+        history = self.history_mark() if os.access(self._gen_path, os.F_OK) else (0, 0)  # no purge yet: one call
         # A handle's pid, marks and repo are set with it, before any head is noted (last).
         known = last is not None and local.pid == _pid[0] and history == local.gen[0] and local.repo is not None
         if known and last is not None and last[2]:
@@ -457,7 +456,7 @@ class GitRepo:
     def remember_tree(self, commit: str, tree: str) -> None:
         """Note ``commit``'s tree id (the engine does for each commit it makes): a write needs no commit read."""
         trees = self._commit_trees
-        if len(trees) >= _COMMIT_TREES:
+        if len(trees) >= COMMIT_TREES:
             trees.clear()
         trees[commit] = tree
 
@@ -469,13 +468,19 @@ class GitRepo:
     def read_main(self, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` at the head of ``main``, or ``None``: the store's read of it.
 
-        :meth:`head`, then :meth:`read_at` on the commit it answered, under one
-        error translation for both: the agent's read of ``main``, kept to the
-        fewest steps since every step of it costs several times its warm cost
-        right after a write (the writer's work has evicted the reader's caches).
+        :meth:`head`, then :meth:`read_at` on the commit it answered (one walk,
+        :meth:`Written.walk <gitmem.git.written.Written.walk>`), errors translated
+        only when one is raised (no context entered and left per read):
+        the agent's read of ``main``, kept to the fewest steps since every step
+        of it costs several times its warm cost right after a write (the
+        writer's work has evicted the reader's caches).
         """
-        with translate_errors(self.path):
+        take_corruption()  # one refused earlier and swallowed is not this call's cause
+        try:
             return self.read_at(self.head(), path, at_head=True)
+        except BaseException as exc:
+            translate_errors(self.path).__exit__(type(exc), exc, None)
+            raise
 
     def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
@@ -489,24 +494,27 @@ class GitRepo:
         written = self.written
         if written.enabled:
             mark = self._local.gen[0] if at_head else self.history_mark()  # a purge since: nothing kept is served
-            tree = self._commit_trees.get(commit)
-            if tree is None:
-                tree = written.commit_tree(self.path, commit, mark)  # another process's: its pack's copy
-                if tree is not None:
-                    self.remember_tree(commit, tree)
-            if tree is not None:
-                cache = self._parsed_trees(mark)
-                found = written.find(tree, path, mark, None if cache is None else cache.trees, self._packed)
-                if found is not None:
-                    kind, oid, rest = found
-                    if kind == "blob" and isinstance(rest, bytes):
-                        return oid, rest
-                    if kind == "file":
-                        return oid, self.blob(oid)
-                    if kind != "tree" or not isinstance(rest, str):
-                        return None
-                    entry = lookup(self.repo[oid].peel(pygit2.Tree), rest)
-                    return None if entry is None or entry.kind != "blob" else (entry.oid, self.blob(entry.oid))
+            cache = self._parsed_trees(mark)
+            known = None if cache is None else cache.trees
+            found = written.walk(self.path, commit, path, mark, self._commit_trees, known, self._packed)
+            if found is not None:
+                return self._found(found)
+        return self._read_tree(commit, path)
+
+    def _found(self, found: tuple[str, str, bytes | str | None]) -> tuple[str, bytes] | None:
+        """The answer of a walk of :attr:`written` that ended where it says (see ``Written.walk``)."""
+        kind, oid, rest = found
+        if kind == "blob" and isinstance(rest, bytes):
+            return oid, rest
+        if kind == "file":
+            return oid, self.blob(oid)
+        if kind != "tree" or not isinstance(rest, str):
+            return None
+        entry = lookup(self.repo[oid].peel(pygit2.Tree), rest)
+        return None if entry is None or entry.kind != "blob" else (entry.oid, self.blob(entry.oid))
+
+    def _read_tree(self, commit: str, path: str) -> tuple[str, bytes] | None:
+        """The file at ``path`` in ``commit`` as libgit2 finds it."""
         entry = lookup(self.tree_of(commit), path)
         if entry is None or entry.kind != "blob":
             return None

@@ -96,7 +96,7 @@ def send(git_dir: str, target: Remote, specs: Sequence[str], leases: Sequence[st
     ``version_mismatch`` (pull first); any other refusal or failure ``unavailable``.
     """
     done = run_git(
-        ["push", "--porcelain", "--no-verify", *leases, target.url, *specs],
+        ["push", "--porcelain", "--no-verify", *leases, "--", target.url, *specs],
         cwd=git_dir,
         what=f"git push to {target.name}",
     )
@@ -151,6 +151,7 @@ def fetch_main(scratch: str, remote: Remote) -> None:
             "-c",
             "fetch.unpackLimit=1",
             *FETCH,
+            "--",
             remote.url,
             f"+refs/heads/main:{INCOMING}",
             f"+{LEDGER_REF}*:{INCOMING_LEDGER}*",

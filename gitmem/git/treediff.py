@@ -10,12 +10,27 @@ bytes both versions share at either end are parsed. This is what lets
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
     import pygit2
 
 _RAW_TREE_MODE = b"40000"
+MAX_CHANGES: Final = 1_000_000
+"""Files one list of changes names at most (a pull, a merge, a pushed commit's rules read each)."""
+
+
+class TooManyChanges(MemoryStoreError):
+    """More than :data:`MAX_CHANGES` files differ between two trees (``memory_full``): none is listed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "memory_full",
+            f"more than {MAX_CHANGES} files differ: gitmem reads a change file by file and takes at most that "
+            "many at once (a tree that names one folder at many paths holds 2 ** depth files in a few objects)",
+        )
 
 
 def _parse_entries(raw: bytes, pos: int, stop: int, out: dict[bytes, tuple[bytes, bytes]]) -> int:
@@ -108,8 +123,80 @@ def file_changes(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oi
 
 def changes_between(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None) -> list[FileChange]:
     """:func:`file_changes` over any object reader: ``read`` gives the raw body of the tree
-    with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`)."""
-    return sorted(_changes(read, old, new, ""), key=lambda change: change.path)
+    with the given 20-byte id (the push rules run over libgit2 or :mod:`gitmem.git.peek`).
+
+    :class:`TooManyChanges` when they are more than :data:`MAX_CHANGES`, found by
+    :func:`count_changes` before any is listed (each pair of folders read and parsed once for both).
+    """
+    parsed: dict[_Pair, _Entries] = {}  # each pair of folders is parsed once, for the count and the list
+    if count_changes(read, old, new, MAX_CHANGES, parsed) > MAX_CHANGES:
+        raise TooManyChanges
+    return sorted(_changes(read, old, new, "", parsed), key=lambda change: change.path)
+
+
+_Pair = tuple[bytes | None, bytes | None]
+_Entries = tuple[dict[bytes, tuple[bytes, bytes]], dict[bytes, tuple[bytes, bytes]]]
+
+
+def _entries_of(read: Callable[[bytes], bytes], pair: _Pair, parsed: dict[_Pair, _Entries] | None) -> _Entries:
+    """:func:`_changed_entries` of a pair of folders (``None``: absent), kept in ``parsed`` when given."""
+    found = None if parsed is None else parsed.get(pair)
+    if found is None:
+        found = _changed_entries(b"" if pair[0] is None else read(pair[0]), b"" if pair[1] is None else read(pair[1]))
+        if parsed is not None:
+            parsed[pair] = found
+    return found
+
+
+def count_changes(
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    stop: int,
+    parsed: dict[_Pair, _Entries] | None = None,
+) -> int:
+    """How many files differ between two trees (what :func:`changes_between` lists), or ``stop + 1`` past ``stop``.
+
+    Counted per pair of folders (by their ids), not per path: a tree that names the
+    folder below it twice at each of 30 levels holds 2 ** 30 files in 60 objects,
+    and a folder reached at many paths is counted once.
+    """
+    counts: dict[_Pair, int] = {}
+    pending = [(old, new)]
+    while pending:
+        pair = pending[-1]
+        if pair in counts:
+            pending.pop()
+            continue
+        a, b = _entries_of(read, pair, parsed)
+        total = 0
+        missing = []
+        for name in a.keys() | b.keys():
+            was, now = a.get(name), b.get(name)
+            if was == now:
+                continue
+            was_tree = was is not None and was[0] == _RAW_TREE_MODE
+            now_tree = now is not None and now[0] == _RAW_TREE_MODE
+            if was_tree or now_tree:
+                below = (
+                    was[1] if was is not None and was_tree else None,
+                    now[1] if now is not None and now_tree else None,
+                )
+                found = counts.get(below)
+                if found is None:
+                    missing.append(below)
+                else:
+                    total += found
+            if (was is not None and not was_tree) or (now is not None and not now_tree):
+                total += 1
+        if missing:
+            pending.extend(missing)
+            continue
+        pending.pop()
+        counts[pair] = min(total, stop + 1)
+        if total > stop:
+            return stop + 1
+    return counts[(old, new)]
 
 
 def _raw(oid: pygit2.Oid | None) -> bytes | None:
@@ -124,18 +211,24 @@ class _Below(NamedTuple):
     prefix: str
 
 
-def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str) -> Iterator[FileChange]:
+def _changes(
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    prefix: str,
+    parsed: dict[_Pair, _Entries] | None = None,
+) -> Iterator[FileChange]:
     """Every file that differs between two trees, a folder's files before the entry that holds them.
 
     Walked with a stack of folders, not by recursion: a tree nested deeper than
     Python's recursion limit (git's fsck lets a pushed or pulled one through) is
     read like any other.
     """
-    stack = [_level(read, old, new, prefix)]
+    stack = [_level(read, old, new, prefix, parsed)]
     while stack:
         for found in stack[-1]:
             if isinstance(found, _Below):
-                stack.append(_level(read, *found))
+                stack.append(_level(read, *found, parsed))
                 break
             yield found
         else:
@@ -143,9 +236,13 @@ def _changes(read: Callable[[bytes], bytes], old: bytes | None, new: bytes | Non
 
 
 def _level(
-    read: Callable[[bytes], bytes], old: bytes | None, new: bytes | None, prefix: str
+    read: Callable[[bytes], bytes],
+    old: bytes | None,
+    new: bytes | None,
+    prefix: str,
+    parsed: dict[_Pair, _Entries] | None = None,
 ) -> Iterator[FileChange | _Below]:
-    a, b = _changed_entries(b"" if old is None else read(old), b"" if new is None else read(new))
+    a, b = _entries_of(read, (old, new), parsed)
     for name in a.keys() | b.keys():
         was, now = a.get(name), b.get(name)
         if was == now:

@@ -30,8 +30,9 @@ An item memory uses it like this (items stored one JSON file each under
     hits = recall.search(query, limit=5, min_score=0.25, accept=is_active)
 """
 
+from gitmem.catchup import SyncSource
 from gitmem.recall.index import RecallDoc, RecallHit, RecallIndex, rrf
-from gitmem.recall.storeindex import StoreRecall, SyncSource
+from gitmem.recall.storeindex import StoreRecall
 from gitmem.recall.tokens import PROFILE, coverage, tokenize
 
 __all__ = [

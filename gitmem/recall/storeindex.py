@@ -1,67 +1,30 @@
-"""A recall index kept caught up with a store through its change cursor.
+"""A recall index kept caught up with a store through its change cursor (:mod:`gitmem.catchup`).
 
 The store stays the source of truth; this is a cache of its files as
-:class:`RecallDoc` values. The first refresh (and any the store answers with
-``FullResync``) lists and reads every file under the prefix; later ones read
-only the paths ``changes(cursor)`` names, so catching up after one write reads
-one file. The cursor is taken *before* reading, so anything that lands while a
-refresh reads is seen again by the next one: the index can be briefly behind a
-concurrent write, never wrong after it.
+:class:`RecallDoc` values, read again only where ``changes(cursor)`` says.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from gitmem import derived
-from gitmem.errors import MemoryStoreError, if_found
-from gitmem.model import Changes, FileEntry, FileText, FullResync
+from gitmem.catchup import CatchUp, SyncSource
+from gitmem.errors import MemoryStoreError
+from gitmem.model import FileText
 from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Profile, Ranking, RecallDoc, RecallHit, RecallIndex, check_doc
-from gitmem.store import FileStore
 
 if TYPE_CHECKING:
     from gitmem.recall.semantic import SemanticBranch
 
 
-class SyncSource(Protocol):
-    """The three reads recall needs of a store: every :class:`~gitmem.store.FileStore` has them.
-
-    Recall asks for no more, so a read-only view or a wrapper that only forwards
-    reads can be indexed too.
-    """
-
-    def list(self) -> list[FileEntry]: ...
-
-    def read(self, path: str) -> FileText: ...
-
-    def changes(self, since: str | None) -> Changes | FullResync: ...
-
-
-@runtime_checkable
-class BulkSource(Protocol):
-    """A source that can also read every file under a folder of one commit in one go.
-
-    :class:`~gitmem.gitstore.SyncGitFileStore` can (one walk of the tree instead of
-    a lookup per path); a rebuild uses it when the source has it, and reads file
-    by file otherwise. It returns what :meth:`SyncSource.read` would for each file.
-    """
-
-    def read_under(self, prefix: str = "", rev: str | None = None) -> list[FileText]: ...
-
-
-def _a_file_store_is_a_source(store: FileStore) -> SyncSource:
-    return store  # checked by mypy: the store seam's protocol satisfies SyncSource
-
-
 ToDoc = Callable[[FileText], RecallDoc | None]
 
 
-class StoreRecall:
-    """A :class:`RecallIndex` over the files of ``store`` under ``prefix``, caught up on demand.
+class StoreRecall(CatchUp):
+    """A :class:`RecallIndex` over the files of ``store`` under ``prefix``, caught up on demand (:mod:`gitmem.catchup`).
 
     ``to_doc`` turns a file into a document (``None``: not indexed, e.g. a
     tombstone); a file it cannot parse (it raises ``ValueError``, ``TypeError``,
@@ -77,6 +40,8 @@ class StoreRecall:
     meanwhile (purge and forget erase texts). See :mod:`gitmem.recall.snapshot`.
     """
 
+    SNAPSHOT_FSYNC = True
+
     def __init__(
         self,
         store: SyncSource,
@@ -90,133 +55,50 @@ class StoreRecall:
         stamp: str | None = None,
         profile: Profile = "word-cjk-bigram",
     ) -> None:
-        self.store = store
+        super().__init__(store, prefix=prefix, snapshot=snapshot, stamp=stamp, save_every=snapshot_every)
         self.to_doc = to_doc
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.index = RecallIndex(semantic, profile=profile)
-        self.cursor: str | None = None
-        self.skipped: dict[str, str] = {}
-        self.full_rebuilds = 0
+        self.snapshot_key = snapshot_key
         self._by_path: dict[str, str] = {}  # path -> doc id
         # doc id -> the paths that hold it (more than one only when files disagree, or mid-move)
         self._paths_of: dict[str, set[str]] = {}
-        self._refresh_lock = threading.Lock()
-        self.snapshot = snapshot
-        self.snapshot_key = snapshot_key
-        self.snapshot_every = snapshot_every
-        self.resumed_from_snapshot = False
-        self.snapshot_error: str | None = None
-        self._unsaved = 0
-        self._tried_snapshot = snapshot is None
-        self.stamp = stamp
-        self._seen = derived.UNGUARDED  # the history generation read before the documents held were
 
-    def covers(self, path: str) -> bool:
-        return path.startswith(self.prefix)
+    def _snapshot_header(self) -> dict[str, object]:
+        return snapshots.header(self.snapshot_key, self.prefix)
 
-    def refresh(self) -> str | None:
-        """Catch up with the store's head; returns the cursor the index now reflects."""
-        with self._refresh_lock:
-            seen = derived.Generation.read(self.stamp)
-            if not self._tried_snapshot:
-                self._tried_snapshot = True
-                self._resume(seen.value)
-            answer = self.store.changes(self.cursor)
-            self._seen = seen
-            if isinstance(answer, FullResync):
-                self._rebuild(answer.cursor)
-                self._save()
-            else:
-                for path in answer.paths:
-                    if self.covers(path):
-                        self._reload(path)
-                        self._unsaved += 1
-                self.cursor = answer.cursor
-                if self._unsaved >= self.snapshot_every:
-                    self._save()
-            return self.cursor
+    def _snapshot_fields(self) -> dict[str, object]:
+        held = ((path, self.index.get(doc_id)) for path, doc_id in sorted(self._by_path.items()))
+        return {"docs": snapshots.rows((p, d) for p, d in held if d is not None), "tokens": self.index.export_tokens()}
 
-    def _resume(self, stamp: str | None) -> None:
-        assert self.snapshot is not None
-        found = snapshots.load(self.snapshot, key=self.snapshot_key, prefix=self.prefix, generation=stamp)
-        if found is None:
-            return
-        for path, doc in found.docs:
+    def _restore(self, body: dict[str, Any]) -> None:
+        found = snapshots.docs_of(body["docs"])
+        for path, doc in found:
             self._by_path[path] = doc.id
             self._paths_of.setdefault(doc.id, set()).add(path)
-        docs = [doc for _, doc in found.docs]
-        if found.tokens is None or not self.index.restore(docs, found.tokens):
+        docs = [doc for _, doc in found]
+        tokens = body.get("tokens")
+        if tokens is None or not self.index.restore(docs, tokens):
             self.index.upsert_many(docs)
-        self.skipped.update(found.skipped)
-        self.cursor = found.cursor
-        self.resumed_from_snapshot = True
-
-    def _save(self) -> None:
-        """Save the snapshot; a failure to write (disk full, read-only) is noted, never raised: it is a cache."""
-        try:
-            self._write_snapshot()
-        except OSError as error:
-            self.snapshot_error = f"{type(error).__name__}: {error}"
-        else:
-            self.snapshot_error = None
-
-    def _write_snapshot(self) -> None:
-        self._unsaved = 0
-        if self.snapshot is None or self.cursor is None:
-            return
-        docs = []
-        for path, doc_id in sorted(self._by_path.items()):
-            doc = self.index.get(doc_id)
-            if doc is not None:
-                docs.append((path, doc))
-        state = snapshots.Snapshot(
-            self.cursor, tuple(docs), tuple(sorted(self.skipped.items())), self.index.export_tokens()
-        )
-        snapshots.save(
-            self.snapshot,
-            state,
-            key=self.snapshot_key,
-            prefix=self.prefix,
-            seen=self._seen,
-        )
 
     def save_snapshot(self) -> None:
         """Write the snapshot now (e.g. before a process exits); nothing without a ``snapshot`` path."""
-        with self._refresh_lock:
-            self._write_snapshot()
+        with self._lock:
+            self._save()
 
-    def _rebuild(self, cursor: str) -> None:
-        files: list[FileText] = []
-        entries: list[FileEntry] = []
-        if isinstance(self.store, BulkSource):
-            files = self.store.read_under(self.prefix, cursor)
-        else:
-            entries = [e for e in self.store.list() if self.covers(e.path)]
-        # Until the rebuild completes the index reflects no cursor: a failure part-way makes
-        # the next refresh rebuild again rather than catch up a half-filled index.
-        self.cursor = None
+    def _forget(self) -> None:
         self.index.clear()
         self._by_path.clear()
         self._paths_of.clear()
-        self.skipped.clear()
-        self._load(files)
-        for entry in entries:
-            self._reload(entry.path)
-        self.cursor = cursor
-        self.full_rebuilds += 1
 
-    def _load(self, files: list[FileText]) -> None:
-        """Fill the empty index from ``files`` (path order), as reloading each path in turn would."""
+    def _fill(self, files: Iterable[FileText]) -> None:
         docs = []
         for file in files:
-            if not self.covers(file.path):
-                continue
             doc = self._doc_of(file)
             if doc is not None:
                 docs.append(doc)
                 self._by_path[file.path] = doc.id
                 self._paths_of.setdefault(doc.id, set()).add(file.path)
-        self.index.upsert_many(docs)  # of two files naming one id, the later one stands, as in _reload
+        self.index.upsert_many(docs)  # of two files naming one id, the later one stands, as in _put
 
     def _doc_of(self, file: FileText) -> RecallDoc | None:
         """``to_doc`` of ``file``, or ``None`` with the reason in :attr:`skipped` when it cannot be parsed."""
@@ -229,10 +111,7 @@ class StoreRecall:
             return None
         return doc
 
-    def _reload(self, path: str) -> None:
-        """Re-read ``path`` and put its document in the index (or take its old one out)."""
-        file = if_found(self.store.read, path)
-        self.skipped.pop(path, None)
+    def _put(self, path: str, file: FileText | None) -> None:
         doc = None if file is None else self._doc_of(file)
         old = self._by_path.pop(path, None)
         if old is not None and (doc is None or doc.id != old):

@@ -2,25 +2,20 @@
 
 The store is the truth; this is a cache of its item files by path, by id (merged
 duplicates' ids too) and by fingerprint, plus the recall engine's index over the
-items recall may show. A refresh after one write re-reads one file (after a
-``FullResync`` — first use, purge, a rewritten history — it reads them all), and
-each blob is parsed once (parses are cached by version). Not thread-safe on its
-own: :class:`gitmem.session.memory.SessionMemory` calls it under its lock.
+items recall may show, caught up as :mod:`gitmem.catchup` does it. Each blob is
+parsed once (parses are cached by version). Its lookups are not thread-safe on
+their own: :class:`gitmem.session.memory.SessionMemory` calls it under its lock.
 
 With a ``snapshot`` file (the git session mount keeps one at
 ``<repo>/gitmem/session-catalogue.json``), a new process starts from the items
 saved there and catches up with ``changes(cursor)`` instead of reading every
-file. The snapshot is a cache like the catalogue: JSON (loading never runs code),
-holding each item's decoded fields (not its file text: a resume parses one JSON
-file and checks each row, instead of parsing and validating 10,000 files),
-with the recall index's tokenised form (so a resume need not tokenise
-every text again: :meth:`gitmem.recall.RecallIndex.restore`), written to a
-temporary file and renamed; anything odd about it (missing, torn,
-another format or item schema, a cursor the store no longer knows) means a
-normal rebuild. It is saved after a rebuild and after every ``save_every``
-re-read files. It holds item texts, so it is loaded only under the history
-generation it was made under and published only when that did not move while
-it was made (:func:`gitmem.derived.publish`): purge and forget erase.
+file. The snapshot is JSON (loading never runs code), holding each item's
+decoded fields (not its file text: a resume parses one JSON file and checks each
+row, instead of parsing and validating 10,000 files), with the recall index's
+tokenised form (so a resume need not tokenise every text again:
+:meth:`gitmem.recall.RecallIndex.restore`), written to a temporary file and
+renamed; anything odd about it (missing, torn, another format or item schema, a
+cursor the store no longer knows) means a normal rebuild.
 """
 
 from __future__ import annotations
@@ -28,15 +23,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from gitmem import derived
-from gitmem.errors import MemoryStoreError, if_found
-from gitmem.localfile import load_local_json
-from gitmem.model import FileText, FullResync
+from gitmem.catchup import CatchUp
+from gitmem.errors import MemoryStoreError
+from gitmem.model import FileText
 from gitmem.recall import RecallDoc, RecallHit, RecallIndex
-from gitmem.recall import snapshot as snapshots
 from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
 from gitmem.session.items import (
@@ -52,7 +45,6 @@ from gitmem.store import FileStore
 
 PARSE_CACHE: Final = 50_000
 SNAPSHOT_FORMAT: Final = "gitmem-session-catalogue/3"  # /2: rows of item fields; /3: and the recall tokens
-SNAPSHOT_LIMIT: Final = 1 << 30  # bytes read at most: a bigger file is not ours, and is rebuilt
 
 
 @dataclass(frozen=True)
@@ -64,7 +56,7 @@ class Entry:
     item: MemoryItem
 
 
-class Catalogue:
+class Catalogue(CatchUp):
     def __init__(
         self,
         store: FileStore,
@@ -73,15 +65,8 @@ class Catalogue:
         save_every: int = 256,
         profile: Profile = "word-cjk-bigram",
     ) -> None:
-        self.store = store
-        self.snapshot = Path(snapshot) if snapshot is not None else None
-        self.save_every = save_every
-        self.resumed = False  # whether the first refresh started from the snapshot
-        self.snapshot_error: str | None = None  # the last failure to save one (never raised)
-        self._tried_snapshot = snapshot is None
-        self._unsaved = 0
-        self.cursor: str | None = None
-        self.skipped: dict[str, str] = {}  # item files that do not parse, with the reason
+        stamp = derived.stamp_of(store) if snapshot is not None else None
+        super().__init__(store, prefix=ITEMS_DIR, snapshot=snapshot, stamp=stamp, save_every=save_every)
         self._by_path: dict[str, Entry] = {}
         self._by_id: dict[str, str] = {}
         # fingerprint -> path, made on first use (writes use it, recall never does: a resume need
@@ -90,134 +75,73 @@ class Catalogue:
         self._parsed: dict[str, MemoryItem] = {}
         self._learned: set[str] = set()  # paths known from this process's writes, re-read on refresh
         self._index = RecallIndex(profile=profile)  # recallable items only: superseded/tombstoned are never found
-        self._stamp = derived.stamp_of(store) if snapshot is not None else None
-        self._seen = derived.UNGUARDED  # the history generation read before the items held were
 
-    def refresh(self) -> None:
-        seen = derived.Generation.read(self._stamp)
-        if not self._tried_snapshot:
-            self._tried_snapshot = True
-            self._resume(seen.value)
-        answer = self.store.changes(self.cursor)
-        self._seen = seen
-        rebuilt = isinstance(answer, FullResync)
-        if isinstance(answer, FullResync):
-            self._clear()
-            paths: Iterable[str] = self._load_all(answer.cursor)
-        else:
-            paths = sorted({*answer.paths, *self._learned})  # learned files are always re-read
-        self._learned.clear()
-        for path in paths:
-            if is_item_path(path):
-                self._reload(path)
-                self._unsaved += 1
-        self.cursor = answer.cursor
-        if self.snapshot is not None and (rebuilt or self._unsaved >= self.save_every):
-            self._save()
+    def covers(self, path: str) -> bool:
+        return is_item_path(path)
 
-    def _load_all(self, cursor: str) -> list[str]:
-        """Fill the empty catalogue with every item at ``cursor``; the paths left to read one by one.
+    def _to_read(self, paths: tuple[str, ...]) -> list[str]:
+        learned, self._learned = self._learned, set()
+        return sorted({*paths, *learned})  # learned files are always re-read
 
-        A store that reads a whole folder in one walk (the git store's ``read_under``)
-        loads every item file of commit ``cursor`` at once: at 10,000 items a lookup
-        per path was most of a first call. Any other store lists, and each item is
-        read by path.
-        """
-        read_under = getattr(self.store, "read_under", None)
-        if not callable(read_under):
-            return [e.path for e in self.store.list()]
-        files: list[FileText] = read_under(ITEMS_DIR + "/", cursor)
+    def _fill(self, files: Iterable[FileText]) -> None:
         docs: list[RecallDoc] = []
         for file in files:
-            if is_item_path(file.path):
-                item = self._add(file, index=False)
-                if item is not None and item.recallable:
-                    docs.append(_doc(item))
-                self._unsaved += 1
+            item = self._add(file, index=False)
+            if item is not None and item.recallable:
+                docs.append(_doc(item))
         self._index.upsert_many(docs)
-        return []
 
-    def _clear(self) -> None:
+    def _forget(self) -> None:
         self._by_path.clear()
         self._by_id.clear()
         self._by_fp = None
         self._learned.clear()
         self._index.clear()
-        self.skipped.clear()
 
-    def _resume(self, stamp: str | None) -> None:
-        assert self.snapshot is not None
-        try:
-            body = load_local_json(self.snapshot, SNAPSHOT_LIMIT)
-            if (
-                not isinstance(body, dict)
-                or body.get("format") != SNAPSHOT_FORMAT
-                or body.get("item_schema") != ITEM_SCHEMA
-                or not isinstance(body.get("cursor"), str)
-                or body.get("generation") != stamp
-            ):
-                return
-            docs: list[RecallDoc] = []
-            by_path, by_id = self._by_path, self._by_id
-            for path, version, *fields in body["items"]:
-                if not (isinstance(path, str) and isinstance(version, str) and is_item_path(path)):
-                    raise ValueError("a snapshot row does not start with an item path and a version")
-                if path in by_path:
-                    raise ValueError(f"the snapshot lists {path} twice")
-                item = item_from_row(fields)
-                by_path[path] = Entry(path, version, item)
-                by_id[item.id] = path
-                if item.metadata:  # where a merge lists the ids it absorbed
-                    for dup in item.ids_in("duplicate_ids"):
-                        by_id.setdefault(dup, path)
-                if item.recallable:
-                    docs.append(_doc(item))
-            if not self._index.restore(docs, body.get("recall")):
-                self._index.upsert_many(docs)
-            for path, reason in body.get("skipped", []):
-                self.skipped[str(path)] = str(reason)
-        except (OSError, ValueError, TypeError, KeyError):
-            self._clear()  # no snapshot, or not a usable one: rebuild from the store
-            return
-        self.cursor = body["cursor"]
-        self.resumed = True
+    def _snapshot_header(self) -> dict[str, object]:
+        return {"format": SNAPSHOT_FORMAT, "item_schema": ITEM_SCHEMA}
 
-    def _save(self) -> None:
-        assert self.snapshot is not None and self.cursor is not None
-        body: dict[str, Any] = {
-            "format": SNAPSHOT_FORMAT,
-            "item_schema": ITEM_SCHEMA,
-            "cursor": self.cursor,
-            "generation": self._seen.value,
-            "items": [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()],
-            "skipped": [[p, r] for p, r in self.skipped.items()],
-            "recall": self._index.export_tokens(),
-        }
-        try:
-            snapshots.publish(self.snapshot, body, self._seen)
-        except OSError as exc:  # a cache that cannot be written costs speed, never correctness
-            self.snapshot_error = f"{type(exc).__name__}: {exc}"
-            return
-        self._unsaved = 0
+    def _snapshot_fields(self) -> dict[str, object]:
+        rows = [[e.path, e.version, *item_row(e.item)] for e in self._by_path.values()]
+        return {"items": rows, "recall": self._index.export_tokens()}
 
-    def _reload(self, path: str) -> None:
+    def _restore(self, body: dict[str, Any]) -> None:
+        docs: list[RecallDoc] = []
+        for path, version, *fields in body["items"]:
+            if not (isinstance(path, str) and isinstance(version, str) and is_item_path(path)):
+                raise ValueError("a snapshot row does not start with an item path and a version")
+            if path in self._by_path:
+                raise ValueError(f"the snapshot lists {path} twice")
+            item = item_from_row(fields)
+            self._hold(Entry(path, version, item), index=False)
+            if item.recallable:
+                docs.append(_doc(item))
+        if not self._index.restore(docs, body.get("recall")):
+            self._index.upsert_many(docs)
+
+    def _put(self, path: str, file: FileText | None) -> None:
         self._drop(path)
-        file = if_found(self.store.read, path)
         if file is not None:
             self._add(file)
 
     def _add(self, file: FileText, *, index: bool = True, fp: str | None = None) -> MemoryItem | None:
         """Parse ``file`` and index it; ``fp``: its item's fingerprint when the caller knows it (else computed)."""
-        path = file.path
         try:
             item = self.parse(file)
         except ValueError as exc:
-            self.skipped[path] = str(exc)
+            self.skipped[file.path] = str(exc)
             return None
-        self._by_path[path] = Entry(path, file.version, item)
+        self._hold(Entry(file.path, file.version, item), index=index, fp=fp)
+        return item
+
+    def _hold(self, entry: Entry, *, index: bool, fp: str | None = None) -> None:
+        """Know ``entry`` by path, id (and the ids a merge absorbed) and fingerprint; ``index``: recall it too."""
+        path, item = entry.path, entry.item
+        self._by_path[path] = entry
         self._by_id[item.id] = path
-        for dup in item.ids_in("duplicate_ids"):
-            self._by_id.setdefault(dup, path)
+        if item.metadata:  # where a merge lists the ids it absorbed
+            for dup in item.ids_in("duplicate_ids"):
+                self._by_id.setdefault(dup, path)
         if self._by_fp is not None:
             if fp is None:
                 fp = hygiene.fingerprint(item.content)
@@ -225,7 +149,6 @@ class Catalogue:
                 self._by_fp.setdefault(fp, path)
         if index and item.recallable:
             self._index.upsert(_doc(item))
-        return item
 
     def _drop(self, path: str) -> None:
         self.skipped.pop(path, None)

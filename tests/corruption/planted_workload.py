@@ -420,6 +420,29 @@ def verify(root: str, ack: list[Any]) -> None:
 # -- the child: tracing, running, reporting --------------------------------------------------------------
 
 
+def _git_reads(argv: Any, cwd: Any, prefix: str) -> list[str]:
+    """Every file of the repository a git child runs on (``--git-dir`` or its folder), under the root.
+
+    A git process is not traced (its opens are not this interpreter's), and it may open
+    any file of its repository, blocking and following links: each is taken as opened
+    by the step (loose objects and gitmem's own folder aside, which this process reads).
+    """
+    if not isinstance(argv, (list, tuple)) or not argv or os.path.basename(os.fsdecode(argv[0])) != "git":
+        return []
+    git_dir = next((a[len("--git-dir=") :] for a in map(str, argv) if a.startswith("--git-dir=")), None)
+    folder = os.path.abspath(os.path.join(os.fsdecode(cwd) if cwd else os.getcwd(), git_dir or "."))
+    if not (folder + os.sep).startswith(prefix) or not os.path.isdir(os.path.join(folder, "objects")):
+        return []
+    found = []
+    for top, folders, names in os.walk(folder):
+        rel = os.path.relpath(top, folder)
+        folders[:] = [f for f in folders if rel != "." or f != "gitmem"]
+        if rel.startswith("objects" + os.sep) and len(os.path.basename(top)) == 2:
+            continue  # loose objects
+        found.extend(os.path.join(top, n)[len(prefix) :] for n in names if not n.endswith(".sample"))  # never run
+    return found
+
+
 def child_run(cmd: dict[str, Any]) -> None:
     root = os.path.abspath(cmd["root"])
     prefix = root + os.sep
@@ -427,6 +450,9 @@ def child_run(cmd: dict[str, Any]) -> None:
     databases: list[str] = []
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "subprocess.Popen" and len(args) >= 3:
+            opened.extend(_git_reads(args[1], args[2], prefix))
+            return
         if event not in ("open", "sqlite3.connect") or not args:
             return
         path = args[0]

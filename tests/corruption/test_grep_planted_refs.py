@@ -36,6 +36,7 @@ def _planted(tmp_path: Path, where: str, *command: str) -> tuple[int, str, Path,
     head = (repo / "refs" / "heads" / "main").read_text().strip()
     fifo = repo / where.format(head=head)
     fifo.parent.mkdir(parents=True, exist_ok=True)
+    fifo.unlink(missing_ok=True)  # HEAD: in place of the file
     os.mkfifo(fifo)
     code = "from gitmem.adapters.cli import main; main()"
     proc = subprocess.Popen(
@@ -66,3 +67,31 @@ def test_blame_refuses_a_fifo_planted_where_git_resolves_the_commit(tmp_path: Pa
     """``git blame <id>`` resolves the id the same way: it waited out its 120 s deadline before libgit2 answered."""
     code, err, fifo, _ = _planted(tmp_path, "refs/tags/{head}", "blame", "user", "a.md")
     assert code == 1 and "unavailable" in err and fifo.name in err, err
+
+
+#: Files git or libgit2 opens in a repository beside its refs, config and pack indexes: each blocks on a FIFO.
+GIT_READS = [
+    "HEAD",
+    "shallow",
+    "info/grafts",
+    "info/attributes",
+    "objects/info/commit-graph",
+    "objects/info/commit-graphs/commit-graph-chain",
+    "objects/pack/multi-pack-index",
+]
+
+
+@pytest.mark.parametrize("where", GIT_READS)
+@pytest.mark.parametrize("command", [("grep", "user", "foo"), ("log", "user"), ("blame", "user", "a.md")])
+def test_a_fifo_planted_where_git_or_libgit2_reads_is_refused(
+    tmp_path: Path, where: str, command: tuple[str, ...]
+) -> None:
+    """Not a list of names: every entry of the folders git reads from (the repository's own, ``info``,
+    ``objects/info``, its ``commit-graphs`` and ``objects/pack``) is a regular file or a folder, or the
+    call is ``unavailable`` naming it. A FIFO at any of these hung ``gitmem grep``, ``log`` or ``blame``."""
+    code, err, fifo, repo = _planted(tmp_path, where, *command)
+    assert code == 1 and "unavailable" in err and fifo.name in err, err
+    fifo.unlink()
+    if where == "HEAD":
+        fifo.write_text("ref: refs/heads/main\n")
+    assert subprocess.run(["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True).returncode == 0

@@ -20,6 +20,8 @@ from click.testing import CliRunner
 from gitmem.adapters.cli import cli
 from gitmem.adapters.lance_vectors import LanceVectorIndex, _table_name, lance_index_in
 from gitmem.durable import DurableRepository, RecallPolicy
+from gitmem.durable import semantic as semantic_module
+from gitmem.durable.nodefile import node_path
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall, partition_of
 from gitmem.errors import MemoryStoreError
 from gitmem.recall.vectors import NodeRef, SqliteVectorIndex, VectorIndex, VectorRecord
@@ -265,6 +267,37 @@ def test_purge_deletes_the_index_and_it_comes_back_empty(tmp_path: Path, kind: s
     repo.store.purge()  # type: ignore[attr-defined]
     assert not folder.exists()
     assert repo.semantic_health(NS).state == "missing"  # the open handle does not serve the deleted file
+
+
+def test_a_refresh_after_one_write_reads_only_that_node_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = repo_with(tmp_path)
+    seed(repo)
+    repo.refresh_semantic_recall(NS)
+    decoded: list[str] = []
+    real = semantic_module.decode_node
+    monkeypatch.setattr(
+        semantic_module, "decode_node", lambda text, path, ns=None: decoded.append(path) or real(text, path, ns)
+    )
+    assert repo.refresh_semantic_recall(NS).outcome == "unchanged"
+    assert decoded == []
+    repo.apply(change("act", activate("c", 1)))
+    receipt = repo.refresh_semantic_recall(NS)
+    assert (receipt.outcome, receipt.active, receipt.embedded, receipt.commit) == ("published", 3, 1, repo.store.head())
+    assert decoded == [node_path(NS, "c")]
+
+
+def test_a_node_forgotten_between_refreshes_leaves_the_index(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path)
+    seed(repo)
+    repo.refresh_semantic_recall(NS)
+    repo.store.forget(node_path(NS, "a"))  # type: ignore[attr-defined]  # history rewritten: erased everywhere
+    receipt = repo.refresh_semantic_recall(NS)  # the same process, the same recall
+    assert (receipt.outcome, receipt.active) == ("published", 1)
+    semantic = repo.semantic_recall
+    assert semantic is not None and semantic.index is not None
+    assert set(semantic.index.entries(partition_of(NS))) == {"b"}
+    assert repo.semantic_health(NS).state == "ready"
+    fsck(tmp_path / "root" / "team.git")
 
 
 CAS_WORKER = """

@@ -10,11 +10,12 @@ dropped blob reaches the memory's object store.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from .support import as_json, commit, fsck, git, gitmem, has_object
+from .support import GITMEM, as_json, commit, fsck, git, gitmem, has_object
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 SECRET = "password: hunter2hunter2\n"
@@ -188,3 +189,29 @@ def test_a_refused_import_leaves_the_memory_unchanged(vault: Vault, tmp_path: Pa
     assert not has_object(mount, vault.logo)
     fsck(mount)
     assert not [n for n in os.listdir(mount / "gitmem") if n.startswith("quarantine")]
+
+
+def test_a_rewrite_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
+    # Each of 24 levels names the folder below twice: 2 ** 25 files in 50 objects. The rewrite
+    # walked each commit's tree path by path and never finished; the plain import refused it.
+    source = tmp_path / "source"
+    git("init", "-q", "-b", "main", str(source))
+
+    def plumb(*args: str, given: str = "") -> str:
+        out = subprocess.run(["git", *args], cwd=source, input=given, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    blob = plumb("hash-object", "-w", "--stdin", given="x\n")
+    tree = plumb("mktree", given=f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n")
+    for _ in range(24):
+        tree = plumb("mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
+    seed = git("commit-tree", plumb("mktree", given=f"100644 blob {blob}\tseed.md\n"), "-m", "seed", cwd=source)
+    top = plumb("mktree", given=f"100644 blob {blob}\tseed.md\n040000 tree {tree}\tbomb\n")
+    git("update-ref", "refs/heads/main", git("commit-tree", top, "-p", seed, "-m", "many", cwd=source), cwd=source)
+    root = tmp_path / "mem"
+    done = subprocess.run(
+        [GITMEM, "import", "notes", "--history", str(source), "--create", "--rewrite"],
+        capture_output=True, text=True, env={**os.environ, "GITMEM_ROOT": str(root)}, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1 and "memory_full" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (root / "notes.git").exists()  # --create made nothing: the import was refused whole

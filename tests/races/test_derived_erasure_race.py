@@ -38,15 +38,15 @@ def hold():
 from gitmem import GitFileStore
 store = GitFileStore.open(repo).sync
 if kind == "records":
-    from gitmem.recall import snapshot
+    from gitmem import catchup
     from gitmem.records import RecordStore
-    real_save = snapshot.save
+    real_publish = catchup.publish_json
 
-    def held_save(*args, **kwargs):
+    def held_publish(*args, **kwargs):
         hold()  # the records are read; the snapshot is about to be written
-        return real_save(*args, **kwargs)
+        return real_publish(*args, **kwargs)
 
-    snapshot.save = held_save
+    catchup.publish_json = held_publish
     RecordStore(store, namespace="people").search("Elm Road")
 else:
     from gitmem.session import SessionMemory

@@ -115,7 +115,7 @@ def test_a_session_snapshot_saved_under_one_profile_is_rebuilt_under_the_other(t
     fresh = open_session_memory(tmp_path / "mem", create=False)
     found = [r.item.content for r in fresh.recall_similar("programming", 5)]
     assert found == ["which programming languages do you use at work"]
-    assert fresh.catalogue.resumed  # the items came from the snapshot; its tokens did not
+    assert fresh.catalogue.resumed_from_snapshot  # the items came from the snapshot; its tokens did not
     again = SessionMemory(base.store, catalogue_file=path, profile="conversation")
     assert len(again.recall_similar("programming languages", 5)) == 2  # and back: a1 still borrows q1's words
 

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gitmem import SyncGitFileStore, derived
+from gitmem import SyncGitFileStore, catchup, derived
 from gitmem.durable.recall import RecallPolicy
 from gitmem.durable.repository import DurableRepository
-from gitmem.recall import snapshot as snapshots
 from gitmem.records import RecordStore
 from gitmem.session.location import open_session_memory
 from tests.durable.support import NS, change, create
@@ -38,20 +37,20 @@ def test_publish_refuses_when_the_generation_moves_before_or_after_the_write(
     target = tmp_path / "snap.json"
     seen = derived.Generation.read(stamp)
     bump(str(mount), "g2")  # moved before the write: nothing written
-    assert not snapshots.publish(target, {"a": 1}, seen)
+    assert not catchup.publish_json(target, {"a": 1}, seen)
     assert not target.exists()
     seen = derived.Generation.read(stamp)
-    real = snapshots._write_json
+    real = catchup._write_json
 
     def write_then_erase(*args: object) -> None:
         real(*args)  # type: ignore[arg-type]
         bump(str(mount), "g3")  # moved between the rename and the check after it
 
-    monkeypatch.setattr(snapshots, "_write_json", write_then_erase)
-    assert not snapshots.publish(target, {"a": 1}, seen)
+    monkeypatch.setattr(catchup, "_write_json", write_then_erase)
+    assert not catchup.publish_json(target, {"a": 1}, seen)
     assert not target.exists() and [p.name for p in tmp_path.iterdir()] == ["m.git"]
     monkeypatch.undo()
-    assert snapshots.publish(target, {"a": 1}, derived.Generation.read(stamp))
+    assert catchup.publish_json(target, {"a": 1}, derived.Generation.read(stamp))
     assert target.exists()
 
 
@@ -178,8 +177,8 @@ def test_session_catalogue_snapshot_follows_the_generation(tmp_path: Path) -> No
     mount = memory.catalogue.store.path  # type: ignore[attr-defined]
     again = open_session_memory(tmp_path / "mem")
     assert again.recall_similar("python build")
-    assert again.catalogue.resumed
+    assert again.catalogue.resumed_from_snapshot
     bump(mount, "forgotten\n")
     third = open_session_memory(tmp_path / "mem")
     assert third.recall_similar("python build")
-    assert not third.catalogue.resumed
+    assert not third.catalogue.resumed_from_snapshot

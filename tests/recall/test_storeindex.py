@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from gitmem.catchup import BulkSource
 from gitmem.errors import MemoryStoreError
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Changes, FileEntry, FileText, FullResync
 from gitmem.recall import RecallDoc, StoreRecall
-from gitmem.recall.storeindex import BulkSource
 
 from .support import SyncMemStore, git_store, item, to_doc
 
@@ -147,32 +147,6 @@ def test_the_doc_id_is_the_callers() -> None:
 
     assert [h.id for h in StoreRecall(store, to_doc).search("alpha")] == ["record-7"]
     assert [h.id for h in StoreRecall(store, custom).search("alpha")] == ["custom:x/1.json"]
-
-
-def test_a_rebuild_that_fails_part_way_is_redone() -> None:
-    store = SyncMemStore()
-    for name in "abcdef":
-        write(store, f"items/{name}.json", item(f"shared {name}", 1.0))
-    recall = StoreRecall(store, to_doc)
-    recall.refresh()
-    store.purge()  # the next refresh must rebuild
-    for name in "abcdef":
-        write(store, f"items/{name}.json", item(f"shared {name}", 2.0))
-
-    class FailsOnce(SyncMemStore):
-        failed = False
-
-        def read(self, path: str) -> FileText:
-            if path.endswith("d.json") and not FailsOnce.failed:
-                FailsOnce.failed = True
-                raise MemoryStoreError("unavailable", "a passing fault")
-            return super().read(path)
-
-    recall.store = FailsOnce(store.inner)
-    with pytest.raises(MemoryStoreError):
-        recall.refresh()
-    assert recall.cursor is None
-    assert sorted(h.id for h in recall.search("shared", limit=10)) == list("abcdef")
 
 
 def test_a_document_with_a_bad_time_is_skipped_not_fatal() -> None:

@@ -161,7 +161,9 @@ def test_a_fast_forward_pull_loads_no_libgit2(forge: tuple[Path, Path, Path]) ->
     assert "pygit2" not in again.stderr
 
 
-@pytest.mark.parametrize("case", [c for c in BAD_PUSHES if c.id in ("binary", "symlink", "private-key")], ids=str)
+@pytest.mark.parametrize(
+    "case", [c for c in BAD_PUSHES if c.id in ("binary", "symlink", "private-key")], ids=lambda case: case.id
+)
 def test_a_hostile_pull_is_refused_as_the_full_path_refuses_it(forge: tuple[Path, Path, Path], case: BadPush) -> None:
     _hosting, root, work = forge
     mount = root / "team.git"

@@ -31,7 +31,7 @@ def test_a_new_handle_resumes_and_catches_up(folder: Path) -> None:
     late = writer.remember("written after the snapshot was saved")
     reader = open_session_memory(folder)
     assert {i.content for i in reader.items()} >= {late.content, "a lesson worth keeping, number 0"}
-    assert reader.catalogue.resumed and len(reader) == 6
+    assert reader.catalogue.resumed_from_snapshot and len(reader) == 6
     assert "items/zz/broken.json" in reader.skipped
     assert [r.item.id for r in reader.recall_similar("written after the snapshot", 1)] == [late.id]
 
@@ -197,7 +197,7 @@ def _row_spoilt(index: int, value: object) -> object:
 def test_a_snapshot_row_that_fails_an_item_check_means_a_rebuild(folder: Path, spoil: object) -> None:
     spoil(snapshot_of(folder))  # type: ignore[operator]
     memory = open_session_memory(folder)
-    assert len(memory) == 5 and not memory.catalogue.resumed
+    assert len(memory) == 5 and not memory.catalogue.resumed_from_snapshot
     assert {i.content for i in memory.items()} == {f"a lesson worth keeping, number {n}" for n in range(5)}
 
 
@@ -217,7 +217,7 @@ def test_a_resumed_catalogue_holds_what_the_files_hold_and_still_merges_duplicat
     assert len(memory) == 4
     resumed = open_session_memory(tmp_path / "m")
     resumed.refresh()
-    assert resumed.catalogue.resumed
+    assert resumed.catalogue.resumed_from_snapshot
     for entry in resumed.catalogue.entries():
         assert entry.item == decode_item(resumed.store.read(entry.path).text)
     assert [h.item.id for h in resumed.recall_similar("nightly build", 5)] != [old.id]
@@ -236,7 +236,7 @@ def test_a_resumed_catalogue_finds_a_duplicate_kept_at_a_path_of_its_own(tmp_pat
     assert len(memory) == 1  # saves the snapshot
     resumed = open_session_memory(tmp_path / "m")
     resumed.refresh()
-    assert resumed.catalogue.resumed
+    assert resumed.catalogue.resumed_from_snapshot
     assert resumed.remember("The staging database is rebuilt every Friday").id == moved.id
     assert len(resumed) == 1 and resumed.catalogue.at("items/00/imported.json") is not None
 
@@ -294,5 +294,5 @@ def test_a_spoilt_tokenised_form_changes_no_answer(tmp_path: Path, spoil: object
     snapshot_of(folder).write_text(json.dumps(body))
     memory = open_session_memory(folder)
     memory.refresh()
-    assert memory.catalogue.resumed  # the items were still usable
+    assert memory.catalogue.resumed_from_snapshot  # the items were still usable
     assert _answers(folder)[1] == want

@@ -1,0 +1,125 @@
+"""The one catch-up mechanism as each of its caches lives it: recall, the session catalogue, the LangGraph items.
+
+Each cache fills itself from the store, then follows it: one write re-reads one
+file, a delete drops the path, a file that does not parse is skipped until it
+does, and a rebuild that fails part-way is done again by the next refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+
+from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem, item_path, render
+from gitmem.catchup import CatchUp
+from gitmem.errors import MemoryStoreError
+from gitmem.model import FileText
+from gitmem.recall import StoreRecall
+from gitmem.session.catalogue import Catalogue
+from gitmem.session.items import encode_item, make_item, path_for_id
+from tests.recall.support import SyncMemStore, item, to_doc
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Kind:
+    make: Callable[[SyncMemStore], CatchUp]
+    path: Callable[[int], str]
+    text: Callable[[int, str], str]
+    held: Callable[[CatchUp], set[str]]  # the paths whose files the cache holds
+
+
+KINDS = {
+    "recall": Kind(
+        lambda store: StoreRecall(store, to_doc, prefix="items"),
+        lambda n: f"items/{n}.json",
+        lambda n, words: item(words, float(n)),
+        lambda cache: {f"items/{i}.json" for i in cache.index.ids()},  # type: ignore[attr-defined]
+    ),
+    "session": Kind(
+        Catalogue,
+        lambda n: path_for_id(f"item-{n}"),
+        lambda n, words: encode_item(make_item(words, now=1_700_000_000.0 + n, item_id=f"item-{n}")),
+        lambda cache: {e.path for e in cache.entries()},  # type: ignore[attr-defined]
+    ),
+    "langgraph": Kind(
+        ItemCatalogue,
+        lambda n: item_path(("users", "u1"), f"k{n}"),
+        lambda n, words: render(StoredItem(("users", "u1"), f"k{n}", {"text": words}, NOW, NOW)),
+        lambda cache: set(cache.items),  # type: ignore[attr-defined]
+    ),
+}
+
+
+@pytest.fixture(params=sorted(KINDS))
+def kind(request: pytest.FixtureRequest) -> Kind:
+    return KINDS[request.param]
+
+
+def put(store: SyncMemStore, kind: Kind, n: int, text: str | None = None) -> None:
+    path = kind.path(n)
+    try:
+        current: str | None = store.inner.read(path).version
+    except MemoryStoreError:
+        current = None
+    store.write(path, text if text is not None else kind.text(n, f"note number {n} about tea"), expected=current)
+
+
+def test_one_write_rereads_one_file_and_a_delete_drops_its_path(kind: Kind) -> None:
+    store = SyncMemStore()
+    for n in range(5):
+        put(store, kind, n)
+    store.write("elsewhere/readme.md", "not anyone's item\n", expected=None)
+    cache = kind.make(store)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(n) for n in range(5)} and cache.full_rebuilds == 1
+    before = store.reads
+    put(store, kind, 5)
+    cache.refresh()
+    assert store.reads - before == 1 and kind.path(5) in kind.held(cache)
+    store.delete(kind.path(0), expected=store.inner.read(kind.path(0)).version)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(n) for n in range(1, 6)} and cache.full_rebuilds == 1
+
+
+def test_a_file_that_does_not_parse_is_skipped_until_it_does(kind: Kind) -> None:
+    store = SyncMemStore()
+    put(store, kind, 0)
+    put(store, kind, 1, "{not json")
+    cache = kind.make(store)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(0)} and list(cache.skipped) == [kind.path(1)]
+    put(store, kind, 1)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(0), kind.path(1)} and cache.skipped == {}
+
+
+def test_a_rebuild_that_fails_part_way_is_done_again(kind: Kind) -> None:
+    store = SyncMemStore()
+    put(store, kind, 0)
+    cache = kind.make(store)
+    cache.refresh()
+    store.purge()  # the next refresh must rebuild
+    for n in range(6):
+        put(store, kind, n)
+    failing = kind.path(3)
+
+    class FailsOnce(SyncMemStore):
+        failed = False
+
+        def read(self, path: str) -> FileText:
+            if path == failing and not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise MemoryStoreError("unavailable", "a passing fault")
+            return super().read(path)
+
+    cache.store = FailsOnce(store.inner)
+    with pytest.raises(MemoryStoreError):
+        cache.refresh()
+    assert cache.cursor is None  # nothing half-filled is caught up from
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(n) for n in range(6)} and cache.full_rebuilds == 2
