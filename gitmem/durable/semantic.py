@@ -276,7 +276,7 @@ def _log_fields(data: Any) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     at = data.get("last_refresh_at")
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at):
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and -1e18 < at < 1e18:  # NaN, inf, 10**400: dropped
         out["last_refresh_at"] = float(at)
     if data.get("last_outcome") in ("published", "unchanged", "failed"):
         out["last_outcome"] = data["last_outcome"]
