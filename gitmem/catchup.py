@@ -169,7 +169,7 @@ class CatchUp(ABC):
                 return False
             self._restore(body)
             self.skipped.update((str(p), str(why)) for p, why in body.get("skipped", []))
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError, ArithmeticError):  # JSON's 10**400: no float holds it
             return False  # not a usable one: the rebuild ``changes(None)`` asks for forgets what it left
         self.cursor = body["cursor"]
         return True
@@ -221,5 +221,6 @@ class CatchUp(ABC):
         raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
 
     def _restore(self, body: dict[str, Any]) -> None:
-        """Hold what a snapshot's ``body`` holds; ``ValueError``, ``TypeError`` or ``KeyError`` when unusable."""
+        """Hold what a snapshot's ``body`` holds; ``ValueError``, ``TypeError``, ``KeyError`` or
+        ``ArithmeticError`` (a number no float holds) when unusable."""
         raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")

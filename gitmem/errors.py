@@ -114,7 +114,7 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     "memory_full": (
         "The memory holds as many files or bytes as its limits allow.",
         "Delete or shorten files, or raise `gitmem.maxFiles` / `gitmem.maxMemoryBytes`; a change of more than "
-        "1,000,000 files is refused whatever they allow (split it).",
+        "1,000,000 files and folders is refused whatever they allow (split it).",
     ),
     "memory_deleted": ("The memory was purged or removed while in use.", "Create it again (`gitmem init NAME`)."),
     "forbidden": (

@@ -29,7 +29,7 @@ from gitmem.model import FileText
 from gitmem.session.items import ITEM_SCHEMA, decode_item
 
 HOSTILE: list[Any] = [
-    None, True, 0, -1, 1.5, 1e308, 10**30, "x", "", "9" * 5000, [], [1], [[[[]]]], {}, {"a": 1}, {"": None},
+    None, True, 0, -1, 1.5, 1e308, 10**30, 10**400, "x", "", "9" * 5000, [], [1], [[[[]]]], {}, {"a": 1}, {"": None},
     "2026-01-01T00:00:00", "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00",
     json.loads("[" * 90 + "]" * 90),
 ]  # fmt: skip

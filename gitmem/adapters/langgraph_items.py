@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -157,11 +156,11 @@ def check_ttl(ttl_minutes: object) -> float | None:
     if (
         not isinstance(ttl_minutes, int | float)
         or isinstance(ttl_minutes, bool)
-        or not math.isfinite(ttl_minutes)
-        or abs(ttl_minutes) > MAX_TTL_MINUTES
+        or not abs(ttl_minutes) <= MAX_TTL_MINUTES  # exactly: NaN fails; isfinite(10**400) raises
     ):
+        shown = ttl_minutes if not isinstance(ttl_minutes, int) or abs(ttl_minutes) < 10**18 else "a larger integer"
         raise MemoryStoreError(
-            "invalid_file", f"a TTL is a number of minutes up to {MAX_TTL_MINUTES:.0e}, not {ttl_minutes!r}"
+            "invalid_file", f"a TTL is a number of minutes up to {MAX_TTL_MINUTES:.0e}, not {shown!r}"
         )
     return float(ttl_minutes)
 
@@ -258,6 +257,9 @@ _OPERATORS: Final = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 def _ordered(value: object, bound: object, test: Callable[[float, float], bool]) -> bool:
     try:
         return test(float(value), float(bound))  # type: ignore[arg-type]
+    except OverflowError:  # an int no float holds (JSON's 10**400): compared exactly, as Python compares numbers
+        pair = (value, bound)
+        return all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair) and test(*pair)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False  # a missing field or a non-number never satisfies an order comparison
 

@@ -49,7 +49,8 @@ PROPOSAL_FIELDS: Final = frozenset(
 
 
 def _number(value: object, what: str, floor: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not floor <= float(value) <= 1.0:
+    # Compared as it is (exact, NaN fails): float() of an int past 1e308 (a JSON 10**400) raises OverflowError.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not floor <= value <= 1.0:
         raise bad(f"{what} must be a number from {floor} to 1")
     return float(value)
 

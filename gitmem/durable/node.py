@@ -17,7 +17,6 @@ own. Rules that need other nodes (symmetric relations) live in
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -90,10 +89,10 @@ def unit(field_name: str, value: object) -> float:
     """A finite number between 0 and 1 (bools are not numbers here)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad(f"{field_name} must be a number between 0 and 1, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
-        raise bad(f"{field_name} must be a finite number between 0 and 1, got {value!r}")
-    return number
+    if not 0.0 <= value <= 1.0:  # compared as it is (NaN fails): float() of an int past 1e308 raises OverflowError
+        shown = value if isinstance(value, float) or -(10**9) < value < 10**9 else "a larger integer"
+        raise bad(f"{field_name} must be a finite number between 0 and 1, got {shown!r}")
+    return float(value)
 
 
 def bounded_text(field_name: str, value: object, limit: int, *, required: bool = True) -> str:

@@ -270,13 +270,16 @@ class RefreshLog:
             pass  # health is advisory; the refresh itself already succeeded or failed
 
 
+_YEAR_10000: Final = 253_402_300_800  # seconds since 1970: a time past it is no date (datetime.fromtimestamp raises)
+
+
 def _log_fields(data: Any) -> dict[str, Any]:
     """The fields of a refresh log that have the types health reports; anything else is dropped."""
     if not isinstance(data, dict):
         return {}
     out: dict[str, Any] = {}
     at = data.get("last_refresh_at")
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at):
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and 0 <= at < _YEAR_10000:  # NaN, inf, 10**400: dropped
         out["last_refresh_at"] = float(at)
     if data.get("last_outcome") in ("published", "unchanged", "failed"):
         out["last_outcome"] = data["last_outcome"]

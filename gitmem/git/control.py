@@ -154,23 +154,25 @@ def check_folder(folder: str) -> None:
     links), whatever they open there tomorrow is covered too. A link is taken only to a
     folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` moved, or
     is too recent to trust; the listing's entry types come with it, so no entry costs a
-    call of its own.
+    call of its own. Nothing when absent or not a folder (git opens nothing under it);
+    ``unavailable`` when it cannot be listed.
     """
     try:
         info = os.stat(folder)
-    except OSError:
-        return
-    stamp = (info.st_ino, info.st_mtime_ns)
-    if _STAMPS.get(folder) == stamp:
-        return
-    # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
-    # entry added within the tick of the listing leaves the mtime as it was. So
-    # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
-    racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
-    try:
+        if not stat.S_ISDIR(info.st_mode):
+            return  # git opens nothing under a file (ENOTDIR, as absent); the folder holding it vets it
+        stamp = (info.st_ino, info.st_mtime_ns)
+        if _STAMPS.get(folder) == stamp:
+            return
+        # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
+        # entry added within the tick of the listing leaves the mtime as it was. So
+        # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
+        racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
         entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # absent (or under a file): nothing there for git to open
+    except OSError as exc:  # unreadable: what git would open there is not known to be safe
+        raise MemoryStoreError("unavailable", f"cannot list {folder}: {exc.strerror or exc}") from None
     for entry in entries:
         if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=entry.is_symlink()):
             continue

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _RAW_TREE_MODE = b"40000"
 MAX_CHANGES: Final = 1_000_000
-"""Files one list of changes names at most (a pull, a merge, a pushed commit's rules read each)."""
+"""Files and folders one list of changes walks at most (a pull, a merge, a pushed commit's rules read each)."""
 
 
 class TooManyChanges(MemoryStoreError):
@@ -28,7 +28,7 @@ class TooManyChanges(MemoryStoreError):
     def __init__(self) -> None:
         super().__init__(
             "memory_full",
-            f"more than {MAX_CHANGES} files differ: gitmem reads a change file by file and takes at most that "
+            f"more than {MAX_CHANGES} files and folders differ: gitmem reads a change file by file and takes at most that "
             "many at once (a tree that names one folder at many paths holds 2 ** depth files in a few objects)",
         )
 
@@ -155,11 +155,14 @@ def count_changes(
     stop: int,
     parsed: dict[_Pair, _Entries] | None = None,
 ) -> int:
-    """How many files differ between two trees (what :func:`changes_between` lists), or ``stop + 1`` past ``stop``.
+    """How many files and folders differ between two trees (the paths :func:`changes_between` walks),
+    or ``stop + 1`` past ``stop``.
 
     Counted per pair of folders (by their ids), not per path: a tree that names the
     folder below it twice at each of 30 levels holds 2 ** 30 files in 60 objects,
-    and a folder reached at many paths is counted once.
+    and a folder reached at many paths is counted once. A changed folder counts
+    itself, not only its files: the same tree with an empty folder at the bottom
+    holds no file, and its 2 ** 30 folder paths are walked all the same.
     """
     counts: dict[_Pair, int] = {}
     pending = [(old, new)]
@@ -186,7 +189,7 @@ def count_changes(
                 if found is None:
                     missing.append(below)
                 else:
-                    total += found
+                    total += found + 1  # its files, and the folder the walk steps into
             if (was is not None and not was_tree) or (now is not None and not now_tree):
                 total += 1
         if missing:

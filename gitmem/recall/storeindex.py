@@ -28,7 +28,8 @@ class StoreRecall(CatchUp):
 
     ``to_doc`` turns a file into a document (``None``: not indexed, e.g. a
     tombstone); a file it cannot parse (it raises ``ValueError``, ``TypeError``,
-    ``KeyError`` or a :class:`MemoryStoreError`, or makes a malformed document) is left out and listed in :attr:`skipped`, so one
+    ``KeyError``, ``ArithmeticError`` (a JSON number no float holds) or a :class:`MemoryStoreError`,
+    or makes a malformed document) is left out and listed in :attr:`skipped`, so one
     bad file cannot stop recall over the rest.
 
     ``snapshot`` (optional) is a file the index is saved to after a full rebuild
@@ -106,7 +107,7 @@ class StoreRecall(CatchUp):
             doc = self.to_doc(file)
             if doc is not None:
                 check_doc(doc)
-        except (ValueError, TypeError, KeyError, MemoryStoreError) as error:
+        except (ValueError, TypeError, KeyError, ArithmeticError, MemoryStoreError) as error:
             self.skipped[file.path] = f"{type(error).__name__}: {error}"
             return None
         return doc

@@ -79,13 +79,21 @@ def check_doc(doc: object) -> None:
     if doc.follows is not None and not isinstance(doc.follows, str):
         raise TypeError("a RecallDoc's follows is an id (a string) or None")
     at = doc.updated_at
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+    if isinstance(at, bool) or not isinstance(at, int | float) or not _finite(at):
         # A NaN time would make the tie order (newest first) undefined.
         raise ValueError(f"{doc.id}: updated_at must be a finite number of seconds, not {at!r}")
 
 
+def _finite(number: int | float) -> bool:
+    """Whether ``number`` is a finite float or an int one holds (``math.isfinite`` raises OverflowError past 1e308)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def check_min_score(min_score: object) -> float:
-    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not math.isfinite(min_score):
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not _finite(min_score):
         raise MemoryStoreError("invalid_query", f"min_score must be a finite number, not {min_score!r}")
     return float(min_score)
 
@@ -93,4 +101,3 @@ def check_min_score(min_score: object) -> float:
 def order_key(score: float, updated_at: float, doc_id: str) -> tuple[float, float, str]:
     """The sort key of every ranking: score high to low, then newest first, then id."""
     return (-score, -updated_at, doc_id)
-

@@ -243,10 +243,16 @@ def _text(entry: Mapping[str, Any], key: str, bounds: tuple[int, int], reason: s
 
 def _score(entry: Mapping[str, Any], key: str, floor: float) -> float:
     value = entry[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    # math.isfinite only on a float: an int past 1e308 (a JSON 10**400) raises OverflowError there.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise _Refused("wrong_type", f"{key} must be a number, got {value!r}")
     if value > 1 or value < 0:
-        raise _Refused(f"{key}_out_of_range", f"{key} {value} is not within 0-1")
+        shown = value if isinstance(value, float) or -(10**9) < value < 10**9 else "a larger integer"
+        raise _Refused(f"{key}_out_of_range", f"{key} {shown} is not within 0-1")
     if value < floor:
         raise _Refused(f"{key}_too_low", f"{key} {value} is below {floor:.2f}")
     return float(value)
@@ -388,4 +394,3 @@ class LessonExtractor:
                         }
                     )
         return {"items": items}
-

@@ -184,10 +184,12 @@ def check_no_secret(text: str, what: str) -> None:
 
 
 def check_importance(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    # No math.isfinite on an int: one past 1e308 (a JSON 10**400) raises OverflowError there.
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # NaN
         raise _bad(f"importance must be a number from 0 to 1, got {value!r}")
     if not 0.0 <= value <= 1.0:
-        raise _bad(f"importance must be from 0 to 1, got {value}")
+        shown = value if isinstance(value, float) or -(10**9) < value < 10**9 else "a larger integer"
+        raise _bad(f"importance must be from 0 to 1, got {shown}")
     return float(value)
 
 

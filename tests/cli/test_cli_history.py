@@ -52,6 +52,9 @@ def test_log_since_a_revision_and_a_date(hist: Run) -> None:
     assert [e["op"] for e in log(hist, "--since", str(first))] == ["move", "edit", "create"]
     assert log(hist, "--since", "2999-01-01") == []
     assert len(log(hist, "--since", "2000-01-01T00:00:00")) == 4
+    # before the year 1: every change since the earliest date, not an OverflowError traceback
+    assert len(log(hist, "--since", "9999 years ago")) == len(log(hist, "--since", "999999999999.years")) == 4
+    assert log(hist, "--until", "9999 years ago") == []
 
 
 def test_show_prints_an_old_version(hist: Run) -> None:

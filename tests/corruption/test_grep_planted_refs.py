@@ -95,3 +95,31 @@ def test_a_fifo_planted_where_git_or_libgit2_reads_is_refused(
     if where == "HEAD":
         fifo.write_text("ref: refs/heads/main\n")
     assert subprocess.run(["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("where", ["info", "objects/info/commit-graphs"])
+@pytest.mark.parametrize("command", [("grep", "user", "foo"), ("log", "user"), ("blame", "user", "a.md")])
+def test_a_file_planted_where_git_reads_a_folder_is_read_past_as_git_does(
+    tmp_path: Path, where: str, command: tuple[str, ...]
+) -> None:
+    """A plain file where git looks for a folder holds nothing git could block on (it opens nothing under
+    it): the call answers as git does, never a traceback (``gitmem grep`` died of ``NotADirectoryError``)."""
+    root = Root(tmp_path / "root")
+    root.mount("user", create=True).sync.write("a.md", "hello foo\n", expected=None)
+    repo = Path(root.existing_folder("user"))
+    planted = repo / where
+    if planted.is_dir():
+        for child in planted.iterdir():
+            child.unlink()
+        planted.rmdir()
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text("not a folder\n")
+    code = "from gitmem.adapters.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--root", str(tmp_path / "root"), *command],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert ("a.md" if command[0] == "grep" else "hello foo" if command[0] == "blame" else "") in done.stdout
+    planted.unlink()
+    assert subprocess.run(["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True).returncode == 0

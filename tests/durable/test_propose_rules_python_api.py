@@ -35,8 +35,9 @@ GOOD: dict[str, Any] = {
         {"confidence": 7.0},  # above 1
         {"tags": [f"t{i}" for i in range(20)]},  # more than 8 tags
         {"surprise": "field"},  # an unknown field
+        {"importance": 10**400},  # no float holds it: OverflowError, not a refusal
     ],
-    ids=["scope", "importance", "confidence", "tags", "unknown-field"],
+    ids=["scope", "importance", "confidence", "tags", "unknown-field", "importance-past-floats"],
 )
 def test_propose_refuses_what_the_rules_refuse(tmp_path: Path, change: dict[str, Any]) -> None:
     binding = DurableBinding(DurableRepository.open(tmp_path / "root", "team", create=True), NS)

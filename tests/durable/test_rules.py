@@ -250,6 +250,7 @@ def test_times_may_not_run_backwards() -> None:
         (lambda: NodeDraft("n", "working", "text"), "invalid_change_set"),  # type: ignore[arg-type]
         (lambda: NodeDraft("n", "semantic", "text", confidence=1.5), "invalid_change_set"),
         (lambda: NodeDraft("n", "semantic", "text", importance=float("nan")), "invalid_change_set"),
+        (lambda: NodeDraft("n", "semantic", "text", importance=10**400), "invalid_change_set"),  # past floats
         (lambda: NodeDraft("n", "semantic", "text", labels={f"k{i}": "v" for i in range(65)}), "invalid_change_set"),
         (lambda: NodeDraft("bad\nid", "semantic", "text"), "invalid_change_set"),
         (lambda: NodeDraft("é" * 129, "semantic", "text"), "invalid_change_set"),

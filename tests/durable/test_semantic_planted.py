@@ -203,6 +203,10 @@ def test_a_refresh_log_with_wrong_types_is_dropped_not_raised(tmp_path: Path) ->
     log.write_text(json.dumps({"failures": "many", "refreshes": True, "last_refresh_at": "now", "last_outcome": 7}))
     health = repo.semantic_health(NS)
     assert (health.state, health.failures, health.refreshes, health.last_outcome) == ("ready", 0, 0, None)
+    for past in (10**400, 1e17):  # no float holds the first; the second is no date (the CLI showed it as one)
+        log.write_text(json.dumps({"last_refresh_at": past, "last_outcome": "published"}))
+        health = repo.semantic_health(NS)  # math.isfinite raised OverflowError out of the health call
+        assert (health.state, health.last_refresh_at, health.last_outcome) == ("ready", None, "published")
 
 
 def test_lance_side_table_and_lock_are_not_followed(tmp_path: Path) -> None:

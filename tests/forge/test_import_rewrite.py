@@ -191,9 +191,13 @@ def test_a_refused_import_leaves_the_memory_unchanged(vault: Vault, tmp_path: Pa
     assert not [n for n in os.listdir(mount / "gitmem") if n.startswith("quarantine")]
 
 
-def test_a_rewrite_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("leaf", ["files", "empty folder"])
+def test_a_rewrite_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in_time(
+    tmp_path: Path, leaf: str
+) -> None:
     # Each of 24 levels names the folder below twice: 2 ** 25 files in 50 objects. The rewrite
     # walked each commit's tree path by path and never finished; the plain import refused it.
+    # With an empty folder at the bottom there is no file to count, and as many paths to walk.
     source = tmp_path / "source"
     git("init", "-q", "-b", "main", str(source))
 
@@ -202,7 +206,8 @@ def test_a_rewrite_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused
         return out.stdout.strip()
 
     blob = plumb("hash-object", "-w", "--stdin", given="x\n")
-    tree = plumb("mktree", given=f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n")
+    files = f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n"
+    tree = plumb("mktree", given=files if leaf == "files" else "")
     for _ in range(24):
         tree = plumb("mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
     seed = git("commit-tree", plumb("mktree", given=f"100644 blob {blob}\tseed.md\n"), "-m", "seed", cwd=source)

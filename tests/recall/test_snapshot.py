@@ -70,6 +70,8 @@ def test_a_new_process_resumes_and_catches_up(tmp_path: Path) -> None:
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "profile": "another"})),
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "key": "other-v2"})),
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [[1, 2, 3, 4]]})),
+        # a time no float holds: float() raised OverflowError out of the first search
+        lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [["a.json", "a", "x", 10**400]]})),
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "cursor": "f" * 40})),
         lambda p: p.unlink(),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from gitmem.catchup import BulkSource
 from gitmem.errors import MemoryStoreError
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import Changes, FileEntry, FileText, FullResync
-from gitmem.recall import RecallDoc, StoreRecall
+from gitmem.recall import RecallDoc, RecallIndex, StoreRecall
 
 from .support import SyncMemStore, git_store, item, to_doc
 
@@ -154,9 +155,17 @@ def test_a_document_with_a_bad_time_is_skipped_not_fatal() -> None:
     write(store, "items/a.json", item("shared", 1.0))
     write(store, "items/b.json", '{"text": "shared", "updated_at": NaN, "status": "active"}')
     write(store, "items/c.json", '{"updated_at": 1}')
+    # A time no float holds, taken as it is (to_doc converts nothing) or converted by to_doc:
+    # OverflowError went out of every search, the file never skipped.
+    write(store, "items/d.json", '{"text": "shared", "updated_at": 1%s, "status": "active"}' % ("0" * 400))
     recall = StoreRecall(store, to_doc)
     assert [h.id for h in recall.search("shared")] == ["a"]
-    assert sorted(recall.skipped) == ["items/b.json", "items/c.json"]
+    assert sorted(recall.skipped) == ["items/b.json", "items/c.json", "items/d.json"]
+    raw = StoreRecall(store, lambda f: RecallDoc(f.path, "shared", json.loads(f.text).get("updated_at", 0.0)))
+    assert sorted(h.id for h in raw.search("shared")) == ["items/a.json", "items/c.json"]
+    assert sorted(raw.skipped) == ["items/b.json", "items/d.json"]
+    with pytest.raises(ValueError, match="finite number"):
+        RecallIndex().upsert(RecallDoc("x", "shared", 10**400))  # type: ignore[arg-type]
 
 
 class _ByPath:

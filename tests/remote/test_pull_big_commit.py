@@ -142,3 +142,24 @@ def test_a_pull_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in
         remotes.pull(store, "origin")
     assert store.sync.head() == head
     fsck_clean(store.path)
+
+
+def test_a_pull_of_a_tree_reaching_one_empty_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
+    # The same bomb without a file: 2 ** 25 folder paths and no file at all. Counting files alone
+    # found none to refuse, and the list of changes then walked every folder path (hours, locked).
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
+    head = store.sync.head()
+    tree = plumb(hosting, "mktree", given="")
+    for _ in range(25):
+        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
+    seed = plumb(hosting, "ls-tree", "main", given="")
+    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\tbomb\n")
+    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="many\n"), cwd=hosting)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "memory_full" in done.stderr, done.stderr
+    with pytest.raises(MergeRefused, match="memory_full"):
+        remotes.pull(store, "origin")
+    assert store.sync.head() == head
+    fsck_clean(store.path)

@@ -182,6 +182,7 @@ def _row_spoilt(index: int, value: object) -> object:
         _row_spoilt(3, 42),
         _row_spoilt(4, "2024-01-01T00:00:00Z"),
         _row_spoilt(4, float("inf")),
+        _row_spoilt(4, 10**400),  # no float holds it: OverflowError went out of the first call
         _row_spoilt(5, 7.5),
         _row_spoilt(6, ["ok", 3]),
         _row_spoilt(7, "dream"),

@@ -75,6 +75,7 @@ BAD_REMEMBERS: dict[str, dict[str, Any]] = {
     "huge metadata": {"content": "a note with huge metadata", "metadata": {"k": "x" * 20_000}},
     "too many tags": {"content": "a note with tags", "tags": [f"t{n}" for n in range(65)]},
     "a flood of tags": {"content": "a note with a flood", "tags": ["t"] * 100_000},
+    "an importance no float holds": {"content": "a note of endless importance", "importance": 10**400},
 }
 
 

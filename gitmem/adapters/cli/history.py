@@ -7,7 +7,7 @@ and ``revert`` add one new commit each and never rewrite history.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import click
@@ -64,7 +64,10 @@ def relative_date(value: str, now: datetime | None = None) -> datetime | None:
     unit = {"sec": "second", "min": "minute", "hr": "hour"}.get(match.group(2), match.group(2))
     if unit not in _UNIT_SECONDS:
         return None
-    return now - timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[unit])
+    try:
+        return now - timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[unit])
+    except OverflowError:  # before the year 1 ("9999 years ago"): as far back as a date goes
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def when(value: str | None) -> datetime | str | None:

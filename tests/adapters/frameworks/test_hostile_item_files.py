@@ -70,6 +70,8 @@ HOSTILE_ITEMS = {
         item_file(["users", "alice"], "bad", {"text": "tea"})[:-3] + ', "deep": ' + DEEP + "}\n"
     ),
     "ttl-past-the-last-date": lambda path: item_file(["users", "alice"], "bad", {"text": "tea"}, ttl_minutes=1e300),
+    # no float holds it: math.isfinite raised OverflowError out of every refresh
+    "ttl-past-floats": lambda path: item_file(["users", "alice"], "bad", {"text": "tea"}, ttl_minutes=10**400),
     "time-out-of-range": lambda path: item_file(
         ["users", "alice"], "bad", {"text": "tea"}, created_at="0001-01-01T00:00:00+05:00"
     ),
@@ -200,3 +202,16 @@ def test_an_item_nested_deeper_than_reads_take_back_is_refused(tmp_path: Path) -
     assert refused.value.code == "invalid_file"
     assert head(tmp_path / "session.git") == before
     assert session.get_items_sync() == [{"role": "user", "content": "one"}]
+
+
+def test_an_order_filter_compares_an_integer_past_floats_as_the_number_it_is(tmp_path: Path) -> None:
+    # float() of it raised OverflowError out of the search (a value is anyone's who can push an item).
+    store = GitMemStore.open(tmp_path)
+    store.put(("users", "alice"), "small", {"text": "tea", "n": 3})
+    path = item_path(("users", "alice"), "big")
+    Root(tmp_path).mount("langgraph").sync.write(
+        path, item_file(["users", "alice"], "big", {"n": 10**400}), expected=None
+    )
+    reader = GitMemStore.open(tmp_path)
+    assert [i.key for i in reader.search(("users",), filter={"n": {"$gt": 5}})] == ["big"]
+    assert [i.key for i in reader.search(("users",), filter={"n": {"$lt": 5}})] == ["small"]
