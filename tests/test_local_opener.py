@@ -55,7 +55,7 @@ def test_deeper_json_is_invalid_file_at_once(text: str) -> None:
     with pytest.raises(MemoryStoreError) as refused:
         parse_json(text, what="item.json")
     assert refused.value.code == "invalid_file" and "item.json" in refused.value.message
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # a scan that is not linear takes minutes
 
 
 def test_brackets_inside_strings_do_not_count() -> None:
@@ -114,7 +114,7 @@ def test_strict_reads_name_a_planted_file_without_blocking(tmp_path: Path, kind:
     assert load_local_json(path, 1 << 20) is None
     if kind != "huge":  # a prefix of a huge file is readable; nothing of the others is
         assert read_local_head(path, 10) is None
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # a blocking open never returns
 
 
 def test_strict_reads_tell_missing_from_refused(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_sqlite_refuses_a_planted_database_and_writes_nothing_outside(tmp_path: 
     with pytest.raises(RefusedFile) as refused:
         connect_local_sqlite(path, within=tmp_path / "mount.git")
     assert refused.value.code == "unavailable" and "vectors.sqlite3" in refused.value.message
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0
     assert (outside.read_bytes() if outside.exists() else None) == before
     assert not any(p.name.startswith("outside.sqlite3-") for p in tmp_path.iterdir())
 

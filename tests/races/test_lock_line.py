@@ -76,7 +76,7 @@ def test_a_thread_waiting_in_the_line_times_out_as_at_the_flock(tmp_path: Path) 
         with repo.lock.hold():
             pass
     assert timed_out.value.code == "unavailable"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # the default wait is 30 s
     release.set()
     holder.join()
     with repo.lock.hold() as held:  # nobody is left in the line

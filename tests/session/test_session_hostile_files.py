@@ -51,7 +51,7 @@ def test_a_record_file_with_an_alias_bomb_for_an_id_is_a_clear_error_at_once() -
     with pytest.raises(MemoryStoreError) as refused:
         RecordStore(backend, "alice").get(bad.id)
     assert refused.value.code == "unavailable" and "not text" in refused.value.message
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # the expansion would take minutes
     assert RecordStore(backend, "alice").get(good.id).text == "prefers green tea"
 
 
