@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,25 @@ def plumb(repo: Path, *args: str, given: str) -> str:
     """``git ARGS`` in ``repo`` with ``given`` on its stdin; its output's one line."""
     done = subprocess.run(["git", *args], cwd=repo, input=given, capture_output=True, text=True, check=True)
     return done.stdout.strip()
+
+
+def pull_of_a_folder_is_refused(tmp_path: Path, build: Callable[[Path], str], code: str) -> str:
+    """The remote's ``main`` gains folder ``d`` (the tree ``build`` makes in the hosting repository):
+    the CLI's pull and the library's refuse it with ``code``, and nothing changes. The CLI's stderr."""
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
+    head = store.sync.head()
+    seed = plumb(hosting, "ls-tree", "main", given="")
+    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {build(hosting)}\td\n")
+    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="x\n"), cwd=hosting)
+    done = subprocess.run(
+        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and code in done.stderr and "Traceback" not in done.stderr, done.stderr
+    with pytest.raises(MergeRefused, match=code):
+        remotes.pull(store, "origin")
+    assert store.sync.head() == head
+    fsck_clean(store.path)
+    return done.stderr
 
 
 def test_a_pull_of_a_move_commit_of_many_files_is_answered_in_time(tmp_path: Path) -> None:
@@ -60,24 +80,14 @@ def test_a_pull_of_a_move_commit_of_many_files_is_answered_in_time(tmp_path: Pat
 def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_crashed(tmp_path: Path) -> None:
     # git's strict checks let a 1,500-deep folder through; the rules' tree walks recursed once per
     # level and the pull died with RecursionError (quick and store pull alike) instead of refusing.
-    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
-    head = store.sync.head()
-    tree = plumb(
-        hosting, "mktree", given=f"100644 blob {plumb(hosting, 'hash-object', '-w', '--stdin', given='x')}\tf.md\n"
-    )
-    for _ in range(1500):
-        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\td\n")
-    seed = plumb(hosting, "ls-tree", "main", given="")
-    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\td\n")
-    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="deep\n"), cwd=hosting)
-    done = subprocess.run(
-        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 1 and "invalid_path" in done.stderr and "Traceback" not in done.stderr, done.stderr
-    with pytest.raises(MergeRefused, match="invalid_path"):
-        remotes.pull(store, "origin")
-    assert store.sync.head() == head
-    fsck_clean(store.path)
+    def deep(hosting: Path) -> str:
+        blob = plumb(hosting, "hash-object", "-w", "--stdin", given="x")
+        tree = plumb(hosting, "mktree", given=f"100644 blob {blob}\tf.md\n")
+        for _ in range(1500):
+            tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\td\n")
+        return tree
+
+    pull_of_a_folder_is_refused(tmp_path, deep, "invalid_path")
 
 
 @pytest.mark.parametrize("planted", ["refs/gitmem/erasures", "refs/heads/proposals/x", "packed-refs"])
@@ -125,41 +135,23 @@ def test_a_pull_of_a_commit_declaring_a_domain_name_encoding_is_refused_in_time(
 def test_a_pull_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
     # Each of 24 levels names the folder below twice: 50 objects, 2 ** 25 files. The rules and the
     # merge's list of changes read a commit path by path: the pull (its writer lock held) ran for hours.
-    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
-    head = store.sync.head()
-    blob = plumb(hosting, "hash-object", "-w", "--stdin", given="x\n")
-    tree = plumb(hosting, "mktree", given=f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n")
-    for _ in range(24):
-        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
-    seed = plumb(hosting, "ls-tree", "main", given="")
-    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\tbomb\n")
-    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="many\n"), cwd=hosting)
-    done = subprocess.run(
-        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 1 and "memory_full" in done.stderr and "1000000 files" in done.stderr, done.stderr
-    with pytest.raises(MergeRefused, match="memory_full"):
-        remotes.pull(store, "origin")
-    assert store.sync.head() == head
-    fsck_clean(store.path)
+    def bomb(hosting: Path) -> str:
+        blob = plumb(hosting, "hash-object", "-w", "--stdin", given="x\n")
+        tree = plumb(hosting, "mktree", given=f"100644 blob {blob}\ta.md\n100644 blob {blob}\tb.md\n")
+        for _ in range(24):
+            tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
+        return tree
+
+    assert "1000000 files" in pull_of_a_folder_is_refused(tmp_path, bomb, "memory_full")
 
 
 def test_a_pull_of_a_tree_reaching_one_empty_folder_at_millions_of_paths_is_refused_in_time(tmp_path: Path) -> None:
     # The same bomb without a file: 2 ** 25 folder paths and no file at all. Counting files alone
     # found none to refuse, and the list of changes then walked every folder path (hours, locked).
-    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
-    head = store.sync.head()
-    tree = plumb(hosting, "mktree", given="")
-    for _ in range(25):
-        tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
-    seed = plumb(hosting, "ls-tree", "main", given="")
-    tree = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\tbomb\n")
-    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", tree, "-p", head, given="many\n"), cwd=hosting)
-    done = subprocess.run(
-        [*GITMEM, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 1 and "memory_full" in done.stderr, done.stderr
-    with pytest.raises(MergeRefused, match="memory_full"):
-        remotes.pull(store, "origin")
-    assert store.sync.head() == head
-    fsck_clean(store.path)
+    def bomb(hosting: Path) -> str:
+        tree = plumb(hosting, "mktree", given="")
+        for _ in range(25):
+            tree = plumb(hosting, "mktree", given=f"040000 tree {tree}\ta\n040000 tree {tree}\tb\n")
+        return tree
+
+    pull_of_a_folder_is_refused(tmp_path, bomb, "memory_full")
