@@ -201,7 +201,10 @@ class CatchUp(ABC):
 
     @abstractmethod
     def _forget(self) -> None:
-        """Hold nothing (before a rebuild)."""
+        """Hold nothing (before a rebuild): drop everything read from files, parse caches by blob id included.
+
+        A rebuild follows a purge or forget, whose erased texts must not stay in the process.
+        """
 
     def _fill(self, files: Iterable[FileText]) -> None:
         """Hold ``files`` (the covered ones) in the empty cache, as putting each in turn would."""

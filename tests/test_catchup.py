@@ -7,6 +7,8 @@ does, and a rebuild that fails part-way is done again by the next refresh.
 
 from __future__ import annotations
 
+import gc
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,3 +125,35 @@ def test_a_rebuild_that_fails_part_way_is_done_again(kind: Kind) -> None:
     assert cache.cursor is None  # nothing half-filled is caught up from
     cache.refresh()
     assert kind.held(cache) == {kind.path(n) for n in range(6)} and cache.full_rebuilds == 2
+
+
+def reachable_text(root: object, word: str, *, skip: tuple[object, ...] = ()) -> list[str]:
+    """Every string holding ``word`` reachable from ``root`` (not through code, classes, modules or ``skip``)."""
+    found: list[str] = []
+    seen = {id(x) for x in skip}
+    todo: list[object] = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            if word in obj:
+                found.append(obj)
+        elif not isinstance(obj, type | types.ModuleType | int | float | bytes) and not callable(obj):
+            todo.extend(gc.get_referents(obj))
+    return found
+
+
+def test_a_rebuild_keeps_nothing_of_what_a_purge_erased(kind: Kind) -> None:
+    store = SyncMemStore()
+    put(store, kind, 0, kind.text(0, "the zanzibarquokka password"))
+    put(store, kind, 1)
+    cache = kind.make(store)
+    cache.refresh()
+    assert reachable_text(cache, "zanzibarquokka", skip=(store,))  # the walk does find what is held
+    store.purge()
+    put(store, kind, 1)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(1)}
+    assert reachable_text(cache, "zanzibarquokka", skip=(store,)) == []

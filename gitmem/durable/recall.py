@@ -129,7 +129,13 @@ class NamespaceRecall:
             snapshot_key=SNAPSHOT_KEY if profile == "word-cjk-bigram" else f"{SNAPSHOT_KEY}+{profile}",
             stamp=derived.stamp_of(store) if snapshot is not None else None,
             profile=profile,
+            on_forget=self._forget,
         )
+
+    def _forget(self) -> None:
+        """Before a rebuild (a purge or forget may have erased what they hold): keep no node."""
+        self.indexed.clear()
+        self.active.clear()
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:
         node = decode_node(file.text, file.path, self.namespace)
