@@ -10,6 +10,12 @@ The cursor is asked for *before* reading, so a write landing meanwhile is seen b
 the next refresh: the cache can be briefly behind a write, never wrong after it.
 A rebuild that fails part-way leaves no cursor, so the next refresh rebuilds.
 
+A reader of the cache goes through :meth:`CatchUp.caught_up`: it catches up and
+holds the cache still until the reader is done. A rebuild empties the cache before
+it fills it again, so a search running beside one would see a part of the index
+(nothing, right after a purge); answering from the old index instead would show
+what a purge or forget erased. Readers and refreshes take turns on one lock.
+
 With a ``snapshot`` file the first refresh resumes from it (made under the mount's
 current history generation, :mod:`gitmem.derived`; any other means a rebuild),
 and it is saved after a rebuild and after every ``save_every`` re-read files; a
@@ -22,7 +28,8 @@ import json
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
@@ -121,10 +128,20 @@ class CatchUp(ABC):
         self._tried_snapshot = snapshot is None
         self._unsaved = 0  # files re-read since the snapshot was last saved
         self._seen = derived.UNGUARDED  # the history generation read before what is held was
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: a reader holding it may refresh or look up
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
+
+    @contextmanager
+    def caught_up(self) -> Iterator[str | None]:
+        """Catch up, then hold the cache still while the caller reads it; yields the cursor it reflects.
+
+        No refresh (and so no rebuild) runs until the block ends, so what the block
+        reads is the whole cache as of that cursor, never a rebuild half-way.
+        """
+        with self._lock:
+            yield self.refresh()
 
     def refresh(self) -> str | None:
         """Catch up with the store's head; the cursor the cache now reflects."""

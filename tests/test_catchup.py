@@ -8,14 +8,17 @@ does, and a rebuild that fails part-way is done again by the next refresh.
 from __future__ import annotations
 
 import gc
+import threading
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem, item_path, render
+from gitmem.adapters.langgraph_store import GitMemStore
 from gitmem.catchup import CatchUp
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
@@ -157,3 +160,68 @@ def test_a_rebuild_keeps_nothing_of_what_a_purge_erased(kind: Kind) -> None:
     cache.refresh()
     assert kind.held(cache) == {kind.path(1)}
     assert reachable_text(cache, "zanzibarquokka", skip=(store,)) == []
+
+
+Search = tuple[CatchUp, Callable[[], list[float]], Any, str]
+
+
+def recall_search(store: SyncMemStore) -> Search:
+    recall = StoreRecall(store, to_doc, prefix="items")
+    return recall, lambda: [h.score for h in recall.search("tea", limit=50)], recall.index, "search"
+
+
+def langgraph_search(store: SyncMemStore) -> Search:
+    items = GitMemStore(store)
+
+    def found() -> list[float]:
+        return [h.score or 0.0 for h in items.search(("users",), query="tea", limit=50)]
+
+    return items.catalogue, found, items.catalogue, "under"
+
+
+# A cache, a search over it (the scores it answers), and what the search reads first (the
+# search pauses there, after catching up, to let a rebuild start beside it).
+SEARCHES: dict[str, Callable[[SyncMemStore], Search]] = {"recall": recall_search, "langgraph": langgraph_search}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_a_search_beside_a_rebuild_answers_from_a_whole_index(name: str) -> None:
+    kind = KINDS[name]
+    store = SyncMemStore()
+    for n in range(5):
+        put(store, kind, n)
+    cache, search, reader, method = SEARCHES[name](store)
+    assert len([s for s in search() if s > 0]) == 5
+    searching, rebuilding, release = threading.Event(), threading.Event(), threading.Event()
+    real = getattr(reader, method)
+
+    def paused(*args: Any, **kwargs: Any) -> Any:  # the search has caught up: let a rebuild start now
+        searching.set()
+        rebuilding.wait(1.0)  # a search holding the cache still never sees it start
+        return real(*args, **kwargs)
+
+    setattr(reader, method, paused)
+
+    class SlowRebuild(SyncMemStore):
+        def read(self, path: str) -> FileText:
+            if path == kind.path(3):
+                rebuilding.set()
+                release.wait(10)
+            return super().read(path)
+
+    answers: list[list[float]] = []
+    searcher = threading.Thread(target=lambda: answers.append(search()))
+    searcher.start()
+    assert searching.wait(10)
+    store.purge()  # the next refresh rebuilds; the same notes come back
+    for n in range(5):
+        put(store, kind, n)
+    cache.store = SlowRebuild(store.inner)
+    rebuilder = threading.Thread(target=cache.refresh)
+    rebuilder.start()
+    searcher.join(10)
+    release.set()
+    rebuilder.join(10)
+    setattr(reader, method, real)
+    assert len(answers) == 1 and len([s for s in answers[0] if s > 0]) == 5  # every note, none missing
+    assert cache.full_rebuilds == 2 and len([s for s in search() if s > 0]) == 5

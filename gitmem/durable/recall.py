@@ -189,7 +189,11 @@ class NamespaceRecall:
 
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
-        lexical = self.recall.search(query, limit=policy.max_results, min_score=policy.min_score)
+        with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
+            return self._search(query, policy)
+
+    def _search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
+        lexical = self.recall.index.search(query, limit=policy.max_results, min_score=policy.min_score)
         scores: dict[str, float] = {h.id: h.score for h in lexical}
         ranked = [h.id for h in lexical]
         fused, fallback = False, None

@@ -145,6 +145,6 @@ class StoreRecall(CatchUp):
         ranking: Ranking = "coverage",
         accept: Callable[[str], bool] | None = None,
     ) -> list[RecallHit]:
-        """Refresh, then search the index (see :meth:`RecallIndex.search`)."""
-        self.refresh()
-        return self.index.search(query, limit=limit, min_score=min_score, ranking=ranking, accept=accept)
+        """Catch up, then search the whole index (see :meth:`RecallIndex.search`), never one a rebuild is filling."""
+        with self.caught_up():
+            return self.index.search(query, limit=limit, min_score=min_score, ranking=ranking, accept=accept)
