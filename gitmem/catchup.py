@@ -28,9 +28,9 @@ import json
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from gitmem import derived
@@ -133,15 +133,13 @@ class CatchUp(ABC):
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
 
-    @contextmanager
-    def caught_up(self) -> Iterator[str | None]:
-        """Catch up, then hold the cache still while the caller reads it; yields the cursor it reflects.
+    def caught_up(self) -> CaughtUp:
+        """Catch up, then hold the cache still while the caller reads it (``with cache.caught_up() as cursor:``).
 
         No refresh (and so no rebuild) runs until the block ends, so what the block
         reads is the whole cache as of that cursor, never a rebuild half-way.
         """
-        with self._lock:
-            yield self.refresh()
+        return CaughtUp(self)
 
     def refresh(self) -> str | None:
         """Catch up with the store's head; the cursor the cache now reflects."""
@@ -244,3 +242,30 @@ class CatchUp(ABC):
         """Hold what a snapshot's ``body`` holds; ``ValueError``, ``TypeError``, ``KeyError`` or
         ``ArithmeticError`` (a number no float holds) when unusable."""
         raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
+
+
+class CaughtUp:
+    """The block of :meth:`CatchUp.caught_up`: the cache's lock held, caught up on entry; entering gives the cursor.
+
+    A class, not a generator context: every search enters one, and this costs
+    about half of what a ``contextlib.contextmanager`` one does (about a microsecond less).
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: CatchUp) -> None:
+        self._cache = cache
+
+    def __enter__(self) -> str | None:
+        lock = self._cache._lock
+        lock.acquire()
+        try:
+            return self._cache.refresh()
+        except BaseException:
+            lock.release()
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._cache._lock.release()
