@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +21,15 @@ import pytest
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem, item_path, render
 from gitmem.adapters.langgraph_store import GitMemStore
 from gitmem.catchup import CatchUp
+from gitmem.durable import DurableRepository, RecallPolicy
+from gitmem.durable.nodefile import node_path
+from gitmem.durable.recall import NamespaceRecall
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
 from gitmem.recall import StoreRecall
 from gitmem.session.catalogue import Catalogue
 from gitmem.session.items import encode_item, make_item, path_for_id
+from tests.durable.support import NS, change, create
 from tests.recall.support import SyncMemStore, item, to_doc
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -225,3 +230,15 @@ def test_a_search_beside_a_rebuild_answers_from_a_whole_index(name: str) -> None
     setattr(reader, method, real)
     assert len(answers) == 1 and len([s for s in answers[0] if s > 0]) == 5  # every note, none missing
     assert cache.full_rebuilds == 2 and len([s for s in search() if s > 0]) == 5
+
+
+def test_durable_recall_keeps_no_node_a_forget_erased(tmp_path: Path) -> None:
+    repo = DurableRepository.open(tmp_path / "root", "team", create=True)
+    secret = create("a", "the zanzibarquokka password", status="active")
+    repo.apply(change("seed", secret, create("b", "beta rollbacks keep the audit", status="active")))
+    recall = NamespaceRecall(repo.store, NS)
+    policy = RecallPolicy(3, 0.0, 0)
+    assert [h.node.id for h in recall.search("zanzibarquokka", policy).hits] == ["a"]
+    repo.store.forget(node_path(NS, "a"))  # type: ignore[attr-defined]  # history rewritten: erased everywhere
+    assert [h.node.id for h in recall.search("beta", policy).hits] == ["b"]
+    assert reachable_text(recall, "zanzibarquokka", skip=(repo.store,)) == []
