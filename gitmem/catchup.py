@@ -10,6 +10,12 @@ The cursor is asked for *before* reading, so a write landing meanwhile is seen b
 the next refresh: the cache can be briefly behind a write, never wrong after it.
 A rebuild that fails part-way leaves no cursor, so the next refresh rebuilds.
 
+A reader of the cache goes through :meth:`CatchUp.caught_up`: it catches up and
+holds the cache still until the reader is done. A rebuild empties the cache before
+it fills it again, so a search running beside one would see a part of the index
+(nothing, right after a purge); answering from the old index instead would show
+what a purge or forget erased. Readers and refreshes take turns on one lock.
+
 With a ``snapshot`` file the first refresh resumes from it (made under the mount's
 current history generation, :mod:`gitmem.derived`; any other means a rebuild),
 and it is saved after a rebuild and after every ``save_every`` re-read files; a
@@ -24,6 +30,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from gitmem import derived
@@ -121,10 +128,18 @@ class CatchUp(ABC):
         self._tried_snapshot = snapshot is None
         self._unsaved = 0  # files re-read since the snapshot was last saved
         self._seen = derived.UNGUARDED  # the history generation read before what is held was
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: a reader holding it may refresh or look up
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.prefix)
+
+    def caught_up(self) -> CaughtUp:
+        """Catch up, then hold the cache still while the caller reads it (``with cache.caught_up() as cursor:``).
+
+        No refresh (and so no rebuild) runs until the block ends, so what the block
+        reads is the whole cache as of that cursor, never a rebuild half-way.
+        """
+        return CaughtUp(self)
 
     def refresh(self) -> str | None:
         """Catch up with the store's head; the cursor the cache now reflects."""
@@ -201,7 +216,10 @@ class CatchUp(ABC):
 
     @abstractmethod
     def _forget(self) -> None:
-        """Hold nothing (before a rebuild)."""
+        """Hold nothing (before a rebuild): drop everything read from files, parse caches by blob id included.
+
+        A rebuild follows a purge or forget, whose erased texts must not stay in the process.
+        """
 
     def _fill(self, files: Iterable[FileText]) -> None:
         """Hold ``files`` (the covered ones) in the empty cache, as putting each in turn would."""
@@ -224,3 +242,30 @@ class CatchUp(ABC):
         """Hold what a snapshot's ``body`` holds; ``ValueError``, ``TypeError``, ``KeyError`` or
         ``ArithmeticError`` (a number no float holds) when unusable."""
         raise NotImplementedError(f"{type(self).__name__} keeps no snapshot")
+
+
+class CaughtUp:
+    """The block of :meth:`CatchUp.caught_up`: the cache's lock held, caught up on entry; entering gives the cursor.
+
+    A class, not a generator context: every search enters one, and this costs
+    about half of what a ``contextlib.contextmanager`` one does (about a microsecond less).
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: CatchUp) -> None:
+        self._cache = cache
+
+    def __enter__(self) -> str | None:
+        lock = self._cache._lock
+        lock.acquire()
+        try:
+            return self._cache.refresh()
+        except BaseException:
+            lock.release()
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._cache._lock.release()

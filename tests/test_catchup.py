@@ -7,19 +7,29 @@ does, and a rebuild that fails part-way is done again by the next refresh.
 
 from __future__ import annotations
 
+import gc
+import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gitmem.adapters.langgraph_items import ItemCatalogue, StoredItem, item_path, render
+from gitmem.adapters.langgraph_store import GitMemStore
 from gitmem.catchup import CatchUp
+from gitmem.durable import DurableRepository, RecallPolicy
+from gitmem.durable.nodefile import node_path
+from gitmem.durable.recall import NamespaceRecall
 from gitmem.errors import MemoryStoreError
 from gitmem.model import FileText
 from gitmem.recall import StoreRecall
 from gitmem.session.catalogue import Catalogue
 from gitmem.session.items import encode_item, make_item, path_for_id
+from tests.durable.support import NS, change, create
 from tests.recall.support import SyncMemStore, item, to_doc
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -123,3 +133,112 @@ def test_a_rebuild_that_fails_part_way_is_done_again(kind: Kind) -> None:
     assert cache.cursor is None  # nothing half-filled is caught up from
     cache.refresh()
     assert kind.held(cache) == {kind.path(n) for n in range(6)} and cache.full_rebuilds == 2
+
+
+def reachable_text(root: object, word: str, *, skip: tuple[object, ...] = ()) -> list[str]:
+    """Every string holding ``word`` reachable from ``root`` (not through code, classes, modules or ``skip``)."""
+    found: list[str] = []
+    seen = {id(x) for x in skip}
+    todo: list[object] = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            if word in obj:
+                found.append(obj)
+        elif not isinstance(obj, type | types.ModuleType | int | float | bytes) and not callable(obj):
+            todo.extend(gc.get_referents(obj))
+    return found
+
+
+def test_a_rebuild_keeps_nothing_of_what_a_purge_erased(kind: Kind) -> None:
+    store = SyncMemStore()
+    put(store, kind, 0, kind.text(0, "the zanzibarquokka password"))
+    put(store, kind, 1)
+    cache = kind.make(store)
+    cache.refresh()
+    assert reachable_text(cache, "zanzibarquokka", skip=(store,))  # the walk does find what is held
+    store.purge()
+    put(store, kind, 1)
+    cache.refresh()
+    assert kind.held(cache) == {kind.path(1)}
+    assert reachable_text(cache, "zanzibarquokka", skip=(store,)) == []
+
+
+Search = tuple[CatchUp, Callable[[], list[float]], Any, str]
+
+
+def recall_search(store: SyncMemStore) -> Search:
+    recall = StoreRecall(store, to_doc, prefix="items")
+    return recall, lambda: [h.score for h in recall.search("tea", limit=50)], recall.index, "search"
+
+
+def langgraph_search(store: SyncMemStore) -> Search:
+    items = GitMemStore(store)
+
+    def found() -> list[float]:
+        return [h.score or 0.0 for h in items.search(("users",), query="tea", limit=50)]
+
+    return items.catalogue, found, items.catalogue, "under"
+
+
+# A cache, a search over it (the scores it answers), and what the search reads first (the
+# search pauses there, after catching up, to let a rebuild start beside it).
+SEARCHES: dict[str, Callable[[SyncMemStore], Search]] = {"recall": recall_search, "langgraph": langgraph_search}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_a_search_beside_a_rebuild_answers_from_a_whole_index(name: str) -> None:
+    kind = KINDS[name]
+    store = SyncMemStore()
+    for n in range(5):
+        put(store, kind, n)
+    cache, search, reader, method = SEARCHES[name](store)
+    assert len([s for s in search() if s > 0]) == 5
+    searching, rebuilding, release = threading.Event(), threading.Event(), threading.Event()
+    real = getattr(reader, method)
+
+    def paused(*args: Any, **kwargs: Any) -> Any:  # the search has caught up: let a rebuild start now
+        searching.set()
+        rebuilding.wait(1.0)  # a search holding the cache still never sees it start
+        return real(*args, **kwargs)
+
+    setattr(reader, method, paused)
+
+    class SlowRebuild(SyncMemStore):
+        def read(self, path: str) -> FileText:
+            if path == kind.path(3):
+                rebuilding.set()
+                release.wait(10)
+            return super().read(path)
+
+    answers: list[list[float]] = []
+    searcher = threading.Thread(target=lambda: answers.append(search()))
+    searcher.start()
+    assert searching.wait(10)
+    store.purge()  # the next refresh rebuilds; the same notes come back
+    for n in range(5):
+        put(store, kind, n)
+    cache.store = SlowRebuild(store.inner)
+    rebuilder = threading.Thread(target=cache.refresh)
+    rebuilder.start()
+    searcher.join(10)
+    release.set()
+    rebuilder.join(10)
+    setattr(reader, method, real)
+    assert len(answers) == 1 and len([s for s in answers[0] if s > 0]) == 5  # every note, none missing
+    assert cache.full_rebuilds == 2 and len([s for s in search() if s > 0]) == 5
+
+
+def test_durable_recall_keeps_no_node_a_forget_erased(tmp_path: Path) -> None:
+    repo = DurableRepository.open(tmp_path / "root", "team", create=True)
+    secret = create("a", "the zanzibarquokka password", status="active")
+    repo.apply(change("seed", secret, create("b", "beta rollbacks keep the audit", status="active")))
+    recall = NamespaceRecall(repo.store, NS)
+    policy = RecallPolicy(3, 0.0, 0)
+    assert [h.node.id for h in recall.search("zanzibarquokka", policy).hits] == ["a"]
+    repo.store.forget(node_path(NS, "a"))  # type: ignore[attr-defined]  # history rewritten: erased everywhere
+    assert [h.node.id for h in recall.search("beta", policy).hits] == ["b"]
+    assert reachable_text(recall, "zanzibarquokka", skip=(repo.store,)) == []

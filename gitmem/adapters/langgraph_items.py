@@ -516,9 +516,9 @@ def sweep(catalogue: ItemCatalogue, *, now: datetime | None = None, origin: Orig
     rewritten meanwhile is kept (the sweep reads again and retries).
     """
     for _ in range(RETRIES):
-        catalogue.refresh()
         moment = now or datetime.now(UTC)
-        expired = [item for item in catalogue.under(()) if item.expired(moment)]
+        with catalogue.caught_up():
+            expired = [item for item in catalogue.under(()) if item.expired(moment)]
         if not expired:
             return 0
         edits = [Edit(i.path, None, i.version) for i in expired]

@@ -213,17 +213,17 @@ class GitMemStore(BaseStore):
     def _search(self, op: SearchOp, now: datetime, touched: dict[str, StoredItem]) -> list[SearchItem]:
         wanted = rules.check_filter(op.filter)
         limit, offset = _page(op.limit, op.offset)
-        self.catalogue.refresh()
-        items = self.catalogue.under(tuple(op.namespace_prefix))
-        if wanted:
-            items = [item for item in items if rules.matches(item.value, wanted)]
-        found = {item.path: item for item in items if item.expires_at is None or item.expires_at > now}
-        query = op.query if isinstance(op.query, str) and op.query.strip() else None
         page: list[tuple[StoredItem, float | None]]
-        if query is None:
-            page = [(item, None) for item in _newest(found.values(), offset + limit)[offset:]]
-        else:
-            page = self._ranked(query, found, limit, offset)
+        with self.catalogue.caught_up():  # the items and their index as one whole, never a rebuild half-way
+            items = self.catalogue.under(tuple(op.namespace_prefix))
+            if wanted:
+                items = [item for item in items if rules.matches(item.value, wanted)]
+            found = {item.path: item for item in items if item.expires_at is None or item.expires_at > now}
+            query = op.query if isinstance(op.query, str) and op.query.strip() else None
+            if query is None:
+                page = [(item, None) for item in _newest(found.values(), offset + limit)[offset:]]
+            else:
+                page = self._ranked(query, found, limit, offset)
         if self._restarts(op.refresh_ttl):
             for item, _ in page:
                 self._touch(item, now, touched)
@@ -259,10 +259,8 @@ class GitMemStore(BaseStore):
         limit, offset = _page(op.limit, op.offset)
         if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
             raise MemoryStoreError("invalid_query", f"max_depth is a positive number, not {op.max_depth!r}")
-        self.catalogue.refresh()
-        namespaces = {
-            item.namespace for item in self.catalogue.under(()) if not item.expired(now)
-        }  # expiry needs each item
+        with self.catalogue.caught_up():
+            namespaces = {item.namespace for item in self.catalogue.under(()) if not item.expired(now)}
         for condition in op.match_conditions or ():
             namespaces = {
                 ns for ns in namespaces if rules.namespace_matches(ns, condition.match_type, tuple(condition.path))

@@ -129,7 +129,13 @@ class NamespaceRecall:
             snapshot_key=SNAPSHOT_KEY if profile == "word-cjk-bigram" else f"{SNAPSHOT_KEY}+{profile}",
             stamp=derived.stamp_of(store) if snapshot is not None else None,
             profile=profile,
+            on_forget=self._forget,
         )
+
+    def _forget(self) -> None:
+        """Before a rebuild (a purge or forget may have erased what they hold): keep no node."""
+        self.indexed.clear()
+        self.active.clear()
 
     def _to_doc(self, file: FileText) -> RecallDoc | None:
         node = decode_node(file.text, file.path, self.namespace)
@@ -183,7 +189,11 @@ class NamespaceRecall:
 
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
-        lexical = self.recall.search(query, limit=policy.max_results, min_score=policy.min_score)
+        with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
+            return self._search(query, policy)
+
+    def _search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
+        lexical = self.recall.index.search(query, limit=policy.max_results, min_score=policy.min_score)
         scores: dict[str, float] = {h.id: h.score for h in lexical}
         ranked = [h.id for h in lexical]
         fused, fallback = False, None

@@ -8,7 +8,10 @@ calls :meth:`SemanticRecall.refresh`, which
 2. catches up a **complete Active-only snapshot** of the namespace at one commit
    (:class:`ActiveNodes`: the first refresh in a process reads every node file,
    later ones only those the change cursor names; when it shows that a node file
-   of the namespace moved meanwhile, it catches up again);
+   of the namespace moved meanwhile, it catches up again; the
+   :data:`ACTIVE_PARTITIONS` most recently refreshed namespaces are kept caught
+   up, so a server touching many namespaces holds a bounded number: one dropped
+   is read whole again on its next refresh);
 3. embeds only the node revisions the partition does not hold yet (an unchanged
    revision keeps its vector), and deletes the revisions that are no longer
    active;
@@ -39,6 +42,7 @@ import math
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -69,6 +73,8 @@ if TYPE_CHECKING:
 #: Where a git mount keeps the embedded index and the refresh outcomes (deleted by purge and forget).
 SEMANTIC_DIR: Final = ("gitmem", "derived", "semantic")
 _SNAPSHOT_ATTEMPTS: Final = 5
+#: How many namespaces' active nodes a :class:`SemanticRecall` keeps between refreshes (the most recently refreshed).
+ACTIVE_PARTITIONS: Final = 64
 _LOG_BYTES: Final = MB  # a refresh log holds five small fields
 Outcome = Literal["published", "unchanged", "failed"]
 
@@ -372,8 +378,10 @@ class SemanticRecall:
     #: Builds the index in the mount's semantic folder (``None``: a store without one) when ``index`` is left out.
     index_factory: Callable[[str | None], VectorIndex] | None = None
     _refreshing: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    #: The active nodes of each partition, caught up between refreshes (for the store last refreshed from).
-    _active: dict[str, ActiveNodes] = field(default_factory=dict, repr=False, compare=False)
+    #: How many partitions' active nodes are kept caught up between refreshes (least recently refreshed dropped).
+    active_partitions: int = ACTIVE_PARTITIONS
+    #: The active nodes of the recently refreshed partitions, most recent last (for the store last refreshed from).
+    _active: OrderedDict[str, ActiveNodes] = field(default_factory=OrderedDict, repr=False, compare=False)
 
     def attach(self, folder: str | None) -> SemanticRecall:
         """Give this recall its default index and refresh log in ``folder`` (``None``: in memory)."""
@@ -459,6 +467,9 @@ class SemanticRecall:
         active = self._active.get(partition)
         if active is None or active.store is not store or active.generation != seen.value:
             active = self._active[partition] = ActiveNodes(store, namespace, seen.value)  # erased history: read anew
+        self._active.move_to_end(partition)
+        while len(self._active) > max(self.active_partitions, 1):
+            self._active.popitem(last=False)
         commit = active.at_one_commit()
         nodes = active.nodes
         state = index.partition(partition)

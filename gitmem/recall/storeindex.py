@@ -39,6 +39,8 @@ class StoreRecall(CatchUp):
     mount's history generation stamp (:func:`gitmem.derived.stamp_of`): a snapshot is loaded only under
     the stamp it was made under and published only when the stamp did not move
     meanwhile (purge and forget erase texts). See :mod:`gitmem.recall.snapshot`.
+    ``on_forget`` is called when the index is emptied before a rebuild: a ``to_doc``
+    that keeps what it parsed drops it there.
     """
 
     SNAPSHOT_FSYNC = True
@@ -55,9 +57,11 @@ class StoreRecall(CatchUp):
         snapshot_every: int = 256,
         stamp: str | None = None,
         profile: Profile = "word-cjk-bigram",
+        on_forget: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(store, prefix=prefix, snapshot=snapshot, stamp=stamp, save_every=snapshot_every)
         self.to_doc = to_doc
+        self.on_forget = on_forget
         self.index = RecallIndex(semantic, profile=profile)
         self.snapshot_key = snapshot_key
         self._by_path: dict[str, str] = {}  # path -> doc id
@@ -90,6 +94,8 @@ class StoreRecall(CatchUp):
         self.index.clear()
         self._by_path.clear()
         self._paths_of.clear()
+        if self.on_forget is not None:
+            self.on_forget()
 
     def _fill(self, files: Iterable[FileText]) -> None:
         docs = []
@@ -139,6 +145,6 @@ class StoreRecall(CatchUp):
         ranking: Ranking = "coverage",
         accept: Callable[[str], bool] | None = None,
     ) -> list[RecallHit]:
-        """Refresh, then search the index (see :meth:`RecallIndex.search`)."""
-        self.refresh()
-        return self.index.search(query, limit=limit, min_score=min_score, ranking=ranking, accept=accept)
+        """Catch up, then search the whole index (see :meth:`RecallIndex.search`), never one a rebuild is filling."""
+        with self.caught_up():
+            return self.index.search(query, limit=limit, min_score=min_score, ranking=ranking, accept=accept)

@@ -245,13 +245,14 @@ class RecordStore:
         """
         _check_limit(limit)
         recall = self._recall_index()
-        hits = recall.search(query, limit=limit, ranking=self.ranking)
-        out: builtins.list[MemoryRecord] = []
-        for hit in hits:
-            doc = recall.index.get(hit.id)
-            if doc is not None:
-                out.append(MemoryRecord(hit.id, doc.text, hit.score, datetime.fromtimestamp(doc.updated_at, UTC)))
-        return out
+        with recall.caught_up():  # the hits and their texts from one whole index
+            hits = recall.index.search(query, limit=limit, ranking=self.ranking)
+            docs = [recall.index.get(hit.id) for hit in hits]
+        return [
+            MemoryRecord(hit.id, doc.text, hit.score, datetime.fromtimestamp(doc.updated_at, UTC))
+            for hit, doc in zip(hits, docs, strict=True)
+            if doc is not None
+        ]
 
     def _recall_index(self) -> StoreRecall:
         with self._recall_lock:

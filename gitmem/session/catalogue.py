@@ -96,6 +96,7 @@ class Catalogue(CatchUp):
         self._by_id.clear()
         self._by_fp = None
         self._learned.clear()
+        self._parsed.clear()  # parses by blob id: a purge or forget erased some of those texts
         self._index.clear()
 
     def _snapshot_header(self) -> dict[str, object]:

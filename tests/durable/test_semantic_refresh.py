@@ -21,6 +21,7 @@ from gitmem.adapters.cli import cli
 from gitmem.adapters.lance_vectors import LanceVectorIndex, _table_name, lance_index_in
 from gitmem.durable import DurableRepository, RecallPolicy
 from gitmem.durable import semantic as semantic_module
+from gitmem.durable.namespace import Namespace
 from gitmem.durable.nodefile import node_path
 from gitmem.durable.semantic import EmbeddingIdentity, FixtureEmbedder, SemanticRecall, partition_of
 from gitmem.errors import MemoryStoreError
@@ -284,6 +285,29 @@ def test_a_refresh_after_one_write_reads_only_that_node_file(tmp_path: Path, mon
     receipt = repo.refresh_semantic_recall(NS)
     assert (receipt.outcome, receipt.active, receipt.embedded, receipt.commit) == ("published", 3, 1, repo.store.head())
     assert decoded == [node_path(NS, "c")]
+
+
+def test_only_the_most_recently_refreshed_namespaces_stay_caught_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = repo_with(tmp_path, active_partitions=2)
+    spaces = [Namespace("acme", name, "repo-gitmem") for name in ("ann", "ben", "cat")]
+    for at, ns in enumerate(spaces):
+        repo.apply(change(f"seed-{at}", create("a", "alpha deploys need a canary", status="active"), ns=ns))
+        repo.apply(change(f"more-{at}", create("b", "beta rollbacks keep the audit", status="active"), ns=ns))
+        assert repo.refresh_semantic_recall(ns).outcome == "published"
+    semantic = repo.semantic_recall
+    assert semantic is not None and len(semantic._active) == 2  # a long-lived server does not grow per namespace
+    decoded: list[str] = []
+    real = semantic_module.decode_node
+    monkeypatch.setattr(
+        semantic_module, "decode_node", lambda text, path, ns=None: decoded.append(path) or real(text, path, ns)
+    )
+    assert repo.refresh_semantic_recall(spaces[2]).outcome == "unchanged" and decoded == []  # kept: caught up
+    receipt = repo.refresh_semantic_recall(spaces[0])  # dropped: read whole again, and as right as ever
+    assert (receipt.outcome, receipt.active) == ("unchanged", 2) and len(decoded) == 2
+    assert len(semantic._active) == 2
+    assert [h.node_id for h in semantic.search(spaces[0], "q-alpha", 5)] == ["a"]
 
 
 def test_a_node_forgotten_between_refreshes_leaves_the_index(tmp_path: Path) -> None:
