@@ -214,12 +214,17 @@ class GitMemStore(BaseStore):
         wanted = rules.check_filter(op.filter)
         limit, offset = _page(op.limit, op.offset)
         page: list[tuple[StoredItem, float | None]]
+        query = op.query if isinstance(op.query, str) and op.query.strip() else None
+        if query is not None and self._semantic is not None:
+            # What the catch-up queued is embedded first, outside the cache's lock: a provider may
+            # take seconds, and every other reader and writer of the cache would wait for it.
+            self.catalogue.refresh()
+            self._semantic.drain(timeout=10)
         with self.catalogue.caught_up():  # the items and their index as one whole, never a rebuild half-way
             items = self.catalogue.under(tuple(op.namespace_prefix))
             if wanted:
                 items = [item for item in items if rules.matches(item.value, wanted)]
             found = {item.path: item for item in items if item.expires_at is None or item.expires_at > now}
-            query = op.query if isinstance(op.query, str) and op.query.strip() else None
             if query is None:
                 page = [(item, None) for item in _newest(found.values(), offset + limit)[offset:]]
             else:
@@ -235,8 +240,6 @@ class GitMemStore(BaseStore):
     def _ranked(
         self, query: str, found: dict[str, StoredItem], limit: int, offset: int
     ) -> list[tuple[StoredItem, float | None]]:
-        if self._semantic is not None:
-            self._semantic.drain(timeout=10)
         depth = min(offset + limit, MAX_LIMIT)
         try:
             hits = self.catalogue.index.search(

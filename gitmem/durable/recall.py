@@ -189,8 +189,14 @@ class NamespaceRecall:
 
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
-        with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
-            return self._search(query, policy)
+        if not policy.semantic:
+            with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
+                return self._search(query, policy)
+        # The semantic branch may wait seconds on an embedding provider: not under the cache's lock,
+        # which every other recall and write of the namespace would wait on (a rebuild beside it can
+        # leave its lexical half short, as before; it never shows what a purge erased).
+        self.recall.refresh()
+        return self._search(query, policy)
 
     def _search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         lexical = self.recall.index.search(query, limit=policy.max_results, min_score=policy.min_score)
