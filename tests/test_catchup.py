@@ -244,6 +244,51 @@ def test_durable_recall_keeps_no_node_a_forget_erased(tmp_path: Path) -> None:
     assert reachable_text(recall, "zanzibarquokka", skip=(repo.store,)) == []
 
 
+class SlowQueries:
+    """An embedding provider that answers a query only when released (one that takes seconds)."""
+
+    name = "slow-queries"
+
+    def __init__(self) -> None:
+        self.asked, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t))] for t in texts]
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.asked.set()
+        self.release.wait(10)
+        return [[1.0, 1.0] for _ in texts]
+
+
+def test_a_search_waiting_on_its_query_embedding_holds_up_no_other_reader() -> None:
+    kind = KINDS["langgraph"]
+    store = SyncMemStore()
+    for n in range(3):
+        put(store, kind, n)
+    slow = SlowQueries()
+    items = GitMemStore(store, embedder=slow)
+    try:
+        assert len(items.search(("users",))) == 3
+        answers: list[int] = []
+        searcher = threading.Thread(target=lambda: answers.append(len(items.search(("users",), query="tea"))))
+        searcher.start()
+        assert slow.asked.wait(10)
+        listed: list[list[tuple[str, ...]]] = []
+        lister = threading.Thread(target=lambda: listed.append(items.list_namespaces()))
+        lister.start()
+        lister.join(5)
+        answered_meanwhile = bool(listed)  # while the provider was still embedding the query
+        slow.release.set()
+        searcher.join(10)
+        lister.join(10)
+    finally:
+        slow.release.set()
+        items.close()
+    assert answered_meanwhile and listed == [[("users", "u1")]]
+    assert answers == [3]
+
+
 class NoVectors:
     """A shared vector index that finds nothing (the semantic branch asked, the lexical ranking fused alone)."""
 
