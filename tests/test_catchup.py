@@ -242,3 +242,102 @@ def test_durable_recall_keeps_no_node_a_forget_erased(tmp_path: Path) -> None:
     repo.store.forget(node_path(NS, "a"))  # type: ignore[attr-defined]  # history rewritten: erased everywhere
     assert [h.node.id for h in recall.search("beta", policy).hits] == ["b"]
     assert reachable_text(recall, "zanzibarquokka", skip=(repo.store,)) == []
+
+
+class SlowQueries:
+    """An embedding provider that answers a query only when released (one that takes seconds)."""
+
+    name = "slow-queries"
+
+    def __init__(self) -> None:
+        self.asked, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t))] for t in texts]
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.asked.set()
+        self.release.wait(10)
+        return [[1.0, 1.0] for _ in texts]
+
+
+def test_a_search_waiting_on_its_query_embedding_holds_up_no_other_reader() -> None:
+    kind = KINDS["langgraph"]
+    store = SyncMemStore()
+    for n in range(3):
+        put(store, kind, n)
+    slow = SlowQueries()
+    items = GitMemStore(store, embedder=slow)
+    try:
+        assert len(items.search(("users",))) == 3
+        answers: list[int] = []
+        searcher = threading.Thread(target=lambda: answers.append(len(items.search(("users",), query="tea"))))
+        searcher.start()
+        assert slow.asked.wait(10)
+        listed: list[list[tuple[str, ...]]] = []
+        lister = threading.Thread(target=lambda: listed.append(items.list_namespaces()))
+        lister.start()
+        lister.join(5)
+        answered_meanwhile = bool(listed)  # while the provider was still embedding the query
+        slow.release.set()
+        searcher.join(10)
+        lister.join(10)
+    finally:
+        slow.release.set()
+        items.close()
+    assert answered_meanwhile and listed == [[("users", "u1")]]
+    assert answers == [3]
+
+
+class NoVectors:
+    """A shared vector index that finds nothing (the semantic branch asked, the lexical ranking fused alone)."""
+
+    def search(self, namespace: object, query: str, depth: int) -> list[Any]:
+        return []
+
+
+def test_a_semantic_recall_beside_a_rebuild_answers_from_a_whole_index(tmp_path: Path) -> None:
+    repo = DurableRepository.open(tmp_path / "root", "team", create=True)
+    nodes = [create(f"n{n}", f"tea note number {n}", status="active") for n in range(5)]
+    repo.apply(change("seed", *nodes, create("x", "the zanzibarquokka password", status="active")))
+    recall = NamespaceRecall(repo.store, NS, vectors=NoVectors())
+    policy = RecallPolicy(10, 0.0, 0, semantic=True)
+    assert len(recall.search("tea", policy).hits) == 5
+    searching, rebuilding, release = threading.Event(), threading.Event(), threading.Event()
+    real = recall.recall.index.search
+
+    def paused(*args: Any, **kwargs: Any) -> Any:  # the search has caught up: let a rebuild start now
+        searching.set()
+        rebuilding.wait(1.0)  # a search holding the index still never sees it start
+        return real(*args, **kwargs)
+
+    recall.recall.index.search = paused  # type: ignore[method-assign]
+    source = repo.store
+
+    class SlowRebuild:
+        def list(self) -> Any:
+            return source.list()
+
+        def changes(self, since: str | None) -> Any:
+            return source.changes(since)
+
+        def read(self, path: str) -> FileText:
+            if path == node_path(NS, "n3"):
+                rebuilding.set()
+                release.wait(10)
+            return source.read(path)
+
+    answers: list[int] = []
+    searcher = threading.Thread(target=lambda: answers.append(len(recall.search("tea", policy).hits)))
+    searcher.start()
+    assert searching.wait(10)
+    repo.store.forget(node_path(NS, "x"))  # type: ignore[attr-defined]  # history rewritten: the next refresh rebuilds
+    recall.recall.store = SlowRebuild()
+    rebuilder = threading.Thread(target=recall.recall.refresh)
+    rebuilder.start()
+    searcher.join(10)
+    release.set()
+    rebuilder.join(10)
+    recall.recall.index.search = real  # type: ignore[method-assign]
+    assert answers == [5]  # every active node, none missing
+    assert recall.recall.full_rebuilds == 2 and len(recall.search("tea", policy).hits) == 5

@@ -216,10 +216,11 @@ class GitMemStore(BaseStore):
         page: list[tuple[StoredItem, float | None]]
         query = op.query if isinstance(op.query, str) and op.query.strip() else None
         if query is not None and self._semantic is not None:
-            # What the catch-up queued is embedded first, outside the cache's lock: a provider may
-            # take seconds, and every other reader and writer of the cache would wait for it.
+            # What the catch-up queued, and the query, are embedded first, outside the cache's lock:
+            # a provider may take seconds, and every other reader and writer of the cache would wait for it.
             self.catalogue.refresh()
             self._semantic.drain(timeout=10)
+            self._semantic.warm_query(query)
         with self.catalogue.caught_up():  # the items and their index as one whole, never a rebuild half-way
             items = self.catalogue.under(tuple(op.namespace_prefix))
             if wanted:

@@ -189,22 +189,20 @@ class NamespaceRecall:
 
     def search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
         """Active nodes for ``query`` under ``policy`` (see the module docstring)."""
-        if not policy.semantic:
-            with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
-                return self._search(query, policy)
-        # The semantic branch may wait seconds on an embedding provider: not under the cache's lock,
-        # which every other recall and write of the namespace would wait on (a rebuild beside it can
-        # leave its lexical half short, as before; it never shows what a purge erased).
-        self.recall.refresh()
-        return self._search(query, policy)
+        # The semantic ranking may wait seconds on an embedding provider: it is asked first, not
+        # under the cache's lock, which every other recall and write of the namespace takes. Its
+        # ids are verified in the block, against the index as caught up there.
+        semantic = self._semantic_ranking(query, policy) if policy.semantic else None
+        with self.recall.caught_up():  # one whole index throughout, never a rebuild half-way
+            return self._search(query, policy, semantic)
 
-    def _search(self, query: str, policy: RecallPolicy) -> RecallAnswer:
+    def _search(self, query: str, policy: RecallPolicy, semantic: _Semantic | None) -> RecallAnswer:
         lexical = self.recall.index.search(query, limit=policy.max_results, min_score=policy.min_score)
         scores: dict[str, float] = {h.id: h.score for h in lexical}
         ranked = [h.id for h in lexical]
         fused, fallback = False, None
-        if policy.semantic:
-            ranking, fallback = self._fuse(query, policy, self._reader())
+        if semantic is not None:
+            ranking, fallback = self._fuse(query, policy, self._reader(), semantic)
             if ranking is not None:
                 scores, fused = ranking, True
                 ranked = list(ranking)
@@ -228,29 +226,40 @@ class NamespaceRecall:
         profile = PROFILE if self.profile == "word-cjk-bigram" else CONVERSATION_PROFILE
         return RecallAnswer(tuple(hits[: policy.max_results]), profile, fused=fused, fallback=fallback)
 
-    def _fuse(
-        self, query: str, policy: RecallPolicy, read: Callable[[str], Node | None]
-    ) -> tuple[dict[str, float] | None, str | None]:
-        """Verified lexical and semantic ids fused by RRF (best first, with scores), or ``None`` and why not."""
+    def _semantic_ranking(self, query: str, policy: RecallPolicy) -> _Semantic:
+        """The semantic branch's ids for ``query``, best first, and the revisions their vectors were made from.
+
+        ``None`` for the revisions: the ones the lexical index holds (an in-process
+        branch, told of every document the index catches up to). ``None`` for the
+        ids, with the reason: the branch cannot answer.
+        """
         branch = self.recall.index.semantic
         if branch is None and self.vectors is None:
-            return None, "no semantic branch is configured for this namespace"
-        depth = min(max(policy.max_results * 4, 20), MAX_LIMIT)
-        lexical = [h.id for h in self.recall.index.search(query, limit=depth, min_score=policy.min_score)]
-        made_from: dict[str, tuple[int, str]]
+            return _Semantic(None, None, "no semantic branch is configured for this namespace")
+        depth = _depth(policy)
+        if self.vectors is None:
+            self.recall.refresh()  # an in-process branch learns each document as the index catches up to it
         try:
             if self.vectors is not None:
                 hits = self.vectors.search(self.namespace, query, depth)
-                semantic: list[str] | None = [h.node_id for h in hits]
-                made_from = {h.node_id: (h.revision, h.digest) for h in hits}
-            else:
-                assert branch is not None
-                semantic = branch.rank(query, depth, None, self.recall.index)
-                made_from = self.indexed
+                return _Semantic([h.node_id for h in hits], {h.node_id: (h.revision, h.digest) for h in hits})
+            assert branch is not None
+            ids = branch.rank(query, depth, None, self.recall.index)
         except Exception as exc:  # any provider or index failure keeps the lexical answer
-            return None, f"semantic branch failed: {type(exc).__name__}: {exc}"
+            return _Semantic(None, None, f"semantic branch failed: {type(exc).__name__}: {exc}")
+        if ids is None:
+            return _Semantic(None, None, "semantic branch could not answer (provider failure)")
+        return _Semantic(ids, None)
+
+    def _fuse(
+        self, query: str, policy: RecallPolicy, read: Callable[[str], Node | None], ranked: _Semantic
+    ) -> tuple[dict[str, float] | None, str | None]:
+        """Verified lexical and semantic ids fused by RRF (best first, with scores), or ``None`` and why not."""
+        semantic = ranked.ids
         if semantic is None:
-            return None, "semantic branch could not answer (provider failure)"
+            return None, ranked.fallback
+        made_from = self.indexed if ranked.made_from is None else ranked.made_from
+        lexical = [h.id for h in self.recall.index.search(query, limit=_depth(policy), min_score=policy.min_score)]
         for node_id in semantic:
             # The node the index caught up to at this query's head (read once per change, kept);
             # only a hit the index does not hold as active is read here.
@@ -271,6 +280,20 @@ class NamespaceRecall:
 
         order = sorted(fused, key=lambda i: (-fused[i], -newest(i), i))[: policy.max_results]
         return {i: fused[i] for i in order}, None
+
+
+@dataclass(frozen=True, slots=True)
+class _Semantic:
+    """What the semantic branch answered for a query, asked before the index is held (see :meth:`NamespaceRecall.search`)."""
+
+    ids: list[str] | None  # best first; ``None``: the branch could not answer, for ``fallback``
+    made_from: dict[str, tuple[int, str]] | None  # id -> (revision, digest); ``None``: what the index holds
+    fallback: str | None = None
+
+
+def _depth(policy: RecallPolicy) -> int:
+    """How many ids each branch ranks for fusion."""
+    return min(max(policy.max_results * 4, 20), MAX_LIMIT)
 
 
 def _snapshot_file(store: object, prefix: str) -> str | None:

@@ -341,6 +341,19 @@ class EmbeddingBranch:
             self._queries[query] = vector
         return vector
 
+    def warm_query(self, query: str) -> bool:
+        """Embed ``query`` into the recent queries now; ``False`` (and reported) when the provider fails.
+
+        A caller about to rank while holding a lock that other threads wait on
+        calls this first, so the provider's wait falls outside it.
+        """
+        try:
+            self._query_vector(query)
+        except Exception as error:  # any provider failure: report and keep the lexical path
+            self._record_failure(error)
+            return False
+        return True
+
     def rank(
         self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
     ) -> list[str] | None:
