@@ -157,7 +157,7 @@ class EmbeddingBranch:
         """Hold no document (a rebuild follows): vectors are set aside until :meth:`rebuilt`, queries dropped."""
         with self._lock:
             self._previous.update(self._cache)
-            self._cache = {}
+            self._cache.clear()
             self._queries.clear()
             self._digest_of.clear()
             self._rows.clear()
