@@ -404,6 +404,10 @@ class ItemCatalogue(CatchUp):
         self._by_namespace.clear()
         self.index.clear()
 
+    def _fill(self, files: Iterable[FileText]) -> None:
+        super()._fill(files)
+        self.index.rebuilt()  # the semantic side keeps no vector of a text the rebuild did not put back
+
     def _put(self, path: str, file: FileText | None) -> None:
         held = self.items.get(path)
         if file is None:

@@ -13,10 +13,16 @@ it needs the ``recall-embed`` extra (numpy plus the model's packages). The rules
 - **vectors are cached by content hash** (sha256 of the text, per provider), so
   an unchanged text is never embedded twice, and a hit is used only while the
   item's current text still has the digest its vector was made from;
+- **a rebuild keeps nothing of an erased text**: :meth:`EmbeddingBranch.forget_all`
+  (the index emptied before a rebuild, which follows every purge and forget) sets the
+  cached vectors aside and forgets the recent queries; the rebuild's notes take back
+  the vectors of the texts it still holds, and :meth:`EmbeddingBranch.rebuilt` drops
+  the rest and rewrites ``cache_file`` without them. So a rebuild embeds nothing
+  again, and no vector of a text the store no longer holds outlives it;
 - **vectors can outlive the process**: with ``cache_file`` they are saved (numpy
   ``.npz``, loaded without pickle, tagged with the provider's name) whenever the
-  queue empties, and a new process starts from them. The file is the caller's:
-  ``forget`` does not know where it is, so the caller deletes it after an erasure;
+  queue empties, and a new process starts from them (its first refresh is a rebuild,
+  which drops what the store no longer holds from memory and from the file);
 - **a provider failure is reported, never raised**: the branch answers ``None``,
   the index ranks lexically alone, and :meth:`EmbeddingBranch.status` (and a log
   warning) says why.
@@ -100,6 +106,8 @@ class EmbeddingBranch:
         self.batch = batch
         self._lock = threading.Condition()
         self._cache: dict[str, np.ndarray] = {}  # digest -> unit vector
+        # Vectors set aside by forget_all: a note takes its text's back, rebuilt() drops the rest.
+        self._previous: dict[str, np.ndarray] = {}
         self._queries: dict[str, np.ndarray] = {}  # recent query text -> unit vector (oldest first)
         self._digest_of: dict[str, str] = {}  # doc id -> digest of its current text
         self._queue: dict[str, str] = {}  # digest -> text, waiting to be embedded
@@ -128,6 +136,8 @@ class EmbeddingBranch:
         with self._lock:
             self._digest_of[doc_id] = key
             vector = self._cache.get(key)
+            if vector is None and key in self._previous:
+                vector = self._cache[key] = self._previous.pop(key)
             if vector is not None:
                 self._place(doc_id, vector)
                 return
@@ -144,7 +154,11 @@ class EmbeddingBranch:
             self._unplace(doc_id)
 
     def forget_all(self) -> None:
+        """Hold no document (a rebuild follows): vectors are set aside until :meth:`rebuilt`, queries dropped."""
         with self._lock:
+            self._previous.update(self._cache)
+            self._cache.clear()
+            self._queries.clear()
             self._digest_of.clear()
             self._rows.clear()
             self._row_ids.clear()
@@ -152,6 +166,18 @@ class EmbeddingBranch:
             self._matrix = None
             self._queue.clear()
             self._waiting.clear()
+
+    def rebuilt(self) -> None:
+        """The rebuild after :meth:`forget_all` noted every text it holds: drop the vectors it did not take back.
+
+        They are of texts the store no longer holds (a purge or forget may have
+        erased them), so they leave memory and, rewritten without them, ``cache_file``.
+        """
+        with self._lock:
+            dropped = bool(self._previous)
+            self._previous = {}
+        if dropped:
+            self.save_cache()
 
     # -- rows of the vector matrix (lock held) --
 
@@ -267,6 +293,8 @@ class EmbeddingBranch:
         with self._lock:
             self._failing = False
             for key, vector in zip(keys, vectors, strict=True):
+                if key not in self._queue:  # forget_all ran meanwhile: the text may be erased
+                    continue
                 self._cache[key] = vector
                 self._queue.pop(key, None)
                 for doc_id in self._waiting.pop(key, ()):

@@ -238,8 +238,16 @@ class RecallIndex:
             self._followers.clear()
             self._total_length = 0
             self._forget_raw()
+        # The stemmer's memo is the process's, keyed by words: a rebuild (after a purge or
+        # forget, maybe) leaves none of the old texts' words in it, at the price of stemming again.
+        convo.stem.cache_clear()
         if self.semantic is not None:
             self.semantic.forget_all()
+
+    def rebuilt(self) -> None:
+        """A rebuild (:meth:`clear`, then every document put back) is done: the semantic side drops the rest."""
+        if self.semantic is not None:
+            self.semantic.rebuilt()
 
     def _drop(self, doc_id: str) -> None:
         old = self._docs.pop(doc_id, None)

@@ -25,6 +25,10 @@ class SemanticBranch(Protocol):
 
     def forget_all(self) -> None: ...
 
+    def rebuilt(self) -> None:
+        """Every document is noted again after :meth:`forget_all`: keep nothing derived from any other text."""
+        ...
+
     def rank(
         self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
     ) -> list[str] | None: ...

@@ -106,6 +106,7 @@ class StoreRecall(CatchUp):
                 self._by_path[file.path] = doc.id
                 self._paths_of.setdefault(doc.id, set()).add(file.path)
         self.index.upsert_many(docs)  # of two files naming one id, the later one stands, as in _put
+        self.index.rebuilt()
 
     def _doc_of(self, file: FileText) -> RecallDoc | None:
         """``to_doc`` of ``file``, or ``None`` with the reason in :attr:`skipped` when it cannot be parsed."""

@@ -108,6 +108,8 @@ class FakeBranch:
 
     def forget_all(self) -> None: ...
 
+    def rebuilt(self) -> None: ...
+
     def rank(
         self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex
     ) -> list[str] | None:

@@ -24,6 +24,8 @@ class Branch:
 
     def forget_all(self) -> None: ...
 
+    def rebuilt(self) -> None: ...
+
     def rank(self, query: str, depth: int, accept: Callable[[str], bool] | None, index: RecallIndex) -> list[str]:
         return self.answer
 
