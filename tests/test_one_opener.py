@@ -79,7 +79,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "up to the mount are made and checked by localfile.local_folder first (no link on the way)"
     ),
     ("gitmem/recall/embed.py", "EmbeddingBranch._load_cache", "numpy.load"): (
-        "the caller's own vector cache file (cache_file, documented as theirs and outside forget), "
+        "the caller's own vector cache file (cache_file, documented as theirs; a rebuild after an erasure rewrites it "
+        "without the erased texts' vectors), "
         "loaded with allow_pickle=False"
     ),
 }
