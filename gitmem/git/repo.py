@@ -44,7 +44,7 @@ from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
 from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
-from gitmem.git.loose import open_repository, raise_if_corrupt, take_corruption
+from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
@@ -374,7 +374,7 @@ class GitRepo:
         # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
-        history = self.history_mark() if os.access(self._gen_path, os.F_OK) else (0, 0)  # no purge yet: one call
+        history = self.history_mark()
         # A handle's pid, marks and repo are set with it, before any head is noted (last).
         known = last is not None and local.pid == _pid[0] and history == local.gen[0] and local.repo is not None
         if known and last is not None and last[2]:
@@ -469,18 +469,13 @@ class GitRepo:
         """``(blob id, bytes)`` of the file at ``path`` at the head of ``main``, or ``None``: the store's read of it.
 
         :meth:`head`, then :meth:`read_at` on the commit it answered (one walk,
-        :meth:`Written.walk <gitmem.git.written.Written.walk>`), errors translated
-        only when one is raised (no context entered and left per read):
-        the agent's read of ``main``, kept to the fewest steps since every step
+        :meth:`Written.walk <gitmem.git.written.Written.walk>`), under one error
+        translation: the agent's read of ``main``, kept to the fewest steps since every step
         of it costs several times its warm cost right after a write (the
         writer's work has evicted the reader's caches).
         """
-        take_corruption()  # one refused earlier and swallowed is not this call's cause
-        try:
+        with translate_errors(self.path):
             return self.read_at(self.head(), path, at_head=True)
-        except BaseException as exc:
-            translate_errors(self.path).__exit__(type(exc), exc, None)
-            raise
 
     def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.

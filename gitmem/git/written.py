@@ -197,9 +197,9 @@ class Written:
         pack folder and ``pack-``; a pack is named by its trailer): one a fold, gc
         or an unpack removed since, or a copy of no pack at all, is not read from,
         so a store whose objects went loose (and may be damaged) answers as libgit2
-        finds them. All are hashed at once, in one loop with the hash inline (a
-        commit's copy is a few KiB): taking each as a walk reached it paid a call
-        and a lookup per object on cold caches, more than the hashes it skipped.
+        finds them. All are hashed at once, in one loop (a commit's copy is a few
+        KiB): taking each as a walk reached it paid a call and a lookup per object
+        on cold caches, more than the hashes it skipped.
         """
         if body is None or len(body) < _HEAD or body[:4] != _MAGIC:
             return
@@ -211,14 +211,12 @@ class Written:
         start = stop
         for key, code, end in _INDEX.iter_unpack(body[_HEAD:stop]):
             end += stop
-            head = _HEADERS.get(code)
-            if head is not None and start <= end <= size:
+            kind = _TYPES.get(code)
+            if kind is not None and key not in kept and start <= end <= size:
                 raw = body[start:end]
-                digest = _SHA1.copy()  # object_digest, inline: a call costs a µs on the cold caches a read meets
-                digest.update(b"%s%d\x00%s" % (head, end - start, raw))
-                if digest.digest() == key:
-                    kept[key] = (_TYPES[code], raw)
-                    self._bytes += end - start
+                if object_digest(kind, raw) == key:
+                    kept[key] = (kind, raw)
+                    self._bytes += len(raw)
             start = end
         if len(kept) > LIMIT_OBJECTS or self._bytes > LIMIT_BYTES:
             self._bound()
@@ -419,7 +417,6 @@ def withdraw(repo_path: str) -> None:
 
 _TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 _CODES = {kind: code for code, kind in _TYPES.items()}
-_HEADERS = {code: kind + b" " for code, kind in _TYPES.items()}
 _MAGIC = b"GMO2"
 _COUNT = struct.Struct(">H")
 _HEAD = 26  # the tag, the pack's name (its trailer) and the number of objects
