@@ -9,11 +9,14 @@ that every store write and a fast-forward pull (:mod:`gitmem.remotepull`) use.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Final
 
+from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_folder, open_local_stat, open_private
 from gitmem.model import CommitId, RefName
 
@@ -23,6 +26,8 @@ PROPOSALS: Final = "refs/heads/proposals/"
 """Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
 CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
 """Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
+SPARE: Final = os.path.join("gitmem", "main-spare")
+"""The file that trades places with ``refs/heads/main`` at each store write (:func:`trade_in`)."""
 _HEX = re.compile(rb"[0-9a-f]{40}")
 
 
@@ -68,7 +73,9 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     git's own protocol, as libgit2 follows it: create ``<ref>.lock`` exclusively
     (every git client honours it), read the ref while holding it, write the new
     id, ``rename`` the lock over the ref (the lock fsynced first, and the folder
-    after, when ``durable``). libgit2 makes the same file changes with more
+    after, when ``durable``). ``main`` instead trades places with its spare file,
+    which holds the new id (:func:`trade_in`; the lock stays empty and goes after
+    the trade): the ``rename`` made a store write wait on the disk. libgit2 makes the same file changes with more
     bookkeeping around them; this is a third of a write's critical section, which
     bounds a served memory's write throughput. Returns ``False`` when the ref holds
     another id, ``None``, having changed nothing, when this path does not apply:
@@ -92,12 +99,18 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             fd = -1
             os.unlink(lock)
             return None if current is None else False
-        os.write(fd, new.encode("ascii") + b"\n")
-        if durable:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.rename(lock, ref)
+        data = new.encode("ascii") + b"\n"
+        if name == MAIN and trade_in(repo_path, ref, data, durable=durable):
+            os.close(fd)
+            fd = -1
+            os.unlink(lock)  # empty: freed without waiting for any data of its own
+        else:
+            os.write(fd, data)
+            if durable:
+                os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.rename(lock, ref)
     except BaseException:
         if fd >= 0:
             os.close(fd)
@@ -111,3 +124,73 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         finally:
             os.close(folder)
     return True
+
+
+_exchange: list[Callable[[str, str], bool]] = []  # renameat2(RENAME_EXCHANGE), loaded at the first trade
+
+
+def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
+    """Give ``ref`` the content ``data`` by trading names with :data:`SPARE`, written first; ``False``: not done.
+
+    Call holding the ref's lock file (git's lock: no other git touches the ref or
+    the spare meanwhile). The spare is written in place and then trades names
+    with the ref in one atomic ``renameat2(RENAME_EXCHANGE)``: every reader sees
+    the old or the new ref, as with git's ``rename`` of the lock over the ref.
+    The difference is what the file system must do: a ``rename`` over the ref
+    drops the ref's old file, and on ext4 that waits for the old file's
+    data and the new one's to be settled on the disk (its ``auto_da_alloc``
+    flush and the ordered-mode truncate of a file the journal is still writing);
+    a trade drops nothing, and the next write reuses the file the ref left. Same
+    run, 3,000 ref moves with a small file write between (2026-12-05, load 1.7):
+    on this VM's root disk 210 µs p50 and 526 µs mean for the rename against
+    39 and 40 µs for the trade, on a journaling ext4 on a loop device 73 / 95
+    against 45 / 47 µs.
+
+    ``False``, with the ref untouched, when the spare cannot be used (a link, a
+    FIFO, a folder or a file with a second name planted there, no ``gitmem``
+    folder) or the system cannot trade (not Linux, a file system without
+    ``RENAME_EXCHANGE``): the caller renames its lock over the ref as git does.
+    """
+    try:
+        fd = open_private(os.path.join(repo_path, SPARE), os.O_WRONLY | os.O_CREAT, 0o644)
+    except (OSError, MemoryStoreError):
+        return False
+    try:
+        os.pwrite(fd, data, 0)
+        if os.fstat(fd).st_size != len(data):
+            os.ftruncate(fd, len(data))
+        if durable:
+            os.fsync(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if not _exchange:
+        _exchange.append(_load_exchange())
+    return _exchange[0](os.path.join(repo_path, SPARE), ref)
+
+
+def _load_exchange() -> Callable[[str, str], bool]:
+    """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or a stand-in that always says ``False``."""
+    try:
+        import ctypes  # ~2 ms to import: only in a process that moves main
+
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (ImportError, OSError, AttributeError):
+        return lambda a, b: False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    renameat2.restype = ctypes.c_int
+    unsupported: list[bool] = []
+
+    def exchange(a: str, b: str) -> bool:
+        if unsupported or renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return not unsupported
+        if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            unsupported.append(True)  # the file system (or kernel) cannot: not asked again
+        return False
+
+    return exchange
+
+
+_AT_FDCWD: Final = -100
+_RENAME_EXCHANGE: Final = 2

@@ -197,9 +197,21 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         original_rename(src, dst, **kw)
 
+    from gitmem.git import looseref
+
+    original_trade = looseref.trade_in
+
+    def trade_then_stop(repo_path: str, ref: str, data: bytes, **kw: Any) -> bool:
+        # the same moment when main trades places with its spare instead of a rename
+        if in_cas:
+            Acks(args["acks"])("in-cas", in_cas.pop())
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return original_trade(repo_path, ref, data, **kw)
+
     engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
     os.rename = rename_then_stop  # type: ignore[assignment]
+    looseref.trade_in = trade_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
