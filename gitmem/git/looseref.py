@@ -140,11 +140,10 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
     drops the ref's old file, and on ext4 that waits for the old file's
     data and the new one's to be settled on the disk (its ``auto_da_alloc``
     flush and the ordered-mode truncate of a file the journal is still writing);
-    a trade drops nothing, and the next write reuses the file the ref left. Same
-    run, 3,000 ref moves with a small file write between (2026-12-05, load 1.7):
-    on this VM's root disk 210 µs p50 and 526 µs mean for the rename against
-    39 and 40 µs for the trade, on a journaling ext4 on a loop device 73 / 95
-    against 45 / 47 µs.
+    a trade drops nothing, and the next write reuses the file the ref left. A
+    store write's wall time with it, same run, separate memories: 0.80-0.85× on
+    this VM's root disk at load 3-5, 0.2-0.7× when the disk is busy, 0.94-0.99×
+    on a loop-backed ext4 (``docs/benchmarks.md``, "What it buys, measured").
 
     ``False``, with the ref untouched, when the spare cannot be used (a link, a
     FIFO, a folder or a file with a second name planted there, no ``gitmem``
