@@ -140,25 +140,28 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
     drops the ref's old file, and on ext4 that waits for the old file's
     data and the new one's to be settled on the disk (its ``auto_da_alloc``
     flush and the ordered-mode truncate of a file the journal is still writing);
-    a trade drops nothing, and the next write reuses the file the ref left. A
-    store write's wall time with it, same run, separate memories: 0.80-0.85× on
-    this VM's root disk at load 3-5, 0.2-0.7× when the disk is busy, 0.94-0.99×
-    on a loop-backed ext4 (``docs/benchmarks.md``, "What it buys, measured").
+    a trade drops nothing. The file the ref left (now at the spare's name) is
+    never written again: a reader that opened the ref before the trade (git,
+    libgit2, dulwich and :func:`read_ref_file` open, then read) may read it any
+    time later, and must find a value the ref held, as after git's ``rename``;
+    the next trade removes it and writes a new spare. Durable: the spare is
+    fsynced before the trade and the ref's folder after, which commits the
+    trade (one journal transaction for both folders on ext4).
 
-    ``False``, with the ref untouched, when the spare cannot be used (a link, a
-    FIFO, a folder or a file with a second name planted there, no ``gitmem``
-    folder) or the system cannot trade (not Linux, a file system without
-    ``RENAME_EXCHANGE``): the caller renames its lock over the ref as git does.
+    ``False``, with the ref untouched, when the spare cannot be made (a folder
+    planted there, no ``gitmem`` folder) or the system cannot trade (not Linux,
+    a file system without ``RENAME_EXCHANGE``): the caller renames its lock over
+    the ref as git does.
     """
+    spare = os.path.join(repo_path, SPARE)
+    with suppress(OSError):
+        os.unlink(spare)  # the file main left last time: never written again (see above)
     try:
-        # O_NONBLOCK kept: only a regular file is written, where it changes nothing (one ioctl fewer)
-        fd = open_private(os.path.join(repo_path, SPARE), os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        fd = open_private(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # what is still there: no trade
     except (OSError, MemoryStoreError):
         return False
     try:
-        os.pwrite(fd, data, 0)
-        if os.fstat(fd).st_size != len(data):
-            os.ftruncate(fd, len(data))
+        os.write(fd, data)
         if durable:
             os.fsync(fd)
     except OSError:
@@ -167,7 +170,7 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
         os.close(fd)
     if not _exchange:
         _exchange.append(_load_exchange())
-    return _exchange[0](os.path.join(repo_path, SPARE), ref)
+    return _exchange[0](spare, ref)
 
 
 def _load_exchange() -> Callable[[str, str], bool]:
