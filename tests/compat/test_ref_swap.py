@@ -103,7 +103,7 @@ def test_main_moves_by_trading_places_with_its_spare_and_git_reads_every_value(t
         git = subprocess.run(["git", "-C", str(path), "rev-parse", "main"], capture_output=True, text=True)
         assert git.stdout.strip() == heads[-1]
     spare = path / SPARE
-    assert spare.read_text() == heads[-2] + "\n"  # the file main left: reused by the next write
+    assert spare.read_text() == heads[-2] + "\n"  # the file main left: removed by the next write, never rewritten
     assert os.stat(path / "refs" / "heads" / "main").st_mode & 0o777 == 0o644  # as git makes a ref
     log = subprocess.run(["git", "-C", str(path), "log", "--format=%H"], capture_output=True, text=True, check=True)
     assert log.stdout.split()[:5] == heads[::-1]
@@ -111,7 +111,9 @@ def test_main_moves_by_trading_places_with_its_spare_and_git_reads_every_value(t
 
 
 @pytest.mark.parametrize("planted", ["link", "fifo", "folder", "hardlink", "big"])
-def test_a_spare_planted_in_any_form_is_passed_over_and_main_still_moves(tmp_path: Path, planted: str) -> None:
+def test_a_spare_planted_in_any_form_is_removed_or_passed_over_and_main_still_moves(
+    tmp_path: Path, planted: str
+) -> None:
     path = tmp_path / "m.git"
     store = GitFileStore.init(path).sync
     version = store.write("a.md", "one\n", expected=None)
@@ -135,7 +137,7 @@ def test_a_spare_planted_in_any_form_is_passed_over_and_main_still_moves(tmp_pat
     assert store.read("a.md").text == "two\n"
     assert (path / "refs" / "heads" / "main").read_text() == store.head() + "\n"
     assert outside.read_text() == "not gitmem's\n" and (path / "config").read_bytes() == config
-    assert planted != "big" or spare.stat().st_size == 41  # a regular file is used, cut to a ref's size
+    assert planted != "big" or spare.stat().st_size == 41  # removed; a new spare made and traded
     assert_fsck_clean(path)
 
 
