@@ -153,6 +153,8 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
     a file system without ``RENAME_EXCHANGE``): the caller renames its lock over
     the ref as git does.
     """
+    if _exchange and _exchange[0] is _cannot:
+        return False  # told once: no spare made (and, durable, fsynced) for nothing
     spare = os.path.join(repo_path, SPARE)
     with suppress(OSError):
         os.unlink(spare)  # the file main left last time: never written again (see above)
@@ -174,25 +176,29 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
 
 
 def _load_exchange() -> Callable[[str, str], bool]:
-    """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or a stand-in that always says ``False``."""
+    """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or :func:`_cannot`."""
     try:
         import ctypes  # ~2 ms to import: only in a process that moves main
 
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (ImportError, OSError, AttributeError):
-        return lambda a, b: False
+        return _cannot
     renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
     renameat2.restype = ctypes.c_int
-    unsupported: list[bool] = []
 
     def exchange(a: str, b: str) -> bool:
-        if unsupported or renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-            return not unsupported
+        if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return True
         if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            unsupported.append(True)  # the file system (or kernel) cannot: not asked again
+            _exchange[0] = _cannot  # the file system (or kernel) cannot: not asked again
         return False
 
     return exchange
+
+
+def _cannot(a: str, b: str) -> bool:
+    """The stand-in where the system cannot trade: :func:`trade_in` then makes no spare."""
+    return False
 
 
 _AT_FDCWD: Final = -100

@@ -181,6 +181,8 @@ def test_a_file_system_that_cannot_trade_gets_gits_rename_and_every_write_lands(
     assert len(heads) == 3
     assert (path / "refs" / "heads" / "main").read_text() == heads[-1] + "\n"
     assert sorted(os.listdir(path / "refs" / "heads")) == ["main"]
+    # told once that the system cannot trade, no later write makes (or, durable, fsyncs) a spare for nothing
+    assert (path / SPARE).read_text() == heads[0] + "\n"
     log = subprocess.run(["git", "-C", str(path), "log", "--format=%H"], capture_output=True, text=True, check=True)
     assert log.stdout.split()[:3] == heads[::-1]
     assert GitFileStore.open(path).sync.read("a.md").text == "3\n"
