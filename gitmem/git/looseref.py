@@ -140,25 +140,30 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
     drops the ref's old file, and on ext4 that waits for the old file's
     data and the new one's to be settled on the disk (its ``auto_da_alloc``
     flush and the ordered-mode truncate of a file the journal is still writing);
-    a trade drops nothing, and the next write reuses the file the ref left. A
-    store write's wall time with it, same run, separate memories: 0.80-0.85× on
-    this VM's root disk at load 3-5, 0.2-0.7× when the disk is busy, 0.94-0.99×
-    on a loop-backed ext4 (``docs/benchmarks.md``, "What it buys, measured").
+    a trade drops nothing. The file the ref left (now at the spare's name) is
+    never written again: a reader that opened the ref before the trade (git,
+    libgit2, dulwich and :func:`read_ref_file` open, then read) may read it any
+    time later, and must find a value the ref held, as after git's ``rename``;
+    the next trade removes it and writes a new spare. Durable: the spare is
+    fsynced before the trade and the ref's folder after, which commits the
+    trade (one journal transaction for both folders on ext4).
 
-    ``False``, with the ref untouched, when the spare cannot be used (a link, a
-    FIFO, a folder or a file with a second name planted there, no ``gitmem``
-    folder) or the system cannot trade (not Linux, a file system without
-    ``RENAME_EXCHANGE``): the caller renames its lock over the ref as git does.
+    ``False``, with the ref untouched, when the spare cannot be made (a folder
+    planted there, no ``gitmem`` folder) or the system cannot trade (not Linux,
+    a file system without ``RENAME_EXCHANGE``): the caller renames its lock over
+    the ref as git does.
     """
+    if _exchange and _exchange[0] is _cannot:
+        return False  # told once: no spare made (and, durable, fsynced) for nothing
+    spare = os.path.join(repo_path, SPARE)
+    with suppress(OSError):
+        os.unlink(spare)  # the file main left last time: never written again (see above)
     try:
-        # O_NONBLOCK kept: only a regular file is written, where it changes nothing (one ioctl fewer)
-        fd = open_private(os.path.join(repo_path, SPARE), os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        fd = open_private(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # what is still there: no trade
     except (OSError, MemoryStoreError):
         return False
     try:
-        os.pwrite(fd, data, 0)
-        if os.fstat(fd).st_size != len(data):
-            os.ftruncate(fd, len(data))
+        os.write(fd, data)
         if durable:
             os.fsync(fd)
     except OSError:
@@ -167,29 +172,33 @@ def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
         os.close(fd)
     if not _exchange:
         _exchange.append(_load_exchange())
-    return _exchange[0](os.path.join(repo_path, SPARE), ref)
+    return _exchange[0](spare, ref)
 
 
 def _load_exchange() -> Callable[[str, str], bool]:
-    """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or a stand-in that always says ``False``."""
+    """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or :func:`_cannot`."""
     try:
         import ctypes  # ~2 ms to import: only in a process that moves main
 
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (ImportError, OSError, AttributeError):
-        return lambda a, b: False
+        return _cannot
     renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
     renameat2.restype = ctypes.c_int
-    unsupported: list[bool] = []
 
     def exchange(a: str, b: str) -> bool:
-        if unsupported or renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-            return not unsupported
+        if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return True
         if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            unsupported.append(True)  # the file system (or kernel) cannot: not asked again
+            _exchange[0] = _cannot  # the file system (or kernel) cannot: not asked again
         return False
 
     return exchange
+
+
+def _cannot(a: str, b: str) -> bool:
+    """The stand-in where the system cannot trade: :func:`trade_in` then makes no spare."""
+    return False
 
 
 _AT_FDCWD: Final = -100

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pygit2
@@ -102,7 +103,7 @@ def test_main_moves_by_trading_places_with_its_spare_and_git_reads_every_value(t
         git = subprocess.run(["git", "-C", str(path), "rev-parse", "main"], capture_output=True, text=True)
         assert git.stdout.strip() == heads[-1]
     spare = path / SPARE
-    assert spare.read_text() == heads[-2] + "\n"  # the file main left: reused by the next write
+    assert spare.read_text() == heads[-2] + "\n"  # the file main left: removed by the next write, never rewritten
     assert os.stat(path / "refs" / "heads" / "main").st_mode & 0o777 == 0o644  # as git makes a ref
     log = subprocess.run(["git", "-C", str(path), "log", "--format=%H"], capture_output=True, text=True, check=True)
     assert log.stdout.split()[:5] == heads[::-1]
@@ -110,7 +111,9 @@ def test_main_moves_by_trading_places_with_its_spare_and_git_reads_every_value(t
 
 
 @pytest.mark.parametrize("planted", ["link", "fifo", "folder", "hardlink", "big"])
-def test_a_spare_planted_in_any_form_is_passed_over_and_main_still_moves(tmp_path: Path, planted: str) -> None:
+def test_a_spare_planted_in_any_form_is_removed_or_passed_over_and_main_still_moves(
+    tmp_path: Path, planted: str
+) -> None:
     path = tmp_path / "m.git"
     store = GitFileStore.init(path).sync
     version = store.write("a.md", "one\n", expected=None)
@@ -134,7 +137,7 @@ def test_a_spare_planted_in_any_form_is_passed_over_and_main_still_moves(tmp_pat
     assert store.read("a.md").text == "two\n"
     assert (path / "refs" / "heads" / "main").read_text() == store.head() + "\n"
     assert outside.read_text() == "not gitmem's\n" and (path / "config").read_bytes() == config
-    assert planted != "big" or spare.stat().st_size == 41  # a regular file is used, cut to a ref's size
+    assert planted != "big" or spare.stat().st_size == 41  # removed; a new spare made and traded
     assert_fsck_clean(path)
 
 
@@ -155,4 +158,32 @@ def test_a_forget_leaves_no_file_naming_a_head_it_replaced(tmp_path: Path) -> No
     store.write("c.md", "after\n", expected=None)  # the forget packed main: this write makes it loose again
     store.write("d.md", "after\n", expected=None)  # and this one trades it with a new spare
     assert (path / SPARE).read_text() != store.head() + "\n"
+    assert_fsck_clean(path)
+
+
+def test_a_file_system_that_cannot_trade_gets_gits_rename_and_every_write_lands(tmp_path: Path) -> None:
+    """The kernel refuses the trade (``EINVAL``, as a file system without ``RENAME_EXCHANGE`` does): in a
+    process of its own, each write still moves main, by the lock renamed over it."""
+    path = tmp_path / "m.git"
+    GitFileStore.init(path).sync.write("a.md", "0\n", expected=None)
+    code = (
+        "import sys\nfrom gitmem import GitFileStore\nfrom gitmem.git import looseref\n"
+        "looseref._RENAME_EXCHANGE = 1 << 30  # no such flag: EINVAL from the kernel\n"
+        f"store = GitFileStore.open({str(path)!r}).sync\n"
+        "version = store.read('a.md').version\n"
+        "for i in range(3):\n"
+        "    version = store.write('a.md', f'{i + 1}\\n', expected=version)\n"
+        "    print(store.head())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    heads = done.stdout.split()
+    assert len(heads) == 3
+    assert (path / "refs" / "heads" / "main").read_text() == heads[-1] + "\n"
+    assert sorted(os.listdir(path / "refs" / "heads")) == ["main"]
+    # told once that the system cannot trade, no later write makes (or, durable, fsyncs) a spare for nothing
+    assert (path / SPARE).read_text() == heads[0] + "\n"
+    log = subprocess.run(["git", "-C", str(path), "log", "--format=%H"], capture_output=True, text=True, check=True)
+    assert log.stdout.split()[:3] == heads[::-1]
+    assert GitFileStore.open(path).sync.read("a.md").text == "3\n"
     assert_fsck_clean(path)

@@ -223,6 +223,35 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     Acks(args["acks"])("written", version)
 
 
+def mode_stop_in_trade(args: dict[str, Any]) -> None:
+    """Stop itself (SIGSTOP) inside main's trade with its spare, for the parent to SIGKILL or resume.
+
+    ``at`` ``exchange``: the spare holds the new id, the exchange not made yet;
+    ``unlock``: the exchange made, ``main.lock`` not yet removed.
+    """
+    from gitmem.git import looseref
+
+    acks = Acks(args["acks"])
+    if not looseref._exchange:
+        looseref._exchange.append(looseref._load_exchange())
+    original = looseref._exchange[0]
+
+    def exchange_then_stop(a: str, b: str) -> bool:
+        if args["at"] == "exchange":
+            acks("in-trade", "exchange")
+            os.kill(os.getpid(), signal.SIGSTOP)
+        done = original(a, b)
+        if args["at"] == "unlock":
+            acks("in-trade", "unlock", done)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return done
+
+    looseref._exchange[0] = exchange_then_stop
+    store = open_store(args)
+    version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
+    acks("written", version, store.head())
+
+
 def mode_stop_in_pack(args: dict[str, Any]) -> None:
     """Stop itself (SIGSTOP) at ``step`` of writing a commit's pack, for the parent to SIGKILL.
 
@@ -520,6 +549,7 @@ MODES = {
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "stop_in_cas": mode_stop_in_cas,
+    "stop_in_trade": mode_stop_in_trade,
     "group_threads": mode_group_threads,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,
