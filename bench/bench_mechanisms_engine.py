@@ -18,8 +18,8 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
 - ``group``: group commit (:data:`gitmem.git.engine.GROUPING`) against each write
   committing alone, timed on store writes of one writer with no one waiting (what
   the queue costs a writer that never shares its group).
-- ``trade``: ``main`` moved by trading places with its spare file
-  (:func:`gitmem.git.looseref.trade_in`) against git's ``rename`` of the lock over it,
+- ``trade``: a ref's lock put in its place by trading names with it
+  (:func:`gitmem.git.looseref.exchange`) against git's ``rename`` of the lock over it,
   timed on store writes (the wall time is the question: the rename waits on the disk).
 - ``packcheck``: the pack folder checked for planted entries where it is listed
   (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
@@ -140,7 +140,7 @@ SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "proposal": [(git_review, "proposal_head", proposal_head_library)],
     "absent": [(git_review, "proposal_head", proposal_head_unremembered)],
     "group": [(engine, "GROUPING", False)],
-    "trade": [(looseref, "trade_in", lambda *a, **k: False)],
+    "trade": [(looseref, "exchange", lambda lock, ref: False)],
 }
 
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Final
 
-from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_folder, open_local_stat, open_private
 from gitmem.model import CommitId, RefName
 
@@ -26,8 +25,6 @@ PROPOSALS: Final = "refs/heads/proposals/"
 """Review proposal branches, ``proposals/<run id>`` (here so a push names them without loading review)."""
 CONFLICT_PROPOSALS: Final = PROPOSALS + "merge-"
 """Conflict proposals (:mod:`gitmem.git.conflict`): a pull's unfinished merges, never pushed."""
-SPARE: Final = os.path.join("gitmem", "main-spare")
-"""The file that trades places with ``refs/heads/main`` at each store write (:func:`trade_in`)."""
 _HEX = re.compile(rb"[0-9a-f]{40}")
 
 
@@ -72,17 +69,18 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
 
     git's own protocol, as libgit2 follows it: create ``<ref>.lock`` exclusively
     (every git client honours it), read the ref while holding it, write the new
-    id, ``rename`` the lock over the ref (the lock fsynced first, and the folder
-    after, when ``durable``). ``main`` instead trades places with its spare file,
-    which holds the new id (:func:`trade_in`; the lock stays empty and goes after
-    the trade): the ``rename`` made a store write wait on the disk. libgit2 makes the same file changes with more
-    bookkeeping around them; this is a third of a write's critical section, which
-    bounds a served memory's write throughput. Returns ``False`` when the ref holds
-    another id, ``None``, having changed nothing, when this path does not apply:
-    the lock is taken (a foreign git, a crash's leftover, something planted), the
-    ref is not a plain loose file holding an id (packed, symbolic, a link, a
-    FIFO, too large, absent) or it keeps a reflog; the transaction then decides
-    (it waits, breaks stale locks, refuses planted files and writes reflogs).
+    id (fsynced when ``durable``), put the lock in the ref's place, and sync the
+    folder (``durable``). The lock takes the ref's place by trading names with it
+    (:func:`exchange`), then goes with the ref's old file; where the system
+    cannot trade, it is renamed over the ref as git does. libgit2 makes the same
+    file changes with more bookkeeping around them; this is a third of a write's
+    critical section, which bounds a served memory's write throughput. Returns
+    ``False`` when the ref holds another id, ``None``, having changed nothing,
+    when this path does not apply: the lock is taken (a foreign git, a crash's
+    leftover, something planted), the ref is not a plain loose file holding an
+    id (packed, symbolic, a link, a FIFO, too large, absent) or it keeps a
+    reflog; the transaction then decides (it waits, breaks stale locks, refuses
+    planted files and writes reflogs).
     """
     ref = os.path.join(repo_path, *name.split("/"))
     if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
@@ -99,17 +97,13 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
             fd = -1
             os.unlink(lock)
             return None if current is None else False
-        data = new.encode("ascii") + b"\n"
-        if name == MAIN and trade_in(repo_path, ref, data, durable=durable):
-            os.close(fd)
-            fd = -1
-            os.unlink(lock)  # empty: freed without waiting for any data of its own
-        else:
-            os.write(fd, data)
-            if durable:
-                os.fsync(fd)
-            os.close(fd)
-            fd = -1
+        os.write(fd, new.encode("ascii") + b"\n")
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        traded = exchange(lock, ref)
+        if not traded:
             os.rename(lock, ref)
     except BaseException:
         if fd >= 0:
@@ -117,6 +111,9 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         with suppress(FileNotFoundError):
             os.unlink(lock)
         raise
+    if traded:
+        with suppress(OSError):  # the move is made: a lock left here is a crash's leftover, cleared as one
+            os.unlink(lock)  # the ref's old file, never written again
     if durable:
         folder = open_folder(os.path.dirname(ref))
         try:
@@ -126,59 +123,37 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     return True
 
 
-_exchange: list[Callable[[str, str], bool]] = []  # renameat2(RENAME_EXCHANGE), loaded at the first trade
+def exchange(lock: str, ref: str) -> bool:
+    """Give ``ref`` the file ``lock`` (its next value) and ``lock`` the ref's old one, in one atomic step.
 
+    ``renameat2(RENAME_EXCHANGE)``: every reader sees the old or the new ref, as
+    with git's ``rename`` of the lock over the ref, and the caller then removes
+    the lock, which holds the ref's old value. What differs is what ext4 does: a
+    ``rename`` over an existing file first pushes the new file's data towards the
+    disk (its ``auto_da_alloc`` rule for programs that replace files without
+    ``fsync``), and a store write waited for it; a trade does not. A store
+    write's wall time with it, same run, separate memories: see
+    ``docs/benchmarks.md``, "What it buys, measured". The ref's old file is never
+    written again, only removed: a reader that opened the ref before the move
+    (git, libgit2, dulwich and :func:`read_ref_file` open, then read) reads a
+    value the ref held, whenever it reads.
 
-def trade_in(repo_path: str, ref: str, data: bytes, *, durable: bool) -> bool:
-    """Give ``ref`` the content ``data`` by trading names with :data:`SPARE`, written first; ``False``: not done.
-
-    Call holding the ref's lock file (git's lock: no other git touches the ref or
-    the spare meanwhile). The spare is written in place and then trades names
-    with the ref in one atomic ``renameat2(RENAME_EXCHANGE)``: every reader sees
-    the old or the new ref, as with git's ``rename`` of the lock over the ref.
-    The difference is what the file system must do: a ``rename`` over the ref
-    drops the ref's old file, and on ext4 that waits for the old file's
-    data and the new one's to be settled on the disk (its ``auto_da_alloc``
-    flush and the ordered-mode truncate of a file the journal is still writing);
-    a trade drops nothing. The file the ref left (now at the spare's name) is
-    never written again: a reader that opened the ref before the trade (git,
-    libgit2, dulwich and :func:`read_ref_file` open, then read) may read it any
-    time later, and must find a value the ref held, as after git's ``rename``;
-    the next trade removes it and writes a new spare. Durable: the spare is
-    fsynced before the trade and the ref's folder after, which commits the
-    trade (one journal transaction for both folders on ext4).
-
-    ``False``, with the ref untouched, when the spare cannot be made (a folder
-    planted there, no ``gitmem`` folder) or the system cannot trade (not Linux,
-    a file system without ``RENAME_EXCHANGE``): the caller renames its lock over
-    the ref as git does.
+    ``False``, nothing changed, where the system cannot (not Linux, a file system
+    without ``RENAME_EXCHANGE``: asked once per process) or the call failed: the
+    caller renames the lock over the ref.
     """
-    if _exchange and _exchange[0] is _cannot:
-        return False  # told once: no spare made (and, durable, fsynced) for nothing
-    spare = os.path.join(repo_path, SPARE)
-    with suppress(OSError):
-        os.unlink(spare)  # the file main left last time: never written again (see above)
-    try:
-        fd = open_private(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # what is still there: no trade
-    except (OSError, MemoryStoreError):
-        return False
-    try:
-        os.write(fd, data)
-        if durable:
-            os.fsync(fd)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    if not _exchange:
-        _exchange.append(_load_exchange())
-    return _exchange[0](spare, ref)
+    if not _renameat2:
+        _renameat2.append(_load_renameat2())
+    return _renameat2[0](lock, ref)
 
 
-def _load_exchange() -> Callable[[str, str], bool]:
+_renameat2: list[Callable[[str, str], bool]] = []  # loaded at the first exchange
+
+
+def _load_renameat2() -> Callable[[str, str], bool]:
     """``renameat2(a, b, RENAME_EXCHANGE)`` through libc, or :func:`_cannot`."""
     try:
-        import ctypes  # ~2 ms to import: only in a process that moves main
+        import ctypes  # ~2 ms to import: only in a process that moves a ref
 
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (ImportError, OSError, AttributeError):
@@ -186,18 +161,18 @@ def _load_exchange() -> Callable[[str, str], bool]:
     renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
     renameat2.restype = ctypes.c_int
 
-    def exchange(a: str, b: str) -> bool:
+    def trade(a: str, b: str) -> bool:
         if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
             return True
         if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            _exchange[0] = _cannot  # the file system (or kernel) cannot: not asked again
+            _renameat2[0] = _cannot  # the file system (or kernel) cannot: not asked again
         return False
 
-    return exchange
+    return trade
 
 
 def _cannot(a: str, b: str) -> bool:
-    """The stand-in where the system cannot trade: :func:`trade_in` then makes no spare."""
+    """The stand-in where the system cannot trade names: the caller renames."""
     return False
 
 

@@ -45,7 +45,6 @@ from gitmem.git import cli
 from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
-from gitmem.git.looseref import SPARE
 from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
@@ -256,11 +255,8 @@ class GitRepo:
         """Tell other handles that objects were deleted, so they drop their caches (and the last commit's copy).
 
         The copy goes first: a reader that sees the new mark must find no copy of erased objects.
-        So does ``main``'s spare, which names the head the rewrite replaced (the next write makes another).
         """
         withdraw(self.path)
-        with suppress(OSError):
-            os.unlink(os.path.join(self.path, SPARE))
         _bump(self._gen_path)
         self._local.repo = None
 

@@ -25,7 +25,6 @@ from contract.support import assert_fsck_clean, git, traced_syncs
 from gitmem import GitFileStore, MemoryStoreError
 from gitmem.git import engine, packfold, packwrite
 from gitmem.git import repo as gitrepo
-from gitmem.git.looseref import SPARE
 from gitmem.model import Edit
 
 NAMES = ["a", "a.b", "a-b", "a0", "b", "ab", "a_", "Z", "é"]
@@ -250,17 +249,15 @@ def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, mon
     assert {kinds[i][1].rsplit(".", 1)[-1] for i in synced} >= {"pack"}
     assert kinds[renamed_idx[0]][1].endswith(".idx")
     assert max(synced) < renamed_idx[0] < pack_dir[0]
-    # main moves: the file that becomes main (the spare it trades places with, or main.lock renamed over
-    # it) is synced before, the folder after: seen from the kernel side under strace.
+    # main moves: its lock synced before it takes main's place (a trade or a rename), the folder after (strace).
     repo = tmp_path / "m.git"
     code = f"from gitmem import GitFileStore\nGitFileStore.open({str(repo)!r}).sync.write('c.md', 'x\\n', expected=None)"
     traced = traced_syncs(code, tmp_path / "strace.txt")
     if traced is not None:
         heads = str(repo / "refs" / "heads")
-        new_main = ("fsync", str(repo / SPARE)) if ("fsync", str(repo / SPARE)) in traced else ("fsync", heads + "/main.lock")
         order = [
             traced.index(("fsync", str(repo / "objects" / "pack"))),
-            traced.index(new_main),
+            traced.index(("fsync", heads + "/main.lock")),
             traced.index(("rename", heads + "/main")),
             traced.index(("fsync", heads)),
         ]

@@ -350,7 +350,6 @@ def test_the_trace_finds_the_files_of_every_kind(matrix: Matrix, server: Server)
     patterns = set(matrix.chosen)
     for expected in (
         "<mount>.git/gitmem/write.lock",
-        "<mount>.git/gitmem/main-spare",
         "<mount>.git/refs/heads/main",
         "<mount>.git/gitmem/recall/records-default.json",
         "<mount>.git/gitmem/derived/session-catalogue.json",

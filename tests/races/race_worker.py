@@ -199,19 +199,19 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
 
     from gitmem.git import looseref
 
-    original_trade = looseref.trade_in
+    original_exchange = looseref.exchange
 
-    def trade_then_stop(repo_path: str, ref: str, data: bytes, **kw: Any) -> bool:
-        # the same moment when main trades places with its spare instead of a rename
+    def exchange_then_stop(lock: str, ref: str) -> bool:
+        # the same moment when the lock trades names with main instead of a rename
         if in_cas:
             Acks(args["acks"])("in-cas", in_cas.pop())
             os.kill(os.getpid(), signal.SIGSTOP)
-        return original_trade(repo_path, ref, data, **kw)
+        return original_exchange(lock, ref)
 
     engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
     os.rename = rename_then_stop  # type: ignore[assignment]
-    looseref.trade_in = trade_then_stop  # type: ignore[assignment]
+    looseref.exchange = exchange_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
@@ -224,29 +224,27 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
 
 
 def mode_stop_in_trade(args: dict[str, Any]) -> None:
-    """Stop itself (SIGSTOP) inside main's trade with its spare, for the parent to SIGKILL or resume.
+    """Stop itself (SIGSTOP) inside main's move by trading names with its lock, for the parent to SIGKILL.
 
-    ``at`` ``exchange``: the spare holds the new id, the exchange not made yet;
-    ``unlock``: the exchange made, ``main.lock`` not yet removed.
+    ``at`` ``exchange``: the lock holds the new id, the exchange not made yet;
+    ``unlock``: the exchange made, ``main.lock`` (main's old file) not yet removed.
     """
     from gitmem.git import looseref
 
     acks = Acks(args["acks"])
-    if not looseref._exchange:
-        looseref._exchange.append(looseref._load_exchange())
-    original = looseref._exchange[0]
+    original = looseref.exchange
 
-    def exchange_then_stop(a: str, b: str) -> bool:
+    def exchange_then_stop(lock: str, ref: str) -> bool:
         if args["at"] == "exchange":
             acks("in-trade", "exchange")
             os.kill(os.getpid(), signal.SIGSTOP)
-        done = original(a, b)
+        done = original(lock, ref)
         if args["at"] == "unlock":
             acks("in-trade", "unlock", done)
             os.kill(os.getpid(), signal.SIGSTOP)
         return done
 
-    looseref._exchange[0] = exchange_then_stop
+    looseref.exchange = exchange_then_stop  # type: ignore[assignment]
     store = open_store(args)
     version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
     acks("written", version, store.head())

@@ -1,4 +1,4 @@
-"""``main`` moved by trading places with its spare file: readers and crashes around the trade.
+"""``main`` moved by trading names with its lock file: readers and crashes around the trade.
 
 A reader that opened ``refs/heads/main`` (git, libgit2, dulwich, gitmem's own
 ``head``: each opens the file, then reads it) may be held up for any time
@@ -27,7 +27,7 @@ def test_a_reader_that_opened_main_reads_a_value_main_held_whatever_writers_do_m
     repo = tmp_path / "m.git"
     store = GitFileStore.init(repo).sync
     store.write("a.md", "0\n", expected=None)
-    store.write("b.md", "1\n", expected=None)  # main and its spare both exist now
+    store.write("b.md", "1\n", expected=None)
     reader = os.open(repo / "refs" / "heads" / "main", os.O_RDONLY)  # opened, not read yet
     try:
         held = {_main(repo)}
