@@ -122,7 +122,7 @@ def read_alternates(objects: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-_STAMPS: dict[str, tuple[int, int]] = {}  # folder -> the stamp it had when last found clean
+_STAMPS: dict[str, tuple[int, int, int]] = {}  # folder -> the stamp it had when last found clean
 _RACY_NS: Final = 50_000_000  # a folder changed this recently may change again without a new mtime
 
 
@@ -140,7 +140,7 @@ def check_pack_folder(folder: str) -> None:
     writer writes), a git process started on the repository. Not before every
     read: every commit adds a pack, and listing the folder after each one was
     most of the cost of a read right after a write. Each folder is listed again
-    only when its ``mtime`` moved (see :func:`check_folder`). Nothing when absent.
+    only when its ``mtime`` or change time moved (see :func:`check_folder`). Nothing when absent.
     """
     info = os.path.join(os.path.dirname(folder), "info")
     for each in (folder, info, os.path.join(info, "commit-graphs")):
@@ -152,7 +152,7 @@ def check_folder(folder: str) -> None:
 
     No list of names: for a folder git and libgit2 read files from (blocking, following
     links), whatever they open there tomorrow is covered too. A link is taken only to a
-    folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` moved, or
+    folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` or change time moved, or
     is too recent to trust; the listing's entry types come with it, so no entry costs a
     call of its own. Nothing when absent or not a folder (git opens nothing under it);
     ``unavailable`` when it cannot be listed.
@@ -161,13 +161,15 @@ def check_folder(folder: str) -> None:
         info = os.stat(folder)
         if not stat.S_ISDIR(info.st_mode):
             return  # git opens nothing under a file (ENOTDIR, as absent); the folder holding it vets it
-        stamp = (info.st_ino, info.st_mtime_ns)
+        # The change time too: whoever plants an entry can set the mtime back (``touch -d``),
+        # but setting it moves the change time, which nobody but the clock's owner sets.
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
         if _STAMPS.get(folder) == stamp:
             return
         # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
-        # entry added within the tick of the listing leaves the mtime as it was. So
+        # entry added within the tick of the listing leaves the stamp as it was. So
         # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
-        racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
+        racy = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return  # absent (or under a file): nothing there for git to open
