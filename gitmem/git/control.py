@@ -57,10 +57,16 @@ def check_control_files(git_dir: str) -> None:
     check_repository_folder(git_dir)
 
 
+STATE_FOLDER: Final = "gitmem"
+"""gitmem's own folder in a repository: its locks, the last commit's copy and caches holding texts are written there."""
+
+
 def check_repository_folder(git_dir: str) -> None:
     """:func:`check_folder` for the repository's own folder and its ``info``: git reads ``HEAD``,
-    ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking."""
-    check_folder(git_dir)
+    ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking.
+    :data:`STATE_FOLDER` must be a real folder: planted as a link, what gitmem writes there would land
+    wherever it points."""
+    check_folder(git_dir, real=STATE_FOLDER)
     check_folder(os.path.join(git_dir, "info"))
 
 
@@ -147,12 +153,12 @@ def check_pack_folder(folder: str) -> None:
         check_folder(each)
 
 
-def check_folder(folder: str) -> None:
+def check_folder(folder: str, *, real: str | None = None) -> None:
     """``unavailable`` naming the first entry of ``folder`` that is neither a regular file nor a folder.
 
     No list of names: for a folder git and libgit2 read files from (blocking, following
     links), whatever they open there tomorrow is covered too. A link is taken only to a
-    folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` or change time moved, or
+    folder (a shared ``hooks``), and never as the entry named ``real`` (one gitmem writes in). Listed again only when the folder's ``mtime`` or change time moved, or
     is too recent to trust; the listing's entry types come with it, so no entry costs a
     call of its own. Nothing when absent or not a folder (git opens nothing under it);
     ``unavailable`` when it cannot be listed.
@@ -176,6 +182,12 @@ def check_folder(folder: str) -> None:
     except OSError as exc:  # unreadable: what git would open there is not known to be safe
         raise MemoryStoreError("unavailable", f"cannot list {folder}: {exc.strerror or exc}") from None
     for entry in entries:
+        if entry.name == real and entry.is_symlink():
+            raise MemoryStoreError(
+                "unavailable",
+                f"{entry.path} is a link; gitmem writes its locks and caches there, never through a link: "
+                "make it a folder again",
+            )
         if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=entry.is_symlink()):
             continue
         if not os.path.lexists(entry.path):

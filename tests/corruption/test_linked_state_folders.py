@@ -78,3 +78,32 @@ def test_nothing_is_written_through_a_linked_state_folder(tmp_path: Path, folder
     assert (outside / "kept.txt").read_text() == "a file outside the root\n"
     os.unlink(linked)
     assert_fsck_clean(repo)
+
+
+STATE = """
+from gitmem import MemoryStoreError
+try:
+    root.mount('m').sync.write('b.md', 'beta\\n', expected=None)
+    print('wrote')
+except MemoryStoreError as exc:
+    print(exc.code, 'gitmem is a link' in exc.message)
+"""
+
+
+def test_the_state_folder_planted_as_a_link_is_refused(tmp_path: Path) -> None:
+    """``gitmem/`` itself: its write lock and the last commit's copy (the memory's texts) were written through it."""
+    mounts, outside = tmp_path / "root", tmp_path / "outside"
+    head = SETUP.format(root=str(ROOT), mounts=str(mounts))
+    make = "root.mount('m', create=True).sync.write('a.md', 'alpha\\n', expected=None)\n"
+    subprocess.run([sys.executable, "-c", head + make], check=True, capture_output=True, timeout=60)
+    repo = mounts / "m.git"
+    shutil.copytree(repo / "gitmem", outside)
+    before = {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()}
+    shutil.rmtree(repo / "gitmem")
+    os.symlink(outside, repo / "gitmem")
+    done = subprocess.run([sys.executable, "-c", head + STATE], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["unavailable", "True"], done.stdout + done.stderr
+    assert {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()} == before
+    os.unlink(repo / "gitmem")
+    assert_fsck_clean(repo)
