@@ -57,16 +57,16 @@ def check_control_files(git_dir: str) -> None:
     check_repository_folder(git_dir)
 
 
-STATE_FOLDER: Final = "gitmem"
-"""gitmem's own folder in a repository: its locks, the last commit's copy and caches holding texts are written there."""
+WRITTEN_FOLDERS: Final = frozenset({"gitmem", "objects", "refs"})
+"""The folders of a repository gitmem writes in: its own state (locks, the last commit's copy, caches
+holding texts), the packs of every commit and the refs. Planted as a link, all of it would land wherever it points."""
 
 
 def check_repository_folder(git_dir: str) -> None:
     """:func:`check_folder` for the repository's own folder and its ``info``: git reads ``HEAD``,
     ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking.
-    :data:`STATE_FOLDER` must be a real folder: planted as a link, what gitmem writes there would land
-    wherever it points."""
-    check_folder(git_dir, real=STATE_FOLDER)
+    The :data:`WRITTEN_FOLDERS` must be real folders."""
+    check_folder(git_dir, real=WRITTEN_FOLDERS)
     check_folder(os.path.join(git_dir, "info"))
 
 
@@ -153,12 +153,12 @@ def check_pack_folder(folder: str) -> None:
         check_folder(each)
 
 
-def check_folder(folder: str, *, real: str | None = None) -> None:
+def check_folder(folder: str, *, real: frozenset[str] = frozenset()) -> None:
     """``unavailable`` naming the first entry of ``folder`` that is neither a regular file nor a folder.
 
     No list of names: for a folder git and libgit2 read files from (blocking, following
     links), whatever they open there tomorrow is covered too. A link is taken only to a
-    folder (a shared ``hooks``), and never as the entry named ``real`` (one gitmem writes in). Listed again only when the folder's ``mtime`` or change time moved, or
+    folder (a shared ``hooks``), and never as an entry named in ``real`` (those gitmem writes in). Listed again only when the folder's ``mtime`` or change time moved, or
     is too recent to trust; the listing's entry types come with it, so no entry costs a
     call of its own. Nothing when absent or not a folder (git opens nothing under it);
     ``unavailable`` when it cannot be listed.
@@ -182,11 +182,10 @@ def check_folder(folder: str, *, real: str | None = None) -> None:
     except OSError as exc:  # unreadable: what git would open there is not known to be safe
         raise MemoryStoreError("unavailable", f"cannot list {folder}: {exc.strerror or exc}") from None
     for entry in entries:
-        if entry.name == real and entry.is_symlink():
+        if entry.name in real and entry.is_symlink():
             raise MemoryStoreError(
                 "unavailable",
-                f"{entry.path} is a link; gitmem writes its locks and caches there, never through a link: "
-                "make it a folder again",
+                f"{entry.path} is a link; gitmem writes there, never through a link: make it a folder again",
             )
         if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=entry.is_symlink()):
             continue

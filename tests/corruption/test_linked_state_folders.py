@@ -86,24 +86,27 @@ try:
     root.mount('m').sync.write('b.md', 'beta\\n', expected=None)
     print('wrote')
 except MemoryStoreError as exc:
-    print(exc.code, 'gitmem is a link' in exc.message)
+    print(exc.code, 'is a link' in exc.message)
 """
 
 
-def test_the_state_folder_planted_as_a_link_is_refused(tmp_path: Path) -> None:
-    """``gitmem/`` itself: its write lock and the last commit's copy (the memory's texts) were written through it."""
+@pytest.mark.parametrize("folder", ["gitmem", "objects", "refs"])
+def test_a_folder_gitmem_writes_in_planted_as_a_link_is_refused(tmp_path: Path, folder: str) -> None:
+    """``gitmem/`` (its write lock, the last commit's copy: the memory's texts), ``objects`` (every commit's
+    pack) and ``refs``: each was written through a link planted in its place, to wherever it pointed."""
     mounts, outside = tmp_path / "root", tmp_path / "outside"
     head = SETUP.format(root=str(ROOT), mounts=str(mounts))
     make = "root.mount('m', create=True).sync.write('a.md', 'alpha\\n', expected=None)\n"
     subprocess.run([sys.executable, "-c", head + make], check=True, capture_output=True, timeout=60)
     repo = mounts / "m.git"
-    shutil.copytree(repo / "gitmem", outside)
-    before = {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()}
-    shutil.rmtree(repo / "gitmem")
-    os.symlink(outside, repo / "gitmem")
+    shutil.copytree(repo / folder, outside)
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    shutil.rmtree(repo / folder)
+    os.symlink(outside, repo / folder)
     done = subprocess.run([sys.executable, "-c", head + STATE], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.split() == ["unavailable", "True"], done.stdout + done.stderr
-    assert {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()} == before
-    os.unlink(repo / "gitmem")
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
+    os.unlink(repo / folder)
+    shutil.copytree(outside, repo / folder)
     assert_fsck_clean(repo)
