@@ -90,10 +90,11 @@ except MemoryStoreError as exc:
 """
 
 
-@pytest.mark.parametrize("folder", ["gitmem", "objects", "refs"])
+@pytest.mark.parametrize("folder", ["gitmem", "objects", "refs", "objects/pack", "objects/info", "refs/heads"])
 def test_a_folder_gitmem_writes_in_planted_as_a_link_is_refused(tmp_path: Path, folder: str) -> None:
-    """``gitmem/`` (its write lock, the last commit's copy: the memory's texts), ``objects`` (every commit's
-    pack) and ``refs``: each was written through a link planted in its place, to wherever it pointed."""
+    """``gitmem/`` (its write lock, the last commit's copy: the memory's texts), ``objects`` and its folders
+    (every commit's pack) and ``refs`` and its folders: each was written through a link planted in its
+    place, to wherever it pointed."""
     mounts, outside = tmp_path / "root", tmp_path / "outside"
     head = SETUP.format(root=str(ROOT), mounts=str(mounts))
     make = "root.mount('m', create=True).sync.write('a.md', 'alpha\\n', expected=None)\n"
