@@ -378,6 +378,7 @@ def test_the_trace_finds_the_files_of_every_kind(matrix: Matrix, server: Server)
         "<mount>.git/gitmem/session-stats",
         "<mount>.git/gitmem/durable-ledger.sqlite#",
         "<mount>.git/gitmem/derived/listing",
+        "<mount>.git/gitmem/last-pack",  # the latest commit's copy, read by a process that did not write it
         "<mount>.git/gitmem/index/MAIN_*.segment-file",
         "<mount>.git/HEAD",  # read by git children (push, pull, grep), which are not traced: their repository is
     ):
