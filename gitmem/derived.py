@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from gitmem.localfile import open_local
+from gitmem.localfile import local_folder, open_local
 from gitmem.model import Value
 
 _STAMP_BYTES = 4096
@@ -87,9 +87,12 @@ def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[]
 
     Returns whether the result stands. After a forget or purge, ``target`` is
     deleted instead (whichever writer put it there: it holds pre-erasure text
-    or is rebuilt cheaply).
+    or is rebuilt cheaply). Nothing is written (``False``) when a folder between
+    the mount and ``target`` is a link (:func:`_real_folders`).
     """
     if not seen.current():
+        return False
+    if not _real_folders(seen, target):
         return False
     write()
     if seen.current():
@@ -99,3 +102,24 @@ def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[]
     except FileNotFoundError:
         pass
     return False
+
+
+def _real_folders(seen: Generation, target: str | os.PathLike[str]) -> bool:
+    """Make ``target``'s folder, when it is inside the mount ``seen`` guards, of real folders only; whether it is.
+
+    Derived files hold the mount's texts and names; a folder of them planted as a
+    link (``gitmem/recall`` made to point elsewhere) would have them written
+    outside the mount, since the opener refuses a link only in place of the file
+    itself. A target outside the mount (a caller's own folder) is the caller's.
+    """
+    if seen.stamp is None:
+        return True
+    mount = os.path.dirname(os.path.dirname(os.path.abspath(seen.stamp)))  # <mount>/gitmem/generation
+    folder = os.path.dirname(os.path.abspath(target))
+    if os.path.commonpath([folder, mount]) != mount:
+        return True
+    try:
+        local_folder(folder, root=mount)
+    except OSError:  # a link (or no folder can be made): a cache not saved costs only speed
+        return False
+    return True

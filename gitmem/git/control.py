@@ -25,6 +25,7 @@ from gitmem.localfile import read_control
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Container
     from typing import Final
 
 #: A mount's config holds a few dozen lines; a larger one is not read.
@@ -57,11 +58,37 @@ def check_control_files(git_dir: str) -> None:
     check_repository_folder(git_dir)
 
 
+WRITTEN_FOLDERS: Final = frozenset({"gitmem", "objects", "refs"})
+"""The folders of a repository gitmem writes in: its own state (locks, the last commit's copy, caches
+holding texts), the packs of every commit and the refs. Planted as a link, all of it would land wherever it points."""
+
+
+class _Every:
+    """Every name: for :func:`check_folder`'s ``real``, a folder none of whose entries may be a link."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+EVERY: Final = _Every()
+
+
 def check_repository_folder(git_dir: str) -> None:
     """:func:`check_folder` for the repository's own folder and its ``info``: git reads ``HEAD``,
-    ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking."""
-    check_folder(git_dir)
+    ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking.
+
+    The :data:`WRITTEN_FOLDERS` must be real folders, and so must the folders in
+    ``objects`` (``pack``, ``info``, the loose objects') and every folder under
+    ``refs`` (``heads``, ``heads/proposals/<principal>``...): packs and refs are
+    written into them.
+    """
+    check_folder(git_dir, real=WRITTEN_FOLDERS)
     check_folder(os.path.join(git_dir, "info"))
+    check_folder(os.path.join(git_dir, "objects"), real=EVERY)
+    pending = [os.path.join(git_dir, "refs")]
+    while pending:
+        folder = pending.pop()
+        pending.extend(os.path.join(folder, name) for name in check_folder(folder, real=EVERY))
 
 
 def check_config_text(path: str) -> None:
@@ -122,7 +149,8 @@ def read_alternates(objects: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-_STAMPS: dict[str, tuple[int, int]] = {}  # folder -> the stamp it had when last found clean
+# folder -> the stamp it had when last found clean, and its folders then
+_STAMPS: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
 _RACY_NS: Final = 50_000_000  # a folder changed this recently may change again without a new mtime
 
 
@@ -140,41 +168,55 @@ def check_pack_folder(folder: str) -> None:
     writer writes), a git process started on the repository. Not before every
     read: every commit adds a pack, and listing the folder after each one was
     most of the cost of a read right after a write. Each folder is listed again
-    only when its ``mtime`` moved (see :func:`check_folder`). Nothing when absent.
+    only when its ``mtime`` or change time moved (see :func:`check_folder`). Nothing when absent.
     """
     info = os.path.join(os.path.dirname(folder), "info")
     for each in (folder, info, os.path.join(info, "commit-graphs")):
         check_folder(each)
 
 
-def check_folder(folder: str) -> None:
-    """``unavailable`` naming the first entry of ``folder`` that is neither a regular file nor a folder.
+def check_folder(folder: str, *, real: Container[str] = frozenset()) -> tuple[str, ...]:
+    """``unavailable`` naming the first entry of ``folder`` that is neither a regular file nor a folder;
+    else the names of its folders.
 
     No list of names: for a folder git and libgit2 read files from (blocking, following
     links), whatever they open there tomorrow is covered too. A link is taken only to a
-    folder (a shared ``hooks``). Listed again only when the folder's ``mtime`` moved, or
-    is too recent to trust; the listing's entry types come with it, so no entry costs a
-    call of its own. Nothing when absent or not a folder (git opens nothing under it);
-    ``unavailable`` when it cannot be listed.
+    folder (a shared ``hooks``), and never as an entry named in ``real`` (those gitmem writes in).
+    Listed again only when the folder's ``mtime`` or change time moved, or is too recent
+    to trust; the listing's entry types come with it, so no entry costs a call of its own.
+    Nothing when absent or not a folder (git opens nothing under it); ``unavailable``
+    when it cannot be listed.
     """
     try:
         info = os.stat(folder)
         if not stat.S_ISDIR(info.st_mode):
-            return  # git opens nothing under a file (ENOTDIR, as absent); the folder holding it vets it
-        stamp = (info.st_ino, info.st_mtime_ns)
-        if _STAMPS.get(folder) == stamp:
-            return
+            return ()  # git opens nothing under a file (ENOTDIR, as absent); the folder holding it vets it
+        # The change time too: whoever plants an entry can set the mtime back (``touch -d``),
+        # but setting it moves the change time, which nobody but the clock's owner sets.
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+        known = _STAMPS.get(folder)
+        if known is not None and known[0] == stamp:
+            return known[1]
         # The kernel stamps a folder from a coarse clock (a tick of up to 10 ms): an
-        # entry added within the tick of the listing leaves the mtime as it was. So
+        # entry added within the tick of the listing leaves the stamp as it was. So
         # a stamp that recent is not trusted (git's "racy" rule); the next check lists again.
-        racy = time.time_ns() - info.st_mtime_ns < _RACY_NS
+        racy = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        return  # absent (or under a file): nothing there for git to open
+        return ()  # absent (or under a file): nothing there for git to open
     except OSError as exc:  # unreadable: what git would open there is not known to be safe
         raise MemoryStoreError("unavailable", f"cannot list {folder}: {exc.strerror or exc}") from None
+    folders = []
     for entry in entries:
-        if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=entry.is_symlink()):
+        if entry.name in real and entry.is_symlink():
+            raise MemoryStoreError(
+                "unavailable",
+                f"{entry.path} is a link; gitmem writes there, never through a link: make it a folder again",
+            )
+        if entry.is_file(follow_symlinks=False):
+            continue
+        if entry.is_dir(follow_symlinks=entry.is_symlink()):
+            folders.append(entry.name)
             continue
         if not os.path.lexists(entry.path):
             continue  # renamed or deleted since the listing: a writer's lock file, moved in
@@ -183,12 +225,14 @@ def check_folder(folder: str) -> None:
             f"{entry.path} is not a regular file (a link, FIFO or socket), which git would block or follow on: "
             "remove it",
         )
+    found = tuple(folders)
     if racy:
         _STAMPS.pop(folder, None)
-        return
+        return found
     if len(_STAMPS) >= 4096:
         _STAMPS.clear()
-    _STAMPS[folder] = stamp
+    _STAMPS[folder] = (stamp, found)
+    return found
 
 
 def check_packs_of(git_dir: str, *more: str) -> None:

@@ -168,7 +168,7 @@ def integrate(
                     )
                 except TooManyChanges as exc:
                     raise MergeRefused(
-                        "memory_full", f"{what} cannot land, so main was not changed: {exc.message}"
+                        _refusal_code(exc.code), f"{what} cannot land, so main was not changed: {exc.message}"
                     ) from None
                 if result.kind != "up_to_date":
                     old = ZERO if result.kind == "joined" else ours  # joined: as a push to an empty repository

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from gitmem.errors import MemoryStoreError
+from gitmem.fileformat import MAX_PATH_SEGMENTS
 
 if TYPE_CHECKING:
     import pygit2
@@ -30,6 +31,18 @@ class TooManyChanges(MemoryStoreError):
             "memory_full",
             f"more than {MAX_CHANGES} files and folders differ: gitmem reads a change file by file and takes at most that "
             "many at once (a tree that names one folder at many paths holds 2 ** depth files in a few objects)",
+        )
+
+
+class TooDeep(TooManyChanges):
+    """A folder nested past :data:`~gitmem.fileformat.MAX_PATH_SEGMENTS` (``invalid_path``): none is listed."""
+
+    def __init__(self) -> None:
+        MemoryStoreError.__init__(
+            self,
+            "invalid_path",
+            f"a folder is nested more than {MAX_PATH_SEGMENTS - 1} deep: no path of a memory has more than "
+            f"{MAX_PATH_SEGMENTS} segments, and each changed path's name holds every folder above it",
         )
 
 
@@ -225,12 +238,16 @@ def _changes(
 
     Walked with a stack of folders, not by recursion: a tree nested deeper than
     Python's recursion limit (git's fsck lets a pushed or pulled one through) is
-    read like any other.
+    read like any other, down to :data:`~gitmem.fileformat.MAX_PATH_SEGMENTS`
+    levels; a deeper one is :class:`TooDeep`, before the walk holds a path per
+    level (each as long as the levels above it: 20,000 levels held 800 MB).
     """
     stack = [_level(read, old, new, prefix, parsed)]
     while stack:
         for found in stack[-1]:
             if isinstance(found, _Below):
+                if len(stack) >= MAX_PATH_SEGMENTS:  # its entries' paths would have more segments than any may
+                    raise TooDeep
                 stack.append(_level(read, *found, parsed))
                 break
             yield found

@@ -247,7 +247,13 @@ def _guard(ix: FileIndex) -> AbstractContextManager[None]:
 
 
 def open_index(directory: str) -> FileIndex | None:
-    """The index in ``directory``; ``None`` when there is none, :class:`Broken` when unreadable."""
+    """The index in ``directory``; ``None`` when there is none, :class:`Broken` when unreadable.
+
+    A link in place of the folder is :class:`Broken` too: segments written through it would
+    land wherever it points (the rebuild, :func:`create_index`, puts a real folder there).
+    """
+    if os.path.islink(directory):
+        raise Broken(f"{directory} is a link, not the index's folder")
     if not os.path.isdir(directory):
         return None
     storage = _Storage(directory)

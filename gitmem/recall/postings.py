@@ -23,6 +23,11 @@ import itertools
 import operator
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from typing import Final
+
+COUNT_LIMIT: Final = 1 << 53
+"""A saved token count (a document's length, a token's repeats in one) is below this: ranking divides
+them as floats, and a JSON number past what a float holds raised ``OverflowError`` out of every search."""
 
 
 def encode(posting: Mapping[str, int], position: Mapping[str, int]) -> str:
@@ -56,8 +61,10 @@ def decode(text: str, ids: Sequence[str], dead: Collection[str] = ()) -> dict[st
         for pair in tail.split():
             at, _, n = pair.partition(":")
             place, count = int(at), int(n)
-            if place not in listed or count < 2:
-                raise ValueError("a posting repeat names a position it does not hold, or a count below 2")
+            if place not in listed or not 2 <= count < COUNT_LIMIT:
+                raise ValueError(
+                    "a posting repeat names a position it does not hold, or a count below 2 or past floats"
+                )
             posting[ids[place]] = count
     if dead:  # documents removed or replaced since the form was saved
         if len(dead) < len(posting):
@@ -81,7 +88,7 @@ def form_of(
 ) -> tuple[list[str], list[int], dict[str, str]] | None:
     """The ``ids``, token counts and posting strings of a saved form, when its shape fits the documents ``known`` (by id).
 
-    The same ids as the documents (each once), a whole token count each, a
+    The same ids as the documents (each once), a whole token count each (below :data:`COUNT_LIMIT`), a
     mapping of tokens; ``None`` otherwise. The posting strings themselves are
     checked only when decoded.
     """
@@ -90,6 +97,6 @@ def form_of(
         return None
     if len(ids) != len(known) or len(lengths) != len(ids) or len(set(ids)) != len(ids):
         return None
-    if not all(map(known.__contains__, ids)) or not all(type(n) is int and n >= 0 for n in lengths):
+    if not all(map(known.__contains__, ids)) or not all(type(n) is int and 0 <= n < COUNT_LIMIT for n in lengths):
         return None
     return ids, lengths, {t: p for t, p in encoded.items() if type(t) is str}

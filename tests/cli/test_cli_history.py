@@ -55,6 +55,8 @@ def test_log_since_a_revision_and_a_date(hist: Run) -> None:
     # before the year 1: every change since the earliest date, not an OverflowError traceback
     assert len(log(hist, "--since", "9999 years ago")) == len(log(hist, "--since", "999999999999.years")) == 4
     assert log(hist, "--until", "9999 years ago") == []
+    # more digits than Python converts (4,300): a ValueError traceback, where one digit fewer was the year 1
+    assert len(log(hist, "--since", "9" * 5000 + " days ago")) == 4
 
 
 def test_show_prints_an_old_version(hist: Run) -> None:

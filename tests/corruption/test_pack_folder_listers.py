@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,64 @@ def test_an_entry_planted_within_the_clock_tick_of_a_check_is_still_found(tmp_pa
     with pytest.raises(MemoryStoreError) as refused:
         check_pack_folder(str(folder))
     assert refused.value.code == "unavailable" and NAME in refused.value.message
+
+
+def test_an_entry_planted_under_a_folder_whose_mtime_is_set_back_is_still_found(tmp_path: Path) -> None:
+    """Whoever can plant a file can also set its folder's mtime back (``touch -d``) to the stamp a check saw
+    clean; only the change time moves whatever they do, so the check must not pass the folder as that one."""
+    from gitmem import MemoryStoreError
+    from gitmem.git.control import check_folder
+
+    folder = tmp_path / "objects" / "pack"
+    folder.mkdir(parents=True)
+    (folder / f"{NAME}.pack").write_bytes(b"PACK")
+    os.utime(folder, (1e9, 1e9))  # long ago: a stamp no clock tick can still move, so the check keeps it
+    time.sleep(0.1)  # the change time the utime set is past the racy window too
+    check_folder(str(folder))
+    seen = folder.stat()
+    os.mkfifo(folder / f"{NAME}.idx")
+    os.utime(folder, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    assert folder.stat().st_mtime_ns == seen.st_mtime_ns
+    with pytest.raises(MemoryStoreError) as refused:
+        check_folder(str(folder))
+    assert refused.value.code == "unavailable" and NAME in refused.value.message
+
+
+SET_BACK = """
+import faulthandler, os, sys, time
+faulthandler.dump_traceback_later(20, exit=True)
+sys.path.insert(0, {root!r})
+from gitmem import GitFileStore, MemoryStoreError
+REPO = {repo!r}
+store = GitFileStore.init(REPO).sync
+store.write("a.md", "one\\n", expected=None)
+time.sleep(0.2)  # past the racy window: the next listing's stamp is kept
+store.read_under("")
+folder = os.path.join(REPO, "objects", "pack")
+seen = os.stat(folder)
+pack = os.path.join(folder, {name!r})
+with open(pack + ".pack", "wb") as fh:
+    fh.write(b"PACK\\x00\\x00\\x00\\x02\\x00\\x00\\x00\\x00" + bytes(20))
+os.utime(pack + ".pack", (2e9, 2e9))
+os.mkfifo(pack + ".idx")
+os.utime(folder, ns=(seen.st_atime_ns, seen.st_mtime_ns))  # the folder looks as the check last saw it
+try:
+    store.purge()
+    print("answered", flush=True)
+except MemoryStoreError as exc:
+    print(exc.code, {name!r} in exc.message, flush=True)
+"""
+
+
+def test_a_process_refuses_an_index_planted_under_a_set_back_mtime(tmp_path: Path) -> None:
+    repo = tmp_path / "m.git"
+    code = SET_BACK.format(root=str(ROOT), repo=str(repo), name=NAME)
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("purge hung on a FIFO index planted under a pack folder whose mtime was set back")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["unavailable", "True"], done.stdout + done.stderr
+    os.unlink(repo / "objects" / "pack" / f"{NAME}.idx")
+    os.unlink(repo / "objects" / "pack" / f"{NAME}.pack")
+    assert_fsck_clean(repo)

@@ -12,7 +12,10 @@ Paths are grouped by pattern (the mount's name, hashes and random parts left
 out: every pack index is one group, every search-index segment another), and
 for one path of each group, in turn, the file is replaced by a FIFO, a link to
 a file outside the root, a 100 MB sparse file, JSON nested 30,000 deep (where
-the file held JSON or did not exist), garbage bytes and an empty file. Then the
+the file held JSON or did not exist), garbage bytes and an empty file; and each
+folder below a mount that holds such a file is moved out of the root and a link
+left in its place ("folder_link": gitmem must neither write through it nor change
+what it points at). Then the
 parts of the workload that opened it run again in a child process (forked from
 a server that imported everything once) with a time-out of a few seconds. Each
 step must succeed or fail with a store error carrying a code (or skip); the
@@ -48,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PARTS = ["files", "records", "session", "durable", "langgraph", "agents", "mcp", "cli"]
 PLANTS = ["fifo", "link_out", "sparse_100mb", "deep_json", "garbage", "empty"]
+FOLDER_LINK = "folder_link"  # planted in place of each folder below a mount that holds a planted file
 TIMEOUT = 20.0  # seconds a planted run may take: a clean one takes well under one, a hang forever; the
 # margin is for a loaded CI machine (four children at once, 100 MB plants read under load took over 6 s)
 PARALLEL = 4  # planted runs at a time: one hung on a FIFO waits without using a core
@@ -134,6 +138,7 @@ class Job:
     steps: list[str]
     tops: set[str]  # the root's entries those steps use: only they are copied
     planted: tuple[int, int] = (0, 0)
+    before: dict[str, bytes] = field(default_factory=dict)  # a folder_link's target as it was moved out
     problems: list[str] = field(default_factory=list)
     reached: bool = False
     acks: list[Any] = field(default_factory=list)
@@ -244,7 +249,12 @@ def prepare(m: Matrix, job: Job) -> dict[str, Any]:
     outside.mkdir()
     (outside / "target").write_bytes(_target(job))
     path = root / job.rel
-    _plant(path, job.plant, outside / "target")
+    if job.plant == FOLDER_LINK:  # the folder itself, moved out of the root, a link left in its place
+        shutil.move(path, outside / "folder")
+        path.symlink_to(outside / "folder")
+        job.before = _listing(outside)
+    else:
+        _plant(path, job.plant, outside / "target")
     info = os.lstat(path)
     job.planted = (info.st_ino, info.st_mode)
     out = job.folder / "run.jsonl"
@@ -256,7 +266,7 @@ def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any]:
     """The checks after a planted run; the plant taken away; what to read back (a verify command) if anything."""
     lines = _lines(job.folder / "run.jsonl")
     steps = [line for line in lines if "step" in line]
-    job.reached = any(job.rel in s["opened"] for s in steps)
+    job.reached = any(o == job.rel or o.startswith(job.rel + "/") for s in steps for o in s["opened"])
     if answer["timeout"]:
         started = [line["start"] for line in lines if "start" in line]
         job.problems.append(f"hung (no end within {TIMEOUT:.0f} s) in step {started[-1] if started else '?'}{_stuck(job)}")
@@ -269,7 +279,7 @@ def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any]:
         job.problems.append(f"peak memory {answer['maxrss_kb'] // 1024} MB: the 100 MB file was read more than once")
     if sorted(os.listdir(job.folder)) != ["outside", "root", "run.jsonl", "run.jsonl.stack"]:
         job.problems.append(f"files appeared beside the root: {sorted(os.listdir(job.folder))}")
-    if _listing(job.folder / "outside") != {"target": _target(job)}:
+    if _listing(job.folder / "outside") != (job.before or {"target": _target(job)}):
         job.problems.append(f"written outside the root: the link's target or its folder changed: {sorted(_listing(job.folder / 'outside'))}")
     path = job.folder / "root" / job.rel
     try:
@@ -279,7 +289,9 @@ def judge(m: Matrix, job: Job, answer: dict[str, Any]) -> dict[str, Any]:
         still = False
     if still:  # not replaced by gitmem: put the original back before reading the acknowledged writes
         os.unlink(path)
-        if os.path.lexists(m.template / job.rel):
+        if job.plant == FOLDER_LINK:
+            shutil.move(job.folder / "outside" / "folder", path)
+        elif os.path.lexists(m.template / job.rel):
             shutil.copy2(m.template / job.rel, path, follow_symlinks=False)
     job.acks = [ack for s in steps for ack in s["acks"]]
     mount = job.rel.split("/")[0] if job.rel.split("/")[0].endswith(".git") else None
@@ -326,6 +338,16 @@ def matrix(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
         for plant in plants:
             used = {rel.split("/")[0]}.union(*(tops.get(s, set()) for s in run))
             m.jobs.append(Job(rel, pattern, plant, work / f"job{len(m.jobs)}", run, used))
+    for folder in sorted({str(Path(rel).parent) for rel in chosen.values()}):
+        if "/" not in folder or not folder.split("/")[0].endswith(".git"):
+            continue  # the root or a mount's own folder: the user's, links and all
+        if not (template / folder).is_dir():
+            continue  # made by the run itself, and gone again
+        inside = [rel for rel in chosen.values() if rel.startswith(folder + "/")]
+        parts = {part_of[s] for rel in inside for s in opened[rel]}
+        run = sorted(set().union(*(opened[rel] for rel in inside)) | {w for w in writers if part_of[w] in parts})
+        used = {folder.split("/")[0]}.union(*(tops.get(s, set()) for s in run))
+        m.jobs.append(Job(folder, norm(folder + "/x")[: -len("/x")], FOLDER_LINK, work / f"job{len(m.jobs)}", run, used))
     for job in m.jobs:
         job.folder.mkdir()
     runs = server.batch([prepare(m, job) for job in m.jobs])
@@ -356,6 +378,7 @@ def test_the_trace_finds_the_files_of_every_kind(matrix: Matrix, server: Server)
         "<mount>.git/gitmem/session-stats",
         "<mount>.git/gitmem/durable-ledger.sqlite#",
         "<mount>.git/gitmem/derived/listing",
+        "<mount>.git/gitmem/last-pack",  # the latest commit's copy, read by a process that did not write it
         "<mount>.git/gitmem/index/MAIN_*.segment-file",
         "<mount>.git/HEAD",  # read by git children (push, pull, grep), which are not traced: their repository is
     ):
@@ -363,6 +386,9 @@ def test_the_trace_finds_the_files_of_every_kind(matrix: Matrix, server: Server)
     if server.semantic:
         assert "<mount>.git/gitmem/derived/semantic/vectors.sqlite#" in patterns
         assert "<mount>.git/gitmem/derived/semantic/refresh-*.json.lock" in patterns
+    folders = {j.pattern for j in matrix.jobs if j.plant == FOLDER_LINK}
+    for expected in ("gitmem", "gitmem/recall", "gitmem/derived", "gitmem/index", "objects/pack", "refs/heads"):
+        assert f"<mount>.git/{expected}" in folders, sorted(folders)
     assert len(matrix.jobs) >= 5 * len(matrix.chosen)
     assert sum(j.reached for j in matrix.jobs) >= len(matrix.jobs) // 2  # the planted files are read again
 

@@ -120,3 +120,32 @@ def test_saving_is_periodic_and_a_failure_to_write_is_not_raised(tmp_path: Path)
     assert [h.id for h in recall.search("epsilon")] == ["e"]
     assert recall.snapshot_error is not None
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def _tokens(p: Path, change: object) -> None:
+    body = json.loads(p.read_text())
+    change(body["tokens"])  # type: ignore[operator]
+    p.write_text(json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        # token counts no float holds: BM25 divided them and raised OverflowError out of every search
+        lambda t: t.update(lengths=[10**400]),
+        lambda t: t.update(postings={k: f"0;0:{10**400}" for k in t["postings"]}),
+        lambda t: t.update(lengths=[-1]),
+    ],
+    ids=["length", "repeat count", "negative length"],
+)
+def test_a_saved_token_count_no_document_holds_is_not_taken(tmp_path: Path, spoil: object) -> None:
+    store = git_store(tmp_path)
+    put(store, "items/a.json", item("alpha alpha words", 1.0))
+    snap = tmp_path / "s.json"
+    StoreRecall(store, to_doc, snapshot=snap, snapshot_key="items-v1").refresh()
+    _tokens(snap, spoil)
+    again = StoreRecall(store, to_doc, snapshot=snap, snapshot_key="items-v1")
+    fresh = StoreRecall(store, to_doc, snapshot_key="items-v1")
+    for ranking in ("bm25", "coverage"):
+        assert again.search("alpha", ranking=ranking) == fresh.search("alpha", ranking=ranking)
+        assert [h.id for h in again.search("alpha", ranking=ranking)] == ["a"]

@@ -12,9 +12,12 @@ then the store's pull it hands the refusal to), answers within two minutes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+import sys
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,6 +91,49 @@ def test_a_pull_of_a_tree_nested_past_pythons_recursion_limit_is_refused_not_cra
         return tree
 
     pull_of_a_folder_is_refused(tmp_path, deep, "invalid_path")
+
+
+def loose(repo: Path, kind: bytes, raw: bytes) -> str:
+    """Write one loose object into ``repo`` (thousands of ``git mktree`` processes would take minutes)."""
+    body = b"%s %d\x00" % (kind, len(raw)) + raw
+    oid = hashlib.sha1(body).hexdigest()
+    folder = repo / "objects" / oid[:2]
+    folder.mkdir(exist_ok=True)
+    (folder / oid[2:]).write_bytes(zlib.compress(body, 1))
+    return oid
+
+
+MEASURED = [  # the CLI's pull in one process (the quick path, which hands a refusal to the store's pull), its peak memory
+    sys.executable,
+    "-c",
+    "import resource, sys\n"
+    "from gitmem.adapters.cli.quick import run\n"
+    "code = run(sys.argv[1:], entry=False)\n"
+    "print('peak-kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)",
+]
+
+
+def test_a_pull_of_a_tree_nested_thousands_deep_is_refused_without_holding_a_path_per_level(tmp_path: Path) -> None:
+    # The list of a commit's changes (the rules, the merge) named each changed path with every folder
+    # above it, and held the path of every level on its way down: 20,000 levels of "d/" held 800 MB
+    # (quadratic in the depth) before any rule looked at the first path; 12,000 levels peaked at 330 MB.
+    root, store, hosting = hosted(tmp_path, {"seed.md": "seed\n"}, hooks=False)
+    head = store.sync.head()
+    tree = loose(hosting, b"tree", b"100644 f.md\x00" + bytes.fromhex(loose(hosting, b"blob", b"x")))
+    for _ in range(12_000):
+        tree = loose(hosting, b"tree", b"40000 d\x00" + bytes.fromhex(tree))
+    seed = plumb(hosting, "ls-tree", "main", given="")
+    top = plumb(hosting, "mktree", given=f"{seed}\n040000 tree {tree}\td\n")
+    git("update-ref", "refs/heads/main", plumb(hosting, "commit-tree", top, "-p", head, given="x\n"), cwd=hosting)
+    done = subprocess.run(
+        [*MEASURED, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "invalid_path" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    peak = int(done.stderr.rsplit("peak-kb", 1)[1].split()[0])
+    assert peak < 150 * 1024, f"the pull peaked at {peak // 1024} MB"
+    assert store.sync.head() == head
+    fsck_clean(store.path)
 
 
 @pytest.mark.parametrize("planted", ["refs/gitmem/erasures", "refs/heads/proposals/x", "packed-refs"])

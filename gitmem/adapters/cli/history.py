@@ -66,7 +66,7 @@ def relative_date(value: str, now: datetime | None = None) -> datetime | None:
         return None
     try:
         return now - timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[unit])
-    except OverflowError:  # before the year 1 ("9999 years ago"): as far back as a date goes
+    except (OverflowError, ValueError):  # before the year 1 ("9999 years ago", or more digits than int() takes)
         return datetime.min.replace(tzinfo=UTC)
 
 
