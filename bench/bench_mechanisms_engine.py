@@ -18,9 +18,6 @@ with the library's own way of doing the same (nothing in gitmem reads a switch):
 - ``group``: group commit (:data:`gitmem.git.engine.GROUPING`) against each write
   committing alone, timed on store writes of one writer with no one waiting (what
   the queue costs a writer that never shares its group).
-- ``trade``: a ref's lock put in its place by trading names with it
-  (:func:`gitmem.git.looseref.exchange`) against git's ``rename`` of the lock over it,
-  timed on store writes (the wall time is the question: the rename waits on the disk).
 - ``packcheck``: the pack folder checked for planted entries where it is listed
   (:func:`gitmem.git.control.check_pack_folder`) against at every read, timed on a
   read of another file right after a write in the writing process.
@@ -64,7 +61,7 @@ import pygit2
 
 from bench import bulk
 from gitmem import GitFileStore, Origin, provenance
-from gitmem.git import control, engine, history, looseref, packfold
+from gitmem.git import control, engine, history, packfold
 from gitmem.git import review as git_review
 from gitmem.git.repo import GitRepo
 from gitmem.git.walk import RawCommit
@@ -140,7 +137,6 @@ SWITCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "proposal": [(git_review, "proposal_head", proposal_head_library)],
     "absent": [(git_review, "proposal_head", proposal_head_unremembered)],
     "group": [(engine, "GROUPING", False)],
-    "trade": [(looseref, "exchange", lambda lock, ref: False)],
 }
 
 
@@ -300,16 +296,12 @@ def bench_proposal(name: str, base: str, size: int, rounds: int, rng: random.Ran
     return out
 
 
-def report(
-    name: str, size: int, what: str, out: dict[bool, list[Sample]], mean: bool = False, p95: bool = False
-) -> None:
-    agg: Callable[[Any], float] = statistics.fmean if mean else statistics.median
-    if p95:
-        agg = lambda values: (lambda v: v[int(len(v) * 0.95)])(sorted(values))  # noqa: E731
+def report(name: str, size: int, what: str, out: dict[bool, list[Sample]], mean: bool = False) -> None:
+    agg = statistics.fmean if mean else statistics.median
     on = [agg(s[i] for s in out[True]) * 1e3 for i in (0, 1)]
     no = [agg(s[i] for s in out[False]) * 1e3 for i in (0, 1)]
     print(
-        f"| {name} | {size} | {what} ({'p95' if p95 else 'mean' if mean else 'median'}) | {on[0]:.3f} ({on[1]:.3f}) "
+        f"| {name} | {size} | {what} ({'mean' if mean else 'median'}) | {on[0]:.3f} ({on[1]:.3f}) "
         f"| {no[0]:.3f} ({no[1]:.3f}) | **{on[0] / no[0]:.2f}x** ({on[1] / no[1]:.2f}x) | {os.getloadavg()[0]:.1f} |",
         flush=True,
     )
@@ -338,11 +330,6 @@ def main() -> int:
                 out = bench_writes("group", base, size, args.rounds, rng)
                 report("group", size, "write of one file, one writer", out)
                 report("group", size, "write of one file, one writer", out, mean=True)
-            if "trade" in args.only:
-                out = bench_writes("trade", base, size, args.rounds, rng)
-                report("trade", size, "write of one file", out)
-                report("trade", size, "write of one file", out, mean=True)
-                report("trade", size, "write of one file", out, p95=True)
             if "blob" in args.only:
                 report("blob", size, "read, no write since", bench_blob(base, size, args.rounds * 5, rng))
             if "packcheck" in args.only:

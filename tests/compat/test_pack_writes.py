@@ -249,7 +249,7 @@ def test_durable_commit_syncs_before_each_step_it_depends_on(tmp_path: Path, mon
     assert {kinds[i][1].rsplit(".", 1)[-1] for i in synced} >= {"pack"}
     assert kinds[renamed_idx[0]][1].endswith(".idx")
     assert max(synced) < renamed_idx[0] < pack_dir[0]
-    # main moves: its lock synced before it takes main's place (a trade or a rename), the folder after (strace).
+    # main moves in libgit2's transaction (its fsync is on for a durable mount), in C: seen under strace.
     repo = tmp_path / "m.git"
     code = f"from gitmem import GitFileStore\nGitFileStore.open({str(repo)!r}).sync.write('c.md', 'x\\n', expected=None)"
     traced = traced_syncs(code, tmp_path / "strace.txt")

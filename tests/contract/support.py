@@ -105,7 +105,7 @@ def new_subject(kind: str, where: Path, fmt: FileFormat | None = None) -> Subjec
 
 
 def traced_syncs(code: str, log: Path) -> list[tuple[str, str]] | None:
-    """The fsyncs (``("fsync", path)``) and renames (``("rename", destination)``, trades too) of ``python -c code``,
+    """The fsyncs (``("fsync", path)``) and renames (``("rename", destination)``) of ``python -c code``,
     in order, seen by strace: what libgit2 does in C is out of reach of a Python hook on ``os.fsync``.
 
     ``None`` where the machine has no strace or forbids tracing.
@@ -117,7 +117,7 @@ def traced_syncs(code: str, log: Path) -> list[tuple[str, str]] | None:
     if strace is None:
         return None
     traced = subprocess.run(
-        [strace, "-f", "-qq", "-e", "trace=openat,fsync,rename,renameat2", "-o", str(log), sys.executable, "-c", code],
+        [strace, "-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", str(log), sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=120,
@@ -137,6 +137,6 @@ def traced_syncs(code: str, log: Path) -> list[tuple[str, str]] | None:
         elif call.startswith("fsync("):
             fd = call[len("fsync(") :].split(")")[0].split()[0]
             events.append(("fsync", paths.get((pid, fd), f"fd {fd}")))
-        elif call.startswith(("rename(", "renameat2(")) and call.count('"') >= 4:
-            events.append(("rename", call.split('"')[3]))  # a trade (RENAME_EXCHANGE) names main second too
+        elif call.startswith("rename(") and call.count('"') >= 4:
+            events.append(("rename", call.split('"')[3]))
     return events

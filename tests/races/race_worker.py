@@ -197,21 +197,9 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
         original_rename(src, dst, **kw)
 
-    from gitmem.git import looseref
-
-    original_exchange = looseref.exchange
-
-    def exchange_then_stop(lock: str, ref: str) -> bool:
-        # the same moment when the lock trades names with main instead of a rename
-        if in_cas:
-            Acks(args["acks"])("in-cas", in_cas.pop())
-            os.kill(os.getpid(), signal.SIGSTOP)
-        return original_exchange(lock, ref)
-
     engine._move = cas  # type: ignore[assignment]
     pygit2.Repository.lookup_reference = lookup_then_stop  # type: ignore[method-assign]
     os.rename = rename_then_stop  # type: ignore[assignment]
-    looseref.exchange = exchange_then_stop  # type: ignore[assignment]
     store = open_store(args)
     try:
         version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
@@ -221,33 +209,6 @@ def mode_stop_in_cas(args: dict[str, Any]) -> None:
     if not args.get("resume"):
         raise SystemExit("the parent was meant to kill this process")
     Acks(args["acks"])("written", version)
-
-
-def mode_stop_in_trade(args: dict[str, Any]) -> None:
-    """Stop itself (SIGSTOP) inside main's move by trading names with its lock, for the parent to SIGKILL.
-
-    ``at`` ``exchange``: the lock holds the new id, the exchange not made yet;
-    ``unlock``: the exchange made, ``main.lock`` (main's old file) not yet removed.
-    """
-    from gitmem.git import looseref
-
-    acks = Acks(args["acks"])
-    original = looseref.exchange
-
-    def exchange_then_stop(lock: str, ref: str) -> bool:
-        if args["at"] == "exchange":
-            acks("in-trade", "exchange")
-            os.kill(os.getpid(), signal.SIGSTOP)
-        done = original(lock, ref)
-        if args["at"] == "unlock":
-            acks("in-trade", "unlock", done)
-            os.kill(os.getpid(), signal.SIGSTOP)
-        return done
-
-    looseref.exchange = exchange_then_stop  # type: ignore[assignment]
-    store = open_store(args)
-    version = store.write("stopped.md", "written after SIGCONT\n", expected=None)
-    acks("written", version, store.head())
 
 
 def mode_stop_in_pack(args: dict[str, Any]) -> None:
@@ -547,7 +508,6 @@ MODES = {
     "stop_in_compact": mode_stop_in_compact,
     "stop_in_fold": mode_stop_in_fold,
     "stop_in_cas": mode_stop_in_cas,
-    "stop_in_trade": mode_stop_in_trade,
     "group_threads": mode_group_threads,
     "gitcli": mode_gitcli,
     "dulwich": mode_dulwich,

@@ -43,7 +43,7 @@ def _child(repo: Path) -> list[list[str]]:
 
 
 def _assert_main_synced_in_order(repo: Path, tmp_path: Path) -> None:
-    """Under strace (where the machine has it): main.lock is fsynced before it takes main's place (traded or renamed),
+    """Under strace (where the machine has it): main.lock is fsynced before it is renamed over main,
     and refs/heads after (seen from the kernel side, whichever code makes the calls)."""
     events = traced_syncs(f"ROOT = {str(ROOT)!r}; REPO = {str(repo)!r}\n" + CHILD, tmp_path / "strace.txt")
     if events is None:
