@@ -286,11 +286,17 @@ def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
     anything is written through it. Each is ``unavailable`` naming the file.
     With ``O_CREAT | O_EXCL`` the call made the file (anything already there,
     a link included, fails it), so there is nothing to check (two syscalls fewer
-    for each pack a write leaves).
+    for each pack a write leaves). ``O_TRUNC`` cuts the file only once it passed
+    the checks: the open itself would cut another name's file first.
     """
     created = flags & (os.O_CREAT | os.O_EXCL) == os.O_CREAT | os.O_EXCL
+    truncate = bool(flags & os.O_TRUNC) and not created
     try:
-        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | (0 if created else os.O_NONBLOCK), mode)
+        fd = os.open(
+            path,
+            flags & ~(os.O_TRUNC if truncate else 0) | os.O_CLOEXEC | os.O_NOFOLLOW | (0 if created else os.O_NONBLOCK),
+            mode,
+        )
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise MemoryStoreError(
@@ -305,6 +311,8 @@ def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
             raise MemoryStoreError("unavailable", f"{os.fspath(path)} is not a regular file; remove it")
         if info.st_nlink > 1 and flags & (os.O_WRONLY | os.O_RDWR):
             raise MemoryStoreError("unavailable", f"{os.fspath(path)} has another name (a hard link); remove it")
+        if truncate:
+            os.ftruncate(fd, 0)
         if flags & os.O_NONBLOCK == 0:
             os.set_blocking(fd, True)
     except BaseException:

@@ -26,6 +26,7 @@ from gitmem.localfile import (
     parse_json,
     read_local_head,
     read_local_strict,
+    write_private,
 )
 
 
@@ -226,3 +227,19 @@ def test_threads_opening_one_new_database_in_wal_mode_at_once_all_succeed(tmp_pa
         for thread in threads:
             thread.join(60)
         assert not errors and modes == ["wal"] * 8
+
+
+def test_a_file_with_a_second_name_is_refused_before_anything_cuts_it(tmp_path: Path) -> None:
+    """A state file planted as a hard link to someone's file: ``O_TRUNC`` at the open would empty that file."""
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_text("not gitmem's to cut\n")
+    planted = tmp_path / "state"
+    os.link(theirs, planted)
+    with pytest.raises(MemoryStoreError) as caught:
+        write_private(planted, "gitmem's state\n")
+    assert caught.value.code == "unavailable"
+    assert theirs.read_text() == "not gitmem's to cut\n"
+    single = tmp_path / "single"
+    single.write_text("a longer old text\n")
+    write_private(single, "new\n")  # a file of one name is still cut and rewritten
+    assert single.read_text() == "new\n"
