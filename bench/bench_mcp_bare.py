@@ -12,7 +12,8 @@ background load weighs on every side alike; each tool call is timed at the clien
 
 Extra gitmem variants run in the same rounds to show what a mechanism buys: each is
 ``gitmem serve`` with that one mechanism put back the old way by the bench (nothing
-in gitmem reads a switch): ``fold-inline`` folds packs inside the write's request,
+in gitmem reads a switch): ``fold-inline`` folds packs inside the write's request, ``fold-no-pause`` lets a fold keep the
+interpreter between its packs,
 ``sdk-path`` sends every tool call through the SDK's transport, ``watch-details``
 has the change watcher diff trees and walk commits at every move, ``round-robin``
 lets waitress wake the worker that has been idle longest, ``lock-poll`` lets every
@@ -60,6 +61,7 @@ from gitmem.git.packwrite import pack_count
 NOTE = "A note an agent keeps: the build uses ruff and mypy strict; run tests under nice on two cores.\n" * 2
 VARIANTS: dict[str, str] = {
     "fold-inline": "folds in the write's request (as before)",
+    "fold-no-pause": "the fold keeps the interpreter between its packs (as before)",
     "sdk-path": "every tool call through the SDK's transport (as before)",
     "watch-details": "the change watcher diffs trees and walks commits per move (as before)",
     "round-robin": "waitress wakes the worker idle longest (as before)",
@@ -107,7 +109,11 @@ def bare_server(folder: str, port: int, durable: bool = False) -> None:
 
 def variant_server(name: str, argv: list[str]) -> None:
     """``gitmem serve`` with one mechanism put back the old way, in this process."""
-    if name == "fold-inline":
+    if name == "fold-no-pause":
+        from gitmem.git import packfold
+
+        packfold.pause = lambda: None
+    elif name == "fold-inline":
         from gitmem.git import engine
 
         engine.fold_elsewhere = lambda later: None  # serve's hand-over does nothing: folds stay in the write

@@ -511,6 +511,7 @@ def compact(repo_path: str, run_git: Callable[[list[str], bytes], tuple[int, str
         keep = sorted((n for n in counts if n not in folded), key=lambda n: -counts[n])  # the biggest holds most
         loaded: dict[str, tuple[bytes, int] | None] = {}
         for name in due:
+            packfold.pause()
             into = folded.pop(name)[1]
             # A listed pack is deleted only once another live pack holds each of its objects
             # (the pack it was folded into first): the list can be edited by anyone who can
