@@ -13,8 +13,9 @@ background load weighs on every side alike; each tool call is timed at the clien
 Extra gitmem variants run in the same rounds to show what a mechanism buys: each is
 ``gitmem serve`` with that one mechanism put back the old way by the bench (nothing
 in gitmem reads a switch): ``fold-inline`` folds packs inside the write's request,
-``fold-no-pause`` lets a fold keep the interpreter between its packs, ``sdk-path`` sends every tool call through the SDK's transport, ``watch-details``
-has the change watcher diff trees and walk commits at every move, ``round-robin``
+``fold-no-pause`` lets a fold keep the interpreter between its packs, ``sdk-path``
+sends every tool call through the SDK's transport, ``watch-details`` has the change
+watcher diff trees and walk commits at every move, ``round-robin``
 lets waitress wake the worker that has been idle longest, ``lock-poll`` lets every
 writer thread poll the writer lock (no line in the process), ``watch-always`` runs
 the change watcher from the first event stream, subscribed or not. ``--before SRC``
