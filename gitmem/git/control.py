@@ -78,17 +78,42 @@ def check_repository_folder(git_dir: str) -> None:
     ``shallow``, ``info/grafts`` and ``info/attributes`` there (libgit2 the first three), blocking.
 
     The :data:`WRITTEN_FOLDERS` must be real folders, and so must the folders in
-    ``objects`` (``pack``, ``info``, the loose objects') and every folder under
-    ``refs`` (``heads``, ``heads/proposals/<principal>``...): packs and refs are
-    written into them.
+    ``objects`` (``pack``, ``info``, the loose objects') and in ``refs`` (``heads``,
+    ``tags``): packs and refs are written into them. The folders deeper under
+    ``refs`` (``heads/proposals/<principal>``, one per principal: thousands on a
+    team's memory) are not listed here, on every open, but where a ref is moved
+    (:func:`check_ref_folders`); a git process has all of them checked first
+    (:func:`check_refs_of`).
     """
     check_folder(git_dir, real=WRITTEN_FOLDERS)
     check_folder(os.path.join(git_dir, "info"))
     check_folder(os.path.join(git_dir, "objects"), real=EVERY)
-    pending = [os.path.join(git_dir, "refs")]
-    while pending:
-        folder = pending.pop()
-        pending.extend(os.path.join(folder, name) for name in check_folder(folder, real=EVERY))
+    refs = os.path.join(git_dir, "refs")
+    for name in check_folder(refs, real=EVERY):
+        check_folder(os.path.join(refs, name), real=EVERY)
+
+
+def check_ref_folders(git_dir: str, ref: str) -> None:
+    """``unavailable`` when a folder on the way to ref ``ref`` (``refs/heads/proposals/alice/x``) is a link.
+
+    Run before a ref is written by hand or by libgit2, both of which follow a
+    folder link: a ``proposals/<principal>`` planted as one would have the ref
+    written wherever it points. One ``lstat`` a folder; an absent one is made
+    a real folder by the write.
+    """
+    here = git_dir
+    for part in ref.split("/")[:-1]:
+        here = os.path.join(here, part)
+        try:
+            mode = os.lstat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            raise MemoryStoreError("unavailable", f"cannot look at {here}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(mode):
+            raise MemoryStoreError(
+                "unavailable", f"{here} is a link; gitmem writes there, never through a link: make it a folder again"
+            )
 
 
 def check_config_text(path: str) -> None:

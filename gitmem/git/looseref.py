@@ -14,6 +14,7 @@ import re
 from contextlib import suppress
 from typing import Final
 
+from gitmem.git.control import check_ref_folders
 from gitmem.localfile import open_folder, open_local_stat, open_private
 from gitmem.model import CommitId, RefName
 
@@ -77,6 +78,7 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     FIFO, too large, absent) or it keeps a reflog; the transaction then decides
     (it waits, breaks stale locks, refuses planted files and writes reflogs).
     """
+    check_ref_folders(repo_path, name)
     ref = os.path.join(repo_path, *name.split("/"))
     if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
         return None

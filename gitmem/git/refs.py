@@ -28,6 +28,7 @@ from typing import Final
 import pygit2
 
 from gitmem.errors import MemoryStoreError
+from gitmem.git.control import check_ref_folders
 from gitmem.git.locks import remove_if_stale
 from gitmem.git.looseref import CONFLICT_PROPOSALS as CONFLICT_PROPOSALS
 from gitmem.git.looseref import MAIN as MAIN
@@ -96,6 +97,8 @@ def swap_refs(
     process-wide switch says.
     """
     names = sorted(moves)
+    for name in names:
+        check_ref_folders(repo_path, name)
     deadline = time.monotonic() + timeout + stale_after
     delay = 0.0005
     while True:
