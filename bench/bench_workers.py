@@ -9,7 +9,8 @@ machine's other load weighs on both), each on a fresh memory for ``--seconds``:
 ``memory_file_create`` on distinct files flat out. With ``--memories N`` the
 clients write to N memories (client i to the (i mod N)th) instead of one: the
 writes of one memory take its writer lock in turn, so one memory measures the
-commit's critical section, several measure the server.
+commit's critical section, several measure the server; ``--memories 1 8`` runs
+both in each round, alternated, so their rates are compared under the same load.
 
 The clients speak MCP's streamable HTTP (JSON responses) with ``http.client``,
 one thread each, not the ``mcp`` SDK client: on two cores the SDK client's own
@@ -27,6 +28,7 @@ Usage::
     .venv/bin/python bench/bench_workers.py                       # 20 s runs, 2 rounds, root and ext4
     .venv/bin/python bench/bench_workers.py --seconds 10 --rounds 1 --dirs /tmp
     .venv/bin/python bench/bench_workers.py --memories 8          # each agent its own memory
+    .venv/bin/python bench/bench_workers.py --memories 1 8        # one memory and eight, alternated
     .venv/bin/python bench/bench_workers.py --variant group alone # group commit on and off, alternated
 
 ``--variant alone`` runs the server with ``GITMEM_GROUP_COMMIT=0``: each write
@@ -68,6 +70,7 @@ class Run:
     workers: int
     place: str
     variant: str = "group"
+    memories: int = 1
     calls: int = 0
     measured: int = 0  # writes acknowledged within the measured seconds
     acked: dict[tuple[str, str], str] = field(default_factory=dict)  # (memory, path) -> content
@@ -158,10 +161,11 @@ def connections_per_worker(port: int, workers: list[int]) -> list[int]:
 
 
 def one_run(
-    root: Root, tokens: Path, memory: str, workers: int, args: argparse.Namespace, place: str, variant: str = "group"
+    root: Root, tokens: Path, memory: str, workers: int, args: argparse.Namespace, place: str, variant: str = "group",
+    count: int = 1,
 ) -> Run:
-    run = Run(workers, place, variant)
-    memories = [memory] if args.memories == 1 else [f"{memory}m{j}" for j in range(args.memories)]
+    run = Run(workers, place, variant, count)
+    memories = [memory] if count == 1 else [f"{memory}m{j}" for j in range(count)]
     for name in memories:
         root.mount(name, create=True).sync.write("seed.md", "seed\n", expected=None)
     server = subprocess.Popen(
@@ -232,7 +236,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, nargs="+", choices=[1, 2], default=[1, 2],
                         help="worker counts run in each round (both for the 2 / 1 ratio)")  # fmt: skip
-    parser.add_argument("--memories", type=int, default=1, help="memories the clients write to, client i to the (i mod N)th")
+    parser.add_argument("--memories", type=int, nargs="+", default=[1],
+                        help="memories the clients write to, client i to the (i mod N)th; several counts are alternated "
+                             "within each round")  # fmt: skip
     parser.add_argument("--dirs", nargs="+", default=[tempfile.gettempdir(), "/mnt/ext4/workers"])
     parser.add_argument("--variant", nargs="+", choices=sorted(VARIANTS), default=["group"],
                         help="the server as it ships (group) and/or with one mechanism the old way, alternated "
@@ -251,52 +257,55 @@ def main() -> None:
                 for i in range(args.clients)))  # fmt: skip
             n = 0
             for _ in range(args.rounds):
-                for variant in args.variant:
-                    for workers in args.workers:
-                        n += 1
-                        runs.append(one_run(root, tokens, f"team{n}", workers, args, place, variant))
-                        load.append(os.getloadavg()[0])
-                        r = runs[-1]
-                        print(f"  {place} {variant} workers={workers}: {r.measured / r.seconds:.0f} writes/s, "
-                              f"connections per worker {r.spread}", file=sys.stderr)  # fmt: skip
+                for variant, count, workers in [
+                    (v, c, w) for v in args.variant for c in args.memories for w in args.workers
+                ]:
+                    n += 1
+                    runs.append(one_run(root, tokens, f"team{n}", workers, args, place, variant, count))
+                    load.append(os.getloadavg()[0])
+                    r = runs[-1]
+                    print(f"  {place} {variant} memories={count} workers={workers}: {r.measured / r.seconds:.0f} writes/s, "
+                          f"connections per worker {r.spread}", file=sys.stderr)  # fmt: skip
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     report(runs, args, load)
 
 
 def report(runs: list[Run], args: argparse.Namespace, load: list[float]) -> None:
-    print(f"{args.clients} MCP clients writing distinct files to {args.memories} memories, {args.seconds:g} s per run, {args.rounds} rounds "
+    print(f"{args.clients} MCP clients writing distinct files to {' or '.join(map(str, args.memories))} memories, {args.seconds:g} s per run, {args.rounds} rounds "
           f"alternating 1 and 2 workers; load average {min(load):.1f}-{max(load):.1f} (1 min) during the runs, "
           f"{os.cpu_count()} cores")  # fmt: skip
     print()
-    print("| file system | variant | workers | writes/s (each round) | server cores used | server CPU ms/write | "
+    print("| file system | variant | memories | workers | writes/s (each round) | server cores used | server CPU ms/write | "
           "client CPU ms/write | connections per worker | lost | 5xx | fsck |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    groups = [(p, v, c) for p in args.dirs for v in args.variant for c in args.memories]
+    for place, variant, count in groups:
         for workers in args.workers:
-            mine = [r for r in runs if r.place == place and r.workers == workers and r.variant == variant]
+            mine = [r for r in runs if (r.place, r.workers, r.variant, r.memories) == (place, workers, variant, count)]
             rates = [r.measured / r.seconds for r in mine]
             writes = sum(r.measured for r in mine) or 1
             cores = sum(r.server_cpu for r in mine) / sum(r.seconds for r in mine)
-            print(f"| {place} | {variant} | {workers} | {sum(rates) / len(rates):.0f} ({', '.join(f'{x:.0f}' for x in rates)}) | "
+            print(f"| {place} | {variant} | {count} | {workers} | {sum(rates) / len(rates):.0f} ({', '.join(f'{x:.0f}' for x in rates)}) | "
                   f"{cores:.2f} | "
                   f"{sum(r.server_cpu for r in mine) / writes * 1e3:.2f} | "
                   f"{sum(r.client_cpu for r in mine) / writes * 1e3:.2f} | "
                   f"{'; '.join('/'.join(map(str, r.spread)) for r in mine)} | {sum(r.lost for r in mine)} | "
                   f"{sum(r.fivexx for r in mine)} | {'clean' if all(r.fsck for r in mine) else 'FAILED'} |")  # fmt: skip
     print()
-    for place, variant in [(p, v) for p in args.dirs for v in args.variant]:
-        one = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 1 and r.variant == variant]
-        two = [r.measured / r.seconds for r in runs if r.place == place and r.workers == 2 and r.variant == variant]
+    for place, variant, count in groups:
+        rates = {w: [r.measured / r.seconds for r in runs if (r.place, r.workers, r.variant, r.memories) == (place, w, variant, count)]
+                 for w in (1, 2)}  # fmt: skip
+        one, two = rates[1], rates[2]
         if not one or not two:
             continue
         pairs = ", ".join(f"{b / a:.2f}x" for a, b in zip(one, two, strict=True))
-        print(f"{place} {variant}: 2 workers / 1 worker: {sum(two) / sum(one):.2f}x (per round {pairs})")
+        print(f"{place} {variant} {count} memories: 2 workers / 1 worker: {sum(two) / sum(one):.2f}x (per round {pairs})")
     first, *others = args.variant
     for other in others:
         for place in args.dirs:
             for workers in args.workers:
-                rate = {v: sum(r.measured / r.seconds for r in runs if (r.place, r.workers, r.variant) == (place, workers, v))
+                rate = {v: sum(r.measured / r.seconds for r in runs if (r.place, r.workers, r.variant) == (place, workers, v) and r.memories == args.memories[0])
                         for v in (first, other)}  # fmt: skip
                 ratio = rate[first] / max(rate[other], 1e-9)
                 print(f"{place} {workers} worker(s): {first} / {other} writes/s {ratio:.2f}x")
