@@ -318,8 +318,8 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 group[:] = queue.take(first, ref)
             durable = repo.durable()
             reopened = False
-            for _ in range(MAX_ATTEMPTS):
-                handle = repo.fresh()
+            for attempt in range(MAX_ATTEMPTS):
+                handle = repo.fresh(config_checked=attempt == 0)  # durable() compared the config's stamp
                 branch = None if ref == MAIN else read_ref(handle, ref)
                 base = repo.head_in(handle) if branch is None else branch
                 pending = packwrite.PendingObjects()

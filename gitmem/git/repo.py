@@ -264,16 +264,18 @@ class GitRepo:
         """Drop this thread's handle: the next call opens a new one, which lists the packs afresh."""
         self._local.repo = None
 
-    def fresh(self) -> pygit2.Repository:
+    def fresh(self, *, config_checked: bool = False) -> pygit2.Repository:
         """The thread's handle, reopened if a purge or forget deleted objects since.
 
         Every operation starts here, so the config's stamp is compared here too (one
         ``lstat``): libgit2 re-reads a changed config with a blocking read that follows
         links, so a FIFO or link planted there is refused (``unavailable``) before it can.
+        ``config_checked``: the caller has just asked :meth:`durable`, which compared it.
         The pack folder is checked where it is listed, not here (see
         :func:`gitmem.git.control.check_pack_folder`).
         """
-        self.durable()
+        if not config_checked:
+            self.durable()
         return self._refreshed()
 
     def _refreshed(self, history: tuple[int, int] | None = None) -> pygit2.Repository:
