@@ -278,3 +278,32 @@ def pull_refused_whole(team: Team, head: str, bad: str) -> None:
     assert team.sync.head() == head
     assert not has_object(team.store.path, bad)
     fsck_clean(team.store.path)
+
+
+def _dotgit_commit(work: Path) -> str:
+    """A commit on the clone's ``main`` whose tree holds an entry named ``.git`` (made with plain git)."""
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=work, input="x\n", capture_output=True, text=True, check=True
+    ).stdout.strip()
+    listing = git("ls-tree", "HEAD", cwd=work).stdout + f"100644 blob {blob}\t.git\n"
+    tree = subprocess.run(["git", "mktree"], cwd=work, input=listing, capture_output=True, text=True, check=True)
+    commit = git("commit-tree", tree.stdout.strip(), "-p", "HEAD", "-m", "a .git entry", cwd=work).stdout.strip()
+    git("update-ref", "refs/heads/main", commit, cwd=work)
+    return commit
+
+
+@pytest.mark.parametrize("kind", [*MALFORMED_KINDS, "dot-git-entry"])
+def test_history_git_refuses_is_refused_the_same_when_the_pull_must_merge(team: Team, kind: str) -> None:
+    # An agent wrote here meanwhile, so the pull is a three-way merge: the merge itself must not
+    # read what came in before the checks did (libgit2's merge failed on a '.git' entry: "unavailable").
+    team.person_commits("seed.md", "seed\n")
+    remotes.pull(team.store, "origin")
+    team.sync.write("notes/agent.md", "written here meanwhile\n", expected=None)
+    head = team.sync.head()
+    bad = _dotgit_commit(team.work) if kind == "dot-git-entry" else malformed_commit(team.work, kind)
+    git("push", "-q", "-f", "origin", "main", cwd=team.work)
+    pull_refused_whole(team, head, bad)
+    with pytest.raises(MergeRefused) as caught:  # and a conflict proposal does not open on it either
+        remotes.pull(team.store, "origin", propose=True)
+    assert caught.value.code == "invalid_file", caught.value.message
+    assert team.sync.head() == head
