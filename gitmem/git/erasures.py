@@ -177,11 +177,12 @@ def entries_at(r: pygit2.Repository, tip: str) -> tuple[Entry, ...]:
     try:
         tree = r[tip].peel(pygit2.Tree)
         blob = tree[LEDGER_FILE]
+        # Its size first: a pulled ledger is anyone's, and 600 MB of zeros is a 2.7 MB pack that held 1.8 GB.
+        if blob.type_str == "blob" and r.odb.read_header(blob.id)[1] > _MAX_LEDGER_BYTES:
+            raise MemoryStoreError("unavailable", "the erasure ledger is larger than gitmem reads")
         data = r[blob.id].read_raw() if blob.type_str == "blob" else b""
     except (KeyError, ValueError, pygit2.GitError) as exc:
         raise MemoryStoreError("unavailable", f"the erasure ledger at {tip[:12]} cannot be read ({exc})") from exc
-    if len(data) > _MAX_LEDGER_BYTES:
-        raise MemoryStoreError("unavailable", "the erasure ledger is larger than gitmem reads")
     return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())
 
 

@@ -7,9 +7,12 @@ is one hand-made commit, not the chain gitmem writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
+import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,52 @@ def test_what_adopting_may_write_is_bounded_before_anything_is_written(
     assert caught.value.code == "too_large", caught.value.message
     assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
     fsck_clean(store.path)
+
+
+def _zeros_blob(repo: Path, size: int) -> str:
+    """A loose blob of ``size`` zero bytes in ``repo``, written in pieces (a few hundred KB on disk)."""
+    header = b"blob %d\x00" % size
+    digest, packer = hashlib.sha1(header), zlib.compressobj(1)
+    chunk, parts = bytes(1 << 20), [packer.compress(header)]
+    for start in range(0, size, len(chunk)):
+        piece = chunk[: min(len(chunk), size - start)]
+        digest.update(piece)
+        parts.append(packer.compress(piece))
+    parts.append(packer.flush())
+    oid = digest.hexdigest()
+    (repo / "objects" / oid[:2]).mkdir(exist_ok=True)
+    (repo / "objects" / oid[:2] / oid[2:]).write_bytes(b"".join(parts))
+    return oid
+
+
+PEAK = [  # the CLI's pull in a process of its own (ledgers over 1 MB refused), printing its peak memory (VmHWM)
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "from gitmem.adapters.cli import cli\n"
+    "from gitmem.git import erasures\n"
+    "erasures._MAX_LEDGER_BYTES = 1 << 20\n"
+    "code = cli(sys.argv[1:], standalone_mode=False)\n"
+    "hwm = [line for line in open('/proc/self/status') if line.startswith('VmHWM:')][0].split()[1]\n"
+    "print('peak-kb', hwm, file=sys.stderr)\n"
+    "sys.exit(code)",
+]
+
+
+def test_a_remote_ledger_too_large_to_read_is_refused_without_reading_it(pair: tuple[Root, Path]) -> None:
+    # 96 MB of zeros is a few hundred KB on the forge; reading the blob to learn its size held 1.8 GB for 600 MB.
+    root, hosting = pair
+    store = root.mount("user")
+    head = store.sync.head()
+    blob = _zeros_blob(hosting, 96 << 20)
+    tree = _git_in(hosting, f"100644 blob {blob}\tentries.jsonl\n", "mktree")
+    git("update-ref", LEDGER_REF, git("commit-tree", tree, "-m", "ledger", cwd=hosting).stdout.strip(), cwd=hosting)
+    done = subprocess.run(
+        [*PEAK, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=300
+    )
+    assert "error [unavailable]: the erasure ledger is larger than gitmem reads" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    peak = int(done.stderr.rsplit("peak-kb", 1)[1].split()[0])
+    assert peak < 90 * 1024, f"the pull peaked at {peak // 1024} MB"
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    assert store.sync.head() == head
