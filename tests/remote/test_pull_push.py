@@ -307,3 +307,26 @@ def test_history_git_refuses_is_refused_the_same_when_the_pull_must_merge(team: 
         remotes.pull(team.store, "origin", propose=True)
     assert caught.value.code == "invalid_file", caught.value.message
     assert team.sync.head() == head
+
+
+def test_a_squash_merge_with_the_forges_default_message_is_refused_with_what_to_do(team: Team) -> None:
+    # A forge squashes a pull request of two gitmem commits into one whose default message is each
+    # commit's message in turn: two Gitmem-Principal lines, one outside the trailers. Every root's pull
+    # refuses it (who it names could be read two ways), and says why and what the forge should do.
+    review.enable(team.store)
+    for path in ("s/one.md", "s/two.md"):
+        team.sync.write(path, f"{path}\n", expected=None, origin=Origin("pr1", "bot"))
+    remotes.push(team.store, proposals=True)
+    git("fetch", "-q", "origin", cwd=team.work)
+    git("merge", "-q", "--squash", "origin/proposals/pr1", cwd=team.work)
+    logged = git("log", "--reverse", "--format=* %B", "main..origin/proposals/pr1", cwd=team.work).stdout
+    git("commit", "-q", "-m", f"Proposal pr1 (#1)\n\n{logged}", cwd=team.work)
+    git("push", "-q", "origin", "main", cwd=team.work)
+    head = team.sync.head()
+    done = subprocess.run(
+        [sys.executable, "-m", "gitmem.adapters.cli", "--root", str(team.root.path), "pull", "user"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "identity" in done.stderr, done.stderr
+    assert "squash with the pull request's title as the message" in done.stderr, done.stderr
+    assert team.sync.head() == head
