@@ -20,6 +20,7 @@ nothing it does not use.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -214,7 +215,7 @@ def _vet(r: pygit2.Repository, path: str, theirs: str, fmt: FileFormat, strict: 
     once passed, a ref there hides it from the check of the merge commit."""
     verdict = check_updates(path, [RefUpdate(_VETTED, ZERO, theirs)], fmt, strict_objects=strict)
     if verdict[_VETTED]:
-        raise refused_by_rules(what, verdict[_VETTED])
+        raise refused_by_rules(what, [dataclasses.replace(r, ref=MAIN) for r in verdict[_VETTED]])  # what it was for
     r.references.create(_VETTED, pygit2.Oid(hex=theirs), force=True)
 
 

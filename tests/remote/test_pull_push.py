@@ -330,3 +330,14 @@ def test_a_squash_merge_with_the_forges_default_message_is_refused_with_what_to_
     assert done.returncode == 1 and "identity" in done.stderr, done.stderr
     assert "squash with the pull request's title as the message" in done.stderr, done.stderr
     assert team.sync.head() == head
+
+
+def test_a_refusal_found_before_a_merge_names_main_as_a_fast_forwards_does(team: Team) -> None:
+    team.sync.write("notes/agent.md", "written here meanwhile\n", expected=None)
+    head = team.sync.head()
+    team.person_commits("notes/deploy.md", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(team.store, "origin")
+    assert caught.value.code == "invalid_file" and caught.value.paths == ("notes/deploy.md",)
+    assert all(reason.startswith("refs/heads/main: commit ") for reason in caught.value.reasons), caught.value.reasons
+    assert team.sync.head() == head
