@@ -70,8 +70,17 @@ def pull(
 
 
 def clone_name(url: str) -> str:
-    """The memory name a clone of ``url`` gets by default: its last path part, without ``.git``."""
-    tail = re.split(r"[/:\\]", url.split("?", 1)[0].rstrip("/"))[-1]
+    """The memory name a clone of ``url`` gets by default: its last path part, without ``.git``.
+
+    Never a piece of the URL's user part: that ends at its last ``@`` (as
+    :func:`gitmem.secrets.scrub_credentials` reads it), and ``https://alice:PASSWORD@host``
+    was named ``PASSWORD@host``, which the refusal of that name then printed.
+    """
+    text = url.split("?", 1)[0]
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        text = scheme + sep + rest.rpartition("@")[2]
+    tail = re.split(r"[/:\\]", text.rstrip("/"))[-1]
     return tail[:-4] if tail.endswith(".git") else tail
 
 

@@ -106,6 +106,8 @@ def open_draft(
             existing = read_draft(git.repo, current)
             if existing is not None and (existing.ours, existing.theirs) == (ours, theirs):
                 return run, existing.unresolved
+            if existing is not None:
+                _refuse_to_drop(git.repo, existing, run)
         with open_repository(held.path) as r:
             for name in list(r.references):
                 r.references.delete(name)
@@ -132,6 +134,25 @@ def open_draft(
         if not swap_ref(git.repo, git.path, ref, current, draft, message=f"gitmem pull: conflict with {remote}"):
             raise MemoryStoreError("unavailable", f"proposal {run} moved while it was opened; pull again")
         return run, tuple(found)
+
+
+def _refuse_to_drop(r: pygit2.Repository, draft: Draft, run: str) -> None:
+    """``version_mismatch`` when ``draft`` (of other sides than a new pull's) holds files someone settled.
+
+    A new draft replaces the old one whole, and a merged text typed into it lives
+    nowhere else: a pull after the remote (or ``main``) moved silently dropped it.
+    """
+    base = r.merge_base(pygit2.Oid(hex=draft.ours), pygit2.Oid(hex=draft.theirs))
+    if base is None:
+        return
+    index = r.merge_trees(r[base].peel(pygit2.Tree), r[draft.ours].peel(pygit2.Tree), r[draft.theirs].peel(pygit2.Tree))
+    settled = [p for p in conflicts(index) if p not in draft.unresolved]
+    if settled:
+        raise MemoryStoreError(
+            "version_mismatch",
+            f"conflict proposal {run} holds what was settled for {', '.join(settled)} (against {draft.remote}/main at "
+            f"{draft.theirs[:12]}); approve it and pull again, or reject it to start over; nothing was changed",
+        )
 
 
 def _set(index: pygit2.Index, tree: pygit2.Tree, path: str) -> None:

@@ -177,11 +177,12 @@ def entries_at(r: pygit2.Repository, tip: str) -> tuple[Entry, ...]:
     try:
         tree = r[tip].peel(pygit2.Tree)
         blob = tree[LEDGER_FILE]
+        # Its size first: a pulled ledger is anyone's, and 600 MB of zeros is a 2.7 MB pack that held 1.8 GB.
+        if blob.type_str == "blob" and r.odb.read_header(blob.id)[1] > _MAX_LEDGER_BYTES:
+            raise MemoryStoreError("unavailable", "the erasure ledger is larger than gitmem reads")
         data = r[blob.id].read_raw() if blob.type_str == "blob" else b""
     except (KeyError, ValueError, pygit2.GitError) as exc:
         raise MemoryStoreError("unavailable", f"the erasure ledger at {tip[:12]} cannot be read ({exc})") from exc
-    if len(data) > _MAX_LEDGER_BYTES:
-        raise MemoryStoreError("unavailable", "the erasure ledger is larger than gitmem reads")
     return tuple(Entry.from_json(line) for line in data.decode("utf-8", "replace").splitlines() if line.strip())
 
 
@@ -281,11 +282,7 @@ def append(r: pygit2.Repository, repo_path: str, entry: Entry, *, stale_after: f
         earlier = entries_at(r, old) if old is not None else ()
         if any(e.id == entry.id for e in earlier):
             return str(old)
-        builder = r.TreeBuilder()
-        builder.insert(LEDGER_FILE, r.create_blob(_ledger_text((*earlier, entry))), pygit2.GIT_FILEMODE_BLOB)
-        sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
-        parents = [pygit2.Oid(hex=old)] if old is not None else []
-        commit = str(r.create_commit(None, sig, sig, f"erasure {entry.id} ({entry.kind})\n", builder.write(), parents))
+        commit = _ledger_commit(r, old, _ledger_text((*earlier, entry)), entry)
         if swap_ref(
             r, repo_path, LEDGER_REF, old, commit, message="gitmem erasure", stale_after=stale_after, timeout=timeout
         ):
@@ -293,16 +290,79 @@ def append(r: pygit2.Repository, repo_path: str, entry: Entry, *, stale_after: f
     raise MemoryStoreError("unavailable", "the erasure ledger kept moving; try again")
 
 
+def _ledger_commit(r: pygit2.Repository, parent: str | None, text: bytes, entry: Entry) -> str:
+    """The ledger commit :func:`append` writes on ``parent`` adding ``entry``: ``text`` is every entry's line."""
+    builder = r.TreeBuilder()
+    builder.insert(LEDGER_FILE, r.create_blob(text), pygit2.GIT_FILEMODE_BLOB)
+    sig = pygit2.Signature(COMMITTER_NAME, COMMITTER_EMAIL)
+    parents = [pygit2.Oid(hex=parent)] if parent is not None else []
+    return str(r.create_commit(None, sig, sig, f"erasure {entry.id} ({entry.kind})\n", builder.write(), parents))
+
+
+MAX_ADOPTED_ENTRIES = 1000
+"""Erasures one pull may adopt from a remote's ledger (as many as one push may add)."""
+MAX_ADOPTED_BYTES = _MAX_LEDGER_BYTES
+"""What adopting them may write: each new ledger commit's file holds every entry before it too."""
+
+
 def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float) -> int:
-    """Add the entries of another copy's ledger (a pull's remote) that this one lacks; returns how many."""
-    added = 0
-    known = {e.id for e in entries(r)}
-    for entry in theirs:
-        if entry.id not in known:
-            append(r, repo_path, entry, stale_after=stale_after, timeout=timeout)
-            known.add(entry.id)
-            added += 1
-    return added
+    """Add the entries of another copy's ledger (a pull's remote) that this one lacks; returns how many.
+
+    The remote's ledger is whatever anyone could push to a plain forge, so what
+    it may cost is bounded before anything is written (``too_large``: at most
+    :data:`MAX_ADOPTED_ENTRIES` new entries and :data:`MAX_ADOPTED_BYTES` of
+    ledger text), and the new commits, one per entry exactly as :func:`append`
+    writes them, are made in memory and land by one compare-and-swap of the
+    ledger ref: a remote's thousands of entries once took one ``append`` each,
+    rereading and rewriting the whole ledger under the writer lock (2,000 took
+    minutes, and the time grows with their square).
+    """
+    offered = tuple(theirs)
+    for _ in range(10):
+        old = read_ref(r, LEDGER_REF)
+        chain = list(entries_at(r, old)) if old is not None else []
+        known = {e.id for e in chain}
+        new: list[Entry] = []
+        for entry in offered:
+            if entry.id not in known:
+                new.append(entry)
+                known.add(entry.id)
+        if not new:
+            return 0
+        text = _ledger_text(chain)
+        lines = _bounded_lines(len(text), new)
+        tip: str | None = old
+        for entry, line in zip(new, lines, strict=True):
+            text += line
+            tip = _ledger_commit(r, tip, text, entry)
+        if swap_ref(
+            r, repo_path, LEDGER_REF, old, tip, message="gitmem erasure", stale_after=stale_after, timeout=timeout
+        ):
+            return len(new)
+    raise MemoryStoreError("unavailable", "the erasure ledger kept moving; try again")
+
+
+def _bounded_lines(size: int, new: list[Entry]) -> list[bytes]:
+    """The ledger lines of ``new``; ``too_large`` when adding them after ``size`` bytes of ledger would
+    write more than a pull may."""
+    if len(new) > MAX_ADOPTED_ENTRIES:
+        raise MemoryStoreError(
+            "too_large",
+            f"the remote's erasure ledger adds {len(new)} erasures this memory lacks; a pull adopts at most "
+            f"{MAX_ADOPTED_ENTRIES}, so nothing was adopted or pulled (ask who keeps the remote what its ledger holds)",
+        )
+    lines = [e.to_json().encode() + b"\n" for e in new]
+    written = 0
+    for line in lines:
+        size += len(line)
+        written += size
+        if written > MAX_ADOPTED_BYTES:
+            raise MemoryStoreError(
+                "too_large",
+                f"adopting the remote's {len(new)} new erasures would write more than {MAX_ADOPTED_BYTES} bytes of "
+                "erasure ledger, so nothing was adopted or pulled (ask who keeps the remote what its ledger holds)",
+            )
+    return lines
 
 
 MAX_PUSHED_ENTRIES = 1000

@@ -20,6 +20,8 @@ nothing it does not use.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
@@ -48,6 +50,8 @@ MAX_ATTEMPTS = 8
 """Foreign pushes that may move ``main`` under one integration before it gives up."""
 
 MAX_LISTED = 50
+_VETTED = "refs/heads/vetted"
+"""In an integration's quarantine: the other side once the rules passed it, before a merge reads it."""
 
 
 def _listing(paths: Sequence[str]) -> str:
@@ -165,6 +169,7 @@ def integrate(
                         extra=extra,
                         ff=fast_forward,
                         join=join,
+                        vet=functools.partial(_vet, r, scratch.path, theirs, fmt, strict_objects, what),
                     )
                 except TooManyChanges as exc:
                     raise MergeRefused(
@@ -205,6 +210,15 @@ def integrate(
         raise MemoryStoreError("unavailable", f"main kept moving while {what} was merged; try again")
 
 
+def _vet(r: pygit2.Repository, path: str, theirs: str, fmt: FileFormat, strict: bool, what: str) -> None:
+    """Hold what ``theirs`` brings to the rules before a merge reads its trees (the quarantine ``r`` at ``path``);
+    once passed, a ref there hides it from the check of the merge commit."""
+    verdict = check_updates(path, [RefUpdate(_VETTED, ZERO, theirs)], fmt, strict_objects=strict)
+    if verdict[_VETTED]:
+        raise refused_by_rules(what, [dataclasses.replace(r, ref=MAIN) for r in verdict[_VETTED]])  # what it was for
+    r.references.create(_VETTED, pygit2.Oid(hex=theirs), force=True)
+
+
 def store_objects(git: GitRepo, held: Quarantine, tip: str, what: str, *, reached: set[bytes] | None = None) -> None:
     """Move what ``tip`` reaches from quarantine ``held`` into the mount; ``unavailable`` naming ``what`` if it fails.
 
@@ -226,8 +240,13 @@ def _plan(
     extra: tuple[tuple[str, str], ...],
     ff: bool,
     join: bool = False,
+    vet: Callable[[], None] | None = None,
 ) -> MergeResult:
-    """Decide how ``theirs`` lands on ``ours``; writes the merged trees and commit (not the ref)."""
+    """Decide how ``theirs`` lands on ``ours``; writes the merged trees and commit (not the ref).
+
+    ``vet`` runs before the three-way merge reads the trees of ``theirs``: libgit2's merge
+    fails on entries the rules refuse (a ``.git``), which then read as a broken mount.
+    """
     ours_id, theirs_id = pygit2.Oid(hex=ours), pygit2.Oid(hex=theirs)
     if ours == theirs or r.descendant_of(ours_id, theirs_id):
         return MergeResult("up_to_date", ours, ours, ())
@@ -245,6 +264,8 @@ def _plan(
                 f"{what} shares no history with main, so it cannot be merged; main was not changed "
                 "(clone it into a new memory with `gitmem clone`, or push this memory to an empty repository)",
             )
+        if vet is not None:
+            vet()
         index = r.merge_trees(r[base].peel(pygit2.Tree), r[ours].peel(pygit2.Tree), r[theirs].peel(pygit2.Tree))
         found = conflicts(index)
         if found:

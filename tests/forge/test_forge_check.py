@@ -183,7 +183,9 @@ def _github_checks() -> list[str]:
     workflow = yaml.safe_load((REPO / "examples" / "ci" / "github-actions.yml").read_text())
     steps = workflow["jobs"]["check"]["steps"]
     assert any(s.get("with", {}).get("fetch-depth") == 0 for s in steps)  # the whole history is checked out
-    return [s["run"] for s in steps if "gitmem check" in s.get("run", "")]
+    # A step that runs no check prepares the checkout (fetches the erasure ledger): each check runs after it.
+    setup = [s["run"] for s in steps if "run" in s and "gitmem check" not in s["run"] and "pip " not in s["run"]]
+    return ["\n".join([*setup, s["run"]]) for s in steps if "gitmem check" in s.get("run", "")]
 
 
 def test_the_github_actions_commands_pass_a_good_pull_request_and_fail_a_bad_one(forge: Forge, tmp_path: Path) -> None:
@@ -221,3 +223,31 @@ def test_the_gitlab_ci_commands_pass_a_good_merge_request_and_fail_a_bad_one(for
     done = run(CI_MERGE_REQUEST_DIFF_BASE_SHA=base)
     assert done.returncode == 1 and "notes/keys.md [secret:password_assignment]" in done.stdout
     assert run(CI_COMMIT_BEFORE_SHA=base).returncode == 1
+
+
+def test_the_shipped_ci_commands_refuse_text_the_forges_erasure_ledger_names(tmp_path: Path) -> None:
+    # A runner's checkout fetches branches and tags only; the ledger (refs/gitmem/erasures) must be
+    # fetched by the job, or a pull request that adds erased text back passes the check.
+    root, bare = tmp_path / "mem", tmp_path / "forge" / "team.git"
+    git("init", "-q", "--bare", "-b", "main", str(bare))
+    assert gitmem(root, "init", "team").returncode == 0
+    assert gitmem(root, "write", "team", "people/dana.md", "--create", stdin="Dana's home address\n").returncode == 0
+    assert gitmem(root, "remote", "add", "team", "origin", str(bare)).returncode == 0
+    assert gitmem(root, "forget", "team", "people/dana.md", "--yes").returncode == 0
+    assert gitmem(root, "forget", "team", "--remotes", "--yes").returncode == 0  # history and ledger to the forge
+    checkout = tmp_path / "checkout"
+    git("clone", "-q", str(bare), str(checkout))  # what actions/checkout and a GitLab runner fetch
+    base = git("rev-parse", "HEAD", cwd=checkout)
+    commit(checkout, {"notes/dana.md": "Dana's home address\n"}, "the address, back again")
+    run = lambda script, **env: subprocess.run(  # noqa: E731
+        ["bash", "-ec", script], cwd=checkout, capture_output=True, text=True, env=_runner_env(**env)
+    )
+    pull_request, push = _github_checks()
+    gitlab = "\n".join(yaml.safe_load((REPO / "examples" / "ci" / "gitlab-ci.yml").read_text())["gitmem-check"]["script"])
+    for done in (
+        run(pull_request, GITHUB_BASE_REF="main"),
+        run(push, BEFORE=base),
+        run(gitlab, CI_MERGE_REQUEST_DIFF_BASE_SHA=base),
+        run(gitlab, CI_COMMIT_BEFORE_SHA=base),
+    ):
+        assert done.returncode == 1 and "notes/dana.md [erased]" in done.stdout, done.stdout + done.stderr

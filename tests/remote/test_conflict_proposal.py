@@ -161,3 +161,35 @@ def test_a_squashed_proposal_is_closed_even_when_main_edited_its_files_since(pai
     pushed = {p.ref for p in remotes.push(pair.store, proposals=True)}
     assert pushed == {"refs/heads/main", "refs/heads/proposals/r2"}
     fsck_clean(pair.store.path)
+
+
+def test_pulling_again_after_the_remote_moved_never_drops_a_resolution_made_in_the_draft(pair: Pair) -> None:
+    pair.person("notes/a.md", "theirs\n")
+    pair.agent("notes/a.md", "ours\n")
+    assert remotes.pull(pair.store, propose=True).proposal == "merge-origin"
+    settled = review.resolve(pair.store, "merge-origin", "notes/a.md", text="ours and theirs, merged by hand\n")
+    assert settled.unresolved == ()
+    pair.person("notes/b.md", "bee, edited on the forge\n")  # the remote moves on meanwhile
+    head = pair.sync.head()
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(pair.store, propose=True)
+    assert caught.value.code == "version_mismatch" and "notes/a.md" in caught.value.message, caught.value.message
+    kept = review.conflict(pair.store, "merge-origin")
+    assert kept == settled and pair.sync.head() == head
+    # What was settled is still there to approve; the next pull brings the rest.
+    review.approve(pair.store, "merge-origin", approver="alice")
+    assert pair.sync.read("notes/a.md").text == "ours and theirs, merged by hand\n"
+    assert remotes.pull(pair.store).kind in ("merged", "fast_forward")
+    assert pair.sync.read("notes/b.md").text == "bee, edited on the forge\n"
+    fsck_clean(pair.store.path)
+
+
+def test_a_draft_nobody_settled_anything_in_is_replaced_when_the_remote_moved(pair: Pair) -> None:
+    pair.person("notes/a.md", "theirs\n")
+    pair.agent("notes/a.md", "ours\n")
+    remotes.pull(pair.store, propose=True)
+    moved = pair.person("notes/b.md", "bee, edited on the forge\n")
+    result = remotes.pull(pair.store, propose=True)
+    assert (result.kind, result.paths) == ("conflict", ("notes/a.md",))
+    draft = review.conflict(pair.store, "merge-origin")
+    assert draft is not None and draft.theirs == moved

@@ -250,3 +250,19 @@ def test_the_serving_commands_install_the_log_scrub(command: str, tmp_path: Path
         assert record.getMessage() == "from https://***@h/r"
     finally:
         logging.setLogRecordFactory(made)
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        (f"https://alice:{PASSWORD}@forge.invalid", PASSWORD),  # no path: the name was what follows the last ':'
+        (f"https://{PASSWORD}@forge.invalid/", PASSWORD),  # a token as the user name
+        (f"https://alice:{PASSWORD[:4]}/{PASSWORD[4:]}@forge.invalid", PASSWORD[4:]),  # a password holding a '/'
+    ],
+)
+def test_clone_names_its_memory_without_the_urls_credentials(url: str, secret: str, tmp_path: Path) -> None:
+    gm = Gitmem(tmp_path / "mem")
+    gm("clone", url, ok=False)
+    gm("clone", url, "--json", ok=False)
+    assert not any(secret in out for out in gm.seen), "\n".join(gm.seen)
+    assert secret not in remotes.clone_name(url)

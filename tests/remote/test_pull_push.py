@@ -278,3 +278,66 @@ def pull_refused_whole(team: Team, head: str, bad: str) -> None:
     assert team.sync.head() == head
     assert not has_object(team.store.path, bad)
     fsck_clean(team.store.path)
+
+
+def _dotgit_commit(work: Path) -> str:
+    """A commit on the clone's ``main`` whose tree holds an entry named ``.git`` (made with plain git)."""
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=work, input="x\n", capture_output=True, text=True, check=True
+    ).stdout.strip()
+    listing = git("ls-tree", "HEAD", cwd=work).stdout + f"100644 blob {blob}\t.git\n"
+    tree = subprocess.run(["git", "mktree"], cwd=work, input=listing, capture_output=True, text=True, check=True)
+    commit = git("commit-tree", tree.stdout.strip(), "-p", "HEAD", "-m", "a .git entry", cwd=work).stdout.strip()
+    git("update-ref", "refs/heads/main", commit, cwd=work)
+    return commit
+
+
+@pytest.mark.parametrize("kind", [*MALFORMED_KINDS, "dot-git-entry"])
+def test_history_git_refuses_is_refused_the_same_when_the_pull_must_merge(team: Team, kind: str) -> None:
+    # An agent wrote here meanwhile, so the pull is a three-way merge: the merge itself must not
+    # read what came in before the checks did (libgit2's merge failed on a '.git' entry: "unavailable").
+    team.person_commits("seed.md", "seed\n")
+    remotes.pull(team.store, "origin")
+    team.sync.write("notes/agent.md", "written here meanwhile\n", expected=None)
+    head = team.sync.head()
+    bad = _dotgit_commit(team.work) if kind == "dot-git-entry" else malformed_commit(team.work, kind)
+    git("push", "-q", "-f", "origin", "main", cwd=team.work)
+    pull_refused_whole(team, head, bad)
+    with pytest.raises(MergeRefused) as caught:  # and a conflict proposal does not open on it either
+        remotes.pull(team.store, "origin", propose=True)
+    assert caught.value.code == "invalid_file", caught.value.message
+    assert team.sync.head() == head
+
+
+def test_a_squash_merge_with_the_forges_default_message_is_refused_with_what_to_do(team: Team) -> None:
+    # A forge squashes a pull request of two gitmem commits into one whose default message is each
+    # commit's message in turn: two Gitmem-Principal lines, one outside the trailers. Every root's pull
+    # refuses it (who it names could be read two ways), and says why and what the forge should do.
+    review.enable(team.store)
+    for path in ("s/one.md", "s/two.md"):
+        team.sync.write(path, f"{path}\n", expected=None, origin=Origin("pr1", "bot"))
+    remotes.push(team.store, proposals=True)
+    git("fetch", "-q", "origin", cwd=team.work)
+    git("merge", "-q", "--squash", "origin/proposals/pr1", cwd=team.work)
+    logged = git("log", "--reverse", "--format=* %B", "main..origin/proposals/pr1", cwd=team.work).stdout
+    git("commit", "-q", "-m", f"Proposal pr1 (#1)\n\n{logged}", cwd=team.work)
+    git("push", "-q", "origin", "main", cwd=team.work)
+    head = team.sync.head()
+    done = subprocess.run(
+        [sys.executable, "-m", "gitmem.adapters.cli", "--root", str(team.root.path), "pull", "user"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "identity" in done.stderr, done.stderr
+    assert "squash with the pull request's title as the message" in done.stderr, done.stderr
+    assert team.sync.head() == head
+
+
+def test_a_refusal_found_before_a_merge_names_main_as_a_fast_forwards_does(team: Team) -> None:
+    team.sync.write("notes/agent.md", "written here meanwhile\n", expected=None)
+    head = team.sync.head()
+    team.person_commits("notes/deploy.md", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    with pytest.raises(MergeRefused) as caught:
+        remotes.pull(team.store, "origin")
+    assert caught.value.code == "invalid_file" and caught.value.paths == ("notes/deploy.md",)
+    assert all(reason.startswith("refs/heads/main: commit ") for reason in caught.value.reasons), caught.value.reasons
+    assert team.sync.head() == head

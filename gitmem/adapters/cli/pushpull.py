@@ -103,6 +103,13 @@ def _pull_hint(exc: MergeRefused, name: str, remote_name: str) -> str:
             f"main was not changed; {remote_name}/main shares no history with this memory "
             f"(join it with `gitmem clone URL` into a new memory)"
         )
+    if any(f": {rule}: " in reason for reason in exc.reasons for rule in ("identity", "provenance")):
+        return (
+            f"main was not changed; a commit message on {remote_name} repeats or misplaces Gitmem-* lines, so who or "
+            "what it names could be read two ways. A forge's squash merge does this with its default message (every "
+            "squashed commit's lines, one after the other): squash with the pull request's title as the message "
+            f"(docs/forge.md), and rewrite that commit on {remote_name}"
+        )
     return f"main was not changed; fix the listed files on {remote_name} (rewrite the commits that add them) and pull again"
 
 

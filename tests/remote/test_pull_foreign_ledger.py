@@ -1,0 +1,152 @@
+"""A pull adopts the remote's erasure ledger: a ref anyone who can push to a plain forge can set.
+
+The forge here is a bare repository changed with the real ``git`` CLI only, as a
+teammate (or a stranger with push access) would: its ``refs/gitmem/erasures``
+is one hand-made commit, not the chain gitmem writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from serve.support import GIT_ENV, fsck_clean, git
+
+from gitmem import MemoryStoreError, Root, remotes
+from gitmem.git import erasures
+from gitmem.git.erasures import LEDGER_REF
+from gitmem.git.loose import open_repository
+
+
+def _forge_ledger(hosting: Path, entries: list[dict[str, object]]) -> None:
+    """Point the forge's ``refs/gitmem/erasures`` at one plain commit whose ``entries.jsonl`` holds ``entries``."""
+    text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
+    blob = _git_in(hosting, text, "hash-object", "-w", "--stdin")
+    tree = _git_in(hosting, f"100644 blob {blob}\tentries.jsonl\n", "mktree")
+    commit = git("commit-tree", tree, "-m", "ledger", cwd=hosting).stdout.strip()
+    git("update-ref", LEDGER_REF, commit, cwd=hosting)
+
+
+def _git_in(repo: Path, text: str, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, input=text, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _entry(n: int, blobs: tuple[str, ...] = ()) -> dict[str, object]:
+    return {"id": f"{n:016x}", "kind": "forget", "at": "2026-01-01T00:00:00Z", "by": "eve", "names": [], "blobs": blobs}
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Root, Path]:
+    root = Root(tmp_path / "mem")
+    store = root.mount("user", create=True, hooks=False)
+    store.sync.write("notes/a.md", "first note\n", expected=None)
+    hosting = tmp_path / "hosting" / "user.git"
+    git("init", "-q", "--bare", "-b", "main", str(hosting))
+    remotes.add(store, "origin", str(hosting))
+    remotes.push(store, "origin")
+    return root, hosting
+
+
+def test_many_remote_erasures_are_adopted_at_once_and_as_gitmem_writes_them(pair: tuple[Root, Path]) -> None:
+    root, hosting = pair
+    store = root.mount("user")
+    _forge_ledger(hosting, [_entry(n) for n in range(erasures.MAX_ADOPTED_ENTRIES)])
+    started = time.monotonic()
+    assert remotes.pull(store, "origin").kind == "up_to_date"
+    took = time.monotonic() - started
+    with open_repository(str(store.path)) as r:
+        tip = str(r.references[LEDGER_REF].target)
+        assert [e.id for e in erasures.entries_at(r, tip)] == [f"{n:016x}" for n in range(erasures.MAX_ADOPTED_ENTRIES)]
+        chain = git("rev-list", "--first-parent", tip, cwd=store.path).stdout.split()
+        assert len(chain) == erasures.MAX_ADOPTED_ENTRIES  # one commit per entry, byte for byte as append's:
+        assert erasures.foreign_ledger(r, None, chain[-3]) is None
+        assert erasures.foreign_ledger(r, chain[3], tip) is None
+    # One append per entry reread and rewrote the whole ledger each time: ~80 ms an entry, minutes for these.
+    assert took < 20, took
+    fsck_clean(store.path)
+
+
+def test_a_remote_ledger_beyond_what_one_pull_adopts_is_refused_and_nothing_changes(pair: tuple[Root, Path]) -> None:
+    root, hosting = pair
+    store = root.mount("user")
+    head = store.sync.head()
+    _forge_ledger(hosting, [_entry(n) for n in range(erasures.MAX_ADOPTED_ENTRIES + 1)])
+    started = time.monotonic()
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(store, "origin")
+    assert caught.value.code == "too_large", caught.value.message
+    assert time.monotonic() - started < 15
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    assert store.sync.head() == head
+    fsck_clean(store.path)
+
+
+def test_what_adopting_may_write_is_bounded_before_anything_is_written(
+    pair: tuple[Root, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, hosting = pair
+    store = root.mount("user")
+    # Each new commit's file holds every entry before it: 40 entries of ~4 KB write ~3.3 MB, not 160 KB.
+    monkeypatch.setattr(erasures, "MAX_ADOPTED_BYTES", 1 << 20)
+    _forge_ledger(hosting, [_entry(n, tuple(f"{n:08x}{k:032x}" for k in range(100))) for n in range(40)])
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(store, "origin")
+    assert caught.value.code == "too_large", caught.value.message
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    fsck_clean(store.path)
+
+
+def _zeros_blob(repo: Path, size: int) -> str:
+    """A loose blob of ``size`` zero bytes in ``repo``, written in pieces (a few hundred KB on disk)."""
+    header = b"blob %d\x00" % size
+    digest, packer = hashlib.sha1(header), zlib.compressobj(1)
+    chunk, parts = bytes(1 << 20), [packer.compress(header)]
+    for start in range(0, size, len(chunk)):
+        piece = chunk[: min(len(chunk), size - start)]
+        digest.update(piece)
+        parts.append(packer.compress(piece))
+    parts.append(packer.flush())
+    oid = digest.hexdigest()
+    (repo / "objects" / oid[:2]).mkdir(exist_ok=True)
+    (repo / "objects" / oid[:2] / oid[2:]).write_bytes(b"".join(parts))
+    return oid
+
+
+PEAK = [  # the CLI's pull in a process of its own (ledgers over 1 MB refused), printing its peak memory (VmHWM)
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "from gitmem.adapters.cli import cli\n"
+    "from gitmem.git import erasures\n"
+    "erasures._MAX_LEDGER_BYTES = 1 << 20\n"
+    "code = cli(sys.argv[1:], standalone_mode=False)\n"
+    "hwm = [line for line in open('/proc/self/status') if line.startswith('VmHWM:')][0].split()[1]\n"
+    "print('peak-kb', hwm, file=sys.stderr)\n"
+    "sys.exit(code)",
+]
+
+
+def test_a_remote_ledger_too_large_to_read_is_refused_without_reading_it(pair: tuple[Root, Path]) -> None:
+    # 96 MB of zeros is a few hundred KB on the forge; reading the blob to learn its size held 1.8 GB for 600 MB.
+    root, hosting = pair
+    store = root.mount("user")
+    head = store.sync.head()
+    blob = _zeros_blob(hosting, 96 << 20)
+    tree = _git_in(hosting, f"100644 blob {blob}\tentries.jsonl\n", "mktree")
+    git("update-ref", LEDGER_REF, git("commit-tree", tree, "-m", "ledger", cwd=hosting).stdout.strip(), cwd=hosting)
+    done = subprocess.run(
+        [*PEAK, "--root", str(root.path), "pull", "user", "origin"], capture_output=True, text=True, timeout=300
+    )
+    assert "error [unavailable]: the erasure ledger is larger than gitmem reads" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    peak = int(done.stderr.rsplit("peak-kb", 1)[1].split()[0])
+    assert peak < 90 * 1024, f"the pull peaked at {peak // 1024} MB"
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    assert store.sync.head() == head
