@@ -113,10 +113,12 @@ class ExtractionRequest:
         """``sha256:`` of :meth:`evidence_payload` as compact JSON with sorted keys (UTF-8).
 
         A reviewer holding the turn recomputes it to check that a candidate came from
-        exactly that turn; with a redacted request it pins the redacted text.
+        exactly that turn; with a redacted request it pins the redacted text. A turn's
+        text is whatever the host was given, so a lone surrogate in it (half an emoji a
+        client cut) is hashed as its three bytes (``surrogatepass``), not refused.
         """
         data = json.dumps(self.evidence_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+        return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Extractor(Protocol):
