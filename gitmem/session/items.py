@@ -332,6 +332,10 @@ def iso(t: float) -> str:
 
 
 _iso_second: tuple[int | None, str] = (None, "")
+#: The times an item can hold: those of an ISO date (years 1 to 9999), as :func:`from_iso` reads them
+#: (to the last whole second: a float that close to the year 10000 cannot hold the microseconds).
+FIRST_TIME: Final = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+LAST_TIME: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def from_iso(value: object) -> float:
@@ -473,8 +477,15 @@ def item_from_row(row: object) -> MemoryItem:
     if not isinstance(row, list) or len(row) != 7:
         raise ValueError("an item row holds seven fields")
     item_id, content, timestamp, importance, tags, memory_type, metadata = row
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
-        raise ValueError(f"timestamp {timestamp!r} is not a finite number")
+    if (
+        isinstance(timestamp, bool)
+        or not isinstance(timestamp, int | float)
+        or not FIRST_TIME <= timestamp <= LAST_TIME
+    ):
+        # Compared exactly (NaN and 10**400 fail too): an item file's time is a date of years 1 to 9999, so
+        # every answer formats it; one past them (1e300) made every answer naming the item fail.
+        shown = timestamp if not isinstance(timestamp, int) or abs(timestamp) < 10**18 else "a larger integer"
+        raise ValueError(f"timestamp {shown!r} is not a time of the years 1 to 9999")
     if not isinstance(tags, list) or not all(type(t) is str for t in tags):
         raise ValueError("tags must be a list of strings")
     try:
