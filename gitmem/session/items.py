@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, get_args
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import parse_json
+from gitmem.recall.values import is_date_time
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
@@ -332,10 +333,6 @@ def iso(t: float) -> str:
 
 
 _iso_second: tuple[int | None, str] = (None, "")
-#: The times an item can hold: those of an ISO date (years 1 to 9999), as :func:`from_iso` reads them
-#: (to the last whole second: a float that close to the year 10000 cannot hold the microseconds).
-FIRST_TIME: Final = datetime(1, 1, 1, tzinfo=UTC).timestamp()
-LAST_TIME: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def from_iso(value: object) -> float:
@@ -477,13 +474,8 @@ def item_from_row(row: object) -> MemoryItem:
     if not isinstance(row, list) or len(row) != 7:
         raise ValueError("an item row holds seven fields")
     item_id, content, timestamp, importance, tags, memory_type, metadata = row
-    if (
-        isinstance(timestamp, bool)
-        or not isinstance(timestamp, int | float)
-        or not FIRST_TIME <= timestamp <= LAST_TIME
-    ):
-        # Compared exactly (NaN and 10**400 fail too): an item file's time is a date of years 1 to 9999, so
-        # every answer formats it; one past them (1e300) made every answer naming the item fail.
+    if not is_date_time(timestamp):
+        # An item file's time is a date, which every answer formats: one past them (1e300) made them fail.
         shown = timestamp if not isinstance(timestamp, int) or abs(timestamp) < 10**18 else "a larger integer"
         raise ValueError(f"timestamp {shown!r} is not a time of the years 1 to 9999")
     if not isinstance(tags, list) or not all(type(t) is str for t in tags):
