@@ -320,9 +320,11 @@ class MemoryCommands:
                     f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {shown}.{note}"
                 )
             if count > 1:
-                lines, at = [], text.find(old_str)
-                while at != -1:
-                    lines.append(str(text.count("\n", 0, at) + 1))
+                lines, at, line, counted_to = [], text.find(old_str), 1, 0
+                while at != -1:  # each line counted on from the last: one pass over the file
+                    line += text.count("\n", counted_to, at)
+                    counted_to = at
+                    lines.append(str(line))
                     at = text.find(old_str, at + 1)
                 raise ToolError(
                     f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "

@@ -78,6 +78,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from gitmem import __version__, aio
+from gitmem.adapters.mcp_stdio import AnsweringReadStream
 from gitmem.adapters.watch import RefChange, Watcher
 from gitmem.localfile import MB, load_local_json, replace_file
 from gitmem.model import Origin
@@ -217,7 +218,7 @@ class MemoryMcpServer:
         options = self.server.create_initialization_options()
         if self.watch_root is None or not self.file_mounts:
             async with stdio_server() as (read_stream, write_stream):
-                await self.server.run(read_stream, write_stream, options)
+                await self.server.run(AnsweringReadStream(read_stream, write_stream), write_stream, options)
             return
         send, receive = anyio.create_memory_object_stream[str](math.inf)
         token = anyio.lowlevel.current_token()
@@ -237,7 +238,7 @@ class MemoryMcpServer:
                 tasks.start_soon(self._forward, receive)
                 try:
                     async with stdio_server() as (read_stream, write_stream):
-                        await self.server.run(read_stream, write_stream, options)
+                        await self.server.run(AnsweringReadStream(read_stream, write_stream), write_stream, options)
                 finally:
                     tasks.cancel_scope.cancel()
         finally:

@@ -64,21 +64,22 @@ def check_proposal(raw: object, index: int) -> ExtractedItem:
         raise bad(f"{where}.content must be 20-1200 characters")
     if not isinstance(reason, str) or not 12 <= len(reason.strip()) <= 320:
         raise bad(f"{where}.reason must say in 12-320 characters why this matters later")
+    # Each a string before it is looked up: a caller's {} or [] is unhashable (a TypeError, not a refusal).
     kind = raw.get("memory_type")
-    if kind not in SOURCES:
+    if not isinstance(kind, str) or kind not in SOURCES:
         raise bad(f"{where}.memory_type must be semantic or procedural")
     source = raw.get("source")
-    if source not in SOURCES[kind]:
+    if not isinstance(source, str) or source not in SOURCES[kind]:
         raise bad(f"{where}.source must be one of {', '.join(sorted(SOURCES[kind]))} for {kind} memories")
     scope = raw.get("scope")
-    if scope not in SCOPES:
+    if not isinstance(scope, str) or scope not in SCOPES:
         raise bad(f"{where}.scope must be workspace or user")
     tags = raw.get("tags", [])
     if not isinstance(tags, list) or len(tags) > 8 or not all(isinstance(t, str) and t.strip() for t in tags):
         raise bad(f"{where}.tags must be at most 8 non-empty strings")
     return ExtractedItem(
         content=content.strip(),
-        memory_type=kind,
+        memory_type="semantic" if kind == "semantic" else "procedural",
         source=source,
         scope=scope,
         reason=reason.strip(),

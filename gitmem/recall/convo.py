@@ -31,13 +31,13 @@ import re
 from datetime import UTC, datetime
 from typing import Final
 
-from gitmem.recall.stemming import stem
+from gitmem.recall.stemming import forget_stems, stem, stems
 from gitmem.recall.tokens import PROFILE as BASE_PROFILE
 from gitmem.recall.tokens import token_list
 
 __all__ = [
     "BM25_B", "BM25_K1", "CONTEXT_TOKENS", "NAME", "PROFILE", "STOP_WORDS",
-    "date_tokens", "doc_tokens", "query_tokens", "stem",
+    "date_tokens", "doc_tokens", "forget_stems", "query_tokens", "stem",
 ]  # fmt: skip
 
 NAME: Final = "conversation"
@@ -92,10 +92,10 @@ def date_tokens(at: float) -> list[str]:
 
 def doc_tokens(text: str, context: str, at: float) -> list[str]:
     """Every token occurrence of an item: its text, the head of what it follows, its date."""
-    own = [stem(t) for t in token_list(text)]
+    own = stems(token_list(text))
     out = own + own  # an item's own words count twice its neighbour's: it ranks above the turn after it
     if context:
-        out.extend(stem(t) for t in token_list(context)[:CONTEXT_TOKENS])
+        out.extend(stems(token_list(context)[:CONTEXT_TOKENS]))
     out.extend(date_tokens(at))
     return out
 
@@ -105,4 +105,4 @@ def query_tokens(query: str) -> frozenset[str]:
     dates = _DATE.findall(query)
     words = token_list(_DATE.sub(" ", query)) if dates else token_list(query)
     kept = [t for t in words if t not in STOP_WORDS] or words
-    return frozenset([*(stem(t) for t in kept), *dates])
+    return frozenset([*stems(kept), *dates])

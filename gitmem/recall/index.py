@@ -240,7 +240,7 @@ class RecallIndex:
             self._forget_raw()
         # The stemmer's memo is the process's, keyed by words: a rebuild (after a purge or
         # forget, maybe) leaves none of the old texts' words in it, at the price of stemming again.
-        convo.stem.cache_clear()
+        convo.forget_stems()
         if self.semantic is not None:
             self.semantic.forget_all()
 

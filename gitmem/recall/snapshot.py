@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gitmem.recall.tokens import PROFILE
-from gitmem.recall.values import RecallDoc
+from gitmem.recall.values import RecallDoc, is_date_time
 
 FORMAT = "gitmem-recall-snapshot/3"  # /2: with the index's tokenised form; /3: and what each doc follows
 
@@ -37,8 +37,8 @@ def docs_of(rows: Iterable[list[Any]]) -> list[tuple[str, RecallDoc]]:
     for p, doc_id, text, updated_at, *follows in rows:
         if not (isinstance(p, str) and isinstance(doc_id, str) and isinstance(text, str)):
             raise ValueError("a snapshot row does not start with a path, an id and a text")
-        if isinstance(updated_at, bool) or not isinstance(updated_at, int | float):
-            raise ValueError("a snapshot row's time is not a number")
+        if not is_date_time(updated_at):
+            raise ValueError("a snapshot row's time is not one of a date of the years 1 to 9999")
         if follows and (len(follows) > 1 or not isinstance(follows[0], str)):
             raise ValueError("a snapshot row follows something that is not one id")
         docs.append((p, RecallDoc(doc_id, text, float(updated_at), follows[0] if follows else None)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Final
 
 #: Letters a stem keeps at least when a suffix of two letters or fewer is stripped ("-er", "-en", "-ar").
@@ -58,9 +59,33 @@ _VOWELS: Final = "aeiou"
 _LONG: Final = frozenset({"ar", "ir"})
 
 
-@functools.lru_cache(maxsize=65536)
+#: Words up to this long are memoised (nearly all); a longer one is stemmed again on each call, so
+#: the memo holds at most 65,536 short words, never a megabyte "word" of every query sent to it.
+MEMO_CHARS: Final = 64
+
+
 def stem(token: str) -> str:
     """The light stem of a lower-case token; any token that is not a word of Latin letters unchanged."""
+    return _memo(token) if len(token) <= MEMO_CHARS else _stem(token)
+
+
+def stems(tokens: Iterable[str]) -> list[str]:
+    """:func:`stem` of each of ``tokens`` (the memo's test made inline: this runs for every token indexed)."""
+    memo, stem_of, most = _memo, _stem, MEMO_CHARS
+    return [memo(t) if len(t) <= most else stem_of(t) for t in tokens]
+
+
+def forget_stems() -> None:
+    """Empty the memo (a rebuild after a purge or forget keeps no erased word in the process)."""
+    _memo.cache_clear()
+
+
+def memo_size() -> int:
+    """How many words the memo holds."""
+    return _memo.cache_info().currsize
+
+
+def _stem(token: str) -> str:
     if len(token) < 4 or not _LATIN.fullmatch(token):
         return token
     foreign = _suffix(token)
@@ -77,6 +102,9 @@ def stem(token: str) -> str:
     if len(word) > MIN_STEM_LONG and word[-1] in _VOWELS:
         word = word[:-1]  # gender and the plural vowel: amigo/amiga, libro/libri, Hunde/Hund
     return word
+
+
+_memo = functools.lru_cache(maxsize=65536)(_stem)
 
 
 def _suffix(word: str) -> tuple[str, str] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from gitmem.errors import MemoryStoreError
@@ -23,6 +24,11 @@ RANKINGS: tuple[Ranking, ...] = ("coverage", "bm25", "fused")
 Profile = Literal["word-cjk-bigram", "conversation"]
 PROFILES: tuple[Profile, ...] = ("word-cjk-bigram", "conversation")
 MAX_LIMIT = 100
+#: The times a stored item can hold: those of a date of the years 1 to 9999 (to the last whole
+#: second: a float that close to the year 10000 cannot hold microseconds). Saved state naming a
+#: time outside them was not made from files, and every answer formatting it as a date would fail.
+FIRST_TIME: float = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+LAST_TIME: float = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,12 @@ def _finite(number: int | float) -> bool:
         return math.isfinite(number)
     except OverflowError:
         return False
+
+
+def is_date_time(at: object) -> bool:
+    """Whether ``at`` is a number of seconds from :data:`FIRST_TIME` to :data:`LAST_TIME` (compared
+    exactly: NaN, infinities and an int no float holds are not)."""
+    return not isinstance(at, bool) and isinstance(at, int | float) and FIRST_TIME <= at <= LAST_TIME
 
 
 def check_min_score(min_score: object) -> float:

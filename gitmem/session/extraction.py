@@ -113,10 +113,12 @@ class ExtractionRequest:
         """``sha256:`` of :meth:`evidence_payload` as compact JSON with sorted keys (UTF-8).
 
         A reviewer holding the turn recomputes it to check that a candidate came from
-        exactly that turn; with a redacted request it pins the redacted text.
+        exactly that turn; with a redacted request it pins the redacted text. A turn's
+        text is whatever the host was given, so a lone surrogate in it (half an emoji a
+        client cut) is hashed as its three bytes (``surrogatepass``), not refused.
         """
         data = json.dumps(self.evidence_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+        return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Extractor(Protocol):
@@ -267,23 +269,26 @@ def _strings(entry: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in value))
 
 
+def _choice(entry: Mapping[str, Any], key: str, allowed: Collection[str], shown: str) -> str:
+    """``entry[key]`` when it is one of ``allowed``; refused (reason ``key``) otherwise, whatever its type
+    (a model's ``{}`` or ``[]`` is looked up in nothing: it is unhashable)."""
+    value = entry[key]
+    if not isinstance(value, str) or value not in allowed:
+        raise _Refused(key, f"{key} {repr(value)[:80]} is not {shown}")
+    return value
+
+
 def _one(entry: object, related_ids: Collection[str], base_meta: dict[str, Any]) -> ExtractedItem:
     if not isinstance(entry, Mapping):
         raise _Refused("not_an_object", f"an item must be an object, got {type(entry).__name__}")
     missing = [k for k in REQUIRED if k not in entry]
     if missing:
         raise _Refused("missing_field", f"missing {', '.join(missing)}")
-    memory_type = entry["memory_type"]
-    if memory_type not in ("semantic", "procedural"):
-        raise _Refused("memory_type", f"memory_type {memory_type!r} is not semantic or procedural")
-    source = entry["source"]
-    if source not in SOURCES:
-        raise _Refused("source", f"source {source!r} is not one of {', '.join(SOURCES)}")
+    memory_type = _choice(entry, "memory_type", ("semantic", "procedural"), "semantic or procedural")
+    source = _choice(entry, "source", SOURCES, f"one of {', '.join(SOURCES)}")
     if SOURCES[source] != memory_type:
         raise _Refused("source_type_mismatch", f"source {source} goes with {SOURCES[source]}, not {memory_type}")
-    scope = entry["scope"]
-    if scope not in SCOPES:
-        raise _Refused("scope", f"scope {scope!r} is not workspace or user")
+    scope = _choice(entry, "scope", SCOPES, "workspace or user")
     content = _text(entry, "content", CONTENT_CHARS, "content_length")
     reason = _text(entry, "reason", REASON_CHARS, "reason_length")
     tags = tuple(dict.fromkeys(t.lower() for t in _strings(entry, "tags")))

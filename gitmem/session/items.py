@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, get_args
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import parse_json
+from gitmem.recall.values import is_date_time
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
@@ -473,8 +474,10 @@ def item_from_row(row: object) -> MemoryItem:
     if not isinstance(row, list) or len(row) != 7:
         raise ValueError("an item row holds seven fields")
     item_id, content, timestamp, importance, tags, memory_type, metadata = row
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or not math.isfinite(timestamp):
-        raise ValueError(f"timestamp {timestamp!r} is not a finite number")
+    if not is_date_time(timestamp):
+        # An item file's time is a date, which every answer formats: one past them (1e300) made them fail.
+        shown = timestamp if not isinstance(timestamp, int) or abs(timestamp) < 10**18 else "a larger integer"
+        raise ValueError(f"timestamp {shown!r} is not a time of the years 1 to 9999")
     if not isinstance(tags, list) or not all(type(t) is str for t in tags):
         raise ValueError("tags must be a list of strings")
     try:

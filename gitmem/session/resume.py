@@ -99,11 +99,25 @@ class SessionRecords:
         return os.path.join(self.folder, hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".json")
 
     def _valid(self, data: dict[str, Any]) -> bool:
+        """Whether a record read back has the shape this kind writes (a subclass checks its own fields too)."""
         binding = data.get("binding")
         return isinstance(binding, dict) and binding.get("schema") == self.SCHEMA
 
+    @staticmethod
+    def _check_id(session_id: str) -> None:
+        """``invalid_query`` for an id that names no record: empty, not a string, not text (a lone surrogate)."""
+        if not isinstance(session_id, str) or not session_id:
+            raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
+        try:
+            session_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MemoryStoreError(
+                "invalid_query", f"session id {session_id[:200]!r} is not text: {exc.reason} at {exc.start}"
+            ) from None
+
     def _read(self, session_id: str) -> dict[str, Any] | None:
         """The session's whole record (``None``: none); ``forbidden`` when it cannot be read."""
+        self._check_id(session_id)
         if self.folder is None:
             found = self._memory.get(session_id)
             return None if found is None else parse_json(json.dumps(found))  # a copy, as a file would give it
@@ -125,6 +139,7 @@ class SessionRecords:
 
     def _write(self, session_id: str, data: dict[str, Any], *, replace: bool) -> bool:
         """Save ``data`` as the session's record: ``replace`` it, or write it once (``False``: one was there)."""
+        self._check_id(session_id)
         if self.folder is None:
             copied = parse_json(json.dumps(data))
             if replace:
@@ -149,10 +164,11 @@ class SessionBindings(SessionRecords):
         where = getattr(store, "path", None)
         return cls(os.path.join(where, *BINDINGS_DIR) if isinstance(where, str) else None)
 
+    def _valid(self, data: dict[str, Any]) -> bool:
+        return super()._valid(data) and isinstance(data["binding"].get("durable"), list)
+
     def load(self, session_id: str) -> dict[str, Any] | None:
         """The recorded identity (``None``: never bound); ``forbidden`` when the record cannot be read."""
-        if not isinstance(session_id, str) or not session_id:
-            raise MemoryStoreError("invalid_query", "a session id is a non-empty string")
         data = self._read(session_id)
         return None if data is None else dict(data["binding"])
 

@@ -118,15 +118,24 @@ class TurnResult:
     context_id: str | None = None  # the model context the durable nodes were admitted under
 
 
+def _inert(text: str) -> str:
+    """``text`` on one line with ``&``, ``<`` and ``>`` as entities: no memory can close (or open) the block."""
+    return " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def render_block(memories: tuple[RecalledMemory, ...]) -> str:
-    """The recalled memories as the turn's context block ('' when there are none)."""
+    """The recalled memories as the turn's context block ('' when there are none).
+
+    A memory's words are anyone's (an item extracted from a turn, a node someone
+    proposed), so they are made inert (:func:`_inert`) before they go inside it.
+    """
     if not memories:
         return ""
     lines = ["<session-memory>", "Supporting context from earlier work; verify before relying on it."]
     for m in memories:
         label = f"durable {m.id} r{m.revision}" if m.layer == "durable" else f"{m.id} {m.memory_type}"
         note = f" (conflicts with {', '.join(m.conflicts_with)})" if m.conflicts_with else ""
-        lines.append(f"- [{label}]{note} {' '.join(m.content.split())}")
+        lines.append(_inert(f"- [{label}]{note} {m.content}"))
     lines.append("</session-memory>")
     return "\n".join(lines)
 

@@ -21,6 +21,7 @@ everywhere.
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -221,11 +222,22 @@ def _apply_line(counts: dict[str, tuple[int, float]], parts: list[str]) -> None:
     parts = parts[:-1]
     try:
         if parts[0] == "a" and len(parts) >= 3:
-            _add(counts, parts[2:], float(parts[1]))
+            _add(counts, parts[2:], _time(parts[1]))
         elif parts[0] == "f":
             for i in parts[1:]:
                 counts.pop(i, None)
         elif parts[0] == "s" and len(parts) == 4:
-            counts[parts[1]] = (int(parts[2]), float(parts[3]))
+            count = int(parts[2])
+            if count < 0:
+                return
+            counts[parts[1]] = (count, _time(parts[3]))
     except (IndexError, ValueError):
         return
+
+
+def _time(text: str) -> float:
+    """A line's time; ``ValueError`` (the line is skipped) for one that is no time: NaN or infinite."""
+    at = float(text)
+    if not math.isfinite(at):
+        raise ValueError(f"{text} is not a time")
+    return at

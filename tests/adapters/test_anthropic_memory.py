@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from anthropic.types.beta import BetaMessage
 
 from gitmem import Applied, Edit, ForwardingFileStore, GitFileStore, InMemoryFileStore, Root, SyncGitFileStore
 from gitmem.adapters.anthropic_memory import AsyncGitMemoryTool, GitMemoryTool, store_path
+from gitmem.fileformat import FileFormat
 from gitmem.model import Origin
 
 ORIGIN = Origin(run_id="run-7", principal_id="alice")
@@ -804,3 +806,16 @@ def test_every_command_is_checked_against_its_schema_before_it_runs(tmp_path: Pa
     with pytest.raises(ToolError, match="Invalid command"):
         asyncio.run(AsyncGitMemoryTool(store).call(bad))
     assert store.sync.head() == head
+
+
+def test_a_refused_replace_of_a_common_text_takes_time_linear_in_the_file() -> None:
+    """Every occurrence's line is named in one pass: a 512 KiB file of 260k matches answers
+    at once (counting each line number from the top took minutes: quadratic in the file)."""
+    memory = InMemoryFileStore(FileFormat(max_file_bytes=1 << 20))
+    tool = GitMemoryTool(memory)
+    tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "a\n" * (1 << 18)})
+    started = time.monotonic()
+    message = refused(tool, StrReplace(command="str_replace", path="/memories/a.txt", old_str="a", new_str="b"))
+    assert time.monotonic() - started < 5.0
+    assert message.startswith("No replacement was performed. Multiple occurrences of old_str `a` in lines: 1, 2, 3,")
+    assert memory.read("a.txt").text == "a\n" * (1 << 18)

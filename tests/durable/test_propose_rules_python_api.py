@@ -36,8 +36,21 @@ GOOD: dict[str, Any] = {
         {"tags": [f"t{i}" for i in range(20)]},  # more than 8 tags
         {"surprise": "field"},  # an unknown field
         {"importance": 10**400},  # no float holds it: OverflowError, not a refusal
+        {"memory_type": {}},  # unhashable: looked up in the sources, a TypeError
+        {"source": ["project_fact"]},
+        {"scope": {"workspace": 1}},
     ],
-    ids=["scope", "importance", "confidence", "tags", "unknown-field", "importance-past-floats"],
+    ids=[
+        "scope",
+        "importance",
+        "confidence",
+        "tags",
+        "unknown-field",
+        "importance-past-floats",
+        "memory-type-object",
+        "source-list",
+        "scope-object",
+    ],
 )
 def test_propose_refuses_what_the_rules_refuse(tmp_path: Path, change: dict[str, Any]) -> None:
     binding = DurableBinding(DurableRepository.open(tmp_path / "root", "team", create=True), NS)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 from datetime import UTC, datetime
 
 import pytest
@@ -157,3 +159,24 @@ def test_the_conversation_data_is_the_same_on_every_run_and_every_answer_is_a_tu
         turns = {item["id"] for item in data["items"]}
         assert len(turns) > 4000 and len(data["questions"]) > 250
         assert all(q["answers"] and set(q["answers"]) <= turns for q in data["questions"])
+
+
+def test_queries_of_long_words_leave_nothing_behind_in_the_process() -> None:
+    """A served index answers any number of queries: a megabyte "word" in each is stemmed and
+    dropped, never kept by the stemmer's memo (which held 65,536 of them: gigabytes)."""
+    index = RecallIndex(profile="conversation")
+    index.upsert(RecallDoc("a", "hello world", 1.0))
+    index.search("hello", ranking="bm25")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(40):
+            word = "q" * (1 << 17) + "".join(chr(ord("a") + int(d)) for d in str(n))
+            assert [h.id for h in index.search(f"hello {word}", ranking="bm25")] == ["a"]
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 1 << 20  # 40 queries of 128 KiB kept 10 MiB
+    index.upsert(RecallDoc("long", "x" * 80 + "ing", 2.0))  # a long word is stemmed by the same rules
+    assert [h.id for h in index.search("x" * 80 + "ed", ranking="bm25")] == ["long"]

@@ -10,8 +10,8 @@ import numpy as np
 
 from gitmem import derived
 from gitmem.recall import RecallDoc, RecallIndex, StoreRecall
-from gitmem.recall.convo import stem
 from gitmem.recall.embed import EmbeddingBranch, digest
+from gitmem.recall.stemming import memo_size
 
 from .support import git_store, item, to_doc
 from .test_embed import ConceptEmbedder
@@ -69,9 +69,9 @@ def test_a_rebuild_after_a_forget_keeps_no_vector_of_the_erased_text(tmp_path: P
 def test_a_rebuild_leaves_no_erased_word_in_the_stemmer() -> None:
     index = RecallIndex(profile="conversation")
     index.upsert(RecallDoc("s", "hunter2swordfish passwords", 1.0))
-    assert stem.cache_info().currsize > 0
+    assert memo_size() > 0
     index.clear()
-    assert stem.cache_info().currsize == 0
+    assert memo_size() == 0
     index.upsert(RecallDoc("k", "keep the lockfile", 2.0))
     assert [h.id for h in index.search("lockfile")] == ["k"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,12 @@ def test_a_new_process_resumes_and_catches_up(tmp_path: Path) -> None:
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [[1, 2, 3, 4]]})),
         # a time no float holds: float() raised OverflowError out of the first search
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [["a.json", "a", "x", 10**400]]})),
+        # finite, but no date: a record memory's search turned it into one and raised OverflowError
+        lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [["items/a.json", "a", "x", 1e300]]})),
+        lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "docs": [["items/a.json", "a", "x", -1e18]]})),
+        lambda p: p.write_text(
+            json.dumps({**json.loads(p.read_text()), "docs": [["items/a.json", "a", "x", math.nan]]})
+        ),
         lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "cursor": "f" * 40})),
         lambda p: p.unlink(),
     ],

@@ -228,9 +228,29 @@ def _plant(record: Path, how: str, tmp_path: Path) -> None:
         record.write_text('{"session_id": "s-2", "binding": {"schema": "gitmem.session.binding.v1"}}')
     elif how == "folder":
         record.mkdir()
+    elif how.startswith("durable "):  # the right schema, a wrong type where the bindings are
+        durable = how.removeprefix("durable ")
+        record.write_text(
+            f'{{"session_id": "s-1", "binding": {{"schema": "gitmem.session.binding.v1", "durable": {durable}}}}}'
+        )
 
 
-@pytest.mark.parametrize("how", ["garbage", "empty", "deep", "huge", "fifo", "link", "another session", "folder"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "garbage",
+        "empty",
+        "deep",
+        "huge",
+        "fifo",
+        "link",
+        "another session",
+        "folder",
+        "durable 5",
+        "durable null",
+        "durable {}",
+    ],
+)
 def test_a_record_that_cannot_be_read_refuses_the_resume(tmp_path: Path, how: str) -> None:
     root, session_dir = tmp_path / "root", tmp_path / "session"
     calls: list[str] = []
@@ -246,6 +266,17 @@ def test_a_record_that_cannot_be_read_refuses_the_resume(tmp_path: Path, how: st
     assert len(calls) == 1
     if how == "link":
         assert "gitmem.session" in (tmp_path / "outside.json").read_text()  # nothing written through the link
+
+
+@pytest.mark.parametrize("session_id", ["s-\ud800", "\udc00"])
+def test_a_session_id_that_is_no_text_is_refused_with_its_code(tmp_path: Path, session_id: str) -> None:
+    """A lone surrogate cannot name a record file: ``invalid_query``, on disk and in the in-memory twin alike."""
+    for bindings in (SessionBindings(tmp_path / "bindings"), SessionBindings(None)):
+        for identity in (None, {"schema": "gitmem.session.binding.v1", "durable": [{"type": "x"}]}):
+            with pytest.raises(MemoryStoreError) as raised:
+                bindings.resume(session_id, identity)
+            assert raised.value.code == "invalid_query"
+    assert not (tmp_path / "bindings").exists()
 
 
 def test_two_processes_binding_one_new_session_differently_leave_one_record(tmp_path: Path) -> None:

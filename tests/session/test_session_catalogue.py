@@ -183,6 +183,9 @@ def _row_spoilt(index: int, value: object) -> object:
         _row_spoilt(4, "2024-01-01T00:00:00Z"),
         _row_spoilt(4, float("inf")),
         _row_spoilt(4, 10**400),  # no float holds it: OverflowError went out of the first call
+        _row_spoilt(4, 1e300),  # finite, but no date: every answer naming the item failed
+        _row_spoilt(4, 253402300800.0),  # the first second of the year 10000
+        _row_spoilt(4, 1e18),
         _row_spoilt(5, 7.5),
         _row_spoilt(6, ["ok", 3]),
         _row_spoilt(7, "dream"),

@@ -79,7 +79,11 @@ def test_a_malformed_answer_is_rejected_as_a_whole(raw: object, reason: str) -> 
         (good(source="gossip"), "source"),
         (good(memory_type="semantic", source="workflow"), "source_type_mismatch"),
         (good(memory_type="procedural", source="preference"), "source_type_mismatch"),
+        (good(source={"kind": "failure"}), "source"),  # unhashable: a TypeError ended the turn's extraction
+        (good(source=["failure"]), "source"),
+        (good(memory_type={}), "memory_type"),
         (good(scope="global"), "scope"),
+        (good(scope=["workspace"]), "scope"),
         (good(content="too short"), "content_length"),
         (good(content="x" * 1201), "content_length"),
         (good(content=42), "wrong_type"),

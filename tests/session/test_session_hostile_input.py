@@ -15,9 +15,11 @@ import pytest
 
 from gitmem.errors import MemoryStoreError
 from gitmem.session import items
+from gitmem.session.extraction import ExtractionRequest
 from gitmem.session.hygiene import DAY
 from gitmem.session.location import open_session_memory
 from gitmem.session.memory import SessionMemory
+from gitmem.session.runner import ModelReply, SessionRunner
 from gitmem.tools.session import SessionTools
 
 
@@ -191,3 +193,41 @@ def test_conflict_marks_both_ends_and_prune_keeps_them(memory: SessionMemory, cl
     clock.t += 365 * DAY
     assert memory.prune().removed == ()
     assert memory.get(a.id).conflicts_with == (b.id,) and memory.get(b.id).conflicts_with == (a.id,)
+
+
+def test_a_turn_whose_text_holds_half_an_emoji_is_extracted_all_the_same(memory: SessionMemory) -> None:
+    """A prompt, reply or tool call cut inside a surrogate pair is the host's text as given: the
+    turn's evidence is hashed (it raised UnicodeEncodeError and lost the turn's memories)."""
+    item = {
+        "content": "Release checks need PROVIDER_BASE_URL set before verification",
+        "memory_type": "procedural",
+        "source": "failure",
+        "scope": "workspace",
+        "reason": "the next release would fail the same way",
+        "tags": ["release"],
+        "importance": 0.85,
+        "confidence": 0.9,
+    }
+
+    class Extractor:
+        def extract(self, request: ExtractionRequest) -> object:
+            return {"items": [item]}
+
+    runner = SessionRunner(
+        memory,
+        lambda ctx: ModelReply("noted \ud83d", ("tool \udc00",)),
+        workspace="w",
+        session_id="s-1",
+        extractor=Extractor(),
+    )
+    try:
+        outcome = runner.turn("the release failed again \ud83d").extraction
+        assert outcome is not None
+        done = outcome.result()
+    finally:
+        runner.close()
+    assert done.error is None and len(done.stored) == 1 and not done.rejected
+    assert [m.content for m in memory.recall_by_tags(["release"])] == [item["content"]]
+    turn = ExtractionRequest("a \ud83d", "b", "w", "s-1")
+    assert turn.evidence_digest() == ExtractionRequest("a \ud83d", "b", "w", "s-1").evidence_digest()
+    assert turn.evidence_digest() != ExtractionRequest("a \ud83e", "b", "w", "s-1").evidence_digest()

@@ -53,6 +53,24 @@ def test_record_lookup_forget_and_a_torn_tail(tmp_path: Path) -> None:
     assert FileAccessStats(tmp_path / "s").snapshot() == {"a": (2, 10.0)}
 
 
+@pytest.mark.parametrize(
+    "planted",
+    ["a nan a $", "a inf a $", "a -inf b $", "s a -7 10.0 $", "s a 3 nan $", "s b 2 1e999 $", "s a 1.5 10.0 $"],
+)
+def test_a_planted_line_out_of_range_is_skipped_like_a_torn_one(tmp_path: Path, planted: str) -> None:
+    """The log is local state anyone on the machine can append to: a count below zero or a time that is
+    no time (NaN, infinite) is not read (it showed as ``access_count: -6`` and ``last_accessed: nan``)."""
+    stats = FileAccessStats(tmp_path / "s")
+    stats.record(["a"], 10.0)
+    with open(tmp_path / "s", "a") as f:
+        f.write(f"\n{planted}\n")
+    assert FileAccessStats(tmp_path / "s").snapshot() == {"a": (1, 10.0)}
+    stats.record(["a", "b"], 12.0)
+    assert FileAccessStats(tmp_path / "s").snapshot() == {"a": (2, 12.0), "b": (1, 12.0)}
+    stats.compact()
+    assert FileAccessStats(tmp_path / "s").snapshot() == {"a": (2, 12.0), "b": (1, 12.0)}
+
+
 def test_the_in_memory_twin() -> None:
     stats = MemoryAccessStats()
     stats.record(["x", "x"], 3.0)
