@@ -598,6 +598,26 @@ def _warm_first_dispatcher() -> Any:
     return dispatcher
 
 
+def _make_room(channels: Iterable[Any]) -> None:
+    """At the connection limit, close the connection that was quiet longest and has nothing in flight.
+
+    waitress stops accepting at its ``connection_limit`` and keeps a connection
+    that sends nothing for ``channel_timeout`` (two minutes): whoever can reach the
+    port could hold every place with sockets that never finish a request, and
+    token holders could not connect at all. So a new connection takes the place of
+    the one that has been silent longest among those with no request being served
+    and no answer being sent (an idle keep-alive, or half a request): to keep
+    others out, a client must now be busier than every one of them. The connection
+    is closed as waitress's own idle check closes one (``will_close``), by the loop.
+    """
+    idle = [
+        c for c in channels
+        if not c.requests and not c.total_outbufs_len and not c.will_close and not c.close_when_flushed
+    ]  # fmt: skip
+    if idle:
+        min(idle, key=lambda c: c.last_activity).will_close = True
+
+
 class GitHttpServer:
     """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
@@ -642,9 +662,17 @@ class GitHttpServer:
             gate, map=self._map, threads=threads, ident="gitmem", _dispatcher=dispatcher, **where, **limits
         )
         gate.port = self.port
-        if may_accept is not None:  # asked before each poll, with the connections this process holds
-            readable = self._server.readable
-            self._server.readable = lambda: readable() and may_accept(len(self._map) - 2)  # the server, the trigger
+        readable = self._server.readable
+
+        def accepting() -> bool:  # asked before each poll
+            held = len(self._map) - 2  # connections: the map also holds the server and its wake-up pipe
+            if may_accept is not None and not may_accept(held):
+                return False
+            if held + 2 >= self._server.adj.connection_limit:
+                _make_room(self._server.active_channels.values())
+            return bool(readable())
+
+        self._server.readable = accepting
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that

@@ -1,0 +1,90 @@
+"""Connections held open without a request: they must not lock token holders out of the server.
+
+waitress takes at most ``connection_limit`` (100) connections at once and stops
+accepting past that, and a connection that sends nothing is kept for its
+``channel_timeout`` (two minutes). Anyone who can reach the port could hold 100
+sockets open, each with half a request line, and nobody else got in. These tests
+hold that many against a real server (loopback, bounded counts) and ask for an
+answer beside them.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from gitmem.adapters.http_server import GitHttpServer
+
+FLOOD = 130  # past waitress's connection limit of 100
+ANSWER_TIMEOUT = 20.0  # a liveness guard: the answer comes within a loop turn or two
+
+
+def _app(release: threading.Event) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/slow":  # a request in flight until the test lets it finish
+            release.wait(ANSWER_TIMEOUT)
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
+        return [b"ok\n"]
+
+    return app
+
+
+@contextmanager
+def _server(release: threading.Event) -> Iterator[GitHttpServer]:
+    server = GitHttpServer(_app(release), "127.0.0.1", 0).start()
+    try:
+        yield server
+    finally:
+        release.set()
+        server.stop()
+
+
+def _idle_sockets(port: int, count: int, stack: ExitStack) -> list[socket.socket]:
+    """``count`` connections that each sent half a request and then nothing."""
+    held = []
+    for _ in range(count):
+        sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        held.append(sock)
+    return held
+
+
+def _get(port: int, path: str = "/") -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=ANSWER_TIMEOUT) as answer:
+        return bytes(answer.read())
+
+
+def test_connections_that_never_send_a_request_do_not_lock_others_out() -> None:
+    release = threading.Event()
+    with _server(release) as server, ExitStack() as stack:
+        _idle_sockets(server.port, FLOOD, stack)
+        time.sleep(0.5)  # every one accepted that will be
+        began = time.monotonic()
+        assert _get(server.port) == b"ok\n"
+        assert time.monotonic() - began < ANSWER_TIMEOUT / 2
+        # and again, while the idle ones are still held open
+        assert _get(server.port) == b"ok\n"
+
+
+def test_a_connection_with_a_request_in_flight_is_never_the_one_closed() -> None:
+    release = threading.Event()
+    with _server(release) as server, ExitStack() as stack:
+        slow = stack.enter_context(socket.create_connection(("127.0.0.1", server.port), timeout=ANSWER_TIMEOUT))
+        slow.sendall(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.3)  # its request is being served (the app waits)
+        _idle_sockets(server.port, FLOOD, stack)
+        time.sleep(0.5)
+        for _ in range(5):  # new connections, each making room
+            assert _get(server.port) == b"ok\n"
+        release.set()
+        answer = b""
+        while not answer.endswith(b"ok\n"):
+            chunk = slow.recv(4096)
+            assert chunk, f"the connection with a request in flight was closed: {answer!r}"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200")
