@@ -82,7 +82,7 @@ from gitmem.adapters import mcp_fastcall
 from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
-from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
+from gitmem.adapters.mcp_stream import ChangeFanout, StreamSlots, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.mcp_takeup import (
     SESSION_HEADER,
     SUBSCRIBE,
@@ -130,7 +130,7 @@ class McpHttpApp(SessionTakeUp):
     ) -> None:
         self.root = root
         self.max_streams = max_streams
-        self._streams = 0
+        self._slots = StreamSlots(max_streams)
         self.tokens = tokens
         self.max_body = max_body
         self.idle_timeout = idle_timeout
@@ -251,23 +251,20 @@ class McpHttpApp(SessionTakeUp):
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         if session is None or not self.book.exists(owner, session_id):
             return _reply(start_response, 404, _error("Session not found"))
-        with self._lock:
-            if self._streams >= self.max_streams:
-                full = True
-            else:
-                full = False
-                self._streams += 1
-                session.streams += 1
-        if full:
-            return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open "
-                                                      "and all are taken: no change notifications for now"),
+        slot = self._slots.take(owner)
+        if slot is None:
+            return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open, "
+                                                      "all are taken and this token holds its share of them: "
+                                                      "no change notifications for now"),
                           [("Allow", "POST, DELETE")])  # fmt: skip
+        with self._lock:
+            session.streams += 1
         token = _bearer(environ)
         touched = [time.monotonic()]
 
         def alive() -> bool:
             with self._lock:
-                live = self._sessions.get(session_id) is session and not self._ending
+                live = self._sessions.get(session_id) is session and not self._ending and not slot.ending
             if not live or self.tokens.grant(token) != session.grant or not self.book.exists(owner, session_id):
                 return False
             if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
@@ -279,8 +276,8 @@ class McpHttpApp(SessionTakeUp):
             return True
 
         def closed() -> None:
+            self._slots.release(slot)
             with self._lock:
-                self._streams -= 1
                 session.streams -= 1
                 session.last_used = time.monotonic()
 
@@ -520,6 +517,10 @@ class McpHttpApp(SessionTakeUp):
     def session_count(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+    def stream_count(self) -> int:
+        """Event streams open in this worker now (one that gave its place away counts until it ends)."""
+        return self._slots.count()
 
     # -- the event loop ----------------------------------------------------------
 
