@@ -598,6 +598,10 @@ def _warm_first_dispatcher() -> Any:
     return dispatcher
 
 
+_HELD_BACK_POLL = 0.01
+"""Seconds a worker that lets the others accept waits before it looks at their counts again."""
+
+
 def _make_room(channels: Iterable[Any]) -> None:
     """At the connection limit, close the connection that was quiet longest and has nothing in flight.
 
@@ -665,14 +669,16 @@ class GitHttpServer:
         readable = self._server.readable
 
         def accepting() -> bool:  # asked before each poll
+            room = bool(readable())  # waitress's idle-connection sweep and its connection limit
             held = len(self._map) - 2  # connections: the map also holds the server and its wake-up pipe
-            if may_accept is not None and not may_accept(held):
-                return False
-            if held + 2 >= self._server.adj.connection_limit:
+            may = may_accept is None or may_accept(held)
+            self._held_back = not may
+            if may and not room and held + 2 >= self._server.adj.connection_limit:
                 _make_room(self._server.active_channels.values())
-            return bool(readable())
+            return room and may
 
         self._server.readable = accepting
+        self._held_back = False  # new connections are left to the other workers: look again soon
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
@@ -697,7 +703,11 @@ class GitHttpServer:
 
         try:
             while not self._stop.is_set():
-                wasyncore.loop(timeout=1.0, map=self._map, use_poll=True, count=1)
+                # A worker that leaves new connections to the others does not watch the listening
+                # socket, so nothing wakes it when they took theirs: it asks again within 10 ms, not
+                # at the next second (a burst of connections was taken three or four a second).
+                wait = _HELD_BACK_POLL if self._held_back else 1.0
+                wasyncore.loop(timeout=wait, map=self._map, use_poll=True, count=1)
         finally:
             with self._closing:
                 self._closed = True

@@ -16,9 +16,14 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
+from gitmem import Root
 from gitmem.adapters.http_server import GitHttpServer
+from gitmem.adapters.tokens import token_entry
+
+from .support import TOKEN, git, seed, serving
 
 FLOOD = 130  # past waitress's connection limit of 100
 ANSWER_TIMEOUT = 20.0  # a liveness guard: the answer comes within a loop turn or two
@@ -88,3 +93,18 @@ def test_a_connection_with_a_request_in_flight_is_never_the_one_closed() -> None
             assert chunk, f"the connection with a request in flight was closed: {answer!r}"
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_a_served_process_with_two_workers_answers_beside_idle_connections(tmp_path: Path) -> None:
+    """The real ``gitmem serve --workers 2``: each worker's 100 places held by idle sockets, and a clone still lands."""
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(TOKEN, "alice", ["team"], "read"), encoding="utf-8")
+    with serving(root.path, tokens, "--workers", "2") as server, ExitStack() as stack:
+        port = int(server.info["url"].rsplit(":", 1)[1])
+        _idle_sockets(port, 2 * FLOOD, stack)
+        time.sleep(1.0)
+        assert _get(port, "/health") == b"ok\n"
+        git("clone", "-q", f"http://alice:{TOKEN}@127.0.0.1:{port}/team.git", str(tmp_path / "clone"))
+        assert (tmp_path / "clone" / "seed.md").is_file()
