@@ -54,6 +54,7 @@ import os
 import re
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,8 @@ from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.root import MOUNT_NAME, Root
+
+log = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -300,7 +303,7 @@ class GitHttpApp:
             check_control_files(path)
         except MemoryStoreError as exc:
             done()
-            logging.getLogger(__name__).warning("memory %s is not served: %s", name, exc.message)
+            log.warning("memory %s is not served: %s", name, exc.message)
             return _text(
                 start_response,
                 "503 Service Unavailable",
@@ -598,6 +601,8 @@ def _warm_first_dispatcher() -> Any:
     return dispatcher
 
 
+MAX_CONNECTIONS = 100
+"""Connections one server (one worker) holds; past that a new one takes the place of the longest silent."""
 _HELD_BACK_POLL = 0.01
 """Seconds a worker that lets the others accept waits before it looks at their counts again."""
 
@@ -606,7 +611,7 @@ def _make_room(channels: Iterable[Any]) -> None:
     """At the connection limit, close the connection that was quiet longest and has nothing in flight.
 
     waitress stops accepting at its ``connection_limit`` and keeps a connection
-    that sends nothing for ``channel_timeout`` (two minutes): whoever can reach the
+    that sends nothing for ``channel_timeout`` (two minutes): whoever could reach the
     port could hold every place with sockets that never finish a request, and
     token holders could not connect at all. So a new connection takes the place of
     the one that has been silent longest among those with no request being served
@@ -655,7 +660,7 @@ class GitHttpServer:
         self._map: dict[int, Any] = {}
         # waitress buffers a whole request body (to a temp file) before the app runs: cap it
         # near the app's own pack cap (without one, waitress's default of 1 GiB stays).
-        limits: dict[str, int] = {}
+        limits: dict[str, int] = {"connection_limit": MAX_CONNECTIONS + 16}  # ours (accepting) applies first
         cap = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
         if cap:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
@@ -669,16 +674,25 @@ class GitHttpServer:
         readable = self._server.readable
 
         def accepting() -> bool:  # asked before each poll
-            room = bool(readable())  # waitress's idle-connection sweep and its connection limit
+            room = bool(readable())  # waitress's idle-connection sweep (its own limit sits above ours)
             held = len(self._map) - 2  # connections: the map also holds the server and its wake-up pipe
             may = may_accept is None or may_accept(held)
             self._held_back = not may
-            if may and not room and held + 2 >= self._server.adj.connection_limit:
+            if not (room and may):
+                return False
+            if held >= MAX_CONNECTIONS:
                 _make_room(self._server.active_channels.values())
-            return room and may
+                self._held_back = True  # the place is free by the next turn
+                now = time.monotonic()
+                if now - self._full_logged > 60:
+                    self._full_logged = now
+                    log.warning("%d connections are open: a new one takes the place of the longest silent", held)
+                return False
+            return True
 
         self._server.readable = accepting
         self._held_back = False  # new connections are left to the other workers: look again soon
+        self._full_logged = -60.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
