@@ -672,6 +672,8 @@ class GitHttpServer:
         )
         gate.port = self.port
         readable = self._server.readable
+        self._held_back = False  # new connections are left to the other workers: look again soon
+        self._full_logged = -60.0  # when the last "connections are full" line was logged
 
         def accepting() -> bool:  # asked before each poll
             room = bool(readable())  # waitress's idle-connection sweep (its own limit sits above ours)
@@ -691,8 +693,6 @@ class GitHttpServer:
             return True
 
         self._server.readable = accepting
-        self._held_back = False  # new connections are left to the other workers: look again soon
-        self._full_logged = -60.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
