@@ -601,6 +601,8 @@ def _warm_first_dispatcher() -> Any:
     return dispatcher
 
 
+CHANNEL_TIMEOUT = 120
+"""Seconds of silence after which a connection is closed: idle, or with an answer its client does not read."""
 MAX_CONNECTIONS = 100
 """Connections one server (one worker) holds; past that a new one takes the place of the longest silent."""
 _HELD_BACK_POLL = 0.01
@@ -627,6 +629,23 @@ def _make_room(channels: Iterable[Any]) -> None:
         min(idle, key=lambda c: c.last_activity).will_close = True
 
 
+def _end_stalled(channels: Iterable[Any], cutoff: float, watermark: int) -> None:
+    """Close connections whose answer has waited since ``cutoff`` for its client to read it.
+
+    Past ``watermark`` bytes buffered (waitress's ``outbuf_high_watermark``, 16 MiB)
+    the thread producing an answer waits for the client to read, and waitress's
+    idle check skips a connection with a request in flight: a client that asked
+    for a large clone and read nothing held that thread for as long as it kept
+    the socket. The same silence that ends an idle connection (``channel_timeout``)
+    ends this one, closed at once (its socket takes no more, so waitress would
+    never get to close it); its thread then gets ``ClientDisconnected`` and is free.
+    Called by the loop's thread between polls only.
+    """
+    for c in channels:
+        if c.requests and c.total_outbufs_len > watermark and c.last_activity < cutoff and c.connected:
+            c.handle_close()
+
+
 class GitHttpServer:
     """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
@@ -650,6 +669,7 @@ class GitHttpServer:
         allowed_hosts: Iterable[str] = (),
         sock: socket.socket | None = None,
         may_accept: Callable[[int], bool] | None = None,
+        channel_timeout: int = CHANNEL_TIMEOUT,
     ) -> None:
         from waitress.server import create_server
 
@@ -660,7 +680,10 @@ class GitHttpServer:
         self._map: dict[int, Any] = {}
         # waitress buffers a whole request body (to a temp file) before the app runs: cap it
         # near the app's own pack cap (without one, waitress's default of 1 GiB stays).
-        limits: dict[str, int] = {"connection_limit": MAX_CONNECTIONS + 16}  # ours (accepting) applies first
+        limits: dict[str, int] = {
+            "connection_limit": MAX_CONNECTIONS + 16,  # ours (accepting) applies first
+            "channel_timeout": channel_timeout,
+        }
         cap = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
         if cap:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
@@ -715,6 +738,7 @@ class GitHttpServer:
     def serve_forever(self) -> None:
         from waitress import wasyncore
 
+        stalled_check = 0.0
         try:
             while not self._stop.is_set():
                 # A worker that leaves new connections to the others does not watch the listening
@@ -722,6 +746,12 @@ class GitHttpServer:
                 # at the next second (a burst of connections was taken three or four a second).
                 wait = _HELD_BACK_POLL if self._held_back else 1.0
                 wasyncore.loop(timeout=wait, map=self._map, use_poll=True, count=1)
+                now = time.time()
+                if now >= stalled_check:  # between polls, where closing a socket is safe
+                    stalled_check = now + 1.0
+                    adj = self._server.adj
+                    _end_stalled(list(self._server.active_channels.values()), now - adj.channel_timeout,
+                                 adj.outbuf_high_watermark)  # fmt: skip
         finally:
             with self._closing:
                 self._closed = True

@@ -116,3 +116,37 @@ def test_a_served_process_with_two_workers_answers_beside_idle_connections(tmp_p
         assert _get(port, "/health") == b"ok\n"
         git("clone", "-q", f"http://alice:{TOKEN}@127.0.0.1:{port}/team.git", str(tmp_path / "clone"))
         assert (tmp_path / "clone" / "seed.md").is_file()
+
+
+def test_a_client_that_stops_reading_a_large_answer_does_not_hold_a_thread_for_ever() -> None:
+    """An answer past waitress's 16 MiB buffer waits on the client's reading, with the request's thread.
+
+    A read token's client asking for a large clone and then reading nothing held
+    that thread for as long as it kept the connection; sixteen such held them all.
+    """
+    ended = threading.Event()
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/large":
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
+            return [b"ok\n"]
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+
+        def body() -> Iterator[bytes]:
+            try:
+                for _ in range(64):
+                    yield b"x" * (1 << 20)
+            finally:
+                ended.set()
+
+        return body()
+
+    server = GitHttpServer(app, "127.0.0.1", 0, threads=1, channel_timeout=2).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=ANSWER_TIMEOUT) as reader:
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.sendall(b"GET /large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert ended.wait(ANSWER_TIMEOUT), "the answer nobody reads still holds its thread"
+            assert _get(server.port) == b"ok\n"  # the server's one thread answers again
+    finally:
+        server.stop()
