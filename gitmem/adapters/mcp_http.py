@@ -251,14 +251,19 @@ class McpHttpApp(SessionTakeUp):
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         if session is None or not self.book.exists(owner, session_id):
             return _reply(start_response, 404, _error("Session not found"))
+        with self._lock:
+            again = session.streams > 0
+            session.streams += 0 if again else 1
+        if again:  # the SDK's answer, given before a place is taken (taking one may end another token's stream)
+            return _reply(start_response, 409, _error("Conflict: Only one SSE stream is allowed per session"))
         slot = self._slots.take(owner)
         if slot is None:
+            with self._lock:
+                session.streams -= 1
             return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open, "
                                                       "all are taken and this token holds its share of them: "
                                                       "no change notifications for now"),
                           [("Allow", "POST, DELETE")])  # fmt: skip
-        with self._lock:
-            session.streams += 1
         token = _bearer(environ)
         touched = [time.monotonic()]
 
@@ -643,7 +648,7 @@ def no_oauth(start_response: StartResponse) -> list[bytes]:
 
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
-            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
             413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import queue
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ from bench.mcp_http_client import HttpMcpClient
 from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
-from gitmem.adapters.tokens import token_entry
+from gitmem.adapters.tokens import hash_token, token_entry
 
 from .support import seed
 
@@ -38,6 +41,12 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
+    with serve(tmp_path, STREAMS) as server:
+        yield server
+
+
+@contextmanager
+def serve(tmp_path: Path, streams: int) -> Iterator[Served]:
     root = Root(tmp_path / "root")
     seed(root.mount("notes", create=True))
     token_file = tmp_path / "tokens.toml"
@@ -45,8 +54,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
         token_entry(ROB, "rob", ["notes"], "read") + token_entry(ALICE, "alice", ["notes"], "write"), encoding="utf-8"
     )
     tokens = load_tokens(token_file, env={})
-    app = McpHttpApp(root, tokens, max_streams=STREAMS)
-    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0, threads=4 + STREAMS).start()
+    app = McpHttpApp(root, tokens, max_streams=streams)
+    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0, threads=4 + streams).start()
     try:
         yield Served(server, app)
     finally:
@@ -95,3 +104,28 @@ def test_a_token_cannot_push_out_a_stream_while_it_holds_its_share(served: Serve
             assert uri == CONTEXT
         with pytest.raises(queue.Empty):
             rob.updates.get(timeout=0.2)  # rob never subscribed
+
+
+def test_a_second_stream_of_one_session_never_ends_another_token_s(tmp_path: Path) -> None:
+    """The SDK refuses a second stream of a session (409); asked for before a place was taken, each
+    such request by a token holding two fewer streams than another ended one of that token's."""
+    with serve(tmp_path, 4) as served, ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(HttpMcpClient(served.url, ALICE))
+        stack.enter_context(HttpMcpClient(served.url, ROB))
+        wait_for(lambda: served.app.stream_count() == 4, "the clients did not open their streams")
+        (rob_session,) = [sid for sid, s in served.app._sessions.items() if s.owner == hash_token(ROB)]
+        request = urllib.request.Request(
+            served.url,
+            headers={"Authorization": f"Bearer {ROB}", "Accept": "text/event-stream", "Mcp-Session-Id": rob_session,
+                     "MCP-Protocol-Version": "2025-06-18"},
+        )  # fmt: skip
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=WAIT)
+            refused.value.close()
+            assert refused.value.code == 409
+        time.sleep(1.5)  # longer than a stream's check: a stream told to end would have ended
+        assert served.app.stream_count() == 4
+        alice_streams = [s for s in served.app._sessions.values() if s.owner == hash_token(ALICE) and s.streams]
+        assert len(alice_streams) == 3
