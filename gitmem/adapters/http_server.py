@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import gzip
 import io
 import logging
@@ -234,6 +235,17 @@ class GitHttpApp:
     def grant(self, environ: Mapping[str, Any]) -> Grant | None:
         """What the request's token may do, or ``None`` without a token the server knows."""
         return self.grants.grant(_presented_token(environ))
+
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        """Whether a request may send a body up to the push cap: a push whose token may push.
+
+        Asked by the server once a request's headers are in, before its body is read
+        (see :class:`GitHttpServer`); every other request is held to :data:`SMALL_BODY`.
+        """
+        if method != "POST" or not path.endswith("/git-receive-pack"):
+            return False
+        grant = self.grant({"HTTP_AUTHORIZATION": authorization})
+        return grant is not None and grant.allows("propose")
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
@@ -548,6 +560,10 @@ class FrontApp:
             return _text(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
         return self.app(environ, start_response)
 
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        taker = getattr(self.app, "takes_pack", None)
+        return bool(taker(method, path, authorization)) if callable(taker) else True
+
     def end_streams(self) -> None:
         ender = getattr(self.app, "end_streams", None)
         if callable(ender):
@@ -629,6 +645,43 @@ def _make_room(channels: Iterable[Any]) -> None:
         min(idle, key=lambda c: c.last_activity).will_close = True
 
 
+SMALL_BODY = 8 * 1024 * 1024
+"""The largest request body read for anything but a push with a token that may push (an MCP request
+takes 4 MiB, a fetch request 1 MiB once decompressed)."""
+
+
+def _channel_class(takes_pack: Callable[[str, str, str], bool]) -> type[Any]:
+    """waitress's connection, whose requests get the push cap only when ``takes_pack`` says so.
+
+    waitress reads a request's whole body, spooled to a temporary file, before the
+    app sees the request and its token: with the one cap a push needs, anybody
+    who could reach the port had a worker spool 64 MiB per connection (100 at
+    once) before being told 401. Once a request's headers are in, one that is not
+    a push with a token that may push is held to :data:`SMALL_BODY`: waitress
+    answers 413 at once when its ``Content-Length`` says more, or as a chunked
+    body passes it.
+    """
+    from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser
+
+    class Parser(HTTPRequestParser):  # type: ignore[misc]
+        adj: Any
+
+        def parse_header(self, header_plus: bytes) -> None:
+            super().parse_header(header_plus)
+            if self.adj.max_request_body_size > SMALL_BODY and not takes_pack(
+                str(self.command), str(self.path), str(self.headers.get("AUTHORIZATION", ""))
+            ):
+                adj = copy.copy(self.adj)  # this request's own: the server's stay as they are
+                adj.max_request_body_size = SMALL_BODY
+                self.adj = adj
+
+    class Channel(HTTPChannel):  # type: ignore[misc]
+        parser_class = Parser
+
+    return Channel
+
+
 def _end_stalled(channels: Iterable[Any], cutoff: float, watermark: int) -> None:
     """Close connections whose answer has waited since ``cutoff`` for its client to read it.
 
@@ -694,6 +747,9 @@ class GitHttpServer:
             gate, map=self._map, threads=threads, ident="gitmem", _dispatcher=dispatcher, **where, **limits
         )
         gate.port = self.port
+        taker = getattr(app, "takes_pack", None)
+        if callable(taker):
+            self._server.channel_class = _channel_class(taker)
         readable = self._server.readable
         self._held_back = False  # new connections are left to the other workers: look again soon
         self._full_logged = -60.0  # when the last "connections are full" line was logged

@@ -608,6 +608,11 @@ class WithMcp:
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
 
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        """Whether the git app takes a push-sized body for this request (``/mcp`` never needs one)."""
+        taker = getattr(self.git, "takes_pack", None)
+        return bool(taker(method, path, authorization)) if callable(taker) else True
+
     def end_streams(self) -> None:
         self.mcp.end_streams()
 

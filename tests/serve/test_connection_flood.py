@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpServer
+from gitmem.adapters.http_server import FrontApp, GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.tokens import token_entry
 
 from .support import TOKEN, git, seed, serving
@@ -148,5 +148,56 @@ def test_a_client_that_stops_reading_a_large_answer_does_not_hold_a_thread_for_e
             reader.sendall(b"GET /large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             assert ended.wait(ANSWER_TIMEOUT), "the answer nobody reads still holds its thread"
             assert _get(server.port) == b"ok\n"  # the server's one thread answers again
+    finally:
+        server.stop()
+
+
+def _announce(port: int, path: str, length: int, authorization: str = "", wait: float = ANSWER_TIMEOUT) -> bytes:
+    """Send only the headers of a POST of ``length`` bytes; what the server answers before any body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        auth = f"Authorization: {authorization}\r\n" if authorization else ""
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n".encode()
+        )
+        try:
+            return sock.recv(200)
+        except TimeoutError:
+            return b""
+
+
+def test_only_a_push_with_a_token_that_may_push_may_send_a_pack_sized_body(tmp_path: Path) -> None:
+    """waitress reads a whole request body (spooled to a temporary file) before the app checks its token.
+
+    With the one cap a push needs (64 MiB), anybody who could reach the port could
+    have a worker spool 64 MiB per connection, 100 connections at once, before
+    being told 401. Only a push whose token may push gets the push's cap; every
+    other request is refused (413) past 8 MiB as soon as its headers say so.
+    """
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    tokens_file = tmp_path / "tokens.toml"
+    reader = "tok-reader-bodies-0123456789abcdef"
+    tokens_file.write_text(
+        token_entry(TOKEN, "alice", ["team"], "write") + token_entry(reader, "rob", ["team"], "read"), encoding="utf-8"
+    )
+    tokens = load_tokens(tokens_file, env={})
+    app = FrontApp(GitHttpApp(root, tokens=tokens))
+    server = GitHttpServer(app, "127.0.0.1", 0, channel_timeout=3).start()
+    big = 40 * 1024 * 1024
+    try:
+        for path, auth in [
+            ("/mcp", ""),
+            ("/team.git/git-receive-pack", ""),
+            ("/team.git/git-receive-pack", "Bearer not-a-token"),
+            ("/team.git/git-receive-pack", f"Bearer {reader}"),  # a read token may not push
+            ("/team.git/git-upload-pack", f"Bearer {TOKEN}"),
+        ]:
+            answer = _announce(server.port, path, big, auth)
+            assert answer.startswith(b"HTTP/1.1 413"), (path, auth, answer)
+        # A push with a token that may push is read on (the server waits for its body).
+        assert _announce(server.port, "/team.git/git-receive-pack", big, f"Bearer {TOKEN}", wait=1.0) == b""
+        # A body within 8 MiB is taken from anybody, to be answered by the app.
+        assert _announce(server.port, "/mcp", 1024, "", wait=1.0) == b""
     finally:
         server.stop()
