@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import gzip
 import io
 import logging
@@ -76,6 +75,14 @@ from gitmem.adapters.receive_pack import (
     GuardedReceivePack,
     InputTooLarge,
     MountContext,
+)
+from gitmem.adapters.serve_connections import (
+    CHANNEL_TIMEOUT,
+    HELD_BACK_POLL,
+    MAX_CONNECTIONS,
+    channel_class,
+    end_stalled,
+    make_room,
 )
 from gitmem.adapters.tokens import Grant, Tokens
 from gitmem.adapters.tokens import load_tokens as _load_tokens
@@ -240,7 +247,7 @@ class GitHttpApp:
         """Whether a request may send a body up to the push cap: a push whose token may push.
 
         Asked by the server once a request's headers are in, before its body is read
-        (see :class:`GitHttpServer`); every other request is held to :data:`SMALL_BODY`.
+        (see :class:`GitHttpServer`); every other request is held to :data:`~gitmem.adapters.serve_connections.SMALL_BODY`.
         """
         if method != "POST" or not path.endswith("/git-receive-pack"):
             return False
@@ -617,88 +624,6 @@ def _warm_first_dispatcher() -> Any:
     return dispatcher
 
 
-CHANNEL_TIMEOUT = 120
-"""Seconds of silence after which a connection is closed: idle, or with an answer its client does not read."""
-MAX_CONNECTIONS = 100
-"""Connections one server (one worker) holds; past that a new one takes the place of the longest silent."""
-_HELD_BACK_POLL = 0.01
-"""Seconds a worker that lets the others accept waits before it looks at their counts again."""
-
-
-def _make_room(channels: Iterable[Any]) -> None:
-    """At the connection limit, close the connection that was quiet longest and has nothing in flight.
-
-    waitress stops accepting at its ``connection_limit`` and keeps a connection
-    that sends nothing for ``channel_timeout`` (two minutes): whoever could reach the
-    port could hold every place with sockets that never finish a request, and
-    token holders could not connect at all. So a new connection takes the place of
-    the one that has been silent longest among those with no request being served
-    and no answer being sent (an idle keep-alive, or half a request): to keep
-    others out, a client must now be busier than every one of them. The connection
-    is closed as waitress's own idle check closes one (``will_close``), by the loop.
-    """
-    idle = [
-        c for c in channels
-        if not c.requests and not c.total_outbufs_len and not c.will_close and not c.close_when_flushed
-    ]  # fmt: skip
-    if idle:
-        min(idle, key=lambda c: c.last_activity).will_close = True
-
-
-SMALL_BODY = 8 * 1024 * 1024
-"""The largest request body read for anything but a push with a token that may push (an MCP request
-takes 4 MiB, a fetch request 1 MiB once decompressed)."""
-
-
-def _channel_class(takes_pack: Callable[[str, str, str], bool]) -> type[Any]:
-    """waitress's connection, whose requests get the push cap only when ``takes_pack`` says so.
-
-    waitress reads a request's whole body, spooled to a temporary file, before the
-    app sees the request and its token: with the one cap a push needs, anybody
-    who could reach the port had a worker spool 64 MiB per connection (100 at
-    once) before being told 401. Once a request's headers are in, one that is not
-    a push with a token that may push is held to :data:`SMALL_BODY`: waitress
-    answers 413 at once when its ``Content-Length`` says more, or as a chunked
-    body passes it.
-    """
-    from waitress.channel import HTTPChannel
-    from waitress.parser import HTTPRequestParser
-
-    class Parser(HTTPRequestParser):  # type: ignore[misc]
-        adj: Any
-
-        def parse_header(self, header_plus: bytes) -> None:
-            super().parse_header(header_plus)
-            if self.adj.max_request_body_size > SMALL_BODY and not takes_pack(
-                str(self.command), str(self.path), str(self.headers.get("AUTHORIZATION", ""))
-            ):
-                adj = copy.copy(self.adj)  # this request's own: the server's stay as they are
-                adj.max_request_body_size = SMALL_BODY
-                self.adj = adj
-
-    class Channel(HTTPChannel):  # type: ignore[misc]
-        parser_class = Parser
-
-    return Channel
-
-
-def _end_stalled(channels: Iterable[Any], cutoff: float, watermark: int) -> None:
-    """Close connections whose answer has waited since ``cutoff`` for its client to read it.
-
-    Past ``watermark`` bytes buffered (waitress's ``outbuf_high_watermark``, 16 MiB)
-    the thread producing an answer waits for the client to read, and waitress's
-    idle check skips a connection with a request in flight: a client that asked
-    for a large clone and read nothing held that thread for as long as it kept
-    the socket. The same silence that ends an idle connection (``channel_timeout``)
-    ends this one, closed at once (its socket takes no more, so waitress would
-    never get to close it); its thread then gets ``ClientDisconnected`` and is free.
-    Called by the loop's thread between polls only.
-    """
-    for c in channels:
-        if c.requests and c.total_outbufs_len > watermark and c.last_activity < cutoff and c.connected:
-            c.handle_close()
-
-
 class GitHttpServer:
     """waitress serving a WSGI app (a :class:`GitHttpApp`); ``start()`` in a thread or ``serve_forever()``.
 
@@ -749,7 +674,7 @@ class GitHttpServer:
         gate.port = self.port
         taker = getattr(app, "takes_pack", None)
         if callable(taker):
-            self._server.channel_class = _channel_class(taker)
+            self._server.channel_class = channel_class(taker)
         readable = self._server.readable
         self._held_back = False  # new connections are left to the other workers: look again soon
         self._full_logged = -60.0  # when the last "connections are full" line was logged
@@ -762,7 +687,7 @@ class GitHttpServer:
             if not (room and may):
                 return False
             if held >= MAX_CONNECTIONS:
-                _make_room(self._server.active_channels.values())
+                make_room(self._server.active_channels.values())
                 self._held_back = True  # the place is free by the next turn
                 now = time.monotonic()
                 if now - self._full_logged > 60:
@@ -800,13 +725,13 @@ class GitHttpServer:
                 # A worker that leaves new connections to the others does not watch the listening
                 # socket, so nothing wakes it when they took theirs: it asks again within 10 ms, not
                 # at the next second (a burst of connections was taken three or four a second).
-                wait = _HELD_BACK_POLL if self._held_back else 1.0
+                wait = HELD_BACK_POLL if self._held_back else 1.0
                 wasyncore.loop(timeout=wait, map=self._map, use_poll=True, count=1)
                 now = time.time()
                 if now >= stalled_check:  # between polls, where closing a socket is safe
                     stalled_check = now + 1.0
                     adj = self._server.adj
-                    _end_stalled(list(self._server.active_channels.values()), now - adj.channel_timeout,
+                    end_stalled(list(self._server.active_channels.values()), now - adj.channel_timeout,
                                  adj.outbuf_high_watermark)  # fmt: skip
         finally:
             with self._closing:
