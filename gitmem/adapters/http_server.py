@@ -54,6 +54,7 @@ import os
 import re
 import socket
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +76,14 @@ from gitmem.adapters.receive_pack import (
     InputTooLarge,
     MountContext,
 )
+from gitmem.adapters.serve_connections import (
+    CHANNEL_TIMEOUT,
+    HELD_BACK_POLL,
+    MAX_CONNECTIONS,
+    channel_class,
+    end_stalled,
+    make_room,
+)
 from gitmem.adapters.tokens import Grant, Tokens
 from gitmem.adapters.tokens import load_tokens as _load_tokens
 from gitmem.adapters.upload_pack import GuardedUploadPack
@@ -84,6 +93,8 @@ from gitmem.git.reach import reachable_wants
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.root import MOUNT_NAME, Root
+
+log = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -232,6 +243,17 @@ class GitHttpApp:
         """What the request's token may do, or ``None`` without a token the server knows."""
         return self.grants.grant(_presented_token(environ))
 
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        """Whether a request may send a body up to the push cap: a push whose token may push.
+
+        Asked by the server once a request's headers are in, before its body is read
+        (see :class:`GitHttpServer`); every other request is held to :data:`~gitmem.adapters.serve_connections.SMALL_BODY`.
+        """
+        if method != "POST" or not path.endswith("/git-receive-pack"):
+            return False
+        grant = self.grant({"HTTP_AUTHORIZATION": authorization})
+        return grant is not None and grant.allows("propose")
+
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
         if match is None:
@@ -300,7 +322,7 @@ class GitHttpApp:
             check_control_files(path)
         except MemoryStoreError as exc:
             done()
-            logging.getLogger(__name__).warning("memory %s is not served: %s", name, exc.message)
+            log.warning("memory %s is not served: %s", name, exc.message)
             return _text(
                 start_response,
                 "503 Service Unavailable",
@@ -545,6 +567,10 @@ class FrontApp:
             return _text(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
         return self.app(environ, start_response)
 
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        taker = getattr(self.app, "takes_pack", None)
+        return bool(taker(method, path, authorization)) if callable(taker) else True
+
     def end_streams(self) -> None:
         ender = getattr(self.app, "end_streams", None)
         if callable(ender):
@@ -621,6 +647,7 @@ class GitHttpServer:
         allowed_hosts: Iterable[str] = (),
         sock: socket.socket | None = None,
         may_accept: Callable[[int], bool] | None = None,
+        channel_timeout: int = CHANNEL_TIMEOUT,
     ) -> None:
         from waitress.server import create_server
 
@@ -631,7 +658,10 @@ class GitHttpServer:
         self._map: dict[int, Any] = {}
         # waitress buffers a whole request body (to a temp file) before the app runs: cap it
         # near the app's own pack cap (without one, waitress's default of 1 GiB stays).
-        limits: dict[str, int] = {}
+        limits: dict[str, int] = {
+            "connection_limit": MAX_CONNECTIONS + 16,  # ours (accepting) applies first
+            "channel_timeout": channel_timeout,
+        }
         cap = getattr(app, "max_push_bytes", DEFAULT_MAX_PUSH_BYTES)
         if cap:
             limits["max_request_body_size"] = cap + _REQUEST_SLACK
@@ -642,9 +672,31 @@ class GitHttpServer:
             gate, map=self._map, threads=threads, ident="gitmem", _dispatcher=dispatcher, **where, **limits
         )
         gate.port = self.port
-        if may_accept is not None:  # asked before each poll, with the connections this process holds
-            readable = self._server.readable
-            self._server.readable = lambda: readable() and may_accept(len(self._map) - 2)  # the server, the trigger
+        taker = getattr(app, "takes_pack", None)
+        if callable(taker):
+            self._server.channel_class = channel_class(taker)
+        readable = self._server.readable
+        self._held_back = False  # new connections are left to the other workers: look again soon
+        self._full_logged = -60.0  # when the last "connections are full" line was logged
+
+        def accepting() -> bool:  # asked before each poll
+            room = bool(readable())  # waitress's idle-connection sweep (its own limit sits above ours)
+            held = len(self._map) - 2  # connections: the map also holds the server and its wake-up pipe
+            may = may_accept is None or may_accept(held)
+            self._held_back = not may
+            if not (room and may):
+                return False
+            if held >= MAX_CONNECTIONS:
+                make_room(self._server.active_channels.values())
+                self._held_back = True  # the place is free by the next turn
+                now = time.monotonic()
+                if now - self._full_logged > 60:
+                    self._full_logged = now
+                    log.warning("%d connections are open: a new one takes the place of the longest silent", held)
+                return False
+            return True
+
+        self._server.readable = accepting
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Held while the loop closes its sockets and wake-up pipe: a stop asked after that
@@ -667,9 +719,20 @@ class GitHttpServer:
     def serve_forever(self) -> None:
         from waitress import wasyncore
 
+        stalled_check = 0.0
         try:
             while not self._stop.is_set():
-                wasyncore.loop(timeout=1.0, map=self._map, use_poll=True, count=1)
+                # A worker that leaves new connections to the others does not watch the listening
+                # socket, so nothing wakes it when they took theirs: it asks again within 10 ms, not
+                # at the next second (a burst of connections was taken three or four a second).
+                wait = HELD_BACK_POLL if self._held_back else 1.0
+                wasyncore.loop(timeout=wait, map=self._map, use_poll=True, count=1)
+                now = time.time()
+                if now >= stalled_check:  # between polls, where closing a socket is safe
+                    stalled_check = now + 1.0
+                    adj = self._server.adj
+                    end_stalled(list(self._server.active_channels.values()), now - adj.channel_timeout,
+                                 adj.outbuf_high_watermark)  # fmt: skip
         finally:
             with self._closing:
                 self._closed = True

@@ -82,7 +82,7 @@ from gitmem.adapters import mcp_fastcall
 from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
-from gitmem.adapters.mcp_stream import ChangeFanout, asgi_answer, asgi_scope, event_stream
+from gitmem.adapters.mcp_stream import ChangeFanout, StreamSlots, asgi_answer, asgi_scope, event_stream
 from gitmem.adapters.mcp_takeup import (
     SESSION_HEADER,
     SUBSCRIBE,
@@ -130,7 +130,7 @@ class McpHttpApp(SessionTakeUp):
     ) -> None:
         self.root = root
         self.max_streams = max_streams
-        self._streams = 0
+        self._slots = StreamSlots(max_streams)
         self.tokens = tokens
         self.max_body = max_body
         self.idle_timeout = idle_timeout
@@ -252,22 +252,24 @@ class McpHttpApp(SessionTakeUp):
         if session is None or not self.book.exists(owner, session_id):
             return _reply(start_response, 404, _error("Session not found"))
         with self._lock:
-            if self._streams >= self.max_streams:
-                full = True
-            else:
-                full = False
-                self._streams += 1
-                session.streams += 1
-        if full:
-            return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open "
-                                                      "and all are taken: no change notifications for now"),
+            again = session.streams > 0
+            session.streams += 0 if again else 1
+        if again:  # the SDK's answer, given before a place is taken (taking one may end another token's stream)
+            return _reply(start_response, 409, _error("Conflict: Only one SSE stream is allowed per session"))
+        slot = self._slots.take(owner)
+        if slot is None:
+            with self._lock:
+                session.streams -= 1
+            return _reply(start_response, 405, _error(f"this server keeps {self.max_streams} event streams open, "
+                                                      "all are taken and this token holds its share of them: "
+                                                      "no change notifications for now"),
                           [("Allow", "POST, DELETE")])  # fmt: skip
         token = _bearer(environ)
         touched = [time.monotonic()]
 
         def alive() -> bool:
             with self._lock:
-                live = self._sessions.get(session_id) is session and not self._ending
+                live = self._sessions.get(session_id) is session and not self._ending and not slot.ending
             if not live or self.tokens.grant(token) != session.grant or not self.book.exists(owner, session_id):
                 return False
             if session.lock_fd is not None and time.monotonic() - touched[0] > 60:
@@ -279,8 +281,8 @@ class McpHttpApp(SessionTakeUp):
             return True
 
         def closed() -> None:
+            self._slots.release(slot)
             with self._lock:
-                self._streams -= 1
                 session.streams -= 1
                 session.last_used = time.monotonic()
 
@@ -521,6 +523,10 @@ class McpHttpApp(SessionTakeUp):
         with self._lock:
             return len(self._sessions)
 
+    def stream_count(self) -> int:
+        """Event streams open in this worker now (one that gave its place away counts until it ends)."""
+        return self._slots.count()
+
     # -- the event loop ----------------------------------------------------------
 
     def _loop(self) -> anyio.from_thread.BlockingPortal:
@@ -602,6 +608,11 @@ class WithMcp:
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
 
+    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
+        """Whether the git app takes a push-sized body for this request (``/mcp`` never needs one)."""
+        taker = getattr(self.git, "takes_pack", None)
+        return bool(taker(method, path, authorization)) if callable(taker) else True
+
     def end_streams(self) -> None:
         self.mcp.end_streams()
 
@@ -642,7 +653,7 @@ def no_oauth(start_response: StartResponse) -> list[bytes]:
 
 
 _REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
-            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
             413: "Content Too Large", 429: "Too Many Requests", 415: "Unsupported Media Type", 500: "Internal Server Error",
             503: "Service Unavailable", 504: "Gateway Timeout"}  # fmt: skip
 

@@ -122,6 +122,62 @@ class ChangeFanout:
                     return
 
 
+class StreamSlot:
+    """One open event stream of token ``owner``; ``ending`` once it gave its place to another token's."""
+
+    __slots__ = ("ending", "owner")
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.ending = False
+
+
+class StreamSlots:
+    """The ``limit`` event streams a worker keeps open, shared fairly among the tokens that want one.
+
+    Each open stream holds a thread for as long as its client keeps it, so the
+    places are few; first come, first served let one token (a ``read`` token's
+    client opening a session and a stream, again and again) take every place,
+    and every other principal's agents got no change notifications. When all are
+    taken, a stream of a token holding at least two fewer than the token that
+    holds the most takes the place of that token's longest open stream, which
+    ends at its next check (within :data:`GRANT_CHECK`). A token that already
+    holds its share is refused, so it cannot push anybody else's streams out.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._open: dict[str, list[StreamSlot]] = {}
+
+    def take(self, owner: str) -> StreamSlot | None:
+        """A place for a new stream of ``owner``, or ``None`` when it holds its share of a full server."""
+        with self._lock:
+            live = {o: [s for s in slots if not s.ending] for o, slots in self._open.items()}
+            if sum(len(slots) for slots in live.values()) >= self.limit:
+                mine = len(live.get(owner, ()))
+                richest = max(live.values(), key=len, default=[])
+                if len(richest) <= mine + 1:
+                    return None
+                richest[0].ending = True
+            slot = StreamSlot(owner)
+            self._open.setdefault(owner, []).append(slot)
+            return slot
+
+    def release(self, slot: StreamSlot) -> None:
+        with self._lock:
+            slots = self._open.get(slot.owner, [])
+            if slot in slots:
+                slots.remove(slot)
+            if not slots:
+                self._open.pop(slot.owner, None)
+
+    def count(self) -> int:
+        """Streams open now, those ending included."""
+        with self._lock:
+            return sum(len(slots) for slots in self._open.values())
+
+
 async def asgi_answer(
     manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes, timeout: float
 ) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -187,13 +187,16 @@ class SessionTakeUp:
         if status >= 400 or not isinstance(answer, dict) or "error" in answer or session.session_id is None:
             return
         method, _, uri = change.partition(" ")
-
-        head = self._head(uri)
+        # The server answers an unsubscribe from any URI (a no-op for one it never offered), so
+        # only a subscribe, which it refuses for a URI it does not offer, may add a URI here:
+        # the record holds no more than the session's context resources, whatever a client sends.
+        head = self._head(uri) if method == SUBSCRIBE else None
 
         def edit(record: dict[str, Any]) -> dict[str, Any]:
             subs = [s for s in record.get("subscriptions", []) if s != uri]
+            heads = {k: v for k, v in record.get("heads", {}).items() if k != uri}
             record["subscriptions"] = [*subs, uri] if method == SUBSCRIBE else subs
-            record["heads"] = {**record.get("heads", {}), uri: head}
+            record["heads"] = {**heads, uri: head} if method == SUBSCRIBE else heads
             return record
 
         record = self.book.update(session.owner, session.session_id, edit)

@@ -32,12 +32,13 @@ nothing of it stays, and the pusher is told the limit.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dulwich.errors import GitProtocolError
+from dulwich.errors import GitProtocolError, HangupException
 from dulwich.protocol import (
     CAPABILITY_ATOMIC,
     CAPABILITY_REPORT_STATUS,
@@ -48,6 +49,7 @@ from dulwich.refs import Ref
 from dulwich.server import Backend, ReceivePackHandler
 
 from gitmem.adapters.pushaccess import PushPolicy
+from gitmem.adapters.upload_pack import MAX_ERROR_CHARS
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, visible
 from gitmem.git.merge import MergeRefused
@@ -60,6 +62,8 @@ from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
 from gitmem.model import Origin
+
+log = logging.getLogger(__name__)
 
 BeforeUpdate = Callable[[str, Sequence[RefUpdate]], None]
 """Called with the mount name and the accepted updates just before they are applied."""
@@ -143,7 +147,14 @@ class GuardedReceivePack(ReceivePackHandler):
                 super().handle()
                 return
             raise GitProtocolError("gitmem serves receive-pack over stateless HTTP only")
-        commands = self._read_commands()
+        try:
+            commands = self._read_commands()
+        except HangupException:
+            self._refuse_request("the request ended early")
+            return
+        except (GitProtocolError, ValueError) as exc:  # garbage, a bad length, not gzip, a capability never offered
+            self._refuse_request(str(exc))
+            return
         if not commands:
             return
         status = list(self._apply_pack(commands))
@@ -152,6 +163,17 @@ class GuardedReceivePack(ReceivePackHandler):
             self._on_post_receive(updated)
         if self.has_capability(CAPABILITY_REPORT_STATUS):
             self._report_status(status)
+
+    def _refuse_request(self, what: str) -> None:
+        """A request that is not git's protocol, answered as upload-pack answers one: an ``ERR`` line, nothing done.
+
+        Raised on, it was HTTP 500 and a traceback in the server's log for every
+        hand-built body a token holder cared to send.
+        """
+        log.info("receive-pack refused a request: %s", what)
+        if len(what) > MAX_ERROR_CHARS:
+            what = what[:MAX_ERROR_CHARS] + "…"
+        self.proto.write_pkt_line(f"ERR receive-pack: protocol error: {visible(what)}".encode("utf-8", "replace"))
 
     def _read_commands(self) -> list[tuple[bytes, bytes, bytes]]:
         """``(old, new, ref)`` per command; ``shallow`` lines (a shallow clone's push) are skipped.

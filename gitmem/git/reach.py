@@ -20,7 +20,14 @@ from gitmem.git.loose import open_repository
 
 
 def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
-    """The commits of ``wants`` (hex ids) that some ref under ``refs/`` reaches."""
+    """The commits of ``wants`` (hex ids) that some ref under ``refs/`` reaches.
+
+    One walk down from every ref's value, ended as soon as every wanted commit
+    was met: at most the history once, however many commits a request wants.
+    Asking libgit2 whether each tip descends from each want cost wants x history
+    steps, and one request naming every commit of a 6,000-commit memory (300 KB,
+    any read token) held a request thread for over two minutes.
+    """
     asked = {w for w in wants if len(w) == 40}
     if not asked:
         return set()
@@ -35,19 +42,35 @@ def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
             continue
         tips.add(str(target))
     found = asked & tips
+    pending: set[str] = set()
     for want in asked - found:
         try:
             obj = repo.get(want)
         except (ValueError, pygit2.GitError):
             continue
-        if not isinstance(obj, pygit2.Commit):
+        if isinstance(obj, pygit2.Commit):
+            pending.add(want)
+    if not pending:
+        return found
+    walker: pygit2.Walker | None = None
+    for tip in tips:
+        try:
+            if walker is None:
+                walker = repo.walk(tip, pygit2.enums.SortMode.NONE)
+            else:
+                walker.push(tip)
+        except (ValueError, pygit2.GitError):  # a ref to a tree or blob, or to an object the mount lacks
             continue
-        oid = obj.id
-        for tip in tips:
-            try:
-                if repo.descendant_of(tip, oid):
-                    found.add(want)
+    if walker is None:
+        return found
+    try:
+        for commit in walker:
+            key = str(commit.id)
+            if key in pending:
+                pending.discard(key)
+                found.add(key)
+                if not pending:
                     break
-            except (ValueError, pygit2.GitError):
-                continue
+    except pygit2.GitError:  # history with a missing commit: what was met so far stands
+        pass
     return found

@@ -47,10 +47,12 @@ class Serve:
         self.root = root
         self.proc, info = start_serve(root.path, tokens, *options)
         self.port = int(info["url"].rsplit(":", 1)[1])
+        self.sent: set[tuple[str, str, str | None]] = set()  # (method, path, origin) of each request
 
     def request(
         self, method: str, path: str, *, host: str | None = None, origin: str | None = None, body: object = None
     ) -> tuple[int, str]:
+        self.sent.add((method, path, origin))
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=GIT_TIMEOUT)
         try:
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
@@ -100,7 +102,8 @@ def default(setup: tuple[Root, Path]) -> Iterator[Serve]:
     finally:
         log = served.stop()
     assert "Traceback" not in log, log[-3000:]
-    assert "refused POST /mcp: Origin 'http://evil.example'" in log  # each refusal is logged
+    if ("POST", "/mcp", "http://evil.example") in served.sent:  # (the tests of a module may run in two processes)
+        assert "refused POST /mcp: Origin 'http://evil.example'" in log  # each refusal is logged
 
 
 @pytest.fixture(scope="module")

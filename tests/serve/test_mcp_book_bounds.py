@@ -1,0 +1,108 @@
+"""What a client can make the session book keep for it is bounded by what it was offered.
+
+The book (one record per session, read by every worker) holds a session's
+subscriptions and, for each, where the memory's ``main`` was when it subscribed.
+``resources/unsubscribe`` takes any URI (it is a no-op for one never subscribed),
+so the record must only ever name URIs the session could subscribe to: a client
+sending megabytes of made-up URIs must not grow a file the server reads back at
+every change, nor break its own session for the other workers.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from bench.mcp_http_client import HttpMcpClient
+from gitmem import Root
+from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.mcp_book import SessionBook
+from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+from gitmem.adapters.tokens import token_entry
+
+from .support import seed
+
+TOKEN = "tok-rob-book-bounds-0123456789abcdef"
+CONTEXT = "memory://notes/context"
+
+
+class Served:
+    def __init__(self, root: Root, book: SessionBook, servers: list[GitHttpServer]) -> None:
+        self.root = root
+        self.book = book
+        self.urls = [f"http://127.0.0.1:{s.port}/mcp" for s in servers]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """Two "workers" (two apps on two ports) over one session book, as ``--workers 2`` has."""
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(token_entry(TOKEN, "rob", ["notes"], "read"), encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
+    book = SessionBook(tmp_path / "book")
+    servers = [
+        GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), McpHttpApp(root, tokens, book=book)), "127.0.0.1", 0)
+        for _ in range(2)
+    ]
+    for server in servers:
+        server.start()
+    try:
+        yield Served(root, book, servers)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def unsubscribe(client: HttpMcpClient, uri: str) -> None:
+    assert client.session is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        client.run(client.session.unsubscribe_resource(uri))  # type: ignore[arg-type]
+
+
+def the_record(book: SessionBook) -> Path:
+    (record,) = book.path.glob("*/*.json")
+    return record
+
+
+def tools_list(url: str, session: str) -> int:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return int(answer.status)
+
+
+def test_unsubscribing_from_made_up_uris_keeps_nothing_of_them(served: Served) -> None:
+    with HttpMcpClient(served.urls[0], TOKEN) as client:
+        client.subscribe(CONTEXT)
+        for n in range(6):  # 6 MB of URIs nobody offered: past what the book reads back (4 MiB)
+            unsubscribe(client, f"memory://{'x' * 1_000_000}{n}/context")
+        unsubscribe(client, "memory://secret/context")  # a memory the token does not reach
+        record = the_record(served.book)
+        assert record.stat().st_size < 64 * 1024
+        kept = json.loads(record.read_text(encoding="utf-8"))
+        assert kept["subscriptions"] == [CONTEXT]
+        assert set(kept["heads"]) == {CONTEXT}
+        # The session still answers through the other worker, which takes it up from the book.
+        assert tools_list(served.urls[1], record.stem) == 200
+        unsubscribe(client, CONTEXT)
+        kept = json.loads(the_record(served.book).read_text(encoding="utf-8"))
+        assert kept["subscriptions"] == [] and kept["heads"] == {}
