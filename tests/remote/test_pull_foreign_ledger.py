@@ -22,6 +22,7 @@ from gitmem import MemoryStoreError, Root, remotes
 from gitmem.git import erasures
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
+from gitmem.gitstore import GitFileStore, as_sync
 
 
 def _forge_ledger(hosting: Path, entries: list[dict[str, object]]) -> None:
@@ -150,3 +151,38 @@ def test_a_remote_ledger_too_large_to_read_is_refused_without_reading_it(pair: t
     assert peak < 90 * 1024, f"the pull peaked at {peak // 1024} MB"
     assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
     assert store.sync.head() == head
+
+
+def _gitmem_ledger(store: GitFileStore, count: int, blobs: int = 0) -> str:
+    """``count`` erasures appended to ``store``'s ledger as a forget appends them; returns the ledger's tip."""
+    repo = as_sync(store).repo
+    tip = ""
+    with repo.lock.hold():
+        for n in range(count):
+            entry = erasures.Entry.from_json(json.dumps(_entry(n, tuple(f"{n:08x}{k:032x}" for k in range(blobs)))))
+            tip = erasures.append(repo.fresh(), repo.path, entry, stale_after=60.0, timeout=10.0)
+    return tip
+
+
+@pytest.mark.parametrize("blobs", [0, 100])
+def test_a_clone_takes_a_team_ledger_gitmem_wrote_whatever_its_length(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blobs: int
+) -> None:
+    # A teammate's ledger, pushed by gitmem: the chain append writes. A clone (or a pull behind it)
+    # takes that chain as it is, so no bound on what rewriting it would cost refuses an honest memory.
+    root, hosting = pair
+    team = root.mount("user")
+    monkeypatch.setattr(erasures, "MAX_ADOPTED_ENTRIES", 5)
+    monkeypatch.setattr(erasures, "MAX_ADOPTED_BYTES", 1 << 16)
+    tip = _gitmem_ledger(team, 12, blobs)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=team.path)
+    other = Root(tmp_path / "other")
+    store, _ = remotes.clone(other, str(hosting), "mine")
+    assert git("rev-parse", LEDGER_REF, cwd=store.path).stdout.strip() == tip  # the same commits, not rewritten
+    fsck_clean(store.path)
+    # Behind by more than one pull could rewrite, and ahead of nothing: taken as it is too.
+    more = _gitmem_ledger(team, 20, blobs)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=team.path)
+    remotes.pull(store, "origin")
+    assert git("rev-parse", LEDGER_REF, cwd=store.path).stdout.strip() == more
+    fsck_clean(store.path)
