@@ -345,10 +345,12 @@ def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry],
     it may cost is bounded before anything is written (``too_large``: at most
     :data:`MAX_ADOPTED_ENTRIES` new entries and :data:`MAX_ADOPTED_BYTES` of
     ledger text), and the new commits, one per entry exactly as :func:`append`
-    writes them, are made in memory and land by one compare-and-swap of the
-    ledger ref: a remote's thousands of entries once took one ``append`` each,
-    rereading and rewriting the whole ledger under the writer lock (2,000 took
-    minutes, and the time grows with their square).
+    writes them, are written as loose objects no ref names yet and land by one
+    compare-and-swap of the ledger ref (a lost race leaves them to ``gc``): a
+    remote's thousands of entries once took one ``append`` each, rereading and
+    rewriting the whole ledger under the writer lock (2,000 took minutes, and
+    the time grows with their square). A ledger gitmem wrote is taken whole
+    instead (:func:`take_chain`); this is for any other.
     """
     offered = tuple(theirs)
     for _ in range(10):
