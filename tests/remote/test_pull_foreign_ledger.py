@@ -186,3 +186,33 @@ def test_a_clone_takes_a_team_ledger_gitmem_wrote_whatever_its_length(
     remotes.pull(store, "origin")
     assert git("rev-parse", LEDGER_REF, cwd=store.path).stdout.strip() == more
     fsck_clean(store.path)
+
+
+def test_a_forget_landing_while_a_pull_takes_the_team_ledger_keeps_both(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.git import pull as pulling
+
+    root, hosting = pair
+    _gitmem_ledger(root.mount("user"), 3)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=root.mount("user").path)
+    store, _ = remotes.clone(Root(tmp_path / "other"), str(hosting), "mine")
+    _gitmem_ledger(root.mount("user"), 6)  # three more on the forge
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=root.mount("user").path)
+    real = pulling.swap_ref
+
+    def forget_first(*args: object, **kwargs: object) -> bool:
+        repo = as_sync(store).repo  # a forget here appends its entry between the pull's read and its swap
+        local = erasures.Entry("f" * 16, "forget", "2026-01-02T00:00:00Z", "me", (), ())
+        erasures.append(repo.fresh(), repo.path, local, stale_after=60.0, timeout=10.0)
+        monkeypatch.setattr(pulling, "swap_ref", real)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pulling, "swap_ref", forget_first)
+    remotes.pull(store, "origin")
+    with open_repository(str(store.path)) as r:
+        ids = [e.id for e in erasures.entries(r)]
+        assert erasures.foreign_ledger(r, None, str(r.references[LEDGER_REF].target), most=100) is None
+    assert ids[:3] == [f"{n:016x}" for n in range(3)] and ids[3] == "f" * 16
+    assert ids[4:] == [f"{n:016x}" for n in range(3, 6)]  # adopted one by one after it
+    fsck_clean(store.path)
