@@ -173,7 +173,7 @@ def run(
 
                     def cold(q: str = q) -> object:
                         shutil.rmtree(f"{snapdirs}/cold", ignore_errors=True)
-                        stemming.stem.cache_clear()
+                        stemming.forget_stems()
                         store = RecordStore(
                             records.store, records.namespace, snapshot_dir=f"{snapdirs}/cold", profile="conversation"
                         )

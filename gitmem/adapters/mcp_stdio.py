@@ -7,8 +7,8 @@ arguments held half an emoji (JavaScript's ``JSON.stringify`` writes
 ``"\\ud83d"`` for a truncated pair) or nested deeply. :class:`AnsweringReadStream`
 sits between the transport and the server and answers such a line as JSON-RPC
 asks: a request whose id can still be read gets ``Invalid Request`` under that id,
-a line that is no JSON at all ``Parse error`` with a null id. Notifications and
-replies get nothing (nothing waits for an answer to them).
+a line that is no JSON at all ``Parse error`` with a null id. Notifications,
+replies and blank lines get nothing (nothing waits for an answer to them).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def refusal(error: Exception) -> types.JSONRPCError | None:
         line if isinstance(line, str) else next((d["input"] for d in details if isinstance(d.get("input"), dict)), None)
     )
     if isinstance(given, str):
+        if not given.strip():  # a blank line between messages (CRLF plus newline, or ends doubled): none sent
+            return None
         try:
             given = parse_json(given, depth=LINE_DEPTH, what="the request")
         except MemoryStoreError:  # not JSON even to a lenient reader: nobody's id to answer

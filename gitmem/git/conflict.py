@@ -148,10 +148,12 @@ def _refuse_to_drop(r: pygit2.Repository, draft: Draft, run: str) -> None:
     index = r.merge_trees(r[base].peel(pygit2.Tree), r[draft.ours].peel(pygit2.Tree), r[draft.theirs].peel(pygit2.Tree))
     settled = [p for p in conflicts(index) if p not in draft.unresolved]
     if settled:
+        # Approval is refused while a file is unresolved: the advice names what is left first.
+        left = f"settle {', '.join(draft.unresolved)} (`review resolve`), then " if draft.unresolved else ""
         raise MemoryStoreError(
             "version_mismatch",
             f"conflict proposal {run} holds what was settled for {', '.join(settled)} (against {draft.remote}/main at "
-            f"{draft.theirs[:12]}); approve it and pull again, or reject it to start over; nothing was changed",
+            f"{draft.theirs[:12]}); {left}approve it and pull again, or reject it to start over; nothing was changed",
         )
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -299,6 +300,38 @@ def _ledger_commit(r: pygit2.Repository, parent: str | None, text: bytes, entry:
     return str(r.create_commit(None, sig, sig, f"erasure {entry.id} ({entry.kind})\n", builder.write(), parents))
 
 
+MAX_PUSHED_ENTRIES = 1000
+"""Ledger commits one push may add (each is one forget or purge made elsewhere); bounds the check's work."""
+MAX_TAKEN_ENTRIES = 100_000
+"""Ledger commits a pull may take as they are (:func:`take_chain`): a team's every erasure, checked once each."""
+MAX_TAKEN_BYTES = 4 * _MAX_LEDGER_BYTES
+"""What checking them may hash: each commit's file holds every entry before it (SHA-1 in C, seconds at most)."""
+
+
+def take_chain(r: pygit2.Repository, old: str | None, new: str) -> int | None:
+    """How many ledger commits ``new`` adds to ``old`` (``None``: none yet) when they are exactly what
+    :func:`append` writes on it (:func:`foreign_ledger`), so a pull can take them as they are; ``None``
+    when not (a ledger made by hand, or one that does not build on ``old``: entries are adopted instead).
+
+    A remote's ledger pushed by gitmem is that chain, however long: taking it writes nothing
+    but its objects, where adopting it entry by entry rewrites the whole ledger once per
+    entry, which :func:`merge_entries` bounds (a clone of a memory with many erasures, or
+    erasures of many files, was refused ``too_large``).
+    """
+    if old is not None and not r.descendant_of(pygit2.Oid(hex=new), pygit2.Oid(hex=old)):
+        return None
+    earlier = entries_at(r, old) if old is not None else ()
+    latest = entries_at(r, new)
+    size = len(_ledger_text(earlier))
+    hashed = 0
+    for entry in latest[len(earlier) :]:
+        size += len(entry.to_json()) + 1
+        hashed += size
+    if hashed > MAX_TAKEN_BYTES or foreign_ledger(r, old, new, most=MAX_TAKEN_ENTRIES) is not None:
+        return None
+    return len(latest) - len(earlier)
+
+
 MAX_ADOPTED_ENTRIES = 1000
 """Erasures one pull may adopt from a remote's ledger (as many as one push may add)."""
 MAX_ADOPTED_BYTES = _MAX_LEDGER_BYTES
@@ -312,10 +345,12 @@ def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry],
     it may cost is bounded before anything is written (``too_large``: at most
     :data:`MAX_ADOPTED_ENTRIES` new entries and :data:`MAX_ADOPTED_BYTES` of
     ledger text), and the new commits, one per entry exactly as :func:`append`
-    writes them, are made in memory and land by one compare-and-swap of the
-    ledger ref: a remote's thousands of entries once took one ``append`` each,
-    rereading and rewriting the whole ledger under the writer lock (2,000 took
-    minutes, and the time grows with their square).
+    writes them, are written as loose objects no ref names yet and land by one
+    compare-and-swap of the ledger ref (a lost race leaves them to ``gc``): a
+    remote's thousands of entries once took one ``append`` each, rereading and
+    rewriting the whole ledger under the writer lock (2,000 took minutes, and
+    the time grows with their square). A ledger gitmem wrote is taken whole
+    instead (:func:`take_chain`); this is for any other.
     """
     offered = tuple(theirs)
     for _ in range(10):
@@ -365,9 +400,6 @@ def _bounded_lines(size: int, new: list[Entry]) -> list[bytes]:
     return lines
 
 
-MAX_PUSHED_ENTRIES = 1000
-"""Ledger commits one push may add (each is one forget or purge made elsewhere); bounds the check's work."""
-
 _SIGNATURE = re.compile(
     rb"(author|committer) "
     + re.escape(f"{COMMITTER_NAME} <{COMMITTER_EMAIL}>".encode())
@@ -385,7 +417,7 @@ def _tree_of(blob: str) -> str:
     return hashlib.sha1(b"tree %d\x00" % len(body) + body).hexdigest()
 
 
-def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | None:
+def foreign_ledger(r: pygit2.Repository, old: str | None, new: str, *, most: int = MAX_PUSHED_ENTRIES) -> str | None:
     """Why the ledger line from ``old`` (``None``: none yet) to ``new`` is not one gitmem writes, or ``None``.
 
     The ledger is a ref gitmem owns: whatever another copy sends for it (a
@@ -395,7 +427,8 @@ def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | Non
     file, ``entries.jsonl`` (mode 100644), whose text is the entries of its
     parent plus one more, each in :meth:`Entry.to_json`'s form; its message is
     ``erasure <id> (<kind>)``, gitmem is its author and committer, and it has
-    no other header. ``unavailable`` when an object cannot be read.
+    no other header. ``unavailable`` when an object cannot be read. At most
+    ``most`` new commits are walked (a push's bound, or :data:`MAX_TAKEN_ENTRIES`).
     """
     chain: list[pygit2.Commit] = []
     at = r[new]
@@ -403,8 +436,8 @@ def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | Non
         return "the erasure ledger must point at a commit"
     while str(at.id) != old:
         chain.append(at)
-        if len(chain) > MAX_PUSHED_ENTRIES:
-            return f"a push may add at most {MAX_PUSHED_ENTRIES} erasures to the ledger"
+        if len(chain) > most:
+            return f"at most {most} erasures may be added to the ledger at once"
         if len(at.parent_ids) > 1:
             return f"ledger commit {str(at.id)[:12]} has more than one parent; gitmem never writes a merge there"
         if not at.parent_ids:
@@ -418,9 +451,11 @@ def foreign_ledger(r: pygit2.Repository, old: str | None, new: str) -> str | Non
         return "each new ledger commit must keep every entry before it and add exactly one"
     if len({e.id for e in latest}) != len(latest):
         return "the erasure ledger names one erasure twice"
+    lines = [e.to_json().encode() + b"\n" for e in latest]  # each prefix a slice: no entry serialised twice
+    text, ends = b"".join(lines), list(itertools.accumulate(map(len, lines)))
     for count, commit in enumerate(reversed(chain), start=len(earlier) + 1):
         entry = latest[count - 1]
-        blob = str(pygit2.hash(_ledger_text(latest[:count])))
+        blob = str(pygit2.hash(text[: ends[count - 1]]))
         parent = [] if count == 1 else [b"parent " + str(commit.parent_ids[0]).encode()]
         lines = [b"tree " + _tree_of(blob).encode(), *parent]
         header, _, message = bytes(r.odb.read(commit.id)[1]).partition(b"\n\n")

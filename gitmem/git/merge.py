@@ -80,6 +80,7 @@ def refused_by_rules(what: str, refusals: Sequence[Refusal]) -> MergeRefused:
         f"{what} breaks the memory's rules, so main was not changed: {first}{more}",
         paths,
         reasons,
+        tuple(dict.fromkeys(r.rule for r in refusals)),
     )
 
 

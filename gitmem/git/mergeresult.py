@@ -36,16 +36,28 @@ class MergeRefused(MemoryStoreError):
     """The other history cannot land on ``main``; ``main`` was not touched.
 
     ``paths`` are the conflicting files (code ``version_mismatch``) or the files
-    that break a rule (the rule's store code); ``reasons`` one line per problem.
+    that break a rule (the rule's store code); ``reasons`` one line per problem;
+    ``rules`` the rules broken (``identity``, ``secret:private_key``, ...), each once:
+    what a caller picks its advice by (a reason's text also names paths, which may
+    be spelled like a rule).
     """
 
     paths: tuple[str, ...]
     reasons: tuple[str, ...]
+    rules: tuple[str, ...]
 
-    def __init__(self, code: ErrorCode, message: str, paths: Sequence[str] = (), reasons: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        paths: Sequence[str] = (),
+        reasons: Sequence[str] = (),
+        rules: Sequence[str] = (),
+    ) -> None:
         super().__init__(code, message)
         self.paths = tuple(paths)
         self.reasons = tuple(reasons)
+        self.rules = tuple(rules)
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.code, self.message, self.paths, self.reasons))
+        return (type(self), (self.code, self.message, self.paths, self.reasons, self.rules))

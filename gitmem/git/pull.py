@@ -33,10 +33,11 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
 from gitmem.git import conflict, erasures
 from gitmem.git.cli import FETCH, run_git
+from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
-from gitmem.git.merge import MergeRefused, MergeResult, integrate
-from gitmem.git.quarantine import open_quarantine
-from gitmem.git.refs import PROPOSALS
+from gitmem.git.merge import MergeRefused, MergeResult, integrate, store_objects
+from gitmem.git.quarantine import Quarantine, open_quarantine
+from gitmem.git.refs import PROPOSALS, read_ref, swap_ref
 from gitmem.git.remote import (
     DEFAULT_REMOTE,
     PUSHED_KEY,
@@ -109,25 +110,40 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
         raise MemoryStoreError("unavailable", f"git fetch from {remote.name} brought no usable main: {exc}") from exc
 
 
-def _adopt_ledger(git: GitRepo, scratch: str) -> int:
+def _adopt_ledger(git: GitRepo, held: Quarantine) -> int:
     """Add the remote's erasure ledger entries this memory lacks, before what it brings is checked.
 
     An erasure made on another copy then holds here too: the pull (and every
     later push, pull and write) refuses what it erased. Returns how many entries
-    were added (none when the remote has no ledger).
+    were added (none when the remote has no ledger). A remote ledger that is
+    this one's plus commits exactly as gitmem writes them (another copy's
+    ``gitmem push``) is taken as it is (:func:`erasures.take_chain`); any other
+    has its new entries adopted (:func:`erasures.merge_entries`).
     """
-    r = open_repository(scratch)
+    ours = read_ref(git.repo, LEDGER_REF)
+    r = open_repository(held.path)
     try:
         brought = [name for name in r.references if name.startswith(INCOMING_LEDGER)]
-        tip = r.references[INCOMING_LEDGER].target if INCOMING_LEDGER in brought else None
-        theirs = erasures.entries_at(r, str(tip)) if tip is not None else ()
+        tip = str(r.references[INCOMING_LEDGER].target) if INCOMING_LEDGER in brought else None
         for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
             r.references.delete(name)
+        if tip is None or tip == ours:
+            return 0
+        if ours is not None and r.descendant_of(pygit2.Oid(hex=ours), pygit2.Oid(hex=tip)):
+            return 0  # the remote's is behind this one: nothing this memory lacks
+        taken = erasures.take_chain(r, ours, tip)
+        theirs = erasures.entries_at(r, tip) if taken is None else ()
     finally:
         r.free()
-    if not theirs:
-        return 0
     with translate_errors(git.path), git.lock.hold():
+        if taken is not None:
+            store_objects(git, held, tip, "the erasure ledger")
+            if swap_ref(
+                git.repo, git.path, LEDGER_REF, ours, tip, message="gitmem erasure",
+                stale_after=git.stale_lock_seconds, timeout=git.lock_timeout,
+            ):  # fmt: skip
+                return taken
+            theirs = erasures.entries_at(git.fresh(), tip)  # a forget here meanwhile: its entries adopted one by one
         return erasures.merge_entries(
             git.fresh(), git.path, theirs, stale_after=git.stale_lock_seconds, timeout=git.lock_timeout
         )
@@ -158,7 +174,7 @@ def pull(
     mark = git.history_mark()
     with open_quarantine(git.path) as held:
         incoming = fetch_main(git, held.path, target)
-        _adopt_ledger(git, held.path)
+        _adopt_ledger(git, held)
 
         def history_unchanged() -> None:
             if git.history_mark() != mark:

@@ -96,6 +96,7 @@ class SessionRecords:
 
     def _path(self, session_id: str) -> str:
         assert self.folder is not None
+        self._check_id(session_id)  # every way to a record file (a subclass's lock file too) comes through here
         return os.path.join(self.folder, hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".json")
 
     def _valid(self, data: dict[str, Any]) -> bool:

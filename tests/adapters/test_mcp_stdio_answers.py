@@ -98,3 +98,13 @@ def test_a_line_that_is_no_json_gets_a_parse_error_and_a_bad_notification_nothin
     client.send(b'{"jsonrpc": "2.0", "id": 3, "result": {"v": "\\udc00"}}')  # a reply the server did not ask for
     client.request(4, "tools/list", {})
     assert client.reply()["id"] == 4  # the notification and the stray reply were answered by nothing
+
+
+def test_a_blank_line_is_answered_by_nothing(client: RawClient) -> None:
+    # Between messages, not one: a client that ends each line twice (or with CRLF and a newline) sent
+    # them before and got no answer; a Parse error under a null id is an answer to nothing it sent.
+    client.send(b"")
+    client.send(b"  \r")
+    client.send(b"\t")
+    client.request(5, "tools/list", {})
+    assert client.reply()["id"] == 5

@@ -79,3 +79,14 @@ def test_change_sets_take_the_bindings_namespace(tmp_path: Path) -> None:
             binding.apply({"namespace": given, "idempotency_key": "k3", "operations": [create("c", "refused")]})
         assert raised.value.code == "forbidden"
     assert repo.store.head() == head and repo.get(Namespace(NS.tenant, "mallory", NS.scope), "c") is None
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_a_session_id_that_is_no_text_is_invalid_query_for_every_record_call(tmp_path: Path, on_disk: bool) -> None:
+    from gitmem.durable.sessions import SessionBindings
+
+    records = SessionBindings(str(tmp_path / "sessions") if on_disk else None)
+    for call in (records.load, records.next_context):
+        with pytest.raises(MemoryStoreError) as raised:
+            call("s-\ud800")
+        assert raised.value.code == "invalid_query", call

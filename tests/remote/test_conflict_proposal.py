@@ -193,3 +193,24 @@ def test_a_draft_nobody_settled_anything_in_is_replaced_when_the_remote_moved(pa
     assert (result.kind, result.paths) == ("conflict", ("notes/a.md",))
     draft = review.conflict(pair.store, "merge-origin")
     assert draft is not None and draft.theirs == moved
+
+
+def test_a_half_settled_draft_the_new_pull_keeps_names_what_is_left_before_it_can_be_approved(pair: Pair) -> None:
+    pair.person("notes/a.md", "theirs\n")
+    pair.person("notes/b.md", "bee, theirs\n")
+    pair.agent("notes/a.md", "ours\n")
+    pair.agent("notes/b.md", "bee, ours\n")
+    assert remotes.pull(pair.store, propose=True).paths == ("notes/a.md", "notes/b.md")
+    review.resolve(pair.store, "merge-origin", "notes/a.md", side="ours")
+    pair.person("notes/c.md", "sea\n")  # the remote moves on
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(pair.store, propose=True)
+    # "approve it" alone is advice that fails (approval is refused while notes/b.md is unresolved).
+    assert caught.value.code == "version_mismatch" and "notes/b.md" in caught.value.message, caught.value.message
+    with pytest.raises(MemoryStoreError):
+        review.approve(pair.store, "merge-origin", approver="alice")
+    review.resolve(pair.store, "merge-origin", "notes/b.md", side="theirs")
+    review.approve(pair.store, "merge-origin", approver="alice")
+    assert remotes.pull(pair.store).kind in ("merged", "fast_forward")
+    assert pair.sync.read("notes/c.md").text == "sea\n"
+    fsck_clean(pair.store.path)

@@ -22,6 +22,7 @@ from gitmem import MemoryStoreError, Root, remotes
 from gitmem.git import erasures
 from gitmem.git.erasures import LEDGER_REF
 from gitmem.git.loose import open_repository
+from gitmem.gitstore import GitFileStore, as_sync
 
 
 def _forge_ledger(hosting: Path, entries: list[dict[str, object]]) -> None:
@@ -150,3 +151,68 @@ def test_a_remote_ledger_too_large_to_read_is_refused_without_reading_it(pair: t
     assert peak < 90 * 1024, f"the pull peaked at {peak // 1024} MB"
     assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
     assert store.sync.head() == head
+
+
+def _gitmem_ledger(store: GitFileStore, count: int, blobs: int = 0) -> str:
+    """``count`` erasures appended to ``store``'s ledger as a forget appends them; returns the ledger's tip."""
+    repo = as_sync(store).repo
+    tip = ""
+    with repo.lock.hold():
+        for n in range(count):
+            entry = erasures.Entry.from_json(json.dumps(_entry(n, tuple(f"{n:08x}{k:032x}" for k in range(blobs)))))
+            tip = erasures.append(repo.fresh(), repo.path, entry, stale_after=60.0, timeout=10.0)
+    return tip
+
+
+@pytest.mark.parametrize("blobs", [0, 100])
+def test_a_clone_takes_a_team_ledger_gitmem_wrote_whatever_its_length(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blobs: int
+) -> None:
+    # A teammate's ledger, pushed by gitmem: the chain append writes. A clone (or a pull behind it)
+    # takes that chain as it is, so no bound on what rewriting it would cost refuses an honest memory.
+    root, hosting = pair
+    team = root.mount("user")
+    monkeypatch.setattr(erasures, "MAX_ADOPTED_ENTRIES", 5)
+    monkeypatch.setattr(erasures, "MAX_ADOPTED_BYTES", 1 << 16)
+    tip = _gitmem_ledger(team, 12, blobs)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=team.path)
+    other = Root(tmp_path / "other")
+    store, _ = remotes.clone(other, str(hosting), "mine")
+    assert git("rev-parse", LEDGER_REF, cwd=store.path).stdout.strip() == tip  # the same commits, not rewritten
+    fsck_clean(store.path)
+    # Behind by more than one pull could rewrite, and ahead of nothing: taken as it is too.
+    more = _gitmem_ledger(team, 20, blobs)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=team.path)
+    remotes.pull(store, "origin")
+    assert git("rev-parse", LEDGER_REF, cwd=store.path).stdout.strip() == more
+    fsck_clean(store.path)
+
+
+def test_a_forget_landing_while_a_pull_takes_the_team_ledger_keeps_both(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitmem.git import pull as pulling
+
+    root, hosting = pair
+    _gitmem_ledger(root.mount("user"), 3)
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=root.mount("user").path)
+    store, _ = remotes.clone(Root(tmp_path / "other"), str(hosting), "mine")
+    _gitmem_ledger(root.mount("user"), 6)  # three more on the forge
+    git("push", "-q", str(hosting), f"{LEDGER_REF}:{LEDGER_REF}", cwd=root.mount("user").path)
+    real = pulling.swap_ref
+
+    def forget_first(*args: object, **kwargs: object) -> bool:
+        repo = as_sync(store).repo  # a forget here appends its entry between the pull's read and its swap
+        local = erasures.Entry("f" * 16, "forget", "2026-01-02T00:00:00Z", "me", (), ())
+        erasures.append(repo.fresh(), repo.path, local, stale_after=60.0, timeout=10.0)
+        monkeypatch.setattr(pulling, "swap_ref", real)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pulling, "swap_ref", forget_first)
+    remotes.pull(store, "origin")
+    with open_repository(str(store.path)) as r:
+        ids = [e.id for e in erasures.entries(r)]
+        assert erasures.foreign_ledger(r, None, str(r.references[LEDGER_REF].target), most=100) is None
+    assert ids[:3] == [f"{n:016x}" for n in range(3)] and ids[3] == "f" * 16
+    assert ids[4:] == [f"{n:016x}" for n in range(3, 6)]  # adopted one by one after it
+    fsck_clean(store.path)

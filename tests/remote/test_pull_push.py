@@ -341,3 +341,17 @@ def test_a_refusal_found_before_a_merge_names_main_as_a_fast_forwards_does(team:
     assert caught.value.code == "invalid_file" and caught.value.paths == ("notes/deploy.md",)
     assert all(reason.startswith("refs/heads/main: commit ") for reason in caught.value.reasons), caught.value.reasons
     assert team.sync.head() == head
+
+
+@pytest.mark.parametrize("path", ["identity", "provenance"])
+def test_a_file_named_like_a_message_rule_gets_the_files_hint(team: Team, path: str) -> None:
+    # The hint is chosen by the rules broken, not by a rule's name found in a line that also names a path.
+    head = team.sync.head()
+    team.person_commits(path, "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "gitmem.adapters.cli", "--root", str(team.root.path), "pull", "user"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and f": {path}: " in done.stderr, done.stderr
+    assert "fix the listed files" in done.stderr and "squash" not in done.stderr, done.stderr
+    assert team.sync.head() == head

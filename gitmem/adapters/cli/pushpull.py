@@ -103,7 +103,7 @@ def _pull_hint(exc: MergeRefused, name: str, remote_name: str) -> str:
             f"main was not changed; {remote_name}/main shares no history with this memory "
             f"(join it with `gitmem clone URL` into a new memory)"
         )
-    if any(f": {rule}: " in reason for reason in exc.reasons for rule in ("identity", "provenance")):
+    if any(rule in ("identity", "provenance") for rule in exc.rules):
         return (
             f"main was not changed; a commit message on {remote_name} repeats or misplaces Gitmem-* lines, so who or "
             "what it names could be read two ways. A forge's squash merge does this with its default message (every "
