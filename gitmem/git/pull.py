@@ -120,21 +120,22 @@ def _adopt_ledger(git: GitRepo, held: Quarantine) -> int:
     ``gitmem push``) is taken as it is (:func:`erasures.take_chain`); any other
     has its new entries adopted (:func:`erasures.merge_entries`).
     """
-    ours = read_ref(git.repo, LEDGER_REF)
-    r = open_repository(held.path)
-    try:
-        brought = [name for name in r.references if name.startswith(INCOMING_LEDGER)]
-        tip = str(r.references[INCOMING_LEDGER].target) if INCOMING_LEDGER in brought else None
-        for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
-            r.references.delete(name)
-        if tip is None or tip == ours:
-            return 0
-        if ours is not None and r.descendant_of(pygit2.Oid(hex=ours), pygit2.Oid(hex=tip)):
-            return 0  # the remote's is behind this one: nothing this memory lacks
-        taken = erasures.take_chain(r, ours, tip)
-        theirs = erasures.entries_at(r, tip) if taken is None else ()
-    finally:
-        r.free()
+    with translate_errors(git.path):  # a damaged ledger ref, here or brought: unavailable, naming it
+        ours = read_ref(git.repo, LEDGER_REF)
+        r = open_repository(held.path)
+        try:
+            brought = [name for name in r.references if name.startswith(INCOMING_LEDGER)]
+            tip = str(r.references[INCOMING_LEDGER].target) if INCOMING_LEDGER in brought else None
+            for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
+                r.references.delete(name)
+            if tip is None or tip == ours:
+                return 0
+            if ours is not None and r.descendant_of(pygit2.Oid(hex=ours), pygit2.Oid(hex=tip)):
+                return 0  # the remote's is behind this one: nothing this memory lacks
+            taken = erasures.take_chain(r, ours, tip)
+            theirs = erasures.entries_at(r, tip) if taken is None else ()
+        finally:
+            r.free()
     with translate_errors(git.path), git.lock.hold():
         if taken is not None:
             store_objects(git, held, tip, "the erasure ledger")
