@@ -23,7 +23,8 @@ def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
     """The commits of ``wants`` (hex ids) that some ref under ``refs/`` reaches.
 
     One walk down from every ref's value, ended as soon as every wanted commit
-    was met: at most the history once, however many commits a request wants.
+    was met: at most the history once, however many commits a request wants
+    (twice when some ref's history lacks a commit: see :func:`_walk_past_gaps`).
     Asking libgit2 whether each tip descends from each want cost wants x history
     steps, and one request naming every commit of a 6,000-commit memory (300 KB,
     any read token) held a request thread for over two minutes.
