@@ -300,9 +300,15 @@ class McpHttpApp(SessionTakeUp):
         except BaseException:
             closed()
             raise
-        if status < 400:
-            self._catch_up(session)
-        start_response(f"{status} {_REASONS.get(status, 'Status')}", as_public(headers, session_id))
+        try:
+            if status < 400:
+                self._catch_up(session)
+            start_response(f"{status} {_REASONS.get(status, 'Status')}", as_public(headers, session_id))
+        except BaseException:  # waitress never gets the body, so nobody else would end the stream
+            ender = getattr(body, "close", None)
+            if callable(ender):
+                ender()
+            raise
         return body
 
     def _serve_opening(

@@ -10,8 +10,8 @@ uses what is here so that:
 
 - past :data:`MAX_CONNECTIONS` a new connection takes the place of the one silent
   longest with nothing in flight (:func:`make_room`);
-- a connection whose client stopped reading a large answer is closed after
-  :data:`CHANNEL_TIMEOUT`, which frees the thread producing it (:func:`end_stalled`);
+- a connection whose client stopped reading an answer is closed after
+  :data:`CHANNEL_TIMEOUT`, which frees its place and any thread producing it (:func:`end_stalled`);
 - only a push whose token may push may send a pack-sized body; everything else
   is refused past :data:`SMALL_BODY` as soon as its headers say so (:func:`channel_class`).
 """
@@ -90,15 +90,28 @@ def channel_class(takes_pack: Callable[[str, str, str], bool]) -> type[Any]:
 def end_stalled(channels: Iterable[Any], cutoff: float, watermark: int) -> None:
     """Close connections whose answer has waited since ``cutoff`` for its client to read it.
 
-    Past ``watermark`` bytes buffered (waitress's ``outbuf_high_watermark``, 16 MiB)
-    the thread producing an answer waits for the client to read, and waitress's
-    idle check skips a connection with a request in flight: a client that asked
-    for a large clone and read nothing held that thread for as long as it kept
-    the socket. The same silence that ends an idle connection (``channel_timeout``)
-    ends this one, closed at once (its socket takes no more, so waitress would
-    never get to close it); its thread then gets ``ClientDisconnected`` and is free.
+    Two kinds, both silent for ``channel_timeout`` with output they cannot send:
+
+    - an answer still being produced, past ``watermark`` bytes buffered
+      (waitress's ``outbuf_high_watermark``, 16 MiB): the thread producing it
+      waits for the client to read, and waitress's idle check skips a connection
+      with a request in flight, so a client that asked for a large clone and read
+      nothing held that thread for as long as it kept the socket. Its thread
+      then gets ``ClientDisconnected`` and is free;
+    - a whole answer (no request in flight) of which some is still unsent: a few
+      MiB are past the kernel's socket buffers. waitress's idle check only marks
+      it to close once its output is flushed, which never comes, and
+      :func:`make_room` never picks a connection with output, so a client could
+      hold a place for ever with one clone. waitress sets ``last_activity`` after
+      the answer's last byte is buffered, so its silence is the client's.
+
+    Closed at once (its socket takes no more, so waitress would never get to
+    close it). An answer in flight below the watermark is left alone: its last
+    bytes may have been buffered a moment ago by a request that took long to
+    answer, with ``last_activity`` still from its arrival.
     Called by the loop's thread between polls only.
     """
     for c in channels:
-        if c.requests and c.total_outbufs_len > watermark and c.last_activity < cutoff and c.connected:
+        stuck = c.total_outbufs_len > watermark if c.requests else c.total_outbufs_len > 0
+        if stuck and c.last_activity < cutoff and c.connected:
             c.handle_close()

@@ -23,7 +23,8 @@ def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
     """The commits of ``wants`` (hex ids) that some ref under ``refs/`` reaches.
 
     One walk down from every ref's value, ended as soon as every wanted commit
-    was met: at most the history once, however many commits a request wants.
+    was met: at most the history once, however many commits a request wants
+    (twice when some ref's history lacks a commit: see :func:`_walk_past_gaps`).
     Asking libgit2 whether each tip descends from each want cost wants x history
     steps, and one request naming every commit of a 6,000-commit memory (300 KB,
     any read token) held a request thread for over two minutes.
@@ -59,7 +60,7 @@ def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
                 walker = repo.walk(tip, pygit2.enums.SortMode.NONE)
             else:
                 walker.push(tip)
-        except (ValueError, pygit2.GitError):  # a ref to a tree or blob, or to an object the mount lacks
+        except (KeyError, ValueError, pygit2.GitError):  # a ref to a tree or blob, or to an object the mount lacks
             continue
     if walker is None:
         return found
@@ -71,6 +72,43 @@ def reachable_wants(path: str, wants: Iterable[str]) -> set[str]:
                 found.add(key)
                 if not pending:
                     break
-    except pygit2.GitError:  # history with a missing commit: what was met so far stands
-        pass
+    except (KeyError, pygit2.GitError):  # a commit missing from some ref's history: libgit2 ends the whole walk
+        found |= _walk_past_gaps(repo, tips, pending)
+    return found
+
+
+def _walk_past_gaps(repo: pygit2.Repository, tips: set[str], pending: set[str]) -> set[str]:
+    """The commits of ``pending`` reached from ``tips`` by a walk that steps over missing objects.
+
+    libgit2's walk stops at the first commit it cannot read, wherever it was in
+    its order: one ref whose history has a gap left every other ref's wants
+    unreached (a want behind an intact ``main`` was refused). Slower per commit,
+    so only taken after such a gap.
+    """
+    found: set[str] = set()
+    seen: set[pygit2.Oid] = set()
+    stack: list[pygit2.Oid] = []
+    for tip in tips:
+        try:
+            stack.append(pygit2.Oid(hex=tip))
+        except ValueError:
+            continue
+    while stack and pending:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        try:
+            obj = repo.get(oid)
+            while isinstance(obj, pygit2.Tag):
+                obj = repo.get(obj.target)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        if not isinstance(obj, pygit2.Commit):
+            continue
+        key = str(oid)
+        if key in pending:
+            pending.discard(key)
+            found.add(key)
+        stack.extend(obj.parent_ids)
     return found

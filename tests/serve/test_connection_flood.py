@@ -152,6 +152,36 @@ def test_a_client_that_stops_reading_a_large_answer_does_not_hold_a_thread_for_e
         server.stop()
 
 
+def test_a_whole_answer_its_client_never_reads_does_not_hold_a_place_for_ever() -> None:
+    """An answer under waitress's buffer, all written, that the client never reads (a few MiB: past the
+    kernel's socket buffers) kept its connection: waitress's idle check only marks it to close once its
+    output is flushed, which never comes, and such a connection is never the one that makes room. A read
+    token (or anybody, with ``--public-read``) could hold every place of a worker with a clone each."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        return [b"x" * (1 << 20)] * 12  # 12 MiB: past the socket buffers, under waitress's 16 MiB
+
+    server = GitHttpServer(app, "127.0.0.1", 0, threads=1, channel_timeout=1).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=ANSWER_TIMEOUT) as reader:
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.sendall(b"GET /large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            deadline = time.monotonic() + ANSWER_TIMEOUT
+
+            def written() -> bool:  # the whole answer handed to waitress, most of it waiting to be sent
+                return any(not c.requests and c.total_outbufs_len for c in list(server._server.active_channels.values()))
+
+            while not written():
+                assert time.monotonic() < deadline, "the answer was never written"
+                time.sleep(0.05)
+            while server._server.active_channels:
+                assert time.monotonic() < deadline, "a connection whose client reads nothing is kept"
+                time.sleep(0.1)
+    finally:
+        server.stop()
+
+
 def _announce(port: int, path: str, length: int, authorization: str = "", wait: float = ANSWER_TIMEOUT) -> bytes:
     """Send only the headers of a POST of ``length`` bytes; what the server answers before any body."""
     with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:

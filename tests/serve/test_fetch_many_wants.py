@@ -63,3 +63,44 @@ def test_wanting_every_commit_of_a_long_history_is_one_walk(served: Served, moun
     assert answer.status == 200
     assert b"PACK" in data and b"ERR " not in data[:64]
     fsck_clean(mount.path)
+
+
+def test_a_gap_in_one_refs_history_leaves_the_other_refs_wants_served(served: Served, mount: Mount) -> None:
+    """A commit missing below one ref (a damaged or borrowed history) must not hide what ``main`` reaches.
+
+    libgit2's walk stops at the first commit it cannot read; one walk over every
+    ref then left a want behind ``main`` unreached when the broken ref's history
+    happened to be walked first, and the fetch was refused.
+    """
+    revs = long_history(mount, 20)
+    behind = revs[2]
+    absent = "1" * 40  # the broken ref's commit names a parent the mount does not hold
+    tree = git("rev-parse", "main^{tree}", cwd=mount.path).stdout.strip()
+    orphans = [
+        subprocess.run(
+            ["git", "hash-object", "-t", "commit", "--literally", "-w", "--stdin"],
+            input=f"tree {tree}\nparent {absent}\nauthor a <a@example.com> 1 +0000\n"
+            f"committer a <a@example.com> 1 +0000\n\ngap {i}\n",
+            text=True, cwd=mount.path, capture_output=True, check=True,
+        ).stdout.strip()
+        for i in range(8)  # several, so a broken history is walked before main's whatever the order
+    ]  # fmt: skip
+    try:
+        for i, orphan in enumerate(orphans):
+            git("update-ref", f"refs/heads/gap{i}", orphan, cwd=mount.path)
+        assert reachable_wants(str(mount.path), [behind, *orphans]) == {behind, *orphans}
+        body = pkt(f"want {behind} side-band-64k\n") + b"0000" + pkt("done\n")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.server.port}/{mount.name}.git/git-upload-pack",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/x-git-upload-pack-request", "Authorization": f"Bearer {TOKEN}"},
+        )
+        with urllib.request.urlopen(request, timeout=GIT_TIMEOUT) as answer:
+            data = answer.read()
+        assert answer.status == 200
+        assert b"PACK" in data and b"ERR " not in data[:64]
+    finally:
+        for i in range(8):
+            git("update-ref", "-d", f"refs/heads/gap{i}", cwd=mount.path)
+    fsck_clean(mount.path)

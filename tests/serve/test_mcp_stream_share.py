@@ -23,6 +23,7 @@ from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.tokens import hash_token, token_entry
+from gitmem.errors import MemoryStoreError
 
 from .support import seed
 
@@ -129,3 +130,61 @@ def test_a_second_stream_of_one_session_never_ends_another_token_s(tmp_path: Pat
         assert served.app.stream_count() == 4
         alice_streams = [s for s in served.app._sessions.values() if s.owner == hash_token(ALICE) and s.streams]
         assert len(alice_streams) == 3
+
+
+def test_a_stream_that_fails_after_it_was_made_gives_its_place_back(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream whose answer fails between its making and waitress taking it (the session book unreadable
+    for a moment) is ended there: it held its place and its session's one stream for good, so the worker
+    had a place less and the SDK client's next try at that session was refused (409) until the end."""
+    failed: list[int] = []
+    catch_up = served.app._catch_up
+
+    def broken_once(session: object) -> None:
+        if not failed:
+            failed.append(1)
+            raise MemoryStoreError("unavailable", "the session book cannot be read now")
+        catch_up(session)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(served.app, "_catch_up", broken_once)
+    with HttpMcpClient(served.url, ALICE) as alice:
+        wait_for(lambda: failed, "the client did not open its stream")
+        alice.subscribe(CONTEXT)
+        wait_for(lambda: served.app.stream_count() == 1, "the client's second try got no stream")
+        made = alice.call("memory_file_create", memory="notes", path="back.md", content="back\n")
+        assert not made.is_error, made
+        uri, _ = alice.updates.get(timeout=WAIT)  # the SDK client's try after the failure has the stream
+        assert uri == CONTEXT
+    wait_for(lambda: served.app.stream_count() == 0, "a stream's place was kept after its client left")
+
+
+def test_an_event_stream_silent_past_the_idle_timeout_still_carries_the_next_notification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream says nothing between events (the SDK's ping is every 15 s): the server's closing of
+    connections silent past the idle timeout, answers nobody reads included, must leave it open."""
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(token_entry(ALICE, "alice", ["notes"], "write"), encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
+    app = McpHttpApp(root, tokens, max_streams=STREAMS)
+    opened: list[object] = []
+    take = app._slots.take
+    monkeypatch.setattr(app._slots, "take", lambda owner: opened.append(owner) or take(owner))
+    server = GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0, threads=4 + STREAMS,
+                           channel_timeout=1).start()  # fmt: skip
+    try:
+        with HttpMcpClient(f"http://127.0.0.1:{server.port}/mcp", ALICE) as alice:
+            alice.subscribe(CONTEXT)
+            wait_for(lambda: app.stream_count() == 1, "the client did not open its stream")
+            time.sleep(4.0)  # silent four idle timeouts (the stalled-answer check runs every second)
+            assert app.stream_count() == 1
+            made = alice.call("memory_file_create", memory="notes", path="late.md", content="late\n")
+            assert not made.is_error, made
+            uri, _ = alice.updates.get(timeout=WAIT)
+            assert uri == CONTEXT
+            assert len(opened) == 1  # the first stream carried it: none was closed and opened again
+    finally:
+        server.stop()
