@@ -44,6 +44,12 @@ class SecretRule:
 # ``[redacted`` is the first word of :data:`REDACTED`: a redacted text breaks no rule.
 _PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x+|\.\.\.|…|changeme|\[redacted)$", re.I)
 
+# A token-shaped key stands alone: one that continues a longer run of URL-safe base64
+# (letters, digits, '_' and '-') is a piece of that run, such as a ciphertext or a hash.
+# Random base64url of 120 characters held '_sk-' or '-sk-' and 20 more about 3 times in
+# 200,000, so an encrypted session item (Fernet) was now and then refused as a key.
+_ALONE = r"(?<![A-Za-z0-9_-])"
+
 SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "private_key",
@@ -56,14 +62,14 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         # Either a last segment of 20+ characters (sk-proj-…, sk-ant-api03-…) or 20+
         # characters of hyphenated segments holding a digit (sk-team-prod-1234567890).
         re.compile(
-            r"(?<![A-Za-z0-9])sk-(?:(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}|(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,})"
+            _ALONE + r"sk-(?:(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}|(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,})"
         ),
         "an 'sk-…' API key",
         needles=("sk-",),
     ),
     SecretRule(
         "github_token",
-        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        re.compile(_ALONE + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
         "a GitHub token",
         needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),

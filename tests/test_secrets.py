@@ -52,6 +52,10 @@ NOT_SECRETS = [
     "api_key: ...",
     "task-sk-list and risk-management notes",
     "desk-abcdefghijklmnopqrstuvwxyz",  # 'sk-' inside a word
+    # inside a longer run of URL-safe base64 (an encrypted item's Fernet token): a piece of it
+    "gAAAAAAAAAPz9qj0_ASo3OEJIBkCpmqjfYmJ0A7ToIOJPBNvk_sk-SXMQqJH6tmP71OnkPJhGxjugooyNGr7uCpdDz1XcDU_sPY6k2",
+    "gAAAAAB9x-sk-proj-AbCdEfGhIjKlMnOpQrStUvWx12",
+    "gAAAAAB9x_ghp_abcdefghijklmnopqrstuvwxyz0123456789",
     "sk-short",
     "the sk-learn-compatible-estimators-api notes",  # hyphenated words, no digit
     "ghp_tooShort",
