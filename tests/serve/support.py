@@ -364,3 +364,32 @@ def malformed_commit(work: Path, kind: str) -> str:
     new = _literal(work, "commit", raw)
     git("update-ref", "refs/heads/main", new, cwd=work)
     return new
+
+
+@contextmanager
+def book_workers(
+    tmp_path: Path, token: str, principal: str, access: str, **app_options: Any
+) -> Iterator[tuple[Root, Any, Path, list[Any], list[str]]]:
+    """Two "workers" (two apps on two ports) over one session book, as ``--workers 2`` has.
+
+    A memory ``notes`` (seeded) reached by ``token`` of ``principal`` at ``access``.
+    Yields the root, the book, the token file, the two :class:`McpHttpApp` and their ``/mcp`` URLs.
+    """
+    from gitmem.adapters.http_server import load_tokens
+    from gitmem.adapters.mcp_book import SessionBook
+    from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
+    from gitmem.adapters.tokens import token_entry
+
+    root = Root(tmp_path / "root")
+    seed(root.mount("notes", create=True))
+    token_file = tmp_path / "tokens.toml"
+    token_file.write_text(token_entry(token, principal, ["notes"], access), encoding="utf-8")
+    tokens = load_tokens(token_file, env={})
+    book = SessionBook(tmp_path / "book")
+    apps = [McpHttpApp(root, tokens, book=book, **app_options) for _ in range(2)]
+    servers = [GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0).start() for app in apps]
+    try:
+        yield root, book, token_file, apps, [f"http://127.0.0.1:{s.port}/mcp" for s in servers]
+    finally:
+        for server in servers:
+            server.stop()

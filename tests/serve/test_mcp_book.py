@@ -27,13 +27,12 @@ import pytest
 
 from gitmem import Root
 from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
-from gitmem.adapters.mcp_book import SessionBook
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.mcp_stream import ChangeFanout
 from gitmem.adapters.tokens import token_entry
 from gitmem.adapters.watch import Watcher
 
-from .support import seed
+from .support import book_workers, seed
 
 TOKEN = "tok-alice-book-0123456789abcdef0123"
 HELLO = {
@@ -54,20 +53,8 @@ class Two:
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[Two]:
-    root = Root(tmp_path / "root")
-    seed(root.mount("notes", create=True))
-    token_file = tmp_path / "tokens.toml"
-    token_file.write_text(token_entry(TOKEN, "alice", ["notes"], "write"), encoding="utf-8")
-    tokens = load_tokens(token_file, env={})
-    book = SessionBook(tmp_path / "book")
-    apps = (McpHttpApp(root, tokens, max_sessions=2, book=book), McpHttpApp(root, tokens, max_sessions=2, book=book))
-    servers = [GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), app), "127.0.0.1", 0).start() for app in apps]
-    try:
-        a, b = (f"http://127.0.0.1:{s.port}/mcp" for s in servers)
-        yield Two(a, b, apps, token_file)
-    finally:
-        for server in servers:
-            server.stop()
+    with book_workers(tmp_path, TOKEN, "alice", "write", max_sessions=2) as (_, _, token_file, apps, urls):
+        yield Two(urls[0], urls[1], (apps[0], apps[1]), token_file)
 
 
 def post(url: str, body: object, session: str | None = None, method: str = "POST") -> tuple[int, dict[str, str], bytes]:

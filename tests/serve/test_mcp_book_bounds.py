@@ -21,44 +21,26 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from bench.mcp_http_client import HttpMcpClient
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
 from gitmem.adapters.mcp_book import SessionBook
-from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
-from gitmem.adapters.tokens import token_entry
 
-from .support import seed
+from .support import book_workers
 
 TOKEN = "tok-rob-book-bounds-0123456789abcdef"
 CONTEXT = "memory://notes/context"
 
 
 class Served:
-    def __init__(self, root: Root, book: SessionBook, servers: list[GitHttpServer]) -> None:
+    def __init__(self, root: Root, book: SessionBook, urls: list[str]) -> None:
         self.root = root
         self.book = book
-        self.urls = [f"http://127.0.0.1:{s.port}/mcp" for s in servers]
+        self.urls = urls
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     """Two "workers" (two apps on two ports) over one session book, as ``--workers 2`` has."""
-    root = Root(tmp_path / "root")
-    seed(root.mount("notes", create=True))
-    token_file = tmp_path / "tokens.toml"
-    token_file.write_text(token_entry(TOKEN, "rob", ["notes"], "read"), encoding="utf-8")
-    tokens = load_tokens(token_file, env={})
-    book = SessionBook(tmp_path / "book")
-    servers = [
-        GitHttpServer(WithMcp(GitHttpApp(root, tokens=tokens), McpHttpApp(root, tokens, book=book)), "127.0.0.1", 0)
-        for _ in range(2)
-    ]
-    for server in servers:
-        server.start()
-    try:
-        yield Served(root, book, servers)
-    finally:
-        for server in servers:
-            server.stop()
+    with book_workers(tmp_path, TOKEN, "rob", "read") as (root, book, _, _, urls):
+        yield Served(root, book, urls)
 
 
 def unsubscribe(client: HttpMcpClient, uri: str) -> None:
