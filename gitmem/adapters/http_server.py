@@ -80,6 +80,7 @@ from gitmem.adapters.serve_connections import (
     CHANNEL_TIMEOUT,
     HELD_BACK_POLL,
     MAX_CONNECTIONS,
+    SMALL_BODY,
     channel_class,
     end_stalled,
     make_room,
@@ -243,16 +244,20 @@ class GitHttpApp:
         """What the request's token may do, or ``None`` without a token the server knows."""
         return self.grants.grant(_presented_token(environ))
 
-    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
-        """Whether a request may send a body up to the push cap: a push whose token may push.
+    def body_cap(self, method: str, path: str, authorization: str) -> int | None:
+        """The largest body this request may send: ``None`` (the push cap) for a push whose token may push.
 
         Asked by the server once a request's headers are in, before its body is read
-        (see :class:`GitHttpServer`); every other request is held to :data:`~gitmem.adapters.serve_connections.SMALL_BODY`.
+        (see :class:`GitHttpServer`). A request with a token the server knows is held
+        to :data:`~gitmem.adapters.serve_connections.SMALL_BODY`; one without (only
+        a ``--public-read`` fetch is served then) to what a fetch request may hold.
         """
-        if method != "POST" or not path.endswith("/git-receive-pack"):
-            return False
         grant = self.grant({"HTTP_AUTHORIZATION": authorization})
-        return grant is not None and grant.allows("propose")
+        if grant is None:
+            return self.max_fetch_request_bytes + _REQUEST_SLACK
+        if method == "POST" and path.endswith("/git-receive-pack") and grant.allows("propose"):
+            return None
+        return SMALL_BODY
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
@@ -567,9 +572,9 @@ class FrontApp:
             return _text(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
         return self.app(environ, start_response)
 
-    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
-        taker = getattr(self.app, "takes_pack", None)
-        return bool(taker(method, path, authorization)) if callable(taker) else True
+    def body_cap(self, method: str, path: str, authorization: str) -> int | None:
+        capper = getattr(self.app, "body_cap", None)
+        return capper(method, path, authorization) if callable(capper) else None
 
     def end_streams(self) -> None:
         ender = getattr(self.app, "end_streams", None)
@@ -672,9 +677,9 @@ class GitHttpServer:
             gate, map=self._map, threads=threads, ident="gitmem", _dispatcher=dispatcher, **where, **limits
         )
         gate.port = self.port
-        taker = getattr(app, "takes_pack", None)
-        if callable(taker):
-            self._server.channel_class = channel_class(taker)
+        capper = getattr(app, "body_cap", None)
+        if callable(capper):
+            self._server.channel_class = channel_class(capper)
         readable = self._server.readable
         self._held_back = False  # new connections are left to the other workers: look again soon
         self._full_logged = -60.0  # when the last "connections are full" line was logged

@@ -614,10 +614,10 @@ class WithMcp:
         result: Iterable[bytes] = self.git(environ, start_response)
         return result
 
-    def takes_pack(self, method: str, path: str, authorization: str) -> bool:
-        """Whether the git app takes a push-sized body for this request (``/mcp`` never needs one)."""
-        taker = getattr(self.git, "takes_pack", None)
-        return bool(taker(method, path, authorization)) if callable(taker) else True
+    def body_cap(self, method: str, path: str, authorization: str) -> int | None:
+        """The git app's cap for this request's body (a push-sized one only for a push: ``/mcp`` never needs it)."""
+        capper = getattr(self.git, "body_cap", None)
+        return capper(method, path, authorization) if callable(capper) else None
 
     def end_streams(self) -> None:
         self.mcp.end_streams()

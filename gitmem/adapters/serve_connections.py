@@ -13,7 +13,7 @@ uses what is here so that:
 - a connection whose client stopped reading an answer is closed after
   :data:`CHANNEL_TIMEOUT`, which frees its place and any thread producing it (:func:`end_stalled`);
 - only a push whose token may push may send a pack-sized body; everything else
-  is refused past :data:`SMALL_BODY` as soon as its headers say so (:func:`channel_class`).
+  is refused past its cap as soon as its headers say so (:func:`channel_class`).
 """
 
 from __future__ import annotations
@@ -51,20 +51,22 @@ def make_room(channels: Iterable[Any]) -> None:
 
 
 SMALL_BODY = 8 * 1024 * 1024
-"""The largest request body read for anything but a push with a token that may push (an MCP request
-takes 4 MiB, a fetch request 1 MiB once decompressed)."""
+"""The largest request body read from a token the server knows, but for a push it may make (an MCP
+request takes 4 MiB, a fetch request 1 MiB once decompressed)."""
 
 
-def channel_class(takes_pack: Callable[[str, str, str], bool]) -> type[Any]:
-    """waitress's connection, whose requests get the push cap only when ``takes_pack`` says so.
+def channel_class(body_cap: Callable[[str, str, str], int | None]) -> type[Any]:
+    """waitress's connection, whose requests are held to what ``body_cap`` says from their headers.
 
     waitress reads a request's whole body, spooled to a temporary file, before the
     app sees the request and its token: with the one cap a push needs, anybody
     who could reach the port had a worker spool 64 MiB per connection (100 at
-    once) before being told 401. Once a request's headers are in, one that is not
-    a push with a token that may push is held to :data:`SMALL_BODY`: waitress
-    answers 413 at once when its ``Content-Length`` says more, or as a chunked
-    body passes it.
+    once) before being told 401. Once a request's headers are in, ``body_cap``
+    (method, path, ``Authorization``) gives its cap, ``None`` for the server's own
+    (a push with a token that may push): a request without a token the server
+    knows is held to what a fetch needs, any other to :data:`SMALL_BODY`. waitress
+    answers 413 at once when its ``Content-Length`` says more, or as a chunked body
+    passes it.
     """
     from waitress.channel import HTTPChannel
     from waitress.parser import HTTPRequestParser
@@ -74,11 +76,10 @@ def channel_class(takes_pack: Callable[[str, str, str], bool]) -> type[Any]:
 
         def parse_header(self, header_plus: bytes) -> None:
             super().parse_header(header_plus)
-            if self.adj.max_request_body_size > SMALL_BODY and not takes_pack(
-                str(self.command), str(self.path), str(self.headers.get("AUTHORIZATION", ""))
-            ):
+            cap = body_cap(str(self.command), str(self.path), str(self.headers.get("AUTHORIZATION", "")))
+            if cap is not None and self.adj.max_request_body_size > cap:
                 adj = copy.copy(self.adj)  # this request's own: the server's stay as they are
-                adj.max_request_body_size = SMALL_BODY
+                adj.max_request_body_size = cap
                 self.adj = adj
 
     class Channel(HTTPChannel):  # type: ignore[misc]

@@ -201,8 +201,9 @@ def test_only_a_push_with_a_token_that_may_push_may_send_a_pack_sized_body(tmp_p
 
     With the one cap a push needs (64 MiB), anybody who could reach the port could
     have a worker spool 64 MiB per connection, 100 connections at once, before
-    being told 401. Only a push whose token may push gets the push's cap; every
-    other request is refused (413) past 8 MiB as soon as its headers say so.
+    being told 401. Only a push whose token may push gets the push's cap; another
+    request with a token the server knows is refused (413) past 8 MiB as soon as its
+    headers say so, and one without past what a fetch request may hold (2 MiB).
     """
     root = Root(tmp_path / "mem")
     seed(root.mount("team", create=True))
@@ -227,7 +228,17 @@ def test_only_a_push_with_a_token_that_may_push_may_send_a_pack_sized_body(tmp_p
             assert answer.startswith(b"HTTP/1.1 413"), (path, auth, answer)
         # A push with a token that may push is read on (the server waits for its body).
         assert _announce(server.port, "/team.git/git-receive-pack", big, f"Bearer {TOKEN}", wait=1.0) == b""
-        # A body within 8 MiB is taken from anybody, to be answered by the app.
+        # A token the server knows may send up to 8 MiB (an MCP call takes 4 MiB) ...
+        middling = 5 * 1024 * 1024
+        for auth in (f"Bearer {reader}", f"Bearer {TOKEN}"):
+            assert _announce(server.port, "/mcp", middling, auth, wait=1.0) == b"", auth
+        # ... and a request without one only what a --public-read fetch needs: 100 of them
+        # could otherwise have a worker spool 800 MB before each was told 401.
+        for path, auth in [("/mcp", ""), ("/team.git/git-upload-pack", ""), ("/mcp", "Bearer not-a-token")]:
+            answer = _announce(server.port, path, middling, auth)
+            assert answer.startswith(b"HTTP/1.1 413"), (path, auth, answer)
+        # A body within a fetch request's size is taken from anybody, to be answered by the app.
         assert _announce(server.port, "/mcp", 1024, "", wait=1.0) == b""
+        assert _announce(server.port, "/team.git/git-upload-pack", 1024 * 1024, "", wait=1.0) == b""
     finally:
         server.stop()
