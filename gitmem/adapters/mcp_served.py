@@ -108,7 +108,14 @@ def session_topic(environ: Mapping[str, Any]) -> str:
     topic = _header(environ, TOPIC_HEADER, "Gitmem-Topic") or DEFAULT_TOPIC
     if "/" in topic:
         raise MemoryStoreError("forbidden", f"the topic {topic[:80]!r} holds a '/': give one name such as 'billing'")
-    check_run_id(principal_run("p", topic))
+    try:
+        check_run_id(principal_run("p", topic))  # as it will be, under a principal's folder
+    except MemoryStoreError:
+        raise MemoryStoreError(
+            "forbidden",
+            f"the topic {topic[:80]!r} (Gitmem-Topic) cannot name a proposal branch: "
+            "use letters, digits and . _ @ + = - (no '..'), such as 'billing'",
+        ) from None
     return topic
 
 
