@@ -56,6 +56,7 @@ from gitmem.durable.nodefile import decode_node, nodes_prefix
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json, local_folder, open_private, replace_file
 from gitmem.model import Changes, FileText
+from gitmem.recall.values import is_date_time
 from gitmem.recall.vectors import (
     CONSISTENCY_ORDER,
     Consistency,
@@ -276,16 +277,13 @@ class RefreshLog:
             pass  # health is advisory; the refresh itself already succeeded or failed
 
 
-_YEAR_10000: Final = 253_402_300_800  # seconds since 1970: a time past it is no date (datetime.fromtimestamp raises)
-
-
 def _log_fields(data: Any) -> dict[str, Any]:
     """The fields of a refresh log that have the types health reports; anything else is dropped."""
     if not isinstance(data, dict):
         return {}
     out: dict[str, Any] = {}
     at = data.get("last_refresh_at")
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and 0 <= at < _YEAR_10000:  # NaN, inf, 10**400: dropped
+    if is_date_time(at):  # NaN, inf, 10**400, past the year 9999: dropped
         out["last_refresh_at"] = float(at)
     if data.get("last_outcome") in ("published", "unchanged", "failed"):
         out["last_outcome"] = data["last_outcome"]

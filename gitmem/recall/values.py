@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from gitmem.errors import MemoryStoreError
 from gitmem.recall import convo
@@ -98,7 +98,7 @@ def _finite(number: int | float) -> bool:
         return False
 
 
-def is_date_time(at: object) -> bool:
+def is_date_time(at: object) -> TypeGuard[int | float]:
     """Whether ``at`` is a number of seconds from :data:`FIRST_TIME` to :data:`LAST_TIME` (compared
     exactly: NaN, infinities and an int no float holds are not)."""
     return not isinstance(at, bool) and isinstance(at, int | float) and FIRST_TIME <= at <= LAST_TIME
