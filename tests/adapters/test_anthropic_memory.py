@@ -814,8 +814,8 @@ def test_a_refused_replace_of_a_common_text_takes_time_linear_in_the_file() -> N
     memory = InMemoryFileStore(FileFormat(max_file_bytes=1 << 20))
     tool = GitMemoryTool(memory)
     tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "a\n" * (1 << 18)})
-    started = time.monotonic()
+    started = time.thread_time()  # CPU: a loaded machine does not stretch it
     message = refused(tool, StrReplace(command="str_replace", path="/memories/a.txt", old_str="a", new_str="b"))
-    assert time.monotonic() - started < 5.0
+    assert time.thread_time() - started < 5.0
     assert message.startswith("No replacement was performed. Multiple occurrences of old_str `a` in lines: 1, 2, 3,")
     assert memory.read("a.txt").text == "a\n" * (1 << 18)

@@ -59,9 +59,9 @@ def test_many_remote_erasures_are_adopted_at_once_and_as_gitmem_writes_them(pair
     root, hosting = pair
     store = root.mount("user")
     _forge_ledger(hosting, [_entry(n) for n in range(erasures.MAX_ADOPTED_ENTRIES)])
-    started = time.monotonic()
+    started = time.process_time()  # CPU of this process (the adoption runs here): not stretched by load
     assert remotes.pull(store, "origin").kind == "up_to_date"
-    took = time.monotonic() - started
+    took = time.process_time() - started
     with open_repository(str(store.path)) as r:
         tip = str(r.references[LEDGER_REF].target)
         assert [e.id for e in erasures.entries_at(r, tip)] == [f"{n:016x}" for n in range(erasures.MAX_ADOPTED_ENTRIES)]
@@ -79,11 +79,11 @@ def test_a_remote_ledger_beyond_what_one_pull_adopts_is_refused_and_nothing_chan
     store = root.mount("user")
     head = store.sync.head()
     _forge_ledger(hosting, [_entry(n) for n in range(erasures.MAX_ADOPTED_ENTRIES + 1)])
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(MemoryStoreError) as caught:
         remotes.pull(store, "origin")
     assert caught.value.code == "too_large", caught.value.message
-    assert time.monotonic() - started < 15
+    assert time.process_time() - started < 15
     assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
     assert store.sync.head() == head
     fsck_clean(store.path)

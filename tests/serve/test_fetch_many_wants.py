@@ -45,9 +45,9 @@ def pkt(line: str) -> bytes:
 def test_wanting_every_commit_of_a_long_history_is_one_walk(served: Served, mount: Mount) -> None:
     revs = long_history(mount, COMMITS)
     assert len(revs) > COMMITS
-    began = time.monotonic()
+    began = time.thread_time()  # CPU: a loaded machine does not stretch it
     found = reachable_wants(str(mount.path), [*revs, "0" * 40, "f" * 40])
-    assert time.monotonic() - began < WALK_BOUND
+    assert time.thread_time() - began < WALK_BOUND
     assert found == set(revs)  # every one reached, nothing made up
     # Served: a request wanting them all gets the pack (git's answer, not an error).
     body = pkt(f"want {revs[0]} side-band-64k\n") + b"".join(pkt(f"want {r}\n") for r in revs[1:]) + b"0000"
