@@ -107,3 +107,4 @@ def test_a_record_file_with_a_time_past_the_dates_reads_as_a_damaged_file(moment
     assert [r.id for r in fresh.search("green tea")][:1] == [good.id]
     fresh.update(good.id, "prefers oolong tea")
     assert fresh.get(good.id).text == "prefers oolong tea"
+
