@@ -45,3 +45,23 @@ def test_a_crafted_change_set_is_refused_as_one_not_a_traceback(tmp_path: Path, 
     refused = json.loads(done.stdout)
     assert done.returncode in (1, 2) and refused["error"] in ("usage", "invalid_file"), refused
     assert git(root / "rules.git", "rev-parse", "main") == before
+
+
+@pytest.mark.parametrize("name", ["not-a-folder/x", "n" * 5000], ids=["through-a-file", "name-too-long"])
+def test_a_merged_text_path_the_system_cannot_open_is_a_refusal(tmp_path: Path, name: str) -> None:
+    # `review resolve --file PATH` read PATH through the strict local opener, which leaves errors
+    # other than a planted file as OSError: ENOTDIR or ENAMETOOLONG reached the user as a traceback.
+    root = tmp_path / "root"
+    code = "from gitmem.adapters.cli import main; main()"
+    cli = [sys.executable, "-c", code, "--root", str(root)]
+    subprocess.run([*cli, "init", "team"], check=True, capture_output=True)
+    (tmp_path / "not-a-folder").write_text("a file\n")
+    before = git(root / "team.git", "rev-parse", "main")
+    path = str(tmp_path / name) if name.startswith("not-") else name
+    done = subprocess.run(
+        [*cli, "review", "resolve", "team", "p1", "a.md", "--file", path, "--json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "unavailable", done.stdout
+    assert git(root / "team.git", "rev-parse", "main") == before

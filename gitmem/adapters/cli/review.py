@@ -205,7 +205,10 @@ def _read_merged(source: str) -> str:
     if source == "-":
         data: bytes | None = sys.stdin.buffer.read(limit + 1)
     else:
-        data = read_local_strict(source, limit)
+        try:
+            data = read_local_strict(source, limit)
+        except OSError as exc:  # the opener refuses planted files itself; a path the system cannot open is this
+            raise MemoryStoreError("unavailable", f"cannot read {source}: {exc.strerror or exc}") from None
         if data is None:
             raise MemoryStoreError("not_found", f"{source} does not exist")
     assert data is not None
