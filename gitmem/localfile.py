@@ -382,15 +382,16 @@ def replace_private(path: str | os.PathLike[str], text: str) -> None:
     """:func:`replace_file` synced, keeping the replaced file's owner and mode, and its folder synced too.
 
     So the rename survives a crash, and root's edit of a group-readable file leaves it
-    readable by the server that reads it.
+    readable by the server that reads it. For a control file an admin names (a token file):
+    its folder is theirs and may be reached through a link; the file itself never is one.
     """
     replace_file(path, text, fsync=True, keep=True)
-    fsync_folder(os.path.dirname(os.fspath(path)) or ".")
+    fsync_folder(os.path.dirname(os.fspath(path)) or ".", follow=True)
 
 
-def fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str, *, follow: bool = False) -> None:
     """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
-    dir_fd = open_folder(folder)
+    dir_fd = open_folder(folder, follow=follow)
     try:
         os.fsync(dir_fd)
     finally:
@@ -418,9 +419,12 @@ def _keep_owner_and_mode(fd: int, target: str) -> None:
     os.fchmod(fd, stat.S_IMODE(old.st_mode))  # after fchown, which may clear set-id bits
 
 
-def open_folder(path: str | os.PathLike[str]) -> int:
-    """A descriptor of the folder at ``path`` (for ``fsync`` or ``dir_fd``), no link followed; ``OSError`` else."""
-    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+def open_folder(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """A descriptor of the folder at ``path`` (for ``fsync``, ``dir_fd`` or ``flock``); ``OSError`` else.
+
+    No link is followed unless ``follow``: a folder the user named (a token file's) may be one.
+    """
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
 
 
 # -- SQLite databases under a mount ---------------------------------------------------------------
