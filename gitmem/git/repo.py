@@ -46,7 +46,7 @@ from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_fi
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
+from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat, read_ref_file_unstamped
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
 from gitmem.git.snapshot import (
@@ -369,7 +369,11 @@ class GitRepo:
         the file was read (git's "racy" rule): a rewrite after that read gets a
         later mtime, even with the same size and a reused inode, so an unchanged
         stamp cannot hide one. A stamp written in the same clock tick as the read
-        is not trusted, and the file is read (see :func:`_settled`).
+        is not trusted, and the file is read (see :func:`_settled`). The stamp is
+        taken (an ``fstat`` of the file read) at most every :data:`_RACY_NS`: reads
+        that follow one closer than that are right after a write (a new head each
+        time, or an unsettled stamp), where a stamp serves no later read; they read
+        the file without it (:func:`~gitmem.git.looseref.read_ref_file_unstamped`).
         """
         # Not the config: libgit2 reads it when a handle opens (open_repository checks it first)
         # and when a config value is asked (writes, config_get: through fresh()), never for the
@@ -388,9 +392,16 @@ class GitRepo:
                 return last[1]
         local.last = None
         before = time.time_ns()
-        head, st = read_ref_file_stat(self._main_path)
-        if head is None or st is None:
-            return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
+        # The stamp at most every _RACY_NS: one taken sooner after the last is as racy as that one was
+        # (a read right after a write), and serves no later read.
+        stamp_due = not 0 <= before - getattr(local, "stamped", 0) < _RACY_NS
+        head = None if stamp_due else read_ref_file_unstamped(self._main_path)
+        st = None
+        if head is None:
+            head, st = read_ref_file_stat(self._main_path)
+            if head is None or st is None:
+                return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
+            local.stamped = before
         if not known or (
             last is not None
             and head != last[1]
@@ -399,7 +410,11 @@ class GitRepo:
         ):
             self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
             local.folds_asked = before
-        local.last = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), head, _settled(st, before))
+        local.last = (
+            _UNSTAMPED if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
+            head,
+            st is not None and _settled(st, before),
+        )
         return head
 
     def last_head(self) -> CommitId | None:
@@ -791,6 +806,8 @@ earliest); an agent's edit loop moves the head every few milliseconds.
 """
 _RACY_NS: Final = 20_000_000
 """How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
+_UNSTAMPED: Final = (-1, -1, -1, -1)
+"""The stamp of a ref read without one: matches no file's, and is never trusted (not settled)."""
 _RACY_SECONDS_NS: Final = 2_000_000_000
 """The same for a file system that keeps whole seconds (ext4 with small inodes, or FAT's two)."""
 
