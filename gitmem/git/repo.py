@@ -232,7 +232,7 @@ class GitRepo:
         raises (its cost is most of the check's, and every write makes it).
         """
         if not os.access(self._gen_path, os.F_OK):
-            return (0, 0)
+            return _NO_HISTORY
         try:
             st = os.stat(self._gen_path)
         except FileNotFoundError:
@@ -380,7 +380,7 @@ class GitRepo:
         # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
-        history = self.history_mark()
+        history = self.history_mark() if os.access(self._gen_path, os.F_OK) else _NO_HISTORY  # most never had one
         # A handle's pid, marks and repo are set with it, before any head is noted (last).
         known = last is not None and local.pid == _pid[0] and history == local.gen[0] and local.repo is not None
         if known and last is not None and last[2]:
@@ -485,14 +485,24 @@ class GitRepo:
     def read_main(self, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` at the head of ``main``, or ``None``: the store's read of it.
 
-        :meth:`head`, then :meth:`read_at` on the commit it answered (one walk,
-        :meth:`Written.walk <gitmem.git.written.Written.walk>`), under one error
-        translation: the agent's read of ``main``, kept to the fewest steps since every step
+        :meth:`head`, then what :meth:`read_at` does for the commit it answered, in
+        this frame (one walk, :meth:`Written.walk <gitmem.git.written.Written.walk>`,
+        whose file comes back as it is), under one error translation: the agent's read of ``main``, kept to the fewest steps since every step
         of it costs several times its warm cost right after a write (the
         writer's work has evicted the reader's caches).
         """
         with translate_errors(self.path):
-            return self.read_at(self.head(), path, at_head=True)
+            head = self.head()
+            written = self.written
+            if written.enabled:  # read_at's walk, in this frame (the mark is the one head() just read)
+                mark = self._local.gen[0]
+                cache = self._parsed_trees(mark)
+                known = None if cache is None else cache.trees
+                found = written.walk(self.path, head, path, mark, self._commit_trees, known, self._packed)
+                if found is not None:
+                    kind, oid, data = found
+                    return (oid, data) if kind == "blob" and isinstance(data, bytes) else self._found(found)
+            return self._read_tree(head, path)
 
     def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
@@ -806,6 +816,8 @@ earliest); an agent's edit loop moves the head every few milliseconds.
 """
 _RACY_NS: Final = 20_000_000
 """How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
+_NO_HISTORY: Final = (0, 0)
+"""The history mark of a memory no purge or forget ever touched (no mark file)."""
 _UNSTAMPED: Final = (-1, -1, -1, -1)
 """The stamp of a ref read without one: matches no file's, and is never trusted (not settled)."""
 _RACY_SECONDS_NS: Final = 2_000_000_000
