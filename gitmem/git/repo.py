@@ -487,9 +487,10 @@ class GitRepo:
 
         :meth:`head`, then what :meth:`read_at` does for the commit it answered, in
         this frame (one walk, :meth:`Written.walk <gitmem.git.written.Written.walk>`,
-        whose file comes back as it is), under one error translation: the agent's read of ``main``, kept to the fewest steps since every step
-        of it costs several times its warm cost right after a write (the
-        writer's work has evicted the reader's caches).
+        whose file comes back as it is), under one error translation: the agent's
+        read of ``main``, kept to the fewest steps since every step of it costs
+        several times its warm cost right after a write (the writer's work has
+        evicted the reader's caches).
         """
         with translate_errors(self.path):
             head = self.head()
