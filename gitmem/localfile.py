@@ -86,6 +86,30 @@ def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
         os.close(fd)
 
 
+def read_unstamped(path: str, size: int) -> bytes | None:
+    """Up to ``size`` bytes of the file at ``path`` in one read: open, read, close, no ``fstat``.
+
+    Never blocking, no link followed, like :func:`open_local`; unlike it, not
+    checked to be a regular file, which takes the ``fstat`` and its result (a third
+    of a small file's read on cold caches). A folder fails, and a FIFO reads nothing
+    unless a writer holds it open. Only for a caller that believes nothing but one
+    exact short form (a loose ref: 40 hex digits and a newline, which a planted
+    regular file could hold just as well) and reads through :func:`open_local_stat`
+    at least every few milliseconds, which refuses anything but a regular file
+    (:meth:`gitmem.git.repo.GitRepo.head`). ``None`` when it cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_local_head(path: str | os.PathLike[str], size: int, *, offset: int = 0) -> bytes | None:
     """At most ``size`` bytes from ``offset`` of the regular file at ``path`` (a prefix, never refused for length).
 
