@@ -169,12 +169,33 @@ IGNORE_CASES = [
     ("[ab].md", "b.md", False, True),
     ("[!ab].md", "b.md", False, False),
     ("\\#hash.md", "#hash.md", False, True),
+    # A range written backwards holds only its first character; a "]" right after "[!" or "[^" is one.
+    ("[z-a]", "z", False, True),
+    ("[z-a]", "a", False, False),
+    ("x[c-a]y", "xby", False, False),
+    ("x[!]]", "xa", False, True),
+    ("x[!]]", "x]", False, False),
+    ("y[^]]", "ya", False, True),
 ]
 
 
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "ignored"), IGNORE_CASES)
 def test_ignore_rules_follow_gitignore(pattern: str, path: str, is_dir: bool, ignored: bool) -> None:
     assert (ignored_by(parse([pattern]), path, is_dir) is not None) is ignored
+
+
+def test_a_gitignore_of_odd_classes_is_read_as_git_reads_it_and_the_import_goes_on(gm: Run, tmp_path: Path) -> None:
+    # A class no regular expression takes ('[z-a]', '[!]]') ended a whole import in a traceback.
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / ".gitignore").write_text("[z-a]\nq[!]]\nw[^]]\nv[a-\\]\n")
+    for name in ("z", "a", "qa", "wa", "keep.md"):
+        (folder / name).write_text("x\n")
+    done = gm("import", "odd", str(folder), "--create", "--gitignore", "--json")
+    assert done.exit_code == 0, done.output
+    out = as_json(done)
+    assert sorted(f["path"] for f in out["imported"]) == [".gitignore", "a", "keep.md"]
+    assert sorted(s["path"] for s in out["skipped"]) == ["qa", "wa", "z"]
 
 
 def test_a_negated_line_keeps_a_path_and_the_last_line_wins() -> None:
