@@ -69,7 +69,9 @@ def _steps(glob: str) -> list[Step]:
             out.append((_ONE, ""))
             i += 1
         elif c == "[":
-            end = glob.find("]", i + 2 if glob.startswith("[!", i) or glob.startswith("[]", i) else i + 1)
+            # The first character of the class (after a "!" or "^") is one of it, even a "]".
+            first = i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1
+            end = glob.find("]", first + 1)
             if end < 0:
                 out.append((_CHAR, c))
                 i += 1
@@ -203,12 +205,26 @@ class Glob:
 
 
 def _class_body(body: str) -> str:
-    """A glob class's characters as a regex class: every character literal but a ``-`` between two
-    others (a range), so ``[[x]``, ``[a&&b]`` or ``[--]`` never reads as a nested set or set operation."""
+    """A glob class's characters as a regex class, read as git reads them: each character is one,
+    and ``-`` between one that is not a range's end and another is a range (``[a-c-e]``: a to c,
+    ``-`` and ``e``); every character is escaped, so ``[[x]`` or ``[a&&b]`` is no nested set or set
+    operation. A range written backwards (``[z-a]``) is empty, as in git: no regex would take it.
+    """
     out = []
-    for at, char in enumerate(body):
-        ranged = char == "-" and 0 < at < len(body) - 1 and body[at - 1] != "-" and body[at + 1] != "-"
-        out.append("-" if ranged else re.escape(char))
+    start: str | None = None  # the character a "-" here would start a range from
+    at = 0
+    while at < len(body):
+        char = body[at]
+        if char == "-" and start is not None and at + 1 < len(body):
+            end = body[at + 1]
+            if start <= end:
+                out.append(f"{re.escape(start)}-{re.escape(end)}")
+            start = None
+            at += 2
+            continue
+        out.append(re.escape(char))
+        start = char
+        at += 1
     return "".join(out)
 
 
