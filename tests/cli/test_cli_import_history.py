@@ -301,3 +301,30 @@ MIXED_CASES = [
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "ignored"), MIXED_CASES)
 def test_stars_of_both_kinds_mix_as_gitignore_says(pattern: str, path: str, is_dir: bool, ignored: bool) -> None:
     assert (ignored_by(parse([pattern]), path, is_dir) is not None) is ignored
+
+
+def test_an_ordinary_path_a_many_star_line_cannot_match_costs_no_automaton_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A line with three stars ('*-*-*.md', a dated note's name) went from the regex to the
+    # automaton, ten times slower on every path of an import, though nearly every path is told
+    # apart by the literal start or end the line requires. Those are compared first.
+    from gitmem.ignorerules import Glob
+
+    steps = 0
+    closed = Glob._closed
+
+    def counted(self: Glob, states: int) -> int:
+        nonlocal steps
+        steps += 1
+        return closed(self, states)
+
+    monkeypatch.setattr(Glob, "_closed", counted)
+    rules = parse(["*-*-*.md", "/build/*/*/*.o", "logs/*_*_*"])
+    for path in ("notes/2024-05-01.txt", "a/b/c.md", "build/x/y.c", "src/logs/a_b_c", "2024-05.md", "x.o"):
+        assert ignored_by(rules, path, False) is None
+    assert steps == 0
+    assert ignored_by(rules, "notes/2024-05-01.md", False) is not None
+    assert ignored_by(rules, "build/x/y/z.o", False) is not None
+    assert ignored_by(rules, "logs/a_b_c", False) is not None
+    assert steps > 0
