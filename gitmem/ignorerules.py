@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import groupby
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,22 @@ class Glob:
     bit-parallel): no way of matching is tried twice.
     """
 
-    __slots__ = ("_accept", "_any", "_char", "_classes", "_folders", "_moves", "_one", "_regex", "_repeats", "_star")
+    __slots__ = (
+        "_accept",
+        "_any",
+        "_char",
+        "_classes",
+        "_folders",
+        "_head",
+        "_least",
+        "_moves",
+        "_one",
+        "_pieces",
+        "_regex",
+        "_repeats",
+        "_star",
+        "_tail",
+    )
 
     def __init__(self, steps: list[Step]) -> None:
         # With at most two repeats a regular expression backtracks at most quadratically in the
@@ -163,6 +179,19 @@ class Glob:
         self._repeats = self._star | self._any | self._folders
         self._accept = 1 << len(steps)
         self._moves: dict[str, int] = {}
+        # What any path it matches starts and ends with, the literal pieces it holds between them in
+        # order, and its least length: nearly every path a line cannot match is told apart by these
+        # (a note without the "-" of "*-*-*.md"), before a step of the automaton.
+        first, last = 0, len(steps)
+        while first < last and steps[first][0] == _CHAR:
+            first += 1
+        while last > first and steps[last - 1][0] == _CHAR:
+            last -= 1
+        self._head = "".join(text for _, text in steps[:first])
+        self._tail = "".join(text for _, text in steps[last:])
+        runs = groupby(steps[first:last], key=lambda step: step[0] == _CHAR)
+        self._pieces = ["".join(text for _, text in run) for literal, run in runs if literal]
+        self._least = sum(kind not in _REPEATS for kind, _ in steps)
 
     def _moving(self, char: str) -> int:
         """The positions a ``char`` moves on from (to the next position)."""
@@ -192,6 +221,14 @@ class Glob:
         """Whether the pattern matches all of ``path``."""
         if self._regex is not None:
             return self._regex.fullmatch(path) is not None
+        if len(path) < self._least or not path.startswith(self._head) or not path.endswith(self._tail):
+            return False
+        at, end = len(self._head), len(path) - len(self._tail)
+        for piece in self._pieces:
+            at = path.find(piece, at, end)
+            if at < 0:
+                return False
+            at += len(piece)
         states = self._closed(1)
         stay_slash = self._any | self._folders
         stay = stay_slash | self._star
