@@ -176,6 +176,10 @@ IGNORE_CASES = [
     ("x[!]]", "xa", False, True),
     ("x[!]]", "x]", False, False),
     ("y[^]]", "ya", False, True),
+    # A class never matches the "/" between folders, as "?" does not.
+    ("x[!a]y", "x/y", False, False),
+    ("x[!a]y", "xby", False, True),
+    ("q[/]r", "q/r", False, False),
 ]
 
 
