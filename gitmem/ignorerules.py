@@ -79,7 +79,8 @@ def _steps(glob: str) -> list[Step]:
             else:
                 body = glob[i + 1 : end]
                 negate = body[:1] in ("!", "^")
-                out.append((_CLASS, "[^" + _class_body(body[1:]) + "]" if negate else "[" + _class_body(body) + "]"))
+                # Like "?", a class never matches the "/" between folders, whatever it names.
+                out.append((_CLASS, f"[^/{_class_body(body[1:])}]" if negate else f"(?!/)[{_class_body(body)}]"))
                 i = end + 1
         elif c == "\\" and i + 1 < len(glob):
             out.append((_CHAR, glob[i + 1]))
