@@ -299,6 +299,12 @@ MIXED_CASES = [
     ("**/x*/**/y", "q/xa/b/c/y", False, True),
     ("*/**/y", "a/y", False, True),
     ("x/**", "x/a/b", False, True),
+    # "**" not between slashes (or the ends) is one more "*": it does not cross a "/".
+    ("a**b", "a/x/b", False, False),
+    ("a**b", "axyb", False, True),
+    ("**a/b", "x/ya/b", False, False),
+    ("**a/b", "ya/b", False, True),
+    ("x/a***", "x/ab", False, True),
 ]
 
 
