@@ -49,23 +49,28 @@ _REPEATS = frozenset({_STAR, _ANY, _FOLDERS})
 Step = tuple[int, str]
 
 
-def _steps(glob: str) -> list[Step]:
+def _steps(glob: str, *, anchored: bool) -> list[Step]:
     out: list[Step] = []
+    # git matches an anchored pattern's literal start on its own and the rest from there, so a
+    # first wildcard run there counts as coming after a "/" ('a**/b' is a, the folders, b).
+    head = min((at for at in map(glob.find, "*?[\\") if at >= 0), default=len(glob)) if anchored else -1
     i = 0
     while i < len(glob):
         c = glob[i]
-        if glob.startswith("**/", i):
-            out.append((_FOLDERS, ""))
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out += [(_CHAR, "/"), (_ANY, "")]
-            i += 3
-        elif glob.startswith("**", i):
-            out.append((_ANY, ""))
-            i += 2
-        elif c == "*":
-            out.append((_STAR, ""))
-            i += 1
+        if c == "*":
+            # A run of stars between slashes (or the pattern's ends) crosses folders: "**/" is the
+            # folders before what follows, a last "**" all below. Any other run is one "*", as in git.
+            end = i
+            while end < len(glob) and glob[end] == "*":
+                end += 1
+            after_slash = i == head or glob[i - 1 : i] in ("", "/")
+            crossing = end - i > 1 and after_slash and glob[end : end + 1] in ("", "/")
+            if crossing and end < len(glob):
+                out.append((_FOLDERS, ""))
+                end += 1
+            else:
+                out.append((_ANY if crossing else _STAR, ""))
+            i = end
         elif c == "?":
             out.append((_ONE, ""))
             i += 1
@@ -284,7 +289,8 @@ def parse(lines: Iterable[str], *, base: str = "", source: str = ".gitignore") -
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        steps = _steps(line) if anchored else [(_FOLDERS, ""), *_steps(line)]  # a bare name: at any depth
+        # A bare name matches at any depth: the folders before it come first.
+        steps = _steps(line, anchored=True) if anchored else [(_FOLDERS, ""), *_steps(line, anchored=False)]
         rules.append(Rule(source, raw.strip(), base, negate, folders_only, Glob(_merged(steps))))
     return rules
 

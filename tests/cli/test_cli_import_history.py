@@ -305,6 +305,10 @@ MIXED_CASES = [
     ("**a/b", "x/ya/b", False, False),
     ("**a/b", "ya/b", False, True),
     ("x/a***", "x/ab", False, True),
+    # ... but git matches an anchored line's literal start apart, so a first run there is "**".
+    ("a/b**/c", "a/bx/y/c", False, True),
+    ("a/?**/c", "a/xy/z/c", False, False),
+    ("[a]**/b", "a/b", False, True),
 ]
 
 
