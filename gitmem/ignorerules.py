@@ -9,7 +9,8 @@ syntax a notes folder uses is understood, with git's meaning:
 - a trailing ``/`` matches folders only; ``!`` re-includes (the last matching line wins);
 - a pattern with a ``/`` other than a trailing one is anchored to the folder of its
   ``.gitignore``; without one it matches a name at any depth;
-- ``*`` and ``?`` do not cross ``/``; ``**`` does; ``[...]`` is a class.
+- ``*``, ``?`` and a ``[...]`` class do not cross ``/``; ``**`` does between slashes (``a/**/b``,
+  ``**/b``, ``a/**``), and elsewhere (``a**b``) is one more ``*``; a backwards range is empty.
 
 An ``--exclude GLOB`` follows the same syntax as one more line of the top ``.gitignore``
 (so ``.obsidian/`` and ``*.canvas`` mean what they would there).
