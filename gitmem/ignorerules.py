@@ -9,7 +9,8 @@ syntax a notes folder uses is understood, with git's meaning:
 - a trailing ``/`` matches folders only; ``!`` re-includes (the last matching line wins);
 - a pattern with a ``/`` other than a trailing one is anchored to the folder of its
   ``.gitignore``; without one it matches a name at any depth;
-- ``*`` and ``?`` do not cross ``/``; ``**`` does; ``[...]`` is a class.
+- ``*``, ``?`` and a ``[...]`` class do not cross ``/``; ``**`` does between slashes (``a/**/b``,
+  ``**/b``, ``a/**``), and elsewhere (``a**b``) is one more ``*``; a backwards range is empty.
 
 An ``--exclude GLOB`` follows the same syntax as one more line of the top ``.gitignore``
 (so ``.obsidian/`` and ``*.canvas`` mean what they would there).
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import groupby
 
 
 @dataclass(frozen=True)
@@ -48,35 +50,43 @@ _REPEATS = frozenset({_STAR, _ANY, _FOLDERS})
 Step = tuple[int, str]
 
 
-def _steps(glob: str) -> list[Step]:
+def _steps(glob: str, *, anchored: bool) -> list[Step]:
     out: list[Step] = []
+    # git matches an anchored pattern's literal start on its own and the rest from there, so a
+    # first wildcard run there counts as coming after a "/" ('a**/b' is a, the folders, b).
+    head = min((at for at in map(glob.find, "*?[\\") if at >= 0), default=len(glob)) if anchored else -1
     i = 0
     while i < len(glob):
         c = glob[i]
-        if glob.startswith("**/", i):
-            out.append((_FOLDERS, ""))
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out += [(_CHAR, "/"), (_ANY, "")]
-            i += 3
-        elif glob.startswith("**", i):
-            out.append((_ANY, ""))
-            i += 2
-        elif c == "*":
-            out.append((_STAR, ""))
-            i += 1
+        if c == "*":
+            # A run of stars between slashes (or the pattern's ends) crosses folders: "**/" is the
+            # folders before what follows, a last "**" all below. Any other run is one "*", as in git.
+            end = i
+            while end < len(glob) and glob[end] == "*":
+                end += 1
+            after_slash = i == head or glob[i - 1 : i] in ("", "/")
+            crossing = end - i > 1 and after_slash and glob[end : end + 1] in ("", "/")
+            if crossing and end < len(glob):
+                out.append((_FOLDERS, ""))
+                end += 1
+            else:
+                out.append((_ANY if crossing else _STAR, ""))
+            i = end
         elif c == "?":
             out.append((_ONE, ""))
             i += 1
         elif c == "[":
-            end = glob.find("]", i + 2 if glob.startswith("[!", i) or glob.startswith("[]", i) else i + 1)
+            # The first character of the class (after a "!" or "^") is one of it, even a "]".
+            first = i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1
+            end = glob.find("]", first + 1)
             if end < 0:
                 out.append((_CHAR, c))
                 i += 1
             else:
                 body = glob[i + 1 : end]
                 negate = body[:1] in ("!", "^")
-                out.append((_CLASS, "[^" + _class_body(body[1:]) + "]" if negate else "[" + _class_body(body) + "]"))
+                # Like "?", a class never matches the "/" between folders, whatever it names.
+                out.append((_CLASS, f"[^/{_class_body(body[1:])}]" if negate else f"(?!/)[{_class_body(body)}]"))
                 i = end + 1
         elif c == "\\" and i + 1 < len(glob):
             out.append((_CHAR, glob[i + 1]))
@@ -134,7 +144,22 @@ class Glob:
     bit-parallel): no way of matching is tried twice.
     """
 
-    __slots__ = ("_accept", "_any", "_char", "_classes", "_folders", "_moves", "_one", "_regex", "_repeats", "_star")
+    __slots__ = (
+        "_accept",
+        "_any",
+        "_char",
+        "_classes",
+        "_folders",
+        "_head",
+        "_least",
+        "_moves",
+        "_one",
+        "_pieces",
+        "_regex",
+        "_repeats",
+        "_star",
+        "_tail",
+    )
 
     def __init__(self, steps: list[Step]) -> None:
         # With at most two repeats a regular expression backtracks at most quadratically in the
@@ -161,6 +186,19 @@ class Glob:
         self._repeats = self._star | self._any | self._folders
         self._accept = 1 << len(steps)
         self._moves: dict[str, int] = {}
+        # What any path it matches starts and ends with, the literal pieces it holds between them in
+        # order, and its least length: nearly every path a line cannot match is told apart by these
+        # (a note without the "-" of "*-*-*.md"), before a step of the automaton.
+        first, last = 0, len(steps)
+        while first < last and steps[first][0] == _CHAR:
+            first += 1
+        while last > first and steps[last - 1][0] == _CHAR:
+            last -= 1
+        self._head = "".join(text for _, text in steps[:first])
+        self._tail = "".join(text for _, text in steps[last:])
+        runs = groupby(steps[first:last], key=lambda step: step[0] == _CHAR)
+        self._pieces = ["".join(text for _, text in run) for literal, run in runs if literal]
+        self._least = sum(kind not in _REPEATS for kind, _ in steps)
 
     def _moving(self, char: str) -> int:
         """The positions a ``char`` moves on from (to the next position)."""
@@ -190,6 +228,14 @@ class Glob:
         """Whether the pattern matches all of ``path``."""
         if self._regex is not None:
             return self._regex.fullmatch(path) is not None
+        if len(path) < self._least or not path.startswith(self._head) or not path.endswith(self._tail):
+            return False
+        at, end = len(self._head), len(path) - len(self._tail)
+        for piece in self._pieces:
+            at = path.find(piece, at, end)
+            if at < 0:
+                return False
+            at += len(piece)
         states = self._closed(1)
         stay_slash = self._any | self._folders
         stay = stay_slash | self._star
@@ -203,12 +249,26 @@ class Glob:
 
 
 def _class_body(body: str) -> str:
-    """A glob class's characters as a regex class: every character literal but a ``-`` between two
-    others (a range), so ``[[x]``, ``[a&&b]`` or ``[--]`` never reads as a nested set or set operation."""
+    """A glob class's characters as a regex class, read as git reads them: each character is one,
+    and ``-`` between one that is not a range's end and another is a range (``[a-c-e]``: a to c,
+    ``-`` and ``e``); every character is escaped, so ``[[x]`` or ``[a&&b]`` is no nested set or set
+    operation. A range written backwards (``[z-a]``) is empty, as in git: no regex would take it.
+    """
     out = []
-    for at, char in enumerate(body):
-        ranged = char == "-" and 0 < at < len(body) - 1 and body[at - 1] != "-" and body[at + 1] != "-"
-        out.append("-" if ranged else re.escape(char))
+    start: str | None = None  # the character a "-" here would start a range from
+    at = 0
+    while at < len(body):
+        char = body[at]
+        if char == "-" and start is not None and at + 1 < len(body):
+            end = body[at + 1]
+            if start <= end:
+                out.append(f"{re.escape(start)}-{re.escape(end)}")
+            start = None
+            at += 2
+            continue
+        out.append(re.escape(char))
+        start = char
+        at += 1
     return "".join(out)
 
 
@@ -230,7 +290,8 @@ def parse(lines: Iterable[str], *, base: str = "", source: str = ".gitignore") -
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        steps = _steps(line) if anchored else [(_FOLDERS, ""), *_steps(line)]  # a bare name: at any depth
+        # A bare name matches at any depth: the folders before it come first.
+        steps = _steps(line, anchored=True) if anchored else [(_FOLDERS, ""), *_steps(line, anchored=False)]
         rules.append(Rule(source, raw.strip(), base, negate, folders_only, Glob(_merged(steps))))
     return rules
 

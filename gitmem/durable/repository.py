@@ -140,7 +140,11 @@ class DurableRepository:
         self.semantic_recall = semantic_recall
         from gitmem.durable.sessions import SESSIONS_DIR, SessionBindings
 
-        self.sessions = SessionBindings(os.path.join(where, *SESSIONS_DIR) if isinstance(where, str) else None)
+        self.sessions = (
+            SessionBindings(os.path.join(where, *SESSIONS_DIR), root=where)
+            if isinstance(where, str)
+            else SessionBindings(None)
+        )
         self._recalls: dict[Namespace, NamespaceRecall] = {}
         self._recalls_lock = threading.Lock()
         self._cache = WriteCache()

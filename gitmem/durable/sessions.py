@@ -53,8 +53,8 @@ class SessionBindings(SessionRecords):
 
     SCHEMA = BINDING_SCHEMA
 
-    def __init__(self, folder: str | None) -> None:
-        super().__init__(folder)
+    def __init__(self, folder: str | None, *, root: str | None = None) -> None:
+        super().__init__(folder, root=root)
         self._lock = threading.Lock()
 
     @contextmanager
@@ -64,7 +64,7 @@ class SessionBindings(SessionRecords):
                 yield
                 return
             try:
-                os.makedirs(self.folder, mode=0o700, exist_ok=True)
+                self._made()
                 lock = open_private(self._path(session_id) + ".lock", os.O_RDWR | os.O_CREAT)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot lock the session binding: {exc}") from exc

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import RefusedFile, parse_json, read_local_strict, replace_file
+from gitmem.localfile import RefusedFile, local_folder, parse_json, read_local_strict, replace_file
 
 SCHEMA: Final = "gitmem.session.binding.v1"
 BINDINGS_DIR: Final = ("gitmem", "session-bindings")
@@ -90,9 +90,20 @@ class SessionRecords:
 
     SCHEMA = SCHEMA
 
-    def __init__(self, folder: str | os.PathLike[str] | None) -> None:
+    def __init__(self, folder: str | os.PathLike[str] | None, *, root: str | os.PathLike[str] | None = None) -> None:
         self.folder = None if folder is None else os.fspath(folder)
+        self.root = None if root is None else os.fspath(root)  # the mount: no folder from it down may be a link
         self._memory: dict[str, dict[str, Any]] = {}
+
+    def _made(self) -> str:
+        """The records' folder, made when missing; inside a mount every folder from it down is a real one."""
+        assert self.folder is not None
+        if self.root is not None:
+            return local_folder(self.folder, root=self.root)
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
+            raise OSError(f"{self.folder} is not a folder")
+        return self.folder
 
     def _path(self, session_id: str) -> str:
         assert self.folder is not None
@@ -147,9 +158,7 @@ class SessionRecords:
                 self._memory[session_id] = copied
             return replace or self._memory.setdefault(session_id, copied) is copied
         try:
-            os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
-                raise OSError(f"{self.folder} is not a folder")
+            self._made()
             text = json.dumps(data, sort_keys=True, ensure_ascii=False)
             return replace_file(self._path(session_id), text, fsync=True, once=not replace)  # once: never replaces
         except OSError as exc:
@@ -163,7 +172,7 @@ class SessionBindings(SessionRecords):
     def of_store(cls, store: object) -> SessionBindings:
         """Records beside ``store``'s repository when it has a folder (``path``), else in memory."""
         where = getattr(store, "path", None)
-        return cls(os.path.join(where, *BINDINGS_DIR) if isinstance(where, str) else None)
+        return cls(os.path.join(where, *BINDINGS_DIR), root=where) if isinstance(where, str) else cls(None)
 
     def _valid(self, data: dict[str, Any]) -> bool:
         return super()._valid(data) and isinstance(data["binding"].get("durable"), list)

@@ -169,12 +169,37 @@ IGNORE_CASES = [
     ("[ab].md", "b.md", False, True),
     ("[!ab].md", "b.md", False, False),
     ("\\#hash.md", "#hash.md", False, True),
+    # A range written backwards holds only its first character; a "]" right after "[!" or "[^" is one.
+    ("[z-a]", "z", False, True),
+    ("[z-a]", "a", False, False),
+    ("x[c-a]y", "xby", False, False),
+    ("x[!]]", "xa", False, True),
+    ("x[!]]", "x]", False, False),
+    ("y[^]]", "ya", False, True),
+    # A class never matches the "/" between folders, as "?" does not.
+    ("x[!a]y", "x/y", False, False),
+    ("x[!a]y", "xby", False, True),
+    ("q[/]r", "q/r", False, False),
 ]
 
 
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "ignored"), IGNORE_CASES)
 def test_ignore_rules_follow_gitignore(pattern: str, path: str, is_dir: bool, ignored: bool) -> None:
     assert (ignored_by(parse([pattern]), path, is_dir) is not None) is ignored
+
+
+def test_a_gitignore_of_odd_classes_is_read_as_git_reads_it_and_the_import_goes_on(gm: Run, tmp_path: Path) -> None:
+    # A class no regular expression takes ('[z-a]', '[!]]') ended a whole import in a traceback.
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / ".gitignore").write_text("[z-a]\nq[!]]\nw[^]]\nv[a-\\]\n")
+    for name in ("z", "a", "qa", "wa", "keep.md"):
+        (folder / name).write_text("x\n")
+    done = gm("import", "odd", str(folder), "--create", "--gitignore", "--json")
+    assert done.exit_code == 0, done.output
+    out = as_json(done)
+    assert sorted(f["path"] for f in out["imported"]) == [".gitignore", "a", "keep.md"]
+    assert sorted(s["path"] for s in out["skipped"]) == ["qa", "wa", "z"]
 
 
 def test_a_negated_line_keeps_a_path_and_the_last_line_wins() -> None:
@@ -274,9 +299,46 @@ MIXED_CASES = [
     ("**/x*/**/y", "q/xa/b/c/y", False, True),
     ("*/**/y", "a/y", False, True),
     ("x/**", "x/a/b", False, True),
+    # "**" not between slashes (or the ends) is one more "*": it does not cross a "/".
+    ("a**b", "a/x/b", False, False),
+    ("a**b", "axyb", False, True),
+    ("**a/b", "x/ya/b", False, False),
+    ("**a/b", "ya/b", False, True),
+    ("x/a***", "x/ab", False, True),
+    # ... but git matches an anchored line's literal start apart, so a first run there is "**".
+    ("a/b**/c", "a/bx/y/c", False, True),
+    ("a/?**/c", "a/xy/z/c", False, False),
+    ("[a]**/b", "a/b", False, True),
 ]
 
 
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "ignored"), MIXED_CASES)
 def test_stars_of_both_kinds_mix_as_gitignore_says(pattern: str, path: str, is_dir: bool, ignored: bool) -> None:
     assert (ignored_by(parse([pattern]), path, is_dir) is not None) is ignored
+
+
+def test_an_ordinary_path_a_many_star_line_cannot_match_costs_no_automaton_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A line with three stars ('*-*-*.md', a dated note's name) went from the regex to the
+    # automaton, ten times slower on every path of an import, though nearly every path is told
+    # apart by the literal start or end the line requires. Those are compared first.
+    from gitmem.ignorerules import Glob
+
+    steps = 0
+    closed = Glob._closed
+
+    def counted(self: Glob, states: int) -> int:
+        nonlocal steps
+        steps += 1
+        return closed(self, states)
+
+    monkeypatch.setattr(Glob, "_closed", counted)
+    rules = parse(["*-*-*.md", "/build/*/*/*.o", "logs/*_*_*"])
+    for path in ("notes/2024-05-01.txt", "a/b/c.md", "build/x/y.c", "src/logs/a_b_c", "2024-05.md", "x.o"):
+        assert ignored_by(rules, path, False) is None
+    assert steps == 0
+    assert ignored_by(rules, "notes/2024-05-01.md", False) is not None
+    assert ignored_by(rules, "build/x/y/z.o", False) is not None
+    assert ignored_by(rules, "logs/a_b_c", False) is not None
+    assert steps > 0

@@ -65,3 +65,33 @@ def test_a_merged_text_path_the_system_cannot_open_is_a_refusal(tmp_path: Path, 
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.returncode == 1 and json.loads(done.stdout)["error"] == "unavailable", done.stdout
     assert git(root / "team.git", "rev-parse", "main") == before
+
+
+def _capped() -> None:
+    import resource
+
+    # An endless stdin read whole fills memory; held here, that ends in MemoryError instead of the machine.
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["write", "team", "a.md", "--create"], ["records", "add", "notes", "-"]],
+    ids=["write", "records-add"],
+)
+def test_an_endless_stdin_is_refused_as_too_large_after_a_bounded_read(tmp_path: Path, command: list[str]) -> None:
+    # `durable apply` reads its stdin bounded; `write` and `records add -` read all of it, so
+    # /dev/zero (or any stream that does not end) was read until memory ran out.
+    root = tmp_path / "root"
+    code = "from gitmem.adapters.cli import main; main()"
+    cli = [sys.executable, "-c", code, "--root", str(root)]
+    subprocess.run([*cli, "init", "team"], check=True, capture_output=True)
+    subprocess.run([*cli, "records", "init", "notes"], check=True, capture_output=True)
+    before = {name: git(root / f"{name}.git", "rev-parse", "main") for name in ("team", "notes")}
+    with open("/dev/zero", "rb") as endless:
+        done = subprocess.run(
+            [*cli, *command, "--json"], stdin=endless, capture_output=True, text=True, timeout=300, preexec_fn=_capped
+        )
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1 and json.loads(done.stdout)["error"] == "too_large", done.stdout[-2000:]
+    assert {name: git(root / f"{name}.git", "rev-parse", "main") for name in ("team", "notes")} == before

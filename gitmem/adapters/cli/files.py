@@ -27,6 +27,7 @@ from gitmem.adapters.cli.app import (
     say,
     usage_error,
 )
+from gitmem.adapters.cli.output import read_stdin
 from gitmem.errors import MemoryStoreError
 
 if TYPE_CHECKING:
@@ -116,11 +117,7 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
 def _read_stdin() -> str:
     if sys.stdin.isatty():
         say("reading the new content from stdin; end it with Ctrl-D", err=True)
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MemoryStoreError("invalid_file", f"stdin is not UTF-8 text (byte {exc.start})") from None
+    return read_stdin()
 
 
 @cli.command()

@@ -114,6 +114,27 @@ def say_json(value: Any) -> None:
     echo(json.dumps(value, ensure_ascii=False))
 
 
+#: The most bytes a command reads of stdin: far above any memory file or record; the store's own rules decide below it.
+STDIN_LIMIT = 64 * 1024 * 1024
+
+
+def read_stdin(*, errors: str = "strict") -> str:
+    """All of stdin as UTF-8 text, read bounded: a stream that does not end (``< /dev/zero``) is ``too_large``.
+
+    ``errors="strict"``: bytes that are not UTF-8 are ``invalid_file``; a caller with its own
+    check of the text (a record's) passes ``"surrogateescape"`` and refuses them there.
+    """
+    from gitmem.errors import MemoryStoreError
+
+    data = sys.stdin.buffer.read(STDIN_LIMIT + 1)
+    if len(data) > STDIN_LIMIT:
+        raise MemoryStoreError("too_large", f"stdin is longer than {STDIN_LIMIT} bytes; nothing was read into memory")
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError("invalid_file", f"stdin is not UTF-8 text (byte {exc.start})") from None
+
+
 def short(version: str | None) -> str:
     return version[:12] if version else "-"
 

@@ -8,12 +8,12 @@ change, and ``gitmem records log`` shows one record's.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 import click
 
 from gitmem.adapters.cli.app import State, cli, common_options, confirm, emit, origin_options, pass_state, say
+from gitmem.adapters.cli.output import read_stdin
 
 if TYPE_CHECKING:  # the record layer (and the store) load when a command opens a memory
     from gitmem.records import MemoryRecord, RecordStore
@@ -38,8 +38,8 @@ def _store(state: State, name: str, namespace: str) -> RecordStore:
 
 
 def _text(text: str) -> str:
-    """``-`` reads the text from stdin (all of it, verbatim)."""
-    return sys.stdin.read() if text == "-" else text
+    """``-`` reads the text from stdin (all of it, verbatim, bounded: the record's own rules refuse what is not text)."""
+    return read_stdin(errors="surrogateescape") if text == "-" else text
 
 
 def _json(record: MemoryRecord) -> dict[str, object]:
