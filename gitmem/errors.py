@@ -106,7 +106,11 @@ CODES: Final[dict[str, tuple[str, str]]] = {
         "The content is refused: not UTF-8, broken frontmatter, a credential in the text, or a bad setting.",
         "Fix the content (remove the credential) or the value. Nothing was written.",
     ),
-    "invalid_pattern": ("The regular expression does not compile.", "Fix it, or search for the text literally."),
+    "invalid_pattern": (
+        "The search is refused: an empty pattern, a literal holding a newline, a regular expression that does not "
+        "compile or needs more than 2 s of CPU to match, or a limit outside 1 to 10,000.",
+        "Fix it, or search for the text literally; give a limit from 1 to 10,000.",
+    ),
     "too_large": (
         "The file (or its frontmatter or description) is over the memory's limit.",
         "Shorten it, or raise the limit (`gitmem config NAME gitmem.maxFileBytes ...`). Nothing was written.",

@@ -25,7 +25,8 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gitmem.errors import MemoryStoreError
@@ -42,6 +43,16 @@ _SHORT_TRY = 0.005  # seconds a match may hold the GIL, as long as Python's own 
 _LINES_PER_CHECK = 64
 # warnings.catch_warnings swaps process-wide state: one compile at a time inside it.
 _WARNINGS_GUARD = threading.Lock()
+
+
+@contextmanager
+def quiet_re() -> Iterator[None]:
+    """Read a pattern with Python's ``re`` without its FutureWarning about sets such as ``[[``
+    (a later Python may read them otherwise): shown, it lands on the CLI's stderr; where
+    warnings are errors, it escapes the store. The index's reading of a pattern uses it too."""
+    with _WARNINGS_GUARD, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
 
 
 class _Budget:
@@ -103,10 +114,7 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
     import regex as regex_engine  # here: a literal search (and a CLI read command's start) need not load it
 
     try:
-        # Python's own re must take the pattern too. Its FutureWarning about sets like ``[[`` (a later
-        # Python may read them otherwise) is silenced: where warnings are errors it would escape the store.
-        with _WARNINGS_GUARD, warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
+        with quiet_re():  # Python's own re must take the pattern too
             re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
             flags = regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE)
             compiled = regex_engine.compile(pattern, flags)

@@ -160,9 +160,17 @@ def _clean(value: str | None) -> str | None:
 
     Trailers are line-based and git identities cannot hold ``<``, ``>`` or
     newlines; such characters become spaces instead of refusing the change.
+    A lone surrogate (how Python hands over a login name, an argument or an
+    environment variable holding a byte that is not UTF-8) cannot be written
+    to a commit at all; it becomes U+FFFD, so both stores take the change.
     """
     if value is None:
         return None
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
     cleaned = " ".join(value.translate(_TRAILER_BAD).split())[:200]
     return cleaned or None
 

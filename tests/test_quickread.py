@@ -434,3 +434,22 @@ def test_git_grep_started_but_never_read_is_ended_and_reaped(root: Root) -> None
     assert proc.returncode is not None  # killed or ended, and waited for
     assert proc.stdout is not None and proc.stdout.closed
     assert quickread.search(root, "user", "line", regex=False, case_sensitive=False, path="", limit=5).matches
+
+
+@pytest.mark.parametrize("pattern", ["[[:alpha:]]+", "[a-z&&b]", "x[a~~b]"])
+def test_a_regex_that_python_warns_about_is_searched_without_a_warning(root: Root, pattern: str) -> None:
+    """``re`` warns (FutureWarning) about sets such as ``[[``; the index's reading of a pattern
+    and the matcher both take it quietly, so ``gitmem grep -E`` prints no Python warning on
+    stderr, and where warnings are errors the search is still narrowed by the index."""
+    import warnings
+
+    store = root.mount("user").sync
+    store.write("w.md", "alpha [x\n", expected=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answers = [
+            quickread.search(root, "user", pattern, regex=True, case_sensitive=False, path="", limit=10),
+            store.search(pattern, regex=True, limit=10),
+        ]
+    assert answers[0] == answers[1]
+    assert [str(w.message) for w in caught] == []

@@ -28,6 +28,7 @@ from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser  # type: ignore[attr-defined]
 from typing import Any
 
+from gitmem.grep import quiet_re
 from gitmem.index.grams import GRAM, fold
 
 
@@ -70,7 +71,8 @@ def literal_need(pattern: str) -> Need | None:
 def regex_need(pattern: str, case_sensitive: bool) -> Need | None:
     """The need of a regex that already compiled; ``None`` when unsure."""
     try:
-        parsed = _parser.parse(pattern, 0 if case_sensitive else _I)
+        with quiet_re():
+            parsed = _parser.parse(pattern, 0 if case_sensitive else _I)
         ignore = bool(parsed.state.flags & _I)
         return _sequence(list(parsed), ignore, 0)
     except Exception:  # the parser's internals are not a stable API: never trust a surprise

@@ -40,3 +40,14 @@ def test_a_file_hint_needs_a_file(user: Run) -> None:
     # A version of a file that is gone is not_found, never "create it over a conflict".
     gone = as_json(user("rm", "user", "nope.md", "--expect", "1234567", "--json"))
     assert gone["error"] == "not_found" and "gitmem ls user" in gone["hint"]
+
+
+def test_a_refused_grep_hint_speaks_of_the_pattern_given(user: Run) -> None:
+    """Only a regex (-E) is told to fix its regular expression or drop -E; an empty literal, or one
+    holding a newline, is told what a literal pattern must be (both through the quick path too)."""
+    regex = as_json(user("grep", "user", "(", "-E", "--json"))
+    assert regex["error"] == "invalid_pattern" and "drop -E" in regex["hint"]
+    for literal in ("", "a\nb"):
+        refused = as_json(user("grep", "user", literal, "--json"))
+        assert refused["error"] == "invalid_pattern", literal
+        assert "-E" not in refused["hint"] and "one line" in refused["hint"], refused["hint"]

@@ -43,6 +43,21 @@ def test_a_typed_run_beats_the_environment_wherever_it_is_typed(user: Run, root:
     assert trailers(root, "Gitmem-Run")[0] == "from-env"
 
 
+def test_a_login_name_or_principal_that_is_not_utf8_still_writes(
+    user: Run, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte that is not UTF-8 in the login name, ``$GITMEM_PRINCIPAL`` or ``--principal`` (Python
+    hands it over as a lone surrogate) is written as U+FFFD: every write once failed ``unavailable``."""
+    monkeypatch.setattr(getpass, "getuser", lambda: "ab\udcff")
+    assert user("--json", "write", "user", "a.md", "--create", input="a\n").exit_code == 0
+    typed = user(
+        "--json", "write", "user", "b.md", "--create", "--principal", "z\udcfe", "--run", "r\udcfd", input="b\n"
+    )
+    assert typed.exit_code == 0, typed.output
+    assert trailers(root, "Gitmem-Principal")[:2] == ["z\ufffd", "ab\ufffd"]
+    assert trailers(root, "Gitmem-Run")[0] == "r\ufffd"
+
+
 def test_approve_without_a_login_name_asks_for_principal(
     user: Run, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

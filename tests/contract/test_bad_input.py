@@ -16,6 +16,7 @@ import pytest
 from contract.support import Subject, assert_fsck_clean
 from gitmem import FileFormat, MemoryStoreError
 from gitmem.fileformat import KIB
+from gitmem.model import Edit, Origin
 
 BAD_PATHS: list[Any] = [
     "",
@@ -179,3 +180,17 @@ def test_a_full_memory_refuses_and_changes_nothing(make_store: Callable[..., Sub
                 ("too many bytes", lambda: store.write("b.md", "b" * 999, expected=vb), "memory_full"),
             ]
         )
+
+
+def test_an_origin_that_is_not_text_utf8_can_carry_is_kept_not_fatal(store: Subject) -> None:
+    """A lone surrogate in who or which run (a login name or ``--principal`` with a byte that is
+    not UTF-8, as Python decodes it) is written as U+FFFD, as a newline becomes a space: the
+    change lands on both stores, where the git store once answered ``unavailable``."""
+    origin = Origin(run_id="run-\udcff", principal_id="ab\udcfe", tool_call_id="\ud800call")
+    assert origin == Origin(run_id="run-\ufffd", principal_id="ab\ufffd", tool_call_id="\ufffdcall")
+    store.write("a.md", "one\n", expected=None, origin=origin)
+    store.apply([Edit("b.md", "two\n")], origin=origin)
+    assert [e.path for e in store.list()] == ["a.md", "b.md"]
+    if store.repo is not None:
+        assert store.log("a.md")[0].origin == origin
+        assert_fsck_clean(store.repo)

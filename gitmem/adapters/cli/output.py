@@ -230,6 +230,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
         return f"nothing was changed; `gitmem config {name}` lists the keys and the values in force"
     if code in ("invalid_path", "invalid_file"):
         return "nothing was written; fix the path or content and run the command again"
+    if code == "invalid_pattern" and params.get("regex") is False:
+        return "give the text to look for: not empty, and on one line (a literal matches within a line)"
     if code == "invalid_pattern":
         return "fix the regular expression, or drop -E to search for the text literally"
     if code == "memory_full":
