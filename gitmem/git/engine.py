@@ -338,13 +338,13 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 sha, pack, idx = packwrite.pack_files(pending)
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:  # before the ref moves: a reader of the new head finds it
-                    written.publish(repo.path, pack, pending.objects)
+                    written.publish(repo.path, pack, pending.objects, pending.ids)
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
                 op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
                 moving = head
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     moved = True
-                    _remember(repo, made, head, tree, pending.objects)
+                    _remember(repo, made, head, tree, pending)
                     if queue is not None:
                         queue.last = (head, tree)
                     fold_due = _count_pack(repo)
@@ -462,8 +462,7 @@ def _plan_all(
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(new_tree, [head], author, committer, message))
         except Exception as exc:  # this change's own failure: the others go on without it
-            for oid in list(pending.objects)[kept:]:
-                del pending.objects[oid]
+            pending.drop_after(kept)
             change.error = exc
             continue
         change.outcome = (commit, new_tree, chosen.result, chosen.op)
@@ -471,14 +470,16 @@ def _plan_all(
     return head, tree
 
 
-def _remember(
-    repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, objects: dict[str, tuple[bytes, bytes]]
-) -> None:
+def _remember(repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, pending: packwrite.PendingObjects) -> None:
     """Tell every store of the group what it committed: the head's tree and objects, each commit's tree."""
+    objects, ids = pending.objects, pending.ids
+    if len(made) == 1 and made[0].repo is repo:  # one change (most writes): its commit is the head
+        repo.remember_commit(head, tree, objects, ids=ids)
+        return
     mark = repo.handle_mark()
     for other in {id(c.repo): c.repo for c in made if c.repo is not repo}.values():
-        other.remember_commit(head, tree, objects, mark=mark)
-    repo.remember_commit(head, tree, objects)
+        other.remember_commit(head, tree, objects, mark=mark, ids=ids)
+    repo.remember_commit(head, tree, objects, ids=ids)
     for change in made:
         if change.outcome is not None and change.outcome[0] is not None and change.outcome[0] != head:
             change.repo.remember_tree(change.outcome[0], change.outcome[1])

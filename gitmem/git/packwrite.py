@@ -188,9 +188,11 @@ def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
     body = [b"PACK" + struct.pack(">II", 2, len(pending.objects))]
     offset = 12
     index: list[tuple[bytes, int, int]] = []  # binary id, crc32, offset
+    ids = pending.ids
     for oid, (kind, raw) in pending.objects.items():
         entry = entry_header(_TYPE_CODES[kind], len(raw)) + (store_tree(raw) if kind == b"tree" else deflate(raw))
-        index.append((bytes.fromhex(oid), zlib.crc32(entry), offset))
+        key = ids.get(oid)
+        index.append((bytes.fromhex(oid) if key is None else key, zlib.crc32(entry), offset))
         body.append(entry)
         offset += len(entry)
     pack = b"".join(body)
@@ -263,8 +265,12 @@ def write_pack(repo_path: str, pending: PendingObjects, *, durable: bool) -> str
 
 def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durable: bool) -> str:
     """Put a pack and its ``.idx`` (as :func:`pack_files` makes them) into ``objects/pack``; as :func:`write_pack`."""
-    folder = os.path.join(repo_path, "objects", "pack")
-    base = os.path.join(folder, f"pack-{sha}")
+    folder = _pack_folders.get(repo_path)
+    if folder is None:
+        if len(_pack_folders) >= 64:
+            _pack_folders.clear()
+        folder = _pack_folders[repo_path] = os.path.join(repo_path, "objects", "pack")
+    base = f"{folder}{os.sep}pack-{sha}"
     tmp_idx = ""
     try:
         try:
@@ -274,7 +280,7 @@ def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durab
                 return sha  # the very same objects were packed before (a retried plan)
             os.unlink(base + ".pack")  # a crash's leftover without index: nobody reads it
             _write_file(base + ".pack", pack)
-        tmp_idx = os.path.join(folder, f"tmp_idx_gitmem_{os.urandom(6).hex()}")
+        tmp_idx = f"{folder}{os.sep}tmp_idx_gitmem_{os.urandom(6).hex()}"
         _write_file(tmp_idx, idx)
         if durable:
             fsync_together([base + ".pack", tmp_idx])
@@ -291,6 +297,8 @@ def write_pack_files(repo_path: str, sha: str, pack: bytes, idx: bytes, *, durab
         fsync_folder(folder)
     return sha
 
+
+_pack_folders: dict[str, str] = {}  # objects/pack, by the repository's path (joined once)
 
 ORPHAN_SECONDS = 60.0
 """Age after which a ``.pack`` without its ``.idx`` is taken for a killed writer's leftover."""
