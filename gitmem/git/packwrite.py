@@ -13,8 +13,9 @@ index (ignored by git, deleted by :func:`remove_orphan_packs`), a ``tmp_`` file,
 or a complete pack whose objects nothing references yet: all of which ``git
 fsck --strict`` accepts.
 
-The objects are plain git: whole (undeltified) entries compressed at zlib level
-1, as libgit2 compresses loose objects. The tree encoding is git's: entries
+The objects are plain git: whole (undeltified) entries, blobs compressed at zlib
+level 1 as libgit2 compresses loose objects, trees and the commit stored in zlib's
+uncompressed blocks (:func:`store_tree`). The tree encoding is git's: entries
 sorted by name with a folder compared as if it ended in ``/``, mode ``40000``
 for folders and ``100644`` for files. Packs accumulate one per commit (one per
 group-commit round); the count is kept bounded by :func:`compact` (``git
@@ -153,13 +154,16 @@ def _stored_header(final: int | bool, size: int) -> bytes:
 
 
 def store_tree(raw: bytes) -> bytes:
-    """A tree as one zlib stream of stored (uncompressed) blocks.
+    """A tree (or a commit) as one zlib stream of stored (uncompressed) blocks.
 
     A tree is mostly 20-byte ids, which do not compress: level 1 saves about a
     third of a tree's bytes, but deflating a 2 KiB folder costs ~40 µs on the
     benchmark machine against ~2 µs to store it, and a commit packs one tree per
-    folder on the path. Packs are folded by ``git pack-objects``, which stores
-    trees as deltas against each other (recompressed) from then on.
+    folder on the path. A commit is a few hundred bytes of ids, names and
+    trailers: deflating it saved ~150 bytes for ~86,000 instructions, 7 % of a
+    one-file write (~7,000 stored). Packs are folded by ``git pack-objects``,
+    which stores trees and commits as deltas against their likes (recompressed)
+    from then on.
 
     The stream is framed here rather than by ``zlib.compressobj(0)``, which sets up
     a compressor (its window and hash table) only to copy: the zlib header for the
@@ -182,15 +186,15 @@ def store_tree(raw: bytes) -> bytes:
 def pack_files(pending: PendingObjects) -> tuple[str, bytes, bytes]:
     """``(pack sha, .pack bytes, .idx bytes)`` for ``pending``: undeltified entries, index v2.
 
-    Blobs and commits (text, which compresses about 2:1) are deflated at level
-    1 (:func:`deflate`), trees are stored (:func:`store_tree`).
+    Blobs (text, which compresses about 2:1) are deflated at level 1
+    (:func:`deflate`), trees and commits are stored (:func:`store_tree`).
     """
     body = [b"PACK" + struct.pack(">II", 2, len(pending.objects))]
     offset = 12
     index: list[tuple[bytes, int, int]] = []  # binary id, crc32, offset
     ids = pending.ids
     for oid, (kind, raw) in pending.objects.items():
-        entry = entry_header(_TYPE_CODES[kind], len(raw)) + (store_tree(raw) if kind == b"tree" else deflate(raw))
+        entry = entry_header(_TYPE_CODES[kind], len(raw)) + (deflate(raw) if kind == b"blob" else store_tree(raw))
         key = ids.get(oid)
         index.append((bytes.fromhex(oid) if key is None else key, zlib.crc32(entry), offset))
         body.append(entry)
