@@ -232,11 +232,15 @@ class _Queue:
             return True
 
     def take(self, first: _Change[Any], ref: str) -> list[_Change[Any]]:
-        """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue."""
+        """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue.
+
+        Nobody waiting is answered without the guard: a waiter that joins a moment
+        later is still in the queue when this group leaves it, and commits next.
+        """
+        group = [first]
+        if not self.waiting:
+            return group
         with self.guard:
-            group = [first]
-            if not self.waiting:
-                return group
             for change in list(self.waiting):
                 if len(group) >= GROUP_MAX:
                     break
@@ -340,7 +344,8 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 if repo.written.enabled:  # before the ref moves: a reader of the new head finds it
                     written.publish(repo.path, pack, pending.objects, pending.ids)
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
-                op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
+                ops = [c.outcome[3] for c in made if c.outcome is not None]
+                op = ops[0] if len(ops) == 1 else "+".join(sorted(set(ops)))
                 moving = head
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     moved = True
@@ -565,7 +570,10 @@ def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
     that second, as libgit2's ``git_signature_now`` gives them.
     """
     now = int(time.time())
-    offset = int(time.localtime(now).tm_gmtoff / 60)
+    second, offset = _offset[0]
+    if second != now:
+        offset = int(time.localtime(now).tm_gmtoff / 60)
+        _offset[0] = (now, offset)  # the same second has the same offset
     message = commit_message(
         chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
     )
@@ -574,10 +582,22 @@ def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
     return author, committer, message
 
 
+_offset = [(-1, 0)]  # the last second asked and this machine's offset from UTC then, in minutes
+
+
 def _identity(name: str) -> tuple[bytes, bytes]:
     """``name`` and gitmem's e-mail as a commit header holds them, checked and trimmed by libgit2.
 
-    A bad name (a newline, angle brackets) fails here as libgit2 refuses it.
+    A bad name (a newline, angle brackets) fails here as libgit2 refuses it. The
+    answers for the last names asked are kept (a process writes for a few principals).
     """
-    sig = pygit2.Signature(name, COMMITTER_EMAIL, 0, 0)
-    return sig.raw_name, sig.raw_email
+    found = _identities.get(name)
+    if found is None:
+        sig = pygit2.Signature(name, COMMITTER_EMAIL, 0, 0)
+        if len(_identities) >= 256:
+            _identities.clear()
+        found = _identities[name] = (sig.raw_name, sig.raw_email)
+    return found
+
+
+_identities: dict[str, tuple[bytes, bytes]] = {}
