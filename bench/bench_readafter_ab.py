@@ -12,7 +12,9 @@ a directory store gets the same files. Per round, the builds in random order:
 the rounds of ``bench_readafter.py`` (a write; a read of another file in the
 writing process; a write, then a read of that file in the reader and in the
 writer; a write, then two reads of another file in the reader, the second with
-no write between). Printed: p50 of CPU time per read, with the ratio to the
+no write between). With ``--build-each`` each build writes its own
+copy of the memory (the same commits, by a child importing that build), for a
+change to what a write leaves on disk. Printed: p50 of CPU time per read, with the ratio to the
 directory store of the same run. This is how each change to the read path was
 measured on and off (docs/benchmarks.md, "Reads right after a write").
 """
@@ -57,6 +59,20 @@ for line in sys.stdin:
         text = "edit " + rest[0] + " " + "x" * 400 + "\n"
         c = time.thread_time(); store.write(name, text, expected=version); c = time.thread_time() - c
     print(c * 1e6, flush=True)
+"""
+
+_BUILD = r"""
+import os, sys
+src, path, files, here = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path[:0] = [src, here]
+import gitmem
+assert os.path.abspath(gitmem.__file__).startswith(os.path.abspath(src)), gitmem.__file__
+from bench import bulk
+from gitmem import GitFileStore
+GitFileStore.init(path)
+store, corpus = GitFileStore.open(path).sync, bulk.Corpus(seed=6)
+for i in range(files):
+    store.write(bulk.layout_path(i), corpus.text(i), expected=None)
 """
 
 ROWS = (
@@ -109,6 +125,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--dir", help="build the memories under this folder (another file system)")
+    parser.add_argument(
+        "--build-each",
+        action="store_true",
+        help="each build writes its own memory (the same commits): for a change to what a write leaves on disk",
+    )
     parser.add_argument("builds", nargs="+", help="NAME=FOLDER: a checkout of gitmem")
     args = parser.parse_args()
     builds = dict(b.split("=", 1) for b in args.builds)
@@ -118,7 +139,10 @@ def main() -> int:
         pairs: dict[str, tuple[Child, Child]] = {}
         for name, src in builds.items():
             copy = os.path.join(base, f"{name}.git")
-            shutil.copytree(git_path, copy)
+            if args.build_each:
+                subprocess.run([sys.executable, "-c", _BUILD, src, copy, str(args.files), HERE], check=True)
+            else:
+                shutil.copytree(git_path, copy)
             pairs[name] = (Child(src, "git", copy), Child(src, "git", copy))
         pairs["dir"] = (Child(HERE, "dir", dir_path), Child(HERE, "dir", dir_path))
         out = {name: {row: [] for row in ROWS} for name in pairs}

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
-from gitmem.fileformat import FileFormat, encode_text, validate_path
+from gitmem.fileformat import MAX_PATH_SEGMENTS, FileFormat, encode_text, validate_path
 from gitmem.localfile import open_local, read_control
 
 if TYPE_CHECKING:
@@ -268,6 +268,10 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
     return path, text
 
 
+#: A folder being walked by :func:`scan_folder`: its entries still to look at, its prefix, its rules.
+Walking = tuple[Iterator[os.DirEntry[str]], str, list[ignorerules.Rule]]
+
+
 def scan_folder(
     folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
 ) -> ImportScan:
@@ -281,7 +285,15 @@ def scan_folder(
     found: list[tuple[str, Path, os.stat_result]] = []
     top_rules = ignorerules.parse(exclude, source="--exclude")
 
-    def visit(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> None:
+    def opened(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> Walking | None:
+        """The entries of one folder to walk, with its prefix and rules; ``None`` (listed as refused) if it cannot be."""
+        if prefix.count("/") >= MAX_PATH_SEGMENTS:
+            # Any file in it would have more segments than a path may: nothing under it can come in,
+            # and the walk goes no deeper (a folder nested thousands deep costs nothing more).
+            deep = prefix.count("/")
+            why = f"{prefix}: folders nested {deep} deep; a path holds at most {MAX_PATH_SEGMENTS} segments"
+            scan.refused.append(Refusal(prefix, "invalid_path", f"{why}, so nothing under it is imported"))
+            return None
         if gitignore:
             try:
                 rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
@@ -289,38 +301,49 @@ def scan_folder(
                 where = f"{prefix}.gitignore"
                 why = f"{exc.message}; nothing under {prefix or './'} is imported"
                 scan.refused.append(Refusal(where, exc.code, why))
-                return
+                return None
         try:
             entries = sorted(os.scandir(here), key=lambda e: e.name)
         except OSError as exc:
             scan.refused.append(Refusal(prefix or ".", "unavailable", f"{prefix or here}: cannot list: {exc.strerror}"))
-            return
-        for entry in entries:
-            rel = f"{prefix}{entry.name}"
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError as exc:
-                scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
-                continue
-            is_dir = stat.S_ISDIR(info.st_mode)
-            rule = ignorerules.ignored_by(rules, rel, is_dir)
-            if rule is not None:
-                shown = f"{rel}/" if is_dir else rel
-                scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
-                continue
-            if is_dir:
-                if entry.name in SKIPPED_FOLDERS:
-                    scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
-                else:
-                    visit(Path(entry.path), f"{rel}/", rules)
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
-                scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
-                continue
-            found.append((rel, Path(entry.path), info))
+            return None
+        return iter(entries), prefix, rules
 
-    visit(folder, "", top_rules)
+    # Depth first, in name order, with a stack of the folders being walked (not one call per level).
+    top = opened(folder, "", top_rules)
+    stack = [top] if top is not None else []
+    while stack:
+        entries, prefix, rules = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        rel = f"{prefix}{entry.name}"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
+            continue
+        is_dir = stat.S_ISDIR(info.st_mode)
+        rule = ignorerules.ignored_by(rules, rel, is_dir)
+        if rule is not None:
+            shown = f"{rel}/" if is_dir else rel
+            scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
+            continue
+        if is_dir:
+            if entry.name in SKIPPED_FOLDERS:
+                scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
+            else:
+                below = opened(Path(entry.path), f"{rel}/", rules)
+                if below is not None:
+                    stack.append(below)
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
+            continue
+        found.append((rel, Path(entry.path), info))
+
     for rel, full, info in sorted(found, key=lambda f: f[0]):
         try:
             scan.accepted.append(_check_file(full, rel, info, fmt))

@@ -24,7 +24,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from gitmem.git.erasures import Audit, Entry
+    from gitmem.git.erasureaudit import Audit
+    from gitmem.git.erasures import Entry
     from gitmem.index import FindHit, IndexStatus, MountIndex
     from gitmem.model import SearchResult  # a grep's (gitmem.grep): reads that do not search never load it
 
@@ -589,7 +590,14 @@ class SyncGitFileStore:
         origin = self._origin(origin)
         ref = self._target(origin)
         return git_history.restore(
-            self.repo, self.format, path, rev, expected=expected, origin=origin, ref=ref, size_of=self._size,
+            self.repo,
+            self.format,
+            path,
+            rev,
+            expected=expected,
+            origin=origin,
+            ref=ref,
+            size_of=self._size,
             delete=delete,
         )
 
@@ -615,11 +623,11 @@ class SyncGitFileStore:
         the ledger to ``gitmem serve``): the names are not readable from the ledger,
         so the paths are found by the erased blob ids. Each path is forgotten whole.
         """
-        from gitmem.git import erasures
+        from gitmem.git import erasureaudit, erasures
 
         with translate_errors(self.path):
             wanted = erasures.erased_blobs(self.repo.fresh(), self.path)
-            paths = erasures.paths_holding(self.path, wanted)
+            paths = erasureaudit.paths_holding(self.path, wanted)
         return [self.forget(path, origin=origin) for path in paths]
 
     def was_forgotten(self, path: str) -> bool:
@@ -636,10 +644,10 @@ class SyncGitFileStore:
 
     def check_erasures(self) -> Audit:
         """Proof that what the erasure ledger names is gone from the mount (``gitmem fsck NAME --erasures``)."""
-        from gitmem.git import erasures
+        from gitmem.git import erasureaudit
 
         with translate_errors(self.path):
-            return erasures.audit(self.repo.fresh(), self.path)
+            return erasureaudit.audit(self.repo.fresh(), self.path)
 
     def erasure_ledger(self) -> tuple[Entry, ...]:
         """The erasure ledger, oldest first: what each forget and purge erased (ids and keyed prints only)."""

@@ -19,7 +19,7 @@ Conventions every history call shares:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from gitmem.errors import MemoryStoreError
@@ -28,6 +28,25 @@ if TYPE_CHECKING:  # annotations only: a CLI read builds the value classes it us
     from gitmem.model import Origin
 
 MAX_LOG_LIMIT = 1_000_000
+
+
+def git_time(seconds: int, offset_minutes: int = 0) -> datetime:
+    """A commit's time (seconds since the epoch, offset in minutes) as a ``datetime``: the one reading of it.
+
+    git checks a commit's time only for overflow, so a pushed or imported commit may say
+    ``253402300800 +0000`` (the year 10000), and ``datetime`` holds the years 1 to 9999 only:
+    such a time is shown as the nearest one a date holds (in UTC), so one commit does not make
+    the whole history unreadable. An offset of a day or more (git allows ``+9959``) is dropped.
+    """
+    zone = timezone(timedelta(minutes=offset_minutes)) if abs(offset_minutes) < 24 * 60 else UTC
+    if _FIRST_DAY_OVER <= seconds <= _LAST_DAY_UNDER:  # a day inside the dates: any zone's local date holds
+        return datetime.fromtimestamp(seconds, tz=zone)
+    return datetime.fromtimestamp(min(max(seconds, _FIRST_TIME), _LAST_TIME), tz=UTC)
+
+
+_FIRST_TIME = int(datetime(1, 1, 1, tzinfo=UTC).timestamp())
+_LAST_TIME = int(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp())
+_FIRST_DAY_OVER, _LAST_DAY_UNDER = _FIRST_TIME + 86_400, _LAST_TIME - 86_400
 
 
 @dataclass(frozen=True, slots=True)

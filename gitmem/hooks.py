@@ -36,7 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
-from gitmem.localfile import open_private, read_control, replace_file
+from gitmem.localfile import local_folder, open_private, read_control, replace_file
 
 if TYPE_CHECKING:
     from gitmem.git.forgecheck import RangeCheck
@@ -199,8 +199,18 @@ def log_path(mount_path: str) -> str:
     return os.path.join(mount_path, "gitmem", LOG_NAME)
 
 
-def _open_log(path: str) -> int:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+def _open_log(path: str, mount_path: str) -> int:
+    """The hooks log at ``path`` opened to append; its folder, when inside the mount, is made of real folders.
+
+    ``<mount>/gitmem`` planted as a link would have the log written (or rotated) wherever it
+    points: from the mount down no folder may be a link (:func:`gitmem.localfile.local_folder`).
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    mount = os.path.abspath(mount_path)
+    if os.path.commonpath([folder, mount]) == mount:
+        local_folder(folder, root=mount)
+    else:  # a log the caller named outside the mount is the caller's
+        os.makedirs(folder, exist_ok=True)
     try:
         if os.path.getsize(path) > _LOG_LIMIT:
             os.replace(path, path + ".1")
@@ -213,7 +223,7 @@ def log_line(mount_path: str, text: str, *, path: str | None = None) -> None:
     """Append one timestamped line to the hooks log; never raises (logging must not fail a push)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
-        fd = _open_log(path or log_path(mount_path))
+        fd = _open_log(path or log_path(mount_path), mount_path)
         try:
             os.write(fd, f"{stamp} {text}\n".encode("utf-8", "replace"))
         finally:
@@ -234,7 +244,7 @@ def refresh_index_detached(mount_path: str, *, log_file: str | None = None) -> i
     target = log_file or log_path(mount_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GITMEM_HOOKS_LOG"] = target
-    fd = _open_log(target)
+    fd = _open_log(target, mount_path)
     try:
         return os.posix_spawn(
             sys.executable,

@@ -86,6 +86,30 @@ def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
         os.close(fd)
 
 
+def read_unstamped(path: str, size: int) -> bytes | None:
+    """Up to ``size`` bytes of the file at ``path`` in one read: open, read, close, no ``fstat``.
+
+    Never blocking, no link followed, like :func:`open_local`; unlike it, not
+    checked to be a regular file, which takes the ``fstat`` and its result (a third
+    of a small file's read on cold caches). A folder fails, and a FIFO reads nothing
+    unless a writer holds it open. Only for a caller that believes nothing but one
+    exact short form (a loose ref: 40 hex digits and a newline, which a planted
+    regular file could hold just as well) and reads through :func:`open_local_stat`
+    at least every few milliseconds, which refuses anything but a regular file
+    (:meth:`gitmem.git.repo.GitRepo.head`). ``None`` when it cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_local_head(path: str | os.PathLike[str], size: int, *, offset: int = 0) -> bytes | None:
     """At most ``size`` bytes from ``offset`` of the regular file at ``path`` (a prefix, never refused for length).
 
@@ -382,15 +406,16 @@ def replace_private(path: str | os.PathLike[str], text: str) -> None:
     """:func:`replace_file` synced, keeping the replaced file's owner and mode, and its folder synced too.
 
     So the rename survives a crash, and root's edit of a group-readable file leaves it
-    readable by the server that reads it.
+    readable by the server that reads it. For a control file an admin names (a token file):
+    its folder is theirs and may be reached through a link; the file itself never is one.
     """
     replace_file(path, text, fsync=True, keep=True)
-    fsync_folder(os.path.dirname(os.fspath(path)) or ".")
+    fsync_folder(os.path.dirname(os.fspath(path)) or ".", follow=True)
 
 
-def fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str, *, follow: bool = False) -> None:
     """Make the names just created or renamed in ``folder`` durable (the files' own data needs its own fsync)."""
-    dir_fd = open_folder(folder)
+    dir_fd = open_folder(folder, follow=follow)
     try:
         os.fsync(dir_fd)
     finally:
@@ -418,9 +443,12 @@ def _keep_owner_and_mode(fd: int, target: str) -> None:
     os.fchmod(fd, stat.S_IMODE(old.st_mode))  # after fchown, which may clear set-id bits
 
 
-def open_folder(path: str | os.PathLike[str]) -> int:
-    """A descriptor of the folder at ``path`` (for ``fsync`` or ``dir_fd``), no link followed; ``OSError`` else."""
-    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+def open_folder(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """A descriptor of the folder at ``path`` (for ``fsync``, ``dir_fd`` or ``flock``); ``OSError`` else.
+
+    No link is followed unless ``follow``: a folder the user named (a token file's) may be one.
+    """
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
 
 
 # -- SQLite databases under a mount ---------------------------------------------------------------

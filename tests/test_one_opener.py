@@ -49,9 +49,6 @@ PATH_METHODS = ("open", "read_text", "read_bytes", "write_text", "write_bytes")
 
 # (module, enclosing function, call) -> why this call touches no file under a mount.
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("gitmem/adapters/cli/durable.py", "durable_apply", "json.load"): (
-        "the change set the user hands the CLI (a file they name, opened by click, or stdin), not a mount's file"
-    ),
     ("gitmem/git/cli.py", "own_group", "os.open"): (
         "/dev/tty, the process's controlling terminal, opened (O_NOCTTY|O_NONBLOCK) only to learn whether "
         "there is one, closed at once, nothing read"

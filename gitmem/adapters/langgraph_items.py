@@ -117,11 +117,12 @@ def _time(moment: datetime) -> str:
 def _parse_time(value: object, what: str) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"{what} is not a time")
-    moment = datetime.fromisoformat(value)
+    from gitmem.recall.values import utc_time
+
     try:
-        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    except OverflowError:
-        raise ValueError(f"{what} is out of range") from None
+        return utc_time(datetime.fromisoformat(value))
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
 #: How deep a value may nest: its file wraps it in one more object, and files are read at most JSON_DEPTH deep.

@@ -147,10 +147,15 @@ def rotate_token(path: str | os.PathLike[str], who: str) -> Rotated:
 
 @contextmanager
 def _editing(path: str | os.PathLike[str]) -> Iterator[None]:
-    """One editor of the token file's folder at a time (an ``flock``; the kernel drops it if we die)."""
+    """One editor of the token file's folder at a time (an ``flock``; the kernel drops it if we die).
+
+    The folder is the admin's choice and is reached as the server reaches it, through a link
+    if it is one (``/etc/gitmem`` linked to a config tree); only the token file itself is read
+    without following one. Two editors naming it by its link and by its real path lock one folder.
+    """
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     try:
-        fd = open_folder(folder)
+        fd = open_folder(folder, follow=True)
     except OSError as exc:
         raise MemoryStoreError("unavailable", f"cannot open {folder}: {exc.strerror or exc}") from None
     try:

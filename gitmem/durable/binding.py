@@ -60,9 +60,16 @@ def candidate_id(namespace: Namespace, content: str) -> str:
 def _label(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     text = " ".join(text.split())
-    while len(text.encode("utf-8")) > MAX_LABEL_VALUE_BYTES:
-        text = text[:-16]
-    return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_LABEL_VALUE_BYTES:
+        return text
+    # One cut at the byte bound, moved back to a character's start, not a trim per step (an
+    # extracted value of megabytes was encoded again at every step). A lone surrogate passes
+    # through either way, for the node's own rule to refuse with its code.
+    cut = MAX_LABEL_VALUE_BYTES
+    while data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return data[:cut].decode("utf-8", "surrogatepass")
 
 
 class DurableBinding:

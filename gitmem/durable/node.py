@@ -132,7 +132,12 @@ def parse_time(field_name: str, value: object) -> datetime:
         raise bad(f"{field_name} must be an ISO-8601 time, got {type(value).__name__}")
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise bad(f"{field_name} must name its time zone (e.g. end with Z): {value!r}")
-    return moment.astimezone(UTC)
+    from gitmem.recall.values import utc_time
+
+    try:
+        return utc_time(moment)
+    except ValueError as exc:
+        raise bad(f"{field_name}: {exc}") from None
 
 
 def format_time(moment: datetime) -> str:

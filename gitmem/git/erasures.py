@@ -46,23 +46,19 @@ import os
 import re
 import secrets
 import time
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import cli
 from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref
 from gitmem.git.transport import LEDGER_REF as LEDGER_REF
-from gitmem.localfile import parse_json, read_local, read_local_head
+from gitmem.localfile import parse_json, read_local
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 LEDGER_FILE = "entries.jsonl"
-MARKER = "[erased]"
-"""What an erased name becomes in a rewritten commit message."""
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 """Never recorded: an empty file carries nothing to erase, and refusing it would refuse every empty file."""
 RULE_ERASED = "erased"
@@ -250,7 +246,9 @@ def lend_ledger(mount: pygit2.Repository, scratch: pygit2.Repository) -> None:
         scratch.references.create(LEDGER_REF, pygit2.Oid(hex=tip), force=True)
 
 
-def refuse_erased(r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]) -> bool:
+def refuse_erased(
+    r: pygit2.Repository, repo_path: str, blobs: Iterable[tuple[str, str]], trailers: Iterable[tuple[str, str]]
+) -> bool:
     """Refuse (``forbidden``, rule ``erased``) a write of a blob a ``forget`` erased, unless overridden.
 
     What a ``purge`` erased is refused on every way old history comes back (a
@@ -345,7 +343,9 @@ MAX_ADOPTED_BYTES = _MAX_LEDGER_BYTES
 """What adopting them may write: each new ledger commit's file holds every entry before it too."""
 
 
-def merge_entries(r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float) -> int:
+def merge_entries(
+    r: pygit2.Repository, repo_path: str, theirs: Iterable[Entry], *, stale_after: float, timeout: float
+) -> int:
     """Add the entries of another copy's ledger (a pull's remote) that this one lacks; returns how many.
 
     The remote's ledger is whatever anyone could push to a plain forge, so what
@@ -513,235 +513,3 @@ def finish_pending(
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(repo_path, *_PENDING_FILE))
     return done
-
-
-MIN_STEM = 3
-"""A file name without its extension counts as a name of the file from this many characters
-(``dana`` of ``people/dana.md``); a shorter one (``a`` of ``a.md``) is a word, not a name."""
-_WORDS = re.compile(r"\w+")
-_GIT_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
-
-
-def _git_quoted(name: str) -> str:
-    """``name`` as git shows a path with special characters (``core.quotePath``), without the quotes:
-    ``"people/b\\303\\266b.md"`` for ``people/böb.md``."""
-    out = []
-    for byte in name.encode("utf-8", "surrogateescape"):
-        if byte in _GIT_ESCAPES:
-            out.append(_GIT_ESCAPES[byte])
-        elif byte < 0x20 or byte >= 0x7F:
-            out.append(f"\\{byte:03o}")
-        else:
-            out.append(chr(byte))
-    return "".join(out)
-
-
-def name_forms(name: str) -> set[str]:
-    """Every way a commit message can carry the erased path ``name``; see :class:`NameScrub`."""
-    from urllib.parse import quote
-
-    parts = [p for p in name.split("/") if p]
-    if not parts:
-        return set()
-    names = {"/".join(parts[i:]) for i in range(len(parts))}  # the path, ..., the file's own name
-    base = parts[-1]
-    stem = base.rsplit(".", 1)[0]
-    if stem != base and len(stem) >= MIN_STEM:
-        names.add(stem)
-    forms: set[str] = set()
-    for form in names:
-        forms.update(
-            {
-                form,
-                unicodedata.normalize("NFD", form),
-                _git_quoted(form),
-                quote(form, safe="/"),
-                form.replace(" ", "%20"),
-            }
-        )
-    return {f for f in forms if f}
-
-
-class NameScrub:
-    """Finds and replaces the names of erased paths in commit and tag messages (by :data:`MARKER`).
-
-    The rule: a message names an erased path when it holds, as a whole token (not
-    inside a longer word: the characters around it are no letter, digit or ``_``)
-    and in any letter case,
-
-    - the path, or any trailing part of it down to the file's own name
-      (``people/dana.md``, ``dana.md``), or that name without its extension
-      (``dana``) when it has at least :data:`MIN_STEM` characters;
-    - any of those as git quotes a path with special characters (``b\\303\\266b.md``),
-      percent-encoded as in a link (``dana%20smith.md``), or decomposed (NFD, as
-      macOS writes names).
-
-    The erased paths are every name the forgotten file or folder had, and every
-    path below an erased folder. The longest form found is replaced first, so
-    ``people/dana.md`` becomes one marker, not ``people/[erased]``. Erring towards
-    replacing too much is deliberate: a message is an audit note, and a name in
-    it is personal data that the forget promised to remove.
-    """
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self._by_word: dict[str, set[str]] = {}
-        self._always: set[str] = set()
-        for name in names:
-            for form in name_forms(name):
-                word = _WORDS.search(form.lower())
-                if word is None:
-                    self._always.add(form)
-                else:
-                    self._by_word.setdefault(word.group(), set()).add(form)
-        self._patterns: dict[frozenset[str], re.Pattern[str]] = {}
-        # Most forgets erase one file: a handful of words, looked for in an ASCII message
-        # (most are) as bytes first, so a walk of 100k commits decodes almost none.
-        few = not self._always and len(self._by_word) <= 64
-        self._quick = tuple(w.encode("utf-8", "surrogateescape") for w in self._by_word) if few else None
-
-    def _found(self, message: bytes) -> tuple[str, frozenset[str]]:
-        """The message as text, and the forms that may be in it: those whose first word
-        (as lowercase) it holds as a whole word."""
-        if self._quick is not None and message.isascii():
-            lowered = message.lower()
-            if not any(word in lowered for word in self._quick):
-                return "", frozenset()
-        text = message.decode("utf-8", "surrogateescape")
-        words = set(_WORDS.findall(text.lower()))
-        found = set(self._always)
-        for word in words & self._by_word.keys():
-            found |= self._by_word[word]
-        return text, frozenset(found)
-
-    def _pattern(self, forms: frozenset[str]) -> re.Pattern[str]:
-        pattern = self._patterns.get(forms)
-        if pattern is None:
-            alternatives = "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
-            pattern = self._patterns[forms] = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-        return pattern
-
-    def names(self, message: bytes) -> bool:
-        """Whether ``message`` names an erased path (then :meth:`__call__` changes it)."""
-        text, forms = self._found(message)
-        return bool(forms) and self._pattern(forms).search(text) is not None
-
-    def __call__(self, message: bytes) -> bytes:
-        """``message`` with every erased name replaced by :data:`MARKER`; other bytes kept as they are."""
-        text, forms = self._found(message)
-        if not forms:
-            return message
-        return self._pattern(forms).sub(MARKER, text).encode("utf-8", "surrogateescape")
-
-
-def paths_holding(repo_path: str, blobs: frozenset[str]) -> list[str]:
-    """Every path that some commit of some ref (the ledger aside) holds one of ``blobs`` at."""
-    if not blobs:
-        return []
-    listed = cli.run_git(
-        ["rev-list", "--objects", f"--exclude={LEDGER_REF}", "--all"], git_dir=repo_path, check=True
-    ).stdout
-    return sorted({line[41:] for line in listed.splitlines() if line[:40] in blobs and len(line) > 41})
-
-
-# --- proof ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Audit:
-    """What ``gitmem fsck NAME --erasures`` found: ``holders`` name what still holds an erased object.
-
-    ``written_again`` are blobs only a purge erased that agents have written
-    afresh since (allowed, see :func:`refuse_erased`); they are listed, not failures.
-    """
-
-    entries: int
-    blobs: int
-    holders: tuple[str, ...]
-    written_again: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return not self.holders
-
-
-_HEX_ID = re.compile(rb"(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])")
-_NOT_DERIVED = frozenset({"erasure-key", "erasure-pending.json", "generation", "forget-pending"})
-_DERIVED_READ = 256 * 1024 * 1024
-
-
-def audit(r: pygit2.Repository, repo_path: str) -> Audit:
-    """Check every ledger entry against the objects, refs, reflogs, packs and derived files of the mount."""
-    found = entries(r)
-    forgotten = {b: e.id for e in found if e.kind != "purge" for b in e.blobs}
-    purged = {b: e.id for e in found if e.kind == "purge" for b in e.blobs if b not in forgotten}
-    tips = {t: e.id for e in found for t in e.tips}
-    listed = cli.run_git(
-        ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"], git_dir=repo_path, check=True
-    ).stdout.split()
-    present = set(listed)
-    holders: list[str] = []
-    for oid, entry in sorted(forgotten.items()):
-        if oid in present:
-            holders.append(f"object {oid} (erasure {entry}) is still in the object store{_reached_from(repo_path, oid)}")
-    for oid, entry in sorted(tips.items()):
-        if oid in present:
-            holders.append(f"commit {oid} from before erasure {entry} is still in the object store{_reached_from(repo_path, oid)}")
-    logs = os.path.join(repo_path, "logs")
-    for folder, _, files in os.walk(logs):
-        for name in files:
-            path = os.path.join(folder, name)
-            for oid in _ids_in(path, set(tips) | set(forgotten)):
-                holders.append(f"reflog {os.path.relpath(path, repo_path)} names {oid} from before an erasure")
-    from gitmem.git import quarantine  # the audit only: writes and reads of the ledger never load it
-
-    for left in quarantine.leftovers(repo_path):
-        where = os.path.relpath(left.path, repo_path)
-        for oid in quarantine.holds(left.objects, sorted({*forgotten, *tips})):
-            holders.append(
-                f"object {oid} is in {where}, the quarantine of a push, pull or import that was killed "
-                "(not in the object store); the next one or gitmem gc NAME deletes it"
-            )
-        if found and quarantine.unindexed(left.objects):
-            holders.append(
-                f"{where}, the quarantine of a push, pull or import that was killed, holds a partly received "
-                "pack whose objects cannot be listed; the next one or gitmem gc NAME deletes it"
-            )
-    gitmem_dir = os.path.join(repo_path, "gitmem")
-    for folder, dirs, files in os.walk(gitmem_dir):
-        dirs[:] = [
-            d
-            for d in dirs
-            if not os.path.islink(os.path.join(folder, d))
-            and not (folder == gitmem_dir and quarantine.is_quarantine(d))
-        ]
-        for name in files:
-            if folder == gitmem_dir and name in _NOT_DERIVED:
-                continue
-            path = os.path.join(folder, name)
-            for oid in _ids_in(path, set(forgotten)):
-                holders.append(f"derived file {os.path.relpath(path, repo_path)} names erased version {oid}")
-    again = tuple(sorted(oid for oid in purged if oid in present))
-    return Audit(len(found), len(forgotten) + len(purged), tuple(holders), again)
-
-
-def _reached_from(repo_path: str, oid: str) -> str:
-    """Where ``oid`` is reachable from: the first ref (the ledger counts: clones fetch it), else the reflogs, else none."""
-    refs = cli.run_git(["for-each-ref", "--format=%(refname)"], git_dir=repo_path, check=True).stdout.split()
-    for ref in refs:
-        listed = cli.run_git(["rev-list", "--objects", ref], git_dir=repo_path, check=True).stdout
-        if any(line[:40] == oid for line in listed.splitlines()):
-            return f", reachable from {ref}"
-    listed = cli.run_git(["rev-list", "--objects", "--reflog"], git_dir=repo_path, check=False).stdout
-    if any(line[:40] == oid for line in listed.splitlines()):
-        return ", reachable from no ref, only from a reflog"
-    return (
-        ", reachable from no ref or reflog (only a prune deletes it: gitmem gc NAME runs one "
-        "when an erasure did not finish)"
-    )
-
-
-def _ids_in(path: str, wanted: set[str]) -> list[str]:
-    data = read_local_head(path, _DERIVED_READ) if wanted else None  # a link or FIFO holds none
-    if data is None:
-        return []
-    return sorted({m.group(0).decode() for m in _HEX_ID.finditer(data)} & wanted)

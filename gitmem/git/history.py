@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pygit2
@@ -33,6 +33,7 @@ from gitmem.history import (
     check_bound,
     check_filter,
     check_log_limit,
+    git_time,
     origin_matches,
 )
 from gitmem.model import FileText, Origin
@@ -57,8 +58,7 @@ _FILE_MODE = 0o100644
 
 
 def commit_time(commit: pygit2.Commit) -> datetime:
-    offset = timezone(timedelta(minutes=commit.commit_time_offset))
-    return datetime.fromtimestamp(commit.commit_time, tz=offset)
+    return git_time(commit.commit_time, commit.commit_time_offset)
 
 
 def resolve(repo: GitRepo, rev: object) -> str:

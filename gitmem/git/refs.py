@@ -35,6 +35,7 @@ from gitmem.git.looseref import MAIN as MAIN
 from gitmem.git.looseref import PROPOSALS as PROPOSALS
 from gitmem.git.looseref import read_ref_file as read_ref_file
 from gitmem.git.looseref import read_ref_file_stat as read_ref_file_stat
+from gitmem.git.looseref import read_ref_file_unstamped as read_ref_file_unstamped
 from gitmem.git.looseref import swap_loose_ref as swap_loose_ref
 from gitmem.localfile import read_local
 from gitmem.model import CommitId

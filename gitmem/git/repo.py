@@ -46,7 +46,7 @@ from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_fi
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
-from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat
+from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat, read_ref_file_unstamped
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
 from gitmem.git.snapshot import (
@@ -233,7 +233,7 @@ class GitRepo:
         raises (its cost is most of the check's, and every write makes it).
         """
         if not os.access(self._gen_path, os.F_OK):
-            return (0, 0)
+            return _NO_HISTORY
         try:
             st = os.stat(self._gen_path)
         except FileNotFoundError:
@@ -370,14 +370,18 @@ class GitRepo:
         the file was read (git's "racy" rule): a rewrite after that read gets a
         later mtime, even with the same size and a reused inode, so an unchanged
         stamp cannot hide one. A stamp written in the same clock tick as the read
-        is not trusted, and the file is read (see :func:`_settled`).
+        is not trusted, and the file is read (see :func:`_settled`). The stamp is
+        taken (an ``fstat`` of the file read) at most every :data:`_RACY_NS`: reads
+        that follow one closer than that are right after a write (a new head each
+        time, or an unsettled stamp), where a stamp serves no later read; they read
+        the file without it (:func:`~gitmem.git.looseref.read_ref_file_unstamped`).
         """
         # Not the config: libgit2 reads it when a handle opens (open_repository checks it first)
         # and when a config value is asked (writes, config_get: through fresh()), never for the
         # object reads and walks of a read (strace of a reader under a writer: no config access).
         local = self._local
         last: tuple[tuple[int, int, int, int], CommitId, bool] | None = getattr(local, "last", None)
-        history = self.history_mark()
+        history = self.history_mark() if os.access(self._gen_path, os.F_OK) else _NO_HISTORY  # most never had one
         # A handle's pid, marks and repo are set with it, before any head is noted (last).
         known = last is not None and local.pid == _pid[0] and history == local.gen[0] and local.repo is not None
         if known and last is not None and last[2]:
@@ -389,9 +393,16 @@ class GitRepo:
                 return last[1]
         local.last = None
         before = time.time_ns()
-        head, st = read_ref_file_stat(self._main_path)
-        if head is None or st is None:
-            return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
+        # The stamp at most every _RACY_NS: one taken sooner after the last is as racy as that one was
+        # (a read right after a write), and serves no later read.
+        stamp_due = not 0 <= before - getattr(local, "stamped", 0) < _RACY_NS
+        head = None if stamp_due else read_ref_file_unstamped(self._main_path)
+        st = None
+        if head is None:
+            head, st = read_ref_file_stat(self._main_path)
+            if head is None or st is None:
+                return self.head_in(self.fresh())  # not a plain loose ref: libgit2's to read, through the full check
+            local.stamped = before
         if not known or (
             last is not None
             and head != last[1]
@@ -400,7 +411,11 @@ class GitRepo:
         ):
             self._refreshed(history)  # the head moved: the packs-folded mark (a new handle if either moved)
             local.folds_asked = before
-        local.last = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), head, _settled(st, before))
+        local.last = (
+            _UNSTAMPED if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
+            head,
+            st is not None and _settled(st, before),
+        )
         return head
 
     def last_head(self) -> CommitId | None:
@@ -481,14 +496,25 @@ class GitRepo:
     def read_main(self, path: str) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` at the head of ``main``, or ``None``: the store's read of it.
 
-        :meth:`head`, then :meth:`read_at` on the commit it answered (one walk,
-        :meth:`Written.walk <gitmem.git.written.Written.walk>`), under one error
-        translation: the agent's read of ``main``, kept to the fewest steps since every step
-        of it costs several times its warm cost right after a write (the
-        writer's work has evicted the reader's caches).
+        :meth:`head`, then what :meth:`read_at` does for the commit it answered, in
+        this frame (one walk, :meth:`Written.walk <gitmem.git.written.Written.walk>`,
+        whose file comes back as it is), under one error translation: the agent's
+        read of ``main``, kept to the fewest steps since every step of it costs
+        several times its warm cost right after a write (the writer's work has
+        evicted the reader's caches).
         """
         with translate_errors(self.path):
-            return self.read_at(self.head(), path, at_head=True)
+            head = self.head()
+            written = self.written
+            if written.enabled:  # read_at's walk, in this frame (the mark is the one head() just read)
+                mark = self._local.gen[0]
+                cache = self._parsed_trees(mark)
+                known = None if cache is None else cache.trees
+                found = written.walk(self.path, head, path, mark, self._commit_trees, known, self._packed)
+                if found is not None:
+                    kind, oid, data = found
+                    return (oid, data) if kind == "blob" and isinstance(data, bytes) else self._found(found)
+            return self._read_tree(head, path)
 
     def read_at(self, commit: str, path: str, *, at_head: bool = False) -> tuple[str, bytes] | None:
         """``(blob id, bytes)`` of the file at ``path`` in ``commit``, or ``None``.
@@ -802,6 +828,10 @@ earliest); an agent's edit loop moves the head every few milliseconds.
 """
 _RACY_NS: Final = 20_000_000
 """How far before a read a stamp's times must lie to be trusted: over a clock tick (file times use the coarse clock)."""
+_NO_HISTORY: Final = (0, 0)
+"""The history mark of a memory no purge or forget ever touched (no mark file)."""
+_UNSTAMPED: Final = (-1, -1, -1, -1)
+"""The stamp of a ref read without one: matches no file's, and is never trusted (not settled)."""
 _RACY_SECONDS_NS: Final = 2_000_000_000
 """The same for a file system that keeps whole seconds (ext4 with small inodes, or FAT's two)."""
 

@@ -56,6 +56,7 @@ from gitmem.fileformat import FileFormat, validate_path
 from gitmem.git import cli, erasures, packwrite, quarantine
 from gitmem.git.control import object_dirs
 from gitmem.git.engine import MAX_ATTEMPTS
+from gitmem.git.erasurenames import NameScrub
 from gitmem.git.locks import WriterLock
 from gitmem.git.loose import damaged_loose_objects
 from gitmem.git.perms import open_private
@@ -294,7 +295,9 @@ def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
         commit = str(r.create_commit(None, sig, sig, message, tree, []))
         _mark_pending(repo, "purge")
         tips_before = [t for n in r.references if n != erasures.LEDGER_REF and (t := read_ref(r, n)) is not None]
-        erasures.write_pending(repo.path, erasures.new_entry("purge", by or COMMITTER_NAME, (), _all_blobs(repo), tips_before))
+        erasures.write_pending(
+            repo.path, erasures.new_entry("purge", by or COMMITTER_NAME, (), _all_blobs(repo), tips_before)
+        )
         for _ in range(MAX_ATTEMPTS):
             # main to the new root and every other ref deleted, in one compare-and-swap;
             # a foreign writer that moved a ref meanwhile makes it read the refs again.
@@ -304,11 +307,18 @@ def purge(repo: GitRepo, message: str, *, by: str | None = None) -> str:
             }
             moves[MAIN] = (repo.head(), commit)
             if swap_refs(
-                r, repo.path, moves, message="gitmem: purge", stale_after=repo.stale_lock_seconds, timeout=repo.lock_timeout
+                r,
+                repo.path,
+                moves,
+                message="gitmem: purge",
+                stale_after=repo.stale_lock_seconds,
+                timeout=repo.lock_timeout,
             ):
                 break
         else:
-            raise MemoryStoreError("unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)")
+            raise MemoryStoreError(
+                "unavailable", f"refs kept moving under writers outside gitmem ({MAX_ATTEMPTS} attempts)"
+            )
         _prune_now(repo)
         return commit
 
@@ -570,9 +580,9 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         raise MemoryStoreError("not_found", f"{path} is not in this memory's history")
     # Then the commits: a new tree, a rewritten parent or a message naming an erased
     # path in any form (replaced by the marker: "create ops/wifi.md" must not survive,
-    # nor "wifi.md" or "wifi" in a body; the rule is erasures.NameScrub's).
+    # nor "wifi.md" or "wifi" in a body; the rule is NameScrub's).
     scrub_names = seen_names | {path} | out.erased_files
-    scrub = erasures.NameScrub(scrub_names)
+    scrub = NameScrub(scrub_names)
     mapped: dict[str, str] = {}
     for (commit, _), tree_id in zip(reversed(order), trees, strict=True):
         parents = [mapped.get(p, p) for p in commit.parents]
@@ -627,5 +637,3 @@ def _rewrite(repo: GitRepo, r: pygit2.Repository, path: str, origin: Origin) -> 
         erasure=entry.id,
     )
     return report, keep
-
-

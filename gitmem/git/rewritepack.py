@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import pygit2
 
-from gitmem.git import erasures, packfold
+from gitmem.git import packfold
+from gitmem.git.erasurenames import NameScrub
 from gitmem.git.loose import pack_backend
 from gitmem.git.packwrite import deflate, entry_header, store_tree
 
@@ -140,9 +141,9 @@ class RewrittenObjects:
             return tree
         return self._add(_TREE, new_raw, at) if new_raw else None
 
-    def commit(self, old: bytes, tree: str, parents: list[str], scrub: erasures.NameScrub | None = None) -> str:
+    def commit(self, old: bytes, tree: str, parents: list[str], scrub: NameScrub | None = None) -> str:
         """A copy of the raw commit ``old`` with a new tree and parents, all else byte for byte
-        but the erased names ``scrub`` finds (replaced by :data:`gitmem.git.erasures.MARKER`)."""
+        but the erased names ``scrub`` finds (replaced by :data:`gitmem.git.erasurenames.MARKER`)."""
         header, _, message = old.partition(b"\n\n")
         if scrub is not None:
             message = scrub(message)
@@ -154,7 +155,7 @@ class RewrittenObjects:
             return self._add(_COMMIT, b"\n".join(lines) + b"\n" + header[pos:] + b"\n\n" + message)
         return self._add(_COMMIT, commit_header(header, tree, parents) + b"\n\n" + message)
 
-    def retarget(self, target: str, mapped: dict[str, str], scrub: erasures.NameScrub | None = None) -> str:
+    def retarget(self, target: str, mapped: dict[str, str], scrub: NameScrub | None = None) -> str:
         """The new value for a ref: the rewritten commit, or a copy of the tag pointing at it."""
         if target in mapped:
             return mapped[target]

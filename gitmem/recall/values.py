@@ -104,6 +104,24 @@ def is_date_time(at: object) -> TypeGuard[int | float]:
     return not isinstance(at, bool) and isinstance(at, int | float) and FIRST_TIME <= at <= LAST_TIME
 
 
+def utc_time(moment: datetime) -> datetime:
+    """``moment`` in UTC (a time without a zone is taken as UTC), when that is a date of :func:`is_date_time`.
+
+    The one rule for a time read from outside (a file someone pushed, a change set): an
+    ISO-8601 time such as ``9999-12-31T23:59:59-14:00`` parses, but its UTC is in the year
+    10000, and converting or printing it fails deep inside whatever uses it. ``ValueError``
+    here instead, which each reader turns into its own refusal or skip.
+    """
+    try:
+        utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        inside = is_date_time(utc.timestamp())
+    except (OverflowError, ValueError):
+        inside = False
+    if not inside:
+        raise ValueError(f"{moment.isoformat()} is not a time of the years 1 to 9999 in UTC")
+    return utc
+
+
 def check_min_score(min_score: object) -> float:
     if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not _finite(min_score):
         raise MemoryStoreError("invalid_query", f"min_score must be a finite number, not {min_score!r}")

@@ -259,15 +259,16 @@ def format_time(moment: datetime) -> str:
 
 
 def parse_time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str):
-        return None
+    from gitmem.recall.values import utc_time
+
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        if isinstance(value, datetime):  # YAML frontmatter reads a time as one
+            return utc_time(value)
+        if not isinstance(value, str):
+            return None
+        return utc_time(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:  # not a time, or none a date can hold: read as a file that does not say
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, get_args
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import parse_json
-from gitmem.recall.values import is_date_time
+from gitmem.recall.values import is_date_time, utc_time
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = get_args(MemoryType)
@@ -338,10 +338,7 @@ _iso_second: tuple[int | None, str] = (None, "")
 def from_iso(value: object) -> float:
     if not isinstance(value, str):
         raise ValueError(f"timestamp {value!r} is not text")
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return to_micros(parsed.timestamp())
+    return to_micros(utc_time(datetime.fromisoformat(value.replace("Z", "+00:00"))).timestamp())
 
 
 def encode_item(item: MemoryItem) -> str:

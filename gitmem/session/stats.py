@@ -21,7 +21,6 @@ everywhere.
 from __future__ import annotations
 
 import fcntl
-import math
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -31,6 +30,7 @@ from typing import Final, Protocol
 from gitmem import derived
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, RefusedFile, open_local, open_private, replace_file
+from gitmem.recall.values import is_date_time
 
 #: Fold the log once it is this big (bytes); a line per recall is ~60 bytes plus ids.
 COMPACT_BYTES: Final = 256 * 1024
@@ -236,8 +236,12 @@ def _apply_line(counts: dict[str, tuple[int, float]], parts: list[str]) -> None:
 
 
 def _time(text: str) -> float:
-    """A line's time; ``ValueError`` (the line is skipped) for one that is no time: NaN or infinite."""
+    """A line's time; ``ValueError`` (the line is skipped) for one that is no date of the years 1 to 9999.
+
+    Held to recall's one date check: a finite 1e300 became an item's ``last_accessed``, and every
+    answer that formats it as a date (recent, recall) failed.
+    """
     at = float(text)
-    if not math.isfinite(at):
-        raise ValueError(f"{text} is not a time")
+    if not is_date_time(at):
+        raise ValueError(f"{text} is not a time of the years 1 to 9999")
     return at

@@ -212,3 +212,49 @@ def test_import_reads_at_most_the_limit_plus_one_byte(tmp_path: Path, monkeypatc
     with pytest.raises(exchange.MemoryStoreError) as err:
         real(folder / "grows.md", "grows.md", 4096)
     assert err.value.code == "too_large"
+
+
+def test_import_of_a_folder_nested_past_the_depth_limit_refuses_it_and_brings_the_rest(
+    user: Run, root: Path, tmp_path: Path
+) -> None:
+    # 1,100 folders inside each other (2 bytes of path each, well within PATH_MAX): the walk
+    # recursed once per level and died of a RecursionError with a traceback; a memory path
+    # holds at most 128 segments, so nothing that deep could come in anyway.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("alpha\n")
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        for _ in range(1100):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    (folder / "e" / ("f/" * 126)).mkdir(parents=True)
+    (folder / "e" / ("f/" * 126) / "o").write_text("128 segments\n")
+    (folder / "e" / ("f/" * 127)).mkdir()
+    (folder / "e" / ("f/" * 127) / "n").write_text("129 segments\n")
+    try:
+        check_deep_import(root, folder)
+    finally:  # pytest's own clean-up recurses once per folder level too
+        subprocess.run(["rm", "-rf", str(folder / "d")], check=True)
+
+
+def check_deep_import(root: Path, folder: Path) -> None:
+    repo = root / "user.git"
+    before = state(repo)
+    strict = run_cli(root, "import", "user", str(folder), "--strict", "--json")
+    assert strict.returncode == 1, strict.stderr
+    assert "Traceback" not in strict.stderr
+    assert {r["error"] for r in json.loads(strict.stdout)["refused"]} == {"invalid_path"}
+    assert state(repo) == before
+    done = run_cli(root, "import", "user", str(folder), "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert sorted(f["path"] for f in out["imported"]) == ["a.md", "e/" + "f/" * 126 + "o"]
+    refused = {r["path"]: r["error"] for r in out["refused"]}
+    assert refused == {"d/" * 128: "invalid_path", "e/" + "f/" * 127: "invalid_path"}
+    fsck(repo)

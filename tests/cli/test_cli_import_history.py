@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -185,7 +186,7 @@ def test_a_negated_line_keeps_a_path_and_the_last_line_wins() -> None:
 
 def test_ignore_rules_match_what_git_ignores(tmp_path: Path) -> None:
     # Each pattern through git check-ignore too, on a real work tree of its own.
-    for n, (pattern, path, is_dir, _) in enumerate(IGNORE_CASES):
+    for n, (pattern, path, is_dir, _) in enumerate(IGNORE_CASES + MIXED_CASES):
         repo = tmp_path / f"w{n}"
         repo.mkdir()
         git(repo, "init", "-q")
@@ -241,3 +242,41 @@ def test_a_refused_import_leaves_no_memory_behind(gm: Run, root: Path, source: P
     assert gm("init", "kept").exit_code == 0
     assert gm("import", "kept", "--history", str(tmp_path / "nowhere"), "--create").exit_code == 1
     assert as_json(gm("mounts", "--json"))["mounts"] == ["kept"]
+
+
+def test_a_gitignore_line_of_many_wildcards_costs_time_in_proportion_to_the_path(gm: Run, tmp_path: Path) -> None:
+    # A folder (or a history) handed to import brings its own .gitignore: a line of stars
+    # that cannot match made a backtracking matcher try every split of a long name, so
+    # 100 bytes of .gitignore held an import for hours. The answer must not change.
+    line = "*a" * 12 + "*b"
+    rules = parse([line, "**/" * 12 + "z", "a**a**a**a**a**a**a**a**a**b"])
+    started = time.process_time()
+    for name in ("a" * 250, "a/" * 120 + "a" * 30, "x" * 250):
+        assert ignored_by(rules, name, False) is None
+    assert ignored_by(rules, "a" * 12 + "b", False) is not None
+    assert time.process_time() - started < 2
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / ".gitignore").write_text(line + "\n")
+    (folder / ("a" * 200)).write_text("kept\n")
+    (folder / ("a" * 199 + "b")).write_text("left out\n")
+    done = gm("import", "notes", str(folder), "--create", "--gitignore", "--json")
+    assert done.exit_code == 0, done.output
+    out = as_json(done)
+    assert sorted(f["path"] for f in out["imported"]) == [".gitignore", "a" * 200]
+    assert [s["path"] for s in out["skipped"]] == ["a" * 199 + "b"]
+
+
+MIXED_CASES = [
+    ("a*b*c", "axb/yc", False, False),
+    ("**/a*/**/b*", "x/ay/z/bq", False, True),
+    ("a/**/b", "a/b", False, True),
+    ("**/x*/**/y", "q/xa/b/c/y", False, True),
+    ("*/**/y", "a/y", False, True),
+    ("x/**", "x/a/b", False, True),
+]
+
+
+@pytest.mark.parametrize(("pattern", "path", "is_dir", "ignored"), MIXED_CASES)
+def test_stars_of_both_kinds_mix_as_gitignore_says(pattern: str, path: str, is_dir: bool, ignored: bool) -> None:
+    assert (ignored_by(parse([pattern]), path, is_dir) is not None) is ignored

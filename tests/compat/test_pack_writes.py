@@ -336,3 +336,24 @@ def test_a_fold_keeps_the_writers_parsed_trees_and_a_purge_drops_them(tmp_path: 
     store.write("a/d.md", "three\n", expected=None)
     assert repo.writers.trees[1] is not cache  # type: ignore[attr-defined]
     assert store.read("a/b.md").text == "one\n"
+
+
+def test_notes_on_both_sides_of_the_stored_size_read_back_through_git_and_a_fold(tmp_path: Path) -> None:
+    """A note up to ``STORED_BLOB_BYTES`` is packed as it is, a bigger one deflated; git reads both, folded or not."""
+    path = tmp_path / "m.git"
+    store = GitFileStore.init(path).sync
+    limit = packwrite.STORED_BLOB_BYTES
+    rng = random.Random(7)
+    texts = {}
+    for name, size in (("empty.md", 0), ("small.md", 300), ("edge.md", limit), ("over.md", limit + 1), ("big.md", 50_000)):
+        text = "".join(rng.choice("abc \n") for _ in range(size - 1)) + "\n" if size else ""
+        store.write(name, text, expected=None)
+        texts[name] = text
+    for name, text in texts.items():
+        assert git(path, "show", f"main:{name}").stdout == text
+    assert_fsck_clean(path)
+    git(path, "repack", "-a", "-d")  # git folds the packs, keeping what it can of their bytes
+    reopened = GitFileStore.open(path).sync
+    for name, text in texts.items():
+        assert reopened.read(name).text == text
+    assert_fsck_clean(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,19 @@ def test_a_session_id_that_is_no_text_is_invalid_query_for_every_record_call(tmp
         with pytest.raises(MemoryStoreError) as raised:
             call("s-\ud800")
         assert raised.value.code == "invalid_query", call
+
+
+def test_a_label_of_megabytes_is_cut_once_at_the_byte_bound_on_a_character_start() -> None:
+    """An extracted value is cut to the label bound in one step, not trimmed and re-encoded per step."""
+    from gitmem.durable.binding import _label
+    from gitmem.durable.node import MAX_LABEL_VALUE_BYTES
+
+    value = "é" * (4 << 20)  # 8 MiB of two-byte characters; the bound falls on a character's start or inside one
+    started = time.process_time()
+    for shift in ("", "a"):
+        label = _label(shift + value)
+        data = label.encode("utf-8")
+        assert MAX_LABEL_VALUE_BYTES - 1 <= len(data) <= MAX_LABEL_VALUE_BYTES
+        assert (shift + value).startswith(label)
+    assert time.process_time() - started < 5.0  # the old trim took minutes
+    assert _label({"b": 1, "a": "x  y"}) == '{"a": "x y", "b": 1}'

@@ -1,6 +1,6 @@
 """forget removes an erased path's name from every commit and tag message, in every form a message carries it.
 
-The rule (:class:`gitmem.git.erasures.NameScrub`): the path, any trailing part of it
+The rule (:class:`gitmem.git.erasurenames.NameScrub`): the path, any trailing part of it
 down to the file's own name, that name without its extension (from three characters),
 each also as git quotes a path, percent-encoded and decomposed (NFD), in any letter
 case, as a whole token. Words that merely contain a name, and other files' names, stay.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gitmem import SyncGitFileStore
-from gitmem.git.erasures import MARKER, NameScrub
+from gitmem.git.erasurenames import MARKER, NameScrub
 
 from .conftest import Git
 

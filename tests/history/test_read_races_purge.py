@@ -24,9 +24,16 @@ from gitmem import GitFileStore
 from gitmem.errors import MemoryStoreError
 
 
-def _purge_once_before(store: Any, monkeypatch: pytest.MonkeyPatch, name: str, *, purge: bool = True) -> list[int]:
-    """The first call of ``store.repo.<name>`` purges (through another handle) and fails as a read of gone objects."""
-    real = getattr(store.repo, name)
+def _purge_once_before(
+    store: Any, monkeypatch: pytest.MonkeyPatch, name: str, *, purge: bool = True, owner: Any = None
+) -> list[int]:
+    """The first call of ``store.repo.<name>`` purges (through another handle) and fails as a read of gone objects.
+
+    ``owner``: whose ``name`` that is, when not ``store.repo``: a read of ``main`` takes its
+    objects in one walk (``store.repo.written.walk``), a read of a revision through ``read_at``.
+    """
+    owner = store.repo if owner is None else owner
+    real = getattr(owner, name)
     calls = [0]
 
     def racing(*args: Any, **kw: Any) -> Any:
@@ -37,7 +44,7 @@ def _purge_once_before(store: Any, monkeypatch: pytest.MonkeyPatch, name: str, *
             raise KeyError("0" * 40)  # what pygit2 raises for an object that is not there
         return real(*args, **kw)
 
-    monkeypatch.setattr(store.repo, name, racing)
+    monkeypatch.setattr(owner, name, racing)
     return calls
 
 
@@ -50,7 +57,7 @@ def store(tmp_path: Path) -> Any:
 
 
 def test_a_read_overtaken_by_a_purge_answers_for_the_new_head(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _purge_once_before(store, monkeypatch, "read_at")
+    calls = _purge_once_before(store, monkeypatch, "walk", owner=store.repo.written)
     with pytest.raises(MemoryStoreError) as caught:
         store.read("notes/n1.md")
     assert caught.value.code == "not_found"
@@ -97,7 +104,7 @@ def test_an_object_missing_on_a_head_that_did_not_move_is_looked_for_on_a_new_ha
     store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     handle = store.repo.repo
-    calls = _purge_once_before(store, monkeypatch, "read_at", purge=False)
+    calls = _purge_once_before(store, monkeypatch, "walk", purge=False, owner=store.repo.written)
     assert store.read("notes/n1.md").text == "note 1\n"
     assert calls[0] == 2
     assert store.repo.repo is not handle
@@ -110,7 +117,7 @@ def test_an_object_still_missing_on_the_new_handle_is_unavailable(store: Any, mo
         calls[0] += 1
         raise KeyError("0" * 40)
 
-    monkeypatch.setattr(store.repo, "read_at", gone)
+    monkeypatch.setattr(store.repo.written, "walk", gone)  # every walk of main's objects
     with pytest.raises(MemoryStoreError) as caught:
         store.read("notes/n1.md")
     assert caught.value.code == "unavailable"

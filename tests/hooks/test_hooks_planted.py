@@ -53,3 +53,28 @@ def test_a_planted_hook_is_left_alone_not_read_through(tmp_path: Path, kind: str
     assert refused.value.code == "already_exists"
     assert time.monotonic() - started < 5
     assert outside.read_text() == "# gitmem-hook\n"
+
+
+def test_a_planted_gitmem_folder_link_keeps_the_hooks_log_inside_the_mount(tmp_path: Path) -> None:
+    # The hooks' log lives in <mount>/gitmem/; with that folder replaced by a link, a push over a
+    # file path is refused (the store will not write through it) and the refusal was then logged
+    # through the link, creating hooks.log in whatever folder it named.
+    from gitmem import GitFileStore
+
+    store = GitFileStore.init(tmp_path / "m.git")
+    install_hooks(store.path)
+    store.sync.write("a.md", "alpha\n", expected=None)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    subprocess.run(["rm", "-rf", str(tmp_path / "m.git" / "gitmem")], check=True)
+    (tmp_path / "m.git" / "gitmem").symlink_to(outside)
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "m.git"), str(work)], check=True)
+    (work / "a.md").write_text("alpha\nbeta\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bob", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bob",
+           "GIT_COMMITTER_EMAIL": "b@x"}  # fmt: skip
+    subprocess.run(["git", "-C", str(work), "commit", "-qam", "beta"], check=True, env=env)
+    pushed = subprocess.run(["git", "-C", str(work), "push", "origin", "HEAD:main"], capture_output=True, text=True)
+    assert pushed.returncode != 0 and "make it a folder again" in pushed.stderr
+    log_line(str(tmp_path / "m.git"), "post-receive: a line")
+    assert list(outside.iterdir()) == []

@@ -167,3 +167,27 @@ def test_a_principal_with_two_tokens_is_rotated_by_id(tmp_path: Path) -> None:
     assert table.grant("ci-token-1-0123456789") is None and table.grant("ci-token-0-0123456789") is not None
     grant = table.grant(one["token"])
     assert grant is not None and (grant.principal, grant.access) == ("ci", "propose")
+
+
+def test_a_token_file_in_a_linked_folder_is_edited_where_the_server_follows_it(tmp_path: Path) -> None:
+    # /etc/gitmem -> /srv/conf/gitmem: the server reads the token file through the folder's link
+    # (only the file itself must not be one), but every edit locked the folder opened without
+    # following links and was refused ("cannot open .../conf: Not a directory"): a leaked token
+    # could not be revoked with `gitmem token` at all.
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    (tmp_path / "real").mkdir()
+    (tmp_path / "conf").symlink_to(tmp_path / "real")
+    tokens = str(tmp_path / "conf" / "tokens.toml")
+    alice = gitmem("token", "add", "alice", "--memory", "team", "--file", tokens)
+    bob = gitmem("token", "add", "bob", "--memory", "team", "--access", "read", "--file", tokens)
+    assert (tmp_path / "real" / "tokens.toml").is_file() and (tmp_path / "conf").is_symlink()
+    with serving(root.path, Path(tokens)) as served:
+        server = Server(served.proc, served.info["url"])
+        assert server.reads(alice["token"]) and server.reads(bob["token"])
+        rotated = gitmem("token", "rotate", "alice", "--file", tokens)
+        assert gitmem("token", "revoke", "bob", "--file", tokens)["revoked"][0]["id"] == bob["id"]
+        assert not server.reads(alice["token"]) and not server.reads(bob["token"])
+        assert server.reads(rotated["token"])
+    assert (tmp_path / "conf").is_symlink()  # the edits replaced the file, never the folder's link
+    fsck_clean(root.mount_path("team"))

@@ -85,3 +85,30 @@ def test_a_huge_statistics_log_is_refused_not_loaded(tmp_path: Path) -> None:
     with pytest.raises(MemoryStoreError) as refused:
         FileAccessStats(log).snapshot()
     assert refused.value.code == "unavailable"
+
+
+@pytest.mark.parametrize("line", ["a {t} {id} $", "s {id} 3 {t} $"])
+@pytest.mark.parametrize("moment", ["1e300", "253402300800.5", "-1e15"])
+def test_a_statistics_line_with_a_time_no_date_holds_is_skipped(tmp_path: Path, line: str, moment: str) -> None:
+    # The log's times were only required to be finite: 1e300 (or a second past the year 9999)
+    # became the item's last_accessed, and every answer formatting it failed (recent, recall).
+    import json
+    import subprocess
+    import sys
+
+    memory = open_session_memory(tmp_path / "m")
+    kept = memory.remember("always run the linter before a commit", tags=["lesson"])
+    memory.recall_similar("linter", 3)  # one access, logged
+    log = tmp_path / "m" / "session.git" / "gitmem" / "session-stats"
+    with open(log, "a", encoding="utf-8") as out:
+        out.write("\n" + line.format(t=moment, id=kept.id) + "\n")
+    code = "from gitmem.adapters.cli import main; main()"
+    for args in (["recent"], ["recall", "linter commit"], ["tags", "lesson"]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, "session", *args, "--memory-dir", str(tmp_path / "m"), "--json"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-1500:]
+        found = json.loads(done.stdout)
+        items = found.get("items") or found.get("results")
+        assert items[0]["id"] == kept.id and items[0]["last_accessed"].startswith(("19", "20"))

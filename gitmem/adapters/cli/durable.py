@@ -8,7 +8,6 @@ Each command opens the durable mount NAME and makes one call on
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -89,6 +88,10 @@ def durable() -> None:
     """Durable memory: namespaced nodes that reach a model only once activated."""
 
 
+#: The most characters ``durable apply`` reads of a change set (128 operations of the largest nodes fit).
+CHANGE_SET_LIMIT = 64 * 1024 * 1024
+
+
 @durable.command("apply")
 @click.argument("name")
 @click.argument("change_file", metavar="[FILE]", required=False, type=click.File("r", encoding="utf-8"))
@@ -98,11 +101,23 @@ def durable() -> None:
 @pass_state
 def durable_apply(state: State, name: str, change_file: Any, create: bool) -> None:
     """Apply a change set (JSON from FILE, or stdin when FILE is '-' or left out) as one commit."""
-    source = change_file if change_file is not None else sys.stdin
+    from gitmem.errors import MemoryStoreError
+    from gitmem.localfile import parse_json
+
     try:
-        data = json.load(source)
-    except json.JSONDecodeError as exc:
-        raise usage_error(f"the change set is not valid JSON: {exc}") from None
+        # Read bounded (a device named as the file must not fill memory) and parsed by the one JSON
+        # parser, whose nesting is bounded: json.load recursed once per bracket into a RecursionError.
+        if change_file is None or change_file is sys.stdin:  # "-" or none: the bytes of stdin, as UTF-8
+            text = sys.stdin.buffer.read(CHANGE_SET_LIMIT + 1).decode("utf-8")
+        else:
+            text = change_file.read(CHANGE_SET_LIMIT + 1)
+        if len(text) > CHANGE_SET_LIMIT:
+            raise usage_error(f"the change set is longer than {CHANGE_SET_LIMIT} characters")
+        data = parse_json(text, what="the change set")
+    except UnicodeDecodeError as exc:
+        raise usage_error(f"the change set is not UTF-8 text (byte {exc.start})") from None
+    except MemoryStoreError as exc:
+        raise usage_error(f"the change set is not valid JSON: {exc.message}") from None
     result = _repo(state, name, create=create).apply(data, origin=state.origin)
     emit(result_json(result), lambda: _print_result(result))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -28,6 +27,8 @@ if TYPE_CHECKING:
 
 
 def _proposal_json(p: Proposal) -> dict[str, object]:
+    from gitmem.history import git_time
+
     return {
         "run": p.run,
         "ref": p.ref,
@@ -38,7 +39,7 @@ def _proposal_json(p: Proposal) -> dict[str, object]:
         "principals": list(p.principals),
         "authors": [{"who": who, "commits": n} for who, n in p.authors],
         "log": [{"commit": c, "author": who, "summary": summary} for c, who, summary in p.log],
-        "updated": datetime.fromtimestamp(p.updated, UTC).isoformat(),
+        "updated": git_time(p.updated).isoformat(),
     }
 
 
@@ -87,6 +88,7 @@ def review_disable(state: State, name: str) -> None:
 def review_list(state: State, name: str) -> None:
     """List the open proposals of memory NAME."""
     from gitmem import review as api
+    from gitmem.history import git_time
 
     store = state.store(name)
     found = api.proposals(store)
@@ -98,7 +100,7 @@ def review_list(state: State, name: str) -> None:
             say("no open proposals")
         for p in found:
             who = _who(p)
-            when = datetime.fromtimestamp(p.updated, UTC).strftime("%Y-%m-%d %H:%M")
+            when = git_time(p.updated).strftime("%Y-%m-%d %H:%M")
             say(f"{p.run}\t{short(p.head)}\t{p.commits} commits\t{len(p.paths)} files\tby {who}\t{when}")
 
     emit({"memory": name, "review": gate, "proposals": [_proposal_json(p) for p in found]}, text)
@@ -205,7 +207,10 @@ def _read_merged(source: str) -> str:
     if source == "-":
         data: bytes | None = sys.stdin.buffer.read(limit + 1)
     else:
-        data = read_local_strict(source, limit)
+        try:
+            data = read_local_strict(source, limit)
+        except OSError as exc:  # the opener refuses planted files itself; a path the system cannot open is this
+            raise MemoryStoreError("unavailable", f"cannot read {source}: {exc.strerror or exc}") from None
         if data is None:
             raise MemoryStoreError("not_found", f"{source} does not exist")
     assert data is not None
