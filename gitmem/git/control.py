@@ -101,9 +101,16 @@ def check_ref_folders(git_dir: str, ref: str) -> None:
     written wherever it points. One ``lstat`` a folder; an absent one is made
     a real folder by the write.
     """
-    here = git_dir
-    for part in ref.split("/")[:-1]:
-        here = os.path.join(here, part)
+    folders = _ref_folders.get((git_dir, ref))
+    if folders is None:
+        if len(_ref_folders) >= 256:
+            _ref_folders.clear()
+        here, made = git_dir, []
+        for part in ref.split("/")[:-1]:
+            here = os.path.join(here, part)
+            made.append(here)
+        folders = _ref_folders[(git_dir, ref)] = tuple(made)
+    for here in folders:
         try:
             mode = os.lstat(here).st_mode
         except (FileNotFoundError, NotADirectoryError):
@@ -114,6 +121,9 @@ def check_ref_folders(git_dir: str, ref: str) -> None:
             raise MemoryStoreError(
                 "unavailable", f"{here} is a link; gitmem writes there, never through a link: make it a folder again"
             )
+
+
+_ref_folders: dict[tuple[str, str], tuple[str, ...]] = {}  # the folders on the way to a ref, joined once
 
 
 def check_config_text(path: str) -> None:

@@ -232,11 +232,15 @@ class _Queue:
             return True
 
     def take(self, first: _Change[Any], ref: str) -> list[_Change[Any]]:
-        """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue."""
+        """``first`` and the waiters on ``ref`` after it, up to :data:`GROUP_MAX`, out of the queue.
+
+        Nobody waiting is answered without the guard: a waiter that joins a moment
+        later is still in the queue when this group leaves it, and commits next.
+        """
+        group = [first]
+        if not self.waiting:
+            return group
         with self.guard:
-            group = [first]
-            if not self.waiting:
-                return group
             for change in list(self.waiting):
                 if len(group) >= GROUP_MAX:
                     break
@@ -338,13 +342,14 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 sha, pack, idx = packwrite.pack_files(pending)
                 packwrite.write_pack_files(repo.path, sha, pack, idx, durable=durable)
                 if repo.written.enabled:  # before the ref moves: a reader of the new head finds it
-                    written.publish(repo.path, pack, pending.objects)
+                    written.publish(repo.path, pack, pending.objects, pending.ids)
                 made = [c for c in group if c.outcome is not None and c.outcome[0] is not None]
-                op = "+".join(sorted({c.outcome[3] for c in made if c.outcome is not None}))
+                ops = [c.outcome[3] for c in made if c.outcome is not None]
+                op = ops[0] if len(ops) == 1 else "+".join(sorted(set(ops)))
                 moving = head
                 if _move(repo, handle, ref, branch, base, head, durable=durable, op=op):
                     moved = True
-                    _remember(repo, made, head, tree, pending.objects)
+                    _remember(repo, made, head, tree, pending)
                     if queue is not None:
                         queue.last = (head, tree)
                     fold_due = _count_pack(repo)
@@ -462,8 +467,7 @@ def _plan_all(
                 author, committer, message = _signed(chosen)
                 commit = pending.add(b"commit", packwrite.commit_bytes(new_tree, [head], author, committer, message))
         except Exception as exc:  # this change's own failure: the others go on without it
-            for oid in list(pending.objects)[kept:]:
-                del pending.objects[oid]
+            pending.drop_after(kept)
             change.error = exc
             continue
         change.outcome = (commit, new_tree, chosen.result, chosen.op)
@@ -471,14 +475,16 @@ def _plan_all(
     return head, tree
 
 
-def _remember(
-    repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, objects: dict[str, tuple[bytes, bytes]]
-) -> None:
+def _remember(repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, pending: packwrite.PendingObjects) -> None:
     """Tell every store of the group what it committed: the head's tree and objects, each commit's tree."""
+    objects, ids = pending.objects, pending.ids
+    if len(made) == 1 and made[0].repo is repo:  # one change (most writes): its commit is the head
+        repo.remember_commit(head, tree, objects, ids=ids)
+        return
     mark = repo.handle_mark()
     for other in {id(c.repo): c.repo for c in made if c.repo is not repo}.values():
-        other.remember_commit(head, tree, objects, mark=mark)
-    repo.remember_commit(head, tree, objects)
+        other.remember_commit(head, tree, objects, mark=mark, ids=ids)
+    repo.remember_commit(head, tree, objects, ids=ids)
     for change in made:
         if change.outcome is not None and change.outcome[0] is not None and change.outcome[0] != head:
             change.repo.remember_tree(change.outcome[0], change.outcome[1])
@@ -564,7 +570,10 @@ def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
     that second, as libgit2's ``git_signature_now`` gives them.
     """
     now = int(time.time())
-    offset = int(time.localtime(now).tm_gmtoff / 60)
+    second, offset = _offset[0]
+    if second != now:
+        offset = int(time.localtime(now).tm_gmtoff / 60)
+        _offset[0] = (now, offset)  # the same second has the same offset
     message = commit_message(
         chosen.op, chosen.paths, chosen.origin, detail=chosen.detail, extra=chosen.extra, summary=chosen.summary
     )
@@ -573,10 +582,22 @@ def _signed(chosen: Plan[Any]) -> tuple[bytes, bytes, str]:
     return author, committer, message
 
 
+_offset = [(-1, 0)]  # the last second asked and this machine's offset from UTC then, in minutes
+
+
 def _identity(name: str) -> tuple[bytes, bytes]:
     """``name`` and gitmem's e-mail as a commit header holds them, checked and trimmed by libgit2.
 
-    A bad name (a newline, angle brackets) fails here as libgit2 refuses it.
+    A bad name (a newline, angle brackets) fails here as libgit2 refuses it. The
+    answers for the last names asked are kept (a process writes for a few principals).
     """
-    sig = pygit2.Signature(name, COMMITTER_EMAIL, 0, 0)
-    return sig.raw_name, sig.raw_email
+    found = _identities.get(name)
+    if found is None:
+        sig = pygit2.Signature(name, COMMITTER_EMAIL, 0, 0)
+        if len(_identities) >= 256:
+            _identities.clear()
+        found = _identities[name] = (sig.raw_name, sig.raw_email)
+    return found
+
+
+_identities: dict[str, tuple[bytes, bytes]] = {}

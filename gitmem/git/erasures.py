@@ -205,22 +205,29 @@ def _ledger_tip(r: pygit2.Repository) -> str | None:
     """The ledger's commit, read from its loose file when it has one, else through libgit2.
 
     Every write asks (:func:`refuse_erased`), and most memories have no ledger:
-    no loose file and no ``packed-refs`` answer that in two failed ``lstat``s,
+    no loose file and no ``packed-refs`` answer that in two failed lookups,
     where libgit2's lookup of a missing ref cost a write ~5 % of its CPU (and a
     failed open of the loose file first, one syscall more).
     """
     root = r.path
-    loose = os.path.join(root, *_LEDGER_PARTS)
-    if os.path.lexists(loose):
+    paths = _ledger_paths.get(root)
+    if paths is None:
+        if len(_ledger_paths) >= 64:
+            _ledger_paths.clear()
+        paths = _ledger_paths[root] = (os.path.join(root, *_LEDGER_PARTS), os.path.join(root, "packed-refs"))
+    loose, packed = paths
+    # Whether anything is there, a link included: what a failed lstat answers, without its exception.
+    if os.access(loose, os.F_OK, follow_symlinks=False):
         tip = read_ref_file(loose)
         if tip is not None:
             return tip
-    elif not os.path.lexists(os.path.join(root, "packed-refs")):
+    elif not os.access(packed, os.F_OK, follow_symlinks=False):
         return None
     return read_ref(r, LEDGER_REF)
 
 
 _LEDGER_PARTS = tuple(LEDGER_REF.split("/"))
+_ledger_paths: dict[str, tuple[str, str]] = {}  # the ledger's loose file and packed-refs, by the repository's path
 
 
 def erased_names(r: pygit2.Repository) -> frozenset[str]:

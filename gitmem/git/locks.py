@@ -329,6 +329,15 @@ class _Line:
         self._owner: object = None  # the thread's id, or the event of the thread being let through
         self._depth = 0
 
+    def pass_free(self) -> bool:
+        """Take the turn if nobody holds or awaits it (or this thread holds it); ``False``: :meth:`enter` waits."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner == me or (self._owner is None and not self._waiting):
+                self._owner, self._depth = me, self._depth + 1
+                return True
+        return False
+
     def enter(self, give_up: Callable[[], bool], every: float) -> None:
         """Wait for this thread's turn; ``give_up()`` is asked every ``every`` seconds and ends the wait when true."""
         me = threading.get_ident()
@@ -411,7 +420,21 @@ class _Hold:
 
     def __enter__(self) -> bool:
         lock = self.lock
-        line = _line(lock.path)
+        line = _lines.get(lock.path) or _line(lock.path)
+        if not line.pass_free():  # another thread of this process holds or awaits the lock: wait in line
+            self._wait_in(line)
+        try:
+            fd = lock._acquire(lock._fd())
+        except BaseException:
+            line.leave()
+            raise
+        self.line = line
+        self._enter_held(fd)
+        return True
+
+    def _wait_in(self, line: _Line) -> None:
+        """This thread's turn in ``line``; ``unavailable`` once the lock's timeout passed (longer behind maintenance)."""
+        lock = self.lock
         started = time.monotonic()
 
         def give_up() -> bool:
@@ -431,14 +454,6 @@ class _Hold:
                 f"another writer{who} has held this memory's write lock for over {time.monotonic() - started:.0f} s; "
                 "try again",
             ) from None
-        try:
-            fd = lock._acquire(lock._fd())
-        except BaseException:
-            line.leave()
-            raise
-        self.line = line
-        self._enter_held(fd)
-        return True
 
     def _enter_held(self, fd: int) -> None:
         lock = self.lock
@@ -480,7 +495,9 @@ class _Hold:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             lock._let_go(fd)
-            self._leave_line()
+            line, self.line = self.line, None
+            if line is not None:
+                line.leave()
 
 
 def remove_crashed_locks(repo_path: str, since_ns: int) -> list[str]:

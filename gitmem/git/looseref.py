@@ -97,8 +97,16 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
     (it waits, breaks stale locks, refuses planted files and writes reflogs).
     """
     check_ref_folders(repo_path, name)
-    ref = os.path.join(repo_path, *name.split("/"))
-    if os.path.lexists(os.path.join(repo_path, "logs", *name.split("/"))):
+    paths = _ref_paths.get((repo_path, name))
+    if paths is None:
+        if len(_ref_paths) >= 256:
+            _ref_paths.clear()
+        paths = _ref_paths[(repo_path, name)] = (
+            os.path.join(repo_path, *name.split("/")),
+            os.path.join(repo_path, "logs", *name.split("/")),
+        )
+    ref, log = paths
+    if os.access(log, os.F_OK, follow_symlinks=False):  # anything there, a link included (one lstat's answer, cheaper)
         return None
     lock = ref + ".lock"
     try:
@@ -131,3 +139,6 @@ def swap_loose_ref(repo_path: str, name: str, old: str, new: str, *, durable: bo
         finally:
             os.close(folder)
     return True
+
+
+_ref_paths: dict[tuple[str, str], tuple[str, str]] = {}  # a ref's file and its reflog's, joined once

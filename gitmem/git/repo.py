@@ -34,7 +34,7 @@ import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 
@@ -107,6 +107,7 @@ if os.environ.get("GITMEM_PYGIT2_DEFAULTS", "").strip() not in ("1", "true", "ye
     pygit2.settings.mwindow_file_limit = MWINDOW_FILE_LIMIT
     pygit2.settings.enable_strict_object_creation(False)
 
+_NO_IDS: Mapping[str, bytes] = {}
 _pid = [os.getpid()]  # this process's id, kept current across fork: os.getpid() is a system call
 
 
@@ -454,15 +455,25 @@ class GitRepo:
         return tree
 
     def remember_commit(
-        self, commit: str, tree: str, objects: dict[str, tuple[bytes, bytes]], *, mark: tuple[int, int] | None = None
+        self,
+        commit: str,
+        tree: str,
+        objects: dict[str, tuple[bytes, bytes]],
+        *,
+        mark: tuple[int, int] | None = None,
+        ids: Mapping[str, bytes] = _NO_IDS,
     ) -> None:
         """Note a commit this process just made: its tree id, and its objects (kept by :attr:`written`).
 
         ``mark``: the history mark they were written under, when another thread (or
         store) made the commit (default: this thread's handle's, see :meth:`handle_mark`).
+        ``ids``: the 20 bytes of the objects' ids, where the caller has them.
         """
-        self.remember_tree(commit, tree)
-        self.written.add(objects, self._local.gen[0] if mark is None else mark)
+        trees = self._commit_trees
+        if len(trees) >= COMMIT_TREES:
+            trees.clear()
+        trees[commit] = tree
+        self.written.add(objects, self._local.gen[0] if mark is None else mark, ids)
         self._made = commit
 
     def handle_mark(self) -> tuple[int, int]:

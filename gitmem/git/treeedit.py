@@ -37,15 +37,39 @@ def object_id(kind: bytes, raw: bytes) -> str:
 
 
 class PendingObjects:
-    """Objects made for one commit, not yet on disk: id -> (type, raw content)."""
+    """Objects made for one commit, not yet on disk: id -> (type, raw content).
+
+    ``ids`` holds the 20 bytes of each id :meth:`add` hashed, which the tree
+    edits, the pack's index and the writer's copies need: turning the hex back
+    with ``bytes.fromhex`` cost a write ~2 µs an object, three times over.
+    """
+
+    __slots__ = ("ids", "objects")
 
     def __init__(self) -> None:
         self.objects: dict[str, tuple[bytes, bytes]] = {}
+        self.ids: dict[str, bytes] = {}
 
     def add(self, kind: bytes, raw: bytes) -> str:
-        oid = object_id(kind, raw)
-        self.objects.setdefault(oid, (kind, raw))
+        digest = hashlib.sha1(b"%s %d\x00" % (kind, len(raw)), usedforsecurity=False)
+        digest.update(raw)
+        key = digest.digest()
+        oid = key.hex()
+        if oid not in self.objects:
+            self.objects[oid] = (kind, raw)
+            self.ids[oid] = key
         return oid
+
+    def key(self, oid: str) -> bytes:
+        """The 20 bytes of ``oid`` (hashed here, or converted)."""
+        key = self.ids.get(oid)
+        return key if key is not None else bytes.fromhex(oid)
+
+    def drop_after(self, kept: int) -> None:
+        """Forget every object added after the first ``kept`` (a plan that failed leaves nothing behind)."""
+        for oid in list(self.objects)[kept:]:
+            del self.objects[oid]
+            self.ids.pop(oid, None)
 
     def raw(self, oid: str) -> bytes | None:
         found = self.objects.get(oid)
@@ -311,7 +335,7 @@ def set_path(
         if oid is None:
             entries.pop(name, None)
         else:
-            entries[name] = (_BLOB_MODE, bytes.fromhex(oid))
+            entries[name] = (_BLOB_MODE, pending.key(oid))
     else:
         sub: str | None = None
         if existing is not None:
@@ -326,7 +350,7 @@ def set_path(
         if new_sub == EMPTY_TREE:
             entries.pop(name, None)
         else:
-            entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
+            entries[name] = (_TREE_MODE, pending.key(new_sub))
     return _add_tree(pending, cache, entries, edited)
 
 
@@ -384,7 +408,7 @@ def _set_group(
         if oid is None:
             entries.pop(name, None)
         else:
-            entries[name] = (_BLOB_MODE, bytes.fromhex(oid))
+            entries[name] = (_BLOB_MODE, pending.key(oid))
     for name, group in below.items():
         existing = entries.get(name)
         if name not in before:
@@ -403,7 +427,7 @@ def _set_group(
         if new_sub == EMPTY_TREE:
             entries.pop(name, None)
         else:
-            entries[name] = (_TREE_MODE, bytes.fromhex(new_sub))
+            entries[name] = (_TREE_MODE, pending.key(new_sub))
     made = _splice_many(pending, cache, entries, known, before) if cache is not None else None
     if made is None:
         made = _add_tree(pending, cache, entries)

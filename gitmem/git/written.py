@@ -64,6 +64,7 @@ _TREE = b"40000"
 _FILES = (b"100644", b"100755")
 
 Mark = tuple[int, int]
+_NONE: Mapping[str, bytes] = {}
 
 _SHA1 = hashlib.sha1(usedforsecurity=False)
 
@@ -101,18 +102,26 @@ class Written:
         self._parsed: dict[bytes, Entries] = {}  # kept trees' entries, parsed once
         self._glanced: dict[bytes, dict[bytes, tuple[bytes, bytes] | None]] = {}  # names looked up in unparsed trees
 
-    def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark) -> None:
-        """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``."""
+    def add(self, objects: Mapping[str, tuple[bytes, bytes]], mark: Mark, ids: Mapping[str, bytes] = _NONE) -> None:
+        """Keep a committed commit's ``objects`` (``id -> (type, raw)``), written under history ``mark``.
+
+        ``ids``: the 20 bytes of the ids, where the caller has them (the writer hashed them).
+        """
         if not self.enabled:
             return
         with self._lock:
-            kept = self._under(mark)
-            for oid, (kind, raw) in objects.items():
-                key = bytes.fromhex(oid)
+            kept = self._objects if self._mark == mark else self._under(mark)
+            size = self._bytes
+            for oid, found in objects.items():
+                key = ids.get(oid)
+                if key is None:
+                    key = bytes.fromhex(oid)
                 if key not in kept:
-                    kept[key] = (kind, raw)
-                    self._bytes += len(raw)
-            self._bound()
+                    kept[key] = found
+                    size += len(found[1])
+            self._bytes = size
+            if len(kept) > LIMIT_OBJECTS or size > LIMIT_BYTES:
+                self._bound()
 
     def _under(self, mark: Mark) -> dict[bytes, tuple[bytes, bytes]]:
         """The kept objects, emptied first when ``mark`` is not theirs (objects were deleted since); under the lock."""
@@ -356,7 +365,9 @@ Entries = dict[bytes, tuple[bytes, bytes]]
 _GONE: Found = ("gone", "", None)
 
 
-def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, bytes]]) -> None:
+def publish(
+    repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, bytes]], ids: Mapping[str, bytes] = _NONE
+) -> None:
     """Put the latest commit's ``objects`` in :data:`LAST_PACK` (rewritten in place; never fails a write).
 
     Another process reading the new head reads this one file instead of listing
@@ -371,15 +382,24 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
     bytes that do not hash to their id) and reads through libgit2.
     """
     index: list[bytes] = []
+    raws: list[bytes] = []
     end = 0
+    pack_entry = _INDEX.pack
     for oid, (kind, raw) in objects.items():
         end += len(raw)
-        index.append(_INDEX.pack(bytes.fromhex(oid), _CODES[kind], end))
-    body = b"".join((_MAGIC, pack[-20:], _COUNT.pack(len(index)), *index, *(raw for _, raw in objects.values())))
+        key = ids.get(oid)
+        index.append(pack_entry(bytes.fromhex(oid) if key is None else key, _CODES[kind], end))
+        raws.append(raw)
+    body = b"".join([_MAGIC, pack[-20:], _COUNT.pack(len(index)), *index, *raws])
     data = _LENGTH.pack(len(body)) + body if len(body) <= ADOPT_BYTES and len(index) < 1 << 16 else _LENGTH.pack(0)
+    path = _copy_paths.get(repo_path)
+    if path is None:
+        if len(_copy_paths) >= 64:
+            _copy_paths.clear()
+        path = _copy_paths[repo_path] = os.path.join(repo_path, LAST_PACK)
     try:
         # O_NONBLOCK kept: nothing but a regular file is written, where it changes nothing (one ioctl fewer)
-        fd = open_private(os.path.join(repo_path, LAST_PACK), os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
     except (OSError, MemoryStoreError):
         return
     try:
@@ -388,6 +408,9 @@ def publish(repo_path: str, pack: bytes, objects: Mapping[str, tuple[bytes, byte
         pass
     finally:
         os.close(fd)
+
+
+_copy_paths: dict[str, str] = {}  # the copy's path, by the repository's (joined once)
 
 
 def withdraw(repo_path: str) -> None:
