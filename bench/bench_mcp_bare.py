@@ -132,9 +132,9 @@ def variant_server(name: str, argv: list[str]) -> None:
     elif name == "round-robin":
         from waitress.task import ThreadedTaskDispatcher
 
-        from gitmem.adapters import http_server
+        from gitmem.adapters import http_front
 
-        http_server._warm_first_dispatcher = ThreadedTaskDispatcher
+        http_front._warm_first_dispatcher = ThreadedTaskDispatcher
     elif name == "watch-always":
         from gitmem.adapters import mcp_http
 

@@ -56,7 +56,8 @@ from dulwich.server import DictBackend  # noqa: E402
 from dulwich.web import make_wsgi_chain  # noqa: E402
 
 from gitmem import Root  # noqa: E402
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer  # noqa: E402
+from gitmem.adapters.http_front import GitHttpServer  # noqa: E402
+from gitmem.adapters.http_server import GitHttpApp  # noqa: E402
 from gitmem.git.pushcheck import MAIN, RefUpdate, check_updates  # noqa: E402
 from gitmem.hooks import install_hooks  # noqa: E402
 

@@ -5,7 +5,7 @@ it stops accepting at its connection limit, keeps a silent connection for two
 minutes, skips connections with a request in flight when it looks for idle
 ones, and reads a request's whole body before the app can look at its token.
 Each of those let a client (without a token, or with a read token) hold what
-every other client needs. :class:`gitmem.adapters.http_server.GitHttpServer`
+every other client needs. :class:`gitmem.adapters.http_front.GitHttpServer`
 uses what is here so that:
 
 - past :data:`MAX_CONNECTIONS` a new connection takes the place of the one silent

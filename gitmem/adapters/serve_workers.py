@@ -47,7 +47,8 @@ from types import FrameType
 from typing import Any, Final
 
 from gitmem.adapters.folding import BackgroundFolds
-from gitmem.adapters.http_server import FrontApp, GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import FrontApp, GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 from gitmem.adapters.tokens import Tokens
 from gitmem.errors import MemoryStoreError

@@ -25,7 +25,8 @@ import pytest
 from serve.support import fsck_clean, git, has_object, hosted, write
 
 from gitmem import Root, remotes
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.tokens import token_entry
 from gitmem.remotepull import pull_named
 from gitmem.remotes import MergeRefused

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.tokens import token_entry
 from gitmem.errors import MemoryStoreError
 from gitmem.git.review import PROPOSALS, principal_owns

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root, exchange, remotes
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 from gitmem.errors import MemoryStoreError
 from gitmem.git.merge import MergeRefused
 from gitmem.secrets import scrub_credentials

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
 
 from .support import TOKEN, Mount, Served

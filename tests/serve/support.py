@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gitmem import GitFileStore, Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 from gitmem.model import Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, IDENTITY_TRAILERS, commit_message
 

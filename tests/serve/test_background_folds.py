@@ -18,7 +18,7 @@ from contract.support import assert_fsck_clean
 from bench.mcp_http_client import HttpMcpClient
 from gitmem import GitFileStore
 from gitmem.adapters.folding import BackgroundFolds
-from gitmem.adapters.http_server import _WarmFirst
+from gitmem.adapters.http_front import _WarmFirst
 from gitmem.adapters.tokens import token_entry
 from gitmem.git import engine, packwrite
 from gitmem.git.repo import GitRepo

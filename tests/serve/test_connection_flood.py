@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import FrontApp, GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import FrontApp, GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.tokens import token_entry
 
 from .support import TOKEN, git, seed, serving

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 
 from .support import TOKEN, fsck_clean, git, seed
 

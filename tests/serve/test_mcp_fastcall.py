@@ -20,7 +20,8 @@ import pytest
 
 from gitmem import Root
 from gitmem.adapters import mcp_fastcall
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.tokens import token_entry

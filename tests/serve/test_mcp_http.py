@@ -21,7 +21,8 @@ from mcp.types import CallToolResult
 
 from bench.mcp_http_client import HttpMcpClient, payload
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.tokens import parse_token_file, token_entry
 from gitmem.git.review import PROPOSALS

@@ -20,7 +20,8 @@ import pytest
 
 from bench.mcp_http_client import HttpMcpClient
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.mcp_http import McpHttpApp, WithMcp
 from gitmem.adapters.tokens import hash_token, token_entry
 from gitmem.errors import MemoryStoreError

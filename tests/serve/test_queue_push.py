@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp
 from gitmem.adapters.tokens import parse_token_file, token_entry
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.review import enable

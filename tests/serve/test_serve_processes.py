@@ -177,7 +177,8 @@ def test_a_second_stop_writes_to_no_descriptor_the_first_one_freed(tmp_path: Pat
     """After the loop closed its wake-up pipe, a stop must not write to that descriptor number:
     the process may have given it to another file meanwhile (a test teardown once hit EBADF)."""
     from gitmem import Root
-    from gitmem.adapters.http_server import GitHttpApp, GitHttpServer
+    from gitmem.adapters.http_front import GitHttpServer
+    from gitmem.adapters.http_server import GitHttpApp
 
     server = GitHttpServer(GitHttpApp(Root(tmp_path / "root"))).start()
     server.stop()

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from gitmem import Root
-from gitmem.adapters.http_server import GitHttpApp, GitHttpServer, load_tokens
+from gitmem.adapters.http_front import GitHttpServer
+from gitmem.adapters.http_server import GitHttpApp, load_tokens
 from gitmem.adapters.tokens import FULL_ACCESS, Tokens, hash_token, parse_token_file, token_entry
 from gitmem.errors import MemoryStoreError
 from gitmem.git.review import PROPOSALS

@@ -1,6 +1,6 @@
 """``gitmem serve``: every memory under the root over git smart HTTP and MCP (``gitmem token`` manages its tokens).
 
-See :mod:`gitmem.adapters.http_server` (git), :mod:`gitmem.adapters.mcp_http` (``/mcp``)
+See :mod:`gitmem.adapters.http_server` (git), :mod:`gitmem.adapters.http_front` (the waitress loop, base path), :mod:`gitmem.adapters.mcp_http` (``/mcp``)
 and :mod:`gitmem.adapters.tokens` (who a token speaks for).
 """
 
@@ -115,7 +115,8 @@ def serve(
         from gitmem.config import install_hint
 
         raise click.ClickException(f"gitmem serve needs waitress: {install_hint('serve')}") from None
-    from gitmem.adapters.http_server import load_tokens, normalize_base_path
+    from gitmem.adapters.http_front import normalize_base_path
+    from gitmem.adapters.http_server import load_tokens
     from gitmem.adapters.origins import normalize_origin
     from gitmem.adapters.receive_pack import DEFAULT_MAX_PUSH_BYTES
     from gitmem.adapters.serve_workers import Listening, default_workers
