@@ -286,6 +286,10 @@ class WriterLock:
     @contextmanager
     def try_hold(self, op: str = "write") -> Iterator[bool]:
         """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it."""
+        line = _lines.get(self.path)
+        if line is not None and line.fd is not None and line.held_by(threading.get_ident()):
+            yield True  # this thread holds it already: the flock and the record stay its outer hold's
+            return
         fd = self._fd()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -318,16 +322,22 @@ class _Line:
     own until the one before them lets go. Without it, every contended thread of
     a server polled the lock and then started a waiting thread of its own, which
     cost more CPU than the write it waited for. A thread that holds the lock may
-    take it again (as the ``flock`` of its own descriptor allows).
+    take it again, through any :class:`WriterLock` of the memory (a commit made
+    inside a merge or maintenance): ``fd`` and ``lock`` name the outer hold's
+    descriptor, and only that hold writes the record and lets the ``flock`` go
+    (an inner one that did let go the lock while the outer one went on; one
+    through another handle waited out its timeout on its own process).
     """
 
-    __slots__ = ("_depth", "_guard", "_owner", "_waiting")
+    __slots__ = ("_depth", "_guard", "_owner", "_waiting", "fd", "lock")
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
         self._waiting: deque[threading.Event] = deque()
         self._owner: object = None  # the thread's id, or the event of the thread being let through
         self._depth = 0
+        self.fd: int | None = None  # the descriptor holding the flock, while its owner holds it
+        self.lock: WriterLock | None = None  # the WriterLock it was taken through
 
     def pass_free(self) -> bool:
         """Take the turn if nobody holds or awaits it (or this thread holds it); ``False``: :meth:`enter` waits."""
@@ -421,6 +431,15 @@ class _Hold:
     def __enter__(self) -> bool:
         lock = self.lock
         line = _lines.get(lock.path) or _line(lock.path)
+        outer = line.lock
+        if line.fd is not None and outer is not None and line.held_by(threading.get_ident()):
+            # This thread holds the lock already (a commit inside a merge or maintenance): the flock
+            # and the holder record stay the outer hold's, which alone lets them go.
+            line.pass_free()
+            self.line = line
+            if outer is not lock:  # through another handle of the memory: the same descriptor and count
+                lock._local.holding, lock._local.count = line.fd, outer._local.count
+            return True
         if not line.pass_free():  # another thread of this process holds or awaits the lock: wait in line
             self._wait_in(line)
         try:
@@ -430,6 +449,7 @@ class _Hold:
             raise
         self.line = line
         self._enter_held(fd)
+        line.fd, line.lock = fd, lock
         return True
 
     def _wait_in(self, line: _Line) -> None:
@@ -486,10 +506,15 @@ class _Hold:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         fd = self.fd
-        if fd is None:
+        lock = self.lock
+        if fd is None:  # a hold inside this thread's own: only its place in the line ends
+            line = self.line
+            outer = None if line is None else line.lock
+            if outer is not None and outer is not lock:
+                outer._local.count, lock._local.holding = lock._local.count, None
+            self._leave_line()
             return
         self.fd = None
-        lock = self.lock
         try:
             _write_record(fd, "free", self.op, lock._local.count)
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -497,6 +522,7 @@ class _Hold:
             lock._let_go(fd)
             line, self.line = self.line, None
             if line is not None:
+                line.fd = line.lock = None
                 line.leave()
 
 

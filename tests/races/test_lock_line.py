@@ -140,3 +140,56 @@ def test_a_wait_that_fails_on_a_planted_lock_file_leaves_the_line_open(tmp_path:
     for _ in range(2):
         with lock.hold("write"):
             pass  # taken at once: the line is open again
+
+
+_TRY = (
+    "import fcntl, os, sys\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+    "try:\n"
+    "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    "except BlockingIOError:\n"
+    "    sys.exit(3)\n"
+)
+
+
+def _taken_elsewhere(path: str) -> bool:
+    """Whether another process finds the writer lock taken right now."""
+    return subprocess.run([sys.executable, "-c", _TRY, path], timeout=30).returncode == 3
+
+
+@pytest.mark.parametrize("same_object", [True, False])
+@pytest.mark.parametrize("contended", [False, True])
+def test_a_hold_inside_a_hold_keeps_the_lock_until_the_outer_one_lets_go(
+    tmp_path: Path, same_object: bool, contended: bool
+) -> None:
+    """A thread holding the writer lock may take it again (a commit made inside a merge or maintenance):
+    when the inner hold ends, the lock is still this thread's, for every other process, until the outer
+    one ends; taken either way (at once, or after waiting for another process) and through another
+    handle of the same memory alike."""
+    repo = _repo(tmp_path)
+    path = repo.lock.path
+    with repo.lock.hold():  # the lock file exists from the first hold on
+        pass
+    blocker = None
+    if contended:  # another process holds it first: the outer hold waits, then gets it from the kernel's queue
+        blocker = subprocess.Popen(
+            [sys.executable, "-c", "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+             "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(0.3)\n", path],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert blocker.stdout is not None and blocker.stdout.readline().strip() == "held"
+    inner = repo if same_object else GitRepo(repo.path)
+    with repo.lock.hold():
+        with inner.lock.hold():
+            holder = repo.lock.holder()
+            assert holder is not None and holder.held
+        with inner.lock.try_hold() as got:
+            assert got
+        holder = repo.lock.holder()
+        assert holder is not None and holder.held, "the inner hold marked the lock free"
+        assert _taken_elsewhere(path), "the inner hold let the flock go while the outer one still holds it"
+    assert not _taken_elsewhere(path)
+    holder = repo.lock.holder()
+    assert holder is not None and not holder.held
+    if blocker is not None:
+        blocker.communicate(timeout=30)
