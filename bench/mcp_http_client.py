@@ -2,7 +2,8 @@
 
 Each client keeps one session open on its own event loop in a background
 thread; :meth:`HttpMcpClient.call` runs one tool call and waits for its result
-(bounded by ``TIMEOUT``).
+(bounded by ``TIMEOUT``). Opening a client returns once the server has taken its
+whole handshake.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class HttpMcpClient:
             asyncio.run(self._serve())
         except BaseException as exc:
             if not self._ready.done():
+                while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                    exc = exc.exceptions[0]  # the task groups' wrapping: the cause is what the opener is told
                 self._ready.set_exception(exc)
             else:
                 raise
@@ -84,6 +87,13 @@ class HttpMcpClient:
                 streams[0], streams[1], read_timeout_seconds=TIMEOUT, message_handler=on_message
             ) as session:
                 self.init = await session.initialize()
+                # The SDK's initialize() returns once the handshake's ``initialized`` notification
+                # is handed to its transport, which POSTs it afterwards; a POST that fails on the
+                # wire (its server process died with it in flight) ends the whole transport, found
+                # only at the client's first call. The transport takes one message at a time, so a
+                # ping answered means the server took the whole handshake: a client that opens has
+                # an open session, and one that cannot says so here.
+                await session.send_ping()
                 self.session = session
                 self._ready.set_result(None)
                 await self._stop.wait()

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -389,3 +392,61 @@ def get(url: str) -> tuple[int, bytes]:
     except urllib.error.HTTPError as exc:
         with exc:
             return exc.code, exc.read()
+
+
+class LoseInitialized:
+    """A loopback relay to ``port`` that ends, unanswered, the connection carrying an ``initialized``
+    notification, as a server process killed with that request in flight does (its client reads
+    the end of the connection where the answer should be)."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.lost = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            far = socket.create_connection(("127.0.0.1", self.target), timeout=30)
+            threading.Thread(target=self._relay, args=(near, far, True), daemon=True).start()
+            threading.Thread(target=self._relay, args=(far, near, False), daemon=True).start()
+
+    def _relay(self, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if from_client and b"notifications/initialized" in data:
+                    self.lost.set()
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+                end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_the_test_client_opens_only_once_the_server_took_its_whole_handshake(served: Served) -> None:
+    """The mcp SDK's ``initialize()`` returns before its ``initialized`` notification is sent, and
+    a failed send ends the client's transport: a client the tests had opened was then found closed
+    at its first call (after a worker it had just talked to was killed, test_serve_workers.py).
+    Opened, a client's handshake is over, or it did not open."""
+    relay = LoseInitialized(served.server.port)
+    try:
+        client = HttpMcpClient(f"http://127.0.0.1:{relay.port}/mcp", token_of("alice"))
+        with pytest.raises(MCPError, match="Connection closed"):
+            client.__enter__()
+        assert relay.lost.is_set()
+    finally:
+        relay.close()
+    with served.client("alice") as client:  # straight to the server, the same client opens and works
+        assert not client.call("memory_file_view", memory="notes", path="").is_error
