@@ -272,9 +272,7 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
 Walking = tuple[Iterator[os.DirEntry[str]], str, list[ignorerules.Rule]]
 
 
-def scan_folder(
-    folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
-) -> ImportScan:
+def scan_folder(folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False) -> ImportScan:
     """Read ``folder`` for import: every entry is accepted, refused (with its rule) or skipped (with why).
 
     Entries are looked at with ``lstat`` only; nothing but a regular file is ever opened.
@@ -407,7 +405,7 @@ def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryStoreError("invalid_file", f"{source} is not UTF-8 text (byte {exc.start})") from None
-    return ignorerules.parse(text.splitlines(), base=prefix, source=source)
+    return ignorerules.parse(ignorerules.lines_of(text), base=prefix, source=source)
 
 
 def import_history(
