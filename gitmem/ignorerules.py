@@ -96,7 +96,8 @@ class _Never(Exception):
 
 
 def _steps(glob: str, *, anchored: bool) -> list[Step]:
-    """The steps of ``glob`` (in its byte form), read as git's ``wildmatch`` reads it; :class:`_Never` if it matches nothing.
+    """The steps of ``glob`` (in its byte form), read as git's ``wildmatch`` reads it; :class:`_Never` if
+    it can match nothing.
 
     ``anchored``: a line with a ``/``, matched against the path from its ``.gitignore``'s
     folder (git's ``WM_PATHNAME``); else matched against a name alone, where ``**`` is one
