@@ -21,6 +21,7 @@ engines: under case-insensitive matching ``re`` equates ``i`` with the dotless
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -120,6 +121,7 @@ that needs more is written otherwise.
 """
 
 
+@functools.lru_cache(maxsize=128)  # as re and regex keep their compiled patterns: a search repeats
 def written_out(pattern: str, case_sensitive: bool) -> int:
     """About how many items ``pattern`` (which Python's ``re`` compiles) holds with each repeat written out
     as many times as its least count (``x{4}`` four, ``(?:x{4}){5}`` twenty), nested repeats multiplied.
