@@ -108,7 +108,8 @@ CODES: Final[dict[str, tuple[str, str]]] = {
     ),
     "invalid_pattern": (
         "The search is refused: an empty pattern, a literal holding a newline, a regular expression that does not "
-        "compile or needs more than 2 s of CPU to match, or a limit outside 1 to 10,000.",
+        "compile, is too large once its counted repeats are written out, or needs more than 2 s of CPU to match, "
+        "or a limit outside 1 to 10,000.",
         "Fix it, or search for the text literally; give a limit from 1 to 10,000.",
     ),
     "too_large": (

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from gitmem import ignorerules
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import MAX_PATH_SEGMENTS, FileFormat, encode_text, validate_path
-from gitmem.localfile import open_local, read_control
+from gitmem.localfile import open_folder, open_local_stat, read_control
 
 if TYPE_CHECKING:
     from gitmem.git.historyimport import HistoryImport
@@ -239,14 +239,26 @@ _SPECIAL = {
 """What each kind of special file is called; any other that is no regular file or folder is "not a regular file"."""
 
 
-def _read_bounded(full: Path, rel: str, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of a regular file, opened without following a link or blocking."""
+def _same_file(now: os.stat_result, seen: os.stat_result) -> bool:
+    return (now.st_dev, now.st_ino) == (seen.st_dev, seen.st_ino)
+
+
+def _read_bounded(full: Path, rel: str, limit: int, seen: os.stat_result | None = None) -> bytes:
+    """At most ``limit + 1`` bytes of a regular file, opened without following a link or blocking.
+
+    ``seen``: what the walk looked at under this name; a file that is not that one (it, or a
+    folder on its way, was replaced since) is refused, never read.
+    """
     try:
-        fd = open_local(full)
+        fd, now = open_local_stat(full)
     except OSError as exc:
         if exc.errno == errno.EINVAL:  # swapped for something else since the walk
             raise MemoryStoreError("invalid_file", f"{rel}: not a regular file") from None
         raise
+    if seen is not None and not _same_file(now, seen):
+        os.close(fd)
+        why = f"{rel}: replaced (or a folder on its way was) since the import looked at it"
+        raise MemoryStoreError("invalid_file", why)
     with os.fdopen(fd, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
@@ -259,7 +271,7 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
     path = validate_path(rel, fmt)
     if info.st_size > fmt.max_file_bytes:
         raise MemoryStoreError("too_large", f"{rel}: {info.st_size} bytes; the limit is {fmt.max_file_bytes}")
-    data = _read_bounded(full, rel, fmt.max_file_bytes)
+    data = _read_bounded(full, rel, fmt.max_file_bytes, info)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -268,25 +280,37 @@ def _check_file(full: Path, rel: str, info: os.stat_result, fmt: FileFormat) -> 
     return path, text
 
 
-#: A folder being walked by :func:`scan_folder`: its entries still to look at, its prefix, its rules.
-Walking = tuple[Iterator[os.DirEntry[str]], str, list[ignorerules.Rule]]
+#: A folder being walked by :func:`scan_folder`: its descriptor, its path, its entries still to look at,
+#: its prefix, its rules.
+Walking = tuple[int, Path, Iterator[os.DirEntry[str]], str, list[ignorerules.Rule]]
 
 
-def scan_folder(
-    folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False
-) -> ImportScan:
+def scan_folder(folder: Path, fmt: FileFormat, *, exclude: Sequence[str] = (), gitignore: bool = False) -> ImportScan:
     """Read ``folder`` for import: every entry is accepted, refused (with its rule) or skipped (with why).
 
     Entries are looked at with ``lstat`` only; nothing but a regular file is ever opened.
     ``exclude`` globs and, with ``gitignore``, the folder's ``.gitignore`` files leave
     entries out (see :mod:`gitmem.ignorerules`); each one left out is listed as skipped.
+
+    The folder may change while it is read (someone else may write in it): each folder is
+    opened by its name in the one above (no link followed, no path resolved again) and
+    must be the one its listing showed; its entries are looked at, and its ``.gitignore``
+    read, through that descriptor; and each file read must be the very file the walk
+    looked at (device and inode). A subfolder swapped for a link to a folder outside
+    never has anything of that folder read.
     """
     scan = ImportScan()
     found: list[tuple[str, Path, os.stat_result]] = []
     top_rules = ignorerules.parse(exclude, source="--exclude")
 
-    def opened(here: Path, prefix: str, rules: list[ignorerules.Rule]) -> Walking | None:
-        """The entries of one folder to walk, with its prefix and rules; ``None`` (listed as refused) if it cannot be."""
+    def opened(
+        here: Path, prefix: str, rules: list[ignorerules.Rule], above: int | None, seen: os.stat_result | None
+    ) -> Walking | None:
+        """The entries of one folder to walk, with its prefix and rules; ``None`` (listed as refused) if it cannot be.
+
+        ``above``: the descriptor of the folder it is in (``None``: the top, named by the user);
+        ``seen``: what the walk saw there under its name.
+        """
         if prefix.count("/") >= MAX_PATH_SEGMENTS:
             # Any file in it would have more segments than a path may: nothing under it can come in,
             # and the walk goes no deeper (a folder nested thousands deep costs nothing more).
@@ -294,55 +318,77 @@ def scan_folder(
             why = f"{prefix}: folders nested {deep} deep; a path holds at most {MAX_PATH_SEGMENTS} segments"
             scan.refused.append(Refusal(prefix, "invalid_path", f"{why}, so nothing under it is imported"))
             return None
-        if gitignore:
-            try:
-                rules = [*rules, *_gitignore_rules(here / ".gitignore", prefix)]
-            except MemoryStoreError as exc:  # what it leaves out is unknown: leave out the whole folder
-                where = f"{prefix}.gitignore"
-                why = f"{exc.message}; nothing under {prefix or './'} is imported"
-                scan.refused.append(Refusal(where, exc.code, why))
-                return None
+        shown = prefix or "."
         try:
-            entries = sorted(os.scandir(here), key=lambda e: e.name)
+            fd = open_folder(here, follow=True) if above is None else open_folder(here.name, dir_fd=above)
         except OSError as exc:
-            scan.refused.append(Refusal(prefix or ".", "unavailable", f"{prefix or here}: cannot list: {exc.strerror}"))
+            if above is not None and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                why = f"{prefix}: no longer a folder (a link or a file now); nothing under it is imported"
+                scan.refused.append(Refusal(shown, "invalid_file", why))
+            else:
+                scan.refused.append(Refusal(shown, "unavailable", f"{prefix or here}: cannot list: {exc.strerror}"))
             return None
-        return iter(entries), prefix, rules
+        try:
+            if seen is not None and not _same_file(os.fstat(fd), seen):
+                why = f"{prefix}: replaced while the import looked at it; nothing under it is imported"
+                scan.refused.append(Refusal(shown, "invalid_file", why))
+                os.close(fd)
+                return None
+            if gitignore:
+                try:
+                    rules = [*rules, *_gitignore_rules(fd, prefix)]
+                except MemoryStoreError as exc:  # what it leaves out is unknown: leave out the whole folder
+                    where = f"{prefix}.gitignore"
+                    why = f"{exc.message}; nothing under {prefix or './'} is imported"
+                    scan.refused.append(Refusal(where, exc.code, why))
+                    os.close(fd)
+                    return None
+            entries = sorted(os.scandir(fd), key=lambda e: e.name)  # each looked at through fd
+        except OSError as exc:
+            os.close(fd)
+            scan.refused.append(Refusal(shown, "unavailable", f"{prefix or here}: cannot list: {exc.strerror}"))
+            return None
+        return fd, here, iter(entries), prefix, rules
 
     # Depth first, in name order, with a stack of the folders being walked (not one call per level).
-    top = opened(folder, "", top_rules)
+    top = opened(folder, "", top_rules, None, None)
     stack = [top] if top is not None else []
-    while stack:
-        entries, prefix, rules = stack[-1]
-        entry = next(entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        rel = f"{prefix}{entry.name}"
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError as exc:
-            scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
-            continue
-        is_dir = stat.S_ISDIR(info.st_mode)
-        rule = ignorerules.ignored_by(rules, rel, is_dir)
-        if rule is not None:
-            shown = f"{rel}/" if is_dir else rel
-            scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
-            continue
-        if is_dir:
-            if entry.name in SKIPPED_FOLDERS:
-                scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
-            else:
-                below = opened(Path(entry.path), f"{rel}/", rules)
-                if below is not None:
-                    stack.append(below)
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
-            scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
-            continue
-        found.append((rel, Path(entry.path), info))
+    try:
+        while stack:
+            fd, here, entries, prefix, rules = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                os.close(fd)
+                stack.pop()
+                continue
+            rel = f"{prefix}{entry.name}"
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                scan.refused.append(Refusal(rel, "unavailable", f"{rel}: cannot look at it: {exc.strerror}"))
+                continue
+            is_dir = stat.S_ISDIR(info.st_mode)
+            rule = ignorerules.ignored_by(rules, rel, is_dir)
+            if rule is not None:
+                shown = f"{rel}/" if is_dir else rel
+                scan.skipped.append(Refusal(shown, "skipped", f"{shown}: left out by {rule.source} ({rule.text})"))
+                continue
+            if is_dir:
+                if entry.name in SKIPPED_FOLDERS:
+                    scan.skipped.append(Refusal(f"{rel}/", "skipped", f"{rel}/: {SKIPPED_FOLDERS[entry.name]}"))
+                else:
+                    below = opened(here / entry.name, f"{rel}/", rules, fd, info)
+                    if below is not None:
+                        stack.append(below)
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                kind = _SPECIAL.get(stat.S_IFMT(info.st_mode), "not a regular file")
+                scan.refused.append(Refusal(rel, "invalid_file", f"{rel}: {kind}; only regular files are imported"))
+                continue
+            found.append((rel, here / entry.name, info))
+    finally:
+        for fd, *_ in stack:
+            os.close(fd)
 
     for rel, full, info in sorted(found, key=lambda f: f[0]):
         try:
@@ -392,22 +438,22 @@ def scan_for(
     return scan
 
 
-def _gitignore_rules(path: Path, prefix: str) -> list[ignorerules.Rule]:
-    """The rules of one ``.gitignore`` (none when it is absent).
+def _gitignore_rules(folder: int, prefix: str) -> list[ignorerules.Rule]:
+    """The rules of the ``.gitignore`` in the folder open as ``folder`` (none when it is absent).
 
     It decides what an import leaves out, so it is read as a control file (no
     link followed, never blocking, bounded, UTF-8): one that cannot be read
     raises ``MemoryStoreError`` instead of reading as "leaves out nothing".
     """
     source = f"{prefix}.gitignore"
-    raw = read_control(path, _GITIGNORE_LIMIT, name=source)
+    raw = read_control(".gitignore", _GITIGNORE_LIMIT, name=source, dir_fd=folder)
     if raw is None:
         return []
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryStoreError("invalid_file", f"{source} is not UTF-8 text (byte {exc.start})") from None
-    return ignorerules.parse(text.splitlines(), base=prefix, source=source)
+    return ignorerules.parse(ignorerules.lines_of(text), base=prefix, source=source)
 
 
 def import_history(

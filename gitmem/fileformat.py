@@ -354,6 +354,11 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
             data = yaml.load(block, Loader=loader) if block.strip() else {}
         except yaml.YAMLError as exc:
             raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
+        except (ValueError, OverflowError, RecursionError) as exc:
+            # A value YAML reads but Python cannot build: a date such as 2001-02-30, an offset of
+            # days, more digits than an int takes, nesting deeper than the constructor recurses.
+            why = f"frontmatter holds a value that cannot be read: {exc}".splitlines()[0]
+            raise MemoryStoreError("invalid_file", why[:300]) from None
     if not isinstance(data, dict):
         raise MemoryStoreError("invalid_file", "frontmatter must be a YAML mapping of keys to values")
     if "description" in data:

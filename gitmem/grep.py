@@ -21,6 +21,7 @@ engines: under case-insensitive matching ``re`` equates ``i`` with the dotless
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from gitmem.errors import MemoryStoreError
 from gitmem.model import GrepMatch, SearchResult
@@ -109,6 +111,60 @@ def compile_pattern(
     return Matcher(pattern, False, False, lambda line: folded in line.casefold())
 
 
+PROGRAM_LIMIT = 100_000
+"""The most items a regular expression may hold once its counted repeats are written out (:func:`written_out`).
+
+The ``regex`` engine builds a counted repeat as that many copies of its body, before any
+line is matched and outside any time budget: ``a{20000000}`` (eleven characters) asked for
+~5 GB, ``(?:a{8000}){8000}`` for ~19 GB. At this bound a program takes ~30 MB; a search
+that needs more is written otherwise.
+"""
+
+
+@functools.lru_cache(maxsize=128)  # as re and regex keep their compiled patterns: a search repeats
+def written_out(pattern: str, case_sensitive: bool) -> int:
+    """About how many items ``pattern`` (which Python's ``re`` compiles) holds with each repeat written out
+    as many times as its least count (``x{4}`` four, ``(?:x{4}){5}`` twenty), nested repeats multiplied.
+
+    Read from ``re``'s parse of it. Should that ever fail (its parser is no stable API),
+    the product of every count in the text stands in: larger, never smaller.
+    """
+    from re import _constants, _parser  # type: ignore[attr-defined]
+
+    repeats = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, getattr(_constants, "POSSESSIVE_REPEAT", None)}
+
+    def inside(value: object) -> Iterator[object]:
+        if isinstance(value, _parser.SubPattern):
+            yield value
+        elif isinstance(value, list | tuple):
+            for item in value:
+                yield from inside(item)
+
+    def size(parsed: Any) -> int:
+        total = 0
+        for op, value in parsed:
+            if op in repeats:
+                low, _high, body = value
+                total += (max(low, 1) + 1) * size(body)
+            else:
+                total += 1 + sum(size(sub) for sub in inside(value))
+            if total > PROGRAM_LIMIT:
+                return total  # no need to count on (a product of counts can be enormous)
+        return total
+
+    try:
+        return size(_parser.parse(pattern, 0 if case_sensitive else re.IGNORECASE))
+    except RecursionError:
+        raise
+    except Exception:  # the parser's internals changed: the coarse bound
+        product = 1
+        for count in re.findall(r"\{(\d+)", pattern):
+            product *= max(int(count), 1)
+            if product > PROGRAM_LIMIT:
+                break
+        return product
+
+
 def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Callable[[str], bool]:
     """``line -> matched`` on the ``regex`` engine, raising ``invalid_pattern`` when the budget is spent."""
     import regex as regex_engine  # here: a literal search (and a CLI read command's start) need not load it
@@ -116,6 +172,14 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
     try:
         with quiet_re():  # Python's own re must take the pattern too
             re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+            size = written_out(pattern, case_sensitive)
+            if size > PROGRAM_LIMIT:
+                raise MemoryStoreError(
+                    "invalid_pattern",
+                    f"the regular expression is too large once its counted repeats are written out "
+                    f"(about {size:,} items, at most {PROGRAM_LIMIT:,}): a repeat such as {{1000}} is built "
+                    "once per count; use smaller counts",
+                )
             flags = regex_engine.V0 | (0 if case_sensitive else regex_engine.IGNORECASE)
             compiled = regex_engine.compile(pattern, flags)
     except (re.error, regex_engine.error, OverflowError, RecursionError) as exc:

@@ -5,12 +5,19 @@ or an editor's vault, whose ``.gitignore`` already says what is not content (an
 Obsidian vault's ``.obsidian/`` workspace, ``*.tmp``...). The subset of gitignore
 syntax a notes folder uses is understood, with git's meaning:
 
-- blank lines and ``#`` comments are skipped; ``\\#`` and ``\\!`` are literal;
-- a trailing ``/`` matches folders only; ``!`` re-includes (the last matching line wins);
+- only ``\\n`` ends a line (one ``\\r`` before it goes, and a byte-order mark at the start:
+  :func:`lines_of`); blank lines and ``#`` comments are skipped; trailing spaces go unless
+  escaped; ``\\#`` and ``\\!`` are literal, as is any character after a ``\\``;
+- one trailing ``/`` matches folders only; ``!`` re-includes (the last matching line wins);
 - a pattern with a ``/`` other than a trailing one is anchored to the folder of its
   ``.gitignore``; without one it matches a name at any depth;
 - ``*``, ``?`` and a ``[...]`` class do not cross ``/``; ``**`` does between slashes (``a/**/b``,
-  ``**/b``, ``a/**``), and elsewhere (``a**b``) is one more ``*``; a backwards range is empty.
+  ``**/b``, ``a/**``), and elsewhere (``a**b``) is one more ``*``; a backwards range is empty;
+  a class may hold ``\\`` escapes and git's POSIX classes (``[[:alpha:]]``);
+- a line git can never match (an unclosed class, an unknown POSIX class, a last lone
+  ``\\``) matches nothing;
+- git matches bytes, not characters: ``?`` is one byte of a UTF-8 name, and a class or
+  range holds bytes (both the line and the path are matched as their UTF-8 bytes).
 
 An ``--exclude GLOB`` follows the same syntax as one more line of the top ``.gitignore``
 (so ``.obsidian/`` and ``*.canvas`` mean what they would there).
@@ -35,12 +42,46 @@ class Rule:
     folders_only: bool
     glob: Glob
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_base", as_bytes(self.base))
+
     def matches(self, path: str, is_dir: bool) -> bool:
+        return self.matches_bytes(as_bytes(path), is_dir)
+
+    def matches_bytes(self, path: str, is_dir: bool) -> bool:
+        """:meth:`matches` for a path already in its byte form (:func:`as_bytes`)."""
         if self.folders_only and not is_dir:
             return False
-        if not path.startswith(self.base):
+        base: str = self._base  # type: ignore[attr-defined]
+        if not path.startswith(base):
             return False
-        return self.glob.fullmatch(path[len(self.base) :])
+        return self.glob.fullmatch(path[len(base) :])
+
+
+def as_bytes(text: str) -> str:
+    """``text`` as its UTF-8 bytes, one character each (``latin-1``): git matches a line and a path byte by byte.
+
+    A name that is not UTF-8 arrives with its bytes as lone surrogates (``surrogateescape``)
+    and goes back to them.
+    """
+    if text.isascii():
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of a ``.gitignore`` as git reads them: only ``\\n`` ends one, one ``\\r`` before it is dropped,
+    and a byte-order mark at the very start is no part of the first (``str.splitlines`` also breaks at
+    ``\\r``, ``\\f``, U+2028 and more, which git keeps inside a pattern)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 # The steps a pattern compiles to: one character, ``?``, a class, and the three repeats:
@@ -50,7 +91,18 @@ _REPEATS = frozenset({_STAR, _ANY, _FOLDERS})
 Step = tuple[int, str]
 
 
+class _Never(Exception):
+    """The line can match no path (git's matcher gives up on it wherever it gets to that point)."""
+
+
 def _steps(glob: str, *, anchored: bool) -> list[Step]:
+    """The steps of ``glob`` (in its byte form), read as git's ``wildmatch`` reads it; :class:`_Never` if
+    it can match nothing.
+
+    ``anchored``: a line with a ``/``, matched against the path from its ``.gitignore``'s
+    folder (git's ``WM_PATHNAME``); else matched against a name alone, where ``**`` is one
+    more ``*`` since a name holds no ``/``.
+    """
     out: list[Step] = []
     # git matches an anchored pattern's literal start on its own and the rest from there, so a
     # first wildcard run there counts as coming after a "/" ('a**/b' is a, the folders, b).
@@ -60,13 +112,15 @@ def _steps(glob: str, *, anchored: bool) -> list[Step]:
         c = glob[i]
         if c == "*":
             # A run of stars between slashes (or the pattern's ends) crosses folders: "**/" is the
-            # folders before what follows, a last "**" all below. Any other run is one "*", as in git.
+            # folders before what follows, a last "**" (or one before an escaped "/") all below.
+            # Any other run is one "*", as in git.
             end = i
             while end < len(glob) and glob[end] == "*":
                 end += 1
-            after_slash = i == head or glob[i - 1 : i] in ("", "/")
-            crossing = end - i > 1 and after_slash and glob[end : end + 1] in ("", "/")
-            if crossing and end < len(glob):
+            after_slash = i == head or glob[i - 1 : i] == "/"
+            before_slash = glob[end : end + 1] in ("", "/") or glob[end : end + 2] == "\\/"
+            crossing = anchored and end - i > 1 and after_slash and before_slash
+            if crossing and glob[end : end + 1] == "/":
                 out.append((_FOLDERS, ""))
                 end += 1
             else:
@@ -76,25 +130,100 @@ def _steps(glob: str, *, anchored: bool) -> list[Step]:
             out.append((_ONE, ""))
             i += 1
         elif c == "[":
-            # The first character of the class (after a "!" or "^") is one of it, even a "]".
-            first = i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1
-            end = glob.find("]", first + 1)
-            if end < 0:
-                out.append((_CHAR, c))
-                i += 1
-            else:
-                body = glob[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                # Like "?", a class never matches the "/" between folders, whatever it names.
-                out.append((_CLASS, f"[^/{_class_body(body[1:])}]" if negate else f"(?!/)[{_class_body(body)}]"))
-                i = end + 1
-        elif c == "\\" and i + 1 < len(glob):
+            members, i = _class(glob, i)
+            if not members:
+                raise _Never
+            out.append((_CLASS, members))
+        elif c == "\\":
+            if i + 1 == len(glob):
+                raise _Never  # git compares the end of the pattern with the path's next byte: never equal
             out.append((_CHAR, glob[i + 1]))
             i += 2
         else:
             out.append((_CHAR, c))
             i += 1
     return out
+
+
+_BYTES = "".join(map(chr, range(256)))
+#: git's POSIX classes, as its own character table has them (ASCII only; its "space" leaves out "\\v" and "\\f").
+_POSIX = {
+    "alnum": "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "alpha": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "blank": " \t",
+    "cntrl": "".join(map(chr, range(32))) + "\x7f",
+    "digit": "0123456789",
+    "graph": "".join(map(chr, range(33, 127))),
+    "lower": "abcdefghijklmnopqrstuvwxyz",
+    "print": "".join(map(chr, range(32, 127))),
+    "punct": "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+    "space": " \t\n\r",
+    "upper": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "xdigit": "0123456789ABCDEFabcdef",
+}
+
+
+def _class(glob: str, at: int) -> tuple[str, int]:
+    """The bytes the class starting at ``glob[at]`` (a ``[``) matches, never ``/``, and where it ends.
+
+    Read as git's ``wildmatch`` reads one: a ``!`` or ``^`` first negates; the first
+    character is a member even if it is ``]``; ``\\`` escapes the next; ``-`` between a
+    member and another character (not ``]``) is a range of bytes, empty when written
+    backwards; ``[:name:]`` is a POSIX class. :class:`_Never` where git gives up on the
+    whole line: no closing ``]``, a last ``\\``, a POSIX class it does not know.
+    """
+    end = len(glob)
+    p = at + 1
+    negated = glob[p : p + 1] in ("!", "^")
+    if negated:
+        p += 1
+    members: set[str] = set()
+    prev = ""  # the character a "-" here would start a range from ("" after a range or a POSIX class)
+    close = -1
+    while True:
+        if p >= end:
+            raise _Never
+        ch = glob[p]
+        if ch == "\\":
+            p += 1
+            if p >= end:
+                raise _Never
+            ch = glob[p]
+            members.add(ch)
+        elif ch == "-" and prev and p + 1 < end and glob[p + 1] != "]":
+            p += 1
+            ch = glob[p]
+            if ch == "\\":
+                p += 1
+                if p >= end:
+                    raise _Never
+                ch = glob[p]
+            members.update(_BYTES[ord(prev) : ord(ch) + 1])
+            ch = ""
+        elif ch == "[" and glob[p + 1 : p + 2] == ":":
+            # The first "]" from here; one found for an earlier "[:" still is, if it lies ahead
+            # ("[[:[:[:[:" ... would otherwise search the rest of the line once each).
+            if close < p + 2:
+                close = glob.find("]", p + 2)
+            if close < 0:
+                raise _Never
+            if close - (p + 2) < 1 or glob[close - 1] != ":":
+                members.add("[")  # no ":]" before the "]": a plain "[", read on from after it
+            else:
+                known = _POSIX.get(glob[p + 2 : close - 1])
+                if known is None:
+                    raise _Never
+                members.update(known)
+                p, ch = close, ""
+        else:
+            members.add(ch)
+        prev = ch
+        p += 1
+        if p < end and glob[p] == "]":
+            break
+    chosen = set(_BYTES) - members if negated else members
+    chosen.discard("/")
+    return "".join(sorted(chosen)), p + 1
 
 
 def _merged(steps: list[Step]) -> list[Step]:
@@ -130,7 +259,9 @@ _AS_REGEX = {_ONE: "[^/]", _STAR: "[^/]*", _ANY: ".*", _FOLDERS: "(?:.*/)?"}
 
 def _regex(step: Step) -> str:
     kind, text = step
-    return re.escape(text) if kind == _CHAR else text if kind == _CLASS else _AS_REGEX[kind]
+    if kind == _CLASS:
+        return "[" + "".join(map(re.escape, text)) + "]"
+    return re.escape(text) if kind == _CHAR else _AS_REGEX[kind]
 
 
 class Glob:
@@ -167,7 +298,7 @@ class Glob:
         few = sum(kind in _REPEATS for kind, _ in steps) <= _REGEX_REPEATS
         self._regex = re.compile("".join(map(_regex, steps)), re.DOTALL) if few else None
         self._char: dict[str, int] = {}
-        self._classes: list[tuple[int, re.Pattern[str]]] = []
+        self._classes: list[tuple[int, str]] = []  # each class's bit and the bytes it matches
         self._one = self._star = self._any = self._folders = 0
         for at, (kind, text) in enumerate(steps):
             bit = 1 << at
@@ -176,7 +307,7 @@ class Glob:
             elif kind == _ONE:
                 self._one |= bit
             elif kind == _CLASS:
-                self._classes.append((bit, re.compile(text, re.DOTALL)))
+                self._classes.append((bit, text))
             elif kind == _STAR:
                 self._star |= bit
             elif kind == _ANY:
@@ -207,8 +338,8 @@ class Glob:
             moves = self._char.get(char, 0)
             if char != "/":
                 moves |= self._one
-            for bit, pattern in self._classes:
-                if pattern.fullmatch(char):
+            for bit, members in self._classes:
+                if char in members:
                     moves |= bit
             if char == "/":
                 moves |= self._folders  # (?:.*/)? may end after any "/"
@@ -248,58 +379,63 @@ class Glob:
         return bool(states & self._accept)
 
 
-def _class_body(body: str) -> str:
-    """A glob class's characters as a regex class, read as git reads them: each character is one,
-    and ``-`` between one that is not a range's end and another is a range (``[a-c-e]``: a to c,
-    ``-`` and ``e``); every character is escaped, so ``[[x]`` or ``[a&&b]`` is no nested set or set
-    operation. A range written backwards (``[z-a]``) is empty, as in git: no regex would take it.
-    """
-    out = []
-    start: str | None = None  # the character a "-" here would start a range from
-    at = 0
-    while at < len(body):
-        char = body[at]
-        if char == "-" and start is not None and at + 1 < len(body):
-            end = body[at + 1]
-            if start <= end:
-                out.append(f"{re.escape(start)}-{re.escape(end)}")
-            start = None
-            at += 2
-            continue
-        out.append(re.escape(char))
-        start = char
-        at += 1
-    return "".join(out)
-
-
 def parse(lines: Iterable[str], *, base: str = "", source: str = ".gitignore") -> list[Rule]:
-    """The rules of one ``.gitignore`` (or of ``--exclude`` globs) found in folder ``base``."""
+    """The rules of one ``.gitignore`` (its :func:`lines_of`, or ``--exclude`` globs) found in folder ``base``.
+
+    Each line read as git reads it; one that can match no path is left out (it changes nothing).
+    """
     rules: list[Rule] = []
     for raw in lines:
-        line = raw.rstrip("\n").rstrip("\r")
-        if not line.endswith("\\ "):
-            line = line.rstrip(" ")
-        if not line or line.startswith("#"):
+        if not raw or raw.startswith("#"):
             continue
+        line = _trimmed(raw.split("\0", 1)[0])  # git reads a line as a C string: a NUL ends it
         negate = line.startswith("!")
-        if negate or line.startswith("\\!") or line.startswith("\\#"):
+        if negate:
             line = line[1:]
         folders_only = line.endswith("/")
-        line = line.rstrip("/")
+        if folders_only:
+            line = line[:-1]
         if not line:
             continue
         anchored = "/" in line
-        line = line.lstrip("/")
-        # A bare name matches at any depth: the folders before it come first.
-        steps = _steps(line, anchored=True) if anchored else [(_FOLDERS, ""), *_steps(line, anchored=False)]
+        if line.startswith("/"):
+            line = line[1:]
+        try:
+            # A bare name matches at any depth: the folders before it come first.
+            glob = as_bytes(line)
+            steps = _steps(glob, anchored=True) if anchored else [(_FOLDERS, ""), *_steps(glob, anchored=False)]
+        except _Never:
+            continue
         rules.append(Rule(source, raw.strip(), base, negate, folders_only, Glob(_merged(steps))))
     return rules
+
+
+def _trimmed(line: str) -> str:
+    """``line`` without its trailing spaces, but for one escaped by a ``\\`` (git's rule: a ``\\`` escapes the next
+    character, so in ``a\\\\ `` the space is trailing, and in ``a\\  `` the first space stays)."""
+    last_space = -1
+    at = 0
+    while at < len(line):
+        char = line[at]
+        if char == " ":
+            if last_space < 0:
+                last_space = at
+        elif char == "\\":
+            at += 1
+            if at == len(line):
+                return line
+            last_space = -1
+        else:
+            last_space = -1
+        at += 1
+    return line if last_space < 0 else line[:last_space]
 
 
 def ignored_by(rules: Iterable[Rule], path: str, is_dir: bool) -> Rule | None:
     """The rule that leaves ``path`` out (the last matching line wins; a ``!`` line keeps it), or ``None``."""
     verdict: Rule | None = None
+    key = as_bytes(path)
     for rule in rules:
-        if rule.matches(path, is_dir):
+        if rule.matches_bytes(key, is_dir):
             verdict = None if rule.negate else rule
     return verdict

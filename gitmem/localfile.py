@@ -41,19 +41,22 @@ if TYPE_CHECKING:
 MB = 1 << 20
 
 
-def open_local(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+def open_local(path: str | os.PathLike[str], *, follow: bool = False, dir_fd: int | None = None) -> int:
     """A read descriptor for the regular file at ``path``: never blocking, no link followed unless ``follow``.
 
     ``OSError`` otherwise (``FileNotFoundError`` when there is nothing; ``ELOOP``
     for a link; ``EINVAL`` for a FIFO, socket, device or folder), so a caller
-    can tell a missing file from a planted one.
+    can tell a missing file from a planted one. ``dir_fd``: ``path`` is a name in
+    that folder (:func:`open_folder`), reached without resolving any path to it.
     """
-    return open_local_stat(path, follow=follow)[0]
+    return open_local_stat(path, follow=follow, dir_fd=dir_fd)[0]
 
 
-def open_local_stat(path: str | os.PathLike[str], *, follow: bool = False) -> tuple[int, os.stat_result]:
+def open_local_stat(
+    path: str | os.PathLike[str], *, follow: bool = False, dir_fd: int | None = None
+) -> tuple[int, os.stat_result]:
     """:func:`open_local`, with the ``fstat`` it checked: the stamp of exactly the file the descriptor reads."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -443,12 +446,13 @@ def _keep_owner_and_mode(fd: int, target: str) -> None:
     os.fchmod(fd, stat.S_IMODE(old.st_mode))  # after fchown, which may clear set-id bits
 
 
-def open_folder(path: str | os.PathLike[str], *, follow: bool = False) -> int:
-    """A descriptor of the folder at ``path`` (for ``fsync``, ``dir_fd`` or ``flock``); ``OSError`` else.
+def open_folder(path: str | os.PathLike[str], *, follow: bool = False, dir_fd: int | None = None) -> int:
+    """A descriptor of the folder at ``path`` (for ``fsync``, ``dir_fd``, ``scandir`` or ``flock``); ``OSError`` else.
 
     No link is followed unless ``follow``: a folder the user named (a token file's) may be one.
+    ``dir_fd``: ``path`` is a name in that folder, reached without resolving any path to it.
     """
-    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
 
 
 # -- SQLite databases under a mount ---------------------------------------------------------------
@@ -571,7 +575,12 @@ def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) 
 
 
 def read_control(
-    path: str | os.PathLike[str], limit: int, *, follow: bool = False, name: str | None = None
+    path: str | os.PathLike[str],
+    limit: int,
+    *,
+    follow: bool = False,
+    name: str | None = None,
+    dir_fd: int | None = None,
 ) -> bytes | None:
     """The bytes of a control file (a token file, a config), or ``None`` when nothing is at ``path``.
 
@@ -580,13 +589,13 @@ def read_control(
     link, a FIFO or device, more than ``limit`` bytes, unreadable), and the
     caller grants nothing until it is fixed. Opened as :func:`open_local` opens
     (no link followed unless ``follow``, never blocking), read bounded; messages
-    call the file ``name`` (default: its path).
+    call the file ``name`` (default: its path). ``dir_fd``: ``path`` is a name in that folder.
     """
     from gitmem.errors import MemoryStoreError
 
     shown = name or os.fspath(path)
     try:
-        fd = open_local(path, follow=follow)
+        fd = open_local(path, follow=follow, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -596,7 +605,7 @@ def read_control(
             ) from None
         if exc.errno == errno.EINVAL:
             raise MemoryStoreError(
-                "invalid_file", f"{shown} is not a regular file ({_kind(path, follow)})"
+                "invalid_file", f"{shown} is not a regular file ({_kind(path, follow, dir_fd)})"
             ) from None
         raise MemoryStoreError("unavailable", f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
@@ -612,10 +621,10 @@ def read_control(
     return data
 
 
-def _kind(path: str | os.PathLike[str], follow: bool) -> str:
+def _kind(path: str | os.PathLike[str], follow: bool, dir_fd: int | None = None) -> str:
     """What stands at ``path`` instead of a regular file, in words (for a refusal)."""
     try:
-        mode = (os.stat if follow else os.lstat)(path).st_mode
+        mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow).st_mode
     except OSError:
         return "gone"
     for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),

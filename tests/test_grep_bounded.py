@@ -203,3 +203,33 @@ def test_the_cli_grep_stops_a_hostile_pattern(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "invalid_pattern" in done.stdout + done.stderr, (done.stdout, done.stderr)
     assert "more than 0.1 s of matching work" in done.stdout, done.stdout  # the lowered budget was the one spent
+
+
+def _memory_bound() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize("pattern", ["a{20000000}", "(?:a{5000}){5000}", "(?:x|[^y]{3000}){3000}z"])
+def test_a_pattern_whose_program_would_not_fit_in_memory_is_refused_before_it_is_built(
+    tmp_path: Path, pattern: str
+) -> None:
+    # A counted repeat is written out by the regex engine once per count: "a{20000000}" (11
+    # characters of a tool argument) asked for ~5 GB and "(?:a{8000}){8000}" for ~19 GB, before
+    # a line was matched, which no time budget sees. Every search path refuses such a pattern with
+    # invalid_pattern; the process here may not take more than 2 GiB.
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCHES, pattern, "a" * 50, str(tmp_path / "m.git")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD,
+        preexec_fn=_memory_bound,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert set(json.loads(done.stdout).values()) == {"invalid_pattern"}, done.stdout
+
+
+@pytest.mark.parametrize("pattern", [r"\d{4}-\d{2}-\d{2}", r"(?:\w{3}\s){20}", r"[A-Z]{2,40}\d{1,1000}", "x{1000}"])
+def test_ordinary_counted_repeats_still_search(pattern: str) -> None:
+    compile_pattern(pattern, regex=True)

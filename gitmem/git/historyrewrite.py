@@ -243,4 +243,4 @@ class _Rewriter:
             text = bytes(self.repo[entry.id].read_raw()).decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"{here}.gitignore is not UTF-8 text (byte {exc.start})"
-        return entry.id, ignorerules.parse(text.splitlines(), base=here, source=f"{here}.gitignore")
+        return entry.id, ignorerules.parse(ignorerules.lines_of(text), base=here, source=f"{here}.gitignore")

@@ -394,6 +394,10 @@ def reject(git: GitRepo, run: str, *, rejecter: str, reason: str | None = None) 
     """Delete the proposal of ``run`` and record the rejection; returns the commit it pointed at."""
     if not isinstance(rejecter, str) or not rejecter.strip() or "\n" in rejecter:
         raise MemoryStoreError("forbidden", "a rejection must name who rejects it")
+    # The name is the record's author and its Gitmem-Rejected-By trailer: the one rule of identity
+    # trailers (Origin's), as for an approver, so nothing git refuses or a trailer reader splits gets in.
+    if Origin(None, rejecter.strip(), None).principal_id != rejecter.strip():
+        raise MemoryStoreError("forbidden", f"{rejecter!r} cannot name a rejecter: one line, without < or >")
     if reason is not None and (not isinstance(reason, str) or "\n" in reason.strip()):
         raise MemoryStoreError("invalid_file", "a rejection reason is one line of text")
     ref, _ = _require(git, run)

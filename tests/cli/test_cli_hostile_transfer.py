@@ -201,9 +201,9 @@ def test_import_reads_at_most_the_limit_plus_one_byte(tmp_path: Path, monkeypatc
     asked: list[int] = []
     real = exchange._read_bounded
 
-    def spy(full: Path, rel: str, limit: int) -> bytes:
+    def spy(full: Path, rel: str, limit: int, seen: os.stat_result | None = None) -> bytes:
         asked.append(limit)
-        return real(full, rel, limit)
+        return real(full, rel, limit, seen)
 
     monkeypatch.setattr(exchange, "_read_bounded", spy)
 

@@ -220,3 +220,30 @@ def test_a_rewrite_of_a_tree_reaching_one_folder_at_millions_of_paths_is_refused
     )  # fmt: skip
     assert done.returncode == 1 and "memory_full" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (root / "notes.git").exists()  # --create made nothing: the import was refused whole
+
+
+def test_a_historys_gitignore_leaves_out_what_git_leaves_out_in_that_commit(vault: Vault, tmp_path: Path) -> None:
+    # A pushed or imported history brings its own .gitignore: "\f" is no line end to git, so
+    # "keep\fme" names one file and neither "keep" nor "me"; "x[ab" is an unclosed class git
+    # matches nothing with; "\u00e9?" is the two bytes of "\u00e9" and one more (git matches bytes).
+    names = ["keep", "me", "x[ab", "\u00e9a", "\u00e9"]
+    (vault.path / ".gitignore").write_text("keep\fme\nx[ab\n\u00e9?\n")
+    for name in names:
+        (vault.path / name).write_text("text\n")
+    git("add", "-f", "--", ".gitignore", *names, cwd=vault.path)  # tracked whatever the rules say
+    git("commit", "-qm", "odd lines", cwd=vault.path)
+    ignored = {
+        n
+        for n in names
+        if subprocess.run(["git", "check-ignore", "-q", "--no-index", n], cwd=vault.path).returncode == 0
+    }
+    assert ignored == {"\u00e9a"}  # git's verdict
+    root = tmp_path / "mem"
+    done = gitmem(
+        root, "import", "notes", "--history", str(vault.path), "--create", "--rewrite", "--gitignore", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    listed = set(
+        git("-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "main", cwd=root / "notes.git").split("\n")
+    )
+    assert {n for n in names if n not in listed} == ignored, sorted(listed)

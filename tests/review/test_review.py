@@ -358,3 +358,17 @@ def test_review_list_credits_each_commit_to_its_own_author(store: GitFileStore, 
     as_json = json.loads(CliRunner().invoke(cli, ["--root", root, "review", "list", "user", "--json"]).output)
     assert as_json["proposals"][0]["authors"] == [{"who": "Alice Person", "commits": 1}, {"who": "claude", "commits": 1}]
     fsck_clean(store.path)
+
+
+@pytest.mark.parametrize("who", ["x\udcffy", "a<b>", "mallory\rGitmem-Run: other", "a\u2028b", "a\x0bb", "a\tb"])
+def test_a_rejecter_no_identity_trailer_may_hold_is_refused_and_nothing_moves(store: GitFileStore, who: str) -> None:
+    # The rejecter's name becomes the record's author and its Gitmem-Rejected-By trailer: held to the one
+    # rule of identity trailers, as an approver is. A lone surrogate or angle brackets failed deep in
+    # libgit2 as "unavailable: git error", and a carriage return went into the trailer as it was.
+    store.sync.for_run(RUN).write("notes/bad.md", "wrong\n", expected=None)
+    refs = git("show-ref", cwd=store.path).stdout
+    with pytest.raises(MemoryStoreError) as caught:
+        review.reject(store, RUN, rejecter=who)
+    assert caught.value.code == "forbidden", caught.value
+    assert git("show-ref", cwd=store.path).stdout == refs
+    assert [p.run for p in review.proposals(store)] == [RUN]

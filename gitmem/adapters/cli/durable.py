@@ -101,14 +101,17 @@ CHANGE_SET_LIMIT = 64 * 1024 * 1024
 @pass_state
 def durable_apply(state: State, name: str, change_file: Any, create: bool) -> None:
     """Apply a change set (JSON from FILE, or stdin when FILE is '-' or left out) as one commit."""
+    from gitmem.adapters.cli.output import stdin_bytes
     from gitmem.errors import MemoryStoreError
     from gitmem.localfile import parse_json
 
+    # "-" or none: the bytes of stdin, read by the one stdin reader (its own refusals), as UTF-8.
+    raw = stdin_bytes(CHANGE_SET_LIMIT + 1) if change_file is None or change_file is sys.stdin else None
     try:
         # Read bounded (a device named as the file must not fill memory) and parsed by the one JSON
         # parser, whose nesting is bounded: json.load recursed once per bracket into a RecursionError.
-        if change_file is None or change_file is sys.stdin:  # "-" or none: the bytes of stdin, as UTF-8
-            text = sys.stdin.buffer.read(CHANGE_SET_LIMIT + 1).decode("utf-8")
+        if raw is not None:
+            text = raw.decode("utf-8")
         else:
             text = change_file.read(CHANGE_SET_LIMIT + 1)
         if len(text) > CHANGE_SET_LIMIT:

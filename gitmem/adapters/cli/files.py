@@ -115,7 +115,7 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
 
 
 def _read_stdin() -> str:
-    if sys.stdin.isatty():
+    if sys.stdin is not None and sys.stdin.isatty():
         say("reading the new content from stdin; end it with Ctrl-D", err=True)
     return read_stdin()
 

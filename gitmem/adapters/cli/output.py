@@ -118,6 +118,28 @@ def say_json(value: Any) -> None:
 STDIN_LIMIT = 64 * 1024 * 1024
 
 
+def stdin_bytes(size: int) -> bytes:
+    """At most ``size`` bytes of stdin: the one read of it every command makes (``unavailable`` when there is none).
+
+    A process started with its stdin closed has no ``sys.stdin`` at all, and one whose
+    stdin cannot be read (a folder, a descriptor left non-blocking with nothing in it)
+    fails the read: each is a refusal naming stdin, never a traceback.
+    """
+    from gitmem.errors import MemoryStoreError
+
+    stream = sys.stdin
+    if stream is None:
+        raise MemoryStoreError("unavailable", "stdin is closed; give the content on stdin (or name a file)")
+    try:
+        data = stream.buffer.read(size)
+    except (OSError, ValueError) as exc:  # ValueError: a stream closed under us
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise MemoryStoreError("unavailable", f"cannot read stdin: {why}") from None
+    if data is None:  # a non-blocking descriptor with nothing to read yet
+        raise MemoryStoreError("unavailable", "cannot read stdin: it is non-blocking and had nothing to read")
+    return data
+
+
 def read_stdin(*, errors: str = "strict") -> str:
     """All of stdin as UTF-8 text, read bounded: a stream that does not end (``< /dev/zero``) is ``too_large``.
 
@@ -126,7 +148,7 @@ def read_stdin(*, errors: str = "strict") -> str:
     """
     from gitmem.errors import MemoryStoreError
 
-    data = sys.stdin.buffer.read(STDIN_LIMIT + 1)
+    data = stdin_bytes(STDIN_LIMIT + 1)
     if len(data) > STDIN_LIMIT:
         raise MemoryStoreError("too_large", f"stdin is longer than {STDIN_LIMIT} bytes; nothing was read into memory")
     try:

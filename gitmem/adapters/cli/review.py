@@ -198,14 +198,13 @@ def review_resolve(state: State, name: str, proposal_id: str, path: str, side: s
 
 def _read_merged(source: str) -> str:
     """The merged text: stdin for ``-``, else a regular file read through the one local-file gate."""
-    import sys
-
+    from gitmem.adapters.cli.output import stdin_bytes
     from gitmem.errors import MemoryStoreError
     from gitmem.localfile import read_local_strict
 
     limit = 64 * 1024 * 1024  # far above any memory file; the store's own size rule decides
     if source == "-":
-        data: bytes | None = sys.stdin.buffer.read(limit + 1)
+        data: bytes | None = stdin_bytes(limit + 1)
     else:
         try:
             data = read_local_strict(source, limit)
