@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -55,6 +54,7 @@ from gitmem.model import (
     MountKind,
     Origin,
     blob_version,
+    is_object_id,
 )
 from gitmem.provenance import check_identity_extras, commit_message
 from gitmem.runviews import RunViews
@@ -73,8 +73,6 @@ from gitmem.store import (
     write_only_batch,
     written_version,
 )
-
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 #: Local caches of content kept beside the repository by layers above the store (e.g.
 #: session memory's catalogue): derived, never committed, deleted by purge and forget.
@@ -445,7 +443,7 @@ class SyncGitFileStore:
     def changes(self, since: str | None) -> Changes | FullResync:
         with translate_errors(self.path):
             head = self._read_head()
-            if not isinstance(since, str) or not _HEX40.match(since):
+            if not isinstance(since, str) or not is_object_id(since):
                 return FullResync(head)
             if since == head:
                 return Changes(head, ())

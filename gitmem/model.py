@@ -150,6 +150,11 @@ def blob_version(data: bytes) -> BlobVersion:
     return BlobVersion(h.hexdigest())
 
 
+def is_object_id(text: str) -> bool:
+    """Whether ``text`` is a whole object id as git writes one: 40 lowercase hex digits."""
+    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
+
+
 # --- changes and batch writes -------------------------------------------------------------
 
 _TRAILER_BAD = str.maketrans({c: " " for c in "\r\n\t\x00<>"})

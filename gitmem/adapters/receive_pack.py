@@ -61,7 +61,7 @@ from gitmem.git.queue import QUEUE_MAIN, land_queued
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
-from gitmem.model import Origin
+from gitmem.model import Origin, is_object_id
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class GuardedReceivePack(ReceivePackHandler):
                 self.set_client_capabilities(caps)
                 caps_seen = True
             fields = line.rstrip(b"\n").split(b" ")
-            if len(fields) != 3 or not all(_is_hex(f) for f in fields[:2]):
+            if len(fields) != 3 or not all(is_object_id(f.decode("latin-1")) for f in fields[:2]):
                 raise GitProtocolError(f"invalid ref update line from the client: {line[:200]!r}")
             commands.append((fields[0], fields[1], fields[2]))
 
@@ -440,7 +440,3 @@ def _queue_refusals(updates: Sequence[RefUpdate]) -> dict[str, list[Refusal]]:
         f"{QUEUE_MAIN} is not a ref: push a commit to it (git push origin HEAD:{QUEUE_MAIN}) to merge it into main"
     )
     return {u.ref: [Refusal(u.ref, "ref_name", message)] if u.deleting else [] for u in updates}
-
-
-def _is_hex(value: bytes) -> bool:
-    return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)
