@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem import derived
-from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
+from gitmem.errors import LOST_RACE, MemoryStoreError, if_found, whole_number
 from gitmem.model import Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.recall.index import PROFILES, Profile
@@ -218,7 +218,7 @@ class RecordStore:
     def list(self, *, limit: int = 20, cursor: str | None = None) -> RecordPage:
         """Records in creation order, ``limit`` at a time, after the record ``cursor`` points at."""
         after = decode_cursor(self.folder, cursor)
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         ids = [i for i in self.ids() if after is None or i > after]
         records: builtins.list[MemoryRecord] = []
         last: str | None = None
@@ -243,7 +243,7 @@ class RecordStore:
         record holds (0..1; every word counts the same), several times cheaper
         to compute over a large namespace.
         """
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         recall = self._recall_index()
         with recall.caught_up():  # the hits and their texts from one whole index
             hits = recall.index.search(query, limit=limit, ranking=self.ranking)
@@ -416,7 +416,7 @@ class RecordStore:
         if record_id is not None:
             entries: builtins.list[Any] = log(self._path(record_id), limit=limit)
             return entries
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         prefix = self.folder + "/"
         diff = self._history("diff")
         mine: builtins.list[Any] = []
@@ -551,8 +551,3 @@ def _unconfirmed(op: str, record_id: str) -> MemoryStoreError:
         f"{op.replace('-', ' ')} of {record_id} may or may not have happened; "
         "search the records before writing it again",
     )
-
-
-def _check_limit(limit: object) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise MemoryStoreError("invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
