@@ -41,7 +41,8 @@ from gitmem.git import history as git_history
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
-from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
+from gitmem.git.repo import GitRepo, lookup, translate_errors
+from gitmem.git.snapshot import Done
 from gitmem.gitcache import ReadCache
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import (

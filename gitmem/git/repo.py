@@ -49,16 +49,7 @@ from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat, read_ref_file_unstamped
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
-from gitmem.git.snapshot import (
-    Done,
-    Entry,
-    Plan,
-    Snapshot,
-    lookup,
-    translate_errors,
-    walk_file_ids,
-    walk_files,
-)
+from gitmem.git.snapshot import Entry, lookup, translate_errors, walk_files
 from gitmem.git.treediff import diff_trees
 from gitmem.git.written import COMMIT_TREES, Written, object_digest, withdraw
 from gitmem.model import CommitId, Origin
@@ -71,15 +62,11 @@ __all__ = [  # names callers, tests and benchmarks reach for here (cli: tests pa
     "DURABLE_KEY",
     "EMPTY_TREE",
     "PYGIT2_SETTINGS",
-    "Done",
     "Entry",
     "GitRepo",
-    "Plan",
-    "Snapshot",
     "cli",
     "lookup",
     "translate_errors",
-    "walk_file_ids",
     "walk_files",
 ]
 

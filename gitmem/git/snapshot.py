@@ -2,7 +2,7 @@
 
 :class:`Snapshot` is the head of a ref as a plan sees it under the writer lock
 (:mod:`gitmem.git.engine`), :class:`Plan` what the plan decided, :class:`Done`
-what the commit came to. :mod:`gitmem.git.repo` re-exports these names.
+what the commit came to.
 """
 
 from __future__ import annotations
