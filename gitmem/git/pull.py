@@ -47,11 +47,10 @@ from gitmem.git.remote import (
     push,
     pushed_runs,
     remotes,
-    tail,
 )
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import drop_merged
-from gitmem.git.transport import INCOMING, INCOMING_LEDGER
+from gitmem.git.transport import INCOMING, INCOMING_LEDGER, tail
 from gitmem.git.transport import fetch_main as fetch_into
 from gitmem.model import Origin
 
