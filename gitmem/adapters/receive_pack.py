@@ -125,10 +125,6 @@ class GuardedReceivePack(ReceivePackHandler):
         self.mount = mount
         self._reached: dict[str, set[bytes]] = {}
 
-    def _on_post_receive(self, client_refs: Any) -> None:
-        if any(ref == MAIN.encode() for _, _, ref in client_refs) and self.mount.refresher is not None:
-            self.mount.refresher.request(self.mount.path)
-
     def _say(self, message: str) -> None:
         """``remote:`` lines on the client's terminal, each made :func:`~gitmem.fileformat.visible`.
 
@@ -158,9 +154,9 @@ class GuardedReceivePack(ReceivePackHandler):
         if not commands:
             return
         status = list(self._apply_pack(commands))
-        updated = [command for command, (_, msg) in zip(commands, status[1:], strict=True) if msg == b"ok"]
-        if updated:
-            self._on_post_receive(updated)
+        updated = [ref for (_, _, ref), (_, msg) in zip(commands, status[1:], strict=True) if msg == b"ok"]
+        if MAIN.encode() in updated and self.mount.refresher is not None:
+            self.mount.refresher.request(self.mount.path)
         if self.has_capability(CAPABILITY_REPORT_STATUS):
             self._report_status(status)
 
