@@ -50,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bulk
 from bench.recall_eval import Query, load_recall_v1, score
+from bench.recall_scan import scan_coverage
 from gitmem.gitstore import SyncGitFileStore
 from gitmem.model import FileText
 from gitmem.recall import PROFILE, RecallDoc, RecallIndex, StoreRecall, coverage, rrf, tokenize
 from gitmem.recall.related import one_hop
-from gitmem.recall.scan import scan_coverage
 
 # The A3S retrieval policy's minimum coverage, used with one-hop related reads (a floor
 # keeps one generic shared word from filling the list and crowding out the related items).

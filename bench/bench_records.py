@@ -15,7 +15,7 @@ One run, one machine, the baseline measured in the same run:
 - **search**: ``RecordStore.search`` over the same records, ranked by BM25 (the
   default) and by coverage (``ranking="coverage"``), the recall index warm (each
   call still asks the store for changes since the index's cursor); a naive scan
-  that scores every record's text (``gitmem.recall.scan``) is the baseline; and
+  that scores every record's text (``bench/recall_scan.py``) is the baseline; and
   BM25 right after an add (the index catches up by reading the changed files).
 - **recall**: the ``<memory-recall>`` blocks of a run over 3 record mounts
   (``--records``, and a tenth of it twice), for a question and for a long input cut
@@ -57,9 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bulk, recall_ab
 from bench.plainrecords import PlainRecordStore
+from bench.recall_scan import scan_coverage
 from gitmem import Root
 from gitmem.recall import RecallDoc
-from gitmem.recall.scan import scan_coverage
 from gitmem.records import RecordStore
 from gitmem.records.rules import IdGenerator, RecordFile, marker_path, record_path, render_record
 from gitmem.tools.records import RecordMemoryCapability, RecordMount

@@ -265,6 +265,13 @@ class MemoryToolError(MemoryStoreError):
     """A memory tool call failed for a reason only the tool layer knows about."""
 
 
+def whole_number(name: str, value: object, most: int, code: ErrorCode) -> int:
+    """``value`` when it is a whole number from 1 to ``most`` (``True`` is not one); else ``code``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise MemoryStoreError(code, f"{name} must be a whole number from 1 to {most}, got {value!r}")
+    return value
+
+
 def if_found(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """``call(*args, **kwargs)``, or ``None`` where it refuses with ``not_found`` (a file that is not there)."""
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -42,7 +41,8 @@ from gitmem.git import history as git_history
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo, new_mount_config
 from gitmem.git.perms import make_private_dir
 from gitmem.git.refs import MAIN
-from gitmem.git.repo import Done, GitRepo, lookup, translate_errors
+from gitmem.git.repo import GitRepo, lookup, translate_errors
+from gitmem.git.snapshot import Done
 from gitmem.gitcache import ReadCache
 from gitmem.history import BlameLine, FileDiff, ForgetReport, FsckReport, GcReport, LogEntry
 from gitmem.model import (
@@ -55,6 +55,7 @@ from gitmem.model import (
     MountKind,
     Origin,
     blob_version,
+    is_object_id,
 )
 from gitmem.provenance import check_identity_extras, commit_message
 from gitmem.runviews import RunViews
@@ -73,8 +74,6 @@ from gitmem.store import (
     write_only_batch,
     written_version,
 )
-
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 #: Local caches of content kept beside the repository by layers above the store (e.g.
 #: session memory's catalogue): derived, never committed, deleted by purge and forget.
@@ -445,7 +444,7 @@ class SyncGitFileStore:
     def changes(self, since: str | None) -> Changes | FullResync:
         with translate_errors(self.path):
             head = self._read_head()
-            if not isinstance(since, str) or not _HEX40.match(since):
+            if not isinstance(since, str) or not is_object_id(since):
                 return FullResync(head)
             if since == head:
                 return Changes(head, ())

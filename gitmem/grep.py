@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, whole_number
 from gitmem.model import GrepMatch, SearchResult
 
 MAX_LIMIT = 10_000
@@ -223,9 +223,7 @@ def _bounded_search(pattern: str, case_sensitive: bool, seconds: float) -> Calla
 
 
 def check_limit(limit: object) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise MemoryStoreError("invalid_pattern", f"limit must be an integer from 1 to {MAX_LIMIT}")
-    return limit
+    return whole_number("limit", limit, MAX_LIMIT, "invalid_pattern")
 
 
 def split_lines(text: str) -> list[str]:

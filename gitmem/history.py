@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
-from gitmem.errors import MemoryStoreError
+from gitmem.errors import MemoryStoreError, whole_number
 
 if TYPE_CHECKING:  # annotations only: a CLI read builds the value classes it uses, no others
     from gitmem.model import Origin
@@ -167,10 +167,8 @@ class ForgetReport:
 
 
 def check_log_limit(limit: object) -> int:
-    """A positive integer; bad limits are refused like grep's (``invalid_pattern``)."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LOG_LIMIT:
-        raise MemoryStoreError("invalid_pattern", f"limit must be an integer from 1 to {MAX_LOG_LIMIT}")
-    return limit
+    """Bad limits are refused like grep's (``invalid_pattern``)."""
+    return whole_number("limit", limit, MAX_LOG_LIMIT, "invalid_pattern")
 
 
 def check_filter(name: str, value: object) -> str | None:

@@ -16,10 +16,10 @@ turns into a skip it reports or a clear error, never a ``RecursionError``.
 
 The lenient readers (:func:`read_local`, :func:`load_local_json`) answer
 *missing* for a file that breaks a rule: their callers keep disposable derived
-state and rebuild it. The strict ones (:func:`read_local_strict`,
-:func:`load_local_json_strict`) raise :class:`RefusedFile` naming the file, for
-state that must not silently start over. Files gitmem creates are opened by
-:func:`open_private`, SQLite databases by :func:`connect_local_sqlite`.
+state and rebuild it. The strict one (:func:`read_local_strict`) raises
+:class:`RefusedFile` naming the file, for state that must not silently start
+over. Files gitmem creates are opened by :func:`open_private`, SQLite databases
+by :func:`connect_local_sqlite`.
 ``tests/test_one_opener.py`` fails when code anywhere else in gitmem opens,
 ``json.load``s or ``sqlite3.connect``s a file.
 """
@@ -284,18 +284,6 @@ def parse_json(text: str | bytes, *, limit: int | None = None, depth: int = JSON
         return json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: never past the scan, kept as a last guard
         raise MemoryStoreError("invalid_file", f"{what} is not JSON: {str(exc)[:200]}") from None
-
-
-def load_local_json_strict(path: str | os.PathLike[str], limit: int, *, depth: int = JSON_DEPTH) -> Any:
-    """:func:`load_local_json` for callers that must tell a planted or broken file from a missing one.
-
-    ``None`` when nothing is there; :class:`RefusedFile` for a link, FIFO or file
-    over ``limit``; ``invalid_file`` when it is not JSON nested at most ``depth``.
-    """
-    raw = read_local_strict(path, limit)
-    if raw is None:
-        return None
-    return parse_json(raw, depth=depth, what=os.fspath(path))
 
 
 # -- files gitmem creates or appends to under a mount ---------------------------------------------

@@ -11,6 +11,8 @@ class's ``__module__`` is the module it is imported and pickled from.
 
 from __future__ import annotations
 
+import re
+
 from gitmem.errors import MemoryStoreError
 
 TYPE_CHECKING = False  # typing is imported by the type checker only: a CLI call does not load it
@@ -148,6 +150,14 @@ def blob_version(data: bytes) -> BlobVersion:
     h = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
     h.update(data)
     return BlobVersion(h.hexdigest())
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+def is_object_id(text: str) -> bool:
+    """Whether ``text`` is a whole object id as git writes one: 40 lowercase hex digits."""
+    return _OBJECT_ID.fullmatch(text) is not None
 
 
 # --- changes and batch writes -------------------------------------------------------------

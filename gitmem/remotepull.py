@@ -84,7 +84,8 @@ def _fast_forward(root: Root, name: str, remote: str) -> MergeResult:
     folder, limits, url = looked
     if "max_files" in limits or "max_memory_bytes" in limits:
         raise _Declined  # the memory's size limits read every file's size: libgit2 reads headers, the peek whole objects
-    _only_main(folder)
+    if _refs_besides(folder, MAIN):  # proposals, a conflict proposal or any other ref: the store's pull closes
+        raise _Declined  # merged proposals and hides every ref
     durable = _durable(folder, remote)
     from gitmem.fileformat import FileFormat
     from gitmem.git.quarantine import open_quarantine
@@ -153,13 +154,6 @@ def _changed(reader: PeekReader, old: str, new: str) -> tuple[str, ...]:
     trees = [bytes.fromhex(commit_parts(reader.body(c)[1])[0]) for c in (old, new)]
     found = changes_between(lambda raw: tree_body(reader, raw.hex()), trees[0], trees[1])
     return tuple(change.path for change in found)
-
-
-def _only_main(folder: str) -> None:
-    """Decline unless ``main`` is the mount's only ref: review proposals, a conflict proposal or any
-    other ref means the store's pull (which closes merged proposals, and hides every ref)."""
-    if _refs_besides(folder, MAIN):
-        raise _Declined
 
 
 def _refs_besides(folder: str, ref: str) -> bool:

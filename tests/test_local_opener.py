@@ -22,7 +22,6 @@ from gitmem.localfile import (
     connect_local_sqlite,
     json_nesting_within,
     load_local_json,
-    load_local_json_strict,
     parse_json,
     read_local_head,
     read_local_strict,
@@ -108,10 +107,9 @@ def test_strict_reads_name_a_planted_file_without_blocking(tmp_path: Path, kind:
     path = tmp_path / "record.json"
     plant(kind, path, tmp_path / "elsewhere.json")
     started = time.monotonic()
-    for read in (lambda: read_local_strict(path, 1 << 20), lambda: load_local_json_strict(path, 1 << 20)):
-        with pytest.raises(RefusedFile) as refused:
-            read()
-        assert refused.value.code == "unavailable" and str(path) in refused.value.message
+    with pytest.raises(RefusedFile) as refused:
+        read_local_strict(path, 1 << 20)
+    assert refused.value.code == "unavailable" and str(path) in refused.value.message
     assert load_local_json(path, 1 << 20) is None
     if kind != "huge":  # a prefix of a huge file is readable; nothing of the others is
         assert read_local_head(path, 10) is None
@@ -120,11 +118,6 @@ def test_strict_reads_name_a_planted_file_without_blocking(tmp_path: Path, kind:
 
 def test_strict_reads_tell_missing_from_refused(tmp_path: Path) -> None:
     assert read_local_strict(tmp_path / "none", 10) is None
-    assert load_local_json_strict(tmp_path / "none", 10) is None
-    (tmp_path / "deep.json").write_text(nested(200))
-    with pytest.raises(MemoryStoreError) as refused:
-        load_local_json_strict(tmp_path / "deep.json", 1 << 20)
-    assert refused.value.code == "invalid_file"
 
 
 # -- SQLite --------------------------------------------------------------------------------------------

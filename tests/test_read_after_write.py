@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gitmem import GitFileStore, MemoryStoreError, Origin
-from gitmem.git import packwrite, written
+from gitmem.git import packwrite, treeedit, written
 
 ADMIN = Origin("run-1", "admin", "call-1")
 
@@ -176,9 +176,9 @@ def test_a_planted_torn_or_stale_pack_copy_changes_no_answer_and_fails_no_write(
 
 
 def test_a_copy_naming_an_object_under_another_id_serves_it_under_none(tmp_path: Path) -> None:
-    pending = packwrite.PendingObjects()
+    pending = treeedit.PendingObjects()
     pending.objects["0" * 40] = (b"blob", b"not the object with that id\n")
-    true_id = packwrite.object_id(b"blob", b"not the object with that id\n")
+    true_id = treeedit.object_id(b"blob", b"not the object with that id\n")
     real = pending.add(b"blob", b"a true object\n")
     sha, pack, idx = packwrite.pack_files(pending)
     (tmp_path / "gitmem").mkdir()
@@ -290,7 +290,7 @@ def test_a_copys_objects_a_read_did_not_reach_serve_a_later_head(tmp_path: Path)
     _write_elsewhere(path, "a/b/c.md=first", "x/y/z.md=other")
     _write_elsewhere(path, "a/b/c.md=second")
     assert reader.read("x/y/z.md").text == "other\n"  # walks x/y only; the copy holds a/b/c.md's blob
-    assert reader.repo.written.raw(packwrite.object_id(b"blob", b"second\n")) == b"second\n"
+    assert reader.repo.written.raw(treeedit.object_id(b"blob", b"second\n")) == b"second\n"
     _write_elsewhere(path, "x/y/z.md=third")  # its copy holds nothing under a/
     assert reader.read("a/b/c.md").text == "second\n" and reader.read("x/y/z.md").text == "third\n"
     assert _answers(reader, PATHS) == _in_another_process(path, PATHS)
@@ -304,7 +304,7 @@ def test_a_file_read_from_the_packs_is_kept_for_the_next_read_and_dropped_by_a_f
     _write_elsewhere(path, "ops/secret.md=the code is 4711-wyvern", "keep.md=kept")
     _write_elsewhere(path, "other.md=later")  # the copy now holds neither file above
     reader = GitFileStore.open(path).sync
-    secret = packwrite.object_id(b"blob", b"the code is 4711-wyvern\n")
+    secret = treeedit.object_id(b"blob", b"the code is 4711-wyvern\n")
     assert reader.repo.written.raw(secret) is None
     assert reader.read("ops/secret.md").text == "the code is 4711-wyvern\n"
     assert reader.repo.written.raw(secret) == b"the code is 4711-wyvern\n"  # kept: the next read reads no pack

@@ -91,13 +91,6 @@ def format_size(size: int) -> str:
     return f"{int(value)}{units[step]}" if value == int(value) else f"{value:.1f}{units[step]}"
 
 
-def _lines_keeping_cr(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 class _NotAFile(Exception):
     """Raised inside a change function: the path holds no file (a folder, or nothing)."""
 
@@ -356,7 +349,9 @@ class MemoryCommands:
         def change(current: FileText | None) -> str:
             if current is None:
                 raise _NotAFile
-            lines = _lines_keeping_cr(current.text)
+            lines = current.text.split("\n")  # a \r stays with its line
+            if lines[-1] == "":
+                lines.pop()
             if not 0 <= insert_line <= len(lines):
                 raise ToolError(
                     f"Invalid `insert_line` parameter: {insert_line}. It should be within the range [0, {len(lines)}]."

@@ -19,6 +19,8 @@ from dulwich.protocol import Protocol
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from gitmem.model import is_object_id
+
 _REACHABLE_PREFIX = b"refs/gitmem-reachable/"
 """Names of the refs a fetch request sees for its wanted, reachable commits (never advertised)."""
 
@@ -58,5 +60,5 @@ def wanted(body: bytes) -> list[str]:
             return out
         if payload is not None and payload.startswith(b"want "):
             sha = payload[5:45].decode("ascii", "replace")
-            if all(c in "0123456789abcdef" for c in sha):
+            if is_object_id(sha):
                 out.append(sha)

@@ -61,7 +61,7 @@ from gitmem.git.queue import QUEUE_MAIN, land_queued
 from gitmem.git.refs import MAIN, swap_ref
 from gitmem.git.repo import GitRepo
 from gitmem.index.refresher import Refresher
-from gitmem.model import Origin
+from gitmem.model import Origin, is_object_id
 
 log = logging.getLogger(__name__)
 
@@ -125,10 +125,6 @@ class GuardedReceivePack(ReceivePackHandler):
         self.mount = mount
         self._reached: dict[str, set[bytes]] = {}
 
-    def _on_post_receive(self, client_refs: Any) -> None:
-        if any(ref == MAIN.encode() for _, _, ref in client_refs) and self.mount.refresher is not None:
-            self.mount.refresher.request(self.mount.path)
-
     def _say(self, message: str) -> None:
         """``remote:`` lines on the client's terminal, each made :func:`~gitmem.fileformat.visible`.
 
@@ -158,9 +154,9 @@ class GuardedReceivePack(ReceivePackHandler):
         if not commands:
             return
         status = list(self._apply_pack(commands))
-        updated = [command for command, (_, msg) in zip(commands, status[1:], strict=True) if msg == b"ok"]
-        if updated:
-            self._on_post_receive(updated)
+        updated = [ref for (_, _, ref), (_, msg) in zip(commands, status[1:], strict=True) if msg == b"ok"]
+        if MAIN.encode() in updated and self.mount.refresher is not None:
+            self.mount.refresher.request(self.mount.path)
         if self.has_capability(CAPABILITY_REPORT_STATUS):
             self._report_status(status)
 
@@ -195,7 +191,7 @@ class GuardedReceivePack(ReceivePackHandler):
                 self.set_client_capabilities(caps)
                 caps_seen = True
             fields = line.rstrip(b"\n").split(b" ")
-            if len(fields) != 3 or not all(_is_hex(f) for f in fields[:2]):
+            if len(fields) != 3 or not all(is_object_id(f.decode("latin-1")) for f in fields[:2]):
                 raise GitProtocolError(f"invalid ref update line from the client: {line[:200]!r}")
             commands.append((fields[0], fields[1], fields[2]))
 
@@ -440,7 +436,3 @@ def _queue_refusals(updates: Sequence[RefUpdate]) -> dict[str, list[Refusal]]:
         f"{QUEUE_MAIN} is not a ref: push a commit to it (git push origin HEAD:{QUEUE_MAIN}) to merge it into main"
     )
     return {u.ref: [Refusal(u.ref, "ref_name", message)] if u.deleting else [] for u in updates}
-
-
-def _is_hex(value: bytes) -> bool:
-    return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)

@@ -39,10 +39,6 @@ class Approval:
     activations: tuple[ChangeResult, ...]
 
 
-def _node_paths(paths: tuple[str, ...]) -> list[str]:
-    return [p for p in paths if p.count("/") == 3 and p.split("/")[1] + "/" == NODES and p.endswith(".md")]
-
-
 def approve_candidates(
     repository: DurableRepository, run: str, *, approver: str, origin: Origin | None = None
 ) -> Approval:
@@ -57,7 +53,9 @@ def approve_candidates(
     who = Origin(None, approver, origin.tool_call_id if origin else None)
     by_namespace: dict[Namespace, list[Activate]] = defaultdict(list)
     evidence = Evidence(f"gitmem:commit/{commit}", f"git-commit:{commit}", "manual", repository.clock())
-    for path in _node_paths(proposal.paths):
+    for path in proposal.paths:
+        if path.count("/") != 3 or path.split("/")[1] + "/" != NODES or not path.endswith(".md"):
+            continue  # not a node file
         file = if_found(store.read, path)
         if file is None:
             continue

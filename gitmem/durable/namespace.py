@@ -37,10 +37,6 @@ _PLAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _HASHED_HEX = 32
 
 
-def _has_control(value: str) -> bool:
-    return any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in value)
-
-
 def check_identifier(field: str, value: object, *, code: ErrorCode = "invalid_change_set") -> str:
     """``value`` if it is non-blank text of at most 256 UTF-8 bytes on one line.
 
@@ -54,7 +50,7 @@ def check_identifier(field: str, value: object, *, code: ErrorCode = "invalid_ch
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > MAX_IDENTIFIER_BYTES:
         raise MemoryStoreError(code, f"{field} is {size} bytes; the limit is {MAX_IDENTIFIER_BYTES}")
-    if _has_control(value):
+    if any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in value):
         raise MemoryStoreError(code, f"{field} must be one line without control characters")
     try:
         value.encode("utf-8")

@@ -67,12 +67,9 @@ _FIELDS: Final = (
 )
 
 
-def _fan(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:2]
-
-
 def node_path(namespace: Namespace, node_id: str) -> str:
-    return f"{namespace.folder}{NODES}{_fan(node_id)}/{folder_name(node_id)}.md"
+    fan = hashlib.sha256(node_id.encode("utf-8")).hexdigest()[:2]
+    return f"{namespace.folder}{NODES}{fan}/{folder_name(node_id)}.md"
 
 
 def nodes_prefix(namespace: Namespace) -> str:

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 import pygit2
 
 from gitmem.git.loose import pack_backend
-from gitmem.git.repo import GitRepo, lookup, walk_file_ids
+from gitmem.git.repo import GitRepo
+from gitmem.git.snapshot import lookup, walk_file_ids
 
 _BLOB = int(pygit2.enums.ObjectType.BLOB)
 

@@ -70,7 +70,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git import erasures, packwrite, written
+from gitmem.git import erasures, packwrite, treeedit, written
 from gitmem.git.locks import lock_held_here
 from gitmem.git.refs import MAIN, read_ref, swap_ref
 from gitmem.git.repo import GitRepo
@@ -212,13 +212,13 @@ class _Queue:
         self.busy = False
         # What the committers (one at a time) share, whichever thread and store they come from:
         # the folders they parsed and made, and the last commit they made with its tree.
-        self.trees: tuple[tuple[int, int], packwrite.TreeCache] | None = None  # under a history mark
+        self.trees: tuple[tuple[int, int], treeedit.TreeCache] | None = None  # under a history mark
         self.last = ("", "")
 
-    def tree_cache(self, mark: tuple[int, int]) -> packwrite.TreeCache:
+    def tree_cache(self, mark: tuple[int, int]) -> treeedit.TreeCache:
         """The committers' parsed trees; new when a purge or forget deleted objects since (``mark`` moved)."""
         if self.trees is None or self.trees[0] != mark:
-            self.trees = (mark, packwrite.TreeCache())
+            self.trees = (mark, treeedit.TreeCache())
         return self.trees[1]
 
     def join(self, change: _Change[Any]) -> bool:
@@ -326,7 +326,7 @@ def _commit_group(repo: GitRepo, group: list[_Change[Any]], ref: str, *, queue: 
                 handle = repo.fresh(config_checked=attempt == 0)  # durable() compared the config's stamp
                 branch = None if ref == MAIN else read_ref(handle, ref)
                 base = repo.head_in(handle) if branch is None else branch
-                pending = packwrite.PendingObjects()
+                pending = treeedit.PendingObjects()
                 if queue is None:
                     trees, known = repo.tree_cache(), ("", "")
                 else:
@@ -426,9 +426,9 @@ def _plan_all(
     handle: pygit2.Repository,
     group: list[_Change[Any]],
     base: str,
-    pending: packwrite.PendingObjects,
+    pending: treeedit.PendingObjects,
     reopened: bool,
-    trees: packwrite.TreeCache,
+    trees: treeedit.TreeCache,
     known: tuple[str, str],
 ) -> tuple[str, str]:
     """Run each change's plan on the head the one before it made; the last head and its tree.
@@ -456,7 +456,7 @@ def _plan_all(
                     if not chosen.edits:
                         change.outcome = (None, tree, chosen.result, chosen.op)
                         continue
-                    new_tree = packwrite.set_paths(snap.raw, pending, tree, chosen.edits, trees)
+                    new_tree = treeedit.set_paths(snap.raw, pending, tree, chosen.edits, trees)
                 except KeyError:
                     # An object of the head missing: a pack rewrite in another process can hide
                     # one from this handle's pack list for a moment (see GitFileStore._at_head).
@@ -475,7 +475,7 @@ def _plan_all(
     return head, tree
 
 
-def _remember(repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, pending: packwrite.PendingObjects) -> None:
+def _remember(repo: GitRepo, made: list[_Change[Any]], head: str, tree: str, pending: treeedit.PendingObjects) -> None:
     """Tell every store of the group what it committed: the head's tree and objects, each commit's tree."""
     objects, ids = pending.objects, pending.ids
     if len(made) == 1 and made[0].repo is repo:  # one change (most writes): its commit is the head

@@ -56,6 +56,7 @@ from gitmem.git.perms import open_private, write_private
 from gitmem.git.refs import read_ref, read_ref_file, swap_ref
 from gitmem.git.transport import LEDGER_REF as LEDGER_REF
 from gitmem.localfile import parse_json, read_local
+from gitmem.model import is_object_id
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME
 
 LEDGER_FILE = "entries.jsonl"
@@ -109,7 +110,7 @@ class Entry:
             ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryStoreError("unavailable", f"the erasure ledger holds an unreadable entry ({exc})") from exc
-        if not all(_is_oid(b) for b in (*entry.blobs, *entry.tips)):
+        if not all(is_object_id(b) for b in (*entry.blobs, *entry.tips)):
             raise MemoryStoreError("unavailable", f"the erasure ledger entry {entry.id} names an object id badly")
         return entry
 
@@ -118,10 +119,6 @@ def new_entry(kind: str, by: str, names: Iterable[str], blobs: Iterable[str], ti
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     kept = sorted({b for b in blobs if b != EMPTY_BLOB})
     return Entry(secrets.token_hex(8), kind, now, by, tuple(sorted(set(names))), tuple(kept), tuple(sorted(set(tips))))
-
-
-def _is_oid(text: str) -> bool:
-    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
 
 
 # --- keyed fingerprints -------------------------------------------------------------

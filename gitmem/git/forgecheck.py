@@ -31,7 +31,6 @@ from gitmem.fileformat import FileFormat
 from gitmem.git.loose import open_repository
 from gitmem.git.mountconfig import format_from_repo
 from gitmem.git.pushcheck import ZERO, Refusal, check_commits, tip_limits
-from gitmem.git.refs import MAIN
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -129,7 +128,7 @@ def check_range(path: str, spec: str = "HEAD", fmt: FileFormat | None = None) ->
     for verdict in verdicts:
         report.refused.extend(verdict.refusals)
     if verdicts:
-        report.refused.extend(tip_limits(folder, tip, base or ZERO, fmt, ref=MAIN))
+        report.refused.extend(tip_limits(folder, tip, base or ZERO, fmt))
     return report
 
 

@@ -21,8 +21,8 @@ import pygit2
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, encode_text, validate_directory, validate_path
 from gitmem.git.refs import MAIN
-from gitmem.git.repo import GitRepo, Plan, Snapshot, translate_errors
-from gitmem.git.snapshot import blob_size, check_shape, stored_file
+from gitmem.git.repo import GitRepo, translate_errors
+from gitmem.git.snapshot import Plan, Snapshot, blob_size, check_shape, stored_file
 from gitmem.git.treediff import FileChange, file_changes
 from gitmem.git.walk import Follower, diff_to_parent, entry_id, walk
 from gitmem.history import (

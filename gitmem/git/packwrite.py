@@ -40,60 +40,11 @@ from typing import TYPE_CHECKING
 
 from gitmem.git import packfold
 from gitmem.git.perms import write_private
-from gitmem.git.treeedit import (
-    EMPTY_TREE,
-    FILE_MODES,
-    PendingObjects,
-    TreeCache,
-    entry_order,
-    mixes_file_and_folder,
-    object_id,
-    parse_tree,
-    parse_tree_at,
-    parse_tree_checked,
-    set_path,
-    set_paths,
-    tree_bytes,
-    tree_bytes_at,
-)
+from gitmem.git.treeedit import PendingObjects
 from gitmem.localfile import fsync_folder, open_local, open_private, read_local, read_local_head
 
 if TYPE_CHECKING:  # the pool (and logging, which it loads) comes with the first durable write, not with a read
     from concurrent.futures import ThreadPoolExecutor
-
-# The tree half lives in gitmem.git.treeedit; its names stay importable from here.
-__all__ = [
-    "EMPTY_TREE",
-    "FILE_MODES",
-    "FOLDED",
-    "GRACE_SECONDS",
-    "ORPHAN_SECONDS",
-    "PendingObjects",
-    "TreeCache",
-    "commit_bytes",
-    "compact",
-    "deflate",
-    "entry_header",
-    "entry_order",
-    "fsync_together",
-    "geometric_rollup",
-    "mixes_file_and_folder",
-    "object_id",
-    "pack_count",
-    "pack_files",
-    "parse_tree",
-    "parse_tree_at",
-    "parse_tree_checked",
-    "remove_orphan_packs",
-    "set_path",
-    "set_paths",
-    "signature_line",
-    "store_tree",
-    "tree_bytes",
-    "tree_bytes_at",
-    "write_pack",
-    "write_pack_files",
-]
 
 _TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3}
 

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 
 from gitmem.errors import MemoryStoreError
 from gitmem.localfile import open_local, read_control
+from gitmem.model import is_object_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -256,7 +257,7 @@ class Peek:
                 if not name.startswith("refs/") or ".." in name or "\\" in name:
                     raise CannotPeek(f"a symbolic ref to {name!r}")
                 continue
-            if len(value) != 40 or not _is_hex(value):
+            if not is_object_id(value):
                 raise CannotPeek(f"{name} holds {value!r}")
             return value
         raise CannotPeek("symbolic refs nest too deep")
@@ -545,10 +546,6 @@ class Peek:
                 return None
             tree = oid
         return None
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text)
 
 
 def config_files(git_dir: str) -> list[str]:

@@ -47,11 +47,10 @@ from gitmem.git.remote import (
     push,
     pushed_runs,
     remotes,
-    tail,
 )
 from gitmem.git.repo import GitRepo, translate_errors
 from gitmem.git.review import drop_merged
-from gitmem.git.transport import INCOMING, INCOMING_LEDGER
+from gitmem.git.transport import INCOMING, INCOMING_LEDGER, tail
 from gitmem.git.transport import fetch_main as fetch_into
 from gitmem.model import Origin
 
@@ -235,7 +234,7 @@ class RemoteErasure:
         return self.error is None and not self.holding
 
 
-def erase_on_remotes(git: GitRepo, names: list[str] | None = None, *, proposals: bool = True) -> list[RemoteErasure]:
+def erase_on_remotes(git: GitRepo, names: list[str] | None = None) -> list[RemoteErasure]:
     """Push the rewritten history and the ledger to every remote (or ``names``), then check each one."""
     chosen = [get_remote(git, n) for n in names] if names else remotes(git)
     out = []
@@ -243,7 +242,7 @@ def erase_on_remotes(git: GitRepo, names: list[str] | None = None, *, proposals:
         pushed: list[PushedRef] = []
         error = None
         try:
-            pushed = push(git, target.name, proposals=proposals)
+            pushed = push(git, target.name, proposals=True)
         except MemoryStoreError as exc:
             error = exc.message
         try:

@@ -244,7 +244,7 @@ class CommitVerdict:
 
 
 def check_commits(
-    repo_path: str, tip: str, fmt: FileFormat, *, hide: Sequence[str] = (), ref: str = MAIN
+    repo_path: str, tip: str, fmt: FileFormat, *, hide: Sequence[str] = ()
 ) -> list[CommitVerdict]:
     """Every commit reachable from ``tip`` and not from ``hide``, parents first, each with its refusals.
 
@@ -259,7 +259,7 @@ def check_commits(
         try:
             for commit in checker.new_commits(tip):
                 refusals = tuple(
-                    Refusal(ref, problem[0], problem[1], commit, where)
+                    Refusal(MAIN, problem[0], problem[1], commit, where)
                     for where, problem in checker.commit_problems(commit)
                 )
                 out.append(CommitVerdict(commit, checker.parents(commit), refusals))
@@ -268,7 +268,7 @@ def check_commits(
         return out
 
 
-def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, ref: str = MAIN) -> list[Refusal]:
+def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat) -> list[Refusal]:
     """The memory's file and byte limits for ``tip`` as a new ``main`` (``base``: the one it replaces).
 
     The last rule :func:`check_updates` applies to ``main``, for a history checked
@@ -276,7 +276,7 @@ def tip_limits(repo_path: str, tip: str, base: str | None, fmt: FileFormat, *, r
     """
     with _checking(repo_path, fmt) as checker:
         try:
-            return checker.capacity(ref, base or ZERO, checker.peel_commit(tip))
+            return checker.capacity(MAIN, base or ZERO, checker.peel_commit(tip))
         except checker.unreadable as exc:
             raise MemoryStoreError("unavailable", f"cannot read the tree of {tip[:12]}: {exc}") from exc
 

@@ -31,7 +31,6 @@ from gitmem.git.transport import DEFAULT_REMOTE as DEFAULT_REMOTE
 from gitmem.git.transport import MAIN_SPEC, check_remote_name, send
 from gitmem.git.transport import PushedRef as PushedRef
 from gitmem.git.transport import Remote as Remote
-from gitmem.git.transport import tail as tail
 
 
 def _url(url: object) -> str:

@@ -49,37 +49,24 @@ from gitmem.git.perms import make_private_dir, write_private
 from gitmem.git.refs import MAIN, read_ref, read_ref_file, read_ref_file_stat, read_ref_file_unstamped
 from gitmem.git.snapshot import FILE_MODES as _FILE_MODES
 from gitmem.git.snapshot import TREE_MODE as _TREE_MODE
-from gitmem.git.snapshot import (
-    Done,
-    Entry,
-    Plan,
-    Snapshot,
-    lookup,
-    translate_errors,
-    walk_file_ids,
-    walk_files,
-)
+from gitmem.git.snapshot import Entry, lookup, translate_errors, walk_files
 from gitmem.git.treediff import diff_trees
 from gitmem.git.written import COMMIT_TREES, Written, object_digest, withdraw
 from gitmem.model import CommitId, Origin
 from gitmem.provenance import COMMITTER_EMAIL, COMMITTER_NAME, commit_message
 
 if TYPE_CHECKING:
-    from gitmem.git import packwrite
+    from gitmem.git.treeedit import TreeCache
 
 __all__ = [  # names callers, tests and benchmarks reach for here (cli: tests patch cli.run_git through it)
     "DURABLE_KEY",
     "EMPTY_TREE",
     "PYGIT2_SETTINGS",
-    "Done",
     "Entry",
     "GitRepo",
-    "Plan",
-    "Snapshot",
     "cli",
     "lookup",
     "translate_errors",
-    "walk_file_ids",
     "walk_files",
 ]
 
@@ -736,7 +723,7 @@ class GitRepo:
 
     # -- what the write engine (gitmem.git.engine) uses --
 
-    def _parsed_trees(self, mark: tuple[int, int]) -> packwrite.TreeCache | None:
+    def _parsed_trees(self, mark: tuple[int, int]) -> TreeCache | None:
         """The folders this process's writes parsed and made, kept under history mark ``mark``.
 
         The write engine's, which every committer of the mount in this process shares
@@ -744,17 +731,17 @@ class GitRepo:
         """
         shared = getattr(self.writers, "trees", None)
         if shared is not None and shared[0] == mark:
-            trees: packwrite.TreeCache = shared[1]
+            trees: TreeCache = shared[1]
             return trees
         return getattr(self._local, "trees", None)
 
-    def tree_cache(self) -> packwrite.TreeCache:
+    def tree_cache(self) -> TreeCache:
         """This thread's parsed trees, shared by its snapshots (a folder is parsed once, not per write)."""
-        from gitmem.git import packwrite  # a write's: reads never load the pack writer
+        from gitmem.git.treeedit import TreeCache  # a write's: reads never load the tree editor
 
-        cache: packwrite.TreeCache | None = getattr(self._local, "trees", None)
+        cache: TreeCache | None = getattr(self._local, "trees", None)
         if cache is None:
-            cache = self._local.trees = packwrite.TreeCache()
+            cache = self._local.trees = TreeCache()
         return cache
 
     def compact(self) -> None:

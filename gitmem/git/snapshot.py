@@ -2,7 +2,7 @@
 
 :class:`Snapshot` is the head of a ref as a plan sees it under the writer lock
 (:mod:`gitmem.git.engine`), :class:`Plan` what the plan decided, :class:`Done`
-what the commit came to. :mod:`gitmem.git.repo` re-exports these names.
+what the commit came to.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from gitmem.git.loose import raise_if_corrupt, take_corruption
 from gitmem.model import BlobVersion, CommitId, FileText, Origin
 from gitmem.store import file_dir_conflict
 
-if TYPE_CHECKING:  # the pack writer is a write's: reads (log, blame, diff) never load it
-    from gitmem.git import packwrite
+if TYPE_CHECKING:  # the tree editor is a write's: reads (log, blame, diff) never load it
+    from gitmem.git import treeedit
 
 FILE_MODES = (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -80,19 +80,19 @@ class Snapshot:
         self,
         repo: pygit2.Repository,
         head: str,
-        pending: packwrite.PendingObjects | None = None,
+        pending: treeedit.PendingObjects | None = None,
         *,
         tree: str | None = None,
-        trees: packwrite.TreeCache | None = None,
+        trees: treeedit.TreeCache | None = None,
     ) -> None:
         self._repo = repo
         self.head = head
         self.pending = pending
         self.tree_id = tree if tree is not None else str(repo[head].peel(pygit2.Commit).tree_id)
         if trees is None:
-            from gitmem.git import packwrite
+            from gitmem.git.treeedit import TreeCache
 
-            trees = packwrite.TreeCache()
+            trees = TreeCache()
         self._trees = trees
         self._folders: dict[str, str | None] = {"": self.tree_id}
 

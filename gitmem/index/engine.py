@@ -75,18 +75,14 @@ class CJKBigrams(Filter):  # type: ignore[misc]
 WORDS = RegexTokenizer(rf"[{_CJK}]+|[^\W{_CJK}]+") | LowercaseFilter() | StopFilter(minsize=1) | CJKBigrams()
 
 
-def _schema() -> fields.Schema:
-    return fields.Schema(
-        key=fields.ID(unique=True),
-        path=fields.ID(),
-        file=fields.COLUMN(columns.VarBytesColumn()),
-        sig=fields.COLUMN(columns.VarBytesColumn()),
-        body=fields.TEXT(analyzer=WORDS, phrase=False),
-        name=fields.TEXT(analyzer=WORDS, phrase=False, field_boost=2.0),
-    )
-
-
-SCHEMA = _schema()
+SCHEMA = fields.Schema(
+    key=fields.ID(unique=True),
+    path=fields.ID(),
+    file=fields.COLUMN(columns.VarBytesColumn()),
+    sig=fields.COLUMN(columns.VarBytesColumn()),
+    body=fields.TEXT(analyzer=WORDS, phrase=False),
+    name=fields.TEXT(analyzer=WORDS, phrase=False, field_boost=2.0),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -237,7 +237,7 @@ class RecallIndex:
             self._bits.clear()
             self._followers.clear()
             self._total_length = 0
-            self._forget_raw()
+            self._raw, self._raw_ids, self._dead = {}, [], set()
         # The stemmer's memo is the process's, keyed by words: a rebuild (after a purge or
         # forget, maybe) leaves none of the old texts' words in it, at the price of stemming again.
         convo.forget_stems()
@@ -374,11 +374,6 @@ class RecallIndex:
         finally:
             self.semantic = semantic
         self.restored = False
-
-    def _forget_raw(self) -> None:
-        self._raw = {}
-        self._raw_ids = []
-        self._dead = set()
 
     # -- reads --
 

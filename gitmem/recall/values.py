@@ -3,7 +3,7 @@
 A document to index (:class:`RecallDoc`) and an answer (:class:`RecallHit`),
 the names of the rankings and profiles, and the checks of a query, a limit, a
 minimum score and a document. Kept apart from :mod:`gitmem.recall.index` so the
-full scan (:mod:`gitmem.recall.scan`), the snapshots and the memories above
+snapshots, the memories above and the tests' full scan (``bench/recall_scan.py``)
 check input exactly as the index does without holding one.
 """
 

@@ -38,8 +38,8 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 from gitmem import derived
-from gitmem.errors import LOST_RACE, MemoryStoreError, if_found
-from gitmem.model import Applied, Changes, Edit, FileEntry, FileText, FullResync, Origin
+from gitmem.errors import LOST_RACE, MemoryStoreError, if_found, whole_number
+from gitmem.model import Changes, Edit, FileEntry, FileText, FullResync, Origin
 from gitmem.recall import RecallDoc, StoreRecall
 from gitmem.recall.index import PROFILES, Profile
 from gitmem.records.model import MemoryRecord, RecordPage
@@ -218,7 +218,7 @@ class RecordStore:
     def list(self, *, limit: int = 20, cursor: str | None = None) -> RecordPage:
         """Records in creation order, ``limit`` at a time, after the record ``cursor`` points at."""
         after = decode_cursor(self.folder, cursor)
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         ids = [i for i in self.ids() if after is None or i > after]
         records: builtins.list[MemoryRecord] = []
         last: str | None = None
@@ -243,7 +243,7 @@ class RecordStore:
         record holds (0..1; every word counts the same), several times cheaper
         to compute over a large namespace.
         """
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         recall = self._recall_index()
         with recall.caught_up():  # the hits and their texts from one whole index
             hits = recall.index.search(query, limit=limit, ranking=self.ranking)
@@ -377,13 +377,7 @@ class RecordStore:
             else:
                 for entry in self.store.list():
                     if entry.path.startswith(self.folder + "/"):
-                        try:
-                            self.store.delete(entry.path, expected=entry.version, origin=origin)
-                        except MemoryStoreError as error:
-                            if error.code not in ("not_found", "version_mismatch"):
-                                raise
-                            if self._read(entry.path) is not None:  # changed meanwhile: delete what is there now
-                                self._delete_now(entry.path, origin)
+                        self._delete_now(entry.path, origin)
         finally:
             self._drop_index()
         left = [e.path for e in self.store.list() if id_of_path(self.folder, e.path) is not None]
@@ -391,6 +385,7 @@ class RecordStore:
             raise MemoryStoreError("write_unconfirmed", f"purge left {len(left)} records; list and purge again")
 
     def _delete_now(self, path: str, origin: Origin | None) -> None:
+        """Delete the file at ``path`` as it is now, re-read whenever it changed meanwhile."""
         for _ in range(WRITE_ATTEMPTS):
             current = self._read(path)
             if current is None:
@@ -421,7 +416,7 @@ class RecordStore:
         if record_id is not None:
             entries: builtins.list[Any] = log(self._path(record_id), limit=limit)
             return entries
-        _check_limit(limit)
+        whole_number("limit", limit, MAX_LIMIT, "invalid_query")
         prefix = self.folder + "/"
         diff = self._history("diff")
         mine: builtins.list[Any] = []
@@ -474,8 +469,8 @@ class RecordStore:
 
     # -- one write, confirmed --
 
-    def _commit(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
-        """Make ``changes`` in one commit, then read them back; the store's answer when it is a batch's.
+    def _commit(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> None:
+        """Make ``changes`` in one commit, then read them back.
 
         Every write is confirmed by reading it back, even when the store answered
         with the commit: the answer says what the store meant to do, the read
@@ -487,13 +482,13 @@ class RecordStore:
         or the store cannot say (``write_unconfirmed``).
         """
         try:
-            applied = self._send(changes, op, record_id, origin)
+            self._send(changes, op, record_id, origin)
         except (MemoryStoreError, OSError) as error:
             if isinstance(error, MemoryStoreError) and error.code in _DECIDED:
                 raise
             landed = self._landed(changes)
             if landed is True:
-                return None
+                return
             if landed is False:
                 if isinstance(error, MemoryStoreError):
                     raise
@@ -501,23 +496,20 @@ class RecordStore:
             raise _unconfirmed(op, record_id) from error
         if self._landed(changes) is False:
             raise _unconfirmed(op, record_id)
-        return applied if applied is not None and _confirms(applied, changes) else None
 
-    def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> Applied | None:
+    def _send(self, changes: Sequence[_Change], op: str, record_id: str, origin: Origin | None) -> None:
         apply = getattr(self.store, "apply", None)
         if callable(apply):
             edits = [Edit(c.path, c.text, expected=c.expected) for c in changes]
             trailers = (("Gitmem-Record-Id", record_id), ("Gitmem-Record-Namespace", self.folder))
-            summary = f"{op.replace('-', ' ')} {record_id}"
-            answer = apply(edits, origin=origin, op=op, summary=summary, trailers=trailers)
-            return answer if isinstance(answer, Applied) else None
+            apply(edits, origin=origin, op=op, summary=f"{op.replace('-', ' ')} {record_id}", trailers=trailers)
+            return
         (change,) = changes
         if change.text is None:
             assert change.expected is not None
             self.store.delete(change.path, expected=change.expected, origin=origin)
         else:
             self.store.write(change.path, change.text, expected=change.expected, origin=origin)
-        return None
 
     def _landed(self, changes: Sequence[_Change]) -> bool | None:
         """Whether the record file shows the change (True), still its old state (False), or neither / unreadable."""
@@ -540,13 +532,6 @@ class RecordStore:
         return True if change.expected is not None and now is not None else None
 
 
-def _confirms(applied: Applied, changes: Sequence[_Change]) -> bool:
-    """Whether a batch's answer confirms ``changes``: a commit, and each edit's outcome (written or gone)."""
-    if applied.commit is None or len(applied.versions) != len(changes):
-        return False
-    return all((v is None) == (c.text is None) for v, c in zip(applied.versions, changes, strict=True))
-
-
 def _snapshot_file(store: object, folder: str, snapshot_dir: str | os.PathLike[str] | None) -> str | None:
     """The recall snapshot of a namespace: under ``snapshot_dir``, else in a git store's ``gitmem/recall/``.
 
@@ -566,8 +551,3 @@ def _unconfirmed(op: str, record_id: str) -> MemoryStoreError:
         f"{op.replace('-', ' ')} of {record_id} may or may not have happened; "
         "search the records before writing it again",
     )
-
-
-def _check_limit(limit: object) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise MemoryStoreError("invalid_query", f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")

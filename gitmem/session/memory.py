@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Protocol
 
-from gitmem.errors import LOST_RACE, MemoryStoreError
+from gitmem.errors import LOST_RACE, MemoryStoreError, whole_number
 from gitmem.model import Applied, Edit, FileText, Origin
 from gitmem.recall.index import Profile, Ranking
 from gitmem.session import hygiene
@@ -188,14 +188,14 @@ class SessionMemory:
 
     def recent(self, n: int = 10, *, include_hidden: bool = False) -> list[MemoryItem]:
         """The ``n`` newest items (recall's filter applies unless ``include_hidden``)."""
-        return self.items(include_hidden=include_hidden)[: _check_n(n)]
+        return self.items(include_hidden=include_hidden)[: whole_number("n", n, 1000, "invalid_query")]
 
     def recall_by_tags(self, tags: Sequence[str], n: int = 10) -> list[MemoryItem]:
         """Items carrying any of ``tags``, newest first; counted as an access."""
         wanted = set(clean_tags(tags))
         if not wanted:
             raise MemoryStoreError("invalid_query", "give at least one tag")
-        n = _check_n(n)
+        n = whole_number("n", n, 1000, "invalid_query")
         with self._lock:
             self.refresh()
             found = [e.item for e in self.catalogue.entries() if e.item.recallable and wanted & set(e.item.tags)]
@@ -542,12 +542,6 @@ class SessionMemory:
 def _rule(max_age_days: float, min_importance: float, max_items: int | None) -> str:
     cap = "" if max_items is None else f", max_items={max_items}"
     return f"older than {max_age_days:g} days and importance < {min_importance:g}{cap}"
-
-
-def _check_n(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
-        raise MemoryStoreError("invalid_query", f"n must be a whole number from 1 to 1000, got {n!r}")
-    return n
 
 
 def _tool_names(tools: Sequence[str]) -> list[str]:

@@ -218,8 +218,9 @@ class SessionRunner:
                 },
             )
         )
-        for event in events:
-            self._emit(event)
+        if self.on_event is not None:
+            for event in events:
+                self.on_event(event)
         return TurnRecall(chosen, tuple(events), render_block(chosen), durable_error)
 
     def _session_hits(self, prompt: str) -> list[RecalledMemory]:
@@ -235,10 +236,6 @@ class SessionRunner:
             )
             for r in results
         ]
-
-    def _emit(self, event: MemoryEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
 
     # -- a turn ------------------------------------------------------------------------
 

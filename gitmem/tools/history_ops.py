@@ -42,15 +42,11 @@ class RankedStore(Protocol):
     def find(self, query: str, *, path: str = "", limit: int = 10) -> Sequence[RankedHit]: ...
 
 
-def _time(entry: LogEntry) -> str:
-    return entry.time.isoformat()
-
-
 def change_payload(entry: LogEntry) -> Payload:
     """One change as a model sees it: which commit, when, who (principal, run, tool call), what and why."""
     return {
         "commit": entry.commit,
-        "time": _time(entry),
+        "time": entry.time.isoformat(),
         "principal": entry.origin.principal_id,
         "run": entry.origin.run_id,
         "tool_call": entry.origin.tool_call_id,

@@ -23,7 +23,7 @@ from contract import libgit2_trees
 from contract.support import assert_fsck_clean, git, traced_syncs
 
 from gitmem import GitFileStore, MemoryStoreError
-from gitmem.git import engine, packfold, packwrite
+from gitmem.git import engine, packfold, packwrite, treeedit
 from gitmem.git import repo as gitrepo
 from gitmem.model import Edit
 
@@ -85,7 +85,7 @@ def test_commit_encoding_matches_libgit2(tmp_path: Path) -> None:
         packwrite.signature_line(committer.raw_name, committer.raw_email, committer.time, committer.offset),
         message,
     )
-    assert packwrite.object_id(b"commit", raw) == str(theirs)
+    assert treeedit.object_id(b"commit", raw) == str(theirs)
 
 
 @pytest.mark.parametrize("durable", [False, True])
@@ -93,7 +93,7 @@ def test_a_commit_is_one_pack_and_nothing_loose(tmp_path: Path, durable: bool) -
     store = GitFileStore.init(tmp_path / "m.git").sync
     objects = tmp_path / "m.git" / "objects"
     loose_before = {p for p in objects.glob("??/*")}
-    pending = packwrite.PendingObjects()
+    pending = treeedit.PendingObjects()
     pending.add(b"blob", b"x")
     packwrite.write_pack(str(tmp_path / "m.git"), pending, durable=durable)  # a stray pack is harmless
     store.write("deep/er/file.md", "hello\n", expected=None)

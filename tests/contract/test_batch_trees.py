@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git import packwrite
+from gitmem.git import treeedit
 
 from . import libgit2_trees as loosetrees
 
@@ -44,9 +44,9 @@ def build(repo: pygit2.Repository, files: list[str]) -> pygit2.Tree:
     return repo[tree_id].peel(pygit2.Tree)
 
 
-def pending_and_reader(repo: pygit2.Repository) -> tuple[packwrite.PendingObjects, Callable[[str], bytes]]:
+def pending_and_reader(repo: pygit2.Repository) -> tuple[treeedit.PendingObjects, Callable[[str], bytes]]:
     """A commit's pending objects, and a tree reader that finds them before the repository's."""
-    pending = packwrite.PendingObjects()
+    pending = treeedit.PendingObjects()
 
     def read_tree(oid: str) -> bytes:
         found = pending.raw(oid)
@@ -84,9 +84,9 @@ def test_grouped_trees_equal_one_path_at_a_time(
     # The pack path encodes the same grouped edit in memory: the same tree id, or the same refusal.
     pending, read_tree = pending_and_reader(repo)
 
-    assert outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits)) == expected
+    assert outcome(lambda: treeedit.set_paths(read_tree, pending, str(tree.id), edits)) == expected
     assert (
-        outcome(lambda: packwrite.set_paths(read_tree, pending, str(tree.id), edits, packwrite.TreeCache())) == expected
+        outcome(lambda: treeedit.set_paths(read_tree, pending, str(tree.id), edits, treeedit.TreeCache())) == expected
     )
 
 
@@ -96,14 +96,14 @@ def test_a_writers_tree_cache_gives_the_same_trees(repo: pygit2.Repository, star
     """Edits through one long-lived tree cache (new trees spliced from cached bytes) give libgit2's trees."""
     tree = build(repo, start)
     pending, read_tree = pending_and_reader(repo)
-    cache = packwrite.TreeCache()
+    cache = treeedit.TreeCache()
 
     cached, libgit2 = str(tree.id), tree.id
     for path, n in steps:
         oid = None if n is None else str(repo.create_blob(f"new {n}\n".encode()))
         parts, start_tree = path.split("/"), repo[libgit2].peel(pygit2.Tree)
         expected = outcome(functools.partial(loosetrees.set_path, repo, start_tree, parts, oid, path))
-        got = outcome(functools.partial(packwrite.set_path, read_tree, pending, cached, parts, oid, path, cache))
+        got = outcome(functools.partial(treeedit.set_path, read_tree, pending, cached, parts, oid, path, cache))
         assert got == expected
         if not expected.startswith("refused"):
             libgit2, cached = pygit2.Oid(hex=expected), got
@@ -129,21 +129,21 @@ def test_entries_inserted_and_cut_from_cached_bytes_keep_gits_order(
     step, re-encode to the same bytes)."""
     tree = build(repo, start)
     pending, read_tree = pending_and_reader(repo)
-    cache = packwrite.TreeCache()
+    cache = treeedit.TreeCache()
 
     cached, libgit2 = str(tree.id), tree.id
     for path, n in steps:
         oid = None if n is None else str(repo.create_blob(f"new {n}\n".encode()))
         parts, start_tree = path.split("/"), repo[libgit2].peel(pygit2.Tree)
         expected = outcome(functools.partial(loosetrees.set_path, repo, start_tree, parts, oid, path))
-        got = outcome(functools.partial(packwrite.set_path, read_tree, pending, cached, parts, oid, path, cache))
+        got = outcome(functools.partial(treeedit.set_path, read_tree, pending, cached, parts, oid, path, cache))
         assert got == expected
         if not expected.startswith("refused"):
             libgit2, cached = pygit2.Oid(hex=expected), got
         for tree_id, encoded in cache.encoded.items():
             entries, raw = cache.trees[tree_id], b"".join(encoded[1])
-            assert packwrite.tree_bytes(entries) == raw
-            assert packwrite.parse_tree_at(raw) == (entries, encoded)  # entry by entry, in the bytes' order
+            assert treeedit.tree_bytes(entries) == raw
+            assert treeedit.parse_tree_at(raw) == (entries, encoded)  # entry by entry, in the bytes' order
 
 
 @settings(max_examples=200)
@@ -163,7 +163,7 @@ def test_grouped_edits_spliced_into_cached_bytes_give_libgit2s_trees(
     at a time) or its refusal, and every cached tree's bytes re-encode to themselves."""
     tree = build(repo, start)
     pending, read_tree = pending_and_reader(repo)
-    cache = packwrite.TreeCache()
+    cache = treeedit.TreeCache()
 
     cached, libgit2 = str(tree.id), tree.id
     for changes in batches:
@@ -175,15 +175,15 @@ def test_grouped_edits_spliced_into_cached_bytes_give_libgit2s_trees(
             return tree_id
 
         expected = outcome(one_by_one)
-        got = outcome(functools.partial(packwrite.set_paths, read_tree, pending, cached, edits, cache))
+        got = outcome(functools.partial(treeedit.set_paths, read_tree, pending, cached, edits, cache))
         assert got == expected
         if not expected.startswith("refused"):
             libgit2, cached = pygit2.Oid(hex=expected), got
             assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)
         for tree_id, encoded in cache.encoded.items():
             raw = b"".join(encoded[1])
-            assert packwrite.tree_bytes(cache.trees[tree_id]) == raw
-            assert packwrite.parse_tree_at(raw)[1] == encoded
+            assert treeedit.tree_bytes(cache.trees[tree_id]) == raw
+            assert treeedit.parse_tree_at(raw)[1] == encoded
 
 
 ENTRY = st.tuples(
@@ -203,12 +203,12 @@ def test_a_tree_is_edited_bytewise_only_when_in_gits_encoding(entries: list, cut
     if cut and raw:
         raw = raw[:-1]
     try:
-        parsed, _, canonical = packwrite.parse_tree_checked(raw)
+        parsed, _, canonical = treeedit.parse_tree_checked(raw)
     except ValueError:
         return  # cut inside a name: not a tree at all
     if canonical:
-        assert packwrite.tree_bytes(parsed) == raw
+        assert treeedit.tree_bytes(parsed) == raw
     keys = [name + b"/" if mode == b"40000" else name for name, (mode, _) in parsed.items()]
     whole = all(len(oid) == 20 for _, oid in parsed.values())
-    if packwrite.tree_bytes(parsed) == raw and whole and len(set(keys)) == len(keys):
+    if treeedit.tree_bytes(parsed) == raw and whole and len(set(keys)) == len(keys):
         assert canonical

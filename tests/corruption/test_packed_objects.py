@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from gitmem import GitFileStore, MemoryStoreError
-from gitmem.git import packwrite
+from gitmem.git import packwrite, treeedit
 
 
 def test_a_packed_blob_with_other_bytes_than_its_id_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.git"
     store = GitFileStore.init(path).sync
     head = store.repo.head()
-    pending = packwrite.PendingObjects()
-    blob = packwrite.object_id(b"blob", b"the real text\n")
+    pending = treeedit.PendingObjects()
+    blob = treeedit.object_id(b"blob", b"the real text\n")
     pending.objects[blob] = (b"blob", b"not the text!\n")  # the id of one content, the bytes of another
-    tree = pending.add(b"tree", packwrite.tree_bytes({b"a.md": (b"100644", bytes.fromhex(blob))}))
+    tree = pending.add(b"tree", treeedit.tree_bytes({b"a.md": (b"100644", bytes.fromhex(blob))}))
     sig = b"t <t@example.com> 1700000000 +0000"
     commit = pending.add(b"commit", packwrite.commit_bytes(tree, [head], sig, sig, "corrupt\n"))
     packwrite.write_pack(str(path), pending, durable=False)

@@ -13,7 +13,7 @@ import pytest
 
 from gitmem import Root
 from gitmem.errors import MemoryStoreError
-from gitmem.git.repo import Snapshot
+from gitmem.git.snapshot import Snapshot
 from gitmem.model import ANY, Edit, FileText
 
 

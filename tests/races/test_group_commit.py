@@ -22,7 +22,7 @@ from race_support import Worker, assert_fsck_clean, assert_linear, git, head_fil
 
 from gitmem import FileFormat, GitFileStore, MemoryStoreError, Origin
 from gitmem.git import engine, packwrite
-from gitmem.git.repo import Plan, Snapshot
+from gitmem.git.snapshot import Plan, Snapshot
 
 WRITERS = 8
 

@@ -166,7 +166,7 @@ def test_bm25_pruned_walk_agrees_on_many_small_random_corpora() -> None:
 
 
 def test_coverage_counted_on_bitmaps_agrees_with_a_scan() -> None:
-    from gitmem.recall.scan import scan_coverage
+    from bench.recall_scan import scan_coverage
 
     rng = random.Random(5)
     words = ["the", "of", "deploy", "cargo", "rust", "canary", "x1", "ロック", "alpha", "beta"]
@@ -256,7 +256,7 @@ def test_readers_and_writers_on_threads_see_whole_documents() -> None:
 def test_large_score_levels_are_ordered_exactly_as_a_scan(keep: int | None) -> None:
     # Hundreds of documents share each score level, so BM25's ordering goes through the partial
     # (nsmallest) path, including its widening when accept rejects most of a chunk.
-    from gitmem.recall.scan import scan_bm25, scan_coverage
+    from bench.recall_scan import scan_bm25, scan_coverage
 
     docs = [RecallDoc(f"d{i:04d}", "alpha beta" if i % 3 else "alpha", float(i % 17)) for i in range(900)]
     index = RecallIndex()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.recall_scan import scan_coverage
 from gitmem.recall import StoreRecall
-from gitmem.recall.scan import scan_coverage
 
 from .support import git_store, item, to_doc
 

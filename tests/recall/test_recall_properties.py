@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.recall_scan import scan_bm25, scan_coverage
 from gitmem.errors import MemoryStoreError
 from gitmem.recall import RecallDoc, RecallIndex, StoreRecall, bm25, tokenize
-from gitmem.recall.scan import scan_bm25, scan_coverage
 
 from .support import SyncMemStore, item, to_doc
 

@@ -39,13 +39,11 @@ from click.core import ParameterSource
 
 from gitmem.adapters.cli import roothelp
 from gitmem.adapters.cli.commandtable import COMMANDS, LONG_RUNNING
-from gitmem.adapters.cli.origin import CLI_TOOL_CALL as CLI_TOOL_CALL
 from gitmem.adapters.cli.origin import cli_origin
 from gitmem.adapters.cli.origin import login_name as login_name
 
 # Re-exported for the command modules (``as``): what they print goes through gitmem.adapters.cli.output.
 from gitmem.adapters.cli.output import EXIT_REFUSED as EXIT_REFUSED
-from gitmem.adapters.cli.output import error_json as error_json
 from gitmem.adapters.cli.output import say as say
 from gitmem.adapters.cli.output import say_json as say_json
 from gitmem.adapters.cli.output import short as short

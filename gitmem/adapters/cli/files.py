@@ -114,12 +114,6 @@ def cat(state: State, name: str, path: str, rev: str | None) -> None:
     reads.cat(state, name, path, rev, as_json=state.json)
 
 
-def _read_stdin() -> str:
-    if sys.stdin is not None and sys.stdin.isatty():
-        say("reading the new content from stdin; end it with Ctrl-D", err=True)
-    return read_stdin()
-
-
 @cli.command()
 @click.argument("name")
 @click.argument("path")
@@ -137,7 +131,9 @@ def write(state: State, name: str, path: str, expect: str | None, create: bool) 
     """
     if create == (expect is not None):
         raise usage_error("pass exactly one of --create (new file) or --expect VERSION (replace that version)")
-    text = _read_stdin()
+    if sys.stdin is not None and sys.stdin.isatty():  # no stdin at all: read_stdin says so
+        say("reading the new content from stdin; end it with Ctrl-D", err=True)
+    text = read_stdin()
     store = state.files(name)
     expected = None if create else full_version(store, path, expect or "")
     version = store.write(path, text, expected=expected, origin=state.origin)

@@ -168,13 +168,10 @@ def stderr_is_tty() -> bool:
         return False
 
 
-def file_json(text: FileText | None, *, content: bool = True) -> dict[str, Any] | None:
+def file_json(text: FileText | None) -> dict[str, Any] | None:
     if text is None:
         return None
-    out: dict[str, Any] = {"path": text.path, "version": text.version, "size": text.size}
-    if content:
-        out["content"] = text.text
-    return out
+    return {"path": text.path, "version": text.version, "size": text.size, "content": text.text}
 
 
 def error_json(exc: MemoryStoreError, hint: str) -> dict[str, Any]:

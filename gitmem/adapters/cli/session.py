@@ -64,11 +64,8 @@ def _open(state: State, workspace: Path, memory_dir: Path | None, mount: str) ->
 
 def item_json(item: MemoryItem) -> dict[str, Any]:
     last = item.last_accessed
-    return {**item.as_dict(), "metadata": item.metadata, "last_accessed": None if last is None else _when(last)}
-
-
-def _when(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).isoformat()
+    when = None if last is None else datetime.fromtimestamp(last, UTC).isoformat()
+    return {**item.as_dict(), "metadata": item.metadata, "last_accessed": when}
 
 
 def _line(item: MemoryItem, score: float | None = None) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Recall by reading every document: the reference the index must agree with.
+"""Recall by reading every document: the reference the index must agree with (no user of gitmem calls it).
 
 No postings, no buckets, no shortcuts: tokenise each document and score it. The
 property tests compare :class:`~gitmem.recall.index.RecallIndex` with these
