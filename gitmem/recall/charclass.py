@@ -76,12 +76,10 @@ def table_source() -> str:
         "",
         f'UNICODE_VERSION = "{unicodedata.unidata_version}"',
         "",
-        "# fmt: off",
         "WORD_RANGES: tuple[tuple[int, int], ...] = (",
     ]
-    pairs = [f"(0x{lo:X}, 0x{hi:X})," for lo, hi in spans]
-    lines += ["    " + " ".join(pairs[i : i + 5]) for i in range(0, len(pairs), 5)]  # five ranges a line
-    lines += [")", "# fmt: on"]
+    lines += [f"    (0x{lo:X}, 0x{hi:X})," for lo, hi in spans]
+    lines.append(")")
     return "\n".join(lines) + "\n"
 
 
