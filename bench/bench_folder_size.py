@@ -24,13 +24,13 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.pipechild import PipeChild
 from gitmem import GitFileStore
 from gitmem.model import Edit
 
@@ -52,25 +52,6 @@ for line in sys.stdin:
         c = time.thread_time(); store.write(name, text + "\n", expected=version); c = time.thread_time() - c
     print(c, flush=True)
 """
-
-
-class Writer:
-    def __init__(self, src: str, path: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, src, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
-
-    def time(self, op: str, name: str, text: str) -> float:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"{op} {name} {text}\n")
-        self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def build(path: str, files: int) -> None:
@@ -101,14 +82,14 @@ def main() -> int:
                 copy = os.path.join(base, f"m{files}-{i}.git")
                 if copy != first:
                     shutil.copytree(first, copy)
-                writers[name] = Writer(os.path.abspath(src), copy)
+                writers[name] = PipeChild([sys.executable, "-c", _CHILD, os.path.abspath(src), copy])
             times: dict[str, dict[str, list[float]]] = {op: {n: [] for n in builds} for op in ("create", "edit")}
             try:
                 for k in range(args.rounds):
                     for name in rng.sample(list(builds), len(builds)):
-                        times["create"][name].append(writers[name].time("create", f"notes/new{k:05d}.md", f"new{k}"))
+                        times["create"][name].append(writers[name].ask("create", f"notes/new{k:05d}.md", f"new{k}"))
                         path = f"notes/n{rng.randrange(files):05d}.md"
-                        times["edit"][name].append(writers[name].time("edit", path, f"edit{k}"))
+                        times["edit"][name].append(writers[name].ask("edit", path, f"edit{k}"))
             finally:
                 for writer in writers.values():
                     writer.close()

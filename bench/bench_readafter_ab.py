@@ -34,6 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import bulk
+from bench.pipechild import PipeChild
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,26 +86,9 @@ ROWS = (
 )
 
 
-class Child:
-    def __init__(self, src: str, role: str, path: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, src, role, path, HERE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
-
-    def ask(self, *words: str) -> float:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(" ".join(words) + "\n")
-        self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
+def child(src: str, role: str, path: str) -> PipeChild:
+    """A writer or reader process importing gitmem from ``src`` (``role``: ``git`` or ``dir``)."""
+    return PipeChild([sys.executable, "-c", _CHILD, src, role, path, HERE])
 
 
 def build(base: str, files: int) -> tuple[str, str]:
@@ -136,15 +120,15 @@ def main() -> int:
     base = tempfile.mkdtemp(prefix="gitmem-bench-readafter-ab-", dir=args.dir)
     try:
         git_path, dir_path = build(base, args.files)
-        pairs: dict[str, tuple[Child, Child]] = {}
+        pairs: dict[str, tuple[PipeChild, PipeChild]] = {}
         for name, src in builds.items():
             copy = os.path.join(base, f"{name}.git")
             if args.build_each:
                 subprocess.run([sys.executable, "-c", _BUILD, src, copy, str(args.files), HERE], check=True)
             else:
                 shutil.copytree(git_path, copy)
-            pairs[name] = (Child(src, "git", copy), Child(src, "git", copy))
-        pairs["dir"] = (Child(HERE, "dir", dir_path), Child(HERE, "dir", dir_path))
+            pairs[name] = (child(src, "git", copy), child(src, "git", copy))
+        pairs["dir"] = (child(HERE, "dir", dir_path), child(HERE, "dir", dir_path))
         out = {name: {row: [] for row in ROWS} for name in pairs}
         rng = random.Random(args.files)
         paths = [bulk.layout_path(i) for i in range(args.files)]
