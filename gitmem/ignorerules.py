@@ -185,19 +185,10 @@ def _class(glob: str, at: int) -> tuple[str, int]:
             raise _Never
         ch = glob[p]
         if ch == "\\":
-            p += 1
-            if p >= end:
-                raise _Never
-            ch = glob[p]
+            ch, p = _escaped(glob, p)
             members.add(ch)
         elif ch == "-" and prev and p + 1 < end and glob[p + 1] != "]":
-            p += 1
-            ch = glob[p]
-            if ch == "\\":
-                p += 1
-                if p >= end:
-                    raise _Never
-                ch = glob[p]
+            ch, p = _escaped(glob, p + 1)
             members.update(_BYTES[ord(prev) : ord(ch) + 1])
             ch = ""
         elif ch == "[" and glob[p + 1 : p + 2] == ":":
@@ -224,6 +215,15 @@ def _class(glob: str, at: int) -> tuple[str, int]:
     chosen = set(_BYTES) - members if negated else members
     chosen.discard("/")
     return "".join(sorted(chosen)), p + 1
+
+
+def _escaped(glob: str, p: int) -> tuple[str, int]:
+    """The character at ``glob[p]``, or the one a ``\\`` there escapes, and where it was read; :class:`_Never` past the end."""
+    if glob[p] == "\\":
+        p += 1
+        if p >= len(glob):
+            raise _Never
+    return glob[p], p
 
 
 def _merged(steps: list[Step]) -> list[Step]:
