@@ -268,8 +268,21 @@ class MemoryToolError(MemoryStoreError):
 def whole_number(name: str, value: object, most: int, code: ErrorCode) -> int:
     """``value`` when it is a whole number from 1 to ``most`` (``True`` is not one); else ``code``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise MemoryStoreError(code, f"{name} must be a whole number from 1 to {most}, got {value!r}")
+        raise MemoryStoreError(code, f"{name} must be a whole number from 1 to {most}, got {_shown(value)}")
     return value
+
+
+def _shown(value: object) -> str:
+    """``value`` for a refusal, cut short: a caller's text or list may be huge, and an int past Python's
+    digit limit has no ``repr`` at all (it raises ``ValueError``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return "a number of over 30 digits"
+    import reprlib  # here: only a refusal needs it
+
+    try:
+        return reprlib.repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
 
 
 def if_found(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:

@@ -354,9 +354,11 @@ def parse_frontmatter(text: str, fmt: FileFormat = DEFAULT_FORMAT) -> tuple[dict
             data = yaml.load(block, Loader=loader) if block.strip() else {}
         except yaml.YAMLError as exc:
             raise MemoryStoreError("invalid_file", f"frontmatter is not valid YAML: {exc}".splitlines()[0]) from None
-        except (ValueError, OverflowError, RecursionError) as exc:
+        except Exception as exc:
             # A value YAML reads but Python cannot build: a date such as 2001-02-30, an offset of
-            # days, more digits than an int takes, nesting deeper than the constructor recurses.
+            # days, more digits than an int takes, nesting deeper than the constructor recurses; an
+            # explicit tag its constructor fails on in its own way (!!bool maybe: a KeyError, !!int "":
+            # an IndexError, !!timestamp soon: an AttributeError). Each is the file's fault, never ours.
             why = f"frontmatter holds a value that cannot be read: {exc}".splitlines()[0]
             raise MemoryStoreError("invalid_file", why[:300]) from None
     if not isinstance(data, dict):

@@ -27,6 +27,9 @@ BAD_VALUES = [
     "t: 0000-01-01",  # no year 0
     "t: 2001-12-14 21:59:43.10 -99:00",  # an offset of four days
     "t: 2001-12-14T21:59:43+24:00",
+    "t: !!bool maybe",  # a tag whose constructor fails otherwise: a KeyError for a word no bool spells
+    't: !!int ""',  # an IndexError for an empty int or float
+    "t: !!timestamp soon",  # an AttributeError for a timestamp that is none
 ]
 LENIENT_ONLY = [
     "t: " + "1" * 5000,  # more digits than Python turns into an int
@@ -69,10 +72,11 @@ def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=env).stdout.strip()
 
 
-def test_a_write_is_refused_and_a_planted_file_leaves_the_memory_listable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", ["t: 2001-02-30", "t: !!bool maybe"])
+def test_a_write_is_refused_and_a_planted_file_leaves_the_memory_listable(tmp_path: Path, line: str) -> None:
     root = tmp_path / "root"
     assert _gitmem(root, "init", "user").returncode == 0
-    bad = _text("t: 2001-02-30")
+    bad = _text(line)
     refused = _gitmem(root, "write", "user", "bad.md", "--create", "--json", stdin=bad)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert json.loads(refused.stdout)["error"] == "invalid_file"

@@ -203,6 +203,10 @@ class WriterLock:
 
     def held_fd(self) -> int:
         """The descriptor holding the lock in this thread; pass it to a child process that must keep the lock until it exits."""
+        line = _held_line(self.path)
+        if line is not None:  # held through any handle of the memory: the outer hold's descriptor
+            assert line.fd is not None
+            return line.fd
         holding: int | None = getattr(self._local, "holding", None)
         return holding if holding is not None else self._fd()
 
@@ -276,18 +280,26 @@ class WriterLock:
         It costs nothing extra: the holder record is written at every take and
         release anyway. The write engine keeps the packs written since the last
         fold here, so a write need not list ``objects/pack`` to know when to fold.
+        While this thread holds the lock it lives with the hold (:class:`_Line`), so
+        holds nested through other handles of the memory read and change one number.
         """
+        line = _held_line(self.path)
+        if line is not None:
+            return line.count
         return int(getattr(self._local, "count", 0))
 
     @count.setter
     def count(self, value: int) -> None:
-        self._local.count = max(0, value)
+        line = _held_line(self.path)
+        if line is not None:
+            line.count = max(0, value)
+        else:
+            self._local.count = max(0, value)
 
     @contextmanager
     def try_hold(self, op: str = "write") -> Iterator[bool]:
         """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it."""
-        line = _lines.get(self.path)
-        if line is not None and line.fd is not None and line.held_by(threading.get_ident()):
+        if _held_line(self.path) is not None:
             yield True  # this thread holds it already: the flock and the record stay its outer hold's
             return
         fd = self._fd()
@@ -326,10 +338,11 @@ class _Line:
     inside a merge or maintenance): ``fd`` and ``lock`` name the outer hold's
     descriptor, and only that hold writes the record and lets the ``flock`` go
     (an inner one that did let go the lock while the outer one went on; one
-    through another handle waited out its timeout on its own process).
+    through another handle waited out its timeout on its own process). ``count``
+    is :attr:`WriterLock.count` while held, whichever handle reads or sets it.
     """
 
-    __slots__ = ("_depth", "_guard", "_owner", "_waiting", "fd", "lock")
+    __slots__ = ("_depth", "_guard", "_owner", "_waiting", "count", "fd", "lock")
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
@@ -338,6 +351,7 @@ class _Line:
         self._depth = 0
         self.fd: int | None = None  # the descriptor holding the flock, while its owner holds it
         self.lock: WriterLock | None = None  # the WriterLock it was taken through
+        self.count = 0  # the holders' number (WriterLock.count), while its owner holds the lock
 
     def pass_free(self) -> bool:
         """Take the turn if nobody holds or awaits it (or this thread holds it); ``False``: :meth:`enter` waits."""
@@ -408,6 +422,14 @@ def lock_held_here(path: str) -> bool:
     return found is not None and found.held_by(threading.get_ident())
 
 
+def _held_line(path: str) -> _Line | None:
+    """The line of the lock at ``path`` if this thread holds that lock (through any handle), else ``None``."""
+    found = _lines.get(path)
+    if found is not None and found.fd is not None and found.held_by(threading.get_ident()):
+        return found
+    return None
+
+
 def _line(path: str) -> _Line:
     found = _lines.get(path)
     return found if found is not None else _lines.setdefault(path, _Line())  # setdefault: one winner
@@ -431,14 +453,11 @@ class _Hold:
     def __enter__(self) -> bool:
         lock = self.lock
         line = _lines.get(lock.path) or _line(lock.path)
-        outer = line.lock
-        if line.fd is not None and outer is not None and line.held_by(threading.get_ident()):
+        if line.fd is not None and line.held_by(threading.get_ident()):
             # This thread holds the lock already (a commit inside a merge or maintenance): the flock
             # and the holder record stay the outer hold's, which alone lets them go.
             line.pass_free()
-            self.line = line
-            if outer is not lock:  # through another handle of the memory: the same descriptor and count
-                lock._local.holding, lock._local.count = line.fd, outer._local.count
+            self.line = line  # the descriptor and the count are the line's (held_fd, count)
             return True
         if not line.pass_free():  # another thread of this process holds or awaits the lock: wait in line
             self._wait_in(line)
@@ -449,7 +468,7 @@ class _Hold:
             raise
         self.line = line
         self._enter_held(fd)
-        line.fd, line.lock = fd, lock
+        line.fd, line.lock, line.count = fd, lock, lock._local.count
         return True
 
     def _wait_in(self, line: _Line) -> None:
@@ -508,13 +527,12 @@ class _Hold:
         fd = self.fd
         lock = self.lock
         if fd is None:  # a hold inside this thread's own: only its place in the line ends
-            line = self.line
-            outer = None if line is None else line.lock
-            if outer is not None and outer is not lock:
-                outer._local.count, lock._local.holding = lock._local.count, None
             self._leave_line()
             return
         self.fd = None
+        line = self.line
+        if line is not None:
+            lock._local.count = line.count
         try:
             _write_record(fd, "free", self.op, lock._local.count)
             fcntl.flock(fd, fcntl.LOCK_UN)

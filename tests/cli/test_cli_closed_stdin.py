@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,50 @@ def test_a_command_reading_a_closed_stdin_refuses_with_its_code(
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (1, 2), (done.returncode, done.stderr)
     assert "stdin" in json.loads(done.stdout)["message"], done.stdout
+
+
+def test_a_non_blocking_stdin_is_read_to_its_end_not_to_its_first_pause(tmp_path: Path) -> None:
+    """A stdin left non-blocking by whoever started the command (it shares the pipe's flags) whose
+    writer pauses: the whole content is written, as from a blocking one, not what had arrived by then
+    (a file cut at the first pause, reported created)."""
+    root = tmp_path / "root"
+    assert _gitmem(root, "init", "user").returncode == 0
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gitmem.adapters.cli", "--root", str(root), "write", "user", "a.md", "--create"],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(read_end)
+    with os.fdopen(write_end, "wb", buffering=0) as writer:
+        writer.write(b"first half\n")
+        # The second half is written only once the command has read the first (or ended): the
+        # pipe is empty at that moment, as when a slow producer pauses.
+        while child.poll() is None and _pipe_holds(child.pid):
+            time.sleep(0.01)
+        try:
+            writer.write(b"second half\n")
+        except BrokenPipeError:
+            pass
+    child.communicate(timeout=300)
+    shown = _gitmem(root, "cat", "user", "a.md")
+    assert shown.stdout == "first half\nsecond half\n", (child.returncode, shown.stdout)
+
+
+def _pipe_holds(pid: int) -> bool:
+    """Whether the pipe on ``pid``'s stdin still holds bytes it has not read (``FIONREAD`` on its end)."""
+    import fcntl
+    import struct
+    import termios
+
+    try:
+        fd = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0] > 0
+    finally:
+        os.close(fd)

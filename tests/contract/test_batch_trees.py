@@ -212,3 +212,73 @@ def test_a_tree_is_edited_bytewise_only_when_in_gits_encoding(entries: list, cut
     whole = all(len(oid) == 20 for _, oid in parsed.values())
     if treeedit.tree_bytes(parsed) == raw and whole and len(set(keys)) == len(keys):
         assert canonical
+
+
+SAME = st.sampled_from(["a", "b", "a.b", "a0", "c"])
+SAME_PATHS = st.lists(SAME, min_size=1, max_size=3).map("/".join)
+
+
+def _cached_trees_are_their_bytes(
+    repo: pygit2.Repository, pending: treeedit.PendingObjects, cache: treeedit.TreeCache
+) -> None:
+    """Every tree the cache holds, whose bytes are known, is what the cache says of it (entries and bytes)."""
+    for tree_id, entries in cache.trees.items():
+        raw = pending.raw(tree_id)
+        if raw is None and tree_id in repo:
+            raw = bytes(repo[tree_id].read_raw())
+        if raw is None:
+            continue  # made by a refused batch: its objects were dropped
+        assert treeedit.parse_tree(raw) == entries
+        encoded = cache.encoded.get(tree_id)
+        assert encoded is None or b"".join(encoded[1]) == raw
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(SAME_PATHS, max_size=10),
+    st.lists(
+        st.lists(st.tuples(SAME_PATHS, st.one_of(st.none(), st.integers(0, 2))), min_size=1, max_size=6), max_size=8
+    ),
+)
+def test_identical_folders_and_refused_batches_leave_the_cache_true(
+    repo: pygit2.Repository,
+    start: list[str],
+    batches: list,  # type: ignore[type-arg]
+) -> None:
+    """As the write engine uses one cache: folders with the same tree (x/ and y/ copies of the top, a
+    file's blob fixed by its name), batches that edit them both (to the same tree again), refused
+    batches whose objects are dropped while the trees they took stay edited, and a cache small enough
+    to drop trees: each batch gives libgit2's tree or refusal, and every cached tree stays itself."""
+    files = [*start, *(f"x/{p}" for p in start), *(f"y/{p}" for p in start)]
+    tree_id = repo.TreeBuilder().write()
+    for path in files:
+        blob = str(repo.create_blob(f"file {path.rsplit('/', 1)[-1]}\n".encode()))  # same name, same blob
+        try:
+            tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), blob, path)
+        except MemoryStoreError:
+            continue
+    pending, read_tree = pending_and_reader(repo)
+    cache = treeedit.TreeCache(limit=8)
+    cached, libgit2 = str(tree_id), tree_id
+    for batch in batches:
+        changes: dict[str, str | None] = {}
+        for path, n in batch:
+            blob = None if n is None else str(repo.create_blob(f"new {n}\n".encode()))
+            changes[path] = changes[f"x/{path}"] = changes[f"y/{path}"] = blob  # the copies edited alike
+        edits = list(changes.items())
+
+        def one_by_one(edits: list[tuple[str, str | None]] = edits, tree_id: pygit2.Oid = libgit2) -> pygit2.Oid:
+            for path, oid in edits:
+                tree_id = loosetrees.set_path(repo, repo[tree_id].peel(pygit2.Tree), path.split("/"), oid, path)
+            return tree_id
+
+        expected = outcome(one_by_one)
+        kept = len(pending)
+        got = outcome(functools.partial(treeedit.set_paths, read_tree, pending, cached, edits, cache))
+        assert got == expected
+        if expected.startswith("refused"):
+            pending.drop_after(kept)  # as the engine does with a refused plan's objects
+        else:
+            libgit2, cached = pygit2.Oid(hex=expected), got
+            assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)
+        _cached_trees_are_their_bytes(repo, pending, cache)

@@ -193,3 +193,66 @@ def test_a_hold_inside_a_hold_keeps_the_lock_until_the_outer_one_lets_go(
     assert holder is not None and not holder.held
     if blocker is not None:
         blocker.communicate(timeout=30)
+
+
+
+_HOLDS = (
+    "import fcntl, sys\n"
+    "try:\n"
+    "    fcntl.flock(int(sys.argv[1]), fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    "except BlockingIOError:\n"
+    "    sys.exit(3)\n"
+)
+
+
+def _holds_the_lock(fd: int) -> bool:
+    """Whether ``fd``, handed to a child process (as a git child is given the lock's descriptor), holds the flock:
+    taking it again through that descriptor succeeds at once only then."""
+    done = subprocess.run([sys.executable, "-c", _HOLDS, str(fd)], pass_fds=(fd,), timeout=30)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("inner", ["hold twice", "try_hold"])
+def test_held_fd_inside_a_hold_through_another_handle_is_the_descriptor_holding_the_lock(
+    tmp_path: Path, inner: str
+) -> None:
+    """``held_fd`` is handed to a git child that must keep the lock until it exits (should this process
+    die first): inside a hold taken through another handle of the memory (also once a hold nested in
+    that one ended, and through ``try_hold``) it must be the descriptor holding the flock, not one that
+    another process's taker would have to wait behind."""
+    repo = _repo(tmp_path)
+    with repo.lock.hold():
+        pass
+    other = GitRepo(repo.path).lock
+    with repo.lock.hold():
+        if inner == "try_hold":
+            with other.try_hold() as got:
+                assert got
+                assert _holds_the_lock(other.held_fd())
+        else:
+            with other.hold():
+                assert _holds_the_lock(other.held_fd())
+                with other.hold():
+                    pass
+                assert _holds_the_lock(other.held_fd()), "the inner hold's end took the descriptor away"
+
+
+def test_the_count_survives_holds_nested_through_two_handles(tmp_path: Path) -> None:
+    """The number the holders hand on (the packs written since the last fold) keeps every change made
+    in holds nested through two handles of one memory, in any order."""
+    repo = _repo(tmp_path)
+    one, two = repo.lock, GitRepo(repo.path).lock
+    with one.hold():
+        one.count = 5
+    with one.hold():
+        with two.hold():
+            two.count += 1
+            with two.hold():
+                two.count += 1
+            assert two.count == 7
+            with one.hold():
+                one.count += 1
+            assert two.count == 8
+        assert one.count == 8
+    with two.hold():
+        assert two.count == 8

@@ -122,8 +122,10 @@ def stdin_bytes(size: int) -> bytes:
     """At most ``size`` bytes of stdin: the one read of it every command makes (``unavailable`` when there is none).
 
     A process started with its stdin closed has no ``sys.stdin`` at all, and one whose
-    stdin cannot be read (a folder, a descriptor left non-blocking with nothing in it)
-    fails the read: each is a refusal naming stdin, never a traceback.
+    stdin cannot be read (a folder) fails the read: each is a refusal naming stdin, never
+    a traceback. A stdin left non-blocking (the flag belongs to the pipe, which whoever
+    started the command may have set) is read to its end all the same, waiting whenever
+    it is empty: a buffered read returns what had arrived at the writer's first pause.
     """
     from gitmem.errors import MemoryStoreError
 
@@ -131,13 +133,45 @@ def stdin_bytes(size: int) -> bytes:
     if stream is None:
         raise MemoryStoreError("unavailable", "stdin is closed; give the content on stdin (or name a file)")
     try:
-        data = stream.buffer.read(size)
+        fd = _non_blocking_fd(stream)
+        data = stream.buffer.read(size) if fd is None else _read_waiting(fd, size)
     except (OSError, ValueError) as exc:  # ValueError: a stream closed under us
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise MemoryStoreError("unavailable", f"cannot read stdin: {why}") from None
     if data is None:  # a non-blocking descriptor with nothing to read yet
         raise MemoryStoreError("unavailable", "cannot read stdin: it is non-blocking and had nothing to read")
     return data
+
+
+def _non_blocking_fd(stream: object) -> int | None:
+    """The descriptor of ``stream`` when it is one set non-blocking, else ``None`` (also for a stream without one)."""
+    import os
+
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        return fd if isinstance(fd, int) and not os.get_blocking(fd) else None
+    except (AttributeError, OSError, ValueError):  # a test runner's stream: no descriptor
+        return None
+
+
+def _read_waiting(fd: int, size: int) -> bytes:
+    """At most ``size`` bytes of non-blocking ``fd``, up to its end: each time it is empty, wait until it is not."""
+    import os
+    import select
+
+    chunks: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            chunk = os.read(fd, min(size - got, 1 << 20))
+        except BlockingIOError:
+            select.select([fd], [], [])
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 def read_stdin(*, errors: str = "strict") -> str:
