@@ -175,16 +175,19 @@ class TreeCache:
         return dict(self.view(oid, read_tree))
 
     def take(self, oid: str, read_tree: Callable[[str], bytes]) -> tuple[Entries, Encoded | None]:
-        """The tree's entries themselves, for the caller to edit, and its bytes with their offsets if cached.
+        """A copy of the tree's entries, for the caller to edit, and the tree entry by entry if cached.
 
-        Both leave the cache (no copy of the entries is made): an edit replaces the
-        tree by a new one, which :meth:`keep` stores with the edited entries, and
-        the old tree was forgotten then anyway. Should the old tree be needed again
-        (a refused plan, the same folder elsewhere in the tree), it is parsed again.
+        Both leave the cache: an edit replaces the tree by a new one, which
+        :meth:`keep` stores with the edited entries. Should the old tree be needed
+        again (a refused plan, the same folder elsewhere in the tree), it is parsed
+        again. The entries are copied because readers of the head in other threads
+        look trees up here while a commit is planned (:meth:`view`): edited in place,
+        a read in flight saw files the commit had not made yet, or that its refused
+        plan never would. The encoding is not copied: no reader is handed it.
         """
         found = self.view(oid, read_tree)
         del self.trees[oid]
-        return found, self.encoded.pop(oid, None)
+        return dict(found), self.encoded.pop(oid, None)
 
     def view(self, oid: str, read_tree: Callable[[str], bytes]) -> dict[bytes, tuple[bytes, bytes]]:
         """The tree's entries themselves, for lookups only (never edit them)."""

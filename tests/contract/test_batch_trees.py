@@ -282,3 +282,22 @@ def test_identical_folders_and_refused_batches_leave_the_cache_true(
             libgit2, cached = pygit2.Oid(hex=expected), got
             assert pending.raw(cached) is None or bytes(repo[libgit2].read_raw()) == pending.raw(cached)
         _cached_trees_are_their_bytes(repo, pending, cache)
+
+
+def test_a_tree_a_reader_was_handed_is_never_edited_by_a_later_commit(repo: pygit2.Repository) -> None:
+    """Readers of the head look trees up in the committers' shared cache while another thread commits:
+    a tree's entries, once handed out, stay what that tree holds. Editing them in place let a read in
+    flight see a file a commit had not made yet (or one its refused plan never would)."""
+    tree = build(repo, ["a/x.md", "a/y.md", "b.md"])
+    pending, read_tree = pending_and_reader(repo)
+    cache = treeedit.TreeCache()
+    root = str(tree.id)
+    folder = str(tree["a"].id)
+    seen_root = cache.view(root, read_tree)  # what a reader walking the head holds
+    seen_folder = cache.view(folder, read_tree)
+    before_root, before_folder = dict(seen_root), dict(seen_folder)
+    blob = str(repo.create_blob(b"new\n"))
+    treeedit.set_paths(read_tree, pending, root, [("a/z.md", blob), ("c.md", blob)], cache)
+    assert seen_root == before_root
+    assert seen_folder == before_folder
+    assert treeedit.parse_tree(read_tree(root)) == before_root
