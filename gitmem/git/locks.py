@@ -335,14 +335,14 @@ class _Line:
     a server polled the lock and then started a waiting thread of its own, which
     cost more CPU than the write it waited for. A thread that holds the lock may
     take it again, through any :class:`WriterLock` of the memory (a commit made
-    inside a merge or maintenance): ``fd`` and ``lock`` name the outer hold's
-    descriptor, and only that hold writes the record and lets the ``flock`` go
+    inside a merge or maintenance): ``fd`` is the outer hold's descriptor, and
+    only that hold writes the record and lets the ``flock`` go
     (an inner one that did let go the lock while the outer one went on; one
     through another handle waited out its timeout on its own process). ``count``
     is :attr:`WriterLock.count` while held, whichever handle reads or sets it.
     """
 
-    __slots__ = ("_depth", "_guard", "_owner", "_waiting", "count", "fd", "lock")
+    __slots__ = ("_depth", "_guard", "_owner", "_waiting", "count", "fd")
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
@@ -350,7 +350,6 @@ class _Line:
         self._owner: object = None  # the thread's id, or the event of the thread being let through
         self._depth = 0
         self.fd: int | None = None  # the descriptor holding the flock, while its owner holds it
-        self.lock: WriterLock | None = None  # the WriterLock it was taken through
         self.count = 0  # the holders' number (WriterLock.count), while its owner holds the lock
 
     def pass_free(self) -> bool:
@@ -468,7 +467,7 @@ class _Hold:
             raise
         self.line = line
         self._enter_held(fd)
-        line.fd, line.lock, line.count = fd, lock, lock._local.count
+        line.fd, line.count = fd, lock._local.count
         return True
 
     def _wait_in(self, line: _Line) -> None:
@@ -540,7 +539,7 @@ class _Hold:
             lock._let_go(fd)
             line, self.line = self.line, None
             if line is not None:
-                line.fd = line.lock = None
+                line.fd = None
                 line.leave()
 
 
