@@ -2,17 +2,16 @@
 
 A write changes one file or a few, and every folder on their paths gets a new
 tree. The trees here are made as raw bytes (no libgit2 object per folder): a
-folder read once is cached with the offsets of its entries (:class:`TreeCache`),
-an edit of an entry swaps its 20-byte id, an added entry is inserted where git's
-order puts it (a folder sorts as if its name ended in ``/``) and a removed one is
-cut out; a batch that changes a few entries of one folder splices them all
-(:func:`_splice_many`). A cached folder is kept entry by entry (each entry's
-bytes and its sort key, in git's order), so an edit finds its place by
-bisection and the new tree is one ``join``: no per-entry Python work, which in a
-folder of a thousand files cost a create ~0.16 ms. :func:`set_path` and :func:`set_paths` return the new
-root tree's id and leave every new object in :class:`PendingObjects`, which
-:mod:`gitmem.git.packwrite` then writes as one pack. Property tests hold every
-result byte-equal to libgit2's tree builder.
+folder read once is cached entry by entry (each entry's bytes and its sort key,
+in git's order: :class:`TreeCache`), so an edit finds its entry by bisection:
+an id is swapped in place, an added entry is inserted where git's order puts it
+(a folder sorts as if its name ended in ``/``), a removed one is cut out, and
+the new tree is one ``join`` (a Python pass over the folder's offsets cost a
+create in a folder of a thousand files ~0.16 ms). A batch that changes a few
+entries of one folder splices them all (:func:`_splice_many`). :func:`set_path`
+and :func:`set_paths` return the new root tree's id and leave every new object
+in :class:`PendingObjects`, which :mod:`gitmem.git.packwrite` then writes as one
+pack. Property tests hold every result byte-equal to libgit2's tree builder.
 """
 
 from __future__ import annotations
@@ -155,10 +154,10 @@ class TreeCache:
 
     A writer's next commit starts from the trees its last one made (the root and
     the folders on the path), so the entries :func:`set_path` built are kept.
-    With each tree its bytes are kept too, entry by entry (:data:`Encoded`): a write that changes which blob or folder an entry names (a file
-    edited in place), adds an entry or removes one makes each new tree on its
-    path from those bytes, instead of sorting and encoding every entry of the
-    folder again. A tree an edit replaced is forgotten (the head no longer
+    With each tree its bytes are kept too, entry by entry (:data:`Encoded`): a
+    write that changes which blob or folder an entry names (a file edited in
+    place), adds an entry or removes one makes each new tree on its path from
+    those, instead of sorting and encoding every entry of the folder again. A tree an edit replaced is forgotten (the head no longer
     names it), so the cache holds the head's folders rather than the dead
     versions of the few just written: in a memory of a few hundred folders,
     every folder a write touches is parsed once, not once per ``limit`` trees.
