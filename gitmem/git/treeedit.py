@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 
 from gitmem.store import file_dir_conflict
 
@@ -30,68 +29,9 @@ FILE_MODES = (b"100644", b"100755")
 
 Entries = dict[bytes, tuple[bytes, bytes]]
 """A tree's entries: name -> (mode, 20-byte id)."""
-
-
-class Encoded:
-    """A tree in git's encoding, entry by entry and in git's order: each entry's sort key
-    (:func:`entry_order`) and its bytes (``keys``, ``chunks``), edited in place.
-
-    The tree's bytes (their join) and where each entry starts in them are kept while
-    they hold: an id swapped in place (a file edited) is then a slice of the bytes,
-    not a join of every entry, and an entry added or removed lets both go.
-    """
-
-    __slots__ = ("chunks", "keys", "raw", "starts")
-
-    def __init__(self, keys: list[bytes], chunks: list[bytes], raw: bytes | None = None) -> None:
-        self.keys = keys
-        self.chunks = chunks
-        self.raw = raw
-        self.starts: list[int] | None = None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Encoded) and (self.keys, self.chunks) == (other.keys, other.chunks)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def tree(self) -> bytes:
-        """The tree's bytes."""
-        raw = self.raw
-        if raw is None:
-            raw = self.raw = b"".join(self.chunks)
-        return raw
-
-    def splice(self, name: bytes, old: tuple[bytes, bytes] | None, new: tuple[bytes, bytes] | None) -> None:
-        """Change the entry ``name`` from ``old`` to ``new`` (same mode; ``None``: absent).
-
-        The entry's place is found by bisection on the sort keys; an id swapped keeps
-        the place, an entry added goes where git's order puts it.
-        """
-        keys, chunks = self.keys, self.chunks
-        mode = (new or old or (_BLOB_MODE, b""))[0]
-        key = name + b"/" if mode == _TREE_MODE else name
-        at = bisect_left(keys, key)
-        if old is not None and (at == len(keys) or keys[at] != key):
-            raise AssertionError(f"tree entry {name!r} is not where its order puts it")
-        if new is None:
-            if old is not None:
-                del keys[at], chunks[at]
-                self.raw = self.starts = None
-            return
-        chunk = mode + b" " + name + b"\x00" + new[1]
-        if old is None:
-            keys.insert(at, key)
-            chunks.insert(at, chunk)
-            self.raw = self.starts = None
-            return
-        chunks[at] = chunk
-        raw = self.raw
-        if raw is not None:  # same name and mode: the same length, in the same place
-            starts = self.starts
-            if starts is None:
-                starts = self.starts = list(accumulate(map(len, chunks), initial=0))
-            begin = starts[at]
-            self.raw = raw[:begin] + chunk + raw[begin + len(chunk) :]
+Encoded = tuple[list[bytes], list[bytes]]
+"""A tree in git's encoding, entry by entry and in git's order: each entry's sort key
+(:func:`entry_order`) and its bytes. The tree is the join of the bytes."""
 
 
 def object_id(kind: bytes, raw: bytes) -> str:
@@ -183,7 +123,7 @@ def parse_tree_checked(raw: bytes) -> tuple[dict[bytes, tuple[bytes, bytes]], En
         last = key
         keys.append(key)
         chunks.append(raw[start:pos])
-    return entries, Encoded(keys, chunks, raw), ordered and pos == end and len(entries) == len(keys)
+    return entries, (keys, chunks), ordered and pos == end and len(entries) == len(keys)
 
 
 def entry_order(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
@@ -206,8 +146,7 @@ def tree_bytes_at(entries: dict[bytes, tuple[bytes, bytes]]) -> tuple[bytes, Enc
     for name, (mode, oid) in sorted(entries.items(), key=entry_order):
         keys.append(name + b"/" if mode == _TREE_MODE else name)
         chunks.append(mode + b" " + name + b"\x00" + oid)
-    raw = b"".join(chunks)
-    return raw, Encoded(keys, chunks, raw)
+    return b"".join(chunks), (keys, chunks)
 
 
 class TreeCache:
@@ -293,8 +232,8 @@ def _add_tree(
         known, name, before = edited
         after = entries.get(name)
         if known is not None and (before is None or after is None or before[0] == after[0]):
-            known.splice(name, before, after)
-            oid = pending.add(b"tree", known.tree())
+            _splice(known, name, before, after)
+            oid = pending.add(b"tree", b"".join(known[1]))
             cache.keep(oid, entries, known)
             return oid
     if cache is None:
@@ -303,6 +242,30 @@ def _add_tree(
     oid = pending.add(b"tree", raw)
     cache.keep(oid, entries, encoded)
     return oid
+
+
+def _splice(encoded: Encoded, name: bytes, old: tuple[bytes, bytes] | None, new: tuple[bytes, bytes] | None) -> None:
+    """Change the entry ``name`` of ``encoded`` from ``old`` to ``new`` (same mode; ``None``: absent), in place.
+
+    The entry's place is found by bisection on the sort keys; an id swapped keeps
+    the place, an entry added goes where git's order puts it.
+    """
+    keys, chunks = encoded
+    mode = (new or old or (_BLOB_MODE, b""))[0]
+    key = name + b"/" if mode == _TREE_MODE else name
+    at = bisect_left(keys, key)
+    if old is not None and (at == len(keys) or keys[at] != key):
+        raise AssertionError(f"tree entry {name!r} is not where its order puts it")
+    if new is None:
+        if old is not None:
+            del keys[at], chunks[at]
+        return
+    chunk = mode + b" " + name + b"\x00" + new[1]
+    if old is not None:
+        chunks[at] = chunk
+    else:
+        keys.insert(at, key)
+        chunks.insert(at, chunk)
 
 
 def _entries_of(
@@ -467,10 +430,10 @@ def _splice_many(
         if old is not None and new is not None and old[0] != new[0]:
             return None
         changed.append((name, old, new))
-    if len(changed) > 2 + len(known.keys) // 16:
+    if len(changed) > 2 + len(known[0]) // 16:
         return None
     for name, old, new in changed:
-        known.splice(name, old, new)
-    oid = pending.add(b"tree", known.tree())
+        _splice(known, name, old, new)
+    oid = pending.add(b"tree", b"".join(known[1]))
     cache.keep(oid, entries, known)
     return oid
