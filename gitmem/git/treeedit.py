@@ -250,15 +250,17 @@ def _splice(encoded: Encoded, name: bytes, old: tuple[bytes, bytes] | None, new:
     The entry's place is found by bisection on the sort keys; an id swapped keeps
     the place, an entry added goes where git's order puts it.
     """
+    changed = new if new is not None else old
+    if changed is None:
+        return
     keys, chunks = encoded
-    mode = (new or old or (_BLOB_MODE, b""))[0]
+    mode = changed[0]
     key = name + b"/" if mode == _TREE_MODE else name
     at = bisect_left(keys, key)
     if old is not None and (at == len(keys) or keys[at] != key):
         raise AssertionError(f"tree entry {name!r} is not where its order puts it")
     if new is None:
-        if old is not None:
-            del keys[at], chunks[at]
+        del keys[at], chunks[at]
         return
     chunk = mode + b" " + name + b"\x00" + new[1]
     if old is not None:
