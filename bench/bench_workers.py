@@ -33,7 +33,9 @@ Usage::
 
 ``--variant alone`` runs the server with ``GITMEM_GROUP_COMMIT=0``: each write
 commits alone instead of in a group with the writes waiting behind it in the
-same process (see :mod:`gitmem.git.engine`).
+same process (see :mod:`gitmem.git.engine`). ``--before SRC`` adds the variant
+``before``: the server importing gitmem from another source tree (``git archive REV |
+tar -x -C SRC``), so two builds run in the same rounds.
 """
 
 from __future__ import annotations
@@ -173,6 +175,7 @@ def one_run(
          "--token-file", str(tokens), "--workers", str(workers), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **VARIANTS[variant]},
+        cwd=VARIANTS[variant].get("PYTHONPATH"),  # -m puts the working folder first on the path
     )  # fmt: skip
     try:
         ready, _, _ = select.select([server.stdout], [], [], 120)
@@ -240,10 +243,14 @@ def main() -> None:
                         help="memories the clients write to, client i to the (i mod N)th; several counts are alternated "
                              "within each round")  # fmt: skip
     parser.add_argument("--dirs", nargs="+", default=[tempfile.gettempdir(), "/mnt/ext4/workers"])
-    parser.add_argument("--variant", nargs="+", choices=sorted(VARIANTS), default=["group"],
+    parser.add_argument("--before", metavar="SRC", help="also run the server from another source tree (variant 'before')")
+    parser.add_argument("--variant", nargs="+", choices=[*sorted(VARIANTS), "before"], default=["group"],
                         help="the server as it ships (group) and/or with one mechanism the old way, alternated "
                              "within each round (see VARIANTS)")  # fmt: skip
     args = parser.parse_args()
+    if args.before:
+        VARIANTS["before"] = {"PYTHONPATH": os.path.abspath(args.before)}
+        args.variant = [*args.variant, "before"] if "before" not in args.variant else args.variant
     runs: list[Run] = []
     load = [os.getloadavg()[0]]
     for place in args.dirs:

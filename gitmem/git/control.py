@@ -126,19 +126,6 @@ def check_ref_folders(git_dir: str, ref: str) -> None:
 _ref_folders: dict[tuple[str, str], tuple[str, ...]] = {}  # the folders on the way to a ref, joined once
 
 
-def config_files(git_dir: str) -> list[str]:
-    """The config files libgit2 reads for a repository, lowest priority first."""
-    home = os.environ.get("HOME", "")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
-    files = ["/etc/gitconfig"]
-    if xdg:
-        files.append(os.path.join(xdg, "git", "config"))
-    if home:
-        files.append(os.path.join(home, ".gitconfig"))
-    files.append(os.path.join(git_dir, "config"))
-    return files
-
-
 def check_config_text(path: str) -> None:
     """``unavailable`` when the config at ``path`` cannot be read as a control file or holds a NUL byte."""
     try:

@@ -35,7 +35,6 @@ import zlib
 from collections.abc import Iterator, Sequence
 
 from gitmem.errors import MemoryStoreError
-from gitmem.git.control import config_files
 from gitmem.localfile import open_local, read_control
 from gitmem.model import is_object_id
 
@@ -547,6 +546,19 @@ class Peek:
                 return None
             tree = oid
         return None
+
+
+def config_files(git_dir: str) -> list[str]:
+    """The config files libgit2 reads for a repository, lowest priority first."""
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    files = ["/etc/gitconfig"]
+    if xdg:
+        files.append(os.path.join(xdg, "git", "config"))
+    if home:
+        files.append(os.path.join(home, ".gitconfig"))
+    files.append(os.path.join(git_dir, "config"))
+    return files
 
 
 def _read_config(git_dir: str) -> dict[str, str]:

@@ -42,7 +42,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.git import cli
-from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of, config_files
+from gitmem.git.control import CONFIG_LIMIT, check_config_text, check_control_file, check_packs_of
 from gitmem.git.locks import Holder, WriterLock, remove_crashed_locks
 from gitmem.git.loose import open_repository, raise_if_corrupt
 from gitmem.git.perms import make_private_dir, write_private
@@ -135,7 +135,7 @@ class GitRepo:
             on_crash=functools.partial(_after_crash, self.path, self._gen_path, self.pending_path),
         )
         self._config_path = os.path.join(self.path, "config")
-        self._settings: tuple[tuple[object, ...], dict[str, str | None]] | None = None  # (config files' stats, values)
+        self._durable: tuple[tuple[int, int, int], bool] | None = None  # (config's stat, its gitmem.durable)
         self._commit_trees: dict[str, str] = {}  # commit -> tree id, for this process's latest commits
         self._made = ""  # the latest commit this process made: its write checked the config and the marks
         self.written = Written()
@@ -275,58 +275,47 @@ class GitRepo:
         return repo
 
     def config_get(self, key: str) -> str | None:
-        """``key`` in the mount's own config file (never the user's or the system's git config).
-
-        Read from a parse kept while the file's inode, size and mtime hold: the
-        kind, the review gate and durability are asked on every call and write,
-        and libgit2 stats and re-reads every config level at each lookup.
-        """
-        return self._config_values().get(_config_name(key))
+        self.durable()  # libgit2 re-reads a changed config, blocking: a FIFO or link there is refused first
+        with translate_errors(self.path):
+            try:
+                return self.repo.config[key]  # one lookup: `key in config` first asked libgit2 the same again
+            except KeyError:
+                return None
 
     def config_set(self, key: str, value: str) -> None:
         self.durable()
         with translate_errors(self.path):
             self.repo.config[key] = value
-        self._settings = None
+        self._durable = None
 
     def durable(self) -> bool:
-        """Whether the mount is durable (``gitmem.durable``): read at every write, from the kept parse.
+        """Whether the mount is durable (``gitmem.durable``): read at every write, from a cached parse.
 
-        A ``gitmem config`` made by another process changes the file's stat, so it
-        applies to the next write here.
+        The config is parsed again only when its size, mtime or inode changed, so
+        a ``gitmem config`` made by another process applies to the next write here.
         """
-        raw = self._config_values().get(DURABLE_KEY)
-        value = raw is not None and raw.strip().lower() in ("true", "yes", "on", "1")
+        try:
+            st = os.lstat(self._config_path)
+        except OSError:
+            return False
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._durable
+        if known is not None and known[0] == stamp:
+            return known[1]
+        check_control_file(self._config_path, CONFIG_LIMIT)  # a FIFO or link there: unavailable, not a hang
+        check_config_text(self._config_path)
+        try:  # the file alone, not through a handle: opening one asks this first
+            raw = pygit2.Config(self._config_path)[DURABLE_KEY]
+        except (KeyError, pygit2.GitError, OSError, ValueError):
+            raw = None
+        value = raw is not None and str(raw).strip().lower() in ("true", "yes", "on", "1")
+        self._durable = (stamp, value)
         if value and not _libgit2_fsync[0]:
             # libgit2 reads its switch when a handle opens its ref database: reopen this one.
             pygit2.settings.enable_fsync_gitdir(True)
             _libgit2_fsync[0] = True
             self._local.repo = None
         return value
-
-    def _config_values(self) -> dict[str, str | None]:
-        """Every config value libgit2 would give, by name, parsed again only when a config file's stat changed.
-
-        The user's and the system's files count as they do for libgit2 (limits may
-        be set there); the mount's own file is a control file, checked before it is read.
-        """
-        own = self._config_path
-        stamp = tuple(_stamp(path, follow=path != own) for path in config_files(self.path))
-        known = self._settings
-        if known is not None and known[0] == stamp:
-            return known[1]
-        check_control_file(own, CONFIG_LIMIT)  # a FIFO or link there: unavailable, not a hang
-        check_config_text(own)
-        values: dict[str, str | None] = {}
-        with translate_errors(self.path):  # the files alone, not through a handle: opening one asks this first
-            config = pygit2.Config()
-            for level, (path, seen) in enumerate(zip(config_files(self.path), stamp, strict=True), start=1):
-                if seen is not None:
-                    config.add_file(path, level)
-            for entry in sorted(config, key=lambda e: e.level):  # lowest priority first: the last one stands
-                values[entry.name] = entry.value
-        self._settings = (stamp, values)
-        return values
 
     def set_durable(self, enabled: bool = True) -> None:
         """Make every write to this mount fsync before it is acknowledged, in every process (or stop).
@@ -341,7 +330,7 @@ class GitRepo:
                 config[_GIT_FSYNC[0]] = _GIT_FSYNC[1]
             elif _GIT_FSYNC[0] in config:
                 del config[_GIT_FSYNC[0]]
-        self._settings = None
+        self._durable = None
         self.durable()
 
     # -- reads (no lock: refs and objects are read consistently from one head) --
@@ -867,21 +856,3 @@ def _after_crash(path: str, gen_path: str, pending_path: str, holder: Holder) ->
     if os.path.exists(pending_path):
         withdraw(path)  # it may have pruned without telling other handles: make them reopen
         _bump(gen_path)
-
-
-def _config_name(key: str) -> str:
-    """``key`` as libgit2 names its entries: section and name in lower case, a subsection as written."""
-    section, _, rest = key.partition(".")
-    subsection, dot, name = rest.rpartition(".")
-    return f"{section.lower()}.{subsection}{dot}{name.lower()}"
-
-
-def _stamp(path: str, follow: bool) -> object:
-    """What changes when the file at ``path`` is written, replaced, created or deleted."""
-    try:
-        st = os.stat(path) if follow else os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return object()  # equal to nothing: read again, and the reader says why it cannot
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
