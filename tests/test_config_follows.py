@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,21 +47,37 @@ def test_a_setting_another_process_changes_is_seen_by_the_next_question(repo: Gi
     assert repo.durable() is True
 
 
-def test_the_users_own_config_counts_and_the_mounts_wins(
-    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+FOLLOW_USER = r"""
+import subprocess, sys
+from pathlib import Path
+from gitmem.git.repo import GitRepo
+repo, user = GitRepo.open(sys.argv[1]), Path(sys.argv[2])
+def git_config(*args):
+    subprocess.run(["git", "config", "--file", sys.argv[1] + "/config", *args], check=True)
+seen = [repo.config_get(KEY)]
+user.write_text("[gitmem]\n\tmaxDescriptionChars = 3\n")
+seen.append(repo.config_get(KEY))  # written after the handle read the config: followed
+git_config(KEY, "5")
+seen.append(repo.config_get(KEY))  # the mount's own file outranks the user's
+git_config("--unset", KEY)
+seen.append(repo.config_get(KEY))
+user.write_text("")  # emptied (libgit2 keeps a deleted file's values until the process ends)
+seen.append(repo.config_get(KEY))
+print(seen)
+"""
+
+
+def test_the_users_own_config_counts_and_the_mounts_wins(repo: GitRepo, tmp_path: Path) -> None:
+    # libgit2 finds the user's config from HOME once per process: a process of its own.
     home = tmp_path / "home"
     home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
-    assert repo.config_get(KEY) is None
-    (home / ".gitconfig").write_text("[gitmem]\n\tmaxDescriptionChars = 3\n")
-    assert repo.config_get(KEY) == "3"  # written after the handle read the config: followed
-    _git_config(repo, KEY, "5")
-    assert repo.config_get(KEY) == "5"  # the mount's own file outranks the user's
-    _git_config(repo, "--unset", KEY)
-    (home / ".gitconfig").unlink()
-    assert repo.config_get(KEY) is None
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg")}
+    script = f"KEY = {KEY!r}\n" + FOLLOW_USER
+    done = subprocess.run(
+        [sys.executable, "-c", script, repo.path, str(home / ".gitconfig")],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "[None, '3', '5', '3', None]", done.stdout + done.stderr
 
 
 def test_a_config_swapped_for_a_link_or_fifo_after_it_was_read_fails_closed(repo: GitRepo, tmp_path: Path) -> None:
