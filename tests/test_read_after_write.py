@@ -184,16 +184,17 @@ def test_a_copy_naming_an_object_under_another_id_serves_it_under_none(tmp_path:
     (tmp_path / "gitmem").mkdir()
     (tmp_path / "objects" / "pack").mkdir(parents=True)
     written.publish(str(tmp_path), pack, pending.objects)
-    assert written.Written().adopt(str(tmp_path), (0, 0), real) is None  # a copy of a pack the store does not hold
+    key = bytes.fromhex(real)
+    assert written.Written().adopt(str(tmp_path), (0, 0), key) is None  # a copy of a pack the store does not hold
     packwrite.write_pack_files(str(tmp_path), sha, pack, idx, durable=False)
     kept = written.Written()
-    assert kept.adopt(str(tmp_path), (0, 0), "0" * 40) is None  # its bytes do not hash to the id the index names
-    assert kept.adopt(str(tmp_path), (0, 0), real) == (b"blob", b"a true object\n")
+    assert kept.adopt(str(tmp_path), (0, 0), bytes(20)) is None  # its bytes do not hash to the id the index names
+    assert kept.adopt(str(tmp_path), (0, 0), key) == (b"blob", b"a true object\n")
     assert kept.raw("0" * 40) is None and kept.raw(true_id) is None
     hint = tmp_path / written.LAST_PACK
     hint.write_bytes(hint.read_bytes()[:-1])  # cut short: nothing from it
     cut = written.Written()
-    assert cut.adopt(str(tmp_path), (0, 0), real) is None and cut.raw(real) is None
+    assert cut.adopt(str(tmp_path), (0, 0), key) is None and cut.raw(real) is None
 
 
 def test_a_settled_head_seen_by_one_lstat_still_sees_every_rewrite_of_the_ref(tmp_path: Path) -> None:

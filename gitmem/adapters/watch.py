@@ -494,14 +494,13 @@ def watch(
     debounce: float = DEFAULT_DEBOUNCE,
     poll_interval: float = DEFAULT_POLL,
     index: bool = True,
-    max_queued: int = 100_000,
 ) -> Iterator[Watch]:
     """A context manager watching ``names`` (or every mount) under ``root``; see the module docstring.
 
-    Changes are queued for iteration (at most ``max_queued``; older ones are
+    Changes are queued for iteration (at most 100,000; older ones are
     dropped first when nobody reads) and also passed to ``callback`` if given.
     """
-    changes: queue.Queue[RefChange] = queue.Queue(maxsize=max_queued)
+    changes: queue.Queue[RefChange] = queue.Queue(maxsize=100_000)
 
     def deliver(change: RefChange) -> None:
         while True:

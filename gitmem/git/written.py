@@ -158,8 +158,8 @@ class Written:
         found = self.object_under(oid, mark)
         return None if found is None else found[1]
 
-    def adopt(self, repo_path: str, mark: Mark, want: str) -> tuple[bytes, bytes] | None:
-        """Read the latest commit's copy; object ``want`` (its type and bytes) if the copy holds it.
+    def adopt(self, repo_path: str, mark: Mark, key: bytes) -> tuple[bytes, bytes] | None:
+        """Read the latest commit's copy; the object whose 20-byte id is ``key`` (its type and bytes) if the copy holds it.
 
         A commit another process made is in a pack this process has not seen.
         libgit2 finds it by listing ``objects/pack`` (~0.15 ms for a folder of a
@@ -167,14 +167,10 @@ class Written:
         index and pack. Here the copy of that commit's objects its writer left in
         :data:`LAST_PACK` is read instead: one ``pread`` of the descriptor kept
         from the last time (opened again once when the copy does not hold
-        ``want``: the file may be a new one). Its objects are checked and kept
+        ``key``: the file may be a new one). Its objects are checked and kept
         (:meth:`_keep`). A copy that is torn, damaged or of another commit (a
         writer outside gitmem moved the head) is let go, and libgit2 reads as before.
         """
-        key = _key(want)
-        return None if key is None else self._adopt(repo_path, mark, key)
-
-    def _adopt(self, repo_path: str, mark: Mark, key: bytes) -> tuple[bytes, bytes] | None:
         paths = self._paths.get(repo_path)
         if paths is None:
             paths = self._paths[repo_path] = (
@@ -274,7 +270,7 @@ class Written:
         One frame for the whole read, since each step costs several times its
         warm cost right after a write. ``trees``: commit to tree id, for the
         commits this process knows (its own); another process's commit is taken
-        from its writer's copy (:meth:`_adopt`, once per head) and noted there.
+        from its writer's copy (:meth:`adopt`, once per head) and noted there.
         ``known``: trees already parsed by id (the writer's tree cache holds every
         tree it made and every folder it edited), looked in before any kept tree
         is searched and walked through even when not kept here. ``load``: the
@@ -294,7 +290,7 @@ class Written:
             key = _key(commit)
             if key is None:
                 return None
-            found = (self._objects.get(key) if mark == self._mark else None) or self._adopt(repo_path, mark, key)
+            found = (self._objects.get(key) if mark == self._mark else None) or self.adopt(repo_path, mark, key)
             if found is None or found[0] != b"commit" or found[1][:5] != b"tree " or len(found[1]) < 46:
                 return None
             tree = found[1][5:45].decode("ascii", "replace")

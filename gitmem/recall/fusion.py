@@ -45,16 +45,14 @@ def lexical_led(
     lexical: Sequence[tuple[str, float]],
     semantic: Sequence[tuple[str, float]],
     *,
-    weight: float = WEIGHT,
-    gate: float = GATE,
     ideal: float = 0.0,
 ) -> dict[str, float]:
     """Fused scores of every id either branch found (scores > 0 only); ``ideal``: see the module docstring."""
     best = max(ideal, max((s for _, s in lexical), default=0.0))
     out = {doc_id: s / best for doc_id, s in lexical if s > 0.0} if best > 0.0 else {}
     for doc_id, cosine in semantic:
-        if cosine >= gate:
-            out[doc_id] = out.get(doc_id, 0.0) + weight * cosine
+        if cosine >= GATE:
+            out[doc_id] = out.get(doc_id, 0.0) + WEIGHT * cosine
     return out
 
 

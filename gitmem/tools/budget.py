@@ -44,10 +44,6 @@ def nbytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def cost(pieces: Sequence[str]) -> int:
-    return sum(nbytes(p) + 1 for p in pieces)
-
-
 def water_fill(needs: Sequence[int], total: int) -> list[int]:
     """Split ``total`` evenly over ``needs``; what one does not need goes to the rest.
 

@@ -10,8 +10,13 @@ from hypothesis import strategies as st
 
 from gitmem import InMemoryFileStore
 from gitmem.tools import FileMemoryLimits, FileMount, MemoryCursors
-from gitmem.tools.budget import cost, escape_json, fit_index, water_fill
+from gitmem.tools.budget import escape_json, fit_index, nbytes, water_fill
 from tools.support import Agent, one, parse_block
+
+
+def cost(pieces: list[str]) -> int:
+    """Bytes of the lines as a block holds them, each with its newline."""
+    return sum(nbytes(p) + 1 for p in pieces)
 
 
 def store_with(files: dict[str, str]) -> InMemoryFileStore:

@@ -42,14 +42,6 @@ def _text(text: str) -> str:
     return read_stdin(errors="surrogateescape") if text == "-" else text
 
 
-def _json(record: MemoryRecord) -> dict[str, object]:
-    out: dict[str, object] = {"id": record.id, "text": record.text}
-    if record.score is not None:
-        out["score"] = round(record.score, 4)
-    out["updated_at"] = record.updated_at.isoformat() if record.updated_at else None
-    return out
-
-
 def _line(record: MemoryRecord) -> str:
     when = record.updated_at.strftime("%Y-%m-%d %H:%M:%S") if record.updated_at else "-"
     score = f"  {record.score:.2f}" if record.score is not None else ""
@@ -89,7 +81,7 @@ def init_records(state: State, name: str) -> None:
 def add_record(state: State, name: str, text: str, namespace: str) -> None:
     """Add a record holding TEXT ("-" reads it from stdin). Prints its id."""
     record = _store(state, name, namespace).add(_text(text), origin=state.origin)
-    emit({"record": _json(record)}, record.id)
+    emit({"record": record}, record.id)
 
 
 @records.command(name="list")
@@ -109,7 +101,7 @@ def list_records(state: State, name: str, namespace: str, limit: int, cursor: st
         if page.next_cursor:
             say(f"(more: --cursor {page.next_cursor})", err=True)
 
-    emit({"records": [_json(r) for r in page.records], "next_cursor": page.next_cursor}, show)
+    emit({"records": page.records, "next_cursor": page.next_cursor}, show)
 
 
 @records.command(name="search")
@@ -127,7 +119,7 @@ def search_records(state: State, name: str, query: str, namespace: str, limit: i
         for record in found:
             say(_line(record))
 
-    emit({"records": [_json(r) for r in found]}, show)
+    emit({"records": found}, show)
 
 
 @records.command(name="update")
@@ -141,7 +133,7 @@ def search_records(state: State, name: str, query: str, namespace: str, limit: i
 def update_record(state: State, name: str, record_id: str, text: str, namespace: str) -> None:
     """Replace the text of record ID ("-" reads it from stdin); the last write wins."""
     record = _store(state, name, namespace).update(record_id, _text(text), origin=state.origin)
-    emit({"record": _json(record)}, f"updated {record.id}")
+    emit({"record": record}, f"updated {record.id}")
 
 
 @records.command(name="rm")
@@ -187,8 +179,4 @@ def log_records(state: State, name: str, record_id: str | None, namespace: str, 
             who = e.origin.principal_id or e.author or "-"
             say(f"{e.commit[:12]}  {e.time.isoformat(timespec='seconds')}  {who}  {e.summary}")
 
-    payload = [
-        {"commit": e.commit, "time": e.time.isoformat(), "op": e.op, "summary": e.summary, "paths": list(e.paths)}
-        for e in entries
-    ]
-    emit({"entries": payload}, show)
+    emit({"entries": entries}, show)
