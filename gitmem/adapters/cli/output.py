@@ -299,6 +299,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
         return f"the memory was removed; create it again with `gitmem init {name}`"
     if code == "unavailable":
         lowered = exc.message.lower()
+        if lowered.startswith(("stdin ", "cannot read stdin")):  # first: "non-blocking" is not about a lock
+            return "give the content on an open, readable stdin (a pipe, or a file redirected with <), or name a file"
         if "lock" in lowered or "timed out" in lowered or "busy" in lowered:
             return "another writer holds the memory's lock; retry shortly"
         if "config" in lowered:
