@@ -156,14 +156,14 @@ class FileAccessStats:
             # The ids may be of items erased since this log was read: drop them, and start from the new stamp.
             self._seen = derived.Generation.read(self._seen.stamp)
             return
-        derived.publish(self._seen, self.path, lambda: self._write(line))
+        derived.publish(self._seen, self.path, lambda folder, name: self._write(line, folder, name))
 
-    def _write(self, line: str) -> None:
+    def _write(self, line: str, folder: int, name: str) -> None:
         data = line.encode("utf-8")
         fd = self._locked(fcntl.LOCK_SH)
         try:
             try:
-                out = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                out = open_private(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, dir_fd=folder)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot write {self.path}: {exc}") from exc
             try:
