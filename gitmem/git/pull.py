@@ -13,8 +13,10 @@ What gitmem adds to ``git fetch`` is on the receiving side:
    and every object git's strict checks (``index-pack --strict``, as for a push;
    run by gitmem, so a user's ``fetch.fsck.*`` settings cannot weaken them);
 3. only then do objects move into the mount, exactly those the new ``main``
-   reaches (not the remote's erasure ledger, not anything else the fetch
-   brought), and ``main`` moves by compare-and-swap under the writer lock.
+   reaches (not anything else the fetch brought), and ``main`` moves by
+   compare-and-swap under the writer lock; the remote's erasure ledger entries
+   this memory lacks, which the checks read (built in the quarantine), are
+   adopted under the same hold, never by a refused pull.
 
 Every pulled commit that ``main`` does not already hold is checked, whatever
 other refs of the mount point at. Kept apart from :mod:`gitmem.git.remote` so a
