@@ -131,3 +131,13 @@ def test_a_path_that_is_under_the_base_only_once_an_encoded_slash_is_decoded_is_
                      "/.well-known/oauth-protected-resource/memories%2Fmcp"):  # fmt: skip
             status, body = _raw_get(url, path, TOKEN)
             assert status == 404 and b"under /memories/" in body, (path, status, body)
+
+
+def test_a_route_that_is_no_repository_under_the_base_names_the_clone_url_with_the_base(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(TOKEN, "alice", ["team"], "write"))
+    with serving(root.path, tokens, "--base-path", "/memories") as served:
+        status, body = _raw_get(served.info["url"], "/memories/team", TOKEN)
+        assert status == 404 and b"http://HOST:PORT/memories/<name>.git" in body, body
