@@ -320,10 +320,21 @@ class WriterLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
+        """Close this thread's descriptor of the lock file, unless a hold of this thread still holds the lock by it.
+
+        Closing the descriptor lets the ``flock`` go: a close inside an outer hold (a fold's,
+        run inside gc, purge or forget) gave the lock to any other process mid-hold, and the
+        outer hold then wrote its record through a number the process may have reused. The
+        descriptor then stays, for the outer hold to let go and this thread to use again.
+        """
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
+        if desc is None:
+            return
+        line = _held_line(self.path)
+        if desc.fd is not None and desc.fd in (getattr(self._local, "holding", None), line and line.fd):
+            return
         self._local.desc = None
-        if desc is not None:
-            desc.close()
+        desc.close()
 
 
 class _Line:

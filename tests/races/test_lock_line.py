@@ -256,3 +256,27 @@ def test_the_count_survives_holds_nested_through_two_handles(tmp_path: Path) -> 
         assert one.count == 8
     with two.hold():
         assert two.count == 8
+
+
+@pytest.mark.parametrize("same_object", [True, False])
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_fold_inside_maintenance_keeps_the_fold_lock_until_the_maintenance_ends(
+    tmp_path: Path, same_object: bool, wait: bool
+) -> None:
+    """A fold ends by closing its thread's descriptor of the fold lock; run inside a hold of that lock
+    (a write's fold inside gc, purge or forget), that descriptor was the outer hold's: the lock went
+    to any other process mid-maintenance, and the maintenance's end wrote its record through a
+    closed descriptor, which the process may have handed to another file meanwhile."""
+    repo = _repo(tmp_path)
+    with repo.maintenance("gc"):
+        pass
+    inner = repo if same_object else GitRepo(repo.path)
+    path = repo.fold_lock.path
+    with repo.maintenance("gc"):
+        assert inner.fold_once(wait)
+        assert _taken_elsewhere(path), "the nested fold let the fold lock go while maintenance still holds it"
+        holder = repo.fold_lock.holder()
+        assert holder is not None and holder.held
+    assert not _taken_elsewhere(path)
+    holder = repo.fold_lock.holder()
+    assert holder is not None and not holder.held
