@@ -82,9 +82,16 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
                 raise MemoryStoreError(
                     "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
                 )
-        folder.mkdir(exist_ok=True)
-        for target in targets:
-            replace_file(target, hook_script(target.name, python or sys.executable), mode=0o755)
+        # Written through the folder's descriptor, no link followed on the way from the mount: a
+        # ``hooks`` planted as a link (or swapped for one meanwhile) would take the scripts elsewhere.
+        folder.mkdir(exist_ok=True)  # as git makes it (the umask's mode), not the private 0700 of gitmem's own
+        dir_fd = local_folder_fd(folder, root=mount)
+        try:
+            for target in targets:
+                script = hook_script(target.name, python or sys.executable)
+                replace_file(target.name, script, mode=0o755, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
