@@ -209,7 +209,14 @@ def pull(
 
         def landed(result: MergeResult) -> None:  # under the writer lock, main moved or up to date
             if ledger is not None:
-                _adopt_ledger(git, held, ledger)
+                try:
+                    _adopt_ledger(git, held, ledger)
+                except MemoryStoreError as exc:  # main holds nothing it erased (checked against it): say what moved
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"main now holds {remote}/main ({result.after[:12]}), but the remote's erasure ledger "
+                        f"was not adopted: {exc.message}; pull again to adopt it",
+                    ) from exc
             closed.extend(drop_merged(git, result.after))
 
         try:

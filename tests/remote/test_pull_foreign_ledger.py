@@ -276,3 +276,28 @@ def test_a_pull_that_lands_adopts_the_ledger_and_is_checked_against_it(pair: tup
     with pytest.raises(MemoryStoreError) as refused:
         store.sync.write("notes/c.md", erased, expected=None)
     assert refused.value.code == "forbidden"
+
+
+def test_a_ledger_that_cannot_be_adopted_once_main_landed_says_main_moved(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger is adopted after main moved (under the same hold): should that fail, the refusal says main
+    moved and that another pull adopts the ledger, rather than read as a pull that changed nothing."""
+    from gitmem.git import pull as pull_module
+
+    root, hosting = pair
+    store = root.mount("user")
+    _forge_main_commit(hosting, tmp_path, "notes/b.md", "their note\n")
+    _forge_ledger(hosting, [_entry(1, ("ab" * 20,))])
+
+    def failing(*args: object, **kwargs: object) -> int:
+        raise MemoryStoreError("unavailable", "cannot store the erasure ledger: disk full")
+
+    monkeypatch.setattr(pull_module, "_adopt_ledger", failing)
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(store, "origin")
+    assert "main now holds" in caught.value.message and "pull again" in caught.value.message
+    assert store.sync.read("notes/b.md").text == "their note\n"
+    monkeypatch.undo()
+    remotes.pull(store, "origin")
+    assert "ab" * 20 in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=store.path).stdout
