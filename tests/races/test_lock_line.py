@@ -280,3 +280,38 @@ def test_a_fold_inside_maintenance_keeps_the_fold_lock_until_the_maintenance_end
     assert not _taken_elsewhere(path)
     holder = repo.fold_lock.holder()
     assert holder is not None and not holder.held
+
+
+@pytest.mark.parametrize("same_object", [True, False])
+def test_a_hold_inside_a_try_hold_keeps_the_lock_until_the_try_hold_ends(tmp_path: Path, same_object: bool) -> None:
+    """``try_hold`` (a fold that does not wait) took the flock without its place in the process's line: a
+    hold nested in it through the same handle let the flock go at its end while the outer one went on,
+    and one through another handle of the memory waited out its timeout behind its own thread."""
+    repo = GitRepo(str(GitFileStore.init(tmp_path / "m.git").sync.repo.path), lock_timeout=2.0)
+    path = repo.fold_lock.path
+    with repo.fold_lock.hold():
+        pass
+    inner = repo if same_object else GitRepo(repo.path, lock_timeout=2.0)
+    with repo.fold_lock.try_hold("fold") as got:
+        assert got
+        with inner.fold_lock.hold("fold"):
+            pass
+        assert _taken_elsewhere(path), "the nested hold let the lock go while the try_hold still holds it"
+        holder = repo.fold_lock.holder()
+        assert holder is not None and holder.held
+    assert not _taken_elsewhere(path)
+    held_elsewhere = threading.Event()
+    done = threading.Event()
+
+    def other_thread() -> None:
+        with repo.fold_lock.hold("fold"):
+            held_elsewhere.set()
+            done.wait(30)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    assert held_elsewhere.wait(30)
+    with repo.fold_lock.try_hold("fold") as got:  # another thread holds it: not taken, at once
+        assert not got
+    done.set()
+    worker.join(30)
