@@ -127,3 +127,23 @@ def test_a_derived_cache_is_not_written_through_a_folder_swapped_after_its_check
     publish_json(folder / "cache.json", {"a": 1}, seen)
     assert swapped
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_the_access_statistics_are_not_written_through_a_folder_swapped_after_its_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compacted: bool
+) -> None:
+    """The append went through the folder checked; its lock file and the compaction it may end in went by path."""
+    from gitmem.session.stats import FileAccessStats
+
+    mount = tmp_path / "m.git"
+    folder = mount / "gitmem" / "stats"
+    folder.mkdir(parents=True)
+    (mount / "gitmem" / "generation").write_text("g1\n")
+    outside = _outside(tmp_path)
+    stats = FileAccessStats(folder / "access.log", compact_bytes=1 if compacted else 1 << 20,
+                            stamp=str(mount / "gitmem" / "generation"))  # fmt: skip
+    swapped = _swap_after_look(monkeypatch, folder, outside)
+    stats.record(["a", "b"], 1.0)
+    assert swapped
+    assert list(outside.iterdir()) == []
