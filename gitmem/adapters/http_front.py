@@ -123,8 +123,13 @@ class FrontApp:
             environ["SCRIPT_NAME"] = str(environ.get("SCRIPT_NAME", "")) + base
             path = path[len(base) :] or "/"
             environ["PATH_INFO"] = path
-        if path == HEALTH_PATH and environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
-            return text_response(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
+        if path == HEALTH_PATH:
+            if environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+                return text_response(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
+            # Not the git app's "no such repository": the route is there, for these methods.
+            return text_response(
+                start_response, "405 Method Not Allowed", "/health answers GET and HEAD\n", [("Allow", "GET, HEAD")]
+            )
         return self.app(environ, start_response)
 
     def body_cap(self, method: str, path: str, authorization: str) -> int | None:
