@@ -29,7 +29,6 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
@@ -84,13 +83,12 @@ def publish_json(
     JSON, never pickle: loading a file must not run code, whoever wrote it. Written
     to a temporary file and renamed, so a reader sees the old file or the new one.
     """
-    return derived.publish(seen, path, lambda: _write_json(Path(path), body, fsync))
+    return derived.publish(seen, path, lambda folder, name: _write_json(folder, name, body, fsync))
 
 
-def _write_json(target: Path, body: Mapping[str, object], fsync: bool) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _write_json(folder: int, name: str, body: Mapping[str, object], fsync: bool) -> None:
     # dumps, not dump: only dumps uses the C encoder (dump streams through Python).
-    replace_file(target, json.dumps(body, ensure_ascii=False, separators=(",", ":")), fsync=fsync)
+    replace_file(name, json.dumps(body, ensure_ascii=False, separators=(",", ":")), fsync=fsync, dir_fd=folder)
 
 
 class CatchUp(ABC):

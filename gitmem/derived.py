@@ -9,7 +9,7 @@ disk after ``forget`` returned. So every writer of derived state does this::
 
     seen = derived.Generation.read(stamp)   # before reading the store
     ... read the store, build the result ...
-    derived.publish(seen, target, write)    # writes, then re-reads the stamp
+    derived.publish(seen, target, write)    # write(folder_fd, name), then re-reads the stamp
 
 ``stamp`` is the mount's ``gitmem/generation`` file, which ``purge`` and
 ``forget`` rewrite *before* deleting the derived files. :func:`publish` gives
@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from gitmem.localfile import local_folder, open_local
+from gitmem.localfile import local_folder_fd, open_folder, open_local
 from gitmem.model import Value
 
 _STAMP_BYTES = 4096
@@ -82,44 +82,53 @@ def stamp_of(store: object) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[], object]) -> bool:
+def publish(seen: Generation, target: str | os.PathLike[str], write: Callable[[int, str], object]) -> bool:
     """Run ``write`` (which replaces ``target`` atomically) unless history was erased since ``seen``.
 
-    Returns whether the result stands. After a forget or purge, ``target`` is
-    deleted instead (whichever writer put it there: it holds pre-erasure text
-    or is rebuilt cheaply). Nothing is written (``False``) when a folder between
-    the mount and ``target`` is a link (:func:`_real_folders`).
+    ``write`` gets a descriptor of ``target``'s folder and ``target``'s name in it, and
+    writes through them (``dir_fd=``). Returns whether the result stands. After a forget
+    or purge, ``target`` is deleted instead (whichever writer put it there: it holds
+    pre-erasure text or is rebuilt cheaply). Nothing is written (``False``) when a folder
+    between the mount and ``target`` is a link (:func:`_folder`).
     """
     if not seen.current():
         return False
-    if not _real_folders(seen, target):
+    folder = _folder(seen, target)
+    if folder is None:
         return False
-    write()
-    if seen.current():
-        return True
+    name = os.path.basename(os.fspath(target))
     try:
-        os.unlink(target)
-    except FileNotFoundError:
-        pass
-    return False
+        write(folder, name)
+        if seen.current():
+            return True
+        try:
+            os.unlink(name, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        return False
+    finally:
+        os.close(folder)
 
 
-def _real_folders(seen: Generation, target: str | os.PathLike[str]) -> bool:
-    """Make ``target``'s folder, when it is inside the mount ``seen`` guards, of real folders only; whether it is.
+def _folder(seen: Generation, target: str | os.PathLike[str]) -> int | None:
+    """A descriptor of ``target``'s folder, made when missing; ``None`` when it is in the mount ``seen`` guards and
+    a folder from the mount down to it is a link.
 
     Derived files hold the mount's texts and names; a folder of them planted as a
     link (``gitmem/recall`` made to point elsewhere) would have them written
     outside the mount, since the opener refuses a link only in place of the file
-    itself. A target outside the mount (a caller's own folder) is the caller's.
+    itself. Inside the mount every folder is entered through the one above, no
+    link followed (:func:`gitmem.localfile.local_folder_fd`), and the file written
+    through the descriptor: a folder swapped for a link after that is not followed
+    either. A target outside the mount (a caller's own folder) is the caller's.
     """
-    if seen.stamp is None:
-        return True
-    mount = os.path.dirname(os.path.dirname(os.path.abspath(seen.stamp)))  # <mount>/gitmem/generation
     folder = os.path.dirname(os.path.abspath(target))
-    if os.path.commonpath([folder, mount]) != mount:
-        return True
-    try:
-        local_folder(folder, root=mount)
-    except OSError:  # a link (or no folder can be made): a cache not saved costs only speed
-        return False
-    return True
+    if seen.stamp is not None:
+        mount = os.path.dirname(os.path.dirname(os.path.abspath(seen.stamp)))  # <mount>/gitmem/generation
+        if os.path.commonpath([folder, mount]) == mount:
+            try:
+                return local_folder_fd(folder, root=mount)
+            except OSError:  # a link (or no folder can be made): a cache not saved costs only speed
+                return None
+    os.makedirs(folder, exist_ok=True)
+    return open_folder(folder, follow=True)

@@ -36,7 +36,7 @@ from gitmem.git.pushcheck import RefUpdate, check_updates
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
 from gitmem.index import catch_up
-from gitmem.localfile import local_folder, open_private, read_control, replace_file
+from gitmem.localfile import local_folder_fd, open_folder, open_private, read_control, replace_file
 
 if TYPE_CHECKING:
     from gitmem.git.forgecheck import RangeCheck
@@ -82,9 +82,16 @@ def install_hooks(mount_path: str | os.PathLike[str], *, force: bool = False, py
                 raise MemoryStoreError(
                     "already_exists", f"{target} exists and was not written by gitmem; pass force to replace it"
                 )
-        folder.mkdir(exist_ok=True)
-        for target in targets:
-            replace_file(target, hook_script(target.name, python or sys.executable), mode=0o755)
+        # Written through the folder's descriptor, no link followed on the way from the mount: a
+        # ``hooks`` planted as a link (or swapped for one meanwhile) would take the scripts elsewhere.
+        folder.mkdir(exist_ok=True)  # as git makes it (the umask's mode), not the private 0700 of gitmem's own
+        dir_fd = local_folder_fd(folder, root=mount)
+        try:
+            for target in targets:
+                script = hook_script(target.name, python or sys.executable)
+                replace_file(target.name, script, mode=0o755, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
     except OSError as exc:  # e.g. a mount owned by another user, a read-only disk
         raise MemoryStoreError("unavailable", f"cannot write the hooks into {folder}: {exc}") from exc
     return targets
@@ -203,20 +210,27 @@ def _open_log(path: str, mount_path: str) -> int:
     """The hooks log at ``path`` opened to append; its folder, when inside the mount, is made of real folders.
 
     ``<mount>/gitmem`` planted as a link would have the log written (or rotated) wherever it
-    points: from the mount down no folder may be a link (:func:`gitmem.localfile.local_folder`).
+    points: from the mount down no folder may be a link, and the log is rotated and opened
+    through the descriptor of the folder so checked (:func:`gitmem.localfile.local_folder_fd`),
+    never by a path a swapped folder would redirect.
     """
-    folder = os.path.dirname(os.path.abspath(path))
+    folder, name = os.path.split(os.path.abspath(path))
     mount = os.path.abspath(mount_path)
     if os.path.commonpath([folder, mount]) == mount:
-        local_folder(folder, root=mount)
+        dir_fd = local_folder_fd(folder, root=mount)
     else:  # a log the caller named outside the mount is the caller's
         os.makedirs(folder, exist_ok=True)
+        dir_fd = open_folder(folder, follow=True)
     try:
-        if os.path.getsize(path) > _LOG_LIMIT:
-            os.replace(path, path + ".1")
-    except OSError:
-        pass
-    return open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # a FIFO there must not hang a push
+        try:
+            if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size > _LOG_LIMIT:
+                os.replace(name, name + ".1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError:
+            pass
+        # a FIFO there must not hang a push
+        return open_private(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def log_line(mount_path: str, text: str, *, path: str | None = None) -> None:

@@ -75,10 +75,10 @@ def open_regular(path: str | os.PathLike[str]) -> int | None:
         return None
 
 
-def read_local(path: str | os.PathLike[str], limit: int) -> bytes | None:
+def read_local(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None) -> bytes | None:
     """The bytes of the file at ``path`` if it is a regular file of at most ``limit`` bytes; else ``None``."""
     try:
-        fd, st = open_local_stat(path)
+        fd, st = open_local_stat(path, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -138,9 +138,9 @@ def read_local_head(path: str | os.PathLike[str], size: int, *, offset: int = 0)
         os.close(fd)
 
 
-def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
+def read_local_text(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None) -> str | None:
     """:func:`read_local` decoded as UTF-8 (newlines kept as they are); ``None`` when it is not UTF-8."""
-    raw = read_local(path, limit)
+    raw = read_local(path, limit, dir_fd=dir_fd)
     if raw is None:
         return None
     try:
@@ -149,9 +149,9 @@ def read_local_text(path: str | os.PathLike[str], limit: int) -> str | None:
         return None
 
 
-def load_local_json(path: str | os.PathLike[str], limit: int) -> Any:
+def load_local_json(path: str | os.PathLike[str], limit: int, *, dir_fd: int | None = None) -> Any:
     """The JSON value in the file at ``path``; ``None`` when missing, unusable, not JSON or nested too deep."""
-    text = read_local_text(path, limit)
+    text = read_local_text(path, limit, dir_fd=dir_fd)
     if text is None:
         return None
     try:
@@ -291,7 +291,7 @@ def parse_json(text: str | bytes, *, limit: int | None = None, depth: int = JSON
 FILE_MODE: Final = 0o600
 
 
-def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE) -> int:
+def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE, *, dir_fd: int | None = None) -> int:
     """``os.open`` creating the file ``mode`` (``0600`` unless told; the umask can only narrow it); close-on-exec.
 
     Files under a mount are input from whoever can write its folder, so no link
@@ -302,7 +302,8 @@ def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
     With ``O_CREAT | O_EXCL`` the call made the file (anything already there,
     a link included, fails it), so there is nothing to check (two syscalls fewer
     for each pack a write leaves). ``O_TRUNC`` cuts the file only once it passed
-    the checks: the open itself would cut another name's file first.
+    the checks: the open itself would cut another name's file first. ``dir_fd``: ``path``
+    is a name in that folder (:func:`local_folder_fd`), reached without resolving any path to it.
     """
     created = flags & (os.O_CREAT | os.O_EXCL) == os.O_CREAT | os.O_EXCL
     truncate = bool(flags & os.O_TRUNC) and not created
@@ -311,6 +312,7 @@ def open_private(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
             path,
             flags & ~(os.O_TRUNC if truncate else 0) | os.O_CLOEXEC | os.O_NOFOLLOW | (0 if created else os.O_NONBLOCK),
             mode,
+            dir_fd=dir_fd,
         )
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -351,6 +353,7 @@ def replace_file(
     once: bool = False,
     keep: bool = False,
     mode: int | None = None,
+    dir_fd: int | None = None,
 ) -> bool:
     """Put ``data`` at ``path`` at once: a reader sees the old file or the new, never half.
 
@@ -359,16 +362,17 @@ def replace_file(
     there itself, never its target) or, ``once``, linked in only where nothing is
     (``False`` when something was). ``keep`` gives it the owner, group and mode of the
     regular file it replaces, ``mode`` that mode. On any failure the fresh file is gone and ``path`` is as it was.
+    ``dir_fd``: ``path`` is a name in that folder, and so is every file made, renamed or linked.
     """
     target = os.fspath(path)
     folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dir_fd=dir_fd)
     moved = False
     try:
         with os.fdopen(fd, "wb") as out:
             if keep:
-                _keep_owner_and_mode(fd, target)
+                _keep_owner_and_mode(fd, target, dir_fd)
             if mode is not None:
                 os.fchmod(fd, mode)
             out.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -376,9 +380,9 @@ def replace_file(
                 out.flush()
                 os.fsync(out.fileno())
         if once:
-            os.link(tmp, target)
+            os.link(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         else:
-            os.replace(tmp, target)
+            os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             moved = True
         return True
     except FileExistsError:
@@ -388,7 +392,7 @@ def replace_file(
     finally:
         if not moved:
             try:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dir_fd)
             except OSError:
                 pass
 
@@ -413,14 +417,14 @@ def fsync_folder(folder: str, *, follow: bool = False) -> None:
         os.close(dir_fd)
 
 
-def _keep_owner_and_mode(fd: int, target: str) -> None:
+def _keep_owner_and_mode(fd: int, target: str, dir_fd: int | None = None) -> None:
     """Give the file ``fd`` the owner, group and mode of the regular file at ``target`` (none there: as it is).
 
     ``fchown`` is refused to a caller who is not root (or not in the group): the
     owner, then the group alone, is tried, and what is refused is left as it is.
     """
     try:
-        old = os.lstat(target)
+        old = os.stat(target, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return
     if not stat.S_ISREG(old.st_mode):
@@ -497,6 +501,8 @@ def connect_local_sqlite(
 
     name = os.fspath(path)
     within = None if root is None else os.fspath(root)
+    # SQLite opens the file and its companions by name: a check, then an open by path, is all there is
+    # (a folder swapped for a link between the two is followed by SQLite; it offers no descriptor to open through).
     if within is not None:
         try:
             local_folder(os.path.dirname(os.path.abspath(name)), root=within)
@@ -537,29 +543,57 @@ def _write_ahead(db: sqlite3.Connection, patience: float) -> None:
         time.sleep(0.005)
 
 
-def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> str:
-    """Folder ``path`` below ``root``, its missing folders created ``0700``; ``OSError`` when one is a link.
+def local_folder_fd(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> int:
+    """A descriptor of folder ``path`` below ``root``, its missing folders created ``0700``; ``OSError`` when one is a link.
 
     Every folder from ``root`` down must be a real folder: a link planted as
     ``gitmem/derived`` would otherwise put whatever is written "in the mount"
-    somewhere else. ``root`` itself may be reached through links (the user chose it).
+    somewhere else. Each is made and entered by its name in the descriptor of the one
+    above (no link followed), so the descriptor is the folder that was checked: a
+    writer that opens its file through it (``dir_fd=``) writes there even if the folder
+    is renamed away and a link put in its place meanwhile, which a check of the path
+    followed by an open of the path would follow. ``root`` itself may be reached
+    through links (the user chose it). The caller closes the descriptor.
     """
     path, top = os.path.abspath(path), os.path.abspath(root)
     rel = os.path.relpath(path, top)
-    if rel == os.curdir:
-        return path
-    if rel.split(os.sep)[0] == os.pardir:
+    if rel != os.curdir and rel.split(os.sep)[0] == os.pardir:
         raise OSError(errno.EINVAL, f"{path} is not inside {top}")
+    fd = open_folder(top, follow=True)
+    if rel == os.curdir:
+        return fd
     here = top
-    for part in rel.split(os.sep):
-        here = os.path.join(here, part)
-        try:
-            os.mkdir(here, 0o700)
-        except FileExistsError:
-            pass
-        if not stat.S_ISDIR(os.lstat(here).st_mode):
-            raise OSError(errno.ELOOP, f"{here} is a link or not a folder; gitmem does not follow it")
-    return path
+    try:
+        for part in rel.split(os.sep):
+            here = os.path.join(here, part)
+            try:
+                os.mkdir(part, 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                inner = open_folder(part, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise OSError(errno.ELOOP, f"{here} is a link or not a folder; gitmem does not follow it") from None
+                raise
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def local_folder(path: str | os.PathLike[str], *, root: str | os.PathLike[str]) -> str:
+    """Folder ``path`` below ``root``, made and checked as :func:`local_folder_fd` does; its path, for a library.
+
+    For code that cannot open through a descriptor: SQLite and LanceDB open their files by
+    name. This is a check followed by an open by path, which a folder swapped for a link
+    in between defeats; there is no more to be had from outside the library. gitmem's own
+    writers use :func:`local_folder_fd` and open through the descriptor instead.
+    """
+    os.close(local_folder_fd(path, root=root))
+    return os.path.abspath(path)
 
 
 def read_control(

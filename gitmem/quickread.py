@@ -347,7 +347,7 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: deriv
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
         make_private_dir(folder)
-        derived.publish(seen, target, lambda: replace_file(target, text))
+        derived.publish(seen, target, lambda folder, name: replace_file(name, text, dir_fd=folder))
     except OSError:
         try:
             os.unlink(target)

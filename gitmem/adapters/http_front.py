@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from gitmem.adapters.http_server import REQUEST_SLACK, StartResponse, WSGIApp, text_response
 from gitmem.adapters.origins import OriginGate
@@ -65,6 +66,27 @@ def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base + "/")
 
 
+def _as_sent(environ: dict[str, Any]) -> str:
+    """The request's path decoded segment by segment, an encoded slash kept as ``%2F``: where its segments part.
+
+    The server decodes ``PATH_INFO`` whole, so ``/base%2Fx`` (one segment, ``base/x``) reads
+    there as ``x`` under ``/base``. A proxy that forwards ``/base/`` alone never sends it,
+    and it must not be answered as under the base. The raw request line the server keeps
+    (``REQUEST_URI``) says where the segments part; without one, ``PATH_INFO`` is all there is.
+    """
+    raw = environ.get("REQUEST_URI")
+    if not isinstance(raw, str) or not raw:
+        return str(environ.get("PATH_INFO", ""))
+    if raw.startswith("//"):  # as the server splits it: a path, not a network location
+        path = raw.partition("#")[0].partition("?")[0]
+    else:
+        try:
+            path = urlsplit(raw).path
+        except ValueError:
+            return str(environ.get("PATH_INFO", ""))
+    return "/".join(unquote(part, encoding="latin-1").replace("/", "%2F") for part in path.split("/"))
+
+
 class FrontApp:
     """What waitress serves before the git and MCP apps: the base path, and ``GET /health``.
 
@@ -87,18 +109,27 @@ class FrontApp:
         path = str(environ.get("PATH_INFO", ""))
         base = self.base_path
         if base:
-            known = _WELL_KNOWN.match(path)
+            # Decided on the path as sent (an encoded slash is no segment's end); the prefix found
+            # there has no escape left in it, so it has the same length in the decoded PATH_INFO.
+            sent = _as_sent(environ)
+            known = _WELL_KNOWN.match(sent)
             if known and _under(known.group(2), base):
                 # RFC 8414 / RFC 9728: the metadata of https://host/base/mcp is at
                 # /.well-known/NAME/base/mcp, at the host's root; answered as /base/.well-known/NAME/mcp.
-                path = base + known.group(1) + known.group(2)[len(base) :]
-            if not _under(path, base):
+                prefix = len(known.group(1)) + len(base)
+                sent = path = base + known.group(1) + path[prefix:]
+            if not _under(sent, base) or not _under(path, base):
                 return text_response(start_response, "404 Not Found", f"this server answers under {base}/ only\n")
             environ["SCRIPT_NAME"] = str(environ.get("SCRIPT_NAME", "")) + base
             path = path[len(base) :] or "/"
             environ["PATH_INFO"] = path
-        if path == HEALTH_PATH and environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
-            return text_response(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
+        if path == HEALTH_PATH:
+            if environ.get("REQUEST_METHOD", "GET") in ("GET", "HEAD"):
+                return text_response(start_response, "200 OK", "ok\n", [("Cache-Control", "no-store")])
+            # Not the git app's "no such repository": the route is there, for these methods.
+            return text_response(
+                start_response, "405 Method Not Allowed", "/health answers GET and HEAD\n", [("Allow", "GET, HEAD")]
+            )
         return self.app(environ, start_response)
 
     def body_cap(self, method: str, path: str, authorization: str) -> int | None:

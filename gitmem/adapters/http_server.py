@@ -253,8 +253,9 @@ class GitHttpApp:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         match = _ROUTE.match(environ.get("PATH_INFO", ""))
         if match is None:
+            base = str(environ.get("SCRIPT_NAME", ""))  # the base path the front moved there
             return text_response(
-                start_response, "404 Not Found", "no such repository; clone http://HOST:PORT/<name>.git\n"
+                start_response, "404 Not Found", f"no such repository; clone http://HOST:PORT{base}/<name>.git\n"
             )
         name, rest = match["name"], match["rest"]
         method = environ.get("REQUEST_METHOD", "GET")

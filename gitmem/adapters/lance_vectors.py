@@ -116,6 +116,8 @@ class LanceVectorIndex(SideTable):
         if self.root is None:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             return
+        # SQLite and LanceDB open these folders by name themselves: checked here, then opened by path, which a
+        # folder swapped for a link in between defeats; neither library takes a folder descriptor to open through.
         local_folder(self.folder, root=self.root)
         if self.uri == os.path.join(self.folder, "lance"):
             local_folder(self.uri, root=self.root)  # LanceDB writes there itself: it must be the mount's

@@ -54,7 +54,7 @@ from gitmem.durable.namespace import Namespace
 from gitmem.durable.node import Node
 from gitmem.durable.nodefile import decode_node, nodes_prefix
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import MB, load_local_json, local_folder, open_private, replace_file
+from gitmem.localfile import MB, load_local_json, local_folder_fd, open_folder, open_private, replace_file
 from gitmem.model import Changes, FileText
 from gitmem.recall.values import is_date_time
 from gitmem.recall.vectors import (
@@ -262,17 +262,22 @@ class RefreshLog:
                 self._memory[partition] = update(self._memory.get(partition, {}))
             return
         try:
-            if self.root is not None:
-                local_folder(self.folder, root=self.root)
+            if self.root is not None:  # written through the folder checked: one swapped for a link is not followed
+                folder = local_folder_fd(self.folder, root=self.root)
             else:
                 os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            path = self._path(partition)
-            lock = open_private(path + ".lock", os.O_RDWR | os.O_CREAT)  # a FIFO or link there is refused
+                folder = open_folder(self.folder, follow=True)
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                replace_file(path, json.dumps(update(self.read(partition))))  # replaces a planted link itself
+                name = os.path.basename(self._path(partition))
+                lock = open_private(name + ".lock", os.O_RDWR | os.O_CREAT, dir_fd=folder)  # a FIFO or link: refused
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    prior = _log_fields(load_local_json(name, _LOG_BYTES, dir_fd=folder))
+                    replace_file(name, json.dumps(update(prior)), dir_fd=folder)  # replaces a planted link itself
+                finally:
+                    os.close(lock)
             finally:
-                os.close(lock)
+                os.close(folder)
         except (OSError, MemoryStoreError):
             pass  # health is advisory; the refresh itself already succeeded or failed
 

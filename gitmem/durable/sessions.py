@@ -64,8 +64,12 @@ class SessionBindings(SessionRecords):
                 yield
                 return
             try:
-                self._made()
-                lock = open_private(self._path(session_id) + ".lock", os.O_RDWR | os.O_CREAT)
+                folder = self._made()
+                try:
+                    name = os.path.basename(self._path(session_id)) + ".lock"
+                    lock = open_private(name, os.O_RDWR | os.O_CREAT, dir_fd=folder)
+                finally:
+                    os.close(folder)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot lock the session binding: {exc}") from exc
             try:

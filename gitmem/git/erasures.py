@@ -359,26 +359,40 @@ def merge_entries(
     offered = tuple(theirs)
     for _ in range(10):
         old = read_ref(r, LEDGER_REF)
-        chain = list(entries_at(r, old)) if old is not None else []
-        known = {e.id for e in chain}
-        new: list[Entry] = []
-        for entry in offered:
-            if entry.id not in known:
-                new.append(entry)
-                known.add(entry.id)
-        if not new:
+        tip, added = chain_entries(r, old, offered)
+        if tip is None:
             return 0
-        text = _ledger_text(chain)
-        lines = _bounded_lines(len(text), new)
-        tip: str | None = old
-        for entry, line in zip(new, lines, strict=True):
-            text += line
-            tip = _ledger_commit(r, tip, text, entry)
         if swap_ref(
             r, repo_path, LEDGER_REF, old, tip, message="gitmem erasure", stale_after=stale_after, timeout=timeout
         ):
-            return len(new)
+            return added
     raise MemoryStoreError("unavailable", "the erasure ledger kept moving; try again")
+
+
+def chain_entries(r: pygit2.Repository, old: str | None, theirs: Iterable[Entry]) -> tuple[str | None, int]:
+    """The ledger commits adding to ledger commit ``old`` the entries of ``theirs`` it lacks, one per entry as
+    :func:`append` writes them, written in ``r`` with no ref moved: the new tip (``None``: nothing to add) and
+    how many. Bounded before anything is written (``too_large``, see :func:`merge_entries`).
+
+    A pull builds them in its quarantine, so its checks read the ledger it would adopt, and
+    the mount takes them only once the pull lands (:func:`gitmem.git.pull.pull`).
+    """
+    chain = list(entries_at(r, old)) if old is not None else []
+    known = {e.id for e in chain}
+    new: list[Entry] = []
+    for entry in theirs:
+        if entry.id not in known:
+            new.append(entry)
+            known.add(entry.id)
+    if not new:
+        return None, 0
+    text = _ledger_text(chain)
+    lines = _bounded_lines(len(text), new)
+    tip: str | None = old
+    for entry, line in zip(new, lines, strict=True):
+        text += line
+        tip = _ledger_commit(r, tip, text, entry)
+    return tip, len(new)
 
 
 def _bounded_lines(size: int, new: list[Entry]) -> list[bytes]:

@@ -298,32 +298,69 @@ class WriterLock:
 
     @contextmanager
     def try_hold(self, op: str = "write") -> Iterator[bool]:
-        """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it."""
+        """Hold the lock if it is free right now (yields ``True``), else yield ``False`` at once without it.
+
+        Taken with its place in the process's line (:class:`_Line`), as :meth:`hold` takes it:
+        a hold nested inside, through this handle or another of the memory, is then this
+        hold's (without it, one through this handle let the ``flock`` go at its end, and one
+        through another waited out its timeout behind its own thread). Another thread of the
+        process holding or awaiting the lock is a ``False``, as another process is.
+        """
         if _held_line(self.path) is not None:
             yield True  # this thread holds it already: the flock and the record stay its outer hold's
             return
-        fd = self._fd()
+        line = _lines.get(self.path) or _line(self.path)
+        if not line.pass_free():
+            yield False
+            return
         try:
+            fd = self._fd()
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = True
         except BlockingIOError:
+            taken = False
+        except BaseException:
+            line.leave()
+            raise
+        if not taken:
+            line.leave()
             yield False
             return
         self._local.holding = fd
+        line.fd, line.count = fd, 0
         try:
-            _write_record(fd, "held", op)
+            previous = _read_record(fd, timed=False)  # the count the last holder handed on, as hold() reads it
+            line.count = previous.count if previous is not None else 0
+            _write_record(fd, "held", op, line.count)
             try:
                 yield True
             finally:
-                _write_record(fd, "free", op)
+                _write_record(fd, "free", op, line.count)
         finally:
             self._local.holding = None
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            self._local.count = line.count
+            line.fd = None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                line.leave()
 
     def close(self) -> None:
+        """Close this thread's descriptor of the lock file, unless a hold of this thread still holds the lock by it.
+
+        Closing the descriptor lets the ``flock`` go: a close inside an outer hold (a fold's,
+        run inside gc, purge or forget) gave the lock to any other process mid-hold, and the
+        outer hold then wrote its record through a number the process may have reused. The
+        descriptor then stays, for the outer hold to let go and this thread to use again.
+        """
         desc: LockDescriptor | None = getattr(self._local, "desc", None)
+        if desc is None:
+            return
+        line = _held_line(self.path)
+        if desc.fd is not None and desc.fd in (getattr(self._local, "holding", None), line and line.fd):
+            return
         self._local.desc = None
-        if desc is not None:
-            desc.close()
+        desc.close()
 
 
 class _Line:

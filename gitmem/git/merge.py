@@ -30,7 +30,7 @@ import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat
-from gitmem.git.erasures import lend_ledger
+from gitmem.git.erasures import LEDGER_REF, lend_ledger
 from gitmem.git.loose import open_repository
 from gitmem.git.mergeresult import MergeRefused as MergeRefused
 from gitmem.git.mergeresult import MergeResult as MergeResult
@@ -123,6 +123,7 @@ def integrate(
     after_swap: Callable[[MergeResult], None] | None = None,
     strict_objects: bool = False,
     join: bool = False,
+    ledger: str | None = None,
 ) -> MergeResult:
     """Land commit ``theirs`` on ``main``; see the module docstring.
 
@@ -136,6 +137,9 @@ def integrate(
     once ``main`` moved (or was already up to date). ``strict_objects`` also holds
     every object ``theirs`` brings to git's strict object rules, as a push is held
     (:func:`gitmem.git.quarantine.strict_check`): a pull brings objects from outside.
+    ``ledger``: the erasure ledger commit (in ``scratch``) the checks read instead of the
+    mount's: a pull's, the mount's with the remote's erasures added, which the mount
+    adopts only once the pull lands (``after_swap``).
 
     Every commit that ``main`` does not hold yet is checked, including ones other
     refs of the mount already point at: the check runs in the quarantine,
@@ -158,7 +162,10 @@ def integrate(
                 for name in list(r.references):
                     r.references.delete(name)
                 r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
-                lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
+                if ledger is None:
+                    lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
+                else:  # ... and what the remote's erased, which the mount does not hold yet
+                    r.references.create(LEDGER_REF, pygit2.Oid(hex=ledger), force=True)
                 try:
                     result = _plan(
                         r,

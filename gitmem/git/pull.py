@@ -13,8 +13,10 @@ What gitmem adds to ``git fetch`` is on the receiving side:
    and every object git's strict checks (``index-pack --strict``, as for a push;
    run by gitmem, so a user's ``fetch.fsck.*`` settings cannot weaken them);
 3. only then do objects move into the mount, exactly those the new ``main``
-   reaches (not the remote's erasure ledger, not anything else the fetch
-   brought), and ``main`` moves by compare-and-swap under the writer lock.
+   reaches (not anything else the fetch brought), and ``main`` moves by
+   compare-and-swap under the writer lock; the remote's erasure ledger entries
+   this memory lacks, which the checks read (built in the quarantine), are
+   adopted under the same hold, never by a refused pull.
 
 Every pulled commit that ``main`` does not already hold is checked, whatever
 other refs of the mount point at. Kept apart from :mod:`gitmem.git.remote` so a
@@ -94,7 +96,7 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
     """Fetch the remote's ``main`` and erasure ledger into the quarantine at ``scratch``
     (:func:`gitmem.git.transport.fetch_main`); returns ``main``'s commit id.
 
-    :func:`_adopt_ledger` reads what it brought.
+    :func:`_ledger_brought` reads what it brought.
     """
     fetch_into(scratch, remote)
     try:
@@ -109,15 +111,25 @@ def fetch_main(git: GitRepo, scratch: str, remote: Remote) -> str:
         raise MemoryStoreError("unavailable", f"git fetch from {remote.name} brought no usable main: {exc}") from exc
 
 
-def _adopt_ledger(git: GitRepo, held: Quarantine) -> int:
-    """Add the remote's erasure ledger entries this memory lacks, before what it brings is checked.
+@dataclass(frozen=True, slots=True)
+class _Ledger:
+    """The erasure ledger a pull would adopt: ``tip`` (in its quarantine) on this memory's ``ours``."""
 
-    An erasure made on another copy then holds here too: the pull (and every
-    later push, pull and write) refuses what it erased. Returns how many entries
-    were added (none when the remote has no ledger). A remote ledger that is
-    this one's plus commits exactly as gitmem writes them (another copy's
-    ``gitmem push``) is taken as it is (:func:`erasures.take_chain`); any other
-    has its new entries adopted (:func:`erasures.merge_entries`).
+    ours: str | None
+    tip: str
+    added: int
+
+
+def _ledger_brought(git: GitRepo, held: Quarantine) -> _Ledger | None:
+    """The remote's erasure ledger entries this memory lacks, as the ledger commit that adds them, built in the
+    quarantine and adopted by nothing yet (``None``: the remote has none this memory lacks).
+
+    A remote ledger that is this one's plus commits exactly as gitmem writes them
+    (another copy's ``gitmem push``) is taken as it is (:func:`erasures.take_chain`);
+    any other has its new entries chained on this one's (:func:`erasures.chain_entries`,
+    bounded before anything is written). The pull's checks read it, so what the remote
+    erased is refused in the very pull that brings its ledger, and the mount adopts it
+    only once the pull lands (:func:`_adopt_ledger`): a refused pull adopts nothing.
     """
     with translate_errors(git.path):  # a damaged ledger ref, here or brought: unavailable, naming it
         ours = read_ref(git.repo, LEDGER_REF)
@@ -128,22 +140,32 @@ def _adopt_ledger(git: GitRepo, held: Quarantine) -> int:
             for name in brought:  # a ref in the quarantine would exempt what it reaches from the check
                 r.references.delete(name)
             if tip is None or tip == ours:
-                return 0
+                return None
             if ours is not None and r.descendant_of(pygit2.Oid(hex=ours), pygit2.Oid(hex=tip)):
-                return 0  # the remote's is behind this one: nothing this memory lacks
+                return None  # the remote's is behind this one: nothing this memory lacks
             taken = erasures.take_chain(r, ours, tip)
-            theirs = erasures.entries_at(r, tip) if taken is None else ()
+            if taken is not None:
+                return _Ledger(ours, tip, taken)
+            built, added = erasures.chain_entries(r, ours, erasures.entries_at(r, tip))
+            return None if built is None else _Ledger(ours, built, added)
         finally:
             r.free()
+
+
+def _adopt_ledger(git: GitRepo, held: Quarantine, ledger: _Ledger) -> int:
+    """Make ``ledger`` this memory's erasure ledger, under the writer lock; returns how many entries it added.
+
+    Its objects move in from the quarantine and the ref moves by compare-and-swap; when a
+    forget here moved the ledger meanwhile, the entries are chained on that one instead.
+    """
     with translate_errors(git.path), git.lock.hold():
-        if taken is not None:
-            store_objects(git, held, tip, "the erasure ledger")
-            if swap_ref(
-                git.repo, git.path, LEDGER_REF, ours, tip, message="gitmem erasure",
-                stale_after=git.stale_lock_seconds, timeout=git.lock_timeout,
-            ):  # fmt: skip
-                return taken
-            theirs = erasures.entries_at(git.fresh(), tip)  # a forget here meanwhile: its entries adopted one by one
+        store_objects(git, held, ledger.tip, "the erasure ledger")
+        if swap_ref(
+            git.repo, git.path, LEDGER_REF, ledger.ours, ledger.tip, message="gitmem erasure",
+            stale_after=git.stale_lock_seconds, timeout=git.lock_timeout,
+        ):  # fmt: skip
+            return ledger.added
+        theirs = erasures.entries_at(git.fresh(), ledger.tip)  # a forget here meanwhile: its entries adopted one by one
         return erasures.merge_entries(
             git.fresh(), git.path, theirs, stale_after=git.stale_lock_seconds, timeout=git.lock_timeout
         )
@@ -174,7 +196,7 @@ def pull(
     mark = git.history_mark()
     with open_quarantine(git.path) as held:
         incoming = fetch_main(git, held.path, target)
-        _adopt_ledger(git, held)
+        ledger = _ledger_brought(git, held)  # checked against below, adopted only once main lands
 
         def history_unchanged() -> None:
             if git.history_mark() != mark:
@@ -185,7 +207,16 @@ def pull(
 
         closed: list[str] = []
 
-        def close_merged_proposals(result: MergeResult) -> None:
+        def landed(result: MergeResult) -> None:  # under the writer lock, main moved or up to date
+            if ledger is not None:
+                try:
+                    _adopt_ledger(git, held, ledger)
+                except MemoryStoreError as exc:  # main holds nothing it erased (checked against it): say what moved
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"main now holds {remote}/main ({result.after[:12]}), but the remote's erasure ledger "
+                        f"was not adopted: {exc.message}; pull again to adopt it",
+                    ) from exc
             closed.extend(drop_merged(git, result.after))
 
         try:
@@ -198,13 +229,16 @@ def pull(
                 detail=f"pull {remote}",
                 scratch=held,
                 precheck=history_unchanged,
-                after_swap=close_merged_proposals,
+                after_swap=landed,
                 strict_objects=True,  # gitmem's own strict check: a user's fetch.fsck.* settings do not weaken it
                 join=True,
+                ledger=None if ledger is None else ledger.tip,
             )
         except MergeRefused as exc:
             if not (propose and exc.code == "version_mismatch" and exc.paths):
                 raise
+            if ledger is not None:  # the remote's work is taken in, as a proposal checked against its erasures
+                _adopt_ledger(git, held, ledger)
             ours = git.head()
             run, paths = conflict.open_draft(git, fmt, held, ours, incoming, target.name, who)
             return MergeResult("conflict", ours, ours, paths, proposal=run)

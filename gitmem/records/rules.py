@@ -99,9 +99,18 @@ def is_record_id(value: object) -> bool:
     return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
+#: The last moment a date holds (the end of the year 9999, in whole seconds), in milliseconds.
+_LAST_MILLIS: Final = int(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()) * 1000
+
+
 def id_time(record_id: str) -> datetime:
-    """When the id was made: its first 48 bits are milliseconds since the epoch."""
-    return datetime.fromtimestamp((_decode(record_id) >> _RANDOM_BITS) / 1000, UTC)
+    """When the id was made: its first 48 bits are milliseconds since the epoch.
+
+    48 bits reach the year 10889, and every id of the shape is one (a path, a cursor, a
+    pushed file are checked for the shape alone): a time past the last a date holds is
+    that last time, as a record file's own time no date holds reads as not given.
+    """
+    return datetime.fromtimestamp(min(_decode(record_id) >> _RANDOM_BITS, _LAST_MILLIS) / 1000, UTC)
 
 
 class IdGenerator:

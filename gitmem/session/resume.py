@@ -29,12 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Mapping
 from typing import Any, Final
 
 from gitmem.errors import MemoryStoreError
-from gitmem.localfile import RefusedFile, local_folder, parse_json, read_local_strict, replace_file
+from gitmem.localfile import RefusedFile, local_folder_fd, open_folder, parse_json, read_local_strict, replace_file
 
 SCHEMA: Final = "gitmem.session.binding.v1"
 BINDINGS_DIR: Final = ("gitmem", "session-bindings")
@@ -95,15 +94,14 @@ class SessionRecords:
         self.root = None if root is None else os.fspath(root)  # the mount: no folder from it down may be a link
         self._memory: dict[str, dict[str, Any]] = {}
 
-    def _made(self) -> str:
-        """The records' folder, made when missing; inside a mount every folder from it down is a real one."""
+    def _made(self) -> int:
+        """A descriptor of the records' folder, made when missing; inside a mount every folder from it down is a
+        real one. A record is written through it: a folder swapped for a link after the check is not followed."""
         assert self.folder is not None
         if self.root is not None:
-            return local_folder(self.folder, root=self.root)
+            return local_folder_fd(self.folder, root=self.root)
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
-        if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
-            raise OSError(f"{self.folder} is not a folder")
-        return self.folder
+        return open_folder(self.folder)  # no link followed: ELOOP for one
 
     def _path(self, session_id: str) -> str:
         assert self.folder is not None
@@ -158,9 +156,13 @@ class SessionRecords:
                 self._memory[session_id] = copied
             return replace or self._memory.setdefault(session_id, copied) is copied
         try:
-            self._made()
-            text = json.dumps(data, sort_keys=True, ensure_ascii=False)
-            return replace_file(self._path(session_id), text, fsync=True, once=not replace)  # once: never replaces
+            folder = self._made()
+            try:
+                text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+                name = os.path.basename(self._path(session_id))
+                return replace_file(name, text, fsync=True, once=not replace, dir_fd=folder)  # once: never replaces
+            finally:
+                os.close(folder)
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot record the session's binding: {exc}") from exc
 

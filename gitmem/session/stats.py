@@ -106,9 +106,11 @@ class FileAccessStats:
         self._offset = 0
         self._guard = threading.Lock()
 
-    def _locked(self, mode: int) -> int:
+    def _locked(self, mode: int, folder: int | None = None) -> int:
+        """The log's lock file, locked ``mode``; opened in ``folder`` (a descriptor of the log's folder) when given."""
         try:
-            fd = open_private(self.lock_path, os.O_RDWR | os.O_CREAT)  # no link followed, no FIFO
+            where = self.lock_path if folder is None else self.lock_path.name
+            fd = open_private(where, os.O_RDWR | os.O_CREAT, dir_fd=folder)  # no link followed, no FIFO
         except OSError as exc:
             raise MemoryStoreError("unavailable", f"cannot open {self.lock_path}: {exc}") from exc
         fcntl.flock(fd, mode)
@@ -156,14 +158,14 @@ class FileAccessStats:
             # The ids may be of items erased since this log was read: drop them, and start from the new stamp.
             self._seen = derived.Generation.read(self._seen.stamp)
             return
-        derived.publish(self._seen, self.path, lambda: self._write(line))
+        derived.publish(self._seen, self.path, lambda folder, name: self._write(line, folder, name))
 
-    def _write(self, line: str) -> None:
+    def _write(self, line: str, folder: int, name: str) -> None:
         data = line.encode("utf-8")
-        fd = self._locked(fcntl.LOCK_SH)
+        fd = self._locked(fcntl.LOCK_SH, folder)
         try:
             try:
-                out = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                out = open_private(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, dir_fd=folder)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot write {self.path}: {exc}") from exc
             try:
@@ -174,17 +176,23 @@ class FileAccessStats:
         finally:
             os.close(fd)
         if size > self.compact_bytes:
-            self.compact()
+            self.compact(folder)
 
-    def compact(self) -> None:
-        """Fold the log into one ``s`` line per item (atomic replace under the exclusive lock)."""
+    def compact(self, folder: int | None = None) -> None:
+        """Fold the log into one ``s`` line per item (atomic replace under the exclusive lock).
+
+        ``folder``: a descriptor of the log's folder, the one an append checked and wrote
+        through; the lock and the new log are opened in it, never by a path a folder
+        swapped for a link would redirect.
+        """
         with self._guard:
-            fd = self._locked(fcntl.LOCK_EX)
+            fd = self._locked(fcntl.LOCK_EX, folder)
             try:
                 self._inode = None  # re-read from the start: exact totals, nothing double counted
                 self._catch_up()
                 lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
-                replace_file(self.path, "".join(lines))
+                where = self.path if folder is None else self.path.name
+                replace_file(where, "".join(lines), dir_fd=folder)
                 self._inode = None
                 self._catch_up()
             except OSError as exc:

@@ -51,6 +51,16 @@ def test_a_command_reading_a_closed_stdin_refuses_with_its_code(
     assert "stdin" in json.loads(done.stdout)["message"], done.stdout
 
 
+def test_the_hint_of_an_unreadable_stdin_speaks_of_stdin_not_the_root(tmp_path: Path) -> None:
+    """The hint of ``unavailable`` was the store's (check the ``--root`` folder), which has nothing to do with it."""
+    root = tmp_path / "root"
+    assert _gitmem(root, "init", "user").returncode == 0
+    refusal = json.loads(_gitmem(root, "write", "user", "a.md", "--create", "--json", closed=True).stdout)
+    assert refusal["error"] == "unavailable", refusal
+    assert "--root" not in refusal["hint"], refusal
+    assert "stdin" in refusal["hint"], refusal
+
+
 def test_a_non_blocking_stdin_is_read_to_its_end_not_to_its_first_pause(tmp_path: Path) -> None:
     """A stdin left non-blocking by whoever started the command (it shares the pipe's flags) whose
     writer pauses: the whole content is written, as from a blocking one, not what had arrived by then

@@ -467,6 +467,22 @@ def child_run(cmd: dict[str, Any]) -> None:
                 databases.append(full[len(prefix) :])
 
     sys.addaudithook(hook)
+    # A name opened in a folder's descriptor (``dir_fd=``, as gitmem's writers under a mount open) comes to
+    # the audit hook as the bare name: the folder the descriptor is of says where it is.
+    real_prefix = os.path.realpath(root) + os.sep
+    real_open = os.open
+
+    def traced_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is not None and isinstance(path, (str, bytes)) and not os.path.isabs(path):
+            try:
+                full = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
+            except OSError:
+                full = ""
+            if full.startswith(real_prefix):
+                opened.append(full[len(real_prefix) :])
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    os.open = traced_open  # type: ignore[assignment]
     out = open(cmd["out"], "w", buffering=1)
     stacks = open(cmd["out"] + ".stack", "w")  # where a run that is about to be killed is stuck
     faulthandler.dump_traceback_later(max(0.5, float(cmd.get("timeout", 10)) - 0.7), file=stacks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -77,4 +78,17 @@ def test_a_planted_gitmem_folder_link_keeps_the_hooks_log_inside_the_mount(tmp_p
     pushed = subprocess.run(["git", "-C", str(work), "push", "origin", "HEAD:main"], capture_output=True, text=True)
     assert pushed.returncode != 0 and "make it a folder again" in pushed.stderr
     log_line(str(tmp_path / "m.git"), "post-receive: a line")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_hooks_folder_planted_as_a_link_is_not_written_through(tmp_path: Path) -> None:
+    """``<mount>/hooks`` replaced by a link: the hook scripts were written wherever it pointed."""
+    repo = bare(tmp_path)
+    shutil.rmtree(repo / "hooks")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "hooks").symlink_to(outside)
+    with pytest.raises(MemoryStoreError) as refused:
+        install_hooks(repo)
+    assert refused.value.code == "unavailable"
     assert list(outside.iterdir()) == []

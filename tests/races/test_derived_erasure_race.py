@@ -49,15 +49,15 @@ if kind == "records":
     catchup.publish_json = held_publish
     RecordStore(store, namespace="people").search("Elm Road")
 else:
+    from gitmem import catchup
     from gitmem.session import SessionMemory
-    real_mkdir = Path.mkdir
+    real_write = catchup._write_json
 
-    def held_mkdir(self, *args, **kwargs):
-        if self.name == "derived":
-            hold()  # the items are read; the catalogue is about to be written
-        return real_mkdir(self, *args, **kwargs)
+    def held_write(*args, **kwargs):
+        hold()  # the items are read and the stamp checked; the catalogue is about to be written
+        return real_write(*args, **kwargs)
 
-    Path.mkdir = held_mkdir
+    catchup._write_json = held_write
     SessionMemory(store, catalogue_file=os.path.join(repo, "gitmem", "derived", "session-catalogue.json")).refresh()
 """
 

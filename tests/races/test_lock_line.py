@@ -256,3 +256,62 @@ def test_the_count_survives_holds_nested_through_two_handles(tmp_path: Path) -> 
         assert one.count == 8
     with two.hold():
         assert two.count == 8
+
+
+@pytest.mark.parametrize("same_object", [True, False])
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_fold_inside_maintenance_keeps_the_fold_lock_until_the_maintenance_ends(
+    tmp_path: Path, same_object: bool, wait: bool
+) -> None:
+    """A fold ends by closing its thread's descriptor of the fold lock; run inside a hold of that lock
+    (a write's fold inside gc, purge or forget), that descriptor was the outer hold's: the lock went
+    to any other process mid-maintenance, and the maintenance's end wrote its record through a
+    closed descriptor, which the process may have handed to another file meanwhile."""
+    repo = _repo(tmp_path)
+    with repo.maintenance("gc"):
+        pass
+    inner = repo if same_object else GitRepo(repo.path)
+    path = repo.fold_lock.path
+    with repo.maintenance("gc"):
+        assert inner.fold_once(wait)
+        assert _taken_elsewhere(path), "the nested fold let the fold lock go while maintenance still holds it"
+        holder = repo.fold_lock.holder()
+        assert holder is not None and holder.held
+    assert not _taken_elsewhere(path)
+    holder = repo.fold_lock.holder()
+    assert holder is not None and not holder.held
+
+
+@pytest.mark.parametrize("same_object", [True, False])
+def test_a_hold_inside_a_try_hold_keeps_the_lock_until_the_try_hold_ends(tmp_path: Path, same_object: bool) -> None:
+    """``try_hold`` (a fold that does not wait) took the flock without its place in the process's line: a
+    hold nested in it through the same handle let the flock go at its end while the outer one went on,
+    and one through another handle of the memory waited out its timeout behind its own thread."""
+    repo = GitRepo(str(GitFileStore.init(tmp_path / "m.git").sync.repo.path), lock_timeout=2.0)
+    path = repo.fold_lock.path
+    with repo.fold_lock.hold():
+        pass
+    inner = repo if same_object else GitRepo(repo.path, lock_timeout=2.0)
+    with repo.fold_lock.try_hold("fold") as got:
+        assert got
+        with inner.fold_lock.hold("fold"):
+            pass
+        assert _taken_elsewhere(path), "the nested hold let the lock go while the try_hold still holds it"
+        holder = repo.fold_lock.holder()
+        assert holder is not None and holder.held
+    assert not _taken_elsewhere(path)
+    held_elsewhere = threading.Event()
+    done = threading.Event()
+
+    def other_thread() -> None:
+        with repo.fold_lock.hold("fold"):
+            held_elsewhere.set()
+            done.wait(30)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    assert held_elsewhere.wait(30)
+    with repo.fold_lock.try_hold("fold") as got:  # another thread holds it: not taken, at once
+        assert not got
+    done.set()
+    worker.join(30)

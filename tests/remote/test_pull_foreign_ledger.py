@@ -216,3 +216,88 @@ def test_a_forget_landing_while_a_pull_takes_the_team_ledger_keeps_both(
     assert ids[:3] == [f"{n:016x}" for n in range(3)] and ids[3] == "f" * 16
     assert ids[4:] == [f"{n:016x}" for n in range(3, 6)]  # adopted one by one after it
     fsck_clean(store.path)
+
+
+def _forge_main_commit(hosting: Path, tmp: Path, path: str, text: str) -> None:
+    """A commit on the forge's ``main`` made with the git CLI in a clone of it."""
+    work = tmp / "forge-work"
+    git("clone", "-q", str(hosting), str(work), cwd=tmp)
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_text(text)
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "forge edit", cwd=work)
+    git("push", "-q", "origin", "HEAD:main", cwd=work)
+
+
+@pytest.mark.parametrize("why", ["conflict", "rules"])
+def test_a_refused_pull_adopts_nothing_of_the_remote_not_even_its_ledger(
+    pair: tuple[Root, Path], tmp_path: Path, why: str
+) -> None:
+    """The remote's ledger was adopted before what its main brings was checked: a pull refused
+    (a conflict, a file the rules refuse) still left this memory with the remote's erasures,
+    which then refuse this memory's own writes of that text."""
+    root, hosting = pair
+    store = root.mount("user")
+    if why == "conflict":
+        _forge_main_commit(hosting, tmp_path, "notes/a.md", "their note\n")
+        store.sync.write("notes/a.md", "our note\n", expected=store.sync.read("notes/a.md").version)
+    else:
+        _forge_main_commit(hosting, tmp_path, "notes/key.md", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n")
+    kept = "text this memory may keep writing\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(kept.encode()) + kept.encode()).hexdigest()
+    _forge_ledger(hosting, [_entry(1, (blob,))])
+    head = store.sync.head()
+    with pytest.raises(MemoryStoreError):
+        remotes.pull(store, "origin")
+    assert store.sync.head() == head
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    store.sync.write("notes/kept.md", kept, expected=None)  # not refused as erased
+    fsck_clean(store.path)
+
+
+def test_a_pull_that_lands_adopts_the_ledger_and_is_checked_against_it(pair: tuple[Root, Path], tmp_path: Path) -> None:
+    """What the remote's ledger erased is refused in the same pull that adopts it, and adopted once main lands."""
+    root, hosting = pair
+    store = root.mount("user")
+    erased = "erased elsewhere\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(erased.encode()) + erased.encode()).hexdigest()
+    _forge_main_commit(hosting, tmp_path, "notes/b.md", erased)
+    _forge_ledger(hosting, [_entry(1, (blob,))])
+    head = store.sync.head()
+    with pytest.raises(MemoryStoreError) as refused:
+        remotes.pull(store, "origin")
+    assert refused.value.code == "forbidden", refused.value.message
+    assert store.sync.head() == head
+    assert git("for-each-ref", "refs/gitmem/", cwd=store.path).stdout == ""
+    # A remote whose main is clean: the pull lands, and its ledger is adopted with it.
+    git("update-ref", "refs/heads/main", git("rev-parse", "main~1", cwd=hosting).stdout.strip(), cwd=hosting)
+    remotes.pull(store, "origin")
+    assert blob in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=store.path).stdout
+    with pytest.raises(MemoryStoreError) as refused:
+        store.sync.write("notes/c.md", erased, expected=None)
+    assert refused.value.code == "forbidden"
+
+
+def test_a_ledger_that_cannot_be_adopted_once_main_landed_says_main_moved(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger is adopted after main moved (under the same hold): should that fail, the refusal says main
+    moved and that another pull adopts the ledger, rather than read as a pull that changed nothing."""
+    from gitmem.git import pull as pull_module
+
+    root, hosting = pair
+    store = root.mount("user")
+    _forge_main_commit(hosting, tmp_path, "notes/b.md", "their note\n")
+    _forge_ledger(hosting, [_entry(1, ("ab" * 20,))])
+
+    def failing(*args: object, **kwargs: object) -> int:
+        raise MemoryStoreError("unavailable", "cannot store the erasure ledger: disk full")
+
+    monkeypatch.setattr(pull_module, "_adopt_ledger", failing)
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(store, "origin")
+    assert "main now holds" in caught.value.message and "pull again" in caught.value.message
+    assert store.sync.read("notes/b.md").text == "their note\n"
+    monkeypatch.undo()
+    remotes.pull(store, "origin")
+    assert "ab" * 20 in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=store.path).stdout

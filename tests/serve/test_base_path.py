@@ -95,3 +95,49 @@ def test_a_base_path_that_is_not_a_prefix_is_a_usage_error(tmp_path: Path) -> No
     for bad in ("/a/../b", "/a b", "/a?x=1"):
         done = CliRunner().invoke(cli, ["--root", str(tmp_path), "serve", "--base-path", bad])
         assert done.exit_code == 2 and "--base-path" in done.output, (bad, done.output)
+
+
+def _raw_get(url: str, raw_path: str, token: str) -> tuple[int, bytes]:
+    """GET ``raw_path`` sent exactly as written (no client normalizes or re-encodes it)."""
+    import base64
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=GIT_TIMEOUT)
+    try:
+        basic = base64.b64encode(f"alice:{token}".encode()).decode()
+        connection.request("GET", raw_path, headers={"Authorization": f"Basic {basic}"})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def test_a_path_that_is_under_the_base_only_once_an_encoded_slash_is_decoded_is_outside_it(tmp_path: Path) -> None:
+    """``/memories%2Fteam.git`` is one segment, ``memories/team.git``, not ``team.git`` under ``/memories``: a
+    proxy that forwards ``/memories/`` alone never sends it, and the server answered it as under the base
+    (the server decodes ``%2F`` before it looks at the path). ``%2F`` after the base stays the app's to refuse."""
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(TOKEN, "alice", ["team"], "write"))
+    with serving(root.path, tokens, "--base-path", "/memories") as served:
+        url = served.info["url"]
+        refs = "/team.git/info/refs?service=git-upload-pack"
+        assert _raw_get(url, "/memories" + refs, TOKEN)[0] == 200
+        assert _raw_get(url, "/%6Demories" + refs, TOKEN)[0] == 200  # an unreserved letter escaped is the same
+        for path in ("/memories%2Fteam.git/info/refs?service=git-upload-pack", "/memories%2fhealth",
+                     "/.well-known/oauth-protected-resource/memories%2Fmcp"):  # fmt: skip
+            status, body = _raw_get(url, path, TOKEN)
+            assert status == 404 and b"under /memories/" in body, (path, status, body)
+
+
+def test_a_route_that_is_no_repository_under_the_base_names_the_clone_url_with_the_base(tmp_path: Path) -> None:
+    root = Root(tmp_path / "mem")
+    seed(root.mount("team", create=True))
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(token_entry(TOKEN, "alice", ["team"], "write"))
+    with serving(root.path, tokens, "--base-path", "/memories") as served:
+        status, body = _raw_get(served.info["url"], "/memories/team", TOKEN)
+        assert status == 404 and b"http://HOST:PORT/memories/<name>.git" in body, body

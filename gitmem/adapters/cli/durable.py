@@ -101,24 +101,30 @@ CHANGE_SET_LIMIT = 64 * 1024 * 1024
 @pass_state
 def durable_apply(state: State, name: str, change_file: Any, create: bool) -> None:
     """Apply a change set (JSON from FILE, or stdin when FILE is '-' or left out) as one commit."""
-    from gitmem.adapters.cli.output import stdin_bytes
+    from gitmem.adapters.cli.output import read_stdin
     from gitmem.errors import MemoryStoreError
     from gitmem.localfile import parse_json
 
-    # "-" or none: the bytes of stdin, read by the one stdin reader (its own refusals), as UTF-8.
-    raw = stdin_bytes(CHANGE_SET_LIMIT + 1) if change_file is None or change_file is sys.stdin else None
     try:
-        # Read bounded (a device named as the file must not fill memory) and parsed by the one JSON
-        # parser, whose nesting is bounded: json.load recursed once per bracket into a RecursionError.
-        if raw is not None:
-            text = raw.decode("utf-8")
+        # "-" or none: stdin, read by the one stdin reader, its bound checked before the bytes are
+        # decoded (a character cut at the bound is not "not UTF-8"). A named file is read bounded
+        # too (a device named as the file must not fill memory).
+        if change_file is None or change_file is sys.stdin:
+            text = read_stdin(limit=CHANGE_SET_LIMIT, what="the change set")
         else:
             text = change_file.read(CHANGE_SET_LIMIT + 1)
-        if len(text) > CHANGE_SET_LIMIT:
-            raise usage_error(f"the change set is longer than {CHANGE_SET_LIMIT} characters")
-        data = parse_json(text, what="the change set")
+            if len(text) > CHANGE_SET_LIMIT:
+                raise usage_error(f"the change set is longer than {CHANGE_SET_LIMIT} characters")
     except UnicodeDecodeError as exc:
         raise usage_error(f"the change set is not UTF-8 text (byte {exc.start})") from None
+    except MemoryStoreError as exc:
+        if exc.code == "unavailable":  # no stdin to read: its own refusal
+            raise
+        raise usage_error(exc.message) from None
+    try:
+        # Parsed by the one JSON parser, whose nesting is bounded: json.load recursed once per
+        # bracket into a RecursionError.
+        data = parse_json(text, what="the change set")
     except MemoryStoreError as exc:
         raise usage_error(f"the change set is not valid JSON: {exc.message}") from None
     result = _repo(state, name, create=create).apply(data, origin=state.origin)

@@ -174,21 +174,24 @@ def _read_waiting(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_stdin(*, errors: str = "strict") -> str:
+def read_stdin(*, errors: str = "strict", limit: int = STDIN_LIMIT, what: str = "stdin") -> str:
     """All of stdin as UTF-8 text, read bounded: a stream that does not end (``< /dev/zero``) is ``too_large``.
 
-    ``errors="strict"``: bytes that are not UTF-8 are ``invalid_file``; a caller with its own
-    check of the text (a record's) passes ``"surrogateescape"`` and refuses them there.
+    The bound is checked before the bytes are decoded: one byte past it may cut a
+    multi-byte character, and text that is only too long is refused as too long, never as
+    "not UTF-8". ``errors="strict"``: bytes that are not UTF-8 are ``invalid_file``; a caller
+    with its own check of the text (a record's) passes ``"surrogateescape"`` and refuses them
+    there. ``what`` names the input in the refusals (``"the change set"``).
     """
     from gitmem.errors import MemoryStoreError
 
-    data = stdin_bytes(STDIN_LIMIT + 1)
-    if len(data) > STDIN_LIMIT:
-        raise MemoryStoreError("too_large", f"stdin is longer than {STDIN_LIMIT} bytes; nothing was read into memory")
+    data = stdin_bytes(limit + 1)
+    if len(data) > limit:
+        raise MemoryStoreError("too_large", f"{what} is longer than {limit} bytes; nothing was read into memory")
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError as exc:
-        raise MemoryStoreError("invalid_file", f"stdin is not UTF-8 text (byte {exc.start})") from None
+        raise MemoryStoreError("invalid_file", f"{what} is not UTF-8 text (byte {exc.start})") from None
 
 
 def short(version: str | None) -> str:
@@ -296,6 +299,8 @@ def hint(exc: MemoryStoreError, command: str, params: Mapping[str, Any]) -> str:
         return f"the memory was removed; create it again with `gitmem init {name}`"
     if code == "unavailable":
         lowered = exc.message.lower()
+        if lowered.startswith(("stdin ", "cannot read stdin")):  # first: "non-blocking" is not about a lock
+            return "give the content on an open, readable stdin (a pipe, or a file redirected with <), or name a file"
         if "lock" in lowered or "timed out" in lowered or "busy" in lowered:
             return "another writer holds the memory's lock; retry shortly"
         if "config" in lowered:

@@ -198,21 +198,18 @@ def review_resolve(state: State, name: str, proposal_id: str, path: str, side: s
 
 def _read_merged(source: str) -> str:
     """The merged text: stdin for ``-``, else a regular file read through the one local-file gate."""
-    from gitmem.adapters.cli.output import stdin_bytes
+    from gitmem.adapters.cli.output import STDIN_LIMIT, read_stdin
     from gitmem.errors import MemoryStoreError
     from gitmem.localfile import read_local_strict
 
-    limit = 64 * 1024 * 1024  # far above any memory file; the store's own size rule decides
-    if source == "-":
-        data: bytes | None = stdin_bytes(limit + 1)
-    else:
-        try:
-            data = read_local_strict(source, limit)
-        except OSError as exc:  # the opener refuses planted files itself; a path the system cannot open is this
-            raise MemoryStoreError("unavailable", f"cannot read {source}: {exc.strerror or exc}") from None
-        if data is None:
-            raise MemoryStoreError("not_found", f"{source} does not exist")
-    assert data is not None
+    if source == "-":  # the one stdin reader: its bound checked before the bytes are decoded
+        return read_stdin(what="the merged text")
+    try:  # the same bound: far above any memory file; the store's own size rule decides
+        data = read_local_strict(source, STDIN_LIMIT)
+    except OSError as exc:  # the opener refuses planted files itself; a path the system cannot open is this
+        raise MemoryStoreError("unavailable", f"cannot read {source}: {exc.strerror or exc}") from None
+    if data is None:
+        raise MemoryStoreError("not_found", f"{source} does not exist")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
