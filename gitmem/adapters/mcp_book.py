@@ -45,11 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json, open_private, replace_file
 
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _OWNER = re.compile(r"[0-9a-f]{64}")
 _RECORD_LIMIT = 4 * MB
+HANDSHAKE_LIMIT = 64 * 1024
+"""The largest request that may open a session (its ``initialize``, a few hundred bytes from any client):
+the book keeps it for every worker to replay, per session, up to a token's ``max_sessions`` of them."""
 
 
 def grant_stamp(grant: object) -> str:
@@ -166,7 +170,11 @@ class SessionBook:
                 self._unlink(owner, session_id)
 
     def _write(self, owner: str, session_id: str, record: dict[str, Any]) -> None:
-        replace_file(self.record_path(owner, session_id), json.dumps(record))  # no fsync: sessions end with the server
+        """Replace the record whole; ``too_large`` (nothing written) for one the workers could not read back."""
+        text = json.dumps(record)  # ASCII: its length is its size
+        if len(text) > _RECORD_LIMIT:
+            raise MemoryStoreError("too_large", f"an MCP session's record may hold {_RECORD_LIMIT} bytes")
+        replace_file(self.record_path(owner, session_id), text)  # no fsync: sessions end with the server
 
     def _unlink(self, owner: str, session_id: str) -> None:
         for path in (self.record_path(owner, session_id), self.cursor_path(owner, session_id),

@@ -11,6 +11,7 @@ every change, nor break its own session for the other workers.
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 import warnings
 from collections.abc import Iterator
@@ -88,3 +89,37 @@ def test_unsubscribing_from_made_up_uris_keeps_nothing_of_them(served: Served) -
         unsubscribe(client, CONTEXT)
         kept = json.loads(the_record(served.book).read_text(encoding="utf-8"))
         assert kept["subscriptions"] == [] and kept["heads"] == {}
+
+
+def open_session(url: str, client_name: str) -> tuple[int, str | None]:
+    """An ``initialize`` naming the client ``client_name`` (sent as UTF-8): its status and session id."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client_name, "version": "1"}}}  # fmt: skip
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(hello, ensure_ascii=False).encode("utf-8"),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {TOKEN}",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return int(answer.status), answer.headers.get("mcp-session-id")
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, None
+
+
+def test_a_handshake_too_large_for_the_book_is_refused_and_nothing_of_it_kept(served: Served) -> None:
+    # Under the body cap (4 MiB), but the book keeps the handshake for every worker to replay: kept as it came,
+    # each session of a token's 64 would be a file of megabytes that the other workers cannot read back.
+    status, session = open_session(served.urls[0], "é" * 1_900_000)
+    assert status == 413 and session is None
+    assert [p.name for p in served.book.path.glob("*/*") if p.name != ".owner"] == []
+    status, session = open_session(served.urls[0], "é" * 1000)  # an ordinary one is kept, for every worker
+    assert status == 200 and session is not None
+    assert the_record(served.book).stat().st_size < 64 * 1024
+    assert tools_list(served.urls[1], session) == 200
