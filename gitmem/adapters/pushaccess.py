@@ -15,6 +15,14 @@ refusals reach the client the same way (``remote:`` lines with the rule, the ref
   there ``main`` moves only by approval;
 - ``admin``: anything pushcheck allows.
 
+On a durable memory, a token below ``admin`` may not decide on a node through
+``main`` either (rule ``access``): a push there (or to ``refs/for/main``) that adds
+a node file in any status but ``candidate``, or changes or removes one that is not
+a candidate (an activation, a retirement, an edit of a reviewed node), is refused,
+as over ``/mcp``, where such a token proposes candidates and only an ``admin``
+token activates or approves (:mod:`gitmem.adapters.mcp_served`). Its other files
+land as on any memory.
+
 And every new commit must show the token's principal as who made it, and every
 identity trailer it carries (``Gitmem-Approved-By``, ...) must name that principal
 too (rule ``principal``, see :mod:`gitmem.git.claims`, the identity gate).
@@ -22,11 +30,14 @@ too (rule ``principal``, see :mod:`gitmem.git.claims`, the identity gate).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from gitmem.adapters.tokens import Grant
+from gitmem.errors import MemoryStoreError
 from gitmem.git.claims import RULE_PRINCIPAL, foreign_claims
-from gitmem.git.pushcheck import RefUpdate, Refusal
+from gitmem.git.mountconfig import kind_from_repo
+from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
@@ -40,6 +51,7 @@ PushPolicy = Callable[[Sequence[RefUpdate], Sequence[str]], dict[str, list[Refus
 def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
     def check(updates: Sequence[RefUpdate], object_dirs: Sequence[str]) -> dict[str, list[Refusal]]:
         gated: bool | None = None
+        durable: bool | None = None
         out: dict[str, list[Refusal]] = {}
         for update in updates:
             refusals: list[Refusal] = []
@@ -70,6 +82,11 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                             f"push to {branch} and have it approved",
                         )
                     )
+            if not refusals and lands_on_main and grant.access != "admin":
+                if durable is None:
+                    durable = kind_from_repo(GitRepo(path)) == "durable"
+                if durable:
+                    refusals += _node_decisions(path, object_dirs, update, memory)
             if not refusals and grant.principal is not None and not update.deleting:
                 for claim in foreign_claims(path, object_dirs, update.new, grant.principal)[:5]:
                     if claim.key == T_PRINCIPAL:
@@ -90,3 +107,66 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
         return out
 
     return check
+
+
+_NODE_FILE = re.compile(r"[^/]+/nodes/[^/]+/[^/]+\.md")
+"""Where a durable memory keeps its nodes: ``<namespace folder>/nodes/<2 hex>/<node>.md``."""
+
+
+def _node_decisions(path: str, object_dirs: Sequence[str], update: RefUpdate, memory: str) -> list[Refusal]:
+    """The reviewer's decisions ``update`` would bring to ``main`` of durable memory ``memory``.
+
+    What lands is the pushed commit's tree against ``main``'s (for ``refs/for/main``,
+    against where it forked from ``main``, as the merge brings it): each node file
+    that differs must be a candidate on both sides (or absent on one). A node file
+    that does not read as a node is not a candidate.
+    """
+    import pygit2  # the server's access check alone asks
+
+    from gitmem.durable.nodefile import decode_node
+    from gitmem.git.loose import open_repository
+
+    try:
+        repo = open_repository(path, extra_objects=object_dirs)
+        new = repo[update.new].peel(pygit2.Tree) if not update.deleting else None
+        if update.ref == MAIN:
+            base = update.old if update.old != ZERO else None
+        else:
+            head = repo.references.get(MAIN)
+            main = head.resolve().target if head is not None else None
+            found = repo.merge_base(main, update.new) if main is not None and new is not None else None
+            base = str(found) if found is not None else None
+        old = repo[base].peel(pygit2.Tree) if base is not None else None
+        if new is None:
+            if old is None:
+                return []
+            diff = old.diff_to_tree()  # main removed: every node goes
+        else:
+            diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+        out: list[Refusal] = []
+        for delta in diff.deltas:
+            for side in (delta.old_file, delta.new_file):
+                if not _NODE_FILE.fullmatch(side.path) or side.id == pygit2.Oid(hex=ZERO):
+                    continue
+                try:
+                    status = decode_node(bytes(repo.odb.read(side.id)[1]).decode("utf-8"), side.path).status
+                except (MemoryStoreError, UnicodeDecodeError, ValueError, TypeError):
+                    status = None
+                if status != "candidate":
+                    out.append(
+                        Refusal(
+                            update.ref,
+                            "access",
+                            f"{side.path} of durable memory {memory!r} is a node no longer a candidate on one side "
+                            f"({status or 'not a node'}): a token below admin proposes candidates; activating, "
+                            "retiring or changing a reviewed node is an admin's decision (durable_activate, "
+                            "durable_approve, gitmem durable approve)",
+                            path=side.path,
+                        )
+                    )
+                    break
+            if len(out) >= 5:
+                break
+        return out
+    except (pygit2.GitError, KeyError, ValueError) as exc:
+        raise MemoryStoreError("unavailable", f"cannot read the pushed durable nodes: {exc}") from exc
