@@ -20,7 +20,8 @@ single-process server for itself) and removed when it stops::
     <book>/<token hash>/<id>.cursors  the ``memory_context`` prompt's cursors (see ``cursor_file``)
 
 A lock file without a record is a session being opened (it counts toward the
-token's limit, as busy). Why files and locks and not a shared memory or a
+token's limit, as busy). A record or cursors without a lock file
+belong to a session that ended, and are swept with the idle sessions (:meth:`SessionBook.reap`). Why files and locks and not a shared memory or a
 broker: the kernel drops a dead worker's locks, so a SIGKILLed worker leaves
 nothing busy behind, and a rename is atomic for every reader. A request costs a
 ``stat`` of its record and an ``flock`` pair; the sessions' state changes
@@ -229,11 +230,37 @@ class SessionBook:
         for owner in owners:
             folder = self._folder(owner)
             stale = [sid for sid, used in self._sessions(folder) if used < cutoff]
-            if not stale:
+            litter = self._litter(folder, cutoff)
+            if not stale and not litter:
                 continue
             with self._owner_lock(owner):
                 gone += [(owner, sid) for sid in stale if self._take_if_idle(owner, sid, cutoff)]
+                # Looked for again under the lock: a session opened meanwhile keeps its files.
+                for name in self._litter(folder, cutoff):
+                    with suppress(FileNotFoundError):
+                        os.unlink(folder / name)
         return gone
+
+    @staticmethod
+    def _litter(folder: Path, cutoff: float) -> list[str]:
+        """Files of a token's folder no session owns: a record or cursors whose session ended (a prompt
+        that saved its cursors after its session's files were removed), a temporary file older than
+        ``cutoff`` (a worker killed while it replaced a record)."""
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        locks = {e.name[:-5] for e in entries if e.name.endswith(".lock")}
+        out: list[str] = []
+        for entry in entries:
+            stem, dot, suffix = entry.name.rpartition(".")
+            if dot and suffix in ("json", "cursors") and _SESSION_ID.fullmatch(stem) and stem not in locks:
+                out.append(entry.name)
+            elif entry.name.startswith(".") and suffix == "tmp":
+                with suppress(FileNotFoundError):
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        out.append(entry.name)
+        return out
 
     def _sessions(self, folder: Path) -> Iterator[tuple[str, float]]:
         """(id, last use) of each session in a token's folder."""

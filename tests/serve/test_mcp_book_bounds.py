@@ -11,6 +11,8 @@ every change, nor break its own session for the other workers.
 from __future__ import annotations
 
 import json
+import os
+import time
 import urllib.error
 import urllib.request
 import warnings
@@ -23,6 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from bench.mcp_http_client import HttpMcpClient
 from gitmem import Root
 from gitmem.adapters.mcp_book import SessionBook
+from gitmem.adapters.mcp_server import save_cursors
 
 from .support import book_workers
 
@@ -123,3 +126,31 @@ def test_a_handshake_too_large_for_the_book_is_refused_and_nothing_of_it_kept(se
     assert status == 200 and session is not None
     assert the_record(served.book).stat().st_size < 64 * 1024
     assert tools_list(served.urls[1], session) == 200
+
+
+def test_what_an_ended_session_leaves_behind_is_swept_by_the_next_reap(tmp_path: Path) -> None:
+    # A memory_context prompt still in flight when its session ends (a DELETE through another worker)
+    # saves its cursors after the session's files are gone, and a worker killed while it replaced a
+    # record leaves its temporary file: neither may stay in the book for as long as the server runs.
+    book = SessionBook(tmp_path / "book")
+    owner = "a" * 64
+    ids = []
+    for _ in range(2):
+        admitted = book.admit(owner, 8, 60.0)
+        assert admitted.session_id is not None and admitted.lock_fd is not None
+        book.register(owner, admitted.session_id, {"init": "{}", "subscriptions": []})
+        book.idle(admitted.lock_fd)
+        os.close(admitted.lock_fd)
+        ids.append(admitted.session_id)
+    live, ended = ids
+    save_cursors(book.cursor_path(owner, live), {"notes": "0" * 40})
+    book.remove(owner, ended)
+    save_cursors(book.cursor_path(owner, ended), {"notes": "0" * 40})  # the late prompt's save
+    folder = book.path / owner
+    leftover = folder / f".{live}.json.999999.0badf00d.tmp"
+    leftover.write_text("{", encoding="utf-8")
+    os.utime(leftover, (time.time() - 7200, time.time() - 7200))
+    book.reap(3600.0)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [".owner", f"{live}.json", f"{live}.lock", f"{live}.cursors"]
+    )
