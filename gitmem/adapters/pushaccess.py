@@ -150,17 +150,17 @@ def _node_decisions(path: str, object_dirs: Sequence[str], update: RefUpdate, me
                     continue
                 try:
                     status = decode_node(bytes(repo.odb.read(side.id)[1]).decode("utf-8"), side.path).status
-                except (MemoryStoreError, UnicodeDecodeError, ValueError, TypeError):
+                except Exception:  # what does not read as a node is not a candidate
                     status = None
                 if status != "candidate":
                     out.append(
                         Refusal(
                             update.ref,
                             "access",
-                            f"{side.path} of durable memory {memory!r} is a node no longer a candidate on one side "
-                            f"({status or 'not a node'}): a token below admin proposes candidates; activating, "
-                            "retiring or changing a reviewed node is an admin's decision (durable_activate, "
-                            "durable_approve, gitmem durable approve)",
+                            f"the push changes {side.path} of durable memory {memory!r}, a node that is "
+                            f"{status or 'not readable'} (not a candidate) on one side: this token proposes "
+                            "candidates; activating, retiring or changing a reviewed node is an admin's decision "
+                            "(durable_activate, durable_approve, gitmem durable approve)",
                             path=side.path,
                         )
                     )
