@@ -229,9 +229,9 @@ class SessionBook:
             return gone
         for owner in owners:
             folder = self._folder(owner)
-            stale = [sid for sid, used in self._sessions(folder) if used < cutoff]
-            litter = self._litter(folder, cutoff)
-            if not stale and not litter:
+            entries = _entries(folder)
+            stale = [sid for sid, used in self._sessions(folder, entries) if used < cutoff]
+            if not stale and not self._litter(folder, cutoff, entries):
                 continue
             with self._owner_lock(owner):
                 gone += [(owner, sid) for sid in stale if self._take_if_idle(owner, sid, cutoff)]
@@ -242,14 +242,11 @@ class SessionBook:
         return gone
 
     @staticmethod
-    def _litter(folder: Path, cutoff: float) -> list[str]:
+    def _litter(folder: Path, cutoff: float, entries: list[os.DirEntry[str]] | None = None) -> list[str]:
         """Files of a token's folder no session owns: a record or cursors whose session ended (a prompt
         that saved its cursors after its session's files were removed), a temporary file older than
-        ``cutoff`` (a worker killed while it replaced a record)."""
-        try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
-            return []
+        ``cutoff`` (a worker killed while it replaced a record). ``entries``: the folder's, read already."""
+        entries = _entries(folder) if entries is None else entries
         locks = {e.name[:-5] for e in entries if e.name.endswith(".lock")}
         out: list[str] = []
         for entry in entries:
@@ -262,13 +259,9 @@ class SessionBook:
                         out.append(entry.name)
         return out
 
-    def _sessions(self, folder: Path) -> Iterator[tuple[str, float]]:
-        """(id, last use) of each session in a token's folder."""
-        try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
-            return
-        for entry in entries:
+    def _sessions(self, folder: Path, entries: list[os.DirEntry[str]] | None = None) -> Iterator[tuple[str, float]]:
+        """(id, last use) of each session in a token's folder (``entries``: the folder's, read already)."""
+        for entry in _entries(folder) if entries is None else entries:
             name = entry.name
             if name.endswith(".lock") and _SESSION_ID.fullmatch(name[:-5]):
                 try:
@@ -299,3 +292,11 @@ class SessionBook:
         """Remove the folder if this book made it (the supervisor removes a shared one)."""
         if self._owned:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """What a token's folder holds now (nothing once it is gone)."""
+    try:
+        return list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
