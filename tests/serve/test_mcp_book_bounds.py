@@ -26,6 +26,7 @@ from bench.mcp_http_client import HttpMcpClient
 from gitmem import Root
 from gitmem.adapters.mcp_book import SessionBook
 from gitmem.adapters.mcp_server import save_cursors
+from gitmem.errors import MemoryStoreError
 
 from .support import book_workers
 
@@ -154,3 +155,16 @@ def test_what_an_ended_session_leaves_behind_is_swept_by_the_next_reap(tmp_path:
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [".owner", f"{live}.json", f"{live}.lock", f"{live}.cursors"]
     )
+
+
+def test_the_book_never_writes_a_record_its_workers_could_not_read_back(tmp_path: Path) -> None:
+    book = SessionBook(tmp_path / "book")
+    owner = "b" * 64
+    admitted = book.admit(owner, 8, 60.0)
+    assert admitted.session_id is not None and admitted.lock_fd is not None
+    book.register(owner, admitted.session_id, {"init": "{}", "subscriptions": []})
+    with pytest.raises(MemoryStoreError) as refused:
+        book.update(owner, admitted.session_id, lambda record: {**record, "init": "é" * 1_000_000})
+    assert refused.value.code == "too_large"
+    assert book.load(owner, admitted.session_id) == {"init": "{}", "subscriptions": [], "generation": 1}
+    os.close(admitted.lock_fd)
