@@ -34,10 +34,9 @@ import re
 from collections.abc import Callable, Sequence
 
 from gitmem.adapters.tokens import Grant
-from gitmem.errors import MemoryStoreError
 from gitmem.git.claims import RULE_PRINCIPAL, foreign_claims
 from gitmem.git.mountconfig import kind_from_repo
-from gitmem.git.pushcheck import ZERO, RefUpdate, Refusal
+from gitmem.git.pushcheck import RefUpdate, Refusal
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
 from gitmem.git.repo import GitRepo
@@ -116,57 +115,35 @@ _NODE_FILE = re.compile(r"[^/]+/nodes/[^/]+/[^/]+\.md")
 def _node_decisions(path: str, object_dirs: Sequence[str], update: RefUpdate, memory: str) -> list[Refusal]:
     """The reviewer's decisions ``update`` would bring to ``main`` of durable memory ``memory``.
 
-    What lands is the pushed commit's tree against ``main``'s (for ``refs/for/main``,
-    against where it forked from ``main``, as the merge brings it): each node file
-    that differs must be a candidate on both sides (or absent on one). A node file
-    that does not read as a node is not a candidate.
+    Each node file it changes there (:func:`gitmem.git.landing.landing_changes`)
+    must be a candidate on both sides, or absent on one. A node file that does not
+    read as a node is not a candidate.
     """
-    import pygit2  # the server's access check alone asks
-
     from gitmem.durable.nodefile import decode_node
-    from gitmem.git.loose import open_repository
+    from gitmem.git.landing import landing_changes
 
-    try:
-        repo = open_repository(path, extra_objects=object_dirs)
-        new = repo[update.new].peel(pygit2.Tree) if not update.deleting else None
-        if update.ref == MAIN:
-            base = update.old if update.old != ZERO else None
-        else:
-            head = repo.references.get(MAIN)
-            main = head.resolve().target if head is not None else None
-            found = repo.merge_base(main, update.new) if main is not None and new is not None else None
-            base = str(found) if found is not None else None
-        old = repo[base].peel(pygit2.Tree) if base is not None else None
-        if new is None:
-            if old is None:
-                return []
-            diff = old.diff_to_tree()  # main removed: every node goes
-        else:
-            diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
-        out: list[Refusal] = []
-        for delta in diff.deltas:
-            for side in (delta.old_file, delta.new_file):
-                if not _NODE_FILE.fullmatch(side.path) or side.id == pygit2.Oid(hex=ZERO):
-                    continue
-                try:
-                    status = decode_node(bytes(repo.odb.read(side.id)[1]).decode("utf-8"), side.path).status
-                except Exception:  # what does not read as a node is not a candidate
-                    status = None
-                if status != "candidate":
-                    out.append(
-                        Refusal(
-                            update.ref,
-                            "access",
-                            f"the push changes {side.path} of durable memory {memory!r}, a node that is "
-                            f"{status or 'not readable'} (not a candidate) on one side: this token proposes "
-                            "candidates; activating, retiring or changing a reviewed node is an admin's decision "
-                            "(durable_activate, durable_approve, gitmem durable approve)",
-                            path=side.path,
-                        )
+    out: list[Refusal] = []
+    for name, *sides in landing_changes(path, object_dirs, update, _NODE_FILE):
+        for data in sides:
+            if data is None:
+                continue
+            try:
+                status: str | None = decode_node(data.decode("utf-8"), name).status
+            except Exception:  # what does not read as a node is not a candidate
+                status = None
+            if status != "candidate":
+                out.append(
+                    Refusal(
+                        update.ref,
+                        "access",
+                        f"the push changes {name} of durable memory {memory!r}, a node that is "
+                        f"{status or 'not readable'} (not a candidate) on one side: this token proposes "
+                        "candidates; activating, retiring or changing a reviewed node is an admin's decision "
+                        "(durable_activate, durable_approve, gitmem durable approve)",
+                        path=name,
                     )
-                    break
-            if len(out) >= 5:
+                )
                 break
-        return out
-    except (pygit2.GitError, KeyError, ValueError) as exc:
-        raise MemoryStoreError("unavailable", f"cannot read the pushed durable nodes: {exc}") from exc
+        if len(out) >= 5:
+            break
+    return out
