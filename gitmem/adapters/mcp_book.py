@@ -20,7 +20,8 @@ single-process server for itself) and removed when it stops::
     <book>/<token hash>/<id>.cursors  the ``memory_context`` prompt's cursors (see ``cursor_file``)
 
 A lock file without a record is a session being opened (it counts toward the
-token's limit, as busy). Why files and locks and not a shared memory or a
+token's limit, as busy). A record or cursors without a lock file
+belong to a session that ended, and are swept with the idle sessions (:meth:`SessionBook.reap`). Why files and locks and not a shared memory or a
 broker: the kernel drops a dead worker's locks, so a SIGKILLed worker leaves
 nothing busy behind, and a rename is atomic for every reader. A request costs a
 ``stat`` of its record and an ``flock`` pair; the sessions' state changes
@@ -45,11 +46,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import MemoryStoreError
 from gitmem.localfile import MB, load_local_json, open_private, replace_file
 
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _OWNER = re.compile(r"[0-9a-f]{64}")
 _RECORD_LIMIT = 4 * MB
+HANDSHAKE_LIMIT = 64 * 1024
+"""The largest request that may open a session (its ``initialize``, a few hundred bytes from any client):
+the book keeps it for every worker to replay, per session, up to a token's ``max_sessions`` of them."""
 
 
 def grant_stamp(grant: object) -> str:
@@ -166,7 +171,11 @@ class SessionBook:
                 self._unlink(owner, session_id)
 
     def _write(self, owner: str, session_id: str, record: dict[str, Any]) -> None:
-        replace_file(self.record_path(owner, session_id), json.dumps(record))  # no fsync: sessions end with the server
+        """Replace the record whole; ``too_large`` (nothing written) for one the workers could not read back."""
+        text = json.dumps(record)  # ASCII: its length is its size
+        if len(text) > _RECORD_LIMIT:
+            raise MemoryStoreError("too_large", f"an MCP session's record may hold {_RECORD_LIMIT} bytes")
+        replace_file(self.record_path(owner, session_id), text)  # no fsync: sessions end with the server
 
     def _unlink(self, owner: str, session_id: str) -> None:
         for path in (self.record_path(owner, session_id), self.cursor_path(owner, session_id),
@@ -220,20 +229,39 @@ class SessionBook:
             return gone
         for owner in owners:
             folder = self._folder(owner)
-            stale = [sid for sid, used in self._sessions(folder) if used < cutoff]
-            if not stale:
+            entries = _entries(folder)
+            stale = [sid for sid, used in self._sessions(folder, entries) if used < cutoff]
+            if not stale and not self._litter(folder, cutoff, entries):
                 continue
             with self._owner_lock(owner):
                 gone += [(owner, sid) for sid in stale if self._take_if_idle(owner, sid, cutoff)]
+                # Looked for again under the lock: a session opened meanwhile keeps its files.
+                for name in self._litter(folder, cutoff):
+                    with suppress(FileNotFoundError):
+                        os.unlink(folder / name)
         return gone
 
-    def _sessions(self, folder: Path) -> Iterator[tuple[str, float]]:
-        """(id, last use) of each session in a token's folder."""
-        try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
-            return
+    @staticmethod
+    def _litter(folder: Path, cutoff: float, entries: list[os.DirEntry[str]] | None = None) -> list[str]:
+        """Files of a token's folder no session owns: a record or cursors whose session ended (a prompt
+        that saved its cursors after its session's files were removed), a temporary file older than
+        ``cutoff`` (a worker killed while it replaced a record). ``entries``: the folder's, read already."""
+        entries = _entries(folder) if entries is None else entries
+        locks = {e.name[:-5] for e in entries if e.name.endswith(".lock")}
+        out: list[str] = []
         for entry in entries:
+            stem, dot, suffix = entry.name.rpartition(".")
+            if dot and suffix in ("json", "cursors") and _SESSION_ID.fullmatch(stem) and stem not in locks:
+                out.append(entry.name)
+            elif entry.name.startswith(".") and suffix == "tmp":
+                with suppress(FileNotFoundError):
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        out.append(entry.name)
+        return out
+
+    def _sessions(self, folder: Path, entries: list[os.DirEntry[str]] | None = None) -> Iterator[tuple[str, float]]:
+        """(id, last use) of each session in a token's folder (``entries``: the folder's, read already)."""
+        for entry in _entries(folder) if entries is None else entries:
             name = entry.name
             if name.endswith(".lock") and _SESSION_ID.fullmatch(name[:-5]):
                 try:
@@ -264,3 +292,11 @@ class SessionBook:
         """Remove the folder if this book made it (the supervisor removes a shared one)."""
         if self._owned:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """What a token's folder holds now (nothing once it is gone)."""
+    try:
+        return list(os.scandir(folder))
+    except FileNotFoundError:
+        return []

@@ -79,7 +79,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from gitmem.adapters import mcp_fastcall
-from gitmem.adapters.mcp_book import SessionBook, grant_stamp, valid_session_id
+from gitmem.adapters.mcp_book import HANDSHAKE_LIMIT, SessionBook, grant_stamp, valid_session_id
 from gitmem.adapters.mcp_served import DEFAULT_ROUTE, Route, served_server, session_route
 from gitmem.adapters.mcp_server import MemoryMcpServer
 from gitmem.adapters.mcp_stream import ChangeFanout, StreamSlots, asgi_answer, asgi_scope, event_stream
@@ -187,6 +187,9 @@ class McpHttpApp(SessionTakeUp):
                     return _reply(start_response, 404, _error("Session not found"))
                 session = found
             else:
+                if len(body) > HANDSHAKE_LIMIT:  # kept in the book per session: refused before anything is kept
+                    return _reply(start_response, 413, _error(f"a request opening an MCP session (initialize) may "
+                                                              f"hold {HANDSHAKE_LIMIT} bytes"))  # fmt: skip
                 self._reap()
                 topic = session_route(environ)
                 admission = self.book.admit(owner, self.max_sessions, self.call_timeout)
@@ -210,6 +213,8 @@ class McpHttpApp(SessionTakeUp):
                 return _reply(start_response, 403, _error(exc.message))
             if exc.code == "forbidden":  # a Gitmem-Topic that cannot name a branch
                 return _reply(start_response, 400, _error(exc.message))
+            if exc.code == "too_large":  # a session the book cannot keep for every worker
+                return _reply(start_response, 413, _error(exc.message))
             return _reply(start_response, 503, _error(f"cannot open the memories: {exc}"))
         status, headers, data = self._handle_in_flight(session, environ, body)
         if method == "DELETE" and session_id is not None and status < 400:

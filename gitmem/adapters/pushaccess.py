@@ -15,6 +15,14 @@ refusals reach the client the same way (``remote:`` lines with the rule, the ref
   there ``main`` moves only by approval;
 - ``admin``: anything pushcheck allows.
 
+On a durable memory, a token below ``admin`` may not decide on a node through
+``main`` either (rule ``access``): a push there (or to ``refs/for/main``) that adds
+a node file in any status but ``candidate``, or changes or removes one that is not
+a candidate (an activation, a retirement, an edit of a reviewed node), is refused,
+as over ``/mcp``, where such a token proposes candidates and only an ``admin``
+token activates or approves (:mod:`gitmem.adapters.mcp_served`). Its other files
+land as on any memory.
+
 And every new commit must show the token's principal as who made it, and every
 identity trailer it carries (``Gitmem-Approved-By``, ...) must name that principal
 too (rule ``principal``, see :mod:`gitmem.git.claims`, the identity gate).
@@ -22,10 +30,12 @@ too (rule ``principal``, see :mod:`gitmem.git.claims`, the identity gate).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from gitmem.adapters.tokens import Grant
 from gitmem.git.claims import RULE_PRINCIPAL, foreign_claims
+from gitmem.git.mountconfig import kind_from_repo
 from gitmem.git.pushcheck import RefUpdate, Refusal
 from gitmem.git.queue import QUEUE_MAIN
 from gitmem.git.refs import MAIN
@@ -40,6 +50,7 @@ PushPolicy = Callable[[Sequence[RefUpdate], Sequence[str]], dict[str, list[Refus
 def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
     def check(updates: Sequence[RefUpdate], object_dirs: Sequence[str]) -> dict[str, list[Refusal]]:
         gated: bool | None = None
+        durable: bool | None = None
         out: dict[str, list[Refusal]] = {}
         for update in updates:
             refusals: list[Refusal] = []
@@ -70,6 +81,11 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                             f"push to {branch} and have it approved",
                         )
                     )
+            if not refusals and lands_on_main and grant.access != "admin":
+                if durable is None:
+                    durable = kind_from_repo(GitRepo(path)) == "durable"
+                if durable:
+                    refusals += _node_decisions(path, object_dirs, update, memory)
             if not refusals and grant.principal is not None and not update.deleting:
                 for claim in foreign_claims(path, object_dirs, update.new, grant.principal)[:5]:
                     if claim.key == T_PRINCIPAL:
@@ -90,3 +106,44 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
         return out
 
     return check
+
+
+_NODE_FILE = re.compile(r"[^/]+/nodes/[^/]+/[^/]+\.md")
+"""Where a durable memory keeps its nodes: ``<namespace folder>/nodes/<2 hex>/<node>.md``."""
+
+
+def _node_decisions(path: str, object_dirs: Sequence[str], update: RefUpdate, memory: str) -> list[Refusal]:
+    """The reviewer's decisions ``update`` would bring to ``main`` of durable memory ``memory``.
+
+    Each node file it changes there (:func:`gitmem.git.landing.landing_changes`)
+    must be a candidate on both sides, or absent on one. A node file that does not
+    read as a node is not a candidate.
+    """
+    from gitmem.durable.nodefile import decode_node
+    from gitmem.git.landing import landing_changes
+
+    out: list[Refusal] = []
+    for name, *sides in landing_changes(path, object_dirs, update, _NODE_FILE):
+        for data in sides:
+            if data is None:
+                continue
+            try:
+                status: str | None = decode_node(data.decode("utf-8"), name).status
+            except Exception:  # what does not read as a node is not a candidate
+                status = None
+            if status != "candidate":
+                out.append(
+                    Refusal(
+                        update.ref,
+                        "access",
+                        f"the push changes {name} of durable memory {memory!r}, a node that is "
+                        f"{status or 'not readable'} (not a candidate) on one side: this token proposes "
+                        "candidates; activating, retiring or changing a reviewed node is an admin's decision "
+                        "(durable_activate, durable_approve, gitmem durable approve)",
+                        path=name,
+                    )
+                )
+                break
+        if len(out) >= 5:
+            break
+    return out
