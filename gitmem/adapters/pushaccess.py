@@ -21,7 +21,9 @@ a node file in any status but ``candidate``, or changes or removes one that is n
 a candidate (an activation, a retirement, an edit of a reviewed node), is refused,
 as over ``/mcp``, where such a token proposes candidates and only an ``admin``
 token activates or approves (:mod:`gitmem.adapters.mcp_served`). Its other files
-land as on any memory.
+land as on any memory. On a session memory, in the same way, such a push may not
+remove an item: over ``/mcp`` a ``write`` token remembers (which may merge into an
+item) and only an ``admin`` token's prune removes items.
 
 And every new commit must show the token's principal as who made it, and every
 identity trailer it carries (``Gitmem-Approved-By``, ...) must name that principal
@@ -50,7 +52,7 @@ PushPolicy = Callable[[Sequence[RefUpdate], Sequence[str]], dict[str, list[Refus
 def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
     def check(updates: Sequence[RefUpdate], object_dirs: Sequence[str]) -> dict[str, list[Refusal]]:
         gated: bool | None = None
-        durable: bool | None = None
+        kind: str | None = None
         out: dict[str, list[Refusal]] = {}
         for update in updates:
             refusals: list[Refusal] = []
@@ -82,10 +84,12 @@ def push_policy(path: str, memory: str, grant: Grant) -> PushPolicy:
                         )
                     )
             if not refusals and lands_on_main and grant.access != "admin":
-                if durable is None:
-                    durable = kind_from_repo(GitRepo(path)) == "durable"
-                if durable:
+                if kind is None:
+                    kind = kind_from_repo(GitRepo(path))
+                if kind == "durable":
                     refusals += _node_decisions(path, object_dirs, update, memory)
+                elif kind == "session":
+                    refusals += _item_removals(path, object_dirs, update, memory)
             if not refusals and grant.principal is not None and not update.deleting:
                 for claim in foreign_claims(path, object_dirs, update.new, grant.principal)[:5]:
                     if claim.key == T_PRINCIPAL:
@@ -147,3 +151,24 @@ def _node_decisions(path: str, object_dirs: Sequence[str], update: RefUpdate, me
         if len(out) >= 5:
             break
     return out
+
+
+_ITEM_FILE = re.compile(r"items/[^/]+/[^/]+\.json")
+"""Where a session memory keeps its items (:func:`gitmem.session.items.is_item_path`)."""
+
+
+def _item_removals(path: str, object_dirs: Sequence[str], update: RefUpdate, memory: str) -> list[Refusal]:
+    """The items of session memory ``memory`` that ``update`` would remove from ``main``: a prune's work."""
+    from gitmem.git.landing import landing_changes
+
+    gone = [name for name, before, after in landing_changes(path, object_dirs, update, _ITEM_FILE) if after is None]
+    return [
+        Refusal(
+            update.ref,
+            "access",
+            f"the push removes {name} of session memory {memory!r}: this token remembers; removing items is "
+            "an admin's prune (memory_session_prune, gitmem session prune)",
+            path=name,
+        )
+        for name in gone[:5]
+    ]
