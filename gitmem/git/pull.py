@@ -263,10 +263,23 @@ def pull(
         except MergeRefused as exc:
             if not (propose and exc.code == "version_mismatch" and exc.paths):
                 raise
-            if ledger is not None:  # the remote's work is taken in, as a proposal checked against its erasures
-                _adopt_ledger(git, held, ledger)
             ours = git.head()
-            run, paths = conflict.open_draft(git, fmt, held, ours, incoming, target.name, who)
+
+            def proposed() -> None:  # under the writer lock, the conflict proposal opened or kept
+                if ledger is None:
+                    return
+                try:  # the remote's work is taken in, as a proposal checked against its erasures
+                    _adopt_ledger(git, held, ledger)
+                except MemoryStoreError as exc:
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"conflict proposal {conflict.proposal_id(target.name)} holds {remote}/main, but the "
+                        f"remote's erasure ledger was not adopted: {exc.message}; pull again to adopt it",
+                    ) from exc
+
+            run, paths = conflict.open_draft(
+                git, fmt, held, ours, incoming, target.name, who, ledger=checked_ledger, opened=proposed
+            )
             return MergeResult("conflict", ours, ours, paths, proposal=run)
         abandoned = _abandoned(git, target)
         return dataclasses.replace(result, closed=tuple(closed), abandoned=abandoned)
