@@ -171,3 +171,29 @@ def test_a_compaction_folds_the_log_of_the_folder_it_writes_not_the_one_swapped_
     monkeypatch.undo()
     kept = FileAccessStats(folder.with_name("stats.old") / "access.log", stamp=stamp)
     assert kept.snapshot() == {"a": (1, 1.0), "b": (1, 2.0)}
+
+
+def test_a_listing_that_fails_to_save_is_not_removed_through_a_folder_swapped_after_its_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick listing written through the folder checked, but a failed write removed ``listing`` by its
+    path: with the folder swapped for a link meanwhile, the file of that name wherever the link led."""
+    from gitmem import derived, quickread
+
+    repo = tmp_path / "m.git"
+    folder = repo / "gitmem" / "derived"
+    folder.mkdir(parents=True)
+    (repo / "gitmem" / "generation").write_text("g1\n")
+    outside = _outside(tmp_path)
+    (outside / quickread.LISTING_FILE).write_text("someone else's file\n")
+    seen = derived.Generation.read(str(repo / "gitmem" / "generation"))
+
+    def full(*args: object, **kwargs: object) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(quickread, "replace_file", full)
+    monkeypatch.setattr(quickread, "make_private_dir", lambda *args, **kwargs: False)  # the folder is there
+    swapped = _swap_after_look(monkeypatch, folder, outside)
+    quickread._save(str(repo), "m", "0" * 40, [], seen)
+    assert swapped
+    assert (outside / quickread.LISTING_FILE).read_text() == "someone else's file\n"
