@@ -347,9 +347,22 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: deriv
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
         make_private_dir(folder)
-        derived.publish(seen, target, lambda folder, name: replace_file(name, text, dir_fd=folder))
+        derived.publish(seen, target, lambda folder, name: _replace_or_remove(folder, name, text))
+    except OSError:
+        pass  # no listing saved: a failed write removed the old one in the folder it checked
+
+
+def _replace_or_remove(folder: int, name: str, text: str) -> None:
+    """Replace the listing ``name`` in ``folder`` (a descriptor); when that fails, remove the old one there.
+
+    Removed through the descriptor, as it was written: by its path, a folder swapped for a
+    link after the check would have the file of that name wherever the link led removed.
+    """
+    try:
+        replace_file(name, text, dir_fd=folder)
     except OSError:
         try:
-            os.unlink(target)
+            os.unlink(name, dir_fd=folder)
         except OSError:
             pass
+        raise

@@ -147,3 +147,53 @@ def test_the_access_statistics_are_not_written_through_a_folder_swapped_after_it
     stats.record(["a", "b"], 1.0)
     assert swapped
     assert list(outside.iterdir()) == []
+
+
+def test_a_compaction_folds_the_log_of_the_folder_it_writes_not_the_one_swapped_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compaction an append ends in wrote through the folder the append checked but read the log by its
+    path: with that folder swapped for a link, it folded whatever log the link led to (none here) and
+    replaced this memory's log with that, its counts lost."""
+    from gitmem.session.stats import FileAccessStats
+
+    mount = tmp_path / "m.git"
+    folder = mount / "gitmem" / "stats"
+    folder.mkdir(parents=True)
+    (mount / "gitmem" / "generation").write_text("g1\n")
+    stamp = str(mount / "gitmem" / "generation")
+    FileAccessStats(folder / "access.log", stamp=stamp).record(["a"], 1.0)  # a count already in the log
+    outside = _outside(tmp_path)
+    stats = FileAccessStats(folder / "access.log", compact_bytes=1, stamp=stamp)
+    swapped = _swap_after_look(monkeypatch, folder, outside)
+    stats.record(["b"], 2.0)
+    assert swapped
+    monkeypatch.undo()
+    kept = FileAccessStats(folder.with_name("stats.old") / "access.log", stamp=stamp)
+    assert kept.snapshot() == {"a": (1, 1.0), "b": (1, 2.0)}
+
+
+def test_a_listing_that_fails_to_save_is_not_removed_through_a_folder_swapped_after_its_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick listing written through the folder checked, but a failed write removed ``listing`` by its
+    path: with the folder swapped for a link meanwhile, the file of that name wherever the link led."""
+    from gitmem import derived, quickread
+
+    repo = tmp_path / "m.git"
+    folder = repo / "gitmem" / "derived"
+    folder.mkdir(parents=True)
+    (repo / "gitmem" / "generation").write_text("g1\n")
+    outside = _outside(tmp_path)
+    (outside / quickread.LISTING_FILE).write_text("someone else's file\n")
+    seen = derived.Generation.read(str(repo / "gitmem" / "generation"))
+
+    def full(*args: object, **kwargs: object) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(quickread, "replace_file", full)
+    monkeypatch.setattr(quickread, "make_private_dir", lambda *args, **kwargs: False)  # the folder is there
+    swapped = _swap_after_look(monkeypatch, folder, outside)
+    quickread._save(str(repo), "m", "0" * 40, [], seen)
+    assert swapped
+    assert (outside / quickread.LISTING_FILE).read_text() == "someone else's file\n"

@@ -26,13 +26,14 @@ is a new commit with the draft's parents and tree and the approver's trailers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pygit2
 
 from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, encode_text, validate_path
-from gitmem.git.erasures import lend_ledger
+from gitmem.git.erasures import LEDGER_REF, lend_ledger
 from gitmem.git.loose import open_repository
 from gitmem.git.merge import MergeRefused, conflicts, refused_by_rules, store_objects
 from gitmem.git.pushcheck import ZERO, RefUpdate, check_updates
@@ -89,7 +90,16 @@ def _message(remote: str, theirs: str, unresolved: list[str] | tuple[str, ...]) 
 
 
 def open_draft(
-    git: GitRepo, fmt: FileFormat, held: Quarantine, ours: str, theirs: str, remote: str, origin: Origin
+    git: GitRepo,
+    fmt: FileFormat,
+    held: Quarantine,
+    ours: str,
+    theirs: str,
+    remote: str,
+    origin: Origin,
+    *,
+    ledger: Callable[[], str | None] | None = None,
+    opened: Callable[[], None] | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """Open (or keep) the conflict proposal of a pull; returns its run id and the conflicting files.
 
@@ -97,6 +107,9 @@ def open_draft(
     checked by the push rules (and git's strict object checks) before anything
     moves into the mount; a refusal raises :class:`MergeRefused` and nothing changes.
     A draft for the same two sides is kept as it is (its resolutions with it).
+    ``ledger``, asked under the lock, is the erasure ledger commit in ``held`` the check reads
+    instead of the mount's (a pull's, see :func:`gitmem.git.merge.integrate`); ``opened`` runs
+    under the same hold once the proposal is there (opened or kept): the pull adopts that ledger then.
     """
     run = proposal_id(remote)
     ref = BRANCHES + remote
@@ -105,6 +118,8 @@ def open_draft(
         if current is not None:
             existing = read_draft(git.repo, current)
             if existing is not None and (existing.ours, existing.theirs) == (ours, theirs):
+                if opened is not None:
+                    opened()
                 return run, existing.unresolved
             if existing is not None:
                 _refuse_to_drop(git.repo, existing, run)
@@ -112,7 +127,11 @@ def open_draft(
             for name in list(r.references):
                 r.references.delete(name)
             r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
-            lend_ledger(git.repo, r)  # what this memory erased is refused here too
+            tip = None if ledger is None else ledger()
+            if tip is None:
+                lend_ledger(git.repo, r)  # what this memory erased is refused here too
+            else:  # ... and what the remote erased, adopted only once the proposal is there
+                r.references.create(LEDGER_REF, pygit2.Oid(hex=tip), force=True)
             verdict = check_updates(held.path, [RefUpdate(ref, ZERO, theirs)], fmt, strict_objects=True)
             if verdict[ref]:
                 raise refused_by_rules(f"{remote}/main", verdict[ref])
@@ -133,6 +152,8 @@ def open_draft(
         store_objects(git, held, draft, "the conflict proposal")
         if not swap_ref(git.repo, git.path, ref, current, draft, message=f"gitmem pull: conflict with {remote}"):
             raise MemoryStoreError("unavailable", f"proposal {run} moved while it was opened; pull again")
+        if opened is not None:
+            opened()
         return run, tuple(found)
 
 

@@ -123,7 +123,7 @@ def integrate(
     after_swap: Callable[[MergeResult], None] | None = None,
     strict_objects: bool = False,
     join: bool = False,
-    ledger: str | None = None,
+    ledger: Callable[[], str | None] | None = None,
 ) -> MergeResult:
     """Land commit ``theirs`` on ``main``; see the module docstring.
 
@@ -137,9 +137,10 @@ def integrate(
     once ``main`` moved (or was already up to date). ``strict_objects`` also holds
     every object ``theirs`` brings to git's strict object rules, as a push is held
     (:func:`gitmem.git.quarantine.strict_check`): a pull brings objects from outside.
-    ``ledger``: the erasure ledger commit (in ``scratch``) the checks read instead of the
-    mount's: a pull's, the mount's with the remote's erasures added, which the mount
-    adopts only once the pull lands (``after_swap``).
+    ``ledger``: asked under the lock before each attempt, the erasure ledger commit (in
+    ``scratch``) the checks read instead of the mount's (``None``: the mount's): a pull's,
+    the mount's as it is now with the remote's erasures added, which the mount adopts
+    only once the pull lands (``after_swap``).
 
     Every commit that ``main`` does not hold yet is checked, including ones other
     refs of the mount already point at: the check runs in the quarantine,
@@ -162,10 +163,11 @@ def integrate(
                 for name in list(r.references):
                     r.references.delete(name)
                 r.references.create(MAIN, pygit2.Oid(hex=ours), force=True)
-                if ledger is None:
+                tip = None if ledger is None else ledger()
+                if tip is None:
                     lend_ledger(git.repo, r)  # the check refuses what the mount's erasure ledger names
                 else:  # ... and what the remote's erased, which the mount does not hold yet
-                    r.references.create(LEDGER_REF, pygit2.Oid(hex=ledger), force=True)
+                    r.references.create(LEDGER_REF, pygit2.Oid(hex=tip), force=True)
                 try:
                     result = _plan(
                         r,

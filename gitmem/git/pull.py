@@ -152,6 +152,26 @@ def _ledger_brought(git: GitRepo, held: Quarantine) -> _Ledger | None:
             r.free()
 
 
+def _ledger_now(git: GitRepo, held: Quarantine, ledger: _Ledger) -> _Ledger | None:
+    """``ledger`` on this memory's erasure ledger as it is now (read under the writer lock, before the checks).
+
+    ``ledger`` was built on the one read before the lock was taken; an erasure this memory
+    took since (another pull adopting its remote's ledger, a push bringing one) is not in
+    it, and checks reading it would let through what that erasure names. The remote's
+    entries are then chained on the current ledger instead (``None``: it holds them all).
+    """
+    with translate_errors(git.path):
+        current = read_ref(git.repo, LEDGER_REF)
+        if current == ledger.ours:
+            return ledger
+        r = open_repository(held.path)
+        try:
+            built, added = erasures.chain_entries(r, current, erasures.entries_at(r, ledger.tip))
+        finally:
+            r.free()
+    return None if built is None else _Ledger(current, built, added)
+
+
 def _adopt_ledger(git: GitRepo, held: Quarantine, ledger: _Ledger) -> int:
     """Make ``ledger`` this memory's erasure ledger, under the writer lock; returns how many entries it added.
 
@@ -207,6 +227,12 @@ def pull(
 
         closed: list[str] = []
 
+        def checked_ledger() -> str | None:  # under the writer lock, before each attempt's checks
+            nonlocal ledger
+            if ledger is not None:
+                ledger = _ledger_now(git, held, ledger)
+            return None if ledger is None else ledger.tip
+
         def landed(result: MergeResult) -> None:  # under the writer lock, main moved or up to date
             if ledger is not None:
                 try:
@@ -232,15 +258,28 @@ def pull(
                 after_swap=landed,
                 strict_objects=True,  # gitmem's own strict check: a user's fetch.fsck.* settings do not weaken it
                 join=True,
-                ledger=None if ledger is None else ledger.tip,
+                ledger=checked_ledger,
             )
         except MergeRefused as exc:
             if not (propose and exc.code == "version_mismatch" and exc.paths):
                 raise
-            if ledger is not None:  # the remote's work is taken in, as a proposal checked against its erasures
-                _adopt_ledger(git, held, ledger)
             ours = git.head()
-            run, paths = conflict.open_draft(git, fmt, held, ours, incoming, target.name, who)
+
+            def proposed() -> None:  # under the writer lock, the conflict proposal opened or kept
+                if ledger is None:
+                    return
+                try:  # the remote's work is taken in, as a proposal checked against its erasures
+                    _adopt_ledger(git, held, ledger)
+                except MemoryStoreError as exc:
+                    raise MemoryStoreError(
+                        "unavailable",
+                        f"conflict proposal {conflict.proposal_id(target.name)} holds {remote}/main, but the "
+                        f"remote's erasure ledger was not adopted: {exc.message}; pull again to adopt it",
+                    ) from exc
+
+            run, paths = conflict.open_draft(
+                git, fmt, held, ours, incoming, target.name, who, ledger=checked_ledger, opened=proposed
+            )
             return MergeResult("conflict", ours, ours, paths, proposal=run)
         abandoned = _abandoned(git, target)
         return dataclasses.replace(result, closed=tuple(closed), abandoned=abandoned)

@@ -189,21 +189,25 @@ class FileAccessStats:
             fd = self._locked(fcntl.LOCK_EX, folder)
             try:
                 self._inode = None  # re-read from the start: exact totals, nothing double counted
-                self._catch_up()
+                self._catch_up(folder)  # the log that is replaced, read where it is written
                 lines = [f"s {i} {c} {t:.6f} $\n" for i, (c, t) in sorted(self._counts.items())]
                 where = self.path if folder is None else self.path.name
                 replace_file(where, "".join(lines), dir_fd=folder)
                 self._inode = None
-                self._catch_up()
+                self._catch_up(folder)
             except OSError as exc:
                 raise MemoryStoreError("unavailable", f"cannot compact {self.path}: {exc}") from exc
             finally:
                 os.close(fd)
 
-    def _catch_up(self) -> None:
-        """Read what was appended since the last look (all of it when the file was swapped)."""
+    def _catch_up(self, folder: int | None = None) -> None:
+        """Read what was appended since the last look (all of it when the file was swapped).
+
+        ``folder``: a descriptor of the log's folder (a compaction's), the log opened in it by name.
+        """
         try:
-            fd = open_local(self.path)  # a regular file, no link followed, never blocking
+            where = self.path if folder is None else self.path.name
+            fd = open_local(where, dir_fd=folder)  # a regular file, no link followed, never blocking
         except FileNotFoundError:
             self._counts, self._offset, self._inode = {}, 0, None
             return

@@ -301,3 +301,74 @@ def test_a_ledger_that_cannot_be_adopted_once_main_landed_says_main_moved(
     monkeypatch.undo()
     remotes.pull(store, "origin")
     assert "ab" * 20 in git("show", f"{LEDGER_REF}:entries.jsonl", cwd=store.path).stdout
+
+
+def test_an_erasure_the_mount_adopts_while_a_pull_fetches_is_checked_by_that_pull(
+    pair: tuple[Root, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pull's checks read the ledger it built from this memory's before taking the writer lock: an erasure
+    this memory took meanwhile (another pull adopting its remote's, a push) must still refuse what it names,
+    as the mount's own ledger, read under the lock, did before the pull built one of its own."""
+    from gitmem.git import pull as pull_module
+
+    root, hosting = pair
+    store = root.mount("user")
+    erased = "erased by another copy meanwhile\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(erased.encode()) + erased.encode()).hexdigest()
+    _forge_main_commit(hosting, tmp_path, "notes/b.md", erased)
+    _forge_ledger(hosting, [_entry(1, ("ab" * 20,))])  # the remote has a ledger entry of its own to adopt
+    real = pull_module._ledger_brought
+
+    def adopted_meanwhile(*args: object, **kwargs: object) -> object:
+        built = real(*args, **kwargs)  # type: ignore[arg-type]
+        repo = as_sync(store).repo  # another pull lands its remote's erasure here now
+        theirs = [erasures.Entry.from_json(json.dumps(_entry(2, (blob,))))]
+        erasures.merge_entries(repo.fresh(), repo.path, theirs, stale_after=60.0, timeout=10.0)
+        return built
+
+    monkeypatch.setattr(pull_module, "_ledger_brought", adopted_meanwhile)
+    head = store.sync.head()
+    with pytest.raises(MemoryStoreError) as refused:
+        remotes.pull(store, "origin")
+    assert refused.value.code == "forbidden", refused.value.message
+    assert store.sync.head() == head
+    with open_repository(str(store.path)) as r:
+        assert [e.id for e in erasures.entries(r)] == [f"{2:016x}"]  # the remote's own entry not adopted
+    fsck_clean(store.path)
+
+
+def test_a_pull_whose_conflict_proposal_is_refused_adopts_no_ledger(pair: tuple[Root, Path], tmp_path: Path) -> None:
+    """A pull that meets a conflict takes the remote's ledger with the proposal it opens: a proposal refused
+    (a draft holding what someone settled, of other sides) said "nothing was changed" while the ledger was
+    adopted, its erasures refusing this memory's own writes from then on."""
+    from gitmem import review
+
+    root, hosting = pair
+    store = root.mount("user")
+    store.sync.write("notes/b.md", "bee\n", expected=None)
+    remotes.push(store, "origin")
+    work = tmp_path / "forge-work"
+    git("clone", "-q", str(hosting), str(work), cwd=tmp_path)
+
+    def person(path: str, text: str) -> None:
+        (work / path).write_text(text)
+        git("add", "-A", cwd=work)
+        git("commit", "-qm", f"change {path}", cwd=work)
+        git("push", "-q", "origin", "HEAD:main", cwd=work)
+
+    person("notes/a.md", "theirs\n")
+    person("notes/b.md", "bee, theirs\n")
+    store.sync.write("notes/a.md", "ours\n", expected=store.sync.read("notes/a.md").version)
+    store.sync.write("notes/b.md", "bee, ours\n", expected=store.sync.read("notes/b.md").version)
+    assert remotes.pull(store, propose=True).paths == ("notes/a.md", "notes/b.md")
+    review.resolve(store, "merge-origin", "notes/a.md", side="ours")
+    person("notes/c.md", "sea\n")  # the remote moves on, and erased a text this memory writes
+    kept = "text this memory may keep writing\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(kept.encode()) + kept.encode()).hexdigest()
+    _forge_ledger(hosting, [_entry(1, (blob,))])
+    with pytest.raises(MemoryStoreError) as caught:
+        remotes.pull(store, propose=True)
+    assert caught.value.code == "version_mismatch" and "nothing was changed" in caught.value.message
+    assert git("for-each-ref", LEDGER_REF, cwd=store.path).stdout == ""
+    store.sync.write("notes/kept.md", kept, expected=None)  # not refused as erased
+    fsck_clean(store.path)
