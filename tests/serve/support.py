@@ -174,6 +174,14 @@ def hosted(tmp_path: Path, files: dict[str, str], *, hooks: bool = True) -> tupl
     return root, store, hosting
 
 
+def clone_as(url: str, memory: str, who: str, token: str, work: Path) -> Path:
+    """A clone of ``memory`` served at ``url``, made with ``who``'s token, committing as ``who``."""
+    git("clone", "-q", url.replace("://", f"://{who}:{token}@", 1) + f"/{memory}.git", str(work))
+    git("config", "user.name", who, cwd=work)
+    git("config", "user.email", f"{who}@example.com", cwd=work)
+    return work
+
+
 def commit_all(work: Path, message: str) -> str:
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", message, cwd=work)

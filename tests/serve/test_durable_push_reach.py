@@ -22,7 +22,7 @@ from gitmem.durable import DurableRepository
 from gitmem.durable.node import Evidence
 from gitmem.durable.nodefile import decode_node, encode_node
 
-from .support import fsck_clean, git, serving, write
+from .support import clone_as, fsck_clean, git, serving, write
 
 ITEM = {
     "content": "Run make itest before tagging a release of the API.",
@@ -36,13 +36,6 @@ ITEM = {
 ALICE = "tok-alice-durable-push-0123456789abcdef"
 DANA = "tok-dana-durable-push-0123456789abcdef0"
 QUERY = "make itest release"
-
-
-def clone(url: str, who: str, token: str, work: Path) -> Path:
-    git("clone", "-q", url.replace("://", f"://{who}:{token}@", 1) + "/decisions.git", str(work))
-    git("config", "user.name", who, cwd=work)
-    git("config", "user.email", f"{who}@example.com", cwd=work)
-    return work
 
 
 def commit(work: Path, who: str, message: str) -> None:
@@ -72,7 +65,7 @@ def test_a_write_tokens_push_cannot_activate_what_its_mcp_tools_cannot(tmp_path:
         with HttpMcpClient(url + "/mcp", ALICE) as alice:
             assert "durable_activate" not in alice.tool_names()
             assert payload(alice.call("durable_propose", items=[ITEM]))["status"] == "candidate"
-        work = clone(url, "alice", ALICE, tmp_path / "alice")
+        work = clone_as(url, "decisions", "alice", ALICE, tmp_path / "alice")
         activate_in(work, "alice")
         before = git("rev-parse", "main", cwd=mount).stdout
         for target in ("main", "refs/for/main"):
@@ -86,7 +79,8 @@ def test_a_write_tokens_push_cannot_activate_what_its_mcp_tools_cannot(tmp_path:
         git("add", "-A", cwd=work)
         commit(work, "alice", "readme")
         assert git("push", "origin", "HEAD:main", cwd=work, check=False).returncode == 0
-        admin = clone(url, "dana", DANA, tmp_path / "dana")  # a reviewer's push decides, as its tool does
+        # A reviewer's push decides, as its tool does.
+        admin = clone_as(url, "decisions", "dana", DANA, tmp_path / "dana")
         activate_in(admin, "dana")
         assert git("push", "origin", "HEAD:main", cwd=admin, check=False).returncode == 0
         with HttpMcpClient(url + "/mcp", ALICE) as alice:

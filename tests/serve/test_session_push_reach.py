@@ -17,17 +17,10 @@ from gitmem import Root
 from gitmem.adapters.tokens import token_entry
 from gitmem.session import open_session_memory
 
-from .support import fsck_clean, git, serving
+from .support import clone_as, fsck_clean, git, serving
 
 ALICE = "tok-alice-session-push-0123456789abcdef"
 DANA = "tok-dana-session-push-0123456789abcdef0"
-
-
-def clone(url: str, who: str, token: str, work: Path) -> Path:
-    git("clone", "-q", url.replace("://", f"://{who}:{token}@", 1) + "/notes.git", str(work))
-    git("config", "user.name", who, cwd=work)
-    git("config", "user.email", f"{who}@example.com", cwd=work)
-    return work
 
 
 def remove_items(work: Path, who: str) -> None:
@@ -46,7 +39,7 @@ def test_a_write_tokens_push_cannot_remove_what_its_mcp_tools_cannot(tmp_path: P
         with HttpMcpClient(url + "/mcp", ALICE) as alice:
             pruned = alice.call("memory_session_prune", dry_run=False, max_age_days=0, min_importance=1)
             assert pruned.is_error  # over /mcp a write token's prune is a dry run
-        work = clone(url, "alice", ALICE, tmp_path / "alice")
+        work = clone_as(url, "notes", "alice", ALICE, tmp_path / "alice")
         remove_items(work, "alice")
         before = git("rev-parse", "main", cwd=mount).stdout
         for target in ("main", "refs/for/main"):
@@ -57,7 +50,7 @@ def test_a_write_tokens_push_cannot_remove_what_its_mcp_tools_cannot(tmp_path: P
             assert not alice.call("memory_session_remember", content="Releases are tagged on Fridays.").is_error
             recent = payload(alice.call("memory_session_recent"))
             assert len(recent["items"]) == 2, recent
-        admin = clone(url, "dana", DANA, tmp_path / "dana")  # a reviewer's push prunes, as its tool does
+        admin = clone_as(url, "notes", "dana", DANA, tmp_path / "dana")  # a reviewer's push prunes, as its tool does
         remove_items(admin, "dana")
         assert git("push", "origin", "HEAD:main", cwd=admin, check=False).returncode == 0
         assert git("ls-tree", "-r", "--name-only", "main", cwd=mount).stdout.strip() == ""
