@@ -14,18 +14,9 @@ from adapters.mcp_support import McpClient, payload
 from gitmem.adapters.cli import cli
 from gitmem.durable import DurableRepository, Evidence, Namespace
 from gitmem.root import Root
+from tests.durable.support import ITEM
 
 NS = Namespace("acme", "agent-7", "repo-api")
-ITEM = {
-    "content": "Run make itest before tagging a release of the API.",
-    "memory_type": "procedural",
-    "source": "workflow",
-    "scope": "workspace",
-    "reason": "Tagging without it shipped a broken release once.",
-    "importance": 0.8,
-    "confidence": 0.9,
-}
-
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:

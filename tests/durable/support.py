@@ -57,3 +57,15 @@ def commits(repo: str | Path) -> int:
 
 def fsck(repo: str | Path) -> None:
     git(repo, "fsck", "--strict", "--no-dangling")
+
+
+#: One item a durable memory takes as a candidate (what an agent proposes in the tests).
+ITEM = {
+    "content": "Run make itest before tagging a release of the API.",
+    "memory_type": "procedural",
+    "source": "workflow",
+    "scope": "workspace",
+    "reason": "Tagging without it shipped a broken release once.",
+    "importance": 0.8,
+    "confidence": 0.9,
+}

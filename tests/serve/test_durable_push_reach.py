@@ -21,18 +21,10 @@ from gitmem.adapters.tokens import token_entry
 from gitmem.durable import DurableRepository
 from gitmem.durable.node import Evidence
 from gitmem.durable.nodefile import decode_node, encode_node
+from tests.durable.support import ITEM
 
 from .support import clone_as, fsck_clean, git, serving, write
 
-ITEM = {
-    "content": "Run make itest before tagging a release of the API.",
-    "memory_type": "procedural",
-    "source": "workflow",
-    "scope": "workspace",
-    "reason": "Tagging without it shipped a broken release once.",
-    "importance": 0.8,
-    "confidence": 0.9,
-}
 ALICE = "tok-alice-durable-push-0123456789abcdef"
 DANA = "tok-dana-durable-push-0123456789abcdef0"
 QUERY = "make itest release"

@@ -25,18 +25,9 @@ from gitmem.adapters.mcp_served import SCOPE_HEADER, TOPIC_HEADER, Route, served
 from gitmem.adapters.tokens import hash_token, parse_token_file, token_entry
 from gitmem.durable import DurableRepository, Namespace
 from gitmem.errors import MemoryStoreError
+from tests.durable.support import ITEM
 
 from .support import GIT_ENV, GIT_TIMEOUT, GITMEM, fsck_clean, git, serving, write
-
-ITEM = {
-    "content": "Run make itest before tagging a release of the API.",
-    "memory_type": "procedural",
-    "source": "workflow",
-    "scope": "workspace",
-    "reason": "Tagging without it shipped a broken release once.",
-    "importance": 0.8,
-    "confidence": 0.9,
-}
 
 
 def token_of(who: str) -> str:

@@ -7,18 +7,9 @@ from pathlib import Path
 from gitmem.durable import DurableBinding, DurableRepository, Namespace
 from gitmem.model import Origin
 from gitmem.tools.durable import DurableTools
+from tests.durable.support import ITEM
 
 NS = Namespace("acme", "alice", "repo-api")
-ITEM = {
-    "content": "Run make itest before tagging a release of the API.",
-    "memory_type": "procedural",
-    "source": "workflow",
-    "scope": "workspace",
-    "reason": "Tagging without it shipped a broken release once.",
-    "importance": 0.8,
-    "confidence": 0.9,
-}
-
 
 def binding(tmp_path: Path) -> DurableBinding:
     return DurableBinding(DurableRepository.open(tmp_path, "team", create=True), NS)
