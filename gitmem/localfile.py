@@ -568,6 +568,7 @@ def local_folder_fd(path: str | os.PathLike[str], *, root: str | os.PathLike[str
             here = os.path.join(here, part)
             try:
                 os.mkdir(part, 0o700, dir_fd=fd)
+                os.chmod(part, 0o700, dir_fd=fd)  # as make_private_dir: an odd umask must not take the owner's rights
             except FileExistsError:
                 pass
             try:

@@ -34,7 +34,6 @@ from gitmem.errors import MemoryStoreError
 from gitmem.fileformat import FileFormat, decode_stored, validate_path
 from gitmem.git.mountconfig import format_from_repo, kind_from_repo
 from gitmem.git.peek import CannotPeek, Peek, sha1
-from gitmem.git.perms import make_private_dir
 from gitmem.gitcache import ReadCache
 from gitmem.localfile import MB, read_local_text, replace_file
 from gitmem.model import FileEntry, FileText
@@ -346,7 +345,6 @@ def _save(repo: str, made: str, tree: str, entries: list[FileEntry], seen: deriv
     try:
         if os.stat(os.path.join(repo, "gitmem")).st_uid != os.geteuid():
             return
-        make_private_dir(folder)
         derived.publish(seen, target, lambda folder, name: _replace_or_remove(folder, name, text))
     except OSError:
         pass  # no listing saved: a failed write removed the old one in the folder it checked

@@ -192,7 +192,6 @@ def test_a_listing_that_fails_to_save_is_not_removed_through_a_folder_swapped_af
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(quickread, "replace_file", full)
-    monkeypatch.setattr(quickread, "make_private_dir", lambda *args, **kwargs: False)  # the folder is there
     swapped = _swap_after_look(monkeypatch, folder, outside)
     quickread._save(str(repo), "m", "0" * 40, [], seen)
     assert swapped

@@ -88,3 +88,21 @@ def test_a_root_the_watcher_creates_is_owner_only(tmp_path: Path) -> None:
     root = tmp_path / "data" / "watched"
     subprocess.run([sys.executable, "-c", WATCH, str(root)], check=True)
     assert _mode(root) == 0o700, oct(_mode(root))
+
+
+FOLDERS_UNDER = r"""
+import os, sys
+from gitmem.localfile import local_folder_fd
+os.umask(int(sys.argv[1], 8))
+os.close(local_folder_fd(os.path.join(sys.argv[2], "gitmem", "derived"), root=sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("umask", ["0", "0700"])
+def test_folders_a_writer_makes_under_a_mount_are_owner_only_and_the_owners(tmp_path: Path, umask: str) -> None:
+    # A umask may widen the mode (0) or take the owner's own rights away (0700): neither holds.
+    mount = tmp_path / "m.git"
+    mount.mkdir()
+    subprocess.run([sys.executable, "-c", FOLDERS_UNDER, umask, str(mount)], check=True)
+    for folder in (mount / "gitmem", mount / "gitmem" / "derived"):
+        assert _mode(folder) == 0o700, (folder, oct(_mode(folder)))
